@@ -1,0 +1,18 @@
+// The exports the façade calls. Memory is exported as `memory`; the façade derives its
+// typed-array views from the *Ptr getters after every call that may grow memory.
+export { reserve, enableTangents, nodeBytes } from './layout';
+export { forward, reverse, tangent } from './sweeps';
+export { opName, opArity } from './ops';
+import { capacity, regionCount, valBase, adjBase, aBase, bBase, opBase, tanBase, tanAdjBase } from './layout';
+import { Op } from './ops';
+
+export function opCount(): i32 { return Op.Count; }
+export function getCapacity(): i32 { return capacity; }
+export function tangentsEnabled(): i32 { return regionCount > 5 ? 1 : 0; }
+export function valPtr(): usize { return valBase; }
+export function adjPtr(): usize { return adjBase; }
+export function aPtr(): usize { return aBase; }
+export function bPtr(): usize { return bBase; }
+export function opPtr(): usize { return opBase; }
+export function tanPtr(): usize { return tanBase; }
+export function tanAdjPtr(): usize { return tanAdjBase; }

@@ -1,0 +1,264 @@
+// THE op table. One entry per op, in code order, with its rules side by side:
+//   forward  y = f(x, z)           x = val(a), z = val(b)
+//   vjp      adjoint contributions, given the incoming adjoint g (never 0: the sweep skips 0)
+//   jvp      output tangent, given operand tangents tx, tz
+// src/ops.ts lists the same codes, names and arities for the façade and the JS backend;
+// test/op-table.test.ts fails if the two lists drift.
+//
+// code name          arity  forward                 vjp (to a, to b)                     jvp
+//  0   const           0    (value written by JS)   -                                    0
+//  1   input           0    (value written by JS)   -                                    (seeded)
+//  2   arg             1    0 (carries an operand   -                                    0
+//                            of the next node)
+//  3   add             2    x + z                   g, g                                 tx + tz
+//  4   sub             2    x - z                   g, -g                                tx - tz
+//  5   mul             2    x * z                   g*z, g*x                             tx*z + x*tz
+//  6   div             2    x / z                   g/z, -g*y/z                          (tx - y*tz)/z
+//  7   neg             1    -x                      -g                                   -tx
+//  8   recip           1    1/x                     -g*y*y                               -tx*y*y
+//  9   square          1    x*x                     2*g*x                                2*x*tx
+// 10   sqrt            1    sqrt(x)                 g/(2y)   (sqrt'(0) = +Inf)            tx/(2y)
+// 11   cbrt            1    cbrt(x)                 g/(3y²)                              tx/(3y²)
+// 12   pow             2    x^z                     g*z*x^(z-1), g*y*log(x) (0 if y=0)   both terms
+// 13   powConst        2    x^z, z a constant       g*z*x^(z-1), nothing to z            tx*z*x^(z-1)
+// 14   exp             1    e^x                     g*y                                  tx*y
+// 15   expm1           1    e^x - 1                 g*(y+1)                              tx*(y+1)
+// 16   log             1    ln x                    g/x                                  tx/x
+// 17   log1p           1    ln(1+x)                 g/(1+x)                              tx/(1+x)
+// 18   log2            1    log2 x                  g/(x ln2)                            tx/(x ln2)
+// 19   log10           1    log10 x                 g/(x ln10)                           tx/(x ln10)
+// 20   sin             1    sin x                   g*cos x                              tx*cos x
+// 21   cos             1    cos x                   -g*sin x                             -tx*sin x
+// 22   tan             1    tan x                   g*(1+y²)                             tx*(1+y²)
+// 23   asin            1    asin x                  g/sqrt(1-x²)                         tx/sqrt(1-x²)
+// 24   acos            1    acos x                  -g/sqrt(1-x²)                        -tx/sqrt(1-x²)
+// 25   atan            1    atan x                  g/(1+x²)                             tx/(1+x²)
+// 26   atan2           2    atan2(x, z)             g*z/h², -g*x/h²  (h = hypot(x, z))   (tx*z - x*tz)/h²
+// 27   sinh            1    sinh x                  g*cosh x                             tx*cosh x
+// 28   cosh            1    cosh x                  g*sinh x                             tx*sinh x
+// 29   tanh            1    tanh x                  g*(1-y²)                             tx*(1-y²)
+// 30   asinh           1    asinh x                 g/hypot(x, 1)                        tx/hypot(x, 1)
+// 31   acosh           1    acosh x                 g/sqrt((x-1)(x+1))                   tx/sqrt((x-1)(x+1))
+// 32   atanh           1    atanh x                 g/(1-x²)                             tx/(1-x²)
+// 33   abs             1    |x|                     g*sgn x   (abs'(0) = 0)              tx*sgn x
+// 34   min             2    min(x, z)               to the smaller; tie: g/2, g/2        same split
+// 35   max             2    max(x, z)               to the larger; tie: g/2, g/2         same split
+// 36   hypot           2    hypot(x, z)             g*x/y, g*z/y  (0, 0 at y = 0)        (tx*x + tz*z)/y
+// 37   sigmoid         1    1/(1+e^-x), stable      g*y*(1-y)                            tx*y*(1-y)
+// 38   softplus        1    ln(1+e^x), stable       g*(1-e^-y) = g*sigmoid(x)            same
+// 39   relu            1    max(x, 0)               g if x > 0   (relu'(0) = 0)          same
+// 40   floor           1    floor x                 zero gradient                        0
+// 41   ceil            1    ceil x                  zero gradient                        0
+// 42   round           1    round x (half up)       zero gradient                        0
+// 43   sign            1    sign x                  zero gradient                        0
+// 44   stopGradient    1    x                       zero gradient                        0
+// 45   lt              2    x < z ? 1 : 0           zero gradient                        0
+// 46   le              2    x <= z ? 1 : 0          zero gradient                        0
+// 47   gt              2    x > z ? 1 : 0           zero gradient                        0
+// 48   ge              2    x >= z ? 1 : 0          zero gradient                        0
+// 49   eq              2    x == z ? 1 : 0          zero gradient                        0
+// 50   select          3    x ? z : w   (w = operand carried by the arg node at i-1;     tangent of the
+//                           x is true unless 0 or NaN)  g to the branch taken only       branch taken
+//
+// Traps recorded here, not in the code: a kink or NaN operand gives a NaN gradient where the
+// derivative is undefined, never a silently finite one; `pow` keeps its log(x) term out of the
+// base's gradient, so a negative base with integer exponent stays finite there.
+
+export enum Op {
+  Const = 0, Input, Arg,
+  Add, Sub, Mul, Div, Neg, Recip, Square, Sqrt, Cbrt, Pow, PowConst,
+  Exp, Expm1, Log, Log1p, Log2, Log10,
+  Sin, Cos, Tan, Asin, Acos, Atan, Atan2,
+  Sinh, Cosh, Tanh, Asinh, Acosh, Atanh,
+  Abs, Min, Max, Hypot, Sigmoid, Softplus, Relu,
+  Floor, Ceil, Round, Sign, StopGradient,
+  Lt, Le, Gt, Ge, Eq, Select,
+  Count
+}
+
+export function opName(op: i32): string {
+  switch (op) {
+    case Op.Const: return 'const'; case Op.Input: return 'input'; case Op.Arg: return 'arg';
+    case Op.Add: return 'add'; case Op.Sub: return 'sub'; case Op.Mul: return 'mul';
+    case Op.Div: return 'div'; case Op.Neg: return 'neg'; case Op.Recip: return 'recip';
+    case Op.Square: return 'square'; case Op.Sqrt: return 'sqrt'; case Op.Cbrt: return 'cbrt';
+    case Op.Pow: return 'pow'; case Op.PowConst: return 'powConst';
+    case Op.Exp: return 'exp'; case Op.Expm1: return 'expm1'; case Op.Log: return 'log';
+    case Op.Log1p: return 'log1p'; case Op.Log2: return 'log2'; case Op.Log10: return 'log10';
+    case Op.Sin: return 'sin'; case Op.Cos: return 'cos'; case Op.Tan: return 'tan';
+    case Op.Asin: return 'asin'; case Op.Acos: return 'acos'; case Op.Atan: return 'atan';
+    case Op.Atan2: return 'atan2'; case Op.Sinh: return 'sinh'; case Op.Cosh: return 'cosh';
+    case Op.Tanh: return 'tanh'; case Op.Asinh: return 'asinh'; case Op.Acosh: return 'acosh';
+    case Op.Atanh: return 'atanh'; case Op.Abs: return 'abs'; case Op.Min: return 'min';
+    case Op.Max: return 'max'; case Op.Hypot: return 'hypot'; case Op.Sigmoid: return 'sigmoid';
+    case Op.Softplus: return 'softplus'; case Op.Relu: return 'relu'; case Op.Floor: return 'floor';
+    case Op.Ceil: return 'ceil'; case Op.Round: return 'round'; case Op.Sign: return 'sign';
+    case Op.StopGradient: return 'stopGradient';
+    case Op.Lt: return 'lt'; case Op.Le: return 'le'; case Op.Gt: return 'gt';
+    case Op.Ge: return 'ge'; case Op.Eq: return 'eq'; case Op.Select: return 'select';
+  }
+  return '';
+}
+
+export function opArity(op: i32): i32 {
+  if (op <= Op.Input) return 0;
+  if (op == Op.Select) return 3;
+  switch (op) {
+    case Op.Add: case Op.Sub: case Op.Mul: case Op.Div: case Op.Pow: case Op.PowConst:
+    case Op.Atan2: case Op.Min: case Op.Max: case Op.Hypot:
+    case Op.Lt: case Op.Le: case Op.Gt: case Op.Ge: case Op.Eq:
+      return 2;
+  }
+  return op < Op.Count ? 1 : -1;
+}
+
+// @ts-ignore: decorator
+@inline const LN2: f64 = 0.6931471805599453;
+// @ts-ignore: decorator
+@inline const LN10: f64 = 2.302585092994046;
+
+// @ts-ignore: decorator
+@inline function truthy(c: f64): bool { return c != 0 && c == c; }
+
+// @ts-ignore: decorator
+@inline function sgn(x: f64): f64 { return x > 0 ? 1 : x < 0 ? -1 : x * 0; }
+
+// d/dx x^z without 0*Inf at z = 0 (x^0 is constant).
+// @ts-ignore: decorator
+@inline function powBaseDerivative(x: f64, z: f64): f64 { return z == 0 ? 0 : z * Math.pow(x, z - 1); }
+
+// d/dz x^z = y ln x, with the limit 0 where y = 0 (x = 0, z > 0) instead of 0 * -Inf.
+// @ts-ignore: decorator
+@inline function powExponentDerivative(x: f64, y: f64): f64 { return y == 0 ? 0 : y * Math.log(x); }
+
+// Where min/max send the adjoint: 1 to the chosen operand, 0.5 each at a tie, NaN if unordered.
+// @ts-ignore: decorator
+@inline function pickFirst(x: f64, z: f64, firstWins: bool): f64 {
+  return firstWins ? 1 : x == z ? 0.5 : (x != x || z != z) ? NaN : 0;
+}
+
+// @ts-ignore: decorator
+@inline function sigmoidOf(x: f64): f64 {
+  if (x >= 0) return 1 / (1 + Math.exp(-x));
+  const e = Math.exp(x);
+  return e / (1 + e);
+}
+
+// @ts-ignore: decorator
+@inline function softplusOf(x: f64): f64 {
+  return Math.max(x, 0) + Math.log1p(Math.exp(-Math.abs(x)));
+}
+
+/** y = f(x, z); `w` is the third operand of select. */
+// @ts-ignore: decorator
+@inline export function forwardRule(op: i32, x: f64, z: f64, w: f64): f64 {
+  switch (op) {
+    case Op.Add: return x + z;
+    case Op.Sub: return x - z;
+    case Op.Mul: return x * z;
+    case Op.Div: return x / z;
+    case Op.Neg: return -x;
+    case Op.Recip: return 1 / x;
+    case Op.Square: return x * x;
+    case Op.Sqrt: return Math.sqrt(x);
+    case Op.Cbrt: return Math.cbrt(x);
+    case Op.Pow: return Math.pow(x, z);
+    case Op.PowConst: return Math.pow(x, z);
+    case Op.Exp: return Math.exp(x);
+    case Op.Expm1: return Math.expm1(x);
+    case Op.Log: return Math.log(x);
+    case Op.Log1p: return Math.log1p(x);
+    case Op.Log2: return Math.log2(x);
+    case Op.Log10: return Math.log10(x);
+    case Op.Sin: return Math.sin(x);
+    case Op.Cos: return Math.cos(x);
+    case Op.Tan: return Math.tan(x);
+    case Op.Asin: return Math.asin(x);
+    case Op.Acos: return Math.acos(x);
+    case Op.Atan: return Math.atan(x);
+    case Op.Atan2: return Math.atan2(x, z);
+    case Op.Sinh: return Math.sinh(x);
+    case Op.Cosh: return Math.cosh(x);
+    case Op.Tanh: return Math.tanh(x);
+    case Op.Asinh: return Math.asinh(x);
+    case Op.Acosh: return Math.acosh(x);
+    case Op.Atanh: return Math.atanh(x);
+    case Op.Abs: return Math.abs(x);
+    case Op.Min: return Math.min(x, z);
+    case Op.Max: return Math.max(x, z);
+    case Op.Hypot: return Math.hypot(x, z);
+    case Op.Sigmoid: return sigmoidOf(x);
+    case Op.Softplus: return softplusOf(x);
+    case Op.Relu: return Math.max(x, 0);
+    case Op.Floor: return Math.floor(x);
+    case Op.Ceil: return Math.ceil(x);
+    case Op.Round: return Math.round(x);
+    case Op.Sign: return Math.sign(x);
+    case Op.StopGradient: return x;
+    case Op.Lt: return x < z ? 1 : 0;
+    case Op.Le: return x <= z ? 1 : 0;
+    case Op.Gt: return x > z ? 1 : 0;
+    case Op.Ge: return x >= z ? 1 : 0;
+    case Op.Eq: return x == z ? 1 : 0;
+    case Op.Select: return truthy(x) ? z : w;
+  }
+  return 0;
+}
+
+/** Local partial derivatives of node i: returns d/dx and leaves d/dz in `partialZ`.
+ *  Shared by the reverse sweep (times the adjoint) and the tangent sweep (times the tangents),
+ *  so vjp and jvp can never disagree. Ops with zero gradient return 0 and set partialZ = 0. */
+export let partialZ: f64 = 0;
+
+// @ts-ignore: decorator
+@inline export function partials(op: i32, x: f64, z: f64, y: f64): f64 {
+  partialZ = 0;
+  switch (op) {
+    case Op.Add: partialZ = 1; return 1;
+    case Op.Sub: partialZ = -1; return 1;
+    case Op.Mul: partialZ = x; return z;
+    case Op.Div: partialZ = -y / z; return 1 / z;
+    case Op.Neg: return -1;
+    case Op.Recip: return -y * y;
+    case Op.Square: return 2 * x;
+    case Op.Sqrt: return 0.5 / y;
+    case Op.Cbrt: return 1 / (3 * y * y);
+    case Op.Pow: partialZ = powExponentDerivative(x, y); return powBaseDerivative(x, z);
+    case Op.PowConst: return powBaseDerivative(x, z);
+    case Op.Exp: return y;
+    case Op.Expm1: return y + 1;
+    case Op.Log: return 1 / x;
+    case Op.Log1p: return 1 / (1 + x);
+    case Op.Log2: return 1 / (x * LN2);
+    case Op.Log10: return 1 / (x * LN10);
+    case Op.Sin: return Math.cos(x);
+    case Op.Cos: return -Math.sin(x);
+    case Op.Tan: return 1 + y * y;
+    case Op.Asin: return 1 / Math.sqrt(1 - x * x);
+    case Op.Acos: return -1 / Math.sqrt(1 - x * x);
+    case Op.Atan: return 1 / (1 + x * x);
+    case Op.Atan2: {
+      const h = Math.hypot(x, z);
+      partialZ = -x / h / h;
+      return z / h / h;
+    }
+    case Op.Sinh: return Math.cosh(x);
+    case Op.Cosh: return Math.sinh(x);
+    case Op.Tanh: return 1 - y * y;
+    case Op.Asinh: return 1 / Math.hypot(x, 1);
+    case Op.Acosh: return 1 / Math.sqrt((x - 1) * (x + 1));
+    case Op.Atanh: return 1 / (1 - x * x);
+    case Op.Abs: return sgn(x);
+    case Op.Min: partialZ = pickFirst(z, x, z < x); return pickFirst(x, z, x < z);
+    case Op.Max: partialZ = pickFirst(z, x, z > x); return pickFirst(x, z, x > z);
+    case Op.Hypot: {
+      if (y == 0) return 0;
+      partialZ = z / y;
+      return x / y;
+    }
+    case Op.Sigmoid: return y * (1 - y);
+    case Op.Softplus: return -Math.expm1(-y);
+    case Op.Relu: return x > 0 ? 1 : x == x ? 0 : NaN;
+  }
+  return 0;
+}

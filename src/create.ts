@@ -1,0 +1,46 @@
+import type { Backend, BackendKind } from './backend.ts';
+import { TapegradError } from './errors.ts';
+import { JsBackend } from './js/backend.ts';
+import { Tape, type TapeLimits } from './tape.ts';
+import { WasmBackend } from './wasm/backend.ts';
+import { coreModuleIfLoaded, instantiateCore, loadCoreModule, wasmAvailable } from './wasm/loader.ts';
+
+export interface TapeOptions extends TapeLimits {
+  /** 'wasm' (default), 'js' (the pure-JS mode), or 'auto': wasm where the runtime has
+   *  WebAssembly, else js. Only 'auto' ever falls back. */
+  backend?: BackendKind | 'auto';
+}
+
+function resolveKind(options: TapeOptions): BackendKind {
+  const requested = options.backend ?? 'wasm';
+  if (requested === 'auto') return wasmAvailable() ? 'wasm' : 'js';
+  if (requested !== 'wasm' && requested !== 'js') {
+    throw new TapegradError('INVALID_ARGUMENT', `backend must be 'wasm', 'js' or 'auto', got ${String(requested)}`);
+  }
+  return requested;
+}
+
+/** Compiles the wasm core once (later calls are free). `createTapeSync` needs it first. */
+export async function init(): Promise<void> {
+  if (wasmAvailable()) await loadCoreModule();
+}
+
+/** Creates a tape on the wasm core (default) or the pure-JS mode: `createTape({ backend: 'js' })`. */
+export async function createTape(options: TapeOptions = {}): Promise<Tape> {
+  if (resolveKind(options) === 'wasm') await loadCoreModule();
+  return createTapeSync(options);
+}
+
+/** Like `createTape`, without awaiting: the wasm core must be loaded (`await init()`) first. */
+export function createTapeSync(options: TapeOptions = {}): Tape {
+  return new Tape(createBackend(resolveKind(options)), options);
+}
+
+/** @internal A fresh engine of the given kind (the wasm one needs the module loaded). */
+export function createBackend(kind: BackendKind): Backend {
+  if (kind === 'js') return new JsBackend();
+  if (!wasmAvailable()) throw new TapegradError('INVALID_ARGUMENT', "this runtime has no WebAssembly; use { backend: 'js' } or 'auto'");
+  const module = coreModuleIfLoaded();
+  if (!module) throw new TapegradError('INVALID_ARGUMENT', 'the wasm core is not loaded yet: await init() (or use the async createTape) first');
+  return new WasmBackend(instantiateCore(module));
+}

@@ -1,0 +1,45 @@
+/** Every error tapegrad throws on purpose. `code` tells the kind; the tape stays usable. */
+export class TapegradError extends Error {
+  constructor(
+    readonly code: 'STALE_HANDLE' | 'FOREIGN_HANDLE' | 'INVALID_HANDLE' | 'NOT_A_NUMBER' | 'CAPACITY' | 'NO_GRADIENT' | 'CORE_TRAP' | 'INVALID_ARGUMENT',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A Var or handle recorded before the last `reset()` of its tape. */
+export class StaleHandleError extends TapegradError {
+  constructor(message: string) { super('STALE_HANDLE', message); }
+}
+
+/** A Var recorded on a different tape. */
+export class ForeignHandleError extends TapegradError {
+  constructor(message: string) { super('FOREIGN_HANDLE', message); }
+}
+
+/** A handle that is not one of this tape's nodes (not an integer, or never recorded). */
+export class InvalidHandleError extends TapegradError {
+  constructor(message: string) { super('INVALID_HANDLE', message); }
+}
+
+/** Something other than a number (or a Var) where one is expected. NaN and Infinity are numbers. */
+export class NotANumberError extends TapegradError {
+  constructor(message: string) { super('NOT_A_NUMBER', message); }
+}
+
+/** The tape would exceed `maxNodes`, `maxMemoryBytes` or the memory the runtime gives it.
+ *  Nothing was recorded; `reset()` frees the tape for the next graph. */
+export class CapacityError extends TapegradError {
+  constructor(message: string, readonly limit: number) { super('CAPACITY', message); }
+}
+
+export function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return `an object (${value.constructor?.name ?? 'Object'})`;
+  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 20 ? value.slice(0, 20) + '…' : value)}`;
+  return `${typeof value} ${String(value)}`;
+}

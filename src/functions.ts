@@ -1,0 +1,49 @@
+// Free-function forms of the op table: `exp(v)`, `mul(a, b)`. On plain numbers they compute the
+// plain value with the same rules, so one function body serves numbers and Vars.
+import { forwardRule } from './js/rules.ts';
+import { BINARY_OPS, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
+import { NotANumberError, describe } from './errors.ts';
+import { Var, type Operand } from './tape.ts';
+
+type UnaryFunction = { (x: Var): Var; (x: number): number; (x: Operand): Operand };
+type BinaryFunction = { (x: Var, y: Operand): Var; (x: Operand, y: Var): Var; (x: number, y: number): number; (x: Operand, y: Operand): Operand };
+
+function unary(name: UnaryOpName): UnaryFunction {
+  const code = Op[name];
+  return ((x: Operand) => {
+    if (x instanceof Var) return (x[name] as () => Var)();
+    if (typeof x === 'number') return forwardRule(code, x, 0, 0);
+    throw new NotANumberError(`${name}: expected a Var or a number, got ${describe(x)}`);
+  }) as UnaryFunction;
+}
+
+function binary(name: BinaryOpName): BinaryFunction {
+  const code = Op[name];
+  return ((x: Operand, y: Operand) => {
+    if (x instanceof Var) return (x[name] as (o: Operand) => Var)(y);
+    if (y instanceof Var) return (y.tape.constant(x as number)[name] as (o: Operand) => Var)(y);
+    if (typeof x === 'number' && typeof y === 'number') return forwardRule(code, x, y, 0);
+    throw new NotANumberError(`${name}: expected Vars or numbers, got ${describe(x)} and ${describe(y)}`);
+  }) as BinaryFunction;
+}
+
+const unaries = Object.fromEntries(UNARY_OPS.map((n) => [n, unary(n)])) as Record<UnaryOpName, UnaryFunction>;
+const binaries = Object.fromEntries(BINARY_OPS.map((n) => [n, binary(n)])) as Record<BinaryOpName, BinaryFunction>;
+
+export const {
+  neg, recip, square, sqrt, cbrt, exp, expm1, log, log1p, log2, log10, sin, cos, tan, asin, acos,
+  atan, sinh, cosh, tanh, asinh, acosh, atanh, abs, sigmoid, softplus, relu, floor, ceil, round,
+  sign, stopGradient,
+} = unaries;
+
+export const { add, sub, mul, div, pow, atan2, min, max, hypot, lt, le, gt, ge, eq } = binaries;
+
+/** `cond ? ifTrue : ifFalse` (true unless 0 or NaN); the untaken branch gets zero gradient. */
+export function select(cond: Operand, ifTrue: Operand, ifFalse: Operand): Operand {
+  const v = [cond, ifTrue, ifFalse].find((o): o is Var => o instanceof Var);
+  if (v) return v.tape.select(cond, ifTrue, ifFalse);
+  return forwardRule(Op.select, cond as number, ifTrue as number, ifFalse as number);
+}
+
+/** Alias of `select`, as in NumPy and JAX. */
+export const where = select;

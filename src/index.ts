@@ -1,0 +1,15 @@
+// The public surface of tapegrad. Everything users may import is listed here, nothing else.
+export { createTape, createTapeSync, init, type TapeOptions } from './create.ts';
+export { Tape, Var, HandleApi, type Operand, type TapeLimits } from './tape.ts';
+export type { BackendKind } from './backend.ts';
+export {
+  TapegradError, StaleHandleError, ForeignHandleError, InvalidHandleError, NotANumberError,
+  CapacityError,
+} from './errors.ts';
+export { Op, OP_NAMES, OP_TABLE, opArity, type OpName, type UnaryOpName, type BinaryOpName } from './ops.ts';
+export {
+  neg, recip, square, sqrt, cbrt, exp, expm1, log, log1p, log2, log10, sin, cos, tan, asin, acos,
+  atan, sinh, cosh, tanh, asinh, acosh, atanh, abs, sigmoid, softplus, relu, floor, ceil, round,
+  sign, stopGradient, add, sub, mul, div, pow, atan2, min, max, hypot, lt, le, gt, ge, eq, select,
+  where,
+} from './functions.ts';

@@ -1,0 +1,128 @@
+import type { Backend, TapeViews } from '../backend.ts';
+import { Op } from '../ops.ts';
+import { forwardRule, partials, partialZ, truthy } from './rules.ts';
+
+const { arg: ARG, select: SELECT } = Op;
+const MIN_CAPACITY = 1024;
+const BASE_NODE_BYTES = 8 + 8 + 4 + 4 + 1;
+const TANGENT_NODE_BYTES = 16;
+
+function allocate(capacity: number, tangents: boolean): TapeViews {
+  return {
+    op: new Uint8Array(capacity),
+    a: new Int32Array(capacity),
+    b: new Int32Array(capacity),
+    val: new Float64Array(capacity),
+    adj: new Float64Array(capacity),
+    tan: tangents ? new Float64Array(capacity) : null,
+    tanAdj: tangents ? new Float64Array(capacity) : null,
+  };
+}
+
+function copyLive(from: TapeViews, to: TapeViews, live: number): void {
+  to.op.set(from.op.subarray(0, live));
+  to.a.set(from.a.subarray(0, live));
+  to.b.set(from.b.subarray(0, live));
+  to.val.set(from.val.subarray(0, live));
+  to.adj.set(from.adj.subarray(0, live));
+  if (from.tan && to.tan) to.tan.set(from.tan.subarray(0, live));
+  if (from.tanAdj && to.tanAdj) to.tanAdj.set(from.tanAdj.subarray(0, live));
+}
+
+/** The reference engine: the same structure of arrays as the wasm core, over JS typed arrays,
+ *  and the same sweeps. */
+export class JsBackend implements Backend {
+  readonly kind = 'js' as const;
+  views: TapeViews = allocate(0, false);
+  capacity = 0;
+
+  nodeBytes(): number {
+    return BASE_NODE_BYTES + (this.views.tan ? TANGENT_NODE_BYTES : 0);
+  }
+
+  memoryBytes(): number {
+    return this.capacity * this.nodeBytes();
+  }
+
+  reserve(minCapacity: number, live: number, maxCapacity: number): boolean {
+    if (minCapacity <= this.capacity) return true;
+    let capacity = Math.max(this.capacity, MIN_CAPACITY);
+    while (capacity < minCapacity) capacity *= 2;
+    if (capacity > maxCapacity) capacity = (minCapacity + 7) & ~7;
+    if (capacity > maxCapacity) return false;
+    return this.reallocate(capacity, this.views.tan !== null, live);
+  }
+
+  enableTangents(live: number): boolean {
+    return this.views.tan !== null || this.reallocate(this.capacity, true, live);
+  }
+
+  private reallocate(capacity: number, tangents: boolean, live: number): boolean {
+    let next: TapeViews;
+    try {
+      next = allocate(capacity, tangents);
+    } catch {
+      return false; // RangeError: the JS heap will not give us that much
+    }
+    copyLive(this.views, next, live);
+    this.views = next;
+    this.capacity = capacity;
+    return true;
+  }
+
+  forward(from: number, to: number): void {
+    const { op, a, b, val } = this.views;
+    for (let i = from; i < to; i++) {
+      const code = op[i];
+      if (code <= ARG) continue;
+      const w = code === SELECT ? val[a[i - 1]] : 0;
+      val[i] = forwardRule(code, val[a[i]], val[b[i]], w);
+    }
+  }
+
+  reverse(out: number, seed: number, count: number): void {
+    const { op, a, b, val, adj } = this.views;
+    adj.fill(0, 0, count);
+    adj[out] = seed;
+    for (let i = out; i >= 0; i--) {
+      const g = adj[i];
+      if (g === 0) continue;
+      const code = op[i];
+      if (code <= ARG) continue;
+      const ia = a[i];
+      if (code === SELECT) {
+        adj[truthy(val[ia]) ? b[i] : a[i - 1]] += g;
+        continue;
+      }
+      const ib = b[i];
+      const pa = partials(code, val[ia], val[ib], val[i]);
+      const pb = partialZ[0];
+      if (pa !== 0) adj[ia] += g * pa;
+      if (pb !== 0) adj[ib] += g * pb;
+    }
+  }
+
+  tangent(from: number, to: number): void {
+    const { op, a, b, val } = this.views;
+    const tan = this.views.tan!;
+    for (let i = from; i < to; i++) {
+      const code = op[i];
+      if (code <= ARG) continue;
+      const ia = a[i];
+      if (code === SELECT) {
+        tan[i] = tan[truthy(val[ia]) ? b[i] : a[i - 1]];
+        continue;
+      }
+      const ib = b[i];
+      const ta = tan[ia];
+      const tb = tan[ib];
+      if (ta === 0 && tb === 0) {
+        tan[i] = 0;
+        continue;
+      }
+      const pa = partials(code, val[ia], val[ib], val[i]);
+      const pb = partialZ[0];
+      tan[i] = (ta !== 0 ? ta * pa : 0) + (tb !== 0 ? tb * pb : 0);
+    }
+  }
+}

@@ -1,0 +1,152 @@
+// The pure-JS twin of assembly/ops.ts: the same forward rules and local partials, op for op, in
+// the same order, with the same numerics (DESIGN.md section 4). Notes on each rule live there.
+import { Op } from '../ops.ts';
+
+const {
+  add, sub, mul, div, neg, recip, square, sqrt, cbrt, pow, powConst, exp, expm1, log, log1p, log2,
+  log10, sin, cos, tan, asin, acos, atan, atan2, sinh, cosh, tanh, asinh, acosh, atanh, abs, min,
+  max, hypot, sigmoid, softplus, relu, floor, ceil, round, sign, stopGradient, lt, le, gt, ge, eq,
+  select,
+} = Op;
+
+const LN2 = 0.6931471805599453;
+const LN10 = 2.302585092994046;
+
+export function truthy(c: number): boolean {
+  return c !== 0 && c === c;
+}
+
+function sgn(x: number): number {
+  return x > 0 ? 1 : x < 0 ? -1 : x * 0;
+}
+
+function powBaseDerivative(x: number, z: number): number {
+  return z === 0 ? 0 : z * Math.pow(x, z - 1);
+}
+
+function powExponentDerivative(x: number, y: number): number {
+  return y === 0 ? 0 : y * Math.log(x);
+}
+
+function pickFirst(x: number, z: number, firstWins: boolean): number {
+  return firstWins ? 1 : x === z ? 0.5 : x !== x || z !== z ? NaN : 0;
+}
+
+function sigmoidOf(x: number): number {
+  if (x >= 0) return 1 / (1 + Math.exp(-x));
+  const e = Math.exp(x);
+  return e / (1 + e);
+}
+
+function softplusOf(x: number): number {
+  return Math.max(x, 0) + Math.log1p(Math.exp(-Math.abs(x)));
+}
+
+export function forwardRule(op: number, x: number, z: number, w: number): number {
+  switch (op) {
+    case add: return x + z;
+    case sub: return x - z;
+    case mul: return x * z;
+    case div: return x / z;
+    case neg: return -x;
+    case recip: return 1 / x;
+    case square: return x * x;
+    case sqrt: return Math.sqrt(x);
+    case cbrt: return Math.cbrt(x);
+    case pow: return Math.pow(x, z);
+    case powConst: return Math.pow(x, z);
+    case exp: return Math.exp(x);
+    case expm1: return Math.expm1(x);
+    case log: return Math.log(x);
+    case log1p: return Math.log1p(x);
+    case log2: return Math.log2(x);
+    case log10: return Math.log10(x);
+    case sin: return Math.sin(x);
+    case cos: return Math.cos(x);
+    case tan: return Math.tan(x);
+    case asin: return Math.asin(x);
+    case acos: return Math.acos(x);
+    case atan: return Math.atan(x);
+    case atan2: return Math.atan2(x, z);
+    case sinh: return Math.sinh(x);
+    case cosh: return Math.cosh(x);
+    case tanh: return Math.tanh(x);
+    case asinh: return Math.asinh(x);
+    case acosh: return Math.acosh(x);
+    case atanh: return Math.atanh(x);
+    case abs: return Math.abs(x);
+    case min: return Math.min(x, z);
+    case max: return Math.max(x, z);
+    case hypot: return Math.hypot(x, z);
+    case sigmoid: return sigmoidOf(x);
+    case softplus: return softplusOf(x);
+    case relu: return Math.max(x, 0);
+    case floor: return Math.floor(x);
+    case ceil: return Math.ceil(x);
+    case round: return Math.round(x);
+    case sign: return Math.sign(x);
+    case stopGradient: return x;
+    case lt: return x < z ? 1 : 0;
+    case le: return x <= z ? 1 : 0;
+    case gt: return x > z ? 1 : 0;
+    case ge: return x >= z ? 1 : 0;
+    case eq: return x === z ? 1 : 0;
+    case select: return truthy(x) ? z : w;
+  }
+  return 0;
+}
+
+/** d/dz of the last `partials` call (a typed slot: no allocation per call). */
+export const partialZ = new Float64Array(1);
+
+export function partials(op: number, x: number, z: number, y: number): number {
+  partialZ[0] = 0;
+  switch (op) {
+    case add: partialZ[0] = 1; return 1;
+    case sub: partialZ[0] = -1; return 1;
+    case mul: partialZ[0] = x; return z;
+    case div: partialZ[0] = -y / z; return 1 / z;
+    case neg: return -1;
+    case recip: return -y * y;
+    case square: return 2 * x;
+    case sqrt: return 0.5 / y;
+    case cbrt: return 1 / (3 * y * y);
+    case pow: partialZ[0] = powExponentDerivative(x, y); return powBaseDerivative(x, z);
+    case powConst: return powBaseDerivative(x, z);
+    case exp: return y;
+    case expm1: return y + 1;
+    case log: return 1 / x;
+    case log1p: return 1 / (1 + x);
+    case log2: return 1 / (x * LN2);
+    case log10: return 1 / (x * LN10);
+    case sin: return Math.cos(x);
+    case cos: return -Math.sin(x);
+    case tan: return 1 + y * y;
+    case asin: return 1 / Math.sqrt(1 - x * x);
+    case acos: return -1 / Math.sqrt(1 - x * x);
+    case atan: return 1 / (1 + x * x);
+    case atan2: {
+      const h = Math.hypot(x, z);
+      partialZ[0] = -x / h / h;
+      return z / h / h;
+    }
+    case sinh: return Math.cosh(x);
+    case cosh: return Math.sinh(x);
+    case tanh: return 1 - y * y;
+    case asinh: return 1 / Math.hypot(x, 1);
+    case acosh: return 1 / Math.sqrt((x - 1) * (x + 1));
+    case atanh: return 1 / (1 - x * x);
+    case abs: return sgn(x);
+    case min: partialZ[0] = pickFirst(z, x, z < x); return pickFirst(x, z, x < z);
+    case max: partialZ[0] = pickFirst(z, x, z > x); return pickFirst(x, z, x > z);
+    case hypot: {
+      if (y === 0) return 0;
+      partialZ[0] = z / y;
+      return x / y;
+    }
+    case sigmoid: return y * (1 - y);
+    case softplus: return -Math.expm1(-y);
+    case relu: return x > 0 ? 1 : x === x ? 0 : NaN;
+  }
+  return 0;
+}

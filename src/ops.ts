@@ -1,0 +1,41 @@
+// The op codes, names and arities, in the order of the table in assembly/ops.ts (which holds the
+// rules and the notes on each). test/op-table.test.ts compares this list with the one compiled
+// into the wasm core, so the two backends cannot drift apart. The Var and handle methods are
+// generated from this list too, so a new op is added here and in assembly/ops.ts, nowhere else.
+
+export const OP_TABLE = [
+  ['const', 0], ['input', 0], ['arg', 1],
+  ['add', 2], ['sub', 2], ['mul', 2], ['div', 2], ['neg', 1], ['recip', 1], ['square', 1],
+  ['sqrt', 1], ['cbrt', 1], ['pow', 2], ['powConst', 2],
+  ['exp', 1], ['expm1', 1], ['log', 1], ['log1p', 1], ['log2', 1], ['log10', 1],
+  ['sin', 1], ['cos', 1], ['tan', 1], ['asin', 1], ['acos', 1], ['atan', 1], ['atan2', 2],
+  ['sinh', 1], ['cosh', 1], ['tanh', 1], ['asinh', 1], ['acosh', 1], ['atanh', 1],
+  ['abs', 1], ['min', 2], ['max', 2], ['hypot', 2], ['sigmoid', 1], ['softplus', 1], ['relu', 1],
+  ['floor', 1], ['ceil', 1], ['round', 1], ['sign', 1], ['stopGradient', 1],
+  ['lt', 2], ['le', 2], ['gt', 2], ['ge', 2], ['eq', 2], ['select', 3],
+] as const;
+
+type Entry = (typeof OP_TABLE)[number];
+export type OpName = Entry[0];
+/** Ops with one operand that a Var exposes as methods: `v.exp()`. */
+export type UnaryOpName = Exclude<Extract<Entry, readonly [string, 1]>[0], 'arg'>;
+/** Ops with two operands that a Var exposes as methods taking a Var or a number: `v.mul(2)`.
+ *  `pow` records `powConst` when the exponent is a number. */
+export type BinaryOpName = Exclude<Extract<Entry, readonly [string, 2]>[0], 'powConst'>;
+
+export const OP_NAMES: readonly OpName[] = OP_TABLE.map(([name]) => name);
+
+export const Op = Object.freeze(
+  Object.fromEntries(OP_NAMES.map((name, code) => [name, code])) as { readonly [K in OpName]: number },
+);
+
+export function opArity(name: OpName): number {
+  return OP_TABLE[Op[name]]![1];
+}
+
+export const UNARY_OPS = OP_TABLE.filter(([n, k]) => k === 1 && n !== 'arg').map(([n]) => n) as UnaryOpName[];
+export const BINARY_OPS = OP_TABLE.filter(([n, k]) => k === 2 && n !== 'powConst').map(([n]) => n) as BinaryOpName[];
+/** Ops whose gradient is zero by definition (they still record, and replay). */
+export const ZERO_GRADIENT_OPS: readonly OpName[] = [
+  'floor', 'ceil', 'round', 'sign', 'stopGradient', 'lt', 'le', 'gt', 'ge', 'eq',
+];

@@ -1,0 +1,395 @@
+import type { Backend, BackendKind } from './backend.ts';
+import {
+  CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError,
+  TapegradError, describe,
+} from './errors.ts';
+import { BINARY_OPS, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
+
+const { const: CONST, input: INPUT, arg: ARG, select: SELECT, pow: POW, powConst: POW_CONST } = Op;
+
+// Handles are small integers (Smis in V8: no allocation per op). Each tape hands out a fresh
+// range after every reset, so a handle from before the reset falls below the live range and is
+// caught. Ranges restart at 0 once they near 2^30; a handle 2^30 nodes old could then alias.
+const HANDLE_LIMIT = 2 ** 30;
+const HANDLE_WRAP_AT = HANDLE_LIMIT - 2 ** 28;
+const DEFAULT_MAX_NODES = 2 ** 28;
+let tapeSerial = 0;
+
+/** A Var or a plain number (recorded as a constant). */
+export type Operand = Var | number;
+
+export interface TapeLimits {
+  /** Most nodes the tape may hold (default: as many as memory allows). */
+  maxNodes?: number;
+  /** Most bytes of tape storage (all per-node regions together). */
+  maxMemoryBytes?: number;
+}
+
+/**
+ * A recording of scalar operations for reverse-mode differentiation. Create one with
+ * `createTape()`. Record with `tape.variable(x)` and Var methods, differentiate with
+ * `tape.backward(y)` or `tape.gradient(y, inputs)`, start over with `tape.reset()`.
+ */
+export class Tape {
+  /** Handle-level API: numbers in, numbers out, no allocation per op. */
+  readonly handles: HandleApi;
+  readonly maxNodes: number;
+  readonly maxMemoryBytes: number;
+
+  // The tape state the façade owns; the backend owns the arrays.
+  private count = 0;
+  private evaluated = 0;
+  private swept = -1;
+  private base: number;
+  private capacity = 0;
+  private opV!: Uint8Array;
+  private aV!: Int32Array;
+  private bV!: Int32Array;
+  private valV!: Float64Array;
+
+  constructor(readonly engine: Backend, limits: TapeLimits = {}) {
+    this.maxNodes = checkLimit(limits.maxNodes, 'maxNodes') ?? DEFAULT_MAX_NODES;
+    this.maxMemoryBytes = checkLimit(limits.maxMemoryBytes, 'maxMemoryBytes') ?? Infinity;
+    this.base = (tapeSerial++ * 0x1000000) % HANDLE_WRAP_AT;
+    this.handles = new HandleApi(this);
+    this.cacheViews();
+  }
+
+  /** 'wasm' or 'js'. */
+  get backend(): BackendKind {
+    return this.engine.kind;
+  }
+
+  /** Nodes recorded since the last reset. */
+  get size(): number {
+    return this.count;
+  }
+
+  /** Bytes of tape storage per node. */
+  get nodeBytes(): number {
+    return this.engine.nodeBytes();
+  }
+
+  /** Bytes the engine currently holds (wasm memory, or the JS typed arrays). */
+  get memoryBytes(): number {
+    return this.engine.memoryBytes();
+  }
+
+  /** Records an input with value `x`. */
+  variable(x: number): Var {
+    return new Var(this, this.leaf(INPUT, x));
+  }
+
+  /** Records several inputs at once. */
+  variables(xs: ArrayLike<number>): Var[] {
+    const out: Var[] = [];
+    for (let k = 0; k < xs.length; k++) out.push(this.variable(xs[k]!));
+    return out;
+  }
+
+  /** Records a constant: it never receives gradient. */
+  constant(c: number): Var {
+    return new Var(this, this.leaf(CONST, c));
+  }
+
+  /** `cond ? ifTrue : ifFalse` per value (true unless 0 or NaN). The branch not taken gets
+   *  exactly zero gradient, even where its value is NaN or Infinity. */
+  select(cond: Operand, ifTrue: Operand, ifFalse: Operand): Var {
+    return new Var(this, this.recordSelect(this.operandId(cond), this.operandId(ifTrue), this.operandId(ifFalse)));
+  }
+
+  /** Reverse sweep from `output`, seeded with `seed` (default 1). Afterwards `v.grad` is
+   *  d(seed * output)/dv for every Var of this tape. Running it twice gives identical adjoints. */
+  backward(output: Var, seed = 1): void {
+    this.backwardIndex(this.index(output), seed);
+  }
+
+  /** Runs `backward(output, seed)` and returns the gradients of `wrt`, in order. */
+  gradient(output: Var, wrt: readonly Var[], seed = 1): Float64Array {
+    const indices = wrt.map((v) => this.index(v));
+    this.backwardIndex(this.index(output), seed);
+    const adj = this.engine.views.adj;
+    const out = new Float64Array(indices.length);
+    for (let k = 0; k < indices.length; k++) out[k] = adj[indices[k]!]!;
+    return out;
+  }
+
+  /** Forgets every node in O(1), keeping the memory for the next recording. Every Var and
+   *  handle recorded before throws StaleHandleError from now on. */
+  reset(): void {
+    this.base += this.count;
+    if (this.base >= HANDLE_WRAP_AT) this.base = 0;
+    this.count = 0;
+    this.evaluated = 0;
+    this.swept = -1;
+  }
+
+  // ---- internals shared by Var and HandleApi (not part of the public surface) ----
+
+  /** @internal */
+  index(v: Var): number {
+    if (v instanceof Var && v.tape === this) {
+      const i = v.id - this.base;
+      if (i >= 0 && i < this.count) return i;
+      throw new StaleHandleError(`Var #${v.id} was recorded before tape.reset(); record it again on the current tape`);
+    }
+    throw this.notAVar(v);
+  }
+
+  /** @internal */
+  indexOfHandle(h: number): number {
+    const i = h - this.base;
+    if (i >= 0 && i < this.count && (i | 0) === i) return i;
+    throw this.badHandle(h);
+  }
+
+  /** @internal Index of a node for the operand: a Var's own, or a new constant's. */
+  operandId(o: Operand): number {
+    return typeof o === 'number' ? this.constantIndex(o) : this.index(o);
+  }
+
+  /** @internal */
+  constantIndex(c: number): number {
+    return this.leaf(CONST, c) - this.base;
+  }
+
+  /** @internal */
+  leaf(op: number, x: number): number {
+    if (typeof x !== 'number') throw new NotANumberError(`expected a number, got ${describe(x)}`);
+    const n = this.count;
+    if (n === this.capacity) this.grow();
+    this.opV[n] = op;
+    this.aV[n] = n;
+    this.bV[n] = n;
+    this.valV[n] = x;
+    this.count = n + 1;
+    if (this.evaluated === n) this.evaluated = n + 1;
+    return n + this.base;
+  }
+
+  /** @internal */
+  record(op: number, ia: number, ib: number): number {
+    const n = this.count;
+    if (n === this.capacity) this.grow();
+    this.opV[n] = op;
+    this.aV[n] = ia;
+    this.bV[n] = ib;
+    this.count = n + 1;
+    return n + this.base;
+  }
+
+  /** @internal */
+  recordUnary(op: number, x: Var): Var {
+    const i = this.index(x);
+    return new Var(this, this.record(op, i, i));
+  }
+
+  /** @internal */
+  recordBinary(op: number, x: Var, y: Operand): Var {
+    const i = this.index(x);
+    let j: number;
+    if (typeof y === 'number') {
+      j = this.constantIndex(y);
+      if (op === POW) op = POW_CONST;
+    } else {
+      j = this.index(y);
+    }
+    return new Var(this, this.record(op, i, j));
+  }
+
+  /** @internal */
+  recordSelect(cond: number, ifTrue: number, ifFalse: number): number {
+    if (this.count + 2 > this.capacity) this.grow(2);
+    this.record(ARG, ifFalse, ifFalse);
+    return this.record(SELECT, cond, ifTrue);
+  }
+
+  /** @internal */
+  valueAt(i: number): number {
+    if (i >= this.evaluated) this.evaluate();
+    return this.valV[i]!;
+  }
+
+  /** @internal */
+  gradAt(i: number): number {
+    if (this.swept < 0) {
+      throw new TapegradError('NO_GRADIENT', 'no gradient yet: call tape.backward(output) after recording, before reading .grad');
+    }
+    return i < this.swept ? this.engine.views.adj[i]! : 0;
+  }
+
+  /** @internal */
+  backwardIndex(out: number, seed: number): void {
+    if (typeof seed !== 'number') throw new NotANumberError(`the seed must be a number, got ${describe(seed)}`);
+    this.evaluate();
+    this.engine.reverse(out, seed, this.count);
+    this.swept = this.count;
+  }
+
+  /** @internal Computes every value recorded since the last evaluation. */
+  evaluate(): void {
+    if (this.evaluated < this.count) {
+      this.engine.forward(this.evaluated, this.count);
+      this.evaluated = this.count;
+    }
+  }
+
+  private grow(extra = 1): void {
+    const needed = this.count + extra;
+    const byMemory = Math.floor(this.maxMemoryBytes / this.engine.nodeBytes());
+    const maxCapacity = Math.min(this.maxNodes, byMemory, 2 ** 31 - 1);
+    if (needed > maxCapacity) {
+      const [limit, name] = this.maxNodes <= byMemory ? [this.maxNodes, `maxNodes = ${this.maxNodes}`] : [this.maxMemoryBytes, `maxMemoryBytes = ${this.maxMemoryBytes}`];
+      throw new CapacityError(`tape is full: ${name} (${this.count} nodes recorded); call tape.reset() to reuse it`, limit);
+    }
+    const ok = this.engine.reserve(needed, this.count, maxCapacity);
+    this.cacheViews();
+    if (!ok) {
+      throw new CapacityError(
+        `out of memory: the ${this.engine.kind} backend could not grow the tape past ${this.capacity} nodes ` +
+          `(${this.engine.memoryBytes()} bytes); call tape.reset() to reuse it`,
+        this.capacity,
+      );
+    }
+  }
+
+  private cacheViews(): void {
+    const v = this.engine.views;
+    this.capacity = this.engine.capacity;
+    this.opV = v.op;
+    this.aV = v.a;
+    this.bV = v.b;
+    this.valV = v.val;
+  }
+
+  private notAVar(v: unknown): Error {
+    if (v instanceof Var) {
+      return new ForeignHandleError(`Var #${v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape`);
+    }
+    return new NotANumberError(`expected a Var or a number, got ${describe(v)}`);
+  }
+
+  private badHandle(h: unknown): Error {
+    if (typeof h !== 'number') return new NotANumberError(`expected a handle (integer), got ${describe(h)}`);
+    if (!Number.isInteger(h) || h < 0) return new InvalidHandleError(`${h} is not a handle: handles are non-negative integers`);
+    if (h < this.base) return new StaleHandleError(`handle ${h} was recorded before tape.reset(); record it again on the current tape`);
+    return new InvalidHandleError(`handle ${h} is not a node of this tape (its live handles are ${this.base}..${this.base + this.count - 1})`);
+  }
+}
+
+function checkLimit(value: number | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !(value > 0)) throw new NotANumberError(`${name} must be a positive number, got ${describe(value)}`);
+  return value;
+}
+
+type VarUnaryMethods = { [K in UnaryOpName]: () => Var };
+type VarBinaryMethods = { [K in BinaryOpName]: (other: Operand) => Var };
+
+// Declaration merging: the op methods below are generated from the op table.
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface Var extends VarUnaryMethods, VarBinaryMethods {}
+
+/**
+ * A recorded value: a thin wrapper around a node handle of its tape. Every op of the table is a
+ * method (`x.exp()`, `x.mul(y)`, `x.pow(2.5)`); binary methods take a Var or a number.
+ */
+export class Var {
+  constructor(
+    readonly tape: Tape,
+    /** The node handle, usable with `tape.handles`. */
+    readonly id: number,
+  ) {}
+
+  /** The value of this node (computed in a batch with everything recorded before it). */
+  get value(): number {
+    return this.tape.valueAt(this.tape.index(this));
+  }
+
+  /** d(seed * output)/d(this) from the last `tape.backward`. */
+  get grad(): number {
+    return this.tape.gradAt(this.tape.index(this));
+  }
+
+  toString(): string {
+    return `Var(#${this.id})`;
+  }
+}
+
+for (const name of UNARY_OPS) {
+  const code = Op[name];
+  Object.defineProperty(Var.prototype, name, {
+    value: function (this: Var): Var { return this.tape.recordUnary(code, this); },
+    writable: true, configurable: true,
+  });
+}
+for (const name of BINARY_OPS) {
+  const code = Op[name];
+  Object.defineProperty(Var.prototype, name, {
+    value: function (this: Var, other: Operand): Var { return this.tape.recordBinary(code, this, other); },
+    writable: true, configurable: true,
+  });
+}
+
+type HandleUnaryMethods = { [K in UnaryOpName]: (h: number) => number };
+type HandleBinaryMethods = { [K in BinaryOpName]: (h1: number, h2: number) => number };
+
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface HandleApi extends HandleUnaryMethods, HandleBinaryMethods {}
+
+/**
+ * The handle-level API of a tape, for hot loops: every op takes and returns integer handles, so
+ * recording allocates nothing. `pow(h1, h2)` takes two handles; `powConst(h, c)` a number.
+ */
+export class HandleApi {
+  constructor(readonly tape: Tape) {}
+
+  /** Records an input; returns its handle. */
+  variable(x: number): number { return this.tape.leaf(INPUT, x); }
+  /** Records a constant; returns its handle. */
+  constant(c: number): number { return this.tape.leaf(CONST, c); }
+  /** `h ** c` with a constant exponent (never touches log h). */
+  powConst(h: number, c: number): number {
+    const t = this.tape;
+    const i = t.indexOfHandle(h);
+    return t.record(POW_CONST, i, t.constantIndex(c));
+  }
+  /** `cond ? ifTrue : ifFalse`, see `Tape.select`. */
+  select(cond: number, ifTrue: number, ifFalse: number): number {
+    const t = this.tape;
+    return t.recordSelect(t.indexOfHandle(cond), t.indexOfHandle(ifTrue), t.indexOfHandle(ifFalse));
+  }
+  /** The value of a node. */
+  value(h: number): number { return this.tape.valueAt(this.tape.indexOfHandle(h)); }
+  /** The adjoint of a node from the last backward sweep. */
+  grad(h: number): number { return this.tape.gradAt(this.tape.indexOfHandle(h)); }
+  /** Reverse sweep from `h`, seeded with `seed`. */
+  backward(h: number, seed = 1): void { this.tape.backwardIndex(this.tape.indexOfHandle(h), seed); }
+  /** Wraps a handle as a Var. */
+  toVar(h: number): Var {
+    this.tape.indexOfHandle(h);
+    return new Var(this.tape, h);
+  }
+}
+
+for (const name of UNARY_OPS) {
+  const code = Op[name];
+  Object.defineProperty(HandleApi.prototype, name, {
+    value: function (this: HandleApi, h: number): number {
+      const t = this.tape;
+      const i = t.indexOfHandle(h);
+      return t.record(code, i, i);
+    },
+    writable: true, configurable: true,
+  });
+}
+for (const name of BINARY_OPS) {
+  const code = Op[name];
+  Object.defineProperty(HandleApi.prototype, name, {
+    value: function (this: HandleApi, h1: number, h2: number): number {
+      const t = this.tape;
+      return t.record(code, t.indexOfHandle(h1), t.indexOfHandle(h2));
+    },
+    writable: true, configurable: true,
+  });
+}
