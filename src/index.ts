@@ -13,3 +13,7 @@ export {
   sign, stopGradient, add, sub, mul, div, pow, atan2, min, max, hypot, lt, le, gt, ge, eq, select,
   where,
 } from './functions.ts';
+export {
+  gradcheck, finiteDifferenceGradient, normwiseError, type GradcheckOptions, type GradcheckResult,
+  type FiniteDifferenceOptions, type ScalarFunction,
+} from './check.ts';

@@ -1,0 +1,104 @@
+// Finite differences and the gradient checker (like torch.autograd.gradcheck, jax check_grads).
+import type { BackendKind } from './backend.ts';
+import { createTapeSync } from './create.ts';
+import { TapegradError } from './errors.ts';
+import type { Tape, Var } from './tape.ts';
+
+/** A function of Vars recorded on a tape: one Var per input, one Var out. */
+export type ScalarFunction = (...xs: Var[]) => Var;
+
+export interface FiniteDifferenceOptions {
+  /** Step for component k at value x (default cbrt(eps) * max(1, |x|), as Stan). */
+  step?: (x: number, k: number) => number;
+}
+
+// Central 6-point stencil (sixth order): f' ≈ Σ c_j (f(x + j h) - f(x - j h)) / h.
+const STENCIL = [[1, 3 / 4], [2, -3 / 20], [3, 1 / 60]] as const;
+const DEFAULT_STEP = (x: number): number => Math.cbrt(Number.EPSILON) * Math.max(1, Math.abs(x));
+
+/** Gradient of `f` at `x` by the central 6-point stencil. */
+export function finiteDifferenceGradient(
+  f: (x: Float64Array) => number,
+  x: ArrayLike<number>,
+  options: FiniteDifferenceOptions = {},
+): Float64Array {
+  const step = options.step ?? DEFAULT_STEP;
+  const point = Float64Array.from(x);
+  const out = new Float64Array(point.length);
+  for (let k = 0; k < point.length; k++) {
+    const xk = point[k]!;
+    const h = step(xk, k);
+    let sum = 0;
+    for (const [j, c] of STENCIL) {
+      point[k] = xk + j * h;
+      const up = f(point);
+      point[k] = xk - j * h;
+      sum += c * (up - f(point));
+    }
+    point[k] = xk;
+    out[k] = sum / h;
+  }
+  return out;
+}
+
+/** max|g - ref| / max(1, max|ref|): the normwise error the checks use. NaN where both are NaN
+ *  at the same components counts as agreement; NaN on one side only is an infinite error. */
+export function normwiseError(g: ArrayLike<number>, ref: ArrayLike<number>): { error: number; worst: number } {
+  let scale = 1;
+  for (let k = 0; k < ref.length; k++) if (Number.isFinite(ref[k]!)) scale = Math.max(scale, Math.abs(ref[k]!));
+  let error = 0;
+  let worst = 0;
+  for (let k = 0; k < ref.length; k++) {
+    const a = g[k]!, b = ref[k]!;
+    const same = a === b || (Number.isNaN(a) && Number.isNaN(b));
+    const e = same ? 0 : Number.isFinite(a - b) ? Math.abs(a - b) / scale : Infinity;
+    if (e > error) {
+      error = e;
+      worst = k;
+    }
+  }
+  return { error, worst };
+}
+
+export interface GradcheckOptions extends FiniteDifferenceOptions {
+  /** Backend to record on (default 'wasm'; the core must be loaded: `await init()`). */
+  backend?: BackendKind;
+  /** Largest normwise error accepted (default 1e-7). */
+  tolerance?: number;
+  /** Throw a TapegradError describing the worst component instead of returning ok: false. */
+  raise?: boolean;
+}
+
+export interface GradcheckResult {
+  ok: boolean;
+  /** The normwise error and the input index where it is largest. */
+  error: number;
+  worst: number;
+  analytic: Float64Array;
+  numeric: Float64Array;
+}
+
+/** Records `f` at `x`, differentiates it on the tape and compares with finite differences. */
+export function gradcheck(f: ScalarFunction, x: ArrayLike<number>, options: GradcheckOptions = {}): GradcheckResult {
+  const tape = createTapeSync({ backend: options.backend ?? 'wasm' });
+  const valueAt = (point: ArrayLike<number>): number => evaluate(tape, f, point);
+  const numeric = finiteDifferenceGradient(valueAt, x, options);
+  tape.reset();
+  const inputs = tape.variables(x);
+  const analytic = tape.gradient(f(...inputs), inputs);
+  const { error, worst } = normwiseError(analytic, numeric);
+  const ok = error <= (options.tolerance ?? 1e-7);
+  if (!ok && options.raise) {
+    throw new TapegradError(
+      'INVALID_ARGUMENT',
+      `gradcheck failed: normwise error ${error.toExponential(3)} at input ${worst} ` +
+        `(analytic ${analytic[worst]}, finite difference ${numeric[worst]})`,
+    );
+  }
+  return { ok, error, worst, analytic, numeric };
+}
+
+function evaluate(tape: Tape, f: ScalarFunction, point: ArrayLike<number>): number {
+  tape.reset();
+  return f(...tape.variables(point)).value;
+}
