@@ -1,7 +1,9 @@
 // The exports the façade calls. Memory is exported as `memory`; the façade derives its
 // typed-array views from the *Ptr getters after every call that may grow memory.
 export { reserve, enableTangents, nodeBytes } from './layout';
-export { forward, reverse, tangent } from './sweeps';
+export {
+  forward, reverse, tangent, reverseTangent, clearAdjoints, sweepReverse, sweepReverseTangent,
+} from './sweeps';
 export { opName, opArity } from './ops';
 import { capacity, regionCount, valBase, adjBase, aBase, bBase, opBase, tanBase, tanAdjBase } from './layout';
 import { Op } from './ops';

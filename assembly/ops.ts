@@ -59,6 +59,11 @@
 // 49   eq              2    x == z ? 1 : 0          zero gradient                        0
 // 50   select          3    x ? z : w   (w = operand carried by the arg node at i-1;     tangent of the
 //                           x is true unless 0 or NaN)  g to the branch taken only       branch taken
+// 51   custom          n    a user rule in JS: node i has a = rule id, b = n; its n operands are carried by the
+//                           ceil(n/2) arg nodes just before it. The sweeps call back into JS once per visit.
+//
+// Second order (Hessian-vector products, forward over reverse) needs the directional derivative of
+// each partial along the operand tangents: dpa = d(pa)/dt, in `partialsTangent`, in the same order.
 //
 // Traps recorded here, not in the code: a kink or NaN operand gives a NaN gradient where the
 // derivative is undefined, never a silently finite one; `pow` keeps its log(x) term out of the
@@ -72,7 +77,7 @@ export enum Op {
   Sinh, Cosh, Tanh, Asinh, Acosh, Atanh,
   Abs, Min, Max, Hypot, Sigmoid, Softplus, Relu,
   Floor, Ceil, Round, Sign, StopGradient,
-  Lt, Le, Gt, Ge, Eq, Select,
+  Lt, Le, Gt, Ge, Eq, Select, Custom,
   Count
 }
 
@@ -96,6 +101,7 @@ export function opName(op: i32): string {
     case Op.StopGradient: return 'stopGradient';
     case Op.Lt: return 'lt'; case Op.Le: return 'le'; case Op.Gt: return 'gt';
     case Op.Ge: return 'ge'; case Op.Eq: return 'eq'; case Op.Select: return 'select';
+    case Op.Custom: return 'custom';
   }
   return '';
 }
@@ -103,6 +109,7 @@ export function opName(op: i32): string {
 export function opArity(op: i32): i32 {
   if (op <= Op.Input) return 0;
   if (op == Op.Select) return 3;
+  if (op == Op.Custom) return -1;
   switch (op) {
     case Op.Add: case Op.Sub: case Op.Mul: case Op.Div: case Op.Pow: case Op.PowConst:
     case Op.Atan2: case Op.Min: case Op.Max: case Op.Hypot:
@@ -259,6 +266,64 @@ export let partialZ: f64 = 0;
     case Op.Sigmoid: return y * (1 - y);
     case Op.Softplus: return -Math.expm1(-y);
     case Op.Relu: return x > 0 ? 1 : x == x ? 0 : NaN;
+  }
+  return 0;
+}
+
+/** Directional derivatives of the partials along the tangents (tx, tz, ty = tangents of x, z, y):
+ *  returns d(pa)/dt and leaves d(pb)/dt in `partialZTangent`. Piecewise-linear and zero-gradient
+ *  ops have zero second derivative. */
+export let partialZTangent: f64 = 0;
+
+// @ts-ignore: decorator
+@inline export function partialsTangent(op: i32, x: f64, z: f64, y: f64, tx: f64, tz: f64, ty: f64): f64 {
+  partialZTangent = 0;
+  switch (op) {
+    case Op.Mul: partialZTangent = tx; return tz;
+    case Op.Div: partialZTangent = (y * tz - ty * z) / (z * z); return -tz / (z * z);
+    case Op.Recip: return -2 * y * ty;
+    case Op.Square: return 2 * tx;
+    case Op.Sqrt: return -0.5 * ty / (y * y);
+    case Op.Cbrt: return -2 * ty / (3 * y * y * y);
+    case Op.Pow: {
+      // pa = z x^(z-1), pb = y ln x
+      partialZTangent = (ty == 0 ? 0 : ty * Math.log(x)) + (tx == 0 ? 0 : y * tx / x);
+      if (z == 0) return tz == 0 ? 0 : tz / x;
+      const xz1 = Math.pow(x, z - 1);
+      return (tz == 0 ? 0 : tz * (xz1 + z * xz1 * Math.log(x))) + (tx == 0 ? 0 : tx * z * (z - 1) * Math.pow(x, z - 2));
+    }
+    case Op.PowConst: return z == 0 || z == 1 ? 0 : tx * z * (z - 1) * Math.pow(x, z - 2);
+    case Op.Exp: return ty;
+    case Op.Expm1: return ty;
+    case Op.Log: return -tx / (x * x);
+    case Op.Log1p: return -tx / ((1 + x) * (1 + x));
+    case Op.Log2: return -tx / (x * x * LN2);
+    case Op.Log10: return -tx / (x * x * LN10);
+    case Op.Sin: return -tx * Math.sin(x);
+    case Op.Cos: return -tx * Math.cos(x);
+    case Op.Tan: return 2 * y * ty;
+    case Op.Asin: { const u = 1 - x * x; return tx * x / (u * Math.sqrt(u)); }
+    case Op.Acos: { const u = 1 - x * x; return -tx * x / (u * Math.sqrt(u)); }
+    case Op.Atan: { const u = 1 + x * x; return -2 * x * tx / (u * u); }
+    case Op.Atan2: {
+      const h2 = x * x + z * z;
+      const dh2 = 2 * (x * tx + z * tz);
+      partialZTangent = -(tx * h2 - x * dh2) / (h2 * h2);
+      return (tz * h2 - z * dh2) / (h2 * h2);
+    }
+    case Op.Sinh: return tx * Math.sinh(x);
+    case Op.Cosh: return tx * Math.cosh(x);
+    case Op.Tanh: return -2 * y * ty;
+    case Op.Asinh: { const u = x * x + 1; return -x * tx / (u * Math.sqrt(u)); }
+    case Op.Acosh: { const u = (x - 1) * (x + 1); return -x * tx / (u * Math.sqrt(u)); }
+    case Op.Atanh: { const u = 1 - x * x; return 2 * x * tx / (u * u); }
+    case Op.Hypot: {
+      if (y == 0) return 0;
+      partialZTangent = (tz * y - z * ty) / (y * y);
+      return (tx * y - x * ty) / (y * y);
+    }
+    case Op.Sigmoid: return ty * (1 - 2 * y);
+    case Op.Softplus: return ty * Math.exp(-y);
   }
   return 0;
 }

@@ -1,7 +1,23 @@
-import { Op, forwardRule, partials, partialZ } from './ops';
+import { Op, forwardRule, partials, partialZ, partialsTangent, partialZTangent } from './ops';
 import {
-  val, setVal, adj, addAdj, argA, argB, opAt, tan, setTan, adjBase, tanBase,
+  val, setVal, adj, addAdj, argA, argB, opAt, tan, setTan, tanAdj, addTanAdj, adjBase, tanAdjBase,
 } from './layout';
+
+// Custom ops run user code in JS: the façade reads operands and writes results through its views.
+// @ts-ignore: decorator
+@external('env', 'customForward') declare function customForward(i: i32): void;
+// @ts-ignore: decorator
+@external('env', 'customReverse') declare function customReverse(i: i32, g: f64): void;
+// @ts-ignore: decorator
+@external('env', 'customTangent') declare function customTangent(i: i32): void;
+// @ts-ignore: decorator
+@external('env', 'customReverseTangent') declare function customReverseTangent(i: i32, g: f64, gTangent: f64): void;
+
+// @ts-ignore: decorator
+@inline function selected(i: i32): i32 {
+  const c = val(argA(i));
+  return c != 0 && c == c ? argB(i) : argA(i - 1);
+}
 
 /** Computes the values of nodes [from, to) from their operands, in recording order. Recording
  *  only writes op codes and operand ids; this sweep is also the forward replay after new input
@@ -10,10 +26,9 @@ export function forward(from: i32, to: i32): void {
   for (let i = from; i < to; i++) {
     const op = opAt(i);
     if (op <= Op.Arg) continue;
-    const x = val(argA(i));
-    const z = val(argB(i));
-    const w = op == Op.Select ? val(argA(i - 1)) : 0.0;
-    setVal(i, forwardRule(op, x, z, w));
+    if (op == Op.Select) { setVal(i, val(selected(i))); continue; }
+    if (op == Op.Custom) { customForward(i); continue; }
+    setVal(i, forwardRule(op, val(argA(i)), val(argB(i)), 0));
   }
 }
 
@@ -21,18 +36,28 @@ export function forward(from: i32, to: i32): void {
  *  output down, each node visited once, fan-out summed, nodes whose adjoint is exactly 0
  *  skipped (so NaN partials of an untaken branch never reach the gradient). */
 export function reverse(out: i32, seed: f64, count: i32): void {
-  memory.fill(adjBase, 0, <usize>count << 3);
+  clearAdjoints(count, 0);
   store<f64>(adjBase + (<usize>out << 3), seed);
-  for (let i = out; i >= 0; i--) {
+  sweepReverse(out);
+}
+
+/** Zeroes the adjoints (and their tangents when asked) of nodes [0, count), before seeding. */
+export function clearAdjoints(count: i32, withTangents: i32): void {
+  memory.fill(adjBase, 0, <usize>count << 3);
+  if (withTangents) memory.fill(tanAdjBase, 0, <usize>count << 3);
+}
+
+/** The reverse sweep proper, from `top` down, over adjoints already seeded (one or many
+ *  outputs: a vector-Jacobian product in one pass). */
+export function sweepReverse(top: i32): void {
+  for (let i = top; i >= 0; i--) {
     const g = adj(i);
     if (g == 0) continue;
     const op = opAt(i);
     if (op <= Op.Arg) continue;
+    if (op == Op.Select) { addAdj(selected(i), g); continue; }
+    if (op == Op.Custom) { customReverse(i, g); continue; }
     const ia = argA(i);
-    if (op == Op.Select) {
-      addAdj(val(ia) != 0 && val(ia) == val(ia) ? argB(i) : argA(i - 1), g);
-      continue;
-    }
     const ib = argB(i);
     const pa = partials(op, val(ia), val(ib), val(i));
     const pb = partialZ;
@@ -41,17 +66,15 @@ export function reverse(out: i32, seed: f64, count: i32): void {
   }
 }
 
-/** Tangents of nodes [from, to) given the tangents already written for inputs (zero elsewhere
- *  below `from`): one forward-mode pass, using the same partials as the reverse sweep. */
+/** Tangents of nodes [from, to), given the tangents of the nodes before `from` (inputs seeded,
+ *  everything else zero): one forward-mode pass with the same partials as the reverse sweep. */
 export function tangent(from: i32, to: i32): void {
   for (let i = from; i < to; i++) {
     const op = opAt(i);
     if (op <= Op.Arg) continue;
+    if (op == Op.Select) { setTan(i, tan(selected(i))); continue; }
+    if (op == Op.Custom) { customTangent(i); continue; }
     const ia = argA(i);
-    if (op == Op.Select) {
-      setTan(i, tan(val(ia) != 0 && val(ia) == val(ia) ? argB(i) : argA(i - 1)));
-      continue;
-    }
     const ib = argB(i);
     const ta = tan(ia);
     const tb = tan(ib);
@@ -59,5 +82,45 @@ export function tangent(from: i32, to: i32): void {
     const pa = partials(op, val(ia), val(ib), val(i));
     const pb = partialZ;
     setTan(i, (ta != 0 ? ta * pa : 0) + (tb != 0 ? tb * pb : 0));
+  }
+}
+
+/** Forward over reverse: after `tangent` has filled the tangents for a direction v, computes the
+ *  adjoints (as `reverse`) and their tangents, so that tanAdj of the inputs is H·v times the seed.
+ *  Every node is visited once, like the plain reverse sweep. */
+export function reverseTangent(out: i32, seed: f64, count: i32): void {
+  clearAdjoints(count, 1);
+  store<f64>(adjBase + (<usize>out << 3), seed);
+  sweepReverseTangent(out);
+}
+
+/** `reverseTangent` over adjoints (and adjoint tangents) already seeded. */
+export function sweepReverseTangent(top: i32): void {
+  for (let i = top; i >= 0; i--) {
+    const g = adj(i);
+    const gt = tanAdj(i);
+    if (g == 0 && gt == 0) continue;
+    const op = opAt(i);
+    if (op <= Op.Arg) continue;
+    if (op == Op.Select) {
+      const s = selected(i);
+      addAdj(s, g);
+      addTanAdj(s, gt);
+      continue;
+    }
+    if (op == Op.Custom) { customReverseTangent(i, g, gt); continue; }
+    const ia = argA(i);
+    const ib = argB(i);
+    const x = val(ia), z = val(ib), y = val(i);
+    const pa = partials(op, x, z, y);
+    const pb = partialZ;
+    if (g != 0 && pa != 0) addAdj(ia, g * pa);
+    if (g != 0 && pb != 0) addAdj(ib, g * pb);
+    const dpa = g != 0 ? partialsTangent(op, x, z, y, tan(ia), tan(ib), tan(i)) : 0;
+    const dpb = g != 0 ? partialZTangent : 0;
+    const ta = (gt != 0 && pa != 0 ? gt * pa : 0) + (dpa != 0 ? g * dpa : 0);
+    const tb = (gt != 0 && pb != 0 ? gt * pb : 0) + (dpb != 0 ? g * dpb : 0);
+    if (ta != 0) addTanAdj(ia, ta);
+    if (tb != 0) addTanAdj(ib, tb);
   }
 }

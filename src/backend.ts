@@ -16,6 +16,14 @@ export interface TapeViews {
   tanAdj: Float64Array | null;
 }
 
+/** Runs custom ops (user rules in JS) when a sweep reaches them; installed by the Tape. */
+export interface CustomHandler {
+  forward(i: number): void;
+  reverse(i: number, g: number): void;
+  tangent(i: number): void;
+  reverseTangent(i: number, g: number, gTangent: number): void;
+}
+
 export interface Backend {
   readonly kind: BackendKind;
   /** Current views; replaced (not mutated) by reserve/enableTangents. */
@@ -30,6 +38,15 @@ export interface Backend {
   reserve(minCapacity: number, live: number, maxCapacity: number): boolean;
   enableTangents(live: number): boolean;
   forward(from: number, to: number): void;
+  /** clearAdjoints + seed `out` + sweepReverse, in one call. */
   reverse(out: number, seed: number, count: number): void;
+  clearAdjoints(count: number, withTangents: boolean): void;
+  /** Reverse sweep from `top` over adjoints seeded through the views. */
+  sweepReverse(top: number): void;
+  sweepReverseTangent(top: number): void;
   tangent(from: number, to: number): void;
+  /** After `tangent`: adjoints and their tangents (forward over reverse) for `out`. */
+  reverseTangent(out: number, seed: number, count: number): void;
+  /** Where custom ops go; null until a tape installs one. */
+  custom: CustomHandler | null;
 }

@@ -3,7 +3,7 @@ import { TapegradError } from './errors.ts';
 import { JsBackend } from './js/backend.ts';
 import { Tape, type TapeLimits } from './tape.ts';
 import { WasmBackend } from './wasm/backend.ts';
-import { coreModuleIfLoaded, instantiateCore, loadCoreModule, wasmAvailable } from './wasm/loader.ts';
+import { coreModuleIfLoaded, loadCoreModule, wasmAvailable } from './wasm/loader.ts';
 
 export interface TapeOptions extends TapeLimits {
   /** 'wasm' (default), 'js' (the pure-JS mode), or 'auto': wasm where the runtime has
@@ -42,5 +42,5 @@ export function createBackend(kind: BackendKind): Backend {
   if (!wasmAvailable()) throw new TapegradError('INVALID_ARGUMENT', "this runtime has no WebAssembly; use { backend: 'js' } or 'auto'");
   const module = coreModuleIfLoaded();
   if (!module) throw new TapegradError('INVALID_ARGUMENT', 'the wasm core is not loaded yet: await init() (or use the async createTape) first');
-  return new WasmBackend(instantiateCore(module));
+  return new WasmBackend(module);
 }

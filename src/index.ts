@@ -17,3 +17,8 @@ export {
   gradcheck, finiteDifferenceGradient, normwiseError, type GradcheckOptions, type GradcheckResult,
   type FiniteDifferenceOptions, type ScalarFunction,
 } from './check.ts';
+export {
+  grad, valueAndGrad, vjp, jvp, jacobian, hvp, hessian, type Input, type ScalarOutput, type VectorOutput,
+  type TransformOptions, type JacobianOptions, type JacobianResult, type Matrix,
+} from './transforms.ts';
+export { defineFunction, type CustomRule, type CustomFunction } from './custom.ts';

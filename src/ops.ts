@@ -13,6 +13,7 @@ export const OP_TABLE = [
   ['abs', 1], ['min', 2], ['max', 2], ['hypot', 2], ['sigmoid', 1], ['softplus', 1], ['relu', 1],
   ['floor', 1], ['ceil', 1], ['round', 1], ['sign', 1], ['stopGradient', 1],
   ['lt', 2], ['le', 2], ['gt', 2], ['ge', 2], ['eq', 2], ['select', 3],
+  ['custom', -1], // n operands, carried by arg nodes; see defineFunction
 ] as const;
 
 type Entry = (typeof OP_TABLE)[number];

@@ -1,11 +1,11 @@
-import type { Backend, BackendKind } from './backend.ts';
+import type { Backend, BackendKind, CustomHandler } from './backend.ts';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError,
   TapegradError, describe,
 } from './errors.ts';
 import { BINARY_OPS, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
 
-const { const: CONST, input: INPUT, arg: ARG, select: SELECT, pow: POW, powConst: POW_CONST } = Op;
+const { const: CONST, input: INPUT, arg: ARG, select: SELECT, pow: POW, powConst: POW_CONST, custom: CUSTOM } = Op;
 
 // Handles are small integers (Smis in V8: no allocation per op). Each tape hands out a fresh
 // range after every reset, so a handle from before the reset falls below the live range and is
@@ -108,10 +108,60 @@ export class Tape {
   gradient(output: Var, wrt: readonly Var[], seed = 1): Float64Array {
     const indices = wrt.map((v) => this.index(v));
     this.backwardIndex(this.index(output), seed);
+    return gather(this.engine.views.adj, indices);
+  }
+
+  /** Vector-Jacobian product in one reverse sweep: the gradient of sum_j cotangent[j] *
+   *  outputs[j] with respect to `wrt`. */
+  vjp(outputs: readonly Var[], cotangent: ArrayLike<number>, wrt: readonly Var[]): Float64Array {
+    const outs = outputs.map((v) => this.index(v));
+    checkLength(cotangent, outs.length, 'cotangent', 'outputs');
+    const indices = wrt.map((v) => this.index(v));
+    this.evaluate();
+    this.engine.clearAdjoints(this.count, false);
     const adj = this.engine.views.adj;
-    const out = new Float64Array(indices.length);
-    for (let k = 0; k < indices.length; k++) out[k] = adj[indices[k]!]!;
-    return out;
+    let top = 0;
+    for (let j = 0; j < outs.length; j++) {
+      adj[outs[j]!] += checkNumber(cotangent[j], 'cotangent');
+      top = Math.max(top, outs[j]!);
+    }
+    this.engine.sweepReverse(top);
+    this.swept = this.count;
+    return gather(adj, indices);
+  }
+
+  /** Jacobian-vector product in one forward (tangent) sweep over the recorded tape: the
+   *  directional derivatives of `outputs` when `inputs` move along `tangent`. */
+  jvp(inputs: readonly Var[], tangent: ArrayLike<number>, outputs: readonly Var[]): Float64Array {
+    const outs = outputs.map((v) => this.index(v));
+    this.seedTangents(inputs, tangent);
+    return gather(this.engine.views.tan!, outs);
+  }
+
+  /** Hessian-vector product by forward over reverse: H·v of `seed * output` with respect to
+   *  `inputs`, in one tangent sweep and one reverse sweep. Also leaves the gradient in `.grad`. */
+  hvp(output: Var, inputs: readonly Var[], v: ArrayLike<number>, seed = 1): Float64Array {
+    const out = this.index(output);
+    const indices = this.seedTangents(inputs, v);
+    this.engine.reverseTangent(out, checkNumber(seed, 'seed'), this.count);
+    this.swept = this.count;
+    return gather(this.engine.views.tanAdj!, indices);
+  }
+
+  private seedTangents(inputs: readonly Var[], tangent: ArrayLike<number>): number[] {
+    const indices = inputs.map((v) => this.index(v));
+    checkLength(tangent, indices.length, 'tangent', 'inputs');
+    this.evaluate();
+    if (!this.engine.views.tan) {
+      const ok = this.engine.enableTangents(this.count);
+      this.cacheViews();
+      if (!ok) throw new CapacityError(`out of memory: no room for tangents of ${this.count} nodes`, this.capacity);
+    }
+    const tan = this.engine.views.tan!;
+    tan.fill(0, 0, this.count);
+    for (let k = 0; k < indices.length; k++) tan[indices[k]!] += checkNumber(tangent[k], 'tangent');
+    this.engine.tangent(0, this.count);
+    return indices;
   }
 
   /** Forgets every node in O(1), keeping the memory for the next recording. Every Var and
@@ -205,6 +255,20 @@ export class Tape {
   }
 
   /** @internal */
+  installCustomHandler(make: (engine: Backend) => CustomHandler): void {
+    this.engine.custom ??= make(this.engine);
+  }
+
+  /** @internal A custom node: its operands ride on the arg nodes recorded just before it. */
+  recordCustom(ruleId: number, operands: readonly number[]): Var {
+    const n = operands.length;
+    const carriers = (n + 1) >> 1;
+    if (this.count + carriers + 1 > this.capacity) this.grow(carriers + 1);
+    for (let c = 0; c < carriers; c++) this.record(ARG, operands[2 * c]!, operands[2 * c + 1] ?? operands[2 * c]!);
+    return new Var(this, this.record(CUSTOM, ruleId, n));
+  }
+
+  /** @internal */
   valueAt(i: number): number {
     if (i >= this.evaluated) this.evaluate();
     return this.valV[i]!;
@@ -274,6 +338,24 @@ export class Tape {
     if (!Number.isInteger(h) || h < 0) return new InvalidHandleError(`${h} is not a handle: handles are non-negative integers`);
     if (h < this.base) return new StaleHandleError(`handle ${h} was recorded before tape.reset(); record it again on the current tape`);
     return new InvalidHandleError(`handle ${h} is not a node of this tape (its live handles are ${this.base}..${this.base + this.count - 1})`);
+  }
+}
+
+function gather(from: Float64Array, indices: readonly number[]): Float64Array {
+  const out = new Float64Array(indices.length);
+  for (let k = 0; k < indices.length; k++) out[k] = from[indices[k]!]!;
+  return out;
+}
+
+function checkNumber(x: unknown, what: string): number {
+  if (typeof x !== 'number') throw new NotANumberError(`${what} entries must be numbers, got ${describe(x)}`);
+  return x;
+}
+
+function checkLength(values: ArrayLike<number>, expected: number, what: string, against: string): void {
+  if (values == null || typeof values.length !== 'number') throw new NotANumberError(`${what} must be an array of numbers, got ${describe(values)}`);
+  if (values.length !== expected) {
+    throw new TapegradError('INVALID_ARGUMENT', `${what} has ${values.length} entries but there are ${expected} ${against}`);
   }
 }
 

@@ -1,8 +1,8 @@
-import type { Backend, TapeViews } from '../backend.ts';
+import type { Backend, CustomHandler, TapeViews } from '../backend.ts';
 import { Op } from '../ops.ts';
-import { forwardRule, partials, partialZ, truthy } from './rules.ts';
+import { forwardRule, partials, partialZ, partialsTangent, partialZTangent, truthy } from './rules.ts';
 
-const { arg: ARG, select: SELECT } = Op;
+const { arg: ARG, select: SELECT, custom: CUSTOM } = Op;
 const MIN_CAPACITY = 1024;
 const BASE_NODE_BYTES = 8 + 8 + 4 + 4 + 1;
 const TANGENT_NODE_BYTES = 16;
@@ -35,6 +35,7 @@ export class JsBackend implements Backend {
   readonly kind = 'js' as const;
   views: TapeViews = allocate(0, false);
   capacity = 0;
+  custom: CustomHandler | null = null;
 
   nodeBytes(): number {
     return BASE_NODE_BYTES + (this.views.tan ? TANGENT_NODE_BYTES : 0);
@@ -75,16 +76,26 @@ export class JsBackend implements Backend {
     for (let i = from; i < to; i++) {
       const code = op[i];
       if (code <= ARG) continue;
-      const w = code === SELECT ? val[a[i - 1]] : 0;
-      val[i] = forwardRule(code, val[a[i]], val[b[i]], w);
+      if (code === SELECT) val[i] = val[truthy(val[a[i]]) ? b[i] : a[i - 1]];
+      else if (code === CUSTOM) this.custom!.forward(i);
+      else val[i] = forwardRule(code, val[a[i]], val[b[i]], 0);
     }
   }
 
   reverse(out: number, seed: number, count: number): void {
+    this.clearAdjoints(count, false);
+    this.views.adj[out] = seed;
+    this.sweepReverse(out);
+  }
+
+  clearAdjoints(count: number, withTangents: boolean): void {
+    this.views.adj.fill(0, 0, count);
+    if (withTangents) this.views.tanAdj!.fill(0, 0, count);
+  }
+
+  sweepReverse(top: number): void {
     const { op, a, b, val, adj } = this.views;
-    adj.fill(0, 0, count);
-    adj[out] = seed;
-    for (let i = out; i >= 0; i--) {
+    for (let i = top; i >= 0; i--) {
       const g = adj[i];
       if (g === 0) continue;
       const code = op[i];
@@ -92,6 +103,10 @@ export class JsBackend implements Backend {
       const ia = a[i];
       if (code === SELECT) {
         adj[truthy(val[ia]) ? b[i] : a[i - 1]] += g;
+        continue;
+      }
+      if (code === CUSTOM) {
+        this.custom!.reverse(i, g);
         continue;
       }
       const ib = b[i];
@@ -113,6 +128,10 @@ export class JsBackend implements Backend {
         tan[i] = tan[truthy(val[ia]) ? b[i] : a[i - 1]];
         continue;
       }
+      if (code === CUSTOM) {
+        this.custom!.tangent(i);
+        continue;
+      }
       const ib = b[i];
       const ta = tan[ia];
       const tb = tan[ib];
@@ -123,6 +142,48 @@ export class JsBackend implements Backend {
       const pa = partials(code, val[ia], val[ib], val[i]);
       const pb = partialZ[0];
       tan[i] = (ta !== 0 ? ta * pa : 0) + (tb !== 0 ? tb * pb : 0);
+    }
+  }
+
+  reverseTangent(out: number, seed: number, count: number): void {
+    this.clearAdjoints(count, true);
+    this.views.adj[out] = seed;
+    this.sweepReverseTangent(out);
+  }
+
+  sweepReverseTangent(top: number): void {
+    const { op, a, b, val, adj } = this.views;
+    const tan = this.views.tan!;
+    const tanAdj = this.views.tanAdj!;
+    for (let i = top; i >= 0; i--) {
+      const g = adj[i];
+      const gt = tanAdj[i];
+      if (g === 0 && gt === 0) continue;
+      const code = op[i];
+      if (code <= ARG) continue;
+      const ia = a[i];
+      if (code === SELECT) {
+        const s = truthy(val[ia]) ? b[i] : a[i - 1];
+        adj[s] += g;
+        tanAdj[s] += gt;
+        continue;
+      }
+      if (code === CUSTOM) {
+        this.custom!.reverseTangent(i, g, gt);
+        continue;
+      }
+      const ib = b[i];
+      const x = val[ia], z = val[ib], y = val[i];
+      const pa = partials(code, x, z, y);
+      const pb = partialZ[0];
+      if (g !== 0 && pa !== 0) adj[ia] += g * pa;
+      if (g !== 0 && pb !== 0) adj[ib] += g * pb;
+      const dpa = g !== 0 ? partialsTangent(code, x, z, y, tan[ia], tan[ib], tan[i]) : 0;
+      const dpb = g !== 0 ? partialZTangent[0] : 0;
+      const ta = (gt !== 0 && pa !== 0 ? gt * pa : 0) + (dpa !== 0 ? g * dpa : 0);
+      const tb = (gt !== 0 && pb !== 0 ? gt * pb : 0) + (dpb !== 0 ? g * dpb : 0);
+      if (ta !== 0) tanAdj[ia] += ta;
+      if (tb !== 0) tanAdj[ib] += tb;
     }
   }
 }

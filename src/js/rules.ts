@@ -150,3 +150,57 @@ export function partials(op: number, x: number, z: number, y: number): number {
   }
   return 0;
 }
+
+/** d(pb)/dt of the last `partialsTangent` call. */
+export const partialZTangent = new Float64Array(1);
+
+export function partialsTangent(op: number, x: number, z: number, y: number, tx: number, tz: number, ty: number): number {
+  partialZTangent[0] = 0;
+  switch (op) {
+    case mul: partialZTangent[0] = tx; return tz;
+    case div: partialZTangent[0] = (y * tz - ty * z) / (z * z); return -tz / (z * z);
+    case recip: return -2 * y * ty;
+    case square: return 2 * tx;
+    case sqrt: return -0.5 * ty / (y * y);
+    case cbrt: return -2 * ty / (3 * y * y * y);
+    case pow: {
+      partialZTangent[0] = (ty === 0 ? 0 : ty * Math.log(x)) + (tx === 0 ? 0 : y * tx / x);
+      if (z === 0) return tz === 0 ? 0 : tz / x;
+      const xz1 = Math.pow(x, z - 1);
+      return (tz === 0 ? 0 : tz * (xz1 + z * xz1 * Math.log(x))) + (tx === 0 ? 0 : tx * z * (z - 1) * Math.pow(x, z - 2));
+    }
+    case powConst: return z === 0 || z === 1 ? 0 : tx * z * (z - 1) * Math.pow(x, z - 2);
+    case exp: return ty;
+    case expm1: return ty;
+    case log: return -tx / (x * x);
+    case log1p: return -tx / ((1 + x) * (1 + x));
+    case log2: return -tx / (x * x * LN2);
+    case log10: return -tx / (x * x * LN10);
+    case sin: return -tx * Math.sin(x);
+    case cos: return -tx * Math.cos(x);
+    case tan: return 2 * y * ty;
+    case asin: { const u = 1 - x * x; return tx * x / (u * Math.sqrt(u)); }
+    case acos: { const u = 1 - x * x; return -tx * x / (u * Math.sqrt(u)); }
+    case atan: { const u = 1 + x * x; return -2 * x * tx / (u * u); }
+    case atan2: {
+      const h2 = x * x + z * z;
+      const dh2 = 2 * (x * tx + z * tz);
+      partialZTangent[0] = -(tx * h2 - x * dh2) / (h2 * h2);
+      return (tz * h2 - z * dh2) / (h2 * h2);
+    }
+    case sinh: return tx * Math.sinh(x);
+    case cosh: return tx * Math.cosh(x);
+    case tanh: return -2 * y * ty;
+    case asinh: { const u = x * x + 1; return -x * tx / (u * Math.sqrt(u)); }
+    case acosh: { const u = (x - 1) * (x + 1); return -x * tx / (u * Math.sqrt(u)); }
+    case atanh: { const u = 1 - x * x; return 2 * x * tx / (u * u); }
+    case hypot: {
+      if (y === 0) return 0;
+      partialZTangent[0] = (tz * y - z * ty) / (y * y);
+      return (tx * y - x * ty) / (y * y);
+    }
+    case sigmoid: return ty * (1 - 2 * y);
+    case softplus: return ty * Math.exp(-y);
+  }
+  return 0;
+}

@@ -1,5 +1,5 @@
-import type { Backend, TapeViews } from '../backend.ts';
-import type { CoreExports } from './loader.ts';
+import type { Backend, CustomHandler, TapeViews } from '../backend.ts';
+import { instantiateCore, type CoreExports } from './loader.ts';
 
 /** The wasm engine: the tape lives in the instance's linear memory; the views below are windows
  *  onto it, re-derived after every call that can grow memory (a grown memory detaches the old
@@ -8,8 +8,20 @@ export class WasmBackend implements Backend {
   readonly kind = 'wasm' as const;
   views!: TapeViews;
   capacity = 0;
+  custom: CustomHandler | null = null;
+  readonly core: CoreExports;
 
-  constructor(readonly core: CoreExports) {
+  constructor(module: WebAssembly.Module) {
+    const handler = (): CustomHandler => {
+      if (!this.custom) throw new Error('custom op reached with no handler installed');
+      return this.custom;
+    };
+    this.core = instantiateCore(module, {
+      customForward: (i) => handler().forward(i),
+      customReverse: (i, g) => handler().reverse(i, g),
+      customTangent: (i) => handler().tangent(i),
+      customReverseTangent: (i, g, gt) => handler().reverseTangent(i, g, gt),
+    });
     this.refreshViews();
   }
 
@@ -60,5 +72,21 @@ export class WasmBackend implements Backend {
 
   tangent(from: number, to: number): void {
     this.core.tangent(from, to);
+  }
+
+  reverseTangent(out: number, seed: number, count: number): void {
+    this.core.reverseTangent(out, seed, count);
+  }
+
+  clearAdjoints(count: number, withTangents: boolean): void {
+    this.core.clearAdjoints(count, withTangents ? 1 : 0);
+  }
+
+  sweepReverse(top: number): void {
+    this.core.sweepReverse(top);
+  }
+
+  sweepReverseTangent(top: number): void {
+    this.core.sweepReverseTangent(top);
   }
 }

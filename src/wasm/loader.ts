@@ -10,6 +10,10 @@ export interface CoreExports {
   forward(from: number, to: number): void;
   reverse(out: number, seed: number, count: number): void;
   tangent(from: number, to: number): void;
+  reverseTangent(out: number, seed: number, count: number): void;
+  clearAdjoints(count: number, withTangents: number): void;
+  sweepReverse(top: number): void;
+  sweepReverseTangent(top: number): void;
   opName(op: number): number;
   opArity(op: number): number;
   opCount(): number;
@@ -56,9 +60,24 @@ export function adoptCoreModule(module: WebAssembly.Module): void {
   compiled = module;
 }
 
+export interface CoreImports {
+  customForward(i: number): void;
+  customReverse(i: number, g: number): void;
+  customTangent(i: number): void;
+  customReverseTangent(i: number, g: number, gTangent: number): void;
+}
+
+const NO_CUSTOM_OPS: CoreImports = {
+  customForward: noCustom, customReverse: noCustom, customTangent: noCustom, customReverseTangent: noCustom,
+};
+
+function noCustom(): never {
+  throw new Error('custom op reached with no handler installed');
+}
+
 /** A fresh instance of the core, with its own memory. */
-export function instantiateCore(module: WebAssembly.Module): CoreExports {
-  return new WebAssembly.Instance(module, {}).exports as unknown as CoreExports;
+export function instantiateCore(module: WebAssembly.Module, imports: CoreImports = NO_CUSTOM_OPS): CoreExports {
+  return new WebAssembly.Instance(module, { env: { ...imports } }).exports as unknown as CoreExports;
 }
 
 /** Reads an AssemblyScript string (UTF-16, byte length stored just before it). */

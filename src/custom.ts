@@ -1,0 +1,116 @@
+// User-defined differentiable functions: a forward and a VJP (optionally a JVP and the second
+// order rule) written in plain TypeScript over numbers. Each call records n/2 arg nodes carrying
+// the operands and one custom node; the sweeps call back into these rules once per visit.
+import type { Backend, CustomHandler } from './backend.ts';
+import { NotANumberError, TapegradError, describe } from './errors.ts';
+import { Var, type Operand } from './tape.ts';
+
+export interface CustomRule {
+  /** Shown in errors. */
+  name: string;
+  /** y = f(xs). */
+  forward(xs: Float64Array): number;
+  /** g * dy/dxs, one entry per operand. */
+  vjp(xs: Float64Array, y: number, g: number): ArrayLike<number>;
+  /** Optional: dy = sum_k dy/dx_k * ts[k]. Needed for jvp, forward-mode jacobian and hvp. */
+  jvp?(xs: Float64Array, y: number, ts: Float64Array): number;
+  /** Optional: d/dt of vjp(xs + t*ts, y(t), g) at t = 0, i.e. g * (Hessian of f) · ts. Needed
+   *  with jvp for hvp and hessian through this function. */
+  vjpTangent?(xs: Float64Array, y: number, g: number, ts: Float64Array): ArrayLike<number>;
+}
+
+/** A recorded function made by `defineFunction`: call it with Vars (and numbers). */
+export type CustomFunction = (...operands: Operand[]) => Var;
+
+const rules: CustomRule[] = [];
+
+/**
+ * Defines a new differentiable function from its own rules, e.g. a stable logSumExp or a call
+ * into an external solver. Calling it records one node; every sweep that reaches the node calls
+ * the matching rule once (a JS call and a small Float64Array per visit).
+ */
+export function defineFunction(rule: CustomRule): CustomFunction {
+  if (typeof rule?.forward !== 'function' || typeof rule.vjp !== 'function') {
+    throw new TapegradError('INVALID_ARGUMENT', 'defineFunction needs at least forward(xs) and vjp(xs, y, g) functions');
+  }
+  const id = rules.push(rule) - 1;
+  return (...operands: Operand[]): Var => {
+    const anchor = operands.find((o): o is Var => o instanceof Var);
+    if (!anchor) throw new NotANumberError(`${rule.name}: needs at least one Var operand, got ${operands.map(describe).join(', ')}`);
+    const tape = anchor.tape;
+    tape.installCustomHandler((engine) => new CustomNodes(engine));
+    const ids = operands.map((o) => tape.operandId(o));
+    return tape.recordCustom(id, ids);
+  };
+}
+
+/** @internal The handler a tape installs on its engine for custom nodes. */
+export class CustomNodes implements CustomHandler {
+  constructor(private readonly engine: Backend) {}
+
+  private operands(i: number): { rule: CustomRule; ids: Int32Array; xs: Float64Array } {
+    const { a, b, val } = this.engine.views;
+    const rule = rules[a[i]!]!;
+    const n = b[i]!;
+    const first = i - ((n + 1) >> 1);
+    const ids = new Int32Array(n);
+    const xs = new Float64Array(n);
+    for (let k = 0; k < n; k++) {
+      const carrier = first + (k >> 1);
+      ids[k] = (k & 1 ? b : a)[carrier]!;
+      xs[k] = val[ids[k]!]!;
+    }
+    return { rule, ids, xs };
+  }
+
+  private tangentsOf(ids: Int32Array): Float64Array {
+    const tan = this.engine.views.tan!;
+    const ts = new Float64Array(ids.length);
+    for (let k = 0; k < ids.length; k++) ts[k] = tan[ids[k]!]!;
+    return ts;
+  }
+
+  forward(i: number): void {
+    const { rule, xs } = this.operands(i);
+    this.engine.views.val[i] = checkResult(rule.forward(xs), rule, 'forward');
+  }
+
+  reverse(i: number, g: number): void {
+    const { rule, ids, xs } = this.operands(i);
+    addInto(this.engine.views.adj, ids, rule.vjp(xs, this.engine.views.val[i]!, g), rule, 'vjp');
+  }
+
+  tangent(i: number): void {
+    const { rule, ids, xs } = this.operands(i);
+    if (!rule.jvp) throw missing(rule, 'jvp', 'jvp, forward-mode jacobian and hvp');
+    this.engine.views.tan![i] = checkResult(rule.jvp(xs, this.engine.views.val[i]!, this.tangentsOf(ids)), rule, 'jvp');
+  }
+
+  reverseTangent(i: number, g: number, gTangent: number): void {
+    const { rule, ids, xs } = this.operands(i);
+    if (!rule.vjpTangent) throw missing(rule, 'vjpTangent', 'hvp and hessian');
+    const { adj, tanAdj, val } = this.engine.views;
+    const y = val[i]!;
+    if (g !== 0) {
+      addInto(adj, ids, rule.vjp(xs, y, g), rule, 'vjp');
+      addInto(tanAdj!, ids, rule.vjpTangent(xs, y, g, this.tangentsOf(ids)), rule, 'vjpTangent');
+    }
+    if (gTangent !== 0) addInto(tanAdj!, ids, rule.vjp(xs, y, gTangent), rule, 'vjp');
+  }
+}
+
+function addInto(target: Float64Array, ids: Int32Array, values: ArrayLike<number>, rule: CustomRule, what: string): void {
+  if (values == null || values.length !== ids.length) {
+    throw new TapegradError('INVALID_ARGUMENT', `${rule.name}.${what} must return ${ids.length} numbers (one per operand), got ${describe(values)}`);
+  }
+  for (let k = 0; k < ids.length; k++) target[ids[k]!] += checkResult(values[k]!, rule, what);
+}
+
+function checkResult(y: unknown, rule: CustomRule, what: string): number {
+  if (typeof y !== 'number') throw new NotANumberError(`${rule.name}.${what} returned ${describe(y)}, not a number`);
+  return y;
+}
+
+function missing(rule: CustomRule, name: string, needed: string): TapegradError {
+  return new TapegradError('INVALID_ARGUMENT', `custom function '${rule.name}' has no ${name} rule, which ${needed} through it need; add ${name} to its definition`);
+}

@@ -1,0 +1,188 @@
+// Function transforms in the style of JAX: each records the user's function on a tape and runs
+// sweeps over it (reverse for gradients and VJPs, tangent for JVPs, tangent + reverse for
+// Hessian-vector products). Nothing here uses finite differences.
+import type { BackendKind } from './backend.ts';
+import { createTapeSync } from './create.ts';
+import { NotANumberError, describe } from './errors.ts';
+import { Var, type Tape } from './tape.ts';
+
+/** A number for a scalar input (the function then gets one Var), or an array / Float64Array
+ *  (the function gets a Var[] of the same length). */
+export type Input = number | ArrayLike<number>;
+/** What a differentiated function returns: a Var (or a number, taken as a constant). */
+export type ScalarOutput = Var | number;
+/** A vector output: an array of Vars (or numbers). */
+export type VectorOutput = readonly (Var | number)[];
+
+export interface TransformOptions {
+  /** Engine to record on: 'wasm' (default; call `await init()` once first) or 'js'. */
+  backend?: BackendKind;
+}
+
+export interface JacobianOptions extends TransformOptions {
+  /** 'auto' (default): forward sweeps when inputs <= outputs, else reverse sweeps. */
+  mode?: 'auto' | 'forward' | 'reverse';
+}
+
+/** A dense matrix, row-major. */
+export interface Matrix {
+  data: Float64Array;
+  shape: [rows: number, cols: number];
+}
+
+export interface JacobianResult extends Matrix {
+  /** Which sweeps computed it, and how many (one per column forward, one per row reverse). */
+  mode: 'forward' | 'reverse';
+  sweeps: number;
+}
+
+// Tapes are pooled per backend so repeated calls reuse their memory; a call takes a tape out of
+// the pool while it runs, so a function that itself calls a transform gets a tape of its own.
+const pools: Record<BackendKind, Tape[]> = { wasm: [], js: [] };
+
+function withTape<T>(options: TransformOptions | undefined, body: (tape: Tape) => T): T {
+  const kind = options?.backend ?? 'wasm';
+  const tape = pools[kind].pop() ?? createTapeSync({ backend: kind });
+  try {
+    tape.reset();
+    return body(tape);
+  } finally {
+    tape.reset();
+    pools[kind].push(tape);
+  }
+}
+
+interface Recorded<O> {
+  inputs: Var[];
+  scalarInput: boolean;
+  output: O;
+}
+
+function recordOn(tape: Tape, x: Input): { inputs: Var[]; arg: Var | Var[]; scalarInput: boolean } {
+  if (typeof x === 'number') {
+    const v = tape.variable(x);
+    return { inputs: [v], arg: v, scalarInput: true };
+  }
+  if (x == null || typeof x !== 'object' || typeof (x as ArrayLike<number>).length !== 'number') {
+    throw new NotANumberError(`inputs must be a number, an array of numbers or a Float64Array, got ${describe(x)}`);
+  }
+  const inputs = tape.variables(x);
+  return { inputs, arg: inputs, scalarInput: false };
+}
+
+function asVar(tape: Tape, y: unknown, what: string): Var {
+  if (y instanceof Var) return y;
+  if (typeof y === 'number') return tape.constant(y);
+  throw new NotANumberError(`${what} must return a Var or a number, got ${describe(y)}`);
+}
+
+function recordScalar(tape: Tape, f: (x: never) => ScalarOutput, x: Input): Recorded<Var> {
+  const { inputs, arg, scalarInput } = recordOn(tape, x);
+  return { inputs, scalarInput, output: asVar(tape, (f as (x: Var | Var[]) => unknown)(arg), 'the function') };
+}
+
+function recordVector(tape: Tape, f: (x: never) => ScalarOutput | VectorOutput, x: Input): Recorded<Var[]> & { scalarOutput: boolean } {
+  const { inputs, arg, scalarInput } = recordOn(tape, x);
+  const y = (f as (x: Var | Var[]) => unknown)(arg);
+  if (Array.isArray(y)) return { inputs, scalarInput, output: y.map((v) => asVar(tape, v, 'the function')), scalarOutput: false };
+  return { inputs, scalarInput, output: [asVar(tape, y, 'the function')], scalarOutput: true };
+}
+
+function toVector(x: ArrayLike<number> | number, name: string): ArrayLike<number> {
+  if (typeof x === 'number') return [x];
+  if (x == null || typeof (x as ArrayLike<number>).length !== 'number') {
+    throw new NotANumberError(`${name} must be a number or an array of numbers, got ${describe(x)}`);
+  }
+  return x;
+}
+
+/** Gradient of a scalar function: `grad(f)(2)` is a number when f takes one Var, `grad(f)([1, 2])`
+ *  a Float64Array when f takes a Var[]. */
+export function grad(f: (x: Var) => ScalarOutput, options?: TransformOptions): (x: number) => number;
+export function grad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions): (x: ArrayLike<number>) => Float64Array;
+export function grad(f: (x: never) => ScalarOutput, options?: TransformOptions): (x: never) => number | Float64Array {
+  const vg = valueAndGrad(f as (x: Var[]) => ScalarOutput, options);
+  return ((x: Input) => vg(x as ArrayLike<number>)[1]) as (x: never) => number | Float64Array;
+}
+
+/** `[f(x), grad f(x)]` from one recording and one reverse sweep. */
+export function valueAndGrad(f: (x: Var) => ScalarOutput, options?: TransformOptions): (x: number) => [number, number];
+export function valueAndGrad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions): (x: ArrayLike<number>) => [number, Float64Array];
+export function valueAndGrad(f: (x: never) => ScalarOutput, options?: TransformOptions): (x: never) => [number, number | Float64Array] {
+  return ((x: Input) =>
+    withTape(options, (tape) => {
+      const { inputs, scalarInput, output } = recordScalar(tape, f, x);
+      const g = tape.gradient(output, inputs);
+      return [output.value, scalarInput ? g[0]! : g];
+    })) as (x: never) => [number, number | Float64Array];
+}
+
+/** Vector-Jacobian product vᵀJ of f at x, for any cotangent v (one reverse sweep). */
+export function vjp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
+  return withTape(options, (tape) => {
+    const { inputs, output } = recordVector(tape, f, x);
+    return tape.vjp(output, toVector(v, 'the cotangent'), inputs);
+  });
+}
+
+/** Jacobian-vector product J·t of f at x (one forward tangent sweep over the tape). */
+export function jvp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, t: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
+  return withTape(options, (tape) => {
+    const { inputs, output } = recordVector(tape, f, x);
+    return tape.jvp(inputs, toVector(t, 'the tangent'), output);
+  });
+}
+
+/** The Jacobian of f at x, rows = outputs, by forward sweeps (one per input) when there are no
+ *  more inputs than outputs, else by reverse sweeps (one per output); `mode` forces either. */
+export function jacobian(f: (x: never) => ScalarOutput | VectorOutput, x: Input, options: JacobianOptions = {}): JacobianResult {
+  return withTape(options, (tape) => {
+    const { inputs, output } = recordVector(tape, f, x);
+    const n = inputs.length;
+    const m = output.length;
+    const mode = options.mode === 'forward' || options.mode === 'reverse' ? options.mode : n <= m ? 'forward' : 'reverse';
+    const data = new Float64Array(m * n);
+    const unit = new Float64Array(mode === 'forward' ? n : m);
+    if (mode === 'forward') {
+      for (let k = 0; k < n; k++) {
+        unit.fill(0);
+        unit[k] = 1;
+        const column = tape.jvp(inputs, unit, output);
+        for (let j = 0; j < m; j++) data[j * n + k] = column[j]!;
+      }
+    } else {
+      for (let j = 0; j < m; j++) {
+        unit.fill(0);
+        unit[j] = 1;
+        data.set(tape.vjp(output, unit, inputs), j * n);
+      }
+    }
+    return { data, shape: [m, n], mode, sweeps: mode === 'forward' ? n : m };
+  });
+}
+
+/** Exact Hessian-vector product H·v of a scalar f at x, by forward over reverse: one tangent
+ *  sweep and one reverse sweep, a small constant times the cost of a gradient. */
+export function hvp(f: (x: never) => ScalarOutput, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
+  return withTape(options, (tape) => {
+    const { inputs, output } = recordScalar(tape, f, x);
+    return tape.hvp(output, inputs, toVector(v, 'the direction'));
+  });
+}
+
+/** The Hessian of a scalar f at x: n Hessian-vector products on one recording. */
+export function hessian(f: (x: never) => ScalarOutput, x: Input, options?: TransformOptions): Matrix {
+  return withTape(options, (tape) => {
+    const { inputs, output } = recordScalar(tape, f, x);
+    const n = inputs.length;
+    const data = new Float64Array(n * n);
+    const unit = new Float64Array(n);
+    for (let k = 0; k < n; k++) {
+      unit.fill(0);
+      unit[k] = 1;
+      const column = tape.hvp(output, inputs, unit);
+      for (let i = 0; i < n; i++) data[i * n + k] = column[i]!;
+    }
+    return { data, shape: [n, n] };
+  });
+}
