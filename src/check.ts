@@ -70,7 +70,11 @@ export interface GradcheckOptions extends FiniteDifferenceOptions {
 }
 
 export interface GradcheckResult {
+  /** Both checks below passed. */
   ok: boolean;
+  /** |<t, Jᵀc> - <J t, c>| / max(1, |<J t, c>|) for a fixed direction t and cotangent c = 1:
+   *  the forward (tangent) sweep against the reverse sweep. */
+  dualityError: number;
   /** The normwise error and the input index where it is largest. */
   error: number;
   worst: number;
@@ -85,17 +89,28 @@ export function gradcheck(f: ScalarFunction, x: ArrayLike<number>, options: Grad
   const numeric = finiteDifferenceGradient(valueAt, x, options);
   tape.reset();
   const inputs = tape.variables(x);
-  const analytic = tape.gradient(f(...inputs), inputs);
+  const output = f(...inputs);
+  const analytic = tape.gradient(output, inputs);
   const { error, worst } = normwiseError(analytic, numeric);
-  const ok = error <= (options.tolerance ?? 1e-7);
+  // A direction with no zero or repeated entries, so no component escapes the check.
+  const direction = Float64Array.from(inputs, (_, k) => 1 + ((k * 0.618033988749895) % 1));
+  const forward = tape.jvp(inputs, direction, [output])[0]!;
+  let reverse = 0;
+  for (let k = 0; k < inputs.length; k++) reverse += direction[k]! * analytic[k]!;
+  const dualityError = forward === reverse || (Number.isNaN(forward) && Number.isNaN(reverse))
+    ? 0 : Math.abs(forward - reverse) / Math.max(1, Math.abs(forward));
+  const tolerance = options.tolerance ?? 1e-7;
+  const ok = error <= tolerance && dualityError <= 1e-12;
   if (!ok && options.raise) {
     throw new TapegradError(
       'INVALID_ARGUMENT',
-      `gradcheck failed: normwise error ${error.toExponential(3)} at input ${worst} ` +
-        `(analytic ${analytic[worst]}, finite difference ${numeric[worst]})`,
+      error > tolerance
+        ? `gradcheck failed: normwise error ${error.toExponential(3)} at input ${worst} ` +
+            `(analytic ${analytic[worst]}, finite difference ${numeric[worst]})`
+        : `gradcheck failed: the tangent sweep disagrees with the reverse sweep (<J t, 1> = ${forward}, <t, Jᵀ1> = ${reverse})`,
     );
   }
-  return { ok, error, worst, analytic, numeric };
+  return { ok, error, worst, dualityError, analytic, numeric };
 }
 
 function evaluate(tape: Tape, f: ScalarFunction, point: ArrayLike<number>): number {
