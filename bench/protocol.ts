@@ -1,0 +1,39 @@
+// What a child process reports to the runner: one line `RESULT <json>` on stdout.
+
+export const RESULT_MARKER = 'RESULT ';
+
+export interface GradCheck {
+  ok: boolean;
+  /** |f - f_ref| / max(1, |f_ref|). */
+  valueError: number;
+  /** max_i |g_i - g_ref_i| / max(1, max_i |g_ref_i|) over the checked components; null without AD. */
+  gradError: number | null;
+  componentsChecked: number;
+  tolerance: number;
+  reference: string;
+}
+
+export type Status = 'ok' | 'gradient-mismatch' | 'unavailable' | 'failed' | 'timeout';
+
+export interface ChildResult {
+  workload: string;
+  impl: string;
+  n: number;
+  runLabel: string;
+  evalsPerRun: number;
+  status: Status;
+  reason?: string;
+  check?: GradCheck;
+  warmRuns?: number;
+  /** Runs per timed sample (fast runs are timed in batches); times are per run. */
+  batch?: number;
+  times?: number[];
+  medianMs?: number;
+  minMs?: number;
+  maxMs?: number;
+  recordMedianMs?: number;
+  sweepMedianMs?: number;
+  peakRssBytes?: number;
+  baseRssBytes?: number;
+  info?: Record<string, number | string>;
+}

@@ -1,0 +1,273 @@
+// The benchmark runner: one child process per (workload, implementation), run one after another
+// (this is a 2-core machine: running children side by side would time them against each other).
+//   tsx bench/run.ts [--quick] [--only=chain,rosenbrock] [--impl=wasm-var,plain] [--out=path.json]
+// Prints the table and the ratios against their targets, writes bench/results/latest.json.
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execFileSync } from 'node:child_process';
+import { IMPLS, type Impl } from './impls.ts';
+import { RESULT_MARKER, type ChildResult } from './protocol.ts';
+import { WORKLOADS, type Workload } from './workloads.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..');
+
+interface Options {
+  quick: boolean;
+  only: string[] | null;
+  impls: string[] | null;
+  out: string;
+}
+
+function parseOptions(argv: string[]): Options {
+  const value = (name: string): string | undefined => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const list = (name: string): string[] | null => value(name)?.split(',').filter(Boolean) ?? null;
+  return {
+    quick: argv.includes('--quick'),
+    only: list('only'),
+    impls: list('impl'),
+    out: value('out') ?? join(here, 'results', 'latest.json'),
+  };
+}
+
+interface Job {
+  workload: Workload;
+  impl: Impl;
+}
+
+function childTimeoutMs(quick: boolean): number {
+  return quick ? 60_000 : 240_000;
+}
+
+/** Runs one child and returns its result line (or a failure record built from its exit). */
+function runChild(job: Job, opts: Options): Promise<ChildResult> {
+  const args = ['--import', 'tsx', join(here, 'child.ts'), job.workload.id, job.impl.id];
+  if (opts.quick) args.push('--quick');
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+      process.stderr.write(d);
+    });
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, childTimeoutMs(opts.quick));
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      const line = out.split('\n').find((l) => l.startsWith(RESULT_MARKER));
+      const base = { workload: job.workload.id, impl: job.impl.id, n: NaN, runLabel: '', evalsPerRun: 1 };
+      if (line) resolve(JSON.parse(line.slice(RESULT_MARKER.length)) as ChildResult);
+      else if (timedOut) resolve({ ...base, status: 'timeout', reason: `no result within ${childTimeoutMs(opts.quick) / 1000} s` });
+      else resolve({ ...base, status: 'failed', reason: `exit ${code}: ${lastLine(err)}` });
+    });
+  });
+}
+
+function lastLine(text: string): string {
+  const lines = text.trim().split('\n').filter((l) => l.trim() && !l.trim().startsWith('at '));
+  return (lines[lines.length - 1] ?? '').trim().slice(0, 300);
+}
+
+// ───────────────────────────── the table ─────────────────────────────
+
+function fmtMs(ms: number | undefined): string {
+  if (ms === undefined || !Number.isFinite(ms)) return '-';
+  if (ms >= 1000) return `${(ms / 1000).toFixed(2)} s`;
+  if (ms >= 10) return ms.toFixed(1);
+  if (ms >= 0.1) return ms.toFixed(3);
+  return ms.toPrecision(3);
+}
+
+function fmtRatio(r: number | undefined): string {
+  return r === undefined || !Number.isFinite(r) ? '-' : r >= 100 ? r.toFixed(0) : r >= 10 ? r.toFixed(1) : r.toFixed(2);
+}
+
+function mb(bytes: number | undefined): string {
+  return bytes === undefined ? '-' : (bytes / 2 ** 20).toFixed(0);
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  const line = (r: string[]): string => r.map((cell, c) => (c < 2 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ');
+  return [line(rows[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n');
+}
+
+function resultTable(results: ChildResult[]): string {
+  const head = ['workload', 'implementation', 'n', 'median ms', 'min', 'max', 'reps', 'x plain', 'record', 'sweep', 'nodes', 'B/node', 'RSS MB', 'grad err'];
+  const rows = [head];
+  for (const r of results) {
+    const plain = results.find((p) => p.workload === r.workload && p.impl === 'plain' && p.status === 'ok');
+    if (r.status !== 'ok') {
+      rows.push([r.workload, r.impl, String(r.n), r.status.toUpperCase(), '', '', '', '', '', '', '', '', '', (r.reason ?? '').slice(0, 60)]);
+      continue;
+    }
+    const ratio = plain && plain.n === r.n ? r.medianMs! / plain.medianMs! : undefined;
+    const info = r.info ?? {};
+    rows.push([
+      r.workload,
+      r.impl,
+      String(r.n),
+      fmtMs(r.medianMs),
+      fmtMs(r.minMs),
+      fmtMs(r.maxMs),
+      String(r.times!.length),
+      fmtRatio(ratio),
+      fmtMs(r.recordMedianMs),
+      fmtMs(r.sweepMedianMs),
+      info.tapeNodes !== undefined ? String(info.tapeNodes) : '-',
+      info.nodeBytes !== undefined ? String(info.nodeBytes) : '-',
+      mb(r.peakRssBytes),
+      r.check?.gradError === null || r.check?.gradError === undefined ? '-' : r.check.gradError.toExponential(1),
+    ]);
+  }
+  return table(rows);
+}
+
+// ───────────────────────────── ratios against the targets ─────────────────────────────
+
+export interface RatioRow {
+  workload: string;
+  what: string;
+  value: number;
+  target: string;
+  met: boolean | null;
+}
+
+function ratios(results: ChildResult[]): RatioRow[] {
+  const rows: RatioRow[] = [];
+  const get = (w: string, impl: string): ChildResult | undefined =>
+    results.find((r) => r.workload === w && r.impl === impl && r.status === 'ok');
+  const workloads = [...new Set(results.map((r) => r.workload))];
+  for (const w of workloads) {
+    for (const api of ['var', 'handle']) {
+      const wasm = get(w, `wasm-${api}`);
+      const js = get(w, `js-${api}`);
+      if (wasm && js) {
+        const v = js.medianMs! / wasm.medianMs!;
+        rows.push({ workload: w, what: `wasm vs JS mode, ${api} API (speedup)`, value: v, target: '>= 1.5', met: v >= 1.5 });
+        if (wasm.sweepMedianMs !== undefined && js.sweepMedianMs !== undefined) {
+          const s = js.sweepMedianMs / wasm.sweepMedianMs;
+          rows.push({ workload: w, what: `  sweeps only (forward + reverse), ${api} API`, value: s, target: '(info)', met: null });
+        }
+      }
+    }
+    const plain = get(w, 'plain');
+    for (const impl of ['wasm-var', 'wasm-handle', 'js-var', 'js-handle', 'hand']) {
+      const r = get(w, impl);
+      if (!plain || !r || plain.n !== r.n) continue;
+      const v = r.medianMs! / plain.medianMs!;
+      const targeted = w === 'chain' && impl.startsWith('wasm');
+      rows.push({
+        workload: w,
+        what: `${impl} / plain function`,
+        value: v,
+        target: targeted ? '<= 5' : '(info)',
+        met: targeted ? v <= 5 : null,
+      });
+    }
+    for (const impl of ['wasm-var', 'wasm-handle', 'js-var', 'js-handle']) {
+      const r = get(w, impl);
+      const nb = r?.info?.nodeBytes;
+      if (typeof nb === 'number') rows.push({ workload: w, what: `${impl} tape bytes per node`, value: nb, target: '<= 32', met: nb <= 32 });
+    }
+  }
+  return rows;
+}
+
+function ratioTable(rows: RatioRow[]): string {
+  const out = [['workload', 'ratio', 'value', 'target', '']];
+  for (const r of rows) out.push([r.workload, r.what, fmtRatio(r.value), r.target, r.met === null ? '' : r.met ? 'met' : 'MISSED']);
+  return table(out);
+}
+
+// ───────────────────────────── main ─────────────────────────────
+
+function gitCommit(): string {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root }).toString().trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'assembly', 'src', 'bench'], { cwd: root }).toString().trim();
+    return dirty ? `${head}+dirty` : head;
+  } catch {
+    return 'unknown';
+  }
+}
+
+async function main(): Promise<void> {
+  const opts = parseOptions(process.argv.slice(2));
+  const jobs: Job[] = [];
+  for (const workload of WORKLOADS) {
+    if (opts.only && !opts.only.includes(workload.id)) continue;
+    const probe = workload.make(opts.quick ? workload.size.quick : workload.size.full);
+    for (const impl of IMPLS) {
+      if (opts.impls && !opts.impls.includes(impl.id)) continue;
+      if (impl.supports(workload, probe)) jobs.push({ workload, impl });
+    }
+  }
+
+  const started = Date.now();
+  const results: ChildResult[] = [];
+  for (const [k, job] of jobs.entries()) {
+    const t0 = Date.now();
+    const r = await runChild(job, opts);
+    results.push(r);
+    const what = r.status === 'ok' ? `median ${fmtMs(r.medianMs)} ms over ${r.times!.length} runs` : `${r.status.toUpperCase()}: ${r.reason ?? ''}`;
+    console.log(`[${k + 1}/${jobs.length}] ${job.workload.id} / ${job.impl.id}: ${what} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+  }
+
+  const ratioRows = ratios(results);
+  console.log(`\n${resultTable(results)}\n`);
+  console.log('times: ms per run (one gradient unless the workload says otherwise); record/sweep: tapegrad medians;');
+  console.log('RSS: peak resident set of the child process; grad err: normwise error vs the reference\n');
+  console.log(`${ratioTable(ratioRows)}\n`);
+
+  const report = {
+    generated: new Date().toISOString(),
+    mode: opts.quick ? 'quick' : 'full',
+    commit: gitCommit(),
+    machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, memoryBytes: totalmem(), node: process.version, platform: process.platform },
+    method:
+      'one child process per (workload, implementation); gradient checked against the reference before timing; ' +
+      'warm-up, then timed runs in a steady loop (no forced GC; runs under 2 ms are timed in batches); times in ms per run',
+    wallSeconds: (Date.now() - started) / 1000,
+    workloads: WORKLOADS.filter((w) => results.some((r) => r.workload === w.id)).map((w) => ({
+      id: w.id,
+      title: w.title,
+      description: w.description,
+      size: w.size,
+    })),
+    implementations: IMPLS.filter((i) => results.some((r) => r.impl === i.id)).map((i) => ({
+      id: i.id,
+      label: i.label,
+      family: i.family,
+      precision: i.precision,
+      note: i.note,
+    })),
+    results,
+    ratios: ratioRows,
+  };
+  mkdirSync(dirname(opts.out), { recursive: true });
+  writeFileSync(opts.out, `${JSON.stringify(report, null, 2)}\n`);
+  console.log(`wrote ${opts.out} (${report.wallSeconds.toFixed(0)} s in all)`);
+
+  const broken = results.filter((r) => {
+    const family = IMPLS.find((i) => i.id === r.impl)?.family;
+    return r.status === 'gradient-mismatch' || (family !== 'peer' && r.status !== 'ok');
+  });
+  if (broken.length) {
+    console.error(`\n!!! ${broken.length} run(s) failed: ${broken.map((r) => `${r.workload}/${r.impl} (${r.status})`).join(', ')}`);
+    process.exitCode = 1;
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
