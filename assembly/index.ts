@@ -18,3 +18,5 @@ export function bPtr(): usize { return bBase; }
 export function opPtr(): usize { return opBase; }
 export function tanPtr(): usize { return tanBase; }
 export function tanAdjPtr(): usize { return tanAdjBase; }
+export { replayForward, gradientBatch } from './replay';
+export { scratch } from './layout';

@@ -11,6 +11,10 @@
 //   ◀──────────────── base tape: 25 bytes per node ────────────────────────────────▶ ◀─ only once tangents are
 //                                                                                     used: +16 bytes per node
 //
+// After the last region, 16-byte aligned, sits a scratch area for batched replay (input rows,
+// gradient rows, guard lists). Its content is lost whenever the tape grows; the façade writes it
+// again before use.
+//
 // f64 regions come first and capacity is a multiple of 8, so every f64 slot is 8-byte aligned.
 // Growth doubles the capacity: memory.grow first (on failure nothing has changed), then each
 // region's live prefix moves to its new offset, last region first. New offsets are never below
@@ -109,6 +113,17 @@ export function enableTangents(live: i32): i32 {
   if (!ensurePages(capacity, REGION_COUNT_TANGENT)) return 0;
   relayout(capacity, REGION_COUNT_TANGENT, live);
   return 1;
+}
+
+/** Start of a scratch area of `bytes` after the tape, or 0 if memory does not allow it. */
+export function scratch(bytes: i32): usize {
+  const base = (regionOffset(capacity, regionCount) + 15) & ~(<usize>15);
+  const end = <u64>base + <u64>bytes;
+  if (end > MAX_BYTES) return 0;
+  const pagesNeeded = <i32>((end + 0xffff) >> 16);
+  const current = memory.size();
+  if (pagesNeeded > current && memory.grow(pagesNeeded - current) < 0) return 0;
+  return base;
 }
 
 export function nodeBytes(): i32 {

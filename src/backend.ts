@@ -47,6 +47,14 @@ export interface Backend {
   tangent(from: number, to: number): void;
   /** After `tangent`: adjoints and their tangents (forward over reverse) for `out`. */
   reverseTangent(out: number, seed: number, count: number): void;
+  /** Compiled replay: the comparison nodes a recording depends on and their recorded values. */
+  setGuards(nodes: Int32Array, expected: Float64Array): void;
+  /** Writes inputs x into nodes [0, nInputs), recomputes [nInputs, count), checks the guards:
+   *  returns -1, or the node id of the first comparison that came out the other way. */
+  replayForward(x: ArrayLike<number>, nInputs: number, count: number): number;
+  /** Gradients of `out` for input rows [fromRow, toRow) of X (row-major), into the same rows
+   *  of G. Returns toRow, or the first row whose guards failed (rows before it are done). */
+  gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array): number;
   /** Where custom ops go; null until a tape installs one. */
   custom: CustomHandler | null;
 }

@@ -1,7 +1,7 @@
 /** Every error tapegrad throws on purpose. `code` tells the kind; the tape stays usable. */
 export class TapegradError extends Error {
   constructor(
-    readonly code: 'STALE_HANDLE' | 'FOREIGN_HANDLE' | 'INVALID_HANDLE' | 'NOT_A_NUMBER' | 'CAPACITY' | 'NO_GRADIENT' | 'CORE_TRAP' | 'INVALID_ARGUMENT',
+    readonly code: 'STALE_HANDLE' | 'FOREIGN_HANDLE' | 'INVALID_HANDLE' | 'NOT_A_NUMBER' | 'CAPACITY' | 'NO_GRADIENT' | 'CORE_TRAP' | 'INVALID_ARGUMENT' | 'BRANCH_CHANGED' | 'INVALID_FORMAT',
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -42,4 +42,16 @@ export function describe(value: unknown): string {
   if (typeof value === 'object') return `an object (${value.constructor?.name ?? 'Object'})`;
   if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 20 ? value.slice(0, 20) + '…' : value)}`;
   return `${typeof value} ${String(value)}`;
+}
+
+/** A compiled function in strict mode was replayed at inputs where a comparison it recorded
+ *  comes out the other way. */
+export class BranchChangedError extends TapegradError {
+  constructor(message: string, readonly node: number) { super('BRANCH_CHANGED', message); }
+}
+
+/** Bytes given to `fromBytes` are not a tape this version can load (truncated, corrupted, wrong
+ *  version, or structurally invalid). */
+export class FormatError extends TapegradError {
+  constructor(message: string) { super('INVALID_FORMAT', message); }
 }

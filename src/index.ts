@@ -4,7 +4,7 @@ export { Tape, Var, HandleApi, type Operand, type TapeLimits } from './tape.ts';
 export type { BackendKind } from './backend.ts';
 export {
   TapegradError, StaleHandleError, ForeignHandleError, InvalidHandleError, NotANumberError,
-  CapacityError,
+  CapacityError, BranchChangedError, FormatError,
 } from './errors.ts';
 export { Op, OP_NAMES, OP_TABLE, opArity, type OpName, type UnaryOpName, type BinaryOpName } from './ops.ts';
 export {
@@ -22,3 +22,4 @@ export {
   type TransformOptions, type JacobianOptions, type JacobianResult, type Matrix,
 } from './transforms.ts';
 export { defineFunction, type CustomRule, type CustomFunction } from './custom.ts';
+export { compile, CompiledFunction, type CompileOptions, type CompilableFunction } from './compile.ts';

@@ -35,6 +35,8 @@ export class Tape {
   readonly handles: HandleApi;
   readonly maxNodes: number;
   readonly maxMemoryBytes: number;
+  /** @internal While compiling: the nodes whose values user code read (branch guards). */
+  observed: Set<number> | null = null;
 
   // The tape state the façade owns; the backend owns the arrays.
   private count = 0;
@@ -148,16 +150,21 @@ export class Tape {
     return gather(this.engine.views.tanAdj!, indices);
   }
 
-  private seedTangents(inputs: readonly Var[], tangent: ArrayLike<number>): number[] {
-    const indices = inputs.map((v) => this.index(v));
-    checkLength(tangent, indices.length, 'tangent', 'inputs');
-    this.evaluate();
+  /** @internal The tangent array, allocating the tangent regions on first use. */
+  ensureTangents(): Float64Array {
     if (!this.engine.views.tan) {
       const ok = this.engine.enableTangents(this.count);
       this.cacheViews();
       if (!ok) throw new CapacityError(`out of memory: no room for tangents of ${this.count} nodes`, this.capacity);
     }
-    const tan = this.engine.views.tan!;
+    return this.engine.views.tan!;
+  }
+
+  private seedTangents(inputs: readonly Var[], tangent: ArrayLike<number>): number[] {
+    const indices = inputs.map((v) => this.index(v));
+    checkLength(tangent, indices.length, 'tangent', 'inputs');
+    this.evaluate();
+    const tan = this.ensureTangents();
     tan.fill(0, 0, this.count);
     for (let k = 0; k < indices.length; k++) tan[indices[k]!] += checkNumber(tangent[k], 'tangent');
     this.engine.tangent(0, this.count);
@@ -172,6 +179,8 @@ export class Tape {
     this.count = 0;
     this.evaluated = 0;
     this.swept = -1;
+    // Compiled replay may have grown memory (scratch) since the views were cached.
+    this.cacheViews();
   }
 
   // ---- internals shared by Var and HandleApi (not part of the public surface) ----
@@ -271,6 +280,7 @@ export class Tape {
   /** @internal */
   valueAt(i: number): number {
     if (i >= this.evaluated) this.evaluate();
+    if (this.observed !== null) this.observed.add(i);
     return this.valV[i]!;
   }
 

@@ -186,4 +186,30 @@ export class JsBackend implements Backend {
       if (tb !== 0) tanAdj[ib] += tb;
     }
   }
+
+  private guardNodes = new Int32Array(0);
+  private guardExpected = new Float64Array(0);
+
+  setGuards(nodes: Int32Array, expected: Float64Array): void {
+    this.guardNodes = nodes.slice();
+    this.guardExpected = expected.slice();
+  }
+
+  replayForward(x: ArrayLike<number>, nInputs: number, count: number): number {
+    const val = this.views.val;
+    for (let k = 0; k < nInputs; k++) val[k] = x[k]!;
+    this.forward(nInputs, count);
+    const nodes = this.guardNodes, expected = this.guardExpected;
+    for (let k = 0; k < nodes.length; k++) if (val[nodes[k]!] !== expected[k]) return nodes[k]!;
+    return -1;
+  }
+
+  gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array): number {
+    for (let r = fromRow; r < toRow; r++) {
+      if (this.replayForward(X.subarray(r * nInputs, (r + 1) * nInputs), nInputs, count) >= 0) return r;
+      this.reverse(out, 1, count);
+      G.set(this.views.adj.subarray(0, nInputs), r * nInputs);
+    }
+    return toRow;
+  }
 }

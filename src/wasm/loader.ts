@@ -14,6 +14,9 @@ export interface CoreExports {
   clearAdjoints(count: number, withTangents: number): void;
   sweepReverse(top: number): void;
   sweepReverseTangent(top: number): void;
+  scratch(bytes: number): number;
+  replayForward(x: number, nInputs: number, count: number, guards: number, nGuards: number): number;
+  gradientBatch(x: number, rows: number, nInputs: number, count: number, out: number, g: number, guards: number, nGuards: number): number;
   opName(op: number): number;
   opArity(op: number): number;
   opCount(): number;

@@ -1,0 +1,242 @@
+// Record once, replay many (CppAD's ADFun, JAX's jit for scalar code): the function is recorded
+// on a tape of its own; every later call writes new inputs into the tape and runs the sweeps in
+// the engine, with no JS work per node. Comparisons whose values the function read while
+// recording are guards: a replay where one comes out the other way re-records (or throws).
+import type { BackendKind } from './backend.ts';
+import { createTapeSync } from './create.ts';
+import { BranchChangedError, NotANumberError, TapegradError, describe } from './errors.ts';
+import { Op } from './ops.ts';
+import { Var, type Tape } from './tape.ts';
+
+const COMPARISONS = new Set([Op.lt, Op.le, Op.gt, Op.ge, Op.eq]);
+
+export type CompilableFunction = (x: Var[]) => Var | number | readonly (Var | number)[];
+
+export interface CompileOptions {
+  /** Number of inputs; the function receives a Var[] of this length. */
+  inputs: number;
+  /** Engine: 'wasm' (default; `await init()` first) or 'js'. */
+  backend?: BackendKind;
+  /** Throw BranchChangedError instead of re-recording when a guard fails. */
+  strict?: boolean;
+  /** Where to record; by default, at the inputs of the first call. */
+  at?: ArrayLike<number>;
+}
+
+/** @internal What a recording leaves behind, and what serialization stores. */
+export interface Recording {
+  tape: Tape;
+  inputs: number;
+  outputs: Int32Array;
+  guards: Int32Array;
+  expected: Float64Array;
+}
+
+/**
+ * A function recorded once and replayed at new inputs. Inputs are Float64Array or arrays;
+ * methods that take `out` write into it and allocate nothing.
+ */
+export class CompiledFunction {
+  /** How many times a failed guard made it record again. */
+  rerecords = 0;
+  private recording: Recording | null = null;
+  private readonly row: Float64Array;
+
+  /** @internal */
+  constructor(
+    private readonly f: CompilableFunction | null,
+    readonly inputs: number,
+    private readonly backend: BackendKind,
+    readonly strict: boolean,
+    recording: Recording | null = null,
+  ) {
+    this.row = new Float64Array(inputs);
+    this.recording = recording;
+    if (recording) recording.tape.engine.setGuards(recording.guards, recording.expected);
+  }
+
+  /** Number of outputs (known once recorded). */
+  get outputs(): number {
+    return this.recording?.outputs.length ?? 0;
+  }
+
+  /** Nodes on the recorded tape (0 before the first call). */
+  get size(): number {
+    return this.recording?.tape.size ?? 0;
+  }
+
+  /** @internal */
+  get recorded(): Recording | null {
+    return this.recording;
+  }
+
+  /** f(x): a number for a scalar function, a Float64Array for a vector one. */
+  value(x: ArrayLike<number>, out?: Float64Array): number | Float64Array {
+    const rec = this.replay(x);
+    const val = rec.tape.engine.views.val;
+    if (rec.outputs.length === 1 && !out) return val[rec.outputs[0]!]!;
+    const result = out ?? new Float64Array(rec.outputs.length);
+    for (let j = 0; j < rec.outputs.length; j++) result[j] = val[rec.outputs[j]!]!;
+    return result;
+  }
+
+  /** Gradient of a scalar function at x (forward replay + reverse sweep in one engine call). */
+  gradient(x: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): Float64Array {
+    this.gradientRows(this.toRow(x), 1, out);
+    return out;
+  }
+
+  /** [f(x), gradient]; the gradient is `out` when given. */
+  valueAndGradient(x: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): [number, Float64Array] {
+    this.gradientRows(this.toRow(x), 1, out);
+    const rec = this.recording!;
+    return [rec.tape.engine.views.val[rec.outputs[0]!]!, out];
+  }
+
+  /** Gradients for `rows` input rows of X (row-major, rows × inputs) in one call into the core;
+   *  returns the rows × inputs gradients (into `out` when given). */
+  gradientBatch(X: Float64Array, rows: number, out: Float64Array = new Float64Array(rows * this.inputs)): Float64Array {
+    if (!(X instanceof Float64Array) || X.length < rows * this.inputs) {
+      throw new NotANumberError(`gradientBatch needs a Float64Array of at least rows × inputs = ${rows * this.inputs} numbers, got ${describe(X)}`);
+    }
+    this.gradientRows(X, rows, out);
+    return out;
+  }
+
+  /** vᵀJ at x for a vector function (one replay, one reverse sweep). */
+  vjp(x: ArrayLike<number>, v: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): Float64Array {
+    const rec = this.replay(x);
+    checkLength(v, rec.outputs.length, 'cotangent');
+    const engine = rec.tape.engine;
+    engine.clearAdjoints(rec.tape.size, false);
+    const adj = engine.views.adj;
+    let top = 0;
+    for (let j = 0; j < rec.outputs.length; j++) {
+      adj[rec.outputs[j]!] += v[j]!;
+      top = Math.max(top, rec.outputs[j]!);
+    }
+    engine.sweepReverse(top);
+    out.set(engine.views.adj.subarray(0, this.inputs));
+    return out;
+  }
+
+  /** J·t at x (one replay, one tangent sweep). */
+  jvp(x: ArrayLike<number>, t: ArrayLike<number>, out?: Float64Array): Float64Array {
+    const rec = this.replay(x);
+    const tan = this.seedTangents(rec, t);
+    const result = out ?? new Float64Array(rec.outputs.length);
+    for (let j = 0; j < rec.outputs.length; j++) result[j] = tan[rec.outputs[j]!]!;
+    return result;
+  }
+
+  /** H·v at x for a scalar function (replay, tangent sweep, reverse sweep with tangents). */
+  hvp(x: ArrayLike<number>, v: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): Float64Array {
+    const rec = this.replay(x);
+    this.seedTangents(rec, v);
+    rec.tape.engine.reverseTangent(rec.outputs[0]!, 1, rec.tape.size);
+    out.set(rec.tape.engine.views.tanAdj!.subarray(0, this.inputs));
+    return out;
+  }
+
+  private seedTangents(rec: Recording, t: ArrayLike<number>): Float64Array {
+    checkLength(t, this.inputs, 'tangent');
+    const tan = rec.tape.ensureTangents();
+    tan.fill(0, 0, rec.tape.size);
+    for (let k = 0; k < this.inputs; k++) tan[k] = t[k]!;
+    rec.tape.engine.tangent(this.inputs, rec.tape.size);
+    return tan;
+  }
+
+  private toRow(x: ArrayLike<number>): Float64Array {
+    checkLength(x, this.inputs, 'input');
+    if (x instanceof Float64Array) return x;
+    for (let k = 0; k < this.inputs; k++) this.row[k] = x[k]!;
+    return this.row;
+  }
+
+  private gradientRows(X: Float64Array, rows: number, out: Float64Array): void {
+    const n = this.inputs;
+    let rec = this.recording ?? this.record(X.subarray(0, n));
+    let row = 0;
+    while (row < rows) {
+      row = rec.tape.engine.gradientBatch(X, row, rows, n, rec.tape.size, rec.outputs[0]!, out);
+      if (row === rows) break;
+      // A guard failed at this row: record there, take its gradient from the fresh tape.
+      rec = this.onBranchChange(X.subarray(row * n, (row + 1) * n));
+      rec.tape.engine.reverse(rec.outputs[0]!, 1, rec.tape.size);
+      out.set(rec.tape.engine.views.adj.subarray(0, n), row * n);
+      row++;
+    }
+  }
+
+  private replay(x: ArrayLike<number>): Recording {
+    const row = this.toRow(x);
+    const rec = this.recording;
+    if (!rec) return this.record(row);
+    if (rec.tape.engine.replayForward(row, this.inputs, rec.tape.size) < 0) return rec;
+    return this.onBranchChange(row);
+  }
+
+  private onBranchChange(x: Float64Array): Recording {
+    const rec = this.recording!;
+    if (this.strict || !this.f) {
+      const node = rec.tape.engine.replayForward(x, this.inputs, rec.tape.size);
+      throw new BranchChangedError(
+        `a comparison recorded at node ${node} comes out the other way at these inputs` +
+          (this.f ? ' (strict mode: not re-recording)' : ' and this function was loaded from bytes, so it cannot be re-recorded'),
+        node,
+      );
+    }
+    this.rerecords++;
+    return this.record(x);
+  }
+
+  /** @internal Records f at x (inputs are the first nodes), and its guards. */
+  record(x: ArrayLike<number>): Recording {
+    const f = this.f!;
+    const tape = this.recording?.tape ?? createTapeSync({ backend: this.backend });
+    tape.reset();
+    const observed = new Set<number>();
+    tape.observed = observed;
+    let outputs: Int32Array;
+    try {
+      const vars = tape.variables(x);
+      const y = f(vars);
+      const list = Array.isArray(y) ? (y as readonly (Var | number)[]) : [y as Var | number];
+      outputs = Int32Array.from(list, (v) => tape.index(v instanceof Var ? v : typeof v === 'number' ? tape.constant(v) : badOutput(v)));
+      tape.evaluate();
+    } finally {
+      tape.observed = null;
+    }
+    const { op, val } = tape.engine.views;
+    const guards = Int32Array.from([...observed].filter((i) => COMPARISONS.has(op[i]!)).sort((p, q) => p - q));
+    const expected = Float64Array.from(guards, (i) => val[i]!);
+    tape.engine.setGuards(guards, expected);
+    this.recording = { tape, inputs: this.inputs, outputs, guards, expected };
+    return this.recording;
+  }
+}
+
+function badOutput(v: unknown): never {
+  throw new NotANumberError(`a compiled function must return a Var, a number or an array of them, got ${describe(v)}`);
+}
+
+function checkLength(x: ArrayLike<number>, expected: number, what: string): void {
+  if (x == null || typeof x.length !== 'number') throw new NotANumberError(`the ${what} must be an array of numbers, got ${describe(x)}`);
+  if (x.length !== expected) throw new TapegradError('INVALID_ARGUMENT', `the ${what} has ${x.length} entries, expected ${expected}`);
+}
+
+/**
+ * Records `f` once and returns a CompiledFunction that replays it at new inputs:
+ * `const g = compile((x) => x[0].mul(x[1]).sin(), { inputs: 2 }); g.gradient([1, 2], out)`.
+ * Data-dependent control flow must go through comparisons (`x.gt(0).value`) or `select`; plain
+ * `if (x.value > 0)` is not seen by the tape and would replay the recorded branch.
+ */
+export function compile(f: CompilableFunction, options: CompileOptions): CompiledFunction {
+  if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `compile needs a function, got ${describe(f)}`);
+  const n = options?.inputs;
+  if (!Number.isInteger(n) || n < 1) throw new TapegradError('INVALID_ARGUMENT', `compile needs { inputs: n } with n >= 1, got ${describe(n)}`);
+  const compiled = new CompiledFunction(f, n, options.backend ?? 'wasm', options.strict ?? false);
+  if (options.at) compiled.record(options.at);
+  return compiled;
+}
