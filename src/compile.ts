@@ -6,6 +6,7 @@ import type { BackendKind } from './backend.ts';
 import { createTapeSync } from './create.ts';
 import { BranchChangedError, NotANumberError, TapegradError, describe } from './errors.ts';
 import { Op } from './ops.ts';
+import { toBytes } from './serialize.ts';
 import { Var, type Tape } from './tape.ts';
 
 const COMPARISONS = new Set([Op.lt, Op.le, Op.gt, Op.ge, Op.eq]);
@@ -68,6 +69,12 @@ export class CompiledFunction {
   /** @internal */
   get recorded(): Recording | null {
     return this.recording;
+  }
+
+  /** The recorded tape as bytes (see `fromBytes` for the format), loadable in another process
+   *  and on either backend. */
+  toBytes(): Uint8Array {
+    return toBytes(this);
   }
 
   /** f(x): a number for a scalar function, a Float64Array for a vector one. */

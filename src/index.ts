@@ -23,3 +23,4 @@ export {
 } from './transforms.ts';
 export { defineFunction, type CustomRule, type CustomFunction } from './custom.ts';
 export { compile, CompiledFunction, type CompileOptions, type CompilableFunction } from './compile.ts';
+export { fromBytes, FORMAT_VERSION, type FromBytesOptions } from './serialize.ts';

@@ -263,6 +263,20 @@ export class Tape {
     return this.record(SELECT, cond, ifTrue);
   }
 
+  /** @internal Replaces the recording with the given arrays (validated by the caller) and
+   *  evaluates it. Leaf values go to the const and input nodes, in order. */
+  load(op: Uint8Array, a: Int32Array, b: Int32Array, leafValues: Float64Array): void {
+    this.reset();
+    const n = op.length;
+    if (n > this.capacity) this.grow(n);
+    this.opV.set(op);
+    this.aV.set(a);
+    this.bV.set(b);
+    for (let i = 0, k = 0; i < n; i++) if (op[i]! <= INPUT) this.valV[i] = leafValues[k++]!;
+    this.count = n;
+    this.evaluate();
+  }
+
   /** @internal */
   installCustomHandler(make: (engine: Backend) => CustomHandler): void {
     this.engine.custom ??= make(this.engine);
