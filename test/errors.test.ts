@@ -1,0 +1,296 @@
+// Every misuse throws its documented error class with a message that says what went wrong, and
+// the tape keeps working afterwards.
+import { describe, expect, it } from 'vitest';
+import {
+  CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError,
+  TapegradError, type Tape, type Var,
+} from '../src/index.ts';
+import { BACKENDS, tapeOn } from './support.ts';
+
+type ErrorClass = new (...args: never[]) => TapegradError;
+
+function thrownBy(action: () => unknown): unknown {
+  try {
+    action();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected an error, none was thrown');
+}
+
+function expectError(action: () => unknown, kind: ErrorClass, code: TapegradError['code'], message: RegExp): TapegradError {
+  const error = thrownBy(action);
+  expect(error).toBeInstanceOf(kind);
+  expect((error as TapegradError).code).toBe(code);
+  expect((error as TapegradError).name).toBe(kind.name);
+  expect((error as Error).message).toMatch(message);
+  return error as TapegradError;
+}
+
+/** log(x1) + x1 x2 - sin(x2) at (2, 5) has gradient (1/2 + 5, 2 - cos 5), on either API. */
+function expectUsable(tape: Tape): void {
+  const x1 = tape.variable(2), x2 = tape.variable(5);
+  const f = x1.log().add(x1.mul(x2)).sub(x2.sin());
+  const g = tape.gradient(f, [x1, x2]);
+  expect(g[0]).toBe(5.5);
+  expect(g[1]).toBeCloseTo(2 - Math.cos(5), 14);
+  const h = tape.handles;
+  const hx = h.variable(3);
+  const hy = h.mul(h.exp(hx), hx);
+  h.backward(hy);
+  expect(h.grad(hx)).toBeCloseTo(4 * Math.exp(3), 12);
+}
+
+// Things that are not numbers, and how the message should name them.
+const NOT_NUMBERS: ReadonlyArray<[unknown, RegExp]> = [
+  ['1', /string "1"/], [undefined, /undefined/], [{}, /object/], [null, /null/], [1n, /bigint 1/],
+  [[1], /array/], [true, /boolean true/],
+];
+
+describe.each(BACKENDS)('errors (%s)', (backend) => {
+  it('a Var used after reset() throws StaleHandleError, wherever it is used', async () => {
+    const tape = await tapeOn(backend);
+    const x = tape.variable(2);
+    const y = x.exp();
+    tape.backward(y);
+    tape.reset();
+    const z = tape.variable(1);
+    const uses: Array<() => unknown> = [
+      () => x.value, () => y.grad, () => x.sin(), () => x.add(z), () => z.mul(y), () => x.pow(2),
+      () => tape.backward(y), () => tape.gradient(z, [x]), () => tape.gradient(x, [z]),
+      () => tape.select(x, z, 1), () => tape.select(z, 1, y),
+    ];
+    for (const use of uses) expectError(use, StaleHandleError, 'STALE_HANDLE', /before tape\.reset\(\)/);
+    expectUsable(tape);
+  });
+
+  it('a Var from another tape throws ForeignHandleError, on the same backend or the other', async () => {
+    const tape = await tapeOn(backend);
+    for (const otherBackend of BACKENDS) {
+      const other = await tapeOn(otherBackend);
+      const alien = other.variable(3);
+      const x = tape.variable(2);
+      const uses: Array<() => unknown> = [
+        () => x.add(alien), () => x.pow(alien), () => x.atan2(alien), () => tape.backward(alien),
+        () => tape.gradient(x, [alien]), () => tape.select(alien, x, 1), () => tape.select(x, alien, 1),
+      ];
+      for (const use of uses) expectError(use, ForeignHandleError, 'FOREIGN_HANDLE', /another tape/);
+      // And the other way round: the alien's tape rejects ours.
+      expectError(() => alien.mul(x), ForeignHandleError, 'FOREIGN_HANDLE', /another tape/);
+      expectUsable(other);
+    }
+    expectUsable(tape);
+  });
+
+  it('a non-number value throws NotANumberError naming what it got: variable, constant, operands, seed', async () => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles;
+    for (const [bad, named] of NOT_NUMBERS) {
+      const x = tape.variable(2);
+      const f = x.square();
+      const hx = h.variable(1);
+      const uses: Array<() => unknown> = [
+        () => tape.variable(bad as number), () => tape.constant(bad as number),
+        () => tape.variables([1, bad as number]),
+        () => x.add(bad as number), () => x.mul(bad as number), () => x.pow(bad as number),
+        () => x.hypot(bad as number), () => tape.select(bad as number, x, 1), () => tape.select(x, bad as number, 1),
+        () => h.variable(bad as number), () => h.constant(bad as number), () => h.powConst(hx, bad as number),
+      ];
+      // An undefined seed is an omitted seed (default 1), as for any optional parameter.
+      if (bad !== undefined) {
+        uses.push(() => tape.backward(f, bad as number), () => tape.gradient(f, [x], bad as number), () => h.backward(hx, bad as number));
+      }
+      for (const use of uses) expectError(use, NotANumberError, 'NOT_A_NUMBER', named);
+    }
+    const x = tape.variable(2);
+    tape.backward(x.mul(3), undefined);
+    expect(x.grad).toBe(3);
+    expectUsable(tape);
+  });
+
+  it('a number where a Var is expected is not reported as if a number would do', async () => {
+    const tape = await tapeOn(backend);
+    const x = tape.variable(2);
+    for (const use of [() => tape.backward(2 as unknown as Var), () => tape.gradient(x, [2 as unknown as Var])]) {
+      const error = expectError(use, NotANumberError, 'NOT_A_NUMBER', /Var/);
+      expect(error.message).not.toMatch(/or a number, got number/);
+    }
+    expectUsable(tape);
+  });
+
+  it('NaN and Infinity are numbers: accepted as values, operands and seeds, and propagate', async () => {
+    const tape = await tapeOn(backend);
+    const x = tape.variable(NaN);
+    const y = x.mul(2);
+    tape.backward(y);
+    expect(y.value).toBeNaN();
+    expect(x.grad).toBe(2);
+
+    const big = tape.variable(Infinity);
+    const e = big.exp();
+    tape.backward(e);
+    expect(e.value).toBe(Infinity);
+    expect(big.grad).toBe(Infinity);
+
+    const z = tape.variable(3);
+    const sum = z.add(NaN).add(tape.constant(-Infinity)).add(z.mul(Infinity));
+    expect(sum.value).toBeNaN();
+    tape.backward(sum);
+    expect(z.grad).toBe(Infinity);
+    tape.backward(z.mul(2), NaN);
+    expect(z.grad).toBeNaN();
+    tape.backward(z.mul(2), -Infinity);
+    expect(z.grad).toBe(-Infinity);
+
+    const h = tape.handles;
+    const hn = h.variable(NaN);
+    expect(h.value(h.powConst(hn, Infinity))).toBeNaN();
+    expectUsable(tape);
+  });
+
+  it('the handle API rejects unknown and non-integer handles with InvalidHandleError', async () => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles;
+    const hx = h.variable(2);
+    const hy = h.sin(hx);
+    h.backward(hy);
+    for (const bad of [hy + 1, hy + 1000, -1, hx + 0.5, NaN, Infinity, -Infinity, 2 ** 40]) {
+      const uses: Array<() => unknown> = [
+        () => h.value(bad), () => h.grad(bad), () => h.backward(bad), () => h.exp(bad), () => h.add(bad, hx),
+        () => h.mul(hx, bad), () => h.powConst(bad, 2), () => h.select(hx, bad, hy), () => h.toVar(bad),
+      ];
+      for (const use of uses) expectError(use, InvalidHandleError, 'INVALID_HANDLE', /handle/);
+    }
+    expect(h.grad(hx)).toBeCloseTo(Math.cos(2), 15);
+    expectUsable(tape);
+  });
+
+  it('the handle API rejects handles from before reset() with StaleHandleError', async () => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles;
+    const old = h.variable(2);
+    const oldY = h.exp(old);
+    tape.reset();
+    const fresh = h.variable(1);
+    const uses: Array<() => unknown> = [
+      () => h.value(old), () => h.grad(oldY), () => h.backward(oldY), () => h.exp(old), () => h.add(fresh, old),
+      () => h.powConst(old, 2), () => h.select(fresh, old, fresh), () => h.toVar(old),
+    ];
+    for (const use of uses) expectError(use, StaleHandleError, 'STALE_HANDLE', /before tape\.reset\(\)/);
+    expectUsable(tape);
+  });
+
+  // indexOfHandle subtracts before it checks the type, so '3', null, true and [3] coerce to the
+  // numbers 3, 0, 1 and 3 and are taken as live handles.
+  it('a handle that is not a number is rejected, not coerced', async () => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles;
+    const handles = [h.variable(1), h.variable(2), h.variable(3)];
+    for (const bad of [String(handles[1]), [handles[1]], null, true, { valueOf: () => handles[1] }]) {
+      for (const use of [() => h.value(bad as number), () => h.exp(bad as number), () => h.add(handles[0]!, bad as number)]) {
+        expectError(use, NotANumberError, 'NOT_A_NUMBER', /expected a handle/);
+      }
+    }
+    expectUsable(tape);
+  });
+
+  it('the handle API rejects a handle from the next tape', async () => {
+    const tape = await tapeOn(backend);
+    const next = await tapeOn(backend);
+    const mine = tape.handles.variable(1);
+    const theirs = next.handles.variable(2);
+    expectError(() => tape.handles.exp(theirs), InvalidHandleError, 'INVALID_HANDLE', /not a node of this tape/);
+    expect(() => next.handles.exp(mine)).toThrow(TapegradError);
+    expectUsable(tape);
+    expectUsable(next);
+  });
+
+  // Each tape starts its handles at (serial * 2^24) mod (3 * 2^28), so every 48th tape hands out
+  // the same handles as this one, and a raw handle of one is taken as a live node of the other.
+  it('the handle API rejects a handle from a tape created 48 tapes later', async () => {
+    const tape = await tapeOn(backend);
+    const mine = tape.handles.variable(1);
+    const between = [];
+    for (let k = 0; k < 47; k++) between.push(await tapeOn('js'));
+    const later = await tapeOn(backend);
+    later.handles.variable(2);
+    expect(() => later.handles.value(mine)).toThrow(TapegradError);
+    expect(() => tape.handles.exp(later.handles.variable(3))).toThrow(TapegradError);
+    expect(between).toHaveLength(47);
+  });
+
+  it('maxNodes: filling the tape throws CapacityError naming the limit; after reset() it works again', async () => {
+    const maxNodes = 5000;
+    const tape = await tapeOn(backend, { maxNodes });
+    const start = tape.variable(0.5);
+    let x = start;
+    const full = expectError(() => {
+      for (;;) x = x.sin();
+    }, CapacityError, 'CAPACITY', /maxNodes = 5000/);
+    expect((full as CapacityError).limit).toBe(maxNodes);
+    expect(full.message).toMatch(/reset\(\)/);
+    expect(tape.size).toBe(maxNodes);
+    // The nodes recorded before the limit are intact.
+    tape.backward(x);
+    let v = 0.5, dv = 1;
+    for (let k = 1; k < maxNodes; k++) {
+      dv *= Math.cos(v);
+      v = Math.sin(v);
+    }
+    expect(Math.abs(x.value - v) / v).toBeLessThan(1e-12);
+    expect(Math.abs(start.grad - dv) / dv).toBeLessThan(1e-12);
+    expectError(() => x.cos(), CapacityError, 'CAPACITY', /maxNodes/);
+    expectError(() => tape.variables([1]), CapacityError, 'CAPACITY', /maxNodes/);
+    expectError(() => tape.handles.variable(1), CapacityError, 'CAPACITY', /maxNodes/);
+    tape.reset();
+    expectUsable(tape);
+  });
+
+  it('maxMemoryBytes: filling the tape throws CapacityError naming the limit; after reset() it works again', async () => {
+    const maxMemoryBytes = 100_000;
+    const tape = await tapeOn(backend, { maxMemoryBytes });
+    const h = tape.handles;
+    let hx = h.variable(1);
+    expectError(() => {
+      for (;;) hx = h.cos(hx);
+    }, CapacityError, 'CAPACITY', /maxMemoryBytes = 100000/);
+    expect(tape.size).toBe(Math.floor(maxMemoryBytes / tape.nodeBytes));
+    expect(tape.size * tape.nodeBytes).toBeLessThanOrEqual(maxMemoryBytes);
+    // The whole budget is usable again, not just what was left.
+    tape.reset();
+    hx = h.variable(1);
+    while (tape.size < Math.floor(maxMemoryBytes / tape.nodeBytes)) hx = h.cos(hx);
+    tape.reset();
+    expectUsable(tape);
+  });
+
+  // CapacityError documents "Nothing was recorded", but an op with a number operand records the
+  // constant first and only then finds no room for the op itself.
+  it('a CapacityError leaves the tape as it was, also for an op with a number operand', async () => {
+    const tape = await tapeOn(backend, { maxNodes: 8 });
+    let x = tape.variable(1);
+    while (tape.size < 7) x = x.sin();
+    expectError(() => x.add(2), CapacityError, 'CAPACITY', /maxNodes = 8/);
+    expect(tape.size).toBe(7);
+    expectError(() => tape.handles.powConst(x.id, 2), CapacityError, 'CAPACITY', /maxNodes = 8/);
+    expect(tape.size).toBe(7);
+    expectError(() => tape.select(x, 1, 2), CapacityError, 'CAPACITY', /maxNodes = 8/);
+    expect(tape.size).toBe(7);
+  });
+
+  it("reading a gradient before any backward throws TapegradError 'NO_GRADIENT'", async () => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles;
+    const x = tape.variable(2);
+    const hx = h.variable(3);
+    expectError(() => x.grad, TapegradError as ErrorClass, 'NO_GRADIENT', /backward/);
+    expectError(() => h.grad(hx), TapegradError as ErrorClass, 'NO_GRADIENT', /backward/);
+    tape.backward(x.square());
+    expect(x.grad).toBe(4);
+    // A reset forgets the sweep too.
+    tape.reset();
+    const y = tape.variable(2);
+    expectError(() => y.grad, TapegradError as ErrorClass, 'NO_GRADIENT', /backward/);
+    expectUsable(tape);
+  });
+});
