@@ -22,6 +22,8 @@ export interface CompileOptions {
   strict?: boolean;
   /** Where to record; by default, at the inputs of the first call. */
   at?: ArrayLike<number>;
+  /** Batched replay with the SIMD kernel where the core has it (default true). */
+  simd?: boolean;
 }
 
 /** @internal What a recording leaves behind, and what serialization stores. */
@@ -50,6 +52,7 @@ export class CompiledFunction {
     private readonly backend: BackendKind,
     readonly strict: boolean,
     recording: Recording | null = null,
+    private readonly simd = true,
   ) {
     this.row = new Float64Array(inputs);
     this.recording = recording;
@@ -202,6 +205,7 @@ export class CompiledFunction {
   record(x: ArrayLike<number>): Recording {
     const f = this.f!;
     const tape = this.recording?.tape ?? createTapeSync({ backend: this.backend });
+    if ('simd' in tape.engine) tape.engine.simd = this.simd;
     tape.reset();
     const observed = new Set<number>();
     tape.observed = observed;
@@ -243,7 +247,7 @@ export function compile(f: CompilableFunction, options: CompileOptions): Compile
   if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `compile needs a function, got ${describe(f)}`);
   const n = options?.inputs;
   if (!Number.isInteger(n) || n < 1) throw new TapegradError('INVALID_ARGUMENT', `compile needs { inputs: n } with n >= 1, got ${describe(n)}`);
-  const compiled = new CompiledFunction(f, n, options.backend ?? 'wasm', options.strict ?? false);
+  const compiled = new CompiledFunction(f, n, options.backend ?? 'wasm', options.strict ?? false, null, options.simd ?? true);
   if (options.at) compiled.record(options.at);
   return compiled;
 }

@@ -12,6 +12,8 @@ export class WasmBackend implements Backend {
   views!: TapeViews;
   capacity = 0;
   custom: CustomHandler | null = null;
+  /** Use the two-row SIMD kernel for batched replay where this build has it. */
+  simd = true;
   readonly core: CoreExports;
 
   constructor(module: WebAssembly.Module) {
@@ -68,11 +70,14 @@ export class WasmBackend implements Backend {
   }
 
   // Guards and batch rows live in the core's scratch area after the tape, laid out as
-  // [guard expected f64 × G][guard nodes i32 × G, padded][rows in][rows out]. Growing the tape
-  // moves that area, so its address is asked for again before every use (one cheap call).
+  // [guard expected f64 × G][guard nodes i32 × G, padded][rows in][rows out][SIMD lanes]. Growing
+  // the tape moves that area, so reserve/enableTangents forget it; between them, a replay reuses
+  // the area it had, through one Float64Array over the whole memory (no view per call).
   private guardNodes = new Int32Array(0);
   private guardExpected = new Float64Array(0);
   private guardsAt = -1;
+  private scratchRoom = 0;
+  private memoryF64 = new Float64Array(0);
 
   setGuards(nodes: Int32Array, expected: Float64Array): void {
     this.guardNodes = nodes.slice();
@@ -81,42 +86,51 @@ export class WasmBackend implements Backend {
   }
 
   private guardBytes(): number {
-    const g = this.guardNodes.length;
-    return (g * 12 + 15) & ~15;
+    return (this.guardNodes.length * 12 + 15) & ~15;
   }
 
-  /** Scratch with room for the guards plus `rowBytes`; returns the address after the guards. */
-  private scratchFor(rowBytes: number): number {
+  /** Scratch with room for the guards plus `bytes`; returns the address after the guards. */
+  private scratchFor(bytes: number): number {
     const guardBytes = this.guardBytes();
-    const base = this.core.scratch(guardBytes + rowBytes);
-    if (base === 0) throw new RangeError(`out of memory: no room for ${rowBytes} bytes of replay buffers`);
-    if (this.views.val.buffer !== this.core.memory.buffer) this.refreshViews();
-    if (this.guardsAt !== base) {
-      const g = this.guardNodes.length;
-      new Float64Array(this.core.memory.buffer, base, g).set(this.guardExpected);
-      new Int32Array(this.core.memory.buffer, base + g * 8, g).set(this.guardNodes);
-      this.guardsAt = base;
-    }
+    if (this.guardsAt >= 0 && bytes <= this.scratchRoom) return this.guardsAt + guardBytes;
+    const base = this.core.scratch(guardBytes + bytes);
+    if (base === 0) throw new RangeError(`out of memory: no room for ${bytes} bytes of replay buffers`);
+    const buffer = this.core.memory.buffer;
+    if (this.views.val.buffer !== buffer) this.refreshViews();
+    if (this.memoryF64.buffer !== buffer) this.memoryF64 = new Float64Array(buffer);
+    const g = this.guardNodes.length;
+    this.memoryF64.set(this.guardExpected, base >>> 3);
+    new Int32Array(buffer, base + g * 8, g).set(this.guardNodes);
+    this.guardsAt = base;
+    this.scratchRoom = bytes;
     return base + guardBytes;
   }
 
   replayForward(x: ArrayLike<number>, nInputs: number, count: number): number {
     const at = this.scratchFor(nInputs * 8);
-    new Float64Array(this.core.memory.buffer, at, nInputs).set(x);
+    const f64 = this.memoryF64;
+    for (let k = 0, p = at >>> 3; k < nInputs; k++) f64[p + k] = x[k]!;
     return this.core.replayForward(at, nInputs, count, this.guardsAt, this.guardNodes.length);
   }
 
   gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array): number {
     const chunk = Math.max(1, Math.min(toRow - fromRow, Math.floor(BATCH_BYTES / Math.max(8, 16 * nInputs))));
+    const simd = this.simd && this.core.gradientBatchSimd !== undefined && toRow - fromRow > 1;
     let row = fromRow;
     while (row < toRow) {
       const rows = Math.min(chunk, toRow - row);
       const span = rows * nInputs;
-      const at = this.scratchFor(2 * span * 8);
-      const buffer = this.core.memory.buffer;
-      new Float64Array(buffer, at, span).set(X.subarray(row * nInputs, row * nInputs + span));
-      const done = this.core.gradientBatch(at, rows, nInputs, count, out, at + span * 8, this.guardsAt, this.guardNodes.length);
-      G.set(new Float64Array(buffer, at + span * 8, done * nInputs), row * nInputs);
+      const at = this.scratchFor(2 * span * 8 + (simd ? 32 * count : 0));
+      const f64 = this.memoryF64;
+      const xAt = at >>> 3, gAt = xAt + span, first = row * nInputs;
+      if (span <= 64) for (let k = 0; k < span; k++) f64[xAt + k] = X[first + k]!;
+      else f64.set(X.subarray(first, first + span), xAt);
+      const done = simd
+        ? this.core.gradientBatchSimd!(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, (gAt + span) * 8)
+        : this.core.gradientBatch(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length);
+      const doneSpan = done * nInputs;
+      if (doneSpan <= 64) for (let k = 0; k < doneSpan; k++) G[first + k] = f64[gAt + k]!;
+      else G.set(f64.subarray(gAt, gAt + doneSpan), first);
       row += done;
       if (done < rows) return row;
     }

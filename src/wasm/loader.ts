@@ -1,6 +1,10 @@
 // Compiles the embedded core once per process (or page) and hands out instances. No top-level
-// await and no `node:` imports: the same module runs in Node, browsers and bundlers.
-import { WASM_BASE64 } from './core.generated.ts';
+// await and no `node:` imports: the same module runs in Node, browsers and bundlers. There are
+// two builds of the core: with SIMD (batched replay two rows at a time) and without, for
+// runtimes that lack wasm SIMD. Each is its own module, imported on demand, so a bundle only
+// downloads the one it runs.
+
+export type CoreVariant = 'simd' | 'scalar';
 
 export interface CoreExports {
   memory: WebAssembly.Memory;
@@ -17,6 +21,7 @@ export interface CoreExports {
   scratch(bytes: number): number;
   replayForward(x: number, nInputs: number, count: number, guards: number, nGuards: number): number;
   gradientBatch(x: number, rows: number, nInputs: number, count: number, out: number, g: number, guards: number, nGuards: number): number;
+  gradientBatchSimd?(x: number, rows: number, nInputs: number, count: number, out: number, g: number, guards: number, nGuards: number, lanes: number): number;
   opName(op: number): number;
   opArity(op: number): number;
   opCount(): number;
@@ -31,8 +36,18 @@ export interface CoreExports {
   tanAdjPtr(): number;
 }
 
-let compiled: WebAssembly.Module | null = null;
-let compiling: Promise<WebAssembly.Module> | null = null;
+const compiled: Partial<Record<CoreVariant, WebAssembly.Module>> = {};
+const compiling: Partial<Record<CoreVariant, Promise<WebAssembly.Module>>> = {};
+let defaultVariant: CoreVariant | null = null;
+
+// The smallest module using a SIMD instruction (i8x16.splat + i8x16.popcnt): validates only
+// where the runtime has wasm SIMD.
+const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]);
+
+/** True where this runtime validates wasm SIMD. */
+export function simdAvailable(): boolean {
+  return wasmAvailable() && WebAssembly.validate(SIMD_PROBE);
+}
 
 function decodeBase64(text: string): Uint8Array<ArrayBuffer> {
   const binary = atob(text);
@@ -46,21 +61,30 @@ export function wasmAvailable(): boolean {
   return typeof WebAssembly === 'object' && typeof WebAssembly.instantiate === 'function';
 }
 
-/** Compiles the core (once); later calls return the same module. */
-export function loadCoreModule(): Promise<WebAssembly.Module> {
-  if (compiled) return Promise.resolve(compiled);
-  compiling ??= WebAssembly.compile(decodeBase64(WASM_BASE64)).then((module) => (compiled = module));
-  return compiling;
+async function importBase64(variant: CoreVariant): Promise<string> {
+  return variant === 'simd' ? (await import('./core-simd.generated.ts')).WASM_BASE64 : (await import('./core.generated.ts')).WASM_BASE64;
 }
 
-/** The compiled core if `loadCoreModule` has finished, else null. */
-export function coreModuleIfLoaded(): WebAssembly.Module | null {
-  return compiled;
+/** Compiles a build of the core (once; later calls return the same module): by default the SIMD
+ *  build where the runtime supports it, else the scalar one. */
+export function loadCoreModule(variant: CoreVariant = simdAvailable() ? 'simd' : 'scalar'): Promise<WebAssembly.Module> {
+  defaultVariant ??= variant;
+  const done = compiled[variant];
+  if (done) return Promise.resolve(done);
+  return (compiling[variant] ??= importBase64(variant)
+    .then((text) => WebAssembly.compile(decodeBase64(text)))
+    .then((module) => (compiled[variant] = module)));
+}
+
+/** The default compiled core if it has been loaded, else null. */
+export function coreModuleIfLoaded(variant: CoreVariant | null = defaultVariant): WebAssembly.Module | null {
+  return variant ? compiled[variant] ?? null : null;
 }
 
 /** Uses a module compiled elsewhere (e.g. sent to a worker) instead of compiling again. */
-export function adoptCoreModule(module: WebAssembly.Module): void {
-  compiled = module;
+export function adoptCoreModule(module: WebAssembly.Module, variant: CoreVariant): void {
+  compiled[variant] = module;
+  defaultVariant ??= variant;
 }
 
 export interface CoreImports {
