@@ -1,0 +1,205 @@
+// The demo page: trains the model of model.js live, on the backend the radio buttons pick, and
+// draws the data, the fitted curve and the loss curve on one canvas. `window.demo` lets a test
+// (or the console) drive it: demo.run(100) returns the 100 losses.
+import { createTape } from '/dist/index.js';
+import { PARAMS, TRUTH, curve, makeData, makeTrainer } from './model.js';
+
+const AUTOPLAY_STEPS = 600; // long enough to watch it converge, then it rests
+const data = makeData();
+const $ = (id) => document.getElementById(id);
+
+// One tape per backend, created up front so switching is instant. A runtime without
+// WebAssembly still gets the JS one.
+const tapes = { js: await createTape({ backend: 'js' }) };
+try {
+  tapes.wasm = await createTape({ backend: 'wasm' });
+} catch (e) {
+  document.querySelector('input[value=wasm]').disabled = true;
+  $('time-wasm').textContent = `unavailable: ${e.message}`;
+}
+const trainers = Object.fromEntries(Object.entries(tapes).map(([k, tape]) => [k, makeTrainer(tape, data)]));
+
+let backend = tapes.wasm ? 'wasm' : 'js';
+let params = { ...trainers[backend].state.params };
+let losses = [];
+let playing = true;
+// Time per step per backend: total milliseconds over steps, from all steps run on it.
+const timing = { wasm: { ms: 0, steps: 0 }, js: { ms: 0, steps: 0 } };
+
+/** The trainer of the active backend, carrying on from the current parameters. Adam's moments
+ *  move with the parameters, so a switch mid-run continues the same trajectory. */
+function active() {
+  return trainers[backend];
+}
+
+function setBackend(kind) {
+  if (!trainers[kind]) throw new Error(`backend ${kind} is not available here`);
+  const from = active().state, to = trainers[kind].state;
+  to.params = { ...from.params };
+  to.m = [...from.m];
+  to.v = [...from.v];
+  to.t = from.t;
+  backend = kind;
+  document.querySelector(`input[value=${kind}]`).checked = true;
+}
+
+function steps(n) {
+  const trainer = active();
+  const out = [];
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) out.push(trainer.step());
+  timing[backend].ms += performance.now() - t0;
+  timing[backend].steps += n;
+  params = { ...trainer.state.params };
+  losses.push(...out);
+  return out;
+}
+
+// Times both backends on a throwaway trainer so both labels show a figure from the start
+// (timers in browsers are coarse, hence a batch).
+function calibrate(n = 60) {
+  for (const kind of Object.keys(trainers)) {
+    const scratch = makeTrainer(tapes[kind], data);
+    scratch.step(); // first call compiles the hot paths; not a fair sample
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) scratch.step();
+    timing[kind] = { ms: performance.now() - t0, steps: n };
+  }
+}
+
+function reset() {
+  for (const t of Object.values(trainers)) t.reset();
+  params = { ...active().state.params };
+  losses = [];
+  draw();
+}
+
+// ---- drawing ----
+const canvas = $('plot');
+const ctx = canvas.getContext('2d');
+const dpr = window.devicePixelRatio || 1;
+const W = canvas.width, H = canvas.height;
+canvas.style.width = `${W}px`;
+canvas.style.height = `${H}px`;
+canvas.width = W * dpr;
+canvas.height = H * dpr;
+ctx.scale(dpr, dpr);
+
+const FIT = { x: 50, y: 14, w: W - 70, h: 320, x0: -3.2, x1: 3.2, y0: -2, y1: 2.6 };
+const LOSS = { x: 50, y: 374, w: W - 70, h: 150 };
+
+function frame(box, title) {
+  ctx.strokeStyle = '#c9ced8';
+  ctx.lineWidth = 1;
+  ctx.strokeRect(box.x, box.y, box.w, box.h);
+  ctx.fillStyle = '#6a7283';
+  ctx.font = '12px system-ui, sans-serif';
+  ctx.fillText(title, box.x + 8, box.y + 16);
+}
+
+function plotCurve(p, color, dash = []) {
+  const sx = (x) => FIT.x + ((x - FIT.x0) / (FIT.x1 - FIT.x0)) * FIT.w;
+  const sy = (y) => FIT.y + (1 - (y - FIT.y0) / (FIT.y1 - FIT.y0)) * FIT.h;
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(FIT.x, FIT.y, FIT.w, FIT.h);
+  ctx.clip();
+  ctx.strokeStyle = color;
+  ctx.setLineDash(dash);
+  ctx.lineWidth = 2.5;
+  ctx.beginPath();
+  for (let i = 0; i <= 300; i++) {
+    const x = FIT.x0 + ((FIT.x1 - FIT.x0) * i) / 300;
+    if (i === 0) ctx.moveTo(sx(x), sy(curve(p, x)));
+    else ctx.lineTo(sx(x), sy(curve(p, x)));
+  }
+  ctx.stroke();
+  ctx.restore();
+  return { sx, sy };
+}
+
+function draw() {
+  ctx.clearRect(0, 0, W, H);
+  frame(FIT, 'data, truth (dashed) and fit');
+  const { sx, sy } = plotCurve(TRUTH, '#b8bfcc', [6, 5]);
+  ctx.fillStyle = '#3a62c4';
+  for (let i = 0; i < data.xs.length; i++) {
+    ctx.beginPath();
+    ctx.arc(sx(data.xs[i]), sy(data.ys[i]), 3.5, 0, 2 * Math.PI);
+    ctx.fill();
+  }
+  plotCurve(params, '#d2442e');
+
+  frame(LOSS, 'loss (log scale) per step');
+  if (losses.length > 1) {
+    const logs = losses.map(Math.log10);
+    const lo = Math.min(...logs), hi = Math.max(...logs);
+    const span = Math.max(hi - lo, 1e-9);
+    const n = Math.max(losses.length - 1, 100);
+    ctx.strokeStyle = '#2f6f3e';
+    ctx.lineWidth = 2;
+    ctx.setLineDash([]);
+    ctx.beginPath();
+    logs.forEach((v, i) => {
+      const x = LOSS.x + (i / n) * LOSS.w;
+      const y = LOSS.y + 24 + (1 - (v - lo) / span) * (LOSS.h - 32);
+      if (i === 0) ctx.moveTo(x, y);
+      else ctx.lineTo(x, y);
+    });
+    ctx.stroke();
+    ctx.fillStyle = '#6a7283';
+    ctx.fillText(`${losses[0].toPrecision(3)} → ${losses[losses.length - 1].toPrecision(4)}`, LOSS.x + LOSS.w - 150, LOSS.y + 16);
+  }
+
+  for (const kind of Object.keys(trainers)) {
+    const t = timing[kind];
+    if (t.steps) $(`time-${kind}`).textContent = `${((1000 * t.ms) / t.steps).toFixed(0)} µs/step`;
+  }
+  const last = losses.length ? losses[losses.length - 1].toPrecision(5) : '–';
+  $('readout').textContent = `${backend} · step ${losses.length} · loss ${last} · ` +
+    PARAMS.map((k) => `${k} = ${params[k].toFixed(3)}`).join('  ') + ` · ${active().state.nodes} nodes per step`;
+}
+
+// ---- the loop and the controls ----
+function tick() {
+  if (playing) {
+    steps(Number($('speed').value));
+    draw();
+    if (losses.length >= AUTOPLAY_STEPS) pause();
+  }
+  requestAnimationFrame(tick);
+}
+
+function play() {
+  if (losses.length >= AUTOPLAY_STEPS) reset();
+  playing = true;
+  $('play').textContent = 'Pause';
+}
+
+function pause() {
+  playing = false;
+  $('play').textContent = 'Play';
+}
+
+for (const input of document.querySelectorAll('input[name=backend]')) {
+  input.addEventListener('change', () => setBackend(input.value));
+}
+$('play').addEventListener('click', () => (playing ? pause() : play()));
+$('reset').addEventListener('click', reset);
+$('speed').addEventListener('input', () => ($('speed-value').textContent = $('speed').value));
+
+calibrate();
+reset();
+requestAnimationFrame(tick);
+
+window.demo = {
+  ready: true,
+  /** Runs n steps at once on the active backend, redraws, returns their losses. */
+  run(n) {
+    const out = steps(n);
+    draw();
+    return out;
+  },
+  reset, play, pause, setBackend,
+  state: () => ({ backend, params: { ...params }, steps: losses.length, timing: structuredClone(timing) }),
+};

@@ -1,0 +1,283 @@
+// The same dist/ in a real browser: headless Chromium loads it with a plain <script type="module">
+// from a localhost server and runs the worked examples, a gradient check of every op on both
+// backends, a seeded random-graph parity check wasm vs JS, the no-WebAssembly fallback and the
+// demo page. The pages compute; every assertion is here. Nothing is built: `npm test` has run
+// the build before vitest.
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDemoServer } from '../examples/demo/serve.ts';
+import { OP_NAMES } from '../src/index.ts';
+import {
+  DIST, ROOT, chromiumFound, launchChromium, openPage, reportMissingChromium, startStaticServer,
+  type CheckedPage, type StaticServer,
+} from './browser/harness.ts';
+
+// fast-check seed for the random graphs; override with TAPEGRAD_SEED to explore, and quote it
+// when reporting a failure.
+const SEED = Number(process.env.TAPEGRAD_SEED ?? 20251129);
+const GRAPH_RUNS = 300;
+const PARITY_RTOL = 1e-12;
+// Normwise error allowed between the reverse sweep and 6-point central differences.
+const FD_TOLERANCE = 1e-7;
+
+// Entries of the op table that are not differentiable primitives, so the sweep has no case for
+// them. Anything else the page cannot call is a new op missing from the sweep.
+const NOT_SWEPT: Record<string, string> = {
+  const: 'a leaf: no operands',
+  input: 'a leaf: no operands',
+  arg: 'carries an extra operand of select/custom; never recorded alone',
+  custom: 'a user-defined function: its gradient is whatever the user supplies',
+};
+// Zero gradient by definition (DESIGN.md §4). stopGradient is also not a smooth function of
+// its input as far as differences see (its value is x), so it is checked against 0 only.
+const ZERO_GRADIENT = new Set(['floor', 'ceil', 'round', 'sign', 'stopGradient', 'lt', 'le', 'gt', 'ge', 'eq']);
+
+type Backend = 'wasm' | 'js';
+interface Worked {
+  backend: string;
+  sigmoid: { x: number; value: number; grad: number }[];
+  logMulSin: { value: number; grad: number[]; gradient: number[] };
+  chain: { value: number; grad: number; gradSeed4: number };
+  fanOut: { x: number; grad: number }[];
+  seeded: { value: number; grad: number };
+}
+interface SweepResult { label: string; point: number[]; value: number; analytic: number[]; numeric: number[] }
+interface Sweep { backend: string; opNames: string[]; swept: { op: string; results: SweepResult[] }[]; unknown: string[] }
+interface Parity {
+  failed: boolean; numRuns: number; numSkips: number; seed: number; graphs: number; illConditioned: number;
+  opCounts: Record<string, number>; counterexample: string | null; error: string | null;
+}
+interface SuiteWindow {
+  suiteReady?: boolean;
+  suite: {
+    workedExamples(backend: Backend): Promise<Worked>;
+    opSweep(backend: Backend): Promise<Sweep>;
+    dagParity(seed: number, numRuns: number, rtol: number): Promise<Parity>;
+  };
+}
+interface DemoWindow {
+  demo?: {
+    ready: boolean;
+    run(n: number): number[];
+    reset(): void;
+    pause(): void;
+    setBackend(kind: Backend): void;
+    state(): { backend: string; steps: number; params: Record<string, number> };
+  };
+}
+
+const sigmoid = (x: number): number => 1 / (1 + Math.exp(-x));
+
+function normwiseError(g: number[], ref: number[]): number {
+  const scale = Math.max(1, ...ref.map(Math.abs));
+  return Math.max(0, ...g.map((v, k) => Math.abs(v - ref[k]!) / scale));
+}
+
+describe('browser suite', () => {
+  it('finds Chromium, or says why the browser tests did not run', () => {
+    reportMissingChromium('browser suite');
+  });
+
+  describe.runIf(chromiumFound())('in headless Chromium, against dist/', () => {
+    let browser: Browser;
+    let server: StaticServer;
+    const open: CheckedPage[] = [];
+
+    beforeAll(async () => {
+      [browser, server] = await Promise.all([
+        launchChromium(),
+        startStaticServer({
+          '/': path.join(ROOT, 'test/browser/pages'),
+          '/dist/': DIST,
+          '/node_modules/fast-check/': path.join(ROOT, 'node_modules/fast-check'),
+          '/node_modules/pure-rand/': path.join(ROOT, 'node_modules/pure-rand'),
+        }),
+      ]);
+    });
+
+    afterAll(async () => {
+      await Promise.all(open.map((p) => p.close()));
+      await browser?.close();
+      await server?.close();
+    });
+
+    /** Opens `url` in a fresh context and waits until `ready` holds in the page. */
+    async function load(url: string, ready: () => unknown): Promise<CheckedPage> {
+      const p = await openPage(browser);
+      open.push(p);
+      await p.page.goto(url);
+      try {
+        await p.page.waitForFunction(ready, undefined, { timeout: 20_000, polling: 50 });
+      } catch (e) {
+        throw new Error(`${url} never became ready: ${p.errors.join('\n') || String(e)}`);
+      }
+      return p;
+    }
+
+    let suitePage: Promise<CheckedPage> | undefined;
+    /** One suite page shared by the tests below (they only call pure functions on it). */
+    function suite(): Promise<CheckedPage> {
+      suitePage ??= load(`${server.url}/suite.html`, () => (window as unknown as SuiteWindow).suiteReady === true);
+      return suitePage;
+    }
+
+    describe.each(['wasm', 'js'] as const)('worked examples (%s)', (backend) => {
+      let r: Worked;
+      beforeAll(async () => {
+        const { page } = await suite();
+        r = await page.evaluate((b) => (window as unknown as SuiteWindow).suite.workedExamples(b), backend);
+      });
+
+      it('runs on the backend asked for', () => {
+        expect(r.backend).toBe(backend);
+      });
+
+      it('sigmoid 1/(1+exp(-x)) from primitives: 0.2350 at 0.5, 0.25 at 0', () => {
+        const [half, zero] = r.sigmoid;
+        expect(half!.value).toBeCloseTo(sigmoid(0.5), 15);
+        expect(half!.grad).toBeCloseTo(sigmoid(0.5) * (1 - sigmoid(0.5)), 15);
+        expect(half!.grad.toFixed(4)).toBe('0.2350');
+        expect(zero!.value).toBe(0.5);
+        expect(zero!.grad).toBe(0.25);
+      });
+
+      it('log(x1) + x1*x2 - sin(x2) at (2, 5) gives (5.5, 2 - cos 5)', () => {
+        expect(r.logMulSin.value).toBeCloseTo(Math.log(2) + 10 - Math.sin(5), 13);
+        expect(r.logMulSin.grad[0]).toBe(5.5);
+        expect(r.logMulSin.grad[1]).toBeCloseTo(2 - Math.cos(5), 14);
+        expect(r.logMulSin.gradient).toEqual(r.logMulSin.grad);
+      });
+
+      it('u = 3x, y = u^2 at x = 2: 36, and 144 with seed 4', () => {
+        expect(r.chain).toEqual({ value: 36, grad: 36, gradSeed4: 144 });
+      });
+
+      it('y = x^2 + x has dy/dx = 2x + 1', () => {
+        expect(r.fanOut).toEqual([-3, 0, 0.5, 7].map((x) => ({ x, grad: 2 * x + 1 })));
+      });
+
+      it('u = x^2, y = 3u at x = 1 with seed -2 gives -12', () => {
+        expect(r.seeded).toEqual({ value: 3, grad: -12 });
+      });
+    });
+
+    describe.each(['wasm', 'js'] as const)('every op vs central differences (%s)', (backend) => {
+      let r: Sweep;
+      beforeAll(async () => {
+        const { page } = await suite();
+        r = await page.evaluate((b) => (window as unknown as SuiteWindow).suite.opSweep(b), backend);
+      });
+
+      it('dist/ has the op table of src/, and the sweep covers every differentiable op', () => {
+        expect(r.backend).toBe(backend);
+        expect(r.opNames).toEqual([...OP_NAMES]);
+        expect(r.unknown.filter((op) => !(op in NOT_SWEPT))).toEqual([]);
+        expect(r.swept.map((s) => s.op).sort()).toEqual(OP_NAMES.filter((op) => !(op in NOT_SWEPT)).sort());
+        for (const { op, results } of r.swept) expect(results.length, op).toBeGreaterThanOrEqual(2);
+      });
+
+      it('reverse-mode gradients match 6-point central differences', () => {
+        const failures: string[] = [];
+        for (const { op, results } of r.swept) {
+          if (op === 'stopGradient') continue; // checked below: its gradient is 0 by definition
+          for (const { label, point, analytic, numeric, value } of results) {
+            const error = normwiseError(analytic, numeric);
+            if (!(error <= FD_TOLERANCE) || !Number.isFinite(value)) {
+              failures.push(`${label} at (${point}): value ${value}, analytic ${analytic}, differences ${numeric}, error ${error}`);
+            }
+          }
+        }
+        expect(failures).toEqual([]);
+      });
+
+      it('zero-gradient ops give exactly 0 (stopGradient passes its value through)', () => {
+        for (const { op, results } of r.swept.filter((s) => ZERO_GRADIENT.has(s.op))) {
+          for (const { label, point, analytic } of results) {
+            expect(analytic.every((g) => g === 0), `${label} at (${point}): ${analytic}`).toBe(true);
+          }
+          if (op === 'stopGradient') for (const { point, value } of results) expect(value).toBe(point[0]);
+        }
+      });
+    });
+
+    it(`random graphs: wasm and JS agree on every value and adjoint within ${PARITY_RTOL} (seed ${SEED})`, async () => {
+      const { page } = await suite();
+      const r = await page.evaluate(
+        ([seed, runs, rtol]) => (window as unknown as SuiteWindow).suite.dagParity(seed, runs, rtol),
+        [SEED, GRAPH_RUNS, PARITY_RTOL] as const,
+      );
+      expect(r.error, `seed ${r.seed}, counterexample ${r.counterexample}`).toBeNull();
+      expect(r.failed).toBe(false);
+      expect(r.numRuns).toBe(GRAPH_RUNS);
+      // Graphs excused as ill-conditioned (a last-bit difference amplified, see suite.js) must
+      // stay rare, or the check would be checking little.
+      expect(r.illConditioned).toBeLessThanOrEqual(GRAPH_RUNS / 100);
+      const unused = Object.entries(r.opCounts).filter(([, n]) => n === 0).map(([op]) => op);
+      expect(unused, 'ops never drawn into a graph').toEqual([]);
+    });
+
+    it('the page saw no errors and fetched nothing off-host', async () => {
+      const { errors } = await suite();
+      expect(errors).toEqual([]);
+    });
+
+    it("without WebAssembly: 'auto' falls back to JS, the default refuses with a clear error", async () => {
+      const p = await load(`${server.url}/nowasm.html`, () => (window as unknown as { result?: unknown }).result !== undefined);
+      const r = await p.page.evaluate(() => (window as unknown as { result: Record<string, unknown> }).result);
+      expect(r.error).toBeUndefined();
+      expect(r.wasmGlobal).toBe('undefined');
+      const auto = r.auto as { backend: string; grad: number[] };
+      expect(auto.backend).toBe('js');
+      expect(auto.grad[0]).toBe(5.5);
+      expect(auto.grad[1]).toBeCloseTo(2 - Math.cos(5), 14);
+      const fallback = r.default as { threw: boolean; isTapegradError: boolean; name: string; message: string };
+      expect(fallback.threw, 'the default backend must not fall back').toBe(true);
+      expect(fallback, `${fallback.name}: ${fallback.message}`).toMatchObject({ isTapegradError: true });
+      expect(fallback.message).toMatch(/WebAssembly/);
+      expect(fallback.message).toMatch(/'js'|'auto'/);
+    });
+
+    describe('demo page (examples/demo)', () => {
+      let demo: { url: string; close(): Promise<void> };
+      beforeAll(async () => {
+        demo = await startDemoServer(0);
+      });
+      afterAll(async () => {
+        await demo?.close();
+      });
+
+      it('fits the curve: 100 steps lower the loss on both backends, and draws it', async () => {
+        const p = await load(`${demo.url}/`, () => (window as unknown as DemoWindow).demo?.ready === true);
+        const run = (backend: Backend): Promise<number[]> => p.page.evaluate((b) => {
+          const d = (window as unknown as DemoWindow).demo!;
+          d.pause();
+          d.setBackend(b);
+          d.reset();
+          return d.run(100);
+        }, backend);
+
+        const js = await run('js');
+        const wasm = await run('wasm'); // last, so the screenshot shows the wasm run
+        for (const losses of [wasm, js]) {
+          expect(losses).toHaveLength(100);
+          expect(losses.every(Number.isFinite)).toBe(true);
+          // From the start (loss ≈ 1) to near the noise floor (σ² = 0.0625).
+          expect(losses[99]!).toBeLessThan(losses[0]! / 5);
+          expect(Math.min(...losses.slice(90))).toBeLessThan(Math.min(...losses.slice(0, 10)));
+        }
+        // Same arithmetic on both engines up to last-bit differences in sin.
+        for (let i = 0; i < 100; i++) expect(Math.abs(wasm[i]! - js[i]!)).toBeLessThanOrEqual(1e-9 * js[i]!);
+
+        const state = await p.page.evaluate(() => (window as unknown as DemoWindow).demo!.state());
+        expect(state).toMatchObject({ backend: 'wasm', steps: 100 });
+        for (const id of ['#time-wasm', '#time-js']) await expect(p.page.textContent(id)).resolves.toMatch(/\d+ µs\/step/);
+
+        await mkdir(path.join(ROOT, 'test-artifacts'), { recursive: true });
+        await p.page.screenshot({ path: path.join(ROOT, 'test-artifacts/demo.png'), fullPage: true });
+        expect(p.errors).toEqual([]);
+      });
+    });
+  });
+});

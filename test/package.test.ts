@@ -1,0 +1,138 @@
+// Package hygiene: what `npm pack` would ship, what dist/ may contain so that the same files run
+// in browsers and bundlers, how Node's require() treats the ESM build, and a size budget for the
+// JS+wasm the core API pulls in. Reads the build made by `npm test`; builds nothing itself.
+import { spawnSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import * as esbuild from 'esbuild';
+import { describe, expect, it } from 'vitest';
+import { DIST, ROOT } from './browser/harness.ts';
+
+const SIZE_BUDGET = 40 * 1024; // bytes of gzip for the minified bundle of dist/index.js
+
+interface PackageJson {
+  main?: string;
+  types?: string;
+  exports: Record<string, Record<string, string> | string>;
+  files: string[];
+  sideEffects: unknown;
+}
+const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as PackageJson;
+
+const distJs = (readdirSync(DIST, { recursive: true }) as string[])
+  .filter((f) => f.endsWith('.js'))
+  .map((f) => path.join(DIST, f));
+
+describe('package.json', () => {
+  it('exports "." with types first, and every target exists in dist/', () => {
+    const root = pkg.exports['.'] as Record<string, string>;
+    expect(Object.keys(root)[0]).toBe('types');
+    expect(root).toMatchObject({ types: './dist/index.d.ts', default: './dist/index.js' });
+    for (const target of [...Object.values(root), pkg.main!, pkg.types!]) {
+      expect(() => readFileSync(path.join(ROOT, target)), target).not.toThrow();
+    }
+  });
+
+  it('declares sideEffects: false', () => {
+    expect(pkg.sideEffects).toBe(false);
+  });
+
+  it('files lists only dist and README.md, and npm pack ships nothing else', () => {
+    expect(pkg.files.filter((f) => !f.startsWith('!')).sort()).toEqual(['README.md', 'dist']);
+    const pack = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8' });
+    expect(pack.status, pack.stderr).toBe(0);
+    const files = (JSON.parse(pack.stdout) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
+    // npm adds package.json (and README/LICENSE when present) whatever `files` says.
+    const stray = files.filter((f) => !/^(package\.json|README\.md|LICEN[CS]E(\.\w+)?|dist\/.+)$/i.test(f));
+    expect(stray).toEqual([]);
+    expect(files.filter((f) => f.endsWith('.map'))).toEqual([]);
+    expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/wasm/loader.js']));
+  });
+});
+
+describe('dist/ runs anywhere', () => {
+  it('has JavaScript to check', () => {
+    expect(distJs.map((f) => path.relative(DIST, f))).toEqual(expect.arrayContaining(['index.js', 'wasm/loader.js']));
+  });
+
+  it('has no node: imports and no require( in any dist/**/*.js (comments aside)', () => {
+    for (const file of distJs) {
+      // esbuild drops comments, so a comment that mentions `node:` is not mistaken for code.
+      const code = esbuild.transformSync(readFileSync(file, 'utf8'), { format: 'esm', minifyWhitespace: true }).code;
+      const rel = path.relative(ROOT, file);
+      expect(code, rel).not.toMatch(/\brequire\s*\(/);
+      expect(code, rel).not.toMatch(/["'`]node:/);
+    }
+  });
+
+  it('imports only its own files: every import is relative, none is require(), all resolve for a browser', async () => {
+    const result = await esbuild.build({
+      entryPoints: distJs, bundle: true, write: false, outdir: path.join(ROOT, 'unused'), format: 'esm',
+      platform: 'browser', metafile: true, logLevel: 'silent',
+    });
+    for (const [input, { imports }] of Object.entries(result.metafile.inputs)) {
+      expect(path.resolve(ROOT, input).startsWith(DIST + path.sep), input).toBe(true);
+      // import() is fine (the loader fetches one core build on demand; bundlers split there).
+      for (const i of imports) expect(['import-statement', 'dynamic-import'], `${input} -> ${i.path}`).toContain(i.kind);
+    }
+  });
+
+  it('has no top-level await (a bundle or a require() of it would need one otherwise)', () => {
+    for (const file of distJs) {
+      expect(() => esbuild.transformSync(readFileSync(file, 'utf8'), {
+        format: 'esm', supported: { 'top-level-await': false }, logLevel: 'silent',
+      }), path.relative(ROOT, file)).not.toThrow();
+    }
+  });
+
+  it("require('tapegrad') of the ESM build works on this Node (with --experimental-require-module where needed)", () => {
+    // Node 20.19+ and 22.12+ load ESM from require() by default; older 20.x need the flag.
+    const unflagged = (process.features as { require_module?: boolean }).require_module === true;
+    const script = [
+      "const t = require('tapegrad');",
+      't.createTape().then((tape) => {',
+      '  const x = tape.variable(3); const y = x.mul(x).add(x);',
+      '  tape.backward(y);',
+      '  console.log(JSON.stringify({ backend: tape.backend, grad: x.grad, exports: Object.keys(t).length }));',
+      '});',
+    ].join('\n');
+    // cwd is the package root: require('tapegrad') resolves by self-reference through "exports".
+    const child = spawnSync(process.execPath, [...(unflagged ? [] : ['--experimental-require-module']), '-e', script], {
+      cwd: ROOT, encoding: 'utf8',
+    });
+    expect(child.status, child.stderr).toBe(0);
+    expect(JSON.parse(child.stdout)).toMatchObject({ backend: 'wasm', grad: 7 });
+  });
+});
+
+describe('size budget', () => {
+  // What a page using the core API downloads: the entry chunk, the chunks it imports statically,
+  // and one core build (the loader imports exactly one, SIMD or scalar, on demand), so the
+  // largest of the dynamically imported chunks. Bundled as a user's bundler would: esbuild,
+  // minified, ESM with code splitting.
+  it(`the JS + wasm the core API needs is under ${SIZE_BUDGET / 1024} KB gzipped (esbuild, minified)`, async () => {
+    const result = await esbuild.build({
+      entryPoints: [path.join(DIST, 'index.js')], bundle: true, minify: true, format: 'esm', splitting: true,
+      platform: 'browser', write: false, metafile: true, outdir: path.join(ROOT, 'size-check'), logLevel: 'silent',
+    });
+    const gz = new Map(result.outputFiles.map((f) => [path.relative(ROOT, f.path), gzipSync(f.contents, { level: 9 }).length]));
+    const outputs = result.metafile.outputs;
+    const closure = (chunk: string, seen = new Set<string>()): Set<string> => {
+      if (seen.has(chunk)) return seen;
+      seen.add(chunk);
+      for (const i of outputs[chunk]!.imports) if (i.kind === 'import-statement') closure(i.path, seen);
+      return seen;
+    };
+    const sum = (chunks: Iterable<string>): number => [...chunks].reduce((n, c) => n + gz.get(c)!, 0);
+    const entry = Object.keys(outputs).find((o) => outputs[o]!.entryPoint)!;
+    const always = closure(entry);
+    const optional = [...always].flatMap((c) => outputs[c]!.imports.filter((i) => i.kind === 'dynamic-import').map((i) => i.path));
+    const largestOptional = Math.max(0, ...optional.map((c) => sum([...closure(c)].filter((x) => !always.has(x)))));
+    const needed = sum(always) + largestOptional;
+    const all = sum(gz.keys());
+    console.log(`size: gzip -9 of the esbuild-minified dist/index.js: ${needed} B needed ` +
+      `(${sum(always)} B always + ${largestOptional} B for one core build; all chunks ${all} B); budget ${SIZE_BUDGET} B`);
+    expect(needed).toBeLessThan(SIZE_BUDGET);
+  });
+});
