@@ -1,0 +1,212 @@
+// grad, valueAndGrad, vjp and jvp on functions whose derivatives we know in closed form, on both
+// backends, and the errors they document for bad inputs. The expected values are computed here
+// from the closed forms with V8's Math, so the tolerances only cover last-bit differences between
+// the wasm (musl) and V8 transcendental functions and summation order.
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  NotANumberError, TapegradError, grad, init, jvp, normwiseError, valueAndGrad, vjp, type Var,
+} from '../src/index.ts';
+import { BACKENDS } from './support.ts';
+
+beforeAll(async () => {
+  await init();
+});
+
+function expectClose(actual: ArrayLike<number>, expected: ArrayLike<number>, tolerance: number): void {
+  expect(actual.length).toBe(expected.length);
+  const { error, worst } = normwiseError(actual, expected);
+  expect(error, `component ${worst}: ${actual[worst]} vs ${expected[worst]}`).toBeLessThanOrEqual(tolerance);
+}
+
+// Rosenbrock: sum_i 100 (x_{i+1} - x_i^2)^2 + (1 - x_i)^2.
+function rosenbrock(x: Var[]): Var {
+  let sum: Var | undefined;
+  for (let i = 0; i + 1 < x.length; i++) {
+    const term = x[i + 1]!.sub(x[i]!.square()).square().mul(100).add(x[i]!.neg().add(1).square());
+    sum = sum ? sum.add(term) : term;
+  }
+  return sum!;
+}
+
+function rosenbrockGradient(x: readonly number[]): number[] {
+  const n = x.length;
+  return x.map((xi, i) => {
+    let g = 0;
+    if (i + 1 < n) g += -400 * xi * (x[i + 1]! - xi * xi) - 2 * (1 - xi);
+    if (i > 0) g += 200 * (xi - x[i - 1]! * x[i - 1]!);
+    return g;
+  });
+}
+
+const ROSENBROCK_POINTS: readonly number[][] = [
+  [1, 1],
+  [-1.2, 1],
+  [0, 0],
+  [0.5, -0.3, 1.7, 2, -1.1],
+  [1, 1, 1, 1, 1, 1],
+];
+
+// f(x) = [x0*x1, sin(x0), exp(x1)], J = [[x1, x0], [cos x0, 0], [0, exp x1]].
+const threeOutputs = (x: Var[]): Var[] => [x[0]!.mul(x[1]!), x[0]!.sin(), x[1]!.exp()];
+
+describe.each(BACKENDS)('grad, valueAndGrad, vjp, jvp on closed forms (%s)', (backend) => {
+  const options = { backend };
+
+  it('grad of Rosenbrock matches its closed-form gradient, and is exactly 0 at the minimum', () => {
+    const g = grad(rosenbrock, options);
+    for (const x of ROSENBROCK_POINTS) expectClose(g(x), rosenbrockGradient(x), 1e-15);
+    // At (1, ..., 1) every term is 100 * 0^2 + 0^2: every partial is an exact 0.
+    expect(Array.from(g([1, 1, 1, 1]))).toEqual([0, 0, 0, 0]);
+  });
+
+  it('grad returns a number for a scalar input and a Float64Array for arrays and Float64Arrays', () => {
+    const dsin = grad((x: Var) => x.sin(), options);
+    const scalar = dsin(0.5);
+    expect(typeof scalar).toBe('number');
+    expect(scalar).toBeCloseTo(Math.cos(0.5), 15);
+
+    const dsum = grad((x: Var[]) => x[0]!.mul(x[1]!).add(x[1]!), options);
+    for (const input of [[3, 4], Float64Array.of(3, 4)]) {
+      const g = dsum(input);
+      expect(g).toBeInstanceOf(Float64Array);
+      // d/dx0 (x0 x1 + x1) = x1, d/dx1 = x0 + 1: exact in floating point.
+      expect(Array.from(g)).toEqual([4, 4]);
+    }
+    // A one-element array is still an array input: the caller gets a Float64Array back.
+    const one = grad((x: Var[]) => x[0]!.square(), options)([3]);
+    expect(one).toBeInstanceOf(Float64Array);
+    expect(Array.from(one)).toEqual([6]);
+  });
+
+  it('grad of a function that ignores its input (or returns a number) is exactly zero', () => {
+    expect(grad((x: Var[]) => x[0]!.tape.constant(2).exp(), options)([1, 2])).toEqual(new Float64Array(2));
+    expect(grad((_x: Var) => 7, options)(3)).toBe(0);
+  });
+
+  it('valueAndGrad gives f(x) and its gradient from one recording', () => {
+    // f = x0^2 x1 + exp(x1): grad = [2 x0 x1, x0^2 + exp(x1)].
+    const vg = valueAndGrad((x: Var[]) => x[0]!.square().mul(x[1]!).add(x[1]!.exp()), options);
+    const [value, g] = vg([3, -0.5]);
+    expect(value).toBeCloseTo(9 * -0.5 + Math.exp(-0.5), 14);
+    expectClose(g, [2 * 3 * -0.5, 9 + Math.exp(-0.5)], 1e-15);
+
+    const [v1, g1] = valueAndGrad((x: Var) => x.log().mul(x), options)(2);
+    expect(v1).toBeCloseTo(2 * Math.log(2), 15);
+    expect(typeof g1).toBe('number');
+    expect(g1).toBeCloseTo(Math.log(2) + 1, 15);
+  });
+
+  it('vjp with a non-trivial cotangent gives cᵀJ in one call', () => {
+    const [x0, x1] = [0.7, -1.3];
+    const c = [2, -3, 0.5];
+    const expected = [c[0]! * x1 + c[1]! * Math.cos(x0), c[0]! * x0 + c[2]! * Math.exp(x1)];
+    expectClose(vjp(threeOutputs, [x0, x1], c, options), expected, 1e-15);
+    expectClose(vjp(threeOutputs, Float64Array.of(x0, x1), Float64Array.from(c), options), expected, 1e-15);
+    // A zero cotangent on an output drops its row entirely.
+    expectClose(vjp(threeOutputs, [x0, x1], [0, 1, 0], options), [Math.cos(x0), 0], 1e-15);
+  });
+
+  it('vjp with the same output listed twice adds both cotangents', () => {
+    // [y, y, x0] with y = x0 x1 and c = [1, 2, 5]: 3 ∇y + 5 e0 = [3 x1 + 5, 3 x0]
+    const f = (x: Var[]): Var[] => {
+      const y = x[0]!.mul(x[1]!);
+      return [y, y, x[0]!];
+    };
+    expect(Array.from(vjp(f, [2, 3], [1, 2, 5], options))).toEqual([14, 6]);
+    expect(Array.from(jvp(f, [2, 3], [1, -1], options))).toEqual([1, 1, 1]);
+  });
+
+  it('vjp of a scalar function with a number cotangent is that multiple of the gradient', () => {
+    const x = [-1.2, 1, 0.4];
+    const expected = rosenbrockGradient(x).map((g) => -2.5 * g);
+    expectClose(vjp(rosenbrock, x, -2.5, options), expected, 1e-15);
+  });
+
+  it('jvp gives J·t, and a scalar-input jvp takes a number tangent', () => {
+    const [x0, x1] = [0.7, -1.3];
+    const t = [0.25, -4];
+    const expected = [x1 * t[0]! + x0 * t[1]!, Math.cos(x0) * t[0]!, Math.exp(x1) * t[1]!];
+    expectClose(jvp(threeOutputs, [x0, x1], t, options), expected, 1e-15);
+
+    // d/dx [x^3, atan(x)] at 2 along 3: [3 * 12, 3 / 5].
+    const out = jvp((x: Var) => [x.pow(3), x.atan()], 2, 3, options);
+    expectClose(out, [36, 0.6], 1e-15);
+  });
+
+  it('jvp and vjp of the same function agree with the closed-form Jacobian entry by entry', () => {
+    const x = [0.3, 2.1];
+    const J = [[x[1]!, x[0]!], [Math.cos(x[0]!), 0], [0, Math.exp(x[1]!)]];
+    for (let k = 0; k < 2; k++) {
+      const e = [0, 0];
+      e[k] = 1;
+      expectClose(jvp(threeOutputs, x, e, options), J.map((row) => row[k]!), 1e-15);
+    }
+    for (let j = 0; j < 3; j++) {
+      const e = [0, 0, 0];
+      e[j] = 1;
+      expectClose(vjp(threeOutputs, x, e, options), J[j]!, 1e-15);
+    }
+  });
+});
+
+describe.each(BACKENDS)('transforms reject bad inputs with the documented errors (%s)', (backend) => {
+  const options = { backend };
+  const square = (x: Var[]): Var => x[0]!.square().add(x[1]!);
+
+  it('a string (or null, or an object) as the point throws NotANumberError', () => {
+    const g = grad(square, options);
+    expect(() => g('abc' as unknown as number[])).toThrow(NotANumberError);
+    expect(() => g('abc' as unknown as number[])).toThrow(/inputs must be a number, an array of numbers or a Float64Array/);
+    expect(() => g(null as unknown as number[])).toThrow(NotANumberError);
+    expect(() => g({} as unknown as number[])).toThrow(NotANumberError);
+    // A string inside the array is caught when the input is recorded.
+    expect(() => g([1, 'x'] as unknown as number[])).toThrow(NotANumberError);
+  });
+
+  it('a function that returns something other than a Var or a number throws NotANumberError', () => {
+    expect(() => grad((() => 'y') as unknown as (x: Var) => Var, options)(1)).toThrow(/the function must return a Var or a number/);
+    expect(() => vjp((x: Var[]) => [x[0]!, 'y' as unknown as Var], [1, 2], [1, 1], options)).toThrow(NotANumberError);
+  });
+
+  it('a cotangent of the wrong length throws INVALID_ARGUMENT naming both counts', () => {
+    let caught: unknown;
+    try {
+      vjp(threeOutputs, [1, 2], [1, 2], options);
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBeInstanceOf(TapegradError);
+    expect((caught as TapegradError).code).toBe('INVALID_ARGUMENT');
+    expect((caught as Error).message).toMatch(/cotangent has 2 entries but there are 3 outputs/);
+  });
+
+  it('a cotangent with non-numbers, or not an array, throws NotANumberError', () => {
+    expect(() => vjp(threeOutputs, [1, 2], [1, 'a', 2] as unknown as number[], options)).toThrow(NotANumberError);
+    expect(() => vjp(threeOutputs, [1, 2], 'abc' as unknown as number[], options)).toThrow(NotANumberError);
+    expect(() => vjp(threeOutputs, [1, 2], null as unknown as number[], options)).toThrow(NotANumberError);
+  });
+
+  it('a tangent of the wrong length throws INVALID_ARGUMENT naming both counts', () => {
+    expect(() => jvp(threeOutputs, [1, 2], [1, 2, 3], options)).toThrow(/tangent has 3 entries but there are 2 inputs/);
+    expect(() => jvp(threeOutputs, [1, 2], [1, 'b'] as unknown as number[], options)).toThrow(NotANumberError);
+  });
+
+  it('after any of these errors the next call still gives the right answer', () => {
+    const g = grad(square, options);
+    expect(() => g('abc' as unknown as number[])).toThrow();
+    expect(() => vjp(threeOutputs, [1, 2], [1], options)).toThrow();
+    expect(() => jvp(threeOutputs, [1, 2], [1], options)).toThrow();
+    expect(Array.from(g([3, 5]))).toEqual([6, 1]);
+    expectClose(vjp(threeOutputs, [0.7, -1.3], [1, 0, 0], options), [-1.3, 0.7], 0);
+  });
+});
+
+// createTape rejects an unknown backend with INVALID_ARGUMENT; the transforms should say the same
+// rather than fail inside their tape pool with a TypeError ("reading 'pop'").
+it('a transform given an unknown backend name throws INVALID_ARGUMENT', () => {
+  const f = (x: Var[]): Var => x[0]!.square();
+  for (const call of [() => grad(f, { backend: 'gpu' as 'js' })([1]), () => jvp(f, [1], [1], { backend: 'gpu' as 'js' })]) {
+    expect(call).toThrow(TapegradError);
+    expect(call).toThrow(/backend must be 'wasm', 'js'/);
+  }
+});
