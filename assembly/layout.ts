@@ -97,9 +97,11 @@ export function reserve(minCapacity: i32, live: i32, maxCapacity: i32): i32 {
   let cap: i64 = capacity < MIN_CAPACITY ? MIN_CAPACITY : <i64>capacity;
   while (cap < <i64>minCapacity) cap <<= 1;
   if (!fits(cap, regionCount, maxCapacity)) {
-    // Doubling overshoots a limit: take just what was asked for, rounded up to 8 slots.
-    cap = (<i64>minCapacity + 7) & ~7;
-    if (!fits(cap, regionCount, maxCapacity)) return 0;
+    // Doubling overshoots a limit: take all the limit allows (never a few slots at a time,
+    // which would make filling up to the limit quadratic).
+    const byMemory = <i64>((MAX_BYTES - <u64>heapStart) / <u64>bytesBefore(regionCount));
+    cap = min(<i64>maxCapacity, byMemory) & ~7;
+    if (cap < <i64>minCapacity || !fits(cap, regionCount, maxCapacity)) return 0;
   }
   if (!ensurePages(<i32>cap, regionCount)) return 0;
   relayout(<i32>cap, regionCount, live);

@@ -27,7 +27,10 @@ export async function init(): Promise<void> {
 
 /** Creates a tape on the wasm core (default) or the pure-JS mode: `createTape({ backend: 'js' })`. */
 export async function createTape(options: TapeOptions = {}): Promise<Tape> {
-  if (resolveKind(options) === 'wasm') await loadCoreModule();
+  if (resolveKind(options) === 'wasm') {
+    if (!wasmAvailable()) throw noWasm();
+    await loadCoreModule();
+  }
   return createTapeSync(options);
 }
 
@@ -36,10 +39,14 @@ export function createTapeSync(options: TapeOptions = {}): Tape {
   return new Tape(createBackend(resolveKind(options)), options);
 }
 
+function noWasm(): TapegradError {
+  return new TapegradError('INVALID_ARGUMENT', "this runtime has no WebAssembly; use { backend: 'js' }, or { backend: 'auto' } to fall back to it");
+}
+
 /** @internal A fresh engine of the given kind (the wasm one needs the module loaded). */
 export function createBackend(kind: BackendKind): Backend {
   if (kind === 'js') return new JsBackend();
-  if (!wasmAvailable()) throw new TapegradError('INVALID_ARGUMENT', "this runtime has no WebAssembly; use { backend: 'js' } or 'auto'");
+  if (!wasmAvailable()) throw noWasm();
   const module = coreModuleIfLoaded();
   if (!module) throw new TapegradError('INVALID_ARGUMENT', 'the wasm core is not loaded yet: await init() (or use the async createTape) first');
   return new WasmBackend(module);

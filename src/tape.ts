@@ -10,6 +10,9 @@ const { const: CONST, input: INPUT, arg: ARG, select: SELECT, pow: POW, powConst
 // Handles are small integers (Smis in V8: no allocation per op). Each tape hands out a fresh
 // range after every reset, so a handle from before the reset falls below the live range and is
 // caught. Ranges restart at 0 once they near 2^30; a handle 2^30 nodes old could then alias.
+// Tapes start at scattered offsets (golden-ratio hashing of a serial number), so a raw handle
+// of another tape lands outside this tape's live range unless the two ranges happen to overlap
+// (odds about live nodes / 8e8). Vars carry their tape and are always checked exactly.
 const HANDLE_LIMIT = 2 ** 30;
 const HANDLE_WRAP_AT = HANDLE_LIMIT - 2 ** 28;
 const DEFAULT_MAX_NODES = 2 ** 28;
@@ -52,7 +55,7 @@ export class Tape {
   constructor(readonly engine: Backend, limits: TapeLimits = {}) {
     this.maxNodes = checkLimit(limits.maxNodes, 'maxNodes') ?? DEFAULT_MAX_NODES;
     this.maxMemoryBytes = checkLimit(limits.maxMemoryBytes, 'maxMemoryBytes') ?? Infinity;
-    this.base = (tapeSerial++ * 0x1000000) % HANDLE_WRAP_AT;
+    this.base = Math.floor(((tapeSerial++ * 0.6180339887498949) % 1) * HANDLE_WRAP_AT);
     this.handles = new HandleApi(this);
     this.cacheViews();
   }
@@ -97,6 +100,7 @@ export class Tape {
   /** `cond ? ifTrue : ifFalse` per value (true unless 0 or NaN). The branch not taken gets
    *  exactly zero gradient, even where its value is NaN or Infinity. */
   select(cond: Operand, ifTrue: Operand, ifFalse: Operand): Var {
+    this.reserveNodes(2 + [cond, ifTrue, ifFalse].filter((o) => typeof o === 'number').length);
     return new Var(this, this.recordSelect(this.operandId(cond), this.operandId(ifTrue), this.operandId(ifFalse)));
   }
 
@@ -197,6 +201,7 @@ export class Tape {
 
   /** @internal */
   indexOfHandle(h: number): number {
+    if (typeof h !== 'number') throw this.badHandle(h);
     const i = h - this.base;
     if (i >= 0 && i < this.count && (i | 0) === i) return i;
     throw this.badHandle(h);
@@ -248,6 +253,8 @@ export class Tape {
     const i = this.index(x);
     let j: number;
     if (typeof y === 'number') {
+      // Room for the constant and the op together, so a full tape records neither.
+      this.reserveNodes(2);
       j = this.constantIndex(y);
       if (op === POW) op = POW_CONST;
     } else {
@@ -256,9 +263,14 @@ export class Tape {
     return new Var(this, this.record(op, i, j));
   }
 
+  /** @internal Makes room for `k` more nodes now, so a multi-node record fails before it starts. */
+  reserveNodes(k: number): void {
+    if (this.count + k > this.capacity) this.grow(k);
+  }
+
   /** @internal */
   recordSelect(cond: number, ifTrue: number, ifFalse: number): number {
-    if (this.count + 2 > this.capacity) this.grow(2);
+    this.reserveNodes(2);
     this.record(ARG, ifFalse, ifFalse);
     return this.record(SELECT, cond, ifTrue);
   }
@@ -286,7 +298,7 @@ export class Tape {
   recordCustom(ruleId: number, operands: readonly number[]): Var {
     const n = operands.length;
     const carriers = (n + 1) >> 1;
-    if (this.count + carriers + 1 > this.capacity) this.grow(carriers + 1);
+    this.reserveNodes(carriers + 1);
     for (let c = 0; c < carriers; c++) this.record(ARG, operands[2 * c]!, operands[2 * c + 1] ?? operands[2 * c]!);
     return new Var(this, this.record(CUSTOM, ruleId, n));
   }
@@ -354,13 +366,14 @@ export class Tape {
     if (v instanceof Var) {
       return new ForeignHandleError(`Var #${v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape`);
     }
+    if (typeof v === 'number') return new NotANumberError(`expected a Var of this tape here, got the number ${v}`);
     return new NotANumberError(`expected a Var or a number, got ${describe(v)}`);
   }
 
   private badHandle(h: unknown): Error {
     if (typeof h !== 'number') return new NotANumberError(`expected a handle (integer), got ${describe(h)}`);
     if (!Number.isInteger(h) || h < 0) return new InvalidHandleError(`${h} is not a handle: handles are non-negative integers`);
-    if (h < this.base) return new StaleHandleError(`handle ${h} was recorded before tape.reset(); record it again on the current tape`);
+    if (h < this.base) return new StaleHandleError(`handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
     return new InvalidHandleError(`handle ${h} is not a node of this tape (its live handles are ${this.base}..${this.base + this.count - 1})`);
   }
 }
@@ -458,6 +471,7 @@ export class HandleApi {
   powConst(h: number, c: number): number {
     const t = this.tape;
     const i = t.indexOfHandle(h);
+    t.reserveNodes(2);
     return t.record(POW_CONST, i, t.constantIndex(c));
   }
   /** `cond ? ifTrue : ifFalse`, see `Tape.select`. */

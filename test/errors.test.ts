@@ -205,8 +205,8 @@ describe.each(BACKENDS)('errors (%s)', (backend) => {
     expectUsable(next);
   });
 
-  // Each tape starts its handles at (serial * 2^24) mod (3 * 2^28), so every 48th tape hands out
-  // the same handles as this one, and a raw handle of one is taken as a live node of the other.
+  // Tapes start their handle ranges at scattered offsets; a regular stride once made every 48th
+  // tape hand out the same handles, so a raw handle of one was taken as a node of the other.
   it('the handle API rejects a handle from a tape created 48 tapes later', async () => {
     const tape = await tapeOn(backend);
     const mine = tape.handles.variable(1);

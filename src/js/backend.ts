@@ -49,8 +49,9 @@ export class JsBackend implements Backend {
     if (minCapacity <= this.capacity) return true;
     let capacity = Math.max(this.capacity, MIN_CAPACITY);
     while (capacity < minCapacity) capacity *= 2;
-    if (capacity > maxCapacity) capacity = (minCapacity + 7) & ~7;
-    if (capacity > maxCapacity) return false;
+    // Past the limit, take all it allows at once (growing a few slots at a time is quadratic).
+    if (capacity > maxCapacity) capacity = Math.floor(maxCapacity / 8) * 8;
+    if (capacity < minCapacity) return false;
     return this.reallocate(capacity, this.views.tan !== null, live);
   }
 
