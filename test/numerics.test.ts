@@ -1,0 +1,224 @@
+// The numerics policy of DESIGN.md section 4, on both backends: IEEE values, NaN gradients
+// outside the domain, minimum-norm subgradients at kinks, pow without log(x), overflow-safe
+// softplus and sigmoid, the zero-adjoint skip rule, and each op's boundary points. Expected
+// values are closed forms (limits, exact small integers), never outputs copied from a run.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type Tape, type Var } from '../src/index.ts';
+import { UNARY_OPS, ZERO_GRADIENT_OPS, type UnaryOpName } from '../src/ops.ts';
+import { sameNumber, show } from './op-cases.ts';
+import { BACKENDS, tapeOn } from './support.ts';
+
+/** A label, the recorded function, its inputs, the expected value and gradient. */
+type Case = [label: string, f: (...xs: Var[]) => Var, inputs: number[], value: number, gradient: number[]];
+
+const PI_2 = Math.PI / 2;
+const NEXT_ABOVE_1 = 1 + 2 ** -52;
+const NEXT_BELOW_1 = 1 - 2 ** -53;
+
+function run(tape: Tape, f: (...xs: Var[]) => Var, inputs: readonly number[]): number[] {
+  tape.reset();
+  const xs = tape.variables(inputs);
+  const y = f(...xs);
+  return [y.value, ...tape.gradient(y, xs)];
+}
+
+/** Every case whose value or gradient differs from the expected one (Object.is, NaN = NaN). */
+function mismatches(tape: Tape, cases: readonly Case[]): string[] {
+  return cases.flatMap(([label, f, inputs, value, gradient]) => {
+    const got = run(tape, f, inputs);
+    const want = [value, ...gradient];
+    return got.every((g, k) => sameNumber(g, want[k]!))
+      ? []
+      : [`${label}: got value ${show(got[0]!)}, gradient [${got.slice(1).map(show)}]; want ${show(value)}, [${gradient.map(show)}]`];
+  });
+}
+
+function relativeError(got: number, want: number): number {
+  return Math.abs(got - want) / Math.abs(want);
+}
+
+describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
+  let tape: Tape;
+  beforeAll(async () => {
+    tape = await tapeOn(backend);
+  });
+  const expectCases = (cases: readonly Case[]): void => expect(mismatches(tape, cases)).toEqual([]);
+
+  it('log(-1), sqrt(-1) and 0/0 give NaN values and NaN gradients', () => expectCases([
+    ['log(-1)', (x) => x.log(), [-1], NaN, [NaN]],
+    ['sqrt(-1)', (x) => x.sqrt(), [-1], NaN, [NaN]],
+    ['0/0', (x, z) => x.div(z), [0, 0], NaN, [NaN, NaN]],
+  ]));
+
+  it('outside its domain every op gives a NaN gradient, never a finite one', () => expectCases([
+    ['log2(-1)', (x) => x.log2(), [-1], NaN, [NaN]],
+    ['log10(-1)', (x) => x.log10(), [-1], NaN, [NaN]],
+    ['log(-5e-324)', (x) => x.log(), [-5e-324], NaN, [NaN]],
+    ['log1p(-2)', (x) => x.log1p(), [-2], NaN, [NaN]],
+    ['sqrt(-5e-324)', (x) => x.sqrt(), [-5e-324], NaN, [NaN]],
+    ['asin(1 + ulp)', (x) => x.asin(), [NEXT_ABOVE_1], NaN, [NaN]],
+    ['acos(-1 - ulp)', (x) => x.acos(), [-NEXT_ABOVE_1], NaN, [NaN]],
+    ['atanh(1 + ulp)', (x) => x.atanh(), [NEXT_ABOVE_1], NaN, [NaN]],
+    ['atanh(-2)', (x) => x.atanh(), [-2], NaN, [NaN]],
+    ['acosh(1 - ulp)', (x) => x.acosh(), [NEXT_BELOW_1], NaN, [NaN]],
+    ['acosh(-2)', (x) => x.acosh(), [-2], NaN, [NaN]],
+    ['(-2)^0.5', (x) => x.pow(0.5), [-2], NaN, [NaN]],
+    ['pow(-2, 0.5)', (x, c) => x.pow(c), [-2, 0.5], NaN, [NaN, NaN]],
+  ]));
+
+  it('exp overflows to Infinity past ln(MAX_VALUE) = 709.7827, and not before', () => {
+    expectCases([
+      ['exp(710)', (x) => x.exp(), [710], Infinity, [Infinity]],
+      ['exp(709.79)', (x) => x.exp(), [709.79], Infinity, [Infinity]],
+    ]);
+    const [value, gradient] = run(tape, (x) => x.exp(), [709.78]);
+    expect(relativeError(value!, Math.exp(709.78 - Math.log(Number.MAX_VALUE)) * Number.MAX_VALUE)).toBeLessThan(1e-12);
+    expect(gradient).toBe(value);
+  });
+
+  it('NaN inputs propagate to the value through every unary op and the arithmetic', () => {
+    const nanValued = UNARY_OPS.map((op): Case => [`${op}(NaN)`, (x) => x[op](), [NaN], NaN, [nonlinear(op) ? NaN : op === 'neg' ? -1 : 0]]);
+    expectCases([
+      ...nanValued,
+      ['NaN + 1', (x, z) => x.add(z), [NaN, 1], NaN, [1, 1]],
+      ['NaN * 2', (x, z) => x.mul(z), [NaN, 2], NaN, [2, NaN]],
+      ['max(NaN, 1)', (x, z) => x.max(z), [NaN, 1], NaN, [NaN, NaN]],
+      ['min(1, NaN)', (x, z) => x.min(z), [1, NaN], NaN, [NaN, NaN]],
+      ['exp(2 NaN + 1)', (x) => x.mul(2).add(1).exp(), [NaN], NaN, [NaN]],
+      // IEEE and ECMAScript agree on these two: x^0 is 1 for every x, hypot(±Inf, NaN) is Inf.
+      ['NaN^0', (x) => x.pow(0), [NaN], 1, [0]],
+      ['hypot(Infinity, NaN)', (x, z) => x.hypot(z), [Infinity, NaN], Infinity, [NaN, NaN]],
+      // Comparisons with NaN are false; select treats a NaN condition as false.
+      ['NaN < 1', (x, z) => x.lt(z), [NaN, 1], 0, [0, 0]],
+      ['NaN == NaN', (x, z) => x.eq(z), [NaN, NaN], 0, [0, 0]],
+      ['select(NaN, 1, 2)', (c, a, b) => c.tape.select(c, a, b), [NaN, 1, 2], 2, [0, 0, 1]],
+    ]);
+  });
+
+  it('Infinity inputs propagate, with the limits of the derivatives', () => expectCases([
+    ['exp(Infinity)', (x) => x.exp(), [Infinity], Infinity, [Infinity]],
+    ['exp(-Infinity)', (x) => x.exp(), [-Infinity], 0, [0]],
+    ['tanh(Infinity)', (x) => x.tanh(), [Infinity], 1, [0]],
+    ['tanh(-Infinity)', (x) => x.tanh(), [-Infinity], -1, [0]],
+    ['atan(Infinity)', (x) => x.atan(), [Infinity], PI_2, [0]],
+    ['sigmoid(Infinity)', (x) => x.sigmoid(), [Infinity], 1, [0]],
+    ['softplus(Infinity)', (x) => x.softplus(), [Infinity], Infinity, [1]],
+    ['sqrt(Infinity)', (x) => x.sqrt(), [Infinity], Infinity, [0]],
+    ['log(Infinity)', (x) => x.log(), [Infinity], Infinity, [0]],
+    ['sin(Infinity)', (x) => x.sin(), [Infinity], NaN, [NaN]],
+    ['Infinity - Infinity', (x, z) => x.sub(z), [Infinity, Infinity], NaN, [1, -1]],
+  ]));
+
+  it('kinks take the minimum-norm subgradient: abs and relu 0 at 0, min and max split a tie', () => expectCases([
+    ['abs(0)', (x) => x.abs(), [0], 0, [0]],
+    ['abs(-0)', (x) => x.abs(), [-0], 0, [0]],
+    ['relu(0)', (x) => x.relu(), [0], 0, [0]],
+    ['relu(-0)', (x) => x.relu(), [-0], 0, [0]],
+    ['max(3, 3)', (x, z) => x.max(z), [3, 3], 3, [0.5, 0.5]],
+    ['min(3, 3)', (x, z) => x.min(z), [3, 3], 3, [0.5, 0.5]],
+    ['max(0, -0)', (x, z) => x.max(z), [0, -0], 0, [0.5, 0.5]],
+    ['min(-0, 0)', (x, z) => x.min(z), [-0, 0], -0, [0.5, 0.5]],
+    ['max(Infinity, Infinity)', (x, z) => x.max(z), [Infinity, Infinity], Infinity, [0.5, 0.5]],
+    ['min(-1e300, -1e300)', (x, z) => x.min(z), [-1e300, -1e300], -1e300, [0.5, 0.5]],
+    ['max(2, 3)', (x, z) => x.max(z), [2, 3], 3, [0, 1]],
+    ['min(2, 3)', (x, z) => x.min(z), [2, 3], 2, [1, 0]],
+    // Both operands are the same node: the two halves add up to the derivative of x.
+    ['max(x, x)', (x) => x.max(x), [7], 7, [1]],
+  ]));
+
+  it('floor, ceil, round and sign have exactly zero gradient, at their jumps too', () => {
+    const points = [-2.5, -1, -0.5, -0, 0, 0.5, 1, 1.5, 2.5, 1e300, 5e-324];
+    const cases = (['floor', 'ceil', 'round', 'sign'] as const).flatMap((op) => points.map((x): Case =>
+      [`${op}(${show(x)})`, (v) => v[op](), [x], Math[op](x), [0]]));
+    expectCases(cases);
+  });
+
+  it('pow with a constant exponent never touches log(x): negative bases and 0 stay finite', () => expectCases([
+    ['(-2)^3', (x) => x.pow(3), [-2], -8, [12]],
+    ['(-2)^2', (x) => x.pow(2), [-2], 4, [-4]],
+    ['(-2)^-1', (x) => x.pow(-1), [-2], -0.5, [-0.25]],
+    ['(-2)^0', (x) => x.pow(0), [-2], 1, [0]],
+    ['0^2', (x) => x.pow(2), [0], 0, [0]],
+    ['0^3', (x) => x.pow(3), [0], 0, [0]],
+    ['0^1', (x) => x.pow(1), [0], 0, [1]],
+    ['0^0', (x) => x.pow(0), [0], 1, [0]],
+    ['0^0.5', (x) => x.pow(0.5), [0], 0, [Infinity]],
+  ]));
+
+  it('pow with a variable exponent: d/dx without log(x), d/dc x^c = 0 at x = 0 for c > 0', () => expectCases([
+    ['pow(-2, 3)', (x, c) => x.pow(c), [-2, 3], -8, [12, NaN]],
+    ['pow(0, 0.5)', (x, c) => x.pow(c), [0, 0.5], 0, [Infinity, 0]],
+    ['pow(0, 1)', (x, c) => x.pow(c), [0, 1], 0, [1, 0]],
+    ['pow(0, 2)', (x, c) => x.pow(c), [0, 2], 0, [0, 0]],
+    ['pow(0, 3)', (x, c) => x.pow(c), [0, 3], 0, [0, 0]],
+    ['pow(2, 3)', (x, c) => x.pow(c), [2, 3], 8, [12, 8 * Math.log(2)]],
+  ]));
+
+  it('sqrt and cbrt have derivative +Infinity at 0', () => expectCases([
+    ['sqrt(0)', (x) => x.sqrt(), [0], 0, [Infinity]],
+    ['cbrt(0)', (x) => x.cbrt(), [0], 0, [Infinity]],
+    ['cbrt(-0)', (x) => x.cbrt(), [-0], -0, [Infinity]],
+  ]));
+
+  it('softplus and sigmoid do not overflow at ±1000 and keep finite gradients', () => expectCases([
+    ['softplus(1000)', (x) => x.softplus(), [1000], 1000, [1]],
+    // e^-1000 underflows: softplus(-1000) = log1p(e^-1000) and sigmoid(-1000) are 0 in doubles.
+    ['softplus(-1000)', (x) => x.softplus(), [-1000], 0, [0]],
+    ['sigmoid(1000)', (x) => x.sigmoid(), [1000], 1, [0]],
+    ['sigmoid(-1000)', (x) => x.sigmoid(), [-1000], 0, [0]],
+  ]));
+
+  it('softplus and sigmoid keep their relative accuracy in the tails', () => {
+    const e40 = Math.exp(-40);
+    const [softplus, dSoftplus] = run(tape, (x) => x.softplus(), [-40]);
+    expect(relativeError(softplus!, Math.log1p(e40))).toBeLessThan(1e-14);
+    expect(relativeError(dSoftplus!, e40 / (1 + e40))).toBeLessThan(1e-14);
+    const [sigmoid, dSigmoid] = run(tape, (x) => x.sigmoid(), [-40]);
+    expect(relativeError(sigmoid!, e40 / (1 + e40))).toBeLessThan(1e-14);
+    expect(relativeError(dSigmoid!, e40 / (1 + e40) ** 2)).toBeLessThan(1e-14);
+  });
+
+  it('a NaN node whose adjoint is exactly 0 does not reach the gradient', () => expectCases([
+    // The untaken branch is log(-4) = NaN.
+    ['select(x > 0, sqrt x, log(-x)) at 4', (x) => x.tape.select(x.gt(0), x.sqrt(), x.neg().log()), [4], 2, [0.25]],
+    // sinc guarded at 0: the untaken branch is sin(0)/0 = NaN.
+    ['select(x == 0, 1, sin(x)/x) at 0', (x) => x.tape.select(x.eq(0), 1, x.sin().div(x)), [0], 1, [0]],
+    ['x + stopGradient(log(-x)) at 2', (x) => x.add(x.neg().log().stopGradient()), [2], NaN, [1]],
+    ['x + 0 * sqrt(-x) at 2', (x) => x.add(x.neg().sqrt().mul(0)), [2], NaN, [1]],
+    ['x < log(-x) at 2', (x) => x.lt(x.neg().log()), [2], 0, [0]],
+  ]));
+
+  it('boundary points of asin, acos, atanh, acosh, log and log1p', () => expectCases([
+    ['asin(1)', (x) => x.asin(), [1], PI_2, [Infinity]],
+    ['asin(-1)', (x) => x.asin(), [-1], -PI_2, [Infinity]],
+    ['acos(1)', (x) => x.acos(), [1], 0, [-Infinity]],
+    ['acos(-1)', (x) => x.acos(), [-1], Math.PI, [-Infinity]],
+    ['atanh(1)', (x) => x.atanh(), [1], Infinity, [Infinity]],
+    ['atanh(-1)', (x) => x.atanh(), [-1], -Infinity, [Infinity]],
+    ['acosh(1)', (x) => x.acosh(), [1], 0, [Infinity]],
+    ['log(0)', (x) => x.log(), [0], -Infinity, [Infinity]],
+    ['log2(0)', (x) => x.log2(), [0], -Infinity, [Infinity]],
+    ['log10(0)', (x) => x.log10(), [0], -Infinity, [Infinity]],
+    ['log1p(-1)', (x) => x.log1p(), [-1], -Infinity, [Infinity]],
+    ['recip(0)', (x) => x.recip(), [0], Infinity, [-Infinity]],
+  ]));
+
+  it('just inside the edges of asin and acosh the gradients are finite and match the closed forms', () => {
+    const [, dAsin] = run(tape, (x) => x.asin(), [NEXT_BELOW_1]);
+    expect(relativeError(dAsin!, 1 / Math.sqrt((1 - NEXT_BELOW_1) * (1 + NEXT_BELOW_1)))).toBeLessThan(1e-12);
+    const [, dAcosh] = run(tape, (x) => x.acosh(), [NEXT_ABOVE_1]);
+    expect(relativeError(dAcosh!, 1 / Math.sqrt((NEXT_ABOVE_1 - 1) * (NEXT_ABOVE_1 + 1)))).toBeLessThan(1e-12);
+  });
+
+  it('-0 is 0 at the boundaries: sqrt, log, log2 and log10 have derivative +Infinity there too', () => expectCases([
+    ['sqrt(-0)', (x) => x.sqrt(), [-0], -0, [Infinity]],
+    ['log(-0)', (x) => x.log(), [-0], -Infinity, [Infinity]],
+    ['log2(-0)', (x) => x.log2(), [-0], -Infinity, [Infinity]],
+    ['log10(-0)', (x) => x.log10(), [-0], -Infinity, [Infinity]],
+  ]));
+});
+
+/** Unary ops whose derivative depends on x (NaN in, NaN gradient out). */
+function nonlinear(op: UnaryOpName): boolean {
+  return op !== 'neg' && !ZERO_GRADIENT_OPS.includes(op);
+}

@@ -1,0 +1,35 @@
+// The op list compiled into the wasm core and the one in src/ops.ts are written separately; this
+// is the test that fails when they drift (a new op added to one only, a renumbering, an arity).
+import { describe, expect, it } from 'vitest';
+import { Op, OP_NAMES, OP_TABLE, opArity } from '../src/ops.ts';
+import { instantiateCore, loadCoreModule, readCoreString, simdAvailable, type CoreExports } from '../src/wasm/loader.ts';
+
+// Every build of the core that ships; SIMD only where this runtime validates it.
+const VARIANTS = simdAvailable() ? (['scalar', 'simd'] as const) : (['scalar'] as const);
+
+describe.each(VARIANTS)('the %s core', (variant) => {
+  const core = async (): Promise<CoreExports> => instantiateCore(await loadCoreModule(variant));
+
+  it('lists the same (code, name, arity) as OP_TABLE, in the same order', async () => {
+    const c = await core();
+    const fromCore = Array.from({ length: c.opCount() }, (_, code) => [code, readCoreString(c, c.opName(code)), c.opArity(code)]);
+    const fromTable = OP_TABLE.map(([name, arity], code) => [code, name, arity]);
+    expect(fromCore).toEqual(fromTable);
+  });
+
+  it('knows no op past its count', async () => {
+    // An understated opCount would hide ops the table lacks.
+    const c = await core();
+    expect(readCoreString(c, c.opName(c.opCount()))).toBe('');
+    expect(c.opArity(c.opCount())).toBe(-1);
+  });
+});
+
+it('Op, OP_NAMES and opArity are views of OP_TABLE', () => {
+  expect(OP_NAMES).toEqual(OP_TABLE.map(([name]) => name));
+  for (const [code, [name, arity]] of OP_TABLE.entries()) {
+    expect(Op[name]).toBe(code);
+    expect(opArity(name)).toBe(arity);
+  }
+  expect(new Set(OP_NAMES).size).toBe(OP_NAMES.length);
+});
