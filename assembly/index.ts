@@ -3,6 +3,7 @@
 export { reserve, enableTangents, nodeBytes } from './layout';
 export {
   forward, reverse, tangent, reverseTangent, clearAdjoints, sweepReverse, sweepReverseTangent,
+  firstNonFinite,
 } from './sweeps';
 export { opName, opArity } from './ops';
 import { capacity, regionCount, valBase, adjBase, aBase, bBase, opBase, tanBase, tanAdjBase } from './layout';

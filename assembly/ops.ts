@@ -66,8 +66,11 @@
 // each partial along the operand tangents: dpa = d(pa)/dt, in `partialsTangent`, in the same order.
 //
 // Traps recorded here, not in the code: a kink or NaN operand gives a NaN gradient where the
-// derivative is undefined, never a silently finite one; `pow` keeps its log(x) term out of the
+// derivative is undefined, never a silently finite one (so log, log1p, log2, log10 and atanh
+// return NaN outside their domain although 1/x would be finite there); `pow` keeps its log(x) term out of the
 // base's gradient, so a negative base with integer exponent stays finite there.
+
+import { sin, cos } from './trig';
 
 export enum Op {
   Const = 0, Input, Arg,
@@ -177,8 +180,8 @@ export function opArity(op: i32): i32 {
     case Op.Log1p: return Math.log1p(x);
     case Op.Log2: return Math.log2(x);
     case Op.Log10: return Math.log10(x);
-    case Op.Sin: return Math.sin(x);
-    case Op.Cos: return Math.cos(x);
+    case Op.Sin: return sin(x);
+    case Op.Cos: return cos(x);
     case Op.Tan: return Math.tan(x);
     case Op.Asin: return Math.asin(x);
     case Op.Acos: return Math.acos(x);
@@ -224,22 +227,25 @@ export let partialZ: f64 = 0;
     case Op.Add: partialZ = 1; return 1;
     case Op.Sub: partialZ = -1; return 1;
     case Op.Mul: partialZ = x; return z;
-    case Op.Div: partialZ = -y / z; return 1 / z;
+    case Op.Div:
+      if (y != y) { partialZ = NaN; return NaN; } // 0/0, Inf/Inf: no derivative
+      partialZ = -y / z;
+      return 1 / z;
     case Op.Neg: return -1;
     case Op.Recip: return -y * y;
     case Op.Square: return 2 * x;
-    case Op.Sqrt: return 0.5 / y;
+    case Op.Sqrt: return 0.5 / Math.abs(y); // sqrt(-0) = -0, yet sqrt'(0) = +Inf
     case Op.Cbrt: return 1 / (3 * y * y);
     case Op.Pow: partialZ = powExponentDerivative(x, y); return powBaseDerivative(x, z);
     case Op.PowConst: return powBaseDerivative(x, z);
     case Op.Exp: return y;
     case Op.Expm1: return y + 1;
-    case Op.Log: return 1 / x;
-    case Op.Log1p: return 1 / (1 + x);
-    case Op.Log2: return 1 / (x * LN2);
-    case Op.Log10: return 1 / (x * LN10);
-    case Op.Sin: return Math.cos(x);
-    case Op.Cos: return -Math.sin(x);
+    case Op.Log: return x > 0 ? 1 / x : x == 0 ? Infinity : NaN;
+    case Op.Log1p: return x > -1 ? 1 / (1 + x) : x == -1 ? Infinity : NaN;
+    case Op.Log2: return x > 0 ? 1 / (x * LN2) : x == 0 ? Infinity : NaN;
+    case Op.Log10: return x > 0 ? 1 / (x * LN10) : x == 0 ? Infinity : NaN;
+    case Op.Sin: return cos(x);
+    case Op.Cos: return -sin(x);
     case Op.Tan: return 1 + y * y;
     case Op.Asin: return 1 / Math.sqrt(1 - x * x);
     case Op.Acos: return -1 / Math.sqrt(1 - x * x);
@@ -253,8 +259,8 @@ export let partialZ: f64 = 0;
     case Op.Cosh: return Math.sinh(x);
     case Op.Tanh: return 1 - y * y;
     case Op.Asinh: return 1 / Math.hypot(x, 1);
-    case Op.Acosh: return 1 / Math.sqrt((x - 1) * (x + 1));
-    case Op.Atanh: return 1 / (1 - x * x);
+    case Op.Acosh: return x >= 1 ? 1 / Math.sqrt((x - 1) * (x + 1)) : NaN;
+    case Op.Atanh: return Math.abs(x) <= 1 ? 1 / (1 - x * x) : NaN;
     case Op.Abs: return sgn(x);
     case Op.Min: partialZ = pickFirst(z, x, z < x); return pickFirst(x, z, x < z);
     case Op.Max: partialZ = pickFirst(z, x, z > x); return pickFirst(x, z, x > z);
@@ -299,8 +305,8 @@ export let partialZTangent: f64 = 0;
     case Op.Log1p: return -tx / ((1 + x) * (1 + x));
     case Op.Log2: return -tx / (x * x * LN2);
     case Op.Log10: return -tx / (x * x * LN10);
-    case Op.Sin: return -tx * Math.sin(x);
-    case Op.Cos: return -tx * Math.cos(x);
+    case Op.Sin: return -tx * sin(x);
+    case Op.Cos: return -tx * cos(x);
     case Op.Tan: return 2 * y * ty;
     case Op.Asin: { const u = 1 - x * x; return tx * x / (u * Math.sqrt(u)); }
     case Op.Acos: { const u = 1 - x * x; return -tx * x / (u * Math.sqrt(u)); }

@@ -1,6 +1,6 @@
 import { Op, forwardRule, partials, partialZ, partialsTangent, partialZTangent } from './ops';
 import {
-  val, setVal, adj, addAdj, argA, argB, opAt, tan, setTan, tanAdj, addTanAdj, adjBase, tanAdjBase,
+  val, setVal, adj, addAdj, argA, argB, opAt, tan, setTan, tanAdj, addTanAdj, adjBase, tanAdjBase, valBase,
 } from './layout';
 
 // Custom ops run user code in JS: the façade reads operands and writes results through its views.
@@ -123,4 +123,15 @@ export function sweepReverseTangent(top: i32): void {
     if (ta != 0) addTanAdj(ia, ta);
     if (tb != 0) addTanAdj(ib, tb);
   }
+}
+
+/** The first node in [from, to) whose value (values != 0) or adjoint (values == 0) is NaN or
+ *  ±Infinity, skipping inputs and constants (given, not produced); -1 if none. */
+export function firstNonFinite(from: i32, to: i32, values: i32): i32 {
+  const base = values ? valBase : adjBase;
+  for (let i = from; i < to; i++) {
+    const v = load<f64>(base + (<usize>i << 3));
+    if (v - v != 0 && opAt(i) > Op.Input) return i;
+  }
+  return -1;
 }

@@ -82,8 +82,14 @@ export class CustomNodes implements CustomHandler {
 
   tangent(i: number): void {
     const { rule, ids, xs } = this.operands(i);
+    const ts = this.tangentsOf(ids);
+    // As for primitive ops: no tangent in, no tangent out, and no need for a jvp rule.
+    if (ts.every((t) => t === 0)) {
+      this.engine.views.tan![i] = 0;
+      return;
+    }
     if (!rule.jvp) throw missing(rule, 'jvp', 'jvp, forward-mode jacobian and hvp');
-    this.engine.views.tan![i] = checkResult(rule.jvp(xs, this.engine.views.val[i]!, this.tangentsOf(ids)), rule, 'jvp');
+    this.engine.views.tan![i] = checkResult(rule.jvp(xs, this.engine.views.val[i]!, ts), rule, 'jvp');
   }
 
   reverseTangent(i: number, g: number, gTangent: number): void {

@@ -124,6 +124,7 @@ export class Tape {
     checkLength(cotangent, outs.length, 'cotangent', 'outputs');
     const indices = wrt.map((v) => this.index(v));
     this.evaluate();
+    this.swept = -1;
     this.engine.clearAdjoints(this.count, false);
     const adj = this.engine.views.adj;
     let top = 0;
@@ -149,6 +150,7 @@ export class Tape {
   hvp(output: Var, inputs: readonly Var[], v: ArrayLike<number>, seed = 1): Float64Array {
     const out = this.index(output);
     const indices = this.seedTangents(inputs, v);
+    this.swept = -1;
     this.engine.reverseTangent(out, checkNumber(seed, 'seed'), this.count);
     this.swept = this.count;
     return gather(this.engine.views.tanAdj!, indices);
@@ -322,6 +324,9 @@ export class Tape {
   backwardIndex(out: number, seed: number): void {
     if (typeof seed !== 'number') throw new NotANumberError(`the seed must be a number, got ${describe(seed)}`);
     this.evaluate();
+    // A sweep that throws part-way (a custom rule, a trap) leaves partial adjoints: until the
+    // next complete sweep, .grad says there is no gradient rather than returning them.
+    this.swept = -1;
     this.engine.reverse(out, seed, this.count);
     this.swept = this.count;
   }

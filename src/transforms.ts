@@ -42,7 +42,7 @@ const pools: Record<BackendKind, Tape[]> = { wasm: [], js: [] };
 
 function withTape<T>(options: TransformOptions | undefined, body: (tape: Tape) => T): T {
   const kind = options?.backend ?? 'wasm';
-  const tape = pools[kind].pop() ?? createTapeSync({ backend: kind });
+  const tape = (Object.hasOwn(pools, kind) ? pools[kind].pop() : undefined) ?? createTapeSync({ backend: kind });
   try {
     tape.reset();
     return body(tape);

@@ -2,7 +2,7 @@ import type { Backend, CustomHandler, TapeViews } from '../backend.ts';
 import { Op } from '../ops.ts';
 import { forwardRule, partials, partialZ, partialsTangent, partialZTangent, truthy } from './rules.ts';
 
-const { arg: ARG, select: SELECT, custom: CUSTOM } = Op;
+const { input: INPUT, arg: ARG, select: SELECT, custom: CUSTOM } = Op;
 const MIN_CAPACITY = 1024;
 const BASE_NODE_BYTES = 8 + 8 + 4 + 4 + 1;
 const TANGENT_NODE_BYTES = 16;
@@ -36,6 +36,7 @@ export class JsBackend implements Backend {
   views: TapeViews = allocate(0, false);
   capacity = 0;
   custom: CustomHandler | null = null;
+  onTrap: (() => void) | null = null;
 
   nodeBytes(): number {
     return BASE_NODE_BYTES + (this.views.tan ? TANGENT_NODE_BYTES : 0);
@@ -212,5 +213,15 @@ export class JsBackend implements Backend {
       G.set(this.views.adj.subarray(0, nInputs), r * nInputs);
     }
     return toRow;
+  }
+
+  firstNonFinite(from: number, to: number, values: boolean): number {
+    const data = values ? this.views.val : this.views.adj;
+    const op = this.views.op;
+    for (let i = from; i < to; i++) {
+      const v = data[i]!;
+      if (v - v !== 0 && op[i]! > INPUT) return i;
+    }
+    return -1;
   }
 }

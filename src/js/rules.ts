@@ -105,20 +105,23 @@ export function partials(op: number, x: number, z: number, y: number): number {
     case add: partialZ[0] = 1; return 1;
     case sub: partialZ[0] = -1; return 1;
     case mul: partialZ[0] = x; return z;
-    case div: partialZ[0] = -y / z; return 1 / z;
+    case div:
+      if (y !== y) { partialZ[0] = NaN; return NaN; }
+      partialZ[0] = -y / z;
+      return 1 / z;
     case neg: return -1;
     case recip: return -y * y;
     case square: return 2 * x;
-    case sqrt: return 0.5 / y;
+    case sqrt: return 0.5 / Math.abs(y);
     case cbrt: return 1 / (3 * y * y);
     case pow: partialZ[0] = powExponentDerivative(x, y); return powBaseDerivative(x, z);
     case powConst: return powBaseDerivative(x, z);
     case exp: return y;
     case expm1: return y + 1;
-    case log: return 1 / x;
-    case log1p: return 1 / (1 + x);
-    case log2: return 1 / (x * LN2);
-    case log10: return 1 / (x * LN10);
+    case log: return x > 0 ? 1 / x : x === 0 ? Infinity : NaN;
+    case log1p: return x > -1 ? 1 / (1 + x) : x === -1 ? Infinity : NaN;
+    case log2: return x > 0 ? 1 / (x * LN2) : x === 0 ? Infinity : NaN;
+    case log10: return x > 0 ? 1 / (x * LN10) : x === 0 ? Infinity : NaN;
     case sin: return Math.cos(x);
     case cos: return -Math.sin(x);
     case tan: return 1 + y * y;
@@ -134,8 +137,8 @@ export function partials(op: number, x: number, z: number, y: number): number {
     case cosh: return Math.sinh(x);
     case tanh: return 1 - y * y;
     case asinh: return 1 / Math.hypot(x, 1);
-    case acosh: return 1 / Math.sqrt((x - 1) * (x + 1));
-    case atanh: return 1 / (1 - x * x);
+    case acosh: return x >= 1 ? 1 / Math.sqrt((x - 1) * (x + 1)) : NaN;
+    case atanh: return Math.abs(x) <= 1 ? 1 / (1 - x * x) : NaN;
     case abs: return sgn(x);
     case min: partialZ[0] = pickFirst(z, x, z < x); return pickFirst(x, z, x < z);
     case max: partialZ[0] = pickFirst(z, x, z > x); return pickFirst(x, z, x > z);

@@ -1,5 +1,6 @@
 import type { Backend, CustomHandler, TapeViews } from '../backend.ts';
-import { instantiateCore, type CoreExports } from './loader.ts';
+import { TapegradError } from '../errors.ts';
+import { instantiateCore, type CoreExports, type CoreImports } from './loader.ts';
 
 // Rows per batched call are capped so the scratch area stays small next to the tape.
 const BATCH_BYTES = 1 << 20;
@@ -14,20 +15,40 @@ export class WasmBackend implements Backend {
   custom: CustomHandler | null = null;
   /** Use the two-row SIMD kernel for batched replay where this build has it. */
   simd = true;
-  readonly core: CoreExports;
+  /** Called after a trap replaced the instance (the tape's contents are gone). */
+  onTrap: (() => void) | null = null;
+  /** How many traps this engine has recovered from. */
+  traps = 0;
+  core: CoreExports;
+  private readonly imports: CoreImports;
 
-  constructor(module: WebAssembly.Module) {
+  constructor(private readonly module: WebAssembly.Module) {
     const handler = (): CustomHandler => {
       if (!this.custom) throw new Error('custom op reached with no handler installed');
       return this.custom;
     };
-    this.core = instantiateCore(module, {
+    this.imports = {
       customForward: (i) => handler().forward(i),
       customReverse: (i, g) => handler().reverse(i, g),
       customTangent: (i) => handler().tangent(i),
       customReverseTangent: (i, g, gt) => handler().reverseTangent(i, g, gt),
-    });
+    };
+    this.core = instantiateCore(module, this.imports);
     this.refreshViews();
+  }
+
+  /** A trap (WebAssembly.RuntimeError) leaves the instance in an unknown state: replace it with
+   *  a fresh instance of the cached module and report the trap, with the original as cause. Any
+   *  other error (e.g. thrown by a custom rule) passes through: the instance is intact. */
+  private recover(error: unknown): unknown {
+    if (!(error instanceof WebAssembly.RuntimeError)) return error;
+    this.core = instantiateCore(this.module, this.imports);
+    this.guardsAt = -1;
+    this.memoryF64 = new Float64Array(0);
+    this.refreshViews();
+    this.traps++;
+    this.onTrap?.();
+    return new TapegradError('CORE_TRAP', `the wasm core trapped (${error.message}); it was replaced by a fresh instance and the tape was reset`, { cause: error });
   }
 
   private refreshViews(): void {
@@ -110,7 +131,11 @@ export class WasmBackend implements Backend {
     const at = this.scratchFor(nInputs * 8);
     const f64 = this.memoryF64;
     for (let k = 0, p = at >>> 3; k < nInputs; k++) f64[p + k] = x[k]!;
-    return this.core.replayForward(at, nInputs, count, this.guardsAt, this.guardNodes.length);
+    try {
+      return this.core.replayForward(at, nInputs, count, this.guardsAt, this.guardNodes.length);
+    } catch (error) {
+      throw this.recover(error);
+    }
   }
 
   gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array): number {
@@ -125,9 +150,14 @@ export class WasmBackend implements Backend {
       const xAt = at >>> 3, gAt = xAt + span, first = row * nInputs;
       if (span <= 64) for (let k = 0; k < span; k++) f64[xAt + k] = X[first + k]!;
       else f64.set(X.subarray(first, first + span), xAt);
-      const done = simd
-        ? this.core.gradientBatchSimd!(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, (gAt + span) * 8)
-        : this.core.gradientBatch(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length);
+      let done: number;
+      try {
+        done = simd
+          ? this.core.gradientBatchSimd!(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, (gAt + span) * 8)
+          : this.core.gradientBatch(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length);
+      } catch (error) {
+        throw this.recover(error);
+      }
       const doneSpan = done * nInputs;
       if (doneSpan <= 64) for (let k = 0; k < doneSpan; k++) G[first + k] = f64[gAt + k]!;
       else G.set(f64.subarray(gAt, gAt + doneSpan), first);
@@ -138,30 +168,62 @@ export class WasmBackend implements Backend {
   }
 
   forward(from: number, to: number): void {
-    this.core.forward(from, to);
+    try {
+      this.core.forward(from, to);
+    } catch (error) {
+      throw this.recover(error);
+    }
   }
 
   reverse(out: number, seed: number, count: number): void {
-    this.core.reverse(out, seed, count);
+    try {
+      this.core.reverse(out, seed, count);
+    } catch (error) {
+      throw this.recover(error);
+    }
   }
 
   tangent(from: number, to: number): void {
-    this.core.tangent(from, to);
+    try {
+      this.core.tangent(from, to);
+    } catch (error) {
+      throw this.recover(error);
+    }
   }
 
   reverseTangent(out: number, seed: number, count: number): void {
-    this.core.reverseTangent(out, seed, count);
+    try {
+      this.core.reverseTangent(out, seed, count);
+    } catch (error) {
+      throw this.recover(error);
+    }
   }
 
   clearAdjoints(count: number, withTangents: boolean): void {
-    this.core.clearAdjoints(count, withTangents ? 1 : 0);
+    try {
+      this.core.clearAdjoints(count, withTangents ? 1 : 0);
+    } catch (error) {
+      throw this.recover(error);
+    }
   }
 
   sweepReverse(top: number): void {
-    this.core.sweepReverse(top);
+    try {
+      this.core.sweepReverse(top);
+    } catch (error) {
+      throw this.recover(error);
+    }
   }
 
   sweepReverseTangent(top: number): void {
-    this.core.sweepReverseTangent(top);
+    try {
+      this.core.sweepReverseTangent(top);
+    } catch (error) {
+      throw this.recover(error);
+    }
+  }
+
+  firstNonFinite(from: number, to: number, values: boolean): number {
+    return this.core.firstNonFinite(from, to, values ? 1 : 0);
   }
 }

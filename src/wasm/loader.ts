@@ -19,6 +19,7 @@ export interface CoreExports {
   sweepReverse(top: number): void;
   sweepReverseTangent(top: number): void;
   scratch(bytes: number): number;
+  firstNonFinite(from: number, to: number, values: number): number;
   replayForward(x: number, nInputs: number, count: number, guards: number, nGuards: number): number;
   gradientBatch(x: number, rows: number, nInputs: number, count: number, out: number, g: number, guards: number, nGuards: number): number;
   gradientBatchSimd?(x: number, rows: number, nInputs: number, count: number, out: number, g: number, guards: number, nGuards: number, lanes: number): number;
@@ -104,7 +105,8 @@ function noCustom(): never {
 
 /** A fresh instance of the core, with its own memory. */
 export function instantiateCore(module: WebAssembly.Module, imports: CoreImports = NO_CUSTOM_OPS): CoreExports {
-  return new WebAssembly.Instance(module, { env: { ...imports } }).exports as unknown as CoreExports;
+  const env = { ...imports, hostSin: Math.sin, hostCos: Math.cos };
+  return new WebAssembly.Instance(module, { env }).exports as unknown as CoreExports;
 }
 
 /** Reads an AssemblyScript string (UTF-16, byte length stored just before it). */
