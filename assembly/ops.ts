@@ -333,3 +333,14 @@ export let partialZTangent: f64 = 0;
   }
   return 0;
 }
+
+// Out-of-line copies of the rules for the colder sweeps (tangent, second order, the per-lane path
+// of the SIMD kernel). The hot forward and reverse sweeps inline the switches; inlining them
+// everywhere made the module twice the size for no measurable gain.
+export function forwardRuleCall(op: i32, x: f64, z: f64): f64 {
+  return forwardRule(op, x, z, 0);
+}
+
+export function partialsCall(op: i32, x: f64, z: f64, y: f64): f64 {
+  return partials(op, x, z, y);
+}

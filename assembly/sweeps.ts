@@ -1,4 +1,4 @@
-import { Op, forwardRule, partials, partialZ, partialsTangent, partialZTangent } from './ops';
+import { Op, forwardRule, partials, partialsCall, partialZ, partialsTangent, partialZTangent } from './ops';
 import {
   val, setVal, adj, addAdj, argA, argB, opAt, tan, setTan, tanAdj, addTanAdj, adjBase, tanAdjBase, valBase,
 } from './layout';
@@ -79,7 +79,7 @@ export function tangent(from: i32, to: i32): void {
     const ta = tan(ia);
     const tb = tan(ib);
     if (ta == 0 && tb == 0) { setTan(i, 0); continue; }
-    const pa = partials(op, val(ia), val(ib), val(i));
+    const pa = partialsCall(op, val(ia), val(ib), val(i));
     const pb = partialZ;
     setTan(i, (ta != 0 ? ta * pa : 0) + (tb != 0 ? tb * pb : 0));
   }
@@ -112,7 +112,7 @@ export function sweepReverseTangent(top: i32): void {
     const ia = argA(i);
     const ib = argB(i);
     const x = val(ia), z = val(ib), y = val(i);
-    const pa = partials(op, x, z, y);
+    const pa = partialsCall(op, x, z, y);
     const pb = partialZ;
     if (g != 0 && pa != 0) addAdj(ia, g * pa);
     if (g != 0 && pb != 0) addAdj(ib, g * pb);

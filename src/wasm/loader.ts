@@ -1,8 +1,8 @@
 // Compiles the embedded core once per process (or page) and hands out instances. No top-level
 // await and no `node:` imports: the same module runs in Node, browsers and bundlers. There are
 // two builds of the core: with SIMD (batched replay two rows at a time) and without, for
-// runtimes that lack wasm SIMD. Each is its own module, imported on demand, so a bundle only
-// downloads the one it runs.
+// runtimes that lack wasm SIMD (or DecompressionStream: the SIMD build is embedded gzipped).
+// Each is its own module, imported on demand, so a bundle only downloads the one it runs.
 
 export type CoreVariant = 'simd' | 'scalar';
 
@@ -62,18 +62,26 @@ export function wasmAvailable(): boolean {
   return typeof WebAssembly === 'object' && typeof WebAssembly.instantiate === 'function';
 }
 
-async function importBase64(variant: CoreVariant): Promise<string> {
-  return variant === 'simd' ? (await import('./core-simd.generated.ts')).WASM_BASE64 : (await import('./core.generated.ts')).WASM_BASE64;
+async function coreBytes(variant: CoreVariant): Promise<Uint8Array<ArrayBuffer>> {
+  const embedded = variant === 'simd' ? await import('./core-simd.generated.ts') : await import('./core.generated.ts');
+  const bytes = decodeBase64(embedded.WASM_BASE64);
+  if (!embedded.WASM_GZIPPED) return bytes;
+  const inflated = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+  return new Uint8Array(await new Response(inflated).arrayBuffer());
+}
+
+function canInflate(): boolean {
+  return typeof DecompressionStream === 'function' && typeof Blob === 'function' && typeof Response === 'function';
 }
 
 /** Compiles a build of the core (once; later calls return the same module): by default the SIMD
  *  build where the runtime supports it, else the scalar one. */
-export function loadCoreModule(variant: CoreVariant = simdAvailable() ? 'simd' : 'scalar'): Promise<WebAssembly.Module> {
+export function loadCoreModule(variant: CoreVariant = simdAvailable() && canInflate() ? 'simd' : 'scalar'): Promise<WebAssembly.Module> {
   defaultVariant ??= variant;
   const done = compiled[variant];
   if (done) return Promise.resolve(done);
-  return (compiling[variant] ??= importBase64(variant)
-    .then((text) => WebAssembly.compile(decodeBase64(text)))
+  return (compiling[variant] ??= coreBytes(variant)
+    .then((bytes) => WebAssembly.compile(bytes))
     .then((module) => (compiled[variant] = module)));
 }
 
