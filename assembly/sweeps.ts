@@ -126,12 +126,12 @@ export function sweepReverseTangent(top: i32): void {
 }
 
 /** The first node in [from, to) whose value (values != 0) or adjoint (values == 0) is NaN or
- *  ±Infinity, skipping inputs and constants (given, not produced); -1 if none. */
+ *  ±Infinity; values of inputs and constants are given, not produced, and are skipped. */
 export function firstNonFinite(from: i32, to: i32, values: i32): i32 {
   const base = values ? valBase : adjBase;
   for (let i = from; i < to; i++) {
     const v = load<f64>(base + (<usize>i << 3));
-    if (v - v != 0 && opAt(i) > Op.Input) return i;
+    if (v - v != 0 && (values == 0 || opAt(i) > Op.Input)) return i;
   }
   return -1;
 }

@@ -55,8 +55,8 @@ export interface Backend {
   /** Gradients of `out` for input rows [fromRow, toRow) of X (row-major), into the same rows
    *  of G. Returns toRow, or the first row whose guards failed (rows before it are done). */
   gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array): number;
-  /** The first node in [from, to), not an input or constant, whose value (or adjoint, when
-   *  `values` is false) is NaN or ±Infinity; -1 if none. */
+  /** The first node in [from, to) whose value (not counting inputs and constants) or, when
+   *  `values` is false, adjoint is NaN or ±Infinity; -1 if none. */
   firstNonFinite(from: number, to: number, values: boolean): number;
   /** Called when the engine lost the tape to a fault and started afresh (wasm traps). */
   onTrap: (() => void) | null;

@@ -53,6 +53,8 @@ export class CompiledFunction {
     readonly strict: boolean,
     recording: Recording | null = null,
     private readonly simd = true,
+    /** For functions loaded from bytes: builds the recording again after a core trap. */
+    private readonly reload: (() => Recording) | null = null,
   ) {
     this.row = new Float64Array(inputs);
     this.recording = recording;
@@ -164,9 +166,17 @@ export class CompiledFunction {
     return this.row;
   }
 
+  /** The recording, or a new one at x if there is none or a trap in the core took it. */
+  private live(x: Float64Array): Recording {
+    const rec = this.recording;
+    if (rec && rec.tape.size > 0) return rec;
+    if (rec && this.reload) return (this.recording = this.reload());
+    return this.record(x);
+  }
+
   private gradientRows(X: Float64Array, rows: number, out: Float64Array): void {
     const n = this.inputs;
-    let rec = this.recording ?? this.record(X.subarray(0, n));
+    let rec = this.live(X.subarray(0, n));
     let row = 0;
     while (row < rows) {
       row = rec.tape.engine.gradientBatch(X, row, rows, n, rec.tape.size, rec.outputs[0]!, out);
@@ -182,8 +192,10 @@ export class CompiledFunction {
   private replay(x: ArrayLike<number>): Recording {
     const row = this.toRow(x);
     const rec = this.recording;
-    if (!rec) return this.record(row);
-    if (rec.tape.engine.replayForward(row, this.inputs, rec.tape.size) < 0) return rec;
+    // Recording at x computes its values at x: nothing to replay.
+    if (!rec || (rec.tape.size === 0 && !this.reload)) return this.record(row);
+    const live = this.live(row);
+    if (live.tape.engine.replayForward(row, this.inputs, live.tape.size) < 0) return live;
     return this.onBranchChange(row);
   }
 

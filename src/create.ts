@@ -3,7 +3,7 @@ import { TapegradError } from './errors.ts';
 import { JsBackend } from './js/backend.ts';
 import { Tape, type TapeLimits } from './tape.ts';
 import { WasmBackend } from './wasm/backend.ts';
-import { coreModuleIfLoaded, loadCoreModule, wasmAvailable } from './wasm/loader.ts';
+import { adoptCoreModule, coreModuleIfLoaded, loadCoreModule, wasmAvailable } from './wasm/loader.ts';
 
 export interface TapeOptions extends TapeLimits {
   /** 'wasm' (default), 'js' (the pure-JS mode), or 'auto': wasm where the runtime has
@@ -20,9 +20,27 @@ function resolveKind(options: TapeOptions): BackendKind {
   return requested;
 }
 
+export interface InitOptions {
+  /** A core compiled elsewhere, e.g. `await coreModule()` posted to a worker: the worker then
+   *  instantiates it without compiling again. */
+  module?: WebAssembly.Module;
+}
+
 /** Compiles the wasm core once (later calls are free). `createTapeSync` needs it first. */
-export async function init(): Promise<void> {
+export async function init(options: InitOptions = {}): Promise<void> {
+  if (options.module) {
+    if (!(options.module instanceof WebAssembly.Module)) throw new TapegradError('INVALID_ARGUMENT', 'init({ module }) needs a WebAssembly.Module');
+    const simd = WebAssembly.Module.exports(options.module).some((e) => e.name === 'gradientBatchSimd');
+    adoptCoreModule(options.module, simd ? 'simd' : 'scalar');
+    return;
+  }
   if (wasmAvailable()) await loadCoreModule();
+}
+
+/** The compiled core (loading it if needed), to post to workers: `init({ module })` there. */
+export async function coreModule(): Promise<WebAssembly.Module> {
+  if (!wasmAvailable()) throw noWasm();
+  return coreModuleIfLoaded() ?? loadCoreModule();
 }
 
 /** Creates a tape on the wasm core (default) or the pure-JS mode: `createTape({ backend: 'js' })`. */

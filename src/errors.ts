@@ -1,7 +1,7 @@
 /** Every error tapegrad throws on purpose. `code` tells the kind; the tape stays usable. */
 export class TapegradError extends Error {
   constructor(
-    readonly code: 'STALE_HANDLE' | 'FOREIGN_HANDLE' | 'INVALID_HANDLE' | 'NOT_A_NUMBER' | 'CAPACITY' | 'NO_GRADIENT' | 'CORE_TRAP' | 'INVALID_ARGUMENT' | 'BRANCH_CHANGED' | 'INVALID_FORMAT',
+    readonly code: 'STALE_HANDLE' | 'FOREIGN_HANDLE' | 'INVALID_HANDLE' | 'NOT_A_NUMBER' | 'CAPACITY' | 'NO_GRADIENT' | 'CORE_TRAP' | 'INVALID_ARGUMENT' | 'BRANCH_CHANGED' | 'INVALID_FORMAT' | 'NON_FINITE',
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -54,4 +54,9 @@ export class BranchChangedError extends TapegradError {
  *  version, or structurally invalid). */
 export class FormatError extends TapegradError {
   constructor(message: string) { super('INVALID_FORMAT', message); }
+}
+
+/** checkNaN mode: an op produced NaN or ±Infinity (or an adjoint became one). */
+export class NonFiniteError extends TapegradError {
+  constructor(message: string, readonly node: number, readonly op: string) { super('NON_FINITE', message); }
 }

@@ -1,10 +1,10 @@
 // The public surface of tapegrad. Everything users may import is listed here, nothing else.
-export { createTape, createTapeSync, init, type TapeOptions } from './create.ts';
+export { createTape, createTapeSync, init, coreModule, type TapeOptions, type InitOptions } from './create.ts';
 export { Tape, Var, HandleApi, type Operand, type TapeLimits } from './tape.ts';
 export type { BackendKind } from './backend.ts';
 export {
   TapegradError, StaleHandleError, ForeignHandleError, InvalidHandleError, NotANumberError,
-  CapacityError, BranchChangedError, FormatError,
+  CapacityError, BranchChangedError, FormatError, NonFiniteError,
 } from './errors.ts';
 export { Op, OP_NAMES, OP_TABLE, opArity, type OpName, type UnaryOpName, type BinaryOpName } from './ops.ts';
 export {

@@ -135,11 +135,13 @@ export function fromBytes(bytes: Uint8Array, options: FromBytesOptions = {}): Co
 
   const tape = createTapeSync({ backend: options.backend ?? 'wasm' });
   const leafValues = Float64Array.from({ length: l }, (_, k) => view.getFloat64(at.leaves + 8 * k, true));
-  tape.load(op, a, b, leafValues);
-  const val = tape.engine.views.val;
-  guards.forEach((node, k) => {
-    if (val[node] !== expected[k]) throw new FormatError(`malformed: guard at node ${node} does not hold at the recorded inputs`);
-  });
-  const recording: Recording = { tape, inputs, outputs, guards, expected };
-  return new CompiledFunction(null, inputs, tape.backend, true, recording);
+  const build = (): Recording => {
+    tape.load(op, a, b, leafValues);
+    const val = tape.engine.views.val;
+    guards.forEach((node, k) => {
+      if (val[node] !== expected[k]) throw new FormatError(`malformed: guard at node ${node} does not hold at the recorded inputs`);
+    });
+    return { tape, inputs, outputs, guards, expected };
+  };
+  return new CompiledFunction(null, inputs, tape.backend, true, build(), true, build);
 }

@@ -1,9 +1,9 @@
 import type { Backend, BackendKind, CustomHandler } from './backend.ts';
 import {
-  CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError,
+  CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, StaleHandleError,
   TapegradError, describe,
 } from './errors.ts';
-import { BINARY_OPS, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
+import { BINARY_OPS, OP_NAMES, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
 
 const { const: CONST, input: INPUT, arg: ARG, select: SELECT, pow: POW, powConst: POW_CONST, custom: CUSTOM } = Op;
 
@@ -26,6 +26,9 @@ export interface TapeLimits {
   maxNodes?: number;
   /** Most bytes of tape storage (all per-node regions together). */
   maxMemoryBytes?: number;
+  /** Throw NonFiniteError at the first NaN or ±Infinity an op produces (value or adjoint),
+   *  naming the op and the node. Off by default: IEEE semantics, NaN propagates. */
+  checkNaN?: boolean;
 }
 
 /**
@@ -38,6 +41,8 @@ export class Tape {
   readonly handles: HandleApi;
   readonly maxNodes: number;
   readonly maxMemoryBytes: number;
+  /** Whether NaN/Infinity checks are on (`createTape({ checkNaN: true })`). */
+  readonly checkNaN: boolean;
   /** @internal While compiling: the nodes whose values user code read (branch guards). */
   observed: Set<number> | null = null;
 
@@ -55,6 +60,9 @@ export class Tape {
   constructor(readonly engine: Backend, limits: TapeLimits = {}) {
     this.maxNodes = checkLimit(limits.maxNodes, 'maxNodes') ?? DEFAULT_MAX_NODES;
     this.maxMemoryBytes = checkLimit(limits.maxMemoryBytes, 'maxMemoryBytes') ?? Infinity;
+    this.checkNaN = limits.checkNaN === true;
+    // A trap replaced the engine's memory: what was recorded is gone, as after a reset.
+    engine.onTrap = () => this.reset();
     this.base = Math.floor(((tapeSerial++ * 0.6180339887498949) % 1) * HANDLE_WRAP_AT);
     this.handles = new HandleApi(this);
     this.cacheViews();
@@ -329,14 +337,32 @@ export class Tape {
     this.swept = -1;
     this.engine.reverse(out, seed, this.count);
     this.swept = this.count;
+    if (this.checkNaN) this.assertFinite(0, out + 1, false);
   }
 
   /** @internal Computes every value recorded since the last evaluation. */
   evaluate(): void {
     if (this.evaluated < this.count) {
-      this.engine.forward(this.evaluated, this.count);
+      const from = this.evaluated;
+      this.engine.forward(from, this.count);
       this.evaluated = this.count;
+      if (this.checkNaN) this.assertFinite(from, this.count, true);
     }
+  }
+
+  private assertFinite(from: number, to: number, values: boolean): void {
+    const i = this.engine.firstNonFinite(from, to, values);
+    if (i < 0) return;
+    const { op, a, b, val, adj } = this.engine.views;
+    const name = OP_NAMES[op[i]!] ?? `op ${op[i]}`;
+    const operands = op[i] === CUSTOM ? '' : ` of operands ${val[a[i]!]}, ${val[b[i]!]}`;
+    throw new NonFiniteError(
+      values
+        ? `checkNaN: ${name} at node #${i + this.base} produced ${val[i]}${operands}`
+        : `checkNaN: the adjoint of node #${i + this.base} (${name}) is ${adj[i]}`,
+      i + this.base,
+      name,
+    );
   }
 
   private grow(extra = 1): void {

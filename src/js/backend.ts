@@ -220,7 +220,7 @@ export class JsBackend implements Backend {
     const op = this.views.op;
     for (let i = from; i < to; i++) {
       const v = data[i]!;
-      if (v - v !== 0 && op[i]! > INPUT) return i;
+      if (v - v !== 0 && (!values || op[i]! > INPUT)) return i;
     }
     return -1;
   }

@@ -93,7 +93,7 @@ export function coreModuleIfLoaded(variant: CoreVariant | null = defaultVariant)
 /** Uses a module compiled elsewhere (e.g. sent to a worker) instead of compiling again. */
 export function adoptCoreModule(module: WebAssembly.Module, variant: CoreVariant): void {
   compiled[variant] = module;
-  defaultVariant ??= variant;
+  defaultVariant = variant;
 }
 
 export interface CoreImports {
