@@ -201,10 +201,12 @@ export class Tape {
 
   /** @internal */
   index(v: Var): number {
-    if (v instanceof Var && v.tape === this) {
+    // Only a Var can hold this tape in `.tape` (the field is set by this module alone), so the
+    // tape comparison doubles as the type check and instanceof stays on the error path.
+    if (v != null && v.tape === this) {
       const i = v.id - this.base;
       if (i >= 0 && i < this.count) return i;
-      throw new StaleHandleError(`Var #${v.id} was recorded before tape.reset(); record it again on the current tape`);
+      if (v instanceof Var) throw new StaleHandleError(`Var #${v.id} was recorded before tape.reset(); record it again on the current tape`);
     }
     throw this.notAVar(v);
   }
