@@ -1,0 +1,430 @@
+// toBytes/fromBytes: a compiled tape crosses processes and backends unchanged, a loaded function
+// cannot re-record (no JS source) so a failed guard throws, and anything that is not a tape this
+// build wrote is refused with FormatError before the core sees it. Structural checks sit behind
+// the checksum, so those tests re-forge it with FNV-1a 32 (the checksum the format documents).
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  BranchChangedError, FORMAT_VERSION, FormatError, TapegradError, compile, defineFunction, fromBytes, init, normwiseError,
+  type BackendKind, type CompilableFunction, type CompiledFunction, type Var,
+} from '../src/index.ts';
+import { Op } from '../src/ops.ts';
+import { BACKENDS } from './support.ts';
+
+beforeAll(async () => {
+  await init();
+});
+
+// ---- the documented format, read independently of src/serialize.ts ----
+
+/** FNV-1a, 32 bits: offset basis 2166136261, prime 16777619, over bytes[from..]. */
+function fnv1a(bytes: Uint8Array, from: number): number {
+  let h = 2166136261;
+  for (let i = from; i < bytes.length; i++) h = Math.imul(h ^ bytes[i]!, 16777619) >>> 0;
+  return h;
+}
+
+function forgeChecksum(bytes: Uint8Array): Uint8Array {
+  new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).setUint32(28, fnv1a(bytes, 32), true);
+  return bytes;
+}
+
+/** Header fields and section offsets of a v1 tape (see the table at the top of serialize.ts). */
+function sections(bytes: Uint8Array) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const [n, inputs, m, g, l] = [8, 12, 16, 20, 24].map((o) => view.getUint32(o, true)) as [number, number, number, number, number];
+  const ops = 32;
+  const a = ops + Math.ceil(n / 4) * 4;
+  const b = a + 4 * n;
+  const outputs = b + 4 * n;
+  const guards = outputs + 4 * m;
+  const leaves = Math.ceil((guards + 4 * g) / 8) * 8;
+  const expected = leaves + 8 * l;
+  return { view, n, inputs, m, g, l, ops, a, b, outputs, guards, leaves, expected, end: expected + 8 * g };
+}
+
+function expectSameBits(actual: ArrayLike<number>, expected: ArrayLike<number>, what: string): void {
+  expect(actual.length, what).toBe(expected.length);
+  for (let k = 0; k < expected.length; k++) {
+    if (!Object.is(actual[k], expected[k])) throw new Error(`${what}[${k}]: got ${actual[k]}, expected ${expected[k]}`);
+  }
+}
+
+function expectClose(actual: ArrayLike<number>, expected: ArrayLike<number>, tolerance: number, what: string): void {
+  expect(normwiseError(Float64Array.from(actual), Float64Array.from(expected)).error, what).toBeLessThanOrEqual(tolerance);
+}
+
+// ---- functions to store ----
+
+function rosenbrock(x: Var[]): Var {
+  let sum = x[1]!.sub(x[0]!.square()).square().mul(100).add(x[0]!.neg().add(1).square());
+  for (let i = 1; i + 1 < x.length; i++) sum = sum.add(x[i + 1]!.sub(x[i]!.square()).square().mul(100).add(x[i]!.neg().add(1).square()));
+  return sum;
+}
+
+function transcendental(x: Var[]): Var {
+  const [a, b, c] = x as [Var, Var, Var];
+  return a.sin().mul(b.exp()).add(c.square().log1p()).add(a.atan2(b.add(3))).add(c.tanh().mul(a.sigmoid())).add(b.pow(3)).add(a.add(2).pow(b.mul(0.5)));
+}
+
+/** Select (an arg node + a select node in the tape) and min/max/abs: no guard. */
+function piecewise(x: Var[]): Var {
+  const [a, b, c] = x as [Var, Var, Var];
+  return a.tape.select(a.gt(b), a.mul(c), b.sub(c).abs()).add(a.min(c)).add(b.max(c).relu());
+}
+
+/** A vector function with a constant output. */
+function vector(x: Var[]): (Var | number)[] {
+  const [a, b, c] = x as [Var, Var, Var];
+  return [a.mul(b), b.sin().add(c), c.div(a.add(5)), 4];
+}
+
+/** A guard: a.value > 0 was read while recording. */
+function guarded(x: Var[]): Var {
+  const [a, b] = x as [Var, Var];
+  return a.gt(0).value ? a.square().mul(b) : a.mul(b).mul(-3);
+}
+
+interface Sample {
+  name: string;
+  f: CompilableFunction;
+  n: number;
+  at: number[];
+  arithmetic: boolean;
+}
+
+const SAMPLES: Sample[] = [
+  { name: 'rosenbrock', f: rosenbrock, n: 10, at: Array.from({ length: 10 }, (_, i) => 0.1 * i - 0.4), arithmetic: true },
+  { name: 'transcendental', f: transcendental, n: 3, at: [0.5, 0.25, -0.75], arithmetic: false },
+  { name: 'piecewise', f: piecewise, n: 3, at: [0.5, -0.25, 0.75], arithmetic: true },
+  { name: 'guarded', f: guarded, n: 2, at: [1.5, 2], arithmetic: true },
+];
+
+const other = (backend: BackendKind): BackendKind => (backend === 'wasm' ? 'js' : 'wasm');
+
+describe('round trips across backends', () => {
+  it.each(SAMPLES)('$name: the bytes do not depend on the recording backend, and reload to the same bytes', ({ f, n, at }) => {
+    const onWasm = compile(f, { inputs: n, backend: 'wasm', at }).toBytes();
+    const onJs = compile(f, { inputs: n, backend: 'js', at }).toBytes();
+    expect(onJs).toEqual(onWasm);
+    expect(String.fromCharCode(...onWasm.subarray(0, 4))).toBe('TGRD');
+    expect(new DataView(onWasm.buffer).getUint16(4, true)).toBe(FORMAT_VERSION);
+    expect(new DataView(onWasm.buffer).getUint32(28, true)).toBe(fnv1a(onWasm, 32));
+    for (const backend of BACKENDS) expect(fromBytes(onWasm, { backend }).toBytes()).toEqual(onWasm);
+  });
+
+  describe.each(BACKENDS)('recorded on %s', (source) => {
+    const target = other(source);
+
+    it.each(SAMPLES)(`$name: loaded on the other backend, gradients equal a function compiled there, bit for bit`, ({ f, n, at, arithmetic }) => {
+      const original = compile(f, { inputs: n, backend: source, at });
+      const loaded = fromBytes(original.toBytes(), { backend: target });
+      const native = compile(f, { inputs: n, backend: target, at });
+      expect(loaded.recorded!.tape.backend).toBe(target);
+      expect([loaded.inputs, loaded.outputs, loaded.size]).toEqual([native.inputs, native.outputs, native.size]);
+      expect(loaded.strict).toBe(true);
+      const side = at[0]! > 0;
+      fc.assert(
+        fc.property(fc.array(fc.double({ min: -2, max: 2, noNaN: true }), { minLength: n, maxLength: n }), (x) => {
+          // The guarded sample keeps to its recorded side here (crossing is tested below).
+          if (f === guarded && x[0]! > 0 !== side) x[0] = -x[0]! || 1;
+          const [v, g] = loaded.valueAndGradient(x);
+          const [vn, gn] = native.valueAndGradient(x);
+          expect(Object.is(v, vn)).toBe(true);
+          expectSameBits(g, gn, 'loaded vs native');
+          expectSameBits(loaded.hvp(x, x), native.hvp(x, x), 'hvp');
+          expectSameBits(loaded.jvp(x, x), native.jvp(x, x), 'jvp');
+          expectSameBits(loaded.vjp(x, [2]), native.vjp(x, [2]), 'vjp');
+          // Against the backend it was recorded on: the numerics policy.
+          const go = original.gradient(x);
+          if (arithmetic) expectSameBits(g, go, 'loaded vs original');
+          else expectClose(g, go, 1e-12, 'loaded vs original');
+        }),
+        { numRuns: 50 },
+      );
+      const X = Float64Array.from({ length: 7 * n }, (_, k) => (side ? 1 : -1) * (0.5 + ((k * 0.37) % 1)));
+      expectSameBits(loaded.gradientBatch(X, 7), native.gradientBatch(X, 7), 'gradientBatch');
+      expect(loaded.rerecords).toBe(0);
+    });
+
+    it('a vector function keeps its outputs, constant included', () => {
+      const original = compile(vector, { inputs: 3, backend: source, at: [1, 2, 3] });
+      const loaded = fromBytes(original.toBytes(), { backend: target });
+      const native = compile(vector, { inputs: 3, backend: target, at: [1, 2, 3] });
+      expect(loaded.outputs).toBe(4);
+      for (const x of [[0.5, -1, 2], [3, 0, -0], [-2, 1e-3, 7]]) {
+        const values = loaded.value(x) as Float64Array;
+        expectSameBits(values, native.value(x) as Float64Array, 'values');
+        expect(values[3]).toBe(4);
+        expectSameBits(loaded.vjp(x, [1, 2, 3, 4]), native.vjp(x, [1, 2, 3, 4]), 'vjp');
+        expectSameBits(loaded.jvp(x, [1, -1, 0.5]), native.jvp(x, [1, -1, 0.5]), 'jvp');
+      }
+    });
+  });
+
+  it('loads from a view at an offset inside a larger buffer, and defaults to wasm', () => {
+    const bytes = compile(transcendental, { inputs: 3, backend: 'js', at: [0.5, 0.25, -0.75] }).toBytes();
+    const big = new Uint8Array(bytes.length + 11).fill(0xab);
+    big.set(bytes, 3);
+    const loaded = fromBytes(big.subarray(3, 3 + bytes.length));
+    expect(loaded.recorded!.tape.backend).toBe('wasm');
+    const native = compile(transcendental, { inputs: 3, at: [0.5, 0.25, -0.75] });
+    expectSameBits(loaded.gradient([0.1, 0.2, 0.3]), native.gradient([0.1, 0.2, 0.3]), 'from a view');
+  });
+});
+
+describe.each(BACKENDS)('a loaded function across a guard (%s)', (backend) => {
+  it('throws BranchChangedError (it cannot re-record) and keeps working on the recorded side', () => {
+    const bytes = compile(guarded, { inputs: 2, backend: other(backend), at: [1.5, 2] }).toBytes();
+    const loaded = fromBytes(bytes, { backend });
+    for (const call of [() => loaded.gradient([-1, 2]), () => loaded.value([-1, 2]), () => loaded.gradientBatch(new Float64Array([1, 2, -1, 2]), 2)]) {
+      let thrown: unknown = null;
+      try {
+        call();
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown).toBeInstanceOf(BranchChangedError);
+      expect((thrown as BranchChangedError).code).toBe('BRANCH_CHANGED');
+      expect((thrown as Error).message).toMatch(/loaded from bytes/);
+    }
+    // x0 > 0: x0^2 x1 -> (2 x0 x1, x0^2), exact in binary for these inputs.
+    expectSameBits(loaded.gradient([3, 0.5]), [3, 9], 'recorded side');
+    expect(loaded.value([0.5, 4])).toBe(1);
+    expect(loaded.rerecords).toBe(0);
+  });
+});
+
+// ---- malformed input ----
+
+function validTape(): Uint8Array {
+  // Inputs, consts, an arg + select pair, a guard, two outputs: every section is non-empty.
+  const f = (x: Var[]): Var[] => {
+    const [a, b] = x as [Var, Var];
+    const s = a.tape.select(a.lt(b), a.mul(2), b.add(1));
+    return a.gt(0).value ? [s.mul(a), b.exp()] : [s, b];
+  };
+  return compile(f, { inputs: 2, backend: 'js', at: [0.5, 1.5] }).toBytes();
+}
+
+function expectFormatError(bytes: unknown, message: RegExp): void {
+  for (const backend of BACKENDS) {
+    let thrown: unknown = null;
+    try {
+      fromBytes(bytes as Uint8Array, { backend });
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown, `${backend}: ${message}`).toBeInstanceOf(FormatError);
+    expect(thrown).toBeInstanceOf(TapegradError);
+    expect((thrown as FormatError).code).toBe('INVALID_FORMAT');
+    expect((thrown as Error).message).toMatch(message);
+  }
+}
+
+/** A copy of `source`, changed by `edit`, with the checksum forged again. */
+function forgedFrom(source: Uint8Array, edit: (s: ReturnType<typeof sections>, bytes: Uint8Array) => void): Uint8Array {
+  const bytes = source.slice();
+  edit(sections(bytes), bytes);
+  return forgeChecksum(bytes);
+}
+
+/** The valid test tape, changed by `edit`, with the checksum forged again. */
+function forged(edit: (s: ReturnType<typeof sections>, bytes: Uint8Array) => void): Uint8Array {
+  return forgedFrom(validTape(), edit);
+}
+
+/** The first node with this op code. */
+function nodeOf(s: ReturnType<typeof sections>, bytes: Uint8Array, op: number): number {
+  for (let i = 0; i < s.n; i++) if (bytes[s.ops + i] === op) return i;
+  throw new Error(`no ${op} node in the test tape`);
+}
+
+/** The last node with this op code. */
+function lastNodeOf(s: ReturnType<typeof sections>, bytes: Uint8Array, op: number): number {
+  for (let i = s.n - 1; i >= 0; i--) if (bytes[s.ops + i] === op) return i;
+  throw new Error(`no ${op} node in the test tape`);
+}
+
+describe('fromBytes refuses what is not a valid tape with FormatError', () => {
+  it('the test tape is valid, and the forged checksum of an unchanged tape is its own', () => {
+    const bytes = validTape();
+    const s = sections(bytes);
+    expect(s.end).toBe(bytes.length);
+    expect(s.g).toBe(1);
+    expect(forgeChecksum(bytes.slice())).toEqual(bytes);
+    for (const backend of BACKENDS) expect(fromBytes(bytes, { backend }).value([0.5, 1.5])).toBeInstanceOf(Float64Array);
+  });
+
+  it('not a Uint8Array', () => {
+    const bytes = validTape();
+    expectFormatError(bytes.buffer, /needs a Uint8Array.*ArrayBuffer/);
+    expectFormatError(Array.from(bytes), /needs a Uint8Array.*array/);
+    expectFormatError(null, /needs a Uint8Array/);
+  });
+
+  it('truncated: shorter than a header, or than the header says', () => {
+    const bytes = validTape();
+    expectFormatError(new Uint8Array(0), /truncated: 0 bytes/);
+    expectFormatError(bytes.slice(0, 31), /truncated: 31 bytes/);
+    expectFormatError(bytes.slice(0, 32), /truncated: expected \d+ bytes/);
+    expectFormatError(bytes.slice(0, bytes.length - 1), /truncated: expected \d+ bytes/);
+    expectFormatError(bytes.slice(0, bytes.length - 8), /truncated/);
+  });
+
+  it('trailing bytes', () => {
+    const bytes = validTape();
+    const longer = new Uint8Array(bytes.length + 8);
+    longer.set(bytes);
+    expectFormatError(longer, /trailing bytes/);
+  });
+
+  it('corrupted: any changed byte after the header fails the checksum', () => {
+    const bytes = validTape();
+    for (let at = 32; at < bytes.length; at += 7) {
+      const corrupted = bytes.slice();
+      corrupted[at] ^= 0x10;
+      expectFormatError(corrupted, /corrupted: checksum mismatch/);
+    }
+    const badSum = bytes.slice();
+    badSum[29] ^= 1;
+    expectFormatError(badSum, /checksum/);
+  });
+
+  it('wrong version', () => {
+    for (const version of [0, 2, 0xffff]) {
+      const bytes = validTape().slice();
+      new DataView(bytes.buffer).setUint16(4, version, true);
+      expectFormatError(bytes, new RegExp(`unsupported format version ${version}; this build reads version 1`));
+    }
+  });
+
+  it('wrong magic', () => {
+    const bytes = validTape().slice();
+    bytes[0] = 'X'.charCodeAt(0);
+    expectFormatError(bytes, /not a tapegrad tape \(bad magic number\)/);
+    expectFormatError(new TextEncoder().encode('{"this is": "json, not a tape at all"}'), /bad magic/);
+  });
+
+  it('a header that cannot describe a tape', () => {
+    const cases: [number, number][] = [[12, 0], [16, 0], [12, 1000], [16, 1000], [20, 1000], [24, 1000], [8, 2 ** 30]];
+    for (const [offset, value] of cases) {
+      const bytes = validTape().slice();
+      new DataView(bytes.buffer).setUint32(offset, value, true);
+      expectFormatError(bytes, /malformed header|truncated/);
+    }
+  });
+
+  it('an operand that is not an earlier node (forward, self, negative)', () => {
+    for (const pick of [(i: number) => i, (i: number) => i + 1, () => -1, () => 2 ** 31 - 1]) {
+      expectFormatError(
+        forged((s, bytes) => s.view.setInt32(s.a + 4 * nodeOf(s, bytes, Op.mul), pick(nodeOf(s, bytes, Op.mul)), true)),
+        /malformed: node \d+ \(mul\) uses an operand that is not an earlier node/,
+      );
+      expectFormatError(
+        forged((s, bytes) => s.view.setInt32(s.b + 4 * nodeOf(s, bytes, Op.exp) - 0, pick(nodeOf(s, bytes, Op.exp)), true)),
+        /malformed: node \d+ \(exp\) uses an operand that is not an earlier node/,
+      );
+    }
+  });
+
+  it('an unknown op code, or a custom one (its rule is JS code that was not stored)', () => {
+    for (const code of [Op.custom, 52, 200, 255]) {
+      expectFormatError(forged((s, bytes) => (bytes[s.ops + nodeOf(s, bytes, Op.exp)] = code)), /malformed: node \d+ \(.*\) has an unknown op code/);
+    }
+  });
+
+  it('a select without its arg node, and an arg node without its select', () => {
+    expectFormatError(
+      forged((s, bytes) => (bytes[s.ops + nodeOf(s, bytes, Op.arg)] = Op.neg)),
+      /malformed: node \d+ \(select\) is not preceded by its arg node/,
+    );
+    expectFormatError(
+      forged((s, bytes) => (bytes[s.ops + nodeOf(s, bytes, Op.select)] = Op.add)),
+      /malformed: node \d+ \(arg\) carries an operand but is not followed by a select/,
+    );
+  });
+
+  it('an output out of range', () => {
+    for (const value of [-1, 10_000]) {
+      expectFormatError(forged((s) => s.view.setInt32(s.outputs, value, true)), /malformed: an output is not a node of the tape/);
+    }
+    expectFormatError(forged((s) => s.view.setInt32(s.outputs + 4, s.n, true)), /output is not a node/);
+  });
+
+  it('a guard that is not a comparison, or does not hold at the recorded inputs', () => {
+    expectFormatError(forged((s, bytes) => s.view.setInt32(s.guards, nodeOf(s, bytes, Op.exp), true)), /malformed: a guard is not a comparison node/);
+    expectFormatError(forged((s) => s.view.setInt32(s.guards, s.n + 5, true)), /a guard is not a comparison node/);
+    expectFormatError(forged((s) => s.view.setFloat64(s.expected, 0, true)), /malformed: guard at node \d+ does not hold at the recorded inputs/);
+  });
+
+  // Pins a gap: an arg node only carries an operand for the select after it; its own value is
+  // never computed (the sweeps skip it), so a node that reads it reads whatever the memory holds.
+  // fromBytes accepts such a tape, and then the SIMD kernel (whose lane slot for the arg node
+  // holds stale scratch: here an earlier batch's input rows) and row-by-row replay disagree.
+  // Fix: refuse operands that are arg nodes in fromBytes (or define an arg node's value as 0 in
+  // every sweep, lanes included).
+  it('a node reading an arg node as its operand is refused, or replays the same batched as row by row', () => {
+    const f = (x: Var[]): Var => {
+      const [a, b] = x as [Var, Var];
+      return a.tape.select(a.lt(b), a.mul(2), b.add(1)).add(a).mul(b);
+    };
+    const bytes = forgedFrom(compile(f, { inputs: 2, backend: 'js', at: [0.5, 1.5] }).toBytes(), (s, raw) => {
+      // add(select, x0) -> add(select, arg)
+      s.view.setInt32(s.b + 4 * lastNodeOf(s, raw, Op.add), nodeOf(s, raw, Op.arg), true);
+    });
+    let loaded: CompiledFunction;
+    try {
+      loaded = fromBytes(bytes, { backend: 'wasm' });
+    } catch (e) {
+      expect(e).toBeInstanceOf(FormatError);
+      return;
+    }
+    // An earlier, larger batch leaves its rows in the scratch area the next batch's lanes reuse.
+    loaded.gradientBatch(Float64Array.from({ length: 2000 }, (_, k) => k + 1), 1000);
+    const X = new Float64Array([0.5, 1.5, 0.7, 1.2]);
+    const batched = loaded.gradientBatch(X, 2);
+    const rows = [...fromBytes(bytes, { backend: 'wasm' }).gradient([0.5, 1.5]), ...fromBytes(bytes, { backend: 'wasm' }).gradient([0.7, 1.2])];
+    expectSameBits(batched, rows, 'batched vs row by row');
+  });
+
+  it('inputs that are not exactly the first nodes, and a leaf count that does not match', () => {
+    expectFormatError(forged((s, bytes) => (bytes[s.ops + 1] = Op.const)), /malformed: inputs must be exactly nodes 0\.\.1/);
+    expectFormatError(forged((s, bytes) => (bytes[s.ops + nodeOf(s, bytes, Op.exp)] = Op.input)), /malformed: inputs must be exactly nodes 0\.\.1/);
+    expectFormatError(
+      forged((s, bytes) => {
+        // A constant turned into neg(x0): structurally fine, one leaf short of the header.
+        const i = nodeOf(s, bytes, Op.const);
+        bytes[s.ops + i] = Op.neg;
+        s.view.setInt32(s.a + 4 * i, 0, true);
+        s.view.setInt32(s.b + 4 * i, 0, true);
+      }),
+      /malformed: header says \d+ leaves, the tape has \d+/,
+    );
+  });
+});
+
+describe('toBytes', () => {
+  it('refuses a tape with a custom function, saying why', () => {
+    const cube = defineFunction({ name: 'cube', forward: ([x]) => x! ** 3, vjp: ([x], _y, g) => [3 * x! * x! * g] });
+    for (const backend of BACKENDS) {
+      const f: CompiledFunction = compile((x) => cube(x[0]!).add(x[1]!), { inputs: 2, backend, at: [2, 1] });
+      expectSameBits(f.gradient([2, 1]), [12, 1], 'the custom function itself works');
+      let thrown: unknown = null;
+      try {
+        f.toBytes();
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown).toBeInstanceOf(TapegradError);
+      expect((thrown as Error).message).toMatch(/custom functions cannot be serialized/);
+    }
+  });
+
+  it('refuses before anything is recorded', () => {
+    const f = compile(rosenbrock, { inputs: 4 });
+    expect(() => f.toBytes()).toThrow(/nothing recorded yet/);
+    f.gradient([1, 2, 3, 4]);
+    expect(fromBytes(f.toBytes()).size).toBe(f.size);
+  });
+});
