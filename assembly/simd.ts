@@ -1,7 +1,8 @@
 // Batched replay two rows at a time: every node holds an f64x2 (lane 0 = row r, lane 1 = row
 // r+1) in a lane region of the scratch area, so arithmetic ops run once for both rows. Ops
 // without a vector instruction (transcendental ones) run the scalar rule per lane. Results are
-// bit-identical to the scalar kernel: same operations in the same order, and where the scalar
+// bit-identical to the scalar kernel (the vector rules here mirror the partials in ops.ts, and
+// test/batch-simd.test.ts fails if they drift): same operations in the same order, and where the scalar
 // sweep skips a contribution (adjoint or partial exactly 0) the lane adds -0.0, which leaves
 // every value, including a -0 adjoint, unchanged.
 import { Op, forwardRuleCall, partialsCall, partialZ } from './ops';
@@ -94,14 +95,18 @@ function reverse2(val2: usize, adj2: usize, out: i32, count: i32): void {
       case Op.Add: addScaled(adj2, ia, g, ONE, gMask); addScaled(adj2, ib, g, ONE, gMask); break;
       case Op.Sub: addScaled(adj2, ia, g, ONE, gMask); addScaled(adj2, ib, g, f64x2.splat(-1), gMask); break;
       case Op.Mul: addScaled(adj2, ia, g, z, gMask); addScaled(adj2, ib, g, x, gMask); break;
-      case Op.Div:
-        addScaled(adj2, ia, g, f64x2.div(ONE, z), gMask);
-        addScaled(adj2, ib, g, f64x2.div(f64x2.neg(y), z), gMask);
+      case Op.Div: {
+        // As the scalar rule: where y is NaN (0/0, Inf/Inf) both partials are NaN.
+        const undefinedAt = f64x2.ne(y, y);
+        const nan = f64x2.splat(NaN);
+        addScaled(adj2, ia, g, v128.bitselect(nan, f64x2.div(ONE, z), undefinedAt), gMask);
+        addScaled(adj2, ib, g, v128.bitselect(nan, f64x2.div(f64x2.neg(y), z), undefinedAt), gMask);
         break;
+      }
       case Op.Neg: addScaled(adj2, ia, g, f64x2.splat(-1), gMask); break;
       case Op.Recip: addScaled(adj2, ia, g, f64x2.mul(f64x2.neg(y), y), gMask); break;
       case Op.Square: addScaled(adj2, ia, g, f64x2.mul(f64x2.splat(2), x), gMask); break;
-      case Op.Sqrt: addScaled(adj2, ia, g, f64x2.div(f64x2.splat(0.5), y), gMask); break;
+      case Op.Sqrt: addScaled(adj2, ia, g, f64x2.div(f64x2.splat(0.5), f64x2.abs(y)), gMask); break;
       case Op.Select: {
         const taken = truthyMask(x);
         addMasked(adj2, ib, g, v128.and(gMask, taken));
@@ -143,7 +148,9 @@ export function gradientBatchSimd(
   const val2 = lanes;
   const adj2 = lanes + (<usize>count << 4);
   for (let i = nInputs; i < count; i++) {
-    if (opAt(i) == Op.Const) setLv(val2, i, f64x2.splat(val(i)));
+    const op = opAt(i);
+    if (op == Op.Const) setLv(val2, i, f64x2.splat(val(i)));
+    else if (op == Op.Arg) setLv(val2, i, f64x2.splat(0));
   }
   const rowBytes = <usize>nInputs << 3;
   let r = 0;

@@ -25,7 +25,11 @@ import {
 export function forward(from: i32, to: i32): void {
   for (let i = from; i < to; i++) {
     const op = opAt(i);
-    if (op <= Op.Arg) continue;
+    if (op <= Op.Arg) {
+      // An arg node only carries operands; its value is defined as 0, never leftover memory.
+      if (op == Op.Arg) setVal(i, 0);
+      continue;
+    }
     if (op == Op.Select) { setVal(i, val(selected(i))); continue; }
     if (op == Op.Custom) { customForward(i); continue; }
     setVal(i, forwardRule(op, val(argA(i)), val(argB(i)), 0));

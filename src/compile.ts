@@ -94,12 +94,14 @@ export class CompiledFunction {
 
   /** Gradient of a scalar function at x (forward replay + reverse sweep in one engine call). */
   gradient(x: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): Float64Array {
+    checkOut(out, this.inputs);
     this.gradientRows(this.toRow(x), 1, out);
     return out;
   }
 
   /** [f(x), gradient]; the gradient is `out` when given. */
   valueAndGradient(x: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): [number, Float64Array] {
+    checkOut(out, this.inputs);
     this.gradientRows(this.toRow(x), 1, out);
     const rec = this.recording!;
     return [rec.tape.engine.views.val[rec.outputs[0]!]!, out];
@@ -107,7 +109,10 @@ export class CompiledFunction {
 
   /** Gradients for `rows` input rows of X (row-major, rows × inputs) in one call into the core;
    *  returns the rows × inputs gradients (into `out` when given). */
-  gradientBatch(X: Float64Array, rows: number, out: Float64Array = new Float64Array(rows * this.inputs)): Float64Array {
+  gradientBatch(X: Float64Array, rows: number, out?: Float64Array): Float64Array {
+    if (!Number.isInteger(rows) || rows < 0) throw new TapegradError('INVALID_ARGUMENT', `rows must be a non-negative integer, got ${describe(rows)}`);
+    out ??= new Float64Array(rows * this.inputs);
+    checkOut(out, rows * this.inputs);
     if (!(X instanceof Float64Array) || X.length < rows * this.inputs) {
       throw new NotANumberError(`gradientBatch needs a Float64Array of at least rows × inputs = ${rows * this.inputs} numbers, got ${describe(X)}`);
     }
@@ -128,6 +133,7 @@ export class CompiledFunction {
       top = Math.max(top, rec.outputs[j]!);
     }
     engine.sweepReverse(top);
+    checkOut(out, this.inputs);
     out.set(engine.views.adj.subarray(0, this.inputs));
     return out;
   }
@@ -146,6 +152,7 @@ export class CompiledFunction {
     const rec = this.replay(x);
     this.seedTangents(rec, v);
     rec.tape.engine.reverseTangent(rec.outputs[0]!, 1, rec.tape.size);
+    checkOut(out, this.inputs);
     out.set(rec.tape.engine.views.tanAdj!.subarray(0, this.inputs));
     return out;
   }
@@ -162,7 +169,11 @@ export class CompiledFunction {
   private toRow(x: ArrayLike<number>): Float64Array {
     checkLength(x, this.inputs, 'input');
     if (x instanceof Float64Array) return x;
-    for (let k = 0; k < this.inputs; k++) this.row[k] = x[k]!;
+    for (let k = 0; k < this.inputs; k++) {
+      const v = x[k];
+      if (typeof v !== 'number') throw new NotANumberError(`input ${k} must be a number, got ${describe(v)}`);
+      this.row[k] = v;
+    }
     return this.row;
   }
 
@@ -242,6 +253,12 @@ export class CompiledFunction {
 
 function badOutput(v: unknown): never {
   throw new NotANumberError(`a compiled function must return a Var, a number or an array of them, got ${describe(v)}`);
+}
+
+function checkOut(out: Float64Array, needed: number): void {
+  if (!(out instanceof Float64Array) || out.length < needed) {
+    throw new TapegradError('INVALID_ARGUMENT', `the output array must be a Float64Array of at least ${needed} numbers, got ${describe(out)}${out instanceof Float64Array ? ` of length ${out.length}` : ''}`);
+  }
 }
 
 function checkLength(x: ArrayLike<number>, expected: number, what: string): void {

@@ -123,6 +123,7 @@ export function fromBytes(bytes: Uint8Array, options: FromBytesOptions = {}): Co
       continue;
     }
     if (!(a[i]! >= 0 && a[i]! < i && b[i]! >= 0 && b[i]! < i)) throw new FormatError(`malformed: ${where} uses an operand that is not an earlier node`);
+    if (op[a[i]!] === Op.arg || op[b[i]!] === Op.arg) throw new FormatError(`malformed: ${where} uses an arg node (an operand carrier) as an operand`);
     if (code === Op.arg && op[i + 1] !== Op.select) throw new FormatError(`malformed: ${where} carries an operand but is not followed by a select`);
     if (code === Op.select && op[i - 1] !== Op.arg) throw new FormatError(`malformed: ${where} is not preceded by its arg node`);
   }

@@ -77,7 +77,10 @@ export class JsBackend implements Backend {
     const { op, a, b, val } = this.views;
     for (let i = from; i < to; i++) {
       const code = op[i];
-      if (code <= ARG) continue;
+      if (code <= ARG) {
+        if (code === ARG) val[i] = 0;
+        continue;
+      }
       if (code === SELECT) val[i] = val[truthy(val[a[i]]) ? b[i] : a[i - 1]];
       else if (code === CUSTOM) this.custom!.forward(i);
       else val[i] = forwardRule(code, val[a[i]], val[b[i]], 0);
