@@ -1,0 +1,253 @@
+// Capacity: a tape with limits (maxNodes, maxMemoryBytes) filled by any mix of ops stops with a
+// CapacityError naming the limit that binds, records nothing of the op that did not fit, keeps
+// what it holds intact, and after reset() records the next graph as a fresh tape would. And a
+// tape of 10^7 nodes records and differentiates correctly on both backends.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { CapacityError, defineFunction, type BackendKind, type Tape, type Var } from '../src/index.ts';
+import { dagArbitrary, recordDag } from './dag-arbitrary.ts';
+import { BACKENDS, tapeOn } from './support.ts';
+
+const sum3 = defineFunction({
+  name: 'sum3',
+  forward: (xs) => xs[0]! + xs[1]! + xs[2]!,
+  vjp: (_xs, _y, g) => [g, g, g],
+});
+
+/** One recording step: `shape` picks the op (and so how many nodes it records at once). */
+interface Step {
+  shape: number;
+  a: number;
+  b: number;
+  c: number;
+}
+
+// Nodes each shape records: single-node ops, an op with a number operand (the constant too),
+// powConst through the handle API, select with a number branch (constant, arg, select), and a
+// custom function of three Vars (two arg nodes and the custom node).
+const SHAPE_NODES = [1, 1, 2, 2, 3, 1, 2, 3, 1];
+
+function apply(tape: Tape, vars: Var[], { shape, a, b, c }: Step): Var {
+  const x = vars[a % vars.length]!, z = vars[b % vars.length]!;
+  switch (shape) {
+    case 0: return x.sin();
+    case 1: return x.mul(z);
+    case 2: return x.add(c);
+    case 3: return x.pow(2);
+    case 4: return tape.select(x, z, c);
+    case 5: return tape.variable(c);
+    case 6: return tape.handles.toVar(tape.handles.powConst(x.id, 3));
+    case 7: return sum3(x, z, x);
+    default: return tape.constant(c);
+  }
+}
+
+const step = fc.record({
+  shape: fc.integer({ min: 0, max: SHAPE_NODES.length - 1 }),
+  a: fc.nat(),
+  b: fc.nat(),
+  c: fc.double({ min: -2, max: 2, noNaN: true }),
+});
+
+function bitsOf(vars: readonly Var[], read: (v: Var) => number): BigUint64Array {
+  return new BigUint64Array(Float64Array.from(vars, read).buffer);
+}
+
+describe.each(BACKENDS)('capacity (%s)', (backend) => {
+  // Limits that are whole multiples of 8 nodes: see the failing tests below for the others.
+  const limits = fc.record({
+    nodes: fc.option(fc.integer({ min: 1, max: 400 }).map((k) => 8 * k), { nil: undefined }),
+    memoryNodes: fc.option(fc.integer({ min: 1, max: 400 }).map((k) => 8 * k), { nil: undefined }),
+    slack: fc.integer({ min: 0, max: 24 }),
+  }).filter((l) => l.nodes !== undefined || l.memoryNodes !== undefined);
+
+  it('random limits and op mixes: CapacityError names the binding limit, the failed op records nothing, reset() frees it all', async () => {
+    const nodeBytes = (await tapeOn(backend)).nodeBytes;
+    await fc.assert(
+      fc.asyncProperty(limits, fc.array(step, { minLength: 1, maxLength: 50 }), dagArbitrary({ maxNodes: 60 }), async (limit, steps, next) => {
+        const maxNodes = limit.nodes;
+        const maxMemoryBytes = limit.memoryNodes === undefined ? undefined : limit.memoryNodes * nodeBytes + limit.slack;
+        const tape = await tapeOn(backend, { maxNodes, maxMemoryBytes });
+        const byMemory = maxMemoryBytes === undefined ? Infinity : Math.floor(maxMemoryBytes / nodeBytes);
+        const room = Math.min(maxNodes ?? Infinity, byMemory);
+        const [name, value] = (maxNodes ?? Infinity) <= byMemory ? ['maxNodes', maxNodes!] : ['maxMemoryBytes', maxMemoryBytes!];
+        // The same steps on a tape without limits: what the limited tape holds must match it.
+        const free = await tapeOn(backend);
+        const vars = [tape.variable(0.5)], freeVars = [free.variable(0.5)];
+        let error: unknown = null;
+        for (let k = 0; error === null; k++) {
+          const s = steps[k % steps.length]!;
+          const before = tape.size;
+          try {
+            vars.push(apply(tape, vars, s));
+          } catch (e) {
+            error = e;
+            // Nothing of the op that did not fit was recorded, and it did not fit.
+            expect(tape.size).toBe(before);
+            expect(before + SHAPE_NODES[s.shape]!).toBeGreaterThan(room);
+            break;
+          }
+          freeVars.push(apply(free, freeVars, s));
+          expect(tape.size).toBeLessThanOrEqual(room);
+        }
+        expect(error).toBeInstanceOf(CapacityError);
+        expect((error as CapacityError).code).toBe('CAPACITY');
+        expect((error as CapacityError).limit).toBe(value);
+        expect((error as Error).message).toContain(`${name} = ${value}`);
+        expect(tape.size * tape.nodeBytes).toBeLessThanOrEqual(maxMemoryBytes ?? Infinity);
+        // What it holds is intact: values, and a sweep over it.
+        expect(bitsOf(vars, (v) => v.value)).toEqual(bitsOf(freeVars, (v) => v.value));
+        tape.backward(vars[vars.length - 1]!);
+        free.backward(freeVars[freeVars.length - 1]!);
+        expect(bitsOf(vars, (v) => v.grad)).toEqual(bitsOf(freeVars, (v) => v.grad));
+        // Still full: the next op throws again.
+        expect(() => { for (let k = 0; k <= room; k++) tape.constant(k); }).toThrow(CapacityError);
+
+        // After reset: the next graph is what a fresh tape makes of it, if it fits at all.
+        tape.reset();
+        const fresh = await tapeOn(backend);
+        const want = recordDag(fresh, next);
+        fresh.backward(want.output);
+        if (fresh.size <= room) {
+          const got = recordDag(tape, next);
+          tape.backward(got.output);
+          const all = (r: typeof got) => [...r.inputs, ...r.nodes, r.output];
+          expect(bitsOf(all(got), (v) => v.value)).toEqual(bitsOf(all(want), (v) => v.value));
+          expect(bitsOf(all(got), (v) => v.grad)).toEqual(bitsOf(all(want), (v) => v.grad));
+        } else {
+          expect(() => recordDag(tape, next)).toThrow(CapacityError);
+        }
+        // And the whole budget is usable again, not just what the last graph left.
+        tape.reset();
+        const h = tape.handles;
+        let hx = h.variable(1);
+        while (tape.size < room) hx = h.cos(hx);
+        expect(() => h.cos(hx)).toThrow(CapacityError);
+      }),
+      { numRuns: 60, seed: 4_242 },
+    );
+  });
+});
+
+// ---- Failing tests: bugs found by this file (see the report of issue 7) ----
+
+// FAILING (bug): both engines allocate whole multiples of 8 slots, and when the limit is not one,
+// they stop at the multiple below it: the tape holds fewer nodes than the limit allows, and the
+// error says "out of memory: could not grow the tape past N nodes" with limit N, not the limit the
+// user set. With maxNodes < 8 nothing can be recorded at all.
+describe.each(BACKENDS)('a limit that is not a multiple of 8 nodes (%s)', (backend) => {
+  it('maxNodes = 5, 13, 5003 and maxMemoryBytes = 100100 (4004 nodes): the tape holds that many and the error names the limit', async () => {
+    const problems: string[] = [];
+    const cases: Array<[{ maxNodes?: number; maxMemoryBytes?: number }, string, number]> = [
+      [{ maxNodes: 5 }, 'maxNodes = 5', 5],
+      [{ maxNodes: 13 }, 'maxNodes = 13', 13],
+      [{ maxNodes: 5003 }, 'maxNodes = 5003', 5003],
+      [{ maxMemoryBytes: 100_100 }, 'maxMemoryBytes = 100100', 100_100],
+    ];
+    for (const [options, named, limit] of cases) {
+      const tape = await tapeOn(backend, options);
+      const h = tape.handles;
+      let error: unknown = null;
+      try {
+        let hx = h.variable(1);
+        for (;;) hx = h.sin(hx);
+      } catch (e) {
+        error = e;
+      }
+      const room = options.maxNodes ?? Math.floor(options.maxMemoryBytes! / tape.nodeBytes);
+      const message = (error as Error).message;
+      if (!(error instanceof CapacityError) || !message.includes(named) || error.limit !== limit || tape.size !== room) {
+        problems.push(`${named}: ${tape.size} nodes recorded (room for ${room}); ${(error as CapacityError).limit} in "${message}"`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+});
+
+// FAILING (bug): CapacityError documents "Nothing was recorded", but two multi-node records do
+// not reserve their room first: tape.variables(xs) records inputs one by one until the tape is
+// full, and a custom function records constants for its number operands before reserving room
+// for its arg and custom nodes.
+describe.each(BACKENDS)('multi-node records that do not fit record nothing (%s)', (backend) => {
+  it('tape.variables([1, 2, 3]) with one slot left; sum3(x, 2, 3) (a custom function with number operands) with two', async () => {
+    const problems: string[] = [];
+    const cases: Array<[string, number, (t: Tape, x: Var) => unknown]> = [
+      ['variables([1, 2, 3])', 15, (t) => t.variables([1, 2, 3])],
+      ['sum3(x, 2, 3)', 14, (_t, x) => sum3(x, 2, 3)],
+    ];
+    for (const [label, fill, call] of cases) {
+      const tape = await tapeOn(backend, { maxNodes: 16 });
+      let x = tape.variable(1);
+      while (tape.size < fill) x = x.sin();
+      expect(() => call(tape, x)).toThrow(CapacityError);
+      if (tape.size !== fill) problems.push(`${label} recorded ${tape.size - fill} node(s) before throwing`);
+    }
+    expect(problems).toEqual([]);
+  });
+});
+
+// FAILING (bug): tangents (jvp, hvp) add 16 bytes per node without looking at maxMemoryBytes: a
+// tape filled to its byte budget grows 64% past it (25 -> 41 bytes per node over the same
+// capacity). It should throw CapacityError (or never have taken the room tangents cannot get).
+describe.each(BACKENDS)('tangents stay within maxMemoryBytes (%s)', (backend) => {
+  it('jvp on a tape filled to maxMemoryBytes = 100000', async () => {
+    const maxMemoryBytes = 100_000;
+    const tape = await tapeOn(backend, { maxMemoryBytes });
+    const h = tape.handles;
+    const hx = h.variable(1);
+    let hy = hx;
+    while (tape.size < Math.floor(maxMemoryBytes / tape.nodeBytes) - 1) hy = h.cos(hy);
+    try {
+      tape.jvp([h.toVar(hx)], [1], [h.toVar(hy)]);
+    } catch (error) {
+      expect(error).toBeInstanceOf(CapacityError);
+    }
+    expect(tape.engine.capacity * tape.nodeBytes).toBeLessThanOrEqual(maxMemoryBytes);
+  });
+});
+
+// ---- 10^7 nodes ----
+
+// y = c^n with c = 1 + x/n, as one chain of n multiplications by the same node c (depth n and a
+// fan-out of n at once). Closed forms: y = c^n and dy/dx = n c^(n-1) (1/n), with c computed in
+// JS exactly as the tape does. Each of the n roundings of the chain (and of the sweep's products
+// and sums) is at most 2^-53 relative, so both agree to n·2^-53 ≈ 1.1e-9 at worst (3 n u for the
+// gradient); and (1 + x/n)^n -> e^x with relative error about x²/(2n), its derivative
+// (1 + x/n)^(n-1) with about x/n + x²/(2n).
+describe.each(BACKENDS)('10^7 nodes (%s)', (backend: BackendKind) => {
+  it('records and differentiates (1 + x/n)^n, n ~ 10^7, within the rounding bound of the closed form', async () => {
+    const total = 10_000_000, n = total - 4, x0 = 1.5;
+    const tape = await tapeOn(backend);
+    const h = tape.handles;
+    const started = performance.now();
+    const hx = h.variable(x0);
+    const inv = h.constant(1 / n);
+    const hc = h.add(h.mul(hx, inv), h.constant(1));
+    let hy = hc;
+    for (let k = 1; k < n; k++) hy = h.mul(hy, hc);
+    const recorded = performance.now();
+    expect(tape.size).toBe(total);
+    const value = h.value(hy);
+    const evaluated = performance.now();
+    h.backward(hy);
+    const swept = performance.now();
+    const gradient = h.grad(hx);
+
+    const c = x0 * (1 / n) + 1;
+    const u = 2 ** -53;
+    expect(Math.abs(value - c ** n) / c ** n).toBeLessThan(n * u);
+    const want = n * c ** (n - 1) * (1 / n);
+    expect(Math.abs(gradient - want) / want).toBeLessThan(3 * n * u);
+    expect(Math.abs(value - Math.exp(x0)) / Math.exp(x0)).toBeLessThan((x0 * x0) / n);
+    expect(Math.abs(gradient - Math.exp(x0)) / Math.exp(x0)).toBeLessThan((x0 + x0 * x0) / n);
+
+    // Reported, not asserted (timings depend on the machine).
+    console.log(
+      `[capacity] ${backend} 10^7 nodes: record ${(recorded - started).toFixed(0)} ms, forward ${(evaluated - recorded).toFixed(0)} ms, ` +
+        `backward ${(swept - evaluated).toFixed(0)} ms; memoryBytes ${tape.memoryBytes} (${(tape.memoryBytes / 2 ** 20).toFixed(1)} MiB), ` +
+        `nodeBytes ${tape.nodeBytes}, capacity ${tape.engine.capacity}; relative error vs c^n ${(Math.abs(value - c ** n) / c ** n).toExponential(1)}, ` +
+        `vs n c^(n-1)/n ${(Math.abs(gradient - want) / want).toExponential(1)}`,
+    );
+    expect(tape.memoryBytes).toBeGreaterThanOrEqual(total * tape.nodeBytes);
+  }, 300_000);
+});
