@@ -39,7 +39,7 @@ export function defineFunction(rule: CustomRule): CustomFunction {
     if (!anchor) throw new NotANumberError(`${rule.name}: needs at least one Var operand, got ${operands.map(describe).join(', ')}`);
     const tape = anchor.tape;
     tape.installCustomHandler((engine) => new CustomNodes(engine));
-    const ids = operands.map((o) => tape.operandId(o));
+    const ids = tape.operandIds(operands, ((operands.length + 1) >> 1) + 1);
     return tape.recordCustom(id, ids);
   };
 }

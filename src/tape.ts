@@ -16,6 +16,7 @@ const { const: CONST, input: INPUT, arg: ARG, select: SELECT, pow: POW, powConst
 const HANDLE_LIMIT = 2 ** 30;
 const HANDLE_WRAP_AT = HANDLE_LIMIT - 2 ** 28;
 const DEFAULT_MAX_NODES = 2 ** 28;
+const TANGENT_BYTES = 16;
 let tapeSerial = 0;
 
 /** A Var or a plain number (recorded as a constant). */
@@ -95,6 +96,10 @@ export class Tape {
 
   /** Records several inputs at once. */
   variables(xs: ArrayLike<number>): Var[] {
+    if (xs == null || typeof xs.length !== 'number') throw new NotANumberError(`expected an array of numbers, got ${describe(xs)}`);
+    // All or nothing: check every value and make room before recording the first.
+    for (let k = 0; k < xs.length; k++) checkNumber(xs[k], 'input');
+    this.reserveNodes(xs.length);
     const out: Var[] = [];
     for (let k = 0; k < xs.length; k++) out.push(this.variable(xs[k]!));
     return out;
@@ -108,8 +113,8 @@ export class Tape {
   /** `cond ? ifTrue : ifFalse` per value (true unless 0 or NaN). The branch not taken gets
    *  exactly zero gradient, even where its value is NaN or Infinity. */
   select(cond: Operand, ifTrue: Operand, ifFalse: Operand): Var {
-    this.reserveNodes(2 + [cond, ifTrue, ifFalse].filter((o) => typeof o === 'number').length);
-    return new Var(this, this.recordSelect(this.operandId(cond), this.operandId(ifTrue), this.operandId(ifFalse)));
+    const [c, t, f] = this.operandIds([cond, ifTrue, ifFalse], 2);
+    return new Var(this, this.recordSelect(c!, t!, f!));
   }
 
   /** Reverse sweep from `output`, seeded with `seed` (default 1). Afterwards `v.grad` is
@@ -142,7 +147,8 @@ export class Tape {
     }
     this.engine.sweepReverse(top);
     this.swept = this.count;
-    return gather(adj, indices);
+    if (this.checkNaN) this.assertFinite(0, top + 1, false);
+    return gather(this.engine.views.adj, indices);
   }
 
   /** Jacobian-vector product in one forward (tangent) sweep over the recorded tape: the
@@ -161,12 +167,20 @@ export class Tape {
     this.swept = -1;
     this.engine.reverseTangent(out, checkNumber(seed, 'seed'), this.count);
     this.swept = this.count;
+    if (this.checkNaN) this.assertFinite(0, out + 1, false);
     return gather(this.engine.views.tanAdj!, indices);
   }
 
   /** @internal The tangent array, allocating the tangent regions on first use. */
   ensureTangents(): Float64Array {
     if (!this.engine.views.tan) {
+      const bytes = this.count * (this.engine.nodeBytes() + TANGENT_BYTES);
+      if (bytes > this.maxMemoryBytes) {
+        throw new CapacityError(
+          `tape is full: tangents need ${this.engine.nodeBytes() + TANGENT_BYTES} bytes per node, ${bytes} for ${this.count} nodes, over maxMemoryBytes = ${this.maxMemoryBytes}`,
+          this.maxMemoryBytes,
+        );
+      }
       const ok = this.engine.enableTangents(this.count);
       this.cacheViews();
       if (!ok) throw new CapacityError(`out of memory: no room for tangents of ${this.count} nodes`, this.capacity);
@@ -222,6 +236,18 @@ export class Tape {
   /** @internal Index of a node for the operand: a Var's own, or a new constant's. */
   operandId(o: Operand): number {
     return typeof o === 'number' ? this.constantIndex(o) : this.index(o);
+  }
+
+  /** @internal Node indices for several operands, all or nothing: every operand is checked
+   *  and room made for its constants and `extra` more nodes before anything is recorded. */
+  operandIds(operands: readonly Operand[], extra: number): number[] {
+    let constants = 0;
+    for (const o of operands) {
+      if (typeof o === 'number') constants++;
+      else this.index(o);
+    }
+    this.reserveNodes(constants + extra);
+    return operands.map((o) => this.operandId(o));
   }
 
   /** @internal */
@@ -353,29 +379,53 @@ export class Tape {
   }
 
   private assertFinite(from: number, to: number, values: boolean): void {
-    const i = this.engine.firstNonFinite(from, to, values);
-    if (i < 0) return;
+    if (this.engine.firstNonFinite(from, to, values) < 0) return;
     const { op, a, b, val, adj } = this.engine.views;
-    const name = OP_NAMES[op[i]!] ?? `op ${op[i]}`;
-    const operands = op[i] === CUSTOM ? '' : ` of operands ${val[a[i]!]}, ${val[b[i]!]}`;
+    const name = (i: number): string => OP_NAMES[op[i]!] ?? `op ${op[i]}`;
+    if (values) {
+      const i = this.engine.firstNonFinite(from, to, true);
+      const operands = op[i] === CUSTOM ? '' : ` from operands ${val[a[i]!]}, ${val[b[i]!]}`;
+      throw new NonFiniteError(`checkNaN: ${name(i)} at node #${i + this.base} produced ${val[i]}${operands}`, i + this.base, name(i));
+    }
+    // The reverse sweep runs downwards: the highest node with a non-finite adjoint is the first
+    // one it produced, and the consumer that sent it is the op whose rule is to blame.
+    let j = to - 1;
+    while (j >= from && adj[j]! - adj[j]! === 0) j--;
+    let consumer = -1;
+    for (let i = j + 1; i < to && consumer < 0; i++) {
+      const carried = op[i] === SELECT ? a[i - 1] === j : op[i] === ARG && (op[i + 1] === SELECT || op[i + 1] === CUSTOM);
+      if (op[i]! > ARG && op[i] !== CUSTOM && (a[i] === j || b[i] === j)) consumer = i;
+      else if (carried) consumer = op[i] === ARG ? i + 1 : i;
+    }
+    const at = consumer < 0 ? j : consumer;
     throw new NonFiniteError(
-      values
-        ? `checkNaN: ${name} at node #${i + this.base} produced ${val[i]}${operands}`
-        : `checkNaN: the adjoint of node #${i + this.base} (${name}) is ${adj[i]}`,
-      i + this.base,
-      name,
+      consumer < 0
+        ? `checkNaN: the adjoint of node #${j + this.base} (${name(j)}) is ${adj[j]}: the seed is not finite`
+        : `checkNaN: ${name(consumer)} at node #${consumer + this.base} sent a non-finite adjoint (${adj[j]}) to node #${j + this.base} (${name(j)})`,
+      at + this.base,
+      name(at),
     );
+  }
+
+  /** Most nodes the limits allow at the current bytes per node. */
+  private nodeLimit(): number {
+    return Math.min(this.maxNodes, Math.floor(this.maxMemoryBytes / this.engine.nodeBytes()), 2 ** 31 - 8);
   }
 
   private grow(extra = 1): void {
     const needed = this.count + extra;
-    const byMemory = Math.floor(this.maxMemoryBytes / this.engine.nodeBytes());
-    const maxCapacity = Math.min(this.maxNodes, byMemory, 2 ** 31 - 1);
-    if (needed > maxCapacity) {
-      const [limit, name] = this.maxNodes <= byMemory ? [this.maxNodes, `maxNodes = ${this.maxNodes}`] : [this.maxMemoryBytes, `maxMemoryBytes = ${this.maxMemoryBytes}`];
-      throw new CapacityError(`tape is full: ${name} (${this.count} nodes recorded); call tape.reset() to reuse it`, limit);
+    const limit = this.nodeLimit();
+    if (needed > limit) {
+      const byNodes = this.maxNodes <= Math.floor(this.maxMemoryBytes / this.engine.nodeBytes());
+      throw new CapacityError(
+        `tape is full: ${byNodes ? `maxNodes = ${this.maxNodes}` : `maxMemoryBytes = ${this.maxMemoryBytes} (${this.engine.nodeBytes()} bytes per node)`} ` +
+          `with ${this.count} nodes recorded; call tape.reset() to reuse it`,
+        byNodes ? this.maxNodes : this.maxMemoryBytes,
+      );
     }
-    const ok = this.engine.reserve(needed, this.count, maxCapacity);
+    // Engines allocate in multiples of 8 nodes (f64 alignment); `capacity` below keeps the
+    // façade at the exact limit.
+    const ok = this.engine.reserve(needed, this.count, Math.ceil(limit / 8) * 8);
     this.cacheViews();
     if (!ok) {
       throw new CapacityError(
@@ -388,7 +438,7 @@ export class Tape {
 
   private cacheViews(): void {
     const v = this.engine.views;
-    this.capacity = this.engine.capacity;
+    this.capacity = Math.min(this.engine.capacity, this.nodeLimit());
     this.opV = v.op;
     this.aV = v.a;
     this.bV = v.b;

@@ -120,8 +120,8 @@ export function partials(op: number, x: number, z: number, y: number): number {
     case expm1: return y + 1;
     case log: return x > 0 ? 1 / x : x === 0 ? Infinity : NaN;
     case log1p: return x > -1 ? 1 / (1 + x) : x === -1 ? Infinity : NaN;
-    case log2: return x > 0 ? 1 / (x * LN2) : x === 0 ? Infinity : NaN;
-    case log10: return x > 0 ? 1 / (x * LN10) : x === 0 ? Infinity : NaN;
+    case log2: return x > 0 ? 1 / x / LN2 : x === 0 ? Infinity : NaN;
+    case log10: return x > 0 ? 1 / x / LN10 : x === 0 ? Infinity : NaN;
     case sin: return Math.cos(x);
     case cos: return -Math.sin(x);
     case tan: return 1 + y * y;
@@ -137,7 +137,7 @@ export function partials(op: number, x: number, z: number, y: number): number {
     case cosh: return Math.sinh(x);
     case tanh: return 1 - y * y;
     case asinh: return 1 / Math.hypot(x, 1);
-    case acosh: return x >= 1 ? 1 / Math.sqrt((x - 1) * (x + 1)) : NaN;
+    case acosh: return x >= 1 ? 1 / (Math.sqrt(x - 1) * Math.sqrt(x + 1)) : NaN;
     case atanh: return Math.abs(x) <= 1 ? 1 / (1 - x * x) : NaN;
     case abs: return sgn(x);
     case min: partialZ[0] = pickFirst(z, x, z < x); return pickFirst(x, z, x < z);
