@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { TapegradError, compile, createTape, init, normwiseError, type BackendKind, type Tape, type Var } from '../src/index.ts';
 import { DAG_OPS, dagArbitrary, operandIndex, recordDag, type Dag, type DagOpName } from './dag-arbitrary.ts';
-import { BACKENDS } from './support.ts';
+import { BACKENDS, expectClose } from './support.ts';
 
 beforeAll(async () => {
   await init();
@@ -47,10 +47,6 @@ function expectSameBits(actual: ArrayLike<number>, expected: ArrayLike<number>, 
   }
 }
 
-function expectClose(actual: ArrayLike<number>, expected: ArrayLike<number>, tolerance: number, what: string): void {
-  expect(actual.length, what).toBe(expected.length);
-  expect(normwiseError(Float64Array.from(actual), Float64Array.from(expected)).error, what).toBeLessThanOrEqual(tolerance);
-}
 
 /** Points in [-1, 1]^16, cut to the graph's input count. */
 const pointsArbitrary = fc.array(fc.array(fc.double({ min: -1, max: 1, noNaN: true }), { minLength: 16, maxLength: 16 }), {

@@ -7,17 +7,12 @@ import {
   NotANumberError, TapegradError, createTape, defineFunction, finiteDifferenceGradient, grad, hessian, hvp,
   init, jacobian, jvp, normwiseError, select, valueAndGrad, vjp, type CustomRule, type Var,
 } from '../src/index.ts';
-import { BACKENDS } from './support.ts';
+import { BACKENDS, expectClose } from './support.ts';
 
 beforeAll(async () => {
   await init();
 });
 
-function expectClose(actual: ArrayLike<number>, expected: ArrayLike<number>, tolerance: number, what = ''): void {
-  expect(actual.length).toBe(expected.length);
-  const { error, worst } = normwiseError(actual, expected);
-  expect(error, `${what} component ${worst}: ${actual[worst]} vs ${expected[worst]}`).toBeLessThanOrEqual(tolerance);
-}
 
 // softmax weights s_k = exp(x_k - y), y = logSumExp(x): the gradient of logSumExp.
 const weights = (xs: Float64Array, y: number): Float64Array => xs.map((x) => Math.exp(x - y));

@@ -98,9 +98,8 @@ export interface RecordedDag {
   output: Var;
 }
 
-/** Records the graph on `tape` at `point` (default: the graph's own inputs). */
-export function recordDag(tape: Tape, dag: Dag, point: ArrayLike<number> = dag.inputs): RecordedDag {
-  const inputs = tape.variables(point);
+/** The graph's nodes applied to `inputs`, one Var per node, in order. */
+export function dagNodes(dag: Dag, inputs: readonly Var[]): Var[] {
   const values: Var[] = [...inputs];
   const nodes: Var[] = [];
   for (const { op, a, b } of dag.nodes) {
@@ -109,9 +108,26 @@ export function recordDag(tape: Tape, dag: Dag, point: ArrayLike<number> = dag.i
     values.push(v);
     nodes.push(v);
   }
+  return nodes;
+}
+
+/** Records the graph on `tape` at `point` (default: the graph's own inputs). */
+export function recordDag(tape: Tape, dag: Dag, point: ArrayLike<number> = dag.inputs): RecordedDag {
+  const inputs = tape.variables(point);
+  const nodes = dagNodes(dag, inputs);
   let output = nodes[0]!;
   for (let k = 1; k < nodes.length; k++) output = output.add(nodes[k]!);
   return { inputs, nodes, output };
+}
+
+/** A random DAG as a function of its inputs; the outputs are the nodes numbered in `picks`
+ *  (modulo the node count) followed by the sum of all nodes. */
+export function dagFunction(dag: Dag, picks: readonly number[] = []): (x: Var[]) => Var[] {
+  return (x) => {
+    const nodes = dagNodes(dag, x);
+    const sum = nodes.reduce((s, v) => s.add(v));
+    return [...picks.map((p) => nodes[p % nodes.length]!), sum];
+  };
 }
 
 /** The graph's output at `point`, by recording it again from a reset tape. */

@@ -4,29 +4,13 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { finiteDifferenceGradient, grad, hvp, init, jvp, normwiseError, vjp, type Var } from '../src/index.ts';
-import { DAG_OPS, dagArbitrary, operandIndex, type Dag } from './dag-arbitrary.ts';
+import { DAG_OPS, dagArbitrary, operandIndex, type Dag, dagFunction } from './dag-arbitrary.ts';
 import { BACKENDS } from './support.ts';
 
 beforeAll(async () => {
   await init();
 });
 
-/** A random DAG as a function of its inputs; the outputs are the nodes numbered in `picks`
- *  (modulo the node count) followed by the sum of all nodes. */
-function dagFunction(dag: Dag, picks: readonly number[] = []): (x: Var[]) => Var[] {
-  return (x) => {
-    const values: Var[] = [...x];
-    const nodes: Var[] = [];
-    for (const { op, a, b } of dag.nodes) {
-      const n = values.length;
-      const v = DAG_OPS[op](values[operandIndex(n, a)]!, values[operandIndex(n, b)]!);
-      values.push(v);
-      nodes.push(v);
-    }
-    const sum = nodes.reduce((s, v) => s.add(v));
-    return [...picks.map((p) => nodes[p % nodes.length]!), sum];
-  };
-}
 
 const scalarOf = (dag: Dag) => (x: Var[]): Var => dagFunction(dag)(x)[0]!;
 

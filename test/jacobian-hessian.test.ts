@@ -7,18 +7,13 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   finiteDifferenceGradient, grad, hessian, hvp, init, jacobian, normwiseError, type Matrix, type Var,
 } from '../src/index.ts';
-import { DAG_OPS, dagArbitrary, operandIndex, type Dag } from './dag-arbitrary.ts';
-import { BACKENDS } from './support.ts';
+import { DAG_OPS, dagArbitrary, operandIndex, type Dag, dagFunction } from './dag-arbitrary.ts';
+import { BACKENDS, expectClose } from './support.ts';
 
 beforeAll(async () => {
   await init();
 });
 
-function expectClose(actual: ArrayLike<number>, expected: ArrayLike<number>, tolerance: number, what = ''): void {
-  expect(actual.length).toBe(expected.length);
-  const { error, worst } = normwiseError(actual, expected);
-  expect(error, `${what} component ${worst}: ${actual[worst]} vs ${expected[worst]}`).toBeLessThanOrEqual(tolerance);
-}
 
 /** max |H - Hᵀ| / max(1, max |H|). */
 function asymmetry({ data, shape: [n] }: Matrix): number {
@@ -83,22 +78,6 @@ function softmaxJacobian(x: readonly number[]): Float64Array {
   return J;
 }
 
-/** A random DAG as a function of its inputs; the outputs are the nodes numbered in `picks`
- *  (modulo the node count) followed by the sum of all nodes. */
-function dagFunction(dag: Dag, picks: readonly number[] = []): (x: Var[]) => Var[] {
-  return (x) => {
-    const values: Var[] = [...x];
-    const nodes: Var[] = [];
-    for (const { op, a, b } of dag.nodes) {
-      const n = values.length;
-      const v = DAG_OPS[op](values[operandIndex(n, a)]!, values[operandIndex(n, b)]!);
-      values.push(v);
-      nodes.push(v);
-    }
-    const sum = nodes.reduce((s, v) => s.add(v));
-    return [...picks.map((p) => nodes[p % nodes.length]!), sum];
-  };
-}
 
 const smallDag = dagArbitrary({ maxInputs: 6, maxNodes: 60 });
 

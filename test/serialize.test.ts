@@ -9,7 +9,7 @@ import {
   type BackendKind, type CompilableFunction, type CompiledFunction, type Var,
 } from '../src/index.ts';
 import { Op } from '../src/ops.ts';
-import { BACKENDS } from './support.ts';
+import { BACKENDS, expectClose } from './support.ts';
 
 beforeAll(async () => {
   await init();
@@ -50,9 +50,6 @@ function expectSameBits(actual: ArrayLike<number>, expected: ArrayLike<number>, 
   }
 }
 
-function expectClose(actual: ArrayLike<number>, expected: ArrayLike<number>, tolerance: number, what: string): void {
-  expect(normwiseError(Float64Array.from(actual), Float64Array.from(expected)).error, what).toBeLessThanOrEqual(tolerance);
-}
 
 // ---- functions to store ----
 

@@ -6,17 +6,12 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   NotANumberError, TapegradError, grad, init, jvp, normwiseError, valueAndGrad, vjp, type Var,
 } from '../src/index.ts';
-import { BACKENDS } from './support.ts';
+import { BACKENDS, expectClose } from './support.ts';
 
 beforeAll(async () => {
   await init();
 });
 
-function expectClose(actual: ArrayLike<number>, expected: ArrayLike<number>, tolerance: number): void {
-  expect(actual.length).toBe(expected.length);
-  const { error, worst } = normwiseError(actual, expected);
-  expect(error, `component ${worst}: ${actual[worst]} vs ${expected[worst]}`).toBeLessThanOrEqual(tolerance);
-}
 
 // Rosenbrock: sum_i 100 (x_{i+1} - x_i^2)^2 + (1 - x_i)^2.
 function rosenbrock(x: Var[]): Var {
