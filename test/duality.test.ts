@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { finiteDifferenceGradient, grad, hvp, init, jvp, normwiseError, vjp, type Var } from '../src/index.ts';
-import { DAG_OPS, dagArbitrary, operandIndex, type Dag, dagFunction } from './dag-arbitrary.ts';
+import { dagArbitrary, dagFunction, type Dag } from './dag-arbitrary.ts';
 import { BACKENDS } from './support.ts';
 
 beforeAll(async () => {

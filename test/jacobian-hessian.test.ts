@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   finiteDifferenceGradient, grad, hessian, hvp, init, jacobian, normwiseError, type Matrix, type Var,
 } from '../src/index.ts';
-import { DAG_OPS, dagArbitrary, operandIndex, type Dag, dagFunction } from './dag-arbitrary.ts';
+import { dagArbitrary, dagFunction, type Dag } from './dag-arbitrary.ts';
 import { BACKENDS, expectClose } from './support.ts';
 
 beforeAll(async () => {
