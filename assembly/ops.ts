@@ -22,7 +22,7 @@
 // 12   pow             2    x^z                     g*z*x^(z-1), g*y*log(x) (0 if y=0)   both terms
 // 13   powConst        2    x^z, z a constant       g*z*x^(z-1), nothing to z            tx*z*x^(z-1)
 // 14   exp             1    e^x                     g*y                                  tx*y
-// 15   expm1           1    e^x - 1                 g*(y+1)                              tx*(y+1)
+// 15   expm1           1    e^x - 1                 g*(y+1), g*e^x once y < -1/2         same
 // 16   log             1    ln x                    g/x                                  tx/x
 // 17   log1p           1    ln(1+x)                 g/(1+x)                              tx/(1+x)
 // 18   log2            1    log2 x                  g/(x ln2)                            tx/(x ln2)
@@ -36,7 +36,7 @@
 // 26   atan2           2    atan2(x, z)             g*z/h², -g*x/h²  (h = hypot(x, z))   (tx*z - x*tz)/h²
 // 27   sinh            1    sinh x                  g*cosh x                             tx*cosh x
 // 28   cosh            1    cosh x                  g*sinh x                             tx*sinh x
-// 29   tanh            1    tanh x                  g*(1-y²)                             tx*(1-y²)
+// 29   tanh            1    tanh x                  g*(1-y²), g/cosh²x once |y| >= 1/2   same
 // 30   asinh           1    asinh x                 g/hypot(x, 1)                        tx/hypot(x, 1)
 // 31   acosh           1    acosh x                 g/sqrt((x-1)(x+1))                   tx/sqrt((x-1)(x+1))
 // 32   atanh           1    atanh x                 g/(1-x²)                             tx/(1-x²)
@@ -44,7 +44,7 @@
 // 34   min             2    min(x, z)               to the smaller; tie: g/2, g/2        same split
 // 35   max             2    max(x, z)               to the larger; tie: g/2, g/2         same split
 // 36   hypot           2    hypot(x, z)             g*x/y, g*z/y  (0, 0 at y = 0)        (tx*x + tz*z)/y
-// 37   sigmoid         1    1/(1+e^-x), stable      g*y*(1-y)                            tx*y*(1-y)
+// 37   sigmoid         1    1/(1+e^-x), stable      g*y*(1-y), g*y*sigmoid(-x), y >= 1/2 same
 // 38   softplus        1    ln(1+e^x), stable       g*(1-e^-y) = g*sigmoid(x)            same
 // 39   relu            1    max(x, 0)               g if x > 0   (relu'(0) = 0)          same
 // 40   floor           1    floor x                 zero gradient                        0
@@ -239,7 +239,7 @@ export let partialZ: f64 = 0;
     case Op.Pow: partialZ = powExponentDerivative(x, y); return powBaseDerivative(x, z);
     case Op.PowConst: return powBaseDerivative(x, z);
     case Op.Exp: return y;
-    case Op.Expm1: return y + 1;
+    case Op.Expm1: return y > -0.5 ? y + 1 : Math.exp(x); // y + 1 cancels as y nears -1
     case Op.Log: return x > 0 ? 1 / x : x == 0 ? Infinity : NaN;
     case Op.Log1p: return x > -1 ? 1 / (1 + x) : x == -1 ? Infinity : NaN;
     case Op.Log2: return x > 0 ? 1 / x / LN2 : x == 0 ? Infinity : NaN;
@@ -257,7 +257,11 @@ export let partialZ: f64 = 0;
     }
     case Op.Sinh: return Math.cosh(x);
     case Op.Cosh: return Math.sinh(x);
-    case Op.Tanh: return 1 - y * y;
+    case Op.Tanh: {
+      if (Math.abs(y) < 0.5) return 1 - y * y;
+      const c = Math.cosh(x); // 1 - y² cancels as |y| nears 1
+      return 1 / (c * c);
+    }
     case Op.Asinh: return 1 / Math.hypot(x, 1);
     case Op.Acosh: return x >= 1 ? 1 / (Math.sqrt(x - 1) * Math.sqrt(x + 1)) : NaN;
     case Op.Atanh: return Math.abs(x) <= 1 ? 1 / (1 - x * x) : NaN;
@@ -269,7 +273,7 @@ export let partialZ: f64 = 0;
       partialZ = z / y;
       return x / y;
     }
-    case Op.Sigmoid: return y * (1 - y);
+    case Op.Sigmoid: return y < 0.5 ? y * (1 - y) : y * sigmoidOf(-x); // 1 - y cancels as y nears 1
     case Op.Softplus: return -Math.expm1(-y);
     case Op.Relu: return x > 0 ? 1 : x == x ? 0 : NaN;
   }

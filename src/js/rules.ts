@@ -117,7 +117,7 @@ export function partials(op: number, x: number, z: number, y: number): number {
     case pow: partialZ[0] = powExponentDerivative(x, y); return powBaseDerivative(x, z);
     case powConst: return powBaseDerivative(x, z);
     case exp: return y;
-    case expm1: return y + 1;
+    case expm1: return y > -0.5 ? y + 1 : Math.exp(x); // y + 1 cancels as y nears -1
     case log: return x > 0 ? 1 / x : x === 0 ? Infinity : NaN;
     case log1p: return x > -1 ? 1 / (1 + x) : x === -1 ? Infinity : NaN;
     case log2: return x > 0 ? 1 / x / LN2 : x === 0 ? Infinity : NaN;
@@ -135,7 +135,11 @@ export function partials(op: number, x: number, z: number, y: number): number {
     }
     case sinh: return Math.cosh(x);
     case cosh: return Math.sinh(x);
-    case tanh: return 1 - y * y;
+    case tanh: {
+      if (Math.abs(y) < 0.5) return 1 - y * y;
+      const c = Math.cosh(x); // 1 - y² cancels as |y| nears 1
+      return 1 / (c * c);
+    }
     case asinh: return 1 / Math.hypot(x, 1);
     case acosh: return x >= 1 ? 1 / (Math.sqrt(x - 1) * Math.sqrt(x + 1)) : NaN;
     case atanh: return Math.abs(x) <= 1 ? 1 / (1 - x * x) : NaN;
@@ -147,7 +151,7 @@ export function partials(op: number, x: number, z: number, y: number): number {
       partialZ[0] = z / y;
       return x / y;
     }
-    case sigmoid: return y * (1 - y);
+    case sigmoid: return y < 0.5 ? y * (1 - y) : y * sigmoidOf(-x); // 1 - y cancels as y nears 1
     case softplus: return -Math.expm1(-y);
     case relu: return x > 0 ? 1 : x === x ? 0 : NaN;
   }
