@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDemoServer } from '../examples/demo/serve.ts';
-import { OP_NAMES } from '../src/index.ts';
+import { OP_NAMES, compile, fromBytes, init, type Var } from '../src/index.ts';
 import {
   DIST, ROOT, chromiumFound, launchChromium, openPage, reportMissingChromium, startStaticServer,
   type CheckedPage, type StaticServer,
@@ -55,6 +55,7 @@ interface SuiteWindow {
     workedExamples(backend: Backend): Promise<Worked>;
     opSweep(backend: Backend): Promise<Sweep>;
     dagParity(seed: number, numRuns: number, rtol: number): Promise<Parity>;
+    replayBytes(bytes: number[], points: number[][]): Promise<{ loaded: Record<Backend, number[][]>; bytes: number[] }>;
   };
 }
 interface DemoWindow {
@@ -86,6 +87,7 @@ describe('browser suite', () => {
     const open: CheckedPage[] = [];
 
     beforeAll(async () => {
+      await init();
       [browser, server] = await Promise.all([
         launchChromium(),
         startStaticServer({
@@ -216,6 +218,26 @@ describe('browser suite', () => {
       expect(r.illConditioned).toBeLessThanOrEqual(GRAPH_RUNS / 100);
       const unused = Object.entries(r.opCounts).filter(([, n]) => n === 0).map(([op]) => op);
       expect(unused, 'ops never drawn into a graph').toEqual([]);
+    });
+
+    it('compiled tapes cross between Node and the page: bytes from either replay in the other, on both backends', async () => {
+      const { page } = await suite();
+      // The same function as replayBytes in suite.js.
+      const f = (x: Var[]): Var => x[0]!.mul(x[1]!).sin().add(x[0]!.exp().mul(x[2]!)).sub(x[2]!.square().log1p());
+      const points = [[0.3, -1.2, 0.7], [1.5, 0.25, -2], [-0.8, 2, 0.1]];
+      const inNode = compile(f, { inputs: 3, backend: 'js', at: points[0] });
+      const expected = points.map((x) => {
+        const [x0, x1, x2] = x as [number, number, number];
+        const c = Math.cos(x0 * x1);
+        return [c * x1 + Math.exp(x0) * x2, c * x0, Math.exp(x0) - (2 * x2) / (1 + x2 * x2)];
+      });
+      const r = await page.evaluate(([bytes, pts]) => (window as unknown as SuiteWindow).suite.replayBytes(bytes, pts), [Array.from(inNode.toBytes()), points] as const);
+      for (const backend of ['wasm', 'js'] as const) {
+        r.loaded[backend].forEach((g, k) => expect(normwiseError(g, expected[k]!), `${backend} point ${k}`).toBeLessThan(1e-14));
+      }
+      const fromPage = fromBytes(Uint8Array.from(r.bytes), { backend: 'wasm' });
+      points.forEach((x, k) => expect(normwiseError(Array.from(fromPage.gradient(x)), expected[k]!)).toBeLessThan(1e-14));
+      expect(Uint8Array.from(r.bytes)).toEqual(inNode.toBytes());
     });
 
     it('the page saw no errors and fetched nothing off-host', async () => {

@@ -5,7 +5,20 @@
 
 /** @param {typeof import('../../../dist/index.js')} tapegrad  @param {typeof import('fast-check')} fc */
 export function makeSuite(tapegrad, fc) {
-  const { createTape, OP_TABLE, OP_NAMES } = tapegrad;
+  const { createTape, OP_TABLE, OP_NAMES, compile, fromBytes } = tapegrad;
+
+  /** Compiled tapes across environments: loads `bytes` (made in Node) on both backends and
+   *  takes gradients at `points`; also compiles the same function here and returns its bytes
+   *  for Node to load. The function must match the one the test compiles in Node. */
+  async function replayBytes(bytes, points) {
+    const loaded = {};
+    for (const backend of ['wasm', 'js']) {
+      const f = fromBytes(new Uint8Array(bytes), { backend });
+      loaded[backend] = points.map((x) => Array.from(f.gradient(x)));
+    }
+    const here = compile((x) => x[0].mul(x[1]).sin().add(x[0].exp().mul(x[2])).sub(x[2].square().log1p()), { inputs: 3, at: points[0] });
+    return { loaded, bytes: Array.from(here.toBytes()) };
+  }
 
   async function workedExamples(backend) {
     const tape = await createTape({ backend });
@@ -241,5 +254,5 @@ export function makeSuite(tapegrad, fc) {
     };
   }
 
-  return { workedExamples, opSweep, dagParity };
+  return { workedExamples, opSweep, dagParity, replayBytes };
 }
