@@ -2,7 +2,8 @@
 // (so no implementation's JIT state, heap or wasm memory leaks into another's numbers), checks
 // its gradient, then times `run()`.
 import { createTape, type BackendKind } from '../src/index.ts';
-import type { Instance, Phase, Workload } from './workloads.ts';
+import { JAX_STYLE, TFJS_STYLE } from './peers/styles.ts';
+import type { Instance, Phase, Workload, WorkloadKind } from './workloads.ts';
 
 export interface Runner {
   /** One timed run: value (and gradient into `grad`, when the implementation has one). */
@@ -25,6 +26,16 @@ export interface Impl {
   readonly note: string;
   /** Whether this implementation has a version of the workload at all. */
   supports(w: Workload, inst: Instance): boolean;
+  /** Largest n this implementation is run at (slow peers on workloads linear in n): the table
+   *  then scales its time up to the workload's n, and says so. */
+  sizeCap?: Partial<Record<WorkloadKind, { full: number; quick: number }>>;
+  /** How this implementation expresses the workload (scalar or vectorised), for peers. */
+  style?(kind: WorkloadKind): string;
+  /** Looser gradient-check tolerance than the workload's, for implementations whose math
+   *  functions are less accurate (it is reported with the result). */
+  tolerance?: number;
+  /** Why this implementation is not run on a workload at all (measured, not assumed). */
+  skip?: Partial<Record<WorkloadKind, string>>;
   prepare(w: Workload, inst: Instance): Promise<Runner>;
 }
 
@@ -70,10 +81,12 @@ function tapegradImpl(backend: BackendKind, api: 'var' | 'handle'): Impl {
       const runner: Runner = {
         grad: g,
         run() {
+          phase.recordEnd = NaN;
           const t0 = performance.now();
           const v = body(tape, g, phase);
           const t1 = performance.now();
-          runner.lastPhase = { recordMs: phase.recordEnd - t0, sweepMs: t1 - phase.recordEnd };
+          // Workloads that record many small tapes per run (tiny) do not split the phases.
+          if (phase.recordEnd === phase.recordEnd) runner.lastPhase = { recordMs: phase.recordEnd - t0, sweepMs: t1 - phase.recordEnd };
           return v;
         },
         info: () => ({
@@ -88,6 +101,90 @@ function tapegradImpl(backend: BackendKind, api: 'var' | 'handle'): Impl {
   };
 }
 
+const micrograd: Impl = {
+  id: 'micrograd',
+  label: 'micrograd-style JS',
+  family: 'peer',
+  precision: 'f64',
+  note: 'one object and one closure per scalar op, topological sort over a visited Set (bench/peers/micrograd.ts); scalar style everywhere',
+  supports: () => true,
+  // Sizes at which one run takes ~0.1-0.7 s (at full size the chain takes ~5 s and 2.7 GB).
+  sizeCap: {
+    chain: { full: 30_000, quick: 10_000 },
+    rosenbrock: { full: 20_000, quick: 10_000 },
+    'advection-lw': { full: 500, quick: 100 },
+    'advection-toon': { full: 500, quick: 100 },
+    llsq: { full: 2_000, quick: 500 },
+  },
+  async prepare(_w, inst) {
+    const { prepareMicrograd } = await import('./peers/micrograd.ts');
+    return prepareMicrograd(inst);
+  },
+};
+
+function tfjsImpl(backend: 'cpu' | 'wasm'): Impl {
+  return {
+    id: `tfjs-${backend}`,
+    label: `TensorFlow.js ${backend}`,
+    family: 'peer',
+    precision: 'f32',
+    note: `@tensorflow/tfjs 4.22 on its ${backend === 'cpu' ? "pure-JS 'cpu'" : "'wasm' (single thread)"} backend, float32, tf.valueAndGrad(s) inside tf.tidy (bench/peers/tfjs.ts)`,
+    supports: () => true,
+    // Scalar style costs ~0.1-0.3 ms per op here (the chain at full size would take minutes and
+    // tens of GB: every intermediate 0-d tensor stays alive for the gradient).
+    sizeCap: {
+      chain: { full: 1_000, quick: 300 },
+      tiny: { full: 500, quick: 200 },
+      'advection-lw': { full: 500, quick: 200 },
+      'advection-toon': { full: 500, quick: 200 },
+    },
+    style: (kind) => TFJS_STYLE[kind],
+    async prepare(_w, inst) {
+      const { prepareTfjs } = await import('./peers/tfjs.ts');
+      return prepareTfjs(inst, backend);
+    },
+  };
+}
+
+function jaxImpl(mode: 'eager' | 'jit'): Impl {
+  return {
+    id: `jax-${mode}`,
+    label: `jax-js ${mode === 'eager' ? 'eager' : 'jit(grad)'}`,
+    family: 'peer',
+    precision: 'f64',
+    note:
+      `@jax-js/jax 0.1.25 on its 'wasm' device, float64, ${mode === 'eager' ? 'valueAndGrad(f) each call' : 'jit(valueAndGrad(f)) compiled in the first, untimed run'}; ` +
+      'Float16Array polyfilled from @petamoriken/float16 (bench/peers/jax.ts)',
+    supports: () => true,
+    // jax-js's float64 sin/cos/exp/log on wasm are accurate to ~2e-8 (cos(0.3) comes out 2e-8 off).
+    tolerance: 1e-5,
+    // Eager: ~1.4 ms per scalar step on the chain, ~3 ms per tiny gradient, and advection grows
+    // faster than linearly in nt (100 steps 0.9 s, 200 steps 3.7 s), so scaled times there are a
+    // lower bound. Both modes overflow the stack in jax-js's recursive tracer disposal from 200
+    // Toon steps (Lax-Wendroff: from ~400); at 100 Toon steps they run, and disagree with the
+    // reference, which is the more useful thing to report.
+    sizeCap: {
+      chain: { full: 300, quick: 100 },
+      tiny: mode === 'eager' ? { full: 100, quick: 50 } : { full: 2_000, quick: 500 },
+      'advection-lw': { full: 200, quick: 100 },
+      'advection-toon': { full: 100, quick: 100 },
+    },
+    skip:
+      mode === 'jit'
+        ? {
+            chain:
+              'jit(valueAndGrad) compile time grows exponentially with the chain length (measured: 2 steps 0.23 s, ' +
+              '3 steps 2.8 s, 4 steps 47 s; 10 steps ran out of a 2 GB heap): each use of x is inlined into the fused kernel',
+          }
+        : {},
+    style: (kind) => JAX_STYLE[kind],
+    async prepare(_w, inst) {
+      const { prepareJax } = await import('./peers/jax.ts');
+      return prepareJax(inst, mode);
+    },
+  };
+}
+
 /** Every implementation, in table order. */
 export const IMPLS: readonly Impl[] = [
   plain,
@@ -96,6 +193,11 @@ export const IMPLS: readonly Impl[] = [
   tapegradImpl('wasm', 'handle'),
   tapegradImpl('js', 'var'),
   tapegradImpl('js', 'handle'),
+  micrograd,
+  tfjsImpl('cpu'),
+  tfjsImpl('wasm'),
+  jaxImpl('eager'),
+  jaxImpl('jit'),
 ];
 
 export function implById(id: string): Impl {

@@ -18,12 +18,18 @@ export type Status = 'ok' | 'gradient-mismatch' | 'unavailable' | 'failed' | 'ti
 export interface ChildResult {
   workload: string;
   impl: string;
+  /** Problem size run, and the workload's size for this mode (they differ for capped peers). */
   n: number;
+  nominalN?: number;
+  /** Scalar or vectorised, for peers. */
+  style?: string;
   runLabel: string;
   evalsPerRun: number;
   status: Status;
   reason?: string;
   check?: GradCheck;
+  /** The first (checked, untimed) run: includes JIT compilation and tape growth. */
+  firstRunMs?: number;
   warmRuns?: number;
   /** Runs per timed sample (fast runs are timed in batches); times are per run. */
   batch?: number;
@@ -36,4 +42,6 @@ export interface ChildResult {
   peakRssBytes?: number;
   baseRssBytes?: number;
   info?: Record<string, number | string>;
+  /** Throughput workloads (several gradients per run): gradients per second at the median. */
+  gradientsPerSecond?: number;
 }

@@ -1,0 +1,161 @@
+// jax-js peers on its 'wasm' device, float64 (jax-js has f64 storage and arithmetic; its f64
+// sin/cos/exp/log are only accurate to ~1e-8, see the tolerance in impls.ts). Eager mode runs
+// valueAndGrad(f) afresh each call; jit mode compiles jit(valueAndGrad(f)) once, in the first
+// (untimed) run. jax-js arrays are reference counted and every call consumes its arguments, so
+// an array used k times is passed k-1 times as `x.ref` and once as itself.
+import type { Runner } from '../impls.ts';
+import {
+  CHAIN_H, COURANT, LLSQ_M, MLP_ALPHA, MLP_LR, NX, TINY_POINTS, llsqPowers, llsqT, mlpData, tinyPoints,
+  type Instance,
+} from '../workloads.ts';
+
+type Jax = typeof import('@jax-js/jax');
+type Arr = import('@jax-js/jax').Array;
+
+export async function loadJax(): Promise<Jax> {
+  // Node 20 has no Float16Array, which jax-js checks for when it builds arrays.
+  if (typeof (globalThis as { Float16Array?: unknown }).Float16Array === 'undefined') {
+    const { Float16Array } = await import('@petamoriken/float16');
+    (globalThis as { Float16Array?: unknown }).Float16Array = Float16Array;
+  }
+  const jax = await import('@jax-js/jax');
+  const devices = await jax.init('wasm');
+  if (!devices.includes('wasm')) throw new Error(`jax-js has no wasm device here (devices: ${devices.join(', ')})`);
+  jax.defaultDevice('wasm');
+  return jax;
+}
+
+export async function prepareJax(inst: Instance, mode: 'eager' | 'jit'): Promise<Runner> {
+  const jax = await loadJax();
+  const np = jax.numpy;
+  const f64 = { dtype: np.float64 };
+  const g = new Float64Array(inst.x.length);
+  const n = inst.n;
+  const x = inst.x;
+  const wrap = <F extends (...args: never[]) => unknown>(f: F): F => (mode === 'jit' ? (jax.jit(f as never) as unknown as F) : f);
+
+  /** One value-and-gradient call on a fresh input array; reading the results frees them. */
+  const single = (fn: (a: Arr) => Arr, input: () => Float64Array): Runner => {
+    const vg = wrap(jax.valueAndGrad(fn) as unknown as (a: Arr) => [Arr, Arr]);
+    return {
+      grad: g,
+      run() {
+        const [v, gr] = vg(np.array(input(), f64));
+        const value = (v.dataSync() as Float64Array)[0]!;
+        g.set(gr.dataSync() as Float64Array);
+        return value;
+      },
+    };
+  };
+
+  switch (inst.kind) {
+    case 'chain':
+      return single((x0: Arr) => {
+        let y = x0;
+        for (let k = 0; k < n; k++) {
+          const s = np.sin(y.ref), e = np.exp(np.cos(y.ref)), l = np.log1p(y.ref.mul(y.ref));
+          y = y.add(s.mul(e).sub(l).mul(CHAIN_H));
+        }
+        return np.sum(y);
+      }, () => x);
+    case 'rosenbrock':
+      return single((v: Arr) => {
+        const a = v.ref.slice([0, n - 1]), b = v.slice([1, n]);
+        const t = b.sub(np.square(a.ref));
+        return np.sum(np.square(t).mul(100).add(np.square(np.subtract(1, a))));
+      }, () => x);
+    case 'advection-lw':
+    case 'advection-toon': {
+      const toon = inst.kind === 'advection-toon';
+      const c = COURANT;
+      return single((q0: Arr) => {
+        let q = q0;
+        for (let j = 0; j < n; j++) {
+          const a = q.ref.slice([0, NX - 1]), b = q.ref.slice([1, NX]);
+          const flux = toon
+            ? np.exp(np.log(a.ref.div(b.ref)).mul(c)).sub(1).mul(a.ref).mul(b.ref).div(a.sub(b))
+            : a.ref.add(b.ref).add(a.sub(b).mul(c)).mul(0.5 * c);
+          const inner = q.slice([1, NX - 1]).add(flux.ref.slice([0, NX - 2]).sub(flux.slice([1, NX - 1])));
+          q = np.concatenate([inner.ref.slice([NX - 3, NX - 2]), inner.ref, inner.slice([0, 1])]);
+        }
+        return np.sum(np.square(q));
+      }, () => x);
+    }
+    case 'lse':
+      return single((v: Arr) => jax.nn.logsumexp(v), () => x);
+    case 'llsq': {
+      const T = np.array(llsqPowers(n, LLSQ_M), f64).reshape([n, LLSQ_M]);
+      const s = np.array(Float64Array.from({ length: n }, (_, i) => Math.sign(llsqT(i, n))), f64);
+      return single((v: Arr) => np.sum(np.square(s.ref.sub(np.matmul(T.ref, v)))).mul(0.5), () => x);
+    }
+    case 'mlp': {
+      const { X, y } = mlpData(n);
+      const Xa = np.array(X, f64).reshape([n, 2]);
+      const ya = np.array(y, f64);
+      const shapes: [number, number][] = [[16, 2], [16, 1], [16, 16], [16, 1], [1, 16], [1, 1]];
+      let params: Arr[] = [];
+      let o = 0;
+      for (const [r, k] of shapes) {
+        const a = np.array(x.slice(o, o + r * k), f64);
+        params.push(k === 1 ? a : a.reshape([r, k]));
+        o += r * k;
+      }
+      const loss = (ps: Arr[]): Arr => {
+        const [W1, b1, W2, b2, W3, b3] = ps as [Arr, Arr, Arr, Arr, Arr, Arr];
+        const h1 = np.tanh(np.matmul(Xa.ref, np.transpose(W1.ref)).add(b1.ref));
+        const h2 = np.tanh(np.matmul(h1, np.transpose(W2.ref)).add(b2.ref));
+        const score = np.matmul(h2, np.transpose(W3.ref)).add(b3.ref).reshape([n]);
+        const data = np.mean(jax.nn.relu(np.subtract(1, ya.ref.mul(score))));
+        let reg = np.sum(np.square(W1));
+        for (const p of [b1, W2, b2, W3, b3]) reg = reg.add(np.sum(np.square(p)));
+        return data.add(reg.mul(MLP_ALPHA));
+      };
+      const vg = wrap(jax.valueAndGrad(loss as never) as unknown as (ps: Arr[]) => [Arr, Arr[]]);
+      return {
+        grad: g,
+        run() {
+          const [v, grads] = vg(params.map((p) => p.ref));
+          const value = (v.dataSync() as Float64Array)[0]!;
+          let off = 0;
+          const next: Arr[] = [];
+          for (let i = 0; i < grads.length; i++) {
+            const gi = grads[i]!;
+            const d = gi.ref.dataSync() as Float64Array;
+            g.set(d, off);
+            off += d.length;
+            next.push(params[i]!.sub(gi.mul(MLP_LR)));
+          }
+          params = next;
+          return value;
+        },
+      };
+    }
+    case 'tiny': {
+      const pts = tinyPoints();
+      const f = (a: Arr, b: Arr, c: Arr): Arr =>
+        np.sin(a.ref.mul(b.ref))
+          .add(np.tanh(b.ref.mul(c.ref)).mul(np.exp(np.negative(np.square(a.ref)))))
+          .add(np.log1p(np.square(c.ref)).div(np.square(b.ref).add(1)))
+          .sub(np.cos(a.add(b).add(c)));
+      const vg = wrap(jax.valueAndGrad(f as never, { argnums: [0, 1, 2] }) as unknown as (a: Arr, b: Arr, c: Arr) => [Arr, Arr[]]);
+      return {
+        grad: g,
+        run() {
+          let s = 0, gx = 0, gy = 0, gz = 0;
+          for (let k = 0; k < n; k++) {
+            const o = 3 * (k % TINY_POINTS);
+            const [v, [ga, gb, gc]] = vg(np.array(pts[o]!, f64), np.array(pts[o + 1]!, f64), np.array(pts[o + 2]!, f64)) as [Arr, [Arr, Arr, Arr]];
+            s += (v.dataSync() as Float64Array)[0]!;
+            gx += (ga.dataSync() as Float64Array)[0]!;
+            gy += (gb.dataSync() as Float64Array)[0]!;
+            gz += (gc.dataSync() as Float64Array)[0]!;
+          }
+          g[0] = gx;
+          g[1] = gy;
+          g[2] = gz;
+          return s;
+        },
+      };
+    }
+  }
+}

@@ -1,0 +1,25 @@
+// How each peer expresses each workload (kept apart from the peer modules, which import their
+// libraries: the runner reads these without loading TensorFlow.js or jax-js).
+import type { WorkloadKind } from '../workloads.ts';
+
+export const TFJS_STYLE: Record<WorkloadKind, string> = {
+  chain: 'scalar (0-d tensors)',
+  rosenbrock: 'vectorised',
+  'advection-lw': 'vectorised over the grid, loop over time',
+  'advection-toon': 'vectorised over the grid, loop over time',
+  mlp: 'vectorised (matmul over the batch)',
+  lse: 'vectorised (logsumexp)',
+  llsq: 'vectorised (matvec)',
+  tiny: 'scalar (0-d tensors)',
+};
+
+export const JAX_STYLE: Record<WorkloadKind, string> = {
+  chain: 'scalar (shape-[1] arrays)',
+  rosenbrock: 'vectorised',
+  'advection-lw': 'vectorised over the grid, loop over time',
+  'advection-toon': 'vectorised over the grid, loop over time',
+  mlp: 'vectorised (matmul over the batch)',
+  lse: 'vectorised (nn.logsumexp)',
+  llsq: 'vectorised (matvec)',
+  tiny: 'scalar (0-d arrays)',
+};

@@ -1,0 +1,176 @@
+// TensorFlow.js peers, float32 (tfjs has no float64), on its pure-JS 'cpu' backend or its 'wasm'
+// backend (single-threaded here: Node has no Web Workers). Scalar style where the workload is a
+// chain of scalars (chain, tiny: one 0-d tensor per value), vectorised where that is natural
+// (Rosenbrock, advection per time step, MLP as matmuls, lse, llsq as a matvec).
+import type { Runner } from '../impls.ts';
+import {
+  CHAIN_H, COURANT, LLSQ_M, MLP_ALPHA, MLP_LR, NX, TINY_POINTS, llsqPowers, llsqT, mlpData, tinyPoints,
+  type Instance,
+} from '../workloads.ts';
+
+type TF = typeof import('@tensorflow/tfjs');
+type Tensor = import('@tensorflow/tfjs').Tensor;
+
+export async function loadTfjs(backend: 'cpu' | 'wasm'): Promise<TF> {
+  // tfjs greets Node users on stdout; keep that line out of the benchmark output.
+  const log = console.log;
+  console.log = () => {};
+  try {
+    const tf = await import('@tensorflow/tfjs');
+    if (backend === 'wasm') await import('@tensorflow/tfjs-backend-wasm');
+    if (!(await tf.setBackend(backend))) throw new Error(`tfjs backend '${backend}' did not initialise`);
+    await tf.ready();
+    if (tf.getBackend() !== backend) throw new Error(`tfjs runs on '${tf.getBackend()}', not '${backend}'`);
+    return tf;
+  } finally {
+    console.log = log;
+  }
+}
+
+function readGrad(t: Tensor, g: Float64Array, offset = 0): void {
+  const d = t.dataSync();
+  for (let i = 0; i < d.length; i++) g[offset + i] = d[i]!;
+}
+
+export async function prepareTfjs(inst: Instance, backend: 'cpu' | 'wasm'): Promise<Runner> {
+  const tf = await loadTfjs(backend);
+  const g = new Float64Array(inst.x.length);
+  const n = inst.n;
+  const x32 = Float32Array.from(inst.x);
+
+  /** Runs a value-and-gradient closure inside tidy and copies the results out. */
+  const once = (f: () => { value: Tensor; grads: Tensor[] }): number => {
+    const { value, grads } = tf.tidy(f);
+    const v = value.dataSync()[0]!;
+    let o = 0;
+    for (const t of grads) {
+      readGrad(t, g, o);
+      o += t.size;
+    }
+    value.dispose();
+    tf.dispose(grads);
+    return v;
+  };
+
+  switch (inst.kind) {
+    case 'chain': {
+      const vg = tf.valueAndGrad((x0: Tensor) => {
+        let x = x0;
+        for (let k = 0; k < n; k++) {
+          x = tf.add(x, tf.mul(tf.sub(tf.mul(tf.sin(x), tf.exp(tf.cos(x))), tf.log1p(tf.mul(x, x))), CHAIN_H));
+        }
+        return x;
+      });
+      return { grad: g, run: () => once(() => { const r = vg(tf.scalar(x32[0]!)); return { value: r.value, grads: [r.grad] }; }) };
+    }
+    case 'rosenbrock': {
+      const vg = tf.valueAndGrad((x: Tensor) => {
+        const a = tf.slice(x, 0, n - 1), b = tf.slice(x, 1, n - 1);
+        const t = tf.sub(b, tf.square(a));
+        return tf.sum(tf.add(tf.mul(tf.square(t), 100), tf.square(tf.sub(1, a))));
+      });
+      return { grad: g, run: () => once(() => { const r = vg(tf.tensor1d(x32)); return { value: r.value, grads: [r.grad] }; }) };
+    }
+    case 'advection-lw':
+    case 'advection-toon': {
+      const toon = inst.kind === 'advection-toon';
+      const c = COURANT;
+      const vg = tf.valueAndGrad((q0: Tensor) => {
+        let q = q0;
+        for (let j = 0; j < n; j++) {
+          const a = tf.slice(q, 0, NX - 1), b = tf.slice(q, 1, NX - 1);
+          const flux = toon
+            ? tf.div(tf.mul(tf.mul(tf.sub(tf.exp(tf.mul(tf.log(tf.div(a, b)), c)), 1), a), b), tf.sub(a, b))
+            : tf.mul(tf.add(tf.add(a, b), tf.mul(tf.sub(a, b), c)), 0.5 * c);
+          // Interior update, then the boundary copies q[0] = q[NX-2], q[NX-1] = q[1].
+          const inner = tf.add(tf.slice(q, 1, NX - 2), tf.sub(tf.slice(flux, 0, NX - 2), tf.slice(flux, 1, NX - 2)));
+          q = tf.concat([tf.slice(inner, NX - 3, 1), inner, tf.slice(inner, 0, 1)]);
+        }
+        return tf.sum(tf.square(q));
+      });
+      return { grad: g, run: () => once(() => { const r = vg(tf.tensor1d(x32)); return { value: r.value, grads: [r.grad] }; }) };
+    }
+    case 'mlp': {
+      const { X, y } = mlpData(n);
+      const Xt = tf.tensor2d(Float32Array.from(X), [n, 2]);
+      const yt = tf.tensor1d(Float32Array.from(y));
+      const p = inst.x;
+      const shapes: [number, number][] = [[16, 2], [16, 1], [16, 16], [16, 1], [1, 16], [1, 1]];
+      let params: Tensor[] = [];
+      let o = 0;
+      for (const [r, k] of shapes) {
+        params.push(k === 1 ? tf.tensor1d(Float32Array.from(p.subarray(o, o + r))) : tf.tensor2d(Float32Array.from(p.subarray(o, o + r * k)), [r, k]));
+        o += r * k;
+      }
+      const loss = (W1: Tensor, b1: Tensor, W2: Tensor, b2: Tensor, W3: Tensor, b3: Tensor): Tensor => {
+        const h1 = tf.tanh(tf.add(tf.matMul(Xt, W1 as never, false, true), b1));
+        const h2 = tf.tanh(tf.add(tf.matMul(h1, W2 as never, false, true), b2));
+        const score = tf.reshape(tf.add(tf.matMul(h2, W3 as never, false, true), b3), [n]);
+        const data = tf.mean(tf.relu(tf.sub(1, tf.mul(yt, score))));
+        const reg = tf.addN([W1, b1, W2, b2, W3, b3].map((t) => tf.sum(tf.square(t))));
+        return tf.add(data, tf.mul(reg, MLP_ALPHA));
+      };
+      const vg = tf.valueAndGrads(loss as (...args: Tensor[]) => Tensor);
+      return {
+        grad: g,
+        run() {
+          const { value, grads } = tf.tidy(() => vg(params));
+          const v = value.dataSync()[0]!;
+          let off = 0;
+          for (const t of grads) {
+            readGrad(t, g, off);
+            off += t.size;
+          }
+          const next = tf.tidy(() => params.map((t, i) => tf.sub(t, tf.mul(grads[i]!, MLP_LR))));
+          tf.dispose([...params, ...grads, value]);
+          params = next;
+          return v;
+        },
+      };
+    }
+    case 'lse': {
+      const vg = tf.valueAndGrad((x: Tensor) => tf.logSumExp(x));
+      return { grad: g, run: () => once(() => { const r = vg(tf.tensor1d(x32)); return { value: r.value, grads: [r.grad] }; }) };
+    }
+    case 'llsq': {
+      const T = tf.tensor2d(Float32Array.from(llsqPowers(n, LLSQ_M)), [n, LLSQ_M]);
+      const s = tf.tensor2d(Float32Array.from({ length: n }, (_, i) => Math.sign(llsqT(i, n))), [n, 1]);
+      const vg = tf.valueAndGrad((x: Tensor) => {
+        const r = tf.sub(s, tf.matMul(T, tf.reshape(x, [LLSQ_M, 1])));
+        return tf.mul(tf.sum(tf.square(r)), 0.5);
+      });
+      return { grad: g, run: () => once(() => { const r = vg(tf.tensor1d(x32)); return { value: r.value, grads: [r.grad] }; }) };
+    }
+    case 'tiny': {
+      const pts = tinyPoints();
+      const f = (x: Tensor, y: Tensor, z: Tensor): Tensor =>
+        tf.sub(
+          tf.add(
+            tf.add(tf.sin(tf.mul(x, y)), tf.mul(tf.tanh(tf.mul(y, z)), tf.exp(tf.neg(tf.square(x))))),
+            tf.div(tf.log1p(tf.square(z)), tf.add(tf.square(y), 1)),
+          ),
+          tf.cos(tf.add(tf.add(x, y), z)),
+        );
+      const vg = tf.valueAndGrads(f as (...args: Tensor[]) => Tensor);
+      return {
+        grad: g,
+        run() {
+          let s = 0, gx = 0, gy = 0, gz = 0;
+          for (let k = 0; k < n; k++) {
+            const o = 3 * (k % TINY_POINTS);
+            const { value, grads } = tf.tidy(() => vg([tf.scalar(pts[o]!), tf.scalar(pts[o + 1]!), tf.scalar(pts[o + 2]!)]));
+            s += value.dataSync()[0]!;
+            gx += grads[0]!.dataSync()[0]!;
+            gy += grads[1]!.dataSync()[0]!;
+            gz += grads[2]!.dataSync()[0]!;
+            tf.dispose([value, ...grads]);
+          }
+          g[0] = gx;
+          g[1] = gy;
+          g[2] = gz;
+          return s;
+        },
+      };
+    }
+  }
+}
