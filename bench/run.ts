@@ -1,7 +1,8 @@
 // The benchmark runner: one child process per (workload, implementation), run one after another
 // (this is a 2-core machine: running children side by side would time them against each other).
 //   tsx bench/run.ts [--quick] [--only=chain,rosenbrock] [--impl=wasm-var,plain] [--out=path.json]
-// Prints the table and the ratios against their targets, writes bench/results/latest.json.
+// Prints the table and the ratios against their targets, writes bench/results/latest.json and
+// latest.svg (quick.json and quick.svg with --quick).
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -30,7 +31,8 @@ function parseOptions(argv: string[]): Options {
     quick: argv.includes('--quick'),
     only: list('only'),
     impls: list('impl'),
-    out: value('out') ?? join(here, 'results', 'latest.json'),
+    // Quick runs keep their own file, so they never overwrite the full results.
+    out: value('out') ?? join(here, 'results', argv.includes('--quick') ? 'quick.json' : 'latest.json'),
   };
 }
 
