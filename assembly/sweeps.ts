@@ -63,6 +63,16 @@ export function sweepReverse(top: i32): void {
     if (op == Op.Custom) { customReverse(i, g); continue; }
     const ia = argA(i);
     const ib = argB(i);
+    // add, sub, mul need no values (or just the operands): they skip the partials table, with
+    // the same results (g·1 = g and g·-1 = -g exactly; mul keeps the zero-partial skip).
+    if (op == Op.Add) { addAdj(ia, g); addAdj(ib, g); continue; }
+    if (op == Op.Sub) { addAdj(ia, g); addAdj(ib, -g); continue; }
+    if (op == Op.Mul) {
+      const x = val(ia), z = val(ib);
+      if (z != 0) addAdj(ia, g * z);
+      if (x != 0) addAdj(ib, g * x);
+      continue;
+    }
     const pa = partials(op, val(ia), val(ib), val(i));
     const pb = partialZ;
     if (pa != 0) addAdj(ia, g * pa);

@@ -2,7 +2,7 @@ import type { Backend, CustomHandler, TapeViews } from '../backend.ts';
 import { Op } from '../ops.ts';
 import { forwardRule, partials, partialZ, partialsTangent, partialZTangent, truthy } from './rules.ts';
 
-const { input: INPUT, arg: ARG, select: SELECT, custom: CUSTOM } = Op;
+const { input: INPUT, arg: ARG, select: SELECT, custom: CUSTOM, add: ADD, sub: SUB, mul: MUL } = Op;
 const MIN_CAPACITY = 1024;
 const BASE_NODE_BYTES = 8 + 8 + 4 + 4 + 1;
 const TANGENT_NODE_BYTES = 16;
@@ -115,6 +115,15 @@ export class JsBackend implements Backend {
         continue;
       }
       const ib = b[i];
+      // As in the core: add, sub, mul skip the partials table with identical results.
+      if (code === ADD) { adj[ia] += g; adj[ib] += g; continue; }
+      if (code === SUB) { adj[ia] += g; adj[ib] -= g; continue; }
+      if (code === MUL) {
+        const x = val[ia], z = val[ib];
+        if (z !== 0) adj[ia] += g * z;
+        if (x !== 0) adj[ib] += g * x;
+        continue;
+      }
       const pa = partials(code, val[ia], val[ib], val[i]);
       const pb = partialZ[0];
       if (pa !== 0) adj[ia] += g * pa;
