@@ -1,7 +1,7 @@
 // The implementations a workload can be timed with. A child process prepares exactly one of them
 // (so no implementation's JIT state, heap or wasm memory leaks into another's numbers), checks
 // its gradient, then times `run()`.
-import { createTape, type BackendKind } from '../src/index.ts';
+import { compile, createTape, init, type BackendKind, type CompiledFunction } from '../src/index.ts';
 import { JAX_STYLE, TFJS_STYLE } from './peers/styles.ts';
 import type { Instance, Phase, Workload, WorkloadKind } from './workloads.ts';
 
@@ -101,6 +101,93 @@ function tapegradImpl(backend: BackendKind, api: 'var' | 'handle'): Impl {
   };
 }
 
+type ReplayMode = 'call' | 'batch' | 'batch-scalar' | 'hvp';
+
+const REPLAY_LABELS: Record<ReplayMode, string> = {
+  call: 'replay',
+  batch: 'batched replay (SIMD)',
+  'batch-scalar': 'batched replay (scalar)',
+  hvp: 'replay hvp',
+};
+
+/** Record once (compile), then every run replays forward + reverse inside the engine. For the
+ *  throughput workload a run is n gradients: one call each, or one gradientBatch call. 'hvp'
+ *  times one Hessian-vector product (tangent + reverse-with-tangents sweeps), whose sweep also
+ *  leaves the gradient, which is what gets checked. */
+function tapegradReplay(backend: BackendKind, mode: ReplayMode): Impl {
+  const suffix = mode === 'call' ? 'replay' : mode === 'hvp' ? 'hvp' : mode === 'batch' ? 'batch' : 'batch-scalar';
+  return {
+    id: `${backend}-${suffix}`,
+    label: `tapegrad ${backend} ${REPLAY_LABELS[mode]}`,
+    family: 'tapegrad',
+    precision: 'f64',
+    note: `compile() once, then ${mode === 'hvp' ? 'hvp(x, v, out)' : mode === 'call' ? 'gradient(x, out) per evaluation' : `gradientBatch(X, rows, out)${mode === 'batch' ? ' with the two-row SIMD kernel' : ' with the scalar kernel'}`} on the ${backend} backend; no JS work per node`,
+    supports: (w, inst) =>
+      inst.compiled !== undefined &&
+      (mode === 'call' || (mode === 'hvp' ? w.id === 'rosenbrock-1e4' : inst.compiled.rows !== undefined && (backend === 'wasm' || mode === 'batch'))),
+    async prepare(_w, inst) {
+      await init();
+      const { fn, inputs, rows } = inst.compiled!;
+      const at = rows ? rows.subarray(0, inputs) : inst.x;
+      const f: CompiledFunction = compile(fn, { inputs, backend, at, simd: mode !== 'batch-scalar' });
+      const g = new Float64Array(inst.x.length);
+      if (rows) {
+        const count = rows.length / inputs;
+        const G = new Float64Array(rows.length);
+        const one = new Float64Array(inputs);
+        // The value of a batched run is not computed by gradientBatch: take the replayed values
+        // once, untimed, so the check still compares them.
+        let value = 0;
+        for (let r = 0; r < count; r++) value += f.value(rows.subarray(r * inputs, (r + 1) * inputs)) as number;
+        const sum = (): void => {
+          g.fill(0);
+          for (let r = 0; r < count; r++) for (let k = 0; k < inputs; k++) g[k] += G[r * inputs + k]!;
+        };
+        return mode === 'call'
+          ? {
+              grad: g,
+              run() {
+                let s = 0;
+                for (let r = 0; r < count; r++) {
+                  s += f.valueAndGradient(rows.subarray(r * inputs, (r + 1) * inputs), one)[0];
+                  for (let k = 0; k < inputs; k++) G[r * inputs + k] = one[k]!;
+                }
+                sum();
+                return s;
+              },
+            }
+          : {
+              grad: g,
+              run() {
+                f.gradientBatch(rows, count, G);
+                sum();
+                return value;
+              },
+            };
+      }
+      if (mode === 'hvp') {
+        const v = Float64Array.from(inst.x, (_, k) => Math.cos(k));
+        const hv = new Float64Array(inputs);
+        return {
+          grad: g,
+          run() {
+            f.hvp(inst.x, v, hv);
+            const rec = f.recorded!;
+            g.set(rec.tape.engine.views.adj.subarray(0, inputs));
+            return rec.tape.engine.views.val[rec.outputs[0]!]!;
+          },
+          info: () => ({ tapeNodes: f.size, nodeBytes: f.recorded!.tape.nodeBytes }),
+        };
+      }
+      return {
+        grad: g,
+        run: () => f.valueAndGradient(inst.x, g)[0],
+        info: () => ({ tapeNodes: f.size, nodeBytes: f.recorded!.tape.nodeBytes, rerecords: f.rerecords }),
+      };
+    },
+  };
+}
+
 const micrograd: Impl = {
   id: 'micrograd',
   label: 'micrograd-style JS',
@@ -193,6 +280,13 @@ export const IMPLS: readonly Impl[] = [
   tapegradImpl('wasm', 'handle'),
   tapegradImpl('js', 'var'),
   tapegradImpl('js', 'handle'),
+  tapegradReplay('wasm', 'call'),
+  tapegradReplay('js', 'call'),
+  tapegradReplay('wasm', 'batch'),
+  tapegradReplay('wasm', 'batch-scalar'),
+  tapegradReplay('js', 'batch'),
+  tapegradReplay('wasm', 'hvp'),
+  tapegradReplay('js', 'hvp'),
   micrograd,
   tfjsImpl('cpu'),
   tfjsImpl('wasm'),

@@ -27,6 +27,9 @@ export interface Instance {
   tapeVar(tape: Tape, g: Float64Array, phase?: Phase): number;
   /** The same through `tape.handles`. */
   tapeHandle(tape: Tape, g: Float64Array, phase?: Phase): number;
+  /** The function of Vars, for record-once/replay-many (compile): where it has a fixed structure.
+   *  For throughput workloads, `rows` are the input points of one run (row-major). */
+  compiled?: { fn: (x: Var[]) => Var; inputs: number; rows?: Float64Array };
   /** The reference every implementation's gradient is checked against before timing. */
   reference(): Reference;
 }
@@ -95,11 +98,16 @@ function chainHand(x0: number, n: number, g: Float64Array): number {
   return x;
 }
 
+function chainFn(input: Var, n: number): Var {
+  let x = input;
+  for (let k = 0; k < n; k++) x = x.add(x.sin().mul(x.cos().exp()).sub(x.mul(x).log1p()).mul(CHAIN_H));
+  return x;
+}
+
 function chainVar(tape: Tape, x0: number, n: number, g: Float64Array, phase?: Phase): number {
   tape.reset();
   const input = tape.variable(x0);
-  let x: Var = input;
-  for (let k = 0; k < n; k++) x = x.add(x.sin().mul(x.cos().exp()).sub(x.mul(x).log1p()).mul(CHAIN_H));
+  const x = chainFn(input, n);
   if (phase) phase.recordEnd = now();
   tape.backward(x);
   g[0] = input.grad;
@@ -144,6 +152,7 @@ export const chain: Workload = {
       hand: (g) => chainHand(x[0]!, n, g),
       tapeVar: (tape, g, phase) => chainVar(tape, x[0]!, n, g, phase),
       tapeHandle: (tape, g, phase) => chainHandle(tape, x[0]!, n, g, phase),
+      compiled: { fn: (v) => chainFn(v[0]!, n), inputs: 1 },
       reference() {
         const grad = new Float64Array(1);
         const value = chainHand(x[0]!, n, grad);
@@ -186,6 +195,15 @@ function rosenbrockHand(x: Float64Array, g: Float64Array): number {
     s += 100 * t * t + u * u;
     g[i]! += -400 * t * xi - 2 * u;
     g[i + 1]! += 200 * t;
+  }
+  return s;
+}
+
+function rosenbrockFn(xs: Var[]): Var {
+  let s: Var = xs[0]!.mul(0);
+  for (let i = 0; i < xs.length - 1; i++) {
+    const xi = xs[i]!;
+    s = s.add(xs[i + 1]!.sub(xi.square()).square().mul(100)).add(xi.sub(1).square());
   }
   return s;
 }
@@ -247,6 +265,7 @@ function rosenbrockWorkload(id: string, full: number, quick: number): Workload {
         hand: (g) => rosenbrockHand(x, g),
         tapeVar: (tape, g, phase) => rosenbrockVar(tape, x, g, phase),
         tapeHandle: (tape, g, phase) => rosenbrockHandle(tape, x, g, phase),
+        compiled: { fn: rosenbrockFn, inputs: n },
         reference() {
           const grad = new Float64Array(n);
           const value = rosenbrockHand(x, grad);
@@ -414,23 +433,14 @@ function toonHand(qInit: Float64Array, nt: number, c: number, g: Float64Array): 
   return value;
 }
 
-function advectionVar(tape: Tape, qInit: Float64Array, nt: number, c: number, toon: boolean, g: Float64Array, phase?: Phase): number {
-  tape.reset();
-  const q0 = tape.variables(qInit);
+function advectionFn(q0: Var[], nt: number, c: number, toon: boolean): Var {
   const q = q0.slice();
   const flux: Var[] = new Array<Var>(NX - 1);
   const halfC = 0.5 * c;
   for (let j = 0; j < nt; j++) {
-    if (toon) {
-      for (let i = 0; i < NX - 1; i++) {
-        const a = q[i]!, b = q[i + 1]!;
-        flux[i] = a.div(b).log().mul(c).exp().sub(1).mul(a).mul(b).div(a.sub(b));
-      }
-    } else {
-      for (let i = 0; i < NX - 1; i++) {
-        const a = q[i]!, b = q[i + 1]!;
-        flux[i] = a.add(b).add(a.sub(b).mul(c)).mul(halfC);
-      }
+    for (let i = 0; i < NX - 1; i++) {
+      const a = q[i]!, b = q[i + 1]!;
+      flux[i] = toon ? a.div(b).log().mul(c).exp().sub(1).mul(a).mul(b).div(a.sub(b)) : a.add(b).add(a.sub(b).mul(c)).mul(halfC);
     }
     for (let i = 1; i < NX - 1; i++) q[i] = q[i]!.add(flux[i - 1]!.sub(flux[i]!));
     q[0] = q[NX - 2]!;
@@ -438,6 +448,13 @@ function advectionVar(tape: Tape, qInit: Float64Array, nt: number, c: number, to
   }
   let s = q[0]!.square();
   for (let i = 1; i < NX; i++) s = s.add(q[i]!.square());
+  return s;
+}
+
+function advectionVar(tape: Tape, qInit: Float64Array, nt: number, c: number, toon: boolean, g: Float64Array, phase?: Phase): number {
+  tape.reset();
+  const q0 = tape.variables(qInit);
+  const s = advectionFn(q0, nt, c, toon);
   if (phase) phase.recordEnd = now();
   g.set(tape.gradient(s, q0));
   return s.value;
@@ -512,6 +529,7 @@ function advectionWorkload(toon: boolean): Workload {
         hand: (g) => hand(x, nt, COURANT, g),
         tapeVar: (tape, g, phase) => advectionVar(tape, x, nt, COURANT, toon, g, phase),
         tapeHandle: (tape, g, phase) => advectionHandle(tape, x, nt, COURANT, toon, g, phase),
+        compiled: { fn: (q0) => advectionFn(q0, nt, COURANT, toon), inputs: NX },
         reference() {
           const grad = new Float64Array(NX);
           const value = hand(x, nt, COURANT, grad);
@@ -1084,6 +1102,14 @@ export const tiny: Workload = {
       hand: (g) => tinyHand(pts, n, g),
       tapeVar: (tape, g) => tinyVar(tape, pts, n, g),
       tapeHandle: (tape, g) => tinyHandle(tape, pts, n, g),
+      compiled: {
+        fn: ([x, y, z]) => x!.mul(y!).sin()
+          .add(y!.mul(z!).tanh().mul(x!.square().neg().exp()))
+          .add(z!.square().log1p().div(y!.square().add(1)))
+          .sub(x!.add(y!).add(z!).cos()),
+        inputs: 3,
+        rows: Float64Array.from({ length: 3 * n }, (_, i) => pts[i % (3 * TINY_POINTS)]!),
+      },
       reference() {
         const grad = new Float64Array(3);
         const value = tinyHand(pts, n, grad);
