@@ -1,0 +1,106 @@
+// Prints the README's benchmark tables (markdown) from a results file, so the README states
+// exactly what a run measured: `npx tsx bench/table.ts [bench/results/latest.json]`.
+import { readFileSync } from 'node:fs';
+import type { ChildResult } from './protocol.ts';
+
+interface Results {
+  generated: string;
+  machine: { cpu: string; cores: number; memoryBytes: number; node: string; platform: string };
+  loadAverage?: { before: number[]; after: number[] } | unknown;
+  results: (ChildResult & { gradientsPerSecond?: number })[];
+}
+
+const file = process.argv[2] ?? 'bench/results/latest.json';
+const data = JSON.parse(readFileSync(file, 'utf8')) as Results;
+const byKey = new Map(data.results.map((r) => [`${r.workload}/${r.impl}`, r]));
+
+// Time per gradient at the workload's full n (peers run smaller are scaled, marked ~).
+function time(workload: string, impl: string): number | null {
+  const r = byKey.get(`${workload}/${impl}`);
+  if (!r || r.status !== 'ok' || r.medianMs === undefined) return null;
+  const scale = r.nominalN && r.n && r.nominalN !== r.n ? r.nominalN / r.n : 1;
+  return r.medianMs * scale;
+}
+
+function scaled(workload: string, impl: string): boolean {
+  const r = byKey.get(`${workload}/${impl}`);
+  return !!r && !!r.nominalN && r.nominalN !== r.n;
+}
+
+function fmtMs(ms: number): string {
+  if (ms >= 1000) return `${(ms / 1000).toFixed(1)} s`;
+  if (ms >= 10) return ms.toFixed(1);
+  if (ms >= 1) return ms.toFixed(2);
+  return ms.toPrecision(2);
+}
+
+function ratio(a: number | null, b: number | null): string {
+  return a === null || b === null ? '–' : (a / b).toFixed(a / b >= 10 ? 0 : 2);
+}
+
+const workloads = ['chain', 'rosenbrock', 'rosenbrock-1e4', 'advection-lw', 'advection-toon', 'mlp', 'lse', 'llsq', 'tiny'];
+const ours = ['wasm-var', 'wasm-handle', 'js-var', 'js-handle', 'wasm-replay', 'js-replay'];
+const peers = ['micrograd', 'tfjs-cpu', 'tfjs-wasm', 'jax-eager', 'jax-jit'];
+
+const { machine } = data;
+console.log(
+  `Measured ${data.generated.slice(0, 10)} on ${machine.cpu}, ${machine.cores} cores, ` +
+    `${Math.round(machine.memoryBytes / 2 ** 30)} GiB, Node ${machine.node} (\`npm run bench\`, one process per ` +
+    'implementation, median of 7–25 runs after warm-up; times per gradient, tiny: per 20,000 gradients).\n',
+);
+
+console.log('| workload | plain (no AD) | wasm Var | wasm handles | JS Var | JS handles | wasm replay | JS replay | record+reverse / plain (Var, handles) | replay / plain |');
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+for (const w of workloads) {
+  const plain = time(w, 'plain');
+  const cells = ours.map((i) => {
+    const t = time(w, i);
+    return t === null ? '–' : fmtMs(t);
+  });
+  const replay = time(w, 'wasm-replay');
+  console.log(
+    `| ${w} | ${plain === null ? '–' : fmtMs(plain)} | ${cells.join(' | ')} | ` +
+      `${ratio(time(w, 'wasm-var'), plain)}, ${ratio(time(w, 'wasm-handle'), plain)} | ${ratio(replay, plain)} |`,
+  );
+}
+
+console.log('\nwasm core vs pure-JS mode (speed-up, record + reverse; replay):\n');
+console.log('| workload | Var API | handles | replay |');
+console.log('| --- | ---: | ---: | ---: |');
+for (const w of workloads) {
+  console.log(
+    `| ${w} | ${ratio(time(w, 'js-var'), time(w, 'wasm-var'))} | ${ratio(time(w, 'js-handle'), time(w, 'wasm-handle'))} | ` +
+      `${ratio(time(w, 'js-replay'), time(w, 'wasm-replay'))} |`,
+  );
+}
+
+console.log('\nPeers, time per gradient over tapegrad wasm (handles): above 1, tapegrad is faster (~: run at a smaller n, scaled):\n');
+console.log(`| workload | ${peers.join(' | ')} |`);
+console.log(`| --- |${peers.map(() => ' ---: |').join('')}`);
+for (const w of workloads) {
+  const base = time(w, 'wasm-handle');
+  const cells = peers.map((p) => {
+    const r = byKey.get(`${w}/${p}`);
+    if (r && r.status !== 'ok') return r.status === 'gradient-mismatch' ? 'wrong gradient' : 'n/a';
+    const t = time(w, p);
+    return t === null ? '–' : `${scaled(w, p) ? '~' : ''}${ratio(t, base)}`;
+  });
+  console.log(`| ${w} | ${cells.join(' | ')} |`);
+}
+
+const rate = (impl: string): string => {
+  const r = byKey.get(`tiny/${impl}`);
+  return r?.gradientsPerSecond ? `${(r.gradientsPerSecond / 1e6).toFixed(2)} M/s` : '–';
+};
+console.log(
+  `\nTiny function (20 nodes, 3 inputs), gradients per second on one core: plain value only ${rate('plain')}; ` +
+    `wasm Var API ${rate('wasm-var')}, handles ${rate('wasm-handle')}, replay \`gradient(x, out)\` ${rate('wasm-replay')}, ` +
+    `\`gradientBatch\` SIMD ${rate('wasm-batch')}, scalar kernel ${rate('wasm-batch-scalar')}; JS mode replay ${rate('js-replay')}; ` +
+    `micrograd-style ${rate('micrograd')}.`,
+);
+const hvp = time('rosenbrock-1e4', 'wasm-hvp'), g = time('rosenbrock-1e4', 'wasm-replay');
+const jsHvp = time('rosenbrock-1e4', 'js-hvp'), jsG = time('rosenbrock-1e4', 'js-replay');
+console.log(
+  `\nHessian-vector product on Rosenbrock n = 10^4 (replayed): ${hvp === null ? '–' : fmtMs(hvp)} ms on wasm, ${ratio(hvp, g)}× a gradient ` +
+    `(JS mode: ${ratio(jsHvp, jsG)}×).`,
+);
