@@ -118,7 +118,7 @@ function tapegradReplay(backend: BackendKind, mode: ReplayMode): Impl {
   const suffix = mode === 'call' ? 'replay' : mode === 'hvp' ? 'hvp' : mode === 'batch' ? 'batch' : 'batch-scalar';
   return {
     id: `${backend}-${suffix}`,
-    label: `tapegrad ${backend} ${REPLAY_LABELS[mode]}`,
+    label: `tapegrad ${backend} ${backend === 'js' && mode === 'batch' ? 'batched replay' : REPLAY_LABELS[mode]}`,
     family: 'tapegrad',
     precision: 'f64',
     note: `compile() once, then ${mode === 'hvp' ? 'hvp(x, v, out)' : mode === 'call' ? 'gradient(x, out) per evaluation' : `gradientBatch(X, rows, out)${mode === 'batch' ? ' with the two-row SIMD kernel' : ' with the scalar kernel'}`} on the ${backend} backend; no JS work per node`,
