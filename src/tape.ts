@@ -100,8 +100,10 @@ export class Tape {
     // All or nothing: check every value and make room before recording the first.
     for (let k = 0; k < xs.length; k++) checkNumber(xs[k], 'input');
     this.reserveNodes(xs.length);
-    const out: Var[] = [];
-    for (let k = 0; k < xs.length; k++) out.push(this.variable(xs[k]!));
+    // Sized up front: growing the array by push copies it, and large input lists then cost
+    // young-generation GC time on every recording.
+    const out = new Array<Var>(xs.length);
+    for (let k = 0; k < xs.length; k++) out[k] = this.variable(xs[k]!);
     return out;
   }
 
