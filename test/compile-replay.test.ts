@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { TapegradError, compile, createTape, init, normwiseError, type BackendKind, type Tape, type Var } from '../src/index.ts';
 import { DAG_OPS, dagArbitrary, operandIndex, recordDag, type Dag, type DagOpName } from './dag-arbitrary.ts';
-import { BACKENDS, expectClose } from './support.ts';
+import { BACKENDS, expectClose, rosenbrock } from './support.ts';
 
 beforeAll(async () => {
   await init();
@@ -194,14 +194,6 @@ function chain(x: Var[]): Var {
 
 const ROSENBROCK_N = 50;
 
-function rosenbrock(x: Var[]): Var {
-  let sum: Var | null = null;
-  for (let i = 0; i + 1 < x.length; i++) {
-    const term = x[i + 1]!.sub(x[i]!.square()).square().mul(100).add(x[i]!.neg().add(1).square());
-    sum = sum ? sum.add(term) : term;
-  }
-  return sum!;
-}
 
 /** The Rosenbrock gradient in closed form. */
 function rosenbrockGradient(x: ArrayLike<number>): Float64Array {

@@ -135,3 +135,8 @@ export function dagValue(tape: Tape, dag: Dag, point: ArrayLike<number>): number
   tape.reset();
   return recordDag(tape, dag, point).output.value;
 }
+
+/** The sum of every node of the graph, as a function of its inputs. */
+export function dagSum(dag: Dag): (x: Var[]) => Var {
+  return (x) => dagNodes(dag, x).reduce((s, v) => s.add(v));
+}

@@ -8,7 +8,7 @@ import {
   finiteDifferenceGradient, grad, hessian, hvp, init, jacobian, normwiseError, type Matrix, type Var,
 } from '../src/index.ts';
 import { dagArbitrary, dagFunction, type Dag } from './dag-arbitrary.ts';
-import { BACKENDS, expectClose } from './support.ts';
+import { BACKENDS, expectClose, rosenbrock } from './support.ts';
 
 beforeAll(async () => {
   await init();
@@ -30,14 +30,6 @@ function matVec({ data, shape: [m, n] }: Matrix, v: ArrayLike<number>): Float64A
   return out;
 }
 
-function rosenbrock(x: Var[]): Var {
-  let sum: Var | undefined;
-  for (let i = 0; i + 1 < x.length; i++) {
-    const term = x[i + 1]!.sub(x[i]!.square()).square().mul(100).add(x[i]!.neg().add(1).square());
-    sum = sum ? sum.add(term) : term;
-  }
-  return sum!;
-}
 
 // Tridiagonal: H_ii = [i < n-1] (1200 x_i^2 - 400 x_{i+1} + 2) + [i > 0] 200, H_{i,i+1} = -400 x_i.
 function rosenbrockHessian(x: readonly number[]): Float64Array {

@@ -9,7 +9,7 @@ import {
   type BackendKind, type CompilableFunction, type CompiledFunction, type Var,
 } from '../src/index.ts';
 import { Op } from '../src/ops.ts';
-import { BACKENDS, expectClose } from './support.ts';
+import { BACKENDS, expectClose, rosenbrock } from './support.ts';
 
 beforeAll(async () => {
   await init();
@@ -53,11 +53,6 @@ function expectSameBits(actual: ArrayLike<number>, expected: ArrayLike<number>, 
 
 // ---- functions to store ----
 
-function rosenbrock(x: Var[]): Var {
-  let sum = x[1]!.sub(x[0]!.square()).square().mul(100).add(x[0]!.neg().add(1).square());
-  for (let i = 1; i + 1 < x.length; i++) sum = sum.add(x[i + 1]!.sub(x[i]!.square()).square().mul(100).add(x[i]!.neg().add(1).square()));
-  return sum;
-}
 
 function transcendental(x: Var[]): Var {
   const [a, b, c] = x as [Var, Var, Var];

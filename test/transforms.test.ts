@@ -6,22 +6,13 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   NotANumberError, TapegradError, grad, init, jvp, normwiseError, valueAndGrad, vjp, type Var,
 } from '../src/index.ts';
-import { BACKENDS, expectClose } from './support.ts';
+import { BACKENDS, expectClose, rosenbrock } from './support.ts';
 
 beforeAll(async () => {
   await init();
 });
 
 
-// Rosenbrock: sum_i 100 (x_{i+1} - x_i^2)^2 + (1 - x_i)^2.
-function rosenbrock(x: Var[]): Var {
-  let sum: Var | undefined;
-  for (let i = 0; i + 1 < x.length; i++) {
-    const term = x[i + 1]!.sub(x[i]!.square()).square().mul(100).add(x[i]!.neg().add(1).square());
-    sum = sum ? sum.add(term) : term;
-  }
-  return sum!;
-}
 
 function rosenbrockGradient(x: readonly number[]): number[] {
   const n = x.length;
