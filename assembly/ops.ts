@@ -128,7 +128,7 @@ export function opArity(op: i32): i32 {
 @inline const LN10: f64 = 2.302585092994046;
 
 // @ts-ignore: decorator
-@inline function truthy(c: f64): bool { return c != 0 && c == c; }
+@inline export function truthy(c: f64): bool { return c != 0 && c == c; }
 
 // @ts-ignore: decorator
 @inline function sgn(x: f64): f64 { return x > 0 ? 1 : x < 0 ? -1 : x * 0; }
@@ -159,9 +159,10 @@ export function opArity(op: i32): i32 {
   return Math.max(x, 0) + Math.log1p(Math.exp(-Math.abs(x)));
 }
 
-/** y = f(x, z); `w` is the third operand of select. */
+/** y = f(x, z) for every op with at most two operands (select and custom are run by the
+ *  sweeps themselves). */
 // @ts-ignore: decorator
-@inline export function forwardRule(op: i32, x: f64, z: f64, w: f64): f64 {
+@inline export function forwardRule(op: i32, x: f64, z: f64): f64 {
   switch (op) {
     case Op.Add: return x + z;
     case Op.Sub: return x - z;
@@ -210,7 +211,6 @@ export function opArity(op: i32): i32 {
     case Op.Gt: return x > z ? 1 : 0;
     case Op.Ge: return x >= z ? 1 : 0;
     case Op.Eq: return x == z ? 1 : 0;
-    case Op.Select: return truthy(x) ? z : w;
   }
   return 0;
 }
@@ -342,7 +342,7 @@ export let partialZTangent: f64 = 0;
 // of the SIMD kernel). The hot forward and reverse sweeps inline the switches; inlining them
 // everywhere made the module twice the size for no measurable gain.
 export function forwardRuleCall(op: i32, x: f64, z: f64): f64 {
-  return forwardRule(op, x, z, 0);
+  return forwardRule(op, x, z);
 }
 
 export function partialsCall(op: i32, x: f64, z: f64, y: f64): f64 {

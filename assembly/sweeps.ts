@@ -1,4 +1,4 @@
-import { Op, forwardRule, partials, partialsCall, partialZ, partialsTangent, partialZTangent } from './ops';
+import { Op, forwardRule, partials, partialsCall, partialZ, partialsTangent, partialZTangent, truthy } from './ops';
 import {
   val, setVal, adj, addAdj, argA, argB, opAt, tan, setTan, tanAdj, addTanAdj, adjBase, tanAdjBase, valBase,
 } from './layout';
@@ -15,8 +15,7 @@ import {
 
 // @ts-ignore: decorator
 @inline function selected(i: i32): i32 {
-  const c = val(argA(i));
-  return c != 0 && c == c ? argB(i) : argA(i - 1);
+  return truthy(val(argA(i))) ? argB(i) : argA(i - 1);
 }
 
 /** Computes the values of nodes [from, to) from their operands, in recording order. Recording
@@ -32,7 +31,7 @@ export function forward(from: i32, to: i32): void {
     }
     if (op == Op.Select) { setVal(i, val(selected(i))); continue; }
     if (op == Op.Custom) { customForward(i); continue; }
-    setVal(i, forwardRule(op, val(argA(i)), val(argB(i)), 0));
+    setVal(i, forwardRule(op, val(argA(i)), val(argB(i))));
   }
 }
 
