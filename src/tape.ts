@@ -129,7 +129,7 @@ export class Tape {
   gradient(output: Var, wrt: readonly Var[], seed = 1): Float64Array {
     const indices = wrt.map((v) => this.index(v));
     this.backwardIndex(this.index(output), seed);
-    return gather(this.engine.views.adj, indices);
+    return this.gatherGradient(this.engine.views.adj, indices);
   }
 
   /** Vector-Jacobian product in one reverse sweep: the gradient of sum_j cotangent[j] *
@@ -150,7 +150,7 @@ export class Tape {
     this.engine.sweepReverse(top);
     this.swept = this.count;
     if (this.checkNaN) this.assertFinite(0, top + 1, false);
-    return gather(this.engine.views.adj, indices);
+    return this.gatherGradient(this.engine.views.adj, indices);
   }
 
   /** Jacobian-vector product in one forward (tangent) sweep over the recorded tape: the
@@ -170,7 +170,7 @@ export class Tape {
     this.engine.reverseTangent(out, checkNumber(seed, 'seed'), this.count);
     this.swept = this.count;
     if (this.checkNaN) this.assertFinite(0, out + 1, false);
-    return gather(this.engine.views.tanAdj!, indices);
+    return this.gatherGradient(this.engine.views.tanAdj!, indices);
   }
 
   /** @internal The tangent array, allocating the tangent regions on first use. */
@@ -196,7 +196,11 @@ export class Tape {
     this.evaluate();
     const tan = this.ensureTangents();
     tan.fill(0, 0, this.count);
-    for (let k = 0; k < indices.length; k++) tan[indices[k]!] += checkNumber(tangent[k], 'tangent');
+    // A constant listed as an input keeps tangent 0: constants are not differentiated.
+    for (let k = 0; k < indices.length; k++) {
+      const t = checkNumber(tangent[k], 'tangent');
+      if (this.opV[indices[k]!] !== CONST) tan[indices[k]!] += t;
+    }
     this.engine.tangent(0, this.count);
     return indices;
   }
@@ -355,7 +359,18 @@ export class Tape {
     if (this.swept < 0) {
       throw new TapegradError('NO_GRADIENT', 'no gradient yet: call tape.backward(output) after recording, before reading .grad');
     }
-    return i < this.swept ? this.engine.views.adj[i]! : 0;
+    return i < this.swept && this.opV[i] !== CONST ? this.engine.views.adj[i]! : 0;
+  }
+
+  /** @internal Adjoints (or adjoint tangents) of the given nodes; constants never receive
+   *  gradient, whatever their slot holds. */
+  gatherGradient(from: Float64Array, indices: readonly number[]): Float64Array {
+    const out = new Float64Array(indices.length);
+    for (let k = 0; k < indices.length; k++) {
+      const i = indices[k]!;
+      out[k] = this.opV[i] === CONST ? 0 : from[i]!;
+    }
+    return out;
   }
 
   /** @internal */
