@@ -5,7 +5,7 @@
 // test/batch-simd.test.ts fails if they drift): same operations in the same order, and where the scalar
 // sweep skips a contribution (adjoint or partial exactly 0) the lane adds -0.0, which leaves
 // every value, including a -0 adjoint, unchanged.
-import { Op, forwardRuleCall, partialsCall, partialZ } from './ops';
+import { Op, forwardRule, partials, partialZ } from './ops';
 import { val, argA, argB, opAt } from './layout';
 import { gradientBatch } from './replay';
 
@@ -71,7 +71,7 @@ function forward2(val2: usize, from: i32, to: i32): void {
       case Op.Eq: y = v128.and(f64x2.eq(x, z), ONE); break;
       case Op.Select: y = v128.bitselect(z, lv(val2, argA(i - 1)), truthyMask(x)); break;
       default:
-        y = pair(forwardRuleCall(op, lane0(x), lane0(z)), forwardRuleCall(op, lane1(x), lane1(z)));
+        y = pair(forwardRule(op, lane0(x), lane0(z)), forwardRule(op, lane1(x), lane1(z)));
     }
     setLv(val2, i, y);
   }
@@ -118,8 +118,8 @@ function reverse2(val2: usize, adj2: usize, out: i32, count: i32): void {
         // as in the scalar sweep.
         const g0 = lane0(g), g1 = lane1(g);
         let pa0: f64 = 0, pb0: f64 = 0, pa1: f64 = 0, pb1: f64 = 0;
-        if (g0 != 0) { pa0 = partialsCall(op, lane0(x), lane0(z), lane0(y)); pb0 = partialZ; }
-        if (g1 != 0) { pa1 = partialsCall(op, lane1(x), lane1(z), lane1(y)); pb1 = partialZ; }
+        if (g0 != 0) { pa0 = partials(op, lane0(x), lane0(z), lane0(y)); pb0 = partialZ; }
+        if (g1 != 0) { pa1 = partials(op, lane1(x), lane1(z), lane1(y)); pb1 = partialZ; }
         addScaled(adj2, ia, g, pair(pa0, pa1), gMask);
         addScaled(adj2, ib, g, pair(pb0, pb1), gMask);
       }
