@@ -1,7 +1,7 @@
 // Finite differences and the gradient checker (like torch.autograd.gradcheck, jax check_grads).
 import type { BackendKind } from './backend.ts';
 import { createTapeSync } from './create.ts';
-import { TapegradError } from './errors.ts';
+import { MissingRuleError, TapegradError } from './errors.ts';
 import type { Tape, Var } from './tape.ts';
 
 /** A function of Vars recorded on a tape: one Var per input, one Var out. */
@@ -120,7 +120,7 @@ function hasTangents(tape: Tape, inputs: Var[], direction: Float64Array, output:
   try {
     return tape.jvp(inputs, direction, [output])[0]!;
   } catch (error) {
-    if (error instanceof TapegradError && /has no jvp rule/.test(error.message)) return null;
+    if (error instanceof MissingRuleError && error.rule === 'jvp') return null;
     throw error;
   }
 }

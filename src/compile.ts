@@ -5,11 +5,10 @@
 import type { BackendKind } from './backend.ts';
 import { createTapeSync } from './create.ts';
 import { BranchChangedError, NotANumberError, TapegradError, describe } from './errors.ts';
-import { Op } from './ops.ts';
+import { COMPARISON_OPS } from './ops.ts';
 import { toBytes } from './serialize.ts';
 import { Var, type Tape } from './tape.ts';
 
-const COMPARISONS = new Set([Op.lt, Op.le, Op.gt, Op.ge, Op.eq]);
 
 export type CompilableFunction = (x: Var[]) => Var | number | readonly (Var | number)[];
 
@@ -243,7 +242,7 @@ export class CompiledFunction {
       tape.observed = null;
     }
     const { op, val } = tape.engine.views;
-    const guards = Int32Array.from([...observed].filter((i) => COMPARISONS.has(op[i]!)).sort((p, q) => p - q));
+    const guards = Int32Array.from([...observed].filter((i) => COMPARISON_OPS.has(op[i]!)).sort((p, q) => p - q));
     const expected = Float64Array.from(guards, (i) => val[i]!);
     tape.engine.setGuards(guards, expected);
     this.recording = { tape, inputs: this.inputs, outputs, guards, expected };

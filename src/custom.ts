@@ -2,7 +2,7 @@
 // order rule) written in plain TypeScript over numbers. Each call records n/2 arg nodes carrying
 // the operands and one custom node; the sweeps call back into these rules once per visit.
 import type { Backend, CustomHandler } from './backend.ts';
-import { NotANumberError, TapegradError, describe } from './errors.ts';
+import { MissingRuleError, NotANumberError, TapegradError, describe } from './errors.ts';
 import { Var, type Operand } from './tape.ts';
 
 export interface CustomRule {
@@ -117,6 +117,10 @@ function checkResult(y: unknown, rule: CustomRule, what: string): number {
   return y;
 }
 
-function missing(rule: CustomRule, name: string, needed: string): TapegradError {
-  return new TapegradError('INVALID_ARGUMENT', `custom function '${rule.name}' has no ${name} rule, which ${needed} through it need; add ${name} to its definition`);
+function missing(rule: CustomRule, name: 'jvp' | 'vjpTangent', needed: string): MissingRuleError {
+  return new MissingRuleError(
+    `custom function '${rule.name}' has no ${name} rule, which ${needed} through it need; add ${name} to its definition`,
+    rule.name,
+    name,
+  );
 }

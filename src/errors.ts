@@ -44,6 +44,13 @@ export function describe(value: unknown): string {
   return `${typeof value} ${String(value)}`;
 }
 
+/** A custom function lacks the rule a sweep needs (jvp, or vjpTangent for second order). */
+export class MissingRuleError extends TapegradError {
+  constructor(message: string, readonly functionName: string, readonly rule: 'jvp' | 'vjpTangent') {
+    super('INVALID_ARGUMENT', message);
+  }
+}
+
 /** A compiled function in strict mode was replayed at inputs where a comparison it recorded
  *  comes out the other way. */
 export class BranchChangedError extends TapegradError {

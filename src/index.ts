@@ -4,7 +4,7 @@ export { Tape, Var, HandleApi, type Operand, type TapeLimits } from './tape.ts';
 export type { BackendKind } from './backend.ts';
 export {
   TapegradError, StaleHandleError, ForeignHandleError, InvalidHandleError, NotANumberError,
-  CapacityError, BranchChangedError, FormatError, NonFiniteError,
+  CapacityError, BranchChangedError, FormatError, NonFiniteError, MissingRuleError,
 } from './errors.ts';
 export { Op, OP_NAMES, OP_TABLE, opArity, type OpName, type UnaryOpName, type BinaryOpName } from './ops.ts';
 export {

@@ -36,6 +36,8 @@ export function opArity(name: OpName): number {
 
 export const UNARY_OPS = OP_TABLE.filter(([n, k]) => k === 1 && n !== 'arg').map(([n]) => n) as UnaryOpName[];
 export const BINARY_OPS = OP_TABLE.filter(([n, k]) => k === 2 && n !== 'powConst').map(([n]) => n) as BinaryOpName[];
+/** The comparison ops: 0/1 values; compiled functions guard those whose values user code read. */
+export const COMPARISON_OPS: ReadonlySet<number> = new Set([Op.lt, Op.le, Op.gt, Op.ge, Op.eq]);
 /** Ops whose gradient is zero by definition (they still record, and replay). */
 export const ZERO_GRADIENT_OPS: readonly OpName[] = [
   'floor', 'ceil', 'round', 'sign', 'stopGradient', 'lt', 'le', 'gt', 'ge', 'eq',

@@ -25,13 +25,12 @@ import type { BackendKind } from './backend.ts';
 import { CompiledFunction, type Recording } from './compile.ts';
 import { createTapeSync } from './create.ts';
 import { FormatError, TapegradError, describe } from './errors.ts';
-import { Op, OP_NAMES } from './ops.ts';
+import { COMPARISON_OPS, Op, OP_NAMES } from './ops.ts';
 
 const MAGIC = 0x44524754; // "TGRD" read as u32 LE
 export const FORMAT_VERSION = 1;
 const HEADER_BYTES = 32;
 const MAX_NODES = 2 ** 28;
-const COMPARISONS = new Set([Op.lt, Op.le, Op.gt, Op.ge, Op.eq]);
 
 const pad = (n: number, to: number): number => Math.ceil(n / to) * to;
 
@@ -132,7 +131,7 @@ export function fromBytes(bytes: Uint8Array, options: FromBytesOptions = {}): Co
   const guards = Int32Array.from({ length: g }, (_, k) => view.getInt32(at.guards + 4 * k, true));
   const expected = Float64Array.from({ length: g }, (_, k) => view.getFloat64(at.expected + 8 * k, true));
   if (outputs.some((i) => i < 0 || i >= n)) throw new FormatError('malformed: an output is not a node of the tape');
-  if (guards.some((i) => i < 0 || i >= n || !COMPARISONS.has(op[i]!))) throw new FormatError('malformed: a guard is not a comparison node');
+  if (guards.some((i) => i < 0 || i >= n || !COMPARISON_OPS.has(op[i]!))) throw new FormatError('malformed: a guard is not a comparison node');
 
   const tape = createTapeSync({ backend: options.backend ?? 'wasm' });
   const leafValues = Float64Array.from({ length: l }, (_, k) => view.getFloat64(at.leaves + 8 * k, true));

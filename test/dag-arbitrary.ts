@@ -98,17 +98,20 @@ export interface RecordedDag {
   output: Var;
 }
 
-/** The graph's nodes applied to `inputs`, one Var per node, in order. */
-export function dagNodes(dag: Dag, inputs: readonly Var[]): Var[] {
+/** The graph's nodes applied to `inputs`, one Var per step, in order. */
+export function* dagSteps(dag: Dag, inputs: readonly Var[]): Generator<Var, void, void> {
   const values: Var[] = [...inputs];
-  const nodes: Var[] = [];
   for (const { op, a, b } of dag.nodes) {
     const n = values.length;
     const v = DAG_OPS[op](values[operandIndex(n, a)]!, values[operandIndex(n, b)]!);
     values.push(v);
-    nodes.push(v);
+    yield v;
   }
-  return nodes;
+}
+
+/** The graph's nodes applied to `inputs`, one Var per node, in order. */
+export function dagNodes(dag: Dag, inputs: readonly Var[]): Var[] {
+  return [...dagSteps(dag, inputs)];
 }
 
 /** Records the graph on `tape` at `point` (default: the graph's own inputs). */

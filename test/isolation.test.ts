@@ -5,18 +5,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ForeignHandleError, TapegradError, type BackendKind, type Tape, type Var } from '../src/index.ts';
-import { DAG_OPS, dagArbitrary, operandIndex, recordDag, type Dag, type RecordedDag } from './dag-arbitrary.ts';
+import { dagArbitrary, dagSteps, recordDag, type Dag, type RecordedDag } from './dag-arbitrary.ts';
 import { tapeOn } from './support.ts';
 
 /** recordDag, one node per step: the caller decides what happens between two nodes. */
 function* recordSteps(tape: Tape, dag: Dag): Generator<Var, RecordedDag, void> {
   const inputs = tape.variables(dag.inputs);
-  const values: Var[] = [...inputs];
   const nodes: Var[] = [];
-  for (const { op, a, b } of dag.nodes) {
-    const n = values.length;
-    const v = DAG_OPS[op](values[operandIndex(n, a)]!, values[operandIndex(n, b)]!);
-    values.push(v);
+  for (const v of dagSteps(dag, inputs)) {
     nodes.push(v);
     yield v;
   }
