@@ -19,5 +19,7 @@ export function bPtr(): usize { return bBase; }
 export function opPtr(): usize { return opBase; }
 export function tanPtr(): usize { return tanBase; }
 export function tanAdjPtr(): usize { return tanAdjBase; }
-export { replayForward, gradientBatch } from './replay';
+export {
+  replayForward, gradientBatch, setGeneratedSweeps, sweepReverseReplay, rulePartials, rulePartialZ,
+} from './replay';
 export { scratch } from './layout';

@@ -1,7 +1,31 @@
 // Record once, replay many: new input values, the forward sweep, guard checks and the reverse
 // sweep in one call into the core, for one row or a batch of rows.
 import { valBase, adjBase, val } from './layout';
-import { forward, reverse } from './sweeps';
+import { forward, clearAdjoints, sweepReverse } from './sweeps';
+import { partialsCall, partialZ } from './ops';
+
+// A compiled function may bring its own sweeps: wasm generated from its tape (src/wasm/codegen.ts)
+// that runs the same rules without dispatching per node. They sit in the imported function table
+// at these slots, 0 meaning none; they take (valBase, adjBase) so they survive a relayout.
+let generatedForward: u32 = 0;
+let generatedReverse: u32 = 0;
+
+/** Installs (or, with 0, 0, removes) the generated sweeps of the tape now in memory. */
+export function setGeneratedSweeps(forwardSlot: u32, reverseSlot: u32): void {
+  generatedForward = forwardSlot;
+  generatedReverse = reverseSlot;
+}
+
+// The rules, out of line, for generated code: the ops it does not spell out itself call these
+// (and `forward(i, i + 1)` for values), so both paths compute with the very same code.
+export function rulePartials(op: i32, x: f64, z: f64, y: f64): f64 { return partialsCall(op, x, z, y); }
+export function rulePartialZ(): f64 { return partialZ; }
+
+/** Reverse sweep over adjoints already seeded at or below `top`, by the generated code if any. */
+export function sweepReverseReplay(top: i32): void {
+  if (generatedReverse) call_indirect<void>(generatedReverse, valBase, adjBase);
+  else sweepReverse(top);
+}
 
 // A guard list at `guards` holds nGuards expected values (f64) followed by the node ids (i32)
 // of the comparisons the recording depended on.
@@ -18,7 +42,8 @@ function checkGuards(guards: usize, nGuards: i32): i32 {
  *  returns -1, or the node id of the first guard whose comparison came out the other way. */
 export function replayForward(x: usize, nInputs: i32, count: i32, guards: usize, nGuards: i32): i32 {
   memory.copy(valBase, x, <usize>nInputs << 3);
-  forward(nInputs, count);
+  if (generatedForward) call_indirect<void>(generatedForward, valBase, adjBase);
+  else forward(nInputs, count);
   return checkGuards(guards, nGuards);
 }
 
@@ -30,7 +55,9 @@ export function gradientBatch(
   const rowBytes = <usize>nInputs << 3;
   for (let r = 0; r < rows; r++) {
     if (replayForward(x + <usize>r * rowBytes, nInputs, count, guards, nGuards) >= 0) return r;
-    reverse(out, 1, count);
+    clearAdjoints(count, 0);
+    store<f64>(adjBase + (<usize>out << 3), 1);
+    sweepReverseReplay(out);
     memory.copy(g + <usize>r * rowBytes, adjBase, rowBytes);
   }
   return rows;

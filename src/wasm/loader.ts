@@ -35,6 +35,12 @@ export interface CoreExports {
   opPtr(): number;
   tanPtr(): number;
   tanAdjPtr(): number;
+  setGeneratedSweeps(forwardSlot: number, reverseSlot: number): void;
+  sweepReverseReplay(top: number): void;
+  rulePartials(op: number, x: number, z: number, y: number): number;
+  rulePartialZ(): number;
+  /** The instance's function table (imported): slots 1 and 2 take generated sweeps. */
+  table: WebAssembly.Table;
 }
 
 const compiled: Partial<Record<CoreVariant, WebAssembly.Module>> = {};
@@ -57,6 +63,12 @@ function decodeBase64(text: string): Uint8Array<ArrayBuffer> {
   return bytes;
 }
 
+function decodeHex(text: string): Uint8Array<ArrayBuffer> {
+  const bytes = new Uint8Array(text.length >>> 1);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(text.substr(2 * i, 2), 16);
+  return bytes;
+}
+
 /** True where this runtime has WebAssembly. */
 export function wasmAvailable(): boolean {
   return typeof WebAssembly === 'object' && typeof WebAssembly.instantiate === 'function';
@@ -64,8 +76,8 @@ export function wasmAvailable(): boolean {
 
 async function coreBytes(variant: CoreVariant): Promise<Uint8Array<ArrayBuffer>> {
   const embedded = variant === 'simd' ? await import('./core-simd.generated.ts') : await import('./core.generated.ts');
-  const bytes = decodeBase64(embedded.WASM_BASE64);
-  if (!embedded.WASM_GZIPPED) return bytes;
+  if (!embedded.WASM_GZIPPED) return decodeHex(embedded.WASM_TEXT);
+  const bytes = decodeBase64(embedded.WASM_TEXT);
   const inflated = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
   return new Uint8Array(await new Response(inflated).arrayBuffer());
 }
@@ -122,8 +134,10 @@ const MAXIMUM_PAGES = 65536;
 /** A fresh instance of the core, with its own memory. */
 export function instantiateCore(module: WebAssembly.Module, imports: CoreImports = NO_CUSTOM_OPS): CoreExports {
   const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: MAXIMUM_PAGES });
-  const env = { ...imports, hostSin: Math.sin, hostCos: Math.cos, memory };
-  return new WebAssembly.Instance(module, { env }).exports as unknown as CoreExports;
+  const table = new WebAssembly.Table({ initial: 3, element: 'anyfunc' });
+  const env = { ...imports, hostSin: Math.sin, hostCos: Math.cos, memory, table };
+  const instance = new WebAssembly.Instance(module, { env });
+  return Object.assign(Object.create(null) as object, instance.exports, { table }) as unknown as CoreExports;
 }
 
 /** Reads an AssemblyScript string (UTF-16, byte length stored just before it). */
