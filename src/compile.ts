@@ -8,6 +8,7 @@ import { BranchChangedError, NotANumberError, TapegradError, describe } from './
 import { COMPARISON_OPS } from './ops.ts';
 import { toBytes } from './serialize.ts';
 import { Var, type Tape } from './tape.ts';
+import { WasmBackend, type GeneratedSweeps } from './wasm/backend.ts';
 
 
 export type CompilableFunction = (x: Var[]) => Var | number | readonly (Var | number)[];
@@ -23,6 +24,10 @@ export interface CompileOptions {
   at?: ArrayLike<number>;
   /** Batched replay with the SIMD kernel where the core has it (default true). */
   simd?: boolean;
+  /** wasm: generate wasm for the tape's sweeps instead of interpreting it (default true; tapes
+   *  that do not fold into a loop-structured program of at most 16,384 nodes, or hold custom
+   *  ops, are interpreted). Results are bit-identical either way. */
+  codegen?: boolean;
 }
 
 /** @internal What a recording leaves behind, and what serialization stores. */
@@ -54,10 +59,31 @@ export class CompiledFunction {
     private readonly simd = true,
     /** For functions loaded from bytes: builds the recording again after a core trap. */
     private readonly reload: (() => Recording) | null = null,
+    private readonly codegen = true,
   ) {
     this.row = new Float64Array(inputs);
+    if (recording) this.adopt(recording);
+  }
+
+  /** Whether replays run generated wasm ('active'), will once it compiles ('pending', browsers'
+   *  main thread), or interpret the tape ('none': JS backend, codegen off, or an unsuitable tape). */
+  get generatedSweeps(): GeneratedSweeps {
+    const engine = this.recording?.tape.engine;
+    return engine instanceof WasmBackend ? engine.generated : 'none';
+  }
+
+  /** Settles once pending generated sweeps are installed. */
+  whenGenerated(): Promise<void> {
+    const engine = this.recording?.tape.engine;
+    return engine instanceof WasmBackend ? engine.generatedReady : Promise.resolve();
+  }
+
+  private adopt(recording: Recording): Recording {
     this.recording = recording;
-    if (recording) recording.tape.engine.setGuards(recording.guards, recording.expected);
+    const engine = recording.tape.engine;
+    engine.setGuards(recording.guards, recording.expected);
+    if (this.codegen && engine instanceof WasmBackend) engine.generateSweeps(this.inputs, recording.tape.size);
+    return recording;
   }
 
   /** Number of outputs (known once recorded). */
@@ -180,7 +206,7 @@ export class CompiledFunction {
   private live(x: Float64Array): Recording {
     const rec = this.recording;
     if (rec && rec.tape.size > 0) return rec;
-    if (rec && this.reload) return (this.recording = this.reload());
+    if (rec && this.reload) return this.adopt(this.reload());
     return this.record(x);
   }
 
@@ -227,7 +253,10 @@ export class CompiledFunction {
   record(x: ArrayLike<number>): Recording {
     const f = this.f!;
     const tape = this.recording?.tape ?? createTapeSync({ backend: this.backend });
-    if ('simd' in tape.engine) tape.engine.simd = this.simd;
+    if (tape.engine instanceof WasmBackend) {
+      tape.engine.simd = this.simd;
+      tape.engine.dropGeneratedSweeps();
+    }
     tape.reset();
     const observed = new Set<number>();
     tape.observed = observed;
@@ -244,9 +273,7 @@ export class CompiledFunction {
     const { op, val } = tape.engine.views;
     const guards = Int32Array.from([...observed].filter((i) => COMPARISON_OPS.has(op[i]!)).sort((p, q) => p - q));
     const expected = Float64Array.from(guards, (i) => val[i]!);
-    tape.engine.setGuards(guards, expected);
-    this.recording = { tape, inputs: this.inputs, outputs, guards, expected };
-    return this.recording;
+    return this.adopt({ tape, inputs: this.inputs, outputs, guards, expected });
   }
 }
 
@@ -275,7 +302,7 @@ export function compile(f: CompilableFunction, options: CompileOptions): Compile
   if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `compile needs a function, got ${describe(f)}`);
   const n = options?.inputs;
   if (!Number.isInteger(n) || n < 1) throw new TapegradError('INVALID_ARGUMENT', `compile needs { inputs: n } with n >= 1, got ${describe(n)}`);
-  const compiled = new CompiledFunction(f, n, options.backend ?? 'wasm', options.strict ?? false, null, options.simd ?? true);
+  const compiled = new CompiledFunction(f, n, options.backend ?? 'wasm', options.strict ?? false, null, options.simd ?? true, null, options.codegen ?? true);
   if (options.at) compiled.record(options.at);
   return compiled;
 }

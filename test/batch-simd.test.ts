@@ -1,8 +1,8 @@
 // Batched and SIMD replay give exactly what row-by-row replay gives. The SIMD kernel runs two rows
 // per pass in f64x2 lanes and claims bit-identity with the scalar kernel (same operations, same
 // order, skipped contributions added as -0); the 'scalar' core build has no SIMD kernel at all.
-// So gradientBatch with simd on, with simd off, repeated gradient(x, out), and all of these on the
-// scalar build must agree bit for bit (Object.is per component), for any input: NaN, Infinity and
+// So gradientBatch with simd on, with simd off (generated sweeps, and the interpreter), repeated
+// gradient(x, out), and all of these on the scalar build must agree bit for bit (Object.is per component), for any input: NaN, Infinity and
 // -0 included, any row count, and ops that take the per-lane path (min, max, abs, relu,
 // transcendental ones) as well as select.
 import fc from 'fast-check';
@@ -74,6 +74,7 @@ function allWays(f: CompilableFunction, n: number, at: ArrayLike<number>) {
   const ways = {
     simd: compile(f, { inputs: n, at, simd: true }),
     scalarKernel: compile(f, { inputs: n, at, simd: false }),
+    interpreted: compile(f, { inputs: n, at, simd: false, codegen: false }),
     rowByRow: compile(f, { inputs: n, at }),
     scalarBuild: compileOnCore(scalarModule, f, n, at, true),
     scalarBuildRows: compileOnCore(scalarModule, f, n, at, true),
@@ -90,6 +91,7 @@ function allWays(f: CompilableFunction, n: number, at: ArrayLike<number>) {
     expect(ways.simd.gradientBatch(X, rows, G)).toBe(G);
     expectSameBits(G, reference, `simd kernel, ${rows} rows`);
     expectSameBits(ways.scalarKernel.gradientBatch(X, rows), reference, `scalar kernel, ${rows} rows`);
+    expectSameBits(ways.interpreted.gradientBatch(X, rows), reference, `interpreted scalar kernel, ${rows} rows`);
     expectSameBits(ways.simdBuild.gradientBatch(X, rows), reference, `simd build (explicit), ${rows} rows`);
     expectSameBits(ways.scalarBuild.gradientBatch(X, rows), reference, `scalar build, ${rows} rows`);
     for (let r = 0; r < rows; r++) {

@@ -1,0 +1,588 @@
+// Generated replay sweeps: turns a recorded tape into wasm that runs its forward and reverse
+// sweeps without an interpreter loop. The interpreter pays a dispatch on the op code, operand
+// loads and a branch per node (about 2.2 ns forward and 3 ns reverse per node on our bench
+// machine); generated code has none of that, and constants become immediates.
+//
+// Code size is kept proportional to the *program*, not the tape: a tape recorded from loops
+// repeats itself, so the planner cuts it into segments whose nodes repeat with a period P, with
+// every operand an affine function of the iteration (operand = A + t·S: S = P for a value from the
+// previous iteration or the same one, 0 for a fixed node such as a hoisted constant, 1 for
+// walking along the inputs...). Each segment becomes one loop over its P-node body; the rest is
+// straight-line code. A tape that does not fold into `MAX_SLOTS` nodes of code (or holds a custom
+// op, whose rules live in JS) keeps the interpreter.
+//
+// The generated code runs the same rules as the interpreter, in the same order, so results are
+// bit-identical (test/codegen.test.ts): add, sub, mul, div, neg, recip, square, sqrt, abs, the
+// comparisons and select are spelled out as the core spells them; for every other op the
+// generated code calls the core: its interpreter for that one node (`forward(i, i + 1)`) and its
+// partials (`rulePartials`, the code the interpreter inlines).
+import { Op, OP_TABLE } from '../ops.ts';
+import type { TapeViews } from '../backend.ts';
+
+/** Most body nodes of generated code per tape (about 60 bytes of wasm each). */
+export const MAX_SLOTS = 1 << 14;
+const MAX_PERIOD = MAX_SLOTS;
+
+/** A run of `count` repetitions of the `period` nodes from `start`; count 1 is straight code. */
+export interface Segment {
+  start: number;
+  period: number;
+  count: number;
+}
+
+// Operands a node's rules read: 0 a, 1 b, 2 the operand carried by the arg node before a select.
+function operandCount(op: number): number {
+  if (op === Op.select) return 3;
+  if (op <= Op.arg) return 0; // const, input: no operands; arg: read by the select after it
+  return OP_TABLE[op]![1];
+}
+
+function operand(views: TapeViews, i: number, k: number): number {
+  return k === 0 ? views.a[i]! : k === 1 ? views.b[i]! : views.a[i - 1]!;
+}
+
+function mix(h: number): number {
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
+
+// Candidate periods come from next-occurrence links over a window of the tape: strict[i - lo] is
+// the next node after i with the same op and operand offsets, window[i - lo] the next one where
+// the same four ops start (-1: none in the window). Hash collisions only give wrong candidates,
+// and every candidate is verified. Built per chunk, so planning a tape that folds into a few
+// long loops touches little more than the chunks where loops start.
+const CHUNK = 1 << 16;
+const LOOKAHEAD = 3 * MAX_PERIOD;
+
+function nextLinks(views: TapeViews, lo: number, hi: number): { strict: Int32Array; window: Int32Array } {
+  const { op, a, b } = views;
+  const size = 1 << Math.max(4, Math.ceil(Math.log2(2 * (hi - lo))));
+  const mask = size - 1;
+  const lastStrict = new Int32Array(size).fill(-1);
+  const lastWindow = new Int32Array(size).fill(-1);
+  const strict = new Int32Array(hi - lo);
+  const window = new Int32Array(hi - lo);
+  let w1 = 0, w2 = 0, w3 = 0; // the ops after i, for the window key
+  for (let i = hi - 1; i >= lo; i--) {
+    const code = op[i]!;
+    const n = operandCount(code);
+    let h = mix(code + 1);
+    if (n > 0) h = mix(h ^ Math.imul(i - a[i]!, 0x9e3779b1));
+    if (n > 1) h = mix(h ^ Math.imul(i - b[i]!, 0x7feb352d));
+    if (n > 2) h = mix(h ^ Math.imul(i - a[i - 1]!, 0x846ca68b));
+    h &= mask;
+    strict[i - lo] = lastStrict[h]!;
+    lastStrict[h] = i;
+    h = mix(code | (w1 << 8) | (w2 << 16) | (w3 << 24)) & mask;
+    window[i - lo] = lastWindow[h]!;
+    lastWindow[h] = i;
+    w3 = w2; w2 = w1; w1 = code;
+  }
+  return { strict, window };
+}
+
+/**
+ * Cuts nodes [from, to) into periodic and straight segments, or returns null when the code would
+ * exceed `maxSlots` body nodes or the tape holds a custom op. Greedy: at each node, the
+ * candidate periods are the distances to the next nodes with the same op and operand offsets
+ * (an outer loop) and with the same next four ops (an inner loop); the one covering the most
+ * nodes wins.
+ */
+export function planSegments(views: TapeViews, from: number, to: number, maxSlots = MAX_SLOTS): Segment[] | null {
+  const { op, a, b } = views;
+  for (let i = from; i < to; i++) if (op[i] === Op.custom) return null;
+  let links = nextLinks(views, from, Math.min(to, from + CHUNK + LOOKAHEAD));
+  let linksFrom = from;
+  let strides = new Int32Array(0);
+  // Verification work is bounded: a tape made to nearly repeat everywhere must not make
+  // planning quadratic. Past the budget no more periods are looked for.
+  let budget = 64 * (to - from) + (1 << 20);
+
+  // How many times the `period` nodes from `pos` repeat (at least 1) with every op equal and every
+  // operand moving by the same stride from one repetition to the next.
+  const repetitions = (pos: number, period: number): number => {
+    if (strides.length < 3 * period) strides = new Int32Array(3 * period);
+    budget -= period;
+    for (let s = 0; s < period; s++) {
+      const i = pos + s, j = i + period;
+      if (op[j] !== op[i]) return 1;
+      const n = operandCount(op[i]!);
+      for (let k = 0; k < n; k++) strides[3 * s + k] = operand(views, j, k) - operand(views, i, k);
+    }
+    let t = 2;
+    for (; pos + (t + 1) * period <= to && budget > 0; t++) {
+      budget -= period;
+      for (let s = 0, j = pos + t * period; s < period; s++, j++) {
+        const i = j - period;
+        if (op[j] !== op[i]) return t;
+        const n = operandCount(op[j]!);
+        for (let k = 0; k < n; k++) if (operand(views, j, k) - operand(views, i, k) !== strides[3 * s + k]) return t;
+      }
+    }
+    return t;
+  };
+
+  const segments: Segment[] = [];
+  let slots = 0;
+  let runStart = from;
+  let pos = from;
+  while (pos < to) {
+    let bestPeriod = 0, bestCount = 0;
+    if (budget > 0) {
+      if (pos >= linksFrom + CHUNK) {
+        linksFrom = pos;
+        links = nextLinks(views, pos, Math.min(to, pos + CHUNK + LOOKAHEAD));
+      }
+      for (const next of [links.strict, links.window]) {
+        // Further hops only matter while the nearer candidates fail (they would find multiples).
+        for (let hop = 0, c = next[pos - linksFrom]!; hop < 3 && c > 0; hop++, c = next[c - linksFrom]!) {
+          const period = c - pos;
+          if (period > MAX_PERIOD || pos + 3 * period > to) break;
+          if (bestPeriod > 0 && period % bestPeriod === 0) break;
+          const count = repetitions(pos, period);
+          if (count >= 3 && count * period > bestCount * bestPeriod) {
+            bestPeriod = period;
+            bestCount = count;
+          }
+          if (count >= 3) break;
+        }
+      }
+    }
+    // A loop pays off once it saves a few nodes of code. Two repetitions are not taken: any two
+    // runs of equal ops "repeat" with strides that are mere differences, and taking them can
+    // hide a real loop that starts a little later.
+    if (bestCount >= 3 && (bestCount - 1) * bestPeriod >= 16) {
+      if (runStart < pos) segments.push({ start: runStart, period: pos - runStart, count: 1 });
+      segments.push({ start: pos, period: bestPeriod, count: bestCount });
+      slots += pos - runStart + bestPeriod;
+      pos += bestPeriod * bestCount;
+      runStart = pos;
+    } else {
+      pos++;
+    }
+    if (slots + (pos - runStart) > maxSlots) return null;
+  }
+  if (runStart < to) segments.push({ start: runStart, period: to - runStart, count: 1 });
+  return segments;
+}
+
+// ───────────────────────────── wasm encoding ─────────────────────────────
+
+class Bytes {
+  buf = new Uint8Array(1 << 16);
+  len = 0;
+  private readonly f64 = new Float64Array(1);
+  private readonly f64Bytes = new Uint8Array(this.f64.buffer);
+
+  byte(x: number): void {
+    if (this.len === this.buf.length) {
+      const grown = new Uint8Array(this.buf.length * 2);
+      grown.set(this.buf);
+      this.buf = grown;
+    }
+    this.buf[this.len++] = x;
+  }
+  bytes(xs: ArrayLike<number>): void {
+    for (let k = 0; k < xs.length; k++) this.byte(xs[k]!);
+  }
+  u32(x: number): void {
+    do {
+      const low = x & 0x7f;
+      x >>>= 7;
+      this.byte(x ? low | 0x80 : low);
+    } while (x);
+  }
+  i32(x: number): void {
+    x |= 0;
+    for (;;) {
+      const low = x & 0x7f;
+      x >>= 7;
+      if ((x === 0 && !(low & 0x40)) || (x === -1 && low & 0x40)) {
+        this.byte(low);
+        return;
+      }
+      this.byte(low | 0x80);
+    }
+  }
+  f64Const(v: number): void {
+    this.byte(0x44);
+    this.f64[0] = v;
+    this.bytes(this.f64Bytes);
+  }
+  name(s: string): void {
+    this.u32(s.length);
+    for (let k = 0; k < s.length; k++) this.byte(s.charCodeAt(k));
+  }
+  get(local: number): void { this.byte(W_LocalGet); this.u32(local); }
+  set(local: number): void { this.byte(W_LocalSet); this.u32(local); }
+  tee(local: number): void { this.byte(W_LocalTee); this.u32(local); }
+  i32Const(x: number): void { this.byte(W_I32Const); this.i32(x); }
+  section(id: number, body: Bytes): void {
+    this.byte(id);
+    this.u32(body.len);
+    this.bytes(body.buf.subarray(0, body.len));
+  }
+}
+
+const I32 = 0x7f, F64 = 0x7c;
+// wasm opcodes
+const W_If = 0x04;
+const W_Else = 0x05;
+const W_End = 0x0b;
+const W_Loop = 0x03;
+const W_BrIf = 0x0d;
+const W_Call = 0x10;
+const W_Select = 0x1b;
+const W_Void = 0x40;
+const W_LocalGet = 0x20;
+const W_LocalSet = 0x21;
+const W_LocalTee = 0x22;
+const W_F64Load = 0x2b;
+const W_F64Store = 0x39;
+const W_I32Const = 0x41;
+const W_I32Add = 0x6a;
+const W_I32Sub = 0x6b;
+const W_I32And = 0x71;
+const W_I32ShrU = 0x76;
+const W_F64Eq = 0x61;
+const W_F64Ne = 0x62;
+const W_F64Lt = 0x63;
+const W_F64Gt = 0x64;
+const W_F64Le = 0x65;
+const W_F64Ge = 0x66;
+const W_F64Abs = 0x99;
+const W_F64Neg = 0x9a;
+const W_F64Sqrt = 0x9f;
+const W_F64Add = 0xa0;
+const W_F64Sub = 0xa1;
+const W_F64Mul = 0xa2;
+const W_F64Div = 0xa3;
+const W_F64FromU32 = 0xb8;
+// Imported functions, in import order: the core's rules.
+const FN_FORWARD = 0, FN_PARTIALS = 1, FN_PARTIAL_Z = 2;
+
+const NATIVE_BINARY: Partial<Record<number, number>> = {
+  [Op.add]: W_F64Add, [Op.sub]: W_F64Sub, [Op.mul]: W_F64Mul, [Op.div]: W_F64Div,
+};
+const COMPARISON: Partial<Record<number, number>> = {
+  [Op.lt]: W_F64Lt, [Op.le]: W_F64Le, [Op.gt]: W_F64Gt, [Op.ge]: W_F64Ge, [Op.eq]: W_F64Eq,
+};
+const NATIVE_FORWARD = new Set<number>([Op.neg, Op.recip, Op.square, Op.sqrt, Op.abs, Op.stopGradient, Op.select]);
+const ZERO_GRADIENT = new Set<number>([Op.floor, Op.ceil, Op.round, Op.sign, Op.stopGradient, Op.lt, Op.le, Op.gt, Op.ge, Op.eq]);
+
+/** An operand (or a node itself) in a segment: node A + t·S at iteration t. */
+interface Ref {
+  first: number;
+  stride: number;
+  /** The node is a constant at every iteration (no adjoint goes to it). */
+  constant: boolean;
+  /** ...with this value at every iteration (emitted as an immediate), else undefined. */
+  value: number | undefined;
+  group: number;
+}
+
+interface Slot {
+  op: number;
+  self: Ref;
+  refs: Ref[];
+}
+
+interface Body {
+  seg: Segment;
+  slots: Slot[];
+  /** Per stride group: its stride and the lowest first node, the pointer's origin. */
+  groups: { stride: number; origin: number }[];
+}
+
+function describeSegment(views: TapeViews, seg: Segment): Body {
+  const { op, val } = views;
+  const groups: { stride: number; origin: number }[] = [];
+  const groupOf = (stride: number, first: number): number => {
+    let g = groups.findIndex((x) => x.stride === stride);
+    if (g < 0) g = groups.push({ stride, origin: first }) - 1;
+    else groups[g]!.origin = Math.min(groups[g]!.origin, first);
+    return g;
+  };
+  const selfStride = seg.count > 1 ? seg.period : 0;
+  const slots: Slot[] = [];
+  for (let s = 0; s < seg.period; s++) {
+    const i = seg.start + s;
+    const code = op[i]!;
+    const refs: Ref[] = [];
+    const n = operandCount(code);
+    for (let k = 0; k < n; k++) {
+      const first = operand(views, i, k);
+      const stride = seg.count > 1 ? operand(views, i + seg.period, k) - first : 0;
+      let constant = true;
+      let value: number | undefined = val[first]!;
+      for (let t = 0; t < seg.count && constant; t++) {
+        const node = first + t * stride;
+        if (op[node] !== Op.const) constant = false;
+        else if (!Object.is(val[node], value)) value = undefined;
+      }
+      if (!constant) value = undefined;
+      refs.push({ first, stride, constant, value, group: value === undefined ? groupOf(stride, first) : -1 });
+    }
+    const self: Ref = { first: i, stride: selfStride, constant: false, value: undefined, group: groupOf(selfStride, i) };
+    slots.push({ op: code, self, refs });
+  }
+  return { seg, slots, groups };
+}
+
+/** The module with `forward(valBase, adjBase)` and `reverse(valBase, adjBase)` for nodes
+ *  [from, to) of the tape in `views`, or null when the tape does not suit generated code. */
+export function generateSweeps(views: TapeViews, from: number, to: number, maxSlots = MAX_SLOTS): Uint8Array<ArrayBuffer> | null {
+  const segments = planSegments(views, from, to, maxSlots);
+  if (!segments) return null;
+  const bodies = segments.map((seg) => describeSegment(views, seg));
+  const pointers = Math.max(1, ...bodies.map((b) => b.groups.length));
+
+  const out = new Bytes();
+  out.bytes([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]);
+  const types = new Bytes();
+  types.u32(4);
+  types.bytes([0x60, 2, I32, I32, 0]);
+  types.bytes([0x60, 2, I32, I32, 0]);
+  types.bytes([0x60, 4, I32, F64, F64, F64, 1, F64]);
+  types.bytes([0x60, 0, 1, F64]);
+  out.section(1, types);
+  const imports = new Bytes();
+  imports.u32(4);
+  imports.name('env'); imports.name('memory'); imports.bytes([0x02, 0x00, 0x00]);
+  imports.name('env'); imports.name('forward'); imports.bytes([0x00, 1]);
+  imports.name('env'); imports.name('rulePartials'); imports.bytes([0x00, 2]);
+  imports.name('env'); imports.name('rulePartialZ'); imports.bytes([0x00, 3]);
+  out.section(2, imports);
+  const functions = new Bytes();
+  functions.bytes([2, 0, 0]);
+  out.section(3, functions);
+  const exports = new Bytes();
+  exports.u32(2);
+  exports.name('forward'); exports.bytes([0x00, 3]);
+  exports.name('reverse'); exports.bytes([0x00, 4]);
+  out.section(7, exports);
+  const code = new Bytes();
+  code.u32(2);
+  for (const fn of [emitForward(bodies, pointers), emitReverse(bodies, pointers)]) {
+    code.u32(fn.len);
+    code.bytes(fn.buf.subarray(0, fn.len));
+  }
+  out.section(10, code);
+  return out.buf.slice(0, out.len);
+}
+
+// Locals: 0 valBase, 1 adjBase (parameters); 2 the iteration counter; 3 a node id; then one value
+// pointer and one adjoint pointer per stride group; then the f64 temporaries.
+const COUNTER = 2;
+function localLayout(pointers: number) {
+  const f64 = 4 + 2 * pointers;
+  return {
+    node: 3,
+    val: (g: number) => 4 + g,
+    adj: (g: number) => 4 + pointers + g,
+    g: f64, x: f64 + 1, z: f64 + 2, c: f64 + 3, pa: f64 + 4, pb: f64 + 5,
+    declare(fn: Bytes) {
+      fn.u32(2);
+      fn.u32(2 + 2 * pointers); fn.byte(I32);
+      fn.u32(6); fn.byte(F64);
+    },
+  };
+}
+
+function memarg(fn: Bytes, opcode: number, offset: number): void {
+  fn.byte(opcode);
+  fn.byte(3);
+  fn.u32(offset);
+}
+
+function emitLoopHead(fn: Bytes, body: Body): void {
+  if (body.seg.count === 1) return;
+  fn.i32Const(body.seg.count);
+  fn.set(COUNTER);
+  fn.byte(W_Loop); fn.byte(W_Void);
+}
+
+function emitLoopTail(fn: Bytes, body: Body, step: number, pointerLocals: number[][]): void {
+  if (body.seg.count === 1) return;
+  body.groups.forEach(({ stride }, g) => {
+    if (stride === 0) return;
+    for (const locals of pointerLocals) {
+      fn.get(locals[g]!);
+      fn.i32Const(8 * stride * step);
+      fn.byte(W_I32Add);
+      fn.set(locals[g]!);
+    }
+  });
+  fn.get(COUNTER);
+  fn.i32Const(1);
+  fn.byte(W_I32Sub);
+  fn.tee(COUNTER);
+  fn.byte(W_BrIf); fn.u32(0);
+  fn.byte(W_End);
+}
+
+// Pointer g starts at base + 8·(origin + t0·stride), t0 the first iteration visited.
+function emitPointerInit(fn: Bytes, body: Body, base: number, local: (g: number) => number, t0: number): void {
+  body.groups.forEach(({ stride, origin }, g) => {
+    fn.get(base);
+    fn.i32Const(8 * (origin + t0 * stride));
+    fn.byte(W_I32Add);
+    fn.set(local(g));
+  });
+}
+
+function emitForward(bodies: Body[], pointers: number): Bytes {
+  const L = localLayout(pointers);
+  const fn = new Bytes();
+  L.declare(fn);
+  for (const body of bodies) {
+    emitPointerInit(fn, body, 0, L.val, 0);
+    emitLoopHead(fn, body);
+    const load = (r: Ref): void => {
+      if (r.value !== undefined) return fn.f64Const(r.value);
+      fn.get(L.val(r.group));
+      memarg(fn, W_F64Load, 8 * (r.first - body.groups[r.group]!.origin));
+    };
+    for (const { op, self, refs } of body.slots) {
+      if (op <= Op.arg) continue; // inputs and constants are given; arg values stay 0
+      const at = 8 * (self.first - body.groups[self.group]!.origin);
+      const [x, z, w] = refs as [Ref, Ref?, Ref?];
+      const native = NATIVE_BINARY[op];
+      const comparison = COMPARISON[op];
+      if (native === undefined && comparison === undefined && !NATIVE_FORWARD.has(op)) {
+        // The core's interpreter for node i alone, i from the node's address.
+        fn.get(L.val(self.group));
+        fn.i32Const(at);
+        fn.byte(W_I32Add);
+        fn.get(0);
+        fn.byte(W_I32Sub);
+        fn.i32Const(3);
+        fn.byte(W_I32ShrU);
+        fn.tee(L.node);
+        fn.get(L.node);
+        fn.i32Const(1);
+        fn.byte(W_I32Add);
+        fn.byte(W_Call); fn.u32(FN_FORWARD);
+        continue;
+      }
+      fn.get(L.val(self.group));
+      if (native !== undefined) {
+        load(x); load(z!); fn.byte(native);
+      } else if (comparison !== undefined) {
+        load(x); load(z!); fn.byte(comparison); fn.byte(W_F64FromU32);
+      } else if (op === Op.neg) {
+        load(x); fn.byte(W_F64Neg);
+      } else if (op === Op.recip) {
+        fn.f64Const(1); load(x); fn.byte(W_F64Div);
+      } else if (op === Op.square) {
+        load(x); fn.tee(L.x); fn.get(L.x); fn.byte(W_F64Mul);
+      } else if (op === Op.sqrt) {
+        load(x); fn.byte(W_F64Sqrt);
+      } else if (op === Op.abs) {
+        load(x); fn.byte(W_F64Abs);
+      } else if (op === Op.stopGradient) {
+        load(x);
+      } else {
+        load(z!); load(w!); emitTruthy(fn, () => load(x), L.c); fn.byte(W_Select);
+      }
+      memarg(fn, W_F64Store, at);
+    }
+    emitLoopTail(fn, body, 1, [body.groups.map((_, g) => L.val(g))]);
+  }
+  fn.byte(W_End);
+  return fn;
+}
+
+// truthy(c) = c != 0 && c == c, as an i32 on the stack.
+function emitTruthy(fn: Bytes, loadCondition: () => void, temp: number): void {
+  loadCondition();
+  fn.tee(temp);
+  fn.f64Const(0);
+  fn.byte(W_F64Ne);
+  fn.get(temp);
+  fn.get(temp);
+  fn.byte(W_F64Eq);
+  fn.byte(W_I32And);
+}
+
+function emitReverse(bodies: Body[], pointers: number): Bytes {
+  const L = localLayout(pointers);
+  const fn = new Bytes();
+  L.declare(fn);
+  for (let k = bodies.length - 1; k >= 0; k--) {
+    const body = bodies[k]!;
+    const last = body.seg.count - 1;
+    emitPointerInit(fn, body, 0, L.val, last);
+    emitPointerInit(fn, body, 1, L.adj, last);
+    emitLoopHead(fn, body);
+    const offset = (r: Ref): number => 8 * (r.first - body.groups[r.group]!.origin);
+    const load = (r: Ref): void => {
+      if (r.value !== undefined) return fn.f64Const(r.value);
+      fn.get(L.val(r.group));
+      memarg(fn, W_F64Load, offset(r));
+    };
+    // adj[r] += contribution, nothing for a constant.
+    const addAdjoint = (r: Ref, contribution: () => void): void => {
+      if (r.constant) return;
+      fn.get(L.adj(r.group));
+      fn.get(L.adj(r.group));
+      memarg(fn, W_F64Load, offset(r));
+      contribution();
+      fn.byte(W_F64Add);
+      memarg(fn, W_F64Store, offset(r));
+    };
+    const get = (local: number) => (): void => { fn.get(local); };
+    const times = (p: number) => (): void => { get(L.g)(); get(p)(); fn.byte(W_F64Mul); };
+    // if (local != 0) { then }
+    const ifNonZero = (local: number, then: () => void): void => {
+      get(local)(); fn.f64Const(0); fn.byte(W_F64Ne);
+      fn.byte(W_If); fn.byte(W_Void); then(); fn.byte(W_End);
+    };
+    for (let s = body.slots.length - 1; s >= 0; s--) {
+      const { op, self, refs } = body.slots[s]!;
+      if (op <= Op.arg || ZERO_GRADIENT.has(op)) continue;
+      const [x, z, w] = refs as [Ref, Ref?, Ref?];
+      if (refs.every((r) => r.constant)) continue;
+      // g = adj[i]
+      fn.get(L.adj(self.group));
+      memarg(fn, W_F64Load, offset(self));
+      fn.set(L.g);
+      if (op === Op.add || op === Op.sub) {
+        // No g != 0 test: adjoints are never -0 (they start at +0 and only gain sums), and
+        // adding ±0 leaves any other value as it is, so skipping a 0 adjoint changes nothing.
+        addAdjoint(x, get(L.g));
+        addAdjoint(z!, op === Op.add ? get(L.g) : () => { get(L.g)(); fn.byte(W_F64Neg); });
+        continue;
+      }
+      ifNonZero(L.g, () => {
+        if (op === Op.mul) {
+          load(x); fn.set(L.x);
+          load(z!); fn.set(L.z);
+          if (!x.constant) ifNonZero(L.z, () => addAdjoint(x, times(L.z)));
+          if (!z!.constant) ifNonZero(L.x, () => addAdjoint(z!, times(L.x)));
+        } else if (op === Op.select) {
+          emitTruthy(fn, () => load(x), L.c);
+          fn.byte(W_If); fn.byte(W_Void);
+          addAdjoint(z!, get(L.g));
+          fn.byte(W_Else);
+          addAdjoint(w!, get(L.g));
+          fn.byte(W_End);
+        } else {
+          fn.i32Const(op);
+          load(x);
+          if (z) load(z); else fn.f64Const(0);
+          load(self);
+          fn.byte(W_Call); fn.u32(FN_PARTIALS);
+          fn.set(L.pa);
+          if (z) { fn.byte(W_Call); fn.u32(FN_PARTIAL_Z); fn.set(L.pb); }
+          if (!x.constant) ifNonZero(L.pa, () => addAdjoint(x, times(L.pa)));
+          if (z && !z.constant) ifNonZero(L.pb, () => addAdjoint(z, times(L.pb)));
+        }
+      });
+    }
+    emitLoopTail(fn, body, -1, [body.groups.map((_, g) => L.val(g)), body.groups.map((_, g) => L.adj(g))]);
+  }
+  fn.byte(W_End);
+  return fn;
+}

@@ -1,0 +1,358 @@
+// Generated replay sweeps (src/wasm/codegen.ts) compute exactly what the interpreter computes:
+// a compiled function with codegen on and one with codegen off give bit-identical values and
+// derivatives (Object.is per component: -0 and NaN count) for any input, on loop-structured
+// tapes that fold into a few loops (affine operands with every kind of stride: the previous
+// iteration, fixed nodes, inputs walked forwards and backwards, constants that change per
+// iteration) and on tapes that do not (straight-line code). Also: what the planner finds, what
+// makes it step aside, and how generated sweeps are dropped and installed again.
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  TapegradError, compile, defineFunction, init, type CompilableFunction, type CompiledFunction, type Var,
+} from '../src/index.ts';
+import { planSegments, MAX_SLOTS } from '../src/wasm/codegen.ts';
+import type { WasmBackend } from '../src/wasm/backend.ts';
+import { DAG_OPS, DAG_OP_NAMES, dagArbitrary, dagSum, type DagOpName } from './dag-arbitrary.ts';
+
+beforeAll(async () => {
+  await init();
+});
+
+function expectSameBits(actual: ArrayLike<number>, expected: ArrayLike<number>, what: string): void {
+  expect(actual.length, what).toBe(expected.length);
+  for (let k = 0; k < expected.length; k++) {
+    if (!Object.is(actual[k], expected[k])) throw new Error(`${what}[${k}]: generated ${actual[k]}, interpreted ${expected[k]}`);
+  }
+}
+
+const special = fc.constantFrom(NaN, Infinity, -Infinity, 0, -0, 1, -1, 5e-324, 1e300);
+const anyInput = fc.oneof(fc.double({ min: -2, max: 2, noNaN: true }), special, fc.double());
+
+/** Both ways of replaying f, and a check that every method agrees bit for bit at x. */
+function bothWays(f: CompilableFunction, inputs: number, at: ArrayLike<number>) {
+  const generated = compile(f, { inputs, at });
+  const interpreted = compile(f, { inputs, at, codegen: false });
+  return {
+    generated,
+    interpreted,
+    check(x: Float64Array, rows = 1): void {
+      const row = x.subarray(0, inputs);
+      expectSameBits([generated.value(row) as number], [interpreted.value(row) as number], 'value');
+      expectSameBits(generated.gradient(row), interpreted.gradient(row), 'gradient');
+      const [v1, g1] = generated.valueAndGradient(row);
+      const [v2, g2] = interpreted.valueAndGradient(row);
+      expectSameBits([v1, ...g1], [v2, ...g2], 'valueAndGradient');
+      expectSameBits(generated.vjp(row, [-1.5]), interpreted.vjp(row, [-1.5]), 'vjp');
+      const direction = Float64Array.from({ length: inputs }, (_, k) => (k % 3) - 1);
+      expectSameBits(generated.jvp(row, direction), interpreted.jvp(row, direction), 'jvp');
+      expectSameBits(generated.hvp(row, direction), interpreted.hvp(row, direction), 'hvp');
+      if (rows > 1) {
+        // Batches: generated code row by row on long tapes, the SIMD kernel on short ones;
+        // either way the rows must equal the interpreter's.
+        const X = x.subarray(0, rows * inputs);
+        expectSameBits(generated.gradientBatch(X, rows), interpreted.gradientBatch(X, rows), `gradientBatch of ${rows} rows`);
+        expectSameBits(
+          compile(f, { inputs, at, simd: false }).gradientBatch(X, rows),
+          interpreted.gradientBatch(X, rows),
+          `scalar gradientBatch of ${rows} rows`,
+        );
+      }
+      expect(generated.rerecords).toBe(interpreted.rerecords);
+    },
+  };
+}
+
+// ───────────────────────────── loop programs ─────────────────────────────
+
+/** Where a body node takes an operand from. */
+type Source =
+  | { from: 'state'; j: number } // the loop's state: values of the previous iteration
+  | { from: 'node'; k: number } // an earlier node of this iteration
+  | { from: 'input'; j: number; backwards: boolean } // input (j ± t) mod n: walks the inputs
+  | { from: 'hoisted'; value: number } // a constant made once, before the loop
+  | { from: 'step' }; // a constant made per iteration whose value is the iteration number
+
+interface LoopProgram {
+  width: number;
+  steps: number;
+  body: { op: DagOpName | 'select'; a: Source; b: Source; c: Source }[];
+}
+
+const sourceArbitrary = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ from: fc.constant('state' as const), j: fc.nat(7) }) },
+  { weight: 3, arbitrary: fc.record({ from: fc.constant('node' as const), k: fc.nat(7) }) },
+  { weight: 2, arbitrary: fc.record({ from: fc.constant('input' as const), j: fc.nat(7), backwards: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ from: fc.constant('hoisted' as const), value: fc.constantFrom(0.5, -2, 0, 3) }) },
+  { weight: 1, arbitrary: fc.record({ from: fc.constant('step' as const) }) },
+);
+
+const loopProgramArbitrary = (ops: readonly (DagOpName | 'select')[]): fc.Arbitrary<LoopProgram> =>
+  fc.record({
+    width: fc.integer({ min: 1, max: 5 }),
+    steps: fc.integer({ min: 3, max: 40 }),
+    body: fc.array(fc.record({ op: fc.constantFrom(...ops), a: sourceArbitrary, b: sourceArbitrary, c: sourceArbitrary }), { minLength: 1, maxLength: 8 }),
+  });
+
+function loopFunction(p: LoopProgram): (x: Var[]) => Var {
+  return (x) => {
+    const tape = x[0]!.tape;
+    const n = x.length;
+    const hoisted = new Map<number, Var>();
+    for (const { a, b, c } of p.body) {
+      for (const s of [a, b, c]) if (s.from === 'hoisted' && !hoisted.has(s.value)) hoisted.set(s.value, tape.constant(s.value));
+    }
+    let state = Array.from({ length: p.width }, (_, j) => x[j % n]!);
+    for (let t = 0; t < p.steps; t++) {
+      const nodes: Var[] = [];
+      const resolve = (s: Source): Var => {
+        switch (s.from) {
+          case 'state': return state[s.j % p.width]!;
+          case 'node': return nodes.length ? nodes[nodes.length - 1 - (s.k % nodes.length)]! : state[0]!;
+          case 'input': return x[(((s.backwards ? s.j - t : s.j + t) % n) + n) % n]!;
+          case 'hoisted': return hoisted.get(s.value)!;
+          case 'step': return tape.constant(t);
+        }
+      };
+      for (const { op, a, b, c } of p.body) {
+        nodes.push(op === 'select' ? tape.select(resolve(a).gt(resolve(b)), resolve(c), resolve(b)) : DAG_OPS[op](resolve(a), resolve(b)));
+      }
+      state = state.map((_, j) => nodes[nodes.length - 1 - (j % nodes.length)]!);
+    }
+    let out = state[0]!;
+    for (let j = 1; j < p.width; j++) out = out.add(state[j]!);
+    return out;
+  };
+}
+
+const ARITHMETIC: readonly (DagOpName | 'select')[] = ['add', 'sub', 'mul', 'div', 'neg', 'recip', 'square', 'sqrt', 'select'];
+
+describe('loop programs: generated loops replay exactly like the interpreter', () => {
+  it.each([
+    ['arithmetic and select', ARITHMETIC],
+    ['every op', [...DAG_OP_NAMES, 'select'] as const],
+  ])('%s, at any inputs', (_name, ops) => {
+    fc.assert(
+      fc.property(
+        loopProgramArbitrary(ops),
+        fc.integer({ min: 1, max: 6 }),
+        fc.array(anyInput, { minLength: 30, maxLength: 30 }),
+        (program, inputs, xs) => {
+          const at = Float64Array.from({ length: inputs }, (_, k) => 0.3 + 0.1 * k);
+          const ways = bothWays(loopFunction(program), inputs, at);
+          ways.check(at);
+          ways.check(Float64Array.from(xs), 4);
+          expect(ways.generated.generatedSweeps).toBe('active');
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('a long loop folds into one generated loop over its body', () => {
+    // Lax-Wendroff-like: every step reads the previous one, constants per use (the Var API).
+    const cells = 12, steps = 300;
+    const f = (q0: Var[]): Var => {
+      let q = q0.slice();
+      for (let t = 0; t < steps; t++) {
+        const flux = q.slice(0, -1).map((a, i) => a.add(q[i + 1]!).add(a.sub(q[i + 1]!).mul(0.125)).mul(0.0625));
+        q = q.map((v, i) => (i === 0 || i === cells - 1 ? v : v.add(flux[i - 1]!.sub(flux[i]!))));
+      }
+      return q.reduce((s, v) => s.add(v.square()), q[0]!.mul(0));
+    };
+    const at = Float64Array.from({ length: cells }, (_, i) => 1.5 + 0.5 * Math.sin(i));
+    const ways = bothWays(f, cells, at);
+    ways.check(at);
+    ways.check(Float64Array.from({ length: 3 * cells }, (_, k) => 1.5 + Math.cos(k)), 3);
+    const { tape } = ways.generated.recorded!;
+    const segments = planSegments(tape.engine.views, cells, tape.size)!;
+    const longest = segments.reduce((best, s) => (s.period * s.count > best.period * best.count ? s : best));
+    // Each step: 11 fluxes of 7 nodes (two constants each) and 10 updates of 2 nodes.
+    expect(longest.period).toBe(11 * 7 + 10 * 2);
+    expect(longest.count).toBeGreaterThanOrEqual(steps - 2);
+    const slots = segments.reduce((sum, s) => sum + s.period, 0);
+    expect(slots).toBeLessThan(4 * longest.period);
+    // The segments tile the tape exactly.
+    let next = cells;
+    for (const s of segments) {
+      expect(s.start).toBe(next);
+      next = s.start + s.period * s.count;
+    }
+    expect(next).toBe(tape.size);
+  });
+});
+
+describe('straight-line code: tapes without loops', () => {
+  it('random DAGs over every op, at any inputs', () => {
+    fc.assert(
+      fc.property(
+        dagArbitrary({ maxNodes: 200, maxInputs: 6 }),
+        fc.array(anyInput, { minLength: 24, maxLength: 24 }),
+        (dag, xs) => {
+          const n = dag.inputs.length;
+          const ways = bothWays(dagSum(dag), n, dag.inputs);
+          ways.check(Float64Array.from(dag.inputs));
+          ways.check(Float64Array.from(xs), 3);
+          expect(ways.generated.generatedSweeps).toBe('active');
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+});
+
+describe('when the interpreter stays', () => {
+  it(`a tape that does not fold into ${MAX_SLOTS} nodes of code is interpreted, and right`, () => {
+    // Ops and operands picked by a pseudo-random sequence: nothing repeats for long.
+    const f = (x: Var[]): Var => {
+      let y = x[0]!;
+      let seed = 12345;
+      for (let k = 0; k < MAX_SLOTS + 100; k++) {
+        seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+        const pick = seed >>> 28;
+        y = pick < 5 ? y.mul(x[pick % 3]!) : pick < 8 ? y.sin() : y.add(x[pick % 3]!.mul(0.5));
+      }
+      return y;
+    };
+    const ways = bothWays(f, 3, [0.1, 0.2, 0.3]);
+    expect(ways.generated.generatedSweeps).toBe('none');
+    ways.check(Float64Array.from([0.3, -0.2, 0.1]));
+  });
+
+  it('a tape with a custom op is interpreted (its rules live in JS)', () => {
+    const cube = defineFunction({
+      name: 'cube',
+      forward: ([x]) => x! ** 3,
+      vjp: ([x], _y, g) => [3 * x! * x! * g],
+    });
+    const f = (x: Var[]): Var => cube(x[0]!.mul(x[1]!)).add(x[1]!);
+    const ways = bothWays(f, 2, [0.5, 2]);
+    expect(ways.generated.generatedSweeps).toBe('none');
+    expect(Array.from(ways.generated.gradient([0.5, 2]))).toEqual([6, 2.5]);
+  });
+
+  it('codegen: false, and the JS backend, interpret', () => {
+    const f = (x: Var[]): Var => x[0]!.mul(x[1]!);
+    expect(compile(f, { inputs: 2, at: [1, 2], codegen: false }).generatedSweeps).toBe('none');
+    expect(compile(f, { inputs: 2, at: [1, 2], backend: 'js' }).generatedSweeps).toBe('none');
+    expect(compile(f, { inputs: 2, at: [1, 2] }).generatedSweeps).toBe('active');
+  });
+});
+
+describe('generated sweeps follow the recording', () => {
+  it('a guard that flips records again and generates sweeps for the new tape', () => {
+    const f = (x: Var[]): Var => {
+      let y = x[0]!;
+      for (let k = 0; k < 50; k++) y = x[1]!.gt(0).value ? y.mul(x[1]!).add(1) : y.sub(x[1]!).mul(0.5);
+      return y;
+    };
+    const ways = bothWays(f, 2, [0.5, 1]);
+    ways.check(Float64Array.from([0.25, 0.5]));
+    ways.check(Float64Array.from([0.25, -0.5]));
+    expect(ways.generated.rerecords).toBe(1);
+    expect(ways.generated.generatedSweeps).toBe('active');
+    // Strict mode keeps the tape (and its generated sweeps) and throws.
+    const strict = compile(f, { inputs: 2, at: [0.5, 1], strict: true });
+    expect(() => strict.gradient([0.5, -1])).toThrow(/other way/);
+    expect(strict.generatedSweeps).toBe('active');
+    expect(Array.from(strict.gradient([2, 1]))).toEqual(Array.from(ways.interpreted.gradient([2, 1])));
+  });
+
+  it('hvp moves the tape (tangent regions); later replays still match', () => {
+    const f = (x: Var[]): Var => {
+      let y = x[0]!;
+      for (let k = 0; k < 40; k++) y = y.mul(x[1]!).sin().add(x[2]!.square());
+      return y;
+    };
+    const ways = bothWays(f, 3, [0.1, 0.2, 0.3]);
+    const before = ways.generated.gradient([0.3, 0.2, 0.1]);
+    ways.generated.hvp([0.1, 0.2, 0.3], [1, 0, 0]);
+    expectSameBits(ways.generated.gradient([0.3, 0.2, 0.1]), before, 'after hvp');
+    ways.check(Float64Array.from([0.3, 0.2, 0.1]));
+  });
+
+  it('a trap inside generated code is recovered like any trap, and codegen comes back', () => {
+    const f = (x: Var[]): Var => {
+      let y = x[0]!;
+      for (let k = 0; k < 30; k++) y = y.mul(x[1]!).add(0.5);
+      return y;
+    };
+    const compiled = compile(f, { inputs: 2, at: [0.5, 0.9] });
+    const expected = compiled.gradient([0.5, 0.9]).slice();
+    const engine = compiled.recorded!.tape.engine as WasmBackend;
+    // A module whose "forward" traps, in the slot of the generated forward sweep.
+    const trapping = new WebAssembly.Instance(new WebAssembly.Module(Uint8Array.from([
+      0, 97, 115, 109, 1, 0, 0, 0, 1, 6, 1, 96, 2, 127, 127, 0, 3, 2, 1, 0, 7, 5, 1, 1, 102, 0, 0, 10, 5, 1, 3, 0, 0, 11,
+    ]))).exports.f as () => void;
+    engine.core.table.set(1, trapping);
+    let caught: unknown = null;
+    try {
+      compiled.gradient([0.5, 0.9]);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(TapegradError);
+    expect((caught as TapegradError).code).toBe('CORE_TRAP');
+    expectSameBits(compiled.gradient([0.5, 0.9]), expected, 'after the trap');
+    expect(compiled.generatedSweeps).toBe('active');
+    expect(compiled.rerecords).toBe(0);
+  });
+
+  it('where synchronous compilation is refused (browsers, main thread, > 4 KB) the sweeps compile in the background', async () => {
+    // No loop to fold: about 400 nodes of straight code, over 4 KB of wasm.
+    const f = (x: Var[]): Var => {
+      let y = x[0]!;
+      let seed = 99;
+      for (let k = 0; k < 400; k++) {
+        seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+        y = seed >>> 31 ? y.mul(x[1]!) : y.add(x[0]!).sin();
+      }
+      return y;
+    };
+    const original = WebAssembly.Module;
+    let refused = 0;
+    // What Chromium does on the main thread for modules over 4 KB.
+    const refusing = function (bytes: BufferSource) {
+      if ((bytes as Uint8Array).byteLength > 4096) {
+        refused++;
+        throw new RangeError('WebAssembly.Module(): Buffer size exceeds the limit for synchronous compilation');
+      }
+      return new original(bytes);
+    } as unknown as typeof WebAssembly.Module;
+    let compiled: CompiledFunction;
+    (WebAssembly as { Module: typeof WebAssembly.Module }).Module = refusing;
+    try {
+      compiled = compile(f, { inputs: 2, at: [0.5, 0.9] });
+    } finally {
+      (WebAssembly as { Module: typeof WebAssembly.Module }).Module = original;
+    }
+    expect(refused).toBe(1);
+    expect(compiled.generatedSweeps).toBe('pending');
+    const interpreted = compile(f, { inputs: 2, at: [0.5, 0.9], codegen: false });
+    expectSameBits(compiled.gradient([0.25, 0.75]), interpreted.gradient([0.25, 0.75]), 'while pending');
+    await compiled.whenGenerated();
+    expect(compiled.generatedSweeps).toBe('active');
+    expectSameBits(compiled.gradient([0.25, 0.75]), interpreted.gradient([0.25, 0.75]), 'once installed');
+  });
+});
+
+describe('the planner', () => {
+  it('finds nothing to fold in an empty range, and tiles any tape exactly', () => {
+    fc.assert(
+      fc.property(loopProgramArbitrary(ARITHMETIC), (program) => {
+        const compiled = compile(loopFunction(program), { inputs: 3, at: [0.1, 0.2, 0.3] });
+        const { tape } = compiled.recorded!;
+        const segments = planSegments(tape.engine.views, 3, tape.size)!;
+        let next = 3;
+        for (const s of segments) {
+          expect(s.start).toBe(next);
+          expect(s.period).toBeGreaterThan(0);
+          expect(s.count).toBeGreaterThanOrEqual(1);
+          next = s.start + s.period * s.count;
+        }
+        expect(next).toBe(tape.size);
+        expect(planSegments(tape.engine.views, 3, 3)).toEqual([]);
+      }),
+      { numRuns: 100 },
+    );
+  });
+});
