@@ -157,7 +157,8 @@ export class CompiledFunction {
       adj[rec.outputs[j]!] += v[j]!;
       top = Math.max(top, rec.outputs[j]!);
     }
-    engine.sweepReverse(top);
+    if (engine instanceof WasmBackend) engine.sweepReverseReplay(top);
+    else engine.sweepReverse(top);
     checkOut(out, this.inputs);
     out.set(engine.views.adj.subarray(0, this.inputs));
     return out;

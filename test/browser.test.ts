@@ -56,6 +56,7 @@ interface SuiteWindow {
     opSweep(backend: Backend): Promise<Sweep>;
     dagParity(seed: number, numRuns: number, rtol: number): Promise<Parity>;
     replayBytes(bytes: number[], points: number[][]): Promise<{ loaded: Record<Backend, number[][]>; bytes: number[] }>;
+    generatedSweeps(): Promise<Record<'loop' | 'straight', { first: string; final: string; before: number[]; after: number[]; interpreted: number[] }>>;
   };
 }
 interface DemoWindow {
@@ -238,6 +239,21 @@ describe('browser suite', () => {
       const fromPage = fromBytes(Uint8Array.from(r.bytes), { backend: 'wasm' });
       points.forEach((x, k) => expect(normwiseError(Array.from(fromPage.gradient(x)), expected[k]!)).toBeLessThan(1e-14));
       expect(Uint8Array.from(r.bytes)).toEqual(inNode.toBytes());
+    });
+
+    it('generated replay sweeps on the main thread: installed (compiled in the background where needed), bit-identical to the interpreter', async () => {
+      const { page } = await suite();
+      const r = await page.evaluate(() => (window as unknown as SuiteWindow).suite.generatedSweeps());
+      for (const [name, run] of Object.entries(r)) {
+        expect(['pending', 'active'], name).toContain(run.first);
+        expect(run.final, name).toBe('active');
+        expect(run.before.length, name).toBe(12);
+        run.interpreted.forEach((g, k) => {
+          expect(Object.is(run.before[k], g), `${name} before, component ${k}`).toBe(true);
+          expect(Object.is(run.after[k], g), `${name} after, component ${k}`).toBe(true);
+        });
+        console.log(`browser: generated sweeps for the ${name} function were '${run.first}' right after compile()`);
+      }
     });
 
     it('the page saw no errors and fetched nothing off-host', async () => {

@@ -271,6 +271,15 @@ export class WasmBackend implements Backend {
     }
   }
 
+  /** sweepReverse through the generated reverse sweep when one is installed. */
+  sweepReverseReplay(top: number): void {
+    try {
+      this.core.sweepReverseReplay(top);
+    } catch (error) {
+      throw this.recover(error);
+    }
+  }
+
   sweepReverseTangent(top: number): void {
     try {
       this.core.sweepReverseTangent(top);

@@ -20,6 +20,44 @@ export function makeSuite(tapegrad, fc) {
     return { loaded, bytes: Array.from(here.toBytes()) };
   }
 
+  /** Generated replay sweeps on the page's main thread, where Chromium may refuse to compile
+   *  wasm over 4 KB synchronously: a loop (Lax-Wendroff-like) and straight code, each compiled
+   *  with and without codegen; gradients before and after the generated sweeps are installed. */
+  async function generatedSweeps() {
+    const cells = 12;
+    const loop = (q0) => {
+      let q = q0.slice();
+      for (let t = 0; t < 200; t++) {
+        const flux = q.slice(0, -1).map((a, i) => a.add(q[i + 1]).add(a.sub(q[i + 1]).mul(0.125)).mul(0.0625));
+        q = q.map((v, i) => (i === 0 || i === cells - 1 ? v : v.add(flux[i - 1].sub(flux[i]))));
+      }
+      return q.reduce((s, v) => s.add(v.square()), q[0].mul(0));
+    };
+    const straight = (x) => {
+      let y = x[0];
+      let seed = 99;
+      for (let k = 0; k < 400; k++) {
+        seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+        y = seed >>> 31 ? y.mul(x[1]) : y.add(x[k % cells]).sin();
+      }
+      return y;
+    };
+    const at = Array.from({ length: cells }, (_, i) => 1.5 + 0.5 * Math.sin(i));
+    const x = at.map((v, i) => v + 0.01 * i);
+    const out = {};
+    for (const [name, f] of [['loop', loop], ['straight', straight]]) {
+      const generated = compile(f, { inputs: cells, at });
+      const first = generated.generatedSweeps;
+      const before = Array.from(generated.gradient(x));
+      await generated.whenGenerated();
+      out[name] = {
+        first, final: generated.generatedSweeps, before, after: Array.from(generated.gradient(x)),
+        interpreted: Array.from(compile(f, { inputs: cells, at, codegen: false }).gradient(x)),
+      };
+    }
+    return out;
+  }
+
   async function workedExamples(backend) {
     const tape = await createTape({ backend });
     const out = { backend: tape.backend };
@@ -254,5 +292,5 @@ export function makeSuite(tapegrad, fc) {
     };
   }
 
-  return { workedExamples, opSweep, dagParity, replayBytes };
+  return { workedExamples, opSweep, dagParity, replayBytes, generatedSweeps };
 }
