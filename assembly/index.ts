@@ -20,6 +20,6 @@ export function opPtr(): usize { return opBase; }
 export function tanPtr(): usize { return tanBase; }
 export function tanAdjPtr(): usize { return tanAdjBase; }
 export {
-  replayForward, gradientBatch, setGeneratedSweeps, sweepReverseReplay, rulePartials, rulePartialZ,
+  replayForward, gradientBatch, setGeneratedSweeps, sweepReverseReplay, ruleForward, rulePartials, rulePartialZ,
 } from './replay';
 export { scratch } from './layout';

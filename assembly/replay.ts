@@ -2,7 +2,7 @@
 // sweep in one call into the core, for one row or a batch of rows.
 import { valBase, adjBase, val } from './layout';
 import { forward, clearAdjoints, sweepReverse } from './sweeps';
-import { partialsCall, partialZ } from './ops';
+import { forwardRule, partialsCall, partialZ } from './ops';
 
 // A compiled function may bring its own sweeps: wasm generated from its tape (src/wasm/codegen.ts)
 // that runs the same rules without dispatching per node. They sit in the imported function table
@@ -16,8 +16,10 @@ export function setGeneratedSweeps(forwardSlot: u32, reverseSlot: u32): void {
   generatedReverse = reverseSlot;
 }
 
-// The rules, out of line, for generated code: the ops it does not spell out itself call these
-// (and `forward(i, i + 1)` for values), so both paths compute with the very same code.
+// The rules, out of line, for generated code: the ops it does not spell out itself call these,
+// the very code the interpreter inlines.
+// @ts-ignore: decorator
+@noinline export function ruleForward(op: i32, x: f64, z: f64): f64 { return forwardRule(op, x, z); }
 export function rulePartials(op: i32, x: f64, z: f64, y: f64): f64 { return partialsCall(op, x, z, y); }
 export function rulePartialZ(): f64 { return partialZ; }
 

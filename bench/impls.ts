@@ -101,10 +101,11 @@ function tapegradImpl(backend: BackendKind, api: 'var' | 'handle'): Impl {
   };
 }
 
-type ReplayMode = 'call' | 'batch' | 'batch-scalar' | 'hvp';
+type ReplayMode = 'call' | 'interpreted' | 'batch' | 'batch-scalar' | 'hvp';
 
 const REPLAY_LABELS: Record<ReplayMode, string> = {
   call: 'replay',
+  interpreted: 'replay (interpreted)',
   batch: 'batched replay (SIMD)',
   'batch-scalar': 'batched replay (scalar)',
   hvp: 'replay hvp',
@@ -115,21 +116,22 @@ const REPLAY_LABELS: Record<ReplayMode, string> = {
  *  times one Hessian-vector product (tangent + reverse-with-tangents sweeps), whose sweep also
  *  leaves the gradient, which is what gets checked. */
 function tapegradReplay(backend: BackendKind, mode: ReplayMode): Impl {
-  const suffix = mode === 'call' ? 'replay' : mode === 'hvp' ? 'hvp' : mode === 'batch' ? 'batch' : 'batch-scalar';
+  const suffix = mode === 'call' ? 'replay' : mode === 'interpreted' ? 'replay-interpreted' : mode === 'hvp' ? 'hvp' : mode === 'batch' ? 'batch' : 'batch-scalar';
+  const perCall = mode === 'call' || mode === 'interpreted';
   return {
     id: `${backend}-${suffix}`,
     label: `tapegrad ${backend} ${backend === 'js' && mode === 'batch' ? 'batched replay' : REPLAY_LABELS[mode]}`,
     family: 'tapegrad',
     precision: 'f64',
-    note: `compile() once, then ${mode === 'hvp' ? 'hvp(x, v, out)' : mode === 'call' ? 'gradient(x, out) per evaluation' : `gradientBatch(X, rows, out)${mode === 'batch' ? ' with the two-row SIMD kernel' : ' with the scalar kernel'}`} on the ${backend} backend; no JS work per node`,
+    note: `compile(${mode === 'interpreted' ? '{ codegen: false }' : ''}) once, then ${mode === 'hvp' ? 'hvp(x, v, out)' : perCall ? 'gradient(x, out) per evaluation' : `gradientBatch(X, rows, out)${mode === 'batch' ? ' with the two-row SIMD kernel' : ' with the scalar kernel'}`} on the ${backend} backend; no JS work per node`,
     supports: (w, inst) =>
       inst.compiled !== undefined &&
-      (mode === 'call' || (mode === 'hvp' ? w.id === 'rosenbrock-1e4' : inst.compiled.rows !== undefined && (backend === 'wasm' || mode === 'batch'))),
+      ((mode === 'interpreted' ? backend === 'wasm' : mode === 'call') || (mode === 'hvp' ? w.id === 'rosenbrock-1e4' : inst.compiled.rows !== undefined && (backend === 'wasm' || mode === 'batch'))),
     async prepare(_w, inst) {
       await init();
       const { fn, inputs, rows } = inst.compiled!;
       const at = rows ? rows.subarray(0, inputs) : inst.x;
-      const f: CompiledFunction = compile(fn, { inputs, backend, at, simd: mode !== 'batch-scalar' });
+      const f: CompiledFunction = compile(fn, { inputs, backend, at, simd: mode !== 'batch-scalar', codegen: mode !== 'interpreted' });
       const g = new Float64Array(inst.x.length);
       if (rows) {
         const count = rows.length / inputs;
@@ -143,7 +145,7 @@ function tapegradReplay(backend: BackendKind, mode: ReplayMode): Impl {
           g.fill(0);
           for (let r = 0; r < count; r++) for (let k = 0; k < inputs; k++) g[k] += G[r * inputs + k]!;
         };
-        return mode === 'call'
+        return perCall
           ? {
               grad: g,
               run() {
@@ -182,7 +184,7 @@ function tapegradReplay(backend: BackendKind, mode: ReplayMode): Impl {
       return {
         grad: g,
         run: () => f.valueAndGradient(inst.x, g)[0],
-        info: () => ({ tapeNodes: f.size, nodeBytes: f.recorded!.tape.nodeBytes, rerecords: f.rerecords }),
+        info: () => ({ tapeNodes: f.size, nodeBytes: f.recorded!.tape.nodeBytes, rerecords: f.rerecords, generatedSweeps: f.generatedSweeps }),
       };
     },
   };
@@ -281,6 +283,7 @@ export const IMPLS: readonly Impl[] = [
   tapegradImpl('js', 'var'),
   tapegradImpl('js', 'handle'),
   tapegradReplay('wasm', 'call'),
+  tapegradReplay('wasm', 'interpreted'),
   tapegradReplay('js', 'call'),
   tapegradReplay('wasm', 'batch'),
   tapegradReplay('wasm', 'batch-scalar'),

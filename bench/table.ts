@@ -74,6 +74,19 @@ for (const w of workloads) {
   );
 }
 
+console.log('\nReplay (`compile`, forward + reverse in one call into the engine): generated sweeps, the wasm interpreter, and the JS mode:\n');
+console.log('| workload | plain (no AD) | generated | interpreted | JS mode | generated / plain | interpreted / plain | generated vs interpreted | generated vs JS mode |');
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+for (const w of workloads) {
+  const plain = time(w, 'plain'), generated = time(w, 'wasm-replay'), interpreted = time(w, 'wasm-replay-interpreted'), js = time(w, 'js-replay');
+  if (generated === null) continue;
+  const show = (t: number | null): string => (t === null ? '–' : fmtMs(t));
+  console.log(
+    `| ${w} | ${show(plain)} | ${show(generated)} | ${show(interpreted)} | ${show(js)} | ${ratio(generated, plain)} | ${ratio(interpreted, plain)} | ` +
+      `${ratio(interpreted, generated)} | ${ratio(js, generated)} |`,
+  );
+}
+
 console.log('\nPeers, time per gradient over tapegrad wasm (handles): above 1, tapegrad is faster (~: run at a smaller n, scaled):\n');
 console.log(`| workload | ${peers.join(' | ')} |`);
 console.log(`| --- |${peers.map(() => ' ---: |').join('')}`);
@@ -94,8 +107,9 @@ const rate = (impl: string): string => {
 };
 console.log(
   `\nTiny function (20 nodes, 3 inputs), gradients per second on one core: plain value only ${rate('plain')}; ` +
-    `wasm Var API ${rate('wasm-var')}, handles ${rate('wasm-handle')}, replay \`gradient(x, out)\` ${rate('wasm-replay')}, ` +
-    `\`gradientBatch\` SIMD ${rate('wasm-batch')}, scalar kernel ${rate('wasm-batch-scalar')}; JS mode replay ${rate('js-replay')}; ` +
+    `wasm Var API ${rate('wasm-var')}, handles ${rate('wasm-handle')}, replay \`gradient(x, out)\` ${rate('wasm-replay')} ` +
+    `(interpreted ${rate('wasm-replay-interpreted')}), ` +
+    `\`gradientBatch\` SIMD ${rate('wasm-batch')}, scalar (generated) ${rate('wasm-batch-scalar')}; JS mode replay ${rate('js-replay')}; ` +
     `micrograd-style ${rate('micrograd')}.`,
 );
 const hvp = time('rosenbrock-1e4', 'wasm-hvp'), g = time('rosenbrock-1e4', 'wasm-replay');

@@ -82,7 +82,7 @@ export class CompiledFunction {
     this.recording = recording;
     const engine = recording.tape.engine;
     engine.setGuards(recording.guards, recording.expected);
-    if (this.codegen && engine instanceof WasmBackend) engine.generateSweeps(this.inputs, recording.tape.size);
+    if (this.codegen && engine instanceof WasmBackend) engine.generateSweeps(this.inputs, recording.tape.size, recording.outputs);
     return recording;
   }
 

@@ -2,7 +2,7 @@ import type { Backend, BackendKind } from './backend.ts';
 import { TapegradError } from './errors.ts';
 import { JsBackend } from './js/backend.ts';
 import { Tape, type TapeLimits } from './tape.ts';
-import { WasmBackend } from './wasm/backend.ts';
+import { WasmBackend, loadCodegen } from './wasm/backend.ts';
 import { adoptCoreModule, coreModuleIfLoaded, loadCoreModule, wasmAvailable } from './wasm/loader.ts';
 
 export interface TapeOptions extends TapeLimits {
@@ -24,17 +24,24 @@ export interface InitOptions {
   /** A core compiled elsewhere, e.g. `await coreModule()` posted to a worker: the worker then
    *  instantiates it without compiling again. */
   module?: WebAssembly.Module;
+  /** Also load the code generator that `compile` uses on the wasm backend (default true; a
+   *  separate chunk, about 4 KB gzipped). Without it, compiled functions load it on first use
+   *  and interpret until it is there. */
+  codegen?: boolean;
 }
 
-/** Compiles the wasm core once (later calls are free). `createTapeSync` needs it first. */
+/** Compiles the wasm core once (later calls are free). `createTapeSync` and `compile` need it
+ *  first. */
 export async function init(options: InitOptions = {}): Promise<void> {
+  const codegen = options.codegen !== false && wasmAvailable() ? loadCodegen() : null;
   if (options.module) {
     if (!(options.module instanceof WebAssembly.Module)) throw new TapegradError('INVALID_ARGUMENT', 'init({ module }) needs a WebAssembly.Module');
     const simd = WebAssembly.Module.exports(options.module).some((e) => e.name === 'gradientBatchSimd');
     adoptCoreModule(options.module, simd ? 'simd' : 'scalar');
-    return;
+  } else if (wasmAvailable()) {
+    await loadCoreModule();
   }
-  if (wasmAvailable()) await loadCoreModule();
+  await codegen;
 }
 
 /** The compiled core (loading it if needed), to post to workers: `init({ module })` there. */

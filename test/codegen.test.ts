@@ -144,7 +144,7 @@ describe('loop programs: generated loops replay exactly like the interpreter', (
           expect(ways.generated.generatedSweeps).toBe('active');
         },
       ),
-      { numRuns: 150 },
+      { numRuns: Number(process.env.TAPEGRAD_CODEGEN_RUNS ?? 150) },
     );
   });
 

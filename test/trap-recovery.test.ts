@@ -21,6 +21,11 @@ beforeAll(async () => {
 // address inside memory, so the SIMD kernel would silently read the wrong slot instead of trapping.
 const PAST_THE_END = 2 ** 27;
 
+// A wasm function (valBase, adjBase) => void that traps: `unreachable`.
+const TRAPPING = new WebAssembly.Instance(new WebAssembly.Module(Uint8Array.from([
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 6, 1, 96, 2, 127, 127, 0, 3, 2, 1, 0, 7, 5, 1, 1, 102, 0, 0, 10, 5, 1, 3, 0, 0, 11,
+]))).exports.f as () => void;
+
 function trapOf(action: () => unknown): TapegradError {
   let caught: unknown = null;
   try {
@@ -169,13 +174,20 @@ describe('a compiled function whose core traps records again on its next call (w
   const H = fHessian(x1, x2);
   const f = (x: Var[]): Var => x[0]!.mul(x[1]!).sin().add(x[0]!.exp());
 
-  /** Corrupts the operand of the compiled tape's sin node. */
+  /** Corrupts the operand of the compiled tape's sin node (which the interpreters read), and
+   *  puts a trapping function in the slots of the generated sweeps (which never read operands:
+   *  theirs are compiled in). */
   function corruptCompiled(c: CompiledFunction): void {
     const tape = c.recorded!.tape;
     const { op, a } = tape.engine.views;
     const sin = Array.from(op.subarray(0, tape.size)).indexOf(Op.sin);
     expect(sin).toBeGreaterThan(0);
     a[sin] = PAST_THE_END;
+    if (c.generatedSweeps === 'active') {
+      const table = (tape.engine as WasmBackend).core.table;
+      table.set(1, TRAPPING);
+      table.set(2, TRAPPING);
+    }
   }
 
   const methods: Array<[string, (c: CompiledFunction) => number[], () => number[]]> = [
@@ -189,8 +201,8 @@ describe('a compiled function whose core traps records again on its next call (w
     ['hvp', (c) => Array.from(c.hvp(at, [0, 1])), () => [H[0]![1]!, H[1]![1]!]],
   ];
 
-  it.each(methods)('%s', (_name, call, expected) => {
-    const compiled = compile(f, { inputs: 2 });
+  it.each(methods.flatMap(([name, call, expected]) => [true, false].map((codegen) => [name, codegen, call, expected] as const)))('%s (codegen: %s)', (_name, codegen, call, expected) => {
+    const compiled = compile(f, { inputs: 2, codegen });
     expectClose(call(compiled), expected());
     corruptCompiled(compiled);
     trapOf(() => call(compiled));

@@ -1,7 +1,18 @@
 import type { Backend, CustomHandler, TapeViews } from '../backend.ts';
 import { TapegradError } from '../errors.ts';
 import { instantiateCore, type CoreExports, type CoreImports } from './loader.ts';
-import { generateSweeps } from './codegen.ts';
+
+// The code generator is its own chunk: pages that only record tapes never download it. init()
+// loads it (unless told not to); a compiled function made before it arrives interprets until then.
+let codegen: typeof import('./codegen.ts') | null = null;
+let codegenLoading: Promise<void> | null = null;
+
+/** Loads the code generator for compiled functions (once). */
+export function loadCodegen(): Promise<void> {
+  return (codegenLoading ??= import('./codegen.ts').then((module) => {
+    codegen = module;
+  }));
+}
 
 /** State of the generated sweeps of a compiled tape. 'pending': compiling off the main thread
  *  (browsers refuse synchronous compilation of modules over 4 KB there); the interpreter runs
@@ -67,12 +78,24 @@ export class WasmBackend implements Backend {
   }
 
   /** Generates and installs forward and reverse sweeps for nodes [nInputs, count) of the tape
-   *  now in memory, replacing the interpreter in replays, until `dropGeneratedSweeps`. */
-  generateSweeps(nInputs: number, count: number): GeneratedSweeps {
+   *  now in memory, replacing the interpreter in replays, until `dropGeneratedSweeps`. Reverse
+   *  sweeps may only be seeded at `outputs`. */
+  generateSweeps(nInputs: number, count: number, outputs: ArrayLike<number>): GeneratedSweeps {
     this.dropGeneratedSweeps();
-    const bytes = count > nInputs ? generateSweeps(this.views, nInputs, count) : null;
-    if (!bytes) return this.generated;
     const generation = this.generation;
+    if (!codegen) {
+      this.generated = 'pending';
+      this.generatedReady = loadCodegen().then(
+        () => {
+          if (generation === this.generation) this.generateSweeps(nInputs, count, outputs);
+          return this.generatedReady;
+        },
+        () => { if (generation === this.generation) this.generated = 'none'; },
+      );
+      return this.generated;
+    }
+    const bytes = count > nInputs ? codegen.generateSweeps(this.views, nInputs, count, outputs) : null;
+    if (!bytes) return this.generated;
     try {
       this.installSweeps(new WebAssembly.Module(bytes));
     } catch (error) {
@@ -96,7 +119,7 @@ export class WasmBackend implements Backend {
 
   private installSweeps(module: WebAssembly.Module): void {
     const core = this.core;
-    const env = { memory: core.memory, forward: core.forward, rulePartials: core.rulePartials, rulePartialZ: core.rulePartialZ };
+    const env = { memory: core.memory, ruleForward: core.ruleForward, rulePartials: core.rulePartials, rulePartialZ: core.rulePartialZ };
     const sweeps = new WebAssembly.Instance(module, { env }).exports as { forward: () => void; reverse: () => void };
     core.table.set(1, sweeps.forward);
     core.table.set(2, sweeps.reverse);

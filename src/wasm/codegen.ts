@@ -13,9 +13,9 @@
 //
 // The generated code runs the same rules as the interpreter, in the same order, so results are
 // bit-identical (test/codegen.test.ts): add, sub, mul, div, neg, recip, square, sqrt, abs, the
-// comparisons and select are spelled out as the core spells them; for every other op the
-// generated code calls the core: its interpreter for that one node (`forward(i, i + 1)`) and its
-// partials (`rulePartials`, the code the interpreter inlines).
+// comparisons and select are spelled out as the core spells them (and the partials of a few
+// more); every other op calls the core's own rules (`ruleForward`, `rulePartials`), the code the
+// interpreter inlines.
 import { Op, OP_TABLE } from '../ops.ts';
 import type { TapeViews } from '../backend.ts';
 
@@ -268,8 +268,34 @@ const NATIVE_BINARY: Partial<Record<number, number>> = {
 const COMPARISON: Partial<Record<number, number>> = {
   [Op.lt]: W_F64Lt, [Op.le]: W_F64Le, [Op.gt]: W_F64Gt, [Op.ge]: W_F64Ge, [Op.eq]: W_F64Eq,
 };
-const NATIVE_FORWARD = new Set<number>([Op.neg, Op.recip, Op.square, Op.sqrt, Op.abs, Op.stopGradient, Op.select]);
 const ZERO_GRADIENT = new Set<number>([Op.floor, Op.ceil, Op.round, Op.sign, Op.stopGradient, Op.lt, Op.le, Op.gt, Op.ge, Op.eq]);
+
+type Locals = ReturnType<typeof localLayout>;
+type Emit = () => void;
+// Partials spelled out in wasm, exactly as `partials` in assembly/ops.ts writes them (same
+// operations, same order): they set the locals pa (and pb for binary ops).
+const NATIVE_PARTIAL: Partial<Record<number, (fn: Bytes, x: Emit, z: Emit, y: Emit, L: Locals) => void>> = {
+  // -1
+  [Op.neg]: (fn, _x, _z, _y, L) => { fn.f64Const(-1); fn.set(L.pa); },
+  // -y * y
+  [Op.recip]: (fn, _x, _z, y, L) => { y(); fn.byte(W_F64Neg); y(); fn.byte(W_F64Mul); fn.set(L.pa); },
+  // 2 * x
+  [Op.square]: (fn, x, _z, _y, L) => { fn.f64Const(2); x(); fn.byte(W_F64Mul); fn.set(L.pa); },
+  // 0.5 / |y|
+  [Op.sqrt]: (fn, _x, _z, y, L) => { fn.f64Const(0.5); y(); fn.byte(W_F64Abs); fn.byte(W_F64Div); fn.set(L.pa); },
+  // y
+  [Op.exp]: (fn, _x, _z, y, L) => { y(); fn.set(L.pa); },
+  // y != y ? (NaN, NaN) : (1 / z, -y / z)
+  [Op.div]: (fn, _x, z, y, L) => {
+    y(); fn.tee(L.c); fn.get(L.c); fn.byte(W_F64Ne);
+    fn.byte(W_If); fn.byte(W_Void);
+    fn.f64Const(NaN); fn.set(L.pa); fn.f64Const(NaN); fn.set(L.pb);
+    fn.byte(W_Else);
+    fn.get(L.c); fn.byte(W_F64Neg); z(); fn.byte(W_F64Div); fn.set(L.pb);
+    fn.f64Const(1); z(); fn.byte(W_F64Div); fn.set(L.pa);
+    fn.byte(W_End);
+  },
+};
 
 /** An operand (or a node itself) in a segment: node A + t·S at iteration t. */
 interface Ref {
@@ -280,6 +306,8 @@ interface Ref {
   /** ...with this value at every iteration (emitted as an immediate), else undefined. */
   value: number | undefined;
   group: number;
+  /** The slot of the same iteration this operand is (a node computed earlier in the body), or -1. */
+  slot: number;
 }
 
 interface Slot {
@@ -293,9 +321,23 @@ interface Body {
   slots: Slot[];
   /** Per stride group: its stride and the lowest first node, the pointer's origin. */
   groups: { stride: number; origin: number }[];
+  /** Per slot: the f64 local that holds its value (forward) and its adjoint (reverse) within an
+   *  iteration, or -1. Values of nodes used later in the same iteration stay in locals (still
+   *  stored for the reverse sweep); so does the adjoint of a node used *only* there, which then
+   *  never touches memory. */
+  local: Int32Array;
+  /** Per slot: its adjoint lives in the local alone. */
+  adjointInLocal: Uint8Array;
+  /** Per slot: the forward sweep reads its value from the local (uses in the iteration are near). */
+  valueInLocal: Uint8Array;
 }
 
-function describeSegment(views: TapeViews, seg: Segment): Body {
+// A value stays in a local for the forward sweep only while its uses are this close (in nodes):
+// long live ranges over a large body spill registers, which measured slower than reloading
+// (Lax-Wendroff's 889-node body: forward 0.60 ms reloading, 0.95 ms keeping every value).
+const VALUE_REACH = 16;
+
+function describeSegment(views: TapeViews, seg: Segment, uses: Int32Array, outputs: ReadonlySet<number>): Body {
   const { op, val } = views;
   const groups: { stride: number; origin: number }[] = [];
   const groupOf = (stride: number, first: number): number => {
@@ -322,35 +364,75 @@ function describeSegment(views: TapeViews, seg: Segment): Body {
         else if (!Object.is(val[node], value)) value = undefined;
       }
       if (!constant) value = undefined;
-      refs.push({ first, stride, constant, value, group: value === undefined ? groupOf(stride, first) : -1 });
+      const slot = stride === selfStride && first >= seg.start && first < i ? first - seg.start : -1;
+      refs.push({ first, stride, constant, value, group: value === undefined ? groupOf(stride, first) : -1, slot });
     }
-    const self: Ref = { first: i, stride: selfStride, constant: false, value: undefined, group: groupOf(selfStride, i) };
+    const self: Ref = { first: i, stride: selfStride, constant: false, value: undefined, group: groupOf(selfStride, i), slot: s };
     slots.push({ op: code, self, refs });
   }
-  return { seg, slots, groups };
+  const local = new Int32Array(seg.period).fill(-1);
+  const adjointInLocal = new Uint8Array(seg.period);
+  // Uses of each slot by later slots of the same iteration, against its uses anywhere.
+  const inIteration = new Int32Array(seg.period);
+  const valueInLocal = new Uint8Array(seg.period).fill(1);
+  slots.forEach(({ refs }, s) => {
+    for (const r of refs) {
+      if (r.slot < 0 || r.value !== undefined) continue;
+      inIteration[r.slot]++;
+      if (s - r.slot > VALUE_REACH) valueInLocal[r.slot] = 0;
+    }
+  });
+  let locals = 0;
+  for (let s = 0; s < seg.period; s++) {
+    if (inIteration[s] === 0 || slots[s]!.op <= Op.arg) {
+      valueInLocal[s] = 0;
+      continue;
+    }
+    local[s] = locals++;
+    let only = true;
+    for (let t = 0, i = seg.start + s; t < seg.count && only; t++, i += seg.period) only = uses[i] === inIteration[s] && !outputs.has(i);
+    adjointInLocal[s] = only ? 1 : 0;
+  }
+  return { seg, slots, groups, local, adjointInLocal, valueInLocal };
+}
+
+// How many operand references each node has among nodes [from, to).
+function useCounts(views: TapeViews, from: number, to: number): Int32Array {
+  const uses = new Int32Array(to);
+  for (let i = from; i < to; i++) {
+    const n = operandCount(views.op[i]!);
+    for (let k = 0; k < n; k++) uses[operand(views, i, k)]++;
+  }
+  return uses;
 }
 
 /** The module with `forward(valBase, adjBase)` and `reverse(valBase, adjBase)` for nodes
- *  [from, to) of the tape in `views`, or null when the tape does not suit generated code. */
-export function generateSweeps(views: TapeViews, from: number, to: number, maxSlots = MAX_SLOTS): Uint8Array<ArrayBuffer> | null {
+ *  [from, to) of the tape in `views`, or null when the tape does not suit generated code.
+ *  `outputs`: the nodes a reverse sweep may be seeded at (their adjoints stay in memory). */
+export function generateSweeps(
+  views: TapeViews, from: number, to: number, outputs: ArrayLike<number>, maxSlots = MAX_SLOTS,
+): Uint8Array<ArrayBuffer> | null {
   const segments = planSegments(views, from, to, maxSlots);
   if (!segments) return null;
-  const bodies = segments.map((seg) => describeSegment(views, seg));
+  const uses = useCounts(views, from, to);
+  const seeded = new Set(Array.from(outputs));
+  const bodies = segments.map((seg) => describeSegment(views, seg, uses, seeded));
   const pointers = Math.max(1, ...bodies.map((b) => b.groups.length));
+  const slotLocals = Math.max(0, ...bodies.map((b) => Math.max(-1, ...b.local) + 1));
 
   const out = new Bytes();
   out.bytes([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]);
   const types = new Bytes();
   types.u32(4);
   types.bytes([0x60, 2, I32, I32, 0]);
-  types.bytes([0x60, 2, I32, I32, 0]);
+  types.bytes([0x60, 3, I32, F64, F64, 1, F64]);
   types.bytes([0x60, 4, I32, F64, F64, F64, 1, F64]);
   types.bytes([0x60, 0, 1, F64]);
   out.section(1, types);
   const imports = new Bytes();
   imports.u32(4);
   imports.name('env'); imports.name('memory'); imports.bytes([0x02, 0x00, 0x00]);
-  imports.name('env'); imports.name('forward'); imports.bytes([0x00, 1]);
+  imports.name('env'); imports.name('ruleForward'); imports.bytes([0x00, 1]);
   imports.name('env'); imports.name('rulePartials'); imports.bytes([0x00, 2]);
   imports.name('env'); imports.name('rulePartialZ'); imports.bytes([0x00, 3]);
   out.section(2, imports);
@@ -364,7 +446,7 @@ export function generateSweeps(views: TapeViews, from: number, to: number, maxSl
   out.section(7, exports);
   const code = new Bytes();
   code.u32(2);
-  for (const fn of [emitForward(bodies, pointers), emitReverse(bodies, pointers)]) {
+  for (const fn of [emitForward(bodies, pointers, slotLocals), emitReverse(bodies, pointers, slotLocals)]) {
     code.u32(fn.len);
     code.bytes(fn.buf.subarray(0, fn.len));
   }
@@ -372,20 +454,20 @@ export function generateSweeps(views: TapeViews, from: number, to: number, maxSl
   return out.buf.slice(0, out.len);
 }
 
-// Locals: 0 valBase, 1 adjBase (parameters); 2 the iteration counter; 3 a node id; then one value
-// pointer and one adjoint pointer per stride group; then the f64 temporaries.
+// Locals: 0 valBase, 1 adjBase (parameters); 2 the iteration counter; then one value pointer and
+// one adjoint pointer per stride group; then the f64 temporaries and one per slot kept in a local.
 const COUNTER = 2;
-function localLayout(pointers: number) {
-  const f64 = 4 + 2 * pointers;
+function localLayout(pointers: number, slotLocals: number) {
+  const f64 = 3 + 2 * pointers;
   return {
-    node: 3,
-    val: (g: number) => 4 + g,
-    adj: (g: number) => 4 + pointers + g,
+    val: (g: number) => 3 + g,
+    adj: (g: number) => 3 + pointers + g,
     g: f64, x: f64 + 1, z: f64 + 2, c: f64 + 3, pa: f64 + 4, pb: f64 + 5,
+    slot: (k: number) => f64 + 6 + k,
     declare(fn: Bytes) {
       fn.u32(2);
-      fn.u32(2 + 2 * pointers); fn.byte(I32);
-      fn.u32(6); fn.byte(F64);
+      fn.u32(1 + 2 * pointers); fn.byte(I32);
+      fn.u32(6 + slotLocals); fn.byte(F64);
     },
   };
 }
@@ -432,8 +514,8 @@ function emitPointerInit(fn: Bytes, body: Body, base: number, local: (g: number)
   });
 }
 
-function emitForward(bodies: Body[], pointers: number): Bytes {
-  const L = localLayout(pointers);
+function emitForward(bodies: Body[], pointers: number, slotLocals: number): Bytes {
+  const L = localLayout(pointers, slotLocals);
   const fn = new Bytes();
   L.declare(fn);
   for (const body of bodies) {
@@ -441,31 +523,17 @@ function emitForward(bodies: Body[], pointers: number): Bytes {
     emitLoopHead(fn, body);
     const load = (r: Ref): void => {
       if (r.value !== undefined) return fn.f64Const(r.value);
+      if (r.slot >= 0 && body.valueInLocal[r.slot]) return fn.get(L.slot(body.local[r.slot]!));
       fn.get(L.val(r.group));
       memarg(fn, W_F64Load, 8 * (r.first - body.groups[r.group]!.origin));
     };
     for (const { op, self, refs } of body.slots) {
       if (op <= Op.arg) continue; // inputs and constants are given; arg values stay 0
       const at = 8 * (self.first - body.groups[self.group]!.origin);
+      const cached = body.valueInLocal[self.slot] ? body.local[self.slot]! : -1;
       const [x, z, w] = refs as [Ref, Ref?, Ref?];
       const native = NATIVE_BINARY[op];
       const comparison = COMPARISON[op];
-      if (native === undefined && comparison === undefined && !NATIVE_FORWARD.has(op)) {
-        // The core's interpreter for node i alone, i from the node's address.
-        fn.get(L.val(self.group));
-        fn.i32Const(at);
-        fn.byte(W_I32Add);
-        fn.get(0);
-        fn.byte(W_I32Sub);
-        fn.i32Const(3);
-        fn.byte(W_I32ShrU);
-        fn.tee(L.node);
-        fn.get(L.node);
-        fn.i32Const(1);
-        fn.byte(W_I32Add);
-        fn.byte(W_Call); fn.u32(FN_FORWARD);
-        continue;
-      }
       fn.get(L.val(self.group));
       if (native !== undefined) {
         load(x); load(z!); fn.byte(native);
@@ -483,9 +551,15 @@ function emitForward(bodies: Body[], pointers: number): Bytes {
         load(x); fn.byte(W_F64Abs);
       } else if (op === Op.stopGradient) {
         load(x);
-      } else {
+      } else if (op === Op.select) {
         load(z!); load(w!); emitTruthy(fn, () => load(x), L.c); fn.byte(W_Select);
+      } else {
+        fn.i32Const(op);
+        load(x);
+        if (z) load(z); else fn.f64Const(0);
+        fn.byte(W_Call); fn.u32(FN_FORWARD);
       }
+      if (cached >= 0) fn.tee(L.slot(cached));
       memarg(fn, W_F64Store, at);
     }
     emitLoopTail(fn, body, 1, [body.groups.map((_, g) => L.val(g))]);
@@ -506,8 +580,8 @@ function emitTruthy(fn: Bytes, loadCondition: () => void, temp: number): void {
   fn.byte(W_I32And);
 }
 
-function emitReverse(bodies: Body[], pointers: number): Bytes {
-  const L = localLayout(pointers);
+function emitReverse(bodies: Body[], pointers: number, slotLocals: number): Bytes {
+  const L = localLayout(pointers, slotLocals);
   const fn = new Bytes();
   L.declare(fn);
   for (let k = bodies.length - 1; k >= 0; k--) {
@@ -516,6 +590,11 @@ function emitReverse(bodies: Body[], pointers: number): Bytes {
     emitPointerInit(fn, body, 0, L.val, last);
     emitPointerInit(fn, body, 1, L.adj, last);
     emitLoopHead(fn, body);
+    // An adjoint kept in a local starts at +0 in each iteration, as memory does after the clear:
+    // it is zeroed just before its first consumer's code (in sweep order), outside any branch,
+    // which keeps the local's live range short.
+    const started = new Uint8Array(body.slots.length);
+    const adjointLocal = (r: Ref): number => (r.slot >= 0 && body.adjointInLocal[r.slot] ? L.slot(body.local[r.slot]!) : -1);
     const offset = (r: Ref): number => 8 * (r.first - body.groups[r.group]!.origin);
     const load = (r: Ref): void => {
       if (r.value !== undefined) return fn.f64Const(r.value);
@@ -525,6 +604,14 @@ function emitReverse(bodies: Body[], pointers: number): Bytes {
     // adj[r] += contribution, nothing for a constant.
     const addAdjoint = (r: Ref, contribution: () => void): void => {
       if (r.constant) return;
+      const inLocal = adjointLocal(r);
+      if (inLocal >= 0) {
+        fn.get(inLocal);
+        contribution();
+        fn.byte(W_F64Add);
+        fn.set(inLocal);
+        return;
+      }
       fn.get(L.adj(r.group));
       fn.get(L.adj(r.group));
       memarg(fn, W_F64Load, offset(r));
@@ -544,9 +631,24 @@ function emitReverse(bodies: Body[], pointers: number): Bytes {
       if (op <= Op.arg || ZERO_GRADIENT.has(op)) continue;
       const [x, z, w] = refs as [Ref, Ref?, Ref?];
       if (refs.every((r) => r.constant)) continue;
+      // An adjoint in a local that no consumer feeds (they all have zero gradient) is exactly 0:
+      // the interpreter skips such a node, and so does this code. (The local may still hold
+      // another body's value: locals are shared between bodies.)
+      if (adjointLocal(self) >= 0 && !started[self.slot]) continue;
+      for (const r of refs) {
+        const inLocal = adjointLocal(r);
+        if (r.constant || inLocal < 0 || started[r.slot]) continue;
+        started[r.slot] = 1;
+        fn.f64Const(0);
+        fn.set(inLocal);
+      }
       // g = adj[i]
-      fn.get(L.adj(self.group));
-      memarg(fn, W_F64Load, offset(self));
+      if (adjointLocal(self) >= 0) {
+        fn.get(adjointLocal(self));
+      } else {
+        fn.get(L.adj(self.group));
+        memarg(fn, W_F64Load, offset(self));
+      }
       fn.set(L.g);
       if (op === Op.add || op === Op.sub) {
         // No g != 0 test: adjoints are never -0 (they start at +0 and only gain sums), and
@@ -569,13 +671,20 @@ function emitReverse(bodies: Body[], pointers: number): Bytes {
           addAdjoint(w!, get(L.g));
           fn.byte(W_End);
         } else {
-          fn.i32Const(op);
-          load(x);
-          if (z) load(z); else fn.f64Const(0);
-          load(self);
-          fn.byte(W_Call); fn.u32(FN_PARTIALS);
-          fn.set(L.pa);
-          if (z) { fn.byte(W_Call); fn.u32(FN_PARTIAL_Z); fn.set(L.pb); }
+          // pa (and pb) as `partials` in assembly/ops.ts computes them: spelled out for the
+          // simple ops, the core's own function for the rest.
+          const partial = NATIVE_PARTIAL[op];
+          if (partial) {
+            partial(fn, () => load(x), z ? () => load(z) : () => fn.f64Const(0), () => load(self), L);
+          } else {
+            fn.i32Const(op);
+            load(x);
+            if (z) load(z); else fn.f64Const(0);
+            load(self);
+            fn.byte(W_Call); fn.u32(FN_PARTIALS);
+            fn.set(L.pa);
+            if (z) { fn.byte(W_Call); fn.u32(FN_PARTIAL_Z); fn.set(L.pb); }
+          }
           if (!x.constant) ifNonZero(L.pa, () => addAdjoint(x, times(L.pa)));
           if (z && !z.constant) ifNonZero(L.pb, () => addAdjoint(z, times(L.pb)));
         }

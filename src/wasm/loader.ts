@@ -37,6 +37,7 @@ export interface CoreExports {
   tanAdjPtr(): number;
   setGeneratedSweeps(forwardSlot: number, reverseSlot: number): void;
   sweepReverseReplay(top: number): void;
+  ruleForward(op: number, x: number, z: number): number;
   rulePartials(op: number, x: number, z: number, y: number): number;
   rulePartialZ(): number;
   /** The instance's function table (imported): slots 1 and 2 take generated sweeps. */

@@ -1,0 +1,26 @@
+// The code generator is a chunk of its own that init() loads. With `init({ codegen: false })` (or
+// before it has arrived) a compiled function interprets its tape, loads the generator on first
+// use, and switches to generated sweeps once they are installed; results are the same
+// throughout. Its own file: vitest gives each file fresh modules, so the generator starts unloaded.
+import { expect, it } from 'vitest';
+import { compile, init, type Var } from '../src/index.ts';
+
+it('compile before the code generator is loaded: interpreted, then generated, bit-identical', async () => {
+  await init({ codegen: false });
+  const f = (x: Var[]): Var => {
+    let y = x[0]!;
+    for (let k = 0; k < 200; k++) y = y.mul(x[1]!).add(x[0]!.sin()).mul(0.5);
+    return y;
+  };
+  const compiled = compile(f, { inputs: 2, at: [0.5, 0.75] });
+  expect(compiled.generatedSweeps).toBe('pending');
+  const before = Array.from(compiled.gradient([0.25, 1.5]));
+  await compiled.whenGenerated();
+  expect(compiled.generatedSweeps).toBe('active');
+  const after = Array.from(compiled.gradient([0.25, 1.5]));
+  const interpreted = Array.from(compile(f, { inputs: 2, at: [0.5, 0.75], codegen: false }).gradient([0.25, 1.5]));
+  expect(before.every((g, k) => Object.is(g, interpreted[k]))).toBe(true);
+  expect(after.every((g, k) => Object.is(g, interpreted[k]))).toBe(true);
+  // Loaded now: the next compiled function is generated at once.
+  expect(compile(f, { inputs: 2, at: [0.5, 0.75] }).generatedSweeps).toBe('active');
+});
