@@ -101,14 +101,15 @@ function tapegradImpl(backend: BackendKind, api: 'var' | 'handle'): Impl {
   };
 }
 
-type ReplayMode = 'call' | 'interpreted' | 'batch' | 'batch-scalar' | 'hvp';
+type ReplayMode = 'call' | 'interpreted' | 'batch' | 'batch-simd' | 'batch-scalar' | 'hvp';
 
-const REPLAY_LABELS: Record<ReplayMode, string> = {
-  call: 'replay',
-  interpreted: 'replay (interpreted)',
-  batch: 'batched replay (SIMD)',
-  'batch-scalar': 'batched replay (scalar)',
-  hvp: 'replay hvp',
+const REPLAY: Record<ReplayMode, { suffix: string; label: string; options: { simd?: boolean; codegen?: boolean }; how: string }> = {
+  call: { suffix: 'replay', label: 'replay', options: {}, how: 'gradient(x, out) per evaluation' },
+  interpreted: { suffix: 'replay-interpreted', label: 'replay (interpreted)', options: { codegen: false }, how: 'gradient(x, out) per evaluation, interpreting the tape' },
+  batch: { suffix: 'batch', label: 'batched replay', options: {}, how: 'gradientBatch(X, rows, out), generated sweeps row by row' },
+  'batch-simd': { suffix: 'batch-simd', label: 'batched replay (SIMD kernel)', options: { codegen: false, simd: true }, how: 'gradientBatch(X, rows, out) with the interpreter\'s two-row SIMD kernel' },
+  'batch-scalar': { suffix: 'batch-scalar', label: 'batched replay (scalar kernel)', options: { codegen: false, simd: false }, how: 'gradientBatch(X, rows, out) with the interpreter\'s scalar kernel' },
+  hvp: { suffix: 'hvp', label: 'replay hvp', options: {}, how: 'hvp(x, v, out)' },
 };
 
 /** Record once (compile), then every run replays forward + reverse inside the engine. For the
@@ -116,22 +117,24 @@ const REPLAY_LABELS: Record<ReplayMode, string> = {
  *  times one Hessian-vector product (tangent + reverse-with-tangents sweeps), whose sweep also
  *  leaves the gradient, which is what gets checked. */
 function tapegradReplay(backend: BackendKind, mode: ReplayMode): Impl {
-  const suffix = mode === 'call' ? 'replay' : mode === 'interpreted' ? 'replay-interpreted' : mode === 'hvp' ? 'hvp' : mode === 'batch' ? 'batch' : 'batch-scalar';
+  const { suffix, label, options, how } = REPLAY[mode];
   const perCall = mode === 'call' || mode === 'interpreted';
+  const batch = mode.startsWith('batch');
   return {
     id: `${backend}-${suffix}`,
-    label: `tapegrad ${backend} ${backend === 'js' && mode === 'batch' ? 'batched replay' : REPLAY_LABELS[mode]}`,
+    label: `tapegrad ${backend} ${label}`,
     family: 'tapegrad',
     precision: 'f64',
-    note: `compile(${mode === 'interpreted' ? '{ codegen: false }' : ''}) once, then ${mode === 'hvp' ? 'hvp(x, v, out)' : perCall ? 'gradient(x, out) per evaluation' : `gradientBatch(X, rows, out)${mode === 'batch' ? ' with the two-row SIMD kernel' : ' with the scalar kernel'}`} on the ${backend} backend; no JS work per node`,
+    note: `compile(f, ${JSON.stringify(options)}) once, then ${how} on the ${backend} backend; no JS work per node`,
     supports: (w, inst) =>
       inst.compiled !== undefined &&
-      ((mode === 'interpreted' ? backend === 'wasm' : mode === 'call') || (mode === 'hvp' ? w.id === 'rosenbrock-1e4' : inst.compiled.rows !== undefined && (backend === 'wasm' || mode === 'batch'))),
+      (backend === 'wasm' || mode === 'call' || mode === 'batch' || mode === 'hvp') &&
+      (perCall || (mode === 'hvp' ? w.id === 'rosenbrock-1e4' : batch && inst.compiled.rows !== undefined)),
     async prepare(_w, inst) {
       await init();
       const { fn, inputs, rows } = inst.compiled!;
       const at = rows ? rows.subarray(0, inputs) : inst.x;
-      const f: CompiledFunction = compile(fn, { inputs, backend, at, simd: mode !== 'batch-scalar', codegen: mode !== 'interpreted' });
+      const f: CompiledFunction = compile(fn, { inputs, backend, at, ...options });
       const g = new Float64Array(inst.x.length);
       if (rows) {
         const count = rows.length / inputs;
@@ -286,6 +289,7 @@ export const IMPLS: readonly Impl[] = [
   tapegradReplay('wasm', 'interpreted'),
   tapegradReplay('js', 'call'),
   tapegradReplay('wasm', 'batch'),
+  tapegradReplay('wasm', 'batch-simd'),
   tapegradReplay('wasm', 'batch-scalar'),
   tapegradReplay('js', 'batch'),
   tapegradReplay('wasm', 'hvp'),

@@ -96,4 +96,20 @@ line('wasm core', `${wasmMs.toFixed(2)} ms  (${(wasmMs / plainMs).toFixed(1)}x t
 line('pure-JS mode', `${jsMs.toFixed(2)} ms  (wasm is ${(jsMs / wasmMs).toFixed(2)}x faster)`);
 line('plain JS function, no derivative', `${plainMs.toFixed(2)} ms`);
 line('tape bytes per node', `${tapes.wasm.nodeBytes}`);
+
+// Record once, replay many: the same chain compiled, then replayed at new inputs.
+const chainVars = (x: Var[]): Var => {
+  let v = x[0]!;
+  for (let k = 0; k < STEPS; k++) v = v.add(v.sin().mul(v.cos().exp()).sub(v.square().log1p()).mul(H));
+  return v;
+};
+const generated = compile(chainVars, { inputs: 1, at: [0.3] });
+const interpreted = compile(chainVars, { inputs: 1, at: [0.3], codegen: false });
+const out = new Float64Array(1);
+const generatedMs = median(() => generated.gradient([0.3], out));
+const interpretedMs = median(() => interpreted.gradient([0.3], out));
+console.log(`
+The same chain compiled (${generated.size} nodes), one replayed gradient, median ms:`);
+line(`generated sweeps ('${generated.generatedSweeps}')`, `${generatedMs.toFixed(2)} ms  (${(generatedMs / plainMs).toFixed(1)}x the plain function)`);
+line('interpreted tape', `${interpretedMs.toFixed(2)} ms  (${(interpretedMs / plainMs).toFixed(1)}x)`);
 console.log('\nFull benchmarks, one process per implementation: npm run bench');

@@ -1,8 +1,8 @@
 // Batched and SIMD replay give exactly what row-by-row replay gives. The SIMD kernel runs two rows
 // per pass in f64x2 lanes and claims bit-identity with the scalar kernel (same operations, same
 // order, skipped contributions added as -0); the 'scalar' core build has no SIMD kernel at all.
-// So gradientBatch with simd on, with simd off (generated sweeps, and the interpreter), repeated
-// gradient(x, out), and all of these on the scalar build must agree bit for bit (Object.is per component), for any input: NaN, Infinity and
+// So gradientBatch with the SIMD kernel, with the scalar kernel, with generated sweeps, repeated
+// gradient(x, out), and these on the scalar build must agree bit for bit (Object.is per component), for any input: NaN, Infinity and
 // -0 included, any row count, and ops that take the per-lane path (min, max, abs, relu,
 // transcendental ones) as well as select.
 import fc from 'fast-check';
@@ -27,10 +27,10 @@ beforeAll(async () => {
 /** A compiled function on a given core build. compile() always uses the default build; a
  *  CompiledFunction records on the tape of its current recording, so it is handed an empty one
  *  on a tape over the chosen module. */
-function compileOnCore(module: WebAssembly.Module, f: CompilableFunction, inputs: number, at: ArrayLike<number>, simd: boolean): Compiled {
+function compileOnCore(module: WebAssembly.Module, f: CompilableFunction, inputs: number, at: ArrayLike<number>, simd: boolean, codegen = true): Compiled {
   const tape = new Tape(new WasmBackend(module));
   const empty = { tape, inputs, outputs: new Int32Array(0), guards: new Int32Array(0), expected: new Float64Array(0) };
-  const compiled = new CompiledFunction(f, inputs, 'wasm', false, empty, simd);
+  const compiled = new CompiledFunction(f, inputs, 'wasm', false, empty, simd, null, codegen);
   compiled.record(at);
   return compiled;
 }
@@ -72,13 +72,13 @@ const anyInput = fc.oneof(fc.double(), special, fc.double({ min: -3, max: 3, noN
 /** Every way of computing the gradients of `rows` rows of X, which must all agree. */
 function allWays(f: CompilableFunction, n: number, at: ArrayLike<number>) {
   const ways = {
-    simd: compile(f, { inputs: n, at, simd: true }),
-    scalarKernel: compile(f, { inputs: n, at, simd: false }),
-    interpreted: compile(f, { inputs: n, at, simd: false, codegen: false }),
+    simd: compile(f, { inputs: n, at, simd: true, codegen: false }),
+    scalarKernel: compile(f, { inputs: n, at, simd: false, codegen: false }),
+    generated: compile(f, { inputs: n, at }),
     rowByRow: compile(f, { inputs: n, at }),
     scalarBuild: compileOnCore(scalarModule, f, n, at, true),
-    scalarBuildRows: compileOnCore(scalarModule, f, n, at, true),
-    simdBuild: compileOnCore(simdModule, f, n, at, true),
+    scalarBuildRows: compileOnCore(scalarModule, f, n, at, true, false),
+    simdBuild: compileOnCore(simdModule, f, n, at, true, false),
   };
   return (X: Float64Array, rows: number): void => {
     const reference = new Float64Array(rows * n);
@@ -91,7 +91,7 @@ function allWays(f: CompilableFunction, n: number, at: ArrayLike<number>) {
     expect(ways.simd.gradientBatch(X, rows, G)).toBe(G);
     expectSameBits(G, reference, `simd kernel, ${rows} rows`);
     expectSameBits(ways.scalarKernel.gradientBatch(X, rows), reference, `scalar kernel, ${rows} rows`);
-    expectSameBits(ways.interpreted.gradientBatch(X, rows), reference, `interpreted scalar kernel, ${rows} rows`);
+    expectSameBits(ways.generated.gradientBatch(X, rows), reference, `generated sweeps, ${rows} rows`);
     expectSameBits(ways.simdBuild.gradientBatch(X, rows), reference, `simd build (explicit), ${rows} rows`);
     expectSameBits(ways.scalarBuild.gradientBatch(X, rows), reference, `scalar build, ${rows} rows`);
     for (let r = 0; r < rows; r++) {
@@ -115,6 +115,23 @@ describe('the cores under test', () => {
     const scalar = compileOnCore(scalarModule, piecewise, 3, [1, 2, 3], true).recorded!.tape.engine as WasmBackend;
     expect(scalar.core.gradientBatchSimd).toBeUndefined();
   });
+
+  it('a batch runs the SIMD kernel on an interpreted tape, and the generated sweeps where there are some', () => {
+    const X = Float64Array.from({ length: 12 }, (_, k) => 0.5 + k / 7);
+    for (const codegen of [false, true]) {
+      const f = compile(piecewise, { inputs: 3, at: [1, 2, 3], codegen });
+      const core = (f.recorded!.tape.engine as WasmBackend).core;
+      const kernel = core.gradientBatchSimd!;
+      let calls = 0;
+      core.gradientBatchSimd = (...args) => {
+        calls++;
+        return kernel(...args);
+      };
+      f.gradientBatch(X, 4);
+      expect(f.generatedSweeps).toBe(codegen ? 'active' : 'none');
+      expect(calls).toBe(codegen ? 0 : 1);
+    }
+  });
 });
 
 describe('the SIMD kernel follows the section-4 rules of the scalar kernel', () => {
@@ -137,7 +154,7 @@ describe('the SIMD kernel follows the section-4 rules of the scalar kernel', () 
     for (const [f, rows, expected] of cases) {
       const X = Float64Array.from(rows);
       expectSameBits(compile(f, { inputs: 2, at: [1, 2], simd: false }).gradientBatch(X, 2), expected, `scalar kernel at ${rows}`);
-      expectSameBits(compile(f, { inputs: 2, at: [1, 2], simd: true }).gradientBatch(X, 2), expected, `SIMD kernel at ${rows}`);
+      expectSameBits(compile(f, { inputs: 2, at: [1, 2], simd: true, codegen: false }).gradientBatch(X, 2), expected, `SIMD kernel at ${rows}`);
     }
   });
 });

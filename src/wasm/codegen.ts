@@ -16,7 +16,7 @@
 // comparisons and select are spelled out as the core spells them (and the partials of a few
 // more); every other op calls the core's own rules (`ruleForward`, `rulePartials`), the code the
 // interpreter inlines.
-import { Op, OP_TABLE } from '../ops.ts';
+import { Op, OP_TABLE, ZERO_GRADIENT_OPS } from '../ops.ts';
 import type { TapeViews } from '../backend.ts';
 
 /** Most body nodes of generated code per tape (about 60 bytes of wasm each). */
@@ -268,7 +268,7 @@ const NATIVE_BINARY: Partial<Record<number, number>> = {
 const COMPARISON: Partial<Record<number, number>> = {
   [Op.lt]: W_F64Lt, [Op.le]: W_F64Le, [Op.gt]: W_F64Gt, [Op.ge]: W_F64Ge, [Op.eq]: W_F64Eq,
 };
-const ZERO_GRADIENT = new Set<number>([Op.floor, Op.ceil, Op.round, Op.sign, Op.stopGradient, Op.lt, Op.le, Op.gt, Op.ge, Op.eq]);
+const ZERO_GRADIENT = new Set<number>(ZERO_GRADIENT_OPS.map((name) => Op[name]));
 
 type Locals = ReturnType<typeof localLayout>;
 type Emit = () => void;
