@@ -31,10 +31,11 @@ export interface Segment {
 }
 
 // Operands a node's rules read: 0 a, 1 b, 2 the operand carried by the arg node before a select.
+// Const and input read none; arg none either (the select after it reads its operand).
+const OPERANDS = Uint8Array.from({ length: 256 }, (_, op) =>
+  op === Op.select ? 3 : op <= Op.arg || op >= OP_TABLE.length ? 0 : Math.max(0, OP_TABLE[op]![1]));
 function operandCount(op: number): number {
-  if (op === Op.select) return 3;
-  if (op <= Op.arg) return 0; // const, input: no operands; arg: read by the select after it
-  return OP_TABLE[op]![1];
+  return OPERANDS[op]!;
 }
 
 function operand(views: TapeViews, i: number, k: number): number {
@@ -107,8 +108,10 @@ export function planSegments(views: TapeViews, from: number, to: number, maxSlot
     for (let s = 0; s < period; s++) {
       const i = pos + s, j = i + period;
       if (op[j] !== op[i]) return 1;
-      const n = operandCount(op[i]!);
-      for (let k = 0; k < n; k++) strides[3 * s + k] = operand(views, j, k) - operand(views, i, k);
+      const n = OPERANDS[op[i]!]!;
+      if (n > 0) strides[3 * s] = a[j]! - a[i]!;
+      if (n > 1) strides[3 * s + 1] = b[j]! - b[i]!;
+      if (n > 2) strides[3 * s + 2] = a[j - 1]! - a[i - 1]!;
     }
     let t = 2;
     for (; pos + (t + 1) * period <= to && budget > 0; t++) {
@@ -116,8 +119,11 @@ export function planSegments(views: TapeViews, from: number, to: number, maxSlot
       for (let s = 0, j = pos + t * period; s < period; s++, j++) {
         const i = j - period;
         if (op[j] !== op[i]) return t;
-        const n = operandCount(op[j]!);
-        for (let k = 0; k < n; k++) if (operand(views, j, k) - operand(views, i, k) !== strides[3 * s + k]) return t;
+        const n = OPERANDS[op[j]!]!;
+        if (n === 0) continue;
+        if (a[j]! - a[i]! !== strides[3 * s]) return t;
+        if (n > 1 && b[j]! - b[i]! !== strides[3 * s + 1]) return t;
+        if (n > 2 && a[j - 1]! - a[i - 1]! !== strides[3 * s + 2]) return t;
       }
     }
     return t;
@@ -337,7 +343,7 @@ interface Body {
 // (Lax-Wendroff's 889-node body: forward 0.60 ms reloading, 0.95 ms keeping every value).
 const VALUE_REACH = 16;
 
-function describeSegment(views: TapeViews, seg: Segment, uses: Int32Array, outputs: ReadonlySet<number>): Body {
+function describeSegment(views: TapeViews, seg: Segment, uses: Int32Array, seeded: Uint8Array): Body {
   const { op, val } = views;
   const groups: { stride: number; origin: number }[] = [];
   const groupOf = (stride: number, first: number): number => {
@@ -390,7 +396,7 @@ function describeSegment(views: TapeViews, seg: Segment, uses: Int32Array, outpu
     }
     local[s] = locals++;
     let only = true;
-    for (let t = 0, i = seg.start + s; t < seg.count && only; t++, i += seg.period) only = uses[i] === inIteration[s] && !outputs.has(i);
+    for (let t = 0, i = seg.start + s; t < seg.count && only; t++, i += seg.period) only = uses[i] === inIteration[s] && !seeded[i];
     adjointInLocal[s] = only ? 1 : 0;
   }
   return { seg, slots, groups, local, adjointInLocal, valueInLocal };
@@ -398,10 +404,14 @@ function describeSegment(views: TapeViews, seg: Segment, uses: Int32Array, outpu
 
 // How many operand references each node has among nodes [from, to).
 function useCounts(views: TapeViews, from: number, to: number): Int32Array {
+  const { op, a, b } = views;
   const uses = new Int32Array(to);
   for (let i = from; i < to; i++) {
-    const n = operandCount(views.op[i]!);
-    for (let k = 0; k < n; k++) uses[operand(views, i, k)]++;
+    const n = OPERANDS[op[i]!]!;
+    if (n === 0) continue;
+    uses[a[i]!]++;
+    if (n > 1) uses[b[i]!]++;
+    if (n > 2) uses[a[i - 1]!]++;
   }
   return uses;
 }
@@ -415,7 +425,8 @@ export function generateSweeps(
   const segments = planSegments(views, from, to, maxSlots);
   if (!segments) return null;
   const uses = useCounts(views, from, to);
-  const seeded = new Set(Array.from(outputs));
+  const seeded = new Uint8Array(to);
+  for (let k = 0; k < outputs.length; k++) seeded[outputs[k]!] = 1;
   const bodies = segments.map((seg) => describeSegment(views, seg, uses, seeded));
   const pointers = Math.max(1, ...bodies.map((b) => b.groups.length));
   const slotLocals = Math.max(0, ...bodies.map((b) => Math.max(-1, ...b.local) + 1));
