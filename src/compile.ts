@@ -65,8 +65,9 @@ export class CompiledFunction {
     if (recording) this.adopt(recording);
   }
 
-  /** Whether replays run generated wasm ('active'), will once it compiles ('pending', browsers'
-   *  main thread), or interpret the tape ('none': JS backend, codegen off, or an unsuitable tape). */
+  /** Whether replays run generated wasm ('active'), will once the generator has loaded or the
+   *  module has compiled in the background ('pending'), or interpret the tape ('none': JS
+   *  backend, codegen off, or a tape that does not suit generated code). */
   get generatedSweeps(): GeneratedSweeps {
     const engine = this.recording?.tape.engine;
     return engine instanceof WasmBackend ? engine.generated : 'none';

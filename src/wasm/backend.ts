@@ -14,9 +14,9 @@ export function loadCodegen(): Promise<void> {
   }));
 }
 
-/** State of the generated sweeps of a compiled tape. 'pending': compiling off the main thread
- *  (browsers refuse synchronous compilation of modules over 4 KB there); the interpreter runs
- *  until it is done. */
+/** State of the generated sweeps of a compiled tape. 'pending': the generator chunk is still
+ *  loading, or the module compiles in the background (where a browser refuses to compile over
+ *  4 KB synchronously on the main thread); the interpreter runs until it is done. */
 export type GeneratedSweeps = 'none' | 'pending' | 'active';
 
 // Rows per batched call are capped so the scratch area stays small next to the tape.
