@@ -20,6 +20,7 @@ export function opPtr(): usize { return opBase; }
 export function tanPtr(): usize { return tanBase; }
 export function tanAdjPtr(): usize { return tanAdjBase; }
 export {
-  replayForward, gradientBatch, setGeneratedSweeps, sweepReverseReplay, ruleForward, rulePartials, rulePartialZ,
+  replayForward, gradientBatch, setGeneratedSweeps, sweepReverseReplay, tangentReplay, reverseTangentReplay,
+  ruleForward, rulePartials, rulePartialZ, rulePartialsTangent, rulePartialZTangent,
 } from './replay';
 export { scratch } from './layout';

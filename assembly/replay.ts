@@ -1,19 +1,24 @@
 // Record once, replay many: new input values, the forward sweep, guard checks and the reverse
 // sweep in one call into the core, for one row or a batch of rows.
-import { valBase, adjBase, val } from './layout';
-import { forward, clearAdjoints, sweepReverse } from './sweeps';
-import { forwardRule, partialsCall, partialZ } from './ops';
+import { valBase, adjBase, tanBase, tanAdjBase, val } from './layout';
+import { forward, clearAdjoints, sweepReverse, tangent, sweepReverseTangent } from './sweeps';
+import { forwardRule, partialsCall, partialZ, partialsTangent, partialZTangent } from './ops';
 
 // A compiled function may bring its own sweeps: wasm generated from its tape (src/wasm/codegen.ts)
 // that runs the same rules without dispatching per node. They sit in the imported function table
 // at these slots, 0 meaning none; they take (valBase, adjBase) so they survive a relayout.
+// The tangent sweeps (jvp, hvp) take (valBase, adjBase, tanBase, tanAdjBase).
 let generatedForward: u32 = 0;
 let generatedReverse: u32 = 0;
+let generatedTangent: u32 = 0;
+let generatedReverseTangent: u32 = 0;
 
-/** Installs (or, with 0, 0, removes) the generated sweeps of the tape now in memory. */
-export function setGeneratedSweeps(forwardSlot: u32, reverseSlot: u32): void {
+/** Installs (or, with zeros, removes) the generated sweeps of the tape now in memory. */
+export function setGeneratedSweeps(forwardSlot: u32, reverseSlot: u32, tangentSlot: u32, reverseTangentSlot: u32): void {
   generatedForward = forwardSlot;
   generatedReverse = reverseSlot;
+  generatedTangent = tangentSlot;
+  generatedReverseTangent = reverseTangentSlot;
 }
 
 // The rules, out of line, for generated code: the ops it does not spell out itself call these,
@@ -22,6 +27,24 @@ export function setGeneratedSweeps(forwardSlot: u32, reverseSlot: u32): void {
 @noinline export function ruleForward(op: i32, x: f64, z: f64): f64 { return forwardRule(op, x, z); }
 export function rulePartials(op: i32, x: f64, z: f64, y: f64): f64 { return partialsCall(op, x, z, y); }
 export function rulePartialZ(): f64 { return partialZ; }
+export function rulePartialsTangent(op: i32, x: f64, z: f64, y: f64, tx: f64, tz: f64, ty: f64): f64 {
+  return partialsTangent(op, x, z, y, tx, tz, ty);
+}
+export function rulePartialZTangent(): f64 { return partialZTangent; }
+
+/** `tangent(from, to)`, by the generated code if any. */
+export function tangentReplay(from: i32, to: i32): void {
+  if (generatedTangent) call_indirect<void>(generatedTangent, valBase, adjBase, tanBase, tanAdjBase);
+  else tangent(from, to);
+}
+
+/** `reverseTangent(out, seed, count)`, by the generated code if any. */
+export function reverseTangentReplay(out: i32, seed: f64, count: i32): void {
+  clearAdjoints(count, 1);
+  store<f64>(adjBase + (<usize>out << 3), seed);
+  if (generatedReverseTangent) call_indirect<void>(generatedReverseTangent, valBase, adjBase, tanBase, tanAdjBase);
+  else sweepReverseTangent(out);
+}
 
 /** Reverse sweep over adjoints already seeded at or below `top`, by the generated code if any. */
 export function sweepReverseReplay(top: i32): void {

@@ -178,7 +178,9 @@ export class CompiledFunction {
   hvp(x: ArrayLike<number>, v: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): Float64Array {
     const rec = this.replay(x);
     this.seedTangents(rec, v);
-    rec.tape.engine.reverseTangent(rec.outputs[0]!, 1, rec.tape.size);
+    const engine = rec.tape.engine;
+    if (engine instanceof WasmBackend) engine.reverseTangentReplay(rec.outputs[0]!, 1, rec.tape.size);
+    else engine.reverseTangent(rec.outputs[0]!, 1, rec.tape.size);
     checkOut(out, this.inputs);
     out.set(rec.tape.engine.views.tanAdj!.subarray(0, this.inputs));
     return out;
@@ -189,7 +191,9 @@ export class CompiledFunction {
     const tan = rec.tape.ensureTangents();
     tan.fill(0, 0, rec.tape.size);
     for (let k = 0; k < this.inputs; k++) tan[k] = t[k]!;
-    rec.tape.engine.tangent(this.inputs, rec.tape.size);
+    const engine = rec.tape.engine;
+    if (engine instanceof WasmBackend) engine.tangentReplay(this.inputs, rec.tape.size);
+    else engine.tangent(this.inputs, rec.tape.size);
     return tan;
   }
 

@@ -112,16 +112,21 @@ export class WasmBackend implements Backend {
     this.generation++;
     this.generated = 'none';
     this.generatedReady = Promise.resolve();
-    this.core.setGeneratedSweeps(0, 0);
+    this.core.setGeneratedSweeps(0, 0, 0, 0);
   }
 
   private installSweeps(module: WebAssembly.Module): void {
     const core = this.core;
-    const env = { memory: core.memory, ruleForward: core.ruleForward, rulePartials: core.rulePartials, rulePartialZ: core.rulePartialZ };
-    const sweeps = new WebAssembly.Instance(module, { env }).exports as { forward: () => void; reverse: () => void };
+    const env = {
+      memory: core.memory, ruleForward: core.ruleForward, rulePartials: core.rulePartials, rulePartialZ: core.rulePartialZ,
+      rulePartialsTangent: core.rulePartialsTangent, rulePartialZTangent: core.rulePartialZTangent,
+    };
+    const sweeps = new WebAssembly.Instance(module, { env }).exports as Record<'forward' | 'reverse' | 'tangent' | 'reverseTangent', () => void>;
     core.table.set(1, sweeps.forward);
     core.table.set(2, sweeps.reverse);
-    core.setGeneratedSweeps(1, 2);
+    core.table.set(3, sweeps.tangent);
+    core.table.set(4, sweeps.reverseTangent);
+    core.setGeneratedSweeps(1, 2, 3, 4);
     this.generated = 'active';
   }
 
@@ -286,6 +291,24 @@ export class WasmBackend implements Backend {
   sweepReverse(top: number): void {
     try {
       this.core.sweepReverse(top);
+    } catch (error) {
+      throw this.recover(error);
+    }
+  }
+
+  /** `tangent` through the generated tangent sweep when one is installed. */
+  tangentReplay(from: number, to: number): void {
+    try {
+      this.core.tangentReplay(from, to);
+    } catch (error) {
+      throw this.recover(error);
+    }
+  }
+
+  /** `reverseTangent` through the generated sweep when one is installed. */
+  reverseTangentReplay(out: number, seed: number, count: number): void {
+    try {
+      this.core.reverseTangentReplay(out, seed, count);
     } catch (error) {
       throw this.recover(error);
     }
