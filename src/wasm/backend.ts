@@ -5,6 +5,7 @@ import { instantiateCore, type CoreExports, type CoreImports } from './loader.ts
 // The code generator is its own chunk: pages that only record tapes never download it. init()
 // loads it (unless told not to); a compiled function made before it arrives interprets until then.
 let codegen: typeof import('./codegen.ts') | null = null;
+type SweepPlan = import('./codegen.ts').SweepPlan;
 let codegenLoading: Promise<void> | null = null;
 
 /** Loads the code generator for compiled functions (once). */
@@ -65,8 +66,7 @@ export class WasmBackend implements Backend {
   private recover(error: unknown): unknown {
     if (!(error instanceof WebAssembly.RuntimeError)) return error;
     this.core = instantiateCore(this.module, this.imports);
-    this.generation++;
-    this.generated = 'none';
+    this.dropGeneratedSweeps();
     this.guardsAt = -1;
     this.memoryF64 = new Float64Array(0);
     this.refreshViews();
@@ -92,19 +92,39 @@ export class WasmBackend implements Backend {
       );
       return this.generated;
     }
-    const bytes = count > nInputs ? codegen.generateSweeps(this.views, nInputs, count, outputs) : null;
-    if (!bytes) return this.generated;
+    const plan = count > nInputs ? codegen.planSweeps(this.views, nInputs, count, outputs) : null;
+    if (!plan) return this.generated;
+    this.plan = plan;
+    this.compileSweeps(codegen.emitSweeps(plan, 'replay'), 1, () => { this.generated = 'active'; });
+    return this.generated;
+  }
+
+  /** The tangent sweeps of the current plan, made on the first jvp or hvp (their code is about 8
+   *  times the replay sweeps'). */
+  private generateTangentSweeps(): void {
+    if (this.generated !== 'active' || this.tangentsGenerated || !this.plan || !codegen) return;
+    this.tangentsGenerated = true;
+    this.compileSweeps(codegen.emitSweeps(this.plan, 'tangents'), 3, () => {});
+  }
+
+  // Compiles a module of two sweeps into table slots `slot` and `slot + 1`: synchronously, or in
+  // the background where the runtime refuses (then `pending` until installed).
+  private compileSweeps(bytes: Uint8Array<ArrayBuffer>, slot: number, installed: () => void): void {
+    const generation = this.generation;
+    const install = (module: WebAssembly.Module): void => {
+      this.installSweeps(module, slot);
+      installed();
+    };
     try {
-      this.installSweeps(new WebAssembly.Module(bytes));
+      install(new WebAssembly.Module(bytes));
     } catch (error) {
       if (!(error instanceof RangeError)) throw error;
-      this.generated = 'pending';
+      if (slot === 1) this.generated = 'pending';
       this.generatedReady = WebAssembly.compile(bytes).then(
-        (module) => { if (generation === this.generation) this.installSweeps(module); },
-        () => { if (generation === this.generation) this.generated = 'none'; },
+        (module) => { if (generation === this.generation) install(module); },
+        () => { if (generation === this.generation && slot === 1) this.generated = 'none'; },
       );
     }
-    return this.generated;
   }
 
   /** Back to the interpreter (the tape is about to change). */
@@ -112,22 +132,29 @@ export class WasmBackend implements Backend {
     this.generation++;
     this.generated = 'none';
     this.generatedReady = Promise.resolve();
+    this.plan = null;
+    this.tangentsGenerated = false;
+    this.installed = 0;
     this.core.setGeneratedSweeps(0, 0, 0, 0);
   }
 
-  private installSweeps(module: WebAssembly.Module): void {
+  private plan: SweepPlan | null = null;
+  private tangentsGenerated = false;
+  // Which table slots hold generated sweeps: bit 1 replay (slots 1, 2), bit 2 tangents (3, 4).
+  private installed = 0;
+
+  private installSweeps(module: WebAssembly.Module, slot: number): void {
     const core = this.core;
     const env = {
       memory: core.memory, ruleForward: core.ruleForward, rulePartials: core.rulePartials, rulePartialZ: core.rulePartialZ,
       rulePartialsTangent: core.rulePartialsTangent, rulePartialZTangent: core.rulePartialZTangent,
     };
-    const sweeps = new WebAssembly.Instance(module, { env }).exports as Record<'forward' | 'reverse' | 'tangent' | 'reverseTangent', () => void>;
-    core.table.set(1, sweeps.forward);
-    core.table.set(2, sweeps.reverse);
-    core.table.set(3, sweeps.tangent);
-    core.table.set(4, sweeps.reverseTangent);
-    core.setGeneratedSweeps(1, 2, 3, 4);
-    this.generated = 'active';
+    const sweeps = Object.values(new WebAssembly.Instance(module, { env }).exports) as (() => void)[];
+    core.table.set(slot, sweeps[0]!);
+    core.table.set(slot + 1, sweeps[1]!);
+    this.installed |= slot === 1 ? 1 : 2;
+    const replay = this.installed & 1, tangents = this.installed & 2;
+    core.setGeneratedSweeps(replay ? 1 : 0, replay ? 2 : 0, tangents ? 3 : 0, tangents ? 4 : 0);
   }
 
   private refreshViews(): void {
@@ -220,7 +247,7 @@ export class WasmBackend implements Backend {
   gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array): number {
     const chunk = Math.max(1, Math.min(toRow - fromRow, Math.floor(BATCH_BYTES / Math.max(8, 16 * nInputs))));
     // Generated sweeps, row by row, beat the interpreter's two-row SIMD kernel even on a 20-node
-    // function (7.5 M/s against 6.3 M/s): the kernel serves the tapes that are interpreted.
+    // function (7.1 M/s against 6.1 M/s): the kernel serves the tapes that are interpreted.
     const simd = this.simd && this.generated !== 'active' && this.core.gradientBatchSimd !== undefined && toRow - fromRow > 1;
     let row = fromRow;
     while (row < toRow) {
@@ -298,6 +325,7 @@ export class WasmBackend implements Backend {
 
   /** `tangent` through the generated tangent sweep when one is installed. */
   tangentReplay(from: number, to: number): void {
+    this.generateTangentSweeps();
     try {
       this.core.tangentReplay(from, to);
     } catch (error) {
@@ -307,6 +335,7 @@ export class WasmBackend implements Backend {
 
   /** `reverseTangent` through the generated sweep when one is installed. */
   reverseTangentReplay(out: number, seed: number, count: number): void {
+    this.generateTangentSweeps();
     try {
       this.core.reverseTangentReplay(out, seed, count);
     } catch (error) {

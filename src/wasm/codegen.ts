@@ -305,7 +305,7 @@ const NATIVE_PARTIAL: Partial<Record<number, (fn: Bytes, x: Emit, z: Emit, y: Em
 };
 
 /** An operand (or a node itself) in a segment: node A + t·S at iteration t. */
-interface Ref {
+export interface Ref {
   first: number;
   stride: number;
   /** The node is a constant at every iteration (no adjoint goes to it). */
@@ -317,13 +317,13 @@ interface Ref {
   slot: number;
 }
 
-interface Slot {
+export interface Slot {
   op: number;
   self: Ref;
   refs: Ref[];
 }
 
-interface Body {
+export interface Body {
   seg: Segment;
   slots: Slot[];
   /** Per stride group: its stride and the lowest first node, the pointer's origin. */
@@ -417,13 +417,17 @@ function useCounts(views: TapeViews, from: number, to: number): Int32Array {
   return uses;
 }
 
-/** The module with `forward(valBase, adjBase)`, `reverse(valBase, adjBase)`, and the tangent
- *  sweeps `tangent` and `reverseTangent(valBase, adjBase, tanBase, tanAdjBase)` for nodes
- *  [from, to) of the tape in `views`, or null when the tape does not suit generated code.
- *  `outputs`: the nodes a reverse sweep may be seeded at (their adjoints stay in memory). */
-export function generateSweeps(
-  views: TapeViews, from: number, to: number, outputs: ArrayLike<number>, maxSlots = MAX_SLOTS,
-): Uint8Array<ArrayBuffer> | null {
+/** A tape cut into loop bodies, ready for emitting sweeps. */
+export interface SweepPlan {
+  bodies: Body[];
+  pointers: number;
+  slotLocals: number;
+}
+
+/** Plans generated sweeps for nodes [from, to) of the tape in `views`, or returns null when the
+ *  tape does not suit generated code. `outputs`: the nodes a reverse sweep may be seeded at (their
+ *  adjoints stay in memory). */
+export function planSweeps(views: TapeViews, from: number, to: number, outputs: ArrayLike<number>, maxSlots = MAX_SLOTS): SweepPlan | null {
   // Unary ops record their operand twice (b = a), which the tangent rules below rely on; only a
   // hand-made byte string could say otherwise, and then the interpreter runs it.
   for (let i = from; i < to; i++) if (OPERANDS[views.op[i]!] === 1 && views.b[i] !== views.a[i]) return null;
@@ -433,9 +437,17 @@ export function generateSweeps(
   const seeded = new Uint8Array(to);
   for (let k = 0; k < outputs.length; k++) seeded[outputs[k]!] = 1;
   const bodies = segments.map((seg) => describeSegment(views, seg, uses, seeded));
-  const pointers = Math.max(1, ...bodies.map((b) => b.groups.length));
-  const slotLocals = Math.max(0, ...bodies.map((b) => Math.max(-1, ...b.local) + 1));
+  return {
+    bodies,
+    pointers: Math.max(1, ...bodies.map((b) => b.groups.length)),
+    slotLocals: Math.max(0, ...bodies.map((b) => Math.max(-1, ...b.local) + 1)),
+  };
+}
 
+/** The module of a plan's sweeps: 'replay' exports `forward` and `reverse(valBase, adjBase)`;
+ *  'tangents' exports `tangent` and `reverseTangent(valBase, adjBase, tanBase, tanAdjBase)`,
+ *  made on the first jvp or hvp only (they are about 8 times the size). */
+export function emitSweeps({ bodies, pointers, slotLocals }: SweepPlan, which: 'replay' | 'tangents'): Uint8Array<ArrayBuffer> {
   const out = new Bytes();
   out.bytes([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]);
   const types = new Bytes();
@@ -456,28 +468,34 @@ export function generateSweeps(
   imports.name('env'); imports.name('rulePartialsTangent'); imports.bytes([0x00, 5]);
   imports.name('env'); imports.name('rulePartialZTangent'); imports.bytes([0x00, 3]);
   out.section(2, imports);
+  const replay = which === 'replay';
   const functions = new Bytes();
-  functions.bytes([4, 0, 0, 4, 4]);
+  functions.bytes(replay ? [2, 0, 0] : [2, 4, 4]);
   out.section(3, functions);
   const exports = new Bytes();
-  exports.u32(4);
-  exports.name('forward'); exports.bytes([0x00, 5]);
-  exports.name('reverse'); exports.bytes([0x00, 6]);
-  exports.name('tangent'); exports.bytes([0x00, 7]);
-  exports.name('reverseTangent'); exports.bytes([0x00, 8]);
+  exports.u32(2);
+  exports.name(replay ? 'forward' : 'tangent'); exports.bytes([0x00, 5]);
+  exports.name(replay ? 'reverse' : 'reverseTangent'); exports.bytes([0x00, 6]);
   out.section(7, exports);
   const code = new Bytes();
-  code.u32(4);
-  const functionBodies = [
-    emitForward(bodies, pointers, slotLocals), emitReverse(bodies, pointers, slotLocals),
-    emitTangent(bodies, pointers), emitReverseTangent(bodies, pointers),
-  ];
+  code.u32(2);
+  const functionBodies = replay
+    ? [emitForward(bodies, pointers, slotLocals), emitReverse(bodies, pointers, slotLocals)]
+    : [emitTangent(bodies, pointers), emitReverseTangent(bodies, pointers)];
   for (const fn of functionBodies) {
     code.u32(fn.len);
     code.bytes(fn.buf.subarray(0, fn.len));
   }
   out.section(10, code);
   return out.buf.slice(0, out.len);
+}
+
+/** The replay module (`emitSweeps(plan, 'replay')`) for nodes [from, to), or null. */
+export function generateSweeps(
+  views: TapeViews, from: number, to: number, outputs: ArrayLike<number>, maxSlots = MAX_SLOTS,
+): Uint8Array<ArrayBuffer> | null {
+  const plan = planSweeps(views, from, to, outputs, maxSlots);
+  return plan && emitSweeps(plan, 'replay');
 }
 
 // Locals: 0 valBase, 1 adjBase (parameters); 2 the iteration counter; then one value pointer and
