@@ -213,12 +213,12 @@ export class CompiledFunction {
     const rec = this.recording;
     if (rec && rec.tape.size > 0) return rec;
     if (rec && this.reload) return this.adopt(this.reload());
-    return this.record(x);
+    return this.record(x.length === this.inputs ? x : x.subarray(0, this.inputs));
   }
 
   private gradientRows(X: Float64Array, rows: number, out: Float64Array): void {
     const n = this.inputs;
-    let rec = this.live(X.subarray(0, n));
+    let rec = this.live(X);
     let row = 0;
     while (row < rows) {
       row = rec.tape.engine.gradientBatch(X, row, rows, n, rec.tape.size, rec.outputs[0]!, out);
