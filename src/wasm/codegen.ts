@@ -277,7 +277,8 @@ const COMPARISON: Partial<Record<number, number>> = {
 };
 const ZERO_GRADIENT = new Set<number>(ZERO_GRADIENT_OPS.map((name) => Op[name]));
 
-type Locals = ReturnType<typeof localLayout>;
+// The locals a partials emitter sets (pa, pb) or may use as scratch (c).
+type Locals = { pa: number; pb: number; c: number };
 type Emit = () => void;
 // Partials spelled out in wasm, exactly as `partials` in assembly/ops.ts writes them (same
 // operations, same order): they set the locals pa (and pb for binary ops).
@@ -488,14 +489,6 @@ export function emitSweeps({ bodies, pointers, slotLocals }: SweepPlan, which: '
   }
   out.section(10, code);
   return out.buf.slice(0, out.len);
-}
-
-/** The replay module (`emitSweeps(plan, 'replay')`) for nodes [from, to), or null. */
-export function generateSweeps(
-  views: TapeViews, from: number, to: number, outputs: ArrayLike<number>, maxSlots = MAX_SLOTS,
-): Uint8Array<ArrayBuffer> | null {
-  const plan = planSweeps(views, from, to, outputs, maxSlots);
-  return plan && emitSweeps(plan, 'replay');
 }
 
 // Locals: 0 valBase, 1 adjBase (parameters); 2 the iteration counter; then one value pointer and
@@ -824,7 +817,7 @@ function tangentEmitters(fn: Bytes, body: Body, L: ReturnType<typeof tangentLayo
     const own = TANGENT_PARTIAL[op];
     const get = (local: number) => (): void => fn.get(local);
     if (own) {
-      own(fn, get(L.x), get(L.z), get(L.y), L as unknown as Locals);
+      own(fn, get(L.x), get(L.z), get(L.y), L);
       // A unary op's second partial is 0 (`partials` leaves partialZ at 0).
       if (!binary) { fn.f64Const(0); fn.set(L.pb); }
       return;
