@@ -52,6 +52,12 @@ export interface Backend {
   /** Writes inputs x into nodes [0, nInputs), recomputes [nInputs, count), checks the guards:
    *  returns -1, or the node id of the first comparison that came out the other way. */
   replayForward(x: ArrayLike<number>, nInputs: number, count: number): number;
+  /** For a compiled tape: `sweepReverse`, `tangent` and `reverseTangent` over the whole tape, run
+   *  by generated code where the engine has it for this tape (the wasm engine), else the same
+   *  sweeps interpreted. */
+  sweepReverseReplay(top: number): void;
+  tangentReplay(from: number, to: number): void;
+  reverseTangentReplay(out: number, seed: number, count: number): void;
   /** Gradients of `out` for input rows [fromRow, toRow) of X (row-major), into the same rows
    *  of G. Returns toRow, or the first row whose guards failed (rows before it are done). */
   gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array): number;

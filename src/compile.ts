@@ -158,8 +158,7 @@ export class CompiledFunction {
       adj[rec.outputs[j]!] += v[j]!;
       top = Math.max(top, rec.outputs[j]!);
     }
-    if (engine instanceof WasmBackend) engine.sweepReverseReplay(top);
-    else engine.sweepReverse(top);
+    engine.sweepReverseReplay(top);
     checkOut(out, this.inputs);
     out.set(engine.views.adj.subarray(0, this.inputs));
     return out;
@@ -178,9 +177,7 @@ export class CompiledFunction {
   hvp(x: ArrayLike<number>, v: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): Float64Array {
     const rec = this.replay(x);
     this.seedTangents(rec, v);
-    const engine = rec.tape.engine;
-    if (engine instanceof WasmBackend) engine.reverseTangentReplay(rec.outputs[0]!, 1, rec.tape.size);
-    else engine.reverseTangent(rec.outputs[0]!, 1, rec.tape.size);
+    rec.tape.engine.reverseTangentReplay(rec.outputs[0]!, 1, rec.tape.size);
     checkOut(out, this.inputs);
     out.set(rec.tape.engine.views.tanAdj!.subarray(0, this.inputs));
     return out;
@@ -191,9 +188,7 @@ export class CompiledFunction {
     const tan = rec.tape.ensureTangents();
     tan.fill(0, 0, rec.tape.size);
     for (let k = 0; k < this.inputs; k++) tan[k] = t[k]!;
-    const engine = rec.tape.engine;
-    if (engine instanceof WasmBackend) engine.tangentReplay(this.inputs, rec.tape.size);
-    else engine.tangent(this.inputs, rec.tape.size);
+    rec.tape.engine.tangentReplay(this.inputs, rec.tape.size);
     return tan;
   }
 

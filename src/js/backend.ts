@@ -98,6 +98,18 @@ export class JsBackend implements Backend {
     if (withTangents) this.views.tanAdj!.fill(0, 0, count);
   }
 
+  sweepReverseReplay(top: number): void {
+    this.sweepReverse(top);
+  }
+
+  tangentReplay(from: number, to: number): void {
+    this.tangent(from, to);
+  }
+
+  reverseTangentReplay(out: number, seed: number, count: number): void {
+    this.reverseTangent(out, seed, count);
+  }
+
   sweepReverse(top: number): void {
     const { op, a, b, val, adj } = this.views;
     for (let i = top; i >= 0; i--) {

@@ -149,9 +149,10 @@ export class WasmBackend implements Backend {
       memory: core.memory, ruleForward: core.ruleForward, rulePartials: core.rulePartials, rulePartialZ: core.rulePartialZ,
       rulePartialsTangent: core.rulePartialsTangent, rulePartialZTangent: core.rulePartialZTangent,
     };
-    const sweeps = Object.values(new WebAssembly.Instance(module, { env }).exports) as (() => void)[];
-    core.table.set(slot, sweeps[0]!);
-    core.table.set(slot + 1, sweeps[1]!);
+    const sweeps = new WebAssembly.Instance(module, { env }).exports as Record<string, () => void>;
+    const [first, second] = slot === 1 ? ['forward', 'reverse'] : ['tangent', 'reverseTangent'];
+    core.table.set(slot, sweeps[first]!);
+    core.table.set(slot + 1, sweeps[second]!);
     this.installed |= slot === 1 ? 1 : 2;
     const replay = this.installed & 1, tangents = this.installed & 2;
     core.setGeneratedSweeps(replay ? 1 : 0, replay ? 2 : 0, tangents ? 3 : 0, tangents ? 4 : 0);

@@ -1,7 +1,7 @@
-// Generated replay sweeps: turns a recorded tape into wasm that runs its forward and reverse
-// sweeps without an interpreter loop. The interpreter pays a dispatch on the op code, operand
-// loads and a branch per node (about 2.2 ns forward and 3 ns reverse per node on our bench
-// machine); generated code has none of that, and constants become immediates.
+// Generated sweeps for compiled functions: turns a recorded tape into wasm that runs its forward,
+// reverse and tangent sweeps without an interpreter loop. The interpreter pays a dispatch on the
+// op code, operand loads and a branch per node (about 2.2 ns forward and 3 ns reverse per node on
+// our bench machine); generated code has none of that, and constants become immediates.
 //
 // Code size is kept proportional to the *program*, not the tape: a tape recorded from loops
 // repeats itself, so the planner cuts it into segments whose nodes repeat with a period P, with
@@ -13,9 +13,9 @@
 //
 // The generated code runs the same rules as the interpreter, in the same order, so results are
 // bit-identical (test/codegen.test.ts): add, sub, mul, div, neg, recip, square, sqrt, abs, the
-// comparisons and select are spelled out as the core spells them (and the partials of a few
-// more); every other op calls the core's own rules (`ruleForward`, `rulePartials`), the code the
-// interpreter inlines.
+// comparisons and select are spelled out as the core spells them (and the first and second
+// partials of a few more); every other op calls the core's own rules (`ruleForward`,
+// `rulePartials`, `rulePartialsTangent`), the code the interpreter inlines.
 import { Op, OP_TABLE, ZERO_GRADIENT_OPS } from '../ops.ts';
 import type { TapeViews } from '../backend.ts';
 
@@ -34,9 +34,6 @@ export interface Segment {
 // Const and input read none; arg none either (the select after it reads its operand).
 const OPERANDS = Uint8Array.from({ length: 256 }, (_, op) =>
   op === Op.select ? 3 : op <= Op.arg || op >= OP_TABLE.length ? 0 : Math.max(0, OP_TABLE[op]![1]));
-function operandCount(op: number): number {
-  return OPERANDS[op]!;
-}
 
 function operand(views: TapeViews, i: number, k: number): number {
   return k === 0 ? views.a[i]! : k === 1 ? views.b[i]! : views.a[i - 1]!;
@@ -67,7 +64,7 @@ function nextLinks(views: TapeViews, lo: number, hi: number): { strict: Int32Arr
   let w1 = 0, w2 = 0, w3 = 0; // the ops after i, for the window key
   for (let i = hi - 1; i >= lo; i--) {
     const code = op[i]!;
-    const n = operandCount(code);
+    const n = OPERANDS[code]!;
     let h = mix(code + 1);
     if (n > 0) h = mix(h ^ Math.imul(i - a[i]!, 0x9e3779b1));
     if (n > 1) h = mix(h ^ Math.imul(i - b[i]!, 0x7feb352d));
@@ -360,7 +357,7 @@ function describeSegment(views: TapeViews, seg: Segment, uses: Int32Array, seede
     const i = seg.start + s;
     const code = op[i]!;
     const refs: Ref[] = [];
-    const n = operandCount(code);
+    const n = OPERANDS[code]!;
     for (let k = 0; k < n; k++) {
       const first = operand(views, i, k);
       const stride = seg.count > 1 ? operand(views, i + seg.period, k) - first : 0;
