@@ -1,12 +1,15 @@
 // The exports the façade calls. Memory is exported as `memory`; the façade derives its
 // typed-array views from the *Ptr getters after every call that may grow memory.
-export { reserve, enableTangents, nodeBytes } from './layout';
+export { reserve, enableTangents, nodeBytes, reserveElements, setLiveElements, elementBytes } from './layout';
 export {
   forward, reverse, tangent, reverseTangent, clearAdjoints, sweepReverse, sweepReverseTangent,
   firstNonFinite,
 } from './sweeps';
 export { opName, opArity } from './ops';
-import { capacity, regionCount, valBase, adjBase, aBase, bBase, opBase, tanBase, tanAdjBase } from './layout';
+import {
+  capacity, regionCount, valBase, adjBase, aBase, bBase, opBase, tanBase, tanAdjBase, elemCapacity, xvalBase, xadjBase,
+  xtanBase, xtanAdjBase,
+} from './layout';
 import { Op } from './ops';
 
 export function opCount(): i32 { return Op.Count; }
@@ -19,6 +22,11 @@ export function bPtr(): usize { return bBase; }
 export function opPtr(): usize { return opBase; }
 export function tanPtr(): usize { return tanBase; }
 export function tanAdjPtr(): usize { return tanAdjBase; }
+export function getElementCapacity(): i32 { return elemCapacity; }
+export function xvalPtr(): usize { return xvalBase; }
+export function xadjPtr(): usize { return xadjBase; }
+export function xtanPtr(): usize { return xtanBase; }
+export function xtanAdjPtr(): usize { return xtanAdjBase; }
 export {
   replayForward, gradientBatch, setGeneratedSweeps, sweepReverseReplay, tangentReplay, reverseTangentReplay,
   ruleForward, rulePartials, rulePartialZ, rulePartialsTangent, rulePartialZTangent,

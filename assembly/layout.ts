@@ -1,24 +1,31 @@
 // Where every region of the tape lives in linear memory.
 //
-// The tape is a structure of arrays indexed by node id. Every region holds `capacity` slots, so
-// region k starts at heapStart + capacity * (sum of the slot sizes of the regions before it):
+// The tape is a structure of arrays indexed by node id. Every node region holds `capacity` slots,
+// so node region k starts at heapStart + capacity * (sum of the slot sizes of the regions before
+// it). After them, 16-byte aligned, come the element regions of array-valued nodes: `elemCapacity`
+// f64 slots each, indexed by element offset (a vector node owns a contiguous range of them).
 //
 //  0          heapStart
-//  ┌──────────┬─────────────┬─────────────┬─────────────┬─────────────┬──────────┐┌─────────────┬─────────────┐
-//  │ static   │ val         │ adj         │ a           │ b           │ op       ││ tan         │ tanAdj      │
-//  │ data     │ f64 × cap   │ f64 × cap   │ i32 × cap   │ i32 × cap   │ u8 × cap ││ f64 × cap   │ f64 × cap   │
-//  └──────────┴─────────────┴─────────────┴─────────────┴─────────────┴──────────┘└─────────────┴─────────────┘
-//   ◀──────────────── base tape: 25 bytes per node ────────────────────────────────▶ ◀─ only once tangents are
-//                                                                                     used: +16 bytes per node
+//  ┌──────────┬──────────┬──────────┬──────────┬──────────┬─────────┐┌──────────┬──────────┐
+//  │ static   │ val      │ adj      │ a        │ b        │ op      ││ tan      │ tanAdj   │
+//  │ data     │ f64×cap  │ f64×cap  │ i32×cap  │ i32×cap  │ u8×cap  ││ f64×cap  │ f64×cap  │
+//  └──────────┴──────────┴──────────┴──────────┴──────────┴─────────┘└──────────┴──────────┘
+//   ◀──────────── node regions: 25 bytes per node ──────────────────▶ ◀ once tangents are used:
+//                                                                       +16 bytes per node
+//  ┌──────────┬──────────┐┌──────────┬──────────┐┌─────────┐
+//  │ xval     │ xadj     ││ xtan     │ xtanAdj  ││ scratch │
+//  │ f64×ecap │ f64×ecap ││ f64×ecap │ f64×ecap ││         │
+//  └──────────┴──────────┘└──────────┴──────────┘└─────────┘
+//   ◀ elements: 16 bytes ▶ ◀ with tangents: +16 ▶
 //
-// After the last region, 16-byte aligned, sits a scratch area for batched replay (input rows,
-// gradient rows, guard lists). Its content is lost whenever the tape grows; the façade writes it
-// again before use.
+// The scratch area for batched replay (input rows, gradient rows, guard lists) sits last. Its
+// content is lost whenever the tape grows; the façade writes it again before use.
 //
-// f64 regions come first and capacity is a multiple of 8, so every f64 slot is 8-byte aligned.
-// Growth doubles the capacity: memory.grow first (on failure nothing has changed), then each
-// region's live prefix moves to its new offset, last region first. New offsets are never below
-// old ones and region k+1 has already moved when region k moves, so no live byte is overwritten.
+// f64 regions come first and both capacities are multiples of 8, so every f64 slot is 8-byte
+// aligned. Growth doubles a capacity: memory.grow first (on failure nothing has changed), then
+// each region's live prefix moves to its new offset, last region first. New offsets are never
+// below old ones and region k+1 has already moved when region k moves, so no live byte is
+// overwritten.
 
 // @ts-ignore: decorator
 @inline export const MAX_BYTES: u64 = 65536 * 65536;
@@ -31,6 +38,7 @@
 
 export let capacity: i32 = 0;
 export let regionCount: i32 = REGION_COUNT_BASE;
+export let elemCapacity: i32 = 0;
 const heapStart: usize = (__heap_base + 15) & ~15;
 
 export let valBase: usize = 0;
@@ -40,6 +48,10 @@ export let bBase: usize = 0;
 export let opBase: usize = 0;
 export let tanBase: usize = 0;
 export let tanAdjBase: usize = 0;
+export let xvalBase: usize = 0;
+export let xadjBase: usize = 0;
+export let xtanBase: usize = 0;
+export let xtanAdjBase: usize = 0;
 
 // @ts-ignore: decorator
 @inline function slotSize(region: i32): usize {
@@ -59,6 +71,18 @@ function regionOffset(cap: i32, region: i32): usize {
   return heapStart + <usize>cap * bytesBefore(region);
 }
 
+// @ts-ignore: decorator
+@inline function elementRegionCount(regions: i32): i32 { return regions == REGION_COUNT_TANGENT ? 4 : 2; }
+
+function elementOffset(cap: i32, regions: i32, ecap: i32, region: i32): usize {
+  return ((regionOffset(cap, regions) + 15) & ~(<usize>15)) + <usize>ecap * 8 * <usize>region;
+}
+
+/** First byte after every region (scratch starts here, aligned). */
+function tapeEnd(cap: i32, regions: i32, ecap: i32): u64 {
+  return <u64>elementOffset(cap, regions, ecap, elementRegionCount(regions));
+}
+
 function setBases(): void {
   valBase = regionOffset(capacity, 0);
   adjBase = regionOffset(capacity, 1);
@@ -67,27 +91,47 @@ function setBases(): void {
   opBase = regionOffset(capacity, 4);
   tanBase = regionCount > 5 ? regionOffset(capacity, 5) : 0;
   tanAdjBase = regionCount > 6 ? regionOffset(capacity, 6) : 0;
+  xvalBase = elementOffset(capacity, regionCount, elemCapacity, 0);
+  xadjBase = elementOffset(capacity, regionCount, elemCapacity, 1);
+  xtanBase = regionCount > 5 ? elementOffset(capacity, regionCount, elemCapacity, 2) : 0;
+  xtanAdjBase = regionCount > 5 ? elementOffset(capacity, regionCount, elemCapacity, 3) : 0;
+}
+
+function totalBytes(cap: i64, regions: i32, ecap: i64): u64 {
+  return (<u64>heapStart + <u64>cap * <u64>bytesBefore(regions) + 15) + <u64>ecap * 8 * <u64>elementRegionCount(regions);
 }
 
 function fits(cap: i64, regions: i32, maxCapacity: i32): bool {
-  return cap <= <i64>maxCapacity && <u64>heapStart + <u64>cap * <u64>bytesBefore(regions) <= MAX_BYTES;
+  return cap <= <i64>maxCapacity && totalBytes(cap, regions, elemCapacity) <= MAX_BYTES;
 }
 
-function ensurePages(cap: i32, regions: i32): bool {
-  const bytes = <u64>heapStart + <u64>cap * <u64>bytesBefore(regions);
+function ensurePages(cap: i32, regions: i32, ecap: i32): bool {
+  const bytes = tapeEnd(cap, regions, ecap);
+  if (bytes > MAX_BYTES) return false;
   const pagesNeeded = <i32>((bytes + 0xffff) >> 16);
   const current = memory.size();
   return pagesNeeded <= current || memory.grow(pagesNeeded - current) >= 0;
 }
 
-function relayout(newCap: i32, newRegions: i32, live: i32): void {
-  const oldCap = capacity;
-  const oldRegions = regionCount;
+// Live elements: the façade's fill pointer into the element regions, kept here so a relayout
+// knows how much to move and the sweeps how much to clear.
+export let liveElements: i32 = 0;
+
+function relayout(newCap: i32, newRegions: i32, newElemCap: i32, live: i32): void {
+  const oldCap = capacity, oldRegions = regionCount, oldElemCap = elemCapacity;
+  const oldElementRegions = elementRegionCount(oldRegions);
+  for (let r = oldElementRegions - 1; r >= 0; r--) {
+    memory.copy(
+      elementOffset(newCap, newRegions, newElemCap, r), elementOffset(oldCap, oldRegions, oldElemCap, r),
+      <usize>liveElements << 3,
+    );
+  }
   for (let r = oldRegions - 1; r >= 0; r--) {
     memory.copy(regionOffset(newCap, r), regionOffset(oldCap, r), <usize>live * slotSize(r));
   }
   capacity = newCap;
   regionCount = newRegions;
+  elemCapacity = newElemCap;
   setBases();
 }
 
@@ -101,27 +145,50 @@ export function reserve(minCapacity: i32, live: i32, maxCapacity: i32): i32 {
   if (!fits(cap, regionCount, maxCapacity)) {
     // Doubling overshoots a limit: take all the limit allows (never a few slots at a time,
     // which would make filling up to the limit quadratic).
-    const byMemory = <i64>((MAX_BYTES - <u64>heapStart) / <u64>bytesBefore(regionCount));
+    const byMemory = <i64>((MAX_BYTES - totalBytes(0, regionCount, elemCapacity)) / <u64>bytesBefore(regionCount));
     cap = min(<i64>maxCapacity, byMemory) & ~7;
     if (cap < <i64>minCapacity || !fits(cap, regionCount, maxCapacity)) return 0;
   }
-  if (!ensurePages(<i32>cap, regionCount)) return 0;
-  relayout(<i32>cap, regionCount, live);
+  if (!ensurePages(<i32>cap, regionCount, elemCapacity)) return 0;
+  relayout(<i32>cap, regionCount, elemCapacity, live);
   return capacity;
+}
+
+/** Grows the element regions to hold at least `minElements`, keeping `liveElements` of them.
+ *  Returns the new element capacity, or 0 when memory (or `maxElements`) does not allow it; then
+ *  nothing has changed. */
+export function reserveElements(minElements: i32, live: i32, maxElements: i32): i32 {
+  if (minElements <= elemCapacity) return elemCapacity;
+  let ecap: i64 = elemCapacity < MIN_CAPACITY ? MIN_CAPACITY : <i64>elemCapacity;
+  while (ecap < <i64>minElements) ecap <<= 1;
+  const regions = elementRegionCount(regionCount);
+  if (ecap > <i64>maxElements || totalBytes(capacity, regionCount, ecap) > MAX_BYTES) {
+    const byMemory = <i64>((MAX_BYTES - totalBytes(capacity, regionCount, 0)) / (8 * <u64>regions));
+    ecap = min(<i64>maxElements, byMemory) & ~7;
+    if (ecap < <i64>minElements) return 0;
+  }
+  if (!ensurePages(capacity, regionCount, <i32>ecap)) return 0;
+  relayout(capacity, regionCount, <i32>ecap, live);
+  return elemCapacity;
+}
+
+/** Sets how many elements are live (the façade's fill pointer). */
+export function setLiveElements(n: i32): void {
+  liveElements = n;
 }
 
 /** Adds the tangent regions (forward mode, Hessian-vector products). Returns 0 if memory does
  *  not allow it, 1 otherwise. */
 export function enableTangents(live: i32): i32 {
   if (regionCount == REGION_COUNT_TANGENT) return 1;
-  if (!ensurePages(capacity, REGION_COUNT_TANGENT)) return 0;
-  relayout(capacity, REGION_COUNT_TANGENT, live);
+  if (!ensurePages(capacity, REGION_COUNT_TANGENT, elemCapacity)) return 0;
+  relayout(capacity, REGION_COUNT_TANGENT, elemCapacity, live);
   return 1;
 }
 
 /** Start of a scratch area of `bytes` after the tape, or 0 if memory does not allow it. */
 export function scratch(bytes: i32): usize {
-  const base = (regionOffset(capacity, regionCount) + 15) & ~(<usize>15);
+  const base = <usize>tapeEnd(capacity, regionCount, elemCapacity);
   const end = <u64>base + <u64>bytes;
   if (end > MAX_BYTES) return 0;
   const pagesNeeded = <i32>((end + 0xffff) >> 16);
@@ -132,6 +199,10 @@ export function scratch(bytes: i32): usize {
 
 export function nodeBytes(): i32 {
   return <i32>bytesBefore(regionCount);
+}
+
+export function elementBytes(): i32 {
+  return 8 * elementRegionCount(regionCount);
 }
 
 // @ts-ignore: decorator
@@ -162,3 +233,13 @@ export function nodeBytes(): i32 {
   const p = tanAdjBase + (<usize>i << 3);
   store<f64>(p, load<f64>(p) + v);
 }
+
+// Element accessors for array-valued nodes (offsets into the element regions).
+// @ts-ignore: decorator
+@inline export function xval(k: i32): f64 { return load<f64>(xvalBase + (<usize>k << 3)); }
+// @ts-ignore: decorator
+@inline export function xadj(k: i32): f64 { return load<f64>(xadjBase + (<usize>k << 3)); }
+// @ts-ignore: decorator
+@inline export function xtan(k: i32): f64 { return load<f64>(xtanBase + (<usize>k << 3)); }
+// @ts-ignore: decorator
+@inline export function xtanAdj(k: i32): f64 { return load<f64>(xtanAdjBase + (<usize>k << 3)); }

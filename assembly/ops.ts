@@ -62,6 +62,35 @@
 // 51   custom          n    a user rule in JS: node i has a = rule id, b = n; its n operands are carried by the
 //                           ceil(n/2) arg nodes just before it. The sweeps call back into JS once per visit.
 //
+// Array-valued nodes (assembly/vector.ts holds their rules, in this order). A vector-valued node i
+// owns elements [off, off + len) of the element regions; node i-1 is its vmeta carrier (a = off,
+// b = len). Its own val slot is 0 and its adj slot is a flag: nonzero once a consumer sent it
+// adjoint (its element adjoints are then in xadj). Every sum over elements runs in one order:
+// four interleaved partial sums s_r = sum of terms k ≡ r (mod 4), ascending, combined as
+// (s0 + s2) + (s1 + s3); a broadcast operand's adjoint adds its terms in ascending element order.
+//
+// 52   vmeta           0    carrier: a = element offset, b = length of the vector node after it
+// 53   vparam          0    carrier: integer parameters (a, b) of the node after the vmeta
+// 54   vget            1    x[b]  (b = element index)   g to element b                      tx[b]
+// 55   vsum            1    sum x                      g to every element                   sum tx
+// 56   vmax            1    max x (NaN if any is NaN)  g/t to each of the t maxima          sum tx/t over them
+// 57   vmin            1    min x                      g/t to each of the t minima          same
+// 58   vlogSumExp      1    m + log sum e^(x-m)        g*e^(x_k - y) (the softmax)          sum softmax*tx
+// 59   vdot            2    sum a_k b_k                g*b_k, g*a_k (mul's rule per k)      dot(ta,b)+dot(a,tb)
+// 60   vinput          0    (values written by JS)     -                                    (seeded)
+// 61   vconst          0    (values written by JS)     -                                    0
+// 62   vmatmul         2    C = A B, vparam a = m, b = k; p = len/m; each C_ij a contraction over l
+//                           vjp: gA += gC Bᵀ, gB += Aᵀ gC      jvp: tA B + A tB (bilinear)
+// 63   vtranspose      1    [m, k] -> [k, m], vparam a = m, b = k      vjp: transposed back
+// 64   vslice          1    x[b + k]  (b = start)      g back into the slice                copy
+// 65   vconcat         n    the operands in order (scalars are one element each); a = n, carried by
+//                           ceil(n/2) arg nodes before the vmeta              vjp/jvp: the slices
+// 66   vgather         2    x[idx_k], idx = the vconst b (indices as f64)  g_k to x[idx_k], ascending k
+// 128+s elementwise    1-3  op s of this table per element, operands broadcast: a scalar node, a vector
+//                           of the output's length, or a shorter vector repeated (a trailing-shape
+//                           suffix, as NumPy); select's third operand rides on an arg node before the
+//                           vmeta. Per element exactly the scalar rules above, zero-adjoint skip included.
+//
 // Second order (Hessian-vector products, forward over reverse) needs the directional derivative of
 // each partial along the operand tangents: dpa = d(pa)/dt, in `partialsTangent`, in the same order.
 //
@@ -81,8 +110,18 @@ export enum Op {
   Abs, Min, Max, Hypot, Sigmoid, Softplus, Relu,
   Floor, Ceil, Round, Sign, StopGradient,
   Lt, Le, Gt, Ge, Eq, Select, Custom,
+  VMeta, VParam, VGet, VSum, VMax, VMin, VLogSumExp, VDot,
+  VInput, VConst, VMatmul, VTranspose, VSlice, VConcat, VGather,
   Count
 }
+
+/** Elementwise vector form of scalar op s is op code ELEMENTWISE + s. */
+// @ts-ignore: decorator
+@inline export const ELEMENTWISE: i32 = 128;
+
+/** Whether a node with this op code owns an element range (a vmeta node precedes it). */
+// @ts-ignore: decorator
+@inline export function isVectorOp(op: i32): bool { return op >= Op.VInput; }
 
 export function opName(op: i32): string {
   switch (op) {
@@ -105,6 +144,11 @@ export function opName(op: i32): string {
     case Op.Lt: return 'lt'; case Op.Le: return 'le'; case Op.Gt: return 'gt';
     case Op.Ge: return 'ge'; case Op.Eq: return 'eq'; case Op.Select: return 'select';
     case Op.Custom: return 'custom';
+    case Op.VMeta: return 'vmeta'; case Op.VParam: return 'vparam'; case Op.VGet: return 'vget';
+    case Op.VSum: return 'vsum'; case Op.VMax: return 'vmax'; case Op.VMin: return 'vmin';
+    case Op.VLogSumExp: return 'vlogSumExp'; case Op.VDot: return 'vdot'; case Op.VInput: return 'vinput';
+    case Op.VConst: return 'vconst'; case Op.VMatmul: return 'vmatmul'; case Op.VTranspose: return 'vtranspose';
+    case Op.VSlice: return 'vslice'; case Op.VConcat: return 'vconcat'; case Op.VGather: return 'vgather';
   }
   return '';
 }
@@ -112,7 +156,11 @@ export function opName(op: i32): string {
 export function opArity(op: i32): i32 {
   if (op <= Op.Input) return 0;
   if (op == Op.Select) return 3;
-  if (op == Op.Custom) return -1;
+  if (op == Op.Custom || op == Op.VConcat) return -1;
+  switch (op) {
+    case Op.VMeta: case Op.VParam: case Op.VInput: case Op.VConst: return 0;
+    case Op.VDot: case Op.VMatmul: case Op.VGather: return 2;
+  }
   switch (op) {
     case Op.Add: case Op.Sub: case Op.Mul: case Op.Div: case Op.Pow: case Op.PowConst:
     case Op.Atan2: case Op.Min: case Op.Max: case Op.Hypot:

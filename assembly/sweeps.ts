@@ -1,7 +1,9 @@
-import { Op, forwardRule, partials, partialsCall, partialZ, partialsTangent, partialZTangent, truthy } from './ops';
+import { Op, forwardRule, partials, partialsCall, partialZ, partialsTangent, partialZTangent, truthy, isVectorOp } from './ops';
 import {
   val, setVal, adj, addAdj, argA, argB, opAt, tan, setTan, tanAdj, addTanAdj, adjBase, tanAdjBase, valBase,
+  xadjBase, xtanAdjBase, liveElements,
 } from './layout';
+import { vectorForward, vectorReverse, vectorTangent, vectorReverseTangent, vectorNonFinite } from './vector';
 
 // Custom ops run user code in JS: the façade reads operands and writes results through its views.
 // @ts-ignore: decorator
@@ -29,6 +31,7 @@ export function forward(from: i32, to: i32): void {
       if (op == Op.Arg) setVal(i, 0);
       continue;
     }
+    if (op >= Op.VMeta) { vectorForward(i, op); continue; }
     if (op == Op.Select) { setVal(i, val(selected(i))); continue; }
     if (op == Op.Custom) { customForward(i); continue; }
     setVal(i, forwardRule(op, val(argA(i)), val(argB(i))));
@@ -47,7 +50,11 @@ export function reverse(out: i32, seed: f64, count: i32): void {
 /** Zeroes the adjoints (and their tangents when asked) of nodes [0, count), before seeding. */
 export function clearAdjoints(count: i32, withTangents: i32): void {
   memory.fill(adjBase, 0, <usize>count << 3);
-  if (withTangents) memory.fill(tanAdjBase, 0, <usize>count << 3);
+  memory.fill(xadjBase, 0, <usize>liveElements << 3);
+  if (withTangents) {
+    memory.fill(tanAdjBase, 0, <usize>count << 3);
+    memory.fill(xtanAdjBase, 0, <usize>liveElements << 3);
+  }
 }
 
 /** The reverse sweep proper, from `top` down, over adjoints already seeded (one or many
@@ -58,6 +65,7 @@ export function sweepReverse(top: i32): void {
     if (g == 0) continue;
     const op = opAt(i);
     if (op <= Op.Arg) continue;
+    if (op >= Op.VMeta) { vectorReverse(i, op, g); continue; }
     if (op == Op.Select) { addAdj(selected(i), g); continue; }
     if (op == Op.Custom) { customReverse(i, g); continue; }
     const ia = argA(i);
@@ -85,6 +93,7 @@ export function tangent(from: i32, to: i32): void {
   for (let i = from; i < to; i++) {
     const op = opAt(i);
     if (op <= Op.Arg) continue;
+    if (op >= Op.VMeta) { vectorTangent(i, op); continue; }
     if (op == Op.Select) { setTan(i, tan(selected(i))); continue; }
     if (op == Op.Custom) { customTangent(i); continue; }
     const ia = argA(i);
@@ -115,6 +124,7 @@ export function sweepReverseTangent(top: i32): void {
     if (g == 0 && gt == 0) continue;
     const op = opAt(i);
     if (op <= Op.Arg) continue;
+    if (op >= Op.VMeta) { vectorReverseTangent(i, op, g, gt); continue; }
     if (op == Op.Select) {
       const s = selected(i);
       addAdj(s, g);
@@ -144,7 +154,9 @@ export function firstNonFinite(from: i32, to: i32, values: i32): i32 {
   const base = values ? valBase : adjBase;
   for (let i = from; i < to; i++) {
     const v = load<f64>(base + (<usize>i << 3));
-    if (v - v != 0 && (values == 0 || opAt(i) > Op.Input)) return i;
+    const op = opAt(i);
+    if (v - v != 0 && (values == 0 || op > Op.Input)) return i;
+    if (isVectorOp(op) && (values == 0 || op > Op.VConst) && vectorNonFinite(i, values != 0)) return i;
   }
   return -1;
 }

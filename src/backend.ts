@@ -14,6 +14,11 @@ export interface TapeViews {
   /** Present once tangents are enabled. */
   tan: Float64Array | null;
   tanAdj: Float64Array | null;
+  /** Element regions of array-valued nodes (indexed by element offset, `elementCapacity` long). */
+  xval: Float64Array;
+  xadj: Float64Array;
+  xtan: Float64Array | null;
+  xtanAdj: Float64Array | null;
 }
 
 /** Runs custom ops (user rules in JS) when a sweep reaches them; installed by the Tape. */
@@ -36,6 +41,15 @@ export interface Backend {
   /** Grows to at least `minCapacity` nodes, keeping the first `live`. False (and nothing
    *  changed) when the limit or the memory does not allow it. */
   reserve(minCapacity: number, live: number, maxCapacity: number): boolean;
+  /** Elements the element regions hold. */
+  elementCapacity: number;
+  /** Bytes per element (all element regions). */
+  elementBytes(): number;
+  /** Grows the element regions to at least `minElements`, keeping the first `live`. False (and
+   *  nothing changed) when the limit or the memory does not allow it. */
+  reserveElements(minElements: number, live: number, maxElements: number): boolean;
+  /** How many elements are live: the sweeps clear that many adjoints. */
+  setLiveElements(n: number): void;
   enableTangents(live: number): boolean;
   forward(from: number, to: number): void;
   /** clearAdjoints + seed `out` + sweepReverse, in one call. */

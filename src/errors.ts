@@ -1,7 +1,7 @@
 /** Every error tapegrad throws on purpose. `code` tells the kind; the tape stays usable. */
 export class TapegradError extends Error {
   constructor(
-    readonly code: 'STALE_HANDLE' | 'FOREIGN_HANDLE' | 'INVALID_HANDLE' | 'NOT_A_NUMBER' | 'CAPACITY' | 'NO_GRADIENT' | 'CORE_TRAP' | 'INVALID_ARGUMENT' | 'BRANCH_CHANGED' | 'INVALID_FORMAT' | 'NON_FINITE',
+    readonly code: 'STALE_HANDLE' | 'FOREIGN_HANDLE' | 'INVALID_HANDLE' | 'NOT_A_NUMBER' | 'CAPACITY' | 'NO_GRADIENT' | 'CORE_TRAP' | 'INVALID_ARGUMENT' | 'BRANCH_CHANGED' | 'INVALID_FORMAT' | 'NON_FINITE' | 'SHAPE',
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -66,4 +66,12 @@ export class FormatError extends TapegradError {
 /** checkNaN mode: an op produced NaN or ±Infinity (or an adjoint became one). */
 export class NonFiniteError extends TapegradError {
   constructor(message: string, readonly node: number, readonly op: string) { super('NON_FINITE', message); }
+}
+
+/** Operands whose shapes do not fit the op (lengths, broadcasting, matrix dimensions), or a
+ *  vector where a scalar is needed. Names the op and the shapes; nothing was recorded. */
+export class ShapeError extends TapegradError {
+  constructor(message: string, readonly op: string, readonly shapes: readonly (readonly number[])[]) {
+    super('SHAPE', message);
+  }
 }

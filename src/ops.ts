@@ -3,7 +3,7 @@
 // into the wasm core, so the two backends cannot drift apart. The Var and handle methods are
 // generated from this list too, so a new op is added here and in assembly/ops.ts, nowhere else.
 
-export const OP_TABLE = [
+const SCALAR_OPS = [
   ['const', 0], ['input', 0], ['arg', 1],
   ['add', 2], ['sub', 2], ['mul', 2], ['div', 2], ['neg', 1], ['recip', 1], ['square', 1],
   ['sqrt', 1], ['cbrt', 1], ['pow', 2], ['powConst', 2],
@@ -16,7 +16,22 @@ export const OP_TABLE = [
   ['custom', -1], // n operands, carried by arg nodes; see defineFunction
 ] as const;
 
-type Entry = (typeof OP_TABLE)[number];
+// Array-valued nodes (their rules: assembly/vector.ts). Elementwise forms of the scalar ops are
+// not listed: op s applied per element has code ELEMENTWISE + s.
+const VECTOR_OPS = [
+  ['vmeta', 0], ['vparam', 0], ['vget', 1], ['vsum', 1], ['vmax', 1], ['vmin', 1], ['vlogSumExp', 1],
+  ['vdot', 2], ['vinput', 0], ['vconst', 0], ['vmatmul', 2], ['vtranspose', 1], ['vslice', 1],
+  ['vconcat', -1], ['vgather', 2],
+] as const;
+
+export const OP_TABLE = [...SCALAR_OPS, ...VECTOR_OPS] as const;
+/** The scalar ops alone (every op a Var records); vector ops follow them in OP_TABLE. */
+export const SCALAR_OP_TABLE = SCALAR_OPS;
+
+/** Op code of scalar op s applied elementwise to arrays. */
+export const ELEMENTWISE = 128;
+
+type Entry = (typeof SCALAR_OPS)[number];
 export type OpName = Entry[0];
 /** Ops with one operand that a Var exposes as methods: `v.exp()`. */
 export type UnaryOpName = Exclude<Extract<Entry, readonly [string, 1]>[0], 'arg'>;
@@ -24,18 +39,26 @@ export type UnaryOpName = Exclude<Extract<Entry, readonly [string, 1]>[0], 'arg'
  *  `pow` records `powConst` when the exponent is a number. */
 export type BinaryOpName = Exclude<Extract<Entry, readonly [string, 2]>[0], 'powConst'>;
 
-export const OP_NAMES: readonly OpName[] = OP_TABLE.map(([name]) => name);
+export type VectorOpName = (typeof VECTOR_OPS)[number][0];
+
+export const OP_NAMES: readonly (OpName | VectorOpName)[] = OP_TABLE.map(([name]) => name);
 
 export const Op = Object.freeze(
-  Object.fromEntries(OP_NAMES.map((name, code) => [name, code])) as { readonly [K in OpName]: number },
+  Object.fromEntries(OP_NAMES.map((name, code) => [name, code])) as { readonly [K in OpName | VectorOpName]: number },
 );
 
-export function opArity(name: OpName): number {
+export function opArity(name: OpName | VectorOpName): number {
   return OP_TABLE[Op[name]]![1];
 }
 
-export const UNARY_OPS = OP_TABLE.filter(([n, k]) => k === 1 && n !== 'arg').map(([n]) => n) as UnaryOpName[];
-export const BINARY_OPS = OP_TABLE.filter(([n, k]) => k === 2 && n !== 'powConst').map(([n]) => n) as BinaryOpName[];
+/** The name of any op code, elementwise forms included (`exp[]`). */
+export function opNameOf(code: number): string {
+  if (code >= ELEMENTWISE) return `${OP_NAMES[code - ELEMENTWISE] ?? `op ${code - ELEMENTWISE}`}[]`;
+  return OP_NAMES[code] ?? `op ${code}`;
+}
+
+export const UNARY_OPS = SCALAR_OPS.filter(([n, k]) => k === 1 && n !== 'arg').map(([n]) => n) as UnaryOpName[];
+export const BINARY_OPS = SCALAR_OPS.filter(([n, k]) => k === 2 && n !== 'powConst').map(([n]) => n) as BinaryOpName[];
 /** The comparison ops: 0/1 values; compiled functions guard those whose values user code read. */
 export const COMPARISON_OPS: ReadonlySet<number> = new Set([Op.lt, Op.le, Op.gt, Op.ge, Op.eq]);
 /** Ops whose gradient is zero by definition (they still record, and replay). */

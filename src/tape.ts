@@ -1,11 +1,17 @@
 import type { Backend, BackendKind, CustomHandler } from './backend.ts';
 import {
-  CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, StaleHandleError,
+  CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
   TapegradError, describe,
 } from './errors.ts';
-import { BINARY_OPS, OP_NAMES, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
+import { BINARY_OPS, Op, UNARY_OPS, opNameOf, type BinaryOpName, type UnaryOpName } from './ops.ts';
+import { Vec, VectorHandleApi, concatOn, elementwise, vectorOf, type Shape, type VecOperand } from './vector.ts';
 
-const { const: CONST, input: INPUT, arg: ARG, select: SELECT, pow: POW, powConst: POW_CONST, custom: CUSTOM } = Op;
+const {
+  const: CONST, input: INPUT, arg: ARG, select: SELECT, pow: POW, powConst: POW_CONST, custom: CUSTOM,
+  vmeta: VMETA, vinput: VINPUT, vconst: VCONST,
+} = Op;
+// A flattened slot that never carries gradient or tangent (an element of a constant vector).
+const ZERO_SLOT = -(2 ** 52);
 
 // Handles are small integers (Smis in V8: no allocation per op). Each tape hands out a fresh
 // range after every reset, so a handle from before the reset falls below the live range and is
@@ -57,6 +63,8 @@ export class Tape {
   private aV!: Int32Array;
   private bV!: Int32Array;
   private valV!: Float64Array;
+  // Elements of array-valued nodes: the fill pointer into the engine's element regions.
+  private elements = 0;
 
   constructor(readonly engine: Backend, limits: TapeLimits = {}) {
     this.maxNodes = checkLimit(limits.maxNodes, 'maxNodes') ?? DEFAULT_MAX_NODES;
@@ -112,10 +120,46 @@ export class Tape {
     return new Var(this, this.leaf(CONST, c));
   }
 
+  /** Records an input vector (one node, n elements); `shape` makes it a matrix (row-major). */
+  vector(values: ArrayLike<number>, shape?: Shape): Vec {
+    return vectorOf(this, VINPUT, values, shape, 'vector');
+  }
+
+  /** Records a constant vector or matrix: one node, never differentiated. */
+  constantVector(values: ArrayLike<number>, shape?: Shape): Vec {
+    return vectorOf(this, VCONST, values, shape, 'constantVector');
+  }
+
+  /** Scalars (Vars or numbers) as one vector; vectors of one shape [n] as the rows of a matrix. */
+  stack(parts: readonly (Var | number)[] | readonly Vec[]): Vec {
+    const v = concatOn(this, parts as readonly (Var | Vec | number)[], 'stack');
+    const first = parts[0];
+    if (first instanceof Vec && first.shape.length === 1) {
+      for (const p of parts as readonly Vec[]) {
+        if (!(p instanceof Vec) || p.shape.length !== 1 || p.shape[0] !== first.shape[0]) {
+          throw new ShapeError(`stack: every vector needs shape [${first.shape[0]}]`, 'stack', (parts as readonly Vec[]).map((q) => (q instanceof Vec ? q.shape : [])));
+        }
+      }
+      return v.reshape([parts.length, first.shape[0]!]);
+    }
+    return v;
+  }
+
+  /** Vectors, scalars and numbers joined end to end (matrices: along rows). */
+  concat(parts: readonly (Vec | Var | number)[]): Vec {
+    return concatOn(this, parts, 'concat');
+  }
+
   /** `cond ? ifTrue : ifFalse` per value (true unless 0 or NaN). The branch not taken gets
-   *  exactly zero gradient, even where its value is NaN or Infinity. */
-  select(cond: Operand, ifTrue: Operand, ifFalse: Operand): Var {
-    const [c, t, f] = this.operandIds([cond, ifTrue, ifFalse], 2);
+   *  exactly zero gradient, even where its value is NaN or Infinity. With a Vec (or an array)
+   *  among the operands it runs elementwise, broadcasting, and returns a Vec. */
+  select(cond: Operand, ifTrue: Operand, ifFalse: Operand): Var;
+  select(cond: VecOperand, ifTrue: VecOperand, ifFalse: VecOperand): Vec;
+  select(cond: VecOperand, ifTrue: VecOperand, ifFalse: VecOperand): Var | Vec {
+    if (isVectorOperand(cond) || isVectorOperand(ifTrue) || isVectorOperand(ifFalse)) {
+      return elementwise(this, SELECT, 'select', [cond, ifTrue, ifFalse]);
+    }
+    const [c, t, f] = this.operandIds([cond as Operand, ifTrue as Operand, ifFalse as Operand], 2);
     return new Var(this, this.recordSelect(c!, t!, f!));
   }
 
@@ -125,58 +169,90 @@ export class Tape {
     this.backwardIndex(this.index(output), seed);
   }
 
-  /** Runs `backward(output, seed)` and returns the gradients of `wrt`, in order. */
-  gradient(output: Var, wrt: readonly Var[], seed = 1): Float64Array {
-    const indices = wrt.map((v) => this.index(v));
+  /** Runs `backward(output, seed)` and returns the gradients of `wrt`, in order (a Vec in
+   *  `wrt` contributes its elements). */
+  gradient(output: Var, wrt: readonly (Var | Vec)[], seed = 1): Float64Array {
+    const slots = this.flatten(wrt);
     this.backwardIndex(this.index(output), seed);
-    return this.gatherGradient(this.engine.views.adj, indices);
+    return this.gatherGradient(this.engine.views.adj, slots);
   }
 
   /** Vector-Jacobian product in one reverse sweep: the gradient of sum_j cotangent[j] *
-   *  outputs[j] with respect to `wrt`. */
-  vjp(outputs: readonly Var[], cotangent: ArrayLike<number>, wrt: readonly Var[]): Float64Array {
-    const outs = outputs.map((v) => this.index(v));
+   *  outputs[j] with respect to `wrt` (Vecs count as their elements, in order). */
+  vjp(outputs: readonly (Var | Vec)[], cotangent: ArrayLike<number>, wrt: readonly (Var | Vec)[]): Float64Array {
+    const outs = this.flatten(outputs, true);
     checkLength(cotangent, outs.length, 'cotangent', 'outputs');
-    const indices = wrt.map((v) => this.index(v));
+    for (let j = 0; j < outs.length; j++) checkNumber(cotangent[j], 'cotangent');
+    const slots = this.flatten(wrt);
     this.evaluate();
     this.swept = -1;
     this.engine.clearAdjoints(this.count, false);
-    const adj = this.engine.views.adj;
+    const { adj, xadj } = this.engine.views;
     let top = 0;
     for (let j = 0; j < outs.length; j++) {
-      adj[outs[j]!] += checkNumber(cotangent[j], 'cotangent');
-      top = Math.max(top, outs[j]!);
+      const o = outs[j]!;
+      if (o >= 0) adj[o] += cotangent[j]!;
+      else xadj[-1 - o] += cotangent[j]!;
+    }
+    for (const v of outputs) {
+      const i = v instanceof Vec ? this.vindex(v) : this.index(v);
+      if (v instanceof Vec) adj[i] = 1;
+      top = Math.max(top, i);
     }
     this.engine.sweepReverse(top);
     this.swept = this.count;
     if (this.checkNaN) this.assertFinite(0, top + 1, false);
-    return this.gatherGradient(this.engine.views.adj, indices);
+    return this.gatherGradient(this.engine.views.adj, slots);
   }
 
   /** Jacobian-vector product in one forward (tangent) sweep over the recorded tape: the
    *  directional derivatives of `outputs` when `inputs` move along `tangent`. */
-  jvp(inputs: readonly Var[], tangent: ArrayLike<number>, outputs: readonly Var[]): Float64Array {
-    const outs = outputs.map((v) => this.index(v));
+  jvp(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>, outputs: readonly (Var | Vec)[]): Float64Array {
+    const outs = this.flatten(outputs, true);
     this.seedTangents(inputs, tangent);
-    return gather(this.engine.views.tan!, outs);
+    const { tan, xtan } = this.engine.views;
+    const out = new Float64Array(outs.length);
+    for (let k = 0; k < outs.length; k++) {
+      const o = outs[k]!;
+      out[k] = o >= 0 ? tan![o]! : xtan![-1 - o]!;
+    }
+    return out;
   }
 
   /** Hessian-vector product by forward over reverse: H·v of `seed * output` with respect to
    *  `inputs`, in one tangent sweep and one reverse sweep. Also leaves the gradient in `.grad`. */
-  hvp(output: Var, inputs: readonly Var[], v: ArrayLike<number>, seed = 1): Float64Array {
+  hvp(output: Var, inputs: readonly (Var | Vec)[], v: ArrayLike<number>, seed = 1): Float64Array {
     const out = this.index(output);
-    const indices = this.seedTangents(inputs, v);
+    const slots = this.seedTangents(inputs, v);
     this.swept = -1;
     this.engine.reverseTangent(out, checkNumber(seed, 'seed'), this.count);
     this.swept = this.count;
     if (this.checkNaN) this.assertFinite(0, out + 1, false);
-    return this.gatherGradient(this.engine.views.tanAdj!, indices);
+    return this.gatherGradient(this.engine.views.tanAdj!, slots, this.engine.views.xtanAdj!);
+  }
+
+  /** @internal Vars and Vecs as a flat list of slots: a scalar node index (>= 0), an element
+   *  -1 - offset, or ZERO_SLOT for an element of a constant vector (unless `asRecorded`). */
+  flatten(list: readonly (Var | Vec)[], asRecorded = false): number[] {
+    if (!Array.isArray(list)) throw new NotANumberError(`expected an array of Vars, got ${describe(list)}`);
+    const slots: number[] = [];
+    for (const v of list) {
+      if (v instanceof Vec) {
+        const i = this.vindex(v);
+        const off = this.aV[i - 1]!, n = this.bV[i - 1]!;
+        const constant = !asRecorded && this.opV[i] === VCONST;
+        for (let k = 0; k < n; k++) slots.push(constant ? ZERO_SLOT : -1 - (off + k));
+      } else {
+        slots.push(this.index(v));
+      }
+    }
+    return slots;
   }
 
   /** @internal The tangent array, allocating the tangent regions on first use. */
   ensureTangents(): Float64Array {
     if (!this.engine.views.tan) {
-      const bytes = this.count * (this.engine.nodeBytes() + TANGENT_BYTES);
+      const bytes = this.count * (this.engine.nodeBytes() + TANGENT_BYTES) + this.elements * (this.engine.elementBytes() + TANGENT_BYTES);
       if (bytes > this.maxMemoryBytes) {
         throw new CapacityError(
           `tape is full: tangents need ${this.engine.nodeBytes() + TANGENT_BYTES} bytes per node, ${bytes} for ${this.count} nodes, over maxMemoryBytes = ${this.maxMemoryBytes}`,
@@ -190,19 +266,23 @@ export class Tape {
     return this.engine.views.tan!;
   }
 
-  private seedTangents(inputs: readonly Var[], tangent: ArrayLike<number>): number[] {
-    const indices = inputs.map((v) => this.index(v));
-    checkLength(tangent, indices.length, 'tangent', 'inputs');
+  private seedTangents(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>): number[] {
+    const slots = this.flatten(inputs);
+    checkLength(tangent, slots.length, 'tangent', 'inputs');
+    for (let k = 0; k < slots.length; k++) checkNumber(tangent[k], 'tangent');
     this.evaluate();
     const tan = this.ensureTangents();
     tan.fill(0, 0, this.count);
+    const xtan = this.engine.views.xtan!;
+    xtan.fill(0, 0, this.elements);
     // A constant listed as an input keeps tangent 0: constants are not differentiated.
-    for (let k = 0; k < indices.length; k++) {
-      const t = checkNumber(tangent[k], 'tangent');
-      if (this.opV[indices[k]!] !== CONST) tan[indices[k]!] += t;
+    for (let k = 0; k < slots.length; k++) {
+      const s = slots[k]!;
+      if (s >= 0) { if (this.opV[s] !== CONST) tan[s] += tangent[k]!; }
+      else if (s !== ZERO_SLOT) xtan[-1 - s] += tangent[k]!;
     }
     this.engine.tangent(0, this.count);
-    return indices;
+    return slots;
   }
 
   /** Forgets every node in O(1), keeping the memory for the next recording. Every Var and
@@ -213,6 +293,10 @@ export class Tape {
     this.count = 0;
     this.evaluated = 0;
     this.swept = -1;
+    if (this.elements !== 0) {
+      this.elements = 0;
+      this.engine.setLiveElements(0);
+    }
     // Compiled replay may have grown memory (scratch) since the views were cached.
     this.cacheViews();
   }
@@ -362,15 +446,20 @@ export class Tape {
     return i < this.swept && this.opV[i] !== CONST ? this.engine.views.adj[i]! : 0;
   }
 
-  /** @internal Adjoints (or adjoint tangents) of the given nodes; constants never receive
-   *  gradient, whatever their slot holds. */
-  gatherGradient(from: Float64Array, indices: readonly number[]): Float64Array {
-    const out = new Float64Array(indices.length);
-    for (let k = 0; k < indices.length; k++) {
-      const i = indices[k]!;
-      out[k] = this.opV[i] === CONST ? 0 : from[i]!;
+  /** @internal Adjoints (or adjoint tangents) of the given slots (see `flatten`); constants
+   *  never receive gradient, whatever their slot holds. */
+  gatherGradient(from: Float64Array, slots: readonly number[], elements: Float64Array = this.engine.views.xadj): Float64Array {
+    const out = new Float64Array(slots.length);
+    for (let k = 0; k < slots.length; k++) {
+      const i = slots[k]!;
+      out[k] = i >= 0 ? (this.opV[i] === CONST ? 0 : from[i]!) : i === ZERO_SLOT ? 0 : elements[-1 - i]!;
     }
     return out;
+  }
+
+  /** @internal */
+  get handleBase(): number {
+    return this.base;
   }
 
   /** @internal */
@@ -398,7 +487,7 @@ export class Tape {
   private assertFinite(from: number, to: number, values: boolean): void {
     if (this.engine.firstNonFinite(from, to, values) < 0) return;
     const { op, a, b, val, adj } = this.engine.views;
-    const name = (i: number): string => OP_NAMES[op[i]!] ?? `op ${op[i]}`;
+    const name = (i: number): string => opNameOf(op[i]!);
     if (values) {
       const i = this.engine.firstNonFinite(from, to, true);
       const operands = op[i] === CUSTOM ? '' : ` from operands ${val[a[i]!]}, ${val[b[i]!]}`;
@@ -411,7 +500,7 @@ export class Tape {
     let consumer = -1;
     for (let i = j + 1; i < to && consumer < 0; i++) {
       const carried = op[i] === SELECT ? a[i - 1] === j : op[i] === ARG && (op[i + 1] === SELECT || op[i + 1] === CUSTOM);
-      if (op[i]! > ARG && op[i] !== CUSTOM && (a[i] === j || b[i] === j)) consumer = i;
+      if (op[i]! > ARG && op[i] !== CUSTOM && op[i] !== VMETA && (a[i] === j || b[i] === j)) consumer = i;
       else if (carried) consumer = op[i] === ARG ? i + 1 : i;
     }
     const at = consumer < 0 ? j : consumer;
@@ -424,9 +513,130 @@ export class Tape {
     );
   }
 
-  /** Most nodes the limits allow at the current bytes per node. */
+  // ---- array-valued nodes (the Vec façade lives in vector.ts) ----
+
+  /** @internal Node index of a Vec of this tape (Vec handles are ~(node + base): negative). */
+  vindex(v: Vec): number {
+    if (v != null && v.tape === this) {
+      const i = ~v.id - this.base;
+      if (i >= 0 && i < this.count) return i;
+      throw new StaleHandleError(`Vec #${~v.id} was recorded before tape.reset(); record it again on the current tape`);
+    }
+    if (v instanceof Vec) throw new ForeignHandleError(`Vec #${~v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape`);
+    if ((v as unknown) instanceof Var) throw new ShapeError(`expected a Vec here, got a scalar Var; stack([...]) makes a vector of scalars`, 'vector', [[]]);
+    throw new NotANumberError(`expected a Vec, got ${describe(v)}`);
+  }
+
+  /** @internal Node index of a vector handle (as vindex). */
+  vindexOfHandle(h: number): number {
+    if (typeof h !== 'number' || !Number.isInteger(h) || h >= 0) {
+      if (typeof h === 'number' && h >= 0 && Number.isInteger(h)) throw new ShapeError(`handle ${h} is a scalar; a vector handle is expected here`, 'vector', [[]]);
+      throw this.badHandle(h);
+    }
+    const i = ~h - this.base;
+    if (i >= 0 && i < this.count && this.opV[i]! >= VINPUT) return i;
+    if (i < 0) throw new StaleHandleError(`vector handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
+    throw new InvalidHandleError(`${h} is not a vector handle of this tape`);
+  }
+
+  /** @internal Whether node i is array-valued. */
+  isVector(i: number): boolean {
+    return this.opV[i]! >= VINPUT;
+  }
+
+  /** @internal Element offset and length of vector node i. */
+  elementOffset(i: number): number {
+    return this.aV[i - 1]!;
+  }
+
+  /** @internal */
+  elementLength(i: number): number {
+    return this.bV[i - 1]!;
+  }
+
+  /** @internal Elements recorded since the last reset. */
+  get elementCount(): number {
+    return this.elements;
+  }
+
+  /** @internal Records a vector node of n elements: `carriers` (pairs of integers: arg or vparam
+   *  nodes, in order) then its vmeta node, then the node. All or nothing: room for the nodes and
+   *  the elements is made before anything is written. Returns the node index. */
+  recordVector(op: number, ia: number, ib: number, n: number, carrierOps: readonly number[] = [], carriers: readonly number[] = []): number {
+    this.reserveNodes(carrierOps.length + 2);
+    const off = this.allocateElements(n);
+    for (let c = 0; c < carrierOps.length; c++) this.record(carrierOps[c]!, carriers[2 * c]!, carriers[2 * c + 1]!);
+    this.record(VMETA, off, n);
+    return this.record(op, ia, ib) - this.base;
+  }
+
+  /** @internal A vector leaf (input or constant) holding `values`; its values are known now. */
+  recordVectorLeaf(op: number, values: ArrayLike<number>): number {
+    const n = values.length;
+    for (let k = 0; k < n; k++) if (typeof values[k] !== 'number') throw new NotANumberError(`vector entries must be numbers, got ${describe(values[k])} at index ${k}`);
+    const caughtUp = this.evaluated === this.count;
+    const i = this.recordVector(op, 0, 0, n);
+    const { xval } = this.engine.views;
+    const off = this.aV[i - 1]!;
+    if (values instanceof Float64Array) xval.set(values, off);
+    else for (let k = 0; k < n; k++) xval[off + k] = values[k]!;
+    this.aV[i] = i;
+    this.bV[i] = i;
+    if (caughtUp) this.evaluated = this.count;
+    return i;
+  }
+
+  /** @internal Values of vector node i (a copy). */
+  vectorValues(i: number): Float64Array {
+    if (i >= this.evaluated) this.evaluate();
+    const off = this.aV[i - 1]!;
+    return this.engine.views.xval.slice(off, off + this.bV[i - 1]!);
+  }
+
+  /** @internal Adjoints of vector node i from the last reverse sweep (zeros for constants). */
+  vectorGrads(i: number, from: 'adj' | 'tanAdj' = 'adj'): Float64Array {
+    if (this.swept < 0) {
+      throw new TapegradError('NO_GRADIENT', 'no gradient yet: call tape.backward(output) after recording, before reading .grad');
+    }
+    const off = this.aV[i - 1]!, n = this.bV[i - 1]!;
+    if (i >= this.swept || this.opV[i] === Op.vconst) return new Float64Array(n);
+    const src = from === 'adj' ? this.engine.views.xadj : this.engine.views.xtanAdj!;
+    return src.slice(off, off + n);
+  }
+
+  private allocateElements(n: number): number {
+    const needed = this.elements + n;
+    const elementBytes = this.engine.elementBytes();
+    if (needed * elementBytes + this.count * this.engine.nodeBytes() > this.maxMemoryBytes) {
+      throw new CapacityError(
+        `tape is full: ${n} more elements (${elementBytes} bytes each) with ${this.elements} elements and ${this.count} nodes recorded exceed maxMemoryBytes = ${this.maxMemoryBytes}; call tape.reset() to reuse it`,
+        this.maxMemoryBytes,
+      );
+    }
+    if (needed > this.engine.elementCapacity) {
+      const limit = Math.min(2 ** 31 - 8, Math.floor(this.maxMemoryBytes / elementBytes));
+      const ok = this.engine.reserveElements(needed, this.elements, Math.ceil(limit / 8) * 8);
+      this.cacheViews();
+      if (!ok) {
+        throw new CapacityError(
+          `out of memory: the ${this.engine.kind} backend could not grow its element regions to ${needed} elements ` +
+            `(${this.engine.memoryBytes()} bytes in use); call tape.reset() to reuse it`,
+          this.engine.elementCapacity,
+        );
+      }
+    }
+    const off = this.elements;
+    this.elements = needed;
+    this.engine.setLiveElements(needed);
+    if (this.maxMemoryBytes !== Infinity) this.capacity = Math.min(this.engine.capacity, this.nodeLimit());
+    return off;
+  }
+
+  /** Most nodes the limits allow at the current bytes per node (elements take their share of
+   *  maxMemoryBytes first). */
   private nodeLimit(): number {
-    return Math.min(this.maxNodes, Math.floor(this.maxMemoryBytes / this.engine.nodeBytes()), 2 ** 31 - 8);
+    const forNodes = this.maxMemoryBytes - this.elements * this.engine.elementBytes();
+    return Math.min(this.maxNodes, Math.floor(forNodes / this.engine.nodeBytes()), 2 ** 31 - 8);
   }
 
   private grow(extra = 1): void {
@@ -463,6 +673,9 @@ export class Tape {
   }
 
   private notAVar(v: unknown): Error {
+    if (v instanceof Vec) {
+      return new ShapeError(`expected a scalar Var here, got a Vec of shape [${v.shape.join(', ')}]; take .get(i), .sum() or another reduction`, 'scalar', [v.shape]);
+    }
     if (v instanceof Var) {
       return new ForeignHandleError(`Var #${v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape`);
     }
@@ -478,10 +691,8 @@ export class Tape {
   }
 }
 
-function gather(from: Float64Array, indices: readonly number[]): Float64Array {
-  const out = new Float64Array(indices.length);
-  for (let k = 0; k < indices.length; k++) out[k] = from[indices[k]!]!;
-  return out;
+function isVectorOperand(o: unknown): boolean {
+  return o instanceof Vec || (o != null && typeof o === 'object' && typeof (o as ArrayLike<number>).length === 'number');
 }
 
 function checkNumber(x: unknown, what: string): number {
@@ -561,7 +772,12 @@ export interface HandleApi extends HandleUnaryMethods, HandleBinaryMethods {}
  * recording allocates nothing. `pow(h1, h2)` takes two handles; `powConst(h, c)` a number.
  */
 export class HandleApi {
-  constructor(readonly tape: Tape) {}
+  constructor(readonly tape: Tape) {
+    this.vec = new VectorHandleApi(tape);
+  }
+
+  /** Vector handles (negative integers) and the ops on them; see README, "Vectors". */
+  readonly vec: VectorHandleApi;
 
   /** Records an input; returns its handle. */
   variable(x: number): number { return this.tape.leaf(INPUT, x); }

@@ -1,7 +1,7 @@
 // The grid of points and the per-op data the op tests share: where each op is smooth (for the
 // finite-difference checks), which ops must agree bit for bit across backends, and one way to
 // record any op of the table on a tape.
-import { OP_TABLE, type OpName, type Tape, type UnaryOpName, type Var } from '../src/index.ts';
+import { SCALAR_OP_TABLE, type OpName, type Tape, type UnaryOpName, type Var } from '../src/index.ts';
 import { ZERO_GRADIENT_OPS } from '../src/ops.ts';
 
 export { ZERO_GRADIENT_OPS };
@@ -133,7 +133,7 @@ export const EXACT_OPS: ReadonlySet<OpName> = new Set<OpName>([
 
 /** Every built-in op a user can record, with its arity. Leaves and arg nodes carry no rule, and
  *  `custom` runs a rule the user supplies. */
-export const RECORDABLE_OPS = OP_TABLE.filter(([name]) => !['const', 'input', 'arg', 'custom'].includes(name));
+export const RECORDABLE_OPS = SCALAR_OP_TABLE.filter(([name]) => !['const', 'input', 'arg', 'custom'].includes(name));
 
 /** Records `op` on its operands; powConst takes its exponent as a plain number. */
 export function recordOp(tape: Tape, op: OpName, xs: readonly Var[], exponent = 0): Var {

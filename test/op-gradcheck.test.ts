@@ -2,7 +2,7 @@
 // on both backends, at points where each op is smooth. The finer grid with edge cases lives in
 // op-gradients.test.ts; this file checks that the user-facing checker agrees op by op.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { OP_TABLE, gradcheck, init, type Var } from '../src/index.ts';
+import { SCALAR_OP_TABLE, gradcheck, init, type Var } from '../src/index.ts';
 import { ZERO_GRADIENT_OPS } from '../src/ops.ts';
 import { BACKENDS, tapeOn } from './support.ts';
 
@@ -21,8 +21,8 @@ const BINARY_POINTS: Record<string, [number, number][]> = {
   max: [[1.5, -2.3], [-0.7, 0.4]], hypot: [[1.5, -2.3], [-0.7, 0.4]],
 };
 const ZERO_GRADIENT = new Set<string>(ZERO_GRADIENT_OPS);
-const unary = OP_TABLE.filter(([n, k]) => k === 1 && n !== 'arg' && !ZERO_GRADIENT.has(n)).map(([n]) => n);
-const binary = OP_TABLE.filter(([n, k]) => k === 2 && n !== 'powConst' && !ZERO_GRADIENT.has(n)).map(([n]) => n);
+const unary = SCALAR_OP_TABLE.filter(([n, k]) => k === 1 && n !== 'arg' && !ZERO_GRADIENT.has(n)).map(([n]) => n);
+const binary = SCALAR_OP_TABLE.filter(([n, k]) => k === 2 && n !== 'powConst' && !ZERO_GRADIENT.has(n)).map(([n]) => n);
 
 describe.each(BACKENDS)('gradcheck of every op (%s)', (backend) => {
   it.each(unary)('%s', (op) => {

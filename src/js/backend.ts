@@ -1,13 +1,14 @@
 import type { Backend, CustomHandler, TapeViews } from '../backend.ts';
 import { Op } from '../ops.ts';
 import { forwardRule, partials, partialZ, partialsTangent, partialZTangent, truthy } from './rules.ts';
+import { VectorRules, isVectorOp } from './vector.ts';
 
-const { input: INPUT, arg: ARG, select: SELECT, custom: CUSTOM, add: ADD, sub: SUB, mul: MUL } = Op;
+const { input: INPUT, arg: ARG, select: SELECT, custom: CUSTOM, add: ADD, sub: SUB, mul: MUL, vmeta: VMETA, vconst: VCONST } = Op;
 const MIN_CAPACITY = 1024;
 const BASE_NODE_BYTES = 8 + 8 + 4 + 4 + 1;
 const TANGENT_NODE_BYTES = 16;
 
-function allocate(capacity: number, tangents: boolean): TapeViews {
+function allocate(capacity: number, tangents: boolean, elements: number): TapeViews {
   return {
     op: new Uint8Array(capacity),
     a: new Int32Array(capacity),
@@ -16,7 +17,18 @@ function allocate(capacity: number, tangents: boolean): TapeViews {
     adj: new Float64Array(capacity),
     tan: tangents ? new Float64Array(capacity) : null,
     tanAdj: tangents ? new Float64Array(capacity) : null,
+    xval: new Float64Array(elements),
+    xadj: new Float64Array(elements),
+    xtan: tangents ? new Float64Array(elements) : null,
+    xtanAdj: tangents ? new Float64Array(elements) : null,
   };
+}
+
+function copyLiveElements(from: TapeViews, to: TapeViews, live: number): void {
+  to.xval.set(from.xval.subarray(0, live));
+  to.xadj.set(from.xadj.subarray(0, live));
+  if (from.xtan && to.xtan) to.xtan.set(from.xtan.subarray(0, live));
+  if (from.xtanAdj && to.xtanAdj) to.xtanAdj.set(from.xtanAdj.subarray(0, live));
 }
 
 function copyLive(from: TapeViews, to: TapeViews, live: number): void {
@@ -33,8 +45,11 @@ function copyLive(from: TapeViews, to: TapeViews, live: number): void {
  *  and the same sweeps. */
 export class JsBackend implements Backend {
   readonly kind = 'js' as const;
-  views: TapeViews = allocate(0, false);
+  views: TapeViews = allocate(0, false, 0);
   capacity = 0;
+  elementCapacity = 0;
+  private liveElements = 0;
+  private readonly vector = new VectorRules(this.views);
   custom: CustomHandler | null = null;
   onTrap: (() => void) | null = null;
 
@@ -42,8 +57,46 @@ export class JsBackend implements Backend {
     return BASE_NODE_BYTES + (this.views.tan ? TANGENT_NODE_BYTES : 0);
   }
 
+  elementBytes(): number {
+    return this.views.xtan ? 32 : 16;
+  }
+
   memoryBytes(): number {
-    return this.capacity * this.nodeBytes();
+    return this.capacity * this.nodeBytes() + this.elementCapacity * this.elementBytes();
+  }
+
+  setLiveElements(n: number): void {
+    this.liveElements = n;
+  }
+
+  reserveElements(minElements: number, live: number, maxElements: number): boolean {
+    if (minElements <= this.elementCapacity) return true;
+    let capacity = Math.max(this.elementCapacity, MIN_CAPACITY);
+    while (capacity < minElements) capacity *= 2;
+    if (capacity > maxElements) capacity = Math.floor(maxElements / 8) * 8;
+    if (capacity < minElements) return false;
+    let next: TapeViews;
+    try {
+      const t = this.views.tan !== null;
+      next = {
+        ...this.views,
+        xval: new Float64Array(capacity),
+        xadj: new Float64Array(capacity),
+        xtan: t ? new Float64Array(capacity) : null,
+        xtanAdj: t ? new Float64Array(capacity) : null,
+      };
+    } catch {
+      return false;
+    }
+    copyLiveElements(this.views, next, live);
+    this.setViews(next);
+    this.elementCapacity = capacity;
+    return true;
+  }
+
+  private setViews(views: TapeViews): void {
+    this.views = views;
+    this.vector.views = views;
   }
 
   reserve(minCapacity: number, live: number, maxCapacity: number): boolean {
@@ -63,12 +116,13 @@ export class JsBackend implements Backend {
   private reallocate(capacity: number, tangents: boolean, live: number): boolean {
     let next: TapeViews;
     try {
-      next = allocate(capacity, tangents);
+      next = allocate(capacity, tangents, this.elementCapacity);
     } catch {
       return false; // RangeError: the JS heap will not give us that much
     }
     copyLive(this.views, next, live);
-    this.views = next;
+    copyLiveElements(this.views, next, this.liveElements);
+    this.setViews(next);
     this.capacity = capacity;
     return true;
   }
@@ -81,7 +135,8 @@ export class JsBackend implements Backend {
         if (code === ARG) val[i] = 0;
         continue;
       }
-      if (code === SELECT) val[i] = val[truthy(val[a[i]]) ? b[i] : a[i - 1]];
+      if (code >= VMETA) this.vector.forward(i, code);
+      else if (code === SELECT) val[i] = val[truthy(val[a[i]]) ? b[i] : a[i - 1]];
       else if (code === CUSTOM) this.custom!.forward(i);
       else val[i] = forwardRule(code, val[a[i]], val[b[i]], 0);
     }
@@ -95,7 +150,11 @@ export class JsBackend implements Backend {
 
   clearAdjoints(count: number, withTangents: boolean): void {
     this.views.adj.fill(0, 0, count);
-    if (withTangents) this.views.tanAdj!.fill(0, 0, count);
+    this.views.xadj.fill(0, 0, this.liveElements);
+    if (withTangents) {
+      this.views.tanAdj!.fill(0, 0, count);
+      this.views.xtanAdj!.fill(0, 0, this.liveElements);
+    }
   }
 
   sweepReverseReplay(top: number): void {
@@ -117,6 +176,10 @@ export class JsBackend implements Backend {
       if (g === 0) continue;
       const code = op[i];
       if (code <= ARG) continue;
+      if (code >= VMETA) {
+        this.vector.reverse(i, code, g);
+        continue;
+      }
       const ia = a[i];
       if (code === SELECT) {
         adj[truthy(val[ia]) ? b[i] : a[i - 1]] += g;
@@ -149,6 +212,10 @@ export class JsBackend implements Backend {
     for (let i = from; i < to; i++) {
       const code = op[i];
       if (code <= ARG) continue;
+      if (code >= VMETA) {
+        this.vector.tangent(i, code);
+        continue;
+      }
       const ia = a[i];
       if (code === SELECT) {
         tan[i] = tan[truthy(val[ia]) ? b[i] : a[i - 1]];
@@ -187,6 +254,10 @@ export class JsBackend implements Backend {
       if (g === 0 && gt === 0) continue;
       const code = op[i];
       if (code <= ARG) continue;
+      if (code >= VMETA) {
+        this.vector.reverseTangent(i, code, g, gt);
+        continue;
+      }
       const ia = a[i];
       if (code === SELECT) {
         const s = truthy(val[ia]) ? b[i] : a[i - 1];
@@ -244,7 +315,9 @@ export class JsBackend implements Backend {
     const op = this.views.op;
     for (let i = from; i < to; i++) {
       const v = data[i]!;
-      if (v - v !== 0 && (!values || op[i]! > INPUT)) return i;
+      const code = op[i]!;
+      if (v - v !== 0 && (!values || code > INPUT)) return i;
+      if (isVectorOp(code) && (!values || code > VCONST) && this.vector.nonFinite(i, values)) return i;
     }
     return -1;
   }

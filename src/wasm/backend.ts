@@ -30,6 +30,7 @@ export class WasmBackend implements Backend {
   readonly kind = 'wasm' as const;
   views!: TapeViews;
   capacity = 0;
+  elementCapacity = 0;
   custom: CustomHandler | null = null;
   /** Use the two-row SIMD kernel for batched replay where this build has it. */
   simd = true;
@@ -163,8 +164,14 @@ export class WasmBackend implements Backend {
     const buffer = core.memory.buffer;
     const capacity = core.getCapacity();
     const tangents = core.tangentsEnabled() !== 0;
+    const elements = core.getElementCapacity();
     this.capacity = capacity;
+    this.elementCapacity = elements;
     this.views = {
+      xval: new Float64Array(buffer, core.xvalPtr(), elements),
+      xadj: new Float64Array(buffer, core.xadjPtr(), elements),
+      xtan: tangents ? new Float64Array(buffer, core.xtanPtr(), elements) : null,
+      xtanAdj: tangents ? new Float64Array(buffer, core.xtanAdjPtr(), elements) : null,
       op: new Uint8Array(buffer, core.opPtr(), capacity),
       a: new Int32Array(buffer, core.aPtr(), capacity),
       b: new Int32Array(buffer, core.bPtr(), capacity),
@@ -181,6 +188,21 @@ export class WasmBackend implements Backend {
 
   memoryBytes(): number {
     return this.core.memory.buffer.byteLength;
+  }
+
+  elementBytes(): number {
+    return this.core.elementBytes();
+  }
+
+  reserveElements(minElements: number, live: number, maxElements: number): boolean {
+    this.guardsAt = -1;
+    const ok = this.core.reserveElements(minElements, live, maxElements) !== 0;
+    this.refreshViews();
+    return ok;
+  }
+
+  setLiveElements(n: number): void {
+    this.core.setLiveElements(n);
   }
 
   reserve(minCapacity: number, live: number, maxCapacity: number): boolean {

@@ -9,6 +9,14 @@ export type CoreVariant = 'simd' | 'scalar';
 export interface CoreExports {
   memory: WebAssembly.Memory;
   reserve(minCapacity: number, live: number, maxCapacity: number): number;
+  reserveElements(minElements: number, live: number, maxElements: number): number;
+  setLiveElements(n: number): void;
+  elementBytes(): number;
+  getElementCapacity(): number;
+  xvalPtr(): number;
+  xadjPtr(): number;
+  xtanPtr(): number;
+  xtanAdjPtr(): number;
   enableTangents(live: number): number;
   nodeBytes(): number;
   forward(from: number, to: number): void;

@@ -1,0 +1,730 @@
+// Array-valued nodes: the rules of the vector ops of the table in ops.ts, one function per sweep.
+// A vector node owns a contiguous range of the element regions (values, adjoints, tangents), so
+// one dispatch covers n elements and each rule is a tight loop. src/js/vector.ts is the JS twin,
+// loop for loop in the same order, which is what makes sums bit-identical between the engines.
+import {
+  Op, ELEMENTWISE, isVectorOp, forwardRule, partials, partialZ, partialsCall, partialsTangent, partialZTangent, truthy,
+} from './ops';
+import {
+  val, setVal, adj, addAdj, argA, argB, opAt, tan, setTan, tanAdj, addTanAdj,
+  valBase, adjBase, tanBase, tanAdjBase, xvalBase, xadjBase, xtanBase, xtanAdjBase, xval, xadj, xtan, xtanAdj,
+} from './layout';
+
+// @ts-ignore: decorator
+@inline function isVec(j: i32): bool { return isVectorOp(opAt(j)); }
+// @ts-ignore: decorator
+@inline function offOf(j: i32): i32 { return argA(j - 1); }
+// @ts-ignore: decorator
+@inline function lenOf(j: i32): i32 { return argB(j - 1); }
+// @ts-ignore: decorator
+@inline function at(base: usize, k: i32): usize { return base + (<usize>k << 3); }
+// @ts-ignore: decorator
+@inline function ld(p: usize): f64 { return load<f64>(p); }
+// @ts-ignore: decorator
+@inline function st(p: usize, v: f64): void { store<f64>(p, v); }
+// @ts-ignore: decorator
+@inline function acc(p: usize, v: f64): void { store<f64>(p, load<f64>(p) + v); }
+
+/** Constants never need adjoints: rules skip the work of computing them. */
+// @ts-ignore: decorator
+@inline function wantsAdjoint(j: i32): bool { const op = opAt(j); return op != Op.Const && op != Op.VConst; }
+
+/** Marks vector node j as having received adjoint (its adj slot is a flag). */
+// @ts-ignore: decorator
+@inline function touch(j: i32): void { if (isVec(j)) store<f64>(adjBase + (<usize>j << 3), 1); }
+
+// ─── contractions: every sum over elements runs in this one order ───
+
+/** Σ a_l b_l over `len` terms (byte strides sa, sb): four interleaved partial sums, ascending,
+ *  combined as (s0 + s2) + (s1 + s3). One term is returned as it is. */
+function dot4(pa: usize, sa: usize, pb: usize, sb: usize, len: i32): f64 {
+  if (len == 1) return ld(pa) * ld(pb);
+  let s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  let l = 0;
+  if (ASC_FEATURE_SIMD && sa == 8 && sb == 8) {
+    let acc01 = f64x2.splat(0), acc23 = f64x2.splat(0);
+    for (; l + 4 <= len; l += 4) {
+      acc01 = f64x2.add(acc01, f64x2.mul(v128.load(pa), v128.load(pb)));
+      acc23 = f64x2.add(acc23, f64x2.mul(v128.load(pa, 16), v128.load(pb, 16)));
+      pa += 32;
+      pb += 32;
+    }
+    s0 = f64x2.extract_lane(acc01, 0); s1 = f64x2.extract_lane(acc01, 1);
+    s2 = f64x2.extract_lane(acc23, 0); s3 = f64x2.extract_lane(acc23, 1);
+  } else {
+    for (; l + 4 <= len; l += 4) {
+      s0 += ld(pa) * ld(pb);
+      s1 += ld(pa + sa) * ld(pb + sb);
+      s2 += ld(pa + 2 * sa) * ld(pb + 2 * sb);
+      s3 += ld(pa + 3 * sa) * ld(pb + 3 * sb);
+      pa += 4 * sa;
+      pb += 4 * sb;
+    }
+  }
+  if (l < len) { s0 += ld(pa) * ld(pb); l++; pa += sa; pb += sb; }
+  if (l < len) { s1 += ld(pa) * ld(pb); l++; pa += sa; pb += sb; }
+  if (l < len) { s2 += ld(pa) * ld(pb); }
+  return (s0 + s2) + (s1 + s3);
+}
+
+/** Σ x_l over `len` contiguous values, in dot4's order. */
+function sum4(p: usize, len: i32): f64 {
+  if (len == 1) return ld(p);
+  let s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  let l = 0;
+  if (ASC_FEATURE_SIMD) {
+    let acc01 = f64x2.splat(0), acc23 = f64x2.splat(0);
+    for (; l + 4 <= len; l += 4) {
+      acc01 = f64x2.add(acc01, v128.load(p));
+      acc23 = f64x2.add(acc23, v128.load(p, 16));
+      p += 32;
+    }
+    s0 = f64x2.extract_lane(acc01, 0); s1 = f64x2.extract_lane(acc01, 1);
+    s2 = f64x2.extract_lane(acc23, 0); s3 = f64x2.extract_lane(acc23, 1);
+  } else {
+    for (; l + 4 <= len; l += 4) {
+      s0 += ld(p); s1 += ld(p + 8); s2 += ld(p + 16); s3 += ld(p + 24);
+      p += 32;
+    }
+  }
+  if (l < len) { s0 += ld(p); l++; p += 8; }
+  if (l < len) { s1 += ld(p); l++; p += 8; }
+  if (l < len) { s2 += ld(p); }
+  return (s0 + s2) + (s1 + s3);
+}
+
+/** D[i, j] (= or +=) Σ_l A[i, l] B[l, j], i < m, l < k, j < p; every operand by byte strides, so
+ *  transposed operands (the VJPs) are the same call. */
+function contract(
+  d: usize, dsi: usize, dsj: usize, a: usize, asi: usize, asl: usize, b: usize, bsl: usize, bsj: usize,
+  m: i32, k: i32, p: i32, accumulate: bool,
+): void {
+  for (let i = 0; i < m; i++) {
+    for (let j = 0; j < p; j++) {
+      const v = dot4(a + <usize>i * asi, asl, b + <usize>j * bsj, bsl, k);
+      const q = d + <usize>i * dsi + <usize>j * dsj;
+      st(q, accumulate ? ld(q) + v : v);
+    }
+  }
+}
+
+// ─── elementwise ops: operand addressing with broadcasting ───
+// An operand is a scalar node (step 0), a vector of the output's length, or a shorter vector
+// repeated every `blockLen` elements. The output runs in `blocks` blocks of `blockLen`.
+
+let blockLen: i32 = 0;
+let blocks: i32 = 0;
+
+function setBlocks(n: i32, ia: i32, ib: i32, ic: i32): void {
+  let len = n;
+  if (isVec(ia) && lenOf(ia) < len) len = lenOf(ia);
+  if (isVec(ib) && lenOf(ib) < len) len = lenOf(ib);
+  if (isVec(ic) && lenOf(ic) < len) len = lenOf(ic);
+  blockLen = len;
+  blocks = len == 0 ? 0 : n / len;
+}
+
+/** Address of operand j's first element (or scalar slot) given the node and element bases. */
+// @ts-ignore: decorator
+@inline function addr(j: i32, nodeBase: usize, elemBase: usize): usize {
+  return isVec(j) ? at(elemBase, offOf(j)) : at(nodeBase, j);
+}
+// @ts-ignore: decorator
+@inline function stepOf(j: i32): usize { return isVec(j) ? 8 : 0; }
+/** Bytes operand j moves per block: a block for full-length vectors, 0 for repeated and scalars. */
+// @ts-ignore: decorator
+@inline function blockStep(j: i32, n: i32): usize { return isVec(j) && lenOf(j) == n ? <usize>blockLen << 3 : 0; }
+
+// @ts-ignore: decorator
+@inline function mapLoop(s: i32, out: usize, pa: usize, sa: usize, pb: usize, sb: usize, len: i32): void {
+  for (let k = 0; k < len; k++) {
+    st(out, forwardRule(s, ld(pa), ld(pb)));
+    out += 8; pa += sa; pb += sb;
+  }
+}
+
+// @ts-ignore: decorator
+@inline function simdMap(s: i32, x: v128, z: v128): v128 {
+  return s == Op.Add ? f64x2.add(x, z) : s == Op.Sub ? f64x2.sub(x, z) : s == Op.Mul ? f64x2.mul(x, z) : f64x2.div(x, z);
+}
+
+function mapBlock(s: i32, out: usize, pa: usize, sa: usize, pb: usize, sb: usize, len: i32): void {
+  if (ASC_FEATURE_SIMD && (s == Op.Add || s == Op.Sub || s == Op.Mul || s == Op.Div) && sa == 8) {
+    // x ⊕ z with z a full vector or a broadcast scalar (splatted once): IEEE per lane, so equal
+    // to the scalar loop bit for bit.
+    let k = 0;
+    if (sb == 8) {
+      for (; k + 2 <= len; k += 2) v128.store(at(out, k), simdMap(s, v128.load(at(pa, k)), v128.load(at(pb, k))));
+    } else {
+      const z = f64x2.splat(ld(pb));
+      for (; k + 2 <= len; k += 2) v128.store(at(out, k), simdMap(s, v128.load(at(pa, k)), z));
+    }
+    if (k < len) st(at(out, k), forwardRule(s, ld(at(pa, k)), ld(pb + <usize>k * sb)));
+    return;
+  }
+  switch (s) {
+    case Op.Add: mapLoop(Op.Add, out, pa, sa, pb, sb, len); return;
+    case Op.Sub: mapLoop(Op.Sub, out, pa, sa, pb, sb, len); return;
+    case Op.Mul: mapLoop(Op.Mul, out, pa, sa, pb, sb, len); return;
+    case Op.Div: mapLoop(Op.Div, out, pa, sa, pb, sb, len); return;
+    case Op.Neg: mapLoop(Op.Neg, out, pa, sa, pb, sb, len); return;
+    case Op.Square: mapLoop(Op.Square, out, pa, sa, pb, sb, len); return;
+    case Op.Exp: mapLoop(Op.Exp, out, pa, sa, pb, sb, len); return;
+    case Op.Log: mapLoop(Op.Log, out, pa, sa, pb, sb, len); return;
+    case Op.Tanh: mapLoop(Op.Tanh, out, pa, sa, pb, sb, len); return;
+    case Op.Sigmoid: mapLoop(Op.Sigmoid, out, pa, sa, pb, sb, len); return;
+    case Op.Softplus: mapLoop(Op.Softplus, out, pa, sa, pb, sb, len); return;
+    case Op.Relu: mapLoop(Op.Relu, out, pa, sa, pb, sb, len); return;
+  }
+  mapLoop(s, out, pa, sa, pb, sb, len);
+}
+
+function elementwiseForward(i: i32, s: i32, n: i32): void {
+  const ia = argA(i), ib = argB(i);
+  let out = at(xvalBase, offOf(i));
+  if (s == Op.Select) {
+    const ic = argA(i - 2);
+    setBlocks(n, ia, ib, ic);
+    let pc = addr(ia, valBase, xvalBase), pt = addr(ib, valBase, xvalBase), pf = addr(ic, valBase, xvalBase);
+    const sc = stepOf(ia), stt = stepOf(ib), sf = stepOf(ic);
+    const dc = blockStep(ia, n), dt = blockStep(ib, n), df = blockStep(ic, n);
+    for (let blk = 0; blk < blocks; blk++) {
+      for (let k = 0; k < blockLen; k++) {
+        st(at(out, k), truthy(ld(pc + <usize>k * sc)) ? ld(pt + <usize>k * stt) : ld(pf + <usize>k * sf));
+      }
+      out += <usize>blockLen << 3; pc += dc; pt += dt; pf += df;
+    }
+    return;
+  }
+  setBlocks(n, ia, ib, ia);
+  let pa = addr(ia, valBase, xvalBase), pb = addr(ib, valBase, xvalBase);
+  const sa = stepOf(ia), sb = stepOf(ib), da = blockStep(ia, n), db = blockStep(ib, n);
+  for (let blk = 0; blk < blocks; blk++) {
+    mapBlock(s, out, pa, sa, pb, sb, blockLen);
+    out += <usize>blockLen << 3; pa += da; pb += db;
+  }
+}
+
+// Per element exactly the scalar reverse sweep: skip a zero adjoint, skip a zero partial.
+// @ts-ignore: decorator
+@inline function reverseLoop(
+  s: i32, pg: usize, py: usize, xa: usize, ga: usize, sa: usize, xb: usize, gb: usize, sb: usize, len: i32,
+  wantA: bool, wantB: bool,
+): void {
+  for (let k = 0; k < len; k++) {
+    const g = ld(pg);
+    if (g != 0) {
+      const p = partials(s, ld(xa), ld(xb), ld(py));
+      const q = partialZ;
+      if (wantA && p != 0) acc(ga, g * p);
+      if (wantB && q != 0) acc(gb, g * q);
+    }
+    pg += 8; py += 8; xa += sa; ga += sa; xb += sb; gb += sb;
+  }
+}
+
+function reverseBlock(
+  s: i32, pg: usize, py: usize, xa: usize, ga: usize, sa: usize, xb: usize, gb: usize, sb: usize, len: i32,
+  wantA: bool, wantB: bool,
+): void {
+  switch (s) {
+    case Op.Add: reverseLoop(Op.Add, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
+    case Op.Sub: reverseLoop(Op.Sub, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
+    case Op.Mul: reverseLoop(Op.Mul, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
+    case Op.Div: reverseLoop(Op.Div, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
+    case Op.Square: reverseLoop(Op.Square, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
+    case Op.Exp: reverseLoop(Op.Exp, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
+    case Op.Log: reverseLoop(Op.Log, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
+    case Op.Tanh: reverseLoop(Op.Tanh, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
+    case Op.Sigmoid: reverseLoop(Op.Sigmoid, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
+    case Op.Softplus: reverseLoop(Op.Softplus, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
+    case Op.Relu: reverseLoop(Op.Relu, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
+  }
+  reverseLoop(s, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB);
+}
+
+function elementwiseReverse(i: i32, s: i32, n: i32): void {
+  const ia = argA(i), ib = argB(i);
+  let pg = at(xadjBase, offOf(i));
+  if (s == Op.Select) {
+    const ic = argA(i - 2);
+    setBlocks(n, ia, ib, ic);
+    let pc = addr(ia, valBase, xvalBase), gt = addr(ib, adjBase, xadjBase), gf = addr(ic, adjBase, xadjBase);
+    const sc = stepOf(ia), stt = stepOf(ib), sf = stepOf(ic);
+    const dc = blockStep(ia, n), dt = blockStep(ib, n), df = blockStep(ic, n);
+    const wantT = wantsAdjoint(ib), wantF = wantsAdjoint(ic);
+    for (let blk = 0; blk < blocks; blk++) {
+      for (let k = 0; k < blockLen; k++) {
+        const g = ld(at(pg, k));
+        if (g == 0) continue;
+        if (truthy(ld(pc + <usize>k * sc))) { if (wantT) acc(gt + <usize>k * stt, g); }
+        else if (wantF) acc(gf + <usize>k * sf, g);
+      }
+      pg += <usize>blockLen << 3; pc += dc; gt += dt; gf += df;
+    }
+    touch(ib); touch(ic);
+    return;
+  }
+  setBlocks(n, ia, ib, ia);
+  let py = at(xvalBase, offOf(i));
+  let xa = addr(ia, valBase, xvalBase), ga = addr(ia, adjBase, xadjBase);
+  let xb = addr(ib, valBase, xvalBase), gb = addr(ib, adjBase, xadjBase);
+  const sa = stepOf(ia), sb = stepOf(ib), da = blockStep(ia, n), db = blockStep(ib, n);
+  // A unary op has b = a and a zero second partial.
+  const wantA = wantsAdjoint(ia), wantB = ib != ia && wantsAdjoint(ib);
+  for (let blk = 0; blk < blocks; blk++) {
+    reverseBlock(s, pg, py, xa, ga, sa, xb, gb, sb, blockLen, wantA, wantB);
+    const step = <usize>blockLen << 3;
+    pg += step; py += step; xa += da; ga += da; xb += db; gb += db;
+  }
+  touch(ia); touch(ib);
+}
+
+function elementwiseTangent(i: i32, s: i32, n: i32): void {
+  const ia = argA(i), ib = argB(i);
+  let out = at(xtanBase, offOf(i));
+  if (s == Op.Select) {
+    const ic = argA(i - 2);
+    setBlocks(n, ia, ib, ic);
+    let pc = addr(ia, valBase, xvalBase), pt = addr(ib, tanBase, xtanBase), pf = addr(ic, tanBase, xtanBase);
+    const sc = stepOf(ia), stt = stepOf(ib), sf = stepOf(ic);
+    const dc = blockStep(ia, n), dt = blockStep(ib, n), df = blockStep(ic, n);
+    for (let blk = 0; blk < blocks; blk++) {
+      for (let k = 0; k < blockLen; k++) {
+        st(at(out, k), truthy(ld(pc + <usize>k * sc)) ? ld(pt + <usize>k * stt) : ld(pf + <usize>k * sf));
+      }
+      out += <usize>blockLen << 3; pc += dc; pt += dt; pf += df;
+    }
+    return;
+  }
+  setBlocks(n, ia, ib, ia);
+  let py = at(xvalBase, offOf(i));
+  let xa = addr(ia, valBase, xvalBase), ta = addr(ia, tanBase, xtanBase);
+  let xb = addr(ib, valBase, xvalBase), tb = addr(ib, tanBase, xtanBase);
+  const sa = stepOf(ia), sb = stepOf(ib), da = blockStep(ia, n), db = blockStep(ib, n);
+  for (let blk = 0; blk < blocks; blk++) {
+    let pa = xa, qa = ta, pb = xb, qb = tb, o = out, y = py;
+    for (let k = 0; k < blockLen; k++) {
+      const dta = ld(qa), dtb = ld(qb);
+      if (dta == 0 && dtb == 0) st(o, 0);
+      else {
+        const p = partialsCall(s, ld(pa), ld(pb), ld(y));
+        const q = partialZ;
+        st(o, (dta != 0 ? dta * p : 0) + (dtb != 0 ? dtb * q : 0));
+      }
+      pa += sa; qa += sa; pb += sb; qb += sb; o += 8; y += 8;
+    }
+    const step = <usize>blockLen << 3;
+    out += step; py += step; xa += da; ta += da; xb += db; tb += db;
+  }
+}
+
+function elementwiseReverseTangent(i: i32, s: i32, n: i32): void {
+  const ia = argA(i), ib = argB(i);
+  let pg = at(xadjBase, offOf(i)), pgt = at(xtanAdjBase, offOf(i));
+  if (s == Op.Select) {
+    const ic = argA(i - 2);
+    setBlocks(n, ia, ib, ic);
+    let pc = addr(ia, valBase, xvalBase);
+    let gT = addr(ib, adjBase, xadjBase), gtT = addr(ib, tanAdjBase, xtanAdjBase);
+    let gF = addr(ic, adjBase, xadjBase), gtF = addr(ic, tanAdjBase, xtanAdjBase);
+    const sc = stepOf(ia), stt = stepOf(ib), sf = stepOf(ic);
+    const dc = blockStep(ia, n), dt = blockStep(ib, n), df = blockStep(ic, n);
+    for (let blk = 0; blk < blocks; blk++) {
+      for (let k = 0; k < blockLen; k++) {
+        const g = ld(at(pg, k)), gt = ld(at(pgt, k));
+        if (g == 0 && gt == 0) continue;
+        if (truthy(ld(pc + <usize>k * sc))) { acc(gT + <usize>k * stt, g); acc(gtT + <usize>k * stt, gt); }
+        else { acc(gF + <usize>k * sf, g); acc(gtF + <usize>k * sf, gt); }
+      }
+      const step = <usize>blockLen << 3;
+      pg += step; pgt += step; pc += dc; gT += dt; gtT += dt; gF += df; gtF += df;
+    }
+    touch(ib); touch(ic);
+    return;
+  }
+  setBlocks(n, ia, ib, ia);
+  let py = at(xvalBase, offOf(i)), pty = at(xtanBase, offOf(i));
+  let xa = addr(ia, valBase, xvalBase), ta = addr(ia, tanBase, xtanBase);
+  let ga = addr(ia, adjBase, xadjBase), gta = addr(ia, tanAdjBase, xtanAdjBase);
+  let xb = addr(ib, valBase, xvalBase), tb = addr(ib, tanBase, xtanBase);
+  let gb = addr(ib, adjBase, xadjBase), gtb = addr(ib, tanAdjBase, xtanAdjBase);
+  const sa = stepOf(ia), sb = stepOf(ib), da = blockStep(ia, n), db = blockStep(ib, n);
+  for (let blk = 0; blk < blocks; blk++) {
+    for (let k = 0; k < blockLen; k++) {
+      const g = ld(at(pg, k)), gt = ld(at(pgt, k));
+      if (g == 0 && gt == 0) continue;
+      const ka = <usize>k * sa, kb = <usize>k * sb;
+      const x = ld(xa + ka), z = ld(xb + kb), y = ld(at(py, k));
+      const p = partialsCall(s, x, z, y);
+      const q = partialZ;
+      if (g != 0 && p != 0) acc(ga + ka, g * p);
+      if (g != 0 && q != 0) acc(gb + kb, g * q);
+      const dp = g != 0 ? partialsTangent(s, x, z, y, ld(ta + ka), ld(tb + kb), ld(at(pty, k))) : 0;
+      const dq = g != 0 ? partialZTangent : 0;
+      const ra = (gt != 0 && p != 0 ? gt * p : 0) + (dp != 0 ? g * dp : 0);
+      const rb = (gt != 0 && q != 0 ? gt * q : 0) + (dq != 0 ? g * dq : 0);
+      if (ra != 0) acc(gta + ka, ra);
+      if (rb != 0) acc(gtb + kb, rb);
+    }
+    const step = <usize>blockLen << 3;
+    pg += step; pgt += step; py += step; pty += step;
+    xa += da; ta += da; ga += da; gta += da; xb += db; tb += db; gb += db; gtb += db;
+  }
+  touch(ia); touch(ib);
+}
+
+// ─── reductions ───
+
+/** max (or min) of x; NaN if any element is NaN. */
+function extreme(off: i32, n: i32, isMax: bool): f64 {
+  let m = isMax ? -Infinity : Infinity;
+  for (let k = 0; k < n; k++) {
+    const x = xval(off + k);
+    if (x != x) return NaN;
+    if (isMax ? x > m : x < m) m = x;
+  }
+  return m;
+}
+
+/** The share of the adjoint each maximum gets: 1/t over t ties (min-norm subgradient), NaN
+ *  when the result is NaN. */
+// @ts-ignore: decorator
+@inline function extremeShare(y: f64, ties: i32): f64 { return y != y ? NaN : 1.0 / <f64>ties; }
+
+function logSumExp(off: i32, n: i32): f64 {
+  if (n == 0) return -Infinity;
+  const m = extreme(off, n, true);
+  if (m - m != 0) return m; // NaN, or ±Infinity: the sum is dominated (or all -Infinity)
+  let s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  let l = 0;
+  for (; l + 4 <= n; l += 4) {
+    s0 += Math.exp(xval(off + l) - m); s1 += Math.exp(xval(off + l + 1) - m);
+    s2 += Math.exp(xval(off + l + 2) - m); s3 += Math.exp(xval(off + l + 3) - m);
+  }
+  if (l < n) { s0 += Math.exp(xval(off + l) - m); l++; }
+  if (l < n) { s1 += Math.exp(xval(off + l) - m); l++; }
+  if (l < n) { s2 += Math.exp(xval(off + l) - m); }
+  return m + Math.log(n == 1 ? Math.exp(xval(off) - m) : (s0 + s2) + (s1 + s3));
+}
+
+/** Σ softmax_k tx_k for the tangent of logSumExp (y its value), in dot4's order. */
+function softmaxDot(off: i32, n: i32, y: f64): f64 {
+  if (n == 1) return Math.exp(xval(off) - y) * xtan(off);
+  let s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  let l = 0;
+  for (; l + 4 <= n; l += 4) {
+    s0 += Math.exp(xval(off + l) - y) * xtan(off + l); s1 += Math.exp(xval(off + l + 1) - y) * xtan(off + l + 1);
+    s2 += Math.exp(xval(off + l + 2) - y) * xtan(off + l + 2); s3 += Math.exp(xval(off + l + 3) - y) * xtan(off + l + 3);
+  }
+  if (l < n) { s0 += Math.exp(xval(off + l) - y) * xtan(off + l); l++; }
+  if (l < n) { s1 += Math.exp(xval(off + l) - y) * xtan(off + l); l++; }
+  if (l < n) { s2 += Math.exp(xval(off + l) - y) * xtan(off + l); }
+  return (s0 + s2) + (s1 + s3);
+}
+
+// ─── the sweeps' entry points ───
+
+/** Forward rule of vector op `op` at node i (scalar outputs go to val(i)). */
+export function vectorForward(i: i32, op: i32): void {
+  if (op >= ELEMENTWISE) { elementwiseForward(i, op - ELEMENTWISE, lenOf(i)); setVal(i, 0); return; }
+  const ia = argA(i), ib = argB(i);
+  switch (op) {
+    case Op.VMeta: case Op.VParam: case Op.VInput: case Op.VConst: setVal(i, 0); return;
+    case Op.VGet: setVal(i, xval(offOf(ia) + ib)); return;
+    case Op.VSum: setVal(i, sum4(at(xvalBase, offOf(ia)), lenOf(ia))); return;
+    case Op.VMax: setVal(i, extreme(offOf(ia), lenOf(ia), true)); return;
+    case Op.VMin: setVal(i, extreme(offOf(ia), lenOf(ia), false)); return;
+    case Op.VLogSumExp: setVal(i, logSumExp(offOf(ia), lenOf(ia))); return;
+    case Op.VDot: setVal(i, dot4(at(xvalBase, offOf(ia)), 8, at(xvalBase, offOf(ib)), 8, lenOf(ia))); return;
+  }
+  setVal(i, 0);
+  const out = offOf(i), n = lenOf(i);
+  switch (op) {
+    case Op.VMatmul: {
+      const m = argA(i - 2), k = argB(i - 2), p = m == 0 ? 0 : n / m;
+      contract(at(xvalBase, out), <usize>p << 3, 8, at(xvalBase, offOf(ia)), <usize>k << 3, 8, at(xvalBase, offOf(ib)), <usize>p << 3, 8, m, k, p, false);
+      return;
+    }
+    case Op.VTranspose: {
+      const m = argA(i - 2), k = argB(i - 2), src = offOf(ia);
+      for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) st(at(xvalBase, out + c * m + r), xval(src + r * k + c));
+      return;
+    }
+    case Op.VSlice: memory.copy(at(xvalBase, out), at(xvalBase, offOf(ia) + ib), <usize>n << 3); return;
+    case Op.VGather: {
+      const src = offOf(ia), idx = offOf(ib);
+      for (let k = 0; k < n; k++) st(at(xvalBase, out + k), xval(src + <i32>xval(idx + k)));
+      return;
+    }
+    case Op.VConcat: {
+      const count = ia, first = i - 1 - ((count + 1) >> 1);
+      let pos = out;
+      for (let c = 0; c < count; c++) {
+        const j = (c & 1) ? argB(first + (c >> 1)) : argA(first + (c >> 1));
+        if (isVec(j)) {
+          memory.copy(at(xvalBase, pos), at(xvalBase, offOf(j)), <usize>lenOf(j) << 3);
+          pos += lenOf(j);
+        } else {
+          st(at(xvalBase, pos), val(j));
+          pos++;
+        }
+      }
+      return;
+    }
+  }
+}
+
+/** Reverse rule: g is adj(i) (for vector outputs, the flag; their adjoints are in xadj). */
+export function vectorReverse(i: i32, op: i32, g: f64): void {
+  if (op >= ELEMENTWISE) { elementwiseReverse(i, op - ELEMENTWISE, lenOf(i)); return; }
+  const ia = argA(i), ib = argB(i);
+  switch (op) {
+    case Op.VMeta: case Op.VParam: case Op.VInput: case Op.VConst: return;
+    case Op.VGet: store<f64>(at(xadjBase, offOf(ia) + ib), xadj(offOf(ia) + ib) + g); touch(ia); return;
+    case Op.VSum: {
+      const off = offOf(ia), n = lenOf(ia);
+      for (let k = 0; k < n; k++) acc(at(xadjBase, off + k), g);
+      touch(ia);
+      return;
+    }
+    case Op.VMax: case Op.VMin: {
+      const off = offOf(ia), n = lenOf(ia), y = val(i);
+      const share = extremeShare(y, tiesOf(off, n, y));
+      for (let k = 0; k < n; k++) if (y != y || xval(off + k) == y) acc(at(xadjBase, off + k), g * share);
+      touch(ia);
+      return;
+    }
+    case Op.VLogSumExp: {
+      const off = offOf(ia), n = lenOf(ia), y = val(i);
+      for (let k = 0; k < n; k++) {
+        const p = Math.exp(xval(off + k) - y);
+        if (p != 0) acc(at(xadjBase, off + k), g * p);
+      }
+      touch(ia);
+      return;
+    }
+    case Op.VDot: {
+      const oa = offOf(ia), ob = offOf(ib), n = lenOf(ia);
+      const wantA = wantsAdjoint(ia), wantB = wantsAdjoint(ib);
+      for (let k = 0; k < n; k++) {
+        const x = xval(oa + k), z = xval(ob + k);
+        if (wantA && z != 0) acc(at(xadjBase, oa + k), g * z);
+        if (wantB && x != 0) acc(at(xadjBase, ob + k), g * x);
+      }
+      touch(ia); touch(ib);
+      return;
+    }
+  }
+  const out = offOf(i), n = lenOf(i);
+  switch (op) {
+    case Op.VMatmul: matmulReverse(i, ia, ib, out, n, xadjBase, xadjBase, xadjBase, xvalBase, xvalBase); break;
+    case Op.VTranspose: transposeBack(i, ia, out, xadjBase); break;
+    case Op.VSlice: sliceBack(ia, ib, out, n, xadjBase); break;
+    case Op.VGather: gatherBack(ia, ib, out, n, xadjBase); break;
+    case Op.VConcat: concatBack(i, ia, out, adjBase, xadjBase); break;
+  }
+}
+
+function tiesOf(off: i32, n: i32, y: f64): i32 {
+  let t = 0;
+  for (let k = 0; k < n; k++) if (xval(off + k) == y) t++;
+  return t;
+}
+
+// gA += gC Bᵀ, gB += Aᵀ gC: `dst` holds the adjoint region written, `gc` the output's (adjoint or
+// adjoint tangent), `va`/`vb` the regions the operands are read from (values, or tangents).
+function matmulReverse(i: i32, ia: i32, ib: i32, out: i32, n: i32, gc: usize, dstA: usize, dstB: usize, va: usize, vb: usize): void {
+  const m = argA(i - 2), k = argB(i - 2), p = m == 0 ? 0 : n / m;
+  const g = at(gc, out), a = at(va, offOf(ia)), b = at(vb, offOf(ib));
+  if (wantsAdjoint(ia)) {
+    contract(at(dstA, offOf(ia)), <usize>k << 3, 8, g, <usize>p << 3, 8, b, 8, <usize>p << 3, m, p, k, true);
+  }
+  if (wantsAdjoint(ib)) {
+    contract(at(dstB, offOf(ib)), <usize>p << 3, 8, a, 8, <usize>k << 3, g, <usize>p << 3, 8, k, m, p, true);
+  }
+  touch(ia); touch(ib);
+}
+
+function transposeBack(i: i32, ia: i32, out: i32, region: usize): void {
+  const m = argA(i - 2), k = argB(i - 2), dst = offOf(ia);
+  for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) acc(at(region, dst + r * k + c), ld(at(region, out + c * m + r)));
+  touch(ia);
+}
+
+function sliceBack(ia: i32, start: i32, out: i32, n: i32, region: usize): void {
+  const dst = offOf(ia) + start;
+  for (let k = 0; k < n; k++) acc(at(region, dst + k), ld(at(region, out + k)));
+  touch(ia);
+}
+
+function gatherBack(ia: i32, ib: i32, out: i32, n: i32, region: usize): void {
+  const dst = offOf(ia), idx = offOf(ib);
+  for (let k = 0; k < n; k++) acc(at(region, dst + <i32>xval(idx + k)), ld(at(region, out + k)));
+  touch(ia);
+}
+
+function concatBack(i: i32, count: i32, out: i32, nodeRegion: usize, region: usize): void {
+  const first = i - 1 - ((count + 1) >> 1);
+  let pos = out;
+  for (let c = 0; c < count; c++) {
+    const j = (c & 1) ? argB(first + (c >> 1)) : argA(first + (c >> 1));
+    if (isVec(j)) {
+      const dst = offOf(j), len = lenOf(j);
+      for (let k = 0; k < len; k++) acc(at(region, dst + k), ld(at(region, pos + k)));
+      pos += len;
+      touch(j);
+    } else {
+      acc(at(nodeRegion, j), ld(at(region, pos)));
+      pos++;
+    }
+  }
+}
+
+/** Tangent rule (forward mode): tangents of the operands are in tan / xtan. */
+export function vectorTangent(i: i32, op: i32): void {
+  if (op >= ELEMENTWISE) { elementwiseTangent(i, op - ELEMENTWISE, lenOf(i)); return; }
+  const ia = argA(i), ib = argB(i);
+  switch (op) {
+    case Op.VMeta: case Op.VParam: case Op.VInput: case Op.VConst: return;
+    case Op.VGet: setTan(i, xtan(offOf(ia) + ib)); return;
+    case Op.VSum: setTan(i, sum4(at(xtanBase, offOf(ia)), lenOf(ia))); return;
+    case Op.VMax: case Op.VMin: {
+      const off = offOf(ia), n = lenOf(ia), y = val(i);
+      const share = extremeShare(y, tiesOf(off, n, y));
+      let t = 0.0;
+      for (let k = 0; k < n; k++) {
+        const tx = xtan(off + k);
+        if ((y != y || xval(off + k) == y) && tx != 0) t += tx * share;
+      }
+      setTan(i, t);
+      return;
+    }
+    case Op.VLogSumExp: setTan(i, softmaxDot(offOf(ia), lenOf(ia), val(i))); return;
+    case Op.VDot: {
+      const n = lenOf(ia);
+      setTan(i, dot4(at(xtanBase, offOf(ia)), 8, at(xvalBase, offOf(ib)), 8, n) + dot4(at(xvalBase, offOf(ia)), 8, at(xtanBase, offOf(ib)), 8, n));
+      return;
+    }
+  }
+  const out = offOf(i), n = lenOf(i);
+  switch (op) {
+    case Op.VMatmul: {
+      const m = argA(i - 2), k = argB(i - 2), p = m == 0 ? 0 : n / m;
+      const d = at(xtanBase, out), ps = <usize>p << 3, ks = <usize>k << 3;
+      contract(d, ps, 8, at(xtanBase, offOf(ia)), ks, 8, at(xvalBase, offOf(ib)), ps, 8, m, k, p, false);
+      contract(d, ps, 8, at(xvalBase, offOf(ia)), ks, 8, at(xtanBase, offOf(ib)), ps, 8, m, k, p, true);
+      return;
+    }
+    case Op.VTranspose: {
+      const m = argA(i - 2), k = argB(i - 2), src = offOf(ia);
+      for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) st(at(xtanBase, out + c * m + r), xtan(src + r * k + c));
+      return;
+    }
+    case Op.VSlice: memory.copy(at(xtanBase, out), at(xtanBase, offOf(ia) + ib), <usize>n << 3); return;
+    case Op.VGather: {
+      const src = offOf(ia), idx = offOf(ib);
+      for (let k = 0; k < n; k++) st(at(xtanBase, out + k), xtan(src + <i32>xval(idx + k)));
+      return;
+    }
+    case Op.VConcat: {
+      const count = ia, first = i - 1 - ((count + 1) >> 1);
+      let pos = out;
+      for (let c = 0; c < count; c++) {
+        const j = (c & 1) ? argB(first + (c >> 1)) : argA(first + (c >> 1));
+        if (isVec(j)) {
+          memory.copy(at(xtanBase, pos), at(xtanBase, offOf(j)), <usize>lenOf(j) << 3);
+          pos += lenOf(j);
+        } else {
+          st(at(xtanBase, pos), tan(j));
+          pos++;
+        }
+      }
+      return;
+    }
+  }
+}
+
+/** Forward over reverse: adjoints and adjoint tangents (g, gt for scalar outputs; the element
+ *  regions for vector outputs). */
+export function vectorReverseTangent(i: i32, op: i32, g: f64, gt: f64): void {
+  if (op >= ELEMENTWISE) { elementwiseReverseTangent(i, op - ELEMENTWISE, lenOf(i)); return; }
+  const ia = argA(i), ib = argB(i);
+  switch (op) {
+    case Op.VMeta: case Op.VParam: case Op.VInput: case Op.VConst: return;
+    case Op.VGet: {
+      const k = offOf(ia) + ib;
+      acc(at(xadjBase, k), g); acc(at(xtanAdjBase, k), gt);
+      touch(ia);
+      return;
+    }
+    case Op.VSum: {
+      const off = offOf(ia), n = lenOf(ia);
+      for (let k = 0; k < n; k++) { acc(at(xadjBase, off + k), g); acc(at(xtanAdjBase, off + k), gt); }
+      touch(ia);
+      return;
+    }
+    case Op.VMax: case Op.VMin: {
+      const off = offOf(ia), n = lenOf(ia), y = val(i);
+      const share = extremeShare(y, tiesOf(off, n, y));
+      for (let k = 0; k < n; k++) {
+        if (y == y && xval(off + k) != y) continue;
+        if (g != 0) acc(at(xadjBase, off + k), g * share);
+        if (gt != 0) acc(at(xtanAdjBase, off + k), gt * share);
+      }
+      touch(ia);
+      return;
+    }
+    case Op.VLogSumExp: {
+      const off = offOf(ia), n = lenOf(ia), y = val(i), ty = tan(i);
+      for (let k = 0; k < n; k++) {
+        const p = Math.exp(xval(off + k) - y);
+        if (g != 0 && p != 0) acc(at(xadjBase, off + k), g * p);
+        const dp = g != 0 ? p * (xtan(off + k) - ty) : 0;
+        const r = (gt != 0 && p != 0 ? gt * p : 0) + (dp != 0 ? g * dp : 0);
+        if (r != 0) acc(at(xtanAdjBase, off + k), r);
+      }
+      touch(ia);
+      return;
+    }
+    case Op.VDot: {
+      // mul's second-order rule per element: pa = z, pb = x, dpa = tz, dpb = tx.
+      const oa = offOf(ia), ob = offOf(ib), n = lenOf(ia);
+      const wantA = wantsAdjoint(ia), wantB = wantsAdjoint(ib);
+      for (let k = 0; k < n; k++) {
+        const x = xval(oa + k), z = xval(ob + k), tx = xtan(oa + k), tz = xtan(ob + k);
+        if (g != 0 && z != 0 && wantA) acc(at(xadjBase, oa + k), g * z);
+        if (g != 0 && x != 0 && wantB) acc(at(xadjBase, ob + k), g * x);
+        const ra = (gt != 0 && z != 0 ? gt * z : 0) + (g != 0 && tz != 0 ? g * tz : 0);
+        const rb = (gt != 0 && x != 0 ? gt * x : 0) + (g != 0 && tx != 0 ? g * tx : 0);
+        if (ra != 0 && wantA) acc(at(xtanAdjBase, oa + k), ra);
+        if (rb != 0 && wantB) acc(at(xtanAdjBase, ob + k), rb);
+      }
+      touch(ia); touch(ib);
+      return;
+    }
+  }
+  const out = offOf(i), n = lenOf(i);
+  switch (op) {
+    case Op.VMatmul:
+      // adj: gA += gC Bᵀ, gB += Aᵀ gC; tanAdj: tgA += tgC Bᵀ + gC tBᵀ, tgB += Aᵀ tgC + tAᵀ gC.
+      matmulReverse(i, ia, ib, out, n, xadjBase, xadjBase, xadjBase, xvalBase, xvalBase);
+      matmulReverse(i, ia, ib, out, n, xtanAdjBase, xtanAdjBase, xtanAdjBase, xvalBase, xvalBase);
+      matmulReverse(i, ia, ib, out, n, xadjBase, xtanAdjBase, xtanAdjBase, xtanBase, xtanBase);
+      break;
+    case Op.VTranspose: transposeBack(i, ia, out, xadjBase); transposeBack(i, ia, out, xtanAdjBase); break;
+    case Op.VSlice: sliceBack(ia, ib, out, n, xadjBase); sliceBack(ia, ib, out, n, xtanAdjBase); break;
+    case Op.VGather: gatherBack(ia, ib, out, n, xadjBase); gatherBack(ia, ib, out, n, xtanAdjBase); break;
+    case Op.VConcat: concatBack(i, ia, out, adjBase, xadjBase); concatBack(i, ia, out, tanAdjBase, xtanAdjBase); break;
+  }
+}
+
+/** checkNaN: whether any element of vector node i is NaN or ±Infinity (values, or adjoints). */
+export function vectorNonFinite(i: i32, values: bool): bool {
+  const base = values ? xvalBase : xadjBase, off = offOf(i), n = lenOf(i);
+  for (let k = 0; k < n; k++) {
+    const v = ld(at(base, off + k));
+    if (v - v != 0) return true;
+  }
+  return false;
+}

@@ -1,0 +1,616 @@
+// The pure-JS twin of assembly/vector.ts: the rules of the vector ops, loop for loop in the same
+// order (so sums agree bit for bit with the core), over the JS engine's typed arrays. An operand
+// address there is a pointer; here it is an array and an index.
+import type { TapeViews } from '../backend.ts';
+import { Op } from '../ops.ts';
+import { forwardRule, partials, partialZ, partialsTangent, partialZTangent, truthy } from './rules.ts';
+
+const {
+  const: CONST, vmeta: VMETA, vparam: VPARAM, vget: VGET, vsum: VSUM, vmax: VMAX, vmin: VMIN, vlogSumExp: VLSE,
+  vdot: VDOT, vinput: VINPUT, vconst: VCONST, vmatmul: VMATMUL, vtranspose: VTRANSPOSE, vslice: VSLICE,
+  vconcat: VCONCAT, vgather: VGATHER, select: SELECT,
+} = Op;
+/** Elementwise vector form of scalar op s is op code ELEMENTWISE + s (as in the core). */
+export const ELEMENTWISE = 128;
+
+export function isVectorOp(op: number): boolean {
+  return op >= VINPUT;
+}
+
+type F64 = Float64Array;
+
+/** Σ A[pa + l·sa] · B[pb + l·sb] over `len` terms, in the core's dot4 order. */
+export function dot4(A: F64, pa: number, sa: number, B: F64, pb: number, sb: number, len: number): number {
+  if (len === 1) return A[pa]! * B[pb]!;
+  let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  let l = 0;
+  for (; l + 4 <= len; l += 4) {
+    s0 += A[pa]! * B[pb]!;
+    s1 += A[pa + sa]! * B[pb + sb]!;
+    s2 += A[pa + 2 * sa]! * B[pb + 2 * sb]!;
+    s3 += A[pa + 3 * sa]! * B[pb + 3 * sb]!;
+    pa += 4 * sa;
+    pb += 4 * sb;
+  }
+  if (l < len) { s0 += A[pa]! * B[pb]!; l++; pa += sa; pb += sb; }
+  if (l < len) { s1 += A[pa]! * B[pb]!; l++; pa += sa; pb += sb; }
+  if (l < len) s2 += A[pa]! * B[pb]!;
+  return (s0 + s2) + (s1 + s3);
+}
+
+/** Σ X[p + l] over `len` values, in dot4's order. */
+export function sum4(X: F64, p: number, len: number): number {
+  if (len === 1) return X[p]!;
+  let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  let l = 0;
+  for (; l + 4 <= len; l += 4, p += 4) {
+    s0 += X[p]!; s1 += X[p + 1]!; s2 += X[p + 2]!; s3 += X[p + 3]!;
+  }
+  if (l < len) { s0 += X[p]!; l++; p++; }
+  if (l < len) { s1 += X[p]!; l++; p++; }
+  if (l < len) s2 += X[p]!;
+  return (s0 + s2) + (s1 + s3);
+}
+
+function contract(
+  D: F64, d: number, dsi: number, dsj: number, A: F64, a: number, asi: number, asl: number,
+  B: F64, b: number, bsl: number, bsj: number, m: number, k: number, p: number, accumulate: boolean,
+): void {
+  for (let i = 0; i < m; i++) {
+    for (let j = 0; j < p; j++) {
+      const v = dot4(A, a + i * asi, asl, B, b + j * bsj, bsl, k);
+      const q = d + i * dsi + j * dsj;
+      D[q] = accumulate ? D[q]! + v : v;
+    }
+  }
+}
+
+/** The vector rules over one engine's views; `views` is replaced when the engine reallocates. */
+export class VectorRules {
+  constructor(public views: TapeViews) {}
+
+  private isVec(j: number): boolean { return this.views.op[j]! >= VINPUT; }
+  private off(j: number): number { return this.views.a[j - 1]!; }
+  private len(j: number): number { return this.views.b[j - 1]!; }
+  private wants(j: number): boolean { const op = this.views.op[j]; return op !== CONST && op !== VCONST; }
+  private touch(j: number): void { if (this.isVec(j)) this.views.adj[j] = 1; }
+
+  // Broadcasting, as in the core: blocks of blockLen elements; per operand an array, a start
+  // index, a step (1 or 0) and a per-block advance (blockLen or 0).
+  private blockLen = 0;
+  private blocks = 0;
+  private setBlocks(n: number, ia: number, ib: number, ic: number): void {
+    let len = n;
+    if (this.isVec(ia) && this.len(ia) < len) len = this.len(ia);
+    if (this.isVec(ib) && this.len(ib) < len) len = this.len(ib);
+    if (this.isVec(ic) && this.len(ic) < len) len = this.len(ic);
+    this.blockLen = len;
+    this.blocks = len === 0 ? 0 : n / len;
+  }
+  private arr(j: number, node: F64, elem: F64): F64 { return this.isVec(j) ? elem : node; }
+  private start(j: number): number { return this.isVec(j) ? this.off(j) : j; }
+  private step(j: number): number { return this.isVec(j) ? 1 : 0; }
+  private blockStep(j: number, n: number): number { return this.isVec(j) && this.len(j) === n ? this.blockLen : 0; }
+
+  forward(i: number, op: number): void {
+    const v = this.views;
+    const { a, b, val } = v;
+    const xval = v.xval;
+    if (op >= ELEMENTWISE) { this.elementwiseForward(i, op - ELEMENTWISE, this.len(i)); val[i] = 0; return; }
+    const ia = a[i]!, ib = b[i]!;
+    switch (op) {
+      case VMETA: case VPARAM: case VINPUT: case VCONST: val[i] = 0; return;
+      case VGET: val[i] = xval[this.off(ia) + ib]!; return;
+      case VSUM: val[i] = sum4(xval, this.off(ia), this.len(ia)); return;
+      case VMAX: val[i] = this.extreme(this.off(ia), this.len(ia), true); return;
+      case VMIN: val[i] = this.extreme(this.off(ia), this.len(ia), false); return;
+      case VLSE: val[i] = this.logSumExp(this.off(ia), this.len(ia)); return;
+      case VDOT: val[i] = dot4(xval, this.off(ia), 1, xval, this.off(ib), 1, this.len(ia)); return;
+    }
+    val[i] = 0;
+    const out = this.off(i), n = this.len(i);
+    switch (op) {
+      case VMATMUL: {
+        const m = a[i - 2]!, k = b[i - 2]!, p = m === 0 ? 0 : n / m;
+        contract(xval, out, p, 1, xval, this.off(ia), k, 1, xval, this.off(ib), p, 1, m, k, p, false);
+        return;
+      }
+      case VTRANSPOSE: {
+        const m = a[i - 2]!, k = b[i - 2]!, src = this.off(ia);
+        for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) xval[out + c * m + r] = xval[src + r * k + c]!;
+        return;
+      }
+      case VSLICE: xval.copyWithin(out, this.off(ia) + ib, this.off(ia) + ib + n); return;
+      case VGATHER: {
+        const src = this.off(ia), idx = this.off(ib);
+        for (let k = 0; k < n; k++) xval[out + k] = xval[src + xval[idx + k]!]!;
+        return;
+      }
+      case VCONCAT: this.concat(i, ia, out, val, xval, false); return;
+    }
+  }
+
+  reverse(i: number, op: number, g: number): void {
+    const v = this.views;
+    const { a, b, val } = v;
+    const xval = v.xval, xadj = v.xadj;
+    if (op >= ELEMENTWISE) { this.elementwiseReverse(i, op - ELEMENTWISE, this.len(i)); return; }
+    const ia = a[i]!, ib = b[i]!;
+    switch (op) {
+      case VMETA: case VPARAM: case VINPUT: case VCONST: return;
+      case VGET: xadj[this.off(ia) + ib] += g; this.touch(ia); return;
+      case VSUM: {
+        const off = this.off(ia), n = this.len(ia);
+        for (let k = 0; k < n; k++) xadj[off + k] += g;
+        this.touch(ia);
+        return;
+      }
+      case VMAX: case VMIN: {
+        const off = this.off(ia), n = this.len(ia), y = val[i]!;
+        const share = y !== y ? NaN : 1 / this.ties(off, n, y);
+        for (let k = 0; k < n; k++) if (y !== y || xval[off + k] === y) xadj[off + k] += g * share;
+        this.touch(ia);
+        return;
+      }
+      case VLSE: {
+        const off = this.off(ia), n = this.len(ia), y = val[i]!;
+        for (let k = 0; k < n; k++) {
+          const p = Math.exp(xval[off + k]! - y);
+          if (p !== 0) xadj[off + k] += g * p;
+        }
+        this.touch(ia);
+        return;
+      }
+      case VDOT: {
+        const oa = this.off(ia), ob = this.off(ib), n = this.len(ia);
+        const wantA = this.wants(ia), wantB = this.wants(ib);
+        for (let k = 0; k < n; k++) {
+          const x = xval[oa + k]!, z = xval[ob + k]!;
+          if (wantA && z !== 0) xadj[oa + k] += g * z;
+          if (wantB && x !== 0) xadj[ob + k] += g * x;
+        }
+        this.touch(ia); this.touch(ib);
+        return;
+      }
+    }
+    const out = this.off(i), n = this.len(i);
+    switch (op) {
+      case VMATMUL: this.matmulReverse(i, ia, ib, out, n, xadj, xadj, xval); break;
+      case VTRANSPOSE: this.transposeBack(i, ia, out, xadj); break;
+      case VSLICE: this.sliceBack(ia, ib, out, n, xadj); break;
+      case VGATHER: this.gatherBack(ia, ib, out, n, xadj); break;
+      case VCONCAT: this.concatBack(i, ia, out, v.adj, xadj); break;
+    }
+  }
+
+  tangent(i: number, op: number): void {
+    const v = this.views;
+    const { a, b, val } = v;
+    const tan = v.tan!, xval = v.xval, xtan = v.xtan!;
+    if (op >= ELEMENTWISE) { this.elementwiseTangent(i, op - ELEMENTWISE, this.len(i)); return; }
+    const ia = a[i]!, ib = b[i]!;
+    switch (op) {
+      case VMETA: case VPARAM: case VINPUT: case VCONST: return;
+      case VGET: tan[i] = xtan[this.off(ia) + ib]!; return;
+      case VSUM: tan[i] = sum4(xtan, this.off(ia), this.len(ia)); return;
+      case VMAX: case VMIN: {
+        const off = this.off(ia), n = this.len(ia), y = val[i]!;
+        const share = y !== y ? NaN : 1 / this.ties(off, n, y);
+        let t = 0;
+        for (let k = 0; k < n; k++) {
+          const tx = xtan[off + k]!;
+          if ((y !== y || xval[off + k] === y) && tx !== 0) t += tx * share;
+        }
+        tan[i] = t;
+        return;
+      }
+      case VLSE: tan[i] = this.softmaxDot(this.off(ia), this.len(ia), val[i]!); return;
+      case VDOT: {
+        const n = this.len(ia);
+        tan[i] = dot4(xtan, this.off(ia), 1, xval, this.off(ib), 1, n) + dot4(xval, this.off(ia), 1, xtan, this.off(ib), 1, n);
+        return;
+      }
+    }
+    const out = this.off(i), n = this.len(i);
+    switch (op) {
+      case VMATMUL: {
+        const m = a[i - 2]!, k = b[i - 2]!, p = m === 0 ? 0 : n / m;
+        contract(xtan, out, p, 1, xtan, this.off(ia), k, 1, xval, this.off(ib), p, 1, m, k, p, false);
+        contract(xtan, out, p, 1, xval, this.off(ia), k, 1, xtan, this.off(ib), p, 1, m, k, p, true);
+        return;
+      }
+      case VTRANSPOSE: {
+        const m = a[i - 2]!, k = b[i - 2]!, src = this.off(ia);
+        for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) xtan[out + c * m + r] = xtan[src + r * k + c]!;
+        return;
+      }
+      case VSLICE: xtan.copyWithin(out, this.off(ia) + ib, this.off(ia) + ib + n); return;
+      case VGATHER: {
+        const src = this.off(ia), idx = this.off(ib);
+        for (let k = 0; k < n; k++) xtan[out + k] = xtan[src + xval[idx + k]!]!;
+        return;
+      }
+      case VCONCAT: this.concat(i, ia, out, tan, xtan, true); return;
+    }
+  }
+
+  reverseTangent(i: number, op: number, g: number, gt: number): void {
+    const v = this.views;
+    const { a, b, val } = v;
+    const tan = v.tan!, xval = v.xval, xadj = v.xadj, xtan = v.xtan!, xtanAdj = v.xtanAdj!;
+    if (op >= ELEMENTWISE) { this.elementwiseReverseTangent(i, op - ELEMENTWISE, this.len(i)); return; }
+    const ia = a[i]!, ib = b[i]!;
+    switch (op) {
+      case VMETA: case VPARAM: case VINPUT: case VCONST: return;
+      case VGET: {
+        const k = this.off(ia) + ib;
+        xadj[k] += g; xtanAdj[k] += gt;
+        this.touch(ia);
+        return;
+      }
+      case VSUM: {
+        const off = this.off(ia), n = this.len(ia);
+        for (let k = 0; k < n; k++) { xadj[off + k] += g; xtanAdj[off + k] += gt; }
+        this.touch(ia);
+        return;
+      }
+      case VMAX: case VMIN: {
+        const off = this.off(ia), n = this.len(ia), y = val[i]!;
+        const share = y !== y ? NaN : 1 / this.ties(off, n, y);
+        for (let k = 0; k < n; k++) {
+          if (y === y && xval[off + k] !== y) continue;
+          if (g !== 0) xadj[off + k] += g * share;
+          if (gt !== 0) xtanAdj[off + k] += gt * share;
+        }
+        this.touch(ia);
+        return;
+      }
+      case VLSE: {
+        const off = this.off(ia), n = this.len(ia), y = val[i]!, ty = tan[i]!;
+        for (let k = 0; k < n; k++) {
+          const p = Math.exp(xval[off + k]! - y);
+          if (g !== 0 && p !== 0) xadj[off + k] += g * p;
+          const dp = g !== 0 ? p * (xtan[off + k]! - ty) : 0;
+          const r = (gt !== 0 && p !== 0 ? gt * p : 0) + (dp !== 0 ? g * dp : 0);
+          if (r !== 0) xtanAdj[off + k] += r;
+        }
+        this.touch(ia);
+        return;
+      }
+      case VDOT: {
+        const oa = this.off(ia), ob = this.off(ib), n = this.len(ia);
+        const wantA = this.wants(ia), wantB = this.wants(ib);
+        for (let k = 0; k < n; k++) {
+          const x = xval[oa + k]!, z = xval[ob + k]!, tx = xtan[oa + k]!, tz = xtan[ob + k]!;
+          if (g !== 0 && z !== 0 && wantA) xadj[oa + k] += g * z;
+          if (g !== 0 && x !== 0 && wantB) xadj[ob + k] += g * x;
+          const ra = (gt !== 0 && z !== 0 ? gt * z : 0) + (g !== 0 && tz !== 0 ? g * tz : 0);
+          const rb = (gt !== 0 && x !== 0 ? gt * x : 0) + (g !== 0 && tx !== 0 ? g * tx : 0);
+          if (ra !== 0 && wantA) xtanAdj[oa + k] += ra;
+          if (rb !== 0 && wantB) xtanAdj[ob + k] += rb;
+        }
+        this.touch(ia); this.touch(ib);
+        return;
+      }
+    }
+    const out = this.off(i), n = this.len(i);
+    switch (op) {
+      case VMATMUL:
+        this.matmulReverse(i, ia, ib, out, n, xadj, xadj, xval);
+        this.matmulReverse(i, ia, ib, out, n, xtanAdj, xtanAdj, xval);
+        this.matmulReverse(i, ia, ib, out, n, xadj, xtanAdj, xtan);
+        break;
+      case VTRANSPOSE: this.transposeBack(i, ia, out, xadj); this.transposeBack(i, ia, out, xtanAdj); break;
+      case VSLICE: this.sliceBack(ia, ib, out, n, xadj); this.sliceBack(ia, ib, out, n, xtanAdj); break;
+      case VGATHER: this.gatherBack(ia, ib, out, n, xadj); this.gatherBack(ia, ib, out, n, xtanAdj); break;
+      case VCONCAT: this.concatBack(i, ia, out, v.adj, xadj); this.concatBack(i, ia, out, v.tanAdj!, xtanAdj); break;
+    }
+  }
+
+  nonFinite(i: number, values: boolean): boolean {
+    const data = values ? this.views.xval : this.views.xadj;
+    const off = this.off(i), n = this.len(i);
+    for (let k = 0; k < n; k++) {
+      const x = data[off + k]!;
+      if (x - x !== 0) return true;
+    }
+    return false;
+  }
+
+  // ─── pieces ───
+
+  private extreme(off: number, n: number, isMax: boolean): number {
+    const xval = this.views.xval;
+    let m = isMax ? -Infinity : Infinity;
+    for (let k = 0; k < n; k++) {
+      const x = xval[off + k]!;
+      if (x !== x) return NaN;
+      if (isMax ? x > m : x < m) m = x;
+    }
+    return m;
+  }
+
+  private ties(off: number, n: number, y: number): number {
+    const xval = this.views.xval;
+    let t = 0;
+    for (let k = 0; k < n; k++) if (xval[off + k] === y) t++;
+    return t;
+  }
+
+  private logSumExp(off: number, n: number): number {
+    if (n === 0) return -Infinity;
+    const xval = this.views.xval;
+    const m = this.extreme(off, n, true);
+    if (m - m !== 0) return m;
+    let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    let l = 0;
+    for (; l + 4 <= n; l += 4) {
+      s0 += Math.exp(xval[off + l]! - m); s1 += Math.exp(xval[off + l + 1]! - m);
+      s2 += Math.exp(xval[off + l + 2]! - m); s3 += Math.exp(xval[off + l + 3]! - m);
+    }
+    if (l < n) { s0 += Math.exp(xval[off + l]! - m); l++; }
+    if (l < n) { s1 += Math.exp(xval[off + l]! - m); l++; }
+    if (l < n) s2 += Math.exp(xval[off + l]! - m);
+    return m + Math.log(n === 1 ? Math.exp(xval[off]! - m) : (s0 + s2) + (s1 + s3));
+  }
+
+  private softmaxDot(off: number, n: number, y: number): number {
+    const xval = this.views.xval, xtan = this.views.xtan!;
+    if (n === 1) return Math.exp(xval[off]! - y) * xtan[off]!;
+    let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    let l = 0;
+    for (; l + 4 <= n; l += 4) {
+      s0 += Math.exp(xval[off + l]! - y) * xtan[off + l]!; s1 += Math.exp(xval[off + l + 1]! - y) * xtan[off + l + 1]!;
+      s2 += Math.exp(xval[off + l + 2]! - y) * xtan[off + l + 2]!; s3 += Math.exp(xval[off + l + 3]! - y) * xtan[off + l + 3]!;
+    }
+    if (l < n) { s0 += Math.exp(xval[off + l]! - y) * xtan[off + l]!; l++; }
+    if (l < n) { s1 += Math.exp(xval[off + l]! - y) * xtan[off + l]!; l++; }
+    if (l < n) s2 += Math.exp(xval[off + l]! - y) * xtan[off + l]!;
+    return (s0 + s2) + (s1 + s3);
+  }
+
+  private matmulReverse(i: number, ia: number, ib: number, out: number, n: number, G: F64, D: F64, V: F64): void {
+    const { a, b } = this.views;
+    const m = a[i - 2]!, k = b[i - 2]!, p = m === 0 ? 0 : n / m;
+    if (this.wants(ia)) contract(D, this.off(ia), k, 1, G, out, p, 1, V, this.off(ib), 1, p, m, p, k, true);
+    if (this.wants(ib)) contract(D, this.off(ib), p, 1, V, this.off(ia), 1, k, G, out, p, 1, k, m, p, true);
+    this.touch(ia); this.touch(ib);
+  }
+
+  private transposeBack(i: number, ia: number, out: number, X: F64): void {
+    const { a, b } = this.views;
+    const m = a[i - 2]!, k = b[i - 2]!, dst = this.off(ia);
+    for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) X[dst + r * k + c] += X[out + c * m + r]!;
+    this.touch(ia);
+  }
+
+  private sliceBack(ia: number, start: number, out: number, n: number, X: F64): void {
+    const dst = this.off(ia) + start;
+    for (let k = 0; k < n; k++) X[dst + k] += X[out + k]!;
+    this.touch(ia);
+  }
+
+  private gatherBack(ia: number, ib: number, out: number, n: number, X: F64): void {
+    const dst = this.off(ia), idx = this.off(ib), xval = this.views.xval;
+    for (let k = 0; k < n; k++) X[dst + xval[idx + k]!] += X[out + k]!;
+    this.touch(ia);
+  }
+
+  private operandOf(i: number, count: number, c: number): number {
+    const first = i - 1 - ((count + 1) >> 1);
+    return c & 1 ? this.views.b[first + (c >> 1)]! : this.views.a[first + (c >> 1)]!;
+  }
+
+  private concat(i: number, count: number, out: number, node: F64, X: F64, _tangent: boolean): void {
+    let pos = out;
+    for (let c = 0; c < count; c++) {
+      const j = this.operandOf(i, count, c);
+      if (this.isVec(j)) {
+        const len = this.len(j);
+        X.copyWithin(pos, this.off(j), this.off(j) + len);
+        pos += len;
+      } else {
+        X[pos++] = node[j]!;
+      }
+    }
+  }
+
+  private concatBack(i: number, count: number, out: number, node: F64, X: F64): void {
+    let pos = out;
+    for (let c = 0; c < count; c++) {
+      const j = this.operandOf(i, count, c);
+      if (this.isVec(j)) {
+        const dst = this.off(j), len = this.len(j);
+        for (let k = 0; k < len; k++) X[dst + k] += X[pos + k]!;
+        pos += len;
+        this.touch(j);
+      } else {
+        node[j] += X[pos++]!;
+      }
+    }
+  }
+
+  private elementwiseForward(i: number, s: number, n: number): void {
+    const v = this.views;
+    const { a, b, val } = v;
+    const xval = v.xval;
+    const ia = a[i]!, ib = b[i]!;
+    let out = this.off(i);
+    if (s === SELECT) {
+      const ic = a[i - 2]!;
+      this.setBlocks(n, ia, ib, ic);
+      const C = this.arr(ia, val, xval), T = this.arr(ib, val, xval), F = this.arr(ic, val, xval);
+      let pc = this.start(ia), pt = this.start(ib), pf = this.start(ic);
+      const sc = this.step(ia), st = this.step(ib), sf = this.step(ic);
+      const dc = this.blockStep(ia, n), dt = this.blockStep(ib, n), df = this.blockStep(ic, n);
+      for (let blk = 0; blk < this.blocks; blk++) {
+        for (let k = 0; k < this.blockLen; k++) {
+          xval[out + k] = truthy(C[pc + k * sc]!) ? T[pt + k * st]! : F[pf + k * sf]!;
+        }
+        out += this.blockLen; pc += dc; pt += dt; pf += df;
+      }
+      return;
+    }
+    this.setBlocks(n, ia, ib, ia);
+    const A = this.arr(ia, val, xval), B = this.arr(ib, val, xval);
+    let pa = this.start(ia), pb = this.start(ib);
+    const sa = this.step(ia), sb = this.step(ib), da = this.blockStep(ia, n), db = this.blockStep(ib, n);
+    const len = this.blockLen;
+    for (let blk = 0; blk < this.blocks; blk++) {
+      mapBlock(s, xval, out, A, pa, sa, B, pb, sb, len);
+      out += len; pa += da; pb += db;
+    }
+  }
+
+  private elementwiseReverse(i: number, s: number, n: number): void {
+    const v = this.views;
+    const { a, b, val, adj } = v;
+    const xval = v.xval, xadj = v.xadj;
+    const ia = a[i]!, ib = b[i]!;
+    let pg = this.off(i);
+    if (s === SELECT) {
+      const ic = a[i - 2]!;
+      this.setBlocks(n, ia, ib, ic);
+      const C = this.arr(ia, val, xval), GT = this.arr(ib, adj, xadj), GF = this.arr(ic, adj, xadj);
+      let pc = this.start(ia), pt = this.start(ib), pf = this.start(ic);
+      const sc = this.step(ia), st = this.step(ib), sf = this.step(ic);
+      const dc = this.blockStep(ia, n), dt = this.blockStep(ib, n), df = this.blockStep(ic, n);
+      const wantT = this.wants(ib), wantF = this.wants(ic);
+      for (let blk = 0; blk < this.blocks; blk++) {
+        for (let k = 0; k < this.blockLen; k++) {
+          const g = xadj[pg + k]!;
+          if (g === 0) continue;
+          if (truthy(C[pc + k * sc]!)) { if (wantT) GT[pt + k * st] += g; } else if (wantF) GF[pf + k * sf] += g;
+        }
+        pg += this.blockLen; pc += dc; pt += dt; pf += df;
+      }
+      this.touch(ib); this.touch(ic);
+      return;
+    }
+    this.setBlocks(n, ia, ib, ia);
+    const XA = this.arr(ia, val, xval), GA = this.arr(ia, adj, xadj), XB = this.arr(ib, val, xval), GB = this.arr(ib, adj, xadj);
+    let py = this.off(i), pa = this.start(ia), pb = this.start(ib);
+    const sa = this.step(ia), sb = this.step(ib), da = this.blockStep(ia, n), db = this.blockStep(ib, n);
+    const wantA = this.wants(ia), wantB = ib !== ia && this.wants(ib);
+    const len = this.blockLen;
+    for (let blk = 0; blk < this.blocks; blk++) {
+      let qa = pa, qb = pb;
+      for (let k = 0; k < len; k++, qa += sa, qb += sb) {
+        const g = xadj[pg + k]!;
+        if (g === 0) continue;
+        const p = partials(s, XA[qa]!, XB[qb]!, xval[py + k]!);
+        const q = partialZ[0]!;
+        if (wantA && p !== 0) GA[qa] += g * p;
+        if (wantB && q !== 0) GB[qb] += g * q;
+      }
+      pg += len; py += len; pa += da; pb += db;
+    }
+    this.touch(ia); this.touch(ib);
+  }
+
+  private elementwiseTangent(i: number, s: number, n: number): void {
+    const v = this.views;
+    const { a, b, val } = v;
+    const tan = v.tan!, xval = v.xval, xtan = v.xtan!;
+    const ia = a[i]!, ib = b[i]!;
+    let out = this.off(i);
+    if (s === SELECT) {
+      const ic = a[i - 2]!;
+      this.setBlocks(n, ia, ib, ic);
+      const C = this.arr(ia, val, xval), T = this.arr(ib, tan, xtan), F = this.arr(ic, tan, xtan);
+      let pc = this.start(ia), pt = this.start(ib), pf = this.start(ic);
+      const sc = this.step(ia), st = this.step(ib), sf = this.step(ic);
+      const dc = this.blockStep(ia, n), dt = this.blockStep(ib, n), df = this.blockStep(ic, n);
+      for (let blk = 0; blk < this.blocks; blk++) {
+        for (let k = 0; k < this.blockLen; k++) {
+          xtan[out + k] = truthy(C[pc + k * sc]!) ? T[pt + k * st]! : F[pf + k * sf]!;
+        }
+        out += this.blockLen; pc += dc; pt += dt; pf += df;
+      }
+      return;
+    }
+    this.setBlocks(n, ia, ib, ia);
+    const XA = this.arr(ia, val, xval), TA = this.arr(ia, tan, xtan), XB = this.arr(ib, val, xval), TB = this.arr(ib, tan, xtan);
+    let pa = this.start(ia), pb = this.start(ib);
+    const sa = this.step(ia), sb = this.step(ib), da = this.blockStep(ia, n), db = this.blockStep(ib, n);
+    const len = this.blockLen;
+    for (let blk = 0; blk < this.blocks; blk++) {
+      let qa = pa, qb = pb;
+      for (let k = 0; k < len; k++, qa += sa, qb += sb) {
+        const dta = TA[qa]!, dtb = TB[qb]!;
+        if (dta === 0 && dtb === 0) { xtan[out + k] = 0; continue; }
+        const p = partials(s, XA[qa]!, XB[qb]!, xval[out + k]!);
+        const q = partialZ[0]!;
+        xtan[out + k] = (dta !== 0 ? dta * p : 0) + (dtb !== 0 ? dtb * q : 0);
+      }
+      out += len; pa += da; pb += db;
+    }
+  }
+
+  private elementwiseReverseTangent(i: number, s: number, n: number): void {
+    const v = this.views;
+    const { a, b, val, adj } = v;
+    const tan = v.tan!, tanAdj = v.tanAdj!, xval = v.xval, xadj = v.xadj, xtan = v.xtan!, xtanAdj = v.xtanAdj!;
+    const ia = a[i]!, ib = b[i]!;
+    let pg = this.off(i);
+    if (s === SELECT) {
+      const ic = a[i - 2]!;
+      this.setBlocks(n, ia, ib, ic);
+      const C = this.arr(ia, val, xval);
+      const GT = this.arr(ib, adj, xadj), GTT = this.arr(ib, tanAdj, xtanAdj);
+      const GF = this.arr(ic, adj, xadj), GTF = this.arr(ic, tanAdj, xtanAdj);
+      let pc = this.start(ia), pt = this.start(ib), pf = this.start(ic);
+      const sc = this.step(ia), st = this.step(ib), sf = this.step(ic);
+      const dc = this.blockStep(ia, n), dt = this.blockStep(ib, n), df = this.blockStep(ic, n);
+      for (let blk = 0; blk < this.blocks; blk++) {
+        for (let k = 0; k < this.blockLen; k++) {
+          const g = xadj[pg + k]!, gt = xtanAdj[pg + k]!;
+          if (g === 0 && gt === 0) continue;
+          if (truthy(C[pc + k * sc]!)) { GT[pt + k * st] += g; GTT[pt + k * st] += gt; }
+          else { GF[pf + k * sf] += g; GTF[pf + k * sf] += gt; }
+        }
+        pg += this.blockLen; pc += dc; pt += dt; pf += df;
+      }
+      this.touch(ib); this.touch(ic);
+      return;
+    }
+    this.setBlocks(n, ia, ib, ia);
+    const XA = this.arr(ia, val, xval), TA = this.arr(ia, tan, xtan), GA = this.arr(ia, adj, xadj), GTA = this.arr(ia, tanAdj, xtanAdj);
+    const XB = this.arr(ib, val, xval), TB = this.arr(ib, tan, xtan), GB = this.arr(ib, adj, xadj), GTB = this.arr(ib, tanAdj, xtanAdj);
+    let pa = this.start(ia), pb = this.start(ib);
+    const sa = this.step(ia), sb = this.step(ib), da = this.blockStep(ia, n), db = this.blockStep(ib, n);
+    const len = this.blockLen;
+    for (let blk = 0; blk < this.blocks; blk++) {
+      let qa = pa, qb = pb;
+      for (let k = 0; k < len; k++, qa += sa, qb += sb) {
+        const g = xadj[pg + k]!, gt = xtanAdj[pg + k]!;
+        if (g === 0 && gt === 0) continue;
+        const x = XA[qa]!, z = XB[qb]!, y = xval[pg + k]!;
+        const p = partials(s, x, z, y);
+        const q = partialZ[0]!;
+        if (g !== 0 && p !== 0) GA[qa] += g * p;
+        if (g !== 0 && q !== 0) GB[qb] += g * q;
+        const dp = g !== 0 ? partialsTangent(s, x, z, y, TA[qa]!, TB[qb]!, xtan[pg + k]!) : 0;
+        const dq = g !== 0 ? partialZTangent[0]! : 0;
+        const ra = (gt !== 0 && p !== 0 ? gt * p : 0) + (dp !== 0 ? g * dp : 0);
+        const rb = (gt !== 0 && q !== 0 ? gt * q : 0) + (dq !== 0 ? g * dq : 0);
+        if (ra !== 0) GTA[qa] += ra;
+        if (rb !== 0) GTB[qb] += rb;
+      }
+      pg += len; pa += da; pb += db;
+    }
+    this.touch(ia); this.touch(ib);
+  }
+}
+
+// The hot elementwise ops get loops of their own (V8 then inlines the arithmetic); the rest go
+// through the shared forward rule.
+function mapBlock(s: number, Y: F64, out: number, A: F64, pa: number, sa: number, B: F64, pb: number, sb: number, len: number): void {
+  switch (s) {
+    case Op.add: for (let k = 0; k < len; k++, pa += sa, pb += sb) Y[out + k] = A[pa]! + B[pb]!; return;
+    case Op.sub: for (let k = 0; k < len; k++, pa += sa, pb += sb) Y[out + k] = A[pa]! - B[pb]!; return;
+    case Op.mul: for (let k = 0; k < len; k++, pa += sa, pb += sb) Y[out + k] = A[pa]! * B[pb]!; return;
+    case Op.div: for (let k = 0; k < len; k++, pa += sa, pb += sb) Y[out + k] = A[pa]! / B[pb]!; return;
+  }
+  for (let k = 0; k < len; k++, pa += sa, pb += sb) Y[out + k] = forwardRule(s, A[pa]!, B[pb]!, 0);
+}

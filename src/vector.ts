@@ -1,0 +1,483 @@
+// Vectors and matrices on the tape: a Vec is one array-valued node (n values and n adjoints in the
+// engine's element regions), so an op over n elements is one node and one dispatch. Elementwise
+// ops broadcast as NumPy does for trailing shapes; reductions return scalar Vars; matrices are
+// row-major with a shape. The rules live in assembly/vector.ts and src/js/vector.ts.
+import { NotANumberError, ShapeError, TapegradError, describe } from './errors.ts';
+import { BINARY_OPS, ELEMENTWISE, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
+import { Var, type Tape } from './tape.ts';
+
+const {
+  arg: ARG, select: SELECT, pow: POW, powConst: POW_CONST, vparam: VPARAM, vget: VGET, vsum: VSUM,
+  vmax: VMAX, vmin: VMIN, vlogSumExp: VLSE, vdot: VDOT, vinput: VINPUT, vconst: VCONST, vmatmul: VMATMUL,
+  vtranspose: VTRANSPOSE, vslice: VSLICE, vconcat: VCONCAT, vgather: VGATHER,
+} = Op;
+
+/** Anything an elementwise op takes besides a Vec: a scalar Var, a number, or a constant array
+ *  (a plain array or Float64Array, recorded as one constant node). */
+export type VecOperand = Vec | Var | number | ArrayLike<number>;
+
+/** Shape of an array: [] for a scalar, [n] for a vector, [rows, cols] for a matrix. */
+export type Shape = readonly number[];
+
+const sizeOf = (shape: Shape): number => shape.reduce((p, d) => p * d, 1);
+const show = (shape: Shape): string => `[${shape.join(', ')}]`;
+
+function checkShape(shape: Shape, n: number, what: string): Shape {
+  if (!Array.isArray(shape) || shape.some((d) => !Number.isInteger(d) || d < 0)) {
+    throw new TapegradError('INVALID_ARGUMENT', `${what}: a shape is an array of non-negative integers, got ${describe(shape)}`);
+  }
+  if (sizeOf(shape) !== n) throw new ShapeError(`${what}: shape ${show(shape)} holds ${sizeOf(shape)} elements, the data has ${n}`, what, [shape, [n]]);
+  return Object.freeze(shape.slice());
+}
+
+/** NumPy's rule for trailing shapes: equal, a scalar, or the shorter shape is the other's tail. */
+export function broadcastShapes(op: string, shapes: readonly Shape[]): Shape {
+  let out: Shape = [];
+  for (const s of shapes) {
+    if (s.length > out.length) {
+      if (!endsWith(s, out)) throw broadcastError(op, shapes);
+      out = s;
+    } else if (!endsWith(out, s)) {
+      throw broadcastError(op, shapes);
+    }
+  }
+  return out;
+}
+
+function endsWith(long: Shape, tail: Shape): boolean {
+  for (let k = 1; k <= tail.length; k++) if (long[long.length - k] !== tail[tail.length - k]) return false;
+  return true;
+}
+
+function broadcastError(op: string, shapes: readonly Shape[]): ShapeError {
+  return new ShapeError(
+    `${op}: shapes ${shapes.map(show).join(' and ')} do not broadcast (each must be a scalar, equal, or the other's trailing part, as [m, n] with [n])`,
+    op, shapes,
+  );
+}
+
+function isArrayLike(o: unknown): o is ArrayLike<number> {
+  return o != null && typeof o === 'object' && typeof (o as ArrayLike<number>).length === 'number';
+}
+
+/** A resolved elementwise operand: node index and shape ([] for scalars). */
+interface Resolved { index: number; shape: Shape }
+
+function resolve(tape: Tape, o: VecOperand, op: string): Resolved {
+  if (o instanceof Vec) return { index: tape.vindex(o), shape: o.shape };
+  if (o instanceof Var) return { index: tape.index(o), shape: [] };
+  if (typeof o === 'number') {
+    tape.reserveNodes(1);
+    return { index: tape.constantIndex(o), shape: [] };
+  }
+  if (isArrayLike(o) && typeof o !== 'string') return { index: tape.recordVectorLeaf(VCONST, o), shape: [o.length] };
+  throw new NotANumberError(`${op}: expected a Vec, a Var, a number or an array of numbers, got ${describe(o)}`);
+}
+
+/** Checks every operand before recording anything (constants included), so a bad operand or a
+ *  shape error leaves the tape as it was. */
+function precheck(tape: Tape, operands: readonly VecOperand[], op: string): Shape {
+  const shapes: Shape[] = [];
+  for (const o of operands) {
+    if (o instanceof Vec) { tape.vindex(o); shapes.push(o.shape); }
+    else if (o instanceof Var) { tape.index(o); shapes.push([]); }
+    else if (typeof o === 'number') shapes.push([]);
+    else if (isArrayLike(o) && typeof o !== 'string') shapes.push([o.length]);
+    else throw new NotANumberError(`${op}: expected a Vec, a Var, a number or an array of numbers, got ${describe(o)}`);
+  }
+  return broadcastShapes(op, shapes);
+}
+
+/** @internal Records scalar op `s` elementwise over the operands (one to three). */
+export function elementwise(tape: Tape, s: number, name: string, operands: readonly VecOperand[]): Vec {
+  const shape = precheck(tape, operands, name);
+  const [a, b, c] = operands.map((o) => resolve(tape, o, name));
+  const n = sizeOf(shape);
+  let i: number;
+  if (s === SELECT) i = tape.recordVector(ELEMENTWISE + s, a!.index, b!.index, n, [ARG], [c!.index, c!.index]);
+  else i = tape.recordVector(ELEMENTWISE + s, a!.index, (b ?? a)!.index, n);
+  return new Vec(tape, i, shape);
+}
+
+function scalarOut(tape: Tape, op: number, ia: number, ib: number): Var {
+  return new Var(tape, tape.record(op, ia, ib));
+}
+
+/**
+ * An array-valued node of a tape: n values (row-major with `shape`) and, after a reverse sweep,
+ * n adjoints. Every op of the table is a method applied elementwise (`v.exp()`, `v.mul(w)`, with
+ * broadcasting); reductions (`sum`, `dot`, `logSumExp`…) return scalar Vars.
+ */
+export class Vec {
+  /** @internal */
+  constructor(
+    readonly tape: Tape,
+    index: number,
+    /** [n] for a vector, [rows, cols] for a matrix. */
+    readonly shape: Shape,
+  ) {
+    this.id = ~(index + tape.handleBase);
+    Object.freeze(this);
+  }
+
+  /** The vector handle (a negative integer), usable with `tape.handles.vec`. */
+  readonly id: number;
+
+  /** Number of elements. */
+  get size(): number {
+    return this.tape.elementLength(this.tape.vindex(this));
+  }
+
+  /** Number of elements (as `size`). */
+  get length(): number {
+    return this.size;
+  }
+
+  /** The values (a copy, row-major). */
+  get value(): Float64Array {
+    return this.tape.vectorValues(this.tape.vindex(this));
+  }
+
+  /** d(seed * output)/d(this) per element from the last reverse sweep (a copy). */
+  get grad(): Float64Array {
+    return this.tape.vectorGrads(this.tape.vindex(this));
+  }
+
+  /** Element i as a scalar Var (row-major index for matrices; negative counts from the end). */
+  get(i: number): Var {
+    const t = this.tape, v = t.vindex(this), n = t.elementLength(v);
+    const k = i < 0 ? n + i : i;
+    if (!Number.isInteger(i) || k < 0 || k >= n) throw new TapegradError('INVALID_ARGUMENT', `get(${describe(i)}): index out of range for ${n} elements`);
+    t.reserveNodes(1);
+    return scalarOut(t, VGET, v, k);
+  }
+
+  /** Elements [start, end) of a vector (end defaults to the length; negative counts from the end). */
+  slice(start: number, end?: number): Vec {
+    const t = this.tape, v = t.vindex(this), n = t.elementLength(v);
+    if (this.shape.length > 1) throw new ShapeError(`slice: expects a vector, got shape ${show(this.shape)} (reshape it first)`, 'slice', [this.shape]);
+    const from = clampIndex(start, n, 'start'), to = end === undefined ? n : clampIndex(end, n, 'end');
+    const len = Math.max(0, to - from);
+    return new Vec(t, t.recordVector(VSLICE, v, from, len), [len]);
+  }
+
+  /** The same elements with another shape (no node recorded). */
+  reshape(shape: Shape): Vec {
+    const t = this.tape, v = t.vindex(this);
+    return new Vec(t, v, checkShape(shape, t.elementLength(v), 'reshape'));
+  }
+
+  /** x[indices[k]] for each k (indices: integers in range; the gather is one node). */
+  gather(indices: ArrayLike<number>): Vec {
+    const t = this.tape, v = t.vindex(this), n = t.elementLength(v);
+    if (!isArrayLike(indices)) throw new NotANumberError(`gather: indices must be an array of integers, got ${describe(indices)}`);
+    for (let k = 0; k < indices.length; k++) {
+      const j = indices[k]!;
+      if (!Number.isInteger(j) || j < 0 || j >= n) throw new TapegradError('INVALID_ARGUMENT', `gather: index ${describe(j)} at position ${k} is out of range for ${n} elements`);
+    }
+    t.reserveNodes(5);
+    const idx = t.recordVectorLeaf(VCONST, indices);
+    return new Vec(t, t.recordVector(VGATHER, v, idx, indices.length), [indices.length]);
+  }
+
+  /** Σ x. */
+  sum(): Var { return this.reduce(VSUM); }
+  /** Σ x / n. */
+  mean(): Var { return this.sum().div(this.size); }
+  /** With no argument: the largest element (t tied maxima get 1/t of the gradient each; NaN if
+   *  any is NaN). With one: the elementwise maximum (as the scalar op, ties split 1/2). */
+  max(): Var;
+  max(other: VecOperand): Vec;
+  max(other?: VecOperand): Var | Vec {
+    return other === undefined ? this.reduce(VMAX) : elementwise(this.tape, Op.max, 'max', [this, other]);
+  }
+
+  /** With no argument: the smallest element (ties as max); with one, the elementwise minimum. */
+  min(): Var;
+  min(other: VecOperand): Vec;
+  min(other?: VecOperand): Var | Vec {
+    return other === undefined ? this.reduce(VMIN) : elementwise(this.tape, Op.min, 'min', [this, other]);
+  }
+  /** log Σ exp(x), stable (the max is taken inside); one node whose adjoint is the softmax. */
+  logSumExp(): Var { return this.reduce(VLSE); }
+  /** Σ x². */
+  sumSquares(): Var { return this.dot(this); }
+  /** Euclidean norm sqrt(Σ x²) (its gradient at 0 is NaN, as sqrt'(0)·0). */
+  norm(): Var { return this.sumSquares().sqrt(); }
+  /** x − logSumExp(x). */
+  logSoftmax(): Vec { return this.sub(this.logSumExp()); }
+  /** exp(x − logSumExp(x)). */
+  softmax(): Vec { return this.logSoftmax().exp(); }
+
+  /** Σ x_k y_k over two vectors of the same length (one node). */
+  dot(other: Vec | ArrayLike<number>): Var {
+    const t = this.tape, v = t.vindex(this);
+    const w = this.operandVec(other, 'dot');
+    if (w.size !== this.size) throw new ShapeError(`dot: lengths differ, shapes ${show(this.shape)} and ${show(w.shape)}`, 'dot', [this.shape, w.shape]);
+    t.reserveNodes(1);
+    return scalarOut(t, VDOT, v, t.vindex(w));
+  }
+
+  /** Matrix product as NumPy's `@`: [m,k]·[k,p] → [m,p], [m,k]·[k] → [m], [m]·[m,k] → [k]. */
+  matmul(other: Vec | ArrayLike<number>): Vec {
+    const t = this.tape;
+    t.vindex(this);
+    const w = this.operandVec(other, 'matmul');
+    const a = this.shape, b = w.shape;
+    if (a.length === 2 && b.length === 2 && a[1] === b[0]) return this.contract(w, a[0]!, a[1]!, b[1]!, [a[0]!, b[1]!]);
+    if (a.length === 2 && b.length === 1 && a[1] === b[0]) return this.contract(w, a[0]!, a[1]!, 1, [a[0]!]);
+    if (a.length === 1 && b.length === 2 && a[0] === b[0]) return this.contract(w, 1, a[0]!, b[1]!, [b[1]!]);
+    throw new ShapeError(`matmul: shapes ${show(a)} and ${show(b)} do not fit (inner dimensions must agree)`, 'matmul', [a, b]);
+  }
+
+  /** A·x for a matrix A [m, k] and a vector x [k]. */
+  matvec(x: Vec | ArrayLike<number>): Vec {
+    const w = this.operandVec(x, 'matvec');
+    if (this.shape.length !== 2 || w.shape.length !== 1) throw new ShapeError(`matvec: expects a matrix and a vector, got ${show(this.shape)} and ${show(w.shape)}`, 'matvec', [this.shape, w.shape]);
+    return this.matmul(w);
+  }
+
+  /** xᵀ·A for a vector x [m] and a matrix A [m, k]. */
+  vecmat(a: Vec | ArrayLike<number>): Vec {
+    const w = this.operandVec(a, 'vecmat');
+    if (this.shape.length !== 1 || w.shape.length !== 2) throw new ShapeError(`vecmat: expects a vector and a matrix, got ${show(this.shape)} and ${show(w.shape)}`, 'vecmat', [this.shape, w.shape]);
+    return this.matmul(w);
+  }
+
+  /** x yᵀ: [m] and [p] → [m, p]. */
+  outer(other: Vec | ArrayLike<number>): Vec {
+    const w = this.operandVec(other, 'outer');
+    if (this.shape.length !== 1 || w.shape.length !== 1) throw new ShapeError(`outer: expects two vectors, got ${show(this.shape)} and ${show(w.shape)}`, 'outer', [this.shape, w.shape]);
+    return this.contract(w, this.shape[0]!, 1, w.shape[0]!, [this.shape[0]!, w.shape[0]!]);
+  }
+
+  /** L·x with L [m, m] triangular: only the lower (default) or upper triangle of L is used. */
+  trmv(x: Vec | ArrayLike<number>, options: { lower?: boolean } = {}): Vec {
+    const w = this.operandVec(x, 'trmv');
+    const m = this.shape[0]!;
+    if (this.shape.length !== 2 || this.shape[1] !== m || w.shape.length !== 1 || w.shape[0] !== m) {
+      throw new ShapeError(`trmv: expects a square matrix [m, m] and a vector [m], got ${show(this.shape)} and ${show(w.shape)}`, 'trmv', [this.shape, w.shape]);
+    }
+    const lower = options.lower ?? true;
+    const mask = new Float64Array(m * m);
+    for (let r = 0; r < m; r++) for (let c = 0; c < m; c++) mask[r * m + c] = (lower ? c <= r : c >= r) ? 1 : 0;
+    return this.mul(mask.length === 0 ? mask : this.tape.constantVector(mask, [m, m])).matvec(w);
+  }
+
+  /** The transpose of a matrix (a vector is returned as it is). */
+  transpose(): Vec {
+    const t = this.tape, v = t.vindex(this);
+    if (this.shape.length < 2) return this;
+    if (this.shape.length > 2) throw new ShapeError(`transpose: expects a matrix, got shape ${show(this.shape)}`, 'transpose', [this.shape]);
+    const [m, k] = this.shape as [number, number];
+    return new Vec(t, t.recordVector(VTRANSPOSE, v, v, m * k, [VPARAM], [m, k]), [k, m]);
+  }
+
+  /** Alias of `transpose`. */
+  get T(): Vec {
+    return this.transpose();
+  }
+
+  toString(): string {
+    return `Vec(#${~this.id}, shape ${show(this.shape)})`;
+  }
+
+  private reduce(op: number): Var {
+    const t = this.tape, v = t.vindex(this);
+    t.reserveNodes(1);
+    return scalarOut(t, op, v, v);
+  }
+
+  private operandVec(o: Vec | ArrayLike<number>, op: string): Vec {
+    if (o instanceof Vec) {
+      this.tape.vindex(o);
+      return o;
+    }
+    if (o instanceof Var) throw new ShapeError(`${op}: expects a Vec, got a scalar Var`, op, [this.shape, []]);
+    if (isArrayLike(o) && typeof o !== 'string') return this.tape.constantVector(o);
+    throw new NotANumberError(`${op}: expected a Vec or an array of numbers, got ${describe(o)}`);
+  }
+
+  private contract(w: Vec, m: number, k: number, p: number, shape: Shape): Vec {
+    const t = this.tape;
+    return new Vec(t, t.recordVector(VMATMUL, t.vindex(this), t.vindex(w), m * p, [VPARAM], [m, k]), shape);
+  }
+}
+
+function clampIndex(i: number, n: number, what: string): number {
+  if (!Number.isInteger(i)) throw new TapegradError('INVALID_ARGUMENT', `slice: ${what} must be an integer, got ${describe(i)}`);
+  return Math.min(n, Math.max(0, i < 0 ? n + i : i));
+}
+
+type VecUnaryMethods = { [K in UnaryOpName]: () => Vec };
+type VecBinaryMethods = { [K in Exclude<BinaryOpName, 'max' | 'min'>]: (other: VecOperand) => Vec };
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface Vec extends VecUnaryMethods, VecBinaryMethods {}
+
+for (const name of UNARY_OPS) {
+  const code = Op[name];
+  Object.defineProperty(Vec.prototype, name, {
+    value: function (this: Vec): Vec { return elementwise(this.tape, code, name, [this]); },
+    writable: true, configurable: true,
+  });
+}
+for (const name of BINARY_OPS) {
+  const code = Op[name];
+  if (name === 'max' || name === 'min') continue; // reductions with no argument, see the class
+  Object.defineProperty(Vec.prototype, name, {
+    value: function (this: Vec, other: VecOperand): Vec {
+      // x.pow(2.5): a constant exponent never touches log x, as for scalars.
+      const op = code === POW && typeof other === 'number' ? POW_CONST : code;
+      return elementwise(this.tape, op, name, [this, other]);
+    },
+    writable: true, configurable: true,
+  });
+}
+
+/** @internal Concatenation of scalars and vectors (flattened, or along rows of matrices). */
+export function concatOn(tape: Tape, parts: readonly (Vec | Var | number)[], what: string): Vec {
+  if (!Array.isArray(parts)) throw new NotANumberError(`${what}: expected an array, got ${describe(parts)}`);
+  let n = 0, rows = 0;
+  let tail: Shape | null = null;
+  let constants = 0;
+  for (const p of parts) {
+    if (p instanceof Vec) {
+      tape.vindex(p);
+      n += p.size;
+      const t = p.shape.slice(1);
+      if (p.shape.length >= 2) {
+        if (tail !== null && !sameShape(tail, t)) throw new ShapeError(`${what}: rows of shape ${show(tail)} and ${show(t)} do not stack`, what, parts.map(shapeOf));
+        tail = t;
+        rows += p.shape[0]!;
+      } else {
+        rows += p.size;
+        if (tail !== null && tail.length > 0) throw new ShapeError(`${what}: cannot join a matrix and a vector`, what, parts.map(shapeOf));
+        tail = [];
+      }
+    } else if (p instanceof Var) {
+      tape.index(p); n++; rows++;
+      if (tail !== null && tail.length > 0) throw new ShapeError(`${what}: cannot join a matrix and a scalar`, what, parts.map(shapeOf));
+      tail = [];
+    } else if (typeof p === 'number') {
+      n++; rows++; constants++;
+      if (tail !== null && tail.length > 0) throw new ShapeError(`${what}: cannot join a matrix and a scalar`, what, parts.map(shapeOf));
+      tail = [];
+    } else {
+      throw new NotANumberError(`${what}: expected Vecs, Vars or numbers, got ${describe(p)}`);
+    }
+  }
+  const carriers = (parts.length + 1) >> 1;
+  tape.reserveNodes(constants + carriers + 2);
+  const ids = parts.map((p) => (p instanceof Vec ? tape.vindex(p) : p instanceof Var ? tape.index(p) : tape.constantIndex(p)));
+  const ops: number[] = [], pairs: number[] = [];
+  for (let c = 0; c < carriers; c++) {
+    ops.push(ARG);
+    pairs.push(ids[2 * c]!, ids[2 * c + 1] ?? ids[2 * c]!);
+  }
+  const i = tape.recordVector(VCONCAT, parts.length, 0, n, ops, pairs);
+  return new Vec(tape, i, tail !== null && tail.length > 0 ? [rows, ...tail] : [n]);
+}
+
+function sameShape(a: Shape, b: Shape): boolean {
+  return a.length === b.length && a.every((d, k) => d === b[k]);
+}
+
+function shapeOf(p: unknown): Shape {
+  return p instanceof Vec ? p.shape : [];
+}
+
+/** @internal */
+export function vectorOf(tape: Tape, op: number, values: ArrayLike<number>, shape: Shape | undefined, what: string): Vec {
+  if (!isArrayLike(values) || typeof values === 'string') throw new NotANumberError(`${what}: expected an array of numbers or a Float64Array, got ${describe(values)}`);
+  const s = shape === undefined ? [values.length] : checkShape(shape, values.length, what);
+  return new Vec(tape, tape.recordVectorLeaf(op, values), s);
+}
+
+// ───────────────────────────── handles ─────────────────────────────
+
+type VecHandleUnary = { [K in UnaryOpName]: (h: number) => number };
+type VecHandleBinary = { [K in BinaryOpName]: (h1: number, h2: number) => number };
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface VectorHandleApi extends VecHandleUnary, VecHandleBinary {}
+
+/**
+ * Vector handles: negative integers naming array-valued nodes, for code that records without
+ * objects. Elementwise ops take vector handles and scalar handles (broadcast); a shorter vector
+ * repeats over a longer one whose length it divides. Matrices are described by their dimensions.
+ */
+export class VectorHandleApi {
+  constructor(readonly tape: Tape) {}
+
+  /** An input vector; returns its handle. */
+  variable(values: ArrayLike<number>): number { return this.handle(vectorOf(this.tape, VINPUT, values, undefined, 'vector')); }
+  /** A constant vector; returns its handle. */
+  constant(values: ArrayLike<number>): number { return this.handle(vectorOf(this.tape, VCONST, values, undefined, 'constant vector')); }
+  /** Element k as a scalar handle. */
+  get(h: number, k: number): number { return this.scalar(this.wrap(h).get(k)); }
+  /** Number of elements. */
+  length(h: number): number { return this.tape.elementLength(this.tape.vindexOfHandle(h)); }
+  sum(h: number): number { return this.scalar(this.wrap(h).sum()); }
+  max(h: number): number { return this.scalar(this.wrap(h).max()); }
+  min(h: number): number { return this.scalar(this.wrap(h).min()); }
+  logSumExp(h: number): number { return this.scalar(this.wrap(h).logSumExp()); }
+  dot(h1: number, h2: number): number { return this.scalar(this.wrap(h1).dot(this.wrap(h2))); }
+  /** A [m, k] times x [k] → [m]. */
+  matvec(a: number, x: number, m: number, k: number): number { return this.handle(this.wrap(a, [m, k]).matvec(this.wrap(x, [k]))); }
+  /** A [m, k] times B [k, p] → [m, p]. */
+  matmul(a: number, b: number, m: number, k: number, p: number): number { return this.handle(this.wrap(a, [m, k]).matmul(this.wrap(b, [k, p]))); }
+  /** `cond ? ifTrue : ifFalse` per element; any of the three may be a scalar handle. */
+  select(cond: number, ifTrue: number, ifFalse: number): number {
+    return this.handle(elementwise(this.tape, SELECT, 'select', [this.any(cond), this.any(ifTrue), this.any(ifFalse)]));
+  }
+  /** The values (a copy). */
+  value(h: number): Float64Array { return this.tape.vectorValues(this.tape.vindexOfHandle(h)); }
+  /** The adjoints from the last reverse sweep (a copy). */
+  grad(h: number): Float64Array { return this.tape.vectorGrads(this.tape.vindexOfHandle(h)); }
+  /** Wraps a vector handle as a Vec (shape [n] unless given). */
+  toVec(h: number, shape?: Shape): Vec { return this.wrap(h, shape); }
+
+  private wrap(h: number, shape?: Shape): Vec {
+    const i = this.tape.vindexOfHandle(h);
+    const n = this.tape.elementLength(i);
+    return new Vec(this.tape, i, shape === undefined ? [n] : checkShape(shape, n, 'shape'));
+  }
+  /** A vector handle as a Vec, a scalar handle as a Var (for broadcasting). */
+  private any(h: number): Vec | Var {
+    if (typeof h === 'number' && h < 0) return this.wrap(h);
+    return this.tape.handles.toVar(h);
+  }
+  private handle(v: Vec): number { return v.id; }
+  private scalar(v: Var): number { return v.id; }
+
+  /** @internal Elementwise op over handles: lengths equal, scalar, or a divisor (repeated). */
+  elementwise(s: number, name: string, hs: readonly number[]): number {
+    const operands = hs.map((h) => this.any(h));
+    const n = Math.max(1, ...operands.map((o) => (o instanceof Vec ? o.size : 1)));
+    const shaped = operands.map((o) => {
+      if (!(o instanceof Vec) || o.size === n) return o instanceof Vec ? o.reshape([n]) : o;
+      if (o.size === 0 || n % o.size !== 0) throw new ShapeError(`${name}: lengths ${o.size} and ${n} do not broadcast (one must divide the other)`, name, [[o.size], [n]]);
+      return o.reshape([o.size]);
+    });
+    // Present a shorter operand as the trailing part of [n / len, len].
+    const shapes = shaped.map((o) => (o instanceof Vec ? o.size : 0));
+    const inner = Math.min(...shapes.filter((x) => x > 0 && x < n), n);
+    const final = shaped.map((o) => (o instanceof Vec ? (o.size === n && inner < n ? o.reshape([n / inner, inner]) : o) : o));
+    return this.handle(elementwise(this.tape, s, name, final));
+  }
+}
+
+for (const name of UNARY_OPS) {
+  const code = Op[name];
+  Object.defineProperty(VectorHandleApi.prototype, name, {
+    value: function (this: VectorHandleApi, h: number): number { return this.elementwise(code, name, [h]); },
+    writable: true, configurable: true,
+  });
+}
+for (const name of BINARY_OPS) {
+  const code = Op[name];
+  Object.defineProperty(VectorHandleApi.prototype, name, {
+    value: function (this: VectorHandleApi, h1: number, h2: number): number { return this.elementwise(code, name, [h1, h2]); },
+    writable: true, configurable: true,
+  });
+}
+
