@@ -1,5 +1,7 @@
 // One implementation of one workload, in its own process:
-//   tsx bench/child.ts <workload> <impl> [--quick] [--n=<size>]
+//   tsx bench/child.ts <workload> <impl> [--quick] [--size=<size>] [--n=<size>]
+// --size replaces the workload's nominal size (a capped peer still runs at its cap and is
+// scaled); --n runs exactly that n, cap or not.
 // Checks the gradient against the workload's reference (exit 2, loudly, if it disagrees), warms
 // up, times at least MIN_REPS runs, and prints one line `RESULT <json>` on stdout.
 import { implById, type Runner } from './impls.ts';
@@ -62,11 +64,12 @@ async function main(): Promise<void> {
   const positional = args.filter((a) => !a.startsWith('--'));
   const quick = args.includes('--quick');
   const nArg = args.find((a) => a.startsWith('--n='));
+  const sizeArg = args.find((a) => a.startsWith('--size='));
   const [workloadId, implId] = positional;
-  if (!workloadId || !implId) throw new Error('usage: child.ts <workload> <impl> [--quick] [--n=<size>]');
+  if (!workloadId || !implId) throw new Error('usage: child.ts <workload> <impl> [--quick] [--size=<size>] [--n=<size>]');
   const workload = workloadById(workloadId);
   const impl = implById(implId);
-  const nominal = quick ? workload.size.quick : workload.size.full;
+  const nominal = sizeArg ? Number(sizeArg.slice(7)) : quick ? workload.size.quick : workload.size.full;
   const cap = impl.sizeCap?.[workload.kind];
   const n = nArg ? Number(nArg.slice(4)) : cap ? Math.min(nominal, quick ? cap.quick : cap.full) : nominal;
   const policy = quick ? QUICK : FULL;

@@ -206,7 +206,8 @@ const micrograd: Impl = {
     rosenbrock: { full: 20_000, quick: 10_000 },
     'advection-lw': { full: 500, quick: 100 },
     'advection-toon': { full: 500, quick: 100 },
-    llsq: { full: 2_000, quick: 500 },
+    llsq: { full: 512, quick: 128 },
+    gmm: { full: 50, quick: 20 },
   },
   async prepare(_w, inst) {
     const { prepareMicrograd } = await import('./peers/micrograd.ts');

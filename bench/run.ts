@@ -1,6 +1,8 @@
 // The benchmark runner: one child process per (workload, implementation), run one after another
 // (this is a 2-core machine: running children side by side would time them against each other).
-//   tsx bench/run.ts [--quick] [--only=chain,rosenbrock] [--impl=wasm-var,plain] [--out=path.json]
+//   tsx bench/run.ts [--quick] [--only=chain,rosenbrock] [--impl=wasm-var,plain] [--n=<size>] [--out=path.json]
+// --n sets the problem size of every selected workload (e.g. --only=lse --n=1280000); workloads
+// marked optIn (extra sizes: lse-1e4, lse-1.28e6, llsq-16392) run only when named in --only.
 // Prints the table and the ratios against their targets, writes bench/results/latest.json and
 // latest.svg (quick.json and quick.svg with --quick).
 import { spawn } from 'node:child_process';
@@ -21,6 +23,8 @@ interface Options {
   quick: boolean;
   only: string[] | null;
   impls: string[] | null;
+  /** Problem size for every selected workload, instead of its full/quick size. */
+  n: number | null;
   out: string;
 }
 
@@ -31,6 +35,7 @@ function parseOptions(argv: string[]): Options {
     quick: argv.includes('--quick'),
     only: list('only'),
     impls: list('impl'),
+    n: value('n') !== undefined ? Number(value('n')) : null,
     // Quick runs keep their own file, so they never overwrite the full results.
     out: value('out') ?? join(here, 'results', argv.includes('--quick') ? 'quick.json' : 'latest.json'),
   };
@@ -51,6 +56,7 @@ function childTimeoutMs(quick: boolean): number {
 function runChild(job: Job, opts: Options): Promise<ChildResult> {
   const args = ['--import', 'tsx', join(here, 'child.ts'), job.workload.id, job.impl.id];
   if (opts.quick) args.push('--quick');
+  if (opts.n !== null) args.push(`--size=${opts.n}`);
   return new Promise((resolve) => {
     const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -253,8 +259,8 @@ async function main(): Promise<void> {
   const opts = parseOptions(process.argv.slice(2));
   const jobs: Job[] = [];
   for (const workload of WORKLOADS) {
-    if (opts.only && !opts.only.includes(workload.id)) continue;
-    const probe = workload.make(opts.quick ? workload.size.quick : workload.size.full);
+    if (opts.only ? !opts.only.includes(workload.id) : workload.optIn) continue;
+    const probe = workload.make(opts.n ?? (opts.quick ? workload.size.quick : workload.size.full));
     for (const impl of IMPLS) {
       if (opts.impls && !opts.impls.includes(impl.id)) continue;
       if (impl.supports(workload, probe)) jobs.push({ workload, impl, skip: impl.skip?.[workload.kind] });
@@ -306,7 +312,7 @@ async function main(): Promise<void> {
       description: w.description,
       size: w.size,
       sizeUnit: w.sizeUnit,
-      n: opts.quick ? w.size.quick : w.size.full,
+      n: opts.n ?? (opts.quick ? w.size.quick : w.size.full),
     })),
     implementations: IMPLS.filter((i) => results.some((r) => r.impl === i.id)).map((i) => ({
       id: i.id,

@@ -38,7 +38,8 @@ function ratio(a: number | null, b: number | null): string {
   return a === null || b === null ? '–' : (a / b).toFixed(a / b >= 10 ? 0 : 2);
 }
 
-const workloads = ['chain', 'rosenbrock', 'rosenbrock-1e4', 'advection-lw', 'advection-toon', 'mlp', 'lse', 'llsq', 'tiny'];
+const workloads = ['chain', 'rosenbrock', 'rosenbrock-1e4', 'advection-lw', 'advection-toon', 'mlp', 'lse', 'lse-1e4', 'lse-1.28e6', 'llsq', 'llsq-16392', 'logreg', 'gmm', 'tiny']
+  .filter((w) => data.results.some((r) => r.workload === w));
 const ours = ['wasm-var', 'wasm-handle', 'js-var', 'js-handle', 'wasm-replay', 'js-replay'];
 const peers = ['micrograd', 'tfjs-cpu', 'tfjs-wasm', 'jax-eager', 'jax-jit'];
 

@@ -49,7 +49,7 @@ export interface Phase {
   recordEnd: number;
 }
 
-export type WorkloadKind = 'chain' | 'rosenbrock' | 'advection-lw' | 'advection-toon' | 'mlp' | 'lse' | 'llsq' | 'tiny';
+export type WorkloadKind = 'chain' | 'rosenbrock' | 'advection-lw' | 'advection-toon' | 'mlp' | 'lse' | 'llsq' | 'logreg' | 'gmm' | 'tiny';
 
 export interface Workload {
   readonly id: string;
@@ -64,6 +64,8 @@ export interface Workload {
   readonly tolerance: number;
   /** Whether the cost is linear in n, so a slow peer may run a smaller n and be scaled up. */
   readonly linearInN: boolean;
+  /** Only run when named in `run.ts --only=` (extra sizes of a workload). */
+  readonly optIn?: boolean;
   make(n: number): Instance;
 }
 
@@ -754,48 +756,109 @@ export function mlpData(n: number): { X: Float64Array; y: Float64Array } {
   return moons(n);
 }
 
-// ───────────────────────────── log-sum-exp (GradBench lse) ─────────────────────────────
-// f(x) = log Σ exp(x_i), computed with the max shift; the gradient is softmax(x). The shift is a
-// plain number (a constant on the tape): its derivative cancels exactly.
+// ───────────────────────────── GradBench inputs ─────────────────────────────
+// GradBench's lse and llsq evals draw their inputs with NumPy's legacy generator:
+// np.random.seed(31337), then np.random.rand(size) once per problem size, in the order of the
+// eval's size list. The same stream, reproduced here (MT19937 seeded by init_genrand, 53-bit
+// doubles from two 32-bit outputs, as NumPy's random_sample), gives the very inputs GradBench
+// sends at its sizes.
 
+export const GRADBENCH_SEED = 31337;
+
+/** NumPy's legacy `np.random.seed(seed); np.random.rand()` stream (MT19937). */
+export function numpyLegacyRand(seed: number): () => number {
+  const N = 624;
+  const mt = new Uint32Array(N);
+  mt[0] = seed >>> 0;
+  for (let i = 1; i < N; i++) {
+    const p = mt[i - 1]! ^ (mt[i - 1]! >>> 30);
+    mt[i] = (Math.imul(1812433253, p) + i) >>> 0;
+  }
+  let idx = N;
+  const next32 = (): number => {
+    if (idx >= N) {
+      for (let i = 0; i < N; i++) {
+        const y = (mt[i]! & 0x80000000) | (mt[(i + 1) % N]! & 0x7fffffff);
+        mt[i] = mt[(i + 397) % N]! ^ (y >>> 1) ^ (y & 1 ? 0x9908b0df : 0);
+      }
+      idx = 0;
+    }
+    let y = mt[idx++]!;
+    y ^= y >>> 11;
+    y ^= (y << 7) & 0x9d2c5680;
+    y ^= (y << 15) & 0xefc60000;
+    y ^= y >>> 18;
+    return y >>> 0;
+  };
+  return () => {
+    const a = next32() >>> 5, b = next32() >>> 6;
+    return (a * 67108864 + b) / 9007199254740992;
+  };
+}
+
+/** `count` uniform [0, 1) values from GradBench's stream after `skip` draws. */
+function gradbenchUniform(skip: number, count: number): Float64Array {
+  const rand = numpyLegacyRand(GRADBENCH_SEED);
+  for (let i = 0; i < skip; i++) rand();
+  const out = new Float64Array(count);
+  for (let i = 0; i < count; i++) out[i] = rand();
+  return out;
+}
+
+// ───────────────────────────── log-sum-exp (GradBench lse) ─────────────────────────────
+// GradBench evals/lse: A = max_i x_i, f(x) = log Σ exp(x_i − A) + A, the max taken inside the
+// function (cpp/gradbench/evals/lse.hpp `primal`), so a tape records it (n − 1 max nodes) and
+// the reverse sweep goes through it: the adjoint reaching A is 1 − Σ softmax = 0 up to rounding,
+// and the gradient is softmax(x), which is also GradBench's manual gradient (tools/manual/lse.cpp).
+// Inputs: x = np.random.rand(n) in GradBench's stream (uniform [0, 1)); sizes 2500 · 2^k up to
+// 1.28e6 (evals/lse/run.py).
+
+/** GradBench's lse sizes, in the order its eval draws them. */
+export const LSE_GRADBENCH_N = [2500, 5000, 10000, 20000, 40000, 80000, 160000, 320000, 640000, 1280000] as const;
+
+/** GradBench's x for n in its size list; for another n, the first n values of the same stream. */
 export function lsePoint(n: number): Float64Array {
-  const x = new Float64Array(n);
-  for (let i = 0; i < n; i++) x[i] = 5 * Math.sin(0.7 * i + 0.3) * Math.cos(0.013 * i);
-  return x;
+  const k = (LSE_GRADBENCH_N as readonly number[]).indexOf(n);
+  let skip = 0;
+  for (let j = 0; j < k; j++) skip += LSE_GRADBENCH_N[j]!;
+  return gradbenchUniform(skip, n);
 }
 
 function maxOf(x: Float64Array): number {
-  let m = -Infinity;
-  for (let i = 0; i < x.length; i++) if (x[i]! > m) m = x[i]!;
+  let m = x[0]!;
+  for (let i = 1; i < x.length; i++) m = Math.max(m, x[i]!);
   return m;
 }
 
 function lsePlain(x: Float64Array): number {
-  const m = maxOf(x);
+  const A = maxOf(x);
   let s = 0;
-  for (let i = 0; i < x.length; i++) s += Math.exp(x[i]! - m);
-  return Math.log(s) + m;
+  for (let i = 0; i < x.length; i++) s += Math.exp(x[i]! - A);
+  return Math.log(s) + A;
 }
 
+/** GradBench's manual gradient: softmax with the max shift. */
 function lseHand(x: Float64Array, g: Float64Array): number {
-  const m = maxOf(x);
+  const A = maxOf(x);
   let s = 0;
   for (let i = 0; i < x.length; i++) {
-    const e = Math.exp(x[i]! - m);
+    const e = Math.exp(x[i]! - A);
     g[i] = e;
     s += e;
   }
   for (let i = 0; i < x.length; i++) g[i]! /= s;
-  return Math.log(s) + m;
+  return Math.log(s) + A;
 }
 
 function lseVar(tape: Tape, x: Float64Array, g: Float64Array, phase?: Phase): number {
   tape.reset();
   const xs = tape.variables(x);
-  const m = maxOf(x);
-  let s = xs[0]!.sub(m).exp();
-  for (let i = 1; i < xs.length; i++) s = s.add(xs[i]!.sub(m).exp());
-  const f = s.log().add(m);
+  const n = xs.length;
+  let A = xs[0]!;
+  for (let i = 1; i < n; i++) A = A.max(xs[i]!);
+  let s = xs[0]!.sub(A).exp();
+  for (let i = 1; i < n; i++) s = s.add(xs[i]!.sub(A).exp());
+  const f = s.log().add(A);
   if (phase) phase.recordEnd = now();
   g.set(tape.gradient(f, xs));
   return f.value;
@@ -807,60 +870,78 @@ function lseHandle(tape: Tape, x: Float64Array, g: Float64Array, phase?: Phase):
   const n = x.length;
   const xs = new Int32Array(n);
   for (let i = 0; i < n; i++) xs[i] = h.variable(x[i]!);
-  const m = h.constant(maxOf(x));
-  let s = h.exp(h.sub(xs[0]!, m));
-  for (let i = 1; i < n; i++) s = h.add(s, h.exp(h.sub(xs[i]!, m)));
-  const f = h.add(h.log(s), m);
+  let A = xs[0]!;
+  for (let i = 1; i < n; i++) A = h.max(A, xs[i]!);
+  let s = h.exp(h.sub(xs[0]!, A));
+  for (let i = 1; i < n; i++) s = h.add(s, h.exp(h.sub(xs[i]!, A)));
+  const f = h.add(h.log(s), A);
   if (phase) phase.recordEnd = now();
   h.backward(f);
   for (let i = 0; i < n; i++) g[i] = h.grad(xs[i]!);
   return h.value(f);
 }
 
-export const lse: Workload = {
-  id: 'lse',
-  kind: 'lse',
-  title: 'log-sum-exp',
-  description: 'GradBench lse: log sum exp(x_i) with the max shift, x_i = 5 sin(0.7 i + 0.3) cos(0.013 i); gradient = softmax',
-  size: { full: 100_000, quick: 20_000 },
-  sizeUnit: 'values',
-  tolerance: 1e-12,
-  linearInN: true,
-  make(n) {
-    const x = lsePoint(n);
-    return {
-      kind: 'lse',
-      n,
-      x,
-      runLabel: '1 gradient',
-      evalsPerRun: 1,
-      plain: () => lsePlain(x),
-      hand: (g) => lseHand(x, g),
-      tapeVar: (tape, g, phase) => lseVar(tape, x, g, phase),
-      tapeHandle: (tape, g, phase) => lseHandle(tape, x, g, phase),
-      reference() {
-        const grad = new Float64Array(n);
-        return { value: lseHand(x, grad), grad, source: 'hand-written gradient (softmax)' };
-      },
-    };
-  },
-};
+function lseWorkload(id: string, full: number, quick: number, optIn: boolean): Workload {
+  return {
+    id,
+    kind: 'lse',
+    optIn,
+    title: 'log-sum-exp',
+    description:
+      'GradBench lse: A = max_i x_i (inside the function, recorded), log sum_i exp(x_i - A) + A; ' +
+      'x = GradBench\'s np.random.rand(n) (seed 31337); gradient = softmax',
+    size: { full, quick },
+    sizeUnit: 'values',
+    // The adjoint reaching the max, 1 - sum softmax, is rounding (~5e-14 at n = 1.28e6) and lands
+    // on the argmax component.
+    tolerance: 1e-12,
+    linearInN: true,
+    make(n) {
+      const x = lsePoint(n);
+      return {
+        kind: 'lse',
+        n,
+        x,
+        runLabel: '1 gradient',
+        evalsPerRun: 1,
+        plain: () => lsePlain(x),
+        hand: (g) => lseHand(x, g),
+        tapeVar: (tape, g, phase) => lseVar(tape, x, g, phase),
+        tapeHandle: (tape, g, phase) => lseHandle(tape, x, g, phase),
+        reference() {
+          const grad = new Float64Array(n);
+          return { value: lseHand(x, grad), grad, source: 'hand-written gradient (softmax, GradBench tools/manual/lse.cpp)' };
+        },
+      };
+    },
+  };
+}
+
+/** n = 1e5 in full runs (any of GradBench's sizes with `run.ts --only=lse --n=...`). */
+export const lse = lseWorkload('lse', 100_000, 20_000, false);
+/** GradBench's sizes 1e4 and 1.28e6 (its largest), run only when named in --only. */
+export const lse1e4 = lseWorkload('lse-1e4', 10_000, 10_000, true);
+export const lse128e4 = lseWorkload('lse-1.28e6', 1_280_000, 160_000, true);
 
 // ───────────────────────────── linear least squares (GradBench llsq) ─────────────────────────────
-// f(x) = ½ Σ_i (sign(t_i) − Σ_j x_j t_i^j)², t_i = −1 + 2i/(n−1), m = 32 coefficients, n points.
-// The powers t_i^j are data (built by repeated multiplication, as GradBench's reference does).
+// GradBench evals/llsq (cmpad's llsq_obj): f(x) = ½ Σ_i (s_i − Σ_j x_j t_i^j)², t_i = −1 + 2i/(n−1),
+// s_i = sign(t_i); m = 128 coefficients (its only m), n points from 16 to 16392 (its list, with
+// 8196 and 16392 as written there). The powers t_i^j are built by repeated multiplication, as in
+// cpp/gradbench/evals/llsq.hpp (for |t| < ~0.004 the high powers are subnormal or underflow to 0).
+// Inputs: x = np.random.rand(128) in GradBench's stream, drawn once per n in list order.
 
-export const LLSQ_M = 32;
+export const LLSQ_M = 128;
+/** GradBench's llsq sizes (points), in the order its eval draws x. */
+export const LLSQ_GRADBENCH_N = [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8196, 16392] as const;
 
 export function llsqT(i: number, n: number): number {
   return -1 + (i * 2) / (n - 1);
 }
 
-export function llsqPoint(m: number): Float64Array {
-  const rand = mulberry32(11);
-  const x = new Float64Array(m);
-  for (let j = 0; j < m; j++) x[j] = rand() - 0.5;
-  return x;
+/** GradBench's x for n points (its list); for another n, the first draw of the stream. */
+export function llsqPoint(n: number, m = LLSQ_M): Float64Array {
+  const k = Math.max(0, (LLSQ_GRADBENCH_N as readonly number[]).indexOf(n));
+  return gradbenchUniform(k * m, m);
 }
 
 /** The n×m matrix of powers t_i^j, row-major, for the vectorised peers. */
@@ -890,7 +971,7 @@ function llsqPlain(x: Float64Array, n: number): number {
     }
     s += r * r;
   }
-  return 0.5 * s;
+  return s / 2;
 }
 
 function llsqHand(x: Float64Array, n: number, g: Float64Array): number {
@@ -912,7 +993,7 @@ function llsqHand(x: Float64Array, n: number, g: Float64Array): number {
       acc *= t;
     }
   }
-  return 0.5 * s;
+  return s / 2;
 }
 
 function llsqVar(tape: Tape, x: Float64Array, n: number, g: Float64Array, phase?: Phase): number {
@@ -930,7 +1011,7 @@ function llsqVar(tape: Tape, x: Float64Array, n: number, g: Float64Array, phase?
     }
     s = s ? s.add(r.square()) : r.square();
   }
-  const f = s!.mul(0.5);
+  const f = s!.div(2);
   if (phase) phase.recordEnd = now();
   g.set(tape.gradient(f, xs));
   return f.value;
@@ -953,37 +1034,531 @@ function llsqHandle(tape: Tape, x: Float64Array, n: number, g: Float64Array, pha
     }
     s = s < 0 ? h.square(r) : h.add(s, h.square(r));
   }
-  const f = h.mul(s, h.constant(0.5));
+  const f = h.div(s, h.constant(2));
   if (phase) phase.recordEnd = now();
   h.backward(f);
   for (let j = 0; j < m; j++) g[j] = h.grad(xs[j]!);
   return h.value(f);
 }
 
-export const llsq: Workload = {
-  id: 'llsq',
-  kind: 'llsq',
-  title: 'least squares (m=32)',
-  description: 'GradBench llsq: 1/2 sum_i (sign(t_i) - sum_j x_j t_i^j)^2, t_i = -1 + 2i/(n-1), m = 32 coefficients, n points; gradient w.r.t. x',
-  size: { full: 10_000, quick: 2_000 },
+function llsqWorkload(id: string, full: number, quick: number, optIn: boolean): Workload {
+  return {
+    id,
+    kind: 'llsq',
+    optIn,
+    title: `least squares (m=${LLSQ_M})`,
+    description:
+      `GradBench llsq: 1/2 sum_i (sign(t_i) - sum_j x_j t_i^j)^2, t_i = -1 + 2i/(n-1), m = ${LLSQ_M} coefficients, n points; ` +
+      'x = GradBench\'s np.random.rand(128) (seed 31337); gradient w.r.t. x',
+    size: { full, quick },
+    sizeUnit: 'points',
+    tolerance: 1e-10,
+    linearInN: true,
+    make(n) {
+      const x = llsqPoint(n);
+      return {
+        kind: 'llsq',
+        n,
+        x,
+        runLabel: '1 gradient',
+        evalsPerRun: 1,
+        plain: () => llsqPlain(x, n),
+        hand: (g) => llsqHand(x, n, g),
+        tapeVar: (tape, g, phase) => llsqVar(tape, x, n, g, phase),
+        tapeHandle: (tape, g, phase) => llsqHandle(tape, x, n, g, phase),
+        reference() {
+          const grad = new Float64Array(LLSQ_M);
+          return { value: llsqHand(x, n, grad), grad, source: 'hand-written gradient (GradBench tools/manual/llsq.cpp form)' };
+        },
+      };
+    },
+  };
+}
+
+export const llsq = llsqWorkload('llsq', 1024, 256, false);
+/** GradBench's largest llsq size (16392 points, as its list has it), run only when named. */
+export const llsq16392 = llsqWorkload('llsq-16392', 16_392, 2048, true);
+
+// ───────────────────────────── logistic regression ─────────────────────────────
+// L(w, b) = (1/N) Σ_i softplus(z_i) − y_i z_i, z_i = b + Σ_j X_ij w_j: the mean negative
+// log-likelihood of a logistic model, N = 2000 points × 20 features, labels 0/1 drawn from a
+// known model; gradient w.r.t. the 21 parameters (w, then b). softplus is the stable
+// max(z, 0) + log1p(exp(−|z|)) (tapegrad's softplus op).
+
+export const LOGREG_D = 20;
+
+/** X (N×D, row-major, standard normal), y (0/1 from a logistic model), and the point (w, b). */
+export function logregData(n: number, d = LOGREG_D): { X: Float64Array; y: Float64Array; p: Float64Array } {
+  const rand = mulberry32(23);
+  const gauss = (): number => Math.sqrt(-2 * Math.log(1 - rand())) * Math.cos(2 * Math.PI * rand());
+  const X = new Float64Array(n * d);
+  for (let i = 0; i < X.length; i++) X[i] = gauss();
+  const wTrue = new Float64Array(d);
+  for (let j = 0; j < d; j++) wTrue[j] = 0.5 * gauss();
+  const bTrue = 0.3;
+  const y = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    let z = bTrue;
+    for (let j = 0; j < d; j++) z += X[i * d + j]! * wTrue[j]!;
+    y[i] = rand() < 1 / (1 + Math.exp(-z)) ? 1 : 0;
+  }
+  const p = new Float64Array(d + 1);
+  for (let j = 0; j < d; j++) p[j] = 0.1 * gauss();
+  p[d] = 0.05;
+  return { X, y, p };
+}
+
+function softplusOf(z: number): number {
+  return Math.max(z, 0) + Math.log1p(Math.exp(-Math.abs(z)));
+}
+
+function logregPlain(p: Float64Array, X: Float64Array, y: Float64Array, n: number): number {
+  const d = p.length - 1;
+  const b = p[d]!;
+  let s = 0;
+  for (let i = 0; i < n; i++) {
+    let z = b;
+    for (let j = 0; j < d; j++) z += X[i * d + j]! * p[j]!;
+    s += softplusOf(z) - y[i]! * z;
+  }
+  return s / n;
+}
+
+/** dL/dw = (1/N) X^T (sigmoid(z) − y), dL/db = mean(sigmoid(z) − y). */
+function logregHand(p: Float64Array, X: Float64Array, y: Float64Array, n: number, g: Float64Array): number {
+  const d = p.length - 1;
+  const b = p[d]!;
+  g.fill(0);
+  let s = 0;
+  for (let i = 0; i < n; i++) {
+    let z = b;
+    for (let j = 0; j < d; j++) z += X[i * d + j]! * p[j]!;
+    s += softplusOf(z) - y[i]! * z;
+    const e = z >= 0 ? 1 / (1 + Math.exp(-z)) : Math.exp(z) / (1 + Math.exp(z));
+    const r = (e - y[i]!) / n;
+    for (let j = 0; j < d; j++) g[j]! += r * X[i * d + j]!;
+    g[d]! += r;
+  }
+  return s / n;
+}
+
+function logregVar(tape: Tape, p: Float64Array, X: Float64Array, y: Float64Array, n: number, g: Float64Array, phase?: Phase): number {
+  tape.reset();
+  const ps = tape.variables(p);
+  const d = p.length - 1;
+  const b = ps[d]!;
+  let s: Var | null = null;
+  for (let i = 0; i < n; i++) {
+    let z = b;
+    for (let j = 0; j < d; j++) z = z.add(ps[j]!.mul(X[i * d + j]!));
+    const term = z.softplus().sub(z.mul(y[i]!));
+    s = s ? s.add(term) : term;
+  }
+  const f = s!.div(n);
+  if (phase) phase.recordEnd = now();
+  g.set(tape.gradient(f, ps));
+  return f.value;
+}
+
+function logregHandle(tape: Tape, p: Float64Array, X: Float64Array, y: Float64Array, n: number, g: Float64Array, phase?: Phase): number {
+  tape.reset();
+  const h = tape.handles;
+  const d = p.length - 1;
+  const ps = new Int32Array(d + 1);
+  for (let j = 0; j <= d; j++) ps[j] = h.variable(p[j]!);
+  let s = -1;
+  for (let i = 0; i < n; i++) {
+    let z = ps[d]!;
+    for (let j = 0; j < d; j++) z = h.add(z, h.mul(ps[j]!, h.constant(X[i * d + j]!)));
+    const term = h.sub(h.softplus(z), h.mul(z, h.constant(y[i]!)));
+    s = s < 0 ? term : h.add(s, term);
+  }
+  const f = h.div(s, h.constant(n));
+  if (phase) phase.recordEnd = now();
+  h.backward(f);
+  for (let j = 0; j <= d; j++) g[j] = h.grad(ps[j]!);
+  return h.value(f);
+}
+
+export const logreg: Workload = {
+  id: 'logreg',
+  kind: 'logreg',
+  title: 'logistic regression',
+  description:
+    'mean_i softplus(z_i) - y_i z_i, z = X w + b, X: n x 20 standard normal, y in {0,1} from a logistic model (mulberry32 data); ' +
+    'gradient w.r.t. w and b (21 parameters)',
+  size: { full: 2000, quick: 500 },
   sizeUnit: 'points',
-  tolerance: 1e-10,
+  tolerance: 1e-11,
   linearInN: true,
   make(n) {
-    const x = llsqPoint(LLSQ_M);
+    const { X, y, p } = logregData(n);
     return {
-      kind: 'llsq',
+      kind: 'logreg',
+      n,
+      x: p,
+      runLabel: '1 gradient',
+      evalsPerRun: 1,
+      plain: () => logregPlain(p, X, y, n),
+      hand: (g) => logregHand(p, X, y, n, g),
+      tapeVar: (tape, g, phase) => logregVar(tape, p, X, y, n, g, phase),
+      tapeHandle: (tape, g, phase) => logregHandle(tape, p, X, y, n, g, phase),
+      reference() {
+        const grad = new Float64Array(LOGREG_D + 1);
+        const value = logregHand(p, X, y, n, grad);
+        const idx = [0, 1, 7, 13, 19, LOGREG_D];
+        const fd = centralDifferences((q) => logregPlain(q, X, y, n), p, idx, 1e-6);
+        checkedAgainstFd('logreg', grad, fd, idx, 1e-7);
+        return { value, grad, source: 'hand-written gradient, itself checked against central differences on 6 parameters' };
+      },
+    };
+  },
+};
+
+// ───────────────────────────── Gaussian mixture model (GradBench gmm) ─────────────────────────────
+// GradBench evals/gmm (ADBench's GMM with its fixes), exactly as cpp/gradbench/evals/gmm.hpp
+// `objective`: with Qd_k = exp(q_k), S_k = Σ_j q_kj, Q_k lower triangular (diagonal Qd_k, the
+// strictly lower part filled column by column from l_k),
+//   β_ik = α_k + S_k − ½ ‖Q_k (x_i − μ_k)‖²,
+//   F = −N D/2 log 2π + Σ_i logsumexp_k β_ik − N logsumexp(α) + W,
+//   W = −Σ_k (½ γ² (‖Qd_k‖² + ‖l_k‖²) − m S_k) + K (n' D (log γ − ½ log 2) − log Γ_D(n'/2)), n' = D + m + 1,
+// every logsumexp with its max taken inside (recorded). Gradient w.r.t. (α, μ, q, l): K + 2KD +
+// K D(D−1)/2 = 1650 parameters at D = 10, K = 25. GradBench's defaults: N = 1000 points, m = 0,
+// γ = 1 (evals/gmm/run.py). Its data come from NumPy's default_rng(31337) (PCG64): x, α, q, l
+// standard normal, μ uniform [0, 1); here the same distributions from mulberry32, in that order.
+
+export const GMM_D = 10;
+export const GMM_K = 25;
+export const GMM_M = 0;
+export const GMM_GAMMA = 1;
+
+export interface GmmData {
+  d: number;
+  k: number;
+  n: number;
+  /** N×D points, row-major. */
+  X: Float64Array;
+  /** The parameters, packed: α (K), μ (K×D), q (K×D), l (K × D(D−1)/2). */
+  p: Float64Array;
+  /** Offsets of μ, q and l in p. */
+  mu0: number;
+  q0: number;
+  l0: number;
+  lsz: number;
+  m: number;
+  gamma: number;
+}
+
+export function gmmData(n: number, d = GMM_D, k = GMM_K): GmmData {
+  const rand = mulberry32(31337);
+  const gauss = (): number => Math.sqrt(-2 * Math.log(1 - rand())) * Math.cos(2 * Math.PI * rand());
+  const lsz = (d * (d - 1)) / 2;
+  const X = new Float64Array(n * d);
+  for (let i = 0; i < X.length; i++) X[i] = gauss();
+  const mu0 = k, q0 = k + k * d, l0 = k + 2 * k * d;
+  const p = new Float64Array(l0 + k * lsz);
+  for (let i = 0; i < k; i++) p[i] = gauss();
+  for (let i = mu0; i < q0; i++) p[i] = rand();
+  for (let i = q0; i < l0; i++) p[i] = gauss();
+  for (let i = l0; i < p.length; i++) p[i] = gauss();
+  return { d, k, n, X, p, mu0, q0, l0, lsz, m: GMM_M, gamma: GMM_GAMMA };
+}
+
+/** For the vectorised peers: the lsz × d² 0/1 matrix that scatters l_k (column by column, as
+ *  Qtimesx reads it) into the strictly lower part of a row-major d×d matrix: L_k = l_k S. */
+export function gmmLowerScatter(d: number): Float64Array {
+  const lsz = (d * (d - 1)) / 2;
+  const S = new Float64Array(lsz * d * d);
+  let idx = 0;
+  for (let a = 0; a < d; a++) for (let b = a + 1; b < d; b++) S[idx++ * d * d + b * d + a] = 1;
+  return S;
+}
+
+/** log Γ(x) for x a positive integer or half-integer (all the Wishart constant needs), exactly
+ *  from Γ(1) = 1, Γ(1/2) = √π and Γ(x + 1) = x Γ(x). */
+function lgammaHalfInteger(x: number): number {
+  if (!(x > 0) || 2 * x !== Math.round(2 * x)) throw new Error(`lgammaHalfInteger: ${x} is not a positive half-integer`);
+  let y = Number.isInteger(x) ? 1 : 0.5;
+  let logG = Number.isInteger(x) ? 0 : 0.5 * Math.log(Math.PI);
+  for (; y < x; y++) logG += Math.log(y);
+  return logG;
+}
+
+/** ADBench's log_gamma_distrib(a, p) = log Γ_p(a), the multivariate gamma function. */
+function logGammaDistrib(a: number, p: number): number {
+  let out = 0.25 * p * (p - 1) * Math.log(Math.PI);
+  for (let j = 1; j <= p; j++) out += lgammaHalfInteger(a + 0.5 * (1 - j));
+  return out;
+}
+
+/** The two constants of F: −N D/2 log 2π, and the Wishart normaliser per component C. */
+export function gmmConstants(g: Pick<GmmData, 'd' | 'n' | 'm' | 'gamma'>): { CONSTANT: number; C: number } {
+  const nw = g.d + g.m + 1;
+  return {
+    CONSTANT: -g.n * g.d * 0.5 * Math.log(2 * Math.PI),
+    C: nw * g.d * (Math.log(g.gamma) - 0.5 * Math.log(2)) - logGammaDistrib(0.5 * nw, g.d),
+  };
+}
+
+function logsumexpOf(v: Float64Array): number {
+  const mx = maxOf(v);
+  let s = 0;
+  for (let i = 0; i < v.length; i++) s += Math.exp(v[i]! - mx);
+  return Math.log(s) + mx;
+}
+
+function gmmPlain(p: Float64Array, g: GmmData): number {
+  const { d, k, n, X, mu0, q0, l0, lsz, m, gamma } = g;
+  const { CONSTANT, C } = gmmConstants(g);
+  const Qd = new Float64Array(d * k), sumQ = new Float64Array(k);
+  for (let i = 0; i < d * k; i++) Qd[i] = Math.exp(p[q0 + i]!);
+  for (let c = 0; c < k; c++) for (let j = 0; j < d; j++) sumQ[c]! += p[q0 + c * d + j]!;
+  const xc = new Float64Array(d), Qxc = new Float64Array(d), main = new Float64Array(k);
+  let slse = 0;
+  for (let i = 0; i < n; i++) {
+    for (let c = 0; c < k; c++) {
+      for (let j = 0; j < d; j++) xc[j] = X[i * d + j]! - p[mu0 + c * d + j]!;
+      for (let j = 0; j < d; j++) Qxc[j] = Qd[c * d + j]! * xc[j]!;
+      let li = l0 + c * lsz;
+      for (let a = 0; a < d; a++) for (let b = a + 1; b < d; b++) Qxc[b]! += p[li++]! * xc[a]!;
+      let sq = Qxc[0]! * Qxc[0]!;
+      for (let j = 1; j < d; j++) sq += Qxc[j]! * Qxc[j]!;
+      main[c] = p[c]! + sumQ[c]! - 0.5 * sq;
+    }
+    slse += logsumexpOf(main);
+  }
+  const lseAlpha = logsumexpOf(p.subarray(0, k));
+  let out = 0;
+  for (let c = 0; c < k; c++) {
+    let frob = Qd[c * d]! * Qd[c * d]!;
+    for (let j = 1; j < d; j++) frob += Qd[c * d + j]! * Qd[c * d + j]!;
+    let ls = p[l0 + c * lsz]! * p[l0 + c * lsz]!;
+    for (let j = 1; j < lsz; j++) ls += p[l0 + c * lsz + j]! * p[l0 + c * lsz + j]!;
+    out += 0.5 * gamma * gamma * (frob + ls) - m * sumQ[c]!;
+  }
+  return CONSTANT + slse - n * lseAlpha + (-out + k * C);
+}
+
+/** Value and gradient by hand: with w_ik = softmax_k β_ik and y = Q_k (x_i − μ_k),
+ *  ∂β/∂α_k = 1, ∂β/∂q_kj = 1 − y_j (x_i − μ_k)_j Qd_kj, ∂β/∂l_k(a→b) = −y_b (x_i − μ_k)_a,
+ *  ∂β/∂μ_k = Q_k^T y; ∂/∂α of −N lse(α) = −N softmax(α); ∂W/∂q_kj = −γ² Qd_kj² + m, ∂W/∂l = −γ² l. */
+function gmmHand(p: Float64Array, g: GmmData, grad: Float64Array): number {
+  const { d, k, n, X, mu0, q0, l0, lsz, m, gamma } = g;
+  const { CONSTANT, C } = gmmConstants(g);
+  grad.fill(0);
+  const Qd = new Float64Array(d * k), sumQ = new Float64Array(k);
+  for (let i = 0; i < d * k; i++) Qd[i] = Math.exp(p[q0 + i]!);
+  for (let c = 0; c < k; c++) for (let j = 0; j < d; j++) sumQ[c]! += p[q0 + c * d + j]!;
+  const xc = new Float64Array(d * k), Qxc = new Float64Array(d * k), main = new Float64Array(k), qty = new Float64Array(d);
+  let slse = 0;
+  for (let i = 0; i < n; i++) {
+    for (let c = 0; c < k; c++) {
+      const o = c * d;
+      for (let j = 0; j < d; j++) xc[o + j] = X[i * d + j]! - p[mu0 + o + j]!;
+      for (let j = 0; j < d; j++) Qxc[o + j] = Qd[o + j]! * xc[o + j]!;
+      let li = l0 + c * lsz;
+      for (let a = 0; a < d; a++) for (let b = a + 1; b < d; b++) Qxc[o + b]! += p[li++]! * xc[o + a]!;
+      let sq = Qxc[o]! * Qxc[o]!;
+      for (let j = 1; j < d; j++) sq += Qxc[o + j]! * Qxc[o + j]!;
+      main[c] = p[c]! + sumQ[c]! - 0.5 * sq;
+    }
+    const mx = maxOf(main);
+    let s = 0;
+    for (let c = 0; c < k; c++) s += Math.exp(main[c]! - mx);
+    slse += Math.log(s) + mx;
+    for (let c = 0; c < k; c++) {
+      const w = Math.exp(main[c]! - mx) / s;
+      const o = c * d;
+      grad[c]! += w;
+      // Q^T y, and the q and l adjoints, for y = Qxc of this component.
+      for (let j = 0; j < d; j++) {
+        qty[j] = Qd[o + j]! * Qxc[o + j]!;
+        grad[q0 + o + j]! += w * (1 - Qxc[o + j]! * xc[o + j]! * Qd[o + j]!);
+      }
+      let li = c * lsz;
+      for (let a = 0; a < d; a++) {
+        for (let b = a + 1; b < d; b++) {
+          qty[a]! += p[l0 + li]! * Qxc[o + b]!;
+          grad[l0 + li]! -= w * Qxc[o + b]! * xc[o + a]!;
+          li++;
+        }
+      }
+      for (let j = 0; j < d; j++) grad[mu0 + o + j]! += w * qty[j]!;
+    }
+  }
+  const alpha = p.subarray(0, k);
+  const lseAlpha = logsumexpOf(alpha);
+  for (let c = 0; c < k; c++) grad[c]! -= n * Math.exp(alpha[c]! - lseAlpha);
+  let out = 0;
+  for (let c = 0; c < k; c++) {
+    let frob = 0;
+    for (let j = 0; j < d; j++) {
+      const e = Qd[c * d + j]!;
+      frob += e * e;
+      grad[q0 + c * d + j]! += -gamma * gamma * e * e + m;
+    }
+    for (let j = 0; j < lsz; j++) {
+      const v = p[l0 + c * lsz + j]!;
+      frob += v * v;
+      grad[l0 + c * lsz + j]! -= gamma * gamma * v;
+    }
+    out += 0.5 * gamma * gamma * frob - m * sumQ[c]!;
+  }
+  return CONSTANT + slse - n * lseAlpha + (-out + k * C);
+}
+
+/** logsumexp of Vars with the max recorded (as ADBench's arr_max inside logsumexp). */
+function logsumexpVar(v: Var[]): Var {
+  let mx = v[0]!;
+  for (let i = 1; i < v.length; i++) mx = mx.max(v[i]!);
+  let s = v[0]!.sub(mx).exp();
+  for (let i = 1; i < v.length; i++) s = s.add(v[i]!.sub(mx).exp());
+  return s.log().add(mx);
+}
+
+function gmmVar(tape: Tape, p: Float64Array, g: GmmData, grad: Float64Array, phase?: Phase): number {
+  const { d, k, n, X, mu0, q0, l0, lsz, m, gamma } = g;
+  const { CONSTANT, C } = gmmConstants(g);
+  tape.reset();
+  const ps = tape.variables(p);
+  const xs: Var[] = new Array<Var>(n * d);
+  for (let i = 0; i < n * d; i++) xs[i] = tape.constant(X[i]!);
+  const Qd: Var[] = new Array<Var>(d * k), sumQ: Var[] = new Array<Var>(k);
+  for (let i = 0; i < d * k; i++) Qd[i] = ps[q0 + i]!.exp();
+  for (let c = 0; c < k; c++) {
+    let s = ps[q0 + c * d]!;
+    for (let j = 1; j < d; j++) s = s.add(ps[q0 + c * d + j]!);
+    sumQ[c] = s;
+  }
+  const xc: Var[] = new Array<Var>(d), Qxc: Var[] = new Array<Var>(d), main: Var[] = new Array<Var>(k);
+  let slse: Var | null = null;
+  for (let i = 0; i < n; i++) {
+    for (let c = 0; c < k; c++) {
+      for (let j = 0; j < d; j++) xc[j] = xs[i * d + j]!.sub(ps[mu0 + c * d + j]!);
+      for (let j = 0; j < d; j++) Qxc[j] = Qd[c * d + j]!.mul(xc[j]!);
+      let li = l0 + c * lsz;
+      for (let a = 0; a < d; a++) for (let b = a + 1; b < d; b++) Qxc[b] = Qxc[b]!.add(ps[li++]!.mul(xc[a]!));
+      let sq = Qxc[0]!.square();
+      for (let j = 1; j < d; j++) sq = sq.add(Qxc[j]!.square());
+      main[c] = ps[c]!.add(sumQ[c]!).sub(sq.mul(0.5));
+    }
+    const l = logsumexpVar(main);
+    slse = slse ? slse.add(l) : l;
+  }
+  const lseAlpha = logsumexpVar(ps.slice(0, k));
+  let out: Var | null = null;
+  for (let c = 0; c < k; c++) {
+    let frob = Qd[c * d]!.square();
+    for (let j = 1; j < d; j++) frob = frob.add(Qd[c * d + j]!.square());
+    let ls = ps[l0 + c * lsz]!.square();
+    for (let j = 1; j < lsz; j++) ls = ls.add(ps[l0 + c * lsz + j]!.square());
+    const term = frob.add(ls).mul(0.5 * gamma * gamma).sub(sumQ[c]!.mul(m));
+    out = out ? out.add(term) : term;
+  }
+  const f = slse!.add(CONSTANT).sub(lseAlpha.mul(n)).add(out!.neg().add(k * C));
+  if (phase) phase.recordEnd = now();
+  grad.set(tape.gradient(f, ps));
+  return f.value;
+}
+
+function logsumexpHandle(h: Tape['handles'], v: Int32Array): number {
+  let mx = v[0]!;
+  for (let i = 1; i < v.length; i++) mx = h.max(mx, v[i]!);
+  let s = h.exp(h.sub(v[0]!, mx));
+  for (let i = 1; i < v.length; i++) s = h.add(s, h.exp(h.sub(v[i]!, mx)));
+  return h.add(h.log(s), mx);
+}
+
+function gmmHandle(tape: Tape, p: Float64Array, g: GmmData, grad: Float64Array, phase?: Phase): number {
+  const { d, k, n, X, mu0, q0, l0, lsz, m, gamma } = g;
+  const { CONSTANT, C } = gmmConstants(g);
+  tape.reset();
+  const h = tape.handles;
+  const np_ = p.length;
+  const ps = new Int32Array(np_);
+  for (let i = 0; i < np_; i++) ps[i] = h.variable(p[i]!);
+  const xs = new Int32Array(n * d);
+  for (let i = 0; i < n * d; i++) xs[i] = h.constant(X[i]!);
+  const half = h.constant(0.5);
+  const Qd = new Int32Array(d * k), sumQ = new Int32Array(k);
+  for (let i = 0; i < d * k; i++) Qd[i] = h.exp(ps[q0 + i]!);
+  for (let c = 0; c < k; c++) {
+    let s = ps[q0 + c * d]!;
+    for (let j = 1; j < d; j++) s = h.add(s, ps[q0 + c * d + j]!);
+    sumQ[c] = s;
+  }
+  const xc = new Int32Array(d), Qxc = new Int32Array(d), main = new Int32Array(k);
+  let slse = -1;
+  for (let i = 0; i < n; i++) {
+    for (let c = 0; c < k; c++) {
+      for (let j = 0; j < d; j++) xc[j] = h.sub(xs[i * d + j]!, ps[mu0 + c * d + j]!);
+      for (let j = 0; j < d; j++) Qxc[j] = h.mul(Qd[c * d + j]!, xc[j]!);
+      let li = l0 + c * lsz;
+      for (let a = 0; a < d; a++) for (let b = a + 1; b < d; b++) Qxc[b] = h.add(Qxc[b]!, h.mul(ps[li++]!, xc[a]!));
+      let sq = h.square(Qxc[0]!);
+      for (let j = 1; j < d; j++) sq = h.add(sq, h.square(Qxc[j]!));
+      main[c] = h.sub(h.add(ps[c]!, sumQ[c]!), h.mul(half, sq));
+    }
+    const l = logsumexpHandle(h, main);
+    slse = slse < 0 ? l : h.add(slse, l);
+  }
+  const lseAlpha = logsumexpHandle(h, ps.subarray(0, k));
+  const wishartScale = h.constant(0.5 * gamma * gamma), mC = h.constant(m);
+  let out = -1;
+  for (let c = 0; c < k; c++) {
+    let frob = h.square(Qd[c * d]!);
+    for (let j = 1; j < d; j++) frob = h.add(frob, h.square(Qd[c * d + j]!));
+    let ls = h.square(ps[l0 + c * lsz]!);
+    for (let j = 1; j < lsz; j++) ls = h.add(ls, h.square(ps[l0 + c * lsz + j]!));
+    const term = h.sub(h.mul(wishartScale, h.add(frob, ls)), h.mul(mC, sumQ[c]!));
+    out = out < 0 ? term : h.add(out, term);
+  }
+  const likelihood = h.sub(h.add(h.constant(CONSTANT), slse), h.mul(h.constant(n), lseAlpha));
+  const f = h.add(likelihood, h.add(h.neg(out), h.constant(k * C)));
+  if (phase) phase.recordEnd = now();
+  h.backward(f);
+  for (let i = 0; i < np_; i++) grad[i] = h.grad(ps[i]!);
+  return h.value(f);
+}
+
+export const gmm: Workload = {
+  id: 'gmm',
+  kind: 'gmm',
+  title: `GMM (d=${GMM_D}, K=${GMM_K})`,
+  description:
+    `GradBench gmm objective (cpp/gradbench/evals/gmm.hpp): log posterior of a ${GMM_K}-component Gaussian mixture in d = ${GMM_D} ` +
+    `with a Wishart prior (m = ${GMM_M}, gamma = ${GMM_GAMMA}), logsumexp over components, Q = exp(q) diagonal + l strictly lower; ` +
+    'n points; gradient w.r.t. alpha, mu, q, l (1650 parameters); mulberry32 data with GradBench\'s distributions',
+  size: { full: 1000, quick: 200 },
+  sizeUnit: 'points',
+  tolerance: 1e-10,
+  // Linear in n apart from the K-sized prior and logsumexp(alpha): close enough for scaling.
+  linearInN: true,
+  make(n) {
+    const data = gmmData(n);
+    const x = data.p;
+    return {
+      kind: 'gmm',
       n,
       x,
       runLabel: '1 gradient',
       evalsPerRun: 1,
-      plain: () => llsqPlain(x, n),
-      hand: (g) => llsqHand(x, n, g),
-      tapeVar: (tape, g, phase) => llsqVar(tape, x, n, g, phase),
-      tapeHandle: (tape, g, phase) => llsqHandle(tape, x, n, g, phase),
+      plain: () => gmmPlain(x, data),
+      hand: (g) => gmmHand(x, data, g),
+      tapeVar: (tape, g, phase) => gmmVar(tape, x, data, g, phase),
+      tapeHandle: (tape, g, phase) => gmmHandle(tape, x, data, g, phase),
       reference() {
-        const grad = new Float64Array(LLSQ_M);
-        return { value: llsqHand(x, n, grad), grad, source: 'hand-written gradient (GradBench manual form)' };
+        const grad = new Float64Array(x.length);
+        const value = gmmHand(x, data, grad);
+        const valueDirect = gmmPlain(x, data);
+        if (!(Math.abs(value - valueDirect) <= 1e-12 * Math.max(1, Math.abs(value)))) {
+          throw new Error(`gmm: the hand-written value ${value} differs from the objective ${valueDirect}`);
+        }
+        const { mu0, q0, l0 } = data;
+        const idx = [0, 7, GMM_K - 1, mu0, mu0 + 13, q0 - 1, q0, q0 + 57, l0 - 1, l0, l0 + 44, l0 + 500, x.length - 1];
+        const fd = centralDifferences((q) => gmmPlain(q, data), x, idx, 1e-6);
+        checkedAgainstFd('gmm', grad, fd, idx, 1e-6);
+        return { value, grad, source: 'hand-written gradient, itself checked against central differences on 13 parameters (alpha, mu, q, l)' };
       },
     };
   },
@@ -1128,7 +1703,9 @@ export const tiny: Workload = {
 };
 
 /** Every workload, in table order. */
-export const WORKLOADS: readonly Workload[] = [chain, rosenbrock, rosenbrock1e4, advectionLW, advectionToon, mlp, lse, llsq, tiny];
+export const WORKLOADS: readonly Workload[] = [
+  chain, rosenbrock, rosenbrock1e4, advectionLW, advectionToon, mlp, lse, lse1e4, lse128e4, llsq, llsq16392, logreg, gmm, tiny,
+];
 
 export function workloadById(id: string): Workload {
   const w = WORKLOADS.find((w) => w.id === id);

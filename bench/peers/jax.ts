@@ -5,8 +5,8 @@
 // an array used k times is passed k-1 times as `x.ref` and once as itself.
 import type { Runner } from '../impls.ts';
 import {
-  CHAIN_H, COURANT, LLSQ_M, MLP_ALPHA, MLP_LR, NX, TINY_POINTS, llsqPowers, llsqT, mlpData, tinyPoints,
-  type Instance,
+  CHAIN_H, COURANT, LLSQ_M, LOGREG_D, MLP_ALPHA, MLP_LR, NX, TINY_POINTS, gmmConstants, gmmData, gmmLowerScatter, llsqPowers, llsqT,
+  logregData, mlpData, tinyPoints, type Instance,
 } from '../workloads.ts';
 
 type Jax = typeof import('@jax-js/jax');
@@ -82,11 +82,76 @@ export async function prepareJax(inst: Instance, mode: 'eager' | 'jit'): Promise
       }, () => x);
     }
     case 'lse':
-      return single((v: Arr) => jax.nn.logsumexp(v), () => x);
+      // GradBench's own JAX tool (tools/jax/lse.py), max inside and differentiated through:
+      // log(sum(exp(x - max x))) + max x. Not nn.logsumexp, whose max is under stopGradient.
+      return single((v: Arr) => {
+        const a = np.max(v.ref);
+        return np.log(np.sum(np.exp(v.sub(a.ref)))).add(a);
+      }, () => x);
     case 'llsq': {
       const T = np.array(llsqPowers(n, LLSQ_M), f64).reshape([n, LLSQ_M]);
       const s = np.array(Float64Array.from({ length: n }, (_, i) => Math.sign(llsqT(i, n))), f64);
       return single((v: Arr) => np.sum(np.square(s.ref.sub(np.matmul(T.ref, v)))).mul(0.5), () => x);
+    }
+    case 'logreg': {
+      const { X, y } = logregData(n);
+      const d = LOGREG_D;
+      const Xa = np.array(X, f64).reshape([n, d]);
+      const ya = np.array(y, f64);
+      const loss = ([w, b]: Arr[]): Arr => {
+        const z = np.matmul(Xa.ref, w!).add(b!);
+        return np.mean(jax.nn.softplus(z.ref).sub(ya.ref.mul(z)));
+      };
+      const vg = wrap(jax.valueAndGrad(loss as never) as unknown as (ps: Arr[]) => [Arr, Arr[]]);
+      const w0 = x.slice(0, d), b0 = x.slice(d);
+      return {
+        grad: g,
+        run() {
+          const [v, [gw, gb]] = vg([np.array(w0, f64), np.array(b0, f64)]) as [Arr, [Arr, Arr]];
+          const value = (v.dataSync() as Float64Array)[0]!;
+          g.set(gw.dataSync() as Float64Array, 0);
+          g.set(gb.dataSync() as Float64Array, d);
+          return value;
+        },
+      };
+    }
+    case 'gmm': {
+      // GradBench's JAX/PyTorch gmm_objective, vectorised over points and components; the
+      // strictly lower parts are scattered into K d×d matrices by a 0/1 matmul (jax-js has no
+      // .at[].set), and the Wishart normaliser is a precomputed constant (no multigammaln).
+      // nn.logsumexp (max under stopGradient) as jax.scipy.special.logsumexp in GradBench's.
+      const G = gmmData(n);
+      const { d, k, lsz, m, gamma, mu0, q0, l0 } = G;
+      const { CONSTANT, C } = gmmConstants(G);
+      const Xa = np.array(G.X, f64).reshape([n, 1, d]);
+      const Sa = np.array(gmmLowerScatter(d), f64).reshape([lsz, d * d]);
+      const loss = ([alpha, mu, q, l]: Arr[]): Arr => {
+        const Qd = np.exp(q!.ref);
+        const sumQ = np.sum(q!, 1);
+        const Ls = np.matmul(l!.ref, Sa.ref).reshape([k, d, d]);
+        const xc = Xa.ref.sub(mu!.reshape([1, k, d]));
+        // GradBench's einsum('ijk,mik->mij', Ls, xc) as a batched matmul over components: jax-js's
+        // einsum parser needs iterator helpers (Node >= 22) and fails on Node 20.
+        const Lxc = np.transpose(np.matmul(np.transpose(xc.ref, [1, 0, 2]), np.transpose(Ls, [0, 2, 1])), [1, 0, 2]);
+        const Lx = Qd.ref.mul(xc).add(Lxc);
+        const inner = alpha!.ref.add(sumQ.ref).sub(np.sum(np.square(Lx), 2).mul(0.5));
+        const slse = np.sum(jax.nn.logsumexp(inner, 1));
+        const lseAlpha = jax.nn.logsumexp(alpha!);
+        const frob = np.sum(np.square(Qd), 1).add(np.sum(np.square(l!), 1));
+        const out = np.sum(frob.mul(0.5 * gamma * gamma).sub(sumQ.mul(m)));
+        return slse.add(CONSTANT).sub(lseAlpha.mul(n)).sub(out).add(k * C);
+      };
+      const vg = wrap(jax.valueAndGrad(loss as never) as unknown as (ps: Arr[]) => [Arr, Arr[]]);
+      const parts: [number, number, number[]][] = [[0, mu0, [k]], [mu0, q0, [k, d]], [q0, l0, [k, d]], [l0, x.length, [k, lsz]]];
+      return {
+        grad: g,
+        run() {
+          const [v, grads] = vg(parts.map(([a, b, shape]) => np.array(x.slice(a, b), f64).reshape(shape)));
+          const value = (v.dataSync() as Float64Array)[0]!;
+          for (let i = 0; i < parts.length; i++) g.set(grads[i]!.dataSync() as Float64Array, parts[i]![0]);
+          return value;
+        },
+      };
     }
     case 'mlp': {
       const { X, y } = mlpData(n);

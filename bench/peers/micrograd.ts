@@ -6,8 +6,8 @@
 // Ops micrograd lacks (sin, cos, log, log1p) are added in its style.
 import type { Runner } from '../impls.ts';
 import {
-  CHAIN_H, COURANT, LLSQ_M, MLP_ALPHA, MLP_LR, MLP_PARAMS, NX, TINY_POINTS, W1, B1, W2, B2, W3, B3,
-  llsqT, mlpData, tinyPoints, type Instance,
+  CHAIN_H, COURANT, LLSQ_M, LOGREG_D, MLP_ALPHA, MLP_LR, MLP_PARAMS, NX, TINY_POINTS, W1, B1, W2, B2, W3, B3,
+  gmmConstants, gmmData, llsqT, logregData, mlpData, tinyPoints, type GmmData, type Instance,
 } from '../workloads.ts';
 
 const noop = (): void => {};
@@ -257,6 +257,74 @@ function llsq(x: Float64Array, n: number, g: Float64Array): number {
   return f.data;
 }
 
+/** micrograd has no softplus: log(1 + exp(z)), in its style (fine for the |z| < 10 here). */
+function logreg(p: Float64Array, X: Float64Array, y: Float64Array, n: number, g: Float64Array): number {
+  const d = LOGREG_D;
+  const ps = Array.from(p, (v) => new Value(v));
+  let s: Value | null = null;
+  for (let i = 0; i < n; i++) {
+    let z = ps[d]!;
+    for (let j = 0; j < d; j++) z = z.add(ps[j]!.mul(X[i * d + j]!));
+    const term = z.exp().add(1).log().sub(z.mul(y[i]!));
+    s = s ? s.add(term) : term;
+  }
+  const f = s!.mul(1 / n);
+  f.backward();
+  for (let j = 0; j <= d; j++) g[j] = ps[j]!.grad;
+  return f.data;
+}
+
+/** micrograd has no max: each logsumexp shifts by the max of the values (a plain number, whose
+ *  derivative cancels anyway). */
+function logsumexpValues(v: Value[]): Value {
+  let mx = -Infinity;
+  for (const e of v) mx = Math.max(mx, e.data);
+  let s = v[0]!.sub(mx).exp();
+  for (let i = 1; i < v.length; i++) s = s.add(v[i]!.sub(mx).exp());
+  return s.log().add(mx);
+}
+
+function gmm(G: GmmData, g: Float64Array): number {
+  const { d, k, n, X, mu0, q0, l0, lsz, m, gamma } = G;
+  const { CONSTANT, C } = gmmConstants(G);
+  const ps = Array.from(G.p, (v) => new Value(v));
+  const Qd = ps.slice(q0, l0).map((q) => q.exp());
+  const sumQ: Value[] = [];
+  for (let c = 0; c < k; c++) {
+    let s = ps[q0 + c * d]!;
+    for (let j = 1; j < d; j++) s = s.add(ps[q0 + c * d + j]!);
+    sumQ.push(s);
+  }
+  let slse: Value | null = null;
+  const xc: Value[] = new Array<Value>(d), Qxc: Value[] = new Array<Value>(d), main: Value[] = new Array<Value>(k);
+  for (let i = 0; i < n; i++) {
+    for (let c = 0; c < k; c++) {
+      for (let j = 0; j < d; j++) xc[j] = ps[mu0 + c * d + j]!.neg().add(X[i * d + j]!);
+      for (let j = 0; j < d; j++) Qxc[j] = Qd[c * d + j]!.mul(xc[j]!);
+      let li = l0 + c * lsz;
+      for (let a = 0; a < d; a++) for (let b = a + 1; b < d; b++) Qxc[b] = Qxc[b]!.add(ps[li++]!.mul(xc[a]!));
+      let sq = Qxc[0]!.pow(2);
+      for (let j = 1; j < d; j++) sq = sq.add(Qxc[j]!.pow(2));
+      main[c] = ps[c]!.add(sumQ[c]!).sub(sq.mul(0.5));
+    }
+    const l = logsumexpValues(main);
+    slse = slse ? slse.add(l) : l;
+  }
+  const lseAlpha = logsumexpValues(ps.slice(0, k));
+  let out: Value | null = null;
+  for (let c = 0; c < k; c++) {
+    let frob = Qd[c * d]!.pow(2);
+    for (let j = 1; j < d; j++) frob = frob.add(Qd[c * d + j]!.pow(2));
+    for (let j = 0; j < lsz; j++) frob = frob.add(ps[l0 + c * lsz + j]!.pow(2));
+    const term = frob.mul(0.5 * gamma * gamma).sub(sumQ[c]!.mul(m));
+    out = out ? out.add(term) : term;
+  }
+  const f = slse!.add(CONSTANT).sub(lseAlpha.mul(n)).sub(out!).add(k * C);
+  f.backward();
+  for (let i = 0; i < ps.length; i++) g[i] = ps[i]!.grad;
+  return f.data;
+}
+
 function tiny(pts: Float64Array, n: number, g: Float64Array): number {
   let s = 0, gx = 0, gy = 0, gz = 0;
   for (let k = 0; k < n; k++) {
@@ -297,6 +365,16 @@ export function prepareMicrograd(inst: Instance): Runner {
     }
     case 'lse': run = () => lse(x, g); break;
     case 'llsq': run = () => llsq(x, n, g); break;
+    case 'logreg': {
+      const { X, y } = logregData(n);
+      run = () => logreg(x, X, y, n, g);
+      break;
+    }
+    case 'gmm': {
+      const G = gmmData(n);
+      run = () => gmm(G, g);
+      break;
+    }
     case 'tiny': {
       const pts = tinyPoints();
       run = () => tiny(pts, n, g);

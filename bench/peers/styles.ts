@@ -8,8 +8,10 @@ export const TFJS_STYLE: Record<WorkloadKind, string> = {
   'advection-lw': 'vectorised over the grid, loop over time',
   'advection-toon': 'vectorised over the grid, loop over time',
   mlp: 'vectorised (matmul over the batch)',
-  lse: 'vectorised (logsumexp)',
+  lse: 'vectorised (max, exp, sum, log: GradBench\'s TF.js form)',
   llsq: 'vectorised (matvec)',
+  logreg: 'vectorised (matvec, softplus)',
+  gmm: 'vectorised over points x components (batched matmul, logSumExp)',
   tiny: 'scalar (0-d tensors)',
 };
 
@@ -19,7 +21,9 @@ export const JAX_STYLE: Record<WorkloadKind, string> = {
   'advection-lw': 'vectorised over the grid, loop over time',
   'advection-toon': 'vectorised over the grid, loop over time',
   mlp: 'vectorised (matmul over the batch)',
-  lse: 'vectorised (nn.logsumexp)',
+  lse: 'vectorised (max, exp, sum, log: GradBench\'s JAX form)',
   llsq: 'vectorised (matvec)',
+  logreg: 'vectorised (matvec, nn.softplus)',
+  gmm: 'vectorised over points x components (batched matmul for GradBench\'s einsum, nn.logsumexp), as GradBench\'s JAX gmm',
   tiny: 'scalar (0-d arrays)',
 };

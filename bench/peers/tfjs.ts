@@ -1,11 +1,12 @@
 // TensorFlow.js peers, float32 (tfjs has no float64), on its pure-JS 'cpu' backend or its 'wasm'
 // backend (single-threaded here: Node has no Web Workers). Scalar style where the workload is a
 // chain of scalars (chain, tiny: one 0-d tensor per value), vectorised where that is natural
-// (Rosenbrock, advection per time step, MLP as matmuls, lse, llsq as a matvec).
+// (Rosenbrock, advection per time step, MLP and logistic regression as matmuls, lse, llsq as a
+// matvec, the GMM over points × components with batched matmuls).
 import type { Runner } from '../impls.ts';
 import {
-  CHAIN_H, COURANT, LLSQ_M, MLP_ALPHA, MLP_LR, NX, TINY_POINTS, llsqPowers, llsqT, mlpData, tinyPoints,
-  type Instance,
+  CHAIN_H, COURANT, LLSQ_M, LOGREG_D, MLP_ALPHA, MLP_LR, NX, TINY_POINTS, gmmConstants, gmmData, gmmLowerScatter, llsqPowers, llsqT,
+  logregData, mlpData, tinyPoints, type Instance,
 } from '../workloads.ts';
 
 type TF = typeof import('@tensorflow/tfjs');
@@ -129,7 +130,11 @@ export async function prepareTfjs(inst: Instance, backend: 'cpu' | 'wasm'): Prom
       };
     }
     case 'lse': {
-      const vg = tf.valueAndGrad((x: Tensor) => tf.logSumExp(x));
+      // As GradBench's own TF.js tool (js/tensorflow/lse.ts): the max inside, differentiated through.
+      const vg = tf.valueAndGrad((x: Tensor) => {
+        const a = tf.max(x);
+        return tf.add(a, tf.log(tf.sum(tf.exp(tf.sub(x, a)))));
+      });
       return { grad: g, run: () => once(() => { const r = vg(tf.tensor1d(x32)); return { value: r.value, grads: [r.grad] }; }) };
     }
     case 'llsq': {
@@ -140,6 +145,52 @@ export async function prepareTfjs(inst: Instance, backend: 'cpu' | 'wasm'): Prom
         return tf.mul(tf.sum(tf.square(r)), 0.5);
       });
       return { grad: g, run: () => once(() => { const r = vg(tf.tensor1d(x32)); return { value: r.value, grads: [r.grad] }; }) };
+    }
+    case 'logreg': {
+      const { X, y } = logregData(n);
+      const d = LOGREG_D;
+      const Xt = tf.tensor2d(Float32Array.from(X), [n, d]);
+      const yt = tf.tensor1d(Float32Array.from(y));
+      const vg = tf.valueAndGrads(((w: Tensor, b: Tensor): Tensor => {
+        const z = tf.add(tf.reshape(tf.matMul(Xt, tf.reshape(w, [d, 1])), [n]), b);
+        return tf.mean(tf.sub(tf.softplus(z), tf.mul(yt, z)));
+      }) as (...args: Tensor[]) => Tensor);
+      const w0 = Float32Array.from(inst.x.subarray(0, d)), b0 = Float32Array.from(inst.x.subarray(d));
+      return { grad: g, run: () => once(() => { const r = vg([tf.tensor1d(w0), tf.tensor1d(b0)]); return { value: r.value, grads: r.grads }; }) };
+    }
+    case 'gmm': {
+      // GradBench's PyTorch/JAX gmm_objective, vectorised over points and components: the lower
+      // parts scattered into K d×d matrices by a 0/1 matmul, L_k (x_i − μ_k) as a batched matmul
+      // over components; the Wishart normaliser is a precomputed constant.
+      const G = gmmData(n);
+      const { d, k, lsz, m, gamma, mu0, q0, l0 } = G;
+      const { CONSTANT, C } = gmmConstants(G);
+      const Xt = tf.tensor3d(Float32Array.from(G.X), [n, 1, d]);
+      const St = tf.tensor2d(Float32Array.from(gmmLowerScatter(d)), [lsz, d * d]);
+      const vg = tf.valueAndGrads(((alpha: Tensor, mu: Tensor, q: Tensor, l: Tensor): Tensor => {
+        const Qd = tf.exp(q);
+        const sumQ = tf.sum(q, 1);
+        const Ls = tf.reshape(tf.matMul(l as never, St), [k, d, d]);
+        const xc = tf.sub(Xt, tf.reshape(mu, [1, k, d]));
+        const Lxc = tf.transpose(tf.matMul(tf.transpose(xc, [1, 0, 2]) as never, Ls as never, false, true), [1, 0, 2]);
+        const Lx = tf.add(tf.mul(Qd, xc), Lxc);
+        const inner = tf.sub(tf.add(alpha, sumQ), tf.mul(tf.sum(tf.square(Lx), 2), 0.5));
+        const slse = tf.sum(tf.logSumExp(inner, 1));
+        const lseAlpha = tf.logSumExp(alpha);
+        const frob = tf.add(tf.sum(tf.square(Qd), 1), tf.sum(tf.square(l), 1));
+        const out = tf.sum(tf.sub(tf.mul(frob, 0.5 * gamma * gamma), tf.mul(sumQ, m)));
+        return tf.add(tf.sub(tf.sub(tf.add(slse, CONSTANT), tf.mul(lseAlpha, n)), out), k * C);
+      }) as (...args: Tensor[]) => Tensor);
+      const p = inst.x;
+      const parts: [number, number, number[]][] = [[0, mu0, [k]], [mu0, q0, [k, d]], [q0, l0, [k, d]], [l0, p.length, [k, lsz]]];
+      const p32 = parts.map(([a, b]) => Float32Array.from(p.subarray(a, b)));
+      return {
+        grad: g,
+        run: () => once(() => {
+          const r = vg(parts.map(([, , shape], i) => tf.tensor(p32[i]!, shape)));
+          return { value: r.value, grads: r.grads };
+        }),
+      };
     }
     case 'tiny': {
       const pts = tinyPoints();
