@@ -393,3 +393,11 @@ export let partialZTangent: f64 = 0;
 export function partialsCall(op: i32, x: f64, z: f64, y: f64): f64 {
   return partials(op, x, z, y);
 }
+// @ts-ignore: decorator
+@noinline export function forwardRuleCall(op: i32, x: f64, z: f64): f64 {
+  return forwardRule(op, x, z);
+}
+// @ts-ignore: decorator
+@noinline export function partialsTangentCall(op: i32, x: f64, z: f64, y: f64, tx: f64, tz: f64, ty: f64): f64 {
+  return partialsTangent(op, x, z, y, tx, tz, ty);
+}

@@ -1,8 +1,8 @@
 // Record once, replay many: new input values, the forward sweep, guard checks and the reverse
 // sweep in one call into the core, for one row or a batch of rows.
-import { valBase, adjBase, tanBase, tanAdjBase, val } from './layout';
+import { valBase, adjBase, tanBase, tanAdjBase, val, xvalBase, xadjBase } from './layout';
 import { forward, clearAdjoints, sweepReverse, tangent, sweepReverseTangent } from './sweeps';
-import { forwardRule, partialsCall, partialZ, partialsTangent, partialZTangent } from './ops';
+import { forwardRuleCall, partialsCall, partialZ, partialsTangentCall, partialZTangent } from './ops';
 
 // A compiled function may bring its own sweeps: wasm generated from its tape (src/wasm/codegen.ts)
 // that runs the same rules without dispatching per node. They sit in the imported function table
@@ -24,11 +24,11 @@ export function setGeneratedSweeps(forwardSlot: u32, reverseSlot: u32, tangentSl
 // The rules, out of line, for generated code: the ops it does not spell out itself call these,
 // the very code the interpreter inlines.
 // @ts-ignore: decorator
-@noinline export function ruleForward(op: i32, x: f64, z: f64): f64 { return forwardRule(op, x, z); }
+@noinline export function ruleForward(op: i32, x: f64, z: f64): f64 { return forwardRuleCall(op, x, z); }
 export function rulePartials(op: i32, x: f64, z: f64, y: f64): f64 { return partialsCall(op, x, z, y); }
 export function rulePartialZ(): f64 { return partialZ; }
 export function rulePartialsTangent(op: i32, x: f64, z: f64, y: f64, tx: f64, tz: f64, ty: f64): f64 {
-  return partialsTangent(op, x, z, y, tx, tz, ty);
+  return partialsTangentCall(op, x, z, y, tx, tz, ty);
 }
 export function rulePartialZTangent(): f64 { return partialZTangent; }
 
@@ -63,12 +63,27 @@ function checkGuards(guards: usize, nGuards: i32): i32 {
   return -1;
 }
 
-/** Inputs are nodes [0, nInputs): copies them from `x`, recomputes nodes [nInputs, count) and
- *  returns -1, or the node id of the first guard whose comparison came out the other way. */
+// A compiled function takes its inputs as scalar nodes [0, nInputs), or (set here) as one input
+// vector: node 1, whose elements are [0, nInputs), after its vmeta node 0.
+let vectorInput: bool = false;
+
+/** Whether replays write their inputs into the elements of one input vector (node 1). */
+export function setVectorInput(on: i32): void {
+  vectorInput = on != 0;
+}
+
+/** Inputs are nodes [0, nInputs) (or the input vector's elements): copies them from `x`,
+ *  recomputes the rest and returns -1, or the node id of the first guard whose comparison came
+ *  out the other way. */
 export function replayForward(x: usize, nInputs: i32, count: i32, guards: usize, nGuards: i32): i32 {
-  memory.copy(valBase, x, <usize>nInputs << 3);
-  if (generatedForward) call_indirect<void>(generatedForward, valBase, adjBase);
-  else forward(nInputs, count);
+  if (vectorInput) {
+    memory.copy(xvalBase, x, <usize>nInputs << 3);
+    forward(2, count);
+  } else {
+    memory.copy(valBase, x, <usize>nInputs << 3);
+    if (generatedForward) call_indirect<void>(generatedForward, valBase, adjBase);
+    else forward(nInputs, count);
+  }
   return checkGuards(guards, nGuards);
 }
 
@@ -83,7 +98,7 @@ export function gradientBatch(
     clearAdjoints(count, 0);
     store<f64>(adjBase + (<usize>out << 3), 1);
     sweepReverseReplay(out);
-    memory.copy(g + <usize>r * rowBytes, adjBase, rowBytes);
+    memory.copy(g + <usize>r * rowBytes, vectorInput ? xadjBase : adjBase, rowBytes);
   }
   return rows;
 }

@@ -3,7 +3,7 @@
 // one dispatch covers n elements and each rule is a tight loop. src/js/vector.ts is the JS twin,
 // loop for loop in the same order, which is what makes sums bit-identical between the engines.
 import {
-  Op, ELEMENTWISE, isVectorOp, forwardRule, partials, partialZ, partialsCall, partialsTangent, partialZTangent, truthy,
+  Op, ELEMENTWISE, isVectorOp, forwardRule, forwardRuleCall, partials, partialZ, partialsCall, partialsTangentCall, partialZTangent, truthy,
 } from './ops';
 import {
   val, setVal, adj, addAdj, argA, argB, opAt, tan, setTan, tanAdj, addTanAdj,
@@ -94,11 +94,22 @@ function sum4(p: usize, len: i32): f64 {
 }
 
 /** D[i, j] (= or +=) Σ_l A[i, l] B[l, j], i < m, l < k, j < p; every operand by byte strides, so
- *  transposed operands (the VJPs) are the same call. */
+ *  transposed operands (the VJPs) are the same call. Where the rows of D and B are contiguous
+ *  and p > 1 (matmul, vecmat, Aᵀ·gC), a row of D takes the terms one l at a time, in ascending
+ *  order, straight into D (vectorised across the row); otherwise each D[i, j] is a dot4 added
+ *  to D once. */
 function contract(
   d: usize, dsi: usize, dsj: usize, a: usize, asi: usize, asl: usize, b: usize, bsl: usize, bsj: usize,
   m: i32, k: i32, p: i32, accumulate: bool,
 ): void {
+  if (p > 1 && dsj == 8 && bsj == 8) {
+    for (let i = 0; i < m; i++) {
+      const row = d + <usize>i * dsi;
+      if (k == 0 && !accumulate) memory.fill(row, 0, <usize>p << 3);
+      for (let l = 0; l < k; l++) axpy(row, ld(a + <usize>i * asi + <usize>l * asl), b + <usize>l * bsl, p, accumulate || l > 0);
+    }
+    return;
+  }
   for (let i = 0; i < m; i++) {
     for (let j = 0; j < p; j++) {
       const v = dot4(a + <usize>i * asi, asl, b + <usize>j * bsj, bsl, k);
@@ -106,6 +117,18 @@ function contract(
       st(q, accumulate ? ld(q) + v : v);
     }
   }
+}
+
+/** row[j] (+)= s · x[j] for j < p, contiguous. */
+function axpy(row: usize, s: f64, x: usize, p: i32, add: bool): void {
+  let j = 0;
+  if (ASC_FEATURE_SIMD) {
+    const sv = f64x2.splat(s);
+    if (add) for (; j + 2 <= p; j += 2) v128.store(at(row, j), f64x2.add(v128.load(at(row, j)), f64x2.mul(sv, v128.load(at(x, j)))));
+    else for (; j + 2 <= p; j += 2) v128.store(at(row, j), f64x2.mul(sv, v128.load(at(x, j))));
+  }
+  if (add) for (; j < p; j++) acc(at(row, j), s * ld(at(x, j)));
+  else for (; j < p; j++) st(at(row, j), s * ld(at(x, j)));
 }
 
 // ─── elementwise ops: operand addressing with broadcasting ───
@@ -167,16 +190,12 @@ function mapBlock(s: i32, out: usize, pa: usize, sa: usize, pb: usize, sb: usize
     case Op.Sub: mapLoop(Op.Sub, out, pa, sa, pb, sb, len); return;
     case Op.Mul: mapLoop(Op.Mul, out, pa, sa, pb, sb, len); return;
     case Op.Div: mapLoop(Op.Div, out, pa, sa, pb, sb, len); return;
-    case Op.Neg: mapLoop(Op.Neg, out, pa, sa, pb, sb, len); return;
-    case Op.Square: mapLoop(Op.Square, out, pa, sa, pb, sb, len); return;
-    case Op.Exp: mapLoop(Op.Exp, out, pa, sa, pb, sb, len); return;
-    case Op.Log: mapLoop(Op.Log, out, pa, sa, pb, sb, len); return;
-    case Op.Tanh: mapLoop(Op.Tanh, out, pa, sa, pb, sb, len); return;
-    case Op.Sigmoid: mapLoop(Op.Sigmoid, out, pa, sa, pb, sb, len); return;
-    case Op.Softplus: mapLoop(Op.Softplus, out, pa, sa, pb, sb, len); return;
-    case Op.Relu: mapLoop(Op.Relu, out, pa, sa, pb, sb, len); return;
   }
-  mapLoop(s, out, pa, sa, pb, sb, len);
+  // The other ops cost more than the dispatch: one loop through the out-of-line rule.
+  for (let k = 0; k < len; k++) {
+    st(out, forwardRuleCall(s, ld(pa), ld(pb)));
+    out += 8; pa += sa; pb += sb;
+  }
 }
 
 function elementwiseForward(i: i32, s: i32, n: i32): void {
@@ -231,16 +250,17 @@ function reverseBlock(
     case Op.Add: reverseLoop(Op.Add, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
     case Op.Sub: reverseLoop(Op.Sub, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
     case Op.Mul: reverseLoop(Op.Mul, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
-    case Op.Div: reverseLoop(Op.Div, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
-    case Op.Square: reverseLoop(Op.Square, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
-    case Op.Exp: reverseLoop(Op.Exp, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
-    case Op.Log: reverseLoop(Op.Log, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
-    case Op.Tanh: reverseLoop(Op.Tanh, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
-    case Op.Sigmoid: reverseLoop(Op.Sigmoid, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
-    case Op.Softplus: reverseLoop(Op.Softplus, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
-    case Op.Relu: reverseLoop(Op.Relu, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
   }
-  reverseLoop(s, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB);
+  for (let k = 0; k < len; k++) {
+    const g = ld(pg);
+    if (g != 0) {
+      const p = partialsCall(s, ld(xa), ld(xb), ld(py));
+      const q = partialZ;
+      if (wantA && p != 0) acc(ga, g * p);
+      if (wantB && q != 0) acc(gb, g * q);
+    }
+    pg += 8; py += 8; xa += sa; ga += sa; xb += sb; gb += sb;
+  }
 }
 
 function elementwiseReverse(i: i32, s: i32, n: i32): void {
@@ -270,8 +290,9 @@ function elementwiseReverse(i: i32, s: i32, n: i32): void {
   let xa = addr(ia, valBase, xvalBase), ga = addr(ia, adjBase, xadjBase);
   let xb = addr(ib, valBase, xvalBase), gb = addr(ib, adjBase, xadjBase);
   const sa = stepOf(ia), sb = stepOf(ib), da = blockStep(ia, n), db = blockStep(ib, n);
-  // A unary op has b = a and a zero second partial.
-  const wantA = wantsAdjoint(ia), wantB = ib != ia && wantsAdjoint(ib);
+  // A unary op has b = a and a zero second partial, so b gets nothing; a binary op over one
+  // vector (v.mul(v)) has b = a too, and both partials go to it, as in the scalar sweep.
+  const wantA = wantsAdjoint(ia), wantB = wantsAdjoint(ib);
   for (let blk = 0; blk < blocks; blk++) {
     reverseBlock(s, pg, py, xa, ga, sa, xb, gb, sb, blockLen, wantA, wantB);
     const step = <usize>blockLen << 3;
@@ -360,7 +381,7 @@ function elementwiseReverseTangent(i: i32, s: i32, n: i32): void {
       const q = partialZ;
       if (g != 0 && p != 0) acc(ga + ka, g * p);
       if (g != 0 && q != 0) acc(gb + kb, g * q);
-      const dp = g != 0 ? partialsTangent(s, x, z, y, ld(ta + ka), ld(tb + kb), ld(at(pty, k))) : 0;
+      const dp = g != 0 ? partialsTangentCall(s, x, z, y, ld(ta + ka), ld(tb + kb), ld(at(pty, k))) : 0;
       const dq = g != 0 ? partialZTangent : 0;
       const ra = (gt != 0 && p != 0 ? gt * p : 0) + (dp != 0 ? g * dp : 0);
       const rb = (gt != 0 && q != 0 ? gt * q : 0) + (dq != 0 ? g * dq : 0);

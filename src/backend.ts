@@ -50,6 +50,9 @@ export interface Backend {
   reserveElements(minElements: number, live: number, maxElements: number): boolean;
   /** How many elements are live: the sweeps clear that many adjoints. */
   setLiveElements(n: number): void;
+  /** Compiled replay: inputs are the elements of one input vector (node 1), not nodes
+   *  [0, nInputs); replayForward writes them there and gradientBatch reads their adjoints. */
+  setVectorInput(on: boolean): void;
   enableTangents(live: number): boolean;
   forward(from: number, to: number): void;
   /** clearAdjoints + seed `out` + sweepReverse, in one call. */

@@ -3,9 +3,12 @@ import type { BackendKind } from './backend.ts';
 import { createTapeSync } from './create.ts';
 import { MissingRuleError, TapegradError } from './errors.ts';
 import type { Tape, Var } from './tape.ts';
+import type { Vec } from './vector.ts';
 
 /** A function of Vars recorded on a tape: one Var per input, one Var out. */
 export type ScalarFunction = (...xs: Var[]) => Var;
+/** A function of one Vec (with `{ vector: true }`), one Var out. */
+export type VectorFunction = (x: Vec) => Var;
 
 export interface FiniteDifferenceOptions {
   /** Step for component k at value x (default cbrt(eps) * max(1, |x|), as Stan). */
@@ -67,6 +70,8 @@ export interface GradcheckOptions extends FiniteDifferenceOptions {
   tolerance?: number;
   /** Throw a TapegradError describing the worst component instead of returning ok: false. */
   raise?: boolean;
+  /** Pass x to f as one Vec instead of one Var per input. */
+  vector?: boolean;
 }
 
 export interface GradcheckResult {
@@ -84,19 +89,31 @@ export interface GradcheckResult {
 }
 
 /** Records `f` at `x`, differentiates it on the tape and compares with finite differences. */
-export function gradcheck(f: ScalarFunction, x: ArrayLike<number>, options: GradcheckOptions = {}): GradcheckResult {
+export function gradcheck(f: ScalarFunction, x: ArrayLike<number>, options?: GradcheckOptions & { vector?: false }): GradcheckResult;
+export function gradcheck(f: VectorFunction, x: ArrayLike<number>, options: GradcheckOptions & { vector: true }): GradcheckResult;
+export function gradcheck(f: ScalarFunction | VectorFunction, x: ArrayLike<number>, options: GradcheckOptions = {}): GradcheckResult {
   const tape = createTapeSync({ backend: options.backend ?? 'wasm' });
-  const valueAt = (point: ArrayLike<number>): number => evaluate(tape, f, point);
+  const record = (point: ArrayLike<number>): { inputs: (Var | Vec)[]; output: Var } => {
+    if (options.vector) {
+      const v = tape.vector(point);
+      return { inputs: [v], output: (f as VectorFunction)(v) };
+    }
+    const vars = tape.variables(point);
+    return { inputs: vars, output: (f as ScalarFunction)(...vars) };
+  };
+  const valueAt = (point: ArrayLike<number>): number => {
+    tape.reset();
+    return record(point).output.value;
+  };
   const numeric = finiteDifferenceGradient(valueAt, x, options);
   tape.reset();
-  const inputs = tape.variables(x);
-  const output = f(...inputs);
+  const { inputs, output } = record(x);
   const analytic = tape.gradient(output, inputs);
   const { error, worst } = normwiseError(analytic, numeric);
   // A direction with no zero or repeated entries, so no component escapes the check.
-  const direction = Float64Array.from(inputs, (_, k) => 1 + ((k * 0.618033988749895) % 1));
+  const direction = Float64Array.from(analytic, (_, k) => 1 + ((k * 0.618033988749895) % 1));
   let reverse = 0;
-  for (let k = 0; k < inputs.length; k++) reverse += direction[k]! * analytic[k]!;
+  for (let k = 0; k < analytic.length; k++) reverse += direction[k]! * analytic[k]!;
   // A custom rule may have no jvp; then only the finite differences judge (dualityError NaN).
   const forward = hasTangents(tape, inputs, direction, output);
   const dualityError = forward === null ? NaN
@@ -116,7 +133,7 @@ export function gradcheck(f: ScalarFunction, x: ArrayLike<number>, options: Grad
   return { ok, error, worst, dualityError, analytic, numeric };
 }
 
-function hasTangents(tape: Tape, inputs: Var[], direction: Float64Array, output: Var): number | null {
+function hasTangents(tape: Tape, inputs: (Var | Vec)[], direction: Float64Array, output: Var): number | null {
   try {
     return tape.jvp(inputs, direction, [output])[0]!;
   } catch (error) {
@@ -125,7 +142,3 @@ function hasTangents(tape: Tape, inputs: Var[], direction: Float64Array, output:
   }
 }
 
-function evaluate(tape: Tape, f: ScalarFunction, point: ArrayLike<number>): number {
-  tape.reset();
-  return f(...tape.variables(point)).value;
-}

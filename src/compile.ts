@@ -8,14 +8,20 @@ import { BranchChangedError, NotANumberError, TapegradError, describe } from './
 import { COMPARISON_OPS } from './ops.ts';
 import { toBytes } from './serialize.ts';
 import { Var, type Tape } from './tape.ts';
+import { Vec } from './vector.ts';
 import { WasmBackend, type GeneratedSweeps } from './wasm/backend.ts';
 
-
-export type CompilableFunction = (x: Var[]) => Var | number | readonly (Var | number)[];
+/** What a compiled function may return: a Var or number, an array of them, or a Vec. */
+export type CompiledOutput = Var | number | readonly (Var | number)[] | Vec;
+export type CompilableFunction = (x: Var[]) => CompiledOutput;
+/** A function of one Vec, compiled with `{ vector: true }`. */
+export type VectorCompilableFunction = (x: Vec) => CompiledOutput;
 
 export interface CompileOptions {
-  /** Number of inputs; the function receives a Var[] of this length. */
+  /** Number of inputs; the function receives a Var[] of this length (or one Vec, see `vector`). */
   inputs: number;
+  /** Pass the inputs to f as one Vec of length `inputs` (vector ops: one node per op). */
+  vector?: boolean;
   /** Engine: 'wasm' (default; `await init()` first) or 'js'. */
   backend?: BackendKind;
   /** Throw BranchChangedError instead of re-recording when a guard fails. */
@@ -34,9 +40,14 @@ export interface CompileOptions {
 export interface Recording {
   tape: Tape;
   inputs: number;
+  /** Output slots: a node index, or -1 - element offset for the elements of a Vec output. */
   outputs: Int32Array;
   guards: Int32Array;
   expected: Float64Array;
+  /** Inputs are the elements of one input vector (node 1) instead of nodes [0, inputs). */
+  vectorInput: boolean;
+  /** The output nodes themselves (a Vec output once), for seeding reverse sweeps. */
+  outputNodes: Int32Array;
 }
 
 /**
@@ -51,7 +62,7 @@ export class CompiledFunction {
 
   /** @internal */
   constructor(
-    private readonly f: CompilableFunction | null,
+    private readonly f: CompilableFunction | VectorCompilableFunction | null,
     readonly inputs: number,
     private readonly backend: BackendKind,
     readonly strict: boolean,
@@ -60,6 +71,8 @@ export class CompiledFunction {
     /** For functions loaded from bytes: builds the recording again after a core trap. */
     private readonly reload: (() => Recording) | null = null,
     private readonly codegen = true,
+    /** f takes one Vec. */
+    readonly vector = false,
   ) {
     this.row = new Float64Array(inputs);
     if (recording) this.adopt(recording);
@@ -83,7 +96,12 @@ export class CompiledFunction {
     this.recording = recording;
     const engine = recording.tape.engine;
     engine.setGuards(recording.guards, recording.expected);
-    if (this.codegen && engine instanceof WasmBackend) engine.generateSweeps(this.inputs, recording.tape.size, recording.outputs);
+    engine.setVectorInput(recording.vectorInput);
+    // Generated sweeps and the two-row SIMD kernel know scalar nodes only: a tape with vector
+    // nodes replays in the interpreter, whose vector rules are loops over the elements already.
+    const vectors = recording.tape.hasVectorNodes;
+    if (engine instanceof WasmBackend) engine.simd = this.simd && !vectors;
+    if (this.codegen && !vectors && engine instanceof WasmBackend) engine.generateSweeps(this.inputs, recording.tape.size, recording.outputs);
     return recording;
   }
 
@@ -111,10 +129,13 @@ export class CompiledFunction {
   /** f(x): a number for a scalar function, a Float64Array for a vector one. */
   value(x: ArrayLike<number>, out?: Float64Array): number | Float64Array {
     const rec = this.replay(x);
-    const val = rec.tape.engine.views.val;
-    if (rec.outputs.length === 1 && !out) return val[rec.outputs[0]!]!;
+    const { val, xval } = rec.tape.engine.views;
+    if (rec.outputs.length === 1 && rec.outputs[0]! >= 0 && !out) return val[rec.outputs[0]!]!;
     const result = out ?? new Float64Array(rec.outputs.length);
-    for (let j = 0; j < rec.outputs.length; j++) result[j] = val[rec.outputs[j]!]!;
+    for (let j = 0; j < rec.outputs.length; j++) {
+      const o = rec.outputs[j]!;
+      result[j] = o >= 0 ? val[o]! : xval[-1 - o]!;
+    }
     return result;
   }
 
@@ -152,24 +173,38 @@ export class CompiledFunction {
     checkLength(v, rec.outputs.length, 'cotangent');
     const engine = rec.tape.engine;
     engine.clearAdjoints(rec.tape.size, false);
-    const adj = engine.views.adj;
-    let top = 0;
+    const { adj, xadj } = engine.views;
     for (let j = 0; j < rec.outputs.length; j++) {
-      adj[rec.outputs[j]!] += v[j]!;
-      top = Math.max(top, rec.outputs[j]!);
+      const o = rec.outputs[j]!;
+      if (o >= 0) adj[o] += v[j]!;
+      else xadj[-1 - o] += v[j]!;
+    }
+    let top = 0;
+    for (const node of rec.outputNodes) {
+      if (rec.tape.isVector(node)) adj[node] = 1; // the flag: its element adjoints are seeded
+      top = Math.max(top, node);
     }
     engine.sweepReverseReplay(top);
     checkOut(out, this.inputs);
-    out.set(engine.views.adj.subarray(0, this.inputs));
+    out.set(this.inputSlots(rec, engine.views.adj, engine.views.xadj));
     return out;
+  }
+
+  // The inputs' entries of a node region (or, for a vector input, of its element region).
+  private inputSlots(rec: Recording, nodes: Float64Array, elements: Float64Array): Float64Array {
+    return (rec.vectorInput ? elements : nodes).subarray(0, this.inputs);
   }
 
   /** J·t at x (one replay, one tangent sweep). */
   jvp(x: ArrayLike<number>, t: ArrayLike<number>, out?: Float64Array): Float64Array {
     const rec = this.replay(x);
     const tan = this.seedTangents(rec, t);
+    const xtan = rec.tape.engine.views.xtan!;
     const result = out ?? new Float64Array(rec.outputs.length);
-    for (let j = 0; j < rec.outputs.length; j++) result[j] = tan[rec.outputs[j]!]!;
+    for (let j = 0; j < rec.outputs.length; j++) {
+      const o = rec.outputs[j]!;
+      result[j] = o >= 0 ? tan[o]! : xtan[-1 - o]!;
+    }
     return result;
   }
 
@@ -179,7 +214,7 @@ export class CompiledFunction {
     this.seedTangents(rec, v);
     rec.tape.engine.reverseTangentReplay(rec.outputs[0]!, 1, rec.tape.size);
     checkOut(out, this.inputs);
-    out.set(rec.tape.engine.views.tanAdj!.subarray(0, this.inputs));
+    out.set(this.inputSlots(rec, rec.tape.engine.views.tanAdj!, rec.tape.engine.views.xtanAdj!));
     return out;
   }
 
@@ -187,8 +222,11 @@ export class CompiledFunction {
     checkLength(t, this.inputs, 'tangent');
     const tan = rec.tape.ensureTangents();
     tan.fill(0, 0, rec.tape.size);
-    for (let k = 0; k < this.inputs; k++) tan[k] = t[k]!;
-    rec.tape.engine.tangentReplay(this.inputs, rec.tape.size);
+    const xtan = rec.tape.engine.views.xtan!;
+    xtan.fill(0, 0, rec.tape.elementCount);
+    const seeded = rec.vectorInput ? xtan : tan;
+    for (let k = 0; k < this.inputs; k++) seeded[k] = t[k]!;
+    rec.tape.engine.tangentReplay(rec.vectorInput ? 2 : this.inputs, rec.tape.size);
     return tan;
   }
 
@@ -221,7 +259,7 @@ export class CompiledFunction {
       // A guard failed at this row: record there, take its gradient from the fresh tape.
       rec = this.onBranchChange(X.subarray(row * n, (row + 1) * n));
       rec.tape.engine.reverse(rec.outputs[0]!, 1, rec.tape.size);
-      out.set(rec.tape.engine.views.adj.subarray(0, n), row * n);
+      out.set(this.inputSlots(rec, rec.tape.engine.views.adj, rec.tape.engine.views.xadj), row * n);
       row++;
     }
   }
@@ -262,11 +300,13 @@ export class CompiledFunction {
     const observed = new Set<number>();
     tape.observed = observed;
     let outputs: Int32Array;
+    let outputNodes: Int32Array;
     try {
-      const vars = tape.variables(x);
-      const y = f(vars);
-      const list = Array.isArray(y) ? (y as readonly (Var | number)[]) : [y as Var | number];
-      outputs = Int32Array.from(list, (v) => tape.index(v instanceof Var ? v : typeof v === 'number' ? tape.constant(v) : badOutput(v)));
+      const y = this.vector ? (f as VectorCompilableFunction)(tape.vector(x)) : (f as CompilableFunction)(tape.variables(x));
+      const list = y instanceof Vec ? [y] : Array.isArray(y) ? (y as readonly (Var | number)[]) : [y as Var | number];
+      const outs = list.map((v) => (v instanceof Vec || v instanceof Var ? v : typeof v === 'number' ? tape.constant(v) : badOutput(v)));
+      outputs = Int32Array.from(tape.flatten(outs, true));
+      outputNodes = Int32Array.from(outs, (v) => (v instanceof Vec ? tape.vindex(v) : tape.index(v)));
       tape.evaluate();
     } finally {
       tape.observed = null;
@@ -274,7 +314,7 @@ export class CompiledFunction {
     const { op, val } = tape.engine.views;
     const guards = Int32Array.from([...observed].filter((i) => COMPARISON_OPS.has(op[i]!)).sort((p, q) => p - q));
     const expected = Float64Array.from(guards, (i) => val[i]!);
-    return this.adopt({ tape, inputs: this.inputs, outputs, guards, expected });
+    return this.adopt({ tape, inputs: this.inputs, outputs, guards, expected, vectorInput: this.vector, outputNodes });
   }
 }
 
@@ -299,11 +339,15 @@ function checkLength(x: ArrayLike<number>, expected: number, what: string): void
  * Data-dependent control flow must go through comparisons (`x.gt(0).value`) or `select`; plain
  * `if (x.value > 0)` is not seen by the tape and would replay the recorded branch.
  */
-export function compile(f: CompilableFunction, options: CompileOptions): CompiledFunction {
+export function compile(f: CompilableFunction, options: CompileOptions & { vector?: false }): CompiledFunction;
+export function compile(f: VectorCompilableFunction, options: CompileOptions & { vector: true }): CompiledFunction;
+export function compile(f: CompilableFunction | VectorCompilableFunction, options: CompileOptions): CompiledFunction {
   if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `compile needs a function, got ${describe(f)}`);
   const n = options?.inputs;
   if (!Number.isInteger(n) || n < 1) throw new TapegradError('INVALID_ARGUMENT', `compile needs { inputs: n } with n >= 1, got ${describe(n)}`);
-  const compiled = new CompiledFunction(f, n, options.backend ?? 'wasm', options.strict ?? false, null, options.simd ?? true, null, options.codegen ?? true);
+  const compiled = new CompiledFunction(
+    f, n, options.backend ?? 'wasm', options.strict ?? false, null, options.simd ?? true, null, options.codegen ?? true, options.vector === true,
+  );
   if (options.at) compiled.record(options.at);
   return compiled;
 }

@@ -4,6 +4,7 @@ import { forwardRule } from './js/rules.ts';
 import { BINARY_OPS, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
 import { NotANumberError, describe } from './errors.ts';
 import { Var, type Operand } from './tape.ts';
+import { Vec, type VecOperand } from './vector.ts';
 
 type UnaryFunction = { (x: Var): Var; (x: number): number; (x: Operand): Operand };
 type BinaryFunction = { (x: Var, y: Operand): Var; (x: Operand, y: Var): Var; (x: number, y: number): number; (x: Operand, y: Operand): Operand };
@@ -38,9 +39,13 @@ export const {
 
 export const { add, sub, mul, div, pow, atan2, min, max, hypot, lt, le, gt, ge, eq } = binaries;
 
-/** `cond ? ifTrue : ifFalse` (true unless 0 or NaN); the untaken branch gets zero gradient. */
-export function select(cond: Operand, ifTrue: Operand, ifFalse: Operand): Operand {
-  const v = [cond, ifTrue, ifFalse].find((o): o is Var => o instanceof Var);
+/** `cond ? ifTrue : ifFalse` (true unless 0 or NaN); the untaken branch gets zero gradient.
+ *  With a Vec among the operands, elementwise (see `Tape.select`). */
+export function select(cond: Operand, ifTrue: Operand, ifFalse: Operand): Operand;
+export function select(cond: VecOperand, ifTrue: VecOperand, ifFalse: VecOperand): Vec;
+export function select(cond: VecOperand, ifTrue: VecOperand, ifFalse: VecOperand): Operand | Vec {
+  // A Vec first: an object is truthy, so forwardRule would silently return ifTrue.
+  const v = [cond, ifTrue, ifFalse].find((o): o is Vec | Var => o instanceof Vec || o instanceof Var);
   if (v) return v.tape.select(cond, ifTrue, ifFalse);
   return forwardRule(Op.select, cond as number, ifTrue as number, ifFalse as number);
 }

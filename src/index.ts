@@ -23,5 +23,7 @@ export {
   type TransformOptions, type JacobianOptions, type JacobianResult, type Matrix,
 } from './transforms.ts';
 export { defineFunction, type CustomRule, type CustomFunction } from './custom.ts';
-export { compile, CompiledFunction, type CompileOptions, type CompilableFunction } from './compile.ts';
+export {
+  compile, CompiledFunction, type CompileOptions, type CompilableFunction, type VectorCompilableFunction, type CompiledOutput,
+} from './compile.ts';
 export { fromBytes, FORMAT_VERSION, type FromBytesOptions } from './serialize.ts';

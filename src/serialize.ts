@@ -1,48 +1,57 @@
-// The binary format of a compiled tape, version 1 (all integers little-endian):
+// The binary format of a compiled tape, version 2 (all integers little-endian):
 //
 //   offset  size            field
 //   0       4               magic "TGRD"
-//   4       2               format version (1)
-//   6       2               flags (0; reserved)
+//   4       2               format version (2; version 1 is read too)
+//   6       2               flags: bit 0 = the inputs are one input vector (node 1)
 //   8       4               nodes N
-//   12      4               inputs (nodes [0, inputs) are the inputs, in order)
-//   16      4               outputs M
+//   12      4               inputs (nodes [0, inputs) are the inputs, in order; or the input
+//                           vector's length)
+//   16      4               outputs M (output nodes: a vector node stands for its elements)
 //   20      4               guards G
 //   24      4               leaves L (const and input nodes)
-//   28      4               FNV-1a 32 checksum of every byte from offset 32 to the end
-//   32      N, padded to 4  op codes (u8)
+//   28      4               FNV-1a 32 checksum of every byte from the header's end to the end
+//   32      4               E: element values of the vector leaves (version 2 only)
+//   36      4               reserved, 0 (version 2 only)
+//   40      N, padded to 4  op codes (u8)                       (version 1: at 32)
 //           4N              first operand ids (i32)
 //           4N              second operand ids (i32)
 //           4M              output node ids (i32)
 //           4G, padded to 8 guard node ids (i32)
 //           8L              leaf values (f64), in node order
 //           8G              guard values at recording (f64)
+//           8E              element values of the vinput and vconst nodes, in node order (v2)
 //
+// Element offsets are not trusted: loading lays the element ranges out again in node order.
 // Loading checks the length, magic, version and checksum, then the structure (op codes known,
-// operands before their node, select preceded by its arg node), so no byte string can make the
-// core read outside the tape.
+// operands before their node and of the right kind, carriers where their node expects them,
+// every vector length consistent with its op: see checkVectorNode), so no byte string can make
+// the core read outside the tape.
 import type { BackendKind } from './backend.ts';
 import { CompiledFunction, type Recording } from './compile.ts';
 import { createTapeSync } from './create.ts';
 import { FormatError, TapegradError, describe } from './errors.ts';
-import { COMPARISON_OPS, Op, OP_NAMES } from './ops.ts';
+import { COMPARISON_OPS, ELEMENTWISE, Op, SCALAR_OP_TABLE, opNameOf } from './ops.ts';
 
 const MAGIC = 0x44524754; // "TGRD" read as u32 LE
-export const FORMAT_VERSION = 1;
-const HEADER_BYTES = 32;
+export const FORMAT_VERSION = 2;
+const HEADER_BYTES = { 1: 32, 2: 40 } as const;
 const MAX_NODES = 2 ** 28;
+const MAX_ELEMENTS = 2 ** 28;
+const VECTOR_INPUT_FLAG = 1;
 
 const pad = (n: number, to: number): number => Math.ceil(n / to) * to;
 
-function layout(n: number, m: number, g: number, l: number) {
-  const ops = HEADER_BYTES;
+function layout(version: 1 | 2, n: number, m: number, g: number, l: number, e: number) {
+  const ops = HEADER_BYTES[version];
   const a = ops + pad(n, 4);
   const b = a + 4 * n;
   const outputs = b + 4 * n;
   const guards = outputs + 4 * m;
   const leaves = pad(guards + 4 * g, 8);
   const expected = leaves + 8 * l;
-  return { ops, a, b, outputs, guards, leaves, expected, end: expected + 8 * g };
+  const elements = expected + 8 * g;
+  return { ops, a, b, outputs, guards, leaves, expected, elements, end: elements + 8 * e };
 }
 
 function fnv1a(bytes: Uint8Array, from: number): number {
@@ -55,31 +64,40 @@ function fnv1a(bytes: Uint8Array, from: number): number {
 export function toBytes(compiled: CompiledFunction): Uint8Array {
   const rec = compiled.recorded;
   if (!rec) throw new TapegradError('INVALID_ARGUMENT', 'nothing recorded yet: call the compiled function once (or compile with { at }) before toBytes()');
-  const { op, a, b, val } = rec.tape.engine.views;
+  const { op, a, b, val, xval } = rec.tape.engine.views;
   const n = rec.tape.size;
   const leafIds: number[] = [];
+  const elementRanges: [number, number][] = [];
+  let e = 0;
   for (let i = 0; i < n; i++) {
     if (op[i] === Op.custom) throw new TapegradError('INVALID_ARGUMENT', 'a tape with custom functions cannot be serialized: their rules are JS code');
     if (op[i]! <= Op.input) leafIds.push(i);
+    if (op[i] === Op.vinput || op[i] === Op.vconst) {
+      elementRanges.push([a[i - 1]!, b[i - 1]!]);
+      e += b[i - 1]!;
+    }
   }
-  const m = rec.outputs.length, g = rec.guards.length, l = leafIds.length;
-  const at = layout(n, m, g, l);
+  const m = rec.outputNodes.length, g = rec.guards.length, l = leafIds.length;
+  const at = layout(2, n, m, g, l, e);
   const bytes = new Uint8Array(at.end);
   const view = new DataView(bytes.buffer);
   view.setUint32(0, MAGIC, true);
   view.setUint16(4, FORMAT_VERSION, true);
-  view.setUint16(6, 0, true);
+  view.setUint16(6, rec.vectorInput ? VECTOR_INPUT_FLAG : 0, true);
   [n, rec.inputs, m, g, l].forEach((v, k) => view.setUint32(8 + 4 * k, v, true));
+  view.setUint32(32, e, true);
   bytes.set(op.subarray(0, n), at.ops);
   for (let i = 0; i < n; i++) {
     view.setInt32(at.a + 4 * i, a[i]!, true);
     view.setInt32(at.b + 4 * i, b[i]!, true);
   }
-  rec.outputs.forEach((v, j) => view.setInt32(at.outputs + 4 * j, v, true));
+  rec.outputNodes.forEach((v, j) => view.setInt32(at.outputs + 4 * j, v, true));
   rec.guards.forEach((v, k) => view.setInt32(at.guards + 4 * k, v, true));
   leafIds.forEach((i, k) => view.setFloat64(at.leaves + 8 * k, val[i]!, true));
   rec.expected.forEach((v, k) => view.setFloat64(at.expected + 8 * k, v, true));
-  view.setUint32(28, fnv1a(bytes, HEADER_BYTES), true);
+  let p = at.elements;
+  for (const [off, len] of elementRanges) for (let k = 0; k < len; k++, p += 8) view.setFloat64(p, xval[off + k]!, true);
+  view.setUint32(28, fnv1a(bytes, HEADER_BYTES[2]), true);
   return bytes;
 }
 
@@ -93,55 +111,229 @@ export interface FromBytesOptions {
  *  loaded function has no JS source, so a failed guard throws BranchChangedError. */
 export function fromBytes(bytes: Uint8Array, options: FromBytesOptions = {}): CompiledFunction {
   if (!(bytes instanceof Uint8Array)) throw new FormatError(`fromBytes needs a Uint8Array, got ${describe(bytes)}`);
-  if (bytes.length < HEADER_BYTES) throw new FormatError(`truncated: ${bytes.length} bytes, a tape has at least ${HEADER_BYTES}`);
+  if (bytes.length < HEADER_BYTES[1]) throw new FormatError(`truncated: ${bytes.length} bytes, a tape has at least ${HEADER_BYTES[1]}`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (view.getUint32(0, true) !== MAGIC) throw new FormatError('not a tapegrad tape (bad magic number)');
   const version = view.getUint16(4, true);
-  if (version !== FORMAT_VERSION) throw new FormatError(`unsupported format version ${version}; this build reads version ${FORMAT_VERSION}`);
+  if (version !== 1 && version !== 2) throw new FormatError(`unsupported format version ${version}; this build reads versions 1 and 2`);
+  if (bytes.length < HEADER_BYTES[version]) throw new FormatError(`truncated: expected ${HEADER_BYTES[version]} bytes or more for a version ${version} header, got ${bytes.length}`);
+  const flags = view.getUint16(6, true);
+  const vectorInput = (flags & VECTOR_INPUT_FLAG) !== 0;
   const [n, inputs, m, g, l] = [8, 12, 16, 20, 24].map((o) => view.getUint32(o, true)) as [number, number, number, number, number];
-  if (n > MAX_NODES || inputs < 1 || inputs > n || m < 1 || m > n || g > n || l > n) {
-    throw new FormatError(`malformed header: ${n} nodes, ${inputs} inputs, ${m} outputs, ${g} guards, ${l} leaves`);
+  const e = version === 2 ? view.getUint32(32, true) : 0;
+  if (
+    n > MAX_NODES || inputs < 1 || (!vectorInput && inputs > n) || m < 1 || m > n || g > n || l > n || e > MAX_ELEMENTS ||
+    (flags & ~VECTOR_INPUT_FLAG) !== 0 || (version === 1 && flags !== 0)
+  ) {
+    throw new FormatError(`malformed header: ${n} nodes, ${inputs} inputs, ${m} outputs, ${g} guards, ${l} leaves, ${e} elements, flags ${flags}`);
   }
-  const at = layout(n, m, g, l);
+  const at = layout(version, n, m, g, l, e);
   if (bytes.length !== at.end) throw new FormatError(`${bytes.length < at.end ? 'truncated' : 'trailing bytes'}: expected ${at.end} bytes for this header, got ${bytes.length}`);
-  if (view.getUint32(28, true) !== fnv1a(bytes, HEADER_BYTES)) throw new FormatError('corrupted: checksum mismatch');
+  if (view.getUint32(28, true) !== fnv1a(bytes, HEADER_BYTES[version])) throw new FormatError('corrupted: checksum mismatch');
 
   const op = bytes.slice(at.ops, at.ops + n);
   const a = new Int32Array(n), b = new Int32Array(n);
-  let leaves = 0;
   for (let i = 0; i < n; i++) {
     a[i] = view.getInt32(at.a + 4 * i, true);
     b[i] = view.getInt32(at.b + 4 * i, true);
-    const code = op[i]!;
-    const where = `node ${i} (${OP_NAMES[code] ?? `op ${code}`})`;
-    if (code >= OP_NAMES.length || code === Op.custom) throw new FormatError(`malformed: ${where} has an unknown op code`);
-    if ((code === Op.input) !== (i < inputs)) throw new FormatError(`malformed: inputs must be exactly nodes 0..${inputs - 1}, not ${where}`);
-    if (code <= Op.input) {
-      a[i] = b[i] = i;
-      leaves++;
-      continue;
-    }
-    if (!(a[i]! >= 0 && a[i]! < i && b[i]! >= 0 && b[i]! < i)) throw new FormatError(`malformed: ${where} uses an operand that is not an earlier node`);
-    if (op[a[i]!] === Op.arg || op[b[i]!] === Op.arg) throw new FormatError(`malformed: ${where} uses an arg node (an operand carrier) as an operand`);
-    if (code === Op.arg && op[i + 1] !== Op.select) throw new FormatError(`malformed: ${where} carries an operand but is not followed by a select`);
-    if (code === Op.select && op[i - 1] !== Op.arg) throw new FormatError(`malformed: ${where} is not preceded by its arg node`);
   }
+  const elementValues = Float64Array.from({ length: e }, (_, k) => view.getFloat64(at.elements + 8 * k, true));
+  const leaves = checkStructure(op, a, b, inputs, vectorInput, version, elementValues);
   if (leaves !== l) throw new FormatError(`malformed: header says ${l} leaves, the tape has ${leaves}`);
-  const outputs = Int32Array.from({ length: m }, (_, j) => view.getInt32(at.outputs + 4 * j, true));
+  const outputNodes = Int32Array.from({ length: m }, (_, j) => view.getInt32(at.outputs + 4 * j, true));
   const guards = Int32Array.from({ length: g }, (_, k) => view.getInt32(at.guards + 4 * k, true));
   const expected = Float64Array.from({ length: g }, (_, k) => view.getFloat64(at.expected + 8 * k, true));
-  if (outputs.some((i) => i < 0 || i >= n)) throw new FormatError('malformed: an output is not a node of the tape');
+  if (outputNodes.some((i) => !(i >= 0 && i < n) || kindOf(op, i) === 'carrier')) throw new FormatError('malformed: an output is not a node of the tape (or is an operand carrier)');
   if (guards.some((i) => i < 0 || i >= n || !COMPARISON_OPS.has(op[i]!))) throw new FormatError('malformed: a guard is not a comparison node');
 
   const tape = createTapeSync({ backend: options.backend ?? 'wasm' });
   const leafValues = Float64Array.from({ length: l }, (_, k) => view.getFloat64(at.leaves + 8 * k, true));
   const build = (): Recording => {
-    tape.load(op, a, b, leafValues);
+    tape.load(op, a, b, leafValues, elementValues);
     const val = tape.engine.views.val;
     guards.forEach((node, k) => {
       if (val[node] !== expected[k]) throw new FormatError(`malformed: guard at node ${node} does not hold at the recorded inputs`);
     });
-    return { tape, inputs, outputs, guards, expected };
+    const views = tape.engine.views;
+    const outputs = Int32Array.from([...outputNodes].flatMap((i) => {
+      if (kindOf(op, i) !== 'vector') return [i];
+      const off = views.a[i - 1]!, len = views.b[i - 1]!;
+      return Array.from({ length: len }, (_, k) => -1 - (off + k));
+    }));
+    return { tape, inputs, outputs, guards, expected, vectorInput, outputNodes };
   };
-  return new CompiledFunction(null, inputs, tape.backend, true, build(), true, build);
+  return new CompiledFunction(null, inputs, tape.backend, true, build(), true, build, true, vectorInput);
+}
+
+type Kind = 'scalar' | 'vector' | 'carrier';
+
+function kindOf(op: Uint8Array, j: number): Kind {
+  const code = op[j]!;
+  if (code === Op.arg || code === Op.vmeta || code === Op.vparam) return 'carrier';
+  return code >= Op.vinput ? 'vector' : 'scalar';
+}
+
+/** Validates every node (see the format notes above) and returns the number of scalar leaves.
+ *  Vector leaves consume `elementValues` in node order; their count must match exactly. */
+function checkStructure(
+  op: Uint8Array, a: Int32Array, b: Int32Array, inputs: number, vectorInput: boolean, version: number, elementValues: Float64Array,
+): number {
+  const n = op.length;
+  const claimed = new Uint8Array(n); // carriers claimed by the node they serve
+  const len = new Float64Array(n); // element count of vector nodes
+  const elementStart = new Float64Array(n); // where a vector leaf's values start in elementValues
+  let leaves = 0, elements = 0;
+  const fail = (i: number, what: string): never => {
+    throw new FormatError(`malformed: node ${i} (${opNameOf(op[i]!)}) ${what}`);
+  };
+  const earlier = (i: number, j: number, kind: Kind): void => {
+    if (!(j >= 0 && j < i)) fail(i, 'uses an operand that is not an earlier node');
+    const k = kindOf(op, j);
+    if (k === 'carrier') fail(i, 'uses an operand carrier as an operand');
+    if (k !== kind) fail(i, `needs a ${kind} operand, node ${j} is a ${k}`);
+  };
+  const operand = (i: number, j: number): number => {
+    if (!(j >= 0 && j < i) || kindOf(op, j) === 'carrier') fail(i, 'uses an operand that is not an earlier value node');
+    return kindOf(op, j) === 'vector' ? len[j]! : -1;
+  };
+  const claim = (i: number, j: number, code: number): void => {
+    if (j < 0 || op[j] !== code || claimed[j]) fail(i, `is not preceded by its ${opNameOf(code)} node (at ${j})`);
+    claimed[j] = 1;
+  };
+  for (let i = 0; i < n; i++) {
+    const code = op[i]!;
+    if (code > Op.vgather && !(code >= ELEMENTWISE + Op.add && code <= ELEMENTWISE + Op.select)) fail(i, 'has an unknown op code');
+    const isInput = vectorInput ? i <= 1 : i < inputs;
+    if (version === 1 && code >= Op.vmeta) fail(i, 'is a vector op, which version 1 does not have');
+    if (vectorInput && i === 0 && code !== Op.vmeta) fail(i, 'must be the vmeta of the input vector');
+    if (vectorInput ? i === 1 && code !== Op.vinput : (code === Op.input) !== isInput) {
+      throw new FormatError(`malformed: inputs must be exactly ${vectorInput ? 'the input vector at node 1' : `nodes 0..${inputs - 1}`}, not node ${i} (${opNameOf(code)})`);
+    }
+    if (code === Op.input && !isInput) fail(i, 'is an input outside the input nodes');
+    if (code === Op.custom) fail(i, 'has an unknown op code: custom functions cannot be stored, their rules are JS code');
+    if (code <= Op.input) {
+      a[i] = b[i] = i;
+      leaves++;
+      continue;
+    }
+    if (code === Op.arg || code === Op.vparam) continue; // claimed below by their node
+    if (code === Op.vmeta) {
+      if (!(b[i]! >= 0 && b[i]! <= MAX_ELEMENTS) || !(i + 1 < n && kindOf(op, i + 1) === 'vector')) fail(i, 'is not followed by a vector node of a valid length');
+      continue;
+    }
+    if (code < Op.vmeta) {
+      // A scalar op: operands are earlier scalar nodes; select carries its third on an arg.
+      earlier(i, a[i]!, 'scalar');
+      earlier(i, b[i]!, 'scalar');
+      if (code === Op.select) {
+        claim(i, i - 1, Op.arg);
+        earlier(i, a[i - 1]!, 'scalar');
+        earlier(i, b[i - 1]!, 'scalar');
+      }
+      continue;
+    }
+    if (code <= Op.vdot) {
+      // Scalar results of vector operands.
+      earlier(i, a[i]!, 'vector');
+      if (code === Op.vget) { if (!(b[i]! >= 0 && b[i]! < len[a[i]!]!)) fail(i, `reads element ${b[i]} of a ${len[a[i]!]}-element vector`); }
+      else if (code === Op.vdot) { earlier(i, b[i]!, 'vector'); if (len[a[i]!] !== len[b[i]!]) fail(i, 'multiplies vectors of different lengths'); }
+      else if (b[i] !== a[i]) fail(i, 'has a second operand');
+      continue;
+    }
+    // A vector node: its vmeta carrier holds its length.
+    claim(i, i - 1, Op.vmeta);
+    const size = b[i - 1]!;
+    len[i] = size;
+    elements += size;
+    if (elements > MAX_ELEMENTS) fail(i, 'takes the tape past its element limit');
+    const s = code - ELEMENTWISE;
+    if (code === Op.vinput || code === Op.vconst) {
+      if (code === Op.vinput && !(vectorInput && i === 1 && size === inputs)) fail(i, 'is an input vector where none belongs');
+      a[i] = b[i] = i;
+      elementStart[i] = -1;
+      continue;
+    }
+    if (code === Op.vmatmul || code === Op.vtranspose) {
+      claim(i, i - 2, Op.vparam);
+      const m = a[i - 2]!, k = b[i - 2]!;
+      if (!(m >= 0 && k >= 0)) fail(i, 'has negative dimensions');
+      earlier(i, a[i]!, 'vector');
+      if (code === Op.vtranspose) {
+        if (len[a[i]!] !== m * k || size !== m * k || b[i] !== a[i]) fail(i, `transposes [${m}, ${k}] from ${len[a[i]!]} elements into ${size}`);
+        continue;
+      }
+      earlier(i, b[i]!, 'vector');
+      const p = m === 0 ? 0 : size / m;
+      if (!Number.isInteger(p) || len[a[i]!] !== m * k || len[b[i]!] !== k * p) fail(i, `multiplies ${len[a[i]!]} by ${len[b[i]!]} elements as [${m}, ${k}]·[${k}, ${p}]`);
+      continue;
+    }
+    if (code === Op.vslice) {
+      earlier(i, a[i]!, 'vector');
+      if (!(b[i]! >= 0 && b[i]! + size <= len[a[i]!]!)) fail(i, 'slices outside its operand');
+      continue;
+    }
+    if (code === Op.vgather) {
+      earlier(i, a[i]!, 'vector');
+      earlier(i, b[i]!, 'vector');
+      const idx = b[i]!;
+      if (op[idx] !== Op.vconst || len[idx] !== size) fail(i, 'needs a constant index vector of its own length');
+      continue; // its index values are checked below, once the leaves' values are placed
+    }
+    if (code === Op.vconcat) {
+      const count = a[i]!, carriers = (count + 1) >> 1;
+      if (!(count >= 1 && carriers <= i - 1)) fail(i, 'has no operands');
+      let total = 0;
+      for (let c = 0; c < carriers; c++) {
+        const carrier = i - 1 - carriers + c;
+        claim(i, carrier, Op.arg);
+        const first = operand(i, a[carrier]!);
+        total += first < 0 ? 1 : first;
+        if (2 * c + 1 < count) {
+          const second = operand(i, b[carrier]!);
+          total += second < 0 ? 1 : second;
+        }
+      }
+      if (total !== size) fail(i, `joins ${total} elements into ${size}`);
+      continue;
+    }
+    if (code >= ELEMENTWISE && s > Op.arg && s <= Op.select) {
+      const arity = SCALAR_OP_TABLE[s]![1];
+      const lengths = [operand(i, a[i]!), operand(i, b[i]!)];
+      if (arity === 1 && b[i] !== a[i]) fail(i, 'is unary but has two operands');
+      if (s === Op.select) {
+        claim(i, i - 2, Op.arg);
+        lengths.push(operand(i, a[i - 2]!));
+      }
+      const vectors = lengths.filter((x) => x >= 0);
+      const shortest = Math.min(size, ...vectors);
+      if (vectors.some((x) => x !== size && x !== shortest) || (shortest === 0 ? size !== 0 : size % shortest !== 0)) {
+        fail(i, `broadcasts operands of ${vectors.join(', ')} elements to ${size}`);
+      }
+      continue;
+    }
+    fail(i, 'has an unknown op code');
+  }
+  // Every carrier serves the node after it (checked through `claim`).
+  for (let i = 0; i < n; i++) {
+    const code = op[i]!;
+    if ((code === Op.arg || code === Op.vparam || code === Op.vmeta) && !claimed[i]) fail(i, 'carries an operand but is not followed by a select or a vector node using it');
+  }
+  // Element values: one per element of each vector leaf, in node order; gather indices in range.
+  let e = 0;
+  for (let i = 0; i < n; i++) {
+    if (op[i] === Op.vinput || op[i] === Op.vconst) {
+      elementStart[i] = e;
+      e += len[i]!;
+    }
+  }
+  if (e !== elementValues.length) throw new FormatError(`malformed: the vector leaves hold ${e} elements, the file ${elementValues.length}`);
+  for (let i = 0; i < n; i++) {
+    if (op[i] !== Op.vgather) continue;
+    const from = elementStart[b[i]!]!, limit = len[a[i]!]!;
+    for (let k = 0; k < len[i]!; k++) {
+      const j = elementValues[from + k]!;
+      if (!(Number.isInteger(j) && j >= 0 && j < limit)) fail(i, `gathers index ${j} of a ${limit}-element vector`);
+    }
+  }
+  return leaves;
 }

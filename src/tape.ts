@@ -65,6 +65,7 @@ export class Tape {
   private valV!: Float64Array;
   // Elements of array-valued nodes: the fill pointer into the engine's element regions.
   private elements = 0;
+  private vectorNodes = false;
 
   constructor(readonly engine: Backend, limits: TapeLimits = {}) {
     this.maxNodes = checkLimit(limits.maxNodes, 'maxNodes') ?? DEFAULT_MAX_NODES;
@@ -132,17 +133,17 @@ export class Tape {
 
   /** Scalars (Vars or numbers) as one vector; vectors of one shape [n] as the rows of a matrix. */
   stack(parts: readonly (Var | number)[] | readonly Vec[]): Vec {
-    const v = concatOn(this, parts as readonly (Var | Vec | number)[], 'stack');
-    const first = parts[0];
+    const first = Array.isArray(parts) ? parts[0] : undefined;
+    // The shapes are checked before concat records anything.
     if (first instanceof Vec && first.shape.length === 1) {
       for (const p of parts as readonly Vec[]) {
         if (!(p instanceof Vec) || p.shape.length !== 1 || p.shape[0] !== first.shape[0]) {
           throw new ShapeError(`stack: every vector needs shape [${first.shape[0]}]`, 'stack', (parts as readonly Vec[]).map((q) => (q instanceof Vec ? q.shape : [])));
         }
       }
-      return v.reshape([parts.length, first.shape[0]!]);
+      return concatOn(this, parts as readonly Vec[], 'stack').reshape([parts.length, first.shape[0]!]);
     }
-    return v;
+    return concatOn(this, parts as readonly (Var | Vec | number)[], 'stack');
   }
 
   /** Vectors, scalars and numbers joined end to end (matrices: along rows). */
@@ -293,6 +294,7 @@ export class Tape {
     this.count = 0;
     this.evaluated = 0;
     this.swept = -1;
+    this.vectorNodes = false;
     if (this.elements !== 0) {
       this.elements = 0;
       this.engine.setLiveElements(0);
@@ -404,15 +406,30 @@ export class Tape {
   }
 
   /** @internal Replaces the recording with the given arrays (validated by the caller) and
-   *  evaluates it. Leaf values go to the const and input nodes, in order. */
-  load(op: Uint8Array, a: Int32Array, b: Int32Array, leafValues: Float64Array): void {
+   *  evaluates it. Leaf values go to the const and input nodes, in order; element values to the
+   *  vector leaves (vinput, vconst), in order. Element ranges are laid out again here, in node
+   *  order, whatever offsets the vmeta nodes held. */
+  load(op: Uint8Array, a: Int32Array, b: Int32Array, leafValues: Float64Array, elementValues = new Float64Array(0)): void {
     this.reset();
     const n = op.length;
+    let elements = 0;
+    for (let i = 0; i < n; i++) if (op[i] === VMETA) elements += b[i]!;
     if (n > this.capacity) this.grow(n);
+    if (elements > 0) this.allocateElements(elements);
+    this.vectorNodes = elements > 0 || op.some((code) => code >= VMETA);
     this.opV.set(op);
     this.aV.set(a);
     this.bV.set(b);
-    for (let i = 0, k = 0; i < n; i++) if (op[i]! <= INPUT) this.valV[i] = leafValues[k++]!;
+    const xval = this.engine.views.xval;
+    for (let i = 0, k = 0, e = 0, off = 0; i < n; i++) {
+      const code = op[i]!;
+      if (code <= INPUT) this.valV[i] = leafValues[k++]!;
+      else if (code === VMETA) {
+        this.aV[i] = off;
+        if (op[i + 1] === VINPUT || op[i + 1] === VCONST) xval.set(elementValues.subarray(e, (e += b[i]!)), off);
+        off += b[i]!;
+      }
+    }
     this.count = n;
     this.evaluate();
   }
@@ -559,12 +576,18 @@ export class Tape {
     return this.elements;
   }
 
+  /** @internal Whether any array-valued node was recorded since the last reset. */
+  get hasVectorNodes(): boolean {
+    return this.vectorNodes;
+  }
+
   /** @internal Records a vector node of n elements: `carriers` (pairs of integers: arg or vparam
    *  nodes, in order) then its vmeta node, then the node. All or nothing: room for the nodes and
    *  the elements is made before anything is written. Returns the node index. */
   recordVector(op: number, ia: number, ib: number, n: number, carrierOps: readonly number[] = [], carriers: readonly number[] = []): number {
     this.reserveNodes(carrierOps.length + 2);
-    const off = this.allocateElements(n);
+    const off = this.allocateElements(n, carrierOps.length + 2);
+    this.vectorNodes = true;
     for (let c = 0; c < carrierOps.length; c++) this.record(carrierOps[c]!, carriers[2 * c]!, carriers[2 * c + 1]!);
     this.record(VMETA, off, n);
     return this.record(op, ia, ib) - this.base;
@@ -604,10 +627,31 @@ export class Tape {
     return src.slice(off, off + n);
   }
 
-  private allocateElements(n: number): number {
+  /** @internal Makes room for `nodes` more nodes and `elements` more elements now (both limits
+   *  checked together, regions grown), so an op that records several vector nodes (its constants,
+   *  then itself) fails before it records the first. */
+  reserveVector(nodes: number, elements: number): void {
+    this.reserveElements(elements, nodes);
+    this.reserveNodes(nodes);
+  }
+
+  /** Takes n elements; `nodes` are the nodes about to be recorded with them, which must fit too
+   *  (else the elements would be taken by a record that then fails on its nodes). */
+  private allocateElements(n: number, nodes = 0): number {
+    const needed = this.reserveElements(n, nodes);
+    const off = this.elements;
+    this.elements = needed;
+    this.engine.setLiveElements(needed);
+    if (this.maxMemoryBytes !== Infinity) this.capacity = Math.min(this.engine.capacity, this.nodeLimit());
+    return off;
+  }
+
+  /** Checks the limits for n more elements and `nodes` more nodes and grows the element regions;
+   *  changes nothing recorded. Returns the element count after taking them. */
+  private reserveElements(n: number, nodes: number): number {
     const needed = this.elements + n;
     const elementBytes = this.engine.elementBytes();
-    if (needed * elementBytes + this.count * this.engine.nodeBytes() > this.maxMemoryBytes) {
+    if (needed * elementBytes + (this.count + nodes) * this.engine.nodeBytes() > this.maxMemoryBytes) {
       throw new CapacityError(
         `tape is full: ${n} more elements (${elementBytes} bytes each) with ${this.elements} elements and ${this.count} nodes recorded exceed maxMemoryBytes = ${this.maxMemoryBytes}; call tape.reset() to reuse it`,
         this.maxMemoryBytes,
@@ -625,11 +669,7 @@ export class Tape {
         );
       }
     }
-    const off = this.elements;
-    this.elements = needed;
-    this.engine.setLiveElements(needed);
-    if (this.maxMemoryBytes !== Infinity) this.capacity = Math.min(this.engine.capacity, this.nodeLimit());
-    return off;
+    return needed;
   }
 
   /** Most nodes the limits allow at the current bytes per node (elements take their share of
@@ -691,8 +731,10 @@ export class Tape {
   }
 }
 
+// Only a Vec makes select elementwise; arrays are constant vectors once a Vec is among the
+// operands (as jnp.where), and otherwise the NotANumberError they always were.
 function isVectorOperand(o: unknown): boolean {
-  return o instanceof Vec || (o != null && typeof o === 'object' && typeof (o as ArrayLike<number>).length === 'number');
+  return o instanceof Vec;
 }
 
 function checkNumber(x: unknown, what: string): number {

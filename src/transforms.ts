@@ -3,20 +3,23 @@
 // Hessian-vector products). Nothing here uses finite differences.
 import type { BackendKind } from './backend.ts';
 import { createTapeSync } from './create.ts';
-import { NotANumberError, describe } from './errors.ts';
+import { NotANumberError, ShapeError, describe } from './errors.ts';
 import { Var, type Tape } from './tape.ts';
+import { Vec } from './vector.ts';
 
 /** A number for a scalar input (the function then gets one Var), or an array / Float64Array
  *  (the function gets a Var[] of the same length). */
 export type Input = number | ArrayLike<number>;
 /** What a differentiated function returns: a Var (or a number, taken as a constant). */
 export type ScalarOutput = Var | number;
-/** A vector output: an array of Vars (or numbers). */
-export type VectorOutput = readonly (Var | number)[];
+/** A vector output: an array of Vars (or numbers), or a Vec (its elements, row-major). */
+export type VectorOutput = readonly (Var | number)[] | Vec;
 
 export interface TransformOptions {
   /** Engine to record on: 'wasm' (default; call `await init()` once first) or 'js'. */
   backend?: BackendKind;
+  /** Pass an array input to f as one Vec (one node, vector ops) instead of a Var[]. */
+  vector?: boolean;
 }
 
 export interface JacobianOptions extends TransformOptions {
@@ -53,39 +56,47 @@ function withTape<T>(options: TransformOptions | undefined, body: (tape: Tape) =
 }
 
 interface Recorded<O> {
-  inputs: Var[];
+  inputs: (Var | Vec)[];
+  /** Number of scalar inputs (a Vec counts its elements). */
+  n: number;
   scalarInput: boolean;
   output: O;
 }
 
-function recordOn(tape: Tape, x: Input): { inputs: Var[]; arg: Var | Var[]; scalarInput: boolean } {
+function recordOn(tape: Tape, x: Input, options: TransformOptions | undefined): { inputs: (Var | Vec)[]; n: number; arg: Var | Var[] | Vec; scalarInput: boolean } {
   if (typeof x === 'number') {
     const v = tape.variable(x);
-    return { inputs: [v], arg: v, scalarInput: true };
+    return { inputs: [v], n: 1, arg: v, scalarInput: true };
   }
   if (x == null || typeof x !== 'object' || typeof (x as ArrayLike<number>).length !== 'number') {
     throw new NotANumberError(`inputs must be a number, an array of numbers or a Float64Array, got ${describe(x)}`);
   }
+  if (options?.vector) {
+    const v = tape.vector(x);
+    return { inputs: [v], n: x.length, arg: v, scalarInput: false };
+  }
   const inputs = tape.variables(x);
-  return { inputs, arg: inputs, scalarInput: false };
+  return { inputs, n: inputs.length, arg: inputs, scalarInput: false };
 }
 
 function asVar(tape: Tape, y: unknown, what: string): Var {
   if (y instanceof Var) return y;
   if (typeof y === 'number') return tape.constant(y);
+  if (y instanceof Vec) throw new ShapeError(`${what} must return a scalar Var, got a Vec of shape [${y.shape.join(', ')}] (reduce it, e.g. .sum())`, 'output', [y.shape]);
   throw new NotANumberError(`${what} must return a Var or a number, got ${describe(y)}`);
 }
 
-function recordScalar(tape: Tape, f: (x: never) => ScalarOutput, x: Input): Recorded<Var> {
-  const { inputs, arg, scalarInput } = recordOn(tape, x);
-  return { inputs, scalarInput, output: asVar(tape, (f as (x: Var | Var[]) => unknown)(arg), 'the function') };
+function recordScalar(tape: Tape, f: (x: never) => ScalarOutput, x: Input, options: TransformOptions | undefined): Recorded<Var> {
+  const { inputs, n, arg, scalarInput } = recordOn(tape, x, options);
+  return { inputs, n, scalarInput, output: asVar(tape, (f as (x: unknown) => unknown)(arg), 'the function') };
 }
 
-function recordVector(tape: Tape, f: (x: never) => ScalarOutput | VectorOutput, x: Input): Recorded<Var[]> & { scalarOutput: boolean } {
-  const { inputs, arg, scalarInput } = recordOn(tape, x);
-  const y = (f as (x: Var | Var[]) => unknown)(arg);
-  if (Array.isArray(y)) return { inputs, scalarInput, output: y.map((v) => asVar(tape, v, 'the function')), scalarOutput: false };
-  return { inputs, scalarInput, output: [asVar(tape, y, 'the function')], scalarOutput: true };
+function recordVector(tape: Tape, f: (x: never) => ScalarOutput | VectorOutput, x: Input, options: TransformOptions | undefined): Recorded<(Var | Vec)[]> & { m: number } {
+  const { inputs, n, arg, scalarInput } = recordOn(tape, x, options);
+  const y = (f as (x: unknown) => unknown)(arg);
+  if (y instanceof Vec) return { inputs, n, scalarInput, output: [y], m: y.size };
+  if (Array.isArray(y)) return { inputs, n, scalarInput, output: y.map((v) => asVar(tape, v, 'the function')), m: y.length };
+  return { inputs, n, scalarInput, output: [asVar(tape, y, 'the function')], m: 1 };
 }
 
 function toVector(x: ArrayLike<number> | number, name: string): ArrayLike<number> {
@@ -99,6 +110,7 @@ function toVector(x: ArrayLike<number> | number, name: string): ArrayLike<number
 /** Gradient of a scalar function: `grad(f)(2)` is a number when f takes one Var, `grad(f)([1, 2])`
  *  a Float64Array when f takes a Var[]. */
 export function grad(f: (x: Var) => ScalarOutput, options?: TransformOptions): (x: number) => number;
+export function grad(f: (x: Vec) => ScalarOutput, options: TransformOptions & { vector: true }): (x: ArrayLike<number>) => Float64Array;
 export function grad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions): (x: ArrayLike<number>) => Float64Array;
 export function grad(f: (x: never) => ScalarOutput, options?: TransformOptions): (x: never) => number | Float64Array {
   const vg = valueAndGrad(f as (x: Var[]) => ScalarOutput, options);
@@ -107,11 +119,12 @@ export function grad(f: (x: never) => ScalarOutput, options?: TransformOptions):
 
 /** `[f(x), grad f(x)]` from one recording and one reverse sweep. */
 export function valueAndGrad(f: (x: Var) => ScalarOutput, options?: TransformOptions): (x: number) => [number, number];
+export function valueAndGrad(f: (x: Vec) => ScalarOutput, options: TransformOptions & { vector: true }): (x: ArrayLike<number>) => [number, Float64Array];
 export function valueAndGrad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions): (x: ArrayLike<number>) => [number, Float64Array];
 export function valueAndGrad(f: (x: never) => ScalarOutput, options?: TransformOptions): (x: never) => [number, number | Float64Array] {
   return ((x: Input) =>
     withTape(options, (tape) => {
-      const { inputs, scalarInput, output } = recordScalar(tape, f, x);
+      const { inputs, scalarInput, output } = recordScalar(tape, f, x, options);
       const g = tape.gradient(output, inputs);
       return [output.value, scalarInput ? g[0]! : g];
     })) as (x: never) => [number, number | Float64Array];
@@ -120,7 +133,7 @@ export function valueAndGrad(f: (x: never) => ScalarOutput, options?: TransformO
 /** Vector-Jacobian product vᵀJ of f at x, for any cotangent v (one reverse sweep). */
 export function vjp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
   return withTape(options, (tape) => {
-    const { inputs, output } = recordVector(tape, f, x);
+    const { inputs, output } = recordVector(tape, f, x, options);
     return tape.vjp(output, toVector(v, 'the cotangent'), inputs);
   });
 }
@@ -128,7 +141,7 @@ export function vjp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, v: A
 /** Jacobian-vector product J·t of f at x (one forward tangent sweep over the tape). */
 export function jvp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, t: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
   return withTape(options, (tape) => {
-    const { inputs, output } = recordVector(tape, f, x);
+    const { inputs, output } = recordVector(tape, f, x, options);
     return tape.jvp(inputs, toVector(t, 'the tangent'), output);
   });
 }
@@ -137,9 +150,7 @@ export function jvp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, t: A
  *  more inputs than outputs, else by reverse sweeps (one per output); `mode` forces either. */
 export function jacobian(f: (x: never) => ScalarOutput | VectorOutput, x: Input, options: JacobianOptions = {}): JacobianResult {
   return withTape(options, (tape) => {
-    const { inputs, output } = recordVector(tape, f, x);
-    const n = inputs.length;
-    const m = output.length;
+    const { inputs, output, n, m } = recordVector(tape, f, x, options);
     const mode = options.mode === 'forward' || options.mode === 'reverse' ? options.mode : n <= m ? 'forward' : 'reverse';
     const data = new Float64Array(m * n);
     const unit = new Float64Array(mode === 'forward' ? n : m);
@@ -165,7 +176,7 @@ export function jacobian(f: (x: never) => ScalarOutput | VectorOutput, x: Input,
  *  sweep and one reverse sweep, a small constant times the cost of a gradient. */
 export function hvp(f: (x: never) => ScalarOutput, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
   return withTape(options, (tape) => {
-    const { inputs, output } = recordScalar(tape, f, x);
+    const { inputs, output } = recordScalar(tape, f, x, options);
     return tape.hvp(output, inputs, toVector(v, 'the direction'));
   });
 }
@@ -173,8 +184,7 @@ export function hvp(f: (x: never) => ScalarOutput, x: Input, v: ArrayLike<number
 /** The Hessian of a scalar f at x: n Hessian-vector products on one recording. */
 export function hessian(f: (x: never) => ScalarOutput, x: Input, options?: TransformOptions): Matrix {
   return withTape(options, (tape) => {
-    const { inputs, output } = recordScalar(tape, f, x);
-    const n = inputs.length;
+    const { inputs, output, n } = recordScalar(tape, f, x, options);
     const data = new Float64Array(n * n);
     const unit = new Float64Array(n);
     for (let k = 0; k < n; k++) {

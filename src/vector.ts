@@ -74,6 +74,20 @@ function resolve(tape: Tape, o: VecOperand, op: string): Resolved {
   throw new NotANumberError(`${op}: expected a Vec, a Var, a number or an array of numbers, got ${describe(o)}`);
 }
 
+function checkEntries(values: ArrayLike<number>, op: string): void {
+  for (let k = 0; k < values.length; k++) {
+    if (typeof values[k] !== 'number') throw new NotANumberError(`${op}: array entries must be numbers, got ${describe(values[k])} at index ${k}`);
+  }
+}
+
+/** Nodes and elements an operand records when resolved: a number is a constant node, an array a
+ *  constant vector (its vmeta and vconst nodes, and its elements). */
+function recordCost(o: unknown): [nodes: number, elements: number] {
+  if (typeof o === 'number') return [1, 0];
+  if (o instanceof Vec || o instanceof Var) return [0, 0];
+  return [2, (o as ArrayLike<number>).length];
+}
+
 /** Checks every operand before recording anything (constants included), so a bad operand or a
  *  shape error leaves the tape as it was. */
 function precheck(tape: Tape, operands: readonly VecOperand[], op: string): Shape {
@@ -82,7 +96,7 @@ function precheck(tape: Tape, operands: readonly VecOperand[], op: string): Shap
     if (o instanceof Vec) { tape.vindex(o); shapes.push(o.shape); }
     else if (o instanceof Var) { tape.index(o); shapes.push([]); }
     else if (typeof o === 'number') shapes.push([]);
-    else if (isArrayLike(o) && typeof o !== 'string') shapes.push([o.length]);
+    else if (isArrayLike(o) && typeof o !== 'string') { checkEntries(o, op); shapes.push([o.length]); }
     else throw new NotANumberError(`${op}: expected a Vec, a Var, a number or an array of numbers, got ${describe(o)}`);
   }
   return broadcastShapes(op, shapes);
@@ -91,8 +105,16 @@ function precheck(tape: Tape, operands: readonly VecOperand[], op: string): Shap
 /** @internal Records scalar op `s` elementwise over the operands (one to three). */
 export function elementwise(tape: Tape, s: number, name: string, operands: readonly VecOperand[]): Vec {
   const shape = precheck(tape, operands, name);
-  const [a, b, c] = operands.map((o) => resolve(tape, o, name));
   const n = sizeOf(shape);
+  // Room for the operands' constants and the op together, so a full tape records neither.
+  let nodes = s === SELECT ? 3 : 2, elements = n;
+  for (const o of operands) {
+    const [k, e] = recordCost(o);
+    nodes += k;
+    elements += e;
+  }
+  tape.reserveVector(nodes, elements);
+  const [a, b, c] = operands.map((o) => resolve(tape, o, name));
   let i: number;
   if (s === SELECT) i = tape.recordVector(ELEMENTWISE + s, a!.index, b!.index, n, [ARG], [c!.index, c!.index]);
   else i = tape.recordVector(ELEMENTWISE + s, a!.index, (b ?? a)!.index, n);
@@ -175,7 +197,7 @@ export class Vec {
       const j = indices[k]!;
       if (!Number.isInteger(j) || j < 0 || j >= n) throw new TapegradError('INVALID_ARGUMENT', `gather: index ${describe(j)} at position ${k} is out of range for ${n} elements`);
     }
-    t.reserveNodes(5);
+    t.reserveVector(4, 2 * indices.length);
     const idx = t.recordVectorLeaf(VCONST, indices);
     return new Vec(t, t.recordVector(VGATHER, v, idx, indices.length), [indices.length]);
   }
@@ -202,7 +224,8 @@ export class Vec {
   logSumExp(): Var { return this.reduce(VLSE); }
   /** Σ x². */
   sumSquares(): Var { return this.dot(this); }
-  /** Euclidean norm sqrt(Σ x²) (its gradient at 0 is NaN, as sqrt'(0)·0). */
+  /** Euclidean norm sqrt(Σ x²) (its gradient at 0 is 0, as for x.square().sum().sqrt(): the
+   *  zero partials 2x are skipped, so sqrt'(0) = Infinity never meets them). */
   norm(): Var { return this.sumSquares().sqrt(); }
   /** x − logSumExp(x). */
   logSoftmax(): Vec { return this.sub(this.logSumExp()); }
@@ -212,56 +235,66 @@ export class Vec {
   /** Σ x_k y_k over two vectors of the same length (one node). */
   dot(other: Vec | ArrayLike<number>): Var {
     const t = this.tape, v = t.vindex(this);
-    const w = this.operandVec(other, 'dot');
-    if (w.size !== this.size) throw new ShapeError(`dot: lengths differ, shapes ${show(this.shape)} and ${show(w.shape)}`, 'dot', [this.shape, w.shape]);
-    t.reserveNodes(1);
-    return scalarOut(t, VDOT, v, t.vindex(w));
+    const b = this.operandShape(other, 'dot');
+    if (sizeOf(b) !== this.size) throw new ShapeError(`dot: lengths differ, shapes ${show(this.shape)} and ${show(b)}`, 'dot', [this.shape, b]);
+    const [k, e] = recordCost(other);
+    t.reserveVector(k + 1, e);
+    return scalarOut(t, VDOT, v, t.vindex(this.operandVec(other, 'dot')));
   }
 
   /** Matrix product as NumPy's `@`: [m,k]·[k,p] → [m,p], [m,k]·[k] → [m], [m]·[m,k] → [k]. */
   matmul(other: Vec | ArrayLike<number>): Vec {
     const t = this.tape;
     t.vindex(this);
-    const w = this.operandVec(other, 'matmul');
-    const a = this.shape, b = w.shape;
-    if (a.length === 2 && b.length === 2 && a[1] === b[0]) return this.contract(w, a[0]!, a[1]!, b[1]!, [a[0]!, b[1]!]);
-    if (a.length === 2 && b.length === 1 && a[1] === b[0]) return this.contract(w, a[0]!, a[1]!, 1, [a[0]!]);
-    if (a.length === 1 && b.length === 2 && a[0] === b[0]) return this.contract(w, 1, a[0]!, b[1]!, [b[1]!]);
-    throw new ShapeError(`matmul: shapes ${show(a)} and ${show(b)} do not fit (inner dimensions must agree)`, 'matmul', [a, b]);
+    const a = this.shape, b = this.operandShape(other, 'matmul');
+    let dims: [m: number, k: number, p: number, shape: Shape];
+    if (a.length === 2 && b.length === 2 && a[1] === b[0]) dims = [a[0]!, a[1]!, b[1]!, [a[0]!, b[1]!]];
+    else if (a.length === 2 && b.length === 1 && a[1] === b[0]) dims = [a[0]!, a[1]!, 1, [a[0]!]];
+    else if (a.length === 1 && b.length === 2 && a[0] === b[0]) dims = [1, a[0]!, b[1]!, [b[1]!]];
+    else throw new ShapeError(`matmul: shapes ${show(a)} and ${show(b)} do not fit (inner dimensions must agree)`, 'matmul', [a, b]);
+    const [m, k, p, shape] = dims;
+    const [kc, e] = recordCost(other);
+    t.reserveVector(kc + 3, e + m * p);
+    return this.contract(this.operandVec(other, 'matmul'), m, k, p, shape);
   }
 
   /** A·x for a matrix A [m, k] and a vector x [k]. */
   matvec(x: Vec | ArrayLike<number>): Vec {
-    const w = this.operandVec(x, 'matvec');
-    if (this.shape.length !== 2 || w.shape.length !== 1) throw new ShapeError(`matvec: expects a matrix and a vector, got ${show(this.shape)} and ${show(w.shape)}`, 'matvec', [this.shape, w.shape]);
-    return this.matmul(w);
+    const b = this.operandShape(x, 'matvec');
+    if (this.shape.length !== 2 || b.length !== 1) throw new ShapeError(`matvec: expects a matrix and a vector, got ${show(this.shape)} and ${show(b)}`, 'matvec', [this.shape, b]);
+    return this.matmul(x);
   }
 
   /** xᵀ·A for a vector x [m] and a matrix A [m, k]. */
   vecmat(a: Vec | ArrayLike<number>): Vec {
-    const w = this.operandVec(a, 'vecmat');
-    if (this.shape.length !== 1 || w.shape.length !== 2) throw new ShapeError(`vecmat: expects a vector and a matrix, got ${show(this.shape)} and ${show(w.shape)}`, 'vecmat', [this.shape, w.shape]);
-    return this.matmul(w);
+    const b = this.operandShape(a, 'vecmat');
+    if (this.shape.length !== 1 || b.length !== 2) throw new ShapeError(`vecmat: expects a vector and a matrix, got ${show(this.shape)} and ${show(b)}`, 'vecmat', [this.shape, b]);
+    return this.matmul(a);
   }
 
   /** x yᵀ: [m] and [p] → [m, p]. */
   outer(other: Vec | ArrayLike<number>): Vec {
-    const w = this.operandVec(other, 'outer');
-    if (this.shape.length !== 1 || w.shape.length !== 1) throw new ShapeError(`outer: expects two vectors, got ${show(this.shape)} and ${show(w.shape)}`, 'outer', [this.shape, w.shape]);
-    return this.contract(w, this.shape[0]!, 1, w.shape[0]!, [this.shape[0]!, w.shape[0]!]);
+    const b = this.operandShape(other, 'outer');
+    if (this.shape.length !== 1 || b.length !== 1) throw new ShapeError(`outer: expects two vectors, got ${show(this.shape)} and ${show(b)}`, 'outer', [this.shape, b]);
+    const [k, e] = recordCost(other);
+    this.tape.reserveVector(k + 3, e + this.shape[0]! * b[0]!);
+    return this.contract(this.operandVec(other, 'outer'), this.shape[0]!, 1, b[0]!, [this.shape[0]!, b[0]!]);
   }
 
   /** L·x with L [m, m] triangular: only the lower (default) or upper triangle of L is used. */
   trmv(x: Vec | ArrayLike<number>, options: { lower?: boolean } = {}): Vec {
-    const w = this.operandVec(x, 'trmv');
+    const b = this.operandShape(x, 'trmv');
     const m = this.shape[0]!;
-    if (this.shape.length !== 2 || this.shape[1] !== m || w.shape.length !== 1 || w.shape[0] !== m) {
-      throw new ShapeError(`trmv: expects a square matrix [m, m] and a vector [m], got ${show(this.shape)} and ${show(w.shape)}`, 'trmv', [this.shape, w.shape]);
+    if (this.shape.length !== 2 || this.shape[1] !== m || b.length !== 1 || b[0] !== m) {
+      throw new ShapeError(`trmv: expects a square matrix [m, m] and a vector [m], got ${show(this.shape)} and ${show(b)}`, 'trmv', [this.shape, b]);
     }
+    // The mask (a constant), the masked matrix, x if it is an array, and the product.
+    const [k, e] = recordCost(x);
+    this.tape.reserveVector(2 + 2 + k + 3, 2 * m * m + e + m);
     const lower = options.lower ?? true;
     const mask = new Float64Array(m * m);
     for (let r = 0; r < m; r++) for (let c = 0; c < m; c++) mask[r * m + c] = (lower ? c <= r : c >= r) ? 1 : 0;
-    return this.mul(mask.length === 0 ? mask : this.tape.constantVector(mask, [m, m])).matvec(w);
+    return this.mul(this.tape.constantVector(mask, [m, m])).matvec(x);
   }
 
   /** The transpose of a matrix (a vector is returned as it is). */
@@ -288,14 +321,25 @@ export class Vec {
     return scalarOut(t, op, v, v);
   }
 
-  private operandVec(o: Vec | ArrayLike<number>, op: string): Vec {
+  /** The shape of a Vec or array operand, checked without recording anything. */
+  private operandShape(o: Vec | ArrayLike<number>, op: string): Shape {
     if (o instanceof Vec) {
       this.tape.vindex(o);
-      return o;
+      return o.shape;
     }
     if (o instanceof Var) throw new ShapeError(`${op}: expects a Vec, got a scalar Var`, op, [this.shape, []]);
-    if (isArrayLike(o) && typeof o !== 'string') return this.tape.constantVector(o);
+    if (isArrayLike(o) && typeof o !== 'string') {
+      checkEntries(o, op);
+      return [o.length];
+    }
     throw new NotANumberError(`${op}: expected a Vec or an array of numbers, got ${describe(o)}`);
+  }
+
+  /** The operand as a Vec (an array is recorded as a constant vector): after operandShape. */
+  private operandVec(o: Vec | ArrayLike<number>, op: string): Vec {
+    if (o instanceof Vec) return o;
+    this.operandShape(o, op);
+    return this.tape.constantVector(o);
   }
 
   private contract(w: Vec, m: number, k: number, p: number, shape: Shape): Vec {
@@ -367,7 +411,7 @@ export function concatOn(tape: Tape, parts: readonly (Vec | Var | number)[], wha
     }
   }
   const carriers = (parts.length + 1) >> 1;
-  tape.reserveNodes(constants + carriers + 2);
+  tape.reserveVector(constants + carriers + 2, n);
   const ids = parts.map((p) => (p instanceof Vec ? tape.vindex(p) : p instanceof Var ? tape.index(p) : tape.constantIndex(p)));
   const ops: number[] = [], pairs: number[] = [];
   for (let c = 0; c < carriers; c++) {

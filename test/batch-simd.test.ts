@@ -29,7 +29,7 @@ beforeAll(async () => {
  *  on a tape over the chosen module. */
 function compileOnCore(module: WebAssembly.Module, f: CompilableFunction, inputs: number, at: ArrayLike<number>, simd: boolean, codegen = true): Compiled {
   const tape = new Tape(new WasmBackend(module));
-  const empty = { tape, inputs, outputs: new Int32Array(0), guards: new Int32Array(0), expected: new Float64Array(0) };
+  const empty = { tape, inputs, outputs: new Int32Array(0), guards: new Int32Array(0), expected: new Float64Array(0), vectorInput: false, outputNodes: new Int32Array(0) };
   const compiled = new CompiledFunction(f, inputs, 'wasm', false, empty, simd, null, codegen);
   compiled.record(at);
   return compiled;

@@ -9,7 +9,10 @@ import * as esbuild from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { DIST, ROOT } from './browser/harness.ts';
 
-const SIZE_BUDGET = 40 * 1024; // bytes of gzip for the minified bundle of dist/index.js
+// Bytes of gzip for the minified bundle of dist/index.js. 40 KB until the vector ops (38.8 KB
+// measured then); array-valued nodes added about 17 KB: their rules in both engines (the core's
+// two builds grew 8 KB), the Vec façade and the validator of format version 2.
+const SIZE_BUDGET = 60 * 1024;
 const CODEGEN_BUDGET = 6 * 1024; // more bytes of gzip for compile()'s code generator chunk
 
 interface PackageJson {

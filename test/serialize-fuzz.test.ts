@@ -6,7 +6,7 @@
 // where a guard fails at the inputs we try).
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { FormatError, TapegradError, compile, fromBytes, init, type CompiledFunction, type Var } from '../src/index.ts';
+import { FormatError, TapegradError, compile, fromBytes, init, type CompiledFunction, type Var, type Vec } from '../src/index.ts';
 import { dagArbitrary, dagSum } from './dag-arbitrary.ts';
 import { BACKENDS } from './support.ts';
 
@@ -14,11 +14,17 @@ beforeAll(async () => {
   await init();
 });
 
-/** FNV-1a, 32 bits, over bytes[32..]: the checksum the format stores at offset 28. */
+/** Header bytes: 32 for format version 1, 40 for version 2. */
+function headerOf(bytes: Uint8Array): number {
+  return bytes.length >= 6 && bytes[4] === 1 && bytes[5] === 0 ? 32 : 40;
+}
+
+/** FNV-1a, 32 bits, over the bytes after the header: the checksum the format stores at offset 28. */
 function forgeChecksum(bytes: Uint8Array): Uint8Array {
-  if (bytes.length < 32) return bytes;
+  const header = headerOf(bytes);
+  if (bytes.length < header) return bytes;
   let h = 2166136261;
-  for (let i = 32; i < bytes.length; i++) h = Math.imul(h ^ bytes[i]!, 16777619) >>> 0;
+  for (let i = header; i < bytes.length; i++) h = Math.imul(h ^ bytes[i]!, 16777619) >>> 0;
   new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).setUint32(28, h, true);
   return bytes;
 }
@@ -55,6 +61,19 @@ const CORPUS: Uint8Array[] = [
   ).toBytes(),
   // a plain input as the output; the smallest tape
   compile((x) => x[0]!, { inputs: 1, backend: 'js', at: [2] }).toBytes(),
+  // one input vector through every kind of vector node: matmul (vparam), transpose, slice,
+  // gather (a constant index vector), concat (arg carriers), select (its arg), reductions
+  compile(
+    (x) => {
+      const m = x.reshape([2, 3]);
+      const y = m.matmul(m.transpose()).reshape([4]).add(x.slice(2).gather([0, 3, 1, 1]));
+      const z = x.tape.concat([y, x.get(0), x.slice(0, 2)]).tanh();
+      return x.tape.select(z.gt(0), z, z.square()).logSumExp().add(x.dot(x)).add(z.max());
+    },
+    { inputs: 6, vector: true, backend: 'js', at: [0.5, -1, 2, 0.25, -0.75, 1.5] },
+  ).toBytes(),
+  // scalar inputs feeding vector ops, a vector output
+  compile((x) => x[0]!.tape.stack(x).exp().mul(x[1]!).softmax(), { inputs: 3, backend: 'js', at: [0.1, 0.2, 0.3] }).toBytes(),
 ];
 
 // ---- mutations ----
@@ -153,11 +172,13 @@ function check(bytes: Uint8Array): 'refused' | 'loaded' {
       expect(e.code).toBe('INVALID_FORMAT');
       return 'refused' as const;
     }
-    // The first leaves are the input nodes: their stored values are the recorded inputs.
+    // The first leaves are the input nodes (or the input vector's elements, the first element
+    // values): their stored values are the recorded inputs.
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    const [n, inputs, m, g] = [8, 12, 16, 20].map((o) => view.getUint32(o, true)) as [number, number, number, number];
-    const leaves = Math.ceil((32 + Math.ceil(n / 4) * 4 + 8 * n + 4 * m + 4 * g) / 8) * 8;
-    const recorded = Float64Array.from({ length: inputs }, (_, k) => view.getFloat64(leaves + 8 * k, true));
+    const [n, inputs, m, g, l] = [8, 12, 16, 20, 24].map((o) => view.getUint32(o, true)) as [number, number, number, number, number];
+    const leaves = Math.ceil((headerOf(bytes) + Math.ceil(n / 4) * 4 + 8 * n + 4 * m + 4 * g) / 8) * 8;
+    const first = (view.getUint16(6, true) & 1) === 1 ? leaves + 8 * l + 8 * g : leaves;
+    const recorded = Float64Array.from({ length: inputs }, (_, k) => view.getFloat64(first + 8 * k, true));
     exercise(loaded, recorded);
     return 'loaded' as const;
   });

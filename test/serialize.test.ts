@@ -24,23 +24,30 @@ function fnv1a(bytes: Uint8Array, from: number): number {
   return h;
 }
 
+/** Header bytes of a tape of the version stored at offset 4: 32 (version 1) or 40 (version 2). */
+function headerBytes(bytes: Uint8Array): number {
+  return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint16(4, true) === 1 ? 32 : 40;
+}
+
 function forgeChecksum(bytes: Uint8Array): Uint8Array {
-  new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).setUint32(28, fnv1a(bytes, 32), true);
+  new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).setUint32(28, fnv1a(bytes, headerBytes(bytes)), true);
   return bytes;
 }
 
-/** Header fields and section offsets of a v1 tape (see the table at the top of serialize.ts). */
+/** Header fields and section offsets of a tape (see the table at the top of serialize.ts). */
 function sections(bytes: Uint8Array) {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const [n, inputs, m, g, l] = [8, 12, 16, 20, 24].map((o) => view.getUint32(o, true)) as [number, number, number, number, number];
-  const ops = 32;
+  const ops = headerBytes(bytes);
   const a = ops + Math.ceil(n / 4) * 4;
   const b = a + 4 * n;
   const outputs = b + 4 * n;
   const guards = outputs + 4 * m;
   const leaves = Math.ceil((guards + 4 * g) / 8) * 8;
   const expected = leaves + 8 * l;
-  return { view, n, inputs, m, g, l, ops, a, b, outputs, guards, leaves, expected, end: expected + 8 * g };
+  const e = ops === 40 ? view.getUint32(32, true) : 0;
+  const elements = expected + 8 * g;
+  return { view, n, inputs, m, g, l, e, ops, a, b, outputs, guards, leaves, expected, elements, end: elements + 8 * e };
 }
 
 function expectSameBits(actual: ArrayLike<number>, expected: ArrayLike<number>, what: string): void {
@@ -101,7 +108,7 @@ describe('round trips across backends', () => {
     expect(onJs).toEqual(onWasm);
     expect(String.fromCharCode(...onWasm.subarray(0, 4))).toBe('TGRD');
     expect(new DataView(onWasm.buffer).getUint16(4, true)).toBe(FORMAT_VERSION);
-    expect(new DataView(onWasm.buffer).getUint32(28, true)).toBe(fnv1a(onWasm, 32));
+    expect(new DataView(onWasm.buffer).getUint32(28, true)).toBe(fnv1a(onWasm, 40));
     for (const backend of BACKENDS) expect(fromBytes(onWasm, { backend }).toBytes()).toEqual(onWasm);
   });
 
@@ -273,7 +280,7 @@ describe('fromBytes refuses what is not a valid tape with FormatError', () => {
 
   it('corrupted: any changed byte after the header fails the checksum', () => {
     const bytes = validTape();
-    for (let at = 32; at < bytes.length; at += 7) {
+    for (let at = 40; at < bytes.length; at += 7) {
       const corrupted = bytes.slice();
       corrupted[at] ^= 0x10;
       expectFormatError(corrupted, /corrupted: checksum mismatch/);
@@ -284,10 +291,10 @@ describe('fromBytes refuses what is not a valid tape with FormatError', () => {
   });
 
   it('wrong version', () => {
-    for (const version of [0, 2, 0xffff]) {
+    for (const version of [0, 3, 0xffff]) {
       const bytes = validTape().slice();
       new DataView(bytes.buffer).setUint16(4, version, true);
-      expectFormatError(bytes, new RegExp(`unsupported format version ${version}; this build reads version 1`));
+      expectFormatError(bytes, new RegExp(`unsupported format version ${version}; this build reads versions 1 and 2`));
     }
   });
 
@@ -321,7 +328,7 @@ describe('fromBytes refuses what is not a valid tape with FormatError', () => {
   });
 
   it('an unknown op code, or a custom one (its rule is JS code that was not stored)', () => {
-    for (const code of [Op.custom, 52, 200, 255]) {
+    for (const code of [Op.custom, 67, 127, 200, 255]) {
       expectFormatError(forged((s, bytes) => (bytes[s.ops + nodeOf(s, bytes, Op.exp)] = code)), /malformed: node \d+ \(.*\) has an unknown op code/);
     }
   });

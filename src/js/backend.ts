@@ -69,6 +69,12 @@ export class JsBackend implements Backend {
     this.liveElements = n;
   }
 
+  private vectorInput = false;
+
+  setVectorInput(on: boolean): void {
+    this.vectorInput = on;
+  }
+
   reserveElements(minElements: number, live: number, maxElements: number): boolean {
     if (minElements <= this.elementCapacity) return true;
     let capacity = Math.max(this.elementCapacity, MIN_CAPACITY);
@@ -294,8 +300,14 @@ export class JsBackend implements Backend {
 
   replayForward(x: ArrayLike<number>, nInputs: number, count: number): number {
     const val = this.views.val;
-    for (let k = 0; k < nInputs; k++) val[k] = x[k]!;
-    this.forward(nInputs, count);
+    if (this.vectorInput) {
+      const xval = this.views.xval;
+      for (let k = 0; k < nInputs; k++) xval[k] = x[k]!;
+      this.forward(2, count);
+    } else {
+      for (let k = 0; k < nInputs; k++) val[k] = x[k]!;
+      this.forward(nInputs, count);
+    }
     const nodes = this.guardNodes, expected = this.guardExpected;
     for (let k = 0; k < nodes.length; k++) if (val[nodes[k]!] !== expected[k]) return nodes[k]!;
     return -1;
@@ -305,7 +317,7 @@ export class JsBackend implements Backend {
     for (let r = fromRow; r < toRow; r++) {
       if (this.replayForward(X.subarray(r * nInputs, (r + 1) * nInputs), nInputs, count) >= 0) return r;
       this.reverse(out, 1, count);
-      G.set(this.views.adj.subarray(0, nInputs), r * nInputs);
+      G.set((this.vectorInput ? this.views.xadj : this.views.adj).subarray(0, nInputs), r * nInputs);
     }
     return toRow;
   }

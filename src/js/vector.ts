@@ -8,7 +8,7 @@ import { forwardRule, partials, partialZ, partialsTangent, partialZTangent, trut
 const {
   const: CONST, vmeta: VMETA, vparam: VPARAM, vget: VGET, vsum: VSUM, vmax: VMAX, vmin: VMIN, vlogSumExp: VLSE,
   vdot: VDOT, vinput: VINPUT, vconst: VCONST, vmatmul: VMATMUL, vtranspose: VTRANSPOSE, vslice: VSLICE,
-  vconcat: VCONCAT, vgather: VGATHER, select: SELECT,
+  vconcat: VCONCAT, vgather: VGATHER, select: SELECT, add: ADD, sub: SUB, mul: MUL,
 } = Op;
 /** Elementwise vector form of scalar op s is op code ELEMENTWISE + s (as in the core). */
 export const ELEMENTWISE = 128;
@@ -52,10 +52,24 @@ export function sum4(X: F64, p: number, len: number): number {
   return (s0 + s2) + (s1 + s3);
 }
 
+/** D[i, j] (= or +=) Σ_l A[i, l] B[l, j], in the core's order: contiguous rows of D and B with
+ *  p > 1 take the terms one l at a time, ascending, straight into D; otherwise a dot4 each. */
 function contract(
   D: F64, d: number, dsi: number, dsj: number, A: F64, a: number, asi: number, asl: number,
   B: F64, b: number, bsl: number, bsj: number, m: number, k: number, p: number, accumulate: boolean,
 ): void {
+  if (p > 1 && dsj === 1 && bsj === 1) {
+    for (let i = 0; i < m; i++) {
+      const row = d + i * dsi;
+      if (k === 0 && !accumulate) D.fill(0, row, row + p);
+      for (let l = 0; l < k; l++) {
+        const s = A[a + i * asi + l * asl]!, x = b + l * bsl;
+        if (accumulate || l > 0) for (let j = 0; j < p; j++) D[row + j] += s * B[x + j]!;
+        else for (let j = 0; j < p; j++) D[row + j] = s * B[x + j]!;
+      }
+    }
+    return;
+  }
   for (let i = 0; i < m; i++) {
     for (let j = 0; j < p; j++) {
       const v = dot4(A, a + i * asi, asl, B, b + j * bsj, bsl, k);
@@ -491,9 +505,17 @@ export class VectorRules {
     const XA = this.arr(ia, val, xval), GA = this.arr(ia, adj, xadj), XB = this.arr(ib, val, xval), GB = this.arr(ib, adj, xadj);
     let py = this.off(i), pa = this.start(ia), pb = this.start(ib);
     const sa = this.step(ia), sb = this.step(ib), da = this.blockStep(ia, n), db = this.blockStep(ib, n);
-    const wantA = this.wants(ia), wantB = ib !== ia && this.wants(ib);
+    // A unary op has b = a and a zero second partial, so b gets nothing; a binary op over one
+    // vector (v.mul(v)) has b = a too, and both partials go to it, as in the scalar sweep.
+    const wantA = this.wants(ia), wantB = this.wants(ib);
     const len = this.blockLen;
     for (let blk = 0; blk < this.blocks; blk++) {
+      if (s === ADD || s === SUB || s === MUL) {
+        // partials of add (1, 1), sub (1, -1) and mul (z, x) spelled out: the same products.
+        reverseArithmetic(s, xadj, pg, XA, GA, pa, sa, XB, GB, pb, sb, len, wantA, wantB);
+        pg += len; py += len; pa += da; pb += db;
+        continue;
+      }
       let qa = pa, qb = pb;
       for (let k = 0; k < len; k++, qa += sa, qb += sb) {
         const g = xadj[pg + k]!;
@@ -600,6 +622,24 @@ export class VectorRules {
       pg += len; pa += da; pb += db;
     }
     this.touch(ia); this.touch(ib);
+  }
+}
+
+function reverseArithmetic(
+  s: number, G: F64, pg: number, XA: F64, GA: F64, pa: number, sa: number, XB: F64, GB: F64, pb: number, sb: number,
+  len: number, wantA: boolean, wantB: boolean,
+): void {
+  for (let k = 0; k < len; k++, pa += sa, pb += sb) {
+    const g = G[pg + k]!;
+    if (g === 0) continue;
+    if (s === MUL) {
+      const x = XA[pa]!, z = XB[pb]!;
+      if (wantA && z !== 0) GA[pa] += g * z;
+      if (wantB && x !== 0) GB[pb] += g * x;
+    } else {
+      if (wantA) GA[pa] += g;
+      if (wantB) GB[pb] += s === ADD ? g : -g;
+    }
   }
 }
 

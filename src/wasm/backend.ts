@@ -205,6 +205,10 @@ export class WasmBackend implements Backend {
     this.core.setLiveElements(n);
   }
 
+  setVectorInput(on: boolean): void {
+    this.core.setVectorInput(on ? 1 : 0);
+  }
+
   reserve(minCapacity: number, live: number, maxCapacity: number): boolean {
     this.guardsAt = -1;
     const ok = this.core.reserve(minCapacity, live, maxCapacity) !== 0;

@@ -11,6 +11,7 @@ export interface CoreExports {
   reserve(minCapacity: number, live: number, maxCapacity: number): number;
   reserveElements(minElements: number, live: number, maxElements: number): number;
   setLiveElements(n: number): void;
+  setVectorInput(on: number): void;
   elementBytes(): number;
   getElementCapacity(): number;
   xvalPtr(): number;
