@@ -8,11 +8,14 @@ import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDemoServer } from '../examples/demo/serve.ts';
-import { OP_NAMES, compile, fromBytes, init, type Var } from '../src/index.ts';
+import { SCALAR_OP_TABLE, compile, fromBytes, init, type Var } from '../src/index.ts';
 import {
   DIST, ROOT, chromiumFound, launchChromium, openPage, reportMissingChromium, startStaticServer,
   type CheckedPage, type StaticServer,
 } from './browser/harness.ts';
+
+// The page sweeps every scalar op; the vector ops have their own checks.
+const OP_NAMES = SCALAR_OP_TABLE.map(([name]) => name);
 
 // fast-check seed for the random graphs; override with TAPEGRAD_SEED to explore, and quote it
 // when reporting a failure.
@@ -67,6 +70,14 @@ interface DemoWindow {
     pause(): void;
     setBackend(kind: Backend): void;
     state(): { backend: string; steps: number; params: Record<string, number> };
+    mlp: {
+      run(n: number): number[];
+      reset(): void;
+      stop(): void;
+      setBackend(kind: Backend): void;
+      setDataset(kind: 'moons' | 'spirals'): void;
+      state(): { backend: string; dataset: string; steps: number; accuracy: number };
+    };
   };
 }
 
@@ -314,6 +325,31 @@ describe('browser suite', () => {
 
         await mkdir(path.join(ROOT, 'test-artifacts'), { recursive: true });
         await p.page.screenshot({ path: path.join(ROOT, 'test-artifacts/demo.png'), fullPage: true });
+        expect(p.errors).toEqual([]);
+      });
+
+      it('trains the MLP classifier with vector ops: 200 steps lower the loss on both backends', async () => {
+        const p = await load(`${demo.url}/`, () => (window as unknown as DemoWindow).demo?.ready === true);
+        const run = (backend: Backend): Promise<{ losses: number[]; accuracy: number }> => p.page.evaluate((b) => {
+          const m = (window as unknown as DemoWindow).demo!.mlp;
+          m.stop();
+          m.setDataset('moons');
+          m.setBackend(b);
+          m.reset();
+          return { losses: m.run(200), accuracy: m.state().accuracy };
+        }, backend);
+
+        const js = await run('js');
+        const wasm = await run('wasm');
+        for (const { losses, accuracy } of [wasm, js]) {
+          expect(losses).toHaveLength(200);
+          expect(losses.every(Number.isFinite)).toBe(true);
+          // From ln 2-ish at the start to a clean separation (about 0.012 by step 200).
+          expect(losses[199]!).toBeLessThan(losses[0]! / 20);
+          expect(accuracy).toBeGreaterThanOrEqual(0.98);
+        }
+        for (let i = 0; i < 200; i++) expect(Math.abs(wasm.losses[i]! - js.losses[i]!)).toBeLessThanOrEqual(1e-9 * js.losses[i]!);
+        for (const id of ['#mlp-time-wasm', '#mlp-time-js']) await expect(p.page.textContent(id)).resolves.toMatch(/\d+ µs\/step/);
         expect(p.errors).toEqual([]);
       });
     });

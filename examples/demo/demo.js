@@ -1,7 +1,9 @@
 // The demo page: trains the model of model.js live, on the backend the radio buttons pick, and
 // draws the data, the fitted curve and the loss curve on one canvas. `window.demo` lets a test
-// (or the console) drive it: demo.run(100) returns the 100 losses.
+// (or the console) drive it: demo.run(100) returns the 100 losses; demo.mlp drives the second
+// panel (classifier-panel.js) the same way.
 import { createTape } from '/dist/index.js';
+import { classifierPanel } from './classifier-panel.js';
 import { PARAMS, TRUTH, curve, makeData, makeTrainer } from './model.js';
 
 const AUTOPLAY_STEPS = 600; // long enough to watch it converge, then it rests
@@ -191,6 +193,7 @@ $('speed').addEventListener('input', () => ($('speed-value').textContent = $('sp
 calibrate();
 reset();
 requestAnimationFrame(tick);
+const mlp = await classifierPanel();
 
 window.demo = {
   ready: true,
@@ -200,6 +203,6 @@ window.demo = {
     draw();
     return out;
   },
-  reset, play, pause, setBackend,
+  reset, play, pause, setBackend, mlp,
   state: () => ({ backend, params: { ...params }, steps: losses.length, timing: structuredClone(timing) }),
 };
