@@ -505,26 +505,40 @@ export class Tape {
     if (this.engine.firstNonFinite(from, to, values) < 0) return;
     const { op, a, b, val, adj } = this.engine.views;
     const name = (i: number): string => opNameOf(op[i]!);
+    const { xval, xadj } = this.engine.views;
+    // The first element of vector node i that is not finite, in values or adjoints.
+    const badElement = (i: number, data: Float64Array): number => {
+      if (op[i]! < VINPUT) return -1;
+      const off = a[i - 1]!, n = b[i - 1]!;
+      for (let k = 0; k < n; k++) if (data[off + k]! - data[off + k]! !== 0) return k;
+      return -1;
+    };
     if (values) {
       const i = this.engine.firstNonFinite(from, to, true);
-      const operands = op[i] === CUSTOM ? '' : ` from operands ${val[a[i]!]}, ${val[b[i]!]}`;
+      const k = badElement(i, xval);
+      if (k >= 0) {
+        throw new NonFiniteError(`checkNaN: ${name(i)} at node #${i + this.base} (a vector) produced ${xval[a[i - 1]! + k]} at element ${k}`, i + this.base, name(i));
+      }
+      const operands = op[i] === CUSTOM || op[i]! >= VMETA ? '' : ` from operands ${val[a[i]!]}, ${val[b[i]!]}`;
       throw new NonFiniteError(`checkNaN: ${name(i)} at node #${i + this.base} produced ${val[i]}${operands}`, i + this.base, name(i));
     }
     // The reverse sweep runs downwards: the highest node with a non-finite adjoint is the first
     // one it produced, and the consumer that sent it is the op whose rule is to blame.
     let j = to - 1;
-    while (j >= from && adj[j]! - adj[j]! === 0) j--;
+    while (j >= from && adj[j]! - adj[j]! === 0 && badElement(j, xadj) < 0) j--;
     let consumer = -1;
     for (let i = j + 1; i < to && consumer < 0; i++) {
       const carried = op[i] === SELECT ? a[i - 1] === j : op[i] === ARG && (op[i + 1] === SELECT || op[i + 1] === CUSTOM);
-      if (op[i]! > ARG && op[i] !== CUSTOM && op[i] !== VMETA && (a[i] === j || b[i] === j)) consumer = i;
+      if (op[i]! > ARG && op[i] !== CUSTOM && op[i] !== VMETA && op[i] !== Op.vparam && (a[i] === j || b[i] === j)) consumer = i;
       else if (carried) consumer = op[i] === ARG ? i + 1 : i;
     }
     const at = consumer < 0 ? j : consumer;
+    const element = badElement(j, xadj);
+    const shown = element < 0 ? `${adj[j]}` : `${xadj[a[j - 1]! + element]} at element ${element}`;
     throw new NonFiniteError(
       consumer < 0
-        ? `checkNaN: the adjoint of node #${j + this.base} (${name(j)}) is ${adj[j]}: the seed is not finite`
-        : `checkNaN: ${name(consumer)} at node #${consumer + this.base} sent a non-finite adjoint (${adj[j]}) to node #${j + this.base} (${name(j)})`,
+        ? `checkNaN: the adjoint of node #${j + this.base} (${name(j)}) is ${shown}: the seed is not finite`
+        : `checkNaN: ${name(consumer)} at node #${consumer + this.base} sent a non-finite adjoint (${shown}) to node #${j + this.base} (${name(j)})`,
       at + this.base,
       name(at),
     );

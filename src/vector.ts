@@ -50,8 +50,12 @@ function endsWith(long: Shape, tail: Shape): boolean {
 }
 
 function broadcastError(op: string, shapes: readonly Shape[]): ShapeError {
+  // NumPy would stretch a trailing 1 ([n, 1] with [n] gives [n, n]); here that is an error, and
+  // the usual intent is the reshape.
+  const column = shapes.find((s) => s.length === 2 && s[1] === 1);
+  const hint = column ? `; for elementwise use, reshape the [${column[0]}, 1] operand to [${column[0]}] (no node is recorded)` : '';
   return new ShapeError(
-    `${op}: shapes ${shapes.map(show).join(' and ')} do not broadcast (each must be a scalar, equal, or the other's trailing part, as [m, n] with [n])`,
+    `${op}: shapes ${shapes.map(show).join(' and ')} do not broadcast (each must be a scalar, equal, or the other's trailing part, as [m, n] with [n])${hint}`,
     op, shapes,
   );
 }
@@ -261,14 +265,18 @@ export class Vec {
   /** A·x for a matrix A [m, k] and a vector x [k]. */
   matvec(x: Vec | ArrayLike<number>): Vec {
     const b = this.operandShape(x, 'matvec');
-    if (this.shape.length !== 2 || b.length !== 1) throw new ShapeError(`matvec: expects a matrix and a vector, got ${show(this.shape)} and ${show(b)}`, 'matvec', [this.shape, b]);
+    if (this.shape.length !== 2 || b.length !== 1 || this.shape[1] !== b[0]) {
+      throw new ShapeError(`matvec: expects a matrix [m, k] and a vector [k], got ${show(this.shape)} and ${show(b)}`, 'matvec', [this.shape, b]);
+    }
     return this.matmul(x);
   }
 
   /** xᵀ·A for a vector x [m] and a matrix A [m, k]. */
   vecmat(a: Vec | ArrayLike<number>): Vec {
     const b = this.operandShape(a, 'vecmat');
-    if (this.shape.length !== 1 || b.length !== 2) throw new ShapeError(`vecmat: expects a vector and a matrix, got ${show(this.shape)} and ${show(b)}`, 'vecmat', [this.shape, b]);
+    if (this.shape.length !== 1 || b.length !== 2 || this.shape[0] !== b[0]) {
+      throw new ShapeError(`vecmat: expects a vector [m] and a matrix [m, k], got ${show(this.shape)} and ${show(b)}`, 'vecmat', [this.shape, b]);
+    }
     return this.matmul(a);
   }
 

@@ -8,7 +8,10 @@ import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDemoServer } from '../examples/demo/serve.ts';
+import * as tapegrad from '../src/index.ts';
 import { SCALAR_OP_TABLE, compile, fromBytes, init, type Var } from '../src/index.ts';
+import { runVectorPrograms } from './browser/pages/suite.js';
+import { VECTOR_PROGRAMS } from './browser/pages/vector-programs.js';
 import {
   DIST, ROOT, chromiumFound, launchChromium, openPage, reportMissingChromium, startStaticServer,
   type CheckedPage, type StaticServer,
@@ -52,12 +55,14 @@ interface Parity {
   failed: boolean; numRuns: number; numSkips: number; seed: number; graphs: number; illConditioned: number;
   opCounts: Record<string, number>; counterexample: string | null; error: string | null;
 }
+interface VectorRun { name: string; value: number; grad: number[]; hv: number[]; numeric: number[] }
 interface SuiteWindow {
   suiteReady?: boolean;
   suite: {
     workedExamples(backend: Backend): Promise<Worked>;
     opSweep(backend: Backend): Promise<Sweep>;
     dagParity(seed: number, numRuns: number, rtol: number): Promise<Parity>;
+    vectorPrograms(backend: Backend): Promise<VectorRun[]>;
     replayBytes(bytes: number[], points: number[][]): Promise<{ loaded: Record<Backend, number[][]>; bytes: number[] }>;
     generatedSweeps(): Promise<Record<'loop' | 'straight', { first: string; final: string; before: number[]; after: number[]; interpreted: number[] }>>;
   };
@@ -230,6 +235,36 @@ describe('browser suite', () => {
       expect(r.illConditioned).toBeLessThanOrEqual(GRAPH_RUNS / 100);
       const unused = Object.entries(r.opCounts).filter(([, n]) => n === 0).map(([op]) => op);
       expect(unused, 'ops never drawn into a graph').toEqual([]);
+    });
+
+    it('vector programs: every vector op against finite differences, wasm against JS, the page against Node', async () => {
+      const { page } = await suite();
+      const inPage = {
+        wasm: await page.evaluate((b) => (window as unknown as SuiteWindow).suite.vectorPrograms(b), 'wasm' as const),
+        js: await page.evaluate((b) => (window as unknown as SuiteWindow).suite.vectorPrograms(b), 'js' as const),
+      };
+      const inNode = { wasm: runVectorPrograms(tapegrad, 'wasm'), js: runVectorPrograms(tapegrad, 'js') };
+      expect(inPage.wasm.map((r) => r.name)).toEqual(VECTOR_PROGRAMS.map((p) => p.name));
+      VECTOR_PROGRAMS.forEach(({ name, exact }, k) => {
+        const [w, j] = [inPage.wasm[k]!, inPage.js[k]!];
+        for (const r of [w, j]) {
+          expect(Number.isFinite(r.value), name).toBe(true);
+          expect(normwiseError(r.grad, r.numeric), `${name}: gradient vs finite differences`).toBeLessThan(1e-6);
+        }
+        // The same engine gives the same bits in Node and in the page: always for the wasm core
+        // (its own libm), and for the JS mode where no transcendental function is involved
+        // (Chromium's V8 and Node's may differ in the last bit of Math.sin and friends).
+        expect(inPage.wasm[k], `${name} (wasm): page vs Node`).toEqual(inNode.wasm[k]);
+        if (exact) expect(inPage.js[k], `${name} (js): page vs Node`).toEqual(inNode.js[k]);
+        else expect(normwiseError(inPage.js[k]!.grad, inNode.js[k]!.grad), `${name} (js): page vs Node`).toBeLessThan(1e-13);
+        if (exact) {
+          expect([w.value, w.grad, w.hv], `${name}: wasm vs JS, bit for bit`).toEqual([j.value, j.grad, j.hv]);
+        } else {
+          expect(Math.abs(w.value - j.value) / Math.max(1, Math.abs(j.value)), name).toBeLessThan(1e-12);
+          expect(normwiseError(w.grad, j.grad), `${name}: wasm vs JS gradient`).toBeLessThan(1e-12);
+          expect(normwiseError(w.hv, j.hv), `${name}: wasm vs JS H·v`).toBeLessThan(1e-12);
+        }
+      });
     });
 
     it('compiled tapes cross between Node and the page: bytes from either replay in the other, on both backends', async () => {

@@ -3,6 +3,31 @@
 // Everything returns plain data; the vitest side (test/browser.test.ts) does the asserting, so
 // the expected values never live next to the code that computes the results.
 
+import { VECTOR_PROGRAMS } from './vector-programs.js';
+
+/** Runs every vector program on one backend: value, gradient, H·v along a fixed direction, and
+ *  the finite-difference gradient. Shared with Node (browser.test.ts runs the same programs). */
+export function runVectorPrograms(tapegrad, backend) {
+  const { createTapeSync, finiteDifferenceGradient } = tapegrad;
+  const tape = createTapeSync({ backend });
+  return VECTOR_PROGRAMS.map(({ name, point, f }) => {
+    const direction = point.map((_, k) => 1 - 0.3 * k);
+    const record = (at) => {
+      tape.reset();
+      const x = tape.vector(at);
+      return { x, y: f(tape, x) };
+    };
+    let { x, y } = record(point);
+    const grad = Array.from(tape.gradient(y, [x]));
+    ({ x, y } = record(point));
+    const hv = Array.from(tape.hvp(y, [x], direction));
+    const value = y.value;
+    const numeric = Array.from(finiteDifferenceGradient((at) => record(at).y.value, point));
+    tape.reset();
+    return { name, value, grad, hv, numeric };
+  });
+}
+
 /** @param {typeof import('../../../dist/index.js')} tapegrad  @param {typeof import('fast-check')} fc */
 export function makeSuite(tapegrad, fc) {
   // The vector ops have their own checks below; the sweeps here cover every scalar op.
@@ -294,5 +319,10 @@ export function makeSuite(tapegrad, fc) {
     };
   }
 
-  return { workedExamples, opSweep, dagParity, replayBytes, generatedSweeps };
+  async function vectorPrograms(backend) {
+    await tapegrad.init();
+    return runVectorPrograms(tapegrad, backend);
+  }
+
+  return { workedExamples, opSweep, dagParity, replayBytes, generatedSweeps, vectorPrograms };
 }
