@@ -96,8 +96,8 @@ function sum4(p: usize, len: i32): f64 {
 /** D[i, j] (= or +=) Σ_l A[i, l] B[l, j], i < m, l < k, j < p; every operand by byte strides, so
  *  transposed operands (the VJPs) are the same call. Where the rows of D and B are contiguous
  *  and p > 1 (matmul, vecmat, Aᵀ·gC), a row of D takes the terms one l at a time, in ascending
- *  order, straight into D (vectorised across the row); otherwise each D[i, j] is a dot4 added
- *  to D once. */
+ *  order, straight into D (vectorised across the row); so does a single column D whose A is
+ *  read transposed (Aᵀ·g); otherwise each D[i, j] is a dot4 added to D once. */
 function contract(
   d: usize, dsi: usize, dsj: usize, a: usize, asi: usize, asl: usize, b: usize, bsl: usize, bsj: usize,
   m: i32, k: i32, p: i32, accumulate: bool,
@@ -108,6 +108,13 @@ function contract(
       if (k == 0 && !accumulate) memory.fill(row, 0, <usize>p << 3);
       for (let l = 0; l < k; l++) axpy(row, ld(a + <usize>i * asi + <usize>l * asl), b + <usize>l * bsl, p, accumulate || l > 0);
     }
+    return;
+  }
+  if (p == 1 && m > 1 && dsi == 8 && asi == 8) {
+    // A column of results from a transposed matrix (the x-adjoint of matvec, Aᵀ·g): the same
+    // one-l-at-a-time order, down the contiguous columns.
+    if (k == 0 && !accumulate) memory.fill(d, 0, <usize>m << 3);
+    for (let l = 0; l < k; l++) axpy(d, ld(b + <usize>l * bsl), a + <usize>l * asl, m, accumulate || l > 0);
     return;
   }
   for (let i = 0; i < m; i++) {

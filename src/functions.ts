@@ -1,30 +1,37 @@
 // Free-function forms of the op table: `exp(v)`, `mul(a, b)`. On plain numbers they compute the
-// plain value with the same rules, so one function body serves numbers and Vars.
+// plain value with the same rules, so one function body serves numbers, Vars and Vecs (with a
+// Vec among the operands they run elementwise, broadcasting as the Vec methods do).
 import { forwardRule } from './js/rules.ts';
 import { BINARY_OPS, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
 import { NotANumberError, describe } from './errors.ts';
 import { Var, type Operand } from './tape.ts';
-import { Vec, type VecOperand } from './vector.ts';
+import { Vec, elementwise, type VecOperand } from './vector.ts';
 
-type UnaryFunction = { (x: Var): Var; (x: number): number; (x: Operand): Operand };
-type BinaryFunction = { (x: Var, y: Operand): Var; (x: Operand, y: Var): Var; (x: number, y: number): number; (x: Operand, y: Operand): Operand };
+type UnaryFunction = { (x: Var): Var; (x: Vec): Vec; (x: number): number; (x: Operand): Operand };
+type BinaryFunction = {
+  (x: Vec, y: VecOperand): Vec; (x: VecOperand, y: Vec): Vec;
+  (x: Var, y: Operand): Var; (x: Operand, y: Var): Var; (x: number, y: number): number; (x: Operand, y: Operand): Operand;
+};
 
 function unary(name: UnaryOpName): UnaryFunction {
   const code = Op[name];
-  return ((x: Operand) => {
+  return ((x: Operand | Vec) => {
     if (x instanceof Var) return (x[name] as () => Var)();
+    if (x instanceof Vec) return elementwise(x.tape, code, name, [x]);
     if (typeof x === 'number') return forwardRule(code, x, 0, 0);
-    throw new NotANumberError(`${name}: expected a Var or a number, got ${describe(x)}`);
+    throw new NotANumberError(`${name}: expected a Var, a Vec or a number, got ${describe(x)}`);
   }) as UnaryFunction;
 }
 
 function binary(name: BinaryOpName): BinaryFunction {
   const code = Op[name];
-  return ((x: Operand, y: Operand) => {
-    if (x instanceof Var) return (x[name] as (o: Operand) => Var)(y);
+  return ((x: VecOperand, y: VecOperand) => {
+    const v = x instanceof Vec ? x : y instanceof Vec ? y : null;
+    if (v) return elementwise(v.tape, code === Op.pow && typeof y === 'number' ? Op.powConst : code, name, [x, y]);
+    if (x instanceof Var) return (x[name] as (o: Operand) => Var)(y as Operand);
     if (y instanceof Var) return (y.tape.constant(x as number)[name] as (o: Operand) => Var)(y);
     if (typeof x === 'number' && typeof y === 'number') return forwardRule(code, x, y, 0);
-    throw new NotANumberError(`${name}: expected Vars or numbers, got ${describe(x)} and ${describe(y)}`);
+    throw new NotANumberError(`${name}: expected Vars, Vecs or numbers, got ${describe(x)} and ${describe(y)}`);
   }) as BinaryFunction;
 }
 

@@ -53,7 +53,8 @@ export function sum4(X: F64, p: number, len: number): number {
 }
 
 /** D[i, j] (= or +=) Σ_l A[i, l] B[l, j], in the core's order: contiguous rows of D and B with
- *  p > 1 take the terms one l at a time, ascending, straight into D; otherwise a dot4 each. */
+ *  p > 1, or one column D with A read transposed, take the terms one l at a time, ascending,
+ *  straight into D; otherwise a dot4 each. */
 function contract(
   D: F64, d: number, dsi: number, dsj: number, A: F64, a: number, asi: number, asl: number,
   B: F64, b: number, bsl: number, bsj: number, m: number, k: number, p: number, accumulate: boolean,
@@ -67,6 +68,15 @@ function contract(
         if (accumulate || l > 0) for (let j = 0; j < p; j++) D[row + j] += s * B[x + j]!;
         else for (let j = 0; j < p; j++) D[row + j] = s * B[x + j]!;
       }
+    }
+    return;
+  }
+  if (p === 1 && m > 1 && dsi === 1 && asi === 1) {
+    if (k === 0 && !accumulate) D.fill(0, d, d + m);
+    for (let l = 0; l < k; l++) {
+      const s = B[b + l * bsl]!, col = a + l * asl;
+      if (accumulate || l > 0) for (let i = 0; i < m; i++) D[d + i] += s * A[col + i]!;
+      else for (let i = 0; i < m; i++) D[d + i] = s * A[col + i]!;
     }
     return;
   }

@@ -1,0 +1,36 @@
+// The free functions (exp, mul, pow, where…) take Vecs too: with a Vec among the operands they
+// record the same elementwise node as the method, broadcasting a scalar Var or a number.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createTape, exp, init, mul, pow, sub, tanh, where } from '../src/index.ts';
+import { BACKENDS } from './support.ts';
+
+beforeAll(async () => {
+  await init();
+});
+
+describe.each(BACKENDS)('free functions on Vecs (%s)', (backend) => {
+  it('match the methods bit for bit, in value and gradient', async () => {
+    const run = async (free: boolean): Promise<[number, number[], number]> => {
+      const t = await createTape({ backend });
+      const v = t.vector([0.5, -1.5, 2]);
+      const s = t.variable(0.75);
+      const y = free
+        ? sub(mul(s, exp(v)), pow(v, 2)).add(tanh(v)).add(mul(2, v)).add(where(v.gt(0), v, s)).sum()
+        : v.exp().mul(s).sub(v.pow(2)).add(v.tanh()).add(v.mul(2)).add(t.select(v.gt(0), v, s)).sum();
+      const g = t.gradient(y, [v, s]);
+      return [y.value, [...g.slice(0, 3)], g[3]!];
+    };
+    expect(await run(true)).toEqual(await run(false));
+  });
+
+  it('a scalar Var with a Vec on the right broadcasts instead of failing', async () => {
+    const t = await createTape({ backend });
+    const v = t.vector([1, 2, 3]);
+    const s = t.variable(2);
+    const y = mul(s, v);
+    expect([...y.value]).toEqual([2, 4, 6]);
+    t.backward(y.sum());
+    expect([...v.grad]).toEqual([2, 2, 2]);
+    expect(s.grad).toBe(6);
+  });
+});
