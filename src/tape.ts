@@ -138,7 +138,8 @@ export class Tape {
     if (first instanceof Vec && first.shape.length === 1) {
       for (const p of parts as readonly Vec[]) {
         if (!(p instanceof Vec) || p.shape.length !== 1 || p.shape[0] !== first.shape[0]) {
-          throw new ShapeError(`stack: every vector needs shape [${first.shape[0]}]`, 'stack', (parts as readonly Vec[]).map((q) => (q instanceof Vec ? q.shape : [])));
+          const shapes = (parts as readonly Vec[]).map((q) => (q instanceof Vec ? q.shape : []));
+          throw new ShapeError(`stack: every vector needs shape [${first.shape[0]}], got ${shapes.map((q) => `[${q.join(', ')}]`).join(', ')}`, 'stack', shapes);
         }
       }
       return concatOn(this, parts as readonly Vec[], 'stack').reshape([parts.length, first.shape[0]!]);
@@ -610,7 +611,10 @@ export class Tape {
   /** @internal A vector leaf (input or constant) holding `values`; its values are known now. */
   recordVectorLeaf(op: number, values: ArrayLike<number>): number {
     const n = values.length;
-    for (let k = 0; k < n; k++) if (typeof values[k] !== 'number') throw new NotANumberError(`vector entries must be numbers, got ${describe(values[k])} at index ${k}`);
+    // A Float64Array holds numbers by construction: only other array-likes are checked.
+    if (!(values instanceof Float64Array)) {
+      for (let k = 0; k < n; k++) if (typeof values[k] !== 'number') throw new NotANumberError(`vector entries must be numbers, got ${describe(values[k])} at index ${k}`);
+    }
     const caughtUp = this.evaluated === this.count;
     const i = this.recordVector(op, 0, 0, n);
     const { xval } = this.engine.views;
