@@ -110,15 +110,30 @@ function precheck(tape: Tape, operands: readonly VecOperand[], op: string): Shap
 export function elementwise(tape: Tape, s: number, name: string, operands: readonly VecOperand[]): Vec {
   const shape = precheck(tape, operands, name);
   const n = sizeOf(shape);
-  // Room for the operands' constants and the op together, so a full tape records neither.
+  // The engines repeat every shorter operand with one period. Only select, over three or more
+  // dimensions, can meet two shorter lengths (c [k] with a [m, k] over [l, m, k]): the shorter
+  // one is then tiled to the other's length first (a gather, or a longer constant array).
+  const length = (o: VecOperand): number => (o instanceof Vec ? o.size : o instanceof Var || typeof o === 'number' ? 0 : o.length);
+  const period = Math.max(0, ...operands.map(length).filter((l) => l < n));
+  const tiles = operands.map((o) => {
+    const l = length(o);
+    return l === 0 || l >= period ? null : Array.from({ length: period }, (_, k) => k % l);
+  });
+  const ready = operands.map((o, j) => (tiles[j] && !(o instanceof Vec) ? tiles[j]!.map((k) => (o as ArrayLike<number>)[k]!) : o));
+  // Room for the operands' constants (and gathers) and the op together, so a full tape records none.
   let nodes = s === SELECT ? 3 : 2, elements = n;
-  for (const o of operands) {
+  ready.forEach((o, j) => {
     const [k, e] = recordCost(o);
-    nodes += k;
-    elements += e;
-  }
+    const gather = tiles[j] && o instanceof Vec;
+    nodes += k + (gather ? 4 : 0);
+    elements += e + (gather ? 2 * period : 0);
+  });
   tape.reserveVector(nodes, elements);
-  const [a, b, c] = operands.map((o) => resolve(tape, o, name));
+  for (let j = 0; j < ready.length; j++) {
+    const o = ready[j]!;
+    if (tiles[j] && o instanceof Vec) ready[j] = o.gather(tiles[j]!);
+  }
+  const [a, b, c] = ready.map((o) => resolve(tape, o, name));
   let i: number;
   if (s === SELECT) i = tape.recordVector(ELEMENTWISE + s, a!.index, b!.index, n, [ARG], [c!.index, c!.index]);
   else i = tape.recordVector(ELEMENTWISE + s, a!.index, (b ?? a)!.index, n);
@@ -398,21 +413,21 @@ export function concatOn(tape: Tape, parts: readonly (Vec | Var | number)[], wha
       n += p.size;
       const t = p.shape.slice(1);
       if (p.shape.length >= 2) {
-        if (tail !== null && !sameShape(tail, t)) throw new ShapeError(`${what}: rows of shape ${show(tail)} and ${show(t)} do not stack`, what, parts.map(shapeOf));
+        if (tail !== null && !sameShape(tail, t)) throw new ShapeError(`${what}: rows of shape ${show(tail)} and ${show(t)} do not stack (shapes ${showAll(parts)})`, what, parts.map(shapeOf));
         tail = t;
         rows += p.shape[0]!;
       } else {
         rows += p.size;
-        if (tail !== null && tail.length > 0) throw new ShapeError(`${what}: cannot join a matrix and a vector`, what, parts.map(shapeOf));
+        if (tail !== null && tail.length > 0) throw new ShapeError(`${what}: cannot join a matrix and a vector (shapes ${showAll(parts)})`, what, parts.map(shapeOf));
         tail = [];
       }
     } else if (p instanceof Var) {
       tape.index(p); n++; rows++;
-      if (tail !== null && tail.length > 0) throw new ShapeError(`${what}: cannot join a matrix and a scalar`, what, parts.map(shapeOf));
+      if (tail !== null && tail.length > 0) throw new ShapeError(`${what}: cannot join a matrix and a scalar (shapes ${showAll(parts)})`, what, parts.map(shapeOf));
       tail = [];
     } else if (typeof p === 'number') {
       n++; rows++; constants++;
-      if (tail !== null && tail.length > 0) throw new ShapeError(`${what}: cannot join a matrix and a scalar`, what, parts.map(shapeOf));
+      if (tail !== null && tail.length > 0) throw new ShapeError(`${what}: cannot join a matrix and a scalar (shapes ${showAll(parts)})`, what, parts.map(shapeOf));
       tail = [];
     } else {
       throw new NotANumberError(`${what}: expected Vecs, Vars or numbers, got ${describe(p)}`);
@@ -436,6 +451,10 @@ function sameShape(a: Shape, b: Shape): boolean {
 
 function shapeOf(p: unknown): Shape {
   return p instanceof Vec ? p.shape : [];
+}
+
+function showAll(parts: readonly unknown[]): string {
+  return parts.map((p) => show(shapeOf(p))).join(', ');
 }
 
 /** @internal */
@@ -469,8 +488,10 @@ export class VectorHandleApi {
   /** Number of elements. */
   length(h: number): number { return this.tape.elementLength(this.tape.vindexOfHandle(h)); }
   sum(h: number): number { return this.scalar(this.wrap(h).sum()); }
-  max(h: number): number { return this.scalar(this.wrap(h).max()); }
-  min(h: number): number { return this.scalar(this.wrap(h).min()); }
+  /** With one handle the largest element (a scalar handle); with two the elementwise maximum. */
+  max(h: number, h2?: number): number { return h2 === undefined ? this.scalar(this.wrap(h).max()) : this.elementwise(Op.max, 'max', [h, h2]); }
+  /** With one handle the smallest element (a scalar handle); with two the elementwise minimum. */
+  min(h: number, h2?: number): number { return h2 === undefined ? this.scalar(this.wrap(h).min()) : this.elementwise(Op.min, 'min', [h, h2]); }
   logSumExp(h: number): number { return this.scalar(this.wrap(h).logSumExp()); }
   dot(h1: number, h2: number): number { return this.scalar(this.wrap(h1).dot(this.wrap(h2))); }
   /** A [m, k] times x [k] → [m]. */
@@ -527,6 +548,7 @@ for (const name of UNARY_OPS) {
 }
 for (const name of BINARY_OPS) {
   const code = Op[name];
+  if (name === 'max' || name === 'min') continue; // reductions with one handle, see the class
   Object.defineProperty(VectorHandleApi.prototype, name, {
     value: function (this: VectorHandleApi, h1: number, h2: number): number { return this.elementwise(code, name, [h1, h2]); },
     writable: true, configurable: true,

@@ -1,0 +1,165 @@
+// tape.handles.vec: vector handles (negative integers) in, handles out. variable / constant,
+// every elementwise op by name (scalar handles broadcast; a shorter vector repeats over a longer
+// one whose length it divides), the reductions to scalar handles, matvec / matmul with their
+// dimensions, get, select, value and grad. Recording through handles gives bit for bit what the
+// same program gives through Vec methods. Both engines.
+import { describe, expect, it } from 'vitest';
+import { BINARY_OPS, UNARY_OPS, type BinaryOpName, type UnaryOpName } from '../src/ops.ts';
+import { ShapeError, TapegradError, type Tape, type Var, type Vec } from '../src/index.ts';
+import { bits } from './vector-cases.ts';
+import { BACKENDS, tapeOn } from './support.ts';
+
+const X = [0.3, -0.7, 1.2, 0.45, -1.1, 0.8];
+const Y = [1.5, 0.25, -0.6, 2.2, 0.9, -0.35];
+
+describe.each(BACKENDS)('the vector handle API (%s)', (backend) => {
+  it('variable and constant return negative integer handles; value, length and grad read them', async () => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles.vec;
+    const x = h.variable(X), c = h.constant(Float64Array.from(Y));
+    for (const handle of [x, c]) expect(Number.isInteger(handle) && handle < 0).toBe(true);
+    expect(x).not.toBe(c);
+    expect(Array.from(h.value(x))).toEqual(X);
+    expect(Array.from(h.value(c))).toEqual(Y);
+    expect(h.length(x)).toBe(6);
+    // value is a copy: writing into it changes nothing.
+    h.value(x)[0] = 99;
+    expect(h.value(x)[0]).toBe(0.3);
+    expect(() => h.grad(x)).toThrow(TapegradError);
+    const y = h.dot(x, c);
+    tape.handles.backward(y);
+    expect(Array.from(h.grad(x))).toEqual(Y);
+    expect(Array.from(h.grad(c))).toEqual([0, 0, 0, 0, 0, 0]); // constants get no gradient
+    // A Vec's id is its handle, and toVec wraps a handle as a Vec (shape [n] unless given).
+    const v = h.toVec(x);
+    expect(v.id).toBe(x);
+    expect(v.shape).toEqual([6]);
+    expect(h.toVec(x, [2, 3]).shape).toEqual([2, 3]);
+    expect(tape.vector([1, 2]).id).toBeLessThan(0);
+    expect(() => h.toVec(x, [4])).toThrow(ShapeError);
+  });
+
+  it.each(UNARY_OPS)('unary %s by name equals the Vec method, bit for bit', async (op: UnaryOpName) => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles.vec;
+    const point = X.map((x) => (op === 'acosh' ? 1.5 + Math.abs(x) : ['sqrt', 'log', 'log2', 'log10'].includes(op) ? Math.abs(x) + 0.1 : ['asin', 'acos', 'atanh'].includes(op) ? x / 2 : x));
+    const x = h.variable(point);
+    const y = h[op](x);
+    const s = h.sum(y);
+    tape.handles.backward(s);
+    const viaHandles = [...h.value(y), tape.handles.value(s), ...h.grad(x)];
+    const v = tape.vector(point);
+    const z = (v[op] as () => Vec)().sum();
+    const viaVec = [...(v[op] as () => Vec)().value, z.value, ...tape.gradient(z, [v])];
+    expect(bits(viaHandles)).toEqual(bits(viaVec));
+  });
+
+  it.each(BINARY_OPS)('binary %s by name: vector ⊕ vector, vector ⊕ scalar, scalar ⊕ vector', async (op: BinaryOpName) => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles;
+    const a = X.map((x) => Math.abs(x) + 0.2); // positive bases for pow
+    const x = h.vec.variable(a), y = h.vec.variable(Y), s = h.variable(0.75);
+    for (const [first, second, expectValues] of [
+      [x, y, (f: (p: number, q: number) => number) => a.map((p, k) => f(p, Y[k]!))],
+      [x, s, (f: (p: number, q: number) => number) => a.map((p) => f(p, 0.75))],
+      [s, x, (f: (p: number, q: number) => number) => a.map((p) => f(0.75, p))],
+    ] as const) {
+      const r = h.vec[op](first, second);
+      expect(r).toBeLessThan(0);
+      // Per element the scalar op on the same values.
+      const scalar = (p: number, q: number): number => {
+        const pv = tape.variable(p), qv = tape.variable(q);
+        return ((pv as unknown as Record<string, (o: Var) => Var>)[op]!).call(pv, qv).value;
+      };
+      expect(bits(h.vec.value(r))).toEqual(bits(expectValues(scalar)));
+    }
+  });
+
+  it('a shorter vector repeats over a longer one whose length it divides', async () => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles.vec;
+    const long = h.variable([1, 2, 3, 4, 5, 6]);
+    const three = h.variable([10, 20, 30]), two = h.variable([100, 200]);
+    expect(Array.from(h.value(h.add(long, three)))).toEqual([11, 22, 33, 14, 25, 36]);
+    expect(Array.from(h.value(h.mul(two, long)))).toEqual([100, 400, 300, 800, 500, 1200]);
+    const y = h.sum(h.mul(long, three));
+    tape.handles.backward(y);
+    expect(Array.from(h.grad(three))).toEqual([1 + 4, 2 + 5, 3 + 6]);
+    expect(Array.from(h.grad(long))).toEqual([10, 20, 30, 10, 20, 30]);
+    expect(() => h.add(long, h.variable([1, 2, 3, 4]))).toThrow(ShapeError);
+  });
+
+  it('reductions return scalar handles: sum, dot, max, min, logSumExp, get', async () => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles.vec;
+    const value = (k: number): number => tape.handles.value(k);
+    const x = h.variable(X), y = h.variable(Y);
+    expect(value(h.sum(x))).toBe(tape.vector(X).sum().value);
+    expect(value(h.dot(x, y))).toBe(tape.vector(X).dot(Y).value);
+    expect(value(h.max(x))).toBe(1.2);
+    expect(value(h.min(x))).toBe(-1.1);
+    expect(value(h.logSumExp(x))).toBe(tape.vector(X).logSumExp().value);
+    expect(value(h.get(x, 2))).toBe(1.2);
+    expect(value(h.get(x, -1))).toBe(0.8);
+    const g = h.get(x, 4);
+    const z = tape.handles.mul(g, h.max(x));
+    tape.handles.backward(z);
+    expect(Array.from(h.grad(x))).toEqual([0, 0, -1.1, 0, 1.2, 0]);
+  });
+
+  it('matvec and matmul take the dimensions; wrong ones are ShapeErrors', async () => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles.vec;
+    const A = h.variable([1, 2, 3, 4, 5, 6]);
+    const x = h.variable([1, 0, -1]);
+    const y = h.matvec(A, x, 2, 3);
+    expect(Array.from(h.value(y))).toEqual([-2, -2]);
+    const B = h.constant([1, 2, 3, 4, 5, 6]);
+    const C = h.matmul(A, B, 2, 3, 2);
+    expect(Array.from(h.value(C))).toEqual([22, 28, 49, 64]);
+    expect(Array.from(h.value(h.matmul(A, B, 3, 2, 3)))).toEqual([9, 12, 15, 19, 26, 33, 29, 40, 51]);
+    tape.handles.backward(h.sum(C));
+    // d/dA_ij Σ_(i,k) (A B)_ik = Σ_k B_jk
+    expect(Array.from(h.grad(A))).toEqual([3, 7, 11, 3, 7, 11]);
+    const size = tape.size;
+    expect(() => h.matvec(A, x, 3, 2)).toThrow(ShapeError); // x has 3 elements, not 2
+    expect(() => h.matmul(A, B, 2, 2, 3)).toThrow(ShapeError); // A has 6 elements, not 4
+    expect(tape.size).toBe(size);
+  });
+
+  it('select with any mix of vector and scalar handles', async () => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles.vec;
+    const x = h.variable([-1, 2, -3, 4]);
+    const cond = h.gt(x, tape.handles.constant(0));
+    const s = tape.handles.variable(10);
+    const r = h.select(cond, h.log(x), s);
+    expect(Array.from(h.value(r))).toEqual([10, Math.log(2), 10, Math.log(4)]);
+    tape.handles.backward(h.sum(r));
+    expect(Array.from(h.grad(x))).toEqual([0, 0.5, 0, 0.25]);
+    expect(tape.handles.grad(s)).toBe(2);
+    expect(Array.from(h.value(h.select(s, x, s)))).toEqual([-1, 2, -3, 4]);
+  });
+
+  it('a program through handles equals the same program through Vecs, bit for bit', async () => {
+    const record = (tape: Tape, viaHandles: boolean): number[] => {
+      tape.reset();
+      if (viaHandles) {
+        const s = tape.handles, h = s.vec;
+        const x = h.variable(X), w = h.constant(Y);
+        const hidden = h.tanh(h.add(h.matvec(h.variable([0.5, -0.25, 1, 0.75, -0.5, 0.25]), h.toVec(x).slice(0, 3).id, 2, 3), h.get(x, 5)));
+        const loss = s.add(h.logSumExp(hidden), h.dot(h.mul(x, w), x));
+        s.backward(loss);
+        return [s.value(loss), ...h.grad(x)];
+      }
+      const x = tape.vector(X);
+      const W = tape.vector([0.5, -0.25, 1, 0.75, -0.5, 0.25], [2, 3]);
+      const hidden = W.matvec(x.slice(0, 3)).add(x.get(5)).tanh();
+      const loss = hidden.logSumExp().add(x.mul(Y).dot(x));
+      tape.backward(loss);
+      return [loss.value, ...x.grad];
+    };
+    const tape = await tapeOn(backend);
+    expect(bits(record(tape, true))).toEqual(bits(record(tape, false)));
+  });
+});

@@ -1,0 +1,265 @@
+// Broadcasting and shapes: what each op returns (values and shape), NumPy's trailing-shape rule
+// without stretching of size-1 dimensions, and every shape error: a ShapeError (code 'SHAPE')
+// naming the op and both shapes, after which the tape is unchanged (nothing recorded, no elements
+// taken) and works as before. Both engines.
+import { describe, expect, it } from 'vitest';
+import {
+  ShapeError, TapegradError, broadcastShapes, where, type Shape, type Tape, type Var, type Vec,
+} from '../src/index.ts';
+import { BACKENDS, tapeOn } from './support.ts';
+
+/** The tape after an error: same nodes, same elements, and a fresh computation still works. */
+function expectUnchanged(tape: Tape, size: number, elements: number): void {
+  expect(tape.size, 'nothing recorded').toBe(size);
+  expect(tape.elementCount, 'no elements taken').toBe(elements);
+  const v = tape.vector([1, 2, 3]);
+  const y = v.mul(v).sum();
+  expect(y.value).toBe(14);
+  expect(Array.from(tape.gradient(y, [v]))).toEqual([2, 4, 6]);
+}
+
+/** The action throws a ShapeError for `op` with `shapes`, whose message starts with the op and
+ *  shows every shape (unless `named` is false: then `message` says what it names instead), and
+ *  leaves the tape as it was. */
+function expectShapeError(tape: Tape, action: () => unknown, op: string, shapes: Shape[], message: RegExp, named = true): ShapeError {
+  const size = tape.size, elements = tape.elementCount;
+  let error: unknown = null;
+  try {
+    action();
+  } catch (e) {
+    error = e;
+  }
+  expect(error, `${op}: expected a ShapeError`).toBeInstanceOf(ShapeError);
+  const e = error as ShapeError;
+  expect(e).toBeInstanceOf(TapegradError);
+  expect(e.code).toBe('SHAPE');
+  expect(e.name).toBe('ShapeError');
+  expect(e.op).toBe(op);
+  expect(e.shapes.map((s) => [...s])).toEqual(shapes);
+  if (named) {
+    expect(e.message).toMatch(new RegExp(`^${op}: `));
+    for (const s of shapes) expect(e.message).toContain(`[${s.join(', ')}]`);
+  }
+  expect(e.message).toMatch(message);
+  expectUnchanged(tape, size, elements);
+  return e;
+}
+
+describe('broadcastShapes: the trailing-shape rule', () => {
+  it('equal shapes, scalars and trailing parts broadcast; nothing else does', () => {
+    expect(broadcastShapes('add', [[3], [3]])).toEqual([3]);
+    expect(broadcastShapes('add', [[], [4]])).toEqual([4]);
+    expect(broadcastShapes('add', [[2, 3], []])).toEqual([2, 3]);
+    expect(broadcastShapes('add', [[2, 3], [3]])).toEqual([2, 3]);
+    expect(broadcastShapes('add', [[3], [2, 3]])).toEqual([2, 3]);
+    expect(broadcastShapes('select', [[3], [2, 3], []])).toEqual([2, 3]);
+    expect(broadcastShapes('neg', [[]])).toEqual([]);
+    // No stretching of 1s: [1] is not [3], [2, 1] is not [2, 3], and leading parts do not count.
+    for (const shapes of [[[1], [3]], [[2, 1], [2, 3]], [[2, 3], [2]], [[3], [4]], [[2, 3], [3, 2]]] as Shape[][]) {
+      expect(() => broadcastShapes('mul', shapes)).toThrow(ShapeError);
+    }
+  });
+});
+
+describe.each(BACKENDS)('broadcasting and result shapes (%s)', (backend) => {
+  it('elementwise results: values and shapes of every broadcasting form', async () => {
+    const tape = await tapeOn(backend);
+    const v = tape.vector([1, 2, 3]);
+    const M = tape.vector([10, 20, 30, 40, 50, 60], [2, 3]);
+    const s = tape.variable(0.5);
+    const T = tape.vector(Array.from({ length: 12 }, (_, k) => 100 + k), [2, 2, 3]);
+    const cases: [Vec, Shape, number[]][] = [
+      [v.add(v), [3], [2, 4, 6]],
+      [v.mul(s), [3], [0.5, 1, 1.5]],
+      [v.sub(2), [3], [-1, 0, 1]],
+      [v.div([2, 4, 8]), [3], [0.5, 0.5, 0.375]],
+      [M.add(v), [2, 3], [11, 22, 33, 41, 52, 63]],
+      [v.sub(M), [2, 3], [-9, -18, -27, -39, -48, -57]],
+      [M.mul(M), [2, 3], [100, 400, 900, 1600, 2500, 3600]],
+      [M.max(25), [2, 3], [25, 25, 30, 40, 50, 60]],
+      [M.pow(0.5).square(), [2, 3], [10, 20, 30, 40, 50, 60].map((x) => Math.sqrt(x) ** 2)],
+      [v.gt(2), [3], [0, 0, 1]],
+      [tape.select(v.gt(1.5), M, 0), [2, 3], [0, 20, 30, 0, 50, 60]],
+      [where(v.lt(3), v, s) as Vec, [3], [1, 2, 0.5]],
+      [tape.select(M.gt(35), v, s), [2, 3], [0.5, 0.5, 0.5, 1, 2, 3]],
+      // Over three dimensions two operands may be shorter than the result, with different lengths.
+      [tape.select([1, 0, 1], M, T), [2, 2, 3], [10, 101, 30, 40, 104, 60, 10, 107, 30, 40, 110, 60]],
+      [tape.select(M.gt(35), v, T), [2, 2, 3], [100, 101, 102, 1, 2, 3, 106, 107, 108, 1, 2, 3]],
+      [tape.select(v.gt(1), T, M), [2, 2, 3], [10, 101, 102, 40, 104, 105, 10, 107, 108, 40, 110, 111]],
+      [T.add(M), [2, 2, 3], [110, 121, 132, 143, 154, 165, 116, 127, 138, 149, 160, 171]],
+    ];
+    for (const [r, shape, values] of cases) {
+      expect(r.shape).toEqual(shape);
+      expect(r.size).toBe(values.length);
+      expect(Array.from(r.value)).toEqual(values);
+    }
+    // The row vector's gradient sums over the rows; the scalar's over every element.
+    const y = M.mul(v).add(s).sum();
+    expect(Array.from(tape.gradient(y, [v, s, M]))).toEqual([50, 70, 90, 6, 1, 2, 3, 1, 2, 3]);
+    // Through the tiled select: v's adjoint gathers both rows of both blocks.
+    const z = tape.select(M.gt(35), v, T).mul(T).sum();
+    expect(Array.from(tape.gradient(z, [v, M, T]))).toEqual([
+      103 + 109, 104 + 110, 105 + 111, // v: the T it meets, in both blocks
+      0, 0, 0, 0, 0, 0, // M: only the condition
+      200, 202, 204, 1, 2, 3, 212, 214, 216, 1, 2, 3, // T: 2T where T was taken, else v
+    ]);
+  });
+
+  it('array ops: result shapes and values', async () => {
+    const tape = await tapeOn(backend);
+    const v = tape.vector([1, 2, 3]);
+    const M = tape.vector([1, 2, 3, 4, 5, 6], [2, 3]);
+    const expectVec = (r: Vec, shape: Shape, values: number[]): void => {
+      expect(r.shape).toEqual(shape);
+      expect(Array.from(r.value)).toEqual(values);
+    };
+    expectVec(M.matvec(v), [2], [14, 32]);
+    expectVec(M.matmul(v), [2], [14, 32]);
+    expectVec(tape.vector([1, -1]).vecmat(M), [3], [-3, -3, -3]);
+    expectVec(tape.vector([1, -1]).matmul(M), [3], [-3, -3, -3]);
+    expectVec(M.matmul(M.T), [2, 2], [14, 32, 32, 77]);
+    expectVec(M.T.matmul(M), [3, 3], [17, 22, 27, 22, 29, 36, 27, 36, 45]);
+    expectVec(M.transpose(), [3, 2], [1, 4, 2, 5, 3, 6]);
+    expect(v.transpose()).toBe(v);
+    expectVec(v.outer([1, 10]), [3, 2], [1, 10, 2, 20, 3, 30]);
+    expectVec(tape.vector([1, 2, 3, 4], [2, 2]).trmv([1, 1]), [2], [1, 7]);
+    expectVec(tape.vector([1, 2, 3, 4], [2, 2]).trmv([1, 1], { lower: false }), [2], [3, 4]);
+    expectVec(M.reshape([3, 2]), [3, 2], [1, 2, 3, 4, 5, 6]);
+    expect(M.reshape([6]).id).toBe(M.id);
+    expectVec(v.slice(1), [2], [2, 3]);
+    expectVec(v.slice(-2, -1), [1], [2]);
+    expectVec(v.slice(2, 1), [0], []);
+    expectVec(v.slice(-10, 10), [3], [1, 2, 3]);
+    expectVec(v.gather([2, 2, 0]), [3], [3, 3, 1]);
+    expectVec(tape.concat([v, 7, tape.variable(8), v.slice(0, 1)]), [6], [1, 2, 3, 7, 8, 1]);
+    expectVec(tape.concat([M, tape.vector([7, 8, 9], [1, 3])]), [3, 3], [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expectVec(tape.stack([v, v.neg()]), [2, 3], [1, 2, 3, -1, -2, -3]);
+    expectVec(tape.stack([1, tape.variable(2), 3]), [3], [1, 2, 3]);
+    expectVec(tape.vector([1, 2, 3, 4, 5, 6], [3, 2]), [3, 2], [1, 2, 3, 4, 5, 6]);
+    expectVec(tape.constantVector([5, 6], [1, 2]), [1, 2], [5, 6]);
+    expect(M.get(4).value).toBe(5);
+    expect(M.get(-1).value).toBe(6);
+    expect(v.mean().value).toBe(2);
+    expect(tape.vector([3, 4]).norm().value).toBe(5);
+    expect(M.size).toBe(6);
+    expect(M.length).toBe(6);
+  });
+});
+
+describe.each(BACKENDS)('every shape error is a ShapeError that records nothing (%s)', (backend) => {
+  it('elementwise ops with shapes that do not broadcast', async () => {
+    const tape = await tapeOn(backend);
+    const v3 = tape.vector([1, 2, 3]), v4 = tape.vector([1, 2, 3, 4]);
+    const M = tape.vector([1, 2, 3, 4, 5, 6], [2, 3]);
+    const N = tape.vector([1, 2, 3, 4, 5, 6], [3, 2]);
+    const C = tape.vector([1, 2], [2, 1]);
+    expectShapeError(tape, () => v3.add(v4), 'add', [[3], [4]], /do not broadcast/);
+    expectShapeError(tape, () => v4.mul(v3), 'mul', [[4], [3]], /do not broadcast/);
+    const v2 = tape.vector([1, 2]);
+    expectShapeError(tape, () => M.sub(v2), 'sub', [[2, 3], [2]], /trailing/);
+    expectShapeError(tape, () => M.div(N), 'div', [[2, 3], [3, 2]], /do not broadcast/);
+    expectShapeError(tape, () => v3.pow(v4), 'pow', [[3], [4]], /do not broadcast/);
+    expectShapeError(tape, () => v3.atan2([1, 2]), 'atan2', [[3], [2]], /do not broadcast/);
+    expectShapeError(tape, () => v3.max(v4), 'max', [[3], [4]], /do not broadcast/);
+    const v1 = tape.vector([5]);
+    expectShapeError(tape, () => v1.add(v3), 'add', [[1], [3]], /do not broadcast/);
+    // A column [2, 1] does not stretch; the message says how to get the elementwise intent.
+    expectShapeError(tape, () => C.add(v2), 'add', [[2, 1], [2]], /reshape the \[2, 1\] operand to \[2\]/);
+    const c3 = v3.gt(1), c4 = v4.gt(0);
+    expectShapeError(tape, () => tape.select(v3, v4, 0), 'select', [[3], [4], []], /do not broadcast/);
+    expectShapeError(tape, () => tape.select(c3, 1, [1, 2]), 'select', [[3], [], [2]], /do not broadcast/);
+    expectShapeError(tape, () => where(c4, v3, 1), 'select', [[4], [3], []], /do not broadcast/);
+    // The handle API's elementwise rule: lengths equal, scalar, or a divisor.
+    const h = tape.handles.vec;
+    expectShapeError(tape, () => h.add(v3.id, v4.id), 'add', [[3], [4]], /^add: lengths 3 and 4 do not broadcast \(one must divide the other\)$/, false);
+    const k3 = h.constant([1, 2, 3]);
+    expectShapeError(tape, () => h.mul(v4.id, k3), 'mul', [[3], [4]], /lengths 3 and 4 do not broadcast/, false);
+  });
+
+  it('matmul, dot, matvec, vecmat, outer and trmv with shapes that do not fit', async () => {
+    const tape = await tapeOn(backend);
+    const v2 = tape.vector([1, 2]), v3 = tape.vector([1, 2, 3]);
+    const M = tape.vector([1, 2, 3, 4, 5, 6], [2, 3]);
+    const S = tape.vector([1, 2, 3, 4], [2, 2]);
+    expectShapeError(tape, () => M.matmul(M), 'matmul', [[2, 3], [2, 3]], /inner dimensions/);
+    expectShapeError(tape, () => M.matmul(v2), 'matmul', [[2, 3], [2]], /inner dimensions/);
+    expectShapeError(tape, () => v3.matmul(M), 'matmul', [[3], [2, 3]], /inner dimensions/);
+    expectShapeError(tape, () => v3.matmul(v3), 'matmul', [[3], [3]], /do not fit/);
+    expectShapeError(tape, () => M.matmul([1, 2]), 'matmul', [[2, 3], [2]], /inner dimensions/);
+    expectShapeError(tape, () => M.reshape([1, 2, 3]).matmul(v3), 'matmul', [[1, 2, 3], [3]], /do not fit/);
+    expectShapeError(tape, () => v3.dot(v2), 'dot', [[3], [2]], /lengths differ/);
+    expectShapeError(tape, () => v3.dot([1, 2, 3, 4]), 'dot', [[3], [4]], /lengths differ/);
+    expectShapeError(tape, () => v3.matvec(v3), 'matvec', [[3], [3]], /expects a matrix \[m, k\] and a vector \[k\]/);
+    expectShapeError(tape, () => M.matvec(M), 'matvec', [[2, 3], [2, 3]], /expects a matrix/);
+    expectShapeError(tape, () => M.matvec(v2), 'matvec', [[2, 3], [2]], /expects a matrix/);
+    expectShapeError(tape, () => M.matvec([1, 2]), 'matvec', [[2, 3], [2]], /expects a matrix/);
+    expectShapeError(tape, () => M.vecmat(M), 'vecmat', [[2, 3], [2, 3]], /expects a vector \[m\] and a matrix \[m, k\]/);
+    expectShapeError(tape, () => v2.vecmat(v2), 'vecmat', [[2], [2]], /expects a vector/);
+    expectShapeError(tape, () => v3.vecmat(M), 'vecmat', [[3], [2, 3]], /expects a vector/);
+    expectShapeError(tape, () => M.outer(v3), 'outer', [[2, 3], [3]], /two vectors/);
+    expectShapeError(tape, () => v3.outer(M), 'outer', [[3], [2, 3]], /two vectors/);
+    expectShapeError(tape, () => M.trmv(v3), 'trmv', [[2, 3], [3]], /square matrix/);
+    expectShapeError(tape, () => S.trmv(v3), 'trmv', [[2, 2], [3]], /square matrix/);
+    expectShapeError(tape, () => v2.trmv(v2), 'trmv', [[2], [2]], /square matrix/);
+    expectShapeError(tape, () => S.trmv([1, 2, 3], { lower: false }), 'trmv', [[2, 2], [3]], /square matrix/);
+  });
+
+  it('reshape, vector and constantVector to a wrong size; slice and transpose of the wrong rank', async () => {
+    const tape = await tapeOn(backend);
+    const v = tape.vector([1, 2, 3, 4, 5, 6]);
+    // These name the shape asked for and the element count there is.
+    expectShapeError(tape, () => v.reshape([4, 2]), 'reshape', [[4, 2], [6]], /^reshape: shape \[4, 2\] holds 8 elements, the data has 6$/, false);
+    expectShapeError(tape, () => v.reshape([5]), 'reshape', [[5], [6]], /^reshape: shape \[5\] holds 5 elements, the data has 6$/, false);
+    expectShapeError(tape, () => tape.vector([1, 2, 3], [2, 2]), 'vector', [[2, 2], [3]], /^vector: shape \[2, 2\] holds 4 elements, the data has 3$/, false);
+    expectShapeError(tape, () => tape.constantVector([1, 2, 3], [2]), 'constantVector', [[2], [3]], /^constantVector: shape \[2\] holds 2 elements, the data has 3$/, false);
+    expectShapeError(tape, () => v.reshape([2, 3]).slice(1), 'slice', [[2, 3]], /expects a vector/);
+    expectShapeError(tape, () => v.reshape([1, 2, 3]).transpose(), 'transpose', [[1, 2, 3]], /expects a matrix/);
+  });
+
+  it('a Vec where a scalar Var is needed, and a scalar where a Vec is needed', async () => {
+    const tape = await tapeOn(backend);
+    const v = tape.vector([1, 2, 3]);
+    const x = tape.variable(2);
+    const asVar = v as unknown as Var;
+    // No op of its own: the message names the shape and what to do instead.
+    const scalar = /^expected a scalar Var here, got a Vec of shape \[3\]; take \.get\(i\), \.sum\(\) or another reduction$/;
+    expectShapeError(tape, () => tape.backward(asVar), 'scalar', [[3]], scalar, false);
+    expectShapeError(tape, () => x.add(asVar), 'scalar', [[3]], scalar, false);
+    expectShapeError(tape, () => x.pow(asVar), 'scalar', [[3]], scalar, false);
+    expectShapeError(tape, () => asVar.value && x.mul(asVar), 'scalar', [[3]], scalar, false);
+    expectShapeError(tape, () => tape.gradient(asVar, [x]), 'scalar', [[3]], scalar, false);
+    expectShapeError(tape, () => tape.hvp(asVar, [x], [1]), 'scalar', [[3]], scalar, false);
+    expectShapeError(tape, () => tape.handles.toVar(x.id).sub(asVar), 'scalar', [[3]], scalar, false);
+    // A scalar where a Vec operand is needed.
+    expectShapeError(tape, () => v.dot(x as unknown as Vec), 'dot', [[3], []], /^dot: expects a Vec, got a scalar Var$/, false);
+    expectShapeError(tape, () => v.matmul(x as unknown as Vec), 'matmul', [[3], []], /^matmul: expects a Vec, got a scalar Var$/, false);
+    expectShapeError(tape, () => v.outer(x as unknown as Vec), 'outer', [[3], []], /^outer: expects a Vec, got a scalar Var$/, false);
+    expectShapeError(tape, () => tape.handles.vec.sum(x.id), 'vector', [[]], /^handle \d+ is a scalar; a vector handle is expected here$/, false);
+  });
+
+  it('stack of vectors of different lengths, concat of a matrix with a vector or a scalar', async () => {
+    const tape = await tapeOn(backend);
+    const v2 = tape.vector([1, 2]), v3 = tape.vector([1, 2, 3]);
+    const M = tape.vector([1, 2, 3, 4, 5, 6], [2, 3]);
+    const x = tape.variable(1);
+    expectShapeError(tape, () => tape.stack([v3, v2]), 'stack', [[3], [2]], /every vector needs shape \[3\]/);
+    expectShapeError(tape, () => tape.stack([v2, v2, v3]), 'stack', [[2], [2], [3]], /every vector needs shape \[2\]/);
+    expectShapeError(tape, () => tape.stack([v3, x as unknown as Vec]), 'stack', [[3], []], /every vector needs shape \[3\]/);
+    expectShapeError(tape, () => tape.concat([M, v3]), 'concat', [[2, 3], [3]], /cannot join a matrix and a vector/);
+    expectShapeError(tape, () => tape.concat([M, x]), 'concat', [[2, 3], []], /cannot join a matrix and a scalar/);
+    expectShapeError(tape, () => tape.concat([M, 1]), 'concat', [[2, 3], []], /cannot join a matrix and a scalar/);
+    const row = tape.vector([1, 2], [1, 2]);
+    expectShapeError(tape, () => tape.concat([M, row]), 'concat', [[2, 3], [1, 2]], /rows of shape \[3\] and \[2\] do not stack/);
+  });
+
+  it('out-of-range indices are INVALID_ARGUMENT errors that record nothing', async () => {
+    const tape = await tapeOn(backend);
+    const v = tape.vector([1, 2, 3]);
+    for (const action of [() => v.get(3), () => v.get(-4), () => v.get(1.5), () => v.gather([0, 3]), () => v.gather([-1]), () => v.gather([0.5]), () => v.slice(0.5)]) {
+      const size = tape.size, elements = tape.elementCount;
+      expect(action).toThrow(TapegradError);
+      try { action(); } catch (e) { expect((e as TapegradError).code).toBe('INVALID_ARGUMENT'); }
+      expectUnchanged(tape, size, elements);
+    }
+  });
+});

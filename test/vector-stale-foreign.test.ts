@@ -1,0 +1,166 @@
+// Vecs and vector handles that are not (or no longer) the tape's: a Vec recorded before reset()
+// throws StaleHandleError wherever it is used, a Vec of another tape ForeignHandleError (also
+// across engines), a stale vector handle StaleHandleError, a raw handle that names no vector node
+// of this tape a TapegradError; and non-numbers in a vector's entries NotANumberError. Nothing is
+// recorded by any of them, and the tape keeps working.
+import { describe, expect, it } from 'vitest';
+import {
+  ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError, TapegradError, where,
+  type Tape, type Var, type Vec,
+} from '../src/index.ts';
+import { BACKENDS, tapeOn } from './support.ts';
+
+type ErrorClass = new (...args: never[]) => TapegradError;
+
+/** `action` throws `kind` (with `code` and a message matching `message`), recording nothing. */
+function expectRejected(tape: Tape, action: () => unknown, kind: ErrorClass, code: TapegradError['code'], message: RegExp, what: string): void {
+  const size = tape.size, elements = tape.elementCount;
+  let error: unknown = null;
+  try {
+    action();
+  } catch (e) {
+    error = e;
+  }
+  expect(error, what).toBeInstanceOf(kind);
+  expect((error as TapegradError).code, what).toBe(code);
+  expect((error as Error).message, what).toMatch(message);
+  expect(tape.size, `${what}: nothing recorded`).toBe(size);
+  expect(tape.elementCount, `${what}: no elements taken`).toBe(elements);
+}
+
+/** Every way a Vec can be used on `tape` (as the receiver or an operand), next to a Vec `w`
+ *  and a Var `s` of `tape`. */
+function usesOf(tape: Tape, v: Vec, w: Vec, s: Var, y: Var): [string, () => unknown][] {
+  const h = tape.handles.vec;
+  const L = tape.constantVector([1, 0, 0, 1, 1, 0, 1, 1, 1], [3, 3]);
+  return [
+    ['value', () => v.value], ['grad', () => v.grad], ['size', () => v.size], ['length', () => v.length],
+    ['exp', () => v.exp()], ['add', () => v.add(1)], ['as operand of add', () => w.add(v)], ['mul with a Var', () => v.mul(s)],
+    ['pow', () => v.pow(2)], ['max(other)', () => w.max(v)], ['get', () => v.get(0)], ['slice', () => v.slice(1)],
+    ['reshape', () => v.reshape([3])], ['transpose', () => v.reshape([1, 3]).T], ['gather', () => v.gather([0])],
+    ['sum', () => v.sum()], ['mean', () => v.mean()], ['max', () => v.max()], ['logSumExp', () => v.logSumExp()],
+    ['softmax', () => v.softmax()], ['norm', () => v.norm()], ['dot', () => v.dot(w)], ['dot operand', () => w.dot(v)],
+    ['matvec operand', () => w.reshape([1, 3]).matvec(v)], ['matmul', () => v.matmul(w.reshape([3, 1]))],
+    ['outer operand', () => w.outer(v)], ['trmv operand', () => L.trmv(v)],
+    ['concat', () => tape.concat([w, v])], ['stack', () => tape.stack([w, v])],
+    ['select', () => tape.select(v, w, 0)], ['where', () => where(w.gt(0), v, s)],
+    ['gradient wrt', () => tape.gradient(y, [v])], ['vjp wrt', () => tape.vjp([y], [1], [v])], ['vjp output', () => tape.vjp([v], [1, 1, 1], [w])],
+    ['jvp input', () => tape.jvp([v], [1, 1, 1], [y])], ['jvp output', () => tape.jvp([w], [1, 1, 1], [v])], ['hvp input', () => tape.hvp(y, [v], [1, 1, 1])],
+    ['handle value', () => h.value(v.id)], ['handle sum', () => h.sum(v.id)], ['handle add', () => h.add(v.id, w.id)],
+  ];
+}
+
+describe.each(BACKENDS)('stale and foreign vectors (%s)', (backend) => {
+  it('a Vec recorded before reset() throws StaleHandleError wherever it is used', async () => {
+    const tape = await tapeOn(backend);
+    const v = tape.vector([1, 2, 3]);
+    tape.backward(v.mul(v).sum());
+    tape.reset();
+    // More nodes than before: the old Vec's node numbers are live ones again, yet it is stale.
+    for (let k = 0; k < 20; k++) tape.vector([k, k + 1, k + 2]);
+    const w = tape.vector([4, 5, 6]), s = tape.variable(2);
+    const y = w.sum().mul(s);
+    tape.backward(y);
+    const uses = usesOf(tape, v, w, s, y);
+    // `where` records w.gt(0) before it meets v, legitimately: take that comparison out first.
+    for (const [what, use] of uses.filter(([n]) => n !== 'where')) {
+      expectRejected(tape, use, StaleHandleError, 'STALE_HANDLE', /before tape\.reset\(\)/, what);
+    }
+    const c = w.gt(0);
+    expectRejected(tape, () => where(c, v, s), StaleHandleError, 'STALE_HANDLE', /before tape\.reset\(\)/, 'where');
+    // The tape works, and its own Vecs are unaffected.
+    expect(Array.from(w.grad)).toEqual([2, 2, 2]);
+    expect(Array.from(tape.gradient(w.dot(w), [w]))).toEqual([8, 10, 12]);
+  });
+
+  it.each(BACKENDS)('a Vec of another tape (%s) throws ForeignHandleError wherever it meets this tape', async (otherBackend) => {
+    const tape = await tapeOn(backend), other = await tapeOn(otherBackend);
+    const foreign = other.vector([1, 2, 3]);
+    const w = tape.vector([4, 5, 6]), s = tape.variable(2), c = w.gt(0);
+    const L = tape.constantVector([1, 0, 0, 1, 1, 0, 1, 1, 1], [3, 3]);
+    const y = w.sum().mul(s);
+    tape.backward(y);
+    const uses: [string, () => unknown][] = [
+      ['operand of add', () => w.add(foreign)], ['operand of max', () => w.max(foreign)], ['operand of dot', () => w.dot(foreign)],
+      ['operand of matvec', () => w.reshape([1, 3]).matvec(foreign)], ['operand of outer', () => w.outer(foreign)],
+      ['operand of trmv', () => L.trmv(foreign)], ['concat', () => tape.concat([w, foreign])], ['stack', () => tape.stack([w, foreign])],
+      ['select condition', () => tape.select(foreign, w, 0)], ['select branch', () => tape.select(c, foreign, s)], ['where', () => where(c, s, foreign)],
+      ['gradient wrt', () => tape.gradient(y, [foreign])], ['vjp wrt', () => tape.vjp([y], [1], [foreign])],
+      ['vjp output', () => tape.vjp([foreign], [1, 1, 1], [w])], ['jvp input', () => tape.jvp([foreign], [1, 1, 1], [y])],
+      ['jvp output', () => tape.jvp([w], [1, 1, 1], [foreign])], ['hvp input', () => tape.hvp(y, [foreign], [1, 1, 1])],
+      // The foreign Vec as the receiver: its own tape rejects this tape's operand.
+      ['receiver of add', () => foreign.add(w)], ['receiver of mul by a Var', () => foreign.mul(s)],
+      ['receiver of dot', () => foreign.dot(w)], ['receiver of matmul', () => foreign.matmul(w.reshape([3, 1]))],
+    ];
+    for (const [what, use] of uses) {
+      const size = other.size;
+      expectRejected(tape, use, ForeignHandleError, 'FOREIGN_HANDLE', /belongs to another tape/, what);
+      expect(other.size, `${what}: nothing recorded on the other tape`).toBe(size);
+    }
+    // Each tape still works, the foreign Vec on its own tape included.
+    expect(Array.from(other.gradient(foreign.sumSquares(), [foreign]))).toEqual([2, 4, 6]);
+    expect(Array.from(tape.gradient(y, [w]))).toEqual([2, 2, 2]);
+  });
+
+  it('vector handles: stale after reset, rejected when they name no vector node of this tape', async () => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles.vec;
+    const old = h.variable([1, 2, 3]);
+    expect(Number.isInteger(old) && old < 0).toBe(true);
+    tape.reset();
+    for (let k = 0; k < 10; k++) h.variable([k]);
+    const fresh = h.variable([4, 5, 6]);
+    const x = tape.variable(2);
+    for (const [what, use] of [
+      ['value', () => h.value(old)], ['grad', () => h.grad(old)], ['length', () => h.length(old)], ['sum', () => h.sum(old)],
+      ['exp', () => h.exp(old)], ['add', () => h.add(fresh, old)], ['dot', () => h.dot(old, fresh)], ['get', () => h.get(old, 0)],
+      ['toVec', () => h.toVec(old)], ['select', () => h.select(old, fresh, x.id)], ['matvec', () => h.matvec(old, fresh, 1, 3)],
+    ] as [string, () => unknown][]) {
+      expectRejected(tape, use, StaleHandleError, 'STALE_HANDLE', /before tape\.reset\(\)/, what);
+    }
+    // ~(a scalar node) is no vector handle; fractions and positive numbers are no vector handles.
+    expectRejected(tape, () => h.sum(~x.id), InvalidHandleError, 'INVALID_HANDLE', /is not a vector handle of this tape/, 'scalar node');
+    expectRejected(tape, () => h.value(-1.5), InvalidHandleError, 'INVALID_HANDLE', /not a handle/, 'fraction');
+    expectRejected(tape, () => h.value(fresh - 1000), InvalidHandleError, 'INVALID_HANDLE', /not a vector handle of this tape/, 'beyond the tape');
+    expectRejected(tape, () => h.value('a' as unknown as number), NotANumberError, 'NOT_A_NUMBER', /expected a handle/, 'string');
+    // A vector handle given to the scalar handle API is rejected too.
+    expectRejected(tape, () => tape.handles.exp(fresh), InvalidHandleError, 'INVALID_HANDLE', /handles are non-negative integers/, 'scalar API');
+    // A raw vector handle of another tape: the tapes' handle ranges lie apart, so it is stale or unknown here.
+    const other = await tapeOn(backend);
+    const theirs = other.handles.vec.variable([7, 8, 9]);
+    let error: unknown = null;
+    try { h.value(theirs); } catch (e) { error = e; }
+    expect(error).toBeInstanceOf(TapegradError);
+    expect(['STALE_HANDLE', 'INVALID_HANDLE']).toContain((error as TapegradError).code);
+    expect(Array.from(h.value(fresh))).toEqual([4, 5, 6]);
+  });
+
+  it('non-numbers in a vector throw NotANumberError naming the entry, and record nothing', async () => {
+    const tape = await tapeOn(backend);
+    const v = tape.vector([1, 2, 3]);
+    const bad: [string, () => unknown, RegExp][] = [
+      ['a string entry', () => tape.vector([1, '2' as unknown as number, 3]), /got the string "2" at index 1/],
+      ['undefined', () => tape.vector([1, 2, undefined as unknown as number]), /got undefined undefined at index 2/],
+      ['null', () => tape.vector([null as unknown as number]), /got null at index 0/],
+      ['an object', () => tape.vector([{} as unknown as number]), /got an object/],
+      ['a bigint', () => tape.vector([1n as unknown as number]), /got bigint 1/],
+      ['a nested array', () => tape.vector([[1] as unknown as number]), /got an array/],
+      ['a string for the array', () => tape.vector('123' as unknown as number[]), /expected an array of numbers/],
+      ['a number for the array', () => tape.vector(5 as unknown as number[]), /expected an array of numbers/],
+      ['undefined for the array', () => tape.vector(undefined as unknown as number[]), /expected an array of numbers/],
+      ['a constant vector', () => tape.constantVector([1, 'x' as unknown as number]), /at index 1/],
+      ['a handle variable', () => tape.handles.vec.variable([true as unknown as number]), /at index 0/],
+      ['an array operand', () => v.add([1, 'x' as unknown as number, 3]), /at index 1/],
+      ['an array operand of select', () => tape.select(v, 1, [1, 2, {} as unknown as number]), /at index 2/],
+      ['a dot operand', () => v.dot([1, 2, 'x' as unknown as number]), /at index 2/],
+      ['a matmul operand', () => v.reshape([3, 1]).matmul([[1] as unknown as number]), /at index 0/],
+      ['a concat part', () => tape.concat([v, '1' as unknown as number]), /expected Vecs, Vars or numbers/],
+      ['an elementwise operand', () => v.mul('2' as unknown as number), /expected a Vec, a Var, a number or an array of numbers/],
+    ];
+    for (const [what, action, message] of bad) expectRejected(tape, action, NotANumberError, 'NOT_A_NUMBER', message, what);
+    // NaN and ±Infinity are numbers.
+    const odd = tape.vector([NaN, Infinity, -Infinity]);
+    expect(Array.from(odd.value)).toEqual([NaN, Infinity, -Infinity]);
+    expect(Array.from(tape.gradient(v.sum(), [v]))).toEqual([1, 1, 1]);
+  });
+});
