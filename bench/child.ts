@@ -117,6 +117,8 @@ async function main(): Promise<void> {
   const times: number[] = [];
   const recordMs: number[] = [];
   const sweepMs: number[] = [];
+  const forwardMs: number[] = [];
+  const reverseMs: number[] = [];
   let spent = 0;
   while (times.length < policy.minReps || (spent < policy.targetMs && times.length < policy.maxReps)) {
     const t0 = performance.now();
@@ -127,6 +129,8 @@ async function main(): Promise<void> {
     if (runner.lastPhase) {
       recordMs.push(runner.lastPhase.recordMs);
       sweepMs.push(runner.lastPhase.sweepMs);
+      if (runner.lastPhase.forwardMs !== undefined) forwardMs.push(runner.lastPhase.forwardMs);
+      if (runner.lastPhase.reverseMs !== undefined) reverseMs.push(runner.lastPhase.reverseMs);
     }
   }
 
@@ -144,6 +148,8 @@ async function main(): Promise<void> {
     maxMs: Math.max(...times),
     recordMedianMs: recordMs.length ? median(recordMs) : undefined,
     sweepMedianMs: sweepMs.length ? median(sweepMs) : undefined,
+    forwardMedianMs: forwardMs.length ? median(forwardMs) : undefined,
+    reverseMedianMs: reverseMs.length ? median(reverseMs) : undefined,
     peakRssBytes: peakRss,
     baseRssBytes: baseRss,
     info: runner.info?.(),

@@ -1,7 +1,7 @@
 // The implementations a workload can be timed with. A child process prepares exactly one of them
 // (so no implementation's JIT state, heap or wasm memory leaks into another's numbers), checks
 // its gradient, then times `run()`.
-import { compile, createTape, init, type BackendKind, type CompiledFunction } from '../src/index.ts';
+import { Op, compile, createTape, init, type BackendKind, type CompiledFunction, type Tape } from '../src/index.ts';
 import { JAX_STYLE, TFJS_STYLE } from './peers/styles.ts';
 import type { Instance, Phase, Workload, WorkloadKind } from './workloads.ts';
 
@@ -11,7 +11,7 @@ export interface Runner {
   /** The gradient of the last run, or null for the plain (no AD) floor. */
   readonly grad: Float64Array | null;
   /** Split of the last run into recording and sweeping, for tape-based runs (ms). */
-  lastPhase?: { recordMs: number; sweepMs: number };
+  lastPhase?: { recordMs: number; sweepMs: number; forwardMs?: number; reverseMs?: number };
   /** Facts about the tape after a run: node count, bytes per node, engine memory. */
   info?(): Record<string, number | string>;
 }
@@ -193,6 +193,82 @@ function tapegradReplay(backend: BackendKind, mode: ReplayMode): Impl {
   };
 }
 
+/** Facts about a tape holding vector nodes: nodes, elements, and the bytes of both. */
+function vectorTapeInfo(tape: Tape): Record<string, number> {
+  const nodes = tape.size, nodeBytes = tape.nodeBytes;
+  const elements = tape.elementCount, elementBytes = tape.engine.elementBytes();
+  const op = tape.engine.views.op;
+  // Every array-valued node has one vmeta node before it (its element range).
+  let vectorNodes = 0;
+  for (let i = 0; i < nodes; i++) if (op[i] === Op.vmeta) vectorNodes++;
+  const tapeBytes = nodes * nodeBytes + elements * elementBytes;
+  return {
+    tapeNodes: nodes,
+    nodeBytes,
+    vectorNodes,
+    elements,
+    elementBytes,
+    tapeBytes,
+    // All of the tape (node slots too) over the elements of its vector nodes.
+    tapeBytesPerElement: elements > 0 ? tapeBytes / elements : NaN,
+    engineMemoryBytes: tape.memoryBytes,
+  };
+}
+
+/** The Vec API: the workload's vector form (`alt`: its second one), recorded afresh each run
+ *  (tape.reset(), tape.vector(x), f, tape.gradient(f, [x])), or compiled once with
+ *  `{ vector: true }` and replayed with valueAndGradient(x, out) (the interpreter's vector rules:
+ *  generated sweeps are off for vector tapes). */
+function tapegradVec(backend: BackendKind, replay: boolean, alt: boolean): Impl {
+  const form = (inst: Instance) => (alt ? inst.vecAlt : inst.vec);
+  const what = alt ? 'second vector form (lse: GradBench\'s literal max/exp/sum/log)' : 'vector form';
+  return {
+    id: `${backend}-vec${alt ? '-literal' : ''}${replay ? '-replay' : ''}`,
+    label: `tapegrad ${backend} Vec API${alt ? ' (literal)' : ''}${replay ? ' replay' : ''}`,
+    family: 'tapegrad',
+    precision: 'f64',
+    note: replay
+      ? `compile(f, { inputs, vector: true }) once on the ${backend} backend (constant data recorded then), then valueAndGradient(x, out) per run; the workload's ${what}`
+      : `record + reverse on the ${backend} backend with the Vec API, the workload's ${what}: tape.reset(), tape.vector(x), f (constant data copied onto the tape by constantVector), tape.gradient(f, [x]) each run`,
+    supports: (_w, inst) => form(inst) !== undefined,
+    async prepare(_w, inst) {
+      const vf = form(inst)!;
+      const g = new Float64Array(inst.x.length);
+      if (replay) {
+        await init();
+        const f: CompiledFunction = compile(vf.fn, { inputs: inst.x.length, vector: true, backend, at: inst.x });
+        return {
+          grad: g,
+          run() {
+            const v = f.valueAndGradient(inst.x, g)[0];
+            vf.step?.(g);
+            return v;
+          },
+          info: () => ({ ...vectorTapeInfo(f.recorded!.tape), generatedSweeps: f.generatedSweeps }),
+        };
+      }
+      const tape = await createTape({ backend });
+      const phase: Phase = { recordEnd: 0 };
+      const body = alt ? inst.tapeVecAlt! : inst.tapeVec!;
+      const runner: Runner = {
+        grad: g,
+        run() {
+          phase.recordEnd = NaN;
+          phase.forwardEnd = NaN;
+          const t0 = performance.now();
+          const v = body(tape, g, phase);
+          const t1 = performance.now();
+          const fwd = phase.forwardEnd!;
+          runner.lastPhase = { recordMs: phase.recordEnd - t0, sweepMs: t1 - phase.recordEnd, forwardMs: fwd - phase.recordEnd, reverseMs: t1 - fwd };
+          return v;
+        },
+        info: () => vectorTapeInfo(tape),
+      };
+      return runner;
+    },
+  };
+}
+
 const micrograd: Impl = {
   id: 'micrograd',
   label: 'micrograd-style JS',
@@ -295,6 +371,14 @@ export const IMPLS: readonly Impl[] = [
   tapegradReplay('js', 'batch'),
   tapegradReplay('wasm', 'hvp'),
   tapegradReplay('js', 'hvp'),
+  tapegradVec('wasm', false, false),
+  tapegradVec('js', false, false),
+  tapegradVec('wasm', true, false),
+  tapegradVec('js', true, false),
+  tapegradVec('wasm', false, true),
+  tapegradVec('js', false, true),
+  tapegradVec('wasm', true, true),
+  tapegradVec('js', true, true),
   micrograd,
   tfjsImpl('cpu'),
   tfjsImpl('wasm'),

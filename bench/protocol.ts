@@ -39,9 +39,15 @@ export interface ChildResult {
   maxMs?: number;
   recordMedianMs?: number;
   sweepMedianMs?: number;
+  /** Vector forms on a fresh recording: the sweeps split into forward (values) and reverse
+   *  (tape.gradient: clearing adjoints, the sweep, gathering the gradient). */
+  forwardMedianMs?: number;
+  reverseMedianMs?: number;
   peakRssBytes?: number;
   baseRssBytes?: number;
   info?: Record<string, number | string>;
+  /** The 1-minute load average when the runner started this child (other work skews times). */
+  loadBefore?: number;
   /** Throughput workloads (several gradients per run): gradients per second at the median. */
   gradientsPerSecond?: number;
 }

@@ -136,12 +136,12 @@ function vsPlain(results: ChildResult[], r: ChildResult): number | undefined {
 }
 
 function resultTable(results: ChildResult[]): string {
-  const head = ['workload', 'implementation', 'n', 'median ms', 'min', 'max', 'reps', 'at full n', 'x plain', 'record', 'sweep', 'nodes', 'B/node', 'RSS MB', 'grad err'];
+  const head = ['workload', 'implementation', 'n', 'median ms', 'min', 'max', 'reps', 'at full n', 'x plain', 'record', 'sweep', 'fwd', 'rev', 'nodes', 'B/node', 'RSS MB', 'grad err'];
   const rows = [head];
   for (const r of results) {
     if (r.status !== 'ok') {
       const n = Number.isFinite(r.n) ? String(r.n) : '-';
-      rows.push([r.workload, r.impl, n, r.status.toUpperCase(), '', '', '', '', '', '', '', '', '', '', (r.reason ?? '').slice(0, 70)]);
+      rows.push([r.workload, r.impl, n, r.status.toUpperCase(), '', '', '', '', '', '', '', '', '', '', '', '', (r.reason ?? '').slice(0, 70)]);
       continue;
     }
     const ratio = vsPlain(results, r);
@@ -159,6 +159,8 @@ function resultTable(results: ChildResult[]): string {
       fmtRatio(ratio),
       fmtMs(r.recordMedianMs),
       fmtMs(r.sweepMedianMs),
+      fmtMs(r.forwardMedianMs),
+      fmtMs(r.reverseMedianMs),
       info.tapeNodes !== undefined ? String(info.tapeNodes) : '-',
       info.nodeBytes !== undefined ? String(info.nodeBytes) : '-',
       mb(r.peakRssBytes),
@@ -179,6 +181,47 @@ export interface RatioRow {
 }
 
 const PEERS = ['micrograd', 'tfjs-cpu', 'tfjs-wasm', 'jax-eager', 'jax-jit'];
+/** Workload kinds whose vector forms carry the vector targets (gmm's are reported, untargeted). */
+const VEC_TARGETED = new Set(['rosenbrock', 'lse', 'llsq', 'mlp', 'logreg']);
+/** Peers a targeted vector form must beat. */
+const VEC_PEERS = ['jax-jit', 'tfjs-wasm'];
+
+/** The vector forms against their targets: record + reverse <= 3x plain, replay <= 2x plain,
+ *  wasm >= 2x the JS mode, faster than jax-js jit(grad) and TF.js wasm, <= 16 B per element. */
+function vectorRatios(results: ChildResult[]): RatioRow[] {
+  const rows: RatioRow[] = [];
+  const get = (w: string, impl: string): ChildResult | undefined =>
+    results.find((r) => r.workload === w && r.impl === impl && r.status === 'ok');
+  for (const w of [...new Set(results.map((r) => r.workload))]) {
+    const targeted = VEC_TARGETED.has(WORKLOADS.find((x) => x.id === w)?.kind ?? '');
+    const add = (what: string, value: number | undefined, target: string, met: (v: number) => boolean, on = targeted): void => {
+      if (value !== undefined && Number.isFinite(value)) rows.push({ workload: w, what, value, target: on ? target : '(info)', met: on ? met(value) : null });
+    };
+    for (const impl of ['wasm-vec', 'js-vec', 'wasm-vec-literal', 'js-vec-literal']) {
+      const r = get(w, impl);
+      add(`${impl} / plain function`, r && vsPlain(results, r), '<= 3', (v) => v <= 3, targeted && impl === 'wasm-vec');
+    }
+    for (const impl of ['wasm-vec-replay', 'js-vec-replay', 'wasm-vec-literal-replay', 'js-vec-literal-replay']) {
+      const r = get(w, impl);
+      add(`${impl} / plain function`, r && vsPlain(results, r), '<= 2', (v) => v <= 2, targeted && impl === 'wasm-vec-replay');
+    }
+    for (const [wasmId, jsId, label] of [['wasm-vec', 'js-vec', 'record + reverse'], ['wasm-vec-replay', 'js-vec-replay', 'replay'], ['wasm-vec-literal', 'js-vec-literal', 'literal form']] as const) {
+      const wasm = get(w, wasmId), js = get(w, jsId);
+      if (wasm && js) add(`wasm vs JS mode, Vec API ${label} (speedup)`, js.medianMs! / wasm.medianMs!, '>= 2', (v) => v >= 2, label !== 'literal form');
+    }
+    const ours = get(w, 'wasm-vec');
+    for (const peer of PEERS) {
+      const r = get(w, peer);
+      if (!ours || !r) continue;
+      add(`${peer} / wasm-vec`, r.medianMs! / r.n / (ours.medianMs! / ours.n), '> 1', (v) => v > 1, targeted && VEC_PEERS.includes(peer));
+    }
+    const eb = get(w, 'wasm-vec')?.info?.elementBytes;
+    if (typeof eb === 'number') add('wasm-vec tape bytes per element', eb, '<= 16', (v) => v <= 16, true);
+    const tb = get(w, 'wasm-vec')?.info?.tapeBytesPerElement;
+    if (typeof tb === 'number') add('wasm-vec tape bytes (nodes too) per element', tb, '<= 16', (v) => v <= 16, false);
+  }
+  return rows;
+}
 
 function ratios(results: ChildResult[]): RatioRow[] {
   const rows: RatioRow[] = [];
@@ -221,8 +264,18 @@ function ratios(results: ChildResult[]): RatioRow[] {
   return rows;
 }
 
-function ratioTable(rows: RatioRow[]): string {
-  const columns: [string, string][] = [
+function ratioTable(rows: RatioRow[], vector = false): string {
+  const columns: [string, string][] = vector ? [
+    ['vec/plain', 'wasm-vec / plain function'],
+    ['JS vec/plain', 'js-vec / plain function'],
+    ['replay/plain', 'wasm-vec-replay / plain function'],
+    ['wasm/JS vec', 'wasm vs JS mode, Vec API record + reverse (speedup)'],
+    ['wasm/JS replay', 'wasm vs JS mode, Vec API replay (speedup)'],
+    ['literal/plain', 'wasm-vec-literal / plain function'],
+    ['B/elem', 'wasm-vec tape bytes per element'],
+    ['B/elem all', 'wasm-vec tape bytes (nodes too) per element'],
+    ...PEERS.map((p): [string, string] => [`${p}/vec`, `${p} / wasm-vec`]),
+  ] : [
     ['wasm/JS var', 'wasm vs JS mode, var API (speedup)'],
     ['wasm/JS handle', 'wasm vs JS mode, handle API (speedup)'],
     ['var/plain', 'wasm-var / plain function'],
@@ -232,6 +285,7 @@ function ratioTable(rows: RatioRow[]): string {
   ];
   const out = [['workload', ...columns.map(([h]) => h)]];
   for (const w of [...new Set(rows.map((r) => r.workload))]) {
+    if (!columns.some(([, what]) => rows.some((x) => x.workload === w && x.what === what))) continue;
     out.push([
       w,
       ...columns.map(([, what]) => {
@@ -273,20 +327,23 @@ async function main(): Promise<void> {
   const results: ChildResult[] = [];
   for (const [k, job] of jobs.entries()) {
     const t0 = Date.now();
+    const load = loadavg()[0]!;
     const r: ChildResult = job.skip
       ? { workload: job.workload.id, impl: job.impl.id, n: NaN, runLabel: '', evalsPerRun: 1, status: 'unavailable', reason: job.skip }
       : await runChild(job, opts);
+    r.loadBefore = load;
     if (r.status === 'ok' && r.evalsPerRun > 1) r.gradientsPerSecond = (r.evalsPerRun * 1000) / r.medianMs!;
     results.push(r);
     const what = r.status === 'ok'
       ? `n=${r.n}, median ${fmtMs(r.medianMs)}${r.medianMs! >= 1000 ? '' : ' ms'} over ${r.times!.length} runs`
       : `${r.status.toUpperCase()}: ${r.reason ?? ''}`;
-    console.log(`[${k + 1}/${jobs.length}] ${job.workload.id} / ${job.impl.id}: ${what} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+    console.log(`[${k + 1}/${jobs.length}] ${job.workload.id} / ${job.impl.id}: ${what} (${((Date.now() - t0) / 1000).toFixed(1)} s, load ${load.toFixed(2)})`);
   }
 
-  const ratioRows = ratios(results);
+  const ratioRows = [...ratios(results), ...vectorRatios(results)];
   console.log(`\n${resultTable(results)}\n`);
-  console.log('times: ms per run (one gradient unless the workload says otherwise); record/sweep: tapegrad medians;');
+  console.log('times: ms per run (one gradient unless the workload says otherwise); record/sweep: tapegrad medians (fwd/rev: the');
+  console.log('sweep split into forward values and tape.gradient, for the Vec API on a fresh recording);');
   console.log('RSS: peak resident set of the child process; grad err: normwise error vs the reference\n');
   const tinyRows = results.filter((r) => r.gradientsPerSecond !== undefined);
   if (tinyRows.length) {
@@ -295,6 +352,11 @@ async function main(): Promise<void> {
   console.log('ratios (targets: wasm/JS >= 1.5; chain record+reverse/plain <= 5; tape bytes per node <= 32).');
   console.log('x/ours: a peer\'s time per unit of n over tapegrad wasm handles\' (above 1: tapegrad is faster)\n');
   console.log(`${ratioTable(ratioRows)}\n`);
+  if (ratioRows.some((r) => r.what.includes('vec'))) {
+    console.log('vector forms (Vec API; targets on rosenbrock, lse, llsq, mlp, logreg: vec/plain <= 3, replay/plain <= 2, wasm/JS >= 2,');
+    console.log('jax-jit/vec and tfjs-wasm/vec > 1; <= 16 B per element everywhere). x/vec: a peer\'s time per unit of n over wasm-vec\'s\n');
+    console.log(`${ratioTable(ratioRows, true)}\n`);
+  }
 
   const report = {
     generated: new Date().toISOString(),

@@ -102,11 +102,65 @@ for (const w of workloads) {
   console.log(`| ${w} | ${cells.join(' | ')} |`);
 }
 
+// ───────────── vector forms (Vec API), side by side with the plain function and the peers ─────────────
+const vecWorkloads = workloads.filter((w) => byKey.has(`${w}/wasm-vec`) || byKey.has(`${w}/wasm-vec-replay`));
+if (vecWorkloads.length) {
+  const show = (t: number | null, w?: string, impl?: string): string => (t === null ? '–' : `${w && impl && scaled(w, impl) ? '~' : ''}${fmtMs(t)}`);
+  console.log(
+    '\nVector forms (Vec API: one node per array op), ms per gradient: recorded afresh each run (`vec`) or compiled once and ' +
+      'replayed (`vec replay`), beside the plain function, the scalar handle API and the vectorised peers. Ratios: vec / plain, ' +
+      'replay / plain, the wasm core\'s speed-up over the pure-JS mode, and peers\' time over wasm vec (above 1: tapegrad is faster):\n',
+  );
+  console.log(
+    '| workload | plain (no AD) | wasm vec | JS vec | wasm vec replay | JS vec replay | wasm handles (scalar) | jax-js jit(grad) | TF.js wasm | ' +
+      'vec / plain | replay / plain | wasm vs JS (vec, replay) | jax-jit / vec | tfjs-wasm / vec |',
+  );
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  for (const w of vecWorkloads) {
+    const plain = time(w, 'plain'), vec = time(w, 'wasm-vec'), jsVec = time(w, 'js-vec');
+    const replay = time(w, 'wasm-vec-replay'), jsReplay = time(w, 'js-vec-replay');
+    const peer = (p: string): string => {
+      const r = byKey.get(`${w}/${p}`);
+      if (r && r.status !== 'ok') return r.status === 'gradient-mismatch' ? 'wrong gradient' : 'n/a';
+      return `${scaled(w, p) ? '~' : ''}${ratio(time(w, p), vec)}`;
+    };
+    console.log(
+      `| ${w} | ${show(plain)} | ${show(vec)} | ${show(jsVec)} | ${show(replay)} | ${show(jsReplay)} | ${show(time(w, 'wasm-handle'))} | ` +
+        `${show(time(w, 'jax-jit'), w, 'jax-jit')} | ${show(time(w, 'tfjs-wasm'), w, 'tfjs-wasm')} | ${ratio(vec, plain)} | ${ratio(replay, plain)} | ` +
+        `${ratio(jsVec, vec)}, ${ratio(jsReplay, replay)} | ${peer('jax-jit')} | ${peer('tfjs-wasm')} |`,
+    );
+  }
+  console.log('\nWhere a vector run goes (wasm vec, medians in ms: recording, forward sweep, tape.gradient) and what the tape holds:\n');
+  console.log('| workload | record | forward | reverse | nodes | vector nodes | elements | B per element | tape B (nodes too) per element | tape MB |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  for (const w of vecWorkloads) {
+    const r = byKey.get(`${w}/wasm-vec`);
+    if (!r || r.status !== 'ok') continue;
+    const info = r.info ?? {};
+    const num = (k: string): number | undefined => (typeof info[k] === 'number' ? (info[k] as number) : undefined);
+    const ms = (v: number | undefined): string => (v === undefined ? '–' : fmtMs(v));
+    const bpe = num('tapeBytesPerElement');
+    console.log(
+      `| ${w} | ${ms(r.recordMedianMs)} | ${ms(r.forwardMedianMs)} | ${ms(r.reverseMedianMs)} | ${num('tapeNodes') ?? '–'} | ${num('vectorNodes') ?? '–'} | ` +
+        `${num('elements') ?? '–'} | ${num('elementBytes') ?? '–'} | ${bpe === undefined ? '–' : bpe.toFixed(2)} | ` +
+        `${num('tapeBytes') === undefined ? '–' : (num('tapeBytes')! / 2 ** 20).toFixed(2)} |`,
+    );
+  }
+  const literal = vecWorkloads.filter((w) => byKey.has(`${w}/wasm-vec-literal`));
+  for (const w of literal) {
+    console.log(
+      `\n${w}, GradBench's literal form (x.max() recorded, then sub, exp, sum, log, add): wasm ${fmtMs(time(w, 'wasm-vec-literal') ?? NaN)} ms ` +
+        `(${ratio(time(w, 'wasm-vec-literal'), time(w, 'plain'))}× plain; replay ${ratio(time(w, 'wasm-vec-literal-replay'), time(w, 'plain'))}×), ` +
+        `JS mode ${ratio(time(w, 'js-vec-literal'), time(w, 'wasm-vec-literal'))}× slower; the one-node logSumExp: ${ratio(time(w, 'wasm-vec'), time(w, 'plain'))}× plain.`,
+    );
+  }
+}
+
 const rate = (impl: string): string => {
   const r = byKey.get(`tiny/${impl}`);
   return r?.gradientsPerSecond ? `${(r.gradientsPerSecond / 1e6).toFixed(2)} M/s` : '–';
 };
-console.log(
+if (byKey.has('tiny/plain') || [...byKey.keys()].some((k) => k.startsWith('tiny/'))) console.log(
   `\nTiny function (20 nodes, 3 inputs), gradients per second on one core: plain value only ${rate('plain')}; ` +
     `wasm Var API ${rate('wasm-var')}, handles ${rate('wasm-handle')}, replay \`gradient(x, out)\` ${rate('wasm-replay')} ` +
     `(interpreted ${rate('wasm-replay-interpreted')}), ` +
@@ -115,7 +169,7 @@ console.log(
 );
 const hvp = time('rosenbrock-1e4', 'wasm-hvp'), g = time('rosenbrock-1e4', 'wasm-replay'), gi = time('rosenbrock-1e4', 'wasm-replay-interpreted');
 const jsHvp = time('rosenbrock-1e4', 'js-hvp'), jsG = time('rosenbrock-1e4', 'js-replay');
-console.log(
+if (hvp !== null || jsHvp !== null) console.log(
   `\nHessian-vector product on Rosenbrock n = 10^4 (replayed, generated sweeps): ${hvp === null ? '–' : fmtMs(hvp)} ms on wasm, ` +
     `${ratio(hvp, g)}× a generated gradient, ${ratio(hvp, gi)}× an interpreted one (JS mode: ${ratio(jsHvp, jsG)}× its gradient).`,
 );

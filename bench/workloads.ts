@@ -5,7 +5,7 @@
 //
 // Every hot loop is a top-level function taking its data as parameters: closures below only
 // forward to them, and nothing hot reads module-scope bindings.
-import type { Tape, Var } from '../src/index.ts';
+import type { Tape, Var, Vec } from '../src/index.ts';
 
 /** One problem size of a workload, ready to run. Gradients are written into `g` (length = inputs). */
 export interface Instance {
@@ -30,6 +30,17 @@ export interface Instance {
   /** The function of Vars, for record-once/replay-many (compile): where it has a fixed structure.
    *  For throughput workloads, `rows` are the input points of one run (row-major). */
   compiled?: { fn: (x: Var[]) => Var; inputs: number; rows?: Float64Array };
+  /** Vector form (Vec API): the same function of the inputs as one Vec, one node per array op.
+   *  `tapeVec` records it afresh each run; replay compiles `vec.fn` with `{ vector: true }`. */
+  vec?: VecForm;
+  /** A second vector form worth reporting beside the first (lse: GradBench's literal
+   *  max/exp/sum/log, where `vec` is the one-node logSumExp). */
+  vecAlt?: VecForm;
+  /** Record `vec` on `tape` (reset first), reverse sweep, gradient into g (the scalar form's
+   *  order); returns the value. `phase` gets the end of recording and of the forward sweep. */
+  tapeVec?(tape: Tape, g: Float64Array, phase?: Phase): number;
+  /** The same for `vecAlt`. */
+  tapeVecAlt?(tape: Tape, g: Float64Array, phase?: Phase): number;
   /** The reference every implementation's gradient is checked against before timing. */
   reference(): Reference;
 }
@@ -47,6 +58,44 @@ export interface Reference {
 /** Collects the time spent recording vs sweeping (forward values + reverse) in a tapegrad run. */
 export interface Phase {
   recordEnd: number;
+  /** End of the forward sweep (values), where a run times it apart from the reverse sweep. */
+  forwardEnd?: number;
+}
+
+/** A workload written with the Vec API. Constant data (matrices, labels, index tables) are
+ *  Float64Arrays prepared once, outside the timed runs; `fn` records them on its tape with
+ *  `tape.constantVector` (or as array operands), which copies them: on a fresh recording every
+ *  run that copy is timed, in replay it happened once, at compile time. */
+export interface VecForm {
+  /** How the function is written, for the results file. */
+  readonly how: string;
+  readonly fn: (x: Vec) => Var;
+  /** After each gradient (the MLP's SGD step on the inputs). */
+  readonly step?: (g: Float64Array) => void;
+}
+
+/** One run of a vector form on a fresh recording: the inputs as one input Vec, `form.fn`, then
+ *  `tape.gradient(f, [x])` (the elements of x, flat, in order). The value is read before the
+ *  gradient so the forward sweep is timed apart from the reverse sweep. */
+export function vecRecordRun(tape: Tape, x: Float64Array, form: VecForm, g: Float64Array, phase?: Phase): number {
+  tape.reset();
+  const v = tape.vector(x);
+  const f = form.fn(v);
+  if (phase) phase.recordEnd = now();
+  const value = f.value;
+  if (phase) phase.forwardEnd = now();
+  g.set(tape.gradient(f, [v]));
+  form.step?.(g);
+  return value;
+}
+
+/** The instance fields of a workload's vector form(s). */
+function vecFields(x: Float64Array, vec: VecForm, vecAlt?: VecForm): Pick<Instance, 'vec' | 'vecAlt' | 'tapeVec' | 'tapeVecAlt'> {
+  return {
+    vec,
+    tapeVec: (tape, g, phase) => vecRecordRun(tape, x, vec, g, phase),
+    ...(vecAlt ? { vecAlt, tapeVecAlt: (tape: Tape, g: Float64Array, phase?: Phase) => vecRecordRun(tape, x, vecAlt, g, phase) } : {}),
+  };
 }
 
 export type WorkloadKind = 'chain' | 'rosenbrock' | 'advection-lw' | 'advection-toon' | 'mlp' | 'lse' | 'llsq' | 'logreg' | 'gmm' | 'tiny';
@@ -245,6 +294,16 @@ function rosenbrockHandle(tape: Tape, x: Float64Array, g: Float64Array, phase?: 
   return h.value(s);
 }
 
+/** Vector form, as NumPy code writes it: a = x[:-1], b = x[1:], sum(100 (b - a²)² + (a - 1)²)
+ *  ((a - 1)² as the scalar form; equal to (1 - a)² bit for bit). */
+const ROSENBROCK_VEC: VecForm = {
+  how: 'a = x.slice(0, -1), b = x.slice(1); b.sub(a.square()).square().mul(100).add(a.sub(1).square()).sum()',
+  fn(x) {
+    const a = x.slice(0, -1), b = x.slice(1);
+    return b.sub(a.square()).square().mul(100).add(a.sub(1).square()).sum();
+  },
+};
+
 function rosenbrockWorkload(id: string, full: number, quick: number): Workload {
   return {
     id,
@@ -268,6 +327,7 @@ function rosenbrockWorkload(id: string, full: number, quick: number): Workload {
         tapeVar: (tape, g, phase) => rosenbrockVar(tape, x, g, phase),
         tapeHandle: (tape, g, phase) => rosenbrockHandle(tape, x, g, phase),
         compiled: { fn: rosenbrockFn, inputs: n },
+        ...vecFields(x, ROSENBROCK_VEC),
         reference() {
           const grad = new Float64Array(n);
           const value = rosenbrockHand(x, grad);
@@ -713,6 +773,28 @@ function mlpHandle(tape: Tape, p: Float64Array, X: Float64Array, y: Float64Array
   return h.value(total);
 }
 
+/** Vector form: the batch as a matrix, H1 = tanh(X W1ᵀ + b1), H2 = tanh(H1 W2ᵀ + b2), score =
+ *  H2 w3 + b3, mean hinge relu(1 − y score) + 1e-4 Σ p², the parameters as slices of one input Vec
+ *  (the scalar form's layout). X and −y are data, built once. */
+function mlpVecForm(p: Float64Array, X: Float64Array, y: Float64Array, n: number): VecForm {
+  const negY = Float64Array.from(y, (v) => -v);
+  return {
+    how: 'W = p.slice(..).reshape([16, k]); h = constantVector(X, [n, 2]).matmul(W1.T).add(b1).tanh(), the same for layer 2, ' +
+      'score = h2.matvec(w3).add(b3); score.mul(-y).add(1).relu().sum().mul(1/n).add(p.sumSquares().mul(1e-4)); SGD step after',
+    fn(v) {
+      const W1m = v.slice(W1, B1).reshape([16, 2]), b1 = v.slice(B1, W2);
+      const W2m = v.slice(W2, B2).reshape([16, 16]), b2 = v.slice(B2, W3);
+      const w3 = v.slice(W3, B3), b3 = v.get(B3);
+      const h1 = v.tape.constantVector(X, [n, 2]).matmul(W1m.T).add(b1).tanh();
+      const h2 = h1.matmul(W2m.T).add(b2).tanh();
+      const score = h2.matvec(w3).add(b3);
+      const data = score.mul(negY).add(1).relu().sum();
+      return data.mul(1 / n).add(v.sumSquares().mul(MLP_ALPHA));
+    },
+    step: (g) => sgdStep(p, g),
+  };
+}
+
 export const mlp: Workload = {
   id: 'mlp',
   kind: 'mlp',
@@ -739,6 +821,7 @@ export const mlp: Workload = {
       },
       tapeVar: (tape, g, phase) => mlpVar(tape, x, X, y, n, g, phase),
       tapeHandle: (tape, g, phase) => mlpHandle(tape, x, X, y, n, g, phase),
+      ...vecFields(x, mlpVecForm(x, X, y, n)),
       reference() {
         const grad = new Float64Array(MLP_PARAMS);
         const value = mlpHandGradient(x, X, y, n, grad);
@@ -881,6 +964,17 @@ function lseHandle(tape: Tape, x: Float64Array, g: Float64Array, phase?: Phase):
   return h.value(f);
 }
 
+/** Vector forms: the one-node logSumExp (max inside the node, adjoint softmax), and GradBench's
+ *  literal form with the max recorded as a node of its own and differentiated through. */
+const LSE_VEC: VecForm = { how: 'x.logSumExp() (one node)', fn: (x) => x.logSumExp() };
+const LSE_VEC_LITERAL: VecForm = {
+  how: "GradBench's literal form: A = x.max(); x.sub(A).exp().sum().log().add(A)",
+  fn(x) {
+    const A = x.max();
+    return x.sub(A).exp().sum().log().add(A);
+  },
+};
+
 function lseWorkload(id: string, full: number, quick: number, optIn: boolean): Workload {
   return {
     id,
@@ -908,6 +1002,7 @@ function lseWorkload(id: string, full: number, quick: number, optIn: boolean): W
         hand: (g) => lseHand(x, g),
         tapeVar: (tape, g, phase) => lseVar(tape, x, g, phase),
         tapeHandle: (tape, g, phase) => lseHandle(tape, x, g, phase),
+        ...vecFields(x, LSE_VEC, LSE_VEC_LITERAL),
         reference() {
           const grad = new Float64Array(n);
           return { value: lseHand(x, grad), grad, source: 'hand-written gradient (softmax, GradBench tools/manual/lse.cpp)' };
@@ -1041,6 +1136,20 @@ function llsqHandle(tape: Tape, x: Float64Array, n: number, g: Float64Array, pha
   return h.value(f);
 }
 
+/** Vector form: the n×m power matrix T (t_i^j by repeated multiplication, as the scalar form)
+ *  and s = sign(t) are data, built once; f = ½ Σ (s − T x)². */
+function llsqVecForm(n: number): VecForm {
+  const T = llsqPowers(n, LLSQ_M);
+  const s = Float64Array.from({ length: n }, (_, i) => Math.sign(llsqT(i, n)));
+  return {
+    how: `constantVector(T, [${n}, ${LLSQ_M}]) (built once, copied onto the tape each recording); constantVector(s).sub(T.matvec(x)).square().sum().div(2)`,
+    fn(x) {
+      const t = x.tape;
+      return t.constantVector(s).sub(t.constantVector(T, [n, LLSQ_M]).matvec(x)).square().sum().div(2);
+    },
+  };
+}
+
 function llsqWorkload(id: string, full: number, quick: number, optIn: boolean): Workload {
   return {
     id,
@@ -1066,6 +1175,7 @@ function llsqWorkload(id: string, full: number, quick: number, optIn: boolean): 
         hand: (g) => llsqHand(x, n, g),
         tapeVar: (tape, g, phase) => llsqVar(tape, x, n, g, phase),
         tapeHandle: (tape, g, phase) => llsqHandle(tape, x, n, g, phase),
+        ...vecFields(x, llsqVecForm(n)),
         reference() {
           const grad = new Float64Array(LLSQ_M);
           return { value: llsqHand(x, n, grad), grad, source: 'hand-written gradient (GradBench tools/manual/llsq.cpp form)' };
@@ -1180,6 +1290,18 @@ function logregHandle(tape: Tape, p: Float64Array, X: Float64Array, y: Float64Ar
   return h.value(f);
 }
 
+/** Vector form: X [n, 20] and y are data; z = X w + b, mean(softplus(z) − y z). */
+function logregVecForm(X: Float64Array, y: Float64Array, n: number): VecForm {
+  const d = LOGREG_D;
+  return {
+    how: `w = p.slice(0, ${d}), b = p.get(${d}); z = constantVector(X, [${n}, ${d}]).matvec(w).add(b); z.softplus().sub(z.mul(y)).mean() (X, y built once, copied onto the tape each recording)`,
+    fn(p) {
+      const z = p.tape.constantVector(X, [n, d]).matvec(p.slice(0, d)).add(p.get(d));
+      return z.softplus().sub(z.mul(y)).mean();
+    },
+  };
+}
+
 export const logreg: Workload = {
   id: 'logreg',
   kind: 'logreg',
@@ -1203,6 +1325,7 @@ export const logreg: Workload = {
       hand: (g) => logregHand(p, X, y, n, g),
       tapeVar: (tape, g, phase) => logregVar(tape, p, X, y, n, g, phase),
       tapeHandle: (tape, g, phase) => logregHandle(tape, p, X, y, n, g, phase),
+      ...vecFields(p, logregVecForm(X, y, n)),
       reference() {
         const grad = new Float64Array(LOGREG_D + 1);
         const value = logregHand(p, X, y, n, grad);
@@ -1521,6 +1644,82 @@ function gmmHandle(tape: Tape, p: Float64Array, g: GmmData, grad: Float64Array, 
   return h.value(f);
 }
 
+// Vector form, over points × components with the fewest nodes the Vec API allows (about 50 vector
+// nodes, independent of n and K). With Q_k = diag(exp q_k) + L_k,
+//   Q_k (x_i − μ_k) = Q_k x_i − Q_k μ_k,
+// so all n·K of them are one matmul X [n, d] · Qall [d, K d] (column block k = Q_kᵀ) minus c
+// [K d] (c_k = Q_k μ_k, broadcast over the rows). Qall is one gather from concat(exp q, l, 0); c
+// is the diagonal blocks of μ [K, d] · Qall, one more gather. Row sums of squares per block are a
+// matvec with ones. The logsumexp over components per point needs a row-wise max, which the API
+// has not (max() reduces everything, logSumExp too): the [n, K] matrix is transposed, and the max
+// over its K rows of n is a halving tree of elementwise max (slices of whole rows), recorded and
+// differentiated through, as GradBench's C++ does; then exp(β − m) summed over rows by a vecmat
+// with ones. The other formulation, a loop over the n points with slice(...).logSumExp() each,
+// records ~4n nodes.
+
+/** Index tables for the vector form (data, built once). */
+function gmmVecTables(g: GmmData): { qall: Float64Array; diag: Float64Array; onesD: Float64Array; onesK: Float64Array } {
+  const { d, k, lsz } = g;
+  // Position of l_k's entry for Q[b][a] (b > a), in the order Qtimesx reads l: a outer, b inner.
+  const lpos = new Int32Array(d * d).fill(-1);
+  let idx = 0;
+  for (let a = 0; a < d; a++) for (let b = a + 1; b < d; b++) lpos[b * d + a] = idx++;
+  // Source vector: [exp q (K d) | l (K lsz) | 0]; Qall[j, k d + r] = Q_k[r, j].
+  const zero = k * d + k * lsz;
+  const qall = new Float64Array(d * k * d);
+  for (let j = 0; j < d; j++) {
+    for (let c = 0; c < k; c++) {
+      for (let r = 0; r < d; r++) {
+        qall[j * k * d + c * d + r] = r === j ? c * d + r : r > j ? k * d + c * lsz + lpos[r * d + j]! : zero;
+      }
+    }
+  }
+  // Diagonal blocks of μ Qall [K, K d]: c[k d + r] = (μ Qall)[k, k d + r].
+  const diag = new Float64Array(k * d);
+  for (let c = 0; c < k; c++) for (let r = 0; r < d; r++) diag[c * d + r] = c * k * d + c * d + r;
+  return { qall, diag, onesD: new Float64Array(d).fill(1), onesK: new Float64Array(k).fill(1) };
+}
+
+/** Elementwise max over the `rows` rows of a [rows, n] matrix given flat: a halving tree. */
+function rowsMax(v: Vec, rows: number, n: number): Vec {
+  while (rows > 1) {
+    const h = rows >> 1;
+    let next = v.slice(0, h * n).max(v.slice(h * n, 2 * h * n));
+    if (rows & 1) next = next.reshape([h, n]).max(v.slice(2 * h * n, rows * n)).reshape([h * n]);
+    v = next;
+    rows = h;
+  }
+  return v;
+}
+
+function gmmVecForm(g: GmmData): VecForm {
+  const { d, k, n, X, mu0, q0, l0, m, gamma } = g;
+  const { CONSTANT, C } = gmmConstants(g);
+  const tb = gmmVecTables(g);
+  return {
+    how: 'Qall = concat([q.exp(), l, 0]).gather(idx) [d, K d]; c = gather(mu.matmul(Qall)) [K d]; ' +
+      'Y = constantVector(X, [n, d]).matmul(Qall).sub(c); beta = alpha.add(S).sub(Y.square() row-block sums .mul(0.5)) [n, K]; ' +
+      'per-point logsumexp over K: transpose, halving tree of elementwise max over rows, exp(beta - m), vecmat(ones); alpha.logSumExp()',
+    fn(p) {
+      const t = p.tape;
+      const alpha = p.slice(0, k), mu = p.slice(mu0, q0).reshape([k, d]), q = p.slice(q0, l0), l = p.slice(l0);
+      const Qd = q.exp();
+      const S = q.reshape([k, d]).matvec(tb.onesD);
+      const Qall = t.concat([Qd, l, 0]).gather(tb.qall).reshape([d, k * d]);
+      const c = mu.matmul(Qall).reshape([k * k * d]).gather(tb.diag);
+      const Y = t.constantVector(X, [n, d]).matmul(Qall).sub(c);
+      const sq = Y.square().reshape([n * k, d]).matvec(tb.onesD).reshape([n, k]);
+      const beta = alpha.add(S).sub(sq.mul(0.5));
+      const B = beta.transpose().reshape([k * n]);
+      const mx = rowsMax(B, k, n);
+      const E = B.reshape([k, n]).sub(mx).exp();
+      const slse = t.constantVector(tb.onesK).vecmat(E).log().add(mx).sum();
+      const out = Qd.sumSquares().add(l.sumSquares()).mul(0.5 * gamma * gamma).sub(S.sum().mul(m));
+      return slse.add(CONSTANT).sub(alpha.logSumExp().mul(n)).add(out.neg().add(k * C));
+    },
+  };
+}
+
 export const gmm: Workload = {
   id: 'gmm',
   kind: 'gmm',
@@ -1547,6 +1746,7 @@ export const gmm: Workload = {
       hand: (g) => gmmHand(x, data, g),
       tapeVar: (tape, g, phase) => gmmVar(tape, x, data, g, phase),
       tapeHandle: (tape, g, phase) => gmmHandle(tape, x, data, g, phase),
+      ...vecFields(x, gmmVecForm(data)),
       reference() {
         const grad = new Float64Array(x.length);
         const value = gmmHand(x, data, grad);
