@@ -98,7 +98,9 @@ export function gradientBatch(
     clearAdjoints(count, 0);
     store<f64>(adjBase + (<usize>out << 3), 1);
     sweepReverseReplay(out);
-    memory.copy(g + <usize>r * rowBytes, vectorInput ? xadjBase : adjBase, rowBytes);
+    // An input vector no rule reached has no adjoints written: its gradient is 0.
+    if (vectorInput && load<f64>(adjBase + 8) == 0) memory.fill(g + <usize>r * rowBytes, 0, rowBytes);
+    else memory.copy(g + <usize>r * rowBytes, vectorInput ? xadjBase : adjBase, rowBytes);
   }
   return rows;
 }

@@ -1,7 +1,6 @@
 import { Op, forwardRule, partials, partialsCall, partialZ, partialsTangent, partialZTangent, truthy, isVectorOp } from './ops';
 import {
   val, setVal, adj, addAdj, argA, argB, opAt, tan, setTan, tanAdj, addTanAdj, adjBase, tanAdjBase, valBase,
-  xadjBase, xtanAdjBase, liveElements,
 } from './layout';
 import { vectorForward, vectorReverse, vectorTangent, vectorReverseTangent, vectorNonFinite } from './vector';
 
@@ -49,12 +48,10 @@ export function reverse(out: i32, seed: f64, count: i32): void {
 
 /** Zeroes the adjoints (and their tangents when asked) of nodes [0, count), before seeding. */
 export function clearAdjoints(count: i32, withTangents: i32): void {
+  // Element adjoints are cleared vector by vector, when a sweep first reaches one (see claim in
+  // vector.ts): clearing the node regions clears their flags.
   memory.fill(adjBase, 0, <usize>count << 3);
-  memory.fill(xadjBase, 0, <usize>liveElements << 3);
-  if (withTangents) {
-    memory.fill(tanAdjBase, 0, <usize>count << 3);
-    memory.fill(xtanAdjBase, 0, <usize>liveElements << 3);
-  }
+  if (withTangents) memory.fill(tanAdjBase, 0, <usize>count << 3);
 }
 
 /** The reverse sweep proper, from `top` down, over adjoints already seeded (one or many

@@ -29,9 +29,38 @@ import {
 // @ts-ignore: decorator
 @inline function wantsAdjoint(j: i32): bool { const op = opAt(j); return op != Op.Const && op != Op.VConst; }
 
-/** Marks vector node j as having received adjoint (its adj slot is a flag). */
-// @ts-ignore: decorator
-@inline function touch(j: i32): void { if (isVec(j)) store<f64>(adjBase + (<usize>j << 3), 1); }
+/** Before a rule sends adjoint to vector node j: its adj slot is a flag, and the first rule to
+ *  reach it in a sweep zeroes its element adjoints (and their tangents, in the second-order
+ *  sweep) and sets the flag. So a sweep clears only the vectors it reaches, never a constant
+ *  (whose element adjoints no one reads). */
+function claim(j: i32, tangents: bool): void {
+  const op = opAt(j);
+  if (!isVectorOp(op) || op == Op.VConst || adj(j) != 0) return;
+  const off = <usize>offOf(j) << 3, bytes = <usize>lenOf(j) << 3;
+  memory.fill(xadjBase + off, 0, bytes);
+  if (tangents) memory.fill(xtanAdjBase + off, 0, bytes);
+  store<f64>(adjBase + (<usize>j << 3), 1);
+}
+
+/** Claims every vector operand that the reverse rule of node i sends adjoint to. */
+function claimOperands(i: i32, op: i32, tangents: bool): void {
+  const ia = argA(i), ib = argB(i);
+  if (op >= ELEMENTWISE) {
+    if (op - ELEMENTWISE == Op.Select) { claim(ib, tangents); claim(argA(i - 2), tangents); return; }
+    claim(ia, tangents); claim(ib, tangents);
+    return;
+  }
+  switch (op) {
+    case Op.VDot: case Op.VMatmul: claim(ia, tangents); claim(ib, tangents); return;
+    case Op.VGet: case Op.VSum: case Op.VMax: case Op.VMin: case Op.VLogSumExp:
+    case Op.VTranspose: case Op.VSlice: case Op.VGather: claim(ia, tangents); return;
+    case Op.VConcat: {
+      const first = i - 1 - ((ia + 1) >> 1);
+      for (let c = 0; c < ia; c++) claim((c & 1) ? argB(first + (c >> 1)) : argA(first + (c >> 1)), tangents);
+      return;
+    }
+  }
+}
 
 // ─── contractions: every sum over elements runs in this one order ───
 
@@ -197,6 +226,8 @@ function mapBlock(s: i32, out: usize, pa: usize, sa: usize, pb: usize, sb: usize
     case Op.Sub: mapLoop(Op.Sub, out, pa, sa, pb, sb, len); return;
     case Op.Mul: mapLoop(Op.Mul, out, pa, sa, pb, sb, len); return;
     case Op.Div: mapLoop(Op.Div, out, pa, sa, pb, sb, len); return;
+    case Op.Square: for (let k = 0; k < len; k++, out += 8, pa += sa) { const x = ld(pa); st(out, x * x); } return;
+    case Op.Neg: for (let k = 0; k < len; k++, out += 8, pa += sa) st(out, -ld(pa)); return;
   }
   // The other ops cost more than the dispatch: one loop through the out-of-line rule.
   for (let k = 0; k < len; k++) {
@@ -231,43 +262,64 @@ function elementwiseForward(i: i32, s: i32, n: i32): void {
   }
 }
 
-// Per element exactly the scalar reverse sweep: skip a zero adjoint, skip a zero partial.
-// @ts-ignore: decorator
-@inline function reverseLoop(
-  s: i32, pg: usize, py: usize, xa: usize, ga: usize, sa: usize, xb: usize, gb: usize, sb: usize, len: i32,
-  wantA: bool, wantB: bool,
-): void {
-  for (let k = 0; k < len; k++) {
-    const g = ld(pg);
-    if (g != 0) {
-      const p = partials(s, ld(xa), ld(xb), ld(py));
-      const q = partialZ;
-      if (wantA && p != 0) acc(ga, g * p);
-      if (wantB && q != 0) acc(gb, g * q);
-    }
-    pg += 8; py += 8; xa += sa; ga += sa; xb += sb; gb += sb;
-  }
-}
+// The terms a broadcast scalar operand (step 0) receives are summed here, in ascending element
+// order, and added to its adjoint once; a vector operand takes its terms element by element.
+let termsA: f64 = 0;
+let termsB: f64 = 0;
 
+// Per element exactly the scalar reverse sweep: skip a zero adjoint, skip a zero partial. The
+// cheap ops are written out (g·1 = g and g·-1 = -g exactly, as the scalar sweep's fast paths),
+// the rest call the out-of-line rule, whose cost their libm calls dwarf.
 function reverseBlock(
   s: i32, pg: usize, py: usize, xa: usize, ga: usize, sa: usize, xb: usize, gb: usize, sb: usize, len: i32,
   wantA: bool, wantB: bool,
 ): void {
-  switch (s) {
-    case Op.Add: reverseLoop(Op.Add, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
-    case Op.Sub: reverseLoop(Op.Sub, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
-    case Op.Mul: reverseLoop(Op.Mul, pg, py, xa, ga, sa, xb, gb, sb, len, wantA, wantB); return;
-  }
-  for (let k = 0; k < len; k++) {
-    const g = ld(pg);
-    if (g != 0) {
-      const p = partialsCall(s, ld(xa), ld(xb), ld(py));
-      const q = partialZ;
-      if (wantA && p != 0) acc(ga, g * p);
-      if (wantB && q != 0) acc(gb, g * q);
+  let ta = termsA, tb = termsB;
+  const oneA = sa == 0, oneB = sb == 0;
+  if (s == Op.Add || s == Op.Sub) {
+    const negate = s == Op.Sub;
+    for (let k = 0; k < len; k++) {
+      const g = ld(pg);
+      if (g != 0) {
+        if (wantA) { if (oneA) ta += g; else acc(ga, g); }
+        if (wantB) { const h = negate ? -g : g; if (oneB) tb += h; else acc(gb, h); }
+      }
+      pg += 8; ga += sa; gb += sb;
     }
-    pg += 8; py += 8; xa += sa; ga += sa; xb += sb; gb += sb;
+  } else if (s == Op.Mul) {
+    for (let k = 0; k < len; k++) {
+      const g = ld(pg);
+      if (g != 0) {
+        const x = ld(xa), z = ld(xb);
+        if (wantA && z != 0) { const t = g * z; if (oneA) ta += t; else acc(ga, t); }
+        if (wantB && x != 0) { const t = g * x; if (oneB) tb += t; else acc(gb, t); }
+      }
+      pg += 8; xa += sa; ga += sa; xb += sb; gb += sb;
+    }
+  } else if (s == Op.Square || s == Op.Neg) {
+    const square = s == Op.Square;
+    for (let k = 0; k < len; k++) {
+      const g = ld(pg);
+      if (g != 0 && wantA) {
+        const p = square ? 2 * ld(xa) : -1.0;
+        if (p != 0) { const t = g * p; if (oneA) ta += t; else acc(ga, t); }
+      }
+      pg += 8; xa += sa; ga += sa;
+    }
+  } else {
+    for (let k = 0; k < len; k++) {
+      const g = ld(pg);
+      if (g != 0) {
+        const p = partialsCall(s, ld(xa), ld(xb), ld(py));
+        const q = partialZ;
+        if (wantA && p != 0) { const t = g * p; if (oneA) ta += t; else acc(ga, t); }
+        if (wantB && q != 0) { const t = g * q; if (oneB) tb += t; else acc(gb, t); }
+      }
+      pg += 8; py += 8; xa += sa; ga += sa; xb += sb; gb += sb;
+    }
   }
+  termsA = ta;
+  termsB = tb;
 }
 
 function elementwiseReverse(i: i32, s: i32, n: i32): void {
@@ -280,16 +332,18 @@ function elementwiseReverse(i: i32, s: i32, n: i32): void {
     const sc = stepOf(ia), stt = stepOf(ib), sf = stepOf(ic);
     const dc = blockStep(ia, n), dt = blockStep(ib, n), df = blockStep(ic, n);
     const wantT = wantsAdjoint(ib), wantF = wantsAdjoint(ic);
+    let termT = 0.0, termF = 0.0;
     for (let blk = 0; blk < blocks; blk++) {
       for (let k = 0; k < blockLen; k++) {
         const g = ld(at(pg, k));
         if (g == 0) continue;
-        if (truthy(ld(pc + <usize>k * sc))) { if (wantT) acc(gt + <usize>k * stt, g); }
-        else if (wantF) acc(gf + <usize>k * sf, g);
+        if (truthy(ld(pc + <usize>k * sc))) { if (wantT) { if (stt == 0) termT += g; else acc(gt + <usize>k * stt, g); } }
+        else if (wantF) { if (sf == 0) termF += g; else acc(gf + <usize>k * sf, g); }
       }
       pg += <usize>blockLen << 3; pc += dc; gt += dt; gf += df;
     }
-    touch(ib); touch(ic);
+    if (stt == 0) acc(gt, termT);
+    if (sf == 0) acc(gf, termF);
     return;
   }
   setBlocks(n, ia, ib, ia);
@@ -300,12 +354,15 @@ function elementwiseReverse(i: i32, s: i32, n: i32): void {
   // A unary op has b = a and a zero second partial, so b gets nothing; a binary op over one
   // vector (v.mul(v)) has b = a too, and both partials go to it, as in the scalar sweep.
   const wantA = wantsAdjoint(ia), wantB = wantsAdjoint(ib);
+  termsA = 0;
+  termsB = 0;
   for (let blk = 0; blk < blocks; blk++) {
     reverseBlock(s, pg, py, xa, ga, sa, xb, gb, sb, blockLen, wantA, wantB);
     const step = <usize>blockLen << 3;
     pg += step; py += step; xa += da; ga += da; xb += db; gb += db;
   }
-  touch(ia); touch(ib);
+  if (sa == 0) acc(ga, termsA);
+  if (sb == 0) acc(gb, termsB);
 }
 
 function elementwiseTangent(i: i32, s: i32, n: i32): void {
@@ -358,17 +415,20 @@ function elementwiseReverseTangent(i: i32, s: i32, n: i32): void {
     let gF = addr(ic, adjBase, xadjBase), gtF = addr(ic, tanAdjBase, xtanAdjBase);
     const sc = stepOf(ia), stt = stepOf(ib), sf = stepOf(ic);
     const dc = blockStep(ia, n), dt = blockStep(ib, n), df = blockStep(ic, n);
+    let sT = 0.0, stT = 0.0, sF = 0.0, stF = 0.0; // a broadcast scalar branch's terms, added once
     for (let blk = 0; blk < blocks; blk++) {
       for (let k = 0; k < blockLen; k++) {
         const g = ld(at(pg, k)), gt = ld(at(pgt, k));
         if (g == 0 && gt == 0) continue;
-        if (truthy(ld(pc + <usize>k * sc))) { acc(gT + <usize>k * stt, g); acc(gtT + <usize>k * stt, gt); }
-        else { acc(gF + <usize>k * sf, g); acc(gtF + <usize>k * sf, gt); }
+        if (truthy(ld(pc + <usize>k * sc))) {
+          if (stt == 0) { sT += g; stT += gt; } else { acc(gT + <usize>k * stt, g); acc(gtT + <usize>k * stt, gt); }
+        } else if (sf == 0) { sF += g; stF += gt; } else { acc(gF + <usize>k * sf, g); acc(gtF + <usize>k * sf, gt); }
       }
       const step = <usize>blockLen << 3;
       pg += step; pgt += step; pc += dc; gT += dt; gtT += dt; gF += df; gtF += df;
     }
-    touch(ib); touch(ic);
+    if (stt == 0) { acc(gT, sT); acc(gtT, stT); }
+    if (sf == 0) { acc(gF, sF); acc(gtF, stF); }
     return;
   }
   setBlocks(n, ia, ib, ia);
@@ -378,6 +438,9 @@ function elementwiseReverseTangent(i: i32, s: i32, n: i32): void {
   let xb = addr(ib, valBase, xvalBase), tb = addr(ib, tanBase, xtanBase);
   let gb = addr(ib, adjBase, xadjBase), gtb = addr(ib, tanAdjBase, xtanAdjBase);
   const sa = stepOf(ia), sb = stepOf(ib), da = blockStep(ia, n), db = blockStep(ib, n);
+  const oneA = sa == 0, oneB = sb == 0;
+  // A broadcast scalar operand's terms (adjoint and adjoint tangent), added once, as in reverse.
+  let sA = 0.0, stA = 0.0, sB = 0.0, stB = 0.0;
   for (let blk = 0; blk < blocks; blk++) {
     for (let k = 0; k < blockLen; k++) {
       const g = ld(at(pg, k)), gt = ld(at(pgt, k));
@@ -386,20 +449,21 @@ function elementwiseReverseTangent(i: i32, s: i32, n: i32): void {
       const x = ld(xa + ka), z = ld(xb + kb), y = ld(at(py, k));
       const p = partialsCall(s, x, z, y);
       const q = partialZ;
-      if (g != 0 && p != 0) acc(ga + ka, g * p);
-      if (g != 0 && q != 0) acc(gb + kb, g * q);
+      if (g != 0 && p != 0) { const t = g * p; if (oneA) sA += t; else acc(ga + ka, t); }
+      if (g != 0 && q != 0) { const t = g * q; if (oneB) sB += t; else acc(gb + kb, t); }
       const dp = g != 0 ? partialsTangentCall(s, x, z, y, ld(ta + ka), ld(tb + kb), ld(at(pty, k))) : 0;
       const dq = g != 0 ? partialZTangent : 0;
       const ra = (gt != 0 && p != 0 ? gt * p : 0) + (dp != 0 ? g * dp : 0);
       const rb = (gt != 0 && q != 0 ? gt * q : 0) + (dq != 0 ? g * dq : 0);
-      if (ra != 0) acc(gta + ka, ra);
-      if (rb != 0) acc(gtb + kb, rb);
+      if (ra != 0) { if (oneA) stA += ra; else acc(gta + ka, ra); }
+      if (rb != 0) { if (oneB) stB += rb; else acc(gtb + kb, rb); }
     }
     const step = <usize>blockLen << 3;
     pg += step; pgt += step; py += step; pty += step;
     xa += da; ta += da; ga += da; gta += da; xb += db; tb += db; gb += db; gtb += db;
   }
-  touch(ia); touch(ib);
+  if (oneA) { acc(ga, sA); acc(gta, stA); }
+  if (oneB) { acc(gb, sB); acc(gtb, stB); }
 }
 
 // ─── reductions ───
@@ -505,22 +569,21 @@ export function vectorForward(i: i32, op: i32): void {
 
 /** Reverse rule: g is adj(i) (for vector outputs, the flag; their adjoints are in xadj). */
 export function vectorReverse(i: i32, op: i32, g: f64): void {
+  claimOperands(i, op, false);
   if (op >= ELEMENTWISE) { elementwiseReverse(i, op - ELEMENTWISE, lenOf(i)); return; }
   const ia = argA(i), ib = argB(i);
   switch (op) {
     case Op.VMeta: case Op.VParam: case Op.VInput: case Op.VConst: return;
-    case Op.VGet: store<f64>(at(xadjBase, offOf(ia) + ib), xadj(offOf(ia) + ib) + g); touch(ia); return;
+    case Op.VGet: store<f64>(at(xadjBase, offOf(ia) + ib), xadj(offOf(ia) + ib) + g); return;
     case Op.VSum: {
       const off = offOf(ia), n = lenOf(ia);
       for (let k = 0; k < n; k++) acc(at(xadjBase, off + k), g);
-      touch(ia);
       return;
     }
     case Op.VMax: case Op.VMin: {
       const off = offOf(ia), n = lenOf(ia), y = val(i);
       const share = extremeShare(y, tiesOf(off, n, y));
       for (let k = 0; k < n; k++) if (y != y || xval(off + k) == y) acc(at(xadjBase, off + k), g * share);
-      touch(ia);
       return;
     }
     case Op.VLogSumExp: {
@@ -529,7 +592,6 @@ export function vectorReverse(i: i32, op: i32, g: f64): void {
         const p = Math.exp(xval(off + k) - y);
         if (p != 0) acc(at(xadjBase, off + k), g * p);
       }
-      touch(ia);
       return;
     }
     case Op.VDot: {
@@ -540,7 +602,6 @@ export function vectorReverse(i: i32, op: i32, g: f64): void {
         if (wantA && z != 0) acc(at(xadjBase, oa + k), g * z);
         if (wantB && x != 0) acc(at(xadjBase, ob + k), g * x);
       }
-      touch(ia); touch(ib);
       return;
     }
   }
@@ -571,25 +632,21 @@ function matmulReverse(i: i32, ia: i32, ib: i32, out: i32, n: i32, gc: usize, ds
   if (wantsAdjoint(ib)) {
     contract(at(dstB, offOf(ib)), <usize>p << 3, 8, a, 8, <usize>k << 3, g, <usize>p << 3, 8, k, m, p, true);
   }
-  touch(ia); touch(ib);
 }
 
 function transposeBack(i: i32, ia: i32, out: i32, region: usize): void {
   const m = argA(i - 2), k = argB(i - 2), dst = offOf(ia);
   for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) acc(at(region, dst + r * k + c), ld(at(region, out + c * m + r)));
-  touch(ia);
 }
 
 function sliceBack(ia: i32, start: i32, out: i32, n: i32, region: usize): void {
   const dst = offOf(ia) + start;
   for (let k = 0; k < n; k++) acc(at(region, dst + k), ld(at(region, out + k)));
-  touch(ia);
 }
 
 function gatherBack(ia: i32, ib: i32, out: i32, n: i32, region: usize): void {
   const dst = offOf(ia), idx = offOf(ib);
   for (let k = 0; k < n; k++) acc(at(region, dst + <i32>xval(idx + k)), ld(at(region, out + k)));
-  touch(ia);
 }
 
 function concatBack(i: i32, count: i32, out: i32, nodeRegion: usize, region: usize): void {
@@ -601,7 +658,6 @@ function concatBack(i: i32, count: i32, out: i32, nodeRegion: usize, region: usi
       const dst = offOf(j), len = lenOf(j);
       for (let k = 0; k < len; k++) acc(at(region, dst + k), ld(at(region, pos + k)));
       pos += len;
-      touch(j);
     } else {
       acc(at(nodeRegion, j), ld(at(region, pos)));
       pos++;
@@ -676,6 +732,7 @@ export function vectorTangent(i: i32, op: i32): void {
 /** Forward over reverse: adjoints and adjoint tangents (g, gt for scalar outputs; the element
  *  regions for vector outputs). */
 export function vectorReverseTangent(i: i32, op: i32, g: f64, gt: f64): void {
+  claimOperands(i, op, true);
   if (op >= ELEMENTWISE) { elementwiseReverseTangent(i, op - ELEMENTWISE, lenOf(i)); return; }
   const ia = argA(i), ib = argB(i);
   switch (op) {
@@ -683,13 +740,11 @@ export function vectorReverseTangent(i: i32, op: i32, g: f64, gt: f64): void {
     case Op.VGet: {
       const k = offOf(ia) + ib;
       acc(at(xadjBase, k), g); acc(at(xtanAdjBase, k), gt);
-      touch(ia);
       return;
     }
     case Op.VSum: {
       const off = offOf(ia), n = lenOf(ia);
       for (let k = 0; k < n; k++) { acc(at(xadjBase, off + k), g); acc(at(xtanAdjBase, off + k), gt); }
-      touch(ia);
       return;
     }
     case Op.VMax: case Op.VMin: {
@@ -700,7 +755,6 @@ export function vectorReverseTangent(i: i32, op: i32, g: f64, gt: f64): void {
         if (g != 0) acc(at(xadjBase, off + k), g * share);
         if (gt != 0) acc(at(xtanAdjBase, off + k), gt * share);
       }
-      touch(ia);
       return;
     }
     case Op.VLogSumExp: {
@@ -712,7 +766,6 @@ export function vectorReverseTangent(i: i32, op: i32, g: f64, gt: f64): void {
         const r = (gt != 0 && p != 0 ? gt * p : 0) + (dp != 0 ? g * dp : 0);
         if (r != 0) acc(at(xtanAdjBase, off + k), r);
       }
-      touch(ia);
       return;
     }
     case Op.VDot: {
@@ -728,7 +781,6 @@ export function vectorReverseTangent(i: i32, op: i32, g: f64, gt: f64): void {
         if (ra != 0 && wantA) acc(at(xtanAdjBase, oa + k), ra);
         if (rb != 0 && wantB) acc(at(xtanAdjBase, ob + k), rb);
       }
-      touch(ia); touch(ib);
       return;
     }
   }
@@ -747,8 +799,10 @@ export function vectorReverseTangent(i: i32, op: i32, g: f64, gt: f64): void {
   }
 }
 
-/** checkNaN: whether any element of vector node i is NaN or ±Infinity (values, or adjoints). */
+/** checkNaN: whether any element of vector node i is NaN or ±Infinity (values, or adjoints:
+ *  only where a sweep reached it). */
 export function vectorNonFinite(i: i32, values: bool): bool {
+  if (!values && adj(i) == 0) return false;
   const base = values ? xvalBase : xadjBase, off = offOf(i), n = lenOf(i);
   for (let k = 0; k < n; k++) {
     const v = ld(at(base, off + k));

@@ -174,15 +174,20 @@ export class CompiledFunction {
     const engine = rec.tape.engine;
     engine.clearAdjoints(rec.tape.size, false);
     const { adj, xadj } = engine.views;
+    let top = 0;
+    for (const node of rec.outputNodes) {
+      // A vector output is claimed as a rule would claim it: zeroed once, then flagged.
+      if (rec.tape.isVector(node) && adj[node] === 0) {
+        const off = rec.tape.elementOffset(node);
+        xadj.fill(0, off, off + rec.tape.elementLength(node));
+        adj[node] = 1;
+      }
+      top = Math.max(top, node);
+    }
     for (let j = 0; j < rec.outputs.length; j++) {
       const o = rec.outputs[j]!;
       if (o >= 0) adj[o] += v[j]!;
       else xadj[-1 - o] += v[j]!;
-    }
-    let top = 0;
-    for (const node of rec.outputNodes) {
-      if (rec.tape.isVector(node)) adj[node] = 1; // the flag: its element adjoints are seeded
-      top = Math.max(top, node);
     }
     engine.sweepReverseReplay(top);
     checkOut(out, this.inputs);
@@ -190,9 +195,11 @@ export class CompiledFunction {
     return out;
   }
 
-  // The inputs' entries of a node region (or, for a vector input, of its element region).
+  // The inputs' entries of a node region (or, for a vector input, of its element region; zeros
+  // when the sweep never reached the input vector, whose adjoints are then not written).
   private inputSlots(rec: Recording, nodes: Float64Array, elements: Float64Array): Float64Array {
-    return (rec.vectorInput ? elements : nodes).subarray(0, this.inputs);
+    if (!rec.vectorInput) return nodes.subarray(0, this.inputs);
+    return rec.tape.engine.views.adj[1] === 0 ? new Float64Array(this.inputs) : elements.subarray(0, this.inputs);
   }
 
   /** J·t at x (one replay, one tangent sweep). */
@@ -305,7 +312,7 @@ export class CompiledFunction {
       const y = this.vector ? (f as VectorCompilableFunction)(tape.vector(x)) : (f as CompilableFunction)(tape.variables(x));
       const list = y instanceof Vec ? [y] : Array.isArray(y) ? (y as readonly (Var | number)[]) : [y as Var | number];
       const outs = list.map((v) => (v instanceof Vec || v instanceof Var ? v : typeof v === 'number' ? tape.constant(v) : badOutput(v)));
-      outputs = Int32Array.from(tape.flatten(outs, true));
+      outputs = Int32Array.from(tape.outputSlots(outs));
       outputNodes = Int32Array.from(outs, (v) => (v instanceof Vec ? tape.vindex(v) : tape.index(v)));
       tape.evaluate();
     } finally {

@@ -10,8 +10,6 @@ const {
   const: CONST, input: INPUT, arg: ARG, select: SELECT, pow: POW, powConst: POW_CONST, custom: CUSTOM,
   vmeta: VMETA, vinput: VINPUT, vconst: VCONST,
 } = Op;
-// A flattened slot that never carries gradient or tangent (an element of a constant vector).
-const ZERO_SLOT = -(2 ** 52);
 
 // Handles are small integers (Smis in V8: no allocation per op). Each tape hands out a fresh
 // range after every reset, so a handle from before the reset falls below the live range and is
@@ -174,82 +172,111 @@ export class Tape {
   /** Runs `backward(output, seed)` and returns the gradients of `wrt`, in order (a Vec in
    *  `wrt` contributes its elements). */
   gradient(output: Var, wrt: readonly (Var | Vec)[], seed = 1): Float64Array {
-    const slots = this.flatten(wrt);
+    const nodes = this.nodesOf(wrt);
     this.backwardIndex(this.index(output), seed);
-    return this.gatherGradient(this.engine.views.adj, slots);
+    return this.gatherEntries(nodes, this.engine.views.adj, this.engine.views.xadj, true);
   }
 
   /** Vector-Jacobian product in one reverse sweep: the gradient of sum_j cotangent[j] *
    *  outputs[j] with respect to `wrt` (Vecs count as their elements, in order). */
   vjp(outputs: readonly (Var | Vec)[], cotangent: ArrayLike<number>, wrt: readonly (Var | Vec)[]): Float64Array {
-    const outs = this.flatten(outputs, true);
-    checkLength(cotangent, outs.length, 'cotangent', 'outputs');
-    for (let j = 0; j < outs.length; j++) checkNumber(cotangent[j], 'cotangent');
-    const slots = this.flatten(wrt);
+    const outs = this.nodesOf(outputs);
+    checkLength(cotangent, this.entryCount(outs), 'cotangent', 'outputs');
+    for (let j = 0; j < cotangent.length; j++) checkNumber(cotangent[j], 'cotangent');
+    const nodes = this.nodesOf(wrt);
     this.evaluate();
     this.swept = -1;
     this.engine.clearAdjoints(this.count, false);
     const { adj, xadj } = this.engine.views;
     let top = 0;
-    for (let j = 0; j < outs.length; j++) {
+    for (let j = 0, pos = 0; j < outs.length; j++) {
       const o = outs[j]!;
-      if (o >= 0) adj[o] += cotangent[j]!;
-      else xadj[-1 - o] += cotangent[j]!;
-    }
-    for (const v of outputs) {
-      const i = v instanceof Vec ? this.vindex(v) : this.index(v);
-      if (v instanceof Vec) adj[i] = 1;
-      top = Math.max(top, i);
+      if (this.opV[o]! >= VINPUT) {
+        const off = this.aV[o - 1]!, n = this.bV[o - 1]!;
+        // Claimed as a rule would (see claim in assembly/vector.ts): zeroed once, then flagged.
+        if (adj[o] === 0) xadj.fill(0, off, off + n);
+        adj[o] = 1;
+        for (let k = 0; k < n; k++) xadj[off + k] += cotangent[pos++]!;
+      } else {
+        adj[o] += cotangent[pos++]!;
+      }
+      top = Math.max(top, o);
     }
     this.engine.sweepReverse(top);
     this.swept = this.count;
     if (this.checkNaN) this.assertFinite(0, top + 1, false);
-    return this.gatherGradient(this.engine.views.adj, slots);
+    return this.gatherEntries(nodes, this.engine.views.adj, this.engine.views.xadj, true);
   }
 
   /** Jacobian-vector product in one forward (tangent) sweep over the recorded tape: the
    *  directional derivatives of `outputs` when `inputs` move along `tangent`. */
   jvp(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>, outputs: readonly (Var | Vec)[]): Float64Array {
-    const outs = this.flatten(outputs, true);
+    const outs = this.nodesOf(outputs);
     this.seedTangents(inputs, tangent);
-    const { tan, xtan } = this.engine.views;
-    const out = new Float64Array(outs.length);
-    for (let k = 0; k < outs.length; k++) {
-      const o = outs[k]!;
-      out[k] = o >= 0 ? tan![o]! : xtan![-1 - o]!;
-    }
-    return out;
+    return this.gatherEntries(outs, this.engine.views.tan!, this.engine.views.xtan!, false);
   }
 
   /** Hessian-vector product by forward over reverse: H·v of `seed * output` with respect to
    *  `inputs`, in one tangent sweep and one reverse sweep. Also leaves the gradient in `.grad`. */
   hvp(output: Var, inputs: readonly (Var | Vec)[], v: ArrayLike<number>, seed = 1): Float64Array {
     const out = this.index(output);
-    const slots = this.seedTangents(inputs, v);
+    const nodes = this.seedTangents(inputs, v);
     this.swept = -1;
     this.engine.reverseTangent(out, checkNumber(seed, 'seed'), this.count);
     this.swept = this.count;
     if (this.checkNaN) this.assertFinite(0, out + 1, false);
-    return this.gatherGradient(this.engine.views.tanAdj!, slots, this.engine.views.xtanAdj!);
+    return this.gatherEntries(nodes, this.engine.views.tanAdj!, this.engine.views.xtanAdj!, true);
   }
 
-  /** @internal Vars and Vecs as a flat list of slots: a scalar node index (>= 0), an element
-   *  -1 - offset, or ZERO_SLOT for an element of a constant vector (unless `asRecorded`). */
-  flatten(list: readonly (Var | Vec)[], asRecorded = false): number[] {
+  /** @internal The node of each Var and Vec of `list`, every one checked before anything runs. */
+  nodesOf(list: readonly (Var | Vec)[]): number[] {
     if (!Array.isArray(list)) throw new NotANumberError(`expected an array of Vars, got ${describe(list)}`);
-    const slots: number[] = [];
-    for (const v of list) {
-      if (v instanceof Vec) {
-        const i = this.vindex(v);
+    const nodes = new Array<number>(list.length);
+    for (let k = 0; k < list.length; k++) {
+      const v = list[k]!;
+      nodes[k] = v instanceof Vec ? this.vindex(v) : this.index(v);
+    }
+    return nodes;
+  }
+
+  /** Scalar entries of the nodes: a vector counts its elements. */
+  private entryCount(nodes: readonly number[]): number {
+    let n = 0;
+    for (const i of nodes) n += this.opV[i]! >= VINPUT ? this.bV[i - 1]! : 1;
+    return n;
+  }
+
+  /** @internal The nodes' entries of a node region and its element region, flat and in order;
+   *  constants (scalar or vector) give 0 whatever their slots hold, and so do the adjoints
+   *  (`flagged`) of a vector the sweep did not reach. A vector is one range copy. */
+  gatherEntries(nodes: readonly number[], from: Float64Array, elements: Float64Array, flagged: boolean): Float64Array {
+    const out = new Float64Array(this.entryCount(nodes));
+    const adj = this.engine.views.adj;
+    for (let k = 0, pos = 0; k < nodes.length; k++) {
+      const i = nodes[k]!;
+      const op = this.opV[i]!;
+      if (op >= VINPUT) {
         const off = this.aV[i - 1]!, n = this.bV[i - 1]!;
-        const constant = !asRecorded && this.opV[i] === VCONST;
-        for (let k = 0; k < n; k++) slots.push(constant ? ZERO_SLOT : -1 - (off + k));
+        if (op !== VCONST && !(flagged && adj[i] === 0)) out.set(elements.subarray(off, off + n), pos);
+        pos += n;
       } else {
-        slots.push(this.index(v));
+        out[pos++] = op === CONST ? 0 : from[i]!;
       }
+    }
+    return out;
+  }
+
+  /** @internal Output slots of Vars and Vecs, flat: a scalar node index (>= 0), or -1 - offset
+   *  for each element of a vector (compiled functions read their outputs through these). */
+  outputSlots(list: readonly (Var | Vec)[]): number[] {
+    const slots: number[] = [];
+    for (const i of this.nodesOf(list)) {
+      if (this.opV[i]! < VINPUT) slots.push(i);
+      else for (let k = 0, off = this.aV[i - 1]!, n = this.bV[i - 1]!; k < n; k++) slots.push(-1 - (off + k));
     }
     return slots;
   }
+
 
   /** @internal The tangent array, allocating the tangent regions on first use. */
   ensureTangents(): Float64Array {
@@ -269,22 +296,29 @@ export class Tape {
   }
 
   private seedTangents(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>): number[] {
-    const slots = this.flatten(inputs);
-    checkLength(tangent, slots.length, 'tangent', 'inputs');
-    for (let k = 0; k < slots.length; k++) checkNumber(tangent[k], 'tangent');
+    const nodes = this.nodesOf(inputs);
+    checkLength(tangent, this.entryCount(nodes), 'tangent', 'inputs');
+    for (let k = 0; k < tangent.length; k++) checkNumber(tangent[k], 'tangent');
     this.evaluate();
     const tan = this.ensureTangents();
     tan.fill(0, 0, this.count);
     const xtan = this.engine.views.xtan!;
     xtan.fill(0, 0, this.elements);
     // A constant listed as an input keeps tangent 0: constants are not differentiated.
-    for (let k = 0; k < slots.length; k++) {
-      const s = slots[k]!;
-      if (s >= 0) { if (this.opV[s] !== CONST) tan[s] += tangent[k]!; }
-      else if (s !== ZERO_SLOT) xtan[-1 - s] += tangent[k]!;
+    for (let k = 0, pos = 0; k < nodes.length; k++) {
+      const i = nodes[k]!;
+      const op = this.opV[i]!;
+      if (op >= VINPUT) {
+        const off = this.aV[i - 1]!, n = this.bV[i - 1]!;
+        if (op !== VCONST) for (let e = 0; e < n; e++) xtan[off + e] += tangent[pos + e]!;
+        pos += n;
+      } else {
+        if (op !== CONST) tan[i] += tangent[pos]!;
+        pos++;
+      }
     }
     this.engine.tangent(0, this.count);
-    return slots;
+    return nodes;
   }
 
   /** Forgets every node in O(1), keeping the memory for the next recording. Every Var and
@@ -464,17 +498,6 @@ export class Tape {
     return i < this.swept && this.opV[i] !== CONST ? this.engine.views.adj[i]! : 0;
   }
 
-  /** @internal Adjoints (or adjoint tangents) of the given slots (see `flatten`); constants
-   *  never receive gradient, whatever their slot holds. */
-  gatherGradient(from: Float64Array, slots: readonly number[], elements: Float64Array = this.engine.views.xadj): Float64Array {
-    const out = new Float64Array(slots.length);
-    for (let k = 0; k < slots.length; k++) {
-      const i = slots[k]!;
-      out[k] = i >= 0 ? (this.opV[i] === CONST ? 0 : from[i]!) : i === ZERO_SLOT ? 0 : elements[-1 - i]!;
-    }
-    return out;
-  }
-
   /** @internal */
   get handleBase(): number {
     return this.base;
@@ -509,7 +532,7 @@ export class Tape {
     const { xval, xadj } = this.engine.views;
     // The first element of vector node i that is not finite, in values or adjoints.
     const badElement = (i: number, data: Float64Array): number => {
-      if (op[i]! < VINPUT) return -1;
+      if (op[i]! < VINPUT || (data === xadj && adj[i] === 0)) return -1; // adjoints: where a sweep reached
       const off = a[i - 1]!, n = b[i - 1]!;
       for (let k = 0; k < n; k++) if (data[off + k]! - data[off + k]! !== 0) return k;
       return -1;
@@ -640,7 +663,8 @@ export class Tape {
       throw new TapegradError('NO_GRADIENT', 'no gradient yet: call tape.backward(output) after recording, before reading .grad');
     }
     const off = this.aV[i - 1]!, n = this.bV[i - 1]!;
-    if (i >= this.swept || this.opV[i] === Op.vconst) return new Float64Array(n);
+    // A constant, or a vector no rule reached in the last sweep, has no adjoint written: 0.
+    if (i >= this.swept || this.opV[i] === Op.vconst || this.engine.views.adj[i] === 0) return new Float64Array(n);
     const src = from === 'adj' ? this.engine.views.xadj : this.engine.views.xtanAdj!;
     return src.slice(off, off + n);
   }

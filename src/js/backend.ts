@@ -155,12 +155,10 @@ export class JsBackend implements Backend {
   }
 
   clearAdjoints(count: number, withTangents: boolean): void {
+    // Element adjoints are cleared vector by vector when a sweep first reaches one (claim in
+    // vector.ts); clearing the node regions clears their flags.
     this.views.adj.fill(0, 0, count);
-    this.views.xadj.fill(0, 0, this.liveElements);
-    if (withTangents) {
-      this.views.tanAdj!.fill(0, 0, count);
-      this.views.xtanAdj!.fill(0, 0, this.liveElements);
-    }
+    if (withTangents) this.views.tanAdj!.fill(0, 0, count);
   }
 
   sweepReverseReplay(top: number): void {
@@ -317,7 +315,8 @@ export class JsBackend implements Backend {
     for (let r = fromRow; r < toRow; r++) {
       if (this.replayForward(X.subarray(r * nInputs, (r + 1) * nInputs), nInputs, count) >= 0) return r;
       this.reverse(out, 1, count);
-      G.set((this.vectorInput ? this.views.xadj : this.views.adj).subarray(0, nInputs), r * nInputs);
+      if (this.vectorInput && this.views.adj[1] === 0) G.fill(0, r * nInputs, (r + 1) * nInputs); // no rule reached the input
+      else G.set((this.vectorInput ? this.views.xadj : this.views.adj).subarray(0, nInputs), r * nInputs);
     }
     return toRow;
   }

@@ -8,7 +8,7 @@ import { forwardRule, partials, partialZ, partialsTangent, partialZTangent, trut
 const {
   const: CONST, vmeta: VMETA, vparam: VPARAM, vget: VGET, vsum: VSUM, vmax: VMAX, vmin: VMIN, vlogSumExp: VLSE,
   vdot: VDOT, vinput: VINPUT, vconst: VCONST, vmatmul: VMATMUL, vtranspose: VTRANSPOSE, vslice: VSLICE,
-  vconcat: VCONCAT, vgather: VGATHER, select: SELECT, add: ADD, sub: SUB, mul: MUL,
+  vconcat: VCONCAT, vgather: VGATHER, select: SELECT, add: ADD, sub: SUB, mul: MUL, square: SQUARE, neg: NEG,
 } = Op;
 /** Elementwise vector form of scalar op s is op code ELEMENTWISE + s (as in the core). */
 export const ELEMENTWISE = 128;
@@ -97,7 +97,33 @@ export class VectorRules {
   private off(j: number): number { return this.views.a[j - 1]!; }
   private len(j: number): number { return this.views.b[j - 1]!; }
   private wants(j: number): boolean { const op = this.views.op[j]; return op !== CONST && op !== VCONST; }
-  private touch(j: number): void { if (this.isVec(j)) this.views.adj[j] = 1; }
+  /** Before a rule sends adjoint to vector node j, as the core's claim: the first rule to reach
+   *  it in a sweep zeroes its element adjoints (and their tangents in the second-order sweep)
+   *  and sets its flag; constants are never claimed. */
+  private claim(j: number, tangents: boolean): void {
+    const v = this.views;
+    const op = v.op[j]!;
+    if (op < VINPUT || op === VCONST || v.adj[j] !== 0) return;
+    const off = this.off(j), end = off + this.len(j);
+    v.xadj.fill(0, off, end);
+    if (tangents) v.xtanAdj!.fill(0, off, end);
+    v.adj[j] = 1;
+  }
+
+  private claimOperands(i: number, op: number, tangents: boolean): void {
+    const { a, b } = this.views;
+    const ia = a[i]!, ib = b[i]!;
+    if (op >= ELEMENTWISE) {
+      if (op - ELEMENTWISE === SELECT) { this.claim(ib, tangents); this.claim(a[i - 2]!, tangents); return; }
+      this.claim(ia, tangents); this.claim(ib, tangents);
+      return;
+    }
+    switch (op) {
+      case VDOT: case VMATMUL: this.claim(ia, tangents); this.claim(ib, tangents); return;
+      case VGET: case VSUM: case VMAX: case VMIN: case VLSE: case VTRANSPOSE: case VSLICE: case VGATHER: this.claim(ia, tangents); return;
+      case VCONCAT: for (let c = 0; c < ia; c++) this.claim(this.operandOf(i, ia, c), tangents); return;
+    }
+  }
 
   // Broadcasting, as in the core: blocks of blockLen elements; per operand an array, a start
   // index, a step (1 or 0) and a per-block advance (blockLen or 0).
@@ -155,6 +181,7 @@ export class VectorRules {
   }
 
   reverse(i: number, op: number, g: number): void {
+    this.claimOperands(i, op, false);
     const v = this.views;
     const { a, b, val } = v;
     const xval = v.xval, xadj = v.xadj;
@@ -162,18 +189,16 @@ export class VectorRules {
     const ia = a[i]!, ib = b[i]!;
     switch (op) {
       case VMETA: case VPARAM: case VINPUT: case VCONST: return;
-      case VGET: xadj[this.off(ia) + ib] += g; this.touch(ia); return;
+      case VGET: xadj[this.off(ia) + ib] += g; return;
       case VSUM: {
         const off = this.off(ia), n = this.len(ia);
         for (let k = 0; k < n; k++) xadj[off + k] += g;
-        this.touch(ia);
         return;
       }
       case VMAX: case VMIN: {
         const off = this.off(ia), n = this.len(ia), y = val[i]!;
         const share = y !== y ? NaN : 1 / this.ties(off, n, y);
         for (let k = 0; k < n; k++) if (y !== y || xval[off + k] === y) xadj[off + k] += g * share;
-        this.touch(ia);
         return;
       }
       case VLSE: {
@@ -182,7 +207,6 @@ export class VectorRules {
           const p = Math.exp(xval[off + k]! - y);
           if (p !== 0) xadj[off + k] += g * p;
         }
-        this.touch(ia);
         return;
       }
       case VDOT: {
@@ -193,7 +217,6 @@ export class VectorRules {
           if (wantA && z !== 0) xadj[oa + k] += g * z;
           if (wantB && x !== 0) xadj[ob + k] += g * x;
         }
-        this.touch(ia); this.touch(ib);
         return;
       }
     }
@@ -259,6 +282,7 @@ export class VectorRules {
   }
 
   reverseTangent(i: number, op: number, g: number, gt: number): void {
+    this.claimOperands(i, op, true);
     const v = this.views;
     const { a, b, val } = v;
     const tan = v.tan!, xval = v.xval, xadj = v.xadj, xtan = v.xtan!, xtanAdj = v.xtanAdj!;
@@ -269,13 +293,11 @@ export class VectorRules {
       case VGET: {
         const k = this.off(ia) + ib;
         xadj[k] += g; xtanAdj[k] += gt;
-        this.touch(ia);
         return;
       }
       case VSUM: {
         const off = this.off(ia), n = this.len(ia);
         for (let k = 0; k < n; k++) { xadj[off + k] += g; xtanAdj[off + k] += gt; }
-        this.touch(ia);
         return;
       }
       case VMAX: case VMIN: {
@@ -286,7 +308,6 @@ export class VectorRules {
           if (g !== 0) xadj[off + k] += g * share;
           if (gt !== 0) xtanAdj[off + k] += gt * share;
         }
-        this.touch(ia);
         return;
       }
       case VLSE: {
@@ -298,7 +319,6 @@ export class VectorRules {
           const r = (gt !== 0 && p !== 0 ? gt * p : 0) + (dp !== 0 ? g * dp : 0);
           if (r !== 0) xtanAdj[off + k] += r;
         }
-        this.touch(ia);
         return;
       }
       case VDOT: {
@@ -313,7 +333,6 @@ export class VectorRules {
           if (ra !== 0 && wantA) xtanAdj[oa + k] += ra;
           if (rb !== 0 && wantB) xtanAdj[ob + k] += rb;
         }
-        this.touch(ia); this.touch(ib);
         return;
       }
     }
@@ -332,6 +351,7 @@ export class VectorRules {
   }
 
   nonFinite(i: number, values: boolean): boolean {
+    if (!values && this.views.adj[i] === 0) return false; // no sweep reached it: nothing written
     const data = values ? this.views.xval : this.views.xadj;
     const off = this.off(i), n = this.len(i);
     for (let k = 0; k < n; k++) {
@@ -398,26 +418,22 @@ export class VectorRules {
     const m = a[i - 2]!, k = b[i - 2]!, p = m === 0 ? 0 : n / m;
     if (this.wants(ia)) contract(D, this.off(ia), k, 1, G, out, p, 1, V, this.off(ib), 1, p, m, p, k, true);
     if (this.wants(ib)) contract(D, this.off(ib), p, 1, V, this.off(ia), 1, k, G, out, p, 1, k, m, p, true);
-    this.touch(ia); this.touch(ib);
   }
 
   private transposeBack(i: number, ia: number, out: number, X: F64): void {
     const { a, b } = this.views;
     const m = a[i - 2]!, k = b[i - 2]!, dst = this.off(ia);
     for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) X[dst + r * k + c] += X[out + c * m + r]!;
-    this.touch(ia);
   }
 
   private sliceBack(ia: number, start: number, out: number, n: number, X: F64): void {
     const dst = this.off(ia) + start;
     for (let k = 0; k < n; k++) X[dst + k] += X[out + k]!;
-    this.touch(ia);
   }
 
   private gatherBack(ia: number, ib: number, out: number, n: number, X: F64): void {
     const dst = this.off(ia), idx = this.off(ib), xval = this.views.xval;
     for (let k = 0; k < n; k++) X[dst + xval[idx + k]!] += X[out + k]!;
-    this.touch(ia);
   }
 
   private operandOf(i: number, count: number, c: number): number {
@@ -447,7 +463,6 @@ export class VectorRules {
         const dst = this.off(j), len = this.len(j);
         for (let k = 0; k < len; k++) X[dst + k] += X[pos + k]!;
         pos += len;
-        this.touch(j);
       } else {
         node[j] += X[pos++]!;
       }
@@ -500,44 +515,37 @@ export class VectorRules {
       const sc = this.step(ia), st = this.step(ib), sf = this.step(ic);
       const dc = this.blockStep(ia, n), dt = this.blockStep(ib, n), df = this.blockStep(ic, n);
       const wantT = this.wants(ib), wantF = this.wants(ic);
+      let termT = 0, termF = 0;
       for (let blk = 0; blk < this.blocks; blk++) {
         for (let k = 0; k < this.blockLen; k++) {
           const g = xadj[pg + k]!;
           if (g === 0) continue;
-          if (truthy(C[pc + k * sc]!)) { if (wantT) GT[pt + k * st] += g; } else if (wantF) GF[pf + k * sf] += g;
+          if (truthy(C[pc + k * sc]!)) { if (wantT) { if (st === 0) termT += g; else GT[pt + k * st] += g; } }
+          else if (wantF) { if (sf === 0) termF += g; else GF[pf + k * sf] += g; }
         }
         pg += this.blockLen; pc += dc; pt += dt; pf += df;
       }
-      this.touch(ib); this.touch(ic);
+      if (st === 0) GT[pt] += termT;
+      if (sf === 0) GF[pf] += termF;
       return;
     }
     this.setBlocks(n, ia, ib, ia);
     const XA = this.arr(ia, val, xval), GA = this.arr(ia, adj, xadj), XB = this.arr(ib, val, xval), GB = this.arr(ib, adj, xadj);
-    let py = this.off(i), pa = this.start(ia), pb = this.start(ib);
+    let pa = this.start(ia), pb = this.start(ib);
     const sa = this.step(ia), sb = this.step(ib), da = this.blockStep(ia, n), db = this.blockStep(ib, n);
     // A unary op has b = a and a zero second partial, so b gets nothing; a binary op over one
     // vector (v.mul(v)) has b = a too, and both partials go to it, as in the scalar sweep.
     const wantA = this.wants(ia), wantB = this.wants(ib);
     const len = this.blockLen;
+    terms[0] = 0;
+    terms[1] = 0;
     for (let blk = 0; blk < this.blocks; blk++) {
-      if (s === ADD || s === SUB || s === MUL) {
-        // partials of add (1, 1), sub (1, -1) and mul (z, x) spelled out: the same products.
-        reverseArithmetic(s, xadj, pg, XA, GA, pa, sa, XB, GB, pb, sb, len, wantA, wantB);
-        pg += len; py += len; pa += da; pb += db;
-        continue;
-      }
-      let qa = pa, qb = pb;
-      for (let k = 0; k < len; k++, qa += sa, qb += sb) {
-        const g = xadj[pg + k]!;
-        if (g === 0) continue;
-        const p = partials(s, XA[qa]!, XB[qb]!, xval[py + k]!);
-        const q = partialZ[0]!;
-        if (wantA && p !== 0) GA[qa] += g * p;
-        if (wantB && q !== 0) GB[qb] += g * q;
-      }
-      pg += len; py += len; pa += da; pb += db;
+      reverseBlock(s, xadj, pg, xval, pg, XA, GA, pa, sa, XB, GB, pb, sb, len, wantA, wantB);
+      pg += len; pa += da; pb += db;
     }
-    this.touch(ia); this.touch(ib);
+    // A broadcast scalar's terms, summed in ascending element order, are added once (as the core).
+    if (sa === 0) GA[pa] += terms[0]!;
+    if (sb === 0) GB[pb] += terms[1]!;
   }
 
   private elementwiseTangent(i: number, s: number, n: number): void {
@@ -594,16 +602,19 @@ export class VectorRules {
       let pc = this.start(ia), pt = this.start(ib), pf = this.start(ic);
       const sc = this.step(ia), st = this.step(ib), sf = this.step(ic);
       const dc = this.blockStep(ia, n), dt = this.blockStep(ib, n), df = this.blockStep(ic, n);
+      let sT = 0, stT = 0, sF = 0, stF = 0;
       for (let blk = 0; blk < this.blocks; blk++) {
         for (let k = 0; k < this.blockLen; k++) {
           const g = xadj[pg + k]!, gt = xtanAdj[pg + k]!;
           if (g === 0 && gt === 0) continue;
-          if (truthy(C[pc + k * sc]!)) { GT[pt + k * st] += g; GTT[pt + k * st] += gt; }
-          else { GF[pf + k * sf] += g; GTF[pf + k * sf] += gt; }
+          if (truthy(C[pc + k * sc]!)) {
+            if (st === 0) { sT += g; stT += gt; } else { GT[pt + k * st] += g; GTT[pt + k * st] += gt; }
+          } else if (sf === 0) { sF += g; stF += gt; } else { GF[pf + k * sf] += g; GTF[pf + k * sf] += gt; }
         }
         pg += this.blockLen; pc += dc; pt += dt; pf += df;
       }
-      this.touch(ib); this.touch(ic);
+      if (st === 0) { GT[pt] += sT; GTT[pt] += stT; }
+      if (sf === 0) { GF[pf] += sF; GTF[pf] += stF; }
       return;
     }
     this.setBlocks(n, ia, ib, ia);
@@ -612,6 +623,8 @@ export class VectorRules {
     let pa = this.start(ia), pb = this.start(ib);
     const sa = this.step(ia), sb = this.step(ib), da = this.blockStep(ia, n), db = this.blockStep(ib, n);
     const len = this.blockLen;
+    const oneA = sa === 0, oneB = sb === 0;
+    let sA = 0, stA = 0, sB = 0, stB = 0; // a broadcast scalar operand's terms, added once
     for (let blk = 0; blk < this.blocks; blk++) {
       let qa = pa, qb = pb;
       for (let k = 0; k < len; k++, qa += sa, qb += sb) {
@@ -620,37 +633,69 @@ export class VectorRules {
         const x = XA[qa]!, z = XB[qb]!, y = xval[pg + k]!;
         const p = partials(s, x, z, y);
         const q = partialZ[0]!;
-        if (g !== 0 && p !== 0) GA[qa] += g * p;
-        if (g !== 0 && q !== 0) GB[qb] += g * q;
+        if (g !== 0 && p !== 0) { const t = g * p; if (oneA) sA += t; else GA[qa] += t; }
+        if (g !== 0 && q !== 0) { const t = g * q; if (oneB) sB += t; else GB[qb] += t; }
         const dp = g !== 0 ? partialsTangent(s, x, z, y, TA[qa]!, TB[qb]!, xtan[pg + k]!) : 0;
         const dq = g !== 0 ? partialZTangent[0]! : 0;
         const ra = (gt !== 0 && p !== 0 ? gt * p : 0) + (dp !== 0 ? g * dp : 0);
         const rb = (gt !== 0 && q !== 0 ? gt * q : 0) + (dq !== 0 ? g * dq : 0);
-        if (ra !== 0) GTA[qa] += ra;
-        if (rb !== 0) GTB[qb] += rb;
+        if (ra !== 0) { if (oneA) stA += ra; else GTA[qa] += ra; }
+        if (rb !== 0) { if (oneB) stB += rb; else GTB[qb] += rb; }
       }
       pg += len; pa += da; pb += db;
     }
-    this.touch(ia); this.touch(ib);
+    if (oneA) { GA[pa] += sA; GTA[pa] += stA; }
+    if (oneB) { GB[pb] += sB; GTB[pb] += stB; }
   }
 }
 
-function reverseArithmetic(
-  s: number, G: F64, pg: number, XA: F64, GA: F64, pa: number, sa: number, XB: F64, GB: F64, pb: number, sb: number,
-  len: number, wantA: boolean, wantB: boolean,
+// The terms a broadcast scalar operand receives, summed across the blocks of one node.
+const terms = new Float64Array(2);
+
+/** One block of an elementwise reverse rule, as the core's reverseBlock: the cheap ops written
+ *  out (the same products as their partials), the rest through the shared rule. */
+function reverseBlock(
+  s: number, G: F64, pg: number, Y: F64, py: number, XA: F64, GA: F64, pa: number, sa: number,
+  XB: F64, GB: F64, pb: number, sb: number, len: number, wantA: boolean, wantB: boolean,
 ): void {
-  for (let k = 0; k < len; k++, pa += sa, pb += sb) {
-    const g = G[pg + k]!;
-    if (g === 0) continue;
-    if (s === MUL) {
+  let ta = terms[0]!, tb = terms[1]!;
+  const oneA = sa === 0, oneB = sb === 0;
+  if (s === ADD || s === SUB) {
+    const negate = s === SUB;
+    for (let k = 0; k < len; k++, pa += sa, pb += sb) {
+      const g = G[pg + k]!;
+      if (g === 0) continue;
+      if (wantA) { if (oneA) ta += g; else GA[pa] += g; }
+      if (wantB) { const h = negate ? -g : g; if (oneB) tb += h; else GB[pb] += h; }
+    }
+  } else if (s === MUL) {
+    for (let k = 0; k < len; k++, pa += sa, pb += sb) {
+      const g = G[pg + k]!;
+      if (g === 0) continue;
       const x = XA[pa]!, z = XB[pb]!;
-      if (wantA && z !== 0) GA[pa] += g * z;
-      if (wantB && x !== 0) GB[pb] += g * x;
-    } else {
-      if (wantA) GA[pa] += g;
-      if (wantB) GB[pb] += s === ADD ? g : -g;
+      if (wantA && z !== 0) { const t = g * z; if (oneA) ta += t; else GA[pa] += t; }
+      if (wantB && x !== 0) { const t = g * x; if (oneB) tb += t; else GB[pb] += t; }
+    }
+  } else if (s === SQUARE || s === NEG) {
+    const square = s === SQUARE;
+    for (let k = 0; k < len; k++, pa += sa) {
+      const g = G[pg + k]!;
+      if (g === 0 || !wantA) continue;
+      const p = square ? 2 * XA[pa]! : -1;
+      if (p !== 0) { const t = g * p; if (oneA) ta += t; else GA[pa] += t; }
+    }
+  } else {
+    for (let k = 0; k < len; k++, pa += sa, pb += sb) {
+      const g = G[pg + k]!;
+      if (g === 0) continue;
+      const p = partials(s, XA[pa]!, XB[pb]!, Y[py + k]!);
+      const q = partialZ[0]!;
+      if (wantA && p !== 0) { const t = g * p; if (oneA) ta += t; else GA[pa] += t; }
+      if (wantB && q !== 0) { const t = g * q; if (oneB) tb += t; else GB[pb] += t; }
     }
   }
+  terms[0] = ta;
+  terms[1] = tb;
 }
 
 // The hot elementwise ops get loops of their own (V8 then inlines the arithmetic); the rest go
@@ -661,6 +706,8 @@ function mapBlock(s: number, Y: F64, out: number, A: F64, pa: number, sa: number
     case Op.sub: for (let k = 0; k < len; k++, pa += sa, pb += sb) Y[out + k] = A[pa]! - B[pb]!; return;
     case Op.mul: for (let k = 0; k < len; k++, pa += sa, pb += sb) Y[out + k] = A[pa]! * B[pb]!; return;
     case Op.div: for (let k = 0; k < len; k++, pa += sa, pb += sb) Y[out + k] = A[pa]! / B[pb]!; return;
+    case SQUARE: for (let k = 0; k < len; k++, pa += sa) { const x = A[pa]!; Y[out + k] = x * x; } return;
+    case NEG: for (let k = 0; k < len; k++, pa += sa) Y[out + k] = -A[pa]!; return;
   }
   for (let k = 0; k < len; k++, pa += sa, pb += sb) Y[out + k] = forwardRule(s, A[pa]!, B[pb]!, 0);
 }
