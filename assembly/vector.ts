@@ -276,6 +276,32 @@ function reverseBlock(
 ): void {
   let ta = termsA, tb = termsB;
   const oneA = sa == 0, oneB = sb == 0;
+  let k0 = 0;
+  // Two vectors, or a vector and a constant scalar (whose adjoint no one wants: a wanted scalar
+  // sums its terms in order, one at a time).
+  const pairs = (sa == 8 || !wantA) && (sb == 8 || !wantB) && (sa == 8 || sb == 8);
+  if (ASC_FEATURE_SIMD && pairs && (s == Op.Add || s == Op.Sub || s == Op.Mul)) {
+    // Two elements per pass, with the scalar loop's results: adding a zero adjoint changes no
+    // adjoint (they start at +0 and are never -0), and mul masks its products where the
+    // scalar rule skips them (g = 0 or a zero partial), so 0·Infinity never becomes a NaN.
+    const zero = f64x2.splat(0);
+    const xs = f64x2.splat(ld(xa)), zs = f64x2.splat(ld(xb));
+    const da = sa << 1, db = sb << 1;
+    for (; k0 + 2 <= len; k0 += 2) {
+      const g = v128.load(pg);
+      if (s == Op.Mul) {
+        const x = sa == 8 ? v128.load(xa) : xs, z = sb == 8 ? v128.load(xb) : zs, live = f64x2.ne(g, zero);
+        if (wantA) v128.store(ga, f64x2.add(v128.load(ga), v128.and(f64x2.mul(g, z), v128.and(live, f64x2.ne(z, zero)))));
+        if (wantB) v128.store(gb, f64x2.add(v128.load(gb), v128.and(f64x2.mul(g, x), v128.and(live, f64x2.ne(x, zero)))));
+      } else {
+        if (wantA) v128.store(ga, f64x2.add(v128.load(ga), g));
+        if (wantB) v128.store(gb, s == Op.Sub ? f64x2.sub(v128.load(gb), g) : f64x2.add(v128.load(gb), g));
+      }
+      pg += 16; py += 16; xa += da; ga += da; xb += db; gb += db;
+    }
+  }
+  const rest = len - k0;
+  len = rest;
   if (s == Op.Add || s == Op.Sub) {
     const negate = s == Op.Sub;
     for (let k = 0; k < len; k++) {
