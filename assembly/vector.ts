@@ -280,6 +280,21 @@ function reverseBlock(
   // Two vectors, or a vector and a constant scalar (whose adjoint no one wants: a wanted scalar
   // sums its terms in order, one at a time).
   const pairs = (sa == 8 || !wantA) && (sb == 8 || !wantB) && (sa == 8 || sb == 8);
+  if (ASC_FEATURE_SIMD && sa == 8 && wantA && (s == Op.Square || s == Op.Neg)) {
+    // g·2x masked where the scalar rule skips (g = 0 or x = 0); neg adds -g (adding a zero
+    // adjoint's -0 changes no adjoint).
+    const zero = f64x2.splat(0), two = f64x2.splat(2);
+    for (; k0 + 2 <= len; k0 += 2) {
+      const g = v128.load(pg);
+      if (s == Op.Neg) v128.store(ga, f64x2.sub(v128.load(ga), g));
+      else {
+        const x = v128.load(xa);
+        const live = v128.and(f64x2.ne(g, zero), f64x2.ne(x, zero));
+        v128.store(ga, f64x2.add(v128.load(ga), v128.and(f64x2.mul(g, f64x2.mul(two, x)), live)));
+      }
+      pg += 16; py += 16; xa += 16; ga += 16;
+    }
+  }
   if (ASC_FEATURE_SIMD && pairs && (s == Op.Add || s == Op.Sub || s == Op.Mul)) {
     // Two elements per pass, with the scalar loop's results: adding a zero adjoint changes no
     // adjoint (they start at +0 and are never -0), and mul masks its products where the
@@ -601,11 +616,7 @@ export function vectorReverse(i: i32, op: i32, g: f64): void {
   switch (op) {
     case Op.VMeta: case Op.VParam: case Op.VInput: case Op.VConst: return;
     case Op.VGet: store<f64>(at(xadjBase, offOf(ia) + ib), xadj(offOf(ia) + ib) + g); return;
-    case Op.VSum: {
-      const off = offOf(ia), n = lenOf(ia);
-      for (let k = 0; k < n; k++) acc(at(xadjBase, off + k), g);
-      return;
-    }
+    case Op.VSum: addScalar(at(xadjBase, offOf(ia)), g, lenOf(ia)); return;
     case Op.VMax: case Op.VMin: {
       const off = offOf(ia), n = lenOf(ia), y = val(i);
       const share = extremeShare(y, tiesOf(off, n, y));
@@ -666,8 +677,24 @@ function transposeBack(i: i32, ia: i32, out: i32, region: usize): void {
 }
 
 function sliceBack(ia: i32, start: i32, out: i32, n: i32, region: usize): void {
-  const dst = offOf(ia) + start;
-  for (let k = 0; k < n; k++) acc(at(region, dst + k), ld(at(region, out + k)));
+  addRange(at(region, offOf(ia) + start), at(region, out), n);
+}
+
+/** dst[k] += src[k] for k < n (separate ranges); lane by lane, so the scalar loop's sums. */
+function addRange(dst: usize, src: usize, n: i32): void {
+  let k = 0;
+  if (ASC_FEATURE_SIMD) for (; k + 2 <= n; k += 2) v128.store(at(dst, k), f64x2.add(v128.load(at(dst, k)), v128.load(at(src, k))));
+  for (; k < n; k++) acc(at(dst, k), ld(at(src, k)));
+}
+
+/** dst[k] += g for k < n. */
+function addScalar(dst: usize, g: f64, n: i32): void {
+  let k = 0;
+  if (ASC_FEATURE_SIMD) {
+    const gv = f64x2.splat(g);
+    for (; k + 2 <= n; k += 2) v128.store(at(dst, k), f64x2.add(v128.load(at(dst, k)), gv));
+  }
+  for (; k < n; k++) acc(at(dst, k), g);
 }
 
 function gatherBack(ia: i32, ib: i32, out: i32, n: i32, region: usize): void {
@@ -681,9 +708,8 @@ function concatBack(i: i32, count: i32, out: i32, nodeRegion: usize, region: usi
   for (let c = 0; c < count; c++) {
     const j = (c & 1) ? argB(first + (c >> 1)) : argA(first + (c >> 1));
     if (isVec(j)) {
-      const dst = offOf(j), len = lenOf(j);
-      for (let k = 0; k < len; k++) acc(at(region, dst + k), ld(at(region, pos + k)));
-      pos += len;
+      addRange(at(region, offOf(j)), at(region, pos), lenOf(j));
+      pos += lenOf(j);
     } else {
       acc(at(nodeRegion, j), ld(at(region, pos)));
       pos++;

@@ -21,6 +21,8 @@ const PROGRAMS: [string, (t: Tape, x: Vec, y: Vec) => Var][] = [
   ['mul by a constant scalar', (t, x) => t.select(x.ge(0), x.mul(2).mul(Infinity), x.mul(-0)).sum()],
   ['sub from a constant scalar', (t, x, y) => t.select(x.lt(0.5), y.sub(3).mul(x), 1).sum()],
   ['one vector as both operands', (t, x) => t.select(x.eq(x), x.mul(x).add(x.add(x)).sub(x.sub(x)), 0).sum()],
+  ['square and neg under a mask', (t, x, y) => t.select(x.gt(0), x.square().add(y.neg()), y.square()).sum()],
+  ['slice, concat and sum adjoints', (t, x, y) => t.concat([x.slice(1), y, x.slice(0, 1)]).mul(t.concat([y, x])).sum()],
   ['a wanted scalar broadcast', (t, x, y) => x.mul(y.get(-1)).add(y.get(0)).sum()],
 ];
 
