@@ -2,7 +2,7 @@ import { Op, forwardRule, partials, partialsCall, partialZ, partialsTangent, par
 import {
   val, setVal, adj, addAdj, argA, argB, opAt, tan, setTan, tanAdj, addTanAdj, adjBase, tanAdjBase, valBase,
 } from './layout';
-import { vectorForward, vectorReverse, vectorTangent, vectorReverseTangent, vectorNonFinite } from './vector';
+import { vectorForwardAt, vectorReverseAt, vectorTangent, vectorReverseTangent, vectorNonFinite } from './vector';
 
 // Custom ops run user code in JS: the façade reads operands and writes results through its views.
 // @ts-ignore: decorator
@@ -30,7 +30,7 @@ export function forward(from: i32, to: i32): void {
       if (op == Op.Arg) setVal(i, 0);
       continue;
     }
-    if (op >= Op.VMeta) { vectorForward(i, op); continue; }
+    if (op >= Op.VMeta) { i = vectorForwardAt(i, op, to); continue; }
     if (op == Op.Select) { setVal(i, val(selected(i))); continue; }
     if (op == Op.Custom) { customForward(i); continue; }
     setVal(i, forwardRule(op, val(argA(i)), val(argB(i))));
@@ -62,7 +62,7 @@ export function sweepReverse(top: i32): void {
     if (g == 0) continue;
     const op = opAt(i);
     if (op <= Op.Arg) continue;
-    if (op >= Op.VMeta) { vectorReverse(i, op, g); continue; }
+    if (op >= Op.VMeta) { i = vectorReverseAt(i, op, g); continue; }
     if (op == Op.Select) { addAdj(selected(i), g); continue; }
     if (op == Op.Custom) { customReverse(i, g); continue; }
     const ia = argA(i);

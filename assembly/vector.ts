@@ -236,13 +236,17 @@ function mapBlock(s: i32, out: usize, pa: usize, sa: usize, pb: usize, sb: usize
   }
 }
 
-function elementwiseForward(i: i32, s: i32, n: i32): void {
+/** Elements [from, from + n) of elementwise node i (from > 0 only inside a run, whose operands
+ *  all span the full length: see forwardRun). */
+function elementwiseForward(i: i32, s: i32, n: i32, from: i32): void {
   const ia = argA(i), ib = argB(i);
-  let out = at(xvalBase, offOf(i));
+  let out = at(xvalBase, offOf(i) + from);
+  const skip = <usize>from;
   if (s == Op.Select) {
     const ic = argA(i - 2);
     setBlocks(n, ia, ib, ic);
-    let pc = addr(ia, valBase, xvalBase), pt = addr(ib, valBase, xvalBase), pf = addr(ic, valBase, xvalBase);
+    let pc = addr(ia, valBase, xvalBase) + skip * stepOf(ia), pt = addr(ib, valBase, xvalBase) + skip * stepOf(ib);
+    let pf = addr(ic, valBase, xvalBase) + skip * stepOf(ic);
     const sc = stepOf(ia), stt = stepOf(ib), sf = stepOf(ic);
     const dc = blockStep(ia, n), dt = blockStep(ib, n), df = blockStep(ic, n);
     for (let blk = 0; blk < blocks; blk++) {
@@ -254,7 +258,7 @@ function elementwiseForward(i: i32, s: i32, n: i32): void {
     return;
   }
   setBlocks(n, ia, ib, ia);
-  let pa = addr(ia, valBase, xvalBase), pb = addr(ib, valBase, xvalBase);
+  let pa = addr(ia, valBase, xvalBase) + skip * stepOf(ia), pb = addr(ib, valBase, xvalBase) + skip * stepOf(ib);
   const sa = stepOf(ia), sb = stepOf(ib), da = blockStep(ia, n), db = blockStep(ib, n);
   for (let blk = 0; blk < blocks; blk++) {
     mapBlock(s, out, pa, sa, pb, sb, blockLen);
@@ -363,17 +367,23 @@ function reverseBlock(
   termsB = tb;
 }
 
-function elementwiseReverse(i: i32, s: i32, n: i32): void {
+/** Elements [from, from + n) of elementwise node i's reverse rule. A broadcast scalar's terms
+ *  go to termsA and termsB (select: the true and false branch); `whole` starts them at 0 and
+ *  adds them at the end, else the caller (a run, over its blocks) does. */
+function elementwiseReverse(i: i32, s: i32, n: i32, from: i32, whole: bool): void {
   const ia = argA(i), ib = argB(i);
-  let pg = at(xadjBase, offOf(i));
+  let pg = at(xadjBase, offOf(i) + from);
+  const skip = <usize>from;
+  if (whole) { termsA = 0; termsB = 0; }
   if (s == Op.Select) {
     const ic = argA(i - 2);
     setBlocks(n, ia, ib, ic);
-    let pc = addr(ia, valBase, xvalBase), gt = addr(ib, adjBase, xadjBase), gf = addr(ic, adjBase, xadjBase);
+    let pc = addr(ia, valBase, xvalBase) + skip * stepOf(ia), gt = addr(ib, adjBase, xadjBase) + skip * stepOf(ib);
+    let gf = addr(ic, adjBase, xadjBase) + skip * stepOf(ic);
     const sc = stepOf(ia), stt = stepOf(ib), sf = stepOf(ic);
     const dc = blockStep(ia, n), dt = blockStep(ib, n), df = blockStep(ic, n);
     const wantT = wantsAdjoint(ib), wantF = wantsAdjoint(ic);
-    let termT = 0.0, termF = 0.0;
+    let termT = termsA, termF = termsB;
     for (let blk = 0; blk < blocks; blk++) {
       for (let k = 0; k < blockLen; k++) {
         const g = ld(at(pg, k));
@@ -383,27 +393,133 @@ function elementwiseReverse(i: i32, s: i32, n: i32): void {
       }
       pg += <usize>blockLen << 3; pc += dc; gt += dt; gf += df;
     }
-    if (stt == 0) acc(gt, termT);
-    if (sf == 0) acc(gf, termF);
+    termsA = termT;
+    termsB = termF;
+    if (whole) applyTerms(i, s);
     return;
   }
   setBlocks(n, ia, ib, ia);
-  let py = at(xvalBase, offOf(i));
-  let xa = addr(ia, valBase, xvalBase), ga = addr(ia, adjBase, xadjBase);
-  let xb = addr(ib, valBase, xvalBase), gb = addr(ib, adjBase, xadjBase);
+  let py = at(xvalBase, offOf(i) + from);
+  let xa = addr(ia, valBase, xvalBase) + skip * stepOf(ia), ga = addr(ia, adjBase, xadjBase) + skip * stepOf(ia);
+  let xb = addr(ib, valBase, xvalBase) + skip * stepOf(ib), gb = addr(ib, adjBase, xadjBase) + skip * stepOf(ib);
   const sa = stepOf(ia), sb = stepOf(ib), da = blockStep(ia, n), db = blockStep(ib, n);
   // A unary op has b = a and a zero second partial, so b gets nothing; a binary op over one
   // vector (v.mul(v)) has b = a too, and both partials go to it, as in the scalar sweep.
   const wantA = wantsAdjoint(ia), wantB = wantsAdjoint(ib);
-  termsA = 0;
-  termsB = 0;
   for (let blk = 0; blk < blocks; blk++) {
     reverseBlock(s, pg, py, xa, ga, sa, xb, gb, sb, blockLen, wantA, wantB);
     const step = <usize>blockLen << 3;
     pg += step; py += step; xa += da; ga += da; xb += db; gb += db;
   }
-  if (sa == 0) acc(ga, termsA);
-  if (sb == 0) acc(gb, termsB);
+  if (whole) applyTerms(i, s);
+}
+
+/** Adds termsA and termsB to the scalar operands (if any) of elementwise node i. */
+function applyTerms(i: i32, s: i32): void {
+  const first = s == Op.Select ? argB(i) : argA(i), second = s == Op.Select ? argA(i - 2) : argB(i);
+  if (!isVec(first)) acc(at(adjBase, first), termsA);
+  if (!isVec(second)) acc(at(adjBase, second), termsB);
+}
+
+// ─── runs: elementwise chains swept block by block ───
+// Consecutive elementwise nodes of one length n whose vector operands all span that length
+// (only their carrier nodes and scalar constants between them) are independent element by element. A long run is
+// swept in blocks of RUN_BLOCK elements, every node of the run per block, so its intermediate
+// arrays stay in cache instead of streaming through memory once per op. Every element sees the
+// same operations in the same order, and a broadcast scalar's terms are still summed in
+// ascending element order and added once per node: results are the unblocked sweep's, bit for
+// bit (the JS engine does not block, and the parity tests compare the two).
+
+// @ts-ignore: decorator
+@inline const RUN_BLOCK: i32 = 1024;
+// @ts-ignore: decorator
+@inline const RUN_MAX: i32 = 256;
+const runNodes = memory.data(4 * RUN_MAX);
+const runTerms = memory.data(16 * RUN_MAX);
+
+// @ts-ignore: decorator
+@inline function runNode(k: i32): i32 { return load<i32>(runNodes + (<usize>k << 2)); }
+
+/** Whether node j can join a run of length n: elementwise, n long, every vector operand n long. */
+function joins(j: i32, n: i32): bool {
+  if (j < 0 || opAt(j) < ELEMENTWISE || lenOf(j) != n) return false;
+  const a = argA(j), b = argB(j);
+  if ((isVec(a) && lenOf(a) != n) || (isVec(b) && lenOf(b) != n)) return false;
+  if (opAt(j) - ELEMENTWISE == Op.Select) { const c = argA(j - 2); if (isVec(c) && lenOf(c) != n) return false; }
+  return true;
+}
+
+/** Forward rule of node i, a vector op: a run (from i, below `to`) swept in blocks where it pays,
+ *  else the op alone. Returns the last node it computed. */
+export function vectorForwardAt(i: i32, op: i32, to: i32): i32 {
+  if (op < ELEMENTWISE || lenOf(i) <= RUN_BLOCK || !joins(i, lenOf(i))) { vectorForward(i, op); return i; }
+  const n = lenOf(i);
+  let count = 0, j = i;
+  while (true) {
+    store<i32>(runNodes + (<usize>count << 2), j);
+    count++;
+    // The next node of a run: after j, any scalar constants (a number operand records one just
+    // before its op), then select's arg, then its vmeta.
+    let next = j + 1;
+    while (next < to && opAt(next) == Op.Const) next++;
+    if (next < to && opAt(next) == Op.Arg) next++;
+    if (next >= to || opAt(next) != Op.VMeta) break;
+    next++;
+    if (count == RUN_MAX || next >= to || !joins(next, n)) break;
+    j = next;
+  }
+  for (let from = 0; from < n; from += RUN_BLOCK) {
+    const len = min(RUN_BLOCK, n - from);
+    for (let k = 0; k < count; k++) { const m = runNode(k); elementwiseForward(m, opAt(m) - ELEMENTWISE, len, from); }
+  }
+  for (let k = 0; k < count; k++) setVal(runNode(k), 0);
+  return j;
+}
+
+/** Reverse rule of node i (adjoint g), a vector op: the run ending at i swept in blocks where it
+ *  pays, else the op alone. Returns the lowest node it handled. */
+export function vectorReverseAt(i: i32, op: i32, g: f64): i32 {
+  if (op < ELEMENTWISE || lenOf(i) <= RUN_BLOCK || !joins(i, lenOf(i))) { vectorReverse(i, op, g); return i; }
+  const n = lenOf(i);
+  let count = 0, j = i;
+  while (true) {
+    store<i32>(runNodes + (<usize>count << 2), j);
+    count++;
+    // The node before j's carriers (its vmeta, select's arg) and the constants recorded for it.
+    let prev = opAt(j) - ELEMENTWISE == Op.Select ? j - 3 : j - 2;
+    while (prev >= 0 && opAt(prev) == Op.Const) prev--;
+    if (count == RUN_MAX || prev < 0 || !joins(prev, n)) break;
+    j = prev;
+  }
+  // Claims first, in the sweep's order: a node joins the sweep once a later one claimed it.
+  for (let k = 0; k < count; k++) {
+    const m = runNode(k);
+    if (adj(m) != 0) claimOperands(m, opAt(m), false);
+    store<f64>(runTerms + (<usize>k << 4), 0);
+    store<f64>(runTerms + (<usize>k << 4) + 8, 0);
+  }
+  for (let from = 0; from < n; from += RUN_BLOCK) {
+    const len = min(RUN_BLOCK, n - from);
+    for (let k = 0; k < count; k++) {
+      const m = runNode(k);
+      if (adj(m) == 0) continue;
+      const t = runTerms + (<usize>k << 4);
+      termsA = load<f64>(t);
+      termsB = load<f64>(t, 8);
+      elementwiseReverse(m, opAt(m) - ELEMENTWISE, len, from, false);
+      store<f64>(t, termsA);
+      store<f64>(t, termsB, 8);
+    }
+  }
+  for (let k = 0; k < count; k++) {
+    const m = runNode(k);
+    if (adj(m) == 0) continue;
+    const t = runTerms + (<usize>k << 4);
+    termsA = load<f64>(t);
+    termsB = load<f64>(t, 8);
+    applyTerms(m, opAt(m) - ELEMENTWISE);
+  }
+  return j;
 }
 
 function elementwiseTangent(i: i32, s: i32, n: i32): void {
@@ -560,7 +676,7 @@ function softmaxDot(off: i32, n: i32, y: f64): f64 {
 
 /** Forward rule of vector op `op` at node i (scalar outputs go to val(i)). */
 export function vectorForward(i: i32, op: i32): void {
-  if (op >= ELEMENTWISE) { elementwiseForward(i, op - ELEMENTWISE, lenOf(i)); setVal(i, 0); return; }
+  if (op >= ELEMENTWISE) { elementwiseForward(i, op - ELEMENTWISE, lenOf(i), 0); setVal(i, 0); return; }
   const ia = argA(i), ib = argB(i);
   switch (op) {
     case Op.VMeta: case Op.VParam: case Op.VInput: case Op.VConst: setVal(i, 0); return;
@@ -611,7 +727,7 @@ export function vectorForward(i: i32, op: i32): void {
 /** Reverse rule: g is adj(i) (for vector outputs, the flag; their adjoints are in xadj). */
 export function vectorReverse(i: i32, op: i32, g: f64): void {
   claimOperands(i, op, false);
-  if (op >= ELEMENTWISE) { elementwiseReverse(i, op - ELEMENTWISE, lenOf(i)); return; }
+  if (op >= ELEMENTWISE) { elementwiseReverse(i, op - ELEMENTWISE, lenOf(i), 0, true); return; }
   const ia = argA(i), ib = argB(i);
   switch (op) {
     case Op.VMeta: case Op.VParam: case Op.VInput: case Op.VConst: return;
