@@ -695,15 +695,24 @@ export function vectorForward(i: i32, op: i32): void {
       contract(at(xvalBase, out), <usize>p << 3, 8, at(xvalBase, offOf(ia)), <usize>k << 3, 8, at(xvalBase, offOf(ib)), <usize>p << 3, 8, m, k, p, false);
       return;
     }
+  }
+  permute(i, op, valBase, xvalBase);
+}
+
+/** transpose, slice, gather and concat only move elements: the forward rule (on values) and the
+ *  tangent rule (on tangents) are the same copy, from the given node and element regions. */
+function permute(i: i32, op: i32, nodes: usize, elements: usize): void {
+  const ia = argA(i), ib = argB(i), out = offOf(i), n = lenOf(i);
+  switch (op) {
     case Op.VTranspose: {
       const m = argA(i - 2), k = argB(i - 2), src = offOf(ia);
-      for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) st(at(xvalBase, out + c * m + r), xval(src + r * k + c));
+      for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) st(at(elements, out + c * m + r), ld(at(elements, src + r * k + c)));
       return;
     }
-    case Op.VSlice: memory.copy(at(xvalBase, out), at(xvalBase, offOf(ia) + ib), <usize>n << 3); return;
+    case Op.VSlice: memory.copy(at(elements, out), at(elements, offOf(ia) + ib), <usize>n << 3); return;
     case Op.VGather: {
       const src = offOf(ia), idx = offOf(ib);
-      for (let k = 0; k < n; k++) st(at(xvalBase, out + k), xval(src + <i32>xval(idx + k)));
+      for (let k = 0; k < n; k++) st(at(elements, out + k), ld(at(elements, src + <i32>xval(idx + k))));
       return;
     }
     case Op.VConcat: {
@@ -712,10 +721,10 @@ export function vectorForward(i: i32, op: i32): void {
       for (let c = 0; c < count; c++) {
         const j = (c & 1) ? argB(first + (c >> 1)) : argA(first + (c >> 1));
         if (isVec(j)) {
-          memory.copy(at(xvalBase, pos), at(xvalBase, offOf(j)), <usize>lenOf(j) << 3);
+          memory.copy(at(elements, pos), at(elements, offOf(j)), <usize>lenOf(j) << 3);
           pos += lenOf(j);
         } else {
-          st(at(xvalBase, pos), val(j));
+          st(at(elements, pos), ld(at(nodes, j)));
           pos++;
         }
       }
@@ -868,33 +877,8 @@ export function vectorTangent(i: i32, op: i32): void {
       contract(d, ps, 8, at(xvalBase, offOf(ia)), ks, 8, at(xtanBase, offOf(ib)), ps, 8, m, k, p, true);
       return;
     }
-    case Op.VTranspose: {
-      const m = argA(i - 2), k = argB(i - 2), src = offOf(ia);
-      for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) st(at(xtanBase, out + c * m + r), xtan(src + r * k + c));
-      return;
-    }
-    case Op.VSlice: memory.copy(at(xtanBase, out), at(xtanBase, offOf(ia) + ib), <usize>n << 3); return;
-    case Op.VGather: {
-      const src = offOf(ia), idx = offOf(ib);
-      for (let k = 0; k < n; k++) st(at(xtanBase, out + k), xtan(src + <i32>xval(idx + k)));
-      return;
-    }
-    case Op.VConcat: {
-      const count = ia, first = i - 1 - ((count + 1) >> 1);
-      let pos = out;
-      for (let c = 0; c < count; c++) {
-        const j = (c & 1) ? argB(first + (c >> 1)) : argA(first + (c >> 1));
-        if (isVec(j)) {
-          memory.copy(at(xtanBase, pos), at(xtanBase, offOf(j)), <usize>lenOf(j) << 3);
-          pos += lenOf(j);
-        } else {
-          st(at(xtanBase, pos), tan(j));
-          pos++;
-        }
-      }
-      return;
-    }
   }
+  permute(i, op, tanBase, xtanBase);
 }
 
 /** Forward over reverse: adjoints and adjoint tangents (g, gt for scalar outputs; the element

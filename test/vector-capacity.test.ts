@@ -6,24 +6,16 @@
 import { describe, expect, it } from 'vitest';
 import { CapacityError, type Tape, type Vec } from '../src/index.ts';
 import { BACKENDS, tapeOn } from './support.ts';
+import { thrownWithoutRecording } from './vector-cases.ts';
 
 const NODE = 25, ELEMENT = 16;
 
 function expectCapacity(tape: Tape, action: () => unknown, what: string): CapacityError {
-  const size = tape.size, elements = tape.elementCount;
-  let error: unknown = null;
-  try {
-    action();
-  } catch (e) {
-    error = e;
-  }
-  expect(error, what).toBeInstanceOf(CapacityError);
-  const e = error as CapacityError;
+  const e = thrownWithoutRecording(tape, action, what) as CapacityError;
+  expect(e, what).toBeInstanceOf(CapacityError);
   expect(e.code).toBe('CAPACITY');
   expect(e.limit).toBe(tape.maxMemoryBytes);
   expect(e.message).toMatch(/maxMemoryBytes/);
-  expect(tape.size, `${what}: nothing recorded`).toBe(size);
-  expect(tape.elementCount, `${what}: no elements taken`).toBe(elements);
   return e;
 }
 

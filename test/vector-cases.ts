@@ -4,6 +4,7 @@
 // The vector-*.test.ts files run this catalogue through gradcheck, against the scalar twin, across
 // engines and through every sweep. Each case reduces its result to one scalar with distinct
 // weights per element, so every element's gradient is checked, not only their sum.
+import { expect } from 'vitest';
 import { BINARY_OPS, UNARY_OPS, type BinaryOpName, type UnaryOpName } from '../src/ops.ts';
 import {
   add, atan2, div, eq, ge, gt, hypot, le, lt, max, min, mul, pow, sub, where, type Tape, type Var, type Vec,
@@ -387,4 +388,20 @@ export function relativeError(a: ArrayLike<number>, b: ArrayLike<number>): numbe
 /** The raw bits, so -0 and NaN payloads count in equality. */
 export function bits(xs: ArrayLike<number>): BigUint64Array {
   return new BigUint64Array(Float64Array.from(xs).buffer);
+}
+
+/** Runs `action`, which must throw, and checks that it recorded nothing (no node, no element);
+ *  returns what it threw, for the caller's checks of the error itself. */
+export function thrownWithoutRecording(tape: Tape, action: () => unknown, what: string): unknown {
+  const size = tape.size, elements = tape.elementCount;
+  let error: unknown = null;
+  try {
+    action();
+  } catch (e) {
+    error = e;
+  }
+  expect(error, `${what}: expected an error`).not.toBeNull();
+  expect(tape.size, `${what}: nothing recorded`).toBe(size);
+  expect(tape.elementCount, `${what}: no elements taken`).toBe(elements);
+  return error;
 }

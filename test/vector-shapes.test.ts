@@ -7,6 +7,7 @@ import {
   ShapeError, TapegradError, broadcastShapes, where, type Shape, type Tape, type Var, type Vec,
 } from '../src/index.ts';
 import { BACKENDS, tapeOn } from './support.ts';
+import { thrownWithoutRecording } from './vector-cases.ts';
 
 /** The tape after an error: same nodes, same elements, and a fresh computation still works. */
 function expectUnchanged(tape: Tape, size: number, elements: number): void {
@@ -23,12 +24,7 @@ function expectUnchanged(tape: Tape, size: number, elements: number): void {
  *  leaves the tape as it was. */
 function expectShapeError(tape: Tape, action: () => unknown, op: string, shapes: Shape[], message: RegExp, named = true): ShapeError {
   const size = tape.size, elements = tape.elementCount;
-  let error: unknown = null;
-  try {
-    action();
-  } catch (e) {
-    error = e;
-  }
+  const error = thrownWithoutRecording(tape, action, op);
   expect(error, `${op}: expected a ShapeError`).toBeInstanceOf(ShapeError);
   const e = error as ShapeError;
   expect(e).toBeInstanceOf(TapegradError);

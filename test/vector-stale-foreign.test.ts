@@ -9,23 +9,16 @@ import {
   type Tape, type Var, type Vec,
 } from '../src/index.ts';
 import { BACKENDS, tapeOn } from './support.ts';
+import { thrownWithoutRecording } from './vector-cases.ts';
 
 type ErrorClass = new (...args: never[]) => TapegradError;
 
 /** `action` throws `kind` (with `code` and a message matching `message`), recording nothing. */
 function expectRejected(tape: Tape, action: () => unknown, kind: ErrorClass, code: TapegradError['code'], message: RegExp, what: string): void {
-  const size = tape.size, elements = tape.elementCount;
-  let error: unknown = null;
-  try {
-    action();
-  } catch (e) {
-    error = e;
-  }
+  const error = thrownWithoutRecording(tape, action, what);
   expect(error, what).toBeInstanceOf(kind);
   expect((error as TapegradError).code, what).toBe(code);
   expect((error as Error).message, what).toMatch(message);
-  expect(tape.size, `${what}: nothing recorded`).toBe(size);
-  expect(tape.elementCount, `${what}: no elements taken`).toBe(elements);
 }
 
 /** Every way a Vec can be used on `tape` (as the receiver or an operand), next to a Vec `w`

@@ -165,18 +165,29 @@ export class VectorRules {
         contract(xval, out, p, 1, xval, this.off(ia), k, 1, xval, this.off(ib), p, 1, m, k, p, false);
         return;
       }
+    }
+    this.permute(i, op, val, xval);
+  }
+
+  /** transpose, slice, gather and concat only move elements: the forward rule (values) and the
+   *  tangent rule (tangents) are the same copy, between the given node and element arrays. */
+  private permute(i: number, op: number, node: F64, X: F64): void {
+    const { a, b } = this.views;
+    const xval = this.views.xval;
+    const ia = a[i]!, ib = b[i]!, out = this.off(i), n = this.len(i);
+    switch (op) {
       case VTRANSPOSE: {
         const m = a[i - 2]!, k = b[i - 2]!, src = this.off(ia);
-        for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) xval[out + c * m + r] = xval[src + r * k + c]!;
+        for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) X[out + c * m + r] = X[src + r * k + c]!;
         return;
       }
-      case VSLICE: xval.copyWithin(out, this.off(ia) + ib, this.off(ia) + ib + n); return;
+      case VSLICE: X.copyWithin(out, this.off(ia) + ib, this.off(ia) + ib + n); return;
       case VGATHER: {
         const src = this.off(ia), idx = this.off(ib);
-        for (let k = 0; k < n; k++) xval[out + k] = xval[src + xval[idx + k]!]!;
+        for (let k = 0; k < n; k++) X[out + k] = X[src + xval[idx + k]!]!;
         return;
       }
-      case VCONCAT: this.concat(i, ia, out, val, xval, false); return;
+      case VCONCAT: this.concat(i, ia, out, node, X); return;
     }
   }
 
@@ -266,19 +277,8 @@ export class VectorRules {
         contract(xtan, out, p, 1, xval, this.off(ia), k, 1, xtan, this.off(ib), p, 1, m, k, p, true);
         return;
       }
-      case VTRANSPOSE: {
-        const m = a[i - 2]!, k = b[i - 2]!, src = this.off(ia);
-        for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) xtan[out + c * m + r] = xtan[src + r * k + c]!;
-        return;
-      }
-      case VSLICE: xtan.copyWithin(out, this.off(ia) + ib, this.off(ia) + ib + n); return;
-      case VGATHER: {
-        const src = this.off(ia), idx = this.off(ib);
-        for (let k = 0; k < n; k++) xtan[out + k] = xtan[src + xval[idx + k]!]!;
-        return;
-      }
-      case VCONCAT: this.concat(i, ia, out, tan, xtan, true); return;
     }
+    this.permute(i, op, tan, xtan);
   }
 
   reverseTangent(i: number, op: number, g: number, gt: number): void {
@@ -441,7 +441,7 @@ export class VectorRules {
     return c & 1 ? this.views.b[first + (c >> 1)]! : this.views.a[first + (c >> 1)]!;
   }
 
-  private concat(i: number, count: number, out: number, node: F64, X: F64, _tangent: boolean): void {
+  private concat(i: number, count: number, out: number, node: F64, X: F64): void {
     let pos = out;
     for (let c = 0; c < count; c++) {
       const j = this.operandOf(i, count, c);
