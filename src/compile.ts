@@ -5,7 +5,7 @@
 import type { BackendKind } from './backend.ts';
 import { createTapeSync } from './create.ts';
 import { BranchChangedError, NotANumberError, TapegradError, describe } from './errors.ts';
-import { COMPARISON_OPS } from './ops.ts';
+import { COMPARISON_OPS, opNameOf } from './ops.ts';
 import { toBytes } from './serialize.ts';
 import { Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
@@ -319,6 +319,20 @@ export class CompiledFunction {
       tape.observed = null;
     }
     const { op, val } = tape.engine.views;
+    // A value read in JS is baked into the recording: on replay at other inputs nothing would
+    // recompute what the code did with it. Comparisons are the exception (they become guards);
+    // any other read is refused here rather than replayed wrong.
+    const read = [...observed].filter((i) => !COMPARISON_OPS.has(op[i]!)).sort((p, q) => p - q);
+    if (read.length > 0) {
+      const i = read[0]!;
+      tape.reset();
+      throw new TapegradError(
+        'INVALID_ARGUMENT',
+        `compile: the function read the value of node #${i} (${opNameOf(op[i]!)}) while recording${read.length > 1 ? ` (and ${read.length - 1} more)` : ''}; ` +
+          'a replay at other inputs would reuse it as a constant. Branch on a comparison instead (x.gt(0).value: compiled ' +
+          'functions guard those and record again when one changes), or use select/where, which replays both branches.',
+      );
+    }
     const guards = Int32Array.from([...observed].filter((i) => COMPARISON_OPS.has(op[i]!)).sort((p, q) => p - q));
     const expected = Float64Array.from(guards, (i) => val[i]!);
     return this.adopt({ tape, inputs: this.inputs, outputs, guards, expected, vectorInput: this.vector, outputNodes });

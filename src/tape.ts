@@ -653,6 +653,7 @@ export class Tape {
   /** @internal Values of vector node i (a copy). */
   vectorValues(i: number): Float64Array {
     if (i >= this.evaluated) this.evaluate();
+    if (this.observed !== null) this.observed.add(i);
     const off = this.aV[i - 1]!;
     return this.engine.views.xval.slice(off, off + this.bV[i - 1]!);
   }
@@ -823,6 +824,13 @@ export class Var {
   /** d(seed * output)/d(this) from the last `tape.backward`. */
   get grad(): number {
     return this.tape.gradAt(this.tape.index(this));
+  }
+
+  /** The value, so a Var compares and converts like a number (`x > 0`, `Number(x)`, `+x`). Like
+   *  `.value`, it is invisible to the tape: inside `compile` a read of anything but a comparison
+   *  is refused. */
+  valueOf(): number {
+    return this.value;
   }
 
   toString(): string {

@@ -1,0 +1,77 @@
+// A compiled function replays one recording at new inputs. A value its code read in JS would be
+// replayed as the constant it was at the first inputs, a silently wrong gradient; so any read
+// but a comparison's (those become guards) is refused when recording, through every entry point.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { TapegradError, compile, createTape, grad, init, type Var, type Vec } from '../src/index.ts';
+import { BACKENDS } from './support.ts';
+
+beforeAll(async () => {
+  await init();
+});
+
+const REFUSED = /read the value of node #\d+ \(\w+\[?\]?\).*comparison.*select/s;
+
+function expectRefused(call: () => unknown, what: string): void {
+  let error: unknown = null;
+  try {
+    call();
+  } catch (e) {
+    error = e;
+  }
+  expect(error, what).toBeInstanceOf(TapegradError);
+  expect((error as TapegradError).code, what).toBe('INVALID_ARGUMENT');
+  expect((error as Error).message, what).toMatch(REFUSED);
+}
+
+describe.each(BACKENDS)('compiled functions refuse value reads (%s)', (backend) => {
+  // The issue's example: recorded at 2, a replay at -1 returned -2 (the recorded branch).
+  const branchOnValue = (x: Var[]): Var => (x[0]!.value > 0 ? x[0]!.square() : x[0]!.neg().sin());
+
+  it('x.value, valueOf (x > 0), Number(x) and handle values are refused on every entry point', () => {
+    const readers: [string, (x: Var[]) => Var][] = [
+      ['x.value', branchOnValue],
+      ['x > 0 (valueOf)', (x) => ((x[0] as unknown as number) > 0 ? x[0]!.square() : x[0]!.neg())],
+      ['Number(x)', (x) => x[0]!.mul(Number(x[1]))],
+      ['a value used as a number', (x) => x[0]!.mul(Math.exp(x[1]!.value))],
+      ['a handle value', (x) => (x[0]!.tape.handles.value(x[1]!.id) > 0 ? x[0]! : x[1]!)],
+    ];
+    for (const [name, f] of readers) {
+      const compiled = compile(f, { inputs: 2, backend });
+      expectRefused(() => compiled.gradient([2, 3]), `${name}: gradient`);
+      expectRefused(() => compiled.value([2, 3]), `${name}: value`);
+      expectRefused(() => compiled.hvp([2, 3], [1, 0]), `${name}: hvp`);
+      expectRefused(() => compiled.jvp([2, 3], [1, 0]), `${name}: jvp`);
+      expectRefused(() => compiled.vjp([2, 3], [1]), `${name}: vjp`);
+      expectRefused(() => compiled.gradientBatch(new Float64Array([2, 3, -1, 3]), 2), `${name}: gradientBatch`);
+      expectRefused(() => compile(f, { inputs: 2, backend, at: [2, 3] }), `${name}: compile with at`);
+    }
+  });
+
+  it('a Vec value read is refused too', () => {
+    const f = compile((x: Vec) => (x.value[0]! > 0 ? x.square().sum() : x.sum()), { inputs: 2, vector: true, backend });
+    expectRefused(() => f.gradient([1, 2]), 'Vec value');
+  });
+
+  it('comparisons stay guards: the same function written with x.gt(0) records again across the branch', () => {
+    const f = compile((x) => (x[0]!.gt(0).value ? x[0]!.square() : x[0]!.neg().sin()), { inputs: 1, backend });
+    expect(f.gradient([2])[0]).toBe(4);
+    expect(f.gradient([-1])[0]).toBeCloseTo(-Math.cos(1), 15);
+    expect(f.rerecords).toBe(1);
+  });
+
+  it('outside compile, reading values is fine: every call records afresh', async () => {
+    expect(grad((x: Var) => branchOnValue([x]), { backend })(-1)).toBeCloseTo(-Math.cos(1), 15);
+    expect(grad((x: Var) => branchOnValue([x]), { backend })(2)).toBe(4);
+    const tape = await createTape({ backend });
+    const x = tape.variable(3);
+    expect(+x).toBe(3);
+    expect((x as unknown as number) > 2).toBe(true);
+    expect(Number(x.mul(2))).toBe(6);
+  });
+
+  it('the refusal leaves nothing broken: another compiled function on the same engine works', () => {
+    expectRefused(() => compile(branchOnValue, { inputs: 1, backend }).gradient([2]), 'refused');
+    const ok = compile((x) => x[0]!.square().mul(x[0]!), { inputs: 1, backend });
+    expect(ok.gradient([2])[0]).toBe(12);
+  });
+});
