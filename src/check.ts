@@ -1,8 +1,9 @@
 // Finite differences and the gradient checker (like torch.autograd.gradcheck, jax check_grads).
 import type { BackendKind } from './backend.ts';
 import { createTapeSync } from './create.ts';
-import { MissingRuleError, TapegradError } from './errors.ts';
+import { MissingRuleError, NotANumberError, TapegradError, describe, isArrayLike } from './errors.ts';
 import type { Tape, Var } from './tape.ts';
+import { BACKEND_RULE, checkOptions } from './options.ts';
 import type { Vec } from './vector.ts';
 
 /** A function of Vars recorded on a tape: one Var per input, one Var out. */
@@ -26,6 +27,10 @@ export function finiteDifferenceGradient(
   options: FiniteDifferenceOptions = {},
 ): Float64Array {
   const step = options.step ?? DEFAULT_STEP;
+  if (!isArrayLike(x)) throw new NotANumberError(`finiteDifferenceGradient: the point must be an array of numbers, got ${describe(x)}`);
+  for (let k = 0; k < x.length; k++) {
+    if (typeof x[k] !== 'number') throw new NotANumberError(`finiteDifferenceGradient: entry ${k} of the point must be a number, got ${describe(x[k])}`);
+  }
   const point = Float64Array.from(x);
   const out = new Float64Array(point.length);
   for (let k = 0; k < point.length; k++) {
@@ -92,6 +97,7 @@ export interface GradcheckResult {
 export function gradcheck(f: ScalarFunction, x: ArrayLike<number>, options?: GradcheckOptions & { vector?: false }): GradcheckResult;
 export function gradcheck(f: VectorFunction, x: ArrayLike<number>, options: GradcheckOptions & { vector: true }): GradcheckResult;
 export function gradcheck(f: ScalarFunction | VectorFunction, x: ArrayLike<number>, options: GradcheckOptions = {}): GradcheckResult {
+  checkOptions(options, 'gradcheck', { backend: BACKEND_RULE, tolerance: 'number', raise: 'boolean', vector: 'boolean', step: 'function' });
   const tape = createTapeSync({ backend: options.backend ?? 'wasm' });
   const record = (point: ArrayLike<number>): { inputs: (Var | Vec)[]; output: Var } => {
     if (options.vector) {

@@ -4,8 +4,9 @@
 // recording are guards: a replay where one comes out the other way re-records (or throws).
 import type { BackendKind } from './backend.ts';
 import { createTapeSync } from './create.ts';
-import { BranchChangedError, NotANumberError, TapegradError, describe } from './errors.ts';
+import { BranchChangedError, NotANumberError, TapegradError, describe, isArrayLike } from './errors.ts';
 import { COMPARISON_OPS, opNameOf } from './ops.ts';
+import { BACKEND_RULE, checkOptions } from './options.ts';
 import { toBytes } from './serialize.ts';
 import { Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
@@ -156,14 +157,27 @@ export class CompiledFunction {
 
   /** Gradients for `rows` input rows of X (row-major, rows × inputs) in one call into the core;
    *  returns the rows × inputs gradients (into `out` when given). */
-  gradientBatch(X: Float64Array, rows: number, out?: Float64Array): Float64Array {
+  gradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array): Float64Array {
     if (!Number.isInteger(rows) || rows < 0) throw new TapegradError('INVALID_ARGUMENT', `rows must be a non-negative integer, got ${describe(rows)}`);
     out ??= new Float64Array(rows * this.inputs);
     checkOut(out, rows * this.inputs);
-    if (!(X instanceof Float64Array) || X.length < rows * this.inputs) {
-      throw new NotANumberError(`gradientBatch needs a Float64Array of at least rows × inputs = ${rows * this.inputs} numbers, got ${describe(X)}`);
+    const needed = rows * this.inputs;
+    if (!isArrayLike(X)) throw new NotANumberError(`gradientBatch needs an array of rows × inputs = ${needed} numbers, got ${describe(X)}`);
+    if (X.length < needed) {
+      throw new TapegradError('INVALID_ARGUMENT', `gradientBatch: ${rows} rows of ${this.inputs} inputs need ${needed} numbers, got ${X.length}`);
     }
-    this.gradientRows(X, rows, out);
+    // A Float64Array goes to the core as it is; any other array is checked and copied once.
+    let rowsIn: Float64Array;
+    if (X instanceof Float64Array) rowsIn = X;
+    else {
+      rowsIn = new Float64Array(needed);
+      for (let k = 0; k < needed; k++) {
+        const v = X[k];
+        if (typeof v !== 'number') throw new NotANumberError(`gradientBatch: entry ${k} must be a number, got ${describe(v)}`);
+        rowsIn[k] = v;
+      }
+    }
+    this.gradientRows(rowsIn, rows, out);
     return out;
   }
 
@@ -350,7 +364,7 @@ function checkOut(out: Float64Array, needed: number): void {
 }
 
 function checkLength(x: ArrayLike<number>, expected: number, what: string): void {
-  if (x == null || typeof x.length !== 'number') throw new NotANumberError(`the ${what} must be an array of numbers, got ${describe(x)}`);
+  if (!isArrayLike(x)) throw new NotANumberError(`the ${what} must be an array of numbers, got ${describe(x)}`);
   if (x.length !== expected) throw new TapegradError('INVALID_ARGUMENT', `the ${what} has ${x.length} entries, expected ${expected}`);
 }
 
@@ -364,6 +378,9 @@ export function compile(f: CompilableFunction, options: CompileOptions & { vecto
 export function compile(f: VectorCompilableFunction, options: CompileOptions & { vector: true }): CompiledFunction;
 export function compile(f: CompilableFunction | VectorCompilableFunction, options: CompileOptions): CompiledFunction {
   if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `compile needs a function, got ${describe(f)}`);
+  checkOptions(options, 'compile', {
+    inputs: 'number', backend: BACKEND_RULE, strict: 'boolean', at: 'array', simd: 'boolean', codegen: 'boolean', vector: 'boolean',
+  });
   const n = options?.inputs;
   if (!Number.isInteger(n) || n < 1) throw new TapegradError('INVALID_ARGUMENT', `compile needs { inputs: n } with n >= 1, got ${describe(n)}`);
   const compiled = new CompiledFunction(

@@ -1,5 +1,6 @@
 import type { Backend, BackendKind } from './backend.ts';
 import { TapegradError } from './errors.ts';
+import { checkOptions } from './options.ts';
 import { JsBackend } from './js/backend.ts';
 import { Tape, type TapeLimits } from './tape.ts';
 import { WasmBackend, loadCodegen } from './wasm/backend.ts';
@@ -11,7 +12,10 @@ export interface TapeOptions extends TapeLimits {
   backend?: BackendKind | 'auto';
 }
 
+const TAPE_OPTIONS = { backend: ['wasm', 'js', 'auto'], maxNodes: 'number', maxMemoryBytes: 'number', checkNaN: 'boolean' } as const;
+
 function resolveKind(options: TapeOptions): BackendKind {
+  checkOptions(options, 'createTape', TAPE_OPTIONS);
   const requested = options.backend ?? 'wasm';
   if (requested === 'auto') return wasmAvailable() ? 'wasm' : 'js';
   if (requested !== 'wasm' && requested !== 'js') {
@@ -33,6 +37,7 @@ export interface InitOptions {
 /** Compiles the wasm core once (later calls are free). `createTapeSync` and `compile` need it
  *  first. */
 export async function init(options: InitOptions = {}): Promise<void> {
+  checkOptions(options, 'init', { module: 'module', codegen: 'boolean' });
   const codegen = options.codegen !== false && wasmAvailable() ? loadCodegen() : null;
   if (options.module) {
     if (!(options.module instanceof WebAssembly.Module)) throw new TapegradError('INVALID_ARGUMENT', 'init({ module }) needs a WebAssembly.Module');

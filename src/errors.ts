@@ -38,6 +38,7 @@ export class CapacityError extends TapegradError {
 
 export function describe(value: unknown): string {
   if (value === null) return 'null';
+  if (value === undefined) return 'undefined';
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'object') return `an object (${value.constructor?.name ?? 'Object'})`;
   if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 20 ? value.slice(0, 20) + '…' : value)}`;
@@ -74,4 +75,10 @@ export class ShapeError extends TapegradError {
   constructor(message: string, readonly op: string, readonly shapes: readonly (readonly number[])[]) {
     super('SHAPE', message);
   }
+}
+
+/** An array or typed array of (supposedly) numbers: an object with a length. A string has a
+ *  length too, and is not one. */
+export function isArrayLike(value: unknown): value is ArrayLike<number> {
+  return value != null && typeof value === 'object' && typeof (value as ArrayLike<number>).length === 'number';
 }

@@ -32,6 +32,7 @@ import { CompiledFunction, type Recording } from './compile.ts';
 import { createTapeSync } from './create.ts';
 import { FormatError, TapegradError, describe } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, Op, SCALAR_OP_TABLE, opNameOf } from './ops.ts';
+import { BACKEND_RULE, checkOptions } from './options.ts';
 
 const MAGIC = 0x44524754; // "TGRD" read as u32 LE
 export const FORMAT_VERSION = 2;
@@ -110,6 +111,7 @@ export interface FromBytesOptions {
  *  Throws FormatError for anything truncated, corrupted, of another version or malformed. A
  *  loaded function has no JS source, so a failed guard throws BranchChangedError. */
 export function fromBytes(bytes: Uint8Array, options: FromBytesOptions = {}): CompiledFunction {
+  checkOptions(options, 'fromBytes', { backend: BACKEND_RULE });
   if (!(bytes instanceof Uint8Array)) throw new FormatError(`fromBytes needs a Uint8Array, got ${describe(bytes)}`);
   if (bytes.length < HEADER_BYTES[1]) throw new FormatError(`truncated: ${bytes.length} bytes, a tape has at least ${HEADER_BYTES[1]}`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);

@@ -1,7 +1,7 @@
 import type { Backend, BackendKind, CustomHandler } from './backend.ts';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
-  TapegradError, describe,
+  TapegradError, describe, isArrayLike,
 } from './errors.ts';
 import { BINARY_OPS, Op, UNARY_OPS, opNameOf, type BinaryOpName, type UnaryOpName } from './ops.ts';
 import { Vec, VectorHandleApi, concatOn, elementwise, vectorOf, type Shape, type VecOperand } from './vector.ts';
@@ -103,7 +103,7 @@ export class Tape {
 
   /** Records several inputs at once. */
   variables(xs: ArrayLike<number>): Var[] {
-    if (xs == null || typeof xs.length !== 'number') throw new NotANumberError(`expected an array of numbers, got ${describe(xs)}`);
+    if (!isArrayLike(xs)) throw new NotANumberError(`expected an array of numbers, got ${describe(xs)}`);
     // All or nothing: check every value and make room before recording the first.
     for (let k = 0; k < xs.length; k++) checkNumber(xs[k], 'input');
     this.reserveNodes(xs.length);
@@ -786,7 +786,7 @@ function checkNumber(x: unknown, what: string): number {
 }
 
 function checkLength(values: ArrayLike<number>, expected: number, what: string, against: string): void {
-  if (values == null || typeof values.length !== 'number') throw new NotANumberError(`${what} must be an array of numbers, got ${describe(values)}`);
+  if (!isArrayLike(values)) throw new NotANumberError(`${what} must be an array of numbers, got ${describe(values)}`);
   if (values.length !== expected) {
     throw new TapegradError('INVALID_ARGUMENT', `${what} has ${values.length} entries but there are ${expected} ${against}`);
   }

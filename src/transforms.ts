@@ -3,9 +3,10 @@
 // Hessian-vector products). Nothing here uses finite differences.
 import type { BackendKind } from './backend.ts';
 import { createTapeSync } from './create.ts';
-import { NotANumberError, ShapeError, describe } from './errors.ts';
+import { NotANumberError, ShapeError, describe, isArrayLike } from './errors.ts';
 import { Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
+import { BACKEND_RULE, checkOptions } from './options.ts';
 
 /** A number for a scalar input (the function then gets one Var), or an array / Float64Array
  *  (the function gets a Var[] of the same length). */
@@ -43,6 +44,8 @@ export interface JacobianResult extends Matrix {
 // the pool while it runs, so a function that itself calls a transform gets a tape of its own.
 const pools: Record<BackendKind, Tape[]> = { wasm: [], js: [] };
 
+const TRANSFORM_OPTIONS = { backend: BACKEND_RULE, vector: 'boolean' } as const;
+
 function withTape<T>(options: TransformOptions | undefined, body: (tape: Tape) => T): T {
   const kind = options?.backend ?? 'wasm';
   const tape = (Object.hasOwn(pools, kind) ? pools[kind].pop() : undefined) ?? createTapeSync({ backend: kind });
@@ -68,7 +71,7 @@ function recordOn(tape: Tape, x: Input, options: TransformOptions | undefined): 
     const v = tape.variable(x);
     return { inputs: [v], n: 1, arg: v, scalarInput: true };
   }
-  if (x == null || typeof x !== 'object' || typeof (x as ArrayLike<number>).length !== 'number') {
+  if (!isArrayLike(x)) {
     throw new NotANumberError(`inputs must be a number, an array of numbers or a Float64Array, got ${describe(x)}`);
   }
   if (options?.vector) {
@@ -101,7 +104,7 @@ function recordVector(tape: Tape, f: (x: never) => ScalarOutput | VectorOutput, 
 
 function toVector(x: ArrayLike<number> | number, name: string): ArrayLike<number> {
   if (typeof x === 'number') return [x];
-  if (x == null || typeof (x as ArrayLike<number>).length !== 'number') {
+  if (!isArrayLike(x)) {
     throw new NotANumberError(`${name} must be a number or an array of numbers, got ${describe(x)}`);
   }
   return x;
@@ -122,6 +125,7 @@ export function valueAndGrad(f: (x: Var) => ScalarOutput, options?: TransformOpt
 export function valueAndGrad(f: (x: Vec) => ScalarOutput, options: TransformOptions & { vector: true }): (x: ArrayLike<number>) => [number, Float64Array];
 export function valueAndGrad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions): (x: ArrayLike<number>) => [number, Float64Array];
 export function valueAndGrad(f: (x: never) => ScalarOutput, options?: TransformOptions): (x: never) => [number, number | Float64Array] {
+  checkOptions(options, 'valueAndGrad', TRANSFORM_OPTIONS);
   return ((x: Input) =>
     withTape(options, (tape) => {
       const { inputs, scalarInput, output } = recordScalar(tape, f, x, options);
@@ -132,6 +136,7 @@ export function valueAndGrad(f: (x: never) => ScalarOutput, options?: TransformO
 
 /** Vector-Jacobian product vᵀJ of f at x, for any cotangent v (one reverse sweep). */
 export function vjp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
+  checkOptions(options, 'vjp', TRANSFORM_OPTIONS);
   return withTape(options, (tape) => {
     const { inputs, output } = recordVector(tape, f, x, options);
     return tape.vjp(output, toVector(v, 'the cotangent'), inputs);
@@ -140,6 +145,7 @@ export function vjp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, v: A
 
 /** Jacobian-vector product J·t of f at x (one forward tangent sweep over the tape). */
 export function jvp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, t: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
+  checkOptions(options, 'jvp', TRANSFORM_OPTIONS);
   return withTape(options, (tape) => {
     const { inputs, output } = recordVector(tape, f, x, options);
     return tape.jvp(inputs, toVector(t, 'the tangent'), output);
@@ -149,6 +155,7 @@ export function jvp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, t: A
 /** The Jacobian of f at x, rows = outputs, by forward sweeps (one per input) when there are no
  *  more inputs than outputs, else by reverse sweeps (one per output); `mode` forces either. */
 export function jacobian(f: (x: never) => ScalarOutput | VectorOutput, x: Input, options: JacobianOptions = {}): JacobianResult {
+  checkOptions(options, 'jacobian', { ...TRANSFORM_OPTIONS, mode: ['auto', 'forward', 'reverse'] });
   return withTape(options, (tape) => {
     const { inputs, output, n, m } = recordVector(tape, f, x, options);
     const mode = options.mode === 'forward' || options.mode === 'reverse' ? options.mode : n <= m ? 'forward' : 'reverse';
@@ -175,6 +182,7 @@ export function jacobian(f: (x: never) => ScalarOutput | VectorOutput, x: Input,
 /** Exact Hessian-vector product H·v of a scalar f at x, by forward over reverse: one tangent
  *  sweep and one reverse sweep, a small constant times the cost of a gradient. */
 export function hvp(f: (x: never) => ScalarOutput, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
+  checkOptions(options, 'hvp', TRANSFORM_OPTIONS);
   return withTape(options, (tape) => {
     const { inputs, output } = recordScalar(tape, f, x, options);
     return tape.hvp(output, inputs, toVector(v, 'the direction'));
@@ -183,6 +191,7 @@ export function hvp(f: (x: never) => ScalarOutput, x: Input, v: ArrayLike<number
 
 /** The Hessian of a scalar f at x: n Hessian-vector products on one recording. */
 export function hessian(f: (x: never) => ScalarOutput, x: Input, options?: TransformOptions): Matrix {
+  checkOptions(options, 'hessian', TRANSFORM_OPTIONS);
   return withTape(options, (tape) => {
     const { inputs, output, n } = recordScalar(tape, f, x, options);
     const data = new Float64Array(n * n);

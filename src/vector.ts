@@ -2,7 +2,7 @@
 // engine's element regions), so an op over n elements is one node and one dispatch. Elementwise
 // ops broadcast as NumPy does for trailing shapes; reductions return scalar Vars; matrices are
 // row-major with a shape. The rules live in assembly/vector.ts and src/js/vector.ts.
-import { NotANumberError, ShapeError, TapegradError, describe } from './errors.ts';
+import { NotANumberError, ShapeError, TapegradError, describe, isArrayLike } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
 import { Var, type Tape } from './tape.ts';
 
@@ -58,10 +58,6 @@ function broadcastError(op: string, shapes: readonly Shape[]): ShapeError {
     `${op}: shapes ${shapes.map(show).join(' and ')} do not broadcast (each must be a scalar, equal, or the other's trailing part, as [m, n] with [n])${hint}`,
     op, shapes,
   );
-}
-
-function isArrayLike(o: unknown): o is ArrayLike<number> {
-  return o != null && typeof o === 'object' && typeof (o as ArrayLike<number>).length === 'number';
 }
 
 /** A resolved elementwise operand: node index and shape ([] for scalars). */

@@ -193,6 +193,6 @@ it('a transform given an unknown backend name throws INVALID_ARGUMENT', () => {
   const f = (x: Var[]): Var => x[0]!.square();
   for (const call of [() => grad(f, { backend: 'gpu' as 'js' })([1]), () => jvp(f, [1], [1], { backend: 'gpu' as 'js' })]) {
     expect(call).toThrow(TapegradError);
-    expect(call).toThrow(/backend must be 'wasm', 'js'/);
+    expect(call).toThrow(/option 'backend' must be one of 'wasm', 'js'/);
   }
 });

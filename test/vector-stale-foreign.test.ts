@@ -133,7 +133,7 @@ describe.each(BACKENDS)('stale and foreign vectors (%s)', (backend) => {
     const v = tape.vector([1, 2, 3]);
     const bad: [string, () => unknown, RegExp][] = [
       ['a string entry', () => tape.vector([1, '2' as unknown as number, 3]), /got the string "2" at index 1/],
-      ['undefined', () => tape.vector([1, 2, undefined as unknown as number]), /got undefined undefined at index 2/],
+      ['undefined', () => tape.vector([1, 2, undefined as unknown as number]), /got undefined at index 2/],
       ['null', () => tape.vector([null as unknown as number]), /got null at index 0/],
       ['an object', () => tape.vector([{} as unknown as number]), /got an object/],
       ['a bigint', () => tape.vector([1n as unknown as number]), /got bigint 1/],

@@ -1,0 +1,36 @@
+// Options objects are checked where they enter: an unknown key (a typo, or an option another
+// function takes, like checkNaN on compile) or a value out of its set is an INVALID_ARGUMENT
+// naming the function, the option and what it accepts, never silently ignored.
+import { TapegradError, describe } from './errors.ts';
+
+type Rule = 'boolean' | 'number' | 'array' | 'function' | 'module' | readonly string[];
+
+/** Checks `options` (undefined is fine) against the known keys and what each accepts. */
+export function checkOptions(options: unknown, where: string, rules: Readonly<Record<string, Rule>>): void {
+  if (options === undefined) return;
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new TapegradError('INVALID_ARGUMENT', `${where}: options must be an object, got ${describe(options)}`);
+  }
+  for (const [key, value] of Object.entries(options)) {
+    const rule = rules[key];
+    if (rule === undefined) {
+      throw new TapegradError('INVALID_ARGUMENT', `${where}: unknown option '${key}' (it takes ${Object.keys(rules).join(', ')})`);
+    }
+    if (value === undefined || accepts(rule, value)) continue;
+    const wanted = typeof rule === 'string' ? `a ${rule}` : `one of ${rule.map((v) => `'${v}'`).join(', ')}`;
+    throw new TapegradError('INVALID_ARGUMENT', `${where}: option '${key}' must be ${wanted}, got ${describe(value)}`);
+  }
+}
+
+function accepts(rule: Rule, value: unknown): boolean {
+  switch (rule) {
+    case 'boolean': return typeof value === 'boolean';
+    case 'number': return typeof value === 'number';
+    case 'array': return value != null && typeof value === 'object' && typeof (value as ArrayLike<number>).length === 'number';
+    case 'function': return typeof value === 'function';
+    case 'module': return typeof WebAssembly !== 'undefined' && value instanceof WebAssembly.Module;
+    default: return (rule as readonly string[]).includes(value as string);
+  }
+}
+
+export const BACKEND_RULE = ['wasm', 'js'] as const;

@@ -1,0 +1,81 @@
+// Every options object is checked where it enters: an unknown key (a typo, or another function's
+// option such as checkNaN on compile) or a value outside its set is INVALID_ARGUMENT naming the
+// function, the option and what it takes. Arrays of numbers are arrays, never strings; batch
+// lengths name what was expected and what came.
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  TapegradError, compile, createTape, fromBytes, gradcheck, grad, hessian, hvp, init, jacobian, jvp, valueAndGrad, vjp,
+  type Var,
+} from '../src/index.ts';
+
+beforeAll(async () => {
+  await init();
+});
+
+function expectInvalid(call: () => unknown, message: RegExp): void {
+  let error: unknown = null;
+  try {
+    call();
+  } catch (e) {
+    error = e;
+  }
+  expect(error).toBeInstanceOf(TapegradError);
+  expect((error as TapegradError).code).toBe('INVALID_ARGUMENT');
+  expect((error as Error).message).toMatch(message);
+}
+
+const f = (x: Var[]): Var => x[0]!.square().add(x[1]!);
+
+describe('options', () => {
+  it('unknown options are refused, naming the function and what it takes', async () => {
+    expectInvalid(() => compile(f, { inputs: 2, checkNaN: true } as never), /^compile: unknown option 'checkNaN' \(it takes inputs, backend/);
+    expectInvalid(() => grad(f, { backnd: 'js' } as never), /^valueAndGrad: unknown option 'backnd'/);
+    expectInvalid(() => vjp(f, [1, 2], [1], { mode: 'forward' } as never), /^vjp: unknown option 'mode'/);
+    expectInvalid(() => jvp(f, [1, 2], [1, 0], { strict: true } as never), /^jvp: unknown option 'strict'/);
+    expectInvalid(() => hvp(f, [1, 2], [1, 0], { tolerance: 1 } as never), /^hvp: unknown option 'tolerance'/);
+    expectInvalid(() => hessian(f, [1, 2], { at: [1] } as never), /^hessian: unknown option 'at'/);
+    expectInvalid(() => gradcheck((a: Var, b: Var) => a.mul(b), [1, 2], { rtol: 1e-6 } as never), /^gradcheck: unknown option 'rtol'/);
+    expectInvalid(() => fromBytes(compile(f, { inputs: 2, at: [1, 2] }).toBytes(), { strict: false } as never), /^fromBytes: unknown option 'strict'/);
+    await expect(createTape({ checkNan: true } as never)).rejects.toThrow(/^createTape: unknown option 'checkNan'/);
+    await expect(init({ codeGen: false } as never)).rejects.toThrow(/^init: unknown option 'codeGen'/);
+  });
+
+  it('values outside their set are refused (jacobian mode, backends, flags)', () => {
+    // The example: mode 'bogus' used to run the auto mode silently.
+    expectInvalid(() => jacobian((x: Var[]) => [x[0]!.mul(2), x[1]!], [1, 2], { mode: 'bogus' as 'auto' }), /^jacobian: option 'mode' must be one of 'auto', 'forward', 'reverse', got the string "bogus"/);
+    expectInvalid(() => compile(f, { inputs: 2, backend: 'gpu' as 'js' }), /option 'backend' must be one of 'wasm', 'js'/);
+    expectInvalid(() => compile(f, { inputs: 2, strict: 'yes' as unknown as boolean }), /option 'strict' must be a boolean, got the string "yes"/);
+    expectInvalid(() => valueAndGrad(f, { vector: 1 as unknown as boolean }), /option 'vector' must be a boolean, got number 1/);
+    expectInvalid(() => compile(f, 'fast' as never), /^compile: options must be an object/);
+  });
+
+  it('known options still work, and undefined values are as if absent', () => {
+    expect([...jacobian((x: Var[]) => [x[0]!.mul(2), x[1]!], [1, 2], { mode: 'reverse', backend: 'js' }).data]).toEqual([2, 0, 0, 1]);
+    expect([...grad(f, { backend: undefined })([3, 1])]).toEqual([6, 1]);
+  });
+});
+
+describe('inputs', () => {
+  it('a string is not an array of numbers anywhere', async () => {
+    const tape = await createTape();
+    expect(() => tape.variables('hello' as never)).toThrow(/expected an array of numbers, got the string "hello"/);
+    expect(() => grad(f)('hello' as never)).toThrow(/got the string "hello"/);
+    expect(() => jvp(f, [1, 2], 'ab' as never)).toThrow(/got the string "ab"/);
+    expect(() => gradcheck((a: Var) => a.square(), 'hi' as never)).toThrow(/got the string "hi"/);
+    expect(() => compile(f, { inputs: 2 }).gradient('ab' as never)).toThrow(/got the string "ab"/);
+  });
+
+  it('a missing value says undefined once', async () => {
+    const tape = await createTape();
+    expect(() => tape.variable(undefined as never)).toThrow(/got undefined$/);
+  });
+
+  it('gradientBatch: any array of numbers, and a short one is INVALID_ARGUMENT naming both lengths', () => {
+    const g = compile(f, { inputs: 2 });
+    expect([...g.gradientBatch([1, 2, 3, 4], 2)]).toEqual([2, 1, 6, 1]);
+    expect([...g.gradientBatch(new Float64Array([1, 2, 3, 4]), 2)]).toEqual([2, 1, 6, 1]);
+    // The example: 5 numbers for 3 rows of 2 inputs.
+    expectInvalid(() => g.gradientBatch(new Float64Array(5), 3), /3 rows of 2 inputs need 6 numbers, got 5/);
+    expect(() => g.gradientBatch([1, 'x', 3, 4] as never, 2)).toThrow(/entry 1 must be a number, got the string "x"/);
+  });
+});
