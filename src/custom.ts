@@ -94,12 +94,16 @@ export class CustomNodes implements CustomHandler {
 
   reverseTangent(i: number, g: number, gTangent: number): void {
     const { rule, ids, xs } = this.operands(i);
-    if (!rule.vjpTangent) throw missing(rule, 'vjpTangent', 'hvp and hessian');
     const { adj, tanAdj, val } = this.engine.views;
     const y = val[i]!;
+    const ts = this.tangentsOf(ids);
+    // g·H·ts vanishes where no tangent reaches the node: then it needs no vjpTangent rule (as
+    // the tangent sweep needs no jvp there).
+    const curved = g !== 0 && ts.some((t) => t !== 0);
+    if (curved && !rule.vjpTangent) throw missing(rule, 'vjpTangent', 'hvp and hessian');
     if (g !== 0) {
       addInto(adj, ids, rule.vjp(xs, y, g), rule, 'vjp');
-      addInto(tanAdj!, ids, rule.vjpTangent(xs, y, g, this.tangentsOf(ids)), rule, 'vjpTangent');
+      if (curved) addInto(tanAdj!, ids, rule.vjpTangent!(xs, y, g, ts), rule, 'vjpTangent');
     }
     if (gTangent !== 0) addInto(tanAdj!, ids, rule.vjp(xs, y, gTangent), rule, 'vjp');
   }

@@ -4,7 +4,7 @@
 // the transforms' pooled tapes) keep working. Both backends.
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  NotANumberError, TapegradError, createTape, defineFunction, finiteDifferenceGradient, grad, hessian, hvp,
+  MissingRuleError, NotANumberError, TapegradError, createTape, defineFunction, finiteDifferenceGradient, grad, hessian, hvp,
   init, jacobian, jvp, normwiseError, select, valueAndGrad, vjp, type CustomRule, type Var,
 } from '../src/index.ts';
 import { BACKENDS, expectClose } from './support.ts';
@@ -273,5 +273,25 @@ describe.each(BACKENDS)('custom rules: errors, and the tape afterwards (%s)', (b
     expect(() => defineFunction({ name: 'noVjp', forward: lseRules.forward } as unknown as CustomRule)).toThrow(TapegradError);
     expect(() => logSumExp(1, 2)).toThrow(NotANumberError);
     expect(() => logSumExp(1, 2)).toThrow(/logSumExp: needs at least one Var operand/);
+  });
+});
+
+// From the independent checks: hvp through a custom function with jvp but no vjpTangent threw
+// MissingRuleError although no tangent reached the node (README says those are skipped).
+describe.each(BACKENDS)('second order through a custom node no tangent reaches (%s)', (backend) => {
+  const mul2 = defineFunction({
+    name: 'mul2',
+    forward: (xs) => xs[0]! * xs[1]!,
+    vjp: (xs, _y, g) => [g * xs[1]!, g * xs[0]!],
+    jvp: (xs, _y, ts) => xs[1]! * ts[0]! + xs[0]! * ts[1]!,
+  });
+  const f = (x: Var[]): Var => x[0]!.square().add(mul2(x[1]!, x[2]!));
+
+  it('needs no vjpTangent there, and gives the exact H·v', () => {
+    expect([...hvp(f, [1, 2, 3], [1, 0, 0], { backend })]).toEqual([2, 0, 0]);
+  });
+
+  it('still names the missing rule where a tangent does reach it', () => {
+    expect(() => hvp(f, [1, 2, 3], [0, 1, 0], { backend })).toThrow(MissingRuleError);
   });
 });
