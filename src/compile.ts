@@ -6,7 +6,7 @@ import type { BackendKind } from './backend.ts';
 import { createTapeSync } from './create.ts';
 import { BranchChangedError, NotANumberError, TapegradError, describe, isArrayLike } from './errors.ts';
 import { COMPARISON_OPS, opNameOf } from './ops.ts';
-import { BACKEND_RULE, checkOptions } from './options.ts';
+import { BACKEND_RULE, CODEGEN_RULE, checkOptions } from './options.ts';
 import { toBytes } from './serialize.ts';
 import { Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
@@ -32,9 +32,10 @@ export interface CompileOptions {
   /** Batched replay with the SIMD kernel where the core has it (default true). */
   simd?: boolean;
   /** wasm: generate wasm for the tape's sweeps instead of interpreting it (default true; tapes
-   *  that do not fold into a loop-structured program of at most 16,384 nodes, or hold custom
-   *  ops, are interpreted). Results are bit-identical either way. */
-  codegen?: boolean;
+   *  that do not fold into a loop-structured program of at most 16,384 nodes, hold custom or
+   *  vector ops, are interpreted: `generatedSweepsReason` says why). 'require' throws that reason
+   *  instead of interpreting. Results are bit-identical either way. */
+  codegen?: boolean | 'require';
 }
 
 /** @internal What a recording leaves behind, and what serialization stores. */
@@ -71,7 +72,7 @@ export class CompiledFunction {
     private readonly simd = true,
     /** For functions loaded from bytes: builds the recording again after a core trap. */
     private readonly reload: (() => Recording) | null = null,
-    private readonly codegen = true,
+    private readonly codegen: boolean | 'require' = true,
     /** f takes one Vec. */
     readonly vector = false,
   ) {
@@ -85,6 +86,17 @@ export class CompiledFunction {
   get generatedSweeps(): GeneratedSweeps {
     const engine = this.recording?.tape.engine;
     return engine instanceof WasmBackend ? engine.generated : 'none';
+  }
+
+  /** Why replays do not run generated code (yet): null when `generatedSweeps` is 'active'. */
+  get generatedSweepsReason(): string | null {
+    const rec = this.recording;
+    if (!rec) return 'nothing recorded yet';
+    const engine = rec.tape.engine;
+    if (!(engine instanceof WasmBackend)) return 'the JS backend interprets every tape';
+    if (this.codegen === false) return 'compile was asked for { codegen: false }';
+    if (rec.tape.hasVectorNodes) return 'the tape holds vector nodes (their rules are element loops already)';
+    return engine.generated === 'active' ? null : engine.generatedReason;
   }
 
   /** Settles once pending generated sweeps are installed. */
@@ -103,6 +115,11 @@ export class CompiledFunction {
     const vectors = recording.tape.hasVectorNodes;
     if (engine instanceof WasmBackend) engine.simd = this.simd && !vectors;
     if (this.codegen && !vectors && engine instanceof WasmBackend) engine.generateSweeps(this.inputs, recording.tape.size, recording.outputs);
+    if (this.codegen === 'require' && this.generatedSweeps === 'none') {
+      const reason = this.generatedSweepsReason;
+      this.recording = null; // never replayed by the interpreter
+      throw new TapegradError('INVALID_ARGUMENT', `compile: generated sweeps are required ({ codegen: 'require' }), but ${reason}`);
+    }
     return recording;
   }
 
@@ -379,7 +396,7 @@ export function compile(f: VectorCompilableFunction, options: CompileOptions & {
 export function compile(f: CompilableFunction | VectorCompilableFunction, options: CompileOptions): CompiledFunction {
   if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `compile needs a function, got ${describe(f)}`);
   checkOptions(options, 'compile', {
-    inputs: 'number', backend: BACKEND_RULE, strict: 'boolean', at: 'array', simd: 'boolean', codegen: 'boolean', vector: 'boolean',
+    inputs: 'number', backend: BACKEND_RULE, strict: 'boolean', at: 'array', simd: 'boolean', codegen: CODEGEN_RULE, vector: 'boolean',
   });
   const n = options?.inputs;
   if (!Number.isInteger(n) || n < 1) throw new TapegradError('INVALID_ARGUMENT', `compile needs { inputs: n } with n >= 1, got ${describe(n)}`);

@@ -3,7 +3,7 @@
 // naming the function, the option and what it accepts, never silently ignored.
 import { TapegradError, describe } from './errors.ts';
 
-type Rule = 'boolean' | 'number' | 'array' | 'function' | 'module' | readonly string[];
+type Rule = 'boolean' | 'number' | 'array' | 'function' | 'module' | readonly (string | boolean)[];
 
 /** Checks `options` (undefined is fine) against the known keys and what each accepts. */
 export function checkOptions(options: unknown, where: string, rules: Readonly<Record<string, Rule>>): void {
@@ -17,7 +17,7 @@ export function checkOptions(options: unknown, where: string, rules: Readonly<Re
       throw new TapegradError('INVALID_ARGUMENT', `${where}: unknown option '${key}' (it takes ${Object.keys(rules).join(', ')})`);
     }
     if (value === undefined || accepts(rule, value)) continue;
-    const wanted = typeof rule === 'string' ? `a ${rule}` : `one of ${rule.map((v) => `'${v}'`).join(', ')}`;
+    const wanted = typeof rule === 'string' ? `a ${rule}` : `one of ${rule.map((v) => (typeof v === 'string' ? `'${v}'` : String(v))).join(', ')}`;
     throw new TapegradError('INVALID_ARGUMENT', `${where}: option '${key}' must be ${wanted}, got ${describe(value)}`);
   }
 }
@@ -29,8 +29,9 @@ function accepts(rule: Rule, value: unknown): boolean {
     case 'array': return value != null && typeof value === 'object' && typeof (value as ArrayLike<number>).length === 'number';
     case 'function': return typeof value === 'function';
     case 'module': return typeof WebAssembly !== 'undefined' && value instanceof WebAssembly.Module;
-    default: return (rule as readonly string[]).includes(value as string);
+    default: return (rule as readonly unknown[]).includes(value);
   }
 }
 
 export const BACKEND_RULE = ['wasm', 'js'] as const;
+export const CODEGEN_RULE = [true, false, 'require'] as const;

@@ -42,6 +42,8 @@ export class WasmBackend implements Backend {
   private readonly imports: CoreImports;
   /** Generated sweeps of the tape now in memory (see codegen.ts). */
   generated: GeneratedSweeps = 'none';
+  /** Why `generated` is not 'active' (null when it is, or when nothing was asked for). */
+  generatedReason: string | null = null;
   /** Settles when pending generated sweeps are installed (or dropped). */
   generatedReady: Promise<void> = Promise.resolve();
   private generation = 0;
@@ -84,19 +86,30 @@ export class WasmBackend implements Backend {
     const generation = this.generation;
     if (!codegen) {
       this.generated = 'pending';
+      this.generatedReason = 'the code generator is still loading (init() loads it)';
       this.generatedReady = loadCodegen().then(
         () => {
           if (generation === this.generation) this.generateSweeps(nInputs, count, outputs);
           return this.generatedReady;
         },
-        () => { if (generation === this.generation) this.generated = 'none'; },
+        () => {
+          if (generation !== this.generation) return;
+          this.generated = 'none';
+          this.generatedReason = 'the code generator failed to load';
+        },
       );
       return this.generated;
     }
     const plan = count > nInputs ? codegen.planSweeps(this.views, nInputs, count, outputs) : null;
-    if (!plan) return this.generated;
+    if (!plan) {
+      this.generatedReason = codegen.whyNoPlan(this.views, nInputs, count);
+      return this.generated;
+    }
     this.plan = plan;
-    this.compileSweeps(codegen.emitSweeps(plan, 'replay'), 1, () => { this.generated = 'active'; });
+    this.compileSweeps(codegen.emitSweeps(plan, 'replay'), 1, () => {
+      this.generated = 'active';
+      this.generatedReason = null;
+    });
     return this.generated;
   }
 
@@ -120,10 +133,17 @@ export class WasmBackend implements Backend {
       install(new WebAssembly.Module(bytes));
     } catch (error) {
       if (!(error instanceof RangeError)) throw error;
-      if (slot === 1) this.generated = 'pending';
+      if (slot === 1) {
+        this.generated = 'pending';
+        this.generatedReason = 'the module compiles in the background (this runtime compiles only small modules synchronously)';
+      }
       this.generatedReady = WebAssembly.compile(bytes).then(
         (module) => { if (generation === this.generation) install(module); },
-        () => { if (generation === this.generation && slot === 1) this.generated = 'none'; },
+        () => {
+          if (generation !== this.generation || slot !== 1) return;
+          this.generated = 'none';
+          this.generatedReason = 'the runtime refused to compile the generated module';
+        },
       );
     }
   }
@@ -132,6 +152,7 @@ export class WasmBackend implements Backend {
   dropGeneratedSweeps(): void {
     this.generation++;
     this.generated = 'none';
+    this.generatedReason = null;
     this.generatedReady = Promise.resolve();
     this.plan = null;
     this.tangentsGenerated = false;

@@ -422,6 +422,16 @@ export interface SweepPlan {
   slotLocals: number;
 }
 
+/** Why `planSweeps` returned null for nodes [from, to): a sentence for `generatedSweepsReason`. */
+export function whyNoPlan(views: TapeViews, from: number, to: number): string {
+  if (to <= from) return 'the tape has no nodes past its inputs';
+  for (let i = from; i < to; i++) if (views.op[i] === Op.custom) return 'the tape holds a custom op (its rules are JS code)';
+  for (let i = from; i < to; i++) {
+    if (OPERANDS[views.op[i]!] === 1 && views.b[i] !== views.a[i]) return `node ${i} is a unary op with two different operands (a hand-made tape)`;
+  }
+  return `the tape does not fold into loops and straight code of at most ${MAX_SLOTS} body nodes`;
+}
+
 /** Plans generated sweeps for nodes [from, to) of the tape in `views`, or returns null when the
  *  tape does not suit generated code. `outputs`: the nodes a reverse sweep may be seeded at (their
  *  adjoints stay in memory). */

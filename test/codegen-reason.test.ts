@@ -1,0 +1,50 @@
+// generatedSweepsReason says why a compiled function interprets its tape, and
+// { codegen: 'require' } turns that reason into an error instead of a silent fallback.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { TapegradError, compile, defineFunction, init, type Var, type Vec } from '../src/index.ts';
+
+beforeAll(async () => {
+  await init();
+});
+
+const chain = (x: Var[]): Var => {
+  let y = x[0]!;
+  for (let k = 0; k < 50; k++) y = y.mul(0.9).add(x[1]!).sin();
+  return y;
+};
+const twice = defineFunction({ name: 'twice', forward: (xs) => 2 * xs[0]!, vjp: (_xs, _y, g) => [2 * g] });
+
+describe('why replays are interpreted', () => {
+  it('null when generated sweeps are active', () => {
+    const f = compile(chain, { inputs: 2, at: [0.5, 0.1] });
+    expect(f.generatedSweeps).toBe('active');
+    expect(f.generatedSweepsReason).toBeNull();
+  });
+
+  it('a reason for each way of falling back', () => {
+    expect(compile(chain, { inputs: 2 }).generatedSweepsReason).toBe('nothing recorded yet');
+    expect(compile(chain, { inputs: 2, at: [0.5, 0.1], backend: 'js' }).generatedSweepsReason).toMatch(/JS backend/);
+    expect(compile(chain, { inputs: 2, at: [0.5, 0.1], codegen: false }).generatedSweepsReason).toMatch(/codegen: false/);
+    expect(compile((x: Vec) => x.exp().sum(), { inputs: 3, vector: true, at: [1, 2, 3] }).generatedSweepsReason).toMatch(/vector nodes/);
+    expect(compile((x) => twice(x[0]!).add(x[1]!), { inputs: 2, at: [1, 2] }).generatedSweepsReason).toMatch(/custom op/);
+  });
+
+  it("{ codegen: 'require' } throws the reason, and never replays the interpreter", () => {
+    const custom = compile((x) => twice(x[0]!).add(x[1]!), { inputs: 2, codegen: 'require' });
+    for (let k = 0; k < 2; k++) {
+      let error: unknown = null;
+      try {
+        custom.gradient([1, 2]);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(TapegradError);
+      expect((error as TapegradError).code).toBe('INVALID_ARGUMENT');
+      expect((error as Error).message).toMatch(/generated sweeps are required .*custom op/);
+    }
+    expect(() => compile((x: Vec) => x.sum(), { inputs: 2, vector: true, codegen: 'require', at: [1, 2] })).toThrow(/vector nodes/);
+    const ok = compile(chain, { inputs: 2, codegen: 'require' });
+    expect(ok.gradient([0.5, 0.1]).length).toBe(2);
+    expect(ok.generatedSweeps).toBe('active');
+  });
+});
