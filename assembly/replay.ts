@@ -4,7 +4,7 @@ import { valBase, adjBase, tanBase, tanAdjBase, val, xvalBase, xadjBase } from '
 import { forward, clearAdjoints, sweepReverse, tangent, sweepReverseTangent } from './sweeps';
 import { forwardRuleCall, partialsCall, partialZ, partialsTangentCall, partialZTangent } from './ops';
 
-// A compiled function may bring its own sweeps: wasm generated from its tape (src/wasm/codegen.ts)
+// A compiled function may bring its own sweeps: wasm generated from its tape (src/wasm/codegen/)
 // that runs the same rules without dispatching per node. They sit in the imported function table
 // at these slots, 0 meaning none; they take (valBase, adjBase) so they survive a relayout.
 // The tangent sweeps (jvp, hvp) take (valBase, adjBase, tanBase, tanAdjBase).

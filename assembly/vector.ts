@@ -675,7 +675,7 @@ function softmaxDot(off: i32, n: i32, y: f64): f64 {
 // ─── the sweeps' entry points ───
 
 /** Forward rule of vector op `op` at node i (scalar outputs go to val(i)). */
-export function vectorForward(i: i32, op: i32): void {
+function vectorForward(i: i32, op: i32): void {
   if (op >= ELEMENTWISE) { elementwiseForward(i, op - ELEMENTWISE, lenOf(i), 0); setVal(i, 0); return; }
   const ia = argA(i), ib = argB(i);
   switch (op) {
@@ -734,7 +734,7 @@ function permute(i: i32, op: i32, nodes: usize, elements: usize): void {
 }
 
 /** Reverse rule: g is adj(i) (for vector outputs, the flag; their adjoints are in xadj). */
-export function vectorReverse(i: i32, op: i32, g: f64): void {
+function vectorReverse(i: i32, op: i32, g: f64): void {
   claimOperands(i, op, false);
   if (op >= ELEMENTWISE) { elementwiseReverse(i, op - ELEMENTWISE, lenOf(i), 0, true); return; }
   const ia = argA(i), ib = argB(i);

@@ -1,4 +1,4 @@
-// Generated replay sweeps (src/wasm/codegen.ts) compute exactly what the interpreter computes:
+// Generated replay sweeps (src/wasm/codegen/) compute exactly what the interpreter computes:
 // a compiled function with codegen on and one with codegen off give bit-identical values and
 // derivatives (Object.is per component: -0 and NaN count) for any input, on loop-structured
 // tapes that fold into a few loops (affine operands with every kind of stride: the previous
@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   TapegradError, compile, defineFunction, init, type CompilableFunction, type CompiledFunction, type Var,
 } from '../src/index.ts';
-import { planSegments, MAX_SLOTS } from '../src/wasm/codegen.ts';
+import { planSegments, MAX_SLOTS } from '../src/wasm/codegen/index.ts';
 import type { WasmBackend } from '../src/wasm/backend.ts';
 import { DAG_OPS, DAG_OP_NAMES, dagArbitrary, dagSum, type DagOpName } from './dag-arbitrary.ts';
 

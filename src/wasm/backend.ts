@@ -4,13 +4,13 @@ import { instantiateCore, type CoreExports, type CoreImports } from './loader.ts
 
 // The code generator is its own chunk: pages that only record tapes never download it. init()
 // loads it (unless told not to); a compiled function made before it arrives interprets until then.
-let codegen: typeof import('./codegen.ts') | null = null;
-type SweepPlan = import('./codegen.ts').SweepPlan;
+let codegen: typeof import('./codegen/index.ts') | null = null;
+type SweepPlan = import('./codegen/index.ts').SweepPlan;
 let codegenLoading: Promise<void> | null = null;
 
 /** Loads the code generator for compiled functions (once). */
 export function loadCodegen(): Promise<void> {
-  return (codegenLoading ??= import('./codegen.ts').then((module) => {
+  return (codegenLoading ??= import('./codegen/index.ts').then((module) => {
     codegen = module;
   }));
 }
@@ -40,7 +40,7 @@ export class WasmBackend implements Backend {
   traps = 0;
   core: CoreExports;
   private readonly imports: CoreImports;
-  /** Generated sweeps of the tape now in memory (see codegen.ts). */
+  /** Generated sweeps of the tape now in memory (see codegen/). */
   generated: GeneratedSweeps = 'none';
   /** Why `generated` is not 'active' (null when it is, or when nothing was asked for). */
   generatedReason: string | null = null;

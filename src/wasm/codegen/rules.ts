@@ -1,0 +1,83 @@
+// The per-op rule tables of the emitters: which ops map to one wasm instruction, which are
+// comparisons, which have zero gradient, the first partials spelled out in wasm (and the tangent
+// sweeps' variant), the ops with linear partials, the partials' directional derivatives, and the
+// indices of the core's rule functions the module imports for every other op.
+import { Op, ZERO_GRADIENT_OPS } from '../../ops.ts';
+import {
+  type Bytes, W_If, W_Else, W_End, W_Void, W_F64Eq, W_F64Ne, W_F64Lt, W_F64Gt, W_F64Le, W_F64Ge, W_F64Abs, W_F64Neg,
+  W_F64Add, W_F64Sub, W_F64Mul, W_F64Div,
+} from './wasm.ts';
+
+// Imported functions, in import order: the core's rules.
+export const FN_FORWARD = 0, FN_PARTIALS = 1, FN_PARTIAL_Z = 2, FN_PARTIALS_TANGENT = 3, FN_PARTIAL_Z_TANGENT = 4;
+
+export const NATIVE_BINARY: Partial<Record<number, number>> = {
+  [Op.add]: W_F64Add, [Op.sub]: W_F64Sub, [Op.mul]: W_F64Mul, [Op.div]: W_F64Div,
+};
+export const COMPARISON: Partial<Record<number, number>> = {
+  [Op.lt]: W_F64Lt, [Op.le]: W_F64Le, [Op.gt]: W_F64Gt, [Op.ge]: W_F64Ge, [Op.eq]: W_F64Eq,
+};
+export const ZERO_GRADIENT = new Set<number>(ZERO_GRADIENT_OPS.map((name) => Op[name]));
+
+// The locals a partials emitter sets (pa, pb) or may use as scratch (c).
+type Locals = { pa: number; pb: number; c: number };
+type Emit = () => void;
+// Partials spelled out in wasm, exactly as `partials` in assembly/ops.ts writes them (same
+// operations, same order): they set the locals pa (and pb for binary ops).
+export const NATIVE_PARTIAL: Partial<Record<number, (fn: Bytes, x: Emit, z: Emit, y: Emit, L: Locals) => void>> = {
+  // -1
+  [Op.neg]: (fn, _x, _z, _y, L) => { fn.f64Const(-1); fn.set(L.pa); },
+  // -y * y
+  [Op.recip]: (fn, _x, _z, y, L) => { y(); fn.byte(W_F64Neg); y(); fn.byte(W_F64Mul); fn.set(L.pa); },
+  // 2 * x
+  [Op.square]: (fn, x, _z, _y, L) => { fn.f64Const(2); x(); fn.byte(W_F64Mul); fn.set(L.pa); },
+  // 0.5 / |y|
+  [Op.sqrt]: (fn, _x, _z, y, L) => { fn.f64Const(0.5); y(); fn.byte(W_F64Abs); fn.byte(W_F64Div); fn.set(L.pa); },
+  // y
+  [Op.exp]: (fn, _x, _z, y, L) => { y(); fn.set(L.pa); },
+  // y != y ? (NaN, NaN) : (1 / z, -y / z)
+  [Op.div]: (fn, _x, z, y, L) => {
+    y(); fn.tee(L.c); fn.get(L.c); fn.byte(W_F64Ne);
+    fn.byte(W_If); fn.byte(W_Void);
+    fn.f64Const(NaN); fn.set(L.pa); fn.f64Const(NaN); fn.set(L.pb);
+    fn.byte(W_Else);
+    fn.get(L.c); fn.byte(W_F64Neg); z(); fn.byte(W_F64Div); fn.set(L.pb);
+    fn.f64Const(1); z(); fn.byte(W_F64Div); fn.set(L.pa);
+    fn.byte(W_End);
+  },
+};
+
+// Ops whose partials have no directional derivative (partialsTangent returns 0 and leaves
+// partialZTangent 0): the piecewise-linear ones.
+export const LINEAR = new Set<number>([Op.add, Op.sub, Op.neg, Op.abs, Op.min, Op.max, Op.relu]);
+
+// The directional derivatives of the partials, as `partialsTangent` in assembly/ops.ts writes
+// them (same operations, same order). Each leaves dpa on the stack; mul and div first leave dpb
+// under it.
+interface Operands { x: Emit; z: Emit; y: Emit; tx: Emit; tz: Emit; ty: Emit }
+export const SECOND_ORDER: Partial<Record<number, (fn: Bytes, o: Operands) => void>> = {
+  // dpb = tx, dpa = tz
+  [Op.mul]: (fn, o) => { o.tx(); o.tz(); },
+  // dpb = (y tz - ty z) / (z z), dpa = -tz / (z z)
+  [Op.div]: (fn, o) => {
+    o.y(); o.tz(); fn.byte(W_F64Mul); o.ty(); o.z(); fn.byte(W_F64Mul); fn.byte(W_F64Sub);
+    o.z(); o.z(); fn.byte(W_F64Mul); fn.byte(W_F64Div);
+    o.tz(); fn.byte(W_F64Neg); o.z(); o.z(); fn.byte(W_F64Mul); fn.byte(W_F64Div);
+  },
+  // -2 y ty
+  [Op.recip]: (fn, o) => { fn.f64Const(-2); o.y(); fn.byte(W_F64Mul); o.ty(); fn.byte(W_F64Mul); },
+  // 2 tx
+  [Op.square]: (fn, o) => { fn.f64Const(2); o.tx(); fn.byte(W_F64Mul); },
+  // -0.5 ty / (y y)
+  [Op.sqrt]: (fn, o) => { fn.f64Const(-0.5); o.ty(); fn.byte(W_F64Mul); o.y(); o.y(); fn.byte(W_F64Mul); fn.byte(W_F64Div); },
+  // ty
+  [Op.exp]: (_fn, o) => o.ty(),
+};
+
+// pa, pb for the tangent sweeps: add/sub/mul here, then the same as the reverse sweep.
+export const TANGENT_PARTIAL: Partial<Record<number, (fn: Bytes, x: Emit, z: Emit, y: Emit, L: Locals) => void>> = {
+  ...NATIVE_PARTIAL,
+  [Op.add]: (fn, _x, _z, _y, L) => { fn.f64Const(1); fn.set(L.pa); fn.f64Const(1); fn.set(L.pb); },
+  [Op.sub]: (fn, _x, _z, _y, L) => { fn.f64Const(1); fn.set(L.pa); fn.f64Const(-1); fn.set(L.pb); },
+  [Op.mul]: (fn, x, z, _y, L) => { z(); fn.set(L.pa); x(); fn.set(L.pb); },
+};

@@ -1,0 +1,103 @@
+// The wasm byte writer: a growable byte buffer with LEB128 integers, f64 immediates, names,
+// local accesses and sections, the value types and opcodes the emitters use, and memory
+// instructions' memarg.
+
+// ───────────────────────────── wasm encoding ─────────────────────────────
+
+export class Bytes {
+  buf = new Uint8Array(1 << 16);
+  len = 0;
+  private readonly f64 = new Float64Array(1);
+  private readonly f64Bytes = new Uint8Array(this.f64.buffer);
+
+  byte(x: number): void {
+    if (this.len === this.buf.length) {
+      const grown = new Uint8Array(this.buf.length * 2);
+      grown.set(this.buf);
+      this.buf = grown;
+    }
+    this.buf[this.len++] = x;
+  }
+  bytes(xs: ArrayLike<number>): void {
+    for (let k = 0; k < xs.length; k++) this.byte(xs[k]!);
+  }
+  u32(x: number): void {
+    do {
+      const low = x & 0x7f;
+      x >>>= 7;
+      this.byte(x ? low | 0x80 : low);
+    } while (x);
+  }
+  i32(x: number): void {
+    x |= 0;
+    for (;;) {
+      const low = x & 0x7f;
+      x >>= 7;
+      if ((x === 0 && !(low & 0x40)) || (x === -1 && low & 0x40)) {
+        this.byte(low);
+        return;
+      }
+      this.byte(low | 0x80);
+    }
+  }
+  f64Const(v: number): void {
+    this.byte(0x44);
+    this.f64[0] = v;
+    this.bytes(this.f64Bytes);
+  }
+  name(s: string): void {
+    this.u32(s.length);
+    for (let k = 0; k < s.length; k++) this.byte(s.charCodeAt(k));
+  }
+  get(local: number): void { this.byte(W_LocalGet); this.u32(local); }
+  set(local: number): void { this.byte(W_LocalSet); this.u32(local); }
+  tee(local: number): void { this.byte(W_LocalTee); this.u32(local); }
+  i32Const(x: number): void { this.byte(W_I32Const); this.i32(x); }
+  section(id: number, body: Bytes): void {
+    this.byte(id);
+    this.u32(body.len);
+    this.bytes(body.buf.subarray(0, body.len));
+  }
+}
+
+export const I32 = 0x7f, F64 = 0x7c;
+// wasm opcodes
+export const W_If = 0x04;
+export const W_Else = 0x05;
+export const W_End = 0x0b;
+export const W_Loop = 0x03;
+export const W_BrIf = 0x0d;
+export const W_Call = 0x10;
+export const W_Select = 0x1b;
+export const W_Void = 0x40;
+const W_LocalGet = 0x20;
+const W_LocalSet = 0x21;
+const W_LocalTee = 0x22;
+export const W_F64Load = 0x2b;
+export const W_F64Store = 0x39;
+const W_I32Const = 0x41;
+export const W_I32Add = 0x6a;
+export const W_I32Sub = 0x6b;
+export const W_I32And = 0x71;
+export const W_I32Or = 0x72;
+const W_I32ShrU = 0x76;
+export const W_F64Eq = 0x61;
+export const W_F64Ne = 0x62;
+export const W_F64Lt = 0x63;
+export const W_F64Gt = 0x64;
+export const W_F64Le = 0x65;
+export const W_F64Ge = 0x66;
+export const W_F64Abs = 0x99;
+export const W_F64Neg = 0x9a;
+export const W_F64Sqrt = 0x9f;
+export const W_F64Add = 0xa0;
+export const W_F64Sub = 0xa1;
+export const W_F64Mul = 0xa2;
+export const W_F64Div = 0xa3;
+export const W_F64FromU32 = 0xb8;
+
+export function memarg(fn: Bytes, opcode: number, offset: number): void {
+  fn.byte(opcode);
+  fn.byte(3);
+  fn.u32(offset);
+}
