@@ -87,14 +87,16 @@ export function replayForward(x: usize, nInputs: i32, count: i32, guards: usize,
   return checkGuards(guards, nGuards);
 }
 
-/** Gradient of node `out` for `rows` input rows (row-major at `x`), written row by row at `g`.
- *  Returns `rows`, or the index of the first row whose guards failed (rows before it are done). */
+/** Gradient of node `out` for `rows` input rows (row-major at `x`), written row by row at `g`,
+ *  and its value per row at `values` (unless 0). Returns `rows`, or the index of the first row
+ *  whose guards failed (rows before it are done). */
 export function gradientBatch(
-  x: usize, rows: i32, nInputs: i32, count: i32, out: i32, g: usize, guards: usize, nGuards: i32,
+  x: usize, rows: i32, nInputs: i32, count: i32, out: i32, g: usize, guards: usize, nGuards: i32, values: usize,
 ): i32 {
   const rowBytes = <usize>nInputs << 3;
   for (let r = 0; r < rows; r++) {
     if (replayForward(x + <usize>r * rowBytes, nInputs, count, guards, nGuards) >= 0) return r;
+    if (values) store<f64>(values + (<usize>r << 3), val(out));
     clearAdjoints(count, 0);
     store<f64>(adjBase + (<usize>out << 3), 1);
     sweepReverseReplay(out);

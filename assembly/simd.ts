@@ -140,10 +140,10 @@ function guardsHold(val2: usize, guards: usize, nGuards: i32): bool {
 /** As `gradientBatch`, two rows per pass; `lanes` is scratch for 32 bytes per node. A pair whose
  *  guards fail, an odd last row and tapes with custom ops go through the scalar kernel. */
 export function gradientBatchSimd(
-  x: usize, rows: i32, nInputs: i32, count: i32, out: i32, g: usize, guards: usize, nGuards: i32, lanes: usize,
+  x: usize, rows: i32, nInputs: i32, count: i32, out: i32, g: usize, guards: usize, nGuards: i32, lanes: usize, values: usize,
 ): i32 {
   for (let i = 0; i < count; i++) {
-    if (opAt(i) == Op.Custom) return gradientBatch(x, rows, nInputs, count, out, g, guards, nGuards);
+    if (opAt(i) == Op.Custom) return gradientBatch(x, rows, nInputs, count, out, g, guards, nGuards, values);
   }
   const val2 = lanes;
   const adj2 = lanes + (<usize>count << 4);
@@ -162,7 +162,12 @@ export function gradientBatchSimd(
     }
     forward2(val2, nInputs, count);
     if (!guardsHold(val2, guards, nGuards)) {
-      return r + gradientBatch(row0, rows - r, nInputs, count, out, g + <usize>r * rowBytes, guards, nGuards);
+      return r + gradientBatch(row0, rows - r, nInputs, count, out, g + <usize>r * rowBytes, guards, nGuards, values ? values + (<usize>r << 3) : 0);
+    }
+    if (values) {
+      const y = lv(val2, out);
+      store<f64>(values + (<usize>r << 3), lane0(y));
+      store<f64>(values + (<usize>r << 3) + 8, lane1(y));
     }
     reverse2(val2, adj2, out, count);
     const g0 = g + <usize>r * rowBytes;
@@ -174,7 +179,7 @@ export function gradientBatchSimd(
     }
   }
   if (r < rows) {
-    r += gradientBatch(x + <usize>r * rowBytes, rows - r, nInputs, count, out, g + <usize>r * rowBytes, guards, nGuards);
+    r += gradientBatch(x + <usize>r * rowBytes, rows - r, nInputs, count, out, g + <usize>r * rowBytes, guards, nGuards, values ? values + (<usize>r << 3) : 0);
   }
   return r;
 }

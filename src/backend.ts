@@ -77,7 +77,7 @@ export interface Backend {
   reverseTangentReplay(out: number, seed: number, count: number): void;
   /** Gradients of `out` for input rows [fromRow, toRow) of X (row-major), into the same rows
    *  of G. Returns toRow, or the first row whose guards failed (rows before it are done). */
-  gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array): number;
+  gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array, values: Float64Array | null): number;
   /** The first node in [from, to) whose value (not counting inputs and constants) or, when
    *  `values` is false, adjoint is NaN or ±Infinity; -1 if none. */
   firstNonFinite(from: number, to: number, values: boolean): number;

@@ -175,27 +175,44 @@ export class CompiledFunction {
   /** Gradients for `rows` input rows of X (row-major, rows × inputs) in one call into the core;
    *  returns the rows × inputs gradients (into `out` when given). */
   gradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array): Float64Array {
-    if (!Number.isInteger(rows) || rows < 0) throw new TapegradError('INVALID_ARGUMENT', `rows must be a non-negative integer, got ${describe(rows)}`);
-    out ??= new Float64Array(rows * this.inputs);
+    out ??= new Float64Array(this.checkRows(rows) * this.inputs);
     checkOut(out, rows * this.inputs);
-    const needed = rows * this.inputs;
-    if (!isArrayLike(X)) throw new NotANumberError(`gradientBatch needs an array of rows × inputs = ${needed} numbers, got ${describe(X)}`);
-    if (X.length < needed) {
-      throw new TapegradError('INVALID_ARGUMENT', `gradientBatch: ${rows} rows of ${this.inputs} inputs need ${needed} numbers, got ${X.length}`);
-    }
-    // A Float64Array goes to the core as it is; any other array is checked and copied once.
-    let rowsIn: Float64Array;
-    if (X instanceof Float64Array) rowsIn = X;
-    else {
-      rowsIn = new Float64Array(needed);
-      for (let k = 0; k < needed; k++) {
-        const v = X[k];
-        if (typeof v !== 'number') throw new NotANumberError(`gradientBatch: entry ${k} must be a number, got ${describe(v)}`);
-        rowsIn[k] = v;
-      }
-    }
-    this.gradientRows(rowsIn, rows, out);
+    this.gradientRows(this.batchRows(X, rows, 'gradientBatch'), rows, out);
     return out;
+  }
+
+  /** Values and gradients of a scalar function for `rows` input rows in one call into the core:
+   *  `[values (rows), gradients (rows × inputs)]`, into `values` and `out` when given. */
+  valueAndGradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array, values?: Float64Array): [Float64Array, Float64Array] {
+    this.checkRows(rows);
+    out ??= new Float64Array(rows * this.inputs);
+    values ??= new Float64Array(rows);
+    checkOut(out, rows * this.inputs);
+    checkOut(values, rows);
+    this.gradientRows(this.batchRows(X, rows, 'valueAndGradientBatch'), rows, out, values);
+    return [values, out];
+  }
+
+  private checkRows(rows: number): number {
+    if (!Number.isInteger(rows) || rows < 0) throw new TapegradError('INVALID_ARGUMENT', `rows must be a non-negative integer, got ${describe(rows)}`);
+    return rows;
+  }
+
+  // The rows as a Float64Array: as it is, or checked and copied once from any other array.
+  private batchRows(X: ArrayLike<number>, rows: number, what: string): Float64Array {
+    const needed = rows * this.inputs;
+    if (!isArrayLike(X)) throw new NotANumberError(`${what} needs an array of rows × inputs = ${needed} numbers, got ${describe(X)}`);
+    if (X.length < needed) {
+      throw new TapegradError('INVALID_ARGUMENT', `${what}: ${rows} rows of ${this.inputs} inputs need ${needed} numbers, got ${X.length}`);
+    }
+    if (X instanceof Float64Array) return X;
+    const copy = new Float64Array(needed);
+    for (let k = 0; k < needed; k++) {
+      const v = X[k];
+      if (typeof v !== 'number') throw new NotANumberError(`${what}: entry ${k} must be a number, got ${describe(v)}`);
+      copy[k] = v;
+    }
+    return copy;
   }
 
   /** vᵀJ at x for a vector function (one replay, one reverse sweep). */
@@ -287,15 +304,16 @@ export class CompiledFunction {
     return this.record(x.length === this.inputs ? x : x.subarray(0, this.inputs));
   }
 
-  private gradientRows(X: Float64Array, rows: number, out: Float64Array): void {
+  private gradientRows(X: Float64Array, rows: number, out: Float64Array, values: Float64Array | null = null): void {
     const n = this.inputs;
     let rec = this.live(X);
     let row = 0;
     while (row < rows) {
-      row = rec.tape.engine.gradientBatch(X, row, rows, n, rec.tape.size, rec.outputs[0]!, out);
+      row = rec.tape.engine.gradientBatch(X, row, rows, n, rec.tape.size, rec.outputs[0]!, out, values);
       if (row === rows) break;
       // A guard failed at this row: record there, take its gradient from the fresh tape.
       rec = this.onBranchChange(X.subarray(row * n, (row + 1) * n));
+      if (values) values[row] = rec.tape.engine.views.val[rec.outputs[0]!]!;
       rec.tape.engine.reverse(rec.outputs[0]!, 1, rec.tape.size);
       out.set(this.inputSlots(rec, rec.tape.engine.views.adj, rec.tape.engine.views.xadj), row * n);
       row++;

@@ -29,7 +29,7 @@ export interface InitOptions {
    *  instantiates it without compiling again. */
   module?: WebAssembly.Module;
   /** Also load the code generator that `compile` uses on the wasm backend (default true; a
-   *  separate chunk, about 5.5 KB gzipped). Without it, compiled functions load it on first use
+   *  separate chunk, about 5.6 KB gzipped). Without it, compiled functions load it on first use
    *  and interpret until it is there. */
   codegen?: boolean;
 }

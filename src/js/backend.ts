@@ -311,9 +311,10 @@ export class JsBackend implements Backend {
     return -1;
   }
 
-  gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array): number {
+  gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array, values: Float64Array | null): number {
     for (let r = fromRow; r < toRow; r++) {
       if (this.replayForward(X.subarray(r * nInputs, (r + 1) * nInputs), nInputs, count) >= 0) return r;
+      if (values) values[r] = this.views.val[out]!;
       this.reverse(out, 1, count);
       if (this.vectorInput && this.views.adj[1] === 0) G.fill(0, r * nInputs, (r + 1) * nInputs); // no rule reached the input
       else G.set((this.vectorInput ? this.views.xadj : this.views.adj).subarray(0, nInputs), r * nInputs);
