@@ -193,6 +193,45 @@ export class CompiledFunction {
     return [values, out];
   }
 
+  /** vᵀJ for many rows: row r of `V` (rows × outputs) against the Jacobian at row r of `X`;
+   *  rows × inputs out. One replay and one reverse sweep per row. */
+  vjpBatch(X: ArrayLike<number>, rows: number, V: ArrayLike<number>, out?: Float64Array): Float64Array {
+    return this.perRow(X, rows, V, 'vjpBatch', 'outputs', (x, v, o) => this.vjp(x, v, o), this.inputs, out);
+  }
+
+  /** J·t for many rows: row r of `T` (rows × inputs) at row r of `X`; rows × outputs out. */
+  jvpBatch(X: ArrayLike<number>, rows: number, T: ArrayLike<number>, out?: Float64Array): Float64Array {
+    return this.perRow(X, rows, T, 'jvpBatch', 'inputs', (x, t, o) => this.jvp(x, t, o), this.outputsNow(X, rows), out);
+  }
+
+  /** H·v for many rows: row r of `V` (rows × inputs) at row r of `X`; rows × inputs out. */
+  hvpBatch(X: ArrayLike<number>, rows: number, V: ArrayLike<number>, out?: Float64Array): Float64Array {
+    return this.perRow(X, rows, V, 'hvpBatch', 'inputs', (x, v, o) => this.hvp(x, v, o), this.inputs, out);
+  }
+
+  // The outputs of the recording (recording at the first row if there is none yet).
+  private outputsNow(X: ArrayLike<number>, rows: number): number {
+    if (!this.recording && rows > 0) this.replay(this.batchRows(X, 1, 'jvpBatch').subarray(0, this.inputs));
+    return this.outputs;
+  }
+
+  // A per-row method over rows: X rows × inputs, D rows × (inputs or outputs) directions, `width`
+  // numbers out per row. Rows run one call into the core at a time, with no allocation per row.
+  private perRow(
+    X: ArrayLike<number>, rows: number, D: ArrayLike<number>, what: string, directionOf: 'inputs' | 'outputs',
+    run: (x: Float64Array, d: Float64Array, out: Float64Array) => unknown, width: number, out?: Float64Array,
+  ): Float64Array {
+    const xs = this.batchRows(X, rows, what);
+    const dWidth = directionOf === 'inputs' ? this.inputs : this.outputsNow(xs, rows);
+    const ds = toFloat64(D, rows * dWidth, `${what}: ${rows} rows of ${dWidth} ${directionOf === 'inputs' ? 'direction' : 'cotangent'} entries`);
+    out ??= new Float64Array(rows * width);
+    checkOut(out, rows * width);
+    for (let r = 0; r < rows; r++) {
+      run(xs.subarray(r * this.inputs, (r + 1) * this.inputs), ds.subarray(r * dWidth, (r + 1) * dWidth), out.subarray(r * width, (r + 1) * width));
+    }
+    return out;
+  }
+
   private checkRows(rows: number): number {
     if (!Number.isInteger(rows) || rows < 0) throw new TapegradError('INVALID_ARGUMENT', `rows must be a non-negative integer, got ${describe(rows)}`);
     return rows;
@@ -200,19 +239,8 @@ export class CompiledFunction {
 
   // The rows as a Float64Array: as it is, or checked and copied once from any other array.
   private batchRows(X: ArrayLike<number>, rows: number, what: string): Float64Array {
-    const needed = rows * this.inputs;
-    if (!isArrayLike(X)) throw new NotANumberError(`${what} needs an array of rows × inputs = ${needed} numbers, got ${describe(X)}`);
-    if (X.length < needed) {
-      throw new TapegradError('INVALID_ARGUMENT', `${what}: ${rows} rows of ${this.inputs} inputs need ${needed} numbers, got ${X.length}`);
-    }
-    if (X instanceof Float64Array) return X;
-    const copy = new Float64Array(needed);
-    for (let k = 0; k < needed; k++) {
-      const v = X[k];
-      if (typeof v !== 'number') throw new NotANumberError(`${what}: entry ${k} must be a number, got ${describe(v)}`);
-      copy[k] = v;
-    }
-    return copy;
+    this.checkRows(rows);
+    return toFloat64(X, rows * this.inputs, `${what}: ${rows} rows of ${this.inputs} inputs`);
   }
 
   /** vᵀJ at x for a vector function (one replay, one reverse sweep). */
@@ -386,6 +414,21 @@ export class CompiledFunction {
     const expected = Float64Array.from(guards, (i) => val[i]!);
     return this.adopt({ tape, inputs: this.inputs, outputs, guards, expected, vectorInput: this.vector, outputNodes });
   }
+}
+
+/** `x` as a Float64Array of at least `needed` numbers (`what` names them in errors): as it is,
+ *  or checked and copied once from any other array. */
+function toFloat64(x: ArrayLike<number>, needed: number, what: string): Float64Array {
+  if (!isArrayLike(x)) throw new NotANumberError(`${what} need an array of ${needed} numbers, got ${describe(x)}`);
+  if (x.length < needed) throw new TapegradError('INVALID_ARGUMENT', `${what} need ${needed} numbers, got ${x.length}`);
+  if (x instanceof Float64Array) return x;
+  const copy = new Float64Array(needed);
+  for (let k = 0; k < needed; k++) {
+    const v = x[k];
+    if (typeof v !== 'number') throw new NotANumberError(`${what}: entry ${k} must be a number, got ${describe(v)}`);
+    copy[k] = v;
+  }
+  return copy;
 }
 
 function badOutput(v: unknown): never {

@@ -3,7 +3,7 @@
 // the two-row SIMD kernel, the scalar kernel, the JS engine, vector tapes, and rows where a guard
 // fails (the function records again there).
 import { beforeAll, describe, expect, it } from 'vitest';
-import { compile, init, type Var, type Vec } from '../src/index.ts';
+import { compile, init, type CompileOptions, type Var, type Vec } from '../src/index.ts';
 
 beforeAll(async () => {
   await init();
@@ -18,7 +18,7 @@ const ROWS = 9;
 const X = Float64Array.from({ length: ROWS * 3 }, (_, k) => Math.sin(1.7 * k + 0.3) * 2);
 
 describe('valueAndGradientBatch equals row-by-row valueAndGradient, bit for bit', () => {
-  const variants: [string, Parameters<typeof compile>[1]][] = [
+  const variants: [string, CompileOptions][] = [
     ['wasm, generated sweeps', { inputs: 3 }],
     ['wasm, SIMD kernel', { inputs: 3, codegen: false }],
     ['wasm, scalar kernel', { inputs: 3, codegen: false, simd: false }],
@@ -57,4 +57,24 @@ describe('valueAndGradientBatch equals row-by-row valueAndGradient, bit for bit'
     expect(() => f.valueAndGradientBatch(new Float64Array(5), 2)).toThrow(/2 rows of 3 inputs need 6 numbers, got 5/);
     expect(() => f.valueAndGradientBatch(X, 2, undefined, new Float64Array(1))).toThrow(/at least 2 numbers/);
   });
+});
+
+describe('vjpBatch, jvpBatch and hvpBatch equal their row-by-row forms, bit for bit', () => {
+  const vector = (x: Var[]): Var[] => [x[0]!.mul(x[1]!).sin(), x[2]!.exp().mul(x[0]!), x[1]!.sub(x[2]!)];
+  for (const backend of ['wasm', 'js'] as const) {
+    it(backend, () => {
+      const f = compile(vector, { inputs: 3, backend });
+      const g = compile(guarded, { inputs: 3, backend });
+      const D = Float64Array.from({ length: ROWS * 3 }, (_, k) => Math.cos(0.9 * k));
+      const vjps = f.vjpBatch(X, ROWS, D), jvps = f.jvpBatch(X, ROWS, D), hvps = g.hvpBatch(X, ROWS, D);
+      const single = compile(vector, { inputs: 3, backend }), singleG = compile(guarded, { inputs: 3, backend });
+      for (let r = 0; r < ROWS; r++) {
+        const x = X.subarray(3 * r, 3 * r + 3), d = D.subarray(3 * r, 3 * r + 3);
+        expect([...vjps.subarray(3 * r, 3 * r + 3)], `vjp row ${r}`).toEqual([...single.vjp(x, d)]);
+        expect([...jvps.subarray(3 * r, 3 * r + 3)], `jvp row ${r}`).toEqual([...single.jvp(x, d)]);
+        expect([...hvps.subarray(3 * r, 3 * r + 3)], `hvp row ${r}`).toEqual([...singleG.hvp(x, d)]);
+      }
+      expect(() => g.hvpBatch(X, ROWS, new Float64Array(4))).toThrow(/hvpBatch: 9 rows of 3 direction entries need 27 numbers, got 4/);
+    });
+  }
 });
