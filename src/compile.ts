@@ -23,6 +23,9 @@ export interface CompileOptions {
   inputs: number;
   /** Pass the inputs to f as one Vec of length `inputs` (vector ops: one node per op). */
   vector?: boolean;
+  /** Throw NonFiniteError at the first NaN or ±Infinity a replay produces (value or adjoint),
+   *  naming the op and the node, as `createTape({ checkNaN: true })`. Batches then run row by row. */
+  checkNaN?: boolean;
   /** Engine: 'wasm' (default; `await init()` first) or 'js'. */
   backend?: BackendKind;
   /** Throw BranchChangedError instead of re-recording when a guard fails. */
@@ -75,6 +78,8 @@ export class CompiledFunction {
     private readonly codegen: boolean | 'require' = true,
     /** f takes one Vec. */
     readonly vector = false,
+    /** Check every replay for NaN and ±Infinity. */
+    readonly checkNaN = false,
   ) {
     this.row = new Float64Array(inputs);
     if (recording) this.adopt(recording);
@@ -181,6 +186,21 @@ export class CompiledFunction {
     return out;
   }
 
+  // checkNaN: rows one at a time, each replay and reverse sweep checked.
+  private checkedRows(X: Float64Array, rows: number, out: Float64Array, values: Float64Array | null): void {
+    const n = this.inputs;
+    for (let r = 0; r < rows; r++) {
+      const rec = this.replay(X.subarray(r * n, (r + 1) * n));
+      const engine = rec.tape.engine, top = rec.outputs[0]!;
+      if (values) values[r] = engine.views.val[top]!;
+      engine.clearAdjoints(rec.tape.size, false);
+      engine.views.adj[top] = 1;
+      engine.sweepReverseReplay(top);
+      rec.tape.assertFinite(0, top + 1, false);
+      out.set(this.inputSlots(rec, engine.views.adj, engine.views.xadj), r * n);
+    }
+  }
+
   /** Values and gradients of a scalar function for `rows` input rows in one call into the core:
    *  `[values (rows), gradients (rows × inputs)]`, into `values` and `out` when given. */
   valueAndGradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array, values?: Float64Array): [Float64Array, Float64Array] {
@@ -266,6 +286,7 @@ export class CompiledFunction {
       else xadj[-1 - o] += v[j]!;
     }
     engine.sweepReverseReplay(top);
+    if (this.checkNaN) rec.tape.assertFinite(0, top + 1, false);
     checkOut(out, this.inputs);
     out.set(this.inputSlots(rec, engine.views.adj, engine.views.xadj));
     return out;
@@ -296,6 +317,7 @@ export class CompiledFunction {
     const rec = this.replay(x);
     this.seedTangents(rec, v);
     rec.tape.engine.reverseTangentReplay(rec.outputs[0]!, 1, rec.tape.size);
+    if (this.checkNaN) rec.tape.assertFinite(0, rec.outputs[0]! + 1, false);
     checkOut(out, this.inputs);
     out.set(this.inputSlots(rec, rec.tape.engine.views.tanAdj!, rec.tape.engine.views.xtanAdj!));
     return out;
@@ -333,6 +355,7 @@ export class CompiledFunction {
   }
 
   private gradientRows(X: Float64Array, rows: number, out: Float64Array, values: Float64Array | null = null): void {
+    if (this.checkNaN) return this.checkedRows(X, rows, out, values);
     const n = this.inputs;
     let rec = this.live(X);
     let row = 0;
@@ -349,6 +372,12 @@ export class CompiledFunction {
   }
 
   private replay(x: ArrayLike<number>): Recording {
+    const rec = this.replayUnchecked(x);
+    if (this.checkNaN) rec.tape.assertFinite(0, rec.tape.size, true);
+    return rec;
+  }
+
+  private replayUnchecked(x: ArrayLike<number>): Recording {
     const row = this.toRow(x);
     const rec = this.recording;
     // Recording at x computes its values at x: nothing to replay.
@@ -458,11 +487,13 @@ export function compile(f: CompilableFunction | VectorCompilableFunction, option
   if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `compile needs a function, got ${describe(f)}`);
   checkOptions(options, 'compile', {
     inputs: 'number', backend: BACKEND_RULE, strict: 'boolean', at: 'array', simd: 'boolean', codegen: CODEGEN_RULE, vector: 'boolean',
+    checkNaN: 'boolean',
   });
   const n = options?.inputs;
   if (!Number.isInteger(n) || n < 1) throw new TapegradError('INVALID_ARGUMENT', `compile needs { inputs: n } with n >= 1, got ${describe(n)}`);
   const compiled = new CompiledFunction(
     f, n, options.backend ?? 'wasm', options.strict ?? false, null, options.simd ?? true, null, options.codegen ?? true, options.vector === true,
+    options.checkNaN === true,
   );
   if (options.at) compiled.record(options.at);
   return compiled;

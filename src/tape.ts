@@ -525,7 +525,8 @@ export class Tape {
     }
   }
 
-  private assertFinite(from: number, to: number, values: boolean): void {
+  /** @internal Throws NonFiniteError at the first NaN/±Infinity value (or adjoint) in [from, to). */
+  assertFinite(from: number, to: number, values: boolean): void {
     if (this.engine.firstNonFinite(from, to, values) < 0) return;
     const { op, a, b, val, adj } = this.engine.views;
     const name = (i: number): string => opNameOf(op[i]!);

@@ -1,8 +1,8 @@
 // checkNaN mode: `createTape({ checkNaN: true })` throws NonFiniteError (code 'NON_FINITE') at
 // the first NaN or ±Infinity an op produces, as a value or as an adjoint, naming the op and the
 // node; the tape stays usable. Without the option the same graphs follow IEEE silently.
-import { describe, expect, it } from 'vitest';
-import { NonFiniteError, TapegradError, type Tape, type Var } from '../src/index.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { NonFiniteError, TapegradError, compile, init, type Tape, type Var } from '../src/index.ts';
 import { BACKENDS, tapeOn } from './support.ts';
 
 function thrownBy(action: () => unknown): unknown {
@@ -191,5 +191,36 @@ describe.each(BACKENDS)('checkNaN covers every reverse sweep (%s)', (backend) =>
     expect(() => tape.gradient(s, [z])).toThrow(NonFiniteError);
     expect(() => tape.vjp([s], [1], [z])).toThrow(NonFiniteError);
     expect(() => tape.hvp(s, [z], [1])).toThrow(NonFiniteError);
+  });
+});
+
+// checkNaN for compiled functions: the same errors as the tape's, on every replay entry point,
+// batches included (they then run row by row); the function stays usable after one.
+describe.each(BACKENDS)('compile({ checkNaN: true }) (%s)', (backend) => {
+  beforeAll(async () => {
+    await init();
+  });
+
+  const f = (x: Var[]): Var => x[0]!.log().mul(x[1]!).add(x[1]!.sqrt());
+
+  it('a replay that produces NaN names the op and the node; finite rows still work', () => {
+    const g = compile(f, { inputs: 2, backend, checkNaN: true });
+    expect([...g.gradient([2, 4])]).toEqual([2, Math.log(2) + 0.25]);
+    expect(() => g.gradient([-1, 4])).toThrow(NonFiniteError);
+    expect(() => g.gradient([-1, 4])).toThrow(/checkNaN: log at node #\d+ produced NaN/);
+    expect(() => g.value([2, -4])).toThrow(/sqrt at node #\d+ produced NaN/);
+    expect(() => g.hvp([-1, 4], [1, 0])).toThrow(NonFiniteError);
+    expect(() => g.gradientBatch(new Float64Array([2, 4, -1, 4]), 2)).toThrow(NonFiniteError);
+    expect([...g.gradient([2, 4])]).toEqual([2, Math.log(2) + 0.25]);
+  });
+
+  it('a non-finite adjoint is caught after the reverse sweep', () => {
+    const g = compile((x) => x[0]!.sqrt().mul(x[1]!), { inputs: 2, backend, checkNaN: true });
+    expect(() => g.gradient([0, 1])).toThrow(/sent a non-finite adjoint \(Infinity\)/);
+  });
+
+  it('without the option, NaN propagates as IEEE says', () => {
+    const g = compile(f, { inputs: 2, backend });
+    expect(Number.isNaN(g.gradient([-1, 4])[0])).toBe(true);
   });
 });

@@ -1,5 +1,5 @@
 // Every options object is checked where it enters: an unknown key (a typo, or another function's
-// option such as checkNaN on compile) or a value outside its set is INVALID_ARGUMENT naming the
+// option such as gradcheck's tolerance on compile) or a value outside its set is INVALID_ARGUMENT naming the
 // function, the option and what it takes. Arrays of numbers are arrays, never strings; batch
 // lengths name what was expected and what came.
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -28,7 +28,7 @@ const f = (x: Var[]): Var => x[0]!.square().add(x[1]!);
 
 describe('options', () => {
   it('unknown options are refused, naming the function and what it takes', async () => {
-    expectInvalid(() => compile(f, { inputs: 2, checkNaN: true } as never), /^compile: unknown option 'checkNaN' \(it takes inputs, backend/);
+    expectInvalid(() => compile(f, { inputs: 2, checknan: true } as never), /^compile: unknown option 'checknan' \(it takes inputs, backend/);
     expectInvalid(() => grad(f, { backnd: 'js' } as never), /^valueAndGrad: unknown option 'backnd'/);
     expectInvalid(() => vjp(f, [1, 2], [1], { mode: 'forward' } as never), /^vjp: unknown option 'mode'/);
     expectInvalid(() => jvp(f, [1, 2], [1, 0], { strict: true } as never), /^jvp: unknown option 'strict'/);
