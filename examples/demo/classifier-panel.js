@@ -3,6 +3,7 @@
 // pass per frame), the points and the loss curve. demo.js hangs the returned controls on
 // `window.demo.mlp`: mlp.run(100) returns the 100 losses.
 import { createTape } from '/dist/index.js';
+import { frame, hiDpiContext, lossCurve } from './canvas.js';
 import { VIEW, makeClassifier, makePoints } from './classifier.js';
 
 const AUTOPLAY_STEPS = 1500; // after this many steps on its own it rests; Start runs until Stop
@@ -72,15 +73,7 @@ export async function classifierPanel() {
   }
 
   // ---- drawing ----
-  const canvas = $('mlp-plot');
-  const ctx = canvas.getContext('2d');
-  const dpr = window.devicePixelRatio || 1;
-  const W = canvas.width, H = canvas.height;
-  canvas.style.width = `${W}px`;
-  canvas.style.height = `${H}px`;
-  canvas.width = W * dpr;
-  canvas.height = H * dpr;
-  ctx.scale(dpr, dpr);
+  const { ctx, W, H } = hiDpiContext($('mlp-plot'));
 
   const FIELD = { x: 14, y: 14, w: 400, h: 400 };
   const LOSS = { x: 440, y: 14, w: W - 454, h: 400 };
@@ -88,15 +81,6 @@ export async function classifierPanel() {
   // The grid is painted into a GRID×GRID image and scaled up smoothly onto the field.
   const cells = new OffscreenCanvas(GRID, GRID);
   const image = new ImageData(GRID, GRID);
-
-  function frame(box, title) {
-    ctx.strokeStyle = '#c9ced8';
-    ctx.lineWidth = 1;
-    ctx.strokeRect(box.x, box.y, box.w, box.h);
-    ctx.fillStyle = '#6a7283';
-    ctx.font = '12px system-ui, sans-serif';
-    ctx.fillText(title, box.x + 8, box.y + 16);
-  }
 
   function drawField() {
     // Light tints, white along the boundary p = 1/2.
@@ -120,28 +104,11 @@ export async function classifierPanel() {
       ctx.fill();
       ctx.stroke();
     }
-    frame(FIELD, 'data and P(red) of the network');
+    frame(ctx, FIELD, 'data and P(red) of the network');
   }
 
   function drawLoss() {
-    frame(LOSS, 'loss (log scale) per step');
-    if (losses.length < 2) return;
-    const logs = losses.map(Math.log10);
-    const lo = Math.min(...logs), hi = Math.max(...logs);
-    const span = Math.max(hi - lo, 1e-9);
-    const n = Math.max(losses.length - 1, 100);
-    ctx.strokeStyle = '#2f6f3e';
-    ctx.lineWidth = 2;
-    ctx.beginPath();
-    logs.forEach((v, i) => {
-      const x = LOSS.x + (i / n) * LOSS.w;
-      const y = LOSS.y + 24 + (1 - (v - lo) / span) * (LOSS.h - 32);
-      if (i === 0) ctx.moveTo(x, y);
-      else ctx.lineTo(x, y);
-    });
-    ctx.stroke();
-    ctx.fillStyle = '#6a7283';
-    ctx.fillText(`${losses[0].toPrecision(3)} → ${losses[losses.length - 1].toPrecision(4)}`, LOSS.x + LOSS.w - 150, LOSS.y + 16);
+    lossCurve(ctx, LOSS, losses);
   }
 
   function draw() {

@@ -3,6 +3,7 @@
 // (or the console) drive it: demo.run(100) returns the 100 losses; demo.mlp drives the second
 // panel (classifier-panel.js) the same way.
 import { createTape } from '/dist/index.js';
+import { frame, hiDpiContext, lossCurve } from './canvas.js';
 import { classifierPanel } from './classifier-panel.js';
 import { PARAMS, TRUTH, curve, makeData, makeTrainer } from './model.js';
 
@@ -77,27 +78,10 @@ function reset() {
 }
 
 // ---- drawing ----
-const canvas = $('plot');
-const ctx = canvas.getContext('2d');
-const dpr = window.devicePixelRatio || 1;
-const W = canvas.width, H = canvas.height;
-canvas.style.width = `${W}px`;
-canvas.style.height = `${H}px`;
-canvas.width = W * dpr;
-canvas.height = H * dpr;
-ctx.scale(dpr, dpr);
+const { ctx, W, H } = hiDpiContext($('plot'));
 
 const FIT = { x: 50, y: 14, w: W - 70, h: 320, x0: -3.2, x1: 3.2, y0: -2, y1: 2.6 };
 const LOSS = { x: 50, y: 374, w: W - 70, h: 150 };
-
-function frame(box, title) {
-  ctx.strokeStyle = '#c9ced8';
-  ctx.lineWidth = 1;
-  ctx.strokeRect(box.x, box.y, box.w, box.h);
-  ctx.fillStyle = '#6a7283';
-  ctx.font = '12px system-ui, sans-serif';
-  ctx.fillText(title, box.x + 8, box.y + 16);
-}
 
 function plotCurve(p, color, dash = []) {
   const sx = (x) => FIT.x + ((x - FIT.x0) / (FIT.x1 - FIT.x0)) * FIT.w;
@@ -122,7 +106,7 @@ function plotCurve(p, color, dash = []) {
 
 function draw() {
   ctx.clearRect(0, 0, W, H);
-  frame(FIT, 'data, truth (dashed) and fit');
+  frame(ctx, FIT, 'data, truth (dashed) and fit');
   const { sx, sy } = plotCurve(TRUTH, '#b8bfcc', [6, 5]);
   ctx.fillStyle = '#3a62c4';
   for (let i = 0; i < data.xs.length; i++) {
@@ -132,26 +116,7 @@ function draw() {
   }
   plotCurve(params, '#d2442e');
 
-  frame(LOSS, 'loss (log scale) per step');
-  if (losses.length > 1) {
-    const logs = losses.map(Math.log10);
-    const lo = Math.min(...logs), hi = Math.max(...logs);
-    const span = Math.max(hi - lo, 1e-9);
-    const n = Math.max(losses.length - 1, 100);
-    ctx.strokeStyle = '#2f6f3e';
-    ctx.lineWidth = 2;
-    ctx.setLineDash([]);
-    ctx.beginPath();
-    logs.forEach((v, i) => {
-      const x = LOSS.x + (i / n) * LOSS.w;
-      const y = LOSS.y + 24 + (1 - (v - lo) / span) * (LOSS.h - 32);
-      if (i === 0) ctx.moveTo(x, y);
-      else ctx.lineTo(x, y);
-    });
-    ctx.stroke();
-    ctx.fillStyle = '#6a7283';
-    ctx.fillText(`${losses[0].toPrecision(3)} → ${losses[losses.length - 1].toPrecision(4)}`, LOSS.x + LOSS.w - 150, LOSS.y + 16);
-  }
+  lossCurve(ctx, LOSS, losses);
 
   for (const kind of Object.keys(trainers)) {
     const t = timing[kind];
