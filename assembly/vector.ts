@@ -236,27 +236,30 @@ function mapBlock(s: i32, out: usize, pa: usize, sa: usize, pb: usize, sb: usize
   }
 }
 
+/** select per element: the branch's entry (a value, or a tangent: `nodes`/`elements` say which
+ *  regions) where the condition holds, else the other's, into `out`; elements [skip, skip + n). */
+function selectInto(i: i32, n: i32, skip: usize, out: usize, nodes: usize, elements: usize): void {
+  const ia = argA(i), ib = argB(i), ic = argA(i - 2);
+  setBlocks(n, ia, ib, ic);
+  let pc = addr(ia, valBase, xvalBase) + skip * stepOf(ia), pt = addr(ib, nodes, elements) + skip * stepOf(ib);
+  let pf = addr(ic, nodes, elements) + skip * stepOf(ic);
+  const sc = stepOf(ia), stt = stepOf(ib), sf = stepOf(ic);
+  const dc = blockStep(ia, n), dt = blockStep(ib, n), df = blockStep(ic, n);
+  for (let blk = 0; blk < blocks; blk++) {
+    for (let k = 0; k < blockLen; k++) {
+      st(at(out, k), truthy(ld(pc + <usize>k * sc)) ? ld(pt + <usize>k * stt) : ld(pf + <usize>k * sf));
+    }
+    out += <usize>blockLen << 3; pc += dc; pt += dt; pf += df;
+  }
+}
+
 /** Elements [from, from + n) of elementwise node i (from > 0 only inside a run, whose operands
  *  all span the full length: see forwardRun). */
 function elementwiseForward(i: i32, s: i32, n: i32, from: i32): void {
   const ia = argA(i), ib = argB(i);
   let out = at(xvalBase, offOf(i) + from);
   const skip = <usize>from;
-  if (s == Op.Select) {
-    const ic = argA(i - 2);
-    setBlocks(n, ia, ib, ic);
-    let pc = addr(ia, valBase, xvalBase) + skip * stepOf(ia), pt = addr(ib, valBase, xvalBase) + skip * stepOf(ib);
-    let pf = addr(ic, valBase, xvalBase) + skip * stepOf(ic);
-    const sc = stepOf(ia), stt = stepOf(ib), sf = stepOf(ic);
-    const dc = blockStep(ia, n), dt = blockStep(ib, n), df = blockStep(ic, n);
-    for (let blk = 0; blk < blocks; blk++) {
-      for (let k = 0; k < blockLen; k++) {
-        st(at(out, k), truthy(ld(pc + <usize>k * sc)) ? ld(pt + <usize>k * stt) : ld(pf + <usize>k * sf));
-      }
-      out += <usize>blockLen << 3; pc += dc; pt += dt; pf += df;
-    }
-    return;
-  }
+  if (s == Op.Select) { selectInto(i, n, skip, out, valBase, xvalBase); return; }
   setBlocks(n, ia, ib, ia);
   let pa = addr(ia, valBase, xvalBase) + skip * stepOf(ia), pb = addr(ib, valBase, xvalBase) + skip * stepOf(ib);
   const sa = stepOf(ia), sb = stepOf(ib), da = blockStep(ia, n), db = blockStep(ib, n);
@@ -525,20 +528,7 @@ export function vectorReverseAt(i: i32, op: i32, g: f64): i32 {
 function elementwiseTangent(i: i32, s: i32, n: i32): void {
   const ia = argA(i), ib = argB(i);
   let out = at(xtanBase, offOf(i));
-  if (s == Op.Select) {
-    const ic = argA(i - 2);
-    setBlocks(n, ia, ib, ic);
-    let pc = addr(ia, valBase, xvalBase), pt = addr(ib, tanBase, xtanBase), pf = addr(ic, tanBase, xtanBase);
-    const sc = stepOf(ia), stt = stepOf(ib), sf = stepOf(ic);
-    const dc = blockStep(ia, n), dt = blockStep(ib, n), df = blockStep(ic, n);
-    for (let blk = 0; blk < blocks; blk++) {
-      for (let k = 0; k < blockLen; k++) {
-        st(at(out, k), truthy(ld(pc + <usize>k * sc)) ? ld(pt + <usize>k * stt) : ld(pf + <usize>k * sf));
-      }
-      out += <usize>blockLen << 3; pc += dc; pt += dt; pf += df;
-    }
-    return;
-  }
+  if (s == Op.Select) { selectInto(i, n, 0, out, tanBase, xtanBase); return; }
   setBlocks(n, ia, ib, ia);
   let py = at(xvalBase, offOf(i));
   let xa = addr(ia, valBase, xvalBase), ta = addr(ia, tanBase, xtanBase);

@@ -469,6 +469,25 @@ export class VectorRules {
     }
   }
 
+  /** select per element into Y from `out`: the branch's entry (values or tangents, from the
+   *  `node` and `elements` arrays) where the condition holds, else the other's. */
+  private selectInto(i: number, n: number, Y: F64, out: number, node: F64, elements: F64): void {
+    const { a, b, val } = this.views;
+    const xval = this.views.xval;
+    const ia = a[i]!, ib = b[i]!, ic = a[i - 2]!;
+    this.setBlocks(n, ia, ib, ic);
+    const C = this.arr(ia, val, xval), T = this.arr(ib, node, elements), F = this.arr(ic, node, elements);
+    let pc = this.start(ia), pt = this.start(ib), pf = this.start(ic);
+    const sc = this.step(ia), st = this.step(ib), sf = this.step(ic);
+    const dc = this.blockStep(ia, n), dt = this.blockStep(ib, n), df = this.blockStep(ic, n);
+    for (let blk = 0; blk < this.blocks; blk++) {
+      for (let k = 0; k < this.blockLen; k++) {
+        Y[out + k] = truthy(C[pc + k * sc]!) ? T[pt + k * st]! : F[pf + k * sf]!;
+      }
+      out += this.blockLen; pc += dc; pt += dt; pf += df;
+    }
+  }
+
   private elementwiseForward(i: number, s: number, n: number): void {
     const v = this.views;
     const { a, b, val } = v;
@@ -476,18 +495,7 @@ export class VectorRules {
     const ia = a[i]!, ib = b[i]!;
     let out = this.off(i);
     if (s === SELECT) {
-      const ic = a[i - 2]!;
-      this.setBlocks(n, ia, ib, ic);
-      const C = this.arr(ia, val, xval), T = this.arr(ib, val, xval), F = this.arr(ic, val, xval);
-      let pc = this.start(ia), pt = this.start(ib), pf = this.start(ic);
-      const sc = this.step(ia), st = this.step(ib), sf = this.step(ic);
-      const dc = this.blockStep(ia, n), dt = this.blockStep(ib, n), df = this.blockStep(ic, n);
-      for (let blk = 0; blk < this.blocks; blk++) {
-        for (let k = 0; k < this.blockLen; k++) {
-          xval[out + k] = truthy(C[pc + k * sc]!) ? T[pt + k * st]! : F[pf + k * sf]!;
-        }
-        out += this.blockLen; pc += dc; pt += dt; pf += df;
-      }
+      this.selectInto(i, n, xval, out, val, xval);
       return;
     }
     this.setBlocks(n, ia, ib, ia);
@@ -555,18 +563,7 @@ export class VectorRules {
     const ia = a[i]!, ib = b[i]!;
     let out = this.off(i);
     if (s === SELECT) {
-      const ic = a[i - 2]!;
-      this.setBlocks(n, ia, ib, ic);
-      const C = this.arr(ia, val, xval), T = this.arr(ib, tan, xtan), F = this.arr(ic, tan, xtan);
-      let pc = this.start(ia), pt = this.start(ib), pf = this.start(ic);
-      const sc = this.step(ia), st = this.step(ib), sf = this.step(ic);
-      const dc = this.blockStep(ia, n), dt = this.blockStep(ib, n), df = this.blockStep(ic, n);
-      for (let blk = 0; blk < this.blocks; blk++) {
-        for (let k = 0; k < this.blockLen; k++) {
-          xtan[out + k] = truthy(C[pc + k * sc]!) ? T[pt + k * st]! : F[pf + k * sf]!;
-        }
-        out += this.blockLen; pc += dc; pt += dt; pf += df;
-      }
+      this.selectInto(i, n, xtan, out, tan, xtan);
       return;
     }
     this.setBlocks(n, ia, ib, ia);
