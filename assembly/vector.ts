@@ -506,9 +506,7 @@ export function vectorReverseAt(i: i32, op: i32, g: f64): i32 {
     for (let k = 0; k < count; k++) {
       const m = runNode(k);
       if (adj(m) == 0) continue;
-      const t = runTerms + (<usize>k << 4);
-      termsA = load<f64>(t);
-      termsB = load<f64>(t, 8);
+      const t = loadTerms(k);
       elementwiseReverse(m, opAt(m) - ELEMENTWISE, len, from, false);
       store<f64>(t, termsA);
       store<f64>(t, termsB, 8);
@@ -517,12 +515,18 @@ export function vectorReverseAt(i: i32, op: i32, g: f64): i32 {
   for (let k = 0; k < count; k++) {
     const m = runNode(k);
     if (adj(m) == 0) continue;
-    const t = runTerms + (<usize>k << 4);
-    termsA = load<f64>(t);
-    termsB = load<f64>(t, 8);
+    loadTerms(k);
     applyTerms(m, opAt(m) - ELEMENTWISE);
   }
   return j;
+}
+
+/** termsA and termsB of the k-th node of a run, from where the run keeps them (returned). */
+function loadTerms(k: i32): usize {
+  const t = runTerms + (<usize>k << 4);
+  termsA = load<f64>(t);
+  termsB = load<f64>(t, 8);
+  return t;
 }
 
 function elementwiseTangent(i: i32, s: i32, n: i32): void {
