@@ -42,11 +42,35 @@ function claim(j: i32, tangents: bool): void {
   store<f64>(adjBase + (<usize>j << 3), 1);
 }
 
-/** Claims every vector operand that the reverse rule of node i sends adjoint to. */
+// An elementwise reverse rule writes every element of a full-length operand exactly once. When
+// it is the first rule to reach that operand in the sweep, it stores its terms instead of adding
+// them to zeroed memory (storeA, storeB: the same values, +0 + t, without the clearing pass).
+let storeA = false;
+let storeB = false;
+
+/** Claims j for a rule that will write all of its `n` elements: true when that rule is the first
+ *  (it then stores, and nothing is zeroed); else j is claimed as usual. */
+function claimWhole(j: i32, n: i32): bool {
+  const op = opAt(j);
+  if (!isVectorOp(op) || op == Op.VConst || adj(j) != 0) return false;
+  if (lenOf(j) != n) { claim(j, false); return false; }
+  store<f64>(adjBase + (<usize>j << 3), 1);
+  return true;
+}
+
+/** Claims every vector operand that the reverse rule of node i sends adjoint to (and sets
+ *  storeA, storeB for an elementwise rule in the first-order sweep). */
 function claimOperands(i: i32, op: i32, tangents: bool): void {
   const ia = argA(i), ib = argB(i);
+  storeA = false;
+  storeB = false;
   if (op >= ELEMENTWISE) {
     if (op - ELEMENTWISE == Op.Select) { claim(ib, tangents); claim(argA(i - 2), tangents); return; }
+    if (!tangents) {
+      storeA = claimWhole(ia, lenOf(i));
+      storeB = ib != ia && claimWhole(ib, lenOf(i));
+      return;
+    }
     claim(ia, tangents); claim(ib, tangents);
     return;
   }
@@ -269,6 +293,14 @@ function elementwiseForward(i: i32, s: i32, n: i32, from: i32): void {
   }
 }
 
+/** One term for an adjoint: stored (as +0 + t) by the rule that claimed it whole, else added
+ *  unless it is zero (adding a zero changes no adjoint: they are never -0). */
+// @ts-ignore: decorator
+@inline function send(p: usize, t: f64, fresh: bool): void {
+  if (fresh) st(p, 0.0 + t);
+  else if (t != 0) acc(p, t);
+}
+
 // The terms a broadcast scalar operand (step 0) receives are summed here, in ascending element
 // order, and added to its adjoint once; a vector operand takes its terms element by element.
 let termsA: f64 = 0;
@@ -279,7 +311,7 @@ let termsB: f64 = 0;
 // the rest call the out-of-line rule, whose cost their libm calls dwarf.
 function reverseBlock(
   s: i32, pg: usize, py: usize, xa: usize, ga: usize, sa: usize, xb: usize, gb: usize, sb: usize, len: i32,
-  wantA: bool, wantB: bool,
+  wantA: bool, wantB: bool, freshA: bool, freshB: bool,
 ): void {
   let ta = termsA, tb = termsB;
   const oneA = sa == 0, oneB = sb == 0;
@@ -293,11 +325,12 @@ function reverseBlock(
     const zero = f64x2.splat(0), two = f64x2.splat(2);
     for (; k0 + 2 <= len; k0 += 2) {
       const g = v128.load(pg);
-      if (s == Op.Neg) v128.store(ga, f64x2.sub(v128.load(ga), g));
+      const before = freshA ? zero : v128.load(ga);
+      if (s == Op.Neg) v128.store(ga, f64x2.sub(before, g));
       else {
         const x = v128.load(xa);
         const live = v128.and(f64x2.ne(g, zero), f64x2.ne(x, zero));
-        v128.store(ga, f64x2.add(v128.load(ga), v128.and(f64x2.mul(g, f64x2.mul(two, x)), live)));
+        v128.store(ga, f64x2.add(before, v128.and(f64x2.mul(g, f64x2.mul(two, x)), live)));
       }
       pg += 16; py += 16; xa += 16; ga += 16;
     }
@@ -313,11 +346,11 @@ function reverseBlock(
       const g = v128.load(pg);
       if (s == Op.Mul) {
         const x = sa == 8 ? v128.load(xa) : xs, z = sb == 8 ? v128.load(xb) : zs, live = f64x2.ne(g, zero);
-        if (wantA) v128.store(ga, f64x2.add(v128.load(ga), v128.and(f64x2.mul(g, z), v128.and(live, f64x2.ne(z, zero)))));
-        if (wantB) v128.store(gb, f64x2.add(v128.load(gb), v128.and(f64x2.mul(g, x), v128.and(live, f64x2.ne(x, zero)))));
+        if (wantA) v128.store(ga, f64x2.add(freshA ? zero : v128.load(ga), v128.and(f64x2.mul(g, z), v128.and(live, f64x2.ne(z, zero)))));
+        if (wantB) v128.store(gb, f64x2.add(freshB ? zero : v128.load(gb), v128.and(f64x2.mul(g, x), v128.and(live, f64x2.ne(x, zero)))));
       } else {
-        if (wantA) v128.store(ga, f64x2.add(v128.load(ga), g));
-        if (wantB) v128.store(gb, s == Op.Sub ? f64x2.sub(v128.load(gb), g) : f64x2.add(v128.load(gb), g));
+        if (wantA) v128.store(ga, f64x2.add(freshA ? zero : v128.load(ga), g));
+        if (wantB) v128.store(gb, s == Op.Sub ? f64x2.sub(freshB ? zero : v128.load(gb), g) : f64x2.add(freshB ? zero : v128.load(gb), g));
       }
       pg += 16; py += 16; xa += da; ga += da; xb += db; gb += db;
     }
@@ -328,41 +361,39 @@ function reverseBlock(
     const negate = s == Op.Sub;
     for (let k = 0; k < len; k++) {
       const g = ld(pg);
-      if (g != 0) {
-        if (wantA) { if (oneA) ta += g; else acc(ga, g); }
-        if (wantB) { const h = negate ? -g : g; if (oneB) tb += h; else acc(gb, h); }
-      }
+      if (wantA) { if (oneA) ta += g; else send(ga, g, freshA); }
+      if (wantB) { const h = negate ? -g : g; if (oneB) tb += h; else send(gb, h, freshB); }
       pg += 8; ga += sa; gb += sb;
     }
   } else if (s == Op.Mul) {
     for (let k = 0; k < len; k++) {
       const g = ld(pg);
-      if (g != 0) {
-        const x = ld(xa), z = ld(xb);
-        if (wantA && z != 0) { const t = g * z; if (oneA) ta += t; else acc(ga, t); }
-        if (wantB && x != 0) { const t = g * x; if (oneB) tb += t; else acc(gb, t); }
-      }
+      const x = ld(xa), z = ld(xb);
+      if (wantA) { const t = g != 0 && z != 0 ? g * z : 0; if (oneA) ta += t; else send(ga, t, freshA); }
+      if (wantB) { const t = g != 0 && x != 0 ? g * x : 0; if (oneB) tb += t; else send(gb, t, freshB); }
       pg += 8; xa += sa; ga += sa; xb += sb; gb += sb;
     }
   } else if (s == Op.Square || s == Op.Neg) {
     const square = s == Op.Square;
     for (let k = 0; k < len; k++) {
       const g = ld(pg);
-      if (g != 0 && wantA) {
+      if (wantA) {
         const p = square ? 2 * ld(xa) : -1.0;
-        if (p != 0) { const t = g * p; if (oneA) ta += t; else acc(ga, t); }
+        const t = g != 0 && p != 0 ? g * p : 0;
+        if (oneA) ta += t; else send(ga, t, freshA);
       }
       pg += 8; xa += sa; ga += sa;
     }
   } else {
     for (let k = 0; k < len; k++) {
       const g = ld(pg);
+      let p = 0.0, q = 0.0;
       if (g != 0) {
-        const p = partialsCall(s, ld(xa), ld(xb), ld(py));
-        const q = partialZ;
-        if (wantA && p != 0) { const t = g * p; if (oneA) ta += t; else acc(ga, t); }
-        if (wantB && q != 0) { const t = g * q; if (oneB) tb += t; else acc(gb, t); }
+        p = partialsCall(s, ld(xa), ld(xb), ld(py));
+        q = partialZ;
       }
+      if (wantA) { const t = g != 0 && p != 0 ? g * p : 0; if (oneA) ta += t; else send(ga, t, freshA); }
+      if (wantB) { const t = g != 0 && q != 0 ? g * q : 0; if (oneB) tb += t; else send(gb, t, freshB); }
       pg += 8; py += 8; xa += sa; ga += sa; xb += sb; gb += sb;
     }
   }
@@ -410,7 +441,7 @@ function elementwiseReverse(i: i32, s: i32, n: i32, from: i32, whole: bool): voi
   // vector (v.mul(v)) has b = a too, and both partials go to it, as in the scalar sweep.
   const wantA = wantsAdjoint(ia), wantB = wantsAdjoint(ib);
   for (let blk = 0; blk < blocks; blk++) {
-    reverseBlock(s, pg, py, xa, ga, sa, xb, gb, sb, blockLen, wantA, wantB);
+    reverseBlock(s, pg, py, xa, ga, sa, xb, gb, sb, blockLen, wantA, wantB, storeA && sa != 0, storeB && sb != 0);
     const step = <usize>blockLen << 3;
     pg += step; py += step; xa += da; ga += da; xb += db; gb += db;
   }
@@ -439,6 +470,7 @@ function applyTerms(i: i32, s: i32): void {
 @inline const RUN_MAX: i32 = 256;
 const runNodes = memory.data(4 * RUN_MAX);
 const runTerms = memory.data(16 * RUN_MAX);
+const runStores = memory.data(RUN_MAX);
 
 // @ts-ignore: decorator
 @inline function runNode(k: i32): i32 { return load<i32>(runNodes + (<usize>k << 2)); }
@@ -497,7 +529,10 @@ export function vectorReverseAt(i: i32, op: i32, g: f64): i32 {
   // Claims first, in the sweep's order: a node joins the sweep once a later one claimed it.
   for (let k = 0; k < count; k++) {
     const m = runNode(k);
+    storeA = false;
+    storeB = false;
     if (adj(m) != 0) claimOperands(m, opAt(m), false);
+    store<u8>(runStores + <usize>k, (storeA ? 1 : 0) | (storeB ? 2 : 0));
     store<f64>(runTerms + (<usize>k << 4), 0);
     store<f64>(runTerms + (<usize>k << 4) + 8, 0);
   }
@@ -507,6 +542,9 @@ export function vectorReverseAt(i: i32, op: i32, g: f64): i32 {
       const m = runNode(k);
       if (adj(m) == 0) continue;
       const t = loadTerms(k);
+      const stores = load<u8>(runStores + <usize>k);
+      storeA = (stores & 1) != 0;
+      storeB = (stores & 2) != 0;
       elementwiseReverse(m, opAt(m) - ELEMENTWISE, len, from, false);
       store<f64>(t, termsA);
       store<f64>(t, termsB, 8);
