@@ -307,13 +307,15 @@ export class Vec {
     if (this.shape.length !== 2 || this.shape[1] !== m || b.length !== 1 || b[0] !== m) {
       throw new ShapeError(`trmv: expects a square matrix [m, m] and a vector [m], got ${show(this.shape)} and ${show(b)}`, 'trmv', [this.shape, b]);
     }
-    // The mask (a constant), the masked matrix, x if it is an array, and the product.
+    // The mask (a constant), the triangle selected from the matrix (select, so the other triangle
+    // is never read: a NaN there stays out, and its gradient is exactly 0), x if it is an array,
+    // and the product.
     const [k, e] = recordCost(x);
-    this.tape.reserveVector(2 + 2 + k + 3, 2 * m * m + e + m);
+    this.tape.reserveVector(2 + 1 + 3 + k + 3, 2 * m * m + e + m);
     const lower = options.lower ?? true;
     const mask = new Float64Array(m * m);
     for (let r = 0; r < m; r++) for (let c = 0; c < m; c++) mask[r * m + c] = (lower ? c <= r : c >= r) ? 1 : 0;
-    return this.mul(this.tape.constantVector(mask, [m, m])).matvec(x);
+    return this.tape.select(this.tape.constantVector(mask, [m, m]), this, 0).matvec(x);
   }
 
   /** The transpose of a matrix (a vector is returned as it is). */

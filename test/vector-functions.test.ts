@@ -34,3 +34,19 @@ describe.each(BACKENDS)('free functions on Vecs (%s)', (backend) => {
     expect(s.grad).toBe(6);
   });
 });
+
+describe.each(BACKENDS)('trmv reads one triangle only (%s)', (backend) => {
+  it('a NaN or Infinity in the other triangle stays out of the value and the gradient', async () => {
+    const t = await createTape({ backend });
+    const L = t.vector([2, NaN, 3, 4], [2, 2]);
+    const x = t.vector([1, -1]);
+    const y = L.trmv(x).sum();
+    expect(y.value).toBe(2 * 1 + (3 * 1 + 4 * -1));
+    t.backward(y);
+    expect([...L.grad]).toEqual([1, 0, 1, -1]);
+    expect([...x.grad]).toEqual([2 + 3, 4]);
+    const U = t.vector([2, 3, Infinity, 4], [2, 2]);
+    const z = U.trmv(x, { lower: false }).sum();
+    expect(z.value).toBe(2 * 1 + 3 * -1 + 4 * -1);
+  });
+});
