@@ -405,3 +405,9 @@ export function thrownWithoutRecording(tape: Tape, action: () => unknown, what: 
   expect(tape.elementCount, `${what}: no elements taken`).toBe(elements);
   return error;
 }
+
+/** Each number as text, -0 apart from +0 (every NaN alike): for bit-for-bit comparisons whose
+ *  failures read well. */
+export function numberTexts(xs: ArrayLike<number>): string[] {
+  return Array.from(xs, (x) => (Object.is(x, -0) ? '-0' : String(x)));
+}

@@ -11,8 +11,8 @@ import { Tape, type Var, type Vec } from '../src/index.ts';
 import { WasmBackend } from '../src/wasm/backend.ts';
 import { loadCoreModule, simdAvailable } from '../src/wasm/loader.ts';
 import { tapeOn } from './support.ts';
+import { numberTexts } from './vector-cases.ts';
 
-const bits = (xs: ArrayLike<number>): string[] => Array.from(xs, (x) => (Object.is(x, -0) ? '-0' : String(x)));
 
 /** `c(v)` returns v; when cutting, it first records an unrelated scalar op. */
 type Program = (t: Tape, x: Vec, s: Var, c: (v: Vec) => Vec) => Var;
@@ -52,7 +52,7 @@ async function run(tape: Tape, f: Program, n: number, cut: boolean): Promise<str
   };
   const out = f(tape, x, s, c);
   const direction = Array.from({ length: n + 1 }, (_, k) => ((k % 5) - 2) * 0.5);
-  return bits([out.value, ...tape.gradient(out, [x, s]), ...tape.jvp([x, s], direction, [out]), ...tape.hvp(out, [x, s], direction)]);
+  return numberTexts([out.value, ...tape.gradient(out, [x, s]), ...tape.jvp([x, s], direction, [out]), ...tape.hvp(out, [x, s], direction)]);
 }
 
 describe('blocked elementwise runs in the core: the same bits as op by op', () => {

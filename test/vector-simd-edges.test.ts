@@ -8,10 +8,10 @@ import { Tape, type Var, type Vec } from '../src/index.ts';
 import { WasmBackend } from '../src/wasm/backend.ts';
 import { loadCoreModule, simdAvailable } from '../src/wasm/loader.ts';
 import { tapeOn } from './support.ts';
+import { numberTexts } from './vector-cases.ts';
 
 const SPECIAL = [0, -0, 1, -2.5, Infinity, -Infinity, NaN, 1e-308, 5e-324, -3, 7, 0.5, -0.25];
 
-const bits = (xs: ArrayLike<number>): string[] => Array.from(xs, (x) => (Object.is(x, -0) ? '-0' : String(x)));
 
 /** Programs whose reverse sweeps send exact zeros next to non-finite partials. */
 const PROGRAMS: [string, (t: Tape, x: Vec, y: Vec) => Var][] = [
@@ -31,7 +31,7 @@ async function run(tape: Tape, f: (t: Tape, x: Vec, y: Vec) => Var, xs: number[]
   const x = tape.vector(xs), y = tape.vector(ys);
   const out = f(tape, x, y);
   const direction = [...xs, ...ys].map((_, k) => (k % 3) - 1);
-  return bits([out.value, ...tape.gradient(out, [x, y]), ...tape.jvp([x, y], direction, [out]), ...tape.hvp(out, [x, y], direction)]);
+  return numberTexts([out.value, ...tape.gradient(out, [x, y]), ...tape.jvp([x, y], direction, [out]), ...tape.hvp(out, [x, y], direction)]);
 }
 
 describe('SIMD elementwise rules against the scalar build and the JS engine', () => {

@@ -24,6 +24,15 @@ function allocate(capacity: number, tangents: boolean, elements: number): TapeVi
   };
 }
 
+/** Doubles `current` (from MIN_CAPACITY) until it holds `needed`; past `limit`, all the limit
+ *  allows at once (growing a few slots at a time is quadratic). 0 when even that is too small. */
+function grownCapacity(current: number, needed: number, limit: number): number {
+  let capacity = Math.max(current, MIN_CAPACITY);
+  while (capacity < needed) capacity *= 2;
+  if (capacity > limit) capacity = Math.floor(limit / 8) * 8;
+  return capacity < needed ? 0 : capacity;
+}
+
 function copyLiveElements(from: TapeViews, to: TapeViews, live: number): void {
   to.xval.set(from.xval.subarray(0, live));
   to.xadj.set(from.xadj.subarray(0, live));
@@ -77,10 +86,8 @@ export class JsBackend implements Backend {
 
   reserveElements(minElements: number, live: number, maxElements: number): boolean {
     if (minElements <= this.elementCapacity) return true;
-    let capacity = Math.max(this.elementCapacity, MIN_CAPACITY);
-    while (capacity < minElements) capacity *= 2;
-    if (capacity > maxElements) capacity = Math.floor(maxElements / 8) * 8;
-    if (capacity < minElements) return false;
+    const capacity = grownCapacity(this.elementCapacity, minElements, maxElements);
+    if (capacity === 0) return false;
     let next: TapeViews;
     try {
       const t = this.views.tan !== null;
@@ -107,12 +114,8 @@ export class JsBackend implements Backend {
 
   reserve(minCapacity: number, live: number, maxCapacity: number): boolean {
     if (minCapacity <= this.capacity) return true;
-    let capacity = Math.max(this.capacity, MIN_CAPACITY);
-    while (capacity < minCapacity) capacity *= 2;
-    // Past the limit, take all it allows at once (growing a few slots at a time is quadratic).
-    if (capacity > maxCapacity) capacity = Math.floor(maxCapacity / 8) * 8;
-    if (capacity < minCapacity) return false;
-    return this.reallocate(capacity, this.views.tan !== null, live);
+    const capacity = grownCapacity(this.capacity, minCapacity, maxCapacity);
+    return capacity !== 0 && this.reallocate(capacity, this.views.tan !== null, live);
   }
 
   enableTangents(live: number): boolean {
