@@ -32,3 +32,4 @@ export {
   ruleForward, rulePartials, rulePartialZ, rulePartialsTangent, rulePartialZTangent,
 } from './replay';
 export { scratch } from './layout';
+export { setRunFusion } from './vector';

@@ -472,6 +472,89 @@ const runNodes = memory.data(4 * RUN_MAX);
 const runTerms = memory.data(16 * RUN_MAX);
 const runStores = memory.data(RUN_MAX);
 
+// ─── fused runs: one generated loop per run instead of one loop per node ───
+// Where the façade supplies them (src/wasm/codegen/emit-runs.ts), a run of at least two nodes is
+// swept by a kernel generated for its shape: the run's ops, which operand is which run node, and
+// in the reverse sweep which nodes are active and which operands are stored whole. Per element it
+// computes every node with its operands in registers (forward), or every node's adjoint terms from
+// last to first (reverse), storing each value and adjoint the block sweep would store, with the same
+// operations in the same order: results equal the block sweep's bit for bit, and memory traffic
+// drops to one load or store per value. `fuseRun` returns the kernel's table slot, or 0 (no
+// generator loaded, an op the kernels do not spell, or a kernel still compiling).
+// @ts-ignore: decorator
+@external('env', 'fuseRun') declare function fuseRun(signature: usize, words: i32): u32;
+// @ts-ignore: decorator
+@inline const FUSE_MAX: i32 = 64;
+// @ts-ignore: decorator
+@inline const FUSE_SIG_WORDS: i32 = 4;
+// @ts-ignore: decorator
+@inline const FUSE_PARAM_WORDS: i32 = 7;
+const fuseSignature = memory.data(4 * (2 + FUSE_SIG_WORDS * FUSE_MAX));
+const fuseParams = memory.data(4 * FUSE_PARAM_WORDS * FUSE_MAX);
+let fusionEnabled = false;
+
+/** Turns fused run kernels on or off (the façade turns them on once it can generate them). */
+export function setRunFusion(on: i32): void { fusionEnabled = on != 0; }
+
+// Operand kinds in a signature: a run node's index (0 = the run's first node), or one of these.
+// @ts-ignore: decorator
+@inline const KIND_VECTOR: i32 = -1;
+// @ts-ignore: decorator
+@inline const KIND_VECTOR_CONSTANT: i32 = -2;
+// @ts-ignore: decorator
+@inline const KIND_SCALAR: i32 = -3;
+// @ts-ignore: decorator
+@inline const KIND_SCALAR_CONSTANT: i32 = -4;
+
+/** Node of the run at ascending position k (runNodes holds the reverse sweep's runs last first). */
+// @ts-ignore: decorator
+@inline function ascending(k: i32, count: i32, reverse: bool): i32 { return runNode(reverse ? count - 1 - k : k); }
+
+function operandKind(j: i32, count: i32, reverse: bool): i32 {
+  const first = ascending(0, count, reverse), last = ascending(count - 1, count, reverse);
+  if (j >= first && j <= last) {
+    for (let k = 0; k < count; k++) if (ascending(k, count, reverse) == j) return k;
+  }
+  const op = opAt(j);
+  if (isVectorOp(op)) return op == Op.VConst ? KIND_VECTOR_CONSTANT : KIND_VECTOR;
+  return op == Op.Const ? KIND_SCALAR_CONSTANT : KIND_SCALAR;
+}
+
+function writeAddresses(p: usize, j: i32): void {
+  store<u32>(p, <u32>addr(j, valBase, xvalBase));
+  store<u32>(p, <u32>addr(j, adjBase, xadjBase), 4);
+}
+
+/** The kernel for the run in runNodes (`count` nodes), its signature and parameters written, or 0.
+ *  Parameters per node (ascending): its value and adjoint addresses, its operands', its terms. */
+function fusedKernel(count: i32, reverse: bool): u32 {
+  if (!fusionEnabled || count < 2 || count > FUSE_MAX) return 0;
+  store<i32>(fuseSignature, reverse ? 1 : 0);
+  store<i32>(fuseSignature, count, 4);
+  for (let k = 0; k < count; k++) {
+    const m = ascending(k, count, reverse);
+    const s = opAt(m) - ELEMENTWISE;
+    if (s == Op.Select) return 0;
+    const ia = argA(m), ib = argB(m);
+    const sig = fuseSignature + 8 + (<usize>(k * FUSE_SIG_WORDS) << 2);
+    store<i32>(sig, s);
+    store<i32>(sig, operandKind(ia, count, reverse), 4);
+    store<i32>(sig, operandKind(ib, count, reverse), 8);
+    let flags = 0;
+    if (reverse) {
+      const kd = count - 1 - k;
+      flags = (adj(m) != 0 ? 1 : 0) | (<i32>load<u8>(runStores + <usize>kd) << 1);
+    }
+    store<i32>(sig, flags, 12);
+    const par = fuseParams + (<usize>(k * FUSE_PARAM_WORDS) << 2);
+    writeAddresses(par, m);
+    writeAddresses(par + 8, ia);
+    writeAddresses(par + 16, ib);
+    store<u32>(par, <u32>(runTerms + (<usize>(count - 1 - k) << 4)), 24);
+  }
+  return fuseRun(fuseSignature, 2 + FUSE_SIG_WORDS * count);
+}
+
 // @ts-ignore: decorator
 @inline function runNode(k: i32): i32 { return load<i32>(runNodes + (<usize>k << 2)); }
 
@@ -503,9 +586,13 @@ export function vectorForwardAt(i: i32, op: i32, to: i32): i32 {
     if (count == RUN_MAX || next >= to || !joins(next, n)) break;
     j = next;
   }
-  for (let from = 0; from < n; from += RUN_BLOCK) {
-    const len = min(RUN_BLOCK, n - from);
-    for (let k = 0; k < count; k++) { const m = runNode(k); elementwiseForward(m, opAt(m) - ELEMENTWISE, len, from); }
+  const kernel = fusedKernel(count, false);
+  if (kernel != 0) call_indirect<void>(kernel, fuseParams, 0, n);
+  else {
+    for (let from = 0; from < n; from += RUN_BLOCK) {
+      const len = min(RUN_BLOCK, n - from);
+      for (let k = 0; k < count; k++) { const m = runNode(k); elementwiseForward(m, opAt(m) - ELEMENTWISE, len, from); }
+    }
   }
   for (let k = 0; k < count; k++) setVal(runNode(k), 0);
   return j;
@@ -536,7 +623,9 @@ export function vectorReverseAt(i: i32, op: i32, g: f64): i32 {
     store<f64>(runTerms + (<usize>k << 4), 0);
     store<f64>(runTerms + (<usize>k << 4) + 8, 0);
   }
-  for (let from = 0; from < n; from += RUN_BLOCK) {
+  const kernel = fusedKernel(count, true);
+  if (kernel != 0) call_indirect<void>(kernel, fuseParams, 0, n);
+  else for (let from = 0; from < n; from += RUN_BLOCK) {
     const len = min(RUN_BLOCK, n - from);
     for (let k = 0; k < count; k++) {
       const m = runNode(k);

@@ -28,9 +28,10 @@ export interface InitOptions {
   /** A core compiled elsewhere, e.g. `await coreModule()` posted to a worker: the worker then
    *  instantiates it without compiling again. */
   module?: WebAssembly.Module;
-  /** Also load the code generator that `compile` uses on the wasm backend (default true; a
-   *  separate chunk, about 5.6 KB gzipped). Without it, compiled functions load it on first use
-   *  and interpret until it is there. */
+  /** Also load the code generator that `compile` and the fused elementwise kernels use on the
+   *  wasm backend (default true; a separate chunk, about 7 KB gzipped). Without it, compiled
+   *  functions load it on first use and interpret until it is there, and elementwise runs are
+   *  swept block by block (same results, slower). */
   codegen?: boolean;
 }
 
@@ -55,11 +56,12 @@ export async function coreModule(): Promise<WebAssembly.Module> {
   return coreModuleIfLoaded() ?? loadCoreModule();
 }
 
-/** Creates a tape on the wasm core (default) or the pure-JS mode: `createTape({ backend: 'js' })`. */
+/** Creates a tape on the wasm core (default) or the pure-JS mode: `createTape({ backend: 'js' })`.
+ *  On the wasm core it loads the code generator too, as `init()` does. */
 export async function createTape(options: TapeOptions = {}): Promise<Tape> {
   if (resolveKind(options) === 'wasm') {
     if (!wasmAvailable()) throw noWasm();
-    await loadCoreModule();
+    await Promise.all([loadCoreModule(), loadCodegen()]);
   }
   return createTapeSync(options);
 }

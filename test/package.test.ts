@@ -13,7 +13,9 @@ import { DIST, ROOT } from './browser/harness.ts';
 // measured then); array-valued nodes added about 17 KB: their rules in both engines (the core's
 // two builds grew 8 KB), the Vec façade and the validator of format version 2.
 const SIZE_BUDGET = 60 * 1024;
-const CODEGEN_BUDGET = 6 * 1024; // more bytes of gzip for compile()'s code generator chunk
+// More bytes of gzip for the code generator chunk: 6 KB (5.7 KB measured) until it also emitted
+// the fused elementwise run kernels (about 1.4 KB more).
+const CODEGEN_BUDGET = 8 * 1024;
 
 interface PackageJson {
   main?: string;
@@ -115,7 +117,7 @@ describe('size budget', () => {
   // it imports on demand: one core build (the loader imports exactly one, SIMD or scalar, so the
   // larger of the two counts) and, for `compile` on the wasm backend, the code generator (init()
   // loads it). Bundled as a user's bundler would: esbuild, minified, ESM with code splitting.
-  it(`the core API is under ${SIZE_BUDGET / 1024} KB gzipped, and compile's code generator under ${CODEGEN_BUDGET / 1024} KB more (esbuild, minified)`, async () => {
+  it(`the core API is under ${SIZE_BUDGET / 1024} KB gzipped, and the code generator under ${CODEGEN_BUDGET / 1024} KB more (esbuild, minified)`, async () => {
     const result = await esbuild.build({
       entryPoints: [path.join(DIST, 'index.js')], bundle: true, minify: true, format: 'esm', splitting: true,
       platform: 'browser', write: false, metafile: true, outdir: path.join(ROOT, 'size-check'), logLevel: 'silent',
@@ -142,7 +144,7 @@ describe('size budget', () => {
     const generator = sizeOf(generators[0]!);
     const all = sum(gz.keys());
     console.log(`size: gzip -9 of the esbuild-minified dist/index.js: core API ${coreApi} B ` +
-      `(${sum(always)} B always + ${coreApi - sum(always)} B for one core build), compile's code generator ${generator} B more; ` +
+      `(${sum(always)} B always + ${coreApi - sum(always)} B for one core build), the code generator ${generator} B more; ` +
       `all chunks ${all} B; budgets ${SIZE_BUDGET} B and ${CODEGEN_BUDGET} B`);
     expect(coreApi).toBeLessThan(SIZE_BUDGET);
     expect(generator).toBeLessThan(CODEGEN_BUDGET);

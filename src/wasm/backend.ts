@@ -20,6 +20,30 @@ export function loadCodegen(): Promise<void> {
  *  4 KB synchronously on the main thread); the interpreter runs until it is done. */
 export type GeneratedSweeps = 'none' | 'pending' | 'active';
 
+// Fused run kernels, compiled once per signature for every instance (null: a run the kernels
+// leave to the block sweep; absent while a module too large to compile synchronously compiles).
+const runModules = new Map<string, WebAssembly.Module | null | undefined>();
+const MAX_RUN_KERNELS = 256;
+
+function runKernel(key: string, signature: Int32Array): WebAssembly.Module | null | undefined {
+  if (runModules.has(key)) return runModules.get(key);
+  const bytes = codegen!.emitRunKernel(signature);
+  if (!bytes) {
+    runModules.set(key, null);
+    return null;
+  }
+  try {
+    const module = new WebAssembly.Module(bytes);
+    runModules.set(key, module);
+    return module;
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    runModules.set(key, undefined);
+    void WebAssembly.compile(bytes).then((module) => runModules.set(key, module), () => runModules.set(key, null));
+    return undefined;
+  }
+}
+
 // Rows per batched call are capped so the scratch area stays small next to the tape.
 const BATCH_BYTES = 1 << 20;
 
@@ -58,8 +82,10 @@ export class WasmBackend implements Backend {
       customReverse: (i, g) => handler().reverse(i, g),
       customTangent: (i) => handler().tangent(i),
       customReverseTangent: (i, g, gt) => handler().reverseTangent(i, g, gt),
+      fuseRun: (signature, words) => this.fuseRun(signature, words),
     };
     this.core = instantiateCore(module, this.imports);
+    this.core.setRunFusion(1);
     this.refreshViews();
   }
 
@@ -69,6 +95,8 @@ export class WasmBackend implements Backend {
   private recover(error: unknown): unknown {
     if (!(error instanceof WebAssembly.RuntimeError)) return error;
     this.core = instantiateCore(this.module, this.imports);
+    this.core.setRunFusion(this.runFusion ? 1 : 0);
+    this.runSlots.clear();
     this.dropGeneratedSweeps();
     this.guardsAt = -1;
     this.memoryF64 = new Float64Array(0);
@@ -146,6 +174,36 @@ export class WasmBackend implements Backend {
         },
       );
     }
+  }
+
+  /** Whether elementwise runs use fused kernels (on by default; the tests compare both ways). */
+  runFusion = true;
+  setRunFusion(on: boolean): void {
+    this.runFusion = on;
+    this.core.setRunFusion(on ? 1 : 0);
+  }
+
+  // Fused run kernels of this instance's table, by signature (0: the run sweeps block by block).
+  private readonly runSlots = new Map<string, number>();
+
+  private fuseRun(signature: number, words: number): number {
+    if (!codegen) return 0;
+    const words32 = new Int32Array(this.core.memory.buffer, signature, words);
+    const key = words32.join(',');
+    const known = this.runSlots.get(key);
+    if (known !== undefined) return known;
+    const module = runKernel(key, words32);
+    if (module === undefined) return 0; // compiling in the background
+    let slot = 0;
+    if (module && this.runSlots.size < MAX_RUN_KERNELS) {
+      const core = this.core;
+      const env = { memory: core.memory, ruleForward: core.ruleForward, rulePartials: core.rulePartials, rulePartialZ: core.rulePartialZ };
+      const { run } = new WebAssembly.Instance(module, { env }).exports as { run: () => void };
+      slot = core.table.grow(1);
+      core.table.set(slot, run);
+    }
+    this.runSlots.set(key, slot);
+    return slot;
   }
 
   /** Back to the interpreter (the tape is about to change). */

@@ -12,6 +12,7 @@ export interface CoreExports {
   reserveElements(minElements: number, live: number, maxElements: number): number;
   setLiveElements(n: number): void;
   setVectorInput(on: number): void;
+  setRunFusion(on: number): void;
   elementBytes(): number;
   getElementCapacity(): number;
   xvalPtr(): number;
@@ -127,10 +128,14 @@ export interface CoreImports {
   customReverse(i: number, g: number): void;
   customTangent(i: number): void;
   customReverseTangent(i: number, g: number, gTangent: number): void;
+  /** The table slot of a fused kernel for the run whose signature is at `signature` (see
+   *  assembly/vector.ts), or 0 to sweep it block by block. */
+  fuseRun(signature: number, words: number): number;
 }
 
 const NO_CUSTOM_OPS: CoreImports = {
   customForward: noCustom, customReverse: noCustom, customTangent: noCustom, customReverseTangent: noCustom,
+  fuseRun: () => 0,
 };
 
 function noCustom(): never {

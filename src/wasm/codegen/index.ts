@@ -24,3 +24,4 @@
 // into a module.
 export { MAX_SLOTS, planSegments, planSweeps, whyNoPlan, type SweepPlan } from './plan.ts';
 export { emitSweeps } from './module.ts';
+export { emitRunKernel } from './emit-runs.ts';
