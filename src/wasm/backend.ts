@@ -1,6 +1,6 @@
 import type { Backend, CustomHandler, TapeViews } from '../backend.ts';
 import { TapegradError } from '../errors.ts';
-import { instantiateCore, type CoreExports, type CoreImports } from './loader.ts';
+import { instantiateCore, simdAvailable, type CoreExports, type CoreImports } from './loader.ts';
 
 // The code generator is its own chunk: pages that only record tapes never download it. init()
 // loads it (unless told not to); a compiled function made before it arrives interprets until then.
@@ -27,7 +27,7 @@ const MAX_RUN_KERNELS = 256;
 
 function runKernel(key: string, signature: Int32Array): WebAssembly.Module | null | undefined {
   if (runModules.has(key)) return runModules.get(key);
-  const bytes = codegen!.emitRunKernel(signature);
+  const bytes = codegen!.emitRunKernel(signature, simdAvailable());
   if (!bytes) {
     runModules.set(key, null);
     return null;

@@ -15,14 +15,20 @@
 // of the node, of operand a, of operand b (elements or scalar slot), and its broadcast terms' slot.
 import { Op, SCALAR_OP_TABLE } from '../../ops.ts';
 import {
-  Bytes, memarg, F64, I32, W_BrIf, W_Call, W_End, W_F64Add, W_F64Div, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg,
+  Bytes, memarg, F64, I32, W_BrIf, W_Call, W_Else, W_End, W_F64Add, W_F64Div, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg,
   W_F64Store, W_F64Sub, W_I32Add, W_I32And, W_If, W_Loop, W_Select, W_Void,
 } from './wasm.ts';
+
+// SIMD (f64x2) opcodes, after the 0xfd prefix.
+const V128 = 0x7b;
+const S_Load = 0x00, S_Store = 0x0b, S_Splat = 0x14, S_Extract = 0x21, S_Replace = 0x22, S_Ne = 0x48, S_And = 0x4e;
+const S_Neg = 0xed, S_Add = 0xf0, S_Sub = 0xf1, S_Mul = 0xf2, S_Div = 0xf3;
+const SIMD_NATIVE: Partial<Record<number, number>> = { [Op.add]: S_Add, [Op.sub]: S_Sub, [Op.mul]: S_Mul, [Op.div]: S_Div };
 
 const KIND_VECTOR = -1, KIND_VECTOR_CONSTANT = -2, KIND_SCALAR = -3, KIND_SCALAR_CONSTANT = -4;
 const ACTIVE = 1, STORE_A = 2, STORE_B = 4;
 const PARAM_WORDS = 7;
-const W_Block = 0x02, W_I32Mul = 0x6c, W_I32GeU = 0x4f, W_I32LtU = 0x49, W_I32Load = 0x28;
+const W_Block = 0x02, W_I32Mul = 0x6c, W_I32GtU = 0x4b, W_I32Eqz = 0x45, W_I32Load = 0x28;
 // Imported functions: the core's rules.
 const FN_FORWARD = 0, FN_PARTIALS = 1, FN_PARTIAL_Z = 2;
 const NATIVE: Partial<Record<number, number>> = { [Op.add]: W_F64Add, [Op.sub]: W_F64Sub, [Op.mul]: W_F64Mul, [Op.div]: W_F64Div };
@@ -45,11 +51,13 @@ function parse(signature: Int32Array): { reverse: boolean; nodes: Node[] } | nul
 }
 
 /** The wasm module of a run kernel `run(params, from, len)`, or null when it has an op the
- *  kernels leave to the block sweep. */
-export function emitRunKernel(signature: Int32Array): Uint8Array<ArrayBuffer> | null {
+ *  kernels leave to the block sweep. With `simd`, pairs of elements go through f64x2 lanes (each
+ *  lane the scalar rule: masks where it skips a term, lane-by-lane calls to out-of-line rules,
+ *  broadcast terms added lane 0 then lane 1) and an odd last element through the scalar loop. */
+export function emitRunKernel(signature: Int32Array, simd: boolean): Uint8Array<ArrayBuffer> | null {
   const parsed = parse(signature);
   if (!parsed) return null;
-  const body = parsed.reverse ? emitReverseRun(parsed.nodes) : emitForwardRun(parsed.nodes);
+  const body = emitRun(parsed.nodes, parsed.reverse, simd);
   const out = new Bytes();
   out.bytes([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]);
   const types = new Bytes();
@@ -82,22 +90,31 @@ export function emitRunKernel(signature: Int32Array): Uint8Array<ArrayBuffer> | 
 }
 
 // Locals: 0 params, 1 from, 2 len; then i32: the element byte offset, its end, and the seven
-// parameter words of every node; then f64: a register per node, the value of each scalar
-// operand (a, b per node), each node's terms (a, b), and the temporaries.
+// parameter words of every node; then f64: the value of each scalar operand (a, b per node),
+// each node's terms (a, b), and a lane's scratch (x, z, y, p, q); then one group of a register
+// per node and the temporaries g, x, z, p, q, t, in f64 (the scalar loop) and in v128 (the SIMD
+// loop, where scalar operands are also splatted).
 function locals(count: number) {
   const e = 3, end = 4, word = (k: number, w: number) => 5 + PARAM_WORDS * k + w;
   const f64 = 5 + PARAM_WORDS * count;
+  const group = (base: number) => ({
+    reg: (k: number) => base + k, g: base + count, x: base + count + 1, z: base + count + 2,
+    p: base + count + 3, q: base + count + 4, t: base + count + 5,
+  });
+  const f64Count = 4 * count + 5 + (count + 6);
+  const v128 = f64 + f64Count;
   return {
     e, end, word,
-    reg: (k: number) => f64 + k,
-    scalar: (k: number, b: boolean) => f64 + count + 2 * k + (b ? 1 : 0),
-    terms: (k: number, b: boolean) => f64 + 3 * count + 2 * k + (b ? 1 : 0),
-    g: f64 + 5 * count, x: f64 + 5 * count + 1, z: f64 + 5 * count + 2, p: f64 + 5 * count + 3,
-    q: f64 + 5 * count + 4, t: f64 + 5 * count + 5,
+    scalar: (k: number, b: boolean) => f64 + 2 * k + (b ? 1 : 0),
+    terms: (k: number, b: boolean) => f64 + 2 * count + 2 * k + (b ? 1 : 0),
+    lane: { x: f64 + 4 * count, z: f64 + 4 * count + 1, y: f64 + 4 * count + 2, p: f64 + 4 * count + 3, q: f64 + 4 * count + 4 },
+    f64: group(f64 + 4 * count + 5),
+    v128: { ...group(v128), splat: (k: number, b: boolean) => v128 + count + 6 + 2 * k + (b ? 1 : 0) },
     declare(fn: Bytes) {
-      fn.u32(2);
+      fn.u32(3);
       fn.u32(2 + PARAM_WORDS * count); fn.byte(I32);
-      fn.u32(5 * count + 6); fn.byte(F64);
+      fn.u32(f64Count); fn.byte(F64);
+      fn.u32(count + 6 + 2 * count); fn.byte(V128);
     },
   };
 }
@@ -105,9 +122,104 @@ type Locals = ReturnType<typeof locals>;
 
 const isScalar = (kind: number): boolean => kind === KIND_SCALAR || kind === KIND_SCALAR_CONSTANT;
 
-/** Prologue: e = 8·from, end = 8·(from + len), the parameter words, the scalar operands' values;
- *  then opens `block { loop {` (the caller closes them with `emitLoopEnd`). */
-function emitPrologue(fn: Bytes, nodes: Node[], L: Locals): void {
+function simdOp(fn: Bytes, op: number): void {
+  fn.byte(0xfd); fn.u32(op);
+}
+
+// How one loop body reads, computes and writes: the scalar loop one element (f64), the SIMD loop
+// two (v128). Every emitter below is written once against this.
+interface Lanes {
+  width: number;
+  R: Locals['f64'];
+  load(): void;
+  store(): void;
+  scalarOperand(k: number, b: boolean): void;
+  zero(): void;
+  constant(c: number): void;
+  binary(op: number): boolean;
+  neg(): void;
+  mul(): void;
+  add(): void;
+  /** t = g != 0 && p != 0 ? g * p : 0 into local t, p a local. */
+  masked(p: number): void;
+  /** For each lane: the lane's value of the expressions on the stack is set into lane locals;
+   *  then `perLane(lane)` leaves an f64, gathered into a vector of the lanes. */
+  eachLane(inputs: (() => void)[], scratch: number[], perLane: () => void): void;
+  /** Adds the lanes of local t, in order, to local `acc` (f64). */
+  addLanesTo(acc: number): void;
+}
+
+function scalarLanes(fn: Bytes, L: Locals): Lanes {
+  const R = L.f64;
+  return {
+    width: 1, R,
+    load: () => memarg(fn, W_F64Load, 0),
+    store: () => memarg(fn, W_F64Store, 0),
+    scalarOperand: (k, b) => fn.get(L.scalar(k, b)),
+    zero: () => fn.f64Const(0),
+    constant: (c) => fn.f64Const(c),
+    binary(op) { const w = NATIVE[op]; if (w === undefined) return false; fn.byte(w); return true; },
+    neg: () => fn.byte(W_F64Neg),
+    mul: () => fn.byte(W_F64Mul),
+    add: () => fn.byte(W_F64Add),
+    masked(p) {
+      fn.get(R.g); fn.get(p); fn.byte(W_F64Mul);
+      fn.f64Const(0);
+      fn.get(R.g); fn.f64Const(0); fn.byte(W_F64Ne);
+      fn.get(p); fn.f64Const(0); fn.byte(W_F64Ne);
+      fn.byte(W_I32And);
+      fn.byte(W_Select);
+      fn.set(R.t);
+    },
+    eachLane(inputs, scratch, perLane) {
+      inputs.forEach((input, i) => { input(); fn.set(scratch[i]!); });
+      perLane();
+    },
+    addLanesTo(acc) { fn.get(acc); fn.get(R.t); fn.byte(W_F64Add); fn.set(acc); },
+  };
+}
+
+function simdLanes(fn: Bytes, L: Locals): Lanes {
+  const R = L.v128;
+  return {
+    width: 2, R: R as unknown as Locals['f64'],
+    load: () => { simdOp(fn, S_Load); fn.byte(4); fn.u32(0); },
+    store: () => { simdOp(fn, S_Store); fn.byte(4); fn.u32(0); },
+    scalarOperand: (k, b) => fn.get(R.splat(k, b)),
+    zero: () => { fn.f64Const(0); simdOp(fn, S_Splat); },
+    constant: (c) => { fn.f64Const(c); simdOp(fn, S_Splat); },
+    binary(op) { const w = SIMD_NATIVE[op]; if (w === undefined) return false; simdOp(fn, w); return true; },
+    neg: () => simdOp(fn, S_Neg),
+    mul: () => simdOp(fn, S_Mul),
+    add: () => simdOp(fn, S_Add),
+    masked(p) {
+      fn.get(R.g); fn.get(p); simdOp(fn, S_Mul);
+      fn.get(R.g); fn.f64Const(0); simdOp(fn, S_Splat); simdOp(fn, S_Ne);
+      fn.get(p); fn.f64Const(0); simdOp(fn, S_Splat); simdOp(fn, S_Ne);
+      simdOp(fn, S_And);
+      simdOp(fn, S_And);
+      fn.set(R.t);
+    },
+    eachLane(inputs, scratch, perLane) {
+      // Inputs as vectors into the v128 temporaries x, z, p (then lanes into the f64 scratch).
+      const vectors = [R.x, R.z, R.p];
+      inputs.forEach((input, i) => { input(); fn.set(vectors[i]!); });
+      for (let lane = 0; lane < 2; lane++) {
+        inputs.forEach((_, i) => { fn.get(vectors[i]!); simdOp(fn, S_Extract); fn.byte(lane); fn.set(scratch[i]!); });
+        if (lane === 0) { perLane(); simdOp(fn, S_Splat); fn.set(R.q); }
+        else { fn.get(R.q); perLane(); simdOp(fn, S_Replace); fn.byte(1); fn.set(R.q); }
+      }
+      fn.get(R.q);
+    },
+    addLanesTo(acc) {
+      for (let lane = 0; lane < 2; lane++) { fn.get(acc); fn.get(R.t); simdOp(fn, S_Extract); fn.byte(lane); fn.byte(W_F64Add); fn.set(acc); }
+    },
+  };
+}
+
+/** Prologue: e = 8·from, end = 8·(from + len), the parameter words, the scalar operands' values
+ *  (and splats), the terms so far. */
+function emitPrologue(fn: Bytes, nodes: Node[], L: Locals, simd: boolean): void {
   fn.get(1); fn.i32Const(8); fn.byte(W_I32Mul); fn.tee(L.e);
   fn.get(2); fn.i32Const(8); fn.byte(W_I32Mul); fn.byte(W_I32Add); fn.set(L.end);
   nodes.forEach((_, k) => {
@@ -119,18 +231,22 @@ function emitPrologue(fn: Bytes, nodes: Node[], L: Locals): void {
     for (const b of [false, true]) {
       if (!isScalar(b ? node.b : node.a)) continue;
       fn.get(L.word(k, b ? 4 : 2)); memarg(fn, W_F64Load, 0); fn.set(L.scalar(k, b));
+      if (simd) { fn.get(L.scalar(k, b)); simdOp(fn, S_Splat); fn.set(L.v128.splat(k, b)); }
       // The terms so far (the run sums a broadcast operand's terms across its calls).
       if ((b ? node.b : node.a) === KIND_SCALAR) { fn.get(L.word(k, 6)); memarg(fn, W_F64Load, b ? 8 : 0); fn.set(L.terms(k, b)); }
     }
   });
-  fn.byte(W_Block); fn.byte(W_Void);
-  fn.get(L.e); fn.get(L.end); fn.byte(W_I32GeU); fn.byte(W_BrIf); fn.u32(0);
-  fn.byte(W_Loop); fn.byte(W_Void);
 }
 
-function emitLoopEnd(fn: Bytes, L: Locals): void {
-  fn.get(L.e); fn.i32Const(8); fn.byte(W_I32Add); fn.tee(L.e);
-  fn.get(L.end); fn.byte(W_I32LtU); fn.byte(W_BrIf); fn.u32(0);
+/** `while (e + 8·width <= end) { body; e += 8·width }` */
+function emitLoop(fn: Bytes, L: Locals, width: number, body: () => void): void {
+  const guard = (): void => { fn.get(L.e); fn.i32Const(8 * width); fn.byte(W_I32Add); fn.get(L.end); fn.byte(W_I32GtU); };
+  fn.byte(W_Block); fn.byte(W_Void);
+  guard(); fn.byte(W_BrIf); fn.u32(0);
+  fn.byte(W_Loop); fn.byte(W_Void);
+  body();
+  fn.get(L.e); fn.i32Const(8 * width); fn.byte(W_I32Add); fn.set(L.e);
+  guard(); fn.byte(W_I32Eqz); fn.byte(W_BrIf); fn.u32(0);
   fn.byte(W_End); fn.byte(W_End);
 }
 
@@ -139,53 +255,65 @@ function element(fn: Bytes, L: Locals, base: number): void {
   fn.get(base); fn.get(L.e); fn.byte(W_I32Add);
 }
 
-function emitForwardRun(nodes: Node[]): Bytes {
+function emitRun(nodes: Node[], reverse: boolean, simd: boolean): Bytes {
   const L = locals(nodes.length);
   const fn = new Bytes();
   L.declare(fn);
-  emitPrologue(fn, nodes, L);
-  const operand = (k: number, b: boolean): void => {
-    const kind = b ? nodes[k]!.b : nodes[k]!.a;
-    if (kind >= 0) fn.get(L.reg(kind));
-    else if (isScalar(kind)) fn.get(L.scalar(k, b));
-    else { element(fn, L, L.word(k, b ? 4 : 2)); memarg(fn, W_F64Load, 0); }
-  };
-  nodes.forEach(({ s }, k) => {
-    element(fn, L, L.word(k, 0));
-    const native = NATIVE[s];
-    if (native !== undefined) { operand(k, false); operand(k, true); fn.byte(native); }
-    else if (s === Op.neg) { operand(k, false); fn.byte(W_F64Neg); }
-    else if (s === Op.square) { operand(k, false); fn.tee(L.x); fn.get(L.x); fn.byte(W_F64Mul); }
-    else { fn.i32Const(s); operand(k, false); operand(k, true); fn.byte(W_Call); fn.u32(FN_FORWARD); }
-    fn.tee(L.reg(k));
-    memarg(fn, W_F64Store, 0);
-  });
-  emitLoopEnd(fn, L);
+  emitPrologue(fn, nodes, L, simd);
+  const emit = reverse ? emitReverseBody : emitForwardBody;
+  if (simd) { const lanes = simdLanes(fn, L); emitLoop(fn, L, 2, () => emit(fn, nodes, L, lanes)); }
+  const lanes = scalarLanes(fn, L);
+  emitLoop(fn, L, 1, () => emit(fn, nodes, L, lanes));
+  if (reverse) {
+    nodes.forEach((node, k) => {
+      for (const b of [false, true]) {
+        if ((b ? node.b : node.a) !== KIND_SCALAR || (b && node.unary)) continue;
+        fn.get(L.word(k, 6)); fn.get(L.terms(k, b)); memarg(fn, W_F64Store, b ? 8 : 0);
+      }
+    });
+  }
   fn.byte(W_End);
   return fn;
 }
 
-function emitReverseRun(nodes: Node[]): Bytes {
-  const L = locals(nodes.length);
-  const fn = new Bytes();
-  L.declare(fn);
-  emitPrologue(fn, nodes, L);
+function emitForwardBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes): void {
+  const { R } = V;
+  const operand = (k: number, b: boolean): void => {
+    const kind = b ? nodes[k]!.b : nodes[k]!.a;
+    if (kind >= 0) fn.get(R.reg(kind));
+    else if (isScalar(kind)) V.scalarOperand(k, b);
+    else { element(fn, L, L.word(k, b ? 4 : 2)); V.load(); }
+  };
+  nodes.forEach(({ s }, k) => {
+    element(fn, L, L.word(k, 0));
+    if (SIMD_NATIVE[s] !== undefined) { operand(k, false); operand(k, true); V.binary(s); }
+    else if (s === Op.neg) { operand(k, false); V.neg(); }
+    else if (s === Op.square) { operand(k, false); fn.tee(R.x); fn.get(R.x); V.mul(); }
+    else {
+      V.eachLane([() => operand(k, false), () => operand(k, true)], [L.lane.x, L.lane.z], () => {
+        fn.i32Const(s); fn.get(L.lane.x); fn.get(L.lane.z); fn.byte(W_Call); fn.u32(FN_FORWARD);
+      });
+    }
+    fn.tee(R.reg(k));
+    V.store();
+  });
+}
+
+function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes): void {
+  const { R } = V;
   // Per element, which run nodes' adjoints are in their registers so far.
   const inRegister = new Set<number>();
   const value = (k: number, b: boolean): void => {
     const kind = b ? nodes[k]!.b : nodes[k]!.a;
-    if (isScalar(kind)) fn.get(L.scalar(k, b));
-    else { element(fn, L, L.word(k, b ? 4 : 2)); memarg(fn, W_F64Load, 0); }
+    if (isScalar(kind)) V.scalarOperand(k, b);
+    else { element(fn, L, L.word(k, b ? 4 : 2)); V.load(); }
   };
-  // t = g != 0 && p != 0 ? g * p : 0, p in local `p`, into local t.
-  const masked = (p: number): void => {
-    fn.get(L.g); fn.get(p); fn.byte(W_F64Mul);
-    fn.f64Const(0);
-    fn.get(L.g); fn.f64Const(0); fn.byte(W_F64Ne);
-    fn.get(p); fn.f64Const(0); fn.byte(W_F64Ne);
-    fn.byte(W_I32And);
-    fn.byte(W_Select);
-    fn.set(L.t);
+  // Adds local t to a register or an adjoint in memory: where the scalar rule skips t = 0, the
+  // sum is the same (adjoints are never -0), so the SIMD loop adds unconditionally.
+  const addTo = (target: () => void, load: () => void, finish: () => void): void => {
+    if (V.width === 1) { fn.get(R.t); fn.f64Const(0); fn.byte(W_F64Ne); fn.byte(W_If); fn.byte(W_Void); }
+    target(); load(); fn.get(R.t); V.add(); finish();
+    if (V.width === 1) fn.byte(W_End);
   };
   // The term in local t to operand b (or a) of node k, as `send` in assembly/vector.ts.
   const send = (k: number, b: boolean): void => {
@@ -193,71 +321,61 @@ function emitReverseRun(nodes: Node[]): Bytes {
     const kind = b ? node.b : node.a;
     const fresh = (node.flags & (b ? STORE_B : STORE_A)) !== 0;
     if (kind === KIND_VECTOR_CONSTANT || kind === KIND_SCALAR_CONSTANT) return;
-    if (kind === KIND_SCALAR) {
-      fn.get(L.terms(k, b)); fn.get(L.t); fn.byte(W_F64Add); fn.set(L.terms(k, b));
-      return;
-    }
+    if (kind === KIND_SCALAR) { V.addLanesTo(L.terms(k, b)); return; }
     if (kind >= 0) {
-      const r = L.reg(kind);
-      if (fresh) { fn.f64Const(0); fn.get(L.t); fn.byte(W_F64Add); fn.set(r); inRegister.add(kind); return; }
-      if (!inRegister.has(kind)) { element(fn, L, L.word(kind, 1)); memarg(fn, W_F64Load, 0); fn.set(r); inRegister.add(kind); }
-      fn.get(L.t); fn.f64Const(0); fn.byte(W_F64Ne);
-      fn.byte(W_If); fn.byte(W_Void);
-      fn.get(r); fn.get(L.t); fn.byte(W_F64Add); fn.set(r);
-      fn.byte(W_End);
+      const r = R.reg(kind);
+      if (fresh) { V.zero(); fn.get(R.t); V.add(); fn.set(r); inRegister.add(kind); return; }
+      if (!inRegister.has(kind)) { element(fn, L, L.word(kind, 1)); V.load(); fn.set(r); inRegister.add(kind); }
+      addTo(() => {}, () => fn.get(r), () => fn.set(r));
       return;
     }
     const base = L.word(k, b ? 5 : 3);
-    if (fresh) { element(fn, L, base); fn.f64Const(0); fn.get(L.t); fn.byte(W_F64Add); memarg(fn, W_F64Store, 0); return; }
-    fn.get(L.t); fn.f64Const(0); fn.byte(W_F64Ne);
-    fn.byte(W_If); fn.byte(W_Void);
-    element(fn, L, base); element(fn, L, base); memarg(fn, W_F64Load, 0); fn.get(L.t); fn.byte(W_F64Add);
-    memarg(fn, W_F64Store, 0);
-    fn.byte(W_End);
+    if (fresh) { element(fn, L, base); V.zero(); fn.get(R.t); V.add(); V.store(); return; }
+    addTo(() => element(fn, L, base), () => { element(fn, L, base); V.load(); }, () => V.store());
   };
   for (let k = nodes.length - 1; k >= 0; k--) {
     const node = nodes[k]!;
     if (!(node.flags & ACTIVE)) continue;
     // g: the adjoint, final now that every later node has sent its terms.
-    if (inRegister.has(k)) {
-      element(fn, L, L.word(k, 1)); fn.get(L.reg(k)); fn.tee(L.g); memarg(fn, W_F64Store, 0);
-    } else {
-      element(fn, L, L.word(k, 1)); memarg(fn, W_F64Load, 0); fn.set(L.g);
-    }
+    if (inRegister.has(k)) { element(fn, L, L.word(k, 1)); fn.get(R.reg(k)); fn.tee(R.g); V.store(); }
+    else { element(fn, L, L.word(k, 1)); V.load(); fn.set(R.g); }
     const { s } = node;
     if (s === Op.add || s === Op.sub) {
-      fn.get(L.g); fn.set(L.t); send(k, false);
-      fn.get(L.g); if (s === Op.sub) fn.byte(W_F64Neg); fn.set(L.t); send(k, true);
+      fn.get(R.g); fn.set(R.t); send(k, false);
+      fn.get(R.g); if (s === Op.sub) V.neg(); fn.set(R.t); send(k, true);
     } else if (s === Op.mul) {
-      value(k, true); fn.set(L.z);
-      value(k, false); fn.set(L.x);
-      masked(L.z); send(k, false);
-      masked(L.x); send(k, true);
+      value(k, true); fn.set(R.z);
+      value(k, false); fn.set(R.x);
+      V.masked(R.z); send(k, false);
+      V.masked(R.x); send(k, true);
     } else if (s === Op.square || s === Op.neg) {
-      if (s === Op.square) { fn.f64Const(2); value(k, false); fn.byte(W_F64Mul); } else fn.f64Const(-1);
-      fn.set(L.p);
-      masked(L.p); send(k, false);
+      if (s === Op.square) { V.constant(2); value(k, false); V.mul(); } else V.constant(-1);
+      fn.set(R.p);
+      V.masked(R.p); send(k, false);
     } else {
-      // p, q = g != 0 ? the rule's partials : 0, 0
-      fn.f64Const(0); fn.set(L.p); fn.f64Const(0); fn.set(L.q);
-      fn.get(L.g); fn.f64Const(0); fn.byte(W_F64Ne);
-      fn.byte(W_If); fn.byte(W_Void);
-      fn.i32Const(s); value(k, false); value(k, true); element(fn, L, L.word(k, 0)); memarg(fn, W_F64Load, 0);
-      fn.byte(W_Call); fn.u32(FN_PARTIALS); fn.set(L.p);
-      fn.byte(W_Call); fn.u32(FN_PARTIAL_Z); fn.set(L.q);
-      fn.byte(W_End);
-      masked(L.p); send(k, false);
-      if (!node.unary) { masked(L.q); send(k, true); }
+      // Per lane: p, q = g != 0 ? the rule's partials : 0, 0 (the rule leaves q in partialZ).
+      const simd = V.width === 2;
+      value(k, false); fn.set(R.x);
+      value(k, true); fn.set(R.z);
+      element(fn, L, L.word(k, 0)); V.load(); fn.set(R.t);
+      for (let lane = 0; lane < V.width; lane++) {
+        const get = (local: number): void => { fn.get(local); if (simd) { simdOp(fn, S_Extract); fn.byte(lane); } };
+        get(R.g); fn.f64Const(0); fn.byte(W_F64Ne);
+        fn.byte(W_If); fn.byte(W_Void);
+        fn.i32Const(s); get(R.x); get(R.z); get(R.t);
+        fn.byte(W_Call); fn.u32(FN_PARTIALS); fn.set(L.lane.p);
+        fn.byte(W_Call); fn.u32(FN_PARTIAL_Z); fn.set(L.lane.q);
+        fn.byte(W_Else);
+        fn.f64Const(0); fn.set(L.lane.p); fn.f64Const(0); fn.set(L.lane.q);
+        fn.byte(W_End);
+        for (const [into, from] of [[R.p, L.lane.p], [R.q, L.lane.q]] as const) {
+          if (!simd) { fn.get(from); fn.set(into); }
+          else if (lane === 0) { fn.get(from); simdOp(fn, S_Splat); fn.set(into); }
+          else { fn.get(into); fn.get(from); simdOp(fn, S_Replace); fn.byte(1); fn.set(into); }
+        }
+      }
+      V.masked(R.p); send(k, false);
+      if (!node.unary) { V.masked(R.q); send(k, true); }
     }
   }
-  emitLoopEnd(fn, L);
-  nodes.forEach((node, k) => {
-    for (const b of [false, true]) {
-      if ((b ? node.b : node.a) !== KIND_SCALAR || (b && node.unary)) continue;
-      fn.get(L.word(k, 6)); fn.get(L.terms(k, b)); memarg(fn, W_F64Store, b ? 8 : 0);
-    }
-  });
-  fn.byte(W_End);
-  return fn;
 }
-
