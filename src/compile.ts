@@ -155,10 +155,7 @@ export class CompiledFunction {
     const { val, xval } = rec.tape.engine.views;
     if (rec.outputs.length === 1 && rec.outputs[0]! >= 0 && !out) return val[rec.outputs[0]!]!;
     const result = out ?? new Float64Array(rec.outputs.length);
-    for (let j = 0; j < rec.outputs.length; j++) {
-      const o = rec.outputs[j]!;
-      result[j] = o >= 0 ? val[o]! : xval[-1 - o]!;
-    }
+    this.outputValues(rec, result, 0);
     return result;
   }
 
@@ -214,19 +211,22 @@ export class CompiledFunction {
   }
 
   /** vᵀJ for many rows: row r of `V` (rows × outputs) against the Jacobian at row r of `X`;
-   *  rows × inputs out. One replay and one reverse sweep per row. */
-  vjpBatch(X: ArrayLike<number>, rows: number, V: ArrayLike<number>, out?: Float64Array): Float64Array {
-    return this.perRow(X, rows, V, 'vjpBatch', 'outputs', (x, v, o) => this.vjp(x, v, o), this.inputs, out);
+   *  rows × inputs out. One replay and one reverse sweep per row. With `values` (rows × outputs),
+   *  the function's values at each row too. */
+  vjpBatch(X: ArrayLike<number>, rows: number, V: ArrayLike<number>, out?: Float64Array, values?: Float64Array): Float64Array {
+    return this.perRow(X, rows, V, 'vjpBatch', 'outputs', (x, v, o) => this.vjp(x, v, o), this.inputs, out, values);
   }
 
-  /** J·t for many rows: row r of `T` (rows × inputs) at row r of `X`; rows × outputs out. */
-  jvpBatch(X: ArrayLike<number>, rows: number, T: ArrayLike<number>, out?: Float64Array): Float64Array {
-    return this.perRow(X, rows, T, 'jvpBatch', 'inputs', (x, t, o) => this.jvp(x, t, o), this.outputsNow(X, rows), out);
+  /** J·t for many rows: row r of `T` (rows × inputs) at row r of `X`; rows × outputs out. With
+   *  `values` (rows × outputs), the function's values at each row too. */
+  jvpBatch(X: ArrayLike<number>, rows: number, T: ArrayLike<number>, out?: Float64Array, values?: Float64Array): Float64Array {
+    return this.perRow(X, rows, T, 'jvpBatch', 'inputs', (x, t, o) => this.jvp(x, t, o), this.outputsNow(X, rows), out, values);
   }
 
-  /** H·v for many rows: row r of `V` (rows × inputs) at row r of `X`; rows × inputs out. */
-  hvpBatch(X: ArrayLike<number>, rows: number, V: ArrayLike<number>, out?: Float64Array): Float64Array {
-    return this.perRow(X, rows, V, 'hvpBatch', 'inputs', (x, v, o) => this.hvp(x, v, o), this.inputs, out);
+  /** H·v for many rows: row r of `V` (rows × inputs) at row r of `X`; rows × inputs out. With
+   *  `values` (rows), the function's value at each row too. */
+  hvpBatch(X: ArrayLike<number>, rows: number, V: ArrayLike<number>, out?: Float64Array, values?: Float64Array): Float64Array {
+    return this.perRow(X, rows, V, 'hvpBatch', 'inputs', (x, v, o) => this.hvp(x, v, o), this.inputs, out, values);
   }
 
   // The outputs of the recording (recording at the first row if there is none yet).
@@ -240,16 +240,29 @@ export class CompiledFunction {
   private perRow(
     X: ArrayLike<number>, rows: number, D: ArrayLike<number>, what: string, directionOf: 'inputs' | 'outputs',
     run: (x: Float64Array, d: Float64Array, out: Float64Array) => unknown, width: number, out?: Float64Array,
+    values?: Float64Array,
   ): Float64Array {
     const xs = this.batchRows(X, rows, what);
-    const dWidth = directionOf === 'inputs' ? this.inputs : this.outputsNow(xs, rows);
+    const outputs = this.outputsNow(xs, rows);
+    const dWidth = directionOf === 'inputs' ? this.inputs : outputs;
     const ds = toFloat64(D, rows * dWidth, `${what}: ${rows} rows of ${dWidth} ${directionOf === 'inputs' ? 'direction' : 'cotangent'} entries`);
     out ??= new Float64Array(rows * width);
     checkOut(out, rows * width);
+    if (values !== undefined) checkOut(values, rows * outputs);
     for (let r = 0; r < rows; r++) {
       run(xs.subarray(r * this.inputs, (r + 1) * this.inputs), ds.subarray(r * dWidth, (r + 1) * dWidth), out.subarray(r * width, (r + 1) * width));
+      if (values !== undefined) this.outputValues(this.recording!, values, r * outputs);
     }
     return out;
+  }
+
+  // The recording's output values, into `into` from `at`.
+  private outputValues(rec: Recording, into: Float64Array, at: number): void {
+    const { val, xval } = rec.tape.engine.views;
+    for (let j = 0; j < rec.outputs.length; j++) {
+      const o = rec.outputs[j]!;
+      into[at + j] = o >= 0 ? val[o]! : xval[-1 - o]!;
+    }
   }
 
   private checkRows(rows: number): number {

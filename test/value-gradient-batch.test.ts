@@ -76,5 +76,29 @@ describe('vjpBatch, jvpBatch and hvpBatch equal their row-by-row forms, bit for 
       }
       expect(() => g.hvpBatch(X, ROWS, new Float64Array(4))).toThrow(/hvpBatch: 9 rows of 3 direction entries need 27 numbers, got 4/);
     });
+
+    it(`${backend}: with values, each row's function values too`, () => {
+      const f = compile(vector, { inputs: 3, backend });
+      const g = compile(guarded, { inputs: 3, backend });
+      const D = Float64Array.from({ length: ROWS * 3 }, (_, k) => Math.sin(0.4 * k + 1));
+      const vjpValues = new Float64Array(ROWS * 3), jvpValues = new Float64Array(ROWS * 3), hvpValues = new Float64Array(ROWS);
+      const vjps = f.vjpBatch(X, ROWS, D, undefined, vjpValues);
+      const jvps = f.jvpBatch(X, ROWS, D, undefined, jvpValues);
+      const hvps = g.hvpBatch(X, ROWS, D, undefined, hvpValues);
+      const single = compile(vector, { inputs: 3, backend }), singleG = compile(guarded, { inputs: 3, backend });
+      for (let r = 0; r < ROWS; r++) {
+        const x = X.subarray(3 * r, 3 * r + 3), d = D.subarray(3 * r, 3 * r + 3);
+        const value = single.value(x) as Float64Array;
+        expect([...vjpValues.subarray(3 * r, 3 * r + 3)], `vjp values row ${r}`).toEqual([...value]);
+        expect([...jvpValues.subarray(3 * r, 3 * r + 3)], `jvp values row ${r}`).toEqual([...value]);
+        expect(Object.is(hvpValues[r], singleG.value(x)), `hvp value row ${r}`).toBe(true);
+        // The directions' results are the same as without values.
+        expect([...vjps.subarray(3 * r, 3 * r + 3)]).toEqual([...single.vjp(x, d)]);
+        expect([...jvps.subarray(3 * r, 3 * r + 3)]).toEqual([...single.jvp(x, d)]);
+        expect([...hvps.subarray(3 * r, 3 * r + 3)]).toEqual([...singleG.hvp(x, d)]);
+      }
+      expect(() => g.hvpBatch(X, ROWS, D, undefined, new Float64Array(ROWS - 1))).toThrow(/at least 9 numbers, got .* of length 8/);
+      expect(() => f.jvpBatch(X, ROWS, D, undefined, new Float64Array(ROWS))).toThrow(/at least 27 numbers/);
+    });
   }
 });
