@@ -339,7 +339,8 @@ export class CompiledFunction {
   private seedTangents(rec: Recording, t: ArrayLike<number>): Float64Array {
     checkLength(t, this.inputs, 'tangent');
     const tan = rec.tape.ensureTangents();
-    tan.fill(0, 0, rec.tape.size);
+    const engine = rec.tape.engine;
+    if (!(engine instanceof WasmBackend && engine.tangentSweepsGenerated())) tan.fill(0, 0, rec.tape.size);
     const xtan = rec.tape.engine.views.xtan!;
     xtan.fill(0, 0, rec.tape.elementCount);
     const seeded = rec.vectorInput ? xtan : tan;

@@ -442,6 +442,14 @@ export class WasmBackend implements Backend {
     }
   }
 
+  /** Whether generated tangent sweeps run the next jvp/hvp (generating them if due). They write
+   *  every computed node's tangent and read constants as immediates, so only the inputs'
+   *  tangents need seeding: the rest of the region need not be cleared first. */
+  tangentSweepsGenerated(): boolean {
+    this.generateTangentSweeps();
+    return (this.installed & 2) !== 0;
+  }
+
   /** `reverseTangent` through the generated sweep when one is installed. */
   reverseTangentReplay(out: number, seed: number, count: number): void {
     this.generateTangentSweeps();
