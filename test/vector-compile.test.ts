@@ -1,9 +1,10 @@
 // Compiled functions over vector tapes: record once with `{ vector: true }` (or scalar inputs
 // feeding vector ops), replay at new inputs, batches, the tangent and second-order sweeps, guards,
-// and the binary format (version 2 stores vector nodes; version-1 bytes still load).
+// and the binary format (versions 2 and 3 store vector nodes; version-1 and version-2 bytes still
+// load, their op codes translated).
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { compile, createTape, fromBytes, init, type Vec } from '../src/index.ts';
+import { FORMAT_VERSION, compile, createTape, fromBytes, init, type Vec } from '../src/index.ts';
 import { BACKENDS } from './support.ts';
 
 beforeAll(async () => {
@@ -101,7 +102,7 @@ describe.each(BACKENDS)('compiled vector functions (%s)', (backend) => {
     const bytes = compile(mixed, { inputs: 6, vector: true, backend, at: POINTS[0] }).toBytes();
     const other = compile(mixed, { inputs: 6, vector: true, backend: backend === 'wasm' ? 'js' : 'wasm', at: POINTS[0] }).toBytes();
     expect([...bytes]).toEqual([...other]);
-    expect(new DataView(bytes.buffer).getUint16(4, true)).toBe(2);
+    expect(new DataView(bytes.buffer).getUint16(4, true)).toBe(FORMAT_VERSION);
     for (const target of BACKENDS) {
       const g = fromBytes(bytes, { backend: target });
       for (const x of POINTS.slice(0, 2)) {
