@@ -4,9 +4,11 @@
 // exp, log, sin, cos and tan of the two libms do.
 //
 // Sources of the approximations (coefficients as published):
-//   erf, erfc, and the tail form the normal CDF reuses: fdlibm s_erf.c (Sun Microsystems, 1993;
-//     "permission to use, copy, modify, and distribute this software is freely granted").
-//   lgamma: fdlibm e_lgamma_r.c (same notice).
+//   erf, erfc, and the tail form the normal CDF reuses: fdlibm s_erf.c; lgamma: fdlibm
+//     e_lgamma_r.c. Their notice: "Copyright (C) 1993 by Sun Microsystems, Inc. All rights
+//     reserved. Developed at SunPro, a Sun Microsystems, Inc. business. Permission to use, copy,
+//     modify, and distribute this software is freely granted, provided that this notice is
+//     preserved."
 //   digamma on [1, 2] and for x >= 10: Boost.Math digamma.hpp (J. Maddock, Boost Software License).
 //   the normal quantile: M. Wichura, Algorithm AS 241, Applied Statistics 37 (1988) 477-484.
 //   trigamma and ψ⁽²⁾: recurrence up to x >= 10, then their asymptotic series (Bernoulli numbers).

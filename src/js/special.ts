@@ -1,6 +1,9 @@
 // The JS twin of assembly/special.ts: the same code line for line (same operations in the same
 // order), so the two engines differ only where exp, log, sin, cos and tan of the libms do. Notes
-// and sources are there.
+// and sources are there. erf, erfc and lgamma follow fdlibm, whose notice is: "Copyright (C) 1993
+// by Sun Microsystems, Inc. All rights reserved. Developed at SunPro, a Sun Microsystems, Inc.
+// business. Permission to use, copy, modify, and distribute this software is freely granted,
+// provided that this notice is preserved."
 const bits = new Float64Array(1);
 const words = new Uint32Array(bits.buffer);
 
