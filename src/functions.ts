@@ -41,7 +41,7 @@ const binaries = Object.fromEntries(BINARY_OPS.map((n) => [n, binary(n)])) as Re
 export const {
   neg, recip, square, sqrt, cbrt, exp, expm1, log, log1p, log2, log10, sin, cos, tan, asin, acos,
   atan, sinh, cosh, tanh, asinh, acosh, atanh, abs, sigmoid, softplus, relu, floor, ceil, round,
-  sign, stopGradient,
+  sign, stopGradient, erf, erfc, normCdf, normLogCdf, ndtri, lgamma, digamma,
 } = unaries;
 
 export const { add, sub, mul, div, pow, atan2, min, max, hypot, lt, le, gt, ge, eq } = binaries;

@@ -12,7 +12,7 @@ export {
   neg, recip, square, sqrt, cbrt, exp, expm1, log, log1p, log2, log10, sin, cos, tan, asin, acos,
   atan, sinh, cosh, tanh, asinh, acosh, atanh, abs, sigmoid, softplus, relu, floor, ceil, round,
   sign, stopGradient, add, sub, mul, div, pow, atan2, min, max, hypot, lt, le, gt, ge, eq, select,
-  where,
+  where, erf, erfc, normCdf, normLogCdf, ndtri, lgamma, digamma,
 } from './functions.ts';
 export {
   gradcheck, finiteDifferenceGradient, normwiseError, type GradcheckOptions, type GradcheckResult,

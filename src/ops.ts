@@ -13,6 +13,7 @@ const SCALAR_OPS = [
   ['abs', 1], ['min', 2], ['max', 2], ['hypot', 2], ['sigmoid', 1], ['softplus', 1], ['relu', 1],
   ['floor', 1], ['ceil', 1], ['round', 1], ['sign', 1], ['stopGradient', 1],
   ['lt', 2], ['le', 2], ['gt', 2], ['ge', 2], ['eq', 2], ['select', 3],
+  ['erf', 1], ['erfc', 1], ['normCdf', 1], ['normLogCdf', 1], ['ndtri', 1], ['lgamma', 1], ['digamma', 1],
   ['custom', -1], // n operands, carried by arg nodes; see defineFunction
 ] as const;
 

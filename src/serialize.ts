@@ -1,8 +1,8 @@
-// The binary format of a compiled tape, version 2 (all integers little-endian):
+// The binary format of a compiled tape, version 3 (all integers little-endian):
 //
 //   offset  size            field
 //   0       4               magic "TGRD"
-//   4       2               format version (2; version 1 is read too)
+//   4       2               format version (3; versions 1 and 2 are read too)
 //   6       2               flags: bit 0 = the inputs are one input vector (node 1)
 //   8       4               nodes N
 //   12      4               inputs (nodes [0, inputs) are the inputs, in order; or the input
@@ -11,8 +11,8 @@
 //   20      4               guards G
 //   24      4               leaves L (const and input nodes)
 //   28      4               FNV-1a 32 checksum of every byte from the header's end to the end
-//   32      4               E: element values of the vector leaves (version 2 only)
-//   36      4               reserved, 0 (version 2 only)
+//   32      4               E: element values of the vector leaves (versions 2 and 3)
+//   36      4               reserved, 0 (versions 2 and 3)
 //   40      N, padded to 4  op codes (u8)                       (version 1: at 32)
 //           4N              first operand ids (i32)
 //           4N              second operand ids (i32)
@@ -20,7 +20,12 @@
 //           4G, padded to 8 guard node ids (i32)
 //           8L              leaf values (f64), in node order
 //           8G              guard values at recording (f64)
-//           8E              element values of the vinput and vconst nodes, in node order (v2)
+//           8E              element values of the vinput and vconst nodes, in node order (v2, v3)
+//
+// Versions differ in the op codes, not the layout past the header: version 3 added scalar ops
+// (erf ... digamma, codes 51-57) before custom, so custom and every vector op moved up by 7.
+// Loading translates version-1 and version-2 codes (custom = 51 then) to this build's before
+// checking anything; elementwise codes (128 + s) kept their values, s being at most select.
 //
 // Element offsets are not trusted: loading lays the element ranges out again in node order.
 // Loading checks the length, magic, version and checksum, then the structure (op codes known,
@@ -35,15 +40,17 @@ import { COMPARISON_OPS, ELEMENTWISE, Op, SCALAR_OP_TABLE, opNameOf } from './op
 import { BACKEND_RULE, checkOptions } from './options.ts';
 
 const MAGIC = 0x44524754; // "TGRD" read as u32 LE
-export const FORMAT_VERSION = 2;
-const HEADER_BYTES = { 1: 32, 2: 40 } as const;
+export const FORMAT_VERSION = 3;
+const HEADER_BYTES = { 1: 32, 2: 40, 3: 40 } as const;
+/** Op code of custom in versions 1 and 2: codes from there up to the elementwise ones move. */
+const CUSTOM_BEFORE_V3 = 51;
 const MAX_NODES = 2 ** 28;
 const MAX_ELEMENTS = 2 ** 28;
 const VECTOR_INPUT_FLAG = 1;
 
 const pad = (n: number, to: number): number => Math.ceil(n / to) * to;
 
-function layout(version: 1 | 2, n: number, m: number, g: number, l: number, e: number) {
+function layout(version: 1 | 2 | 3, n: number, m: number, g: number, l: number, e: number) {
   const ops = HEADER_BYTES[version];
   const a = ops + pad(n, 4);
   const b = a + 4 * n;
@@ -79,7 +86,7 @@ export function toBytes(compiled: CompiledFunction): Uint8Array {
     }
   }
   const m = rec.outputNodes.length, g = rec.guards.length, l = leafIds.length;
-  const at = layout(2, n, m, g, l, e);
+  const at = layout(FORMAT_VERSION, n, m, g, l, e);
   const bytes = new Uint8Array(at.end);
   const view = new DataView(bytes.buffer);
   view.setUint32(0, MAGIC, true);
@@ -98,7 +105,7 @@ export function toBytes(compiled: CompiledFunction): Uint8Array {
   rec.expected.forEach((v, k) => view.setFloat64(at.expected + 8 * k, v, true));
   let p = at.elements;
   for (const [off, len] of elementRanges) for (let k = 0; k < len; k++, p += 8) view.setFloat64(p, xval[off + k]!, true);
-  view.setUint32(28, fnv1a(bytes, HEADER_BYTES[2]), true);
+  view.setUint32(28, fnv1a(bytes, HEADER_BYTES[FORMAT_VERSION]), true);
   return bytes;
 }
 
@@ -117,12 +124,12 @@ export function fromBytes(bytes: Uint8Array, options: FromBytesOptions = {}): Co
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (view.getUint32(0, true) !== MAGIC) throw new FormatError('not a tapegrad tape (bad magic number)');
   const version = view.getUint16(4, true);
-  if (version !== 1 && version !== 2) throw new FormatError(`unsupported format version ${version}; this build reads versions 1 and 2`);
+  if (version !== 1 && version !== 2 && version !== 3) throw new FormatError(`unsupported format version ${version}; this build reads versions 1 to 3`);
   if (bytes.length < HEADER_BYTES[version]) throw new FormatError(`truncated: expected ${HEADER_BYTES[version]} bytes or more for a version ${version} header, got ${bytes.length}`);
   const flags = view.getUint16(6, true);
   const vectorInput = (flags & VECTOR_INPUT_FLAG) !== 0;
   const [n, inputs, m, g, l] = [8, 12, 16, 20, 24].map((o) => view.getUint32(o, true)) as [number, number, number, number, number];
-  const e = version === 2 ? view.getUint32(32, true) : 0;
+  const e = version >= 2 ? view.getUint32(32, true) : 0;
   if (
     n > MAX_NODES || inputs < 1 || (!vectorInput && inputs > n) || m < 1 || m > n || g > n || l > n || e > MAX_ELEMENTS ||
     (flags & ~VECTOR_INPUT_FLAG) !== 0 || (version === 1 && flags !== 0)
@@ -134,6 +141,10 @@ export function fromBytes(bytes: Uint8Array, options: FromBytesOptions = {}): Co
   if (view.getUint32(28, true) !== fnv1a(bytes, HEADER_BYTES[version])) throw new FormatError('corrupted: checksum mismatch');
 
   const op = bytes.slice(at.ops, at.ops + n);
+  if (version < 3) {
+    const shift = Op.custom - CUSTOM_BEFORE_V3;
+    for (let i = 0; i < n; i++) if (op[i]! >= CUSTOM_BEFORE_V3 && op[i]! < ELEMENTWISE) op[i] = Math.min(op[i]! + shift, ELEMENTWISE - 1);
+  }
   const a = new Int32Array(n), b = new Int32Array(n);
   for (let i = 0; i < n; i++) {
     a[i] = view.getInt32(at.a + 4 * i, true);
@@ -204,7 +215,7 @@ function checkStructure(
   };
   for (let i = 0; i < n; i++) {
     const code = op[i]!;
-    if (code > Op.vgather && !(code >= ELEMENTWISE + Op.add && code <= ELEMENTWISE + Op.select)) fail(i, 'has an unknown op code');
+    if (code > Op.vgather && !(code >= ELEMENTWISE + Op.add && code < ELEMENTWISE + Op.custom)) fail(i, 'has an unknown op code');
     const isInput = vectorInput ? i <= 1 : i < inputs;
     if (version === 1 && code >= Op.vmeta) fail(i, 'is a vector op, which version 1 does not have');
     if (vectorInput && i === 0 && code !== Op.vmeta) fail(i, 'must be the vmeta of the input vector');
@@ -298,7 +309,7 @@ function checkStructure(
       if (total !== size) fail(i, `joins ${total} elements into ${size}`);
       continue;
     }
-    if (code >= ELEMENTWISE && s > Op.arg && s <= Op.select) {
+    if (code >= ELEMENTWISE && s > Op.arg && s < Op.custom) {
       const arity = SCALAR_OP_TABLE[s]![1];
       const lengths = [operand(i, a[i]!), operand(i, b[i]!)];
       if (arity === 1 && b[i] !== a[i]) fail(i, 'is unary but has two operands');

@@ -49,6 +49,13 @@ export const DAG_OPS = {
   hypot: (x, z) => x.mul(0.5).hypot(z.mul(0.5).add(2)).sub(2),
   sigmoid: (x) => x.sigmoid(),
   softplus: (x) => x.softplus().sub(0.5),
+  erf: (x) => x.mul(0.8).erf(),
+  erfc: (x) => x.mul(0.8).erfc().sub(1),
+  normCdf: (x) => x.normCdf().mul(2).sub(1),
+  normLogCdf: (x) => x.mul(0.5).normLogCdf().add(0.7),
+  ndtri: (x) => x.mul(0.25).add(0.5).ndtri(),
+  lgamma: (x) => x.add(2.5).lgamma().mul(0.5),
+  digamma: (x) => x.add(3).digamma().mul(0.5).sub(0.4),
 } satisfies Record<string, Recipe>;
 
 export type DagOpName = keyof typeof DAG_OPS;

@@ -12,6 +12,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { OpName, Tape } from '../src/index.ts';
 import { ZERO_GRADIENT_OPS, sameNumber, show, valueAndGradient } from './op-cases.ts';
+import { referenceAt, type SpecialOp } from './special-references.ts';
 import { BACKENDS, tapeOn } from './support.ts';
 
 const GRID: readonly number[] = [0, -0, 5e-324, -5e-324, 2.2e-308, -2.2e-308, 1, -1, 1e308, -1e308, Infinity, -Infinity, NaN];
@@ -38,6 +39,10 @@ interface UnarySpec {
   derivative: (x: number) => number;
   /** The op's own boundaries, added to the grid. */
   edges?: readonly number[];
+}
+
+function special(op: SpecialOp, edges: readonly number[]): UnarySpec {
+  return { value: (x) => referenceAt(op, x)[1], exact: false, derivative: (x) => referenceAt(op, x)[2], edges };
 }
 
 const sigmoidOf = (x: number): number => (x >= 0 ? 1 / (1 + Math.exp(-x)) : Math.exp(x) / (1 + Math.exp(x)));
@@ -95,6 +100,15 @@ const UNARY: Record<string, UnarySpec> = {
   round: { value: Math.round, exact: true, derivative: zero, edges: [-0.5, 0.5, 2.5, -2.5] },
   sign: { value: Math.sign, exact: true, derivative: zero },
   stopGradient: { value: (x) => x, exact: true, derivative: zero },
+  // The special functions have no JS Math twin: value and derivative are mpmath's, rounded once
+  // (test/fixtures/special-references.json). The policy at their special points is in README.
+  erf: special('erf', [0.84375, 1.25, 6, -6, 30, -30]),
+  erfc: special('erfc', [0.84375, 1.25, 6, -6, 30, -30]),
+  normCdf: special('normCdf', [-37.5, -40, 40, -45]),
+  normLogCdf: special('normLogCdf', [-40, -1e154, 38, 100]),
+  ndtri: special('ndtri', [0.5, 0.075, 0.925, 1 - 2 ** -53, 1e-300, 1.5, -0.5]),
+  lgamma: special('lgamma', [2, 3, -3, -2.5, 8, 2 ** 52, -(2 ** 52)]),
+  digamma: special('digamma', [2, 3, -3, -2.5, 10]),
 };
 
 /** Binary ops: value and the two partials in closed form; `exact` as above. */

@@ -109,6 +109,45 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
     ['Infinity - Infinity', (x, z) => x.sub(z), [Infinity, Infinity], NaN, [1, -1]],
   ]));
 
+  // The special functions at their special points (README, "Special functions"): limits where
+  // they exist, +Inf for lgamma at its poles, NaN (value and gradient) where no limit exists.
+  it('special functions: infinities, poles and the ends of their domains', () => expectCases([
+    ['erf(Infinity)', (x) => x.erf(), [Infinity], 1, [0]],
+    ['erf(-Infinity)', (x) => x.erf(), [-Infinity], -1, [0]],
+    ['erf(-0)', (x) => x.erf(), [-0], -0, [2 / Math.sqrt(Math.PI)]],
+    ['erfc(Infinity)', (x) => x.erfc(), [Infinity], 0, [0]],
+    ['erfc(-Infinity)', (x) => x.erfc(), [-Infinity], 2, [0]],
+    ['normCdf(Infinity)', (x) => x.normCdf(), [Infinity], 1, [0]],
+    ['normCdf(-Infinity)', (x) => x.normCdf(), [-Infinity], 0, [0]],
+    ['normCdf(0)', (x) => x.normCdf(), [0], 0.5, [1 / Math.sqrt(2 * Math.PI)]],
+    ['normLogCdf(Infinity)', (x) => x.normLogCdf(), [Infinity], 0, [0]],
+    // log Φ(x) ~ -x²/2 and its derivative ~ -x: both tend to their infinite limits.
+    ['normLogCdf(-Infinity)', (x) => x.normLogCdf(), [-Infinity], -Infinity, [Infinity]],
+    ['ndtri(0)', (x) => x.ndtri(), [0], -Infinity, [Infinity]],
+    ['ndtri(1)', (x) => x.ndtri(), [1], Infinity, [Infinity]],
+    ['ndtri(0.5)', (x) => x.ndtri(), [0.5], 0, [Math.sqrt(2 * Math.PI)]],
+    ['ndtri(1 + ulp)', (x) => x.ndtri(), [NEXT_ABOVE_1], NaN, [NaN]],
+    ['ndtri(-5e-324)', (x) => x.ndtri(), [-5e-324], NaN, [NaN]],
+    ['lgamma(1)', (x) => x.lgamma(), [1], 0, [-0.5772156649015329]],
+    ['lgamma(0)', (x) => x.lgamma(), [0], Infinity, [-Infinity]],
+    ['lgamma(-0)', (x) => x.lgamma(), [-0], Infinity, [Infinity]],
+    ['lgamma(-2)', (x) => x.lgamma(), [-2], Infinity, [NaN]],
+    ['lgamma(Infinity)', (x) => x.lgamma(), [Infinity], Infinity, [Infinity]],
+    ['lgamma(-Infinity)', (x) => x.lgamma(), [-Infinity], Infinity, [NaN]],
+    ['digamma(0)', (x) => x.digamma(), [0], -Infinity, [Infinity]],
+    ['digamma(-0)', (x) => x.digamma(), [-0], Infinity, [Infinity]],
+    ['digamma(-3)', (x) => x.digamma(), [-3], NaN, [NaN]],
+    ['digamma(Infinity)', (x) => x.digamma(), [Infinity], Infinity, [0]],
+    ['digamma(-Infinity)', (x) => x.digamma(), [-Infinity], NaN, [NaN]],
+  ]));
+
+  it('normLogCdf keeps its relative accuracy where Φ underflows', () => {
+    // log Φ(-40) and φ/Φ there (mpmath, 40 digits): Φ(-40) = 3.6e-350 is below the smallest double.
+    const [value, gradient] = run(tape, (x) => x.normLogCdf(), [-40]);
+    expect(relativeError(value!, -804.6084420137538)).toBeLessThan(1e-15);
+    expect(relativeError(gradient!, 40.02496884720726)).toBeLessThan(1e-14);
+  });
+
   it('kinks take the minimum-norm subgradient: abs and relu 0 at 0, min and max split a tie', () => expectCases([
     ['abs(0)', (x) => x.abs(), [0], 0, [0]],
     ['abs(-0)', (x) => x.abs(), [-0], 0, [0]],

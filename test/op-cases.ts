@@ -45,6 +45,9 @@ const inside = (lo: number, hi: number): Region => (x) => x! > lo && x! < hi;
 const moderate = (x: number): boolean => Math.abs(x) < 1e3;
 const noOverflow = (f: (...xs: number[]) => number): Region => (...xs) => Math.abs(f(...xs)) < 1e300;
 
+// lgamma and digamma: smooth between consecutive non-positive integers (their poles).
+const BETWEEN_POLES: Region[] = Array.from({ length: 20 }, (_, k) => inside(-k - 1, -k));
+
 // The test of the tables checks at run time that these and ZERO_GRADIENT_OPS cover every op.
 type SmoothUnary = Exclude<UnaryOpName, 'floor' | 'ceil' | 'round' | 'sign' | 'stopGradient'>;
 type SmoothBinary = 'add' | 'sub' | 'mul' | 'div' | 'pow' | 'atan2' | 'min' | 'max' | 'hypot';
@@ -78,6 +81,13 @@ export const UNARY_REGIONS: Record<SmoothUnary, Region[]> = {
   sigmoid: [everywhere],
   softplus: [everywhere],
   relu: [positive, negative],
+  erf: [everywhere],
+  erfc: [everywhere],
+  normCdf: [everywhere],
+  normLogCdf: [(x) => Math.abs(x) < 1e150],
+  ndtri: [inside(0, 1)],
+  lgamma: [positive, ...BETWEEN_POLES],
+  digamma: [positive, ...BETWEEN_POLES],
 };
 
 /** Where each differentiable binary op is smooth, over (x, z). */
@@ -93,6 +103,17 @@ export const BINARY_REGIONS: Record<SmoothBinary, Region[]> = {
   max: [(x, z) => x < z, (x, z) => x > z],
   // Smooth except at the origin; near it, with the other operand tiny, it behaves like |x|.
   hypot: [(x) => x > 0, (x) => x < 0, (_x, z) => z > 0, (_x, z) => z < 0],
+};
+
+/** Points some unary ops need besides GRID: ndtri's domain is [0, 1], and the special functions'
+ *  tails and negative axes are where their approximations change. */
+export const UNARY_EXTRA_POINTS: Partial<Record<SmoothUnary, readonly number[]>> = {
+  ndtri: [0.1, 0.025, 1e-10, 1e-300, 0.999, 0.3, 0.075, 0.925],
+  normLogCdf: [-20, -38, -100, -1e4, 8, 30],
+  normCdf: [-20, -37, 8],
+  erfc: [5, 20, -5],
+  lgamma: [-2.5, -7.3, 1e-8, 50, 1e10],
+  digamma: [-2.5, -7.3, 1e-8, 50, 1e10],
 };
 
 /** Where x^c, c a constant, is smooth in x. */

@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { finiteDifferenceGradient, normwiseError, type OpName, type Tape } from '../src/index.ts';
 import {
   BINARY_REGIONS, EDGE_GRID, GRID, POW_CONST_EXPONENTS, RECORDABLE_OPS, SELECT_REGIONS,
-  UNARY_REGIONS, ZERO_GRADIENT_OPS, pairs, powConstRegions, recordOp, show, smoothAt, step, type Region,
+  UNARY_EXTRA_POINTS, UNARY_REGIONS, ZERO_GRADIENT_OPS, pairs, powConstRegions, recordOp, show, smoothAt, step, type Region,
 } from './op-cases.ts';
 import { BACKENDS, tapeOn } from './support.ts';
 
@@ -70,7 +70,7 @@ describe.each(BACKENDS)('op gradients match finite differences (%s)', (backend) 
   });
 
   it.each(Object.entries(UNARY_REGIONS))('%s', (op, regions) =>
-    expectSmoothAgreement(sweep(tape, op as OpName, GRID.map((x) => [x]), regions), 4));
+    expectSmoothAgreement(sweep(tape, op as OpName, [...GRID, ...(UNARY_EXTRA_POINTS[op as keyof typeof UNARY_EXTRA_POINTS] ?? [])].map((x) => [x]), regions), 4));
 
   it.each(Object.entries(BINARY_REGIONS))('%s', (op, regions) =>
     expectSmoothAgreement(sweep(tape, op as OpName, pairs(GRID), regions), 60));

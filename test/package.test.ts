@@ -11,8 +11,12 @@ import { DIST, ROOT } from './browser/harness.ts';
 
 // Bytes of gzip for the minified bundle of dist/index.js. 40 KB until the vector ops (38.8 KB
 // measured then); array-valued nodes added about 17 KB: their rules in both engines (the core's
-// two builds grew 8 KB), the Vec façade and the validator of format version 2.
-const SIZE_BUDGET = 60 * 1024;
+// two builds grew 8 KB), the Vec façade and the validator of format version 2. 70 KB since the
+// special-function ops (60,346 bytes before, 68,901 after): their coefficients and code ship
+// twice, in the JS engine (4.8 KB more gzipped) and in each core build (3.7 KB more); the fused
+// run kernels' glue in the core and the façade, the pool's sweep installer and the API's argument
+// checks added about 1.2 KB more.
+const SIZE_BUDGET = 70 * 1024;
 // More bytes of gzip for the code generator chunk: 6 KB (5.7 KB measured) until it also emitted
 // the fused elementwise run kernels (about 1.4 KB more).
 const CODEGEN_BUDGET = 8 * 1024;

@@ -1,9 +1,10 @@
 // Compiled functions over vector tapes: record once with `{ vector: true }` (or scalar inputs
 // feeding vector ops), replay at new inputs, batches, the tangent and second-order sweeps, guards,
-// and the binary format (version 2 stores vector nodes; version-1 bytes still load).
+// and the binary format (versions 2 and 3 store vector nodes; version-1 and version-2 bytes still
+// load, their op codes translated).
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { compile, createTape, fromBytes, init, type Vec } from '../src/index.ts';
+import { FORMAT_VERSION, compile, createTape, fromBytes, init, type Vec } from '../src/index.ts';
 import { BACKENDS } from './support.ts';
 
 beforeAll(async () => {
@@ -101,7 +102,7 @@ describe.each(BACKENDS)('compiled vector functions (%s)', (backend) => {
     const bytes = compile(mixed, { inputs: 6, vector: true, backend, at: POINTS[0] }).toBytes();
     const other = compile(mixed, { inputs: 6, vector: true, backend: backend === 'wasm' ? 'js' : 'wasm', at: POINTS[0] }).toBytes();
     expect([...bytes]).toEqual([...other]);
-    expect(new DataView(bytes.buffer).getUint16(4, true)).toBe(2);
+    expect(new DataView(bytes.buffer).getUint16(4, true)).toBe(FORMAT_VERSION);
     for (const target of BACKENDS) {
       const g = fromBytes(bytes, { backend: target });
       for (const x of POINTS.slice(0, 2)) {
@@ -130,5 +131,28 @@ describe('format version 1', () => {
     expect(g[2]).toBeCloseTo(3.1548819312297565, 10);
     // Across the guard, a function loaded from bytes cannot record again.
     expect(() => f.gradient([1.2, 1, -0.5])).toThrow(/comes out the other way/);
+  });
+});
+
+describe('format version 2', () => {
+  // Written by the build before the special-function ops (commit 30ee734) from `mixed` above,
+  // compiled with { vector: true } at POINTS[0]; it holds every vector op, whose codes move when
+  // scalar ops are added. Values and gradients as that build printed them.
+  const bytes = new Uint8Array(readFileSync(new URL('./fixtures/format-v2.bin', import.meta.url)));
+  const expected: [number[], number, number[]][] = [
+    [POINTS[0]!, 25.575117133899383, [2.041161361399102, -0.9771030204286834, 5.022319942094606, 1.5856301275483191, -0.5093843194236012, 4.112310721764372]],
+    [POINTS[1]!, 12.461412529896467, [1.2734920961532752, 1.5300626472508918, -0.08091413556180616, 9.41038022394707, 5.933262101570231, -5.289190127578461]],
+  ];
+
+  it.each(BACKENDS)('still loads, on %s, and replays the recorded values and gradients', (backend) => {
+    expect(new DataView(bytes.buffer).getUint16(4, true)).toBe(2);
+    const f = fromBytes(bytes, { backend });
+    for (const [x, value, grad] of expected) {
+      expect(f.value(x)).toBeCloseTo(value, 12);
+      const g = f.gradient(x);
+      grad.forEach((gk, k) => expect(g[k]).toBeCloseTo(gk, 12));
+      // The same function recorded by this build gives the same results.
+      expect(f.value(x)).toBe(onTape(backend, x).value);
+    }
   });
 });

@@ -16,7 +16,7 @@ const SEED = 20_261_130;
 
 type Recipe = (x: Vec, z: Vec | Var) => Vec;
 const RECIPES = DAG_OPS as unknown as Record<DagOpName, Recipe>;
-const UNARY: DagOpName[] = ['neg', 'recip', 'square', 'sqrt', 'cbrt', 'powConst', 'exp', 'expm1', 'log', 'log1p', 'log2', 'log10', 'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'tanh', 'asinh', 'acosh', 'atanh', 'sigmoid', 'softplus'];
+const UNARY: DagOpName[] = ['neg', 'recip', 'square', 'sqrt', 'cbrt', 'powConst', 'exp', 'expm1', 'log', 'log1p', 'log2', 'log10', 'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'tanh', 'asinh', 'acosh', 'atanh', 'sigmoid', 'softplus', 'erf', 'erfc', 'normCdf', 'normLogCdf', 'ndtri', 'lgamma', 'digamma'];
 const BINARY: DagOpName[] = ['add', 'sub', 'mul', 'div', 'pow', 'atan2', 'hypot'];
 
 interface Step {

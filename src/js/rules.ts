@@ -1,12 +1,13 @@
 // The pure-JS twin of assembly/ops.ts: the same forward rules and local partials, op for op, in
 // the same order, with the same numerics (DESIGN.md section 4). Notes on each rule live there.
 import { Op } from '../ops.ts';
+import * as special from './special.ts';
 
 const {
   add, sub, mul, div, neg, recip, square, sqrt, cbrt, pow, powConst, exp, expm1, log, log1p, log2,
   log10, sin, cos, tan, asin, acos, atan, atan2, sinh, cosh, tanh, asinh, acosh, atanh, abs, min,
   max, hypot, sigmoid, softplus, relu, floor, ceil, round, sign, stopGradient, lt, le, gt, ge, eq,
-  select,
+  select, erf, erfc, normCdf, normLogCdf, ndtri, lgamma, digamma,
 } = Op;
 
 const LN2 = 0.6931471805599453;
@@ -92,6 +93,13 @@ export function forwardRule(op: number, x: number, z: number, w: number): number
     case ge: return x >= z ? 1 : 0;
     case eq: return x === z ? 1 : 0;
     case select: return truthy(x) ? z : w;
+    case erf: return special.erf(x);
+    case erfc: return special.erfc(x);
+    case normCdf: return special.normCdf(x);
+    case normLogCdf: return special.normLogCdf(x);
+    case ndtri: return special.ndtri(x);
+    case lgamma: return special.lgamma(x);
+    case digamma: return special.digamma(x);
   }
   return 0;
 }
@@ -154,6 +162,13 @@ export function partials(op: number, x: number, z: number, y: number): number {
     case sigmoid: return y < 0.5 ? y * (1 - y) : y * sigmoidOf(-x); // 1 - y cancels as y nears 1
     case softplus: return -Math.expm1(-y);
     case relu: return x > 0 ? 1 : x === x ? 0 : NaN;
+    case erf: return special.erfDerivative(x);
+    case erfc: return -special.erfDerivative(x);
+    case normCdf: return special.normPdf(x);
+    case normLogCdf: return special.normLogCdfDerivative(x, y);
+    case ndtri: return special.ndtriDerivative(y);
+    case lgamma: return special.digamma(x);
+    case digamma: return y === y ? special.trigamma(x) : NaN;
   }
   return 0;
 }
@@ -208,6 +223,13 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
     }
     case sigmoid: return ty * (1 - 2 * y);
     case softplus: return ty * Math.exp(-y);
+    case erf: { const d = special.erfDerivative(x); return d === 0 ? 0 : -2 * x * d * tx; }
+    case erfc: { const d = special.erfDerivative(x); return d === 0 ? 0 : 2 * x * d * tx; }
+    case normCdf: { const d = special.normPdf(x); return d === 0 ? 0 : -x * d * tx; }
+    case normLogCdf: { const d = special.normLogCdfDerivative(x, y); return d === 0 ? 0 : special.normLogCdfSecond(x, d) * tx; }
+    case ndtri: { const d = special.ndtriDerivative(y); return y * d * d * tx; }
+    case lgamma: return special.trigamma(x) * tx;
+    case digamma: return special.tetragamma(x) * tx;
   }
   return 0;
 }

@@ -137,7 +137,7 @@ export function makeSuite(tapegrad, fc) {
   const POSITIVE_BASE = [[0.35, 1.3], [1.3, -0.7], [3.1, 0.35], [12, -0.15], [0.15, 2]];
   const UNARY_DOMAIN = {
     sqrt: POSITIVE, log: POSITIVE, log1p: [-0.6, ...POSITIVE], log2: POSITIVE, log10: POSITIVE,
-    asin: UNIT, acos: UNIT, atanh: UNIT, acosh: ABOVE_ONE,
+    asin: UNIT, acos: UNIT, atanh: UNIT, acosh: ABOVE_ONE, ndtri: [0.05, 0.35, 0.6, 0.97],
   };
   const points1 = (xs) => xs.map((v) => [v]);
 

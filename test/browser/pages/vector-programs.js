@@ -32,7 +32,8 @@ export const VECTOR_PROGRAMS = [
     name: 'every unary op, elementwise', exact: false, point: [0.3, 0.45, 0.6, 0.15],
     f: (t, x) => {
       const ops = ['neg', 'recip', 'square', 'sqrt', 'cbrt', 'exp', 'expm1', 'log', 'log1p', 'log2', 'log10', 'sin', 'cos', 'tan',
-        'asin', 'acos', 'atan', 'sinh', 'cosh', 'tanh', 'asinh', 'atanh', 'abs', 'sigmoid', 'softplus', 'relu'];
+        'asin', 'acos', 'atan', 'sinh', 'cosh', 'tanh', 'asinh', 'atanh', 'abs', 'sigmoid', 'softplus', 'relu',
+        'erf', 'erfc', 'normCdf', 'normLogCdf', 'ndtri', 'lgamma', 'digamma'];
       return ops.reduce((acc, op) => acc.add(x[op]().sum()), x.add(1).acosh().sum());
     },
   },
