@@ -14,9 +14,13 @@ import { WasmBackend, type GeneratedSweeps } from './wasm/backend.ts';
 
 /** What a compiled function may return: a Var or number, an array of them, or a Vec. */
 export type CompiledOutput = Var | number | readonly (Var | number)[] | Vec;
-export type CompilableFunction = (x: Var[]) => CompiledOutput;
+export type CompilableFunction<O extends CompiledOutput = CompiledOutput> = (x: Var[]) => O;
 /** A function of one Vec, compiled with `{ vector: true }`. */
-export type VectorCompilableFunction = (x: Vec) => CompiledOutput;
+export type VectorCompilableFunction<O extends CompiledOutput = CompiledOutput> = (x: Vec) => O;
+/** What `value` returns for a function returning O: a number for a Var or a number, a
+ *  Float64Array for an array or a Vec, either when the type does not tell. */
+export type CompiledValue<O extends CompiledOutput> =
+  [O] extends [Var | number] ? number : [O] extends [readonly (Var | number)[] | Vec] ? Float64Array : number | Float64Array;
 
 export interface CompileOptions {
   /** Number of inputs; the function receives a Var[] of this length (or one Vec, see `vector`). */
@@ -59,7 +63,7 @@ export interface Recording {
  * A function recorded once and replayed at new inputs. Inputs are Float64Array or arrays;
  * methods that take `out` write into it and allocate nothing.
  */
-export class CompiledFunction {
+export class CompiledFunction<V extends number | Float64Array = number | Float64Array> {
   /** How many times a failed guard made it record again. */
   rerecords = 0;
   private recording: Recording | null = null;
@@ -133,6 +137,10 @@ export class CompiledFunction {
     return this.recording?.outputs.length ?? 0;
   }
 
+  /** The function returned a Var or a number (not an array or a Vec); null before the first
+   *  recording and for functions loaded from bytes. */
+  private scalarOutput: boolean | null = null;
+
   /** Nodes on the recorded tape (0 before the first call). */
   get size(): number {
     return this.recording?.tape.size ?? 0;
@@ -149,11 +157,16 @@ export class CompiledFunction {
     return toBytes(this);
   }
 
-  /** f(x): a number for a scalar function, a Float64Array for a vector one. */
+  /** f(x): a number for a scalar function (a Var or a number out), a Float64Array for a vector
+   *  one (an array or a Vec out) and whenever `out` is given. */
+  value(x: ArrayLike<number>): V;
+  value(x: ArrayLike<number>, out: Float64Array): Float64Array;
   value(x: ArrayLike<number>, out?: Float64Array): number | Float64Array {
     const rec = this.replay(x);
     const { val, xval } = rec.tape.engine.views;
-    if (rec.outputs.length === 1 && rec.outputs[0]! >= 0 && !out) return val[rec.outputs[0]!]!;
+    // Loaded from bytes, the output's form is unknown: one scalar output is taken as a number.
+    const scalar = this.scalarOutput ?? (rec.outputs.length === 1 && rec.outputs[0]! >= 0);
+    if (scalar && !out) return val[rec.outputs[0]!]!;
     const result = out ?? new Float64Array(rec.outputs.length);
     for (let j = 0; j < rec.outputs.length; j++) {
       const o = rec.outputs[j]!;
@@ -417,6 +430,7 @@ export class CompiledFunction {
     try {
       const y = this.vector ? (f as VectorCompilableFunction)(tape.vector(x)) : (f as CompilableFunction)(tape.variables(x));
       const list = y instanceof Vec ? [y] : Array.isArray(y) ? (y as readonly (Var | number)[]) : [y as Var | number];
+      this.scalarOutput = !(y instanceof Vec) && !Array.isArray(y);
       const outs = list.map((v) => (v instanceof Vec || v instanceof Var ? v : typeof v === 'number' ? tape.constant(v) : badOutput(v)));
       outputs = Int32Array.from(tape.outputSlots(outs));
       outputNodes = Int32Array.from(outs, (v) => (v instanceof Vec ? tape.vindex(v) : tape.index(v)));
@@ -481,8 +495,8 @@ function checkLength(x: ArrayLike<number>, expected: number, what: string): void
  * Data-dependent control flow must go through comparisons (`x.gt(0).value`) or `select`; plain
  * `if (x.value > 0)` is not seen by the tape and would replay the recorded branch.
  */
-export function compile(f: CompilableFunction, options: CompileOptions & { vector?: false }): CompiledFunction;
-export function compile(f: VectorCompilableFunction, options: CompileOptions & { vector: true }): CompiledFunction;
+export function compile<O extends CompiledOutput>(f: VectorCompilableFunction<O>, options: CompileOptions & { vector: true }): CompiledFunction<CompiledValue<O>>;
+export function compile<O extends CompiledOutput>(f: CompilableFunction<O>, options: CompileOptions & { vector?: false }): CompiledFunction<CompiledValue<O>>;
 export function compile(f: CompilableFunction | VectorCompilableFunction, options: CompileOptions): CompiledFunction {
   if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `compile needs a function, got ${describe(f)}`);
   checkOptions(options, 'compile', {
