@@ -193,7 +193,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** Gradients for `rows` input rows of X (row-major, rows × inputs) in one call into the core;
    *  returns the rows × inputs gradients (into `out` when given). */
   gradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array): Float64Array {
-    out ??= new Float64Array(this.checkRows(rows) * this.inputs);
+    out ??= new Float64Array(this.checkRows(rows, 'gradientBatch') * this.inputs);
     checkOut(out, rows * this.inputs);
     this.gradientRows(this.batchRows(X, rows, 'gradientBatch'), rows, out);
     return out;
@@ -217,7 +217,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** Values and gradients of a scalar function for `rows` input rows in one call into the core:
    *  `[values (rows), gradients (rows × inputs)]`, into `values` and `out` when given. */
   valueAndGradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array, values?: Float64Array): [Float64Array, Float64Array] {
-    this.checkRows(rows);
+    this.checkRows(rows, 'valueAndGradientBatch');
     out ??= new Float64Array(rows * this.inputs);
     values ??= new Float64Array(rows);
     checkOut(out, rows * this.inputs);
@@ -265,14 +265,14 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     return out;
   }
 
-  private checkRows(rows: number): number {
-    if (!Number.isInteger(rows) || rows < 0) throw new TapegradError('INVALID_ARGUMENT', `rows must be a non-negative integer, got ${describe(rows)}`);
+  private checkRows(rows: number, what: string): number {
+    if (!Number.isInteger(rows) || rows < 0) throw new TapegradError('INVALID_ARGUMENT', `${what}: rows must be a non-negative integer, got ${describe(rows)}`);
     return rows;
   }
 
   // The rows as a Float64Array: as it is, or checked and copied once from any other array.
   private batchRows(X: ArrayLike<number>, rows: number, what: string): Float64Array {
-    this.checkRows(rows);
+    this.checkRows(rows, what);
     return toFloat64(X, rows * this.inputs, `${what}: ${rows} rows of ${this.inputs} inputs`);
   }
 
@@ -498,7 +498,7 @@ function checkLength(x: ArrayLike<number>, expected: number, what: string): void
 export function compile<O extends CompiledOutput>(f: VectorCompilableFunction<O>, options: CompileOptions & { vector: true }): CompiledFunction<CompiledValue<O>>;
 export function compile<O extends CompiledOutput>(f: CompilableFunction<O>, options: CompileOptions & { vector?: false }): CompiledFunction<CompiledValue<O>>;
 export function compile(f: CompilableFunction | VectorCompilableFunction, options: CompileOptions): CompiledFunction {
-  if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `compile needs a function, got ${describe(f)}`);
+  if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `compile needs a function as its first argument, got ${describe(f)}`);
   checkOptions(options, 'compile', {
     inputs: 'number', backend: BACKEND_RULE, strict: 'boolean', at: 'array', simd: 'boolean', codegen: CODEGEN_RULE, vector: 'boolean',
     checkNaN: 'boolean',
