@@ -137,6 +137,20 @@ describe.each(BACKENDS)('array-likes wherever a vector of numbers goes in (%s)',
     expect(plain(jacobian(f, like([1, 2]), { backend }).data)).toEqual([2, 1, Math.cos(1), 0]);
     expect(plain(hessian(rosen, like([1, 1]), { backend }).data)).toEqual([802, -400, -400, 200]);
   });
+
+  it('the Tape API takes array-likes for values, directions and constants', () => {
+    const tape = api.createTapeSync({ backend });
+    const x = tape.variables(like([1, 2]));
+    const y = x[0]!.mul(x[1]!);
+    expect(plain(tape.vjp([y], like([2]), x))).toEqual([4, 2]);
+    expect(plain(tape.jvp(x, like([1, 0]), [y]))).toEqual([2]);
+    expect(plain(tape.hvp(y, x, like([1, 0])))).toEqual([0, 1]);
+    const v = tape.vector(like([1, 2, 3]));
+    expect(plain(v.add(like([1, 1, 1])).value)).toEqual([2, 3, 4]);
+    expect(plain(v.gather(like([0, 2])).value)).toEqual([1, 3]);
+    expect(plain(tape.constantVector(like([5, 6])).value)).toEqual([5, 6]);
+    expect(compile((z) => z[0]!.mul(z[1]!), { inputs: 2, at: like([1, 2]), backend }).value([2, 3])).toBe(6);
+  });
 });
 
 describe('errors name what was expected and what arrived', () => {
