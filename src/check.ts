@@ -113,6 +113,7 @@ export interface GradcheckResult {
 export function gradcheck(f: (x: Var) => ScalarOutput, x: number, options?: GradcheckOptions & { vector?: false }): GradcheckResult;
 export function gradcheck(f: (x: Vec) => ScalarOutput, x: ArrayLike<number>, options: GradcheckOptions & { vector: true }): GradcheckResult;
 export function gradcheck(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, options?: GradcheckOptions & { vector?: false }): GradcheckResult;
+export function gradcheck(f: ((x: Var) => ScalarOutput) | ((x: Var[]) => ScalarOutput) | ((x: Vec) => ScalarOutput), x: number | ArrayLike<number>, options?: GradcheckOptions): GradcheckResult;
 export function gradcheck(f: (x: never) => ScalarOutput, x: number | ArrayLike<number>, options: GradcheckOptions = {}): GradcheckResult {
   checkFunction(f, 'gradcheck');
   checkOptions(options, 'gradcheck', { backend: BACKEND_RULE, tolerance: 'number', raise: 'boolean', vector: 'boolean', step: 'function' });

@@ -497,6 +497,7 @@ function checkLength(x: ArrayLike<number>, expected: number, what: string): void
  */
 export function compile<O extends CompiledOutput>(f: VectorCompilableFunction<O>, options: CompileOptions & { vector: true }): CompiledFunction<CompiledValue<O>>;
 export function compile<O extends CompiledOutput>(f: CompilableFunction<O>, options: CompileOptions & { vector?: false }): CompiledFunction<CompiledValue<O>>;
+export function compile(f: CompilableFunction | VectorCompilableFunction, options: CompileOptions): CompiledFunction;
 export function compile(f: CompilableFunction | VectorCompilableFunction, options: CompileOptions): CompiledFunction {
   if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `compile needs a function as its first argument, got ${describe(f)}`);
   checkOptions(options, 'compile', {

@@ -16,6 +16,9 @@ export type ScalarOutput = Var | number;
 /** A vector output: an array of Vars (or numbers), or a Vec (its elements, row-major). */
 export type VectorOutput = readonly (Var | number)[] | Vec;
 
+/** f in any of the three forms, for options whose `vector` is only known at run time. */
+type AnyInputFunction<O> = ((x: Var) => O) | ((x: Var[]) => O) | ((x: Vec) => O);
+
 export interface TransformOptions {
   /** Engine to record on: 'wasm' (default; call `await init()` once first) or 'js'. */
   backend?: BackendKind;
@@ -147,6 +150,7 @@ export function valueAndGrad(f: (x: never) => ScalarOutput, options?: TransformO
 export function vjp(f: (x: Var) => ScalarOutput | VectorOutput, x: number, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
 export function vjp(f: (x: Vec) => ScalarOutput | VectorOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options: TransformOptions & { vector: true }): Float64Array;
 export function vjp(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
+export function vjp(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array;
 export function vjp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
   checkFunction(f, 'vjp');
   checkOptions(options, 'vjp', TRANSFORM_OPTIONS);
@@ -160,6 +164,7 @@ export function vjp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, v: A
 export function jvp(f: (x: Var) => ScalarOutput | VectorOutput, x: number, t: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
 export function jvp(f: (x: Vec) => ScalarOutput | VectorOutput, x: ArrayLike<number>, t: ArrayLike<number> | number, options: TransformOptions & { vector: true }): Float64Array;
 export function jvp(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<number>, t: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
+export function jvp(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, t: ArrayLike<number> | number, options?: TransformOptions): Float64Array;
 export function jvp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, t: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
   checkFunction(f, 'jvp');
   checkOptions(options, 'jvp', TRANSFORM_OPTIONS);
@@ -174,6 +179,7 @@ export function jvp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, t: A
 export function jacobian(f: (x: Var) => ScalarOutput | VectorOutput, x: number, options?: JacobianOptions & { vector?: false }): JacobianResult;
 export function jacobian(f: (x: Vec) => ScalarOutput | VectorOutput, x: ArrayLike<number>, options: JacobianOptions & { vector: true }): JacobianResult;
 export function jacobian(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<number>, options?: JacobianOptions & { vector?: false }): JacobianResult;
+export function jacobian(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, options?: JacobianOptions): JacobianResult;
 export function jacobian(f: (x: never) => ScalarOutput | VectorOutput, x: Input, options: JacobianOptions = {}): JacobianResult {
   checkFunction(f, 'jacobian');
   checkOptions(options, 'jacobian', { ...TRANSFORM_OPTIONS, mode: ['auto', 'forward', 'reverse'] });
@@ -205,6 +211,7 @@ export function jacobian(f: (x: never) => ScalarOutput | VectorOutput, x: Input,
 export function hvp(f: (x: Var) => ScalarOutput, x: number, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
 export function hvp(f: (x: Vec) => ScalarOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options: TransformOptions & { vector: true }): Float64Array;
 export function hvp(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
+export function hvp(f: AnyInputFunction<ScalarOutput>, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array;
 export function hvp(f: (x: never) => ScalarOutput, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
   checkFunction(f, 'hvp');
   checkOptions(options, 'hvp', TRANSFORM_OPTIONS);
@@ -218,6 +225,7 @@ export function hvp(f: (x: never) => ScalarOutput, x: Input, v: ArrayLike<number
 export function hessian(f: (x: Var) => ScalarOutput, x: number, options?: TransformOptions & { vector?: false }): Matrix;
 export function hessian(f: (x: Vec) => ScalarOutput, x: ArrayLike<number>, options: TransformOptions & { vector: true }): Matrix;
 export function hessian(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, options?: TransformOptions & { vector?: false }): Matrix;
+export function hessian(f: AnyInputFunction<ScalarOutput>, x: Input, options?: TransformOptions): Matrix;
 export function hessian(f: (x: never) => ScalarOutput, x: Input, options?: TransformOptions): Matrix {
   checkFunction(f, 'hessian');
   checkOptions(options, 'hessian', TRANSFORM_OPTIONS);

@@ -4,7 +4,7 @@
 import {
   compile, createTapeSync, finiteDifferenceGradient, grad, gradcheck, hessian, hvp, jacobian, jvp, max, mul, select,
   sin, valueAndGrad, vjp, where, type CompiledFunction, type GradcheckResult, type JacobianResult, type Matrix,
-  type Var, type Vec,
+  type Var, type Vec, type TransformOptions, type GradcheckOptions, type CompileOptions,
 } from '../../src/index.ts';
 
 declare const tape: ReturnType<typeof createTapeSync>;
@@ -48,6 +48,14 @@ grad(rosen)(2);
 // @ts-expect-error: an unknown jacobian mode
 jacobian(rosen, [1, 2], { mode: 'bogus' });
 
+// Options whose `vector` is known only at run time still type-check (the result is then wider).
+declare const runtimeOptions: TransformOptions, runtimeCheck: GradcheckOptions, runtimeCompile: CompileOptions;
+const anyForm: Float64Array = vjp(rosen, [1, 2], [1], runtimeOptions);
+const anyJacobian: JacobianResult = jacobian(rosen, [1, 2], runtimeOptions);
+const anyHessian: Matrix = hessian(rosen, [1, 2], runtimeOptions);
+const anyCheck: GradcheckResult = gradcheck(rosen, [1, 2], runtimeCheck);
+const anyCompiled: number | Float64Array = compile(rosen, runtimeCompile).value([1, 2]);
+
 // compile: value is a number for a scalar function, a Float64Array for a vector one.
 const scalarCompiled: CompiledFunction<number> = compile((x) => x[0]!.mul(x[1]!), { inputs: 2 });
 const scalarValue: number = scalarCompiled.value([1, 2]);
@@ -69,4 +77,5 @@ export const used = [
   selected, selectedMixed, selectedNumber, selectedVec, product, productNumber, sine, larger, notANumber, notAVar, g1, g2,
   g3, vg, check, checkScalar, checkVec, vjpResult, jvpResult, jac, hv, hess, fd, fdScalar, scalarValue, intoOut,
   constantValue, vectorValue, vecValue, vecScalarValue, wrongValue, wrongArray, tapeSelected, tapeVec,
+  anyForm, anyJacobian, anyHessian, anyCheck, anyCompiled,
 ];
