@@ -4,12 +4,12 @@ import { createTapeSync } from './create.ts';
 import { MissingRuleError, NotANumberError, TapegradError, describe, isArrayLike } from './errors.ts';
 import type { Tape, Var } from './tape.ts';
 import { BACKEND_RULE, checkOptions } from './options.ts';
+import { asVar, checkFunction, recordOn, type ScalarOutput } from './transforms.ts';
 import type { Vec } from './vector.ts';
 
-/** A function of Vars recorded on a tape: one Var per input, one Var out. */
-export type ScalarFunction = (...xs: Var[]) => Var;
-/** A function of one Vec (with `{ vector: true }`), one Var out. */
-export type VectorFunction = (x: Vec) => Var;
+/** A scalar function as every transform and checker takes it: a Var[] (one Var per input) in,
+ *  a Var (or a number) out. */
+export type ScalarFunction = (x: Var[]) => ScalarOutput;
 
 export interface FiniteDifferenceOptions {
   /** Step for component k at value x (default cbrt(eps) * max(1, |x|), as Stan). */
@@ -20,14 +20,28 @@ export interface FiniteDifferenceOptions {
 const STENCIL = [[1, 3 / 4], [2, -3 / 20], [3, 1 / 60]] as const;
 const DEFAULT_STEP = (x: number): number => Math.cbrt(Number.EPSILON) * Math.max(1, Math.abs(x));
 
-/** Gradient of `f` at `x` by the central 6-point stencil. */
+/** Gradient of a plain-number function `f` at `x` by the central 6-point stencil, in the
+ *  transforms' convention: a number x (f of a number) gives a number, an array x (f of a
+ *  Float64Array) a Float64Array. */
+export function finiteDifferenceGradient(f: (x: number) => number, x: number, options?: FiniteDifferenceOptions): number;
+export function finiteDifferenceGradient(f: (x: Float64Array) => number, x: ArrayLike<number>, options?: FiniteDifferenceOptions): Float64Array;
 export function finiteDifferenceGradient(
-  f: (x: Float64Array) => number,
-  x: ArrayLike<number>,
+  f: ((x: number) => number) | ((x: Float64Array) => number),
+  x: number | ArrayLike<number>,
   options: FiniteDifferenceOptions = {},
-): Float64Array {
+): number | Float64Array {
+  checkFunction(f, 'finiteDifferenceGradient');
+  checkOptions(options, 'finiteDifferenceGradient', { step: 'function' });
+  if (typeof x === 'number') {
+    const g = (f as (x: number) => number);
+    return stencil((p) => g(p[0]!), [x], options)[0]!;
+  }
+  return stencil(f as (x: Float64Array) => number, x, options);
+}
+
+function stencil(f: (x: Float64Array) => number, x: ArrayLike<number>, options: FiniteDifferenceOptions): Float64Array {
   const step = options.step ?? DEFAULT_STEP;
-  if (!isArrayLike(x)) throw new NotANumberError(`finiteDifferenceGradient: the point must be an array of numbers, got ${describe(x)}`);
+  if (!isArrayLike(x)) throw new NotANumberError(`finiteDifferenceGradient: the point must be a number or an array of numbers, got ${describe(x)}`);
   for (let k = 0; k < x.length; k++) {
     if (typeof x[k] !== 'number') throw new NotANumberError(`finiteDifferenceGradient: entry ${k} of the point must be a number, got ${describe(x[k])}`);
   }
@@ -75,7 +89,7 @@ export interface GradcheckOptions extends FiniteDifferenceOptions {
   tolerance?: number;
   /** Throw a TapegradError describing the worst component instead of returning ok: false. */
   raise?: boolean;
-  /** Pass x to f as one Vec instead of one Var per input. */
+  /** Pass an array x to f as one Vec instead of a Var[]. */
   vector?: boolean;
 }
 
@@ -93,27 +107,31 @@ export interface GradcheckResult {
   numeric: Float64Array;
 }
 
-/** Records `f` at `x`, differentiates it on the tape and compares with finite differences. */
-export function gradcheck(f: ScalarFunction, x: ArrayLike<number>, options?: GradcheckOptions & { vector?: false }): GradcheckResult;
-export function gradcheck(f: VectorFunction, x: ArrayLike<number>, options: GradcheckOptions & { vector: true }): GradcheckResult;
-export function gradcheck(f: ScalarFunction | VectorFunction, x: ArrayLike<number>, options: GradcheckOptions = {}): GradcheckResult {
+/** Records `f` at `x`, differentiates it on the tape and compares with finite differences. `f`
+ *  takes what the transforms' functions take: one Var for a number x, a Var[] for an array x, one
+ *  Vec with `{ vector: true }`. */
+export function gradcheck(f: (x: Var) => ScalarOutput, x: number, options?: GradcheckOptions & { vector?: false }): GradcheckResult;
+export function gradcheck(f: (x: Vec) => ScalarOutput, x: ArrayLike<number>, options: GradcheckOptions & { vector: true }): GradcheckResult;
+export function gradcheck(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, options?: GradcheckOptions & { vector?: false }): GradcheckResult;
+export function gradcheck(f: ((x: Var) => ScalarOutput) | ((x: Var[]) => ScalarOutput) | ((x: Vec) => ScalarOutput), x: number | ArrayLike<number>, options?: GradcheckOptions): GradcheckResult;
+export function gradcheck(f: (x: never) => ScalarOutput, x: number | ArrayLike<number>, options: GradcheckOptions = {}): GradcheckResult {
+  checkFunction(f, 'gradcheck');
   checkOptions(options, 'gradcheck', { backend: BACKEND_RULE, tolerance: 'number', raise: 'boolean', vector: 'boolean', step: 'function' });
+  const scalarInput = typeof x === 'number';
+  if (!scalarInput && !isArrayLike(x)) throw new NotANumberError(`gradcheck: x must be a number or an array of numbers, got ${describe(x)}`);
   const tape = createTapeSync({ backend: options.backend ?? 'wasm' });
   const record = (point: ArrayLike<number>): { inputs: (Var | Vec)[]; output: Var } => {
-    if (options.vector) {
-      const v = tape.vector(point);
-      return { inputs: [v], output: (f as VectorFunction)(v) };
-    }
-    const vars = tape.variables(point);
-    return { inputs: vars, output: (f as ScalarFunction)(...vars) };
+    const { inputs, arg } = recordOn(tape, scalarInput ? point[0]! : point, options, 'gradcheck');
+    return { inputs, output: asVar(tape, (f as (x: unknown) => unknown)(arg), 'gradcheck: the function') };
   };
   const valueAt = (point: ArrayLike<number>): number => {
     tape.reset();
     return record(point).output.value;
   };
-  const numeric = finiteDifferenceGradient(valueAt, x, options);
+  const point = scalarInput ? [x] : x;
+  const numeric = stencil(valueAt, point, options);
   tape.reset();
-  const { inputs, output } = record(x);
+  const { inputs, output } = record(point);
   const analytic = tape.gradient(output, inputs);
   const { error, worst } = normwiseError(analytic, numeric);
   // A direction with no zero or repeated entries, so no component escapes the check.

@@ -14,9 +14,13 @@ import { WasmBackend, type GeneratedSweeps } from './wasm/backend.ts';
 
 /** What a compiled function may return: a Var or number, an array of them, or a Vec. */
 export type CompiledOutput = Var | number | readonly (Var | number)[] | Vec;
-export type CompilableFunction = (x: Var[]) => CompiledOutput;
+export type CompilableFunction<O extends CompiledOutput = CompiledOutput> = (x: Var[]) => O;
 /** A function of one Vec, compiled with `{ vector: true }`. */
-export type VectorCompilableFunction = (x: Vec) => CompiledOutput;
+export type VectorCompilableFunction<O extends CompiledOutput = CompiledOutput> = (x: Vec) => O;
+/** What `value` returns for a function returning O: a number for a Var or a number, a
+ *  Float64Array for an array or a Vec, either when the type does not tell. */
+export type CompiledValue<O extends CompiledOutput> =
+  [O] extends [Var | number] ? number : [O] extends [readonly (Var | number)[] | Vec] ? Float64Array : number | Float64Array;
 
 export interface CompileOptions {
   /** Number of inputs; the function receives a Var[] of this length (or one Vec, see `vector`). */
@@ -59,7 +63,7 @@ export interface Recording {
  * A function recorded once and replayed at new inputs. Inputs are Float64Array or arrays;
  * methods that take `out` write into it and allocate nothing.
  */
-export class CompiledFunction {
+export class CompiledFunction<V extends number | Float64Array = number | Float64Array> {
   /** How many times a failed guard made it record again. */
   rerecords = 0;
   private recording: Recording | null = null;
@@ -133,6 +137,10 @@ export class CompiledFunction {
     return this.recording?.outputs.length ?? 0;
   }
 
+  /** The function returned a Var or a number (not an array or a Vec); null before the first
+   *  recording and for functions loaded from bytes. */
+  private scalarOutput: boolean | null = null;
+
   /** Nodes on the recorded tape (0 before the first call). */
   get size(): number {
     return this.recording?.tape.size ?? 0;
@@ -149,11 +157,16 @@ export class CompiledFunction {
     return toBytes(this);
   }
 
-  /** f(x): a number for a scalar function, a Float64Array for a vector one. */
+  /** f(x): a number for a scalar function (a Var or a number out), a Float64Array for a vector
+   *  one (an array or a Vec out) and whenever `out` is given. */
+  value(x: ArrayLike<number>): V;
+  value(x: ArrayLike<number>, out: Float64Array): Float64Array;
   value(x: ArrayLike<number>, out?: Float64Array): number | Float64Array {
     const rec = this.replay(x);
     const { val, xval } = rec.tape.engine.views;
-    if (rec.outputs.length === 1 && rec.outputs[0]! >= 0 && !out) return val[rec.outputs[0]!]!;
+    // Loaded from bytes, the output's form is unknown: one scalar output is taken as a number.
+    const scalar = this.scalarOutput ?? (rec.outputs.length === 1 && rec.outputs[0]! >= 0);
+    if (scalar && !out) return val[rec.outputs[0]!]!;
     const result = out ?? new Float64Array(rec.outputs.length);
     this.outputValues(rec, result, 0);
     return result;
@@ -177,7 +190,7 @@ export class CompiledFunction {
   /** Gradients for `rows` input rows of X (row-major, rows × inputs) in one call into the core;
    *  returns the rows × inputs gradients (into `out` when given). */
   gradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array): Float64Array {
-    out ??= new Float64Array(this.checkRows(rows) * this.inputs);
+    out ??= new Float64Array(this.checkRows(rows, 'gradientBatch') * this.inputs);
     checkOut(out, rows * this.inputs);
     this.gradientRows(this.batchRows(X, rows, 'gradientBatch'), rows, out);
     return out;
@@ -201,7 +214,7 @@ export class CompiledFunction {
   /** Values and gradients of a scalar function for `rows` input rows in one call into the core:
    *  `[values (rows), gradients (rows × inputs)]`, into `values` and `out` when given. */
   valueAndGradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array, values?: Float64Array): [Float64Array, Float64Array] {
-    this.checkRows(rows);
+    this.checkRows(rows, 'valueAndGradientBatch');
     out ??= new Float64Array(rows * this.inputs);
     values ??= new Float64Array(rows);
     checkOut(out, rows * this.inputs);
@@ -265,14 +278,14 @@ export class CompiledFunction {
     }
   }
 
-  private checkRows(rows: number): number {
-    if (!Number.isInteger(rows) || rows < 0) throw new TapegradError('INVALID_ARGUMENT', `rows must be a non-negative integer, got ${describe(rows)}`);
+  private checkRows(rows: number, what: string): number {
+    if (!Number.isInteger(rows) || rows < 0) throw new TapegradError('INVALID_ARGUMENT', `${what}: rows must be a non-negative integer, got ${describe(rows)}`);
     return rows;
   }
 
   // The rows as a Float64Array: as it is, or checked and copied once from any other array.
   private batchRows(X: ArrayLike<number>, rows: number, what: string): Float64Array {
-    this.checkRows(rows);
+    this.checkRows(rows, what);
     return toFloat64(X, rows * this.inputs, `${what}: ${rows} rows of ${this.inputs} inputs`);
   }
 
@@ -431,6 +444,7 @@ export class CompiledFunction {
     try {
       const y = this.vector ? (f as VectorCompilableFunction)(tape.vector(x)) : (f as CompilableFunction)(tape.variables(x));
       const list = y instanceof Vec ? [y] : Array.isArray(y) ? (y as readonly (Var | number)[]) : [y as Var | number];
+      this.scalarOutput = !(y instanceof Vec) && !Array.isArray(y);
       const outs = list.map((v) => (v instanceof Vec || v instanceof Var ? v : typeof v === 'number' ? tape.constant(v) : badOutput(v)));
       outputs = Int32Array.from(tape.outputSlots(outs));
       outputNodes = Int32Array.from(outs, (v) => (v instanceof Vec ? tape.vindex(v) : tape.index(v)));
@@ -495,10 +509,11 @@ function checkLength(x: ArrayLike<number>, expected: number, what: string): void
  * Data-dependent control flow must go through comparisons (`x.gt(0).value`) or `select`; plain
  * `if (x.value > 0)` is not seen by the tape and would replay the recorded branch.
  */
-export function compile(f: CompilableFunction, options: CompileOptions & { vector?: false }): CompiledFunction;
-export function compile(f: VectorCompilableFunction, options: CompileOptions & { vector: true }): CompiledFunction;
+export function compile<O extends CompiledOutput>(f: VectorCompilableFunction<O>, options: CompileOptions & { vector: true }): CompiledFunction<CompiledValue<O>>;
+export function compile<O extends CompiledOutput>(f: CompilableFunction<O>, options: CompileOptions & { vector?: false }): CompiledFunction<CompiledValue<O>>;
+export function compile(f: CompilableFunction | VectorCompilableFunction, options: CompileOptions): CompiledFunction;
 export function compile(f: CompilableFunction | VectorCompilableFunction, options: CompileOptions): CompiledFunction {
-  if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `compile needs a function, got ${describe(f)}`);
+  if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `compile needs a function as its first argument, got ${describe(f)}`);
   checkOptions(options, 'compile', {
     inputs: 'number', backend: BACKEND_RULE, strict: 'boolean', at: 'array', simd: 'boolean', codegen: CODEGEN_RULE, vector: 'boolean',
     checkNaN: 'boolean',

@@ -48,12 +48,23 @@ export const { add, sub, mul, div, pow, atan2, min, max, hypot, lt, le, gt, ge, 
 
 /** `cond ? ifTrue : ifFalse` (true unless 0 or NaN); the untaken branch gets zero gradient.
  *  With a Vec among the operands, elementwise (see `Tape.select`). */
+export function select(cond: Vec, ifTrue: VecOperand, ifFalse: VecOperand): Vec;
+export function select(cond: VecOperand, ifTrue: Vec, ifFalse: VecOperand): Vec;
+export function select(cond: VecOperand, ifTrue: VecOperand, ifFalse: Vec): Vec;
+export function select(cond: Var, ifTrue: Operand, ifFalse: Operand): Var;
+export function select(cond: Operand, ifTrue: Var, ifFalse: Operand): Var;
+export function select(cond: Operand, ifTrue: Operand, ifFalse: Var): Var;
+export function select(cond: number, ifTrue: number, ifFalse: number): number;
 export function select(cond: Operand, ifTrue: Operand, ifFalse: Operand): Operand;
-export function select(cond: VecOperand, ifTrue: VecOperand, ifFalse: VecOperand): Vec;
+export function select(cond: VecOperand, ifTrue: VecOperand, ifFalse: VecOperand): Operand | Vec;
 export function select(cond: VecOperand, ifTrue: VecOperand, ifFalse: VecOperand): Operand | Vec {
   // A Vec first: an object is truthy, so forwardRule would silently return ifTrue.
   const v = [cond, ifTrue, ifFalse].find((o): o is Vec | Var => o instanceof Vec || o instanceof Var);
   if (v) return v.tape.select(cond, ifTrue, ifFalse);
+  // Without a Var or Vec there is no tape to hold an array as a constant vector.
+  const operands = [cond, ifTrue, ifFalse];
+  const bad = operands.findIndex((o) => typeof o !== 'number');
+  if (bad >= 0) throw new NotANumberError(`select: expected Vars, Vecs or numbers (an array needs a Var or Vec beside it), got ${describe(operands[bad])} as ${['cond', 'ifTrue', 'ifFalse'][bad]}`);
   return forwardRule(Op.select, cond as number, ifTrue as number, ifFalse as number);
 }
 

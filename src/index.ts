@@ -24,6 +24,6 @@ export {
 } from './transforms.ts';
 export { defineFunction, type CustomRule, type CustomFunction } from './custom.ts';
 export {
-  compile, CompiledFunction, type CompileOptions, type CompilableFunction, type VectorCompilableFunction, type CompiledOutput,
+  compile, CompiledFunction, type CompileOptions, type CompilableFunction, type VectorCompilableFunction, type CompiledOutput, type CompiledValue,
 } from './compile.ts';
 export { fromBytes, FORMAT_VERSION, type FromBytesOptions } from './serialize.ts';

@@ -17,7 +17,7 @@ export function checkOptions(options: unknown, where: string, rules: Readonly<Re
       throw new TapegradError('INVALID_ARGUMENT', `${where}: unknown option '${key}' (it takes ${Object.keys(rules).join(', ')})`);
     }
     if (value === undefined || accepts(rule, value)) continue;
-    const wanted = typeof rule === 'string' ? `a ${rule}` : `one of ${rule.map((v) => (typeof v === 'string' ? `'${v}'` : String(v))).join(', ')}`;
+    const wanted = typeof rule === 'string' ? `${rule === 'array' ? 'an' : 'a'} ${rule}` : `one of ${rule.map((v) => (typeof v === 'string' ? `'${v}'` : String(v))).join(', ')}`;
     throw new TapegradError('INVALID_ARGUMENT', `${where}: option '${key}' must be ${wanted}, got ${describe(value)}`);
   }
 }

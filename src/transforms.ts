@@ -3,7 +3,7 @@
 // Hessian-vector products). Nothing here uses finite differences.
 import type { BackendKind } from './backend.ts';
 import { createTapeSync } from './create.ts';
-import { NotANumberError, ShapeError, describe, isArrayLike } from './errors.ts';
+import { NotANumberError, ShapeError, TapegradError, describe, isArrayLike } from './errors.ts';
 import { Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
 import { BACKEND_RULE, checkOptions } from './options.ts';
@@ -15,6 +15,9 @@ export type Input = number | ArrayLike<number>;
 export type ScalarOutput = Var | number;
 /** A vector output: an array of Vars (or numbers), or a Vec (its elements, row-major). */
 export type VectorOutput = readonly (Var | number)[] | Vec;
+
+/** f in any of the three forms, for options whose `vector` is only known at run time. */
+type AnyInputFunction<O> = ((x: Var) => O) | ((x: Var[]) => O) | ((x: Vec) => O);
 
 export interface TransformOptions {
   /** Engine to record on: 'wasm' (default; call `await init()` once first) or 'js'. */
@@ -66,13 +69,15 @@ interface Recorded<O> {
   output: O;
 }
 
-function recordOn(tape: Tape, x: Input, options: TransformOptions | undefined): { inputs: (Var | Vec)[]; n: number; arg: Var | Var[] | Vec; scalarInput: boolean } {
+/** @internal Records the inputs as the function will receive them: one Var for a number, a Var[]
+ *  for an array, one Vec with `{ vector: true }`. */
+export function recordOn(tape: Tape, x: Input, options: TransformOptions | undefined, where: string): { inputs: (Var | Vec)[]; n: number; arg: Var | Var[] | Vec; scalarInput: boolean } {
   if (typeof x === 'number') {
     const v = tape.variable(x);
     return { inputs: [v], n: 1, arg: v, scalarInput: true };
   }
   if (!isArrayLike(x)) {
-    throw new NotANumberError(`inputs must be a number, an array of numbers or a Float64Array, got ${describe(x)}`);
+    throw new NotANumberError(`${where}: inputs must be a number, an array of numbers or a Float64Array, got ${describe(x)}`);
   }
   if (options?.vector) {
     const v = tape.vector(x);
@@ -82,20 +87,26 @@ function recordOn(tape: Tape, x: Input, options: TransformOptions | undefined): 
   return { inputs, n: inputs.length, arg: inputs, scalarInput: false };
 }
 
-function asVar(tape: Tape, y: unknown, what: string): Var {
+/** @internal The function's output as a scalar Var (a number becomes a constant). */
+export function asVar(tape: Tape, y: unknown, what: string): Var {
   if (y instanceof Var) return y;
   if (typeof y === 'number') return tape.constant(y);
   if (y instanceof Vec) throw new ShapeError(`${what} must return a scalar Var, got a Vec of shape [${y.shape.join(', ')}] (reduce it, e.g. .sum())`, 'output', [y.shape]);
   throw new NotANumberError(`${what} must return a Var or a number, got ${describe(y)}`);
 }
 
-function recordScalar(tape: Tape, f: (x: never) => ScalarOutput, x: Input, options: TransformOptions | undefined): Recorded<Var> {
-  const { inputs, n, arg, scalarInput } = recordOn(tape, x, options);
+/** @internal Transforms and checkers take a function first; anything else is named. */
+export function checkFunction(f: unknown, where: string): void {
+  if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `${where} needs a function as its first argument, got ${describe(f)}`);
+}
+
+function recordScalar(tape: Tape, f: (x: never) => ScalarOutput, x: Input, options: TransformOptions | undefined, where: string): Recorded<Var> {
+  const { inputs, n, arg, scalarInput } = recordOn(tape, x, options, where);
   return { inputs, n, scalarInput, output: asVar(tape, (f as (x: unknown) => unknown)(arg), 'the function') };
 }
 
-function recordVector(tape: Tape, f: (x: never) => ScalarOutput | VectorOutput, x: Input, options: TransformOptions | undefined): Recorded<(Var | Vec)[]> & { m: number } {
-  const { inputs, n, arg, scalarInput } = recordOn(tape, x, options);
+function recordVector(tape: Tape, f: (x: never) => ScalarOutput | VectorOutput, x: Input, options: TransformOptions | undefined, where: string): Recorded<(Var | Vec)[]> & { m: number } {
+  const { inputs, n, arg, scalarInput } = recordOn(tape, x, options, where);
   const y = (f as (x: unknown) => unknown)(arg);
   if (y instanceof Vec) return { inputs, n, scalarInput, output: [y], m: y.size };
   if (Array.isArray(y)) return { inputs, n, scalarInput, output: y.map((v) => asVar(tape, v, 'the function')), m: y.length };
@@ -125,39 +136,55 @@ export function valueAndGrad(f: (x: Var) => ScalarOutput, options?: TransformOpt
 export function valueAndGrad(f: (x: Vec) => ScalarOutput, options: TransformOptions & { vector: true }): (x: ArrayLike<number>) => [number, Float64Array];
 export function valueAndGrad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions): (x: ArrayLike<number>) => [number, Float64Array];
 export function valueAndGrad(f: (x: never) => ScalarOutput, options?: TransformOptions): (x: never) => [number, number | Float64Array] {
+  checkFunction(f, 'valueAndGrad');
   checkOptions(options, 'valueAndGrad', TRANSFORM_OPTIONS);
   return ((x: Input) =>
     withTape(options, (tape) => {
-      const { inputs, scalarInput, output } = recordScalar(tape, f, x, options);
+      const { inputs, scalarInput, output } = recordScalar(tape, f, x, options, 'valueAndGrad');
       const g = tape.gradient(output, inputs);
       return [output.value, scalarInput ? g[0]! : g];
     })) as (x: never) => [number, number | Float64Array];
 }
 
 /** Vector-Jacobian product vᵀJ of f at x, for any cotangent v (one reverse sweep). */
+export function vjp(f: (x: Var) => ScalarOutput | VectorOutput, x: number, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
+export function vjp(f: (x: Vec) => ScalarOutput | VectorOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options: TransformOptions & { vector: true }): Float64Array;
+export function vjp(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
+export function vjp(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array;
 export function vjp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
+  checkFunction(f, 'vjp');
   checkOptions(options, 'vjp', TRANSFORM_OPTIONS);
   return withTape(options, (tape) => {
-    const { inputs, output } = recordVector(tape, f, x, options);
+    const { inputs, output } = recordVector(tape, f, x, options, 'vjp');
     return tape.vjp(output, toVector(v, 'the cotangent'), inputs);
   });
 }
 
 /** Jacobian-vector product J·t of f at x (one forward tangent sweep over the tape). */
+export function jvp(f: (x: Var) => ScalarOutput | VectorOutput, x: number, t: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
+export function jvp(f: (x: Vec) => ScalarOutput | VectorOutput, x: ArrayLike<number>, t: ArrayLike<number> | number, options: TransformOptions & { vector: true }): Float64Array;
+export function jvp(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<number>, t: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
+export function jvp(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, t: ArrayLike<number> | number, options?: TransformOptions): Float64Array;
 export function jvp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, t: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
+  checkFunction(f, 'jvp');
   checkOptions(options, 'jvp', TRANSFORM_OPTIONS);
   return withTape(options, (tape) => {
-    const { inputs, output } = recordVector(tape, f, x, options);
+    const { inputs, output } = recordVector(tape, f, x, options, 'jvp');
     return tape.jvp(inputs, toVector(t, 'the tangent'), output);
   });
 }
 
 /** The Jacobian of f at x, rows = outputs, by forward sweeps (one per input) when there are no
  *  more inputs than outputs, else by reverse sweeps (one per output); `mode` forces either. */
+export function jacobian(f: (x: Var) => ScalarOutput | VectorOutput, x: number, options?: JacobianOptions & { vector?: false }): JacobianResult;
+export function jacobian(f: (x: Vec) => ScalarOutput | VectorOutput, x: ArrayLike<number>, options: JacobianOptions & { vector: true }): JacobianResult;
+export function jacobian(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<number>, options?: JacobianOptions & { vector?: false }): JacobianResult;
+export function jacobian(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, options?: JacobianOptions): JacobianResult;
 export function jacobian(f: (x: never) => ScalarOutput | VectorOutput, x: Input, options: JacobianOptions = {}): JacobianResult {
+  checkFunction(f, 'jacobian');
   checkOptions(options, 'jacobian', { ...TRANSFORM_OPTIONS, mode: ['auto', 'forward', 'reverse'] });
   return withTape(options, (tape) => {
-    const { inputs, output, n, m } = recordVector(tape, f, x, options);
+    const { inputs, output, n, m } = recordVector(tape, f, x, options, 'jacobian');
     const mode = options.mode === 'forward' || options.mode === 'reverse' ? options.mode : n <= m ? 'forward' : 'reverse';
     const data = new Float64Array(m * n);
     const unit = new Float64Array(mode === 'forward' ? n : m);
@@ -181,19 +208,29 @@ export function jacobian(f: (x: never) => ScalarOutput | VectorOutput, x: Input,
 
 /** Exact Hessian-vector product H·v of a scalar f at x, by forward over reverse: one tangent
  *  sweep and one reverse sweep, a small constant times the cost of a gradient. */
+export function hvp(f: (x: Var) => ScalarOutput, x: number, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
+export function hvp(f: (x: Vec) => ScalarOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options: TransformOptions & { vector: true }): Float64Array;
+export function hvp(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
+export function hvp(f: AnyInputFunction<ScalarOutput>, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array;
 export function hvp(f: (x: never) => ScalarOutput, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
+  checkFunction(f, 'hvp');
   checkOptions(options, 'hvp', TRANSFORM_OPTIONS);
   return withTape(options, (tape) => {
-    const { inputs, output } = recordScalar(tape, f, x, options);
+    const { inputs, output } = recordScalar(tape, f, x, options, 'hvp');
     return tape.hvp(output, inputs, toVector(v, 'the direction'));
   });
 }
 
 /** The Hessian of a scalar f at x: n Hessian-vector products on one recording. */
+export function hessian(f: (x: Var) => ScalarOutput, x: number, options?: TransformOptions & { vector?: false }): Matrix;
+export function hessian(f: (x: Vec) => ScalarOutput, x: ArrayLike<number>, options: TransformOptions & { vector: true }): Matrix;
+export function hessian(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, options?: TransformOptions & { vector?: false }): Matrix;
+export function hessian(f: AnyInputFunction<ScalarOutput>, x: Input, options?: TransformOptions): Matrix;
 export function hessian(f: (x: never) => ScalarOutput, x: Input, options?: TransformOptions): Matrix {
+  checkFunction(f, 'hessian');
   checkOptions(options, 'hessian', TRANSFORM_OPTIONS);
   return withTape(options, (tape) => {
-    const { inputs, output, n } = recordScalar(tape, f, x, options);
+    const { inputs, output, n } = recordScalar(tape, f, x, options, 'hessian');
     const data = new Float64Array(n * n);
     const unit = new Float64Array(n);
     for (let k = 0; k < n; k++) {

@@ -34,7 +34,7 @@ describe('options', () => {
     expectInvalid(() => jvp(f, [1, 2], [1, 0], { strict: true } as never), /^jvp: unknown option 'strict'/);
     expectInvalid(() => hvp(f, [1, 2], [1, 0], { tolerance: 1 } as never), /^hvp: unknown option 'tolerance'/);
     expectInvalid(() => hessian(f, [1, 2], { at: [1] } as never), /^hessian: unknown option 'at'/);
-    expectInvalid(() => gradcheck((a: Var, b: Var) => a.mul(b), [1, 2], { rtol: 1e-6 } as never), /^gradcheck: unknown option 'rtol'/);
+    expectInvalid(() => gradcheck(([a, b]: Var[]) => a!.mul(b!), [1, 2], { rtol: 1e-6 } as never), /^gradcheck: unknown option 'rtol'/);
     expectInvalid(() => fromBytes(compile(f, { inputs: 2, at: [1, 2] }).toBytes(), { strict: false } as never), /^fromBytes: unknown option 'strict'/);
     await expect(createTape({ checkNan: true } as never)).rejects.toThrow(/^createTape: unknown option 'checkNan'/);
     await expect(init({ codeGen: false } as never)).rejects.toThrow(/^init: unknown option 'codeGen'/);
@@ -61,7 +61,7 @@ describe('inputs', () => {
     expect(() => tape.variables('hello' as never)).toThrow(/expected an array of numbers, got the string "hello"/);
     expect(() => grad(f)('hello' as never)).toThrow(/got the string "hello"/);
     expect(() => jvp(f, [1, 2], 'ab' as never)).toThrow(/got the string "ab"/);
-    expect(() => gradcheck((a: Var) => a.square(), 'hi' as never)).toThrow(/got the string "hi"/);
+    expect(() => gradcheck((a: Var[]) => a[0]!.square(), 'hi' as never)).toThrow(/got the string "hi"/);
     expect(() => compile(f, { inputs: 2 }).gradient('ab' as never)).toThrow(/got the string "ab"/);
   });
 

@@ -4,9 +4,9 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { gzipSync } from 'node:zlib';
 import * as esbuild from 'esbuild';
 import { describe, expect, it } from 'vitest';
+import { measureBundle } from '../scripts/bundle-size.ts';
 import { DIST, ROOT } from './browser/harness.ts';
 
 // Bytes of gzip for the minified bundle of dist/index.js. 40 KB until the vector ops (38.8 KB
@@ -118,37 +118,15 @@ describe('dist/ runs anywhere', () => {
 
 describe('size budget', () => {
   // What a page downloads: the entry chunk and the chunks it imports statically, plus the chunks
-  // it imports on demand: one core build (the loader imports exactly one, SIMD or scalar, so the
-  // larger of the two counts) and, for `compile` on the wasm backend, the code generator (init()
-  // loads it). Bundled as a user's bundler would: esbuild, minified, ESM with code splitting.
+  // it imports on demand: one core build and, for `compile`, the code generator (see
+  // scripts/bundle-size.ts, which README's figures come from too).
   it(`the core API is under ${SIZE_BUDGET / 1024} KB gzipped, and the code generator under ${CODEGEN_BUDGET / 1024} KB more (esbuild, minified)`, async () => {
-    const result = await esbuild.build({
-      entryPoints: [path.join(DIST, 'index.js')], bundle: true, minify: true, format: 'esm', splitting: true,
-      platform: 'browser', write: false, metafile: true, outdir: path.join(ROOT, 'size-check'), logLevel: 'silent',
-    });
-    const gz = new Map(result.outputFiles.map((f) => [path.relative(ROOT, f.path), gzipSync(f.contents, { level: 9 }).length]));
-    const outputs = result.metafile.outputs;
-    const closure = (chunk: string, seen = new Set<string>()): Set<string> => {
-      if (seen.has(chunk)) return seen;
-      seen.add(chunk);
-      for (const i of outputs[chunk]!.imports) if (i.kind === 'import-statement') closure(i.path, seen);
-      return seen;
-    };
-    const sum = (chunks: Iterable<string>): number => [...chunks].reduce((n, c) => n + gz.get(c)!, 0);
-    const entry = Object.keys(outputs).find((o) => outputs[o]!.entryPoint)!;
-    const always = closure(entry);
-    const onDemand = [...always].flatMap((c) => outputs[c]!.imports.filter((i) => i.kind === 'dynamic-import').map((i) => i.path));
-    const sizeOf = (chunk: string): number => sum([...closure(chunk)].filter((x) => !always.has(x)));
-    const coreBuilds = onDemand.filter((c) => /core(-simd)?\.generated/.test(c));
-    const generators = onDemand.filter((c) => /codegen/.test(c));
-    expect(coreBuilds).toHaveLength(2);
-    expect(generators).toHaveLength(1);
-    expect(onDemand.length).toBe(3);
-    const coreApi = sum(always) + Math.max(...coreBuilds.map(sizeOf));
-    const generator = sizeOf(generators[0]!);
-    const all = sum(gz.keys());
+    const { coreApi, always, generator, all, coreBuilds, generators, onDemand } = await measureBundle(ROOT);
+    expect(coreBuilds).toBe(2);
+    expect(generators).toBe(1);
+    expect(onDemand).toBe(3);
     console.log(`size: gzip -9 of the esbuild-minified dist/index.js: core API ${coreApi} B ` +
-      `(${sum(always)} B always + ${coreApi - sum(always)} B for one core build), the code generator ${generator} B more; ` +
+      `(${always} B always + ${coreApi - always} B for one core build), the code generator ${generator} B more; ` +
       `all chunks ${all} B; budgets ${SIZE_BUDGET} B and ${CODEGEN_BUDGET} B`);
     expect(coreApi).toBeLessThan(SIZE_BUDGET);
     expect(generator).toBeLessThan(CODEGEN_BUDGET);

@@ -16,7 +16,7 @@ beforeAll(async () => {
 });
 
 // sqrt(|x|) written with both branches recorded: the other branch is sqrt of a negative number.
-const sqrtAbs = (x: Var): Var => select(x.gt(0), x.sqrt(), x.neg().sqrt()) as Var;
+const sqrtAbs = (x: Var): Var => select(x.gt(0), x.sqrt(), x.neg().sqrt());
 
 describe.each(BACKENDS)('select / where with NaN and Infinity in the branch not taken (%s)', (backend) => {
   const options = { backend };
@@ -31,26 +31,26 @@ describe.each(BACKENDS)('select / where with NaN and Infinity in the branch not 
   });
 
   it('where(x > 0, log x, x) at -1 and 2 (the classic NaN-gradient trap)', () => {
-    const f = (x: Var): Var => where(x.gt(0), x.log(), x) as Var;
+    const f = (x: Var): Var => where(x.gt(0), x.log(), x);
     expect(valueAndGrad(f, options)(-1)).toEqual([-1, 1]);
     const [v, g] = valueAndGrad(f, options)(2);
     expect(v).toBeCloseTo(Math.log(2), 15);
     expect(g).toBe(0.5);
     // The other order: where(x > 0, x, log x) at 2 takes x; log 2 is computed but not used.
-    expect(valueAndGrad((x: Var) => where(x.gt(0), x, x.log()) as Var, options)(2)).toEqual([2, 1]);
+    expect(valueAndGrad((x: Var) => where(x.gt(0), x, x.log()), options)(2)).toEqual([2, 1]);
   });
 
   it('select(x < 1, x², x · Infinity): the infinite branch does not leak, even at x = 0 (0 · Inf = NaN)', () => {
-    const f = (x: Var): Var => select(x.lt(1), x.square(), x.mul(1 / 0)) as Var;
+    const f = (x: Var): Var => select(x.lt(1), x.square(), x.mul(1 / 0));
     expect(valueAndGrad(f, options)(0)).toEqual([0, 0]);
     expect(valueAndGrad(f, options)(0.5)).toEqual([0.25, 1]);
     // x / 0 and 0 / 0 in the untaken branch, selected away by a constant-false condition.
-    const g = (x: Var): Var => select(x.tape.constant(0), x.div(0).add(x.sub(x).div(0)), x.mul(3)) as Var;
+    const g = (x: Var): Var => select(x.tape.constant(0), x.div(0).add(x.sub(x).div(0)), x.mul(3));
     expect(valueAndGrad(g, options)(2)).toEqual([6, 3]);
   });
 
   it('a NaN condition counts as false, as documented', () => {
-    const f = (x: Var): Var => select(x.tape.constant(NaN), x.log(), x.mul(5)) as Var;
+    const f = (x: Var): Var => select(x.tape.constant(NaN), x.log(), x.mul(5));
     expect(valueAndGrad(f, options)(-3)).toEqual([-15, 5]);
   });
 
@@ -58,7 +58,7 @@ describe.each(BACKENDS)('select / where with NaN and Infinity in the branch not 
     // u = x² feeds both branches: the NaN branch log(-u) must not add anything to u's adjoint.
     const f = (x: Var): Var => {
       const u = x.square();
-      return select(u.gt(0), u.mul(3), u.neg().log()) as Var;
+      return select(u.gt(0), u.mul(3), u.neg().log());
     };
     expect(grad(f, options)(-2)).toBe(-12); // d/dx 3x² = 6x
     expect(grad(f, options)(3)).toBe(18);
@@ -70,7 +70,7 @@ describe.each(BACKENDS)('select / where with NaN and Infinity in the branch not 
     for (const [x, slope] of [[4, 0.25], [-4, -0.25]]) {
       expect(Array.from(jvp(sqrtAbs, x!, 2, options))).toEqual([2 * slope!]);
     }
-    const forward = jacobian((x: Var[]) => [sqrtAbs(x[0]!), select(x[1]!.lt(0), x[1]!.mul(-1), x[1]!.log()) as Var], [-4, 4], { backend, mode: 'forward' });
+    const forward = jacobian((x: Var[]) => [sqrtAbs(x[0]!), select(x[1]!.lt(0), x[1]!.mul(-1), x[1]!.log())], [-4, 4], { backend, mode: 'forward' });
     expect(Array.from(forward.data)).toEqual([-0.25, 0, 0, 0.25]);
   });
 
@@ -89,7 +89,7 @@ describe.each(BACKENDS)('select / where with NaN and Infinity in the branch not 
     // Two inputs, one branch per input: H = diag(d²/da² log a, d²/db² b³) = diag(-1/a², 6b).
     const f = (x: Var[]): Var => {
       const [a, b] = x as [Var, Var];
-      return (select(a.gt(0), a.log(), a.neg().log()) as Var).add(select(b.lt(2), b.pow(3), b.mul(1 / 0)) as Var);
+      return (select(a.gt(0), a.log(), a.neg().log())).add(select(b.lt(2), b.pow(3), b.mul(1 / 0)));
     };
     expect(Array.from(hessian(f, [-2, 1.5], options).data)).toEqual([-0.25, 0, 0, 9]);
     expect(Array.from(hvp(f, [-2, 1.5], [4, -1], options))).toEqual([-1, -9]);
@@ -97,7 +97,7 @@ describe.each(BACKENDS)('select / where with NaN and Infinity in the branch not 
 
   it('vjp and jvp through select match the closed form at random points (both branches exercised)', () => {
     // log|x| with both logs recorded: whichever branch is not taken is the log of a negative number.
-    const logAbs = (x: Var): Var => where(x.lt(0), x.neg().log(), x.log()) as Var;
+    const logAbs = (x: Var): Var => where(x.lt(0), x.neg().log(), x.log());
     const f = (x: Var): Var[] => [sqrtAbs(x), logAbs(x)];
     const nonzero = fc.double({ min: -10, max: 10, noNaN: true }).filter((x) => Math.abs(x) >= 1e-100);
     fc.assert(

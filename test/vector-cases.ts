@@ -217,7 +217,7 @@ export function selectCases(): VectorCase[] {
       name: 'where(x > 0, log x, x): the untaken log is NaN',
       x: X,
       vec: (x) => reduceVec(where(x.gt(0), x.log(), x)),
-      scalar: (xs) => reduceVars(mapDescending(xs.length, (k) => where(xs[k]!.gt(0), xs[k]!.log(), xs[k]!) as Var)),
+      scalar: (xs) => reduceVars(mapDescending(xs.length, (k) => where(xs[k]!.gt(0), xs[k]!.log(), xs[k]!))),
       exact: true, transcendental: true,
     },
     {

@@ -1,0 +1,83 @@
+// Rewrites the figures in README.md that change with the code, each between markers
+// <!-- readme:NAME --> and <!-- /readme:NAME -->, from the scripts that measure them:
+//   test-count        `(N tests`, N from the report `npm test` writes (test-artifacts/vitest.json)
+//   bench-tables      the tables `npx tsx bench/table.ts bench/results/latest.json` prints
+//   size-*            the gzipped bundle sizes scripts/bundle-size.ts measures on dist/
+//   wasm-*-kb         the scalar core embedded as hex and as base64, gzipped (build/tapegrad.wasm)
+// `npm run readme` writes README.md; `npm run readme -- --check` only says which regions differ.
+// Run it after `npm test` (which builds, and writes the test report) or after `npm run bench`.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { measureBundle } from './bundle-size.ts';
+
+export const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const REGION = /<!-- readme:([\w-]+) -->([\s\S]*?)<!-- \/readme:\1 -->/g;
+
+/** The names of the regions README marks, in order. */
+export function regionNames(readme: string): string[] {
+  return [...readme.matchAll(REGION)].map((m) => m[1]!);
+}
+
+/** The text between one region's markers. */
+export function regionText(readme: string, name: string): string | undefined {
+  return [...readme.matchAll(REGION)].find((m) => m[1] === name)?.[2];
+}
+
+const kb = (bytes: number): string => `${(bytes / 1024).toFixed(1)} KB`;
+const bytes = (n: number): string => `${n.toLocaleString('en-US')} bytes`;
+
+/** What each region should hold now. `testCount` null leaves the test count as it is. */
+export async function measuredRegions(root: string, testCount: number | null): Promise<Record<string, string>> {
+  const tables = spawnSync(path.join(root, 'node_modules/.bin/tsx'), ['bench/table.ts', 'bench/results/latest.json'], { cwd: root, encoding: 'utf8' });
+  if (tables.status !== 0) throw new Error(`bench/table.ts failed: ${tables.stderr}`);
+  const size = await measureBundle(root);
+  const wasm = readFileSync(path.join(root, 'build/tapegrad.wasm'));
+  const gz = (text: string): number => gzipSync(Buffer.from(text), { level: 9 }).length;
+  const regions: Record<string, string> = {
+    'bench-tables': `\n${tables.stdout.trimEnd()}\n\n`,
+    'size-core': bytes(size.coreApi),
+    'size-generator': `${bytes(size.generator)} more`,
+    'size-generator-kb': kb(size.generator),
+    'wasm-hex-kb': kb(gz(wasm.toString('hex'))),
+    'wasm-base64-kb': kb(gz(wasm.toString('base64'))),
+  };
+  if (testCount !== null) regions['test-count'] = `(${testCount} tests`;
+  return regions;
+}
+
+/** The number of tests in the last `npm test` report, or null without one. */
+export function reportedTestCount(root: string): number | null {
+  const file = path.join(root, 'test-artifacts/vitest.json');
+  if (!existsSync(file)) return null;
+  return (JSON.parse(readFileSync(file, 'utf8')) as { numTotalTests: number }).numTotalTests;
+}
+
+/** README with every region whose value is known rewritten. */
+export function rewrite(readme: string, regions: Record<string, string>): string {
+  return readme.replace(REGION, (whole, name: string) =>
+    regions[name] === undefined ? whole : `<!-- readme:${name} -->${regions[name]}<!-- /readme:${name} -->`);
+}
+
+async function main(): Promise<void> {
+  const check = process.argv.includes('--check');
+  const file = path.join(ROOT, 'README.md');
+  const readme = readFileSync(file, 'utf8');
+  const count = reportedTestCount(ROOT);
+  if (count === null) console.warn('no test-artifacts/vitest.json (run npm test first): the test count is left as it is');
+  const regions = await measuredRegions(ROOT, count);
+  const unknown = regionNames(readme).filter((n) => !(n in regions) && n !== 'test-count');
+  if (unknown.length > 0) throw new Error(`README marks regions this script does not know: ${unknown.join(', ')}`);
+  const changed = regionNames(readme).filter((n) => regions[n] !== undefined && regionText(readme, n) !== regions[n]);
+  if (check) {
+    console.log(changed.length === 0 ? 'README is up to date' : `README differs in: ${changed.join(', ')}`);
+    process.exitCode = changed.length === 0 ? 0 : 1;
+    return;
+  }
+  writeFileSync(file, rewrite(readme, regions));
+  console.log(changed.length === 0 ? 'README was up to date' : `rewrote README regions: ${changed.join(', ')}`);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) await main();

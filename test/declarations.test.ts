@@ -1,0 +1,102 @@
+// The shipped types as a user's compiler sees them: `npm pack` the package, unpack it into a temp
+// consumer project's node_modules, and type-check a strict consumer under every moduleResolution
+// a user may pick (node16, nodenext, bundler) with TypeScript 5.9 and with the project's own
+// TypeScript, library checking on (skipLibCheck: false), so an error inside dist/*.d.ts fails too.
+// Reads the build made by `npm test`; builds nothing itself.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIST, ROOT } from './browser/harness.ts';
+
+const COMPILERS = {
+  'TypeScript 5.9': path.join(ROOT, 'node_modules/typescript5/bin/tsc'),
+  "the project's TypeScript": path.join(ROOT, 'node_modules/typescript/bin/tsc'),
+};
+const RESOLUTIONS = [
+  { moduleResolution: 'node16', module: 'node16' },
+  { moduleResolution: 'nodenext', module: 'nodenext' },
+  { moduleResolution: 'bundler', module: 'esnext' },
+] as const;
+
+// Strict user code meeting the API: every assignment must type without a cast.
+const CONSUMER = `
+import {
+  compile, createTape, grad, gradcheck, init, select, where, type CompiledFunction, type Var, type Vec,
+} from 'tapegrad';
+
+await init();
+const tape = await createTape();
+const x: Var = tape.variable(2);
+const y: Var = select(x.gt(0), x.log(), x.neg());
+const v: Vec = tape.vector([1, 2, 3]);
+const w: Vec = where(v.gt(1), v, 0);
+const g: Float64Array = grad((z: Var[]) => z[0]!.mul(z[1]!))([1, 2]);
+const d: number = grad((z: Var) => z.sin())(0);
+const scalar: CompiledFunction<number> = compile((z) => z[0]!.mul(z[1]!), { inputs: 2 });
+const value: number = scalar.value([1, 2]);
+const values: Float64Array = compile((z) => [z[0]!, z[1]!], { inputs: 2 }).value([1, 2]);
+const ok: boolean = gradcheck((z) => z[0]!.exp(), [0.5]).ok;
+export const used = [y, w, g, d, value, values, ok, tape.gradient(y, [x])];
+// Types that fell back to \`any\` would accept this, and the unused directive would be the error.
+// @ts-expect-error: a scalar function's compiled value is a number
+export const wrong: string = compile((z) => z[0]!.sin(), { inputs: 1 }).value([1]);
+`;
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'tapegrad-consumer-'));
+
+beforeAll(() => {
+  // What npm would install: the packed tarball, unpacked as node_modules/tapegrad.
+  const pack = spawnSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' });
+  expect(pack.status, pack.stderr).toBe(0);
+  const tarball = path.join(dir, (JSON.parse(pack.stdout) as { filename: string }[])[0]!.filename);
+  const target = path.join(dir, 'node_modules/tapegrad');
+  mkdirSync(target, { recursive: true });
+  const untar = spawnSync('tar', ['-xzf', tarball, '-C', target, '--strip-components=1'], { encoding: 'utf8' });
+  expect(untar.status, untar.stderr).toBe(0);
+  writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+  writeFileSync(path.join(dir, 'index.ts'), CONSUMER);
+});
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function declarationFiles(): string[] {
+  return (readdirSync(DIST, { recursive: true }) as string[]).filter((f) => f.endsWith('.d.ts')).map((f) => path.join(DIST, f));
+}
+
+describe('dist/*.d.ts', () => {
+  it('import only .js specifiers (never a .ts file the package does not ship)', () => {
+    const files = declarationFiles();
+    expect(files.length).toBeGreaterThan(10);
+    for (const file of files) {
+      expect(readFileSync(file, 'utf8'), path.relative(ROOT, file)).not.toMatch(/['"]\.\.?\/[^'"\n]+\.ts['"]/);
+    }
+  });
+
+  it('type the embedded wasm as a string, not as a literal of the whole module', () => {
+    for (const name of ['core.generated.d.ts', 'core-simd.generated.d.ts']) {
+      const text = readFileSync(path.join(DIST, 'wasm', name), 'utf8');
+      expect(text).toMatch(/WASM_TEXT: string;/);
+      expect(statSync(path.join(DIST, 'wasm', name)).size).toBeLessThan(200);
+    }
+  });
+});
+
+describe.each(Object.entries(COMPILERS))('a strict consumer type-checks with %s', (_name, tsc) => {
+  it.each(RESOLUTIONS)('moduleResolution $moduleResolution', ({ moduleResolution, module }) => {
+    const config = path.join(dir, `tsconfig.${moduleResolution}.json`);
+    writeFileSync(config, JSON.stringify({
+      compilerOptions: {
+        target: 'es2022', module, moduleResolution, lib: ['es2022', 'dom'], types: [], strict: true,
+        noUncheckedIndexedAccess: true, skipLibCheck: false, noEmit: true,
+      },
+      files: ['index.ts'],
+    }));
+    const run = spawnSync(process.execPath, [tsc, '-p', config, '--pretty', 'false'], { cwd: dir, encoding: 'utf8' });
+    expect(run.stdout + run.stderr).toBe('');
+    expect(run.status).toBe(0);
+  });
+});

@@ -1,0 +1,81 @@
+// Type-level tests of the public API, checked by `npm run typecheck` (never run): the assignments
+// must compile under strict mode without casts, and each `@ts-expect-error` line must be an error,
+// so the overloads cannot quietly widen (Var in, Var out; number for a scalar compiled function).
+import {
+  compile, createTapeSync, finiteDifferenceGradient, grad, gradcheck, hessian, hvp, jacobian, jvp, max, mul, select,
+  sin, valueAndGrad, vjp, where, type CompiledFunction, type GradcheckResult, type JacobianResult, type Matrix,
+  type Var, type Vec, type TransformOptions, type GradcheckOptions, type CompileOptions,
+} from '../../src/index.ts';
+
+declare const tape: ReturnType<typeof createTapeSync>;
+declare const a: Var, b: Var, v: Vec;
+
+// Free functions keep the kind of their operands.
+const selected: Var = select(a.gt(0), a, b);
+const selectedMixed: Var = where(a.gt(0), a.log(), 0);
+const selectedNumber: number = select(1, 2, 3);
+const selectedVec: Vec = where(v.gt(0), v, 0);
+const product: Var = mul(a, 2);
+const productNumber: number = mul(2, 3);
+const sine: Var = sin(a);
+const larger: Vec = max(v, a);
+// @ts-expect-error: a Var among the operands never gives a number
+const notANumber: number = select(a, 1, 2);
+// @ts-expect-error: neither does a Vec give a Var
+const notAVar: Var = where(v, 1, 2);
+
+// One calling convention: a number x gives f one Var, an array x a Var[], { vector: true } a Vec.
+const rosen = (x: Var[]): Var => x[1]!.sub(x[0]!.square()).square().mul(100).add(x[0]!.neg().add(1).square());
+const g1: number = grad((x: Var) => x.sin())(0);
+const g2: Float64Array = grad(rosen)([1.2, 1]);
+const g3: Float64Array = grad((x: Vec) => x.square().sum(), { vector: true })(new Float64Array(3));
+const vg: [number, Float64Array] = valueAndGrad(rosen)([1.2, 1]);
+const check: GradcheckResult = gradcheck((x) => x[0]!.mul(x[1]!).sin(), [0.3, 1.2]);
+const checkScalar: GradcheckResult = gradcheck((x) => x.exp(), 0.5);
+const checkVec: GradcheckResult = gradcheck((x) => x.sumSquares(), [1, 2], { vector: true });
+// The function's parameter is typed from x without annotation, in every transform.
+const vjpResult: Float64Array = vjp((x) => [x[0]!.mul(x[1]!), x[0]!.sin()], [0.5, 2], [1, 3]);
+const jvpResult: Float64Array = jvp((x) => x.exp(), 1, 1);
+const jac: JacobianResult = jacobian((x) => [x[0]!.mul(x[1]!)], [0.5, 2], { mode: 'reverse' });
+const hv: Float64Array = hvp((x) => x.sumSquares(), [1, 2], [1, 0], { vector: true });
+const hess: Matrix = hessian((x) => x.square().mul(x), 2);
+const fd: Float64Array = finiteDifferenceGradient((p) => p[0]! * p[1]!, [1, 2]);
+const fdScalar: number = finiteDifferenceGradient((p) => p * p, 3);
+// @ts-expect-error: gradcheck takes a function of one array, not one Var per input
+gradcheck((x: Var, y: Var) => x.mul(y), [1, 2]);
+// @ts-expect-error: a Var[] function with a number input
+grad(rosen)(2);
+// @ts-expect-error: an unknown jacobian mode
+jacobian(rosen, [1, 2], { mode: 'bogus' });
+
+// Options whose `vector` is known only at run time still type-check (the result is then wider).
+declare const runtimeOptions: TransformOptions, runtimeCheck: GradcheckOptions, runtimeCompile: CompileOptions;
+const anyForm: Float64Array = vjp(rosen, [1, 2], [1], runtimeOptions);
+const anyJacobian: JacobianResult = jacobian(rosen, [1, 2], runtimeOptions);
+const anyHessian: Matrix = hessian(rosen, [1, 2], runtimeOptions);
+const anyCheck: GradcheckResult = gradcheck(rosen, [1, 2], runtimeCheck);
+const anyCompiled: number | Float64Array = compile(rosen, runtimeCompile).value([1, 2]);
+
+// compile: value is a number for a scalar function, a Float64Array for a vector one.
+const scalarCompiled: CompiledFunction<number> = compile((x) => x[0]!.mul(x[1]!), { inputs: 2 });
+const scalarValue: number = scalarCompiled.value([1, 2]);
+const intoOut: Float64Array = scalarCompiled.value([1, 2], new Float64Array(1));
+const constantValue: number = compile(() => 3, { inputs: 1 }).value([0]);
+const vectorValue: Float64Array = compile((x) => [x[0]!, x[1]!.exp()], { inputs: 2 }).value([1, 2]);
+const vecValue: Float64Array = compile((x) => x.exp(), { inputs: 2, vector: true }).value([1, 2]);
+const vecScalarValue: number = compile((x) => x.sum(), { inputs: 2, vector: true }).value([1, 2]);
+// @ts-expect-error: a vector function's value is not a number
+const wrongValue: number = compile((x) => [x[0]!], { inputs: 1 }).value([1]);
+// @ts-expect-error: nor a scalar function's an array
+const wrongArray: Float64Array = compile((x) => x[0]!.sin(), { inputs: 1 }).value([1]);
+
+// The Tape API keeps Vars.
+const tapeSelected: Var = tape.select(a.lt(b), a, b);
+const tapeVec: Vec = tape.select(v.gt(0), v, 0);
+
+export const used = [
+  selected, selectedMixed, selectedNumber, selectedVec, product, productNumber, sine, larger, notANumber, notAVar, g1, g2,
+  g3, vg, check, checkScalar, checkVec, vjpResult, jvpResult, jac, hv, hess, fd, fdScalar, scalarValue, intoOut,
+  constantValue, vectorValue, vecValue, vecScalarValue, wrongValue, wrongArray, tapeSelected, tapeVec,
+  anyForm, anyJacobian, anyHessian, anyCheck, anyCompiled,
+];
