@@ -326,7 +326,8 @@ export class WasmBackend implements Backend {
   private scratchFor(bytes: number): number {
     const guardBytes = this.guardBytes();
     if (this.guardsAt >= 0 && bytes <= this.scratchRoom) return this.guardsAt + guardBytes;
-    const base = this.core.scratch(guardBytes + bytes);
+    // An address is a u32 in the core; past 2 GiB of memory the i32 the export returns is negative.
+    const base = this.core.scratch(guardBytes + bytes) >>> 0;
     if (base === 0) throw new RangeError(`out of memory: no room for ${bytes} bytes of replay buffers`);
     const buffer = this.core.memory.buffer;
     if (this.views.val.buffer !== buffer) this.refreshViews();
