@@ -8,6 +8,7 @@ interface Results {
   machine: { cpu: string; cores: number; memoryBytes: number; node: string; platform: string };
   loadAverage?: { before: number[]; after: number[] } | unknown;
   results: (ChildResult & { gradientsPerSecond?: number })[];
+  ratios?: { workload: string; what: string; value: number; target: string; met: boolean | null }[];
 }
 
 const file = process.argv[2] ?? 'bench/results/latest.json';
@@ -173,3 +174,15 @@ if (hvp !== null || jsHvp !== null) console.log(
   `\nHessian-vector product on Rosenbrock n = 10^4 (replayed, generated sweeps): ${hvp === null ? '–' : fmtMs(hvp)} ms on wasm, ` +
     `${ratio(hvp, g)}× a generated gradient, ${ratio(hvp, gi)}× an interpreted one (JS mode: ${ratio(jsHvp, jsG)}× its gradient).`,
 );
+
+// The targets the run judged (bench/run.ts sets them): how many it met, and every one it missed.
+const judged = (data.ratios ?? []).filter((r) => r.met !== null);
+if (judged.length > 0) {
+  const missed = judged.filter((r) => !r.met);
+  console.log(`\nTargets judged in this run: ${judged.length - missed.length} of ${judged.length} met.` + (missed.length ? ' Missed:\n' : ''));
+  if (missed.length) {
+    console.log('| workload | measure | value | target |');
+    console.log('| --- | --- | ---: | --- |');
+    for (const r of missed) console.log(`| ${r.workload} | ${r.what} | ${r.value.toFixed(r.value >= 10 ? 1 : 2)} | ${r.target} |`);
+  }
+}
