@@ -58,6 +58,7 @@ export class GradientPool {
   private readonly registrations = new Map<number, Registration>();
   private nextId = 1;
   private closed = false;
+  private readonly inFlight = new Set<Promise<unknown>>();
 
   /** @internal */
   constructor(readonly threads: number, readonly backend: 'wasm' | 'js', readonly minRowsPerTask: number, workerData: WorkerData) {
@@ -86,24 +87,32 @@ export class GradientPool {
     if (f instanceof CompiledFunction) bytes = f.toBytes();
     else if (f instanceof Uint8Array) bytes = f;
     else throw new TapegradError('INVALID_ARGUMENT', `register needs a compiled function or its bytes (a Uint8Array), got ${describe(f)}`);
-    const local = fromBytes(bytes, { backend: this.backend });
+    // A wasm function with active generated sweeps ships its own; any other is loaded here once,
+    // which checks the bytes and generates its sweeps where its tape allows them.
+    const own = f instanceof CompiledFunction && (this.backend === 'js' || f.generatedSweeps === 'active');
+    const local = own ? f : fromBytes(bytes, { backend: this.backend });
     await local.whenGenerated();
-    const registration: Registration = { id: this.nextId++, bytes, sweeps: local.shipSweeps() };
+    const registration: Registration = { id: this.nextId++, bytes, sweeps: this.backend === 'wasm' ? local.shipSweeps() : null };
     this.registrations.set(registration.id, registration);
     // One task per thread: each idle thread takes one. A thread that takes none (it was busy, or
     // started later) is sent the function with its first task instead.
     const replies = await Promise.allSettled(Array.from({ length: this.threads }, () => this.piscina.run({ kind: 'register', registration })));
+    const loads: WorkerLoad[] = [];
     for (const reply of replies) {
       if (reply.status === 'rejected') throw new WorkerExitError(`a worker ended while loading the function: ${String(reply.reason)}`, { cause: reply.reason });
-      if ('error' in reply.value) throw reviveError(reply.value.error);
+      const r = reply.value;
+      if ('error' in r) throw reviveError(r.error);
+      if ('ok' in r) loads.push({ ms: r.ms, generatedSweeps: r.generatedSweeps ?? 'none' });
     }
-    return new PooledFunction(this, registration.id, local.inputs, local.outputs);
+    return new PooledFunction(this, registration.id, local.inputs, local.outputs, local.generatedSweeps, loads);
   }
 
   /** Stops the workers once the calls in flight are done. Later calls throw. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // piscina's close would end a worker whose task is still running: let the calls finish first.
+    await Promise.allSettled(this.inFlight);
     await this.piscina.close();
   }
 
@@ -122,7 +131,9 @@ export class GradientPool {
       const from = Math.floor((rows * k) / parts), to = Math.floor((rows * (k + 1)) / parts);
       tasks.push(this.runPart({ kind: 'run', id, registration: null, method, from, to, X, D, out, values }));
     }
-    const settled = await Promise.allSettled(tasks);
+    const all = Promise.allSettled(tasks);
+    this.inFlight.add(all);
+    const settled = await all.finally(() => this.inFlight.delete(all));
     // Every part has stopped writing before the call settles; the error is the first row's, as
     // one thread going through the rows in order would have met it.
     const failed = settled.find((s) => s.status === 'rejected');
@@ -142,12 +153,27 @@ export class GradientPool {
   }
 }
 
+/** How one worker loaded a registered function. */
+export interface WorkerLoad {
+  /** Milliseconds to load the bytes and install the sweeps (the worker's own clock). */
+  ms: number;
+  /** 'active' when the main thread's generated sweeps were installed; 'none' on the JS backend
+   *  or for a tape that is interpreted (vector or custom nodes, too large to fold). */
+  generatedSweeps: 'none' | 'pending' | 'active';
+}
+
 /** A compiled function registered with a pool: the batch calls of `CompiledFunction`, split
  *  across the workers, returning promises. Results are bit-identical to the single-threaded
  *  calls, rows in the caller's order; outputs live in shared memory (pass `out` to reuse one). */
 export class PooledFunction {
   /** @internal */
-  constructor(private readonly pool: GradientPool, private readonly id: number, readonly inputs: number, readonly outputs: number) {}
+  constructor(
+    private readonly pool: GradientPool, private readonly id: number, readonly inputs: number, readonly outputs: number,
+    /** Whether the main thread generated sweeps for it (then shipped to every worker). */
+    readonly generatedSweeps: 'none' | 'pending' | 'active',
+    /** One entry per register task: the workers that took it while `register` ran. */
+    readonly workerLoads: readonly WorkerLoad[],
+  ) {}
 
   /** Gradients of rows × inputs rows of X (row-major); rows × inputs out. */
   async gradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array): Promise<Float64Array> {

@@ -38,7 +38,7 @@ export type Task =
     values: Float64Array | null;
   };
 
-export type Reply = { ok: true; ms: number } | { missing: true } | { error: SerializedError };
+export type Reply = { ok: true; ms: number; generatedSweeps?: 'none' | 'pending' | 'active' } | { missing: true } | { error: SerializedError };
 
 export interface SerializedError {
   name: string;

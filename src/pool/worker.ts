@@ -24,8 +24,10 @@ export default async function run(task: Task): Promise<Reply> {
     // codegen: false: this worker never generates sweeps, so it never loads the generator.
     if (data.backend === 'wasm') await (ready ??= init({ module: data.module!, codegen: false }));
     if (task.kind === 'register') {
-      load(task.registration);
-      return { ok: true, ms: performance.now() - start };
+      // 'active' right after loading, in a worker whose code generator never loaded, means the
+      // shipped sweeps were installed (generating them would have left it 'pending').
+      const f = load(task.registration);
+      return { ok: true, ms: performance.now() - start, generatedSweeps: f.generatedSweeps };
     }
     const f = functions.get(task.id) ?? (task.registration ? load(task.registration) : null);
     if (!f) return { missing: true };
