@@ -143,9 +143,10 @@ describe('worker crashes and closing', () => {
       const n = 400_000, X = rows(1000, 3, 5);
       const big = new Float64Array(n * 3);
       for (let k = 0; k < big.length; k += X.length) big.set(X.subarray(0, Math.min(X.length, big.length - k)), k);
+      // The call posts its two parts before it returns, one to each idle worker: ending either
+      // ends a part in flight.
       const call = pf.gradientBatch(big, n);
       const dying = pool.workers[0]!;
-      await new Promise((resolve) => setTimeout(resolve, 5));
       await dying.terminate();
       const error = await call.then(() => null, (e: unknown) => e);
       expect(error).toBeInstanceOf(WorkerExitError);
