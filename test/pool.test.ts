@@ -1,7 +1,7 @@
 // tapegrad/pool: batch calls split across worker threads equal the single-threaded calls bit for
-// bit, rows in order; workers install the main thread's generated sweeps instead of generating
-// their own; errors arrive as the library's classes; a worker that dies is replaced and the next
-// call works. The pool's workers run the built library, so this file imports dist/ (which
+// bit, rows in order (batches too small to post run on the main thread's copy, alike); workers
+// install the main thread's generated sweeps instead of generating their own; errors arrive as
+// the library's classes; a worker that dies is replaced and the next call works. The pool's workers run the built library, so this file imports dist/ (which
 // `npm test` builds first) rather than src/.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -109,6 +109,8 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     expect(got!.code).toBe('BRANCH_CHANGED');
     expect(got!.message).toBe(want.message);
     expect(got!.node).toBe(want.node);
+    // A batch too small to post (it runs on the main thread's copy) cannot record again either.
+    await expect(pf.gradientBatch([-1, 1], 1)).rejects.toThrow(BranchChangedError);
     // The rows after it still work.
     expect(firstDifference(await pf.gradientBatch(X.subarray(0, 14), 7), single.gradientBatch(X.subarray(0, 14), 7))).toBe(-1);
 

@@ -6,7 +6,7 @@ import { CompiledFunction } from '../compile.ts';
 import { coreModule } from '../create.ts';
 import { NotANumberError, TapegradError, describe, isArrayLike } from '../errors.ts';
 import { checkOptions } from '../options.ts';
-import { fromBytes } from '../serialize.ts';
+import { fromBytes, loadBytes } from '../serialize.ts';
 import { reviveError, type BatchMethod, type Registration, type Reply, type Task, type WorkerData } from './protocol.ts';
 
 export interface PoolOptions {
@@ -87,10 +87,12 @@ export class GradientPool {
     if (f instanceof CompiledFunction) bytes = f.toBytes();
     else if (f instanceof Uint8Array) bytes = f;
     else throw new TapegradError('INVALID_ARGUMENT', `register needs a compiled function or its bytes (a Uint8Array), got ${describe(f)}`);
-    // A wasm function with active generated sweeps ships its own; any other is loaded here once,
-    // which checks the bytes and generates its sweeps where its tape allows them.
-    const own = f instanceof CompiledFunction && (this.backend === 'js' || f.generatedSweeps === 'active');
-    const local = own ? f : fromBytes(bytes, { backend: this.backend });
+    // The main thread keeps a copy loaded from the same bytes, as the workers load it (small
+    // batches run on it, and like theirs it cannot record again). A function with active
+    // generated sweeps lends them to it; any other copy checks the bytes and generates sweeps
+    // where its tape allows them.
+    const own = f instanceof CompiledFunction && f.recorded?.tape.backend === this.backend && this.backend === 'wasm' && f.generatedSweeps === 'active';
+    const local = own ? loadBytes(bytes, this.backend, f.shipSweeps(), true) : fromBytes(bytes, { backend: this.backend });
     await local.whenGenerated();
     const registration: Registration = { id: this.nextId++, bytes, sweeps: this.backend === 'wasm' ? local.shipSweeps() : null };
     this.registrations.set(registration.id, registration);
@@ -104,7 +106,7 @@ export class GradientPool {
       if ('error' in r) throw reviveError(r.error);
       if ('ok' in r) loads.push({ ms: r.ms, generatedSweeps: r.generatedSweeps ?? 'none' });
     }
-    return new PooledFunction(this, registration.id, local.inputs, local.outputs, local.generatedSweeps, loads);
+    return new PooledFunction(this, registration.id, local, loads);
   }
 
   /** Stops the workers once the calls in flight are done. Later calls throw. */
@@ -116,7 +118,8 @@ export class GradientPool {
     await this.piscina.close();
   }
 
-  private checkOpen(): void {
+  /** @internal */
+  checkOpen(): void {
     if (this.closed) throw new TapegradError('INVALID_ARGUMENT', 'this pool is closed');
   }
 
@@ -164,25 +167,43 @@ export interface WorkerLoad {
 
 /** A compiled function registered with a pool: the batch calls of `CompiledFunction`, split
  *  across the workers, returning promises. Results are bit-identical to the single-threaded
- *  calls, rows in the caller's order; outputs live in shared memory (pass `out` to reuse one). */
+ *  calls, rows in the caller's order; outputs live in shared memory (pass `out` to reuse one).
+ *  A batch of fewer than `minRowsPerTask` rows runs on the calling thread, on the same tape and
+ *  sweeps: posting it to a worker would cost more than its rows. */
 export class PooledFunction {
+  readonly inputs: number;
+  readonly outputs: number;
+  /** Whether the main thread generated sweeps for it (then shipped to every worker). */
+  readonly generatedSweeps: 'none' | 'pending' | 'active';
+
   /** @internal */
   constructor(
-    private readonly pool: GradientPool, private readonly id: number, readonly inputs: number, readonly outputs: number,
-    /** Whether the main thread generated sweeps for it (then shipped to every worker). */
-    readonly generatedSweeps: 'none' | 'pending' | 'active',
+    private readonly pool: GradientPool, private readonly id: number,
+    /** The main thread's copy: small batches run on it. */
+    private readonly local: CompiledFunction,
     /** One entry per register task: the workers that took it while `register` ran. */
     readonly workerLoads: readonly WorkerLoad[],
-  ) {}
+  ) {
+    this.inputs = local.inputs;
+    this.outputs = local.outputs;
+    this.generatedSweeps = local.generatedSweeps;
+  }
+
+  private inline(rows: number): boolean {
+    this.pool.checkOpen();
+    return rows < this.pool.minRowsPerTask;
+  }
 
   /** Gradients of rows × inputs rows of X (row-major); rows × inputs out. */
   async gradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array): Promise<Float64Array> {
+    if (this.inline(rows)) return this.local.gradientBatch(X, rows, out);
     const xs = this.rowsOf(X, rows, 'gradientBatch');
     return this.into(out, rows * this.inputs, (o) => this.pool.runBatch(this.id, 'gradientBatch', rows, xs, null, o, null));
   }
 
   /** [values (rows), gradients (rows × inputs)]. */
   async valueAndGradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array, values?: Float64Array): Promise<[Float64Array, Float64Array]> {
+    if (this.inline(rows)) return this.local.valueAndGradientBatch(X, rows, out, values);
     const xs = this.rowsOf(X, rows, 'valueAndGradientBatch');
     const v = values && isShared(values) ? values : sharedFloat64(rows);
     checkOut(values ?? v, rows);
@@ -207,8 +228,9 @@ export class PooledFunction {
   }
 
   private async directional(
-    method: BatchMethod, X: ArrayLike<number>, rows: number, D: ArrayLike<number>, dWidth: number, dName: string, width: number, out?: Float64Array,
+    method: 'vjpBatch' | 'jvpBatch' | 'hvpBatch', X: ArrayLike<number>, rows: number, D: ArrayLike<number>, dWidth: number, dName: string, width: number, out?: Float64Array,
   ): Promise<Float64Array> {
+    if (this.inline(rows)) return this.local[method](X, rows, D, out);
     const xs = this.rowsOf(X, rows, method);
     const ds = toShared(D, rows * dWidth, `${method}: ${rows} rows of ${dWidth} ${dName} entries`);
     return this.into(out, rows * width, (o) => this.pool.runBatch(this.id, method, rows, xs, ds, o, null));
