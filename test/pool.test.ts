@@ -11,9 +11,9 @@ import {
 import { WorkerExitError, createPool, sharedFloat64, type GradientPool } from '../dist/pool/index.js';
 
 // Where two results first differ, comparing each number's bits as Object.is does (-0 is not 0);
-// -1 when they agree everywhere. A NaN's sign bit is not fixed even in one thread (one call gave
-// NaNs of either sign when cold and after 3,000 repetitions), so any NaN matches any NaN, as in
-// the project's other bit-for-bit tests.
+// -1 when they agree everywhere. A NaN's sign bit is not fixed even in one thread (a call's NaNs
+// changed sign between its first run and its 3,001st), so any NaN matches any NaN, as in the
+// project's other bit-for-bit tests.
 function firstDifference(a: Float64Array, b: Float64Array): number {
   if (a.length !== b.length) return Math.min(a.length, b.length);
   for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i]) && !(Number.isNaN(a[i]) && Number.isNaN(b[i]))) return i;
