@@ -7,6 +7,7 @@ import { coreModule } from '../create.ts';
 import { NotANumberError, TapegradError, describe, isArrayLike } from '../errors.ts';
 import { checkOptions } from '../options.ts';
 import { fromBytes, loadBytes } from '../serialize.ts';
+import type { ShippedSweeps } from '../wasm/backend.ts';
 import { reviveError, type BatchMethod, type Registration, type Reply, type Task, type WorkerData } from './protocol.ts';
 
 export interface PoolOptions {
@@ -89,12 +90,21 @@ export class GradientPool {
     else throw new TapegradError('INVALID_ARGUMENT', `register needs a compiled function or its bytes (a Uint8Array), got ${describe(f)}`);
     // The main thread keeps a copy loaded from the same bytes, as the workers load it (small
     // batches run on it, and like theirs it cannot record again). A function with active
-    // generated sweeps lends them to it; any other copy checks the bytes and generates sweeps
-    // where its tape allows them.
-    const own = f instanceof CompiledFunction && f.recorded?.tape.backend === this.backend && this.backend === 'wasm' && f.generatedSweeps === 'active';
-    const local = own ? loadBytes(bytes, this.backend, f.shipSweeps(), true) : fromBytes(bytes, { backend: this.backend });
-    await local.whenGenerated();
-    const registration: Registration = { id: this.nextId++, bytes, sweeps: this.backend === 'wasm' ? local.shipSweeps() : null };
+    // generated sweeps lends them to the workers and to that copy, made at its first small
+    // batch; otherwise the copy is made now, checking the bytes and generating sweeps where its
+    // tape allows them.
+    let local: CompiledFunction | (() => CompiledFunction);
+    let sweeps: ShippedSweeps | null;
+    if (f instanceof CompiledFunction && f.recorded?.tape.backend === this.backend && this.backend === 'wasm' && f.generatedSweeps === 'active') {
+      const shipped = sweeps = f.shipSweeps();
+      local = () => loadBytes(bytes, 'wasm', shipped, true);
+    } else {
+      local = fromBytes(bytes, { backend: this.backend });
+      await local.whenGenerated();
+      sweeps = this.backend === 'wasm' ? local.shipSweeps() : null;
+    }
+    const registration: Registration = { id: this.nextId++, bytes, sweeps };
+    const about = typeof local === 'function' ? { inputs: (f as CompiledFunction).inputs, outputs: (f as CompiledFunction).outputs, generatedSweeps: 'active' as const } : local;
     this.registrations.set(registration.id, registration);
     // One task per thread: each idle thread takes one. A thread that takes none (it was busy, or
     // started later) is sent the function with its first task instead.
@@ -106,7 +116,7 @@ export class GradientPool {
       if ('error' in r) throw reviveError(r.error);
       if ('ok' in r) loads.push({ ms: r.ms, generatedSweeps: r.generatedSweeps ?? 'none' });
     }
-    return new PooledFunction(this, registration.id, local, loads);
+    return new PooledFunction(this, registration.id, local, about, loads);
   }
 
   /** Stops the workers once the calls in flight are done. Later calls throw. */
@@ -179,14 +189,20 @@ export class PooledFunction {
   /** @internal */
   constructor(
     private readonly pool: GradientPool, private readonly id: number,
-    /** The main thread's copy: small batches run on it. */
-    private readonly local: CompiledFunction,
+    /** The main thread's copy, or how to make it: small batches run on it. */
+    private copy: CompiledFunction | (() => CompiledFunction),
+    about: Pick<CompiledFunction, 'inputs' | 'outputs' | 'generatedSweeps'>,
     /** One entry per register task: the workers that took it while `register` ran. */
     readonly workerLoads: readonly WorkerLoad[],
   ) {
-    this.inputs = local.inputs;
-    this.outputs = local.outputs;
-    this.generatedSweeps = local.generatedSweeps;
+    this.inputs = about.inputs;
+    this.outputs = about.outputs;
+    this.generatedSweeps = about.generatedSweeps;
+  }
+
+  private get local(): CompiledFunction {
+    if (typeof this.copy === 'function') this.copy = this.copy();
+    return this.copy;
   }
 
   private inline(rows: number): boolean {
