@@ -4,6 +4,8 @@
 //   bench-tables      the tables `npx tsx bench/table.ts bench/results/latest.json` prints
 //   size-*            the gzipped bundle sizes scripts/bundle-size.ts measures on dist/
 //   wasm-*-kb         the scalar core embedded as hex and as base64, gzipped (build/tapegrad.wasm)
+//   pool-results      bench/results/pool.json (npm run bench:pool), via scripts/service-tables.ts
+//   loadtest-results  bench/results/loadtest.json (npm run loadtest), likewise
 // `npm run readme` writes README.md; `npm run readme -- --check` only says which regions differ.
 // Run it after `npm test` (which builds, and writes the test report) or after `npm run bench`.
 import { spawnSync } from 'node:child_process';
@@ -12,6 +14,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { measureBundle } from './bundle-size.ts';
+import { loadtestText, poolText } from './service-tables.ts';
 
 export const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const REGION = /<!-- readme:([\w-]+) -->([\s\S]*?)<!-- \/readme:\1 -->/g;
@@ -44,6 +47,9 @@ export async function measuredRegions(root: string, testCount: number | null): P
     'wasm-hex-kb': kb(gz(wasm.toString('hex'))),
     'wasm-base64-kb': kb(gz(wasm.toString('base64'))),
   };
+  const pool = poolText(root), loadtest = loadtestText(root);
+  if (pool !== null) regions['pool-results'] = pool;
+  if (loadtest !== null) regions['loadtest-results'] = loadtest;
   if (testCount !== null) regions['test-count'] = `(${testCount} tests`;
   return regions;
 }

@@ -10,7 +10,7 @@ import { BACKEND_RULE, CODEGEN_RULE, checkOptions } from './options.ts';
 import { toBytes } from './serialize.ts';
 import { Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
-import { WasmBackend, type GeneratedSweeps } from './wasm/backend.ts';
+import { WasmBackend, type GeneratedSweeps, type ShippedSweeps } from './wasm/backend.ts';
 
 /** What a compiled function may return: a Var or number, an array of them, or a Vec. */
 export type CompiledOutput = Var | number | readonly (Var | number)[] | Vec;
@@ -84,6 +84,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     readonly vector = false,
     /** Check every replay for NaN and ±Infinity. */
     readonly checkNaN = false,
+    /** Sweeps generated elsewhere for this very tape (a pool's worker): installed instead of
+     *  generating them here. */
+    private readonly shipped: ShippedSweeps | null = null,
   ) {
     this.row = new Float64Array(inputs);
     if (recording) this.adopt(recording);
@@ -123,13 +126,23 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // nodes replays in the interpreter, whose vector rules are loops over the elements already.
     const vectors = recording.tape.hasVectorNodes;
     if (engine instanceof WasmBackend) engine.simd = this.simd && !vectors;
-    if (this.codegen && !vectors && engine instanceof WasmBackend) engine.generateSweeps(this.inputs, recording.tape.size, recording.outputs);
+    if (this.codegen && !vectors && engine instanceof WasmBackend) {
+      if (this.shipped) engine.installShippedSweeps(this.shipped);
+      else engine.generateSweeps(this.inputs, recording.tape.size, recording.outputs);
+    }
     if (this.codegen === 'require' && this.generatedSweeps === 'none') {
       const reason = this.generatedSweepsReason;
       this.recording = null; // never replayed by the interpreter
       throw new TapegradError('INVALID_ARGUMENT', `compile: generated sweeps are required ({ codegen: 'require' }), but ${reason}`);
     }
     return recording;
+  }
+
+  /** @internal The generated sweeps' compiled modules, to ship with `toBytes()` to a core that
+   *  loads the same tape (null when replays are not generated). */
+  shipSweeps(): ShippedSweeps | null {
+    const engine = this.recording?.tape.engine;
+    return engine instanceof WasmBackend ? engine.shipSweeps() : null;
   }
 
   /** Number of outputs (known once recorded). */

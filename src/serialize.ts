@@ -38,6 +38,7 @@ import { createTapeSync } from './create.ts';
 import { FormatError, TapegradError, describe } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, Op, SCALAR_OP_TABLE, opNameOf } from './ops.ts';
 import { BACKEND_RULE, checkOptions } from './options.ts';
+import type { ShippedSweeps } from './wasm/backend.ts';
 
 const MAGIC = 0x44524754; // "TGRD" read as u32 LE
 export const FORMAT_VERSION = 3;
@@ -119,6 +120,13 @@ export interface FromBytesOptions {
  *  loaded function has no JS source, so a failed guard throws BranchChangedError. */
 export function fromBytes(bytes: Uint8Array, options: FromBytesOptions = {}): CompiledFunction {
   checkOptions(options, 'fromBytes', { backend: BACKEND_RULE });
+  return loadBytes(bytes, options.backend ?? 'wasm', null, true);
+}
+
+/** @internal `fromBytes`, installing sweeps another core generated for this tape (see
+ *  `CompiledFunction.shipSweeps`) instead of generating them; with `codegen` false it neither
+ *  generates nor installs any (the tape is interpreted). */
+export function loadBytes(bytes: Uint8Array, backend: BackendKind, sweeps: ShippedSweeps | null, codegen: boolean): CompiledFunction {
   if (!(bytes instanceof Uint8Array)) throw new FormatError(`fromBytes needs a Uint8Array, got ${describe(bytes)}`);
   if (bytes.length < HEADER_BYTES[1]) throw new FormatError(`truncated: ${bytes.length} bytes, a tape has at least ${HEADER_BYTES[1]}`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -159,7 +167,7 @@ export function fromBytes(bytes: Uint8Array, options: FromBytesOptions = {}): Co
   if (outputNodes.some((i) => !(i >= 0 && i < n) || kindOf(op, i) === 'carrier')) throw new FormatError('malformed: an output is not a node of the tape (or is an operand carrier)');
   if (guards.some((i) => i < 0 || i >= n || !COMPARISON_OPS.has(op[i]!))) throw new FormatError('malformed: a guard is not a comparison node');
 
-  const tape = createTapeSync({ backend: options.backend ?? 'wasm' });
+  const tape = createTapeSync({ backend });
   const leafValues = Float64Array.from({ length: l }, (_, k) => view.getFloat64(at.leaves + 8 * k, true));
   const build = (): Recording => {
     tape.load(op, a, b, leafValues, elementValues);
@@ -175,7 +183,7 @@ export function fromBytes(bytes: Uint8Array, options: FromBytesOptions = {}): Co
     }));
     return { tape, inputs, outputs, guards, expected, vectorInput, outputNodes };
   };
-  return new CompiledFunction(null, inputs, tape.backend, true, build(), true, build, true, vectorInput);
+  return new CompiledFunction(null, inputs, tape.backend, true, build(), true, build, codegen, vectorInput, false, sweeps);
 }
 
 type Kind = 'scalar' | 'vector' | 'carrier';

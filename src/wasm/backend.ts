@@ -15,6 +15,14 @@ export function loadCodegen(): Promise<void> {
   }));
 }
 
+/** @internal Compiled generated-sweep modules of one tape, to install on another instance of the
+ *  core holding the same tape (a worker that loaded it from bytes): no planning or code
+ *  generation there. `tangents` is null until the tangent sweeps have been made. */
+export interface ShippedSweeps {
+  replay: WebAssembly.Module;
+  tangents: WebAssembly.Module | null;
+}
+
 /** State of the generated sweeps of a compiled tape. 'pending': the generator chunk is still
  *  loading, or the module compiles in the background (where a browser refuses to compile over
  *  4 KB synchronously on the main thread); the interpreter runs until it is done. */
@@ -206,6 +214,26 @@ export class WasmBackend implements Backend {
     return slot;
   }
 
+  /** @internal The compiled modules of the active generated sweeps, tangent sweeps included (made
+   *  here if they were not yet), for `installShippedSweeps` on another core; null when the
+   *  replay is not generated. */
+  shipSweeps(): ShippedSweeps | null {
+    this.generateTangentSweeps();
+    if (this.generated !== 'active' || !this.modules.replay) return null;
+    return { replay: this.modules.replay, tangents: this.modules.tangents };
+  }
+
+  /** @internal Installs sweeps another core generated for the same tape (see `shipSweeps`). */
+  installShippedSweeps(sweeps: ShippedSweeps): void {
+    this.dropGeneratedSweeps();
+    this.installSweeps(sweeps.replay, 1);
+    this.generated = 'active';
+    if (sweeps.tangents) {
+      this.installSweeps(sweeps.tangents, 3);
+      this.tangentsGenerated = true;
+    }
+  }
+
   /** Back to the interpreter (the tape is about to change). */
   dropGeneratedSweeps(): void {
     this.generation++;
@@ -215,8 +243,11 @@ export class WasmBackend implements Backend {
     this.plan = null;
     this.tangentsGenerated = false;
     this.installed = 0;
+    this.modules = { replay: null, tangents: null };
     this.core.setGeneratedSweeps(0, 0, 0, 0);
   }
+
+  private modules: { replay: WebAssembly.Module | null; tangents: WebAssembly.Module | null } = { replay: null, tangents: null };
 
   private plan: SweepPlan | null = null;
   private tangentsGenerated = false;
@@ -233,6 +264,7 @@ export class WasmBackend implements Backend {
     const [first, second] = slot === 1 ? ['forward', 'reverse'] : ['tangent', 'reverseTangent'];
     core.table.set(slot, sweeps[first]!);
     core.table.set(slot + 1, sweeps[second]!);
+    this.modules[slot === 1 ? 'replay' : 'tangents'] = module;
     this.installed |= slot === 1 ? 1 : 2;
     const replay = this.installed & 1, tangents = this.installed & 2;
     core.setGeneratedSweeps(replay ? 1 : 0, replay ? 2 : 0, tangents ? 3 : 0, tangents ? 4 : 0);

@@ -1,0 +1,275 @@
+// The gradient service: node:http, JSON in and out, every model compiled once at start-up and
+// evaluated on the main thread (workers: 0) or on a tapegrad/pool of worker threads.
+//
+//   POST /v1/options    { "options": [{ spot, strike, maturity, rate, volatility }, ...] } (≤ 10,000)
+//                       → price and every Greek of each European call (gamma by hvp)
+//   POST /v1/mc         { spot, strike, maturity, rate, volatility, paths (≤ 10^6), seed? }
+//                       → Monte Carlo price and pathwise sensitivities, with standard errors
+//   POST /v1/logreg     { "weights": [8 numbers, then the bias] } → loss and gradient over the
+//                       service's dataset
+//   GET  /healthz       → { ok, workers, backend, memory }
+//
+// Bad requests get a 400 whose message is the library's own error (a string where a number
+// belongs, a wrong length) or names the field; bodies over 1 MiB get a 413.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { TapegradError, init, type CompiledFunction } from 'tapegrad';
+import { createPool, sharedFloat64, type GradientPool, type PooledFunction } from 'tapegrad/pool';
+import { FEATURES, OPTION_FIELDS, PATH_INPUTS, compileModels, normals } from './models.ts';
+
+export const MAX_BODY_BYTES = 1 << 20;
+export const MAX_OPTIONS = 10_000;
+export const MAX_PATHS = 1_000_000;
+
+export interface ServiceOptions {
+  /** Worker threads; 0 evaluates on the main thread. */
+  workers: number;
+  backend: 'wasm' | 'js';
+  port?: number;
+  host?: string;
+}
+
+export interface Service {
+  url: string;
+  /** Stops accepting connections, lets the requests in flight finish, then stops the workers. */
+  close(): Promise<void>;
+}
+
+/** The batch calls both a CompiledFunction and a PooledFunction offer, as promises. */
+interface Batches {
+  valueAndGradientBatch(X: ArrayLike<number>, rows: number): Promise<[Float64Array, Float64Array]>;
+  hvpBatch(X: ArrayLike<number>, rows: number, V: ArrayLike<number>): Promise<Float64Array>;
+}
+
+function local(f: CompiledFunction): Batches {
+  return {
+    valueAndGradientBatch: async (X, rows) => f.valueAndGradientBatch(X, rows),
+    hvpBatch: async (X, rows, V) => f.hvpBatch(X, rows, V),
+  };
+}
+
+/** A client's mistake: answered with its status and message, never a crash. */
+class RequestError extends Error {
+  constructor(readonly status: number, message: string) { super(message); }
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length']);
+    if (declared > MAX_BODY_BYTES) {
+      reject(new RequestError(413, `the body is ${declared} bytes; the limit is ${MAX_BODY_BYTES}`));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        reject(new RequestError(413, `the body is over ${MAX_BODY_BYTES} bytes`));
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function parseJson(text: string): Record<string, unknown> {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (error) {
+    throw new RequestError(400, `the body is not JSON: ${(error as Error).message}`);
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new RequestError(400, 'the body must be a JSON object');
+  return body as Record<string, unknown>;
+}
+
+/** A refusal by the library is the client's mistake: a 400 with the library's message, and the
+ *  field it concerns. */
+async function withField<T>(work: Promise<T>, field: () => string): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    if (error instanceof TapegradError && (error.code === 'NOT_A_NUMBER' || error.code === 'INVALID_ARGUMENT')) {
+      throw new LibraryRefusal(error, field());
+    }
+    throw error;
+  }
+}
+
+class LibraryRefusal extends Error {
+  constructor(readonly error: TapegradError, readonly field: string) { super(error.message); }
+}
+
+// JSON has no NaN or Infinity, but 1e999 parses to Infinity: a model input must be finite.
+function checkFinite(values: ArrayLike<number>, names: (k: number) => string): void {
+  for (let k = 0; k < values.length; k++) {
+    if (!Number.isFinite(values[k])) throw new RequestError(400, `${names(k)} must be a finite number, got ${values[k]}`);
+  }
+}
+
+function positive(value: number, name: string): void {
+  if (!(value > 0)) throw new RequestError(400, `${name} must be positive, got ${value}`);
+}
+
+export async function startService(options: ServiceOptions): Promise<Service> {
+  const { workers, backend } = options;
+  if (backend === 'wasm') await init();
+  const models = compileModels(backend);
+  let pool: GradientPool | null = null;
+  let blackScholes: Batches, payoff: Batches, logreg: Batches;
+  if (workers > 0) {
+    pool = await createPool({ threads: workers, backend, minRowsPerTask: 256 });
+    const [b, p, l]: PooledFunction[] = await Promise.all([pool.register(models.blackScholes), pool.register(models.payoff), pool.register(models.logreg)]);
+    [blackScholes, payoff, logreg] = [b!, p!, l!];
+  } else {
+    [blackScholes, payoff, logreg] = [local(models.blackScholes), local(models.payoff), local(models.logreg)];
+  }
+
+  async function optionsEndpoint(body: Record<string, unknown>): Promise<unknown> {
+    const list = body.options;
+    if (!Array.isArray(list) || list.length === 0) throw new RequestError(400, '"options" must be a non-empty array of { spot, strike, maturity, rate, volatility }');
+    if (list.length > MAX_OPTIONS) throw new RequestError(400, `at most ${MAX_OPTIONS} options per request, got ${list.length}`);
+    const rows = list.length, n = OPTION_FIELDS.length;
+    // Passed on as they came: the library checks that every entry is a number (NotANumberError)
+    // while it copies them once into its own (or the pool's shared) memory.
+    const raw: unknown[] = new Array(rows * n);
+    list.forEach((o, r) => {
+      if (o === null || typeof o !== 'object') throw new RequestError(400, `options[${r}] must be an object`);
+      OPTION_FIELDS.forEach((field, j) => { raw[r * n + j] = (o as Record<string, unknown>)[field]; });
+    });
+    const field = (k: number): string => `options[${Math.floor(k / n)}].${OPTION_FIELDS[k % n]}`;
+    const V = new Float64Array(rows * n);
+    for (let r = 0; r < rows; r++) V[r * n] = 1; // direction e_spot: (H e_spot)_spot is gamma
+    const X = raw as number[];
+    const [[prices, G], H] = await withField(
+      Promise.all([blackScholes.valueAndGradientBatch(X, rows), blackScholes.hvpBatch(X, rows, V)]),
+      () => field(raw.findIndex((v) => typeof v !== 'number')),
+    );
+    // Numbers now; the model needs them finite and, but for the rate, positive.
+    checkFinite(X, field);
+    for (let r = 0; r < rows; r++) for (const j of [0, 1, 2, 4]) positive(X[r * n + j]!, field(r * n + j));
+    return {
+      results: Array.from({ length: rows }, (_, r) => ({
+        price: prices[r], delta: G[r * n], dStrike: G[r * n + 1], theta: -G[r * n + 2]!, rho: G[r * n + 3], vega: G[r * n + 4], gamma: H[r * n],
+      })),
+    };
+  }
+
+  async function monteCarloEndpoint(body: Record<string, unknown>): Promise<unknown> {
+    const paths = body.paths ?? 10_000, seed = body.seed ?? 1;
+    if (!Number.isInteger(paths) || (paths as number) < 2 || (paths as number) > MAX_PATHS) throw new RequestError(400, `"paths" must be an integer in [2, ${MAX_PATHS}], got ${JSON.stringify(paths)}`);
+    if (!Number.isInteger(seed)) throw new RequestError(400, `"seed" must be an integer, got ${JSON.stringify(seed)}`);
+    const params = OPTION_FIELDS.map((f) => body[f]);
+    params.forEach((v, j) => {
+      if (typeof v !== 'number') throw new RequestError(400, `"${OPTION_FIELDS[j]}" must be a number, got ${v === undefined ? 'nothing' : JSON.stringify(v)}`);
+    });
+    const p = Float64Array.from(params as number[]);
+    checkFinite(p, (j) => `"${OPTION_FIELDS[j]}"`);
+    for (const j of [0, 1, 2, 4]) positive(p[j]!, `"${OPTION_FIELDS[j]}"`);
+    const rows = paths as number;
+    const X = workers > 0 ? sharedFloat64(rows * PATH_INPUTS) : new Float64Array(rows * PATH_INPUTS);
+    for (let r = 0; r < rows; r++) X.set(p, r * PATH_INPUTS);
+    normals(seed as number, X, PATH_INPUTS, PATH_INPUTS - 1, rows);
+    const [values, G] = await payoff.valueAndGradientBatch(X, rows);
+    const mean = (at: (r: number) => number): { estimate: number; standardError: number } => {
+      let s = 0, s2 = 0;
+      for (let r = 0; r < rows; r++) {
+        const v = at(r);
+        s += v;
+        s2 += v * v;
+      }
+      const m = s / rows;
+      return { estimate: m, standardError: Math.sqrt(Math.max(0, s2 / rows - m * m) / (rows - 1)) };
+    };
+    const g = (j: number) => mean((r) => G[r * PATH_INPUTS + j]!);
+    const theta = g(2);
+    return {
+      paths: rows, price: mean((r) => values[r]!), delta: g(0), dStrike: g(1),
+      theta: { estimate: -theta.estimate, standardError: theta.standardError }, rho: g(3), vega: g(4),
+    };
+  }
+
+  async function logregEndpoint(body: Record<string, unknown>): Promise<unknown> {
+    const w = body.weights;
+    // The library checks the entries and a short array; a long one it would read the start of.
+    if (Array.isArray(w) && w.length > FEATURES + 1) throw new RequestError(400, `"weights" has ${w.length} entries, expected ${FEATURES + 1} (${FEATURES} weights, then the bias)`);
+    const [[loss], G] = await withField(logreg.valueAndGradientBatch(w as number[], 1), () => 'weights');
+    checkFinite(w as number[], (k) => `weights[${k}]`);
+    return { loss, gradient: Array.from(G) };
+  }
+
+  const routes: Record<string, (body: Record<string, unknown>) => Promise<unknown>> = {
+    '/v1/options': optionsEndpoint, '/v1/mc': monteCarloEndpoint, '/v1/logreg': logregEndpoint,
+  };
+  let inFlight = 0;
+  let idle: (() => void) | null = null;
+
+  const send = (res: ServerResponse, status: number, payload: unknown): void => {
+    if (res.headersSent || res.destroyed) return;
+    const text = JSON.stringify(payload);
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+  };
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0]!;
+    if (path === '/healthz' && req.method === 'GET') {
+      // ?gc=1 collects garbage first where node runs with --expose-gc (the load test's memory check).
+      const collect = (globalThis as { gc?: () => void }).gc;
+      if (req.url?.endsWith('?gc=1') && collect) collect();
+      send(res, 200, { ok: true, workers, backend, memory: process.memoryUsage() });
+      return;
+    }
+    const route = routes[path];
+    if (!route) {
+      send(res, 404, { error: { message: `no endpoint ${path}; POST /v1/options, /v1/mc or /v1/logreg` } });
+      return;
+    }
+    if (req.method !== 'POST') {
+      res.setHeader('allow', 'POST');
+      send(res, 405, { error: { message: `${path} takes POST` } });
+      return;
+    }
+    try {
+      send(res, 200, await route(parseJson(await readBody(req))));
+    } catch (error) {
+      if (error instanceof RequestError) {
+        if (error.status === 413) res.setHeader('connection', 'close');
+        send(res, error.status, { error: { message: error.message } });
+      } else if (error instanceof LibraryRefusal) {
+        send(res, 400, { error: { code: error.error.code, message: error.message, field: error.field } });
+      } else {
+        send(res, 500, { error: { message: 'internal error' } });
+        console.error(error);
+      }
+    }
+  }
+
+  const server = createServer((req, res) => {
+    inFlight++;
+    handle(req, res).finally(() => {
+      if (--inFlight === 0) idle?.();
+    });
+  });
+  server.requestTimeout = 30_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  let closing: Promise<void> | null = null;
+  return {
+    url: `http://${options.host ?? '127.0.0.1'}:${port}`,
+    close: () => closing ??= (async () => {
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      if (inFlight > 0) await new Promise<void>((resolve) => { idle = resolve; });
+      server.closeAllConnections();
+      await stopped;
+      await pool?.close();
+    })(),
+  };
+}

@@ -1,0 +1,294 @@
+// tapegrad/pool: compiled functions evaluated on worker threads (Node; built on piscina). The core
+// entry does not import this module, so it stays free of dependencies and of `node:` imports.
+import { availableParallelism } from 'node:os';
+import { Piscina } from 'piscina';
+import { CompiledFunction } from '../compile.ts';
+import { coreModule } from '../create.ts';
+import { NotANumberError, TapegradError, describe, isArrayLike } from '../errors.ts';
+import { checkOptions } from '../options.ts';
+import { fromBytes, loadBytes } from '../serialize.ts';
+import type { ShippedSweeps } from '../wasm/backend.ts';
+import { reviveError, type BatchMethod, type Registration, type Reply, type Task, type WorkerData } from './protocol.ts';
+
+export interface PoolOptions {
+  /** Worker threads (default: the machine's available parallelism). They start with the pool
+   *  and stay until `close()`. */
+  threads?: number;
+  /** Engine in the workers: 'wasm' (default) or 'js' (the pure-JS mode). */
+  backend?: 'wasm' | 'js';
+  /** A batch is split into at most one part per thread, and never into parts of fewer rows than
+   *  this (default 1024): below it, posting a task costs more than the rows. */
+  minRowsPerTask?: number;
+}
+
+const POOL_OPTIONS = { threads: 'number', backend: ['wasm', 'js'], minRowsPerTask: 'number' } as const;
+
+/** A Float64Array over a SharedArrayBuffer: fill batch inputs into one and the workers read them
+ *  where they are. */
+export function sharedFloat64(length: number): Float64Array {
+  if (!Number.isInteger(length) || length < 0) throw new TapegradError('INVALID_ARGUMENT', `sharedFloat64 needs a non-negative integer length, got ${describe(length)}`);
+  return new Float64Array(new SharedArrayBuffer(length * 8));
+}
+
+const isShared = (x: unknown): x is Float64Array => x instanceof Float64Array && x.buffer instanceof SharedArrayBuffer;
+
+/** A worker ended while it ran part of a call (a crash, or `terminate()`); the pool replaces it,
+ *  and the next call works. */
+export class WorkerExitError extends TapegradError {
+  constructor(message: string, options?: { cause?: unknown }) { super('WORKER_EXIT', message, options); }
+}
+
+/**
+ * Starts a pool of worker threads that share the main thread's compiled core:
+ * `const pool = await createPool(); const g = await pool.register(compile(f, { inputs: 3, at }));
+ * const G = await g.gradientBatch(X, rows); await pool.close()`.
+ */
+export async function createPool(options: PoolOptions = {}): Promise<GradientPool> {
+  checkOptions(options, 'createPool', POOL_OPTIONS);
+  const threads = options.threads ?? availableParallelism();
+  if (!Number.isInteger(threads) || threads < 1) throw new TapegradError('INVALID_ARGUMENT', `createPool: threads must be an integer >= 1, got ${describe(threads)}`);
+  const minRows = options.minRowsPerTask ?? 1024;
+  if (!Number.isInteger(minRows) || minRows < 1) throw new TapegradError('INVALID_ARGUMENT', `createPool: minRowsPerTask must be an integer >= 1, got ${describe(minRows)}`);
+  const backend = options.backend ?? 'wasm';
+  const data: WorkerData = { backend, module: backend === 'wasm' ? await coreModule() : null };
+  return new GradientPool(threads, backend, minRows, data);
+}
+
+export class GradientPool {
+  private readonly piscina: Piscina<Task, Reply>;
+  private readonly registrations = new Map<number, Registration>();
+  private nextId = 1;
+  private closed = false;
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  /** @internal */
+  constructor(readonly threads: number, readonly backend: 'wasm' | 'js', readonly minRowsPerTask: number, workerData: WorkerData) {
+    this.piscina = new Piscina<Task, Reply>({
+      filename: new URL('./worker.js', import.meta.url).href,
+      minThreads: threads, maxThreads: threads, idleTimeout: Infinity, workerData,
+      // A task is one part of a batch: at most one part per thread is in flight per call.
+      concurrentTasksPerWorker: 1,
+    });
+  }
+
+  /** The worker threads (piscina's), e.g. to watch their resource use. */
+  get workers(): readonly import('node:worker_threads').Worker[] {
+    return this.piscina.threads;
+  }
+
+  /**
+   * Registers a compiled function (recorded already: called once, or compiled with `at`) or its
+   * `toBytes()`. The main thread loads the bytes once (checking them: `FormatError`) and, on the
+   * wasm backend, generates its sweeps; every worker receives the bytes and the compiled sweeps,
+   * so no worker records or generates code. Settles when every live worker holds the function.
+   */
+  async register(f: CompiledFunction | Uint8Array): Promise<PooledFunction> {
+    this.checkOpen();
+    let bytes: Uint8Array;
+    if (f instanceof CompiledFunction) bytes = f.toBytes();
+    else if (f instanceof Uint8Array) bytes = f;
+    else throw new TapegradError('INVALID_ARGUMENT', `register needs a compiled function or its bytes (a Uint8Array), got ${describe(f)}`);
+    // The main thread keeps a copy loaded from the same bytes, as the workers load it (small
+    // batches run on it, and like theirs it cannot record again). A function with active
+    // generated sweeps lends them to the workers and to that copy, made at its first small
+    // batch; otherwise the copy is made now, checking the bytes and generating sweeps where its
+    // tape allows them.
+    let local: CompiledFunction | (() => CompiledFunction);
+    let sweeps: ShippedSweeps | null;
+    if (f instanceof CompiledFunction && f.recorded?.tape.backend === this.backend && this.backend === 'wasm' && f.generatedSweeps === 'active') {
+      const shipped = sweeps = f.shipSweeps();
+      local = () => loadBytes(bytes, 'wasm', shipped, true);
+    } else {
+      local = fromBytes(bytes, { backend: this.backend });
+      await local.whenGenerated();
+      sweeps = this.backend === 'wasm' ? local.shipSweeps() : null;
+    }
+    const registration: Registration = { id: this.nextId++, bytes, sweeps };
+    const about = typeof local === 'function' ? { inputs: (f as CompiledFunction).inputs, outputs: (f as CompiledFunction).outputs, generatedSweeps: 'active' as const } : local;
+    this.registrations.set(registration.id, registration);
+    // One task per thread: each idle thread takes one. A thread that takes none (it was busy, or
+    // started later) is sent the function with its first task instead.
+    const replies = await Promise.allSettled(Array.from({ length: this.threads }, () => this.piscina.run({ kind: 'register', registration })));
+    const loads: WorkerLoad[] = [];
+    for (const reply of replies) {
+      if (reply.status === 'rejected') throw new WorkerExitError(`a worker ended while loading the function: ${String(reply.reason)}`, { cause: reply.reason });
+      const r = reply.value;
+      if ('error' in r) throw reviveError(r.error);
+      if ('ok' in r) loads.push({ ms: r.ms, generatedSweeps: r.generatedSweeps ?? 'none' });
+    }
+    return new PooledFunction(this, registration.id, local, about, loads);
+  }
+
+  /** Stops the workers once the calls in flight are done. Later calls throw. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    // piscina's close would end a worker whose task is still running: let the calls finish first.
+    await Promise.allSettled(this.inFlight);
+    await this.piscina.close();
+  }
+
+  /** @internal */
+  checkOpen(): void {
+    if (this.closed) throw new TapegradError('INVALID_ARGUMENT', 'this pool is closed');
+  }
+
+  /** @internal Runs `method` over `rows` rows split across the threads, in shared memory. */
+  async runBatch(
+    id: number, method: BatchMethod, rows: number, X: Float64Array, D: Float64Array | null, out: Float64Array, values: Float64Array | null,
+  ): Promise<void> {
+    this.checkOpen();
+    const parts = Math.max(1, Math.min(this.threads, Math.floor(rows / this.minRowsPerTask)));
+    const tasks: Promise<void>[] = [];
+    for (let k = 0; k < parts; k++) {
+      const from = Math.floor((rows * k) / parts), to = Math.floor((rows * (k + 1)) / parts);
+      tasks.push(this.runPart({ kind: 'run', id, registration: null, method, from, to, X, D, out, values }));
+    }
+    const all = Promise.allSettled(tasks);
+    this.inFlight.add(all);
+    const settled = await all.finally(() => this.inFlight.delete(all));
+    // Every part has stopped writing before the call settles; the error is the first row's, as
+    // one thread going through the rows in order would have met it.
+    const failed = settled.find((s) => s.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+  }
+
+  private async runPart(task: Task & { kind: 'run' }): Promise<void> {
+    let reply: Reply;
+    try {
+      reply = await this.piscina.run(task);
+      if ('missing' in reply) reply = await this.piscina.run({ ...task, registration: this.registrations.get(task.id)! });
+    } catch (error) {
+      throw new WorkerExitError(`a worker ended while it computed rows ${task.from}..${task.to - 1} of ${task.method} (${String((error as Error)?.message ?? error)}); it is replaced, later calls work`, { cause: error });
+    }
+    if ('error' in reply) throw reviveError(reply.error);
+    if ('missing' in reply) throw new WorkerExitError('a worker lost the function while loading it');
+  }
+}
+
+/** How one worker loaded a registered function. */
+export interface WorkerLoad {
+  /** Milliseconds to load the bytes and install the sweeps (the worker's own clock). */
+  ms: number;
+  /** 'active' when the main thread's generated sweeps were installed; 'none' on the JS backend
+   *  or for a tape that is interpreted (vector or custom nodes, too large to fold). */
+  generatedSweeps: 'none' | 'pending' | 'active';
+}
+
+/** A compiled function registered with a pool: the batch calls of `CompiledFunction`, split
+ *  across the workers, returning promises. Results are bit-identical to the single-threaded
+ *  calls, rows in the caller's order; outputs live in shared memory (pass `out` to reuse one).
+ *  A batch of fewer than `minRowsPerTask` rows runs on the calling thread, on the same tape and
+ *  sweeps: posting it to a worker would cost more than its rows. */
+export class PooledFunction {
+  readonly inputs: number;
+  readonly outputs: number;
+  /** Whether the main thread generated sweeps for it (then shipped to every worker). */
+  readonly generatedSweeps: 'none' | 'pending' | 'active';
+
+  /** @internal */
+  constructor(
+    private readonly pool: GradientPool, private readonly id: number,
+    /** The main thread's copy, or how to make it: small batches run on it. */
+    private copy: CompiledFunction | (() => CompiledFunction),
+    about: Pick<CompiledFunction, 'inputs' | 'outputs' | 'generatedSweeps'>,
+    /** One entry per register task: the workers that took it while `register` ran. */
+    readonly workerLoads: readonly WorkerLoad[],
+  ) {
+    this.inputs = about.inputs;
+    this.outputs = about.outputs;
+    this.generatedSweeps = about.generatedSweeps;
+  }
+
+  private get local(): CompiledFunction {
+    if (typeof this.copy === 'function') this.copy = this.copy();
+    return this.copy;
+  }
+
+  private inline(rows: number): boolean {
+    this.pool.checkOpen();
+    return rows < this.pool.minRowsPerTask;
+  }
+
+  /** Gradients of rows × inputs rows of X (row-major); rows × inputs out. */
+  async gradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array): Promise<Float64Array> {
+    if (this.inline(rows)) return this.local.gradientBatch(X, rows, out);
+    const xs = this.rowsOf(X, rows, 'gradientBatch');
+    return this.into(out, rows * this.inputs, (o) => this.pool.runBatch(this.id, 'gradientBatch', rows, xs, null, o, null));
+  }
+
+  /** [values (rows), gradients (rows × inputs)]. */
+  async valueAndGradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array, values?: Float64Array): Promise<[Float64Array, Float64Array]> {
+    if (this.inline(rows)) return this.local.valueAndGradientBatch(X, rows, out, values);
+    const xs = this.rowsOf(X, rows, 'valueAndGradientBatch');
+    const v = values && isShared(values) ? values : sharedFloat64(rows);
+    checkOut(values ?? v, rows);
+    const g = await this.into(out, rows * this.inputs, (o) => this.pool.runBatch(this.id, 'valueAndGradientBatch', rows, xs, null, o, v));
+    if (values && values !== v) values.set(v);
+    return [values ?? v, g];
+  }
+
+  /** vᵀJ per row: V is rows × outputs; rows × inputs out. */
+  vjpBatch(X: ArrayLike<number>, rows: number, V: ArrayLike<number>, out?: Float64Array): Promise<Float64Array> {
+    return this.directional('vjpBatch', X, rows, V, this.outputs, 'cotangent', this.inputs, out);
+  }
+
+  /** J·t per row: T is rows × inputs; rows × outputs out. */
+  jvpBatch(X: ArrayLike<number>, rows: number, T: ArrayLike<number>, out?: Float64Array): Promise<Float64Array> {
+    return this.directional('jvpBatch', X, rows, T, this.inputs, 'direction', this.outputs, out);
+  }
+
+  /** H·v per row: V is rows × inputs; rows × inputs out. */
+  hvpBatch(X: ArrayLike<number>, rows: number, V: ArrayLike<number>, out?: Float64Array): Promise<Float64Array> {
+    return this.directional('hvpBatch', X, rows, V, this.inputs, 'direction', this.inputs, out);
+  }
+
+  private async directional(
+    method: 'vjpBatch' | 'jvpBatch' | 'hvpBatch', X: ArrayLike<number>, rows: number, D: ArrayLike<number>, dWidth: number, dName: string, width: number, out?: Float64Array,
+  ): Promise<Float64Array> {
+    if (this.inline(rows)) return this.local[method](X, rows, D, out);
+    const xs = this.rowsOf(X, rows, method);
+    const ds = toShared(D, rows * dWidth, `${method}: ${rows} rows of ${dWidth} ${dName} entries`);
+    return this.into(out, rows * width, (o) => this.pool.runBatch(this.id, method, rows, xs, ds, o, null));
+  }
+
+  private rowsOf(X: ArrayLike<number>, rows: number, what: string): Float64Array {
+    if (!Number.isInteger(rows) || rows < 0) throw new TapegradError('INVALID_ARGUMENT', `rows must be a non-negative integer, got ${describe(rows)}`);
+    return toShared(X, rows * this.inputs, `${what}: ${rows} rows of ${this.inputs} inputs`);
+  }
+
+  // Results go straight into `out` when it is shared memory, else into shared memory first and
+  // then into `out` in one copy.
+  private async into(out: Float64Array | undefined, length: number, run: (o: Float64Array) => Promise<void>): Promise<Float64Array> {
+    if (out !== undefined) checkOut(out, length);
+    const target = out && isShared(out) ? out : sharedFloat64(length);
+    if (length > 0) await run(target);
+    if (out && out !== target) out.set(target.subarray(0, length));
+    return out ?? target;
+  }
+}
+
+// The rows as shared memory: as they are, or checked and copied in once (the same checks and
+// messages as the single-threaded calls).
+function toShared(x: ArrayLike<number>, needed: number, what: string): Float64Array {
+  if (!isArrayLike(x)) throw new NotANumberError(`${what} need an array of ${needed} numbers, got ${describe(x)}`);
+  if (x.length < needed) throw new TapegradError('INVALID_ARGUMENT', `${what} need ${needed} numbers, got ${x.length}`);
+  if (isShared(x)) return x;
+  const copy = sharedFloat64(needed);
+  if (x instanceof Float64Array) {
+    copy.set(x.subarray(0, needed));
+    return copy;
+  }
+  for (let k = 0; k < needed; k++) {
+    const v = x[k];
+    if (typeof v !== 'number') throw new NotANumberError(`${what}: entry ${k} must be a number, got ${describe(v)}`);
+    copy[k] = v;
+  }
+  return copy;
+}
+
+function checkOut(out: Float64Array, needed: number): void {
+  if (!(out instanceof Float64Array) || out.length < needed) {
+    throw new TapegradError('INVALID_ARGUMENT', `the output array must be a Float64Array of at least ${needed} numbers, got ${describe(out)}${out instanceof Float64Array ? ` of length ${out.length}` : ''}`);
+  }
+}

@@ -1,0 +1,184 @@
+// tapegrad/pool: batch calls split across worker threads equal the single-threaded calls bit for
+// bit, rows in order (batches too small to post run on the main thread's copy, alike); workers
+// install the main thread's generated sweeps instead of generating their own; errors arrive as
+// the library's classes; a worker that dies is replaced and the next call works. The pool's workers run the built library, so this file imports dist/ (which
+// `npm test` builds first) rather than src/.
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  BranchChangedError, FormatError, NotANumberError, TapegradError, compile, fromBytes, init, type CompiledFunction, type Var, type Vec,
+} from '../dist/index.js';
+import { WorkerExitError, createPool, sharedFloat64, type GradientPool } from '../dist/pool/index.js';
+
+// Where two results first differ, comparing each number's bits as Object.is does (-0 is not 0);
+// -1 when they agree everywhere. A NaN's sign bit is not fixed even in one thread (a call's NaNs
+// changed sign between its first run and its 3,001st), so any NaN matches any NaN, as in the
+// project's other bit-for-bit tests.
+function firstDifference(a: Float64Array, b: Float64Array): number {
+  if (a.length !== b.length) return Math.min(a.length, b.length);
+  for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i]) && !(Number.isNaN(a[i]) && Number.isNaN(b[i]))) return i;
+  return -1;
+}
+
+/** sin(xy) + tanh(yz)·exp(−x²) + log1p(z²)/(1 + y²) − cos(x + y + z), the benchmarks' tiny function. */
+const tiny = ([x, y, z]: Var[]): Var =>
+  x!.mul(y!).sin().add(y!.mul(z!).tanh().mul(x!.square().neg().exp())).add(z!.square().log1p().div(y!.square().add(1))).sub(x!.add(y!).add(z!).cos());
+/** Two outputs, for vjp and jvp. */
+const pair = ([x, y, z]: Var[]): Var[] => [x!.mul(y!).add(z!.atan()), x!.sin().mul(z!.exp())];
+/** A vector tape (interpreted in every thread): a Vec of 3 outputs. */
+const vectorOut = (v: Vec): Vec => v.exp().mul(v.sin()).add(v.sumSquares());
+
+function rows(count: number, width: number, seed: number): Float64Array {
+  // Finite values with the odd NaN, ±Infinity and -0: bit-identity must hold for those too.
+  const value = fc.oneof({ weight: 30, arbitrary: fc.double({ min: -3, max: 3, noNaN: true }) }, fc.constantFrom(NaN, Infinity, -Infinity, -0));
+  return Float64Array.from(fc.sample(value, { numRuns: count * width, seed }));
+}
+
+describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backend) => {
+  let pool: GradientPool;
+  const compiled = (f: (x: Var[]) => Var | Var[], at: number[]): CompiledFunction => compile(f, { inputs: at.length, at, backend });
+
+  beforeAll(async () => {
+    await init();
+    // Small parts, so even short batches are split, at uneven row boundaries.
+    pool = await createPool({ threads: 2, backend, minRowsPerTask: 7 });
+  });
+  afterAll(async () => {
+    await pool.close();
+  });
+
+  it('every batch call equals the single-threaded call bit for bit, rows in order', async () => {
+    const f = compiled(tiny, [0.1, 0.2, 0.3]);
+    const g = compiled(pair, [0.5, -1, 2]);
+    const pf = await pool.register(f), pg = await pool.register(g);
+    for (const n of [1, 2, 13, 301, 4000]) {
+      const X = rows(n, 3, n), D = rows(n, 3, n + 1), W = rows(n, 2, n + 2);
+      expect(firstDifference(await pf.gradientBatch(X, n), f.gradientBatch(X, n)), `gradientBatch, ${n} rows`).toBe(-1);
+      const [values, G] = await pf.valueAndGradientBatch(X, n);
+      const [values1, G1] = f.valueAndGradientBatch(X, n);
+      expect(firstDifference(values, values1)).toBe(-1);
+      expect(firstDifference(G, G1)).toBe(-1);
+      expect(firstDifference(await pf.hvpBatch(X, n, D), f.hvpBatch(X, n, D)), `hvpBatch, ${n} rows`).toBe(-1);
+      expect(firstDifference(await pg.vjpBatch(X, n, W), g.vjpBatch(X, n, W)), `vjpBatch, ${n} rows`).toBe(-1);
+      expect(firstDifference(await pg.jvpBatch(X, n, D), g.jvpBatch(X, n, D)), `jvpBatch, ${n} rows`).toBe(-1);
+    }
+  });
+
+  it('inputs as shared memory, plain arrays or Float64Arrays, outputs into shared or plain arrays: the same bits', async () => {
+    const f = compiled(tiny, [0.1, 0.2, 0.3]);
+    const pf = await pool.register(f);
+    const n = 50, X = rows(n, 3, 99), want = f.gradientBatch(X, n);
+    const shared = sharedFloat64(n * 3);
+    shared.set(X);
+    const outShared = sharedFloat64(n * 3), outPlain = new Float64Array(n * 3);
+    expect(await pf.gradientBatch(shared, n, outShared)).toBe(outShared);
+    expect(firstDifference(outShared, want)).toBe(-1);
+    expect(await pf.gradientBatch(Array.from(X), n, outPlain)).toBe(outPlain);
+    expect(firstDifference(outPlain, want)).toBe(-1);
+  });
+
+  it('a vector tape (interpreted in the workers) too, with its Vec output', async () => {
+    const f = compile(vectorOut, { inputs: 3, vector: true, at: [0.1, 0.2, 0.3], backend });
+    const pf = await pool.register(f);
+    expect(pf.outputs).toBe(3);
+    const n = 40, X = rows(n, 3, 7), D = rows(n, 3, 8);
+    expect(firstDifference(await pf.jvpBatch(X, n, D), f.jvpBatch(X, n, D))).toBe(-1);
+    expect(firstDifference(await pf.vjpBatch(X, n, D), f.vjpBatch(X, n, D))).toBe(-1);
+  });
+
+  it('workers neither record nor generate: each installs the sweeps the main thread generated', async () => {
+    const f = compiled(tiny, [0.1, 0.2, 0.3]);
+    const pf = await pool.register(f);
+    expect(pf.workerLoads.length).toBeGreaterThan(0);
+    // A worker's code generator is never loaded, so 'active' right after loading can only be
+    // the installed sweeps; the JS backend interprets.
+    for (const load of pf.workerLoads) expect(load.generatedSweeps).toBe(backend === 'wasm' ? 'active' : 'none');
+    expect(pf.generatedSweeps).toBe(backend === 'wasm' ? 'active' : 'none');
+  });
+
+  it("a worker's error arrives as the same class, code, message and fields as the single-threaded call's", async () => {
+    // A function with a guard, loaded from bytes in the workers: crossing it is a BranchChangedError.
+    const guarded = compile((x) => (x[0]!.gt(0).value ? x[0]!.mul(x[1]!) : x[1]!.sin()), { inputs: 2, at: [1, 2], backend });
+    const pf = await pool.register(guarded);
+    const X = Float64Array.from([1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, -1, 8, 9, 9, 10, 10]);
+    const single = fromBytes(guarded.toBytes(), { backend });
+    const want = (() => { try { single.gradientBatch(X, 10); } catch (e) { return e as BranchChangedError; } })()!;
+    expect(want).toBeInstanceOf(BranchChangedError);
+    const got = await pf.gradientBatch(X, 10).then(() => null, (e: unknown) => e as BranchChangedError);
+    expect(got).toBeInstanceOf(BranchChangedError);
+    expect(got!.code).toBe('BRANCH_CHANGED');
+    expect(got!.message).toBe(want.message);
+    expect(got!.node).toBe(want.node);
+    // A batch too small to post (it runs on the main thread's copy) cannot record again either.
+    await expect(pf.gradientBatch([-1, 1], 1)).rejects.toThrow(BranchChangedError);
+    // The rows after it still work.
+    expect(firstDifference(await pf.gradientBatch(X.subarray(0, 14), 7), single.gradientBatch(X.subarray(0, 14), 7))).toBe(-1);
+
+    const bad = ['1', 2, 3];
+    const message = (() => { try { single.gradientBatch(bad as unknown as number[], 1); } catch (e) { return (e as Error).message; } })();
+    await expect(pf.gradientBatch(bad as unknown as number[], 1)).rejects.toThrow(NotANumberError);
+    await expect(pf.gradientBatch(bad as unknown as number[], 1)).rejects.toThrow(message!);
+    await expect(pf.gradientBatch([1, 2, 3], 2)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: 'gradientBatch: 2 rows of 2 inputs need 4 numbers, got 3' });
+    await expect(pf.gradientBatch([1, 2], 1.5)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(pf.gradientBatch([1, 2], 1, new Float64Array(1))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  });
+
+  it('registering refuses corrupted bytes (FormatError) and anything that is not a function or bytes', async () => {
+    const bytes = compiled(tiny, [0.1, 0.2, 0.3]).toBytes();
+    bytes[bytes.length - 1]! ^= 1;
+    await expect(pool.register(bytes)).rejects.toThrow(FormatError);
+    await expect(pool.register('f' as unknown as Uint8Array)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(pool.register(compile(tiny, { inputs: 3, backend }))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' }); // nothing recorded yet
+  });
+});
+
+describe('worker crashes and closing', () => {
+  beforeAll(async () => {
+    await init();
+  });
+
+  it('a worker that dies mid-call fails that call with WorkerExitError; the pool replaces it and the next call is exact', async () => {
+    const pool = await createPool({ threads: 2, minRowsPerTask: 1 });
+    try {
+      const f = compile(tiny, { inputs: 3, at: [0.1, 0.2, 0.3] });
+      const pf = await pool.register(f);
+      const n = 400_000, X = rows(1000, 3, 5);
+      const big = new Float64Array(n * 3);
+      for (let k = 0; k < big.length; k += X.length) big.set(X.subarray(0, Math.min(X.length, big.length - k)), k);
+      // The call posts its two parts before it returns, one to each idle worker: ending either
+      // ends a part in flight.
+      const call = pf.gradientBatch(big, n);
+      const dying = pool.workers[0]!;
+      await dying.terminate();
+      const error = await call.then(() => null, (e: unknown) => e);
+      expect(error).toBeInstanceOf(WorkerExitError);
+      expect(error).toBeInstanceOf(TapegradError);
+      expect((error as WorkerExitError).code).toBe('WORKER_EXIT');
+      // The replacement knows nothing of the function; the pool sends it with the first task.
+      for (let k = 0; k < 3; k++) expect(firstDifference(await pf.gradientBatch(big, n), f.gradientBatch(big, n))).toBe(-1);
+      expect(pool.workers.length).toBe(2);
+      expect(pool.workers).not.toContain(dying);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('close() waits for the calls in flight, then every call is refused', async () => {
+    const pool = await createPool({ threads: 2, minRowsPerTask: 1 });
+    const f = compile(tiny, { inputs: 3, at: [0.1, 0.2, 0.3] });
+    const pf = await pool.register(f);
+    const X = rows(20_000, 3, 11);
+    const inFlight = pf.gradientBatch(X, 20_000);
+    await pool.close();
+    expect(firstDifference(await inFlight, f.gradientBatch(X, 20_000))).toBe(-1);
+    await expect(pf.gradientBatch(X, 1)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: 'this pool is closed' });
+    await expect(pool.register(f)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await pool.close(); // twice is fine
+  });
+
+  it('createPool checks its options', async () => {
+    await expect(createPool({ threads: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(createPool({ backend: 'gpu' as 'js' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(createPool({ thread: 2 } as never)).rejects.toThrow(/unknown option 'thread'/);
+  });
+});
