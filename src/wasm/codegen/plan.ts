@@ -73,8 +73,16 @@ function nextLinks(views: TapeViews, lo: number, hi: number): { strict: Int32Arr
  * (an outer loop) and with the same next four ops (an inner loop); the one covering the most
  * nodes wins.
  */
-export function planSegments(views: TapeViews, from: number, to: number, maxSlots = MAX_SLOTS): Segment[] | null {
+export function planSegments(views: TapeViews, from: number, to: number, maxSlots = MAX_SLOTS, outer: readonly Int32Array[] = []): Segment[] | null {
   const { op, a, b } = views;
+  // Inside a loop body, a repeat must also move its operands by the same strides over every
+  // enclosing loop (outer[l]: 3 per node from `from`), or the nest would not be affine.
+  const sameOuter = (i: number, j: number, n: number): boolean => {
+    for (const strides of outer) {
+      for (let k = 0; k < n; k++) if (strides[3 * (i - from) + k] !== strides[3 * (j - from) + k]) return false;
+    }
+    return true;
+  };
   for (let i = from; i < to; i++) if (op[i] === Op.custom) return null;
   let links = nextLinks(views, from, Math.min(to, from + CHUNK + LOOKAHEAD));
   let linksFrom = from;
@@ -92,6 +100,7 @@ export function planSegments(views: TapeViews, from: number, to: number, maxSlot
       const i = pos + s, j = i + period;
       if (op[j] !== op[i]) return 1;
       const n = OPERANDS[op[i]!]!;
+      if (!sameOuter(i, j, n)) return 1;
       if (n > 0) strides[3 * s] = a[j]! - a[i]!;
       if (n > 1) strides[3 * s + 1] = b[j]! - b[i]!;
       if (n > 2) strides[3 * s + 2] = a[j - 1]! - a[i - 1]!;
@@ -107,6 +116,7 @@ export function planSegments(views: TapeViews, from: number, to: number, maxSlot
         if (a[j]! - a[i]! !== strides[3 * s]) return t;
         if (n > 1 && b[j]! - b[i]! !== strides[3 * s + 1]) return t;
         if (n > 2 && a[j - 1]! - a[i - 1]! !== strides[3 * s + 2]) return t;
+        if (!sameOuter(i, j, n)) return t;
       }
     }
     return t;
@@ -156,10 +166,11 @@ export function planSegments(views: TapeViews, from: number, to: number, maxSlot
   return segments;
 }
 
-/** An operand (or a node itself) in a segment: node A + t·S at iteration t. */
+/** An operand (or a node itself) in a loop nest: node `first` + Σ t_l · strides[l] at iteration
+ *  t_l of each enclosing loop l (outermost first, this body's loop last). */
 export interface Ref {
   first: number;
-  stride: number;
+  strides: number[];
   /** The node is a constant at every iteration (no adjoint goes to it). */
   constant: boolean;
   /** ...with this value at every iteration (emitted as an immediate), else undefined. */
@@ -175,20 +186,38 @@ export interface Slot {
   refs: Ref[];
 }
 
+/** A pointer of a body: walks the nodes whose strides over the nest are `strides`, from `origin`
+ *  at the first iteration of every loop. */
+export interface Group {
+  strides: number[];
+  origin: number;
+}
+
 export interface Body {
   seg: Segment;
+  /** How many loops enclose this one (0 at the top). */
+  depth: number;
+  parent: Body | null;
+  /** This body's own nodes, those outside any inner loop, in tape order. */
   slots: Slot[];
-  /** Per stride group: its stride and the lowest first node, the pointer's origin. */
-  groups: { stride: number; origin: number }[];
-  /** Per slot: the f64 local that holds its value (forward) and its adjoint (reverse) within an
-   *  iteration, or -1. Values of nodes used later in the same iteration stay in locals (still
-   *  stored for the reverse sweep); so does the adjoint of a node used *only* there, which then
-   *  never touches memory. */
+  /** Own slots (by index) and inner loops, in tape order. */
+  items: (number | Body)[];
+  groups: Group[];
+  /** Pointers of the enclosing bodies: this body's pointers come after theirs. */
+  groupsBefore: number;
+  /** First f64 slot local of this body: after those of the enclosing bodies, which stay live. */
+  localBase: number;
+  /** Per own slot: the f64 local (from localBase) that holds its value (forward) and its adjoint
+   *  (reverse) within an iteration, or -1. Values of nodes used later in the same iteration stay
+   *  in locals (still stored for the reverse sweep); so does the adjoint of a node used *only*
+   *  there, which then never touches memory. */
   local: Int32Array;
-  /** Per slot: its adjoint lives in the local alone. */
+  /** Per own slot: its adjoint lives in the local alone. */
   adjointInLocal: Uint8Array;
-  /** Per slot: the forward sweep reads its value from the local (uses in the iteration are near). */
+  /** Per own slot: the forward sweep reads its value from the local (uses in the iteration are near). */
   valueInLocal: Uint8Array;
+  /** Nodes of code: own slots plus those of the inner loops. */
+  size: number;
 }
 
 // A value stays in a local for the forward sweep only while its uses are this close (in nodes):
@@ -196,45 +225,110 @@ export interface Body {
 // (Lax-Wendroff's 889-node body: forward 0.60 ms reloading, 0.95 ms keeping every value).
 const VALUE_REACH = 16;
 
-function describeSegment(views: TapeViews, seg: Segment, uses: Int32Array, seeded: Uint8Array): Body {
+// Loop bodies at least this long are searched for inner loops (a loop needs 16 nodes of saving).
+const NEST_MIN_PERIOD = 24;
+
+interface Level { period: number; count: number }
+
+// Calls visit(nodeOffset, t) for every iteration of the nest, t the iteration indices: the node
+// of the first iteration plus nodeOffset is the same node at that iteration.
+function eachIteration(levels: readonly Level[], visit: (t: Int32Array) => boolean): void {
+  const t = new Int32Array(levels.length);
+  for (;;) {
+    if (!visit(t)) return;
+    let l = levels.length - 1;
+    while (l >= 0 && ++t[l]! === levels[l]!.count) t[l--] = 0;
+    if (l < 0) return;
+  }
+}
+
+function describeBody(
+  views: TapeViews, seg: Segment, parent: Body | null, outerLevels: readonly Level[], uses: Int32Array, seeded: Uint8Array,
+): Body {
   const { op, val } = views;
-  const groups: { stride: number; origin: number }[] = [];
-  const groupOf = (stride: number, first: number): number => {
-    let g = groups.findIndex((x) => x.stride === stride);
-    if (g < 0) g = groups.push({ stride, origin: first }) - 1;
-    else groups[g]!.origin = Math.min(groups[g]!.origin, first);
+  const levels = [...outerLevels, { period: seg.count > 1 ? seg.period : 0, count: seg.count }];
+  const depth = outerLevels.length;
+  const body: Body = {
+    seg, depth, parent, slots: [], items: [], groups: [], groupsBefore: 0, localBase: 0,
+    local: new Int32Array(0), adjointInLocal: new Uint8Array(0), valueInLocal: new Uint8Array(0), size: 0,
+  };
+  const operandStrides = (i: number, k: number): number[] =>
+    levels.map(({ period }) => (period ? operand(views, i + period, k) - operand(views, i, k) : 0));
+  // Inner loops: the body of a long loop is planned again, its repeats checked against every
+  // enclosing loop's strides too.
+  let inner: Segment[] | null = null;
+  if (seg.count > 1 && seg.period >= NEST_MIN_PERIOD) {
+    const outer = levels.map(({ period }) => {
+      const strides = new Int32Array(3 * seg.period);
+      if (period) {
+        for (let s = 0; s < seg.period; s++) {
+          const i = seg.start + s, n = OPERANDS[op[i]!]!;
+          for (let k = 0; k < n; k++) strides[3 * s + k] = operand(views, i + period, k) - operand(views, i, k);
+        }
+      }
+      return strides;
+    });
+    inner = planSegments(views, seg.start, seg.start + seg.period, Infinity, outer);
+    if (inner && !inner.some((s) => s.count > 1)) inner = null;
+  }
+  const slotOf = new Int32Array(seg.period).fill(-1);
+  const ownNodes: number[] = [];
+  for (const sub of inner ?? [{ start: seg.start, period: seg.period, count: 1 }]) {
+    if (sub.count > 1) {
+      body.items.push(describeBody(views, sub, body, levels, uses, seeded));
+      continue;
+    }
+    for (let i = sub.start; i < sub.start + sub.period; i++) {
+      slotOf[i - seg.start] = ownNodes.length;
+      body.items.push(ownNodes.length);
+      ownNodes.push(i);
+    }
+  }
+  const groupOf = (strides: number[], first: number): number => {
+    const key = strides.join();
+    let g = body.groups.findIndex((x) => x.strides.join() === key);
+    if (g < 0) g = body.groups.push({ strides, origin: first }) - 1;
+    else body.groups[g]!.origin = Math.min(body.groups[g]!.origin, first);
     return g;
   };
-  const selfStride = seg.count > 1 ? seg.period : 0;
-  const slots: Slot[] = [];
-  for (let s = 0; s < seg.period; s++) {
-    const i = seg.start + s;
+  const selfStrides = levels.map(({ period }) => period);
+  const selfKey = selfStrides.join();
+  for (const i of ownNodes) {
     const code = op[i]!;
     const refs: Ref[] = [];
     const n = OPERANDS[code]!;
     for (let k = 0; k < n; k++) {
       const first = operand(views, i, k);
-      const stride = seg.count > 1 ? operand(views, i + seg.period, k) - first : 0;
+      const strides = operandStrides(i, k);
       let constant = true;
       let value: number | undefined = val[first]!;
-      for (let t = 0; t < seg.count && constant; t++) {
-        const node = first + t * stride;
+      eachIteration(levels, (t) => {
+        let node = first;
+        for (let l = 0; l < t.length; l++) node += t[l]! * strides[l]!;
         if (op[node] !== Op.const) constant = false;
         else if (!Object.is(val[node], value)) value = undefined;
-      }
+        return constant;
+      });
       if (!constant) value = undefined;
-      const slot = stride === selfStride && first >= seg.start && first < i ? first - seg.start : -1;
-      refs.push({ first, stride, constant, value, group: value === undefined ? groupOf(stride, first) : -1, slot });
+      const own = first >= seg.start && first < i ? slotOf[first - seg.start]! : -1;
+      const slot = own >= 0 && strides.join() === selfKey ? own : -1;
+      refs.push({ first, strides, constant, value, group: value === undefined ? groupOf(strides, first) : -1, slot });
     }
-    const self: Ref = { first: i, stride: selfStride, constant: false, value: undefined, group: groupOf(selfStride, i), slot: s };
-    slots.push({ op: code, self, refs });
+    const self: Ref = { first: i, strides: selfStrides, constant: false, value: undefined, group: groupOf(selfStrides, i), slot: body.slots.length };
+    body.slots.push({ op: code, self, refs });
   }
-  const local = new Int32Array(seg.period).fill(-1);
-  const adjointInLocal = new Uint8Array(seg.period);
+  // Every pointer of an inner loop starts from one of this body's pointers.
+  for (const item of body.items) {
+    if (typeof item === 'number') continue;
+    for (const g of item.groups) groupOf(g.strides.slice(0, -1), g.origin);
+  }
+  const count = body.slots.length;
+  const local = new Int32Array(count).fill(-1);
+  const adjointInLocal = new Uint8Array(count);
   // Uses of each slot by later slots of the same iteration, against its uses anywhere.
-  const inIteration = new Int32Array(seg.period);
-  const valueInLocal = new Uint8Array(seg.period).fill(1);
-  slots.forEach(({ refs }, s) => {
+  const inIteration = new Int32Array(count);
+  const valueInLocal = new Uint8Array(count).fill(1);
+  body.slots.forEach(({ refs }, s) => {
     for (const r of refs) {
       if (r.slot < 0 || r.value !== undefined) continue;
       inIteration[r.slot]++;
@@ -242,17 +336,51 @@ function describeSegment(views: TapeViews, seg: Segment, uses: Int32Array, seede
     }
   });
   let locals = 0;
-  for (let s = 0; s < seg.period; s++) {
-    if (inIteration[s] === 0 || slots[s]!.op <= Op.arg) {
+  for (let s = 0; s < count; s++) {
+    const first = ownNodes[s]!;
+    if (inIteration[s] === 0 || body.slots[s]!.op <= Op.arg) {
       valueInLocal[s] = 0;
       continue;
     }
     local[s] = locals++;
     let only = true;
-    for (let t = 0, i = seg.start + s; t < seg.count && only; t++, i += seg.period) only = uses[i] === inIteration[s] && !seeded[i];
+    eachIteration(levels, (t) => {
+      let node = first;
+      for (let l = 0; l < t.length; l++) node += t[l]! * levels[l]!.period;
+      only = uses[node] === inIteration[s] && !seeded[node];
+      return only;
+    });
     adjointInLocal[s] = only ? 1 : 0;
   }
-  return { seg, slots, groups, local, adjointInLocal, valueInLocal };
+  body.local = local;
+  body.adjointInLocal = adjointInLocal;
+  body.valueInLocal = valueInLocal;
+  body.size = count + body.items.reduce<number>((sum, item) => sum + (typeof item === 'number' ? 0 : item.size), 0);
+  return body;
+}
+
+// Pointer and local ranges: an inner body's come after its enclosing bodies' (which stay live
+// across the inner loop); sibling bodies share theirs.
+function layoutNest(body: Body, groupsBefore: number, localBase: number): void {
+  body.groupsBefore = groupsBefore;
+  body.localBase = localBase;
+  let locals = 0;
+  for (let s = 0; s < body.local.length; s++) locals = Math.max(locals, body.local[s]! + 1);
+  for (const item of body.items) if (typeof item !== 'number') layoutNest(item, groupsBefore + body.groups.length, localBase + locals);
+}
+
+/** What the functions of a sweep over some top-level bodies need: loop levels (one counter
+ *  each), pointers per region and f64 slot locals. */
+export function nestNeeds(bodies: readonly Body[]): { levels: number; pointers: number; slotLocals: number } {
+  let levels = 1, pointers = 1, slotLocals = 0;
+  const visit = (body: Body): void => {
+    levels = Math.max(levels, body.depth + 1);
+    pointers = Math.max(pointers, body.groupsBefore + body.groups.length);
+    for (let s = 0; s < body.local.length; s++) slotLocals = Math.max(slotLocals, body.localBase + body.local[s]! + 1);
+    for (const item of body.items) if (typeof item !== 'number') visit(item);
+  };
+  bodies.forEach(visit);
+  return { levels, pointers, slotLocals };
 }
 
 // How many operand references each node has among nodes [from, to).
@@ -269,11 +397,21 @@ function useCounts(views: TapeViews, from: number, to: number): Int32Array {
   return uses;
 }
 
-/** A tape cut into loop bodies, ready for emitting sweeps. */
+/** Nodes of straight code per segment: longer straight stretches are cut, so that no function of
+ *  generated code is long (see FUNCTION_NODES). */
+const STRAIGHT_CHUNK = 2048;
+
+/** Nodes of code per generated function. V8 compiles and optimises wasm per function: a long
+ *  function takes long to optimise, so its replays run in the baseline tier for longer. */
+export const FUNCTION_NODES = 4096;
+
+/** A tape cut into loop nests, ready for emitting sweeps: `parts` are the top-level bodies each
+ *  function of a sweep runs, in tape order. */
 export interface SweepPlan {
   bodies: Body[];
-  pointers: number;
-  slotLocals: number;
+  parts: Body[][];
+  /** Nodes of code over all bodies. */
+  size: number;
 }
 
 /** Why `planSweeps` returned null for nodes [from, to): a sentence for `generatedSweepsReason`. */
@@ -283,7 +421,7 @@ export function whyNoPlan(views: TapeViews, from: number, to: number): string {
   for (let i = from; i < to; i++) {
     if (OPERANDS[views.op[i]!] === 1 && views.b[i] !== views.a[i]) return `node ${i} is a unary op with two different operands (a hand-made tape)`;
   }
-  return `the tape does not fold into loops and straight code of at most ${MAX_SLOTS} body nodes`;
+  return `the tape does not fold into loops and straight code of at most ${MAX_SLOTS} nodes of code`;
 }
 
 /** Plans generated sweeps for nodes [from, to) of the tape in `views`, or returns null when the
@@ -298,10 +436,24 @@ export function planSweeps(views: TapeViews, from: number, to: number, outputs: 
   const uses = useCounts(views, from, to);
   const seeded = new Uint8Array(to);
   for (let k = 0; k < outputs.length; k++) seeded[outputs[k]!] = 1;
-  const bodies = segments.map((seg) => describeSegment(views, seg, uses, seeded));
-  return {
-    bodies,
-    pointers: Math.max(1, ...bodies.map((b) => b.groups.length)),
-    slotLocals: Math.max(0, ...bodies.map((b) => Math.max(-1, ...b.local) + 1)),
-  };
+  const chunked: Segment[] = [];
+  for (const seg of segments) {
+    if (seg.count > 1) chunked.push(seg);
+    else for (let s = seg.start; s < seg.start + seg.period; s += STRAIGHT_CHUNK) chunked.push({ start: s, period: Math.min(STRAIGHT_CHUNK, seg.start + seg.period - s), count: 1 });
+  }
+  const bodies = chunked.map((seg) => describeBody(views, seg, null, [], uses, seeded));
+  for (const body of bodies) layoutNest(body, 0, 0);
+  const parts: Body[][] = [];
+  let part: Body[] = [], partSize = 0;
+  for (const body of bodies) {
+    if (part.length && partSize + body.size > FUNCTION_NODES) {
+      parts.push(part);
+      part = [];
+      partSize = 0;
+    }
+    part.push(body);
+    partSize += body.size;
+  }
+  if (part.length) parts.push(part);
+  return { bodies, parts, size: bodies.reduce((sum, b) => sum + b.size, 0) };
 }
