@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import { compile, init, type Var } from '../src/index.ts';
 import { WasmBackend } from '../src/wasm/backend.ts';
+import { nestNeeds, type SweepPlan } from '../src/wasm/codegen/plan.ts';
 import { gmmConstants, gmmData } from './workloads.ts';
 
 type CaseId = 'gmm' | 'nested' | 'straight';
@@ -80,7 +81,7 @@ function gmmCase(): Case {
 }
 
 // An outer loop of 300 iterations whose body (about 3,900 nodes) holds an inner loop of 24
-// iterations of 130 nodes (itself a loop of 25 five-node steps and a few nodes), between straight
+// iterations of 155 nodes (itself a loop of 25 six-node steps and a few nodes), between straight
 // stretches of other code.
 function nestedCase(): Case {
   const inputs = 400;
@@ -92,7 +93,7 @@ function nestedCase(): Case {
       let acc = u;
       for (let j = 0; j < 24; j++) {
         let v = acc.mul(0.5).add(x[3 * j]!);
-        for (let r = 0; r < 25; r++) v = v.mul(0.999).add(x[j + r]!.mul(1e-3)).sin();
+        for (let r = 0; r < 25; r++) v = v.mul(0.999).add(x[j + r]!.mul(1e-3)).abs().sqrt();
         acc = acc.add(v.square().mul(1e-3));
       }
       for (let j = 0; j < 50; j++) acc = acc.exp().mul(1e-2).add(u.mul(j * 1e-3)).log1p();
@@ -101,7 +102,7 @@ function nestedCase(): Case {
     return s;
   };
   const x = Float64Array.from({ length: inputs }, (_, i) => 0.1 + 0.001 * i);
-  return { fn, inputs, x, what: 'outer loop of 300 iterations, ~3.9k-node body holding an inner loop of 24 × 130 nodes' };
+  return { fn, inputs, x, what: 'outer loop of 300 iterations, ~3.9k-node body holding an inner loop of 24 × 155 nodes' };
 }
 
 // 10^5 nodes of random ops on random earlier nodes (seeded): no period anywhere.
@@ -114,7 +115,7 @@ function straightCase(): Case {
     while (nodes.length < 100_000) {
       const r = rand();
       const a = pick(), b = pick();
-      const v = r < 0.25 ? a.add(b) : r < 0.45 ? a.mul(b).mul(0.5) : r < 0.6 ? a.sub(b) : r < 0.7 ? a.sin() : r < 0.8 ? a.tanh() : r < 0.9 ? a.square().add(1).sqrt() : a.mul(rand());
+      const v = r < 0.3 ? a.add(b) : r < 0.5 ? a.mul(b) : r < 0.65 ? a.sub(b) : r < 0.8 ? a.mul(rand() - 0.5) : r < 0.9 ? a.square().add(b) : r < 0.95 ? a.tanh() : a.abs().add(1).sqrt();
       nodes.push(v);
     }
     let s = nodes[nodes.length - 1]!;
@@ -126,6 +127,13 @@ function straightCase(): Case {
 }
 
 const now = (): number => performance.now();
+
+// Nodes of generated code, functions per sweep and the most slot locals in one function.
+function planFacts(f: { recorded: { tape: { engine: unknown } } | null }): Record<string, number> {
+  const plan = (f.recorded?.tape.engine as { plan?: SweepPlan | null }).plan;
+  if (!plan) return {};
+  return { codeNodes: plan.size, functions: plan.parts.length, slotLocals: Math.max(...plan.parts.map((p) => nestNeeds(p).slotLocals)) };
+}
 
 async function child(id: CaseId, mode: 'generated' | 'interpreted'): Promise<void> {
   await init();
@@ -170,7 +178,7 @@ async function child(id: CaseId, mode: 'generated' | 'interpreted'): Promise<voi
     firstReplaysNs: next.map((v) => Math.round(ns(v) * 10) / 10),
     steadyNsPerNode: ns(steady[steady.length >> 1]!),
     rssMB: process.resourceUsage().maxRSS / 1024,
-    generated: f.generatedSweeps, reason: f.generatedSweepsReason,
+    generated: f.generatedSweeps, reason: f.generatedSweepsReason, ...planFacts(f),
   }));
 }
 

@@ -5,9 +5,10 @@
 import { Op, OP_TABLE } from '../../ops.ts';
 import type { TapeViews } from '../../backend.ts';
 
-/** Most body nodes of generated code per tape (about 60 bytes of wasm each). */
+/** Most nodes of generated code per tape, after folding loops (about 60 bytes of wasm each). Past
+ *  this the interpreter runs: straight-line code that long measured no faster than it. */
 export const MAX_SLOTS = 1 << 14;
-const MAX_PERIOD = MAX_SLOTS;
+const MAX_PERIOD = 1 << 14;
 
 /** A run of `count` repetitions of the `period` nodes from `start`; count 1 is straight code. */
 export interface Segment {
@@ -67,8 +68,8 @@ function nextLinks(views: TapeViews, lo: number, hi: number): { strict: Int32Arr
 }
 
 /**
- * Cuts nodes [from, to) into periodic and straight segments, or returns null when the code would
- * exceed `maxSlots` body nodes or the tape holds a custom op. Greedy: at each node, the
+ * Cuts nodes [from, to) into periodic and straight segments, or returns null when more than
+ * `maxSlots` nodes stay straight code or the tape holds a custom op. Greedy: at each node, the
  * candidate periods are the distances to the next nodes with the same op and operand offsets
  * (an outer loop) and with the same next four ops (an inner loop); the one covering the most
  * nodes wins.
@@ -154,7 +155,7 @@ export function planSegments(views: TapeViews, from: number, to: number, maxSlot
     if (bestCount >= 3 && (bestCount - 1) * bestPeriod >= 16) {
       if (runStart < pos) segments.push({ start: runStart, period: pos - runStart, count: 1 });
       segments.push({ start: pos, period: bestPeriod, count: bestCount });
-      slots += pos - runStart + bestPeriod;
+      slots += pos - runStart;
       pos += bestPeriod * bestCount;
       runStart = pos;
     } else {
@@ -225,6 +226,11 @@ export interface Body {
 // (Lax-Wendroff's 889-node body: forward 0.60 ms reloading, 0.95 ms keeping every value).
 const VALUE_REACH = 16;
 
+// Slot locals per body at most: V8's baseline compiler (Liftoff) merges the state of every local
+// at each branch of the reverse sweep, so a function's first call costs locals × branches. The
+// GMM tape's old 3,386-node body, with a local per slot, took 0.9 s to its first result.
+const MAX_BODY_LOCALS = 128;
+
 // Loop bodies at least this long are searched for inner loops (a loop needs 16 nodes of saving).
 const NEST_MIN_PERIOD = 24;
 
@@ -284,13 +290,15 @@ function describeBody(
       ownNodes.push(i);
     }
   }
+  const groupIndex = new Map<string, number>();
   const groupOf = (strides: number[], first: number): number => {
     const key = strides.join();
-    let g = body.groups.findIndex((x) => x.strides.join() === key);
-    if (g < 0) g = body.groups.push({ strides, origin: first }) - 1;
+    let g = groupIndex.get(key);
+    if (g === undefined) groupIndex.set(key, (g = body.groups.push({ strides, origin: first }) - 1));
     else body.groups[g]!.origin = Math.min(body.groups[g]!.origin, first);
     return g;
   };
+  const single = seg.count === 1 && outerLevels.every((l) => l.count === 1);
   const selfStrides = levels.map(({ period }) => period);
   const selfKey = selfStrides.join();
   for (const i of ownNodes) {
@@ -300,9 +308,9 @@ function describeBody(
     for (let k = 0; k < n; k++) {
       const first = operand(views, i, k);
       const strides = operandStrides(i, k);
-      let constant = true;
+      let constant = op[first] === Op.const;
       let value: number | undefined = val[first]!;
-      eachIteration(levels, (t) => {
+      if (constant && !single) eachIteration(levels, (t) => {
         let node = first;
         for (let l = 0; l < t.length; l++) node += t[l]! * strides[l]!;
         if (op[node] !== Op.const) constant = false;
@@ -338,13 +346,13 @@ function describeBody(
   let locals = 0;
   for (let s = 0; s < count; s++) {
     const first = ownNodes[s]!;
-    if (inIteration[s] === 0 || body.slots[s]!.op <= Op.arg) {
+    if (inIteration[s] === 0 || body.slots[s]!.op <= Op.arg || locals === MAX_BODY_LOCALS) {
       valueInLocal[s] = 0;
       continue;
     }
     local[s] = locals++;
-    let only = true;
-    eachIteration(levels, (t) => {
+    let only = uses[first] === inIteration[s] && !seeded[first];
+    if (only && !single) eachIteration(levels, (t) => {
       let node = first;
       for (let l = 0; l < t.length; l++) node += t[l]! * levels[l]!.period;
       only = uses[node] === inIteration[s] && !seeded[node];
@@ -397,13 +405,18 @@ function useCounts(views: TapeViews, from: number, to: number): Int32Array {
   return uses;
 }
 
-/** Nodes of straight code per segment: longer straight stretches are cut, so that no function of
- *  generated code is long (see FUNCTION_NODES). */
-const STRAIGHT_CHUNK = 2048;
+/** Nodes of straight code per segment: longer straight stretches are cut into bodies of their own,
+ *  which bounds their slot locals (see MAX_BODY_LOCALS). Measured on 16,749 nodes of straight
+ *  code (bench/codegen-cliffs.ts's straight tape at 12,000 ops), first call in µs/node by chunk
+ *  and function size: 128/128 1.5, 128/512 1.5-1.7, 128/2048 2.3-2.5, 512/512 4.6-5.2, 1024/1024
+ *  11-12, 4096/4096 40-42, 16384/16384 350-520; later replays the same (12-15 ns/node, loaded
+ *  machine). */
+const STRAIGHT_CHUNK = 128;
 
-/** Nodes of code per generated function. V8 compiles and optimises wasm per function: a long
- *  function takes long to optimise, so its replays run in the baseline tier for longer. */
-export const FUNCTION_NODES = 4096;
+/** Nodes of code per generated function (top-level bodies are grouped up to this). V8 compiles
+ *  wasm lazily and per function, first with Liftoff, whose cost grows faster than a function's
+ *  size (above). */
+export const FUNCTION_NODES = 512;
 
 /** A tape cut into loop nests, ready for emitting sweeps: `parts` are the top-level bodies each
  *  function of a sweep runs, in tape order. */
@@ -421,7 +434,8 @@ export function whyNoPlan(views: TapeViews, from: number, to: number): string {
   for (let i = from; i < to; i++) {
     if (OPERANDS[views.op[i]!] === 1 && views.b[i] !== views.a[i]) return `node ${i} is a unary op with two different operands (a hand-made tape)`;
   }
-  return `the tape does not fold into loops and straight code of at most ${MAX_SLOTS} nodes of code`;
+  return `the tape does not fold into at most ${MAX_SLOTS} nodes of code (loops, loops nested in their bodies, straight-line code): ` +
+    'longer straight-line code measured no faster than the interpreter';
 }
 
 /** Plans generated sweeps for nodes [from, to) of the tape in `views`, or returns null when the
@@ -455,5 +469,7 @@ export function planSweeps(views: TapeViews, from: number, to: number, outputs: 
     partSize += body.size;
   }
   if (part.length) parts.push(part);
-  return { bodies, parts, size: bodies.reduce((sum, b) => sum + b.size, 0) };
+  const size = bodies.reduce((sum, b) => sum + b.size, 0);
+  if (size > maxSlots) return null;
+  return { bodies, parts, size };
 }

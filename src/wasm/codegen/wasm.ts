@@ -5,8 +5,11 @@
 // ───────────────────────────── wasm encoding ─────────────────────────────
 
 export class Bytes {
-  buf = new Uint8Array(1 << 16);
+  buf: Uint8Array<ArrayBuffer>;
   len = 0;
+  constructor(capacity = 1024) {
+    this.buf = new Uint8Array(capacity);
+  }
   private readonly f64 = new Float64Array(1);
   private readonly f64Bytes = new Uint8Array(this.f64.buffer);
 
