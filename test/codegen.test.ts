@@ -327,6 +327,56 @@ describe('straight-line code: tapes without loops', () => {
   });
 });
 
+describe('non-periodic tapes: straight code cut into bodies and functions', () => {
+  // Ops and operands from a seeded sequence: nothing repeats, so every node is straight code,
+  // here over several 128-node bodies and several functions.
+  const scrambled = (seed: number, length: number) => (x: Var[]): Var => {
+    const nodes: Var[] = x.slice();
+    let state = seed >>> 0;
+    const next = (): number => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    const pick = (): Var => nodes[nodes.length - 1 - Math.floor(next() * Math.min(nodes.length, 300))]!;
+    const ops = [...DAG_OP_NAMES];
+    while (nodes.length < length) {
+      const r = next();
+      const a = pick(), b = pick();
+      nodes.push(r < 0.1 ? x[0]!.tape.select(a.gt(b), a, b.mul(next())) : r < 0.2 ? a.mul(next() - 0.5) : DAG_OPS[ops[Math.floor(next() * ops.length)]!](a, b));
+    }
+    let out = nodes[nodes.length - 1]!;
+    for (let k = 2; k < 8; k++) out = out.add(nodes[nodes.length - k]!);
+    return out;
+  };
+
+  it('replay exactly like the interpreter, at any inputs', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 2 ** 31 }),
+        fc.integer({ min: 600, max: 2500 }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.array(anyInput, { minLength: 18, maxLength: 18 }),
+        (seed, length, inputs, xs) => {
+          const at = Float64Array.from({ length: inputs }, (_, k) => 0.3 + 0.1 * k);
+          const ways = bothWays(scrambled(seed, length), inputs, at);
+          ways.check(at);
+          ways.check(Float64Array.from(xs), 3);
+          expect(ways.generated.generatedSweeps).toBe('active');
+          const { tape } = ways.generated.recorded!;
+          const plan = planSweeps(tape.engine.views, inputs, tape.size, [tape.size - 1])!;
+          expect(plan.bodies.every((b) => b.seg.count > 1 || b.seg.period <= 128)).toBe(true);
+          expect(plan.parts.length).toBeGreaterThan(1);
+        },
+      ),
+      { numRuns: 30 },
+    );
+  });
+
+  it(`past ${MAX_SLOTS} nodes of code the interpreter stays, and says why`, () => {
+    const f = compile(scrambled(7, MAX_SLOTS + 2000), { inputs: 2, at: [0.1, 0.2] });
+    expect(f.generatedSweeps).toBe('none');
+    expect(f.generatedSweepsReason).toMatch(/does not fold into at most 16384 nodes of code .*straight-line code measured no faster than the interpreter/);
+    expect(() => compile(scrambled(7, MAX_SLOTS + 2000), { inputs: 2, at: [0.1, 0.2], codegen: 'require' })).toThrow(/16384 nodes of code/);
+  });
+});
+
 describe('when the interpreter stays', () => {
   it(`a tape that does not fold into ${MAX_SLOTS} nodes of code is interpreted, and right`, () => {
     // Ops and operands picked by a pseudo-random sequence: nothing repeats for long.
