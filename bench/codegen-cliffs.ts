@@ -11,7 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import { compile, init, type Var } from '../src/index.ts';
 import { WasmBackend } from '../src/wasm/backend.ts';
-import { nestNeeds, type SweepPlan } from '../src/wasm/codegen/plan.ts';
+import { nestNeeds, planSweeps, type SweepPlan } from '../src/wasm/codegen/plan.ts';
+import { emitSweeps } from '../src/wasm/codegen/module.ts';
 import { gmmConstants, gmmData } from './workloads.ts';
 
 type CaseId = 'gmm' | 'nested' | 'straight';
@@ -182,6 +183,30 @@ async function child(id: CaseId, mode: 'generated' | 'interpreted'): Promise<voi
   }));
 }
 
+// Generation split into planning, emitting and compiling, best of 5 (the first includes warm-up
+// of the generator's own JS).
+async function phases(id: CaseId): Promise<void> {
+  await init();
+  const c = id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : straightCase();
+  const f = compile(c.fn, { inputs: c.inputs, codegen: false });
+  f.record(c.x);
+  const { tape } = f.recorded!;
+  const best = { plan: Infinity, emit: Infinity, compile: Infinity };
+  for (let k = 0; k < 5; k++) {
+    let t = now();
+    const plan = planSweeps(tape.engine.views, c.inputs, tape.size, f.recorded!.outputs);
+    best.plan = Math.min(best.plan, now() - t);
+    if (!plan) continue;
+    t = now();
+    const bytes = emitSweeps(plan, 'replay');
+    best.emit = Math.min(best.emit, now() - t);
+    t = now();
+    new WebAssembly.Module(bytes);
+    best.compile = Math.min(best.compile, now() - t);
+  }
+  console.log(JSON.stringify({ id, size: tape.size, ...best }));
+}
+
 function parent(only: CaseId[]): void {
   const here = dirname(fileURLToPath(import.meta.url));
   const rows: string[] = [];
@@ -207,5 +232,6 @@ function parent(only: CaseId[]): void {
 
 const arg = (name: string): string | undefined => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const caseArg = arg('case'), modeArg = arg('mode');
-if (modeArg) await child(caseArg as CaseId, modeArg as 'generated' | 'interpreted');
+if (modeArg === 'phases') await phases(caseArg as CaseId);
+else if (modeArg) await child(caseArg as CaseId, modeArg as 'generated' | 'interpreted');
 else parent(caseArg ? (caseArg.split(',') as CaseId[]) : CASES);

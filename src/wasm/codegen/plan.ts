@@ -236,16 +236,17 @@ const NEST_MIN_PERIOD = 24;
 
 interface Level { period: number; count: number }
 
-// Calls visit(nodeOffset, t) for every iteration of the nest, t the iteration indices: the node
-// of the first iteration plus nodeOffset is the same node at that iteration.
-function eachIteration(levels: readonly Level[], visit: (t: Int32Array) => boolean): void {
-  const t = new Int32Array(levels.length);
-  for (;;) {
-    if (!visit(t)) return;
-    let l = levels.length - 1;
-    while (l >= 0 && ++t[l]! === levels[l]!.count) t[l--] = 0;
-    if (l < 0) return;
-  }
+// Σ t_l · steps[l] over every iteration t of the nest (counts[l] iterations at level l): where the
+// instances of a node (or an operand) lie, from the first one.
+function iterationOffsets(levels: readonly Level[], steps: readonly number[]): Int32Array {
+  let offsets = Int32Array.of(0);
+  levels.forEach(({ count }, l) => {
+    if (count === 1) return;
+    const next = new Int32Array(offsets.length * count);
+    for (let t = 0, k = 0; t < count; t++) for (let o = 0; o < offsets.length; o++) next[k++] = offsets[o]! + t * steps[l]!;
+    offsets = next;
+  });
+  return offsets;
 }
 
 function describeBody(
@@ -310,13 +311,14 @@ function describeBody(
       const strides = operandStrides(i, k);
       let constant = op[first] === Op.const;
       let value: number | undefined = val[first]!;
-      if (constant && !single) eachIteration(levels, (t) => {
-        let node = first;
-        for (let l = 0; l < t.length; l++) node += t[l]! * strides[l]!;
-        if (op[node] !== Op.const) constant = false;
-        else if (!Object.is(val[node], value)) value = undefined;
-        return constant;
-      });
+      if (constant && !single) {
+        const offsets = iterationOffsets(levels, strides);
+        for (let k = 0; k < offsets.length && constant; k++) {
+          const node = first + offsets[k]!;
+          if (op[node] !== Op.const) constant = false;
+          else if (!Object.is(val[node], value)) value = undefined;
+        }
+      }
       if (!constant) value = undefined;
       const own = first >= seg.start && first < i ? slotOf[first - seg.start]! : -1;
       const slot = own >= 0 && strides.join() === selfKey ? own : -1;
@@ -344,6 +346,9 @@ function describeBody(
     }
   });
   let locals = 0;
+  // Candidates for an adjoint in a local: used only in their iteration at every iteration.
+  // Checked iteration by iteration (nodes of one iteration are near each other in memory).
+  const candidates: number[] = [];
   for (let s = 0; s < count; s++) {
     const first = ownNodes[s]!;
     if (inIteration[s] === 0 || body.slots[s]!.op <= Op.arg || locals === MAX_BODY_LOCALS) {
@@ -351,14 +356,20 @@ function describeBody(
       continue;
     }
     local[s] = locals++;
-    let only = uses[first] === inIteration[s] && !seeded[first];
-    if (only && !single) eachIteration(levels, (t) => {
-      let node = first;
-      for (let l = 0; l < t.length; l++) node += t[l]! * levels[l]!.period;
-      only = uses[node] === inIteration[s] && !seeded[node];
-      return only;
-    });
-    adjointInLocal[s] = only ? 1 : 0;
+    if (uses[first] === inIteration[s] && !seeded[first]) {
+      adjointInLocal[s] = 1;
+      candidates.push(s);
+    }
+  }
+  if (candidates.length && !single) {
+    const offsets = iterationOffsets(levels, selfStrides);
+    for (let k = 1; k < offsets.length; k++) {
+      const o = offsets[k]!;
+      for (const s of candidates) {
+        const node = ownNodes[s]! + o;
+        if (uses[node] !== inIteration[s] || seeded[node]) adjointInLocal[s] = 0;
+      }
+    }
   }
   body.local = local;
   body.adjointInLocal = adjointInLocal;
@@ -391,15 +402,19 @@ export function nestNeeds(bodies: readonly Body[]): { levels: number; pointers: 
   return { levels, pointers, slotLocals };
 }
 
-// How many operand references each node has among nodes [from, to).
-function useCounts(views: TapeViews, from: number, to: number): Int32Array {
+// How many operand references each node has among nodes [from, to), or null when a unary op has
+// two different operands.
+function useCounts(views: TapeViews, from: number, to: number): Int32Array | null {
   const { op, a, b } = views;
+  const operands = OPERANDS;
   const uses = new Int32Array(to);
   for (let i = from; i < to; i++) {
-    const n = OPERANDS[op[i]!]!;
+    const n = operands[op[i]!]!;
     if (n === 0) continue;
-    uses[a[i]!]++;
-    if (n > 1) uses[b[i]!]++;
+    const x = a[i]!, z = b[i]!;
+    uses[x]++;
+    if (n > 1) uses[z]++;
+    else if (z !== x) return null;
     if (n > 2) uses[a[i - 1]!]++;
   }
   return uses;
@@ -444,10 +459,10 @@ export function whyNoPlan(views: TapeViews, from: number, to: number): string {
 export function planSweeps(views: TapeViews, from: number, to: number, outputs: ArrayLike<number>, maxSlots = MAX_SLOTS): SweepPlan | null {
   // Unary ops record their operand twice (b = a), which the tangent rules below rely on; only a
   // hand-made byte string could say otherwise, and then the interpreter runs it.
-  for (let i = from; i < to; i++) if (OPERANDS[views.op[i]!] === 1 && views.b[i] !== views.a[i]) return null;
+  const uses = useCounts(views, from, to);
+  if (!uses) return null;
   const segments = planSegments(views, from, to, maxSlots);
   if (!segments) return null;
-  const uses = useCounts(views, from, to);
   const seeded = new Uint8Array(to);
   for (let k = 0; k < outputs.length; k++) seeded[outputs[k]!] = 1;
   const chunked: Segment[] = [];
