@@ -236,17 +236,26 @@ const NEST_MIN_PERIOD = 24;
 
 interface Level { period: number; count: number }
 
-// Σ t_l · steps[l] over every iteration t of the nest (counts[l] iterations at level l): where the
-// instances of a node (or an operand) lie, from the first one.
-function iterationOffsets(levels: readonly Level[], steps: readonly number[]): Int32Array {
-  let offsets = Int32Array.of(0);
-  levels.forEach(({ count }, l) => {
-    if (count === 1) return;
-    const next = new Int32Array(offsets.length * count);
-    for (let t = 0, k = 0; t < count; t++) for (let o = 0; o < offsets.length; o++) next[k++] = offsets[o]! + t * steps[l]!;
-    offsets = next;
-  });
-  return offsets;
+// Visits every iteration of the nest after the first, innermost loop fastest, with nodes[k]
+// moved to track k's node at that iteration (strides[k·L + l]: its stride over loop l, L loops),
+// while `visit` returns true. Iteration after iteration, the nodes read are near each other.
+function walkIterations(levels: readonly Level[], strides: Int32Array, nodes: Int32Array, visit: () => boolean): void {
+  const L = levels.length, tracks = nodes.length;
+  const t = new Int32Array(L);
+  for (;;) {
+    let l = L - 1;
+    for (; l >= 0; l--) {
+      const count = levels[l]!.count;
+      if (t[l]! + 1 < count) {
+        t[l]!++;
+        for (let k = 0; k < tracks; k++) nodes[k]! += strides[k * L + l]!;
+        break;
+      }
+      for (let k = 0; k < tracks; k++) nodes[k]! -= (count - 1) * strides[k * L + l]!;
+      t[l] = 0;
+    }
+    if (l < 0 || !visit()) return;
+  }
 }
 
 function describeBody(
@@ -300,6 +309,9 @@ function describeBody(
     return g;
   };
   const single = seg.count === 1 && outerLevels.every((l) => l.count === 1);
+  // Operands that are constants at the first iteration: constants at every one? (then no
+  // adjoint), with the same value? (then an immediate)
+  const constants: Ref[] = [];
   const selfStrides = levels.map(({ period }) => period);
   const selfKey = selfStrides.join();
   for (const i of ownNodes) {
@@ -309,24 +321,40 @@ function describeBody(
     for (let k = 0; k < n; k++) {
       const first = operand(views, i, k);
       const strides = operandStrides(i, k);
-      let constant = op[first] === Op.const;
-      let value: number | undefined = val[first]!;
-      if (constant && !single) {
-        const offsets = iterationOffsets(levels, strides);
-        for (let k = 0; k < offsets.length && constant; k++) {
-          const node = first + offsets[k]!;
-          if (op[node] !== Op.const) constant = false;
-          else if (!Object.is(val[node], value)) value = undefined;
-        }
-      }
-      if (!constant) value = undefined;
+      const constant = op[first] === Op.const;
       const own = first >= seg.start && first < i ? slotOf[first - seg.start]! : -1;
       const slot = own >= 0 && strides.join() === selfKey ? own : -1;
-      refs.push({ first, strides, constant, value, group: value === undefined ? groupOf(strides, first) : -1, slot });
+      const ref: Ref = { first, strides, constant, value: constant ? val[first]! : undefined, group: -1, slot };
+      if (constant && !single) constants.push(ref);
+      refs.push(ref);
     }
     const self: Ref = { first: i, strides: selfStrides, constant: false, value: undefined, group: groupOf(selfStrides, i), slot: body.slots.length };
     body.slots.push({ op: code, self, refs });
   }
+  if (constants.length) {
+    const L = levels.length;
+    const nodes = Int32Array.from(constants, (r) => r.first);
+    const strides = new Int32Array(constants.length * L);
+    constants.forEach((r, k) => strides.set(r.strides, k * L));
+    const alive = new Uint8Array(constants.length).fill(1);
+    let left = constants.length;
+    walkIterations(levels, strides, nodes, () => {
+      for (let k = 0; k < constants.length; k++) {
+        if (!alive[k]) continue;
+        const r = constants[k]!, node = nodes[k]!;
+        if (op[node] !== Op.const) {
+          r.constant = false;
+          r.value = undefined;
+          alive[k] = 0;
+          left--;
+        } else if (r.value !== undefined && !Object.is(val[node], r.value)) {
+          r.value = undefined;
+        }
+      }
+      return left > 0;
+    });
+  }
+  for (const { refs } of body.slots) for (const r of refs) if (r.value === undefined) r.group = groupOf(r.strides, r.first);
   // Every pointer of an inner loop starts from one of this body's pointers.
   for (const item of body.items) {
     if (typeof item === 'number') continue;
@@ -362,14 +390,21 @@ function describeBody(
     }
   }
   if (candidates.length && !single) {
-    const offsets = iterationOffsets(levels, selfStrides);
-    for (let k = 1; k < offsets.length; k++) {
-      const o = offsets[k]!;
-      for (const s of candidates) {
-        const node = ownNodes[s]! + o;
-        if (uses[node] !== inIteration[s] || seeded[node]) adjointInLocal[s] = 0;
+    const L = levels.length;
+    const nodes = Int32Array.from(candidates, (s) => ownNodes[s]!);
+    const strides = new Int32Array(candidates.length * L);
+    candidates.forEach((_, k) => strides.set(selfStrides, k * L));
+    let left = candidates.length;
+    walkIterations(levels, strides, nodes, () => {
+      for (let k = 0; k < candidates.length; k++) {
+        const s = candidates[k]!, node = nodes[k]!;
+        if (adjointInLocal[s] && (uses[node] !== inIteration[s] || seeded[node])) {
+          adjointInLocal[s] = 0;
+          left--;
+        }
       }
-    }
+      return left > 0;
+    });
   }
   body.local = local;
   body.adjointInLocal = adjointInLocal;
