@@ -3,6 +3,7 @@
 // runs in its own process, so no JIT state or heap carries over:
 //   npx tsx bench/codegen-cliffs.ts                 # every case, generated and interpreted, a table
 //   npx tsx bench/codegen-cliffs.ts --case=gmm --mode=generated   # one child (prints JSON)
+//   npx tsx bench/codegen-cliffs.ts --sweep=straight              # straight code by length and function size
 // Per case: recording alone (interpreted run), the first call with codegen (record + plan + emit +
 // compile), the generation alone, the next 20 gradients (mean ns/node), the steady state (median
 // ns/node after 1 s of gradients) and peak RSS against the interpreted run.
@@ -11,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import { compile, init, type Var } from '../src/index.ts';
 import { WasmBackend } from '../src/wasm/backend.ts';
-import { nestNeeds, planSweeps, type SweepPlan } from '../src/wasm/codegen/plan.ts';
+import { nestNeeds, planSizes, planSweeps, type SweepPlan } from '../src/wasm/codegen/plan.ts';
 import { emitSweeps } from '../src/wasm/codegen/module.ts';
 import { gmmConstants, gmmData } from './workloads.ts';
 
@@ -106,14 +107,14 @@ function nestedCase(): Case {
   return { fn, inputs, x, what: 'outer loop of 300 iterations, ~3.9k-node body holding an inner loop of 24 × 155 nodes' };
 }
 
-// 10^5 nodes of random ops on random earlier nodes (seeded): no period anywhere.
-function straightCase(): Case {
+// 10^5 random ops on random recent nodes (seeded): no period anywhere.
+function straightCase(ops = 100_000): Case {
   const inputs = 32;
   const fn = (x: Var[]): Var => {
     const rand = mulberry32(12);
     const nodes: Var[] = x.slice();
     const pick = (): Var => nodes[nodes.length - 1 - Math.floor(rand() * Math.min(nodes.length, 40))]!;
-    while (nodes.length < 100_000) {
+    while (nodes.length < ops) {
       const r = rand();
       const a = pick(), b = pick();
       const v = r < 0.3 ? a.add(b) : r < 0.5 ? a.mul(b) : r < 0.65 ? a.sub(b) : r < 0.8 ? a.mul(rand() - 0.5) : r < 0.9 ? a.square().add(b) : r < 0.95 ? a.tanh() : a.abs().add(1).sqrt();
@@ -124,7 +125,7 @@ function straightCase(): Case {
     return s;
   };
   const x = Float64Array.from({ length: inputs }, (_, i) => 0.05 * i - 0.7);
-  return { fn, inputs, x, what: 'non-periodic 10^5-node tape (random ops on recent nodes)' };
+  return { fn, inputs, x, what: `non-periodic tape of ${ops} random ops on recent nodes` };
 }
 
 const now = (): number => performance.now();
@@ -138,7 +139,12 @@ function planFacts(f: { recorded: { tape: { engine: unknown } } | null }): Recor
 
 async function child(id: CaseId, mode: 'generated' | 'interpreted'): Promise<void> {
   await init();
-  const c = id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : straightCase();
+  // The sweep over straight-code sizes (--sweep=straight) sets the planner's sizes per child.
+  const ops = Number(arg('ops') ?? 100_000);
+  planSizes.maxSlots = Number(arg('max') ?? planSizes.maxSlots);
+  planSizes.straightChunk = Number(arg('chunk') ?? planSizes.straightChunk);
+  planSizes.functionNodes = Number(arg('fn') ?? planSizes.functionNodes);
+  const c = id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : straightCase(ops);
   let generateMs = 0;
   const original = WasmBackend.prototype.generateSweeps;
   WasmBackend.prototype.generateSweeps = function (this: WasmBackend, ...args: Parameters<typeof original>) {
@@ -175,6 +181,7 @@ async function child(id: CaseId, mode: 'generated' | 'interpreted'): Promise<voi
   const ns = (ms: number): number => (ms * 1e6) / size;
   console.log(JSON.stringify({
     id, mode, size, recordMs, generateMs, firstMs,
+    firstNsPerNode: ns(firstMs),
     next20NsPerNode: ns(next.reduce((s, v) => s + v, 0) / next.length),
     firstReplaysNs: next.map((v) => Math.round(ns(v) * 10) / 10),
     steadyNsPerNode: ns(steady[steady.length >> 1]!),
@@ -207,31 +214,87 @@ async function phases(id: CaseId): Promise<void> {
   console.log(JSON.stringify({ id, size: tape.size, ...best }));
 }
 
+// Each (case, mode) runs RUNS times, the modes alternating, and each figure is the median: the
+// machine may be shared, and a load spike in one child would otherwise decide a ratio.
+const RUNS = 3;
+
 function parent(only: CaseId[]): void {
   const here = dirname(fileURLToPath(import.meta.url));
-  const rows: string[] = [];
+  const rows: string[] = [], reasons: string[] = [];
+  type Result = Record<string, number> & { generated: string; reason: string | null };
   for (const id of only) {
-    const run = (mode: string): Record<string, number & string> => {
+    const run = (mode: string): Result => {
       const r = spawnSync(process.execPath, ['--import', 'tsx', join(here, 'codegen-cliffs.ts'), `--case=${id}`, `--mode=${mode}`], { encoding: 'utf8' });
       if (r.status !== 0) throw new Error(`${id} ${mode} failed:\n${r.stderr}`);
-      const result = JSON.parse(r.stdout.trim().split('\n').pop()!);
+      const result = JSON.parse(r.stdout.trim().split('\n').pop()!) as Result;
       console.error(JSON.stringify(result));
       return result;
     };
-    const g = run('generated'), i = run('interpreted');
+    const gs: Result[] = [], is: Result[] = [];
+    for (let k = 0; k < RUNS; k++) {
+      gs.push(run('generated'));
+      is.push(run('interpreted'));
+    }
+    const median = (xs: number[]): number => xs.sort((p, q) => p - q)[xs.length >> 1]!;
+    const g = (key: string): number => median(gs.map((r) => r[key]!));
+    const i = (key: string): number => median(is.map((r) => r[key]!));
+    // Recording alone, in the same process as the first call: the first call records, then generates.
+    const recording = median(gs.map((r) => r.recordMs! - r.generateMs!));
+    const first = median(gs.map((r) => r.recordMs! / (r.recordMs! - r.generateMs!)));
     const f = (v: number, digits = 1): string => v.toFixed(digits);
+    const code = gs[0]!.generated === 'active' ? `${gs[0]!.codeNodes} in ${gs[0]!.functions} functions` : 'none: interpreted';
+    if (gs[0]!.reason) reasons.push(`${id}: ${gs[0]!.reason}`);
     rows.push(
-      `| ${id} | ${(g.size / 1e6).toFixed(2)} M | ${f(i.recordMs, 0)} ms | ${f(g.generateMs, 0)} ms | ${f(g.recordMs + g.firstMs, 0)} ms (${f((g.recordMs + g.firstMs) / (i.recordMs + i.firstMs), 2)}× interpreted) ` +
-      `| ${f(g.recordMs / i.recordMs, 2)}× | ${f(g.next20NsPerNode, 2)} (${f(i.next20NsPerNode, 2)}) | ${f(g.steadyNsPerNode, 2)} (${f(i.steadyNsPerNode, 2)}) | ${f(g.rssMB, 0)} MB (${f(g.rssMB / i.rssMB, 2)}×) |`,
+      `| ${id} | ${(g('size') / 1e6).toFixed(2)} M | ${code} | ${f(recording, 0)} ms | ${f(g('generateMs'), 0)} ms | ${f(first, 2)}× ` +
+      `| ${f(g('next20NsPerNode'), 2)} (${f(i('next20NsPerNode'), 2)}) | ${f(g('steadyNsPerNode'), 2)} (${f(i('steadyNsPerNode'), 2)}) | ${f(g('rssMB'), 0)} MB (${f(g('rssMB') / i('rssMB'), 2)}×) |`,
     );
   }
-  console.log('| tape | nodes | recording | generation | record + generate + first gradient | first call / recording | next 20 gradients, ns/node (interpreted) | steady ns/node (interpreted) | peak RSS (× interpreted) |');
+  console.log(`Medians of ${RUNS} runs per mode, one process each. ns/node: per gradient (forward + reverse) per tape node; interpreted in parentheses.\n`);
+  console.log('| tape | nodes | nodes of code | recording | generation | first call ÷ recording | gradients 2–21, ns/node | steady, ns/node | peak RSS (× interpreted) |');
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const r of rows) console.log(r);
+  for (const r of reasons) console.log(`\n${r}`);
+}
+
+// Generated straight-line code against the interpreter by tape length (the limit lifted), and
+// by body and function size at one length: the measurements behind MAX_SLOTS, STRAIGHT_CHUNK and
+// FUNCTION_NODES.
+function straightSweep(): void {
+  const here = dirname(fileURLToPath(import.meta.url));
+  type Result = Record<string, number>;
+  const run = (args: string[]): Result => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', join(here, 'codegen-cliffs.ts'), '--case=straight', ...args], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`straight ${args.join(' ')} failed:\n${r.stderr}`);
+    const result = JSON.parse(r.stdout.trim().split('\n').pop()!) as Result;
+    console.error(JSON.stringify({ args, ...result, firstReplaysNs: undefined }));
+    return result;
+  };
+  const median = (xs: number[]): number => xs.sort((p, q) => p - q)[xs.length >> 1]!;
+  const f = (v: number, digits = 1): string => v.toFixed(digits);
+  console.log('| ops | nodes | generated, steady ns/node | interpreted | generated / interpreted |');
+  console.log('| --- | --- | --- | --- | --- |');
+  for (const ops of [3000, 12000, 40000]) {
+    const gs: Result[] = [], is: Result[] = [];
+    for (let k = 0; k < RUNS; k++) {
+      gs.push(run([`--ops=${ops}`, '--max=100000000', '--mode=generated']));
+      is.push(run([`--ops=${ops}`, '--mode=interpreted']));
+    }
+    const g = median(gs.map((r) => r.steadyNsPerNode!)), i = median(is.map((r) => r.steadyNsPerNode!));
+    console.log(`| ${ops} | ${gs[0]!.size} | ${f(g, 2)} | ${f(i, 2)} | ${f(g / i, 2)} |`);
+  }
+  console.log('\n| body nodes | function nodes | first call, µs/node | gradients 2–21, ns/node | steady, ns/node |');
+  console.log('| --- | --- | --- | --- | --- |');
+  for (const [chunk, fn] of [[128, 128], [128, 512], [128, 2048], [512, 512], [1024, 1024], [4096, 4096], [16384, 16384]]) {
+    const gs: Result[] = [];
+    for (let k = 0; k < RUNS; k++) gs.push(run(['--ops=12000', '--max=100000000', `--chunk=${chunk}`, `--fn=${fn}`, '--mode=generated']));
+    const m = (key: string): number => median(gs.map((r) => r[key]!));
+    console.log(`| ${chunk} | ${fn} | ${f(m('firstNsPerNode') / 1000, 2)} | ${f(m('next20NsPerNode'), 2)} | ${f(m('steadyNsPerNode'), 2)} |`);
+  }
 }
 
 const arg = (name: string): string | undefined => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const caseArg = arg('case'), modeArg = arg('mode');
 if (modeArg === 'phases') await phases(caseArg as CaseId);
 else if (modeArg) await child(caseArg as CaseId, modeArg as 'generated' | 'interpreted');
+else if (arg('sweep') === 'straight') straightSweep();
 else parent(caseArg ? (caseArg.split(',') as CaseId[]) : CASES);

@@ -461,12 +461,15 @@ function useCounts(views: TapeViews, from: number, to: number): Int32Array | nul
  *  and function size: 128/128 1.5, 128/512 1.5-1.7, 128/2048 2.3-2.5, 512/512 4.6-5.2, 1024/1024
  *  11-12, 4096/4096 40-42, 16384/16384 350-520; later replays the same (12-15 ns/node, loaded
  *  machine). */
-const STRAIGHT_CHUNK = 128;
+export const STRAIGHT_CHUNK = 128;
 
 /** Nodes of code per generated function (top-level bodies are grouped up to this). V8 compiles
  *  wasm lazily and per function, first with Liftoff, whose cost grows faster than a function's
  *  size (above). */
 export const FUNCTION_NODES = 512;
+
+/** The sizes planSweeps uses. Only bench/codegen-cliffs.ts changes them, to measure the choice. */
+export const planSizes = { maxSlots: MAX_SLOTS, straightChunk: STRAIGHT_CHUNK, functionNodes: FUNCTION_NODES };
 
 /** A tape cut into loop nests, ready for emitting sweeps: `parts` are the top-level bodies each
  *  function of a sweep runs, in tape order. */
@@ -491,7 +494,8 @@ export function whyNoPlan(views: TapeViews, from: number, to: number): string {
 /** Plans generated sweeps for nodes [from, to) of the tape in `views`, or returns null when the
  *  tape does not suit generated code. `outputs`: the nodes a reverse sweep may be seeded at (their
  *  adjoints stay in memory). */
-export function planSweeps(views: TapeViews, from: number, to: number, outputs: ArrayLike<number>, maxSlots = MAX_SLOTS): SweepPlan | null {
+export function planSweeps(views: TapeViews, from: number, to: number, outputs: ArrayLike<number>, maxSlots = planSizes.maxSlots): SweepPlan | null {
+  const { straightChunk, functionNodes } = planSizes;
   // Unary ops record their operand twice (b = a), which the tangent rules below rely on; only a
   // hand-made byte string could say otherwise, and then the interpreter runs it.
   const uses = useCounts(views, from, to);
@@ -503,14 +507,14 @@ export function planSweeps(views: TapeViews, from: number, to: number, outputs: 
   const chunked: Segment[] = [];
   for (const seg of segments) {
     if (seg.count > 1) chunked.push(seg);
-    else for (let s = seg.start; s < seg.start + seg.period; s += STRAIGHT_CHUNK) chunked.push({ start: s, period: Math.min(STRAIGHT_CHUNK, seg.start + seg.period - s), count: 1 });
+    else for (let s = seg.start; s < seg.start + seg.period; s += straightChunk) chunked.push({ start: s, period: Math.min(straightChunk, seg.start + seg.period - s), count: 1 });
   }
   const bodies = chunked.map((seg) => describeBody(views, seg, null, [], uses, seeded));
   for (const body of bodies) layoutNest(body, 0, 0);
   const parts: Body[][] = [];
   let part: Body[] = [], partSize = 0;
   for (const body of bodies) {
-    if (part.length && partSize + body.size > FUNCTION_NODES) {
+    if (part.length && partSize + body.size > functionNodes) {
       parts.push(part);
       part = [];
       partSize = 0;
