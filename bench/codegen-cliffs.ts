@@ -194,24 +194,28 @@ async function child(id: CaseId, mode: 'generated' | 'interpreted'): Promise<voi
 // of the generator's own JS).
 async function phases(id: CaseId): Promise<void> {
   await init();
-  const c = id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : straightCase();
+  planSizes.maxSlots = Number(arg('max') ?? planSizes.maxSlots);
+  const c = id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : straightCase(Number(arg('ops') ?? 100_000));
   const f = compile(c.fn, { inputs: c.inputs, codegen: false });
   f.record(c.x);
   const { tape } = f.recorded!;
   const best = { plan: Infinity, emit: Infinity, compile: Infinity };
+  const firstPlan: number[] = [];
   for (let k = 0; k < 5; k++) {
     let t = now();
     const plan = planSweeps(tape.engine.views, c.inputs, tape.size, f.recorded!.outputs);
     best.plan = Math.min(best.plan, now() - t);
+    if (k === 0) firstPlan.push(now() - t);
     if (!plan) continue;
     t = now();
     const bytes = emitSweeps(plan, 'replay');
     best.emit = Math.min(best.emit, now() - t);
+    if (k === 0) firstPlan.push(now() - t);
     t = now();
     new WebAssembly.Module(bytes);
     best.compile = Math.min(best.compile, now() - t);
   }
-  console.log(JSON.stringify({ id, size: tape.size, ...best }));
+  console.log(JSON.stringify({ id, size: tape.size, ...best, firstPlan: firstPlan[0], firstEmit: firstPlan[1] }));
 }
 
 // Each (case, mode) runs RUNS times, the modes alternating, and each figure is the median: the

@@ -11,6 +11,7 @@ import {
   TapegradError, compile, defineFunction, init, type CompilableFunction, type CompiledFunction, type Var,
 } from '../src/index.ts';
 import { planSegments, planSweeps, MAX_SLOTS } from '../src/wasm/codegen/index.ts';
+import { STRAIGHT_CHUNK } from '../src/wasm/codegen/plan.ts';
 import type { WasmBackend } from '../src/wasm/backend.ts';
 import { DAG_OPS, DAG_OP_NAMES, dagArbitrary, dagSum, type DagOpName } from './dag-arbitrary.ts';
 
@@ -329,7 +330,7 @@ describe('straight-line code: tapes without loops', () => {
 
 describe('non-periodic tapes: straight code cut into bodies and functions', () => {
   // Ops and operands from a seeded sequence: nothing repeats, so every node is straight code,
-  // here over several 128-node bodies and several functions.
+  // here over several bodies and several functions.
   const scrambled = (seed: number, length: number) => (x: Var[]): Var => {
     const nodes: Var[] = x.slice();
     let state = seed >>> 0;
@@ -361,7 +362,7 @@ describe('non-periodic tapes: straight code cut into bodies and functions', () =
           expect(ways.generated.generatedSweeps).toBe('active');
           const { tape } = ways.generated.recorded!;
           const plan = planSweeps(tape.engine.views, inputs, tape.size, [tape.size - 1])!;
-          expect(plan.bodies.every((b) => b.seg.count > 1 || b.seg.period <= 128)).toBe(true);
+          expect(plan.bodies.every((b) => b.seg.count > 1 || b.seg.period <= STRAIGHT_CHUNK)).toBe(true);
           expect(plan.parts.length).toBeGreaterThan(1);
         },
       ),

@@ -226,9 +226,10 @@ export interface Body {
 // (Lax-Wendroff's 889-node body: forward 0.60 ms reloading, 0.95 ms keeping every value).
 const VALUE_REACH = 16;
 
-// Slot locals per body at most: V8's baseline compiler (Liftoff) merges the state of every local
-// at each branch of the reverse sweep, so a function's first call costs locals × branches. The
-// GMM tape's old 3,386-node body, with a local per slot, took 0.9 s to its first result.
+// Slot locals per body at most: the first call of a generated function (V8 compiles it then,
+// with its baseline compiler, Liftoff) grew much faster than its size once it had thousands of
+// nodes and locals (STRAIGHT_CHUNK's figures); the GMM tape's old 3,386-node body, a local per
+// slot, took 0.9 s to its first result.
 const MAX_BODY_LOCALS = 128;
 
 // Loop bodies at least this long are searched for inner loops (a loop needs 16 nodes of saving).
@@ -455,17 +456,18 @@ function useCounts(views: TapeViews, from: number, to: number): Int32Array | nul
   return uses;
 }
 
-/** Nodes of straight code per segment: longer straight stretches are cut into bodies of their own,
- *  which bounds their slot locals (see MAX_BODY_LOCALS). Measured on 16,749 nodes of straight
- *  code (bench/codegen-cliffs.ts's straight tape at 12,000 ops), first call in µs/node by chunk
- *  and function size: 128/128 1.5, 128/512 1.5-1.7, 128/2048 2.3-2.5, 512/512 4.6-5.2, 1024/1024
- *  11-12, 4096/4096 40-42, 16384/16384 350-520; later replays the same (12-15 ns/node, loaded
- *  machine). */
-export const STRAIGHT_CHUNK = 128;
+/** Nodes of straight code per body: longer straight stretches are cut into bodies of their own.
+ *  Measured on 16,749 nodes of random straight code (`bench/codegen-cliffs.ts --sweep=straight`,
+ *  medians of 3, loaded machine), body/function nodes: first call µs/node, gradients 2-21 and
+ *  steady ns/node: 128/128 1.64, 31.7, 8.6; 128/512 2.80, 24.6, 7.8; 512/512 2.77, 22.9, 5.7;
+ *  1024/1024 3.36, 30.1, 5.1; 4096/4096 4.38, 65.1, 4.6; 16384/16384 5.41, 41.5, 11.6. Before
+ *  MAX_BODY_LOCALS (measured the same way), one 16,384-node function's first call took 350-520
+ *  µs/node. */
+export const STRAIGHT_CHUNK = 512;
 
 /** Nodes of code per generated function (top-level bodies are grouped up to this). V8 compiles
- *  wasm lazily and per function, first with Liftoff, whose cost grows faster than a function's
- *  size (above). */
+ *  wasm lazily and per function, first with Liftoff, then optimises each hot function on its own
+ *  (figures above). */
 export const FUNCTION_NODES = 512;
 
 /** The sizes planSweeps uses. Only bench/codegen-cliffs.ts changes them, to measure the choice. */
