@@ -1,5 +1,6 @@
 // The replay emitter: the function bodies of the forward sweep and the reverse sweep (values and
-// adjoints), with the loop, pointer and truthiness helpers the tangent emitter shares.
+// adjoints), with the loop-nest walker, local layout and truthiness helper the tangent emitter
+// shares.
 import { Op } from '../../ops.ts';
 import { nestNeeds, type Body, type Ref } from './plan.ts';
 import { COMPARISON, FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, NATIVE_BINARY, NATIVE_PARTIAL, ZERO_GRADIENT } from './rules.ts';

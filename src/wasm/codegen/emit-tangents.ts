@@ -7,7 +7,7 @@ import {
   FN_PARTIAL_Z, FN_PARTIAL_Z_TANGENT, FN_PARTIALS, FN_PARTIALS_TANGENT, LINEAR, SECOND_ORDER, TANGENT_PARTIAL, ZERO_GRADIENT,
 } from './rules.ts';
 import {
-  Bytes, memarg, F64, I32, W_Call, W_Else, W_End, W_F64Add, W_F64Eq, W_F64Load, W_F64Mul, W_F64Ne, W_F64Store,
+  Bytes, memarg, F64, W_Call, W_Else, W_End, W_F64Add, W_F64Eq, W_F64Load, W_F64Mul, W_F64Ne, W_F64Store,
   W_I32And, W_I32Or, W_If, W_Select, W_Void,
 } from './wasm.ts';
 

@@ -1,5 +1,6 @@
-// Module assembly: wraps a plan's two sweep functions (replay or tangents) in a wasm module that
-// imports the core's memory and rule functions and exports the sweeps.
+// Module assembly: wraps a plan's two sweeps (replay or tangents), each one function per part of
+// the plan, in a wasm module that imports the core's memory and rule functions and exports the
+// sweeps.
 import { emitForward, emitReverse } from './emit-replay.ts';
 import { emitReverseTangent, emitTangent } from './emit-tangents.ts';
 import type { SweepPlan } from './plan.ts';

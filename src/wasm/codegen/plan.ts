@@ -459,8 +459,8 @@ function useCounts(views: TapeViews, from: number, to: number): Int32Array | nul
 /** Nodes of straight code per body: longer straight stretches are cut into bodies of their own.
  *  Measured on 16,749 nodes of random straight code (`bench/codegen-cliffs.ts --sweep=straight`,
  *  medians of 3, loaded machine), body/function nodes: first call µs/node, gradients 2-21 and
- *  steady ns/node: 128/128 1.64, 31.7, 8.6; 128/512 2.80, 24.6, 7.8; 512/512 2.77, 22.9, 5.7;
- *  1024/1024 3.36, 30.1, 5.1; 4096/4096 4.38, 65.1, 4.6; 16384/16384 5.41, 41.5, 11.6. Before
+ *  steady ns/node: 128/128 1.60, 20.0, 7.2; 128/512 2.30, 20.0, 7.3; 512/512 2.68, 20.1, 5.4;
+ *  1024/1024 3.18, 34.1, 4.7; 4096/4096 4.61, 35.9, 4.6; 16384/16384 4.94, 18.7, 11.3. Before
  *  MAX_BODY_LOCALS (measured the same way), one 16,384-node function's first call took 350-520
  *  µs/node. */
 export const STRAIGHT_CHUNK = 512;
