@@ -275,16 +275,20 @@ function straightSweep(): void {
   };
   const median = (xs: number[]): number => xs.sort((p, q) => p - q)[xs.length >> 1]!;
   const f = (v: number, digits = 1): string => v.toFixed(digits);
-  console.log('| ops | nodes | generated, steady ns/node | interpreted | generated / interpreted |');
-  console.log('| --- | --- | --- | --- | --- |');
-  for (const ops of [3000, 12000, 40000]) {
+  console.log('| ops | nodes | recording | generation | gradients 2–21, ns/node | steady, ns/node | steady, generated / interpreted |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- |');
+  for (const ops of [3000, 6000, 12000, 40000]) {
     const gs: Result[] = [], is: Result[] = [];
     for (let k = 0; k < RUNS; k++) {
       gs.push(run([`--ops=${ops}`, '--max=100000000', '--mode=generated']));
       is.push(run([`--ops=${ops}`, '--mode=interpreted']));
     }
-    const g = median(gs.map((r) => r.steadyNsPerNode!)), i = median(is.map((r) => r.steadyNsPerNode!));
-    console.log(`| ${ops} | ${gs[0]!.size} | ${f(g, 2)} | ${f(i, 2)} | ${f(g / i, 2)} |`);
+    const g = (key: string): number => median(gs.map((r) => r[key]!)), i = (key: string): number => median(is.map((r) => r[key]!));
+    const recording = median(gs.map((r) => r.recordMs! - r.generateMs!));
+    console.log(
+      `| ${ops} | ${gs[0]!.size} | ${f(recording, 0)} ms | ${f(g('generateMs'), 0)} ms | ${f(g('next20NsPerNode'), 1)} (${f(i('next20NsPerNode'), 1)}) ` +
+      `| ${f(g('steadyNsPerNode'), 2)} (${f(i('steadyNsPerNode'), 2)}) | ${f(g('steadyNsPerNode') / i('steadyNsPerNode'), 2)} |`,
+    );
   }
   console.log('\n| body nodes | function nodes | first call, µs/node | gradients 2–21, ns/node | steady, ns/node |');
   console.log('| --- | --- | --- | --- | --- |');

@@ -460,7 +460,8 @@ function useCounts(views: TapeViews, from: number, to: number): Int32Array | nul
  *  Measured on 16,749 nodes of random straight code (`bench/codegen-cliffs.ts --sweep=straight`,
  *  medians of 3, loaded machine), body/function nodes: first call µs/node, gradients 2-21 and
  *  steady ns/node: 128/128 1.60, 20.0, 7.2; 128/512 2.30, 20.0, 7.3; 512/512 2.68, 20.1, 5.4;
- *  1024/1024 3.18, 34.1, 4.7; 4096/4096 4.61, 35.9, 4.6; 16384/16384 4.94, 18.7, 11.3. Before
+ *  1024/1024 3.18, 34.1, 4.7; 4096/4096 4.61, 35.9, 4.6; 16384/16384 4.94, 18.7, 11.3 (another
+ *  run: 512/512 2.66, 24.0, 6.1; 4096/4096 4.25, 99.6, 9.9; the machine was shared). Before
  *  MAX_BODY_LOCALS (measured the same way), one 16,384-node function's first call took 350-520
  *  µs/node. */
 export const STRAIGHT_CHUNK = 512;
