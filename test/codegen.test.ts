@@ -10,7 +10,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   TapegradError, compile, defineFunction, init, type CompilableFunction, type CompiledFunction, type Var,
 } from '../src/index.ts';
-import { planSegments, MAX_SLOTS } from '../src/wasm/codegen/index.ts';
+import { planSegments, planSweeps, MAX_SLOTS } from '../src/wasm/codegen/index.ts';
+import { STRAIGHT_CHUNK } from '../src/wasm/codegen/plan.ts';
 import type { WasmBackend } from '../src/wasm/backend.ts';
 import { DAG_OPS, DAG_OP_NAMES, dagArbitrary, dagSum, type DagOpName } from './dag-arbitrary.ts';
 
@@ -184,6 +185,130 @@ describe('loop programs: generated loops replay exactly like the interpreter', (
   });
 });
 
+// ───────────────────────────── nested loops ─────────────────────────────
+
+/** An outer loop whose body runs `pre`, then an inner loop, then `post`: the inner loop's sources
+ *  may walk the inputs with the outer step, the inner step, or both, and read the outer body's
+ *  nodes. */
+interface NestedProgram {
+  outer: LoopProgram;
+  inner: LoopProgram;
+  split: number;
+  walk: 'outer' | 'inner' | 'both';
+}
+
+const nestedProgramArbitrary = (ops: readonly (DagOpName | 'select')[]): fc.Arbitrary<NestedProgram> =>
+  fc.record({
+    outer: fc.record({
+      width: fc.integer({ min: 1, max: 4 }),
+      steps: fc.integer({ min: 3, max: 12 }),
+      body: fc.array(fc.record({ op: fc.constantFrom(...ops), a: sourceArbitrary, b: sourceArbitrary, c: sourceArbitrary }), { minLength: 1, maxLength: 12 }),
+    }),
+    inner: fc.record({
+      width: fc.integer({ min: 1, max: 3 }),
+      steps: fc.integer({ min: 3, max: 9 }),
+      body: fc.array(fc.record({ op: fc.constantFrom(...ops), a: sourceArbitrary, b: sourceArbitrary, c: sourceArbitrary }), { minLength: 6, maxLength: 14 }),
+    }),
+    split: fc.nat(12),
+    walk: fc.constantFrom('outer' as const, 'inner' as const, 'both' as const),
+  });
+
+function nestedFunction(p: NestedProgram): (x: Var[]) => Var {
+  return (x) => {
+    const tape = x[0]!.tape;
+    const n = x.length;
+    const hoisted = new Map<number, Var>();
+    for (const { a, b, c } of [...p.outer.body, ...p.inner.body]) {
+      for (const s of [a, b, c]) if (s.from === 'hoisted' && !hoisted.has(s.value)) hoisted.set(s.value, tape.constant(s.value));
+    }
+    const input = (j: number, backwards: boolean, step: number): Var => x[(((backwards ? j - step : j + step) % n) + n) % n]!;
+    let state = Array.from({ length: p.outer.width }, (_, j) => x[j % n]!);
+    for (let t = 0; t < p.outer.steps; t++) {
+      const nodes: Var[] = [];
+      const statement = (
+        { op, a, b, c }: LoopProgram['body'][number], own: Var[], st: Var[], step: number, constant: number,
+      ): Var => {
+        const resolve = (s: Source): Var => {
+          switch (s.from) {
+            case 'state': return st[s.j % st.length]!;
+            case 'node': return own.length ? own[own.length - 1 - (s.k % own.length)]! : st[0]!;
+            case 'input': return input(s.j, s.backwards, step);
+            case 'hoisted': return hoisted.get(s.value)!;
+            case 'step': return tape.constant(constant);
+          }
+        };
+        return op === 'select' ? tape.select(resolve(a).gt(resolve(b)), resolve(c), resolve(b)) : DAG_OPS[op](resolve(a), resolve(b));
+      };
+      const split = p.split % (p.outer.body.length + 1);
+      for (const s of p.outer.body.slice(0, split)) nodes.push(statement(s, nodes, state, t, t));
+      let inner = Array.from({ length: p.inner.width }, (_, j) => (nodes.length ? nodes[nodes.length - 1 - (j % nodes.length)]! : state[j % state.length]!));
+      for (let u = 0; u < p.inner.steps; u++) {
+        const innerNodes: Var[] = [];
+        const step = p.walk === 'outer' ? t : p.walk === 'inner' ? u : t + 2 * u;
+        for (const s of p.inner.body) innerNodes.push(statement(s, innerNodes, inner, step, 100 * t + u));
+        inner = inner.map((_, j) => innerNodes[innerNodes.length - 1 - (j % innerNodes.length)]!);
+      }
+      nodes.push(...inner);
+      for (const s of p.outer.body.slice(split)) nodes.push(statement(s, nodes, state, t, t));
+      state = state.map((_, j) => nodes[nodes.length - 1 - (j % nodes.length)]!);
+    }
+    let out = state[0]!;
+    for (let j = 1; j < p.outer.width; j++) out = out.add(state[j]!);
+    return out;
+  };
+}
+
+describe('nested loops: inner loops inside loop bodies replay exactly like the interpreter', () => {
+  it.each([
+    ['arithmetic and select', ARITHMETIC],
+    ['every op', [...DAG_OP_NAMES, 'select'] as const],
+  ])('%s, at any inputs', (_name, ops) => {
+    fc.assert(
+      fc.property(
+        nestedProgramArbitrary(ops),
+        fc.integer({ min: 1, max: 40 }),
+        fc.array(anyInput, { minLength: 160, maxLength: 160 }),
+        (program, inputs, xs) => {
+          const at = Float64Array.from({ length: inputs }, (_, k) => 0.3 + 0.1 * k);
+          const ways = bothWays(nestedFunction(program), inputs, at);
+          ways.check(at);
+          ways.check(Float64Array.from(xs.slice(0, 4 * inputs)), 4);
+          expect(ways.generated.generatedSweeps).toBe('active');
+        },
+      ),
+      { numRuns: Math.ceil(Number(process.env.TAPEGRAD_CODEGEN_RUNS ?? 150) / 2) },
+    );
+  });
+
+  it('a loop body holding an inner loop becomes a nest: code for one inner iteration, not the unrolled body', () => {
+    const f = (x: Var[]): Var => {
+      let s = x[0]!.mul(0);
+      for (let t = 0; t < 40; t++) {
+        let u = x[t]!.sin().add(s.mul(0.5));
+        for (let j = 0; j < 30; j++) u = u.mul(x[t + j]!).add(x[j]!.square()).tanh();
+        s = s.add(u.exp().mul(1e-3));
+      }
+      return s;
+    };
+    const at = Float64Array.from({ length: 80 }, (_, i) => 0.01 * i);
+    const ways = bothWays(f, 80, at);
+    ways.check(Float64Array.from({ length: 80 }, (_, i) => Math.sin(i)));
+    const { tape } = ways.generated.recorded!;
+    const plan = planSweeps(tape.engine.views, 80, tape.size, [tape.size - 1])!;
+    const loops = plan.bodies.filter((b) => b.seg.count > 1);
+    expect(loops.length).toBe(1);
+    const outer = loops[0]!;
+    expect(outer.seg.count).toBeGreaterThanOrEqual(38);
+    const inner = outer.items.filter((item) => typeof item !== 'number');
+    expect(inner.length).toBe(1);
+    const body = inner[0] as typeof outer;
+    // One inner iteration: mul, square, add, tanh.
+    expect(body.seg.period).toBe(4);
+    expect(body.seg.count).toBeGreaterThanOrEqual(28);
+    expect(outer.size).toBeLessThan(30);
+  });
+});
+
 describe('straight-line code: tapes without loops', () => {
   it('random DAGs over every op, at any inputs', () => {
     fc.assert(
@@ -200,6 +325,56 @@ describe('straight-line code: tapes without loops', () => {
       ),
       { numRuns: 100 },
     );
+  });
+});
+
+describe('non-periodic tapes: straight code cut into bodies and functions', () => {
+  // Ops and operands from a seeded sequence: nothing repeats, so every node is straight code,
+  // here over several bodies and several functions.
+  const scrambled = (seed: number, length: number) => (x: Var[]): Var => {
+    const nodes: Var[] = x.slice();
+    let state = seed >>> 0;
+    const next = (): number => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    const pick = (): Var => nodes[nodes.length - 1 - Math.floor(next() * Math.min(nodes.length, 300))]!;
+    const ops = [...DAG_OP_NAMES];
+    while (nodes.length < length) {
+      const r = next();
+      const a = pick(), b = pick();
+      nodes.push(r < 0.1 ? x[0]!.tape.select(a.gt(b), a, b.mul(next())) : r < 0.2 ? a.mul(next() - 0.5) : DAG_OPS[ops[Math.floor(next() * ops.length)]!](a, b));
+    }
+    let out = nodes[nodes.length - 1]!;
+    for (let k = 2; k < 8; k++) out = out.add(nodes[nodes.length - k]!);
+    return out;
+  };
+
+  it('replay exactly like the interpreter, at any inputs', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 2 ** 31 }),
+        fc.integer({ min: 600, max: 2500 }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.array(anyInput, { minLength: 18, maxLength: 18 }),
+        (seed, length, inputs, xs) => {
+          const at = Float64Array.from({ length: inputs }, (_, k) => 0.3 + 0.1 * k);
+          const ways = bothWays(scrambled(seed, length), inputs, at);
+          ways.check(at);
+          ways.check(Float64Array.from(xs), 3);
+          expect(ways.generated.generatedSweeps).toBe('active');
+          const { tape } = ways.generated.recorded!;
+          const plan = planSweeps(tape.engine.views, inputs, tape.size, [tape.size - 1])!;
+          expect(plan.bodies.every((b) => b.seg.count > 1 || b.seg.period <= STRAIGHT_CHUNK)).toBe(true);
+          expect(plan.parts.length).toBeGreaterThan(1);
+        },
+      ),
+      { numRuns: 30 },
+    );
+  });
+
+  it(`past ${MAX_SLOTS} nodes of code the interpreter stays, and says why`, () => {
+    const f = compile(scrambled(7, MAX_SLOTS + 2000), { inputs: 2, at: [0.1, 0.2] });
+    expect(f.generatedSweeps).toBe('none');
+    expect(f.generatedSweepsReason).toMatch(/does not fold into at most 16384 nodes of code .*straight-line code measured no faster than the interpreter/);
+    expect(() => compile(scrambled(7, MAX_SLOTS + 2000), { inputs: 2, at: [0.1, 0.2], codegen: 'require' })).toThrow(/16384 nodes of code/);
   });
 });
 

@@ -1,7 +1,8 @@
 // The replay emitter: the function bodies of the forward sweep and the reverse sweep (values and
-// adjoints), with the loop, pointer and truthiness helpers the tangent emitter shares.
+// adjoints), with the loop-nest walker, local layout and truthiness helper the tangent emitter
+// shares.
 import { Op } from '../../ops.ts';
-import type { Body, Ref } from './plan.ts';
+import { nestNeeds, type Body, type Ref } from './plan.ts';
 import { COMPARISON, FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, NATIVE_BINARY, NATIVE_PARTIAL, ZERO_GRADIENT } from './rules.ts';
 import {
   Bytes, memarg, F64, I32, W_BrIf, W_Call, W_Else, W_End, W_F64Abs, W_F64Add, W_F64Div, W_F64Eq, W_F64FromU32,
@@ -9,40 +10,90 @@ import {
   W_Select, W_Void,
 } from './wasm.ts';
 
-// Locals: 0 valBase, 1 adjBase (parameters); 2 the iteration counter; then one value pointer and
-// one adjoint pointer per stride group; then the f64 temporaries and one per slot kept in a local.
-const COUNTER = 2;
-function localLayout(pointers: number, slotLocals: number) {
-  const f64 = 3 + 2 * pointers;
+// Locals: the parameters (region bases: 0 valBase, 1 adjBase for replay); one iteration counter
+// per loop level; per region, one pointer per stride group of the nest (a body's after its
+// enclosing bodies'); then the f64 temporaries and the slot locals.
+export interface NestLayout {
+  counter(depth: number): number;
+  pointer(region: number, body: Body, g: number): number;
+  f64: number;
+  declare(fn: Bytes, f64s: number): void;
+}
+
+export function nestLayout(params: number, regions: number, needs: { levels: number; pointers: number }): NestLayout {
+  const { levels, pointers } = needs;
+  const f64 = params + levels + regions * pointers;
   return {
-    val: (g: number) => 3 + g,
-    adj: (g: number) => 3 + pointers + g,
-    g: f64, x: f64 + 1, z: f64 + 2, c: f64 + 3, pa: f64 + 4, pb: f64 + 5,
-    slot: (k: number) => f64 + 6 + k,
-    declare(fn: Bytes) {
+    counter: (depth) => params + depth,
+    pointer: (region, body, g) => params + levels + region * pointers + body.groupsBefore + g,
+    f64,
+    declare(fn, f64s) {
       fn.u32(2);
-      fn.u32(1 + 2 * pointers); fn.byte(I32);
-      fn.u32(6 + slotLocals); fn.byte(F64);
+      fn.u32(levels + regions * pointers); fn.byte(I32);
+      fn.u32(f64s); fn.byte(F64);
     },
   };
 }
 
-export function emitLoopHead(fn: Bytes, body: Body, counter = COUNTER): void {
-  if (body.seg.count === 1) return;
-  fn.i32Const(body.seg.count);
-  fn.set(counter);
-  fn.byte(W_Loop); fn.byte(W_Void);
+function localLayout(needs: { levels: number; pointers: number; slotLocals: number }) {
+  const nest = nestLayout(2, 2, needs);
+  const f64 = nest.f64;
+  return {
+    nest,
+    g: f64, x: f64 + 1, z: f64 + 2, c: f64 + 3, pa: f64 + 4, pb: f64 + 5,
+    slot: (body: Body, k: number) => f64 + 6 + body.localBase + k,
+    declare(fn: Bytes) { nest.declare(fn, 6 + needs.slotLocals); },
+  };
 }
 
-export function emitLoopTail(fn: Bytes, body: Body, step: number, pointerLocals: number[][], counter = COUNTER): void {
-  if (body.seg.count === 1) return;
-  body.groups.forEach(({ stride }, g) => {
+/** Emits a loop nest: each body's pointers (per region: `base(region)` is the parameter with the
+ *  region's base), its loop, its items in sweep order (`reverse`: last iteration and last item
+ *  first), with `slotEmitter(body)` emitting one own slot. */
+export function emitNest(
+  fn: Bytes, body: Body, reverse: boolean, regions: readonly number[], L: NestLayout,
+  slotEmitter: (body: Body) => (s: number) => void,
+): void {
+  const t0 = reverse ? body.seg.count - 1 : 0;
+  const parent = body.parent;
+  for (const region of regions) {
+    body.groups.forEach(({ strides, origin }, g) => {
+      const stride = strides[strides.length - 1]!;
+      if (parent) {
+        const key = strides.slice(0, -1).join();
+        const pg = parent.groups.findIndex((x) => x.strides.join() === key);
+        fn.get(L.pointer(region, parent, pg));
+        fn.i32Const(8 * (origin - parent.groups[pg]!.origin + t0 * stride));
+      } else {
+        fn.get(region);
+        fn.i32Const(8 * (origin + t0 * stride));
+      }
+      fn.byte(W_I32Add);
+      fn.set(L.pointer(region, body, g));
+    });
+  }
+  const counter = L.counter(body.depth);
+  const looping = body.seg.count > 1;
+  if (looping) {
+    fn.i32Const(body.seg.count);
+    fn.set(counter);
+    fn.byte(W_Loop); fn.byte(W_Void);
+  }
+  const emitSlot = slotEmitter(body);
+  const items = reverse ? [...body.items].reverse() : body.items;
+  for (const item of items) {
+    if (typeof item === 'number') emitSlot(item);
+    else emitNest(fn, item, reverse, regions, L, slotEmitter);
+  }
+  if (!looping) return;
+  const step = reverse ? -1 : 1;
+  body.groups.forEach(({ strides }, g) => {
+    const stride = strides[strides.length - 1]!;
     if (stride === 0) return;
-    for (const locals of pointerLocals) {
-      fn.get(locals[g]!);
+    for (const region of regions) {
+      fn.get(L.pointer(region, body, g));
       fn.i32Const(8 * stride * step);
       fn.byte(W_I32Add);
-      fn.set(locals[g]!);
+      fn.set(L.pointer(region, body, g));
     }
   });
   fn.get(counter);
@@ -53,37 +104,27 @@ export function emitLoopTail(fn: Bytes, body: Body, step: number, pointerLocals:
   fn.byte(W_End);
 }
 
-// Pointer g starts at base + 8·(origin + t0·stride), t0 the first iteration visited.
-export function emitPointerInit(fn: Bytes, body: Body, base: number, local: (g: number) => number, t0: number): void {
-  body.groups.forEach(({ stride, origin }, g) => {
-    fn.get(base);
-    fn.i32Const(8 * (origin + t0 * stride));
-    fn.byte(W_I32Add);
-    fn.set(local(g));
-  });
-}
-
-export function emitForward(bodies: Body[], pointers: number, slotLocals: number): Bytes {
-  const L = localLayout(pointers, slotLocals);
+export function emitForward(bodies: Body[]): Bytes {
+  const L = localLayout(nestNeeds(bodies));
   const fn = new Bytes();
   L.declare(fn);
-  for (const body of bodies) {
-    emitPointerInit(fn, body, 0, L.val, 0);
-    emitLoopHead(fn, body);
+  const VAL = 0;
+  const slotEmitter = (body: Body) => {
+    const offset = (r: Ref): number => 8 * (r.first - body.groups[r.group]!.origin);
     const load = (r: Ref): void => {
       if (r.value !== undefined) return fn.f64Const(r.value);
-      if (r.slot >= 0 && body.valueInLocal[r.slot]) return fn.get(L.slot(body.local[r.slot]!));
-      fn.get(L.val(r.group));
-      memarg(fn, W_F64Load, 8 * (r.first - body.groups[r.group]!.origin));
+      if (r.slot >= 0 && body.valueInLocal[r.slot]) return fn.get(L.slot(body, body.local[r.slot]!));
+      fn.get(L.nest.pointer(VAL, body, r.group));
+      memarg(fn, W_F64Load, offset(r));
     };
-    for (const { op, self, refs } of body.slots) {
-      if (op <= Op.arg) continue; // inputs and constants are given; arg values stay 0
-      const at = 8 * (self.first - body.groups[self.group]!.origin);
+    return (s: number): void => {
+      const { op, self, refs } = body.slots[s]!;
+      if (op <= Op.arg) return; // inputs and constants are given; arg values stay 0
       const cached = body.valueInLocal[self.slot] ? body.local[self.slot]! : -1;
       const [x, z, w] = refs as [Ref, Ref?, Ref?];
       const native = NATIVE_BINARY[op];
       const comparison = COMPARISON[op];
-      fn.get(L.val(self.group));
+      fn.get(L.nest.pointer(VAL, body, self.group));
       if (native !== undefined) {
         load(x); load(z!); fn.byte(native);
       } else if (comparison !== undefined) {
@@ -108,11 +149,11 @@ export function emitForward(bodies: Body[], pointers: number, slotLocals: number
         if (z) load(z); else fn.f64Const(0);
         fn.byte(W_Call); fn.u32(FN_FORWARD);
       }
-      if (cached >= 0) fn.tee(L.slot(cached));
-      memarg(fn, W_F64Store, at);
-    }
-    emitLoopTail(fn, body, 1, [body.groups.map((_, g) => L.val(g))]);
-  }
+      if (cached >= 0) fn.tee(L.slot(body, cached));
+      memarg(fn, W_F64Store, offset(self));
+    };
+  };
+  for (const body of bodies) emitNest(fn, body, false, [VAL], L.nest, slotEmitter);
   fn.byte(W_End);
   return fn;
 }
@@ -129,25 +170,21 @@ export function emitTruthy(fn: Bytes, loadCondition: () => void, temp: number): 
   fn.byte(W_I32And);
 }
 
-export function emitReverse(bodies: Body[], pointers: number, slotLocals: number): Bytes {
-  const L = localLayout(pointers, slotLocals);
+export function emitReverse(bodies: Body[]): Bytes {
+  const L = localLayout(nestNeeds(bodies));
   const fn = new Bytes();
   L.declare(fn);
-  for (let k = bodies.length - 1; k >= 0; k--) {
-    const body = bodies[k]!;
-    const last = body.seg.count - 1;
-    emitPointerInit(fn, body, 0, L.val, last);
-    emitPointerInit(fn, body, 1, L.adj, last);
-    emitLoopHead(fn, body);
+  const VAL = 0, ADJ = 1;
+  const slotEmitter = (body: Body) => {
     // An adjoint kept in a local starts at +0 in each iteration, as memory does after the clear:
     // it is zeroed just before its first consumer's code (in sweep order), outside any branch,
     // which keeps the local's live range short.
     const started = new Uint8Array(body.slots.length);
-    const adjointLocal = (r: Ref): number => (r.slot >= 0 && body.adjointInLocal[r.slot] ? L.slot(body.local[r.slot]!) : -1);
+    const adjointLocal = (r: Ref): number => (r.slot >= 0 && body.adjointInLocal[r.slot] ? L.slot(body, body.local[r.slot]!) : -1);
     const offset = (r: Ref): number => 8 * (r.first - body.groups[r.group]!.origin);
     const load = (r: Ref): void => {
       if (r.value !== undefined) return fn.f64Const(r.value);
-      fn.get(L.val(r.group));
+      fn.get(L.nest.pointer(VAL, body, r.group));
       memarg(fn, W_F64Load, offset(r));
     };
     // adj[r] += contribution, nothing for a constant.
@@ -161,8 +198,9 @@ export function emitReverse(bodies: Body[], pointers: number, slotLocals: number
         fn.set(inLocal);
         return;
       }
-      fn.get(L.adj(r.group));
-      fn.get(L.adj(r.group));
+      const pointer = L.nest.pointer(ADJ, body, r.group);
+      fn.get(pointer);
+      fn.get(pointer);
       memarg(fn, W_F64Load, offset(r));
       contribution();
       fn.byte(W_F64Add);
@@ -175,15 +213,15 @@ export function emitReverse(bodies: Body[], pointers: number, slotLocals: number
       get(local)(); fn.f64Const(0); fn.byte(W_F64Ne);
       fn.byte(W_If); fn.byte(W_Void); then(); fn.byte(W_End);
     };
-    for (let s = body.slots.length - 1; s >= 0; s--) {
+    return (s: number): void => {
       const { op, self, refs } = body.slots[s]!;
-      if (op <= Op.arg || ZERO_GRADIENT.has(op)) continue;
+      if (op <= Op.arg || ZERO_GRADIENT.has(op)) return;
       const [x, z, w] = refs as [Ref, Ref?, Ref?];
-      if (refs.every((r) => r.constant)) continue;
+      if (refs.every((r) => r.constant)) return;
       // An adjoint in a local that no consumer feeds (they all have zero gradient) is exactly 0:
       // the interpreter skips such a node, and so does this code. (The local may still hold
       // another body's value: locals are shared between bodies.)
-      if (adjointLocal(self) >= 0 && !started[self.slot]) continue;
+      if (adjointLocal(self) >= 0 && !started[self.slot]) return;
       for (const r of refs) {
         const inLocal = adjointLocal(r);
         if (r.constant || inLocal < 0 || started[r.slot]) continue;
@@ -195,7 +233,7 @@ export function emitReverse(bodies: Body[], pointers: number, slotLocals: number
       if (adjointLocal(self) >= 0) {
         fn.get(adjointLocal(self));
       } else {
-        fn.get(L.adj(self.group));
+        fn.get(L.nest.pointer(ADJ, body, self.group));
         memarg(fn, W_F64Load, offset(self));
       }
       fn.set(L.g);
@@ -204,7 +242,7 @@ export function emitReverse(bodies: Body[], pointers: number, slotLocals: number
         // adding ±0 leaves any other value as it is, so skipping a 0 adjoint changes nothing.
         addAdjoint(x, get(L.g));
         addAdjoint(z!, op === Op.add ? get(L.g) : () => { get(L.g)(); fn.byte(W_F64Neg); });
-        continue;
+        return;
       }
       ifNonZero(L.g, () => {
         if (op === Op.mul) {
@@ -238,9 +276,9 @@ export function emitReverse(bodies: Body[], pointers: number, slotLocals: number
           if (z && !z.constant) ifNonZero(L.pb, () => addAdjoint(z, times(L.pb)));
         }
       });
-    }
-    emitLoopTail(fn, body, -1, [body.groups.map((_, g) => L.val(g)), body.groups.map((_, g) => L.adj(g))]);
-  }
+    };
+  };
+  for (let k = bodies.length - 1; k >= 0; k--) emitNest(fn, bodies[k]!, true, [VAL, ADJ], L.nest, slotEmitter);
   fn.byte(W_End);
   return fn;
 }

@@ -1,13 +1,13 @@
 // The tangent emitter: the function bodies of the tangent sweep (jvp) and the reverse tangent
 // sweep (hvp), made on the first jvp or hvp only.
 import { Op } from '../../ops.ts';
-import { emitLoopHead, emitLoopTail, emitPointerInit, emitTruthy } from './emit-replay.ts';
-import { OPERANDS, type Body, type Ref } from './plan.ts';
+import { emitNest, emitTruthy, nestLayout } from './emit-replay.ts';
+import { nestNeeds, OPERANDS, type Body, type Ref } from './plan.ts';
 import {
   FN_PARTIAL_Z, FN_PARTIAL_Z_TANGENT, FN_PARTIALS, FN_PARTIALS_TANGENT, LINEAR, SECOND_ORDER, TANGENT_PARTIAL, ZERO_GRADIENT,
 } from './rules.ts';
 import {
-  Bytes, memarg, F64, I32, W_Call, W_Else, W_End, W_F64Add, W_F64Eq, W_F64Load, W_F64Mul, W_F64Ne, W_F64Store,
+  Bytes, memarg, F64, W_Call, W_Else, W_End, W_F64Add, W_F64Eq, W_F64Load, W_F64Mul, W_F64Ne, W_F64Store,
   W_I32And, W_I32Or, W_If, W_Select, W_Void,
 } from './wasm.ts';
 
@@ -15,20 +15,16 @@ import {
 // The interpreter's `tangent` and `sweepReverseTangent` (assembly/sweeps.ts), node for node and in
 // the same arithmetic order. Values, adjoints and tangents all stay in memory here.
 
-// Params 0 valBase, 1 adjBase, 2 tanBase, 3 tanAdjBase; 4 the counter; pointers for the four
-// regions per stride group; then f64 temporaries.
-const TANGENT_COUNTER = 4;
-function tangentLayout(pointers: number) {
-  const f64 = 5 + 4 * pointers;
+// Params 0 valBase, 1 adjBase, 2 tanBase, 3 tanAdjBase; the nest's counters and pointers for the
+// four regions; then f64 temporaries.
+function tangentLayout(bodies: readonly Body[]) {
+  const nest = nestLayout(4, 4, nestNeeds(bodies));
+  const f64 = nest.f64;
   return {
-    region: (r: number, g: number) => 5 + r * pointers + g,
+    nest,
     g: f64, gt: f64 + 1, x: f64 + 2, z: f64 + 3, y: f64 + 4, pa: f64 + 5, pb: f64 + 6, dpa: f64 + 7, dpb: f64 + 8,
     ta: f64 + 9, tb: f64 + 10, c: f64 + 11,
-    declare(fn: Bytes) {
-      fn.u32(2);
-      fn.u32(1 + 4 * pointers); fn.byte(I32);
-      fn.u32(12); fn.byte(F64);
-    },
+    declare(fn: Bytes) { nest.declare(fn, 12); },
   };
 }
 const VAL = 0, ADJ = 1, TAN = 2, TAN_ADJ = 3;
@@ -36,15 +32,15 @@ const VAL = 0, ADJ = 1, TAN = 2, TAN_ADJ = 3;
 function tangentEmitters(fn: Bytes, body: Body, L: ReturnType<typeof tangentLayout>) {
   const load = (region: number, r: Ref): void => {
     if (r.value !== undefined) return fn.f64Const(region === VAL ? r.value : 0);
-    fn.get(L.region(region, r.group));
+    fn.get(L.nest.pointer(region, body, r.group));
     memarg(fn, W_F64Load, 8 * (r.first - body.groups[r.group]!.origin));
   };
   const tangentOf = (r: Ref): void => (r.constant ? fn.f64Const(0) : load(TAN, r));
   const add = (region: number, r: Ref, value: () => void): void => {
     if (r.constant) return;
     const at = 8 * (r.first - body.groups[r.group]!.origin);
-    fn.get(L.region(region, r.group));
-    fn.get(L.region(region, r.group));
+    fn.get(L.nest.pointer(region, body, r.group));
+    fn.get(L.nest.pointer(region, body, r.group));
     memarg(fn, W_F64Load, at);
     value();
     fn.byte(W_F64Add);
@@ -74,19 +70,17 @@ function tangentEmitters(fn: Bytes, body: Body, L: ReturnType<typeof tangentLayo
   return { load, tangentOf, add, choose, nonZero, product, zero, partials };
 }
 
-export function emitTangent(bodies: Body[], pointers: number): Bytes {
-  const L = tangentLayout(pointers);
+export function emitTangent(bodies: Body[]): Bytes {
+  const L = tangentLayout(bodies);
   const fn = new Bytes();
   L.declare(fn);
-  for (const body of bodies) {
-    emitPointerInit(fn, body, 0, (g) => L.region(VAL, g), 0);
-    emitPointerInit(fn, body, 2, (g) => L.region(TAN, g), 0);
-    emitLoopHead(fn, body, TANGENT_COUNTER);
+  const slotEmitter = (body: Body) => {
     const { load, tangentOf, choose, nonZero, product, zero, partials } = tangentEmitters(fn, body, L);
-    for (const { op, self, refs } of body.slots) {
-      if (op <= Op.arg) continue;
+    return (s: number): void => {
+      const { op, self, refs } = body.slots[s]!;
+      if (op <= Op.arg) return;
       const [x, z, w] = refs as [Ref, Ref?, Ref?];
-      fn.get(L.region(TAN, self.group));
+      fn.get(L.nest.pointer(TAN, body, self.group));
       if (op === Op.select) {
         // tan(i) = tan(branch taken)
         choose(() => tangentOf(z!), () => tangentOf(w!), () => emitTruthy(fn, () => load(VAL, x), L.c));
@@ -112,28 +106,24 @@ export function emitTangent(bodies: Body[], pointers: number): Bytes {
         fn.byte(W_End);
       }
       memarg(fn, W_F64Store, 8 * (self.first - body.groups[self.group]!.origin));
-    }
-    emitLoopTail(fn, body, 1, [body.groups.map((_, g) => L.region(VAL, g)), body.groups.map((_, g) => L.region(TAN, g))], TANGENT_COUNTER);
-  }
+    };
+  };
+  for (const body of bodies) emitNest(fn, body, false, [VAL, TAN], L.nest, slotEmitter);
   fn.byte(W_End);
   return fn;
 }
 
-export function emitReverseTangent(bodies: Body[], pointers: number): Bytes {
-  const L = tangentLayout(pointers);
+export function emitReverseTangent(bodies: Body[]): Bytes {
+  const L = tangentLayout(bodies);
   const fn = new Bytes();
   L.declare(fn);
-  for (let k = bodies.length - 1; k >= 0; k--) {
-    const body = bodies[k]!;
-    const last = body.seg.count - 1;
-    for (let region = 0; region < 4; region++) emitPointerInit(fn, body, region, (g) => L.region(region, g), last);
-    emitLoopHead(fn, body, TANGENT_COUNTER);
+  // Adjoints stay in memory here: keeping those used only within the iteration in locals, as
+  // the reverse sweep does, measured slower (Rosenbrock n = 10^4 hvp: 0.71 ms against 0.60 ms).
+  const slotEmitter = (body: Body) => {
     const { load, tangentOf, add, choose, nonZero, product, zero, partials } = tangentEmitters(fn, body, L);
-    // Adjoints stay in memory here: keeping those used only within the iteration in locals, as
-    // the reverse sweep does, measured slower (Rosenbrock n = 10^4 hvp: 0.71 ms against 0.60 ms).
-    for (let s = body.slots.length - 1; s >= 0; s--) {
+    return (s: number): void => {
       const { op, self, refs } = body.slots[s]!;
-      if (op <= Op.arg || ZERO_GRADIENT.has(op) || refs.every((r) => r.constant)) continue;
+      if (op <= Op.arg || ZERO_GRADIENT.has(op) || refs.every((r) => r.constant)) return;
       const [x, z, w] = refs as [Ref, Ref?, Ref?];
       const binary = OPERANDS[op] === 2;
       load(ADJ, self); fn.set(L.g);
@@ -202,9 +192,9 @@ export function emitReverseTangent(bodies: Body[], pointers: number): Bytes {
         if (binary) toTangentAdjoint(z!, L.pb, L.dpb, L.tb);
       }
       fn.byte(W_End);
-    }
-    emitLoopTail(fn, body, -1, [0, 1, 2, 3].map((region) => body.groups.map((_, g) => L.region(region, g))), TANGENT_COUNTER);
-  }
+    };
+  };
+  for (let k = bodies.length - 1; k >= 0; k--) emitNest(fn, bodies[k]!, true, [VAL, ADJ, TAN, TAN_ADJ], L.nest, slotEmitter);
   fn.byte(W_End);
   return fn;
 }

@@ -8,8 +8,11 @@
 // every operand an affine function of the iteration (operand = A + t·S: S = P for a value from the
 // previous iteration or the same one, 0 for a fixed node such as a hoisted constant, 1 for
 // walking along the inputs...). Each segment becomes one loop over its P-node body; the rest is
-// straight-line code. A tape that does not fold into `MAX_SLOTS` nodes of code (or holds a custom
-// op, whose rules live in JS) keeps the interpreter.
+// straight-line code. A long body is planned again for loops inside it (nested loops, each with
+// its own counter and pointers). Straight code is cut into short bodies and the sweeps into
+// functions of bounded size, which V8 compiles quickly at their first call. A tape that does not
+// fold into `MAX_SLOTS` nodes of code (long straight code ran no faster than the interpreter) or
+// holds a custom op (whose rules live in JS) keeps the interpreter.
 //
 // The generated code runs the same rules as the interpreter, in the same order, so results are
 // bit-identical (test/codegen.test.ts): add, sub, mul, div, neg, recip, square, sqrt, abs, the
@@ -20,8 +23,8 @@
 // This folder is the code generator, a chunk of its own that backend.ts imports on demand; this
 // file is its entry point and exports what the rest of the library uses: plan.ts plans a tape's
 // loops, wasm.ts writes wasm bytes, rules.ts holds the per-op rules the emitters spell out,
-// emit-replay.ts and emit-tangents.ts emit the sweeps' functions, and module.ts assembles them
-// into a module.
+// emit-replay.ts and emit-tangents.ts emit the sweeps' functions (emitNest walks a loop nest for
+// both), and module.ts assembles them into a module.
 export { MAX_SLOTS, planSegments, planSweeps, whyNoPlan, type SweepPlan } from './plan.ts';
 export { emitSweeps } from './module.ts';
 export { emitRunKernel } from './emit-runs.ts';

@@ -5,9 +5,10 @@
 import { Op, OP_TABLE } from '../../ops.ts';
 import type { TapeViews } from '../../backend.ts';
 
-/** Most body nodes of generated code per tape (about 60 bytes of wasm each). */
+/** Most nodes of generated code per tape, after folding loops (about 60 bytes of wasm each). Past
+ *  this the interpreter runs: straight-line code that long measured no faster than it. */
 export const MAX_SLOTS = 1 << 14;
-const MAX_PERIOD = MAX_SLOTS;
+const MAX_PERIOD = 1 << 14;
 
 /** A run of `count` repetitions of the `period` nodes from `start`; count 1 is straight code. */
 export interface Segment {
@@ -67,14 +68,22 @@ function nextLinks(views: TapeViews, lo: number, hi: number): { strict: Int32Arr
 }
 
 /**
- * Cuts nodes [from, to) into periodic and straight segments, or returns null when the code would
- * exceed `maxSlots` body nodes or the tape holds a custom op. Greedy: at each node, the
+ * Cuts nodes [from, to) into periodic and straight segments, or returns null when more than
+ * `maxSlots` nodes stay straight code or the tape holds a custom op. Greedy: at each node, the
  * candidate periods are the distances to the next nodes with the same op and operand offsets
  * (an outer loop) and with the same next four ops (an inner loop); the one covering the most
  * nodes wins.
  */
-export function planSegments(views: TapeViews, from: number, to: number, maxSlots = MAX_SLOTS): Segment[] | null {
+export function planSegments(views: TapeViews, from: number, to: number, maxSlots = MAX_SLOTS, outer: readonly Int32Array[] = []): Segment[] | null {
   const { op, a, b } = views;
+  // Inside a loop body, a repeat must also move its operands by the same strides over every
+  // enclosing loop (outer[l]: 3 per node from `from`), or the nest would not be affine.
+  const sameOuter = (i: number, j: number, n: number): boolean => {
+    for (const strides of outer) {
+      for (let k = 0; k < n; k++) if (strides[3 * (i - from) + k] !== strides[3 * (j - from) + k]) return false;
+    }
+    return true;
+  };
   for (let i = from; i < to; i++) if (op[i] === Op.custom) return null;
   let links = nextLinks(views, from, Math.min(to, from + CHUNK + LOOKAHEAD));
   let linksFrom = from;
@@ -92,6 +101,7 @@ export function planSegments(views: TapeViews, from: number, to: number, maxSlot
       const i = pos + s, j = i + period;
       if (op[j] !== op[i]) return 1;
       const n = OPERANDS[op[i]!]!;
+      if (!sameOuter(i, j, n)) return 1;
       if (n > 0) strides[3 * s] = a[j]! - a[i]!;
       if (n > 1) strides[3 * s + 1] = b[j]! - b[i]!;
       if (n > 2) strides[3 * s + 2] = a[j - 1]! - a[i - 1]!;
@@ -107,6 +117,7 @@ export function planSegments(views: TapeViews, from: number, to: number, maxSlot
         if (a[j]! - a[i]! !== strides[3 * s]) return t;
         if (n > 1 && b[j]! - b[i]! !== strides[3 * s + 1]) return t;
         if (n > 2 && a[j - 1]! - a[i - 1]! !== strides[3 * s + 2]) return t;
+        if (!sameOuter(i, j, n)) return t;
       }
     }
     return t;
@@ -144,7 +155,7 @@ export function planSegments(views: TapeViews, from: number, to: number, maxSlot
     if (bestCount >= 3 && (bestCount - 1) * bestPeriod >= 16) {
       if (runStart < pos) segments.push({ start: runStart, period: pos - runStart, count: 1 });
       segments.push({ start: pos, period: bestPeriod, count: bestCount });
-      slots += pos - runStart + bestPeriod;
+      slots += pos - runStart;
       pos += bestPeriod * bestCount;
       runStart = pos;
     } else {
@@ -156,10 +167,11 @@ export function planSegments(views: TapeViews, from: number, to: number, maxSlot
   return segments;
 }
 
-/** An operand (or a node itself) in a segment: node A + t·S at iteration t. */
+/** An operand (or a node itself) in a loop nest: node `first` + Σ t_l · strides[l] at iteration
+ *  t_l of each enclosing loop l (outermost first, this body's loop last). */
 export interface Ref {
   first: number;
-  stride: number;
+  strides: number[];
   /** The node is a constant at every iteration (no adjoint goes to it). */
   constant: boolean;
   /** ...with this value at every iteration (emitted as an immediate), else undefined. */
@@ -175,20 +187,38 @@ export interface Slot {
   refs: Ref[];
 }
 
+/** A pointer of a body: walks the nodes whose strides over the nest are `strides`, from `origin`
+ *  at the first iteration of every loop. */
+export interface Group {
+  strides: number[];
+  origin: number;
+}
+
 export interface Body {
   seg: Segment;
+  /** How many loops enclose this one (0 at the top). */
+  depth: number;
+  parent: Body | null;
+  /** This body's own nodes, those outside any inner loop, in tape order. */
   slots: Slot[];
-  /** Per stride group: its stride and the lowest first node, the pointer's origin. */
-  groups: { stride: number; origin: number }[];
-  /** Per slot: the f64 local that holds its value (forward) and its adjoint (reverse) within an
-   *  iteration, or -1. Values of nodes used later in the same iteration stay in locals (still
-   *  stored for the reverse sweep); so does the adjoint of a node used *only* there, which then
-   *  never touches memory. */
+  /** Own slots (by index) and inner loops, in tape order. */
+  items: (number | Body)[];
+  groups: Group[];
+  /** Pointers of the enclosing bodies: this body's pointers come after theirs. */
+  groupsBefore: number;
+  /** First f64 slot local of this body: after those of the enclosing bodies, which stay live. */
+  localBase: number;
+  /** Per own slot: the f64 local (from localBase) that holds its value (forward) and its adjoint
+   *  (reverse) within an iteration, or -1. Values of nodes used later in the same iteration stay
+   *  in locals (still stored for the reverse sweep); so does the adjoint of a node used *only*
+   *  there, which then never touches memory. */
   local: Int32Array;
-  /** Per slot: its adjoint lives in the local alone. */
+  /** Per own slot: its adjoint lives in the local alone. */
   adjointInLocal: Uint8Array;
-  /** Per slot: the forward sweep reads its value from the local (uses in the iteration are near). */
+  /** Per own slot: the forward sweep reads its value from the local (uses in the iteration are near). */
   valueInLocal: Uint8Array;
+  /** Nodes of code: own slots plus those of the inner loops. */
+  size: number;
 }
 
 // A value stays in a local for the forward sweep only while its uses are this close (in nodes):
@@ -196,45 +226,148 @@ export interface Body {
 // (Lax-Wendroff's 889-node body: forward 0.60 ms reloading, 0.95 ms keeping every value).
 const VALUE_REACH = 16;
 
-function describeSegment(views: TapeViews, seg: Segment, uses: Int32Array, seeded: Uint8Array): Body {
+// Slot locals per body at most: the first call of a generated function (V8 compiles it then,
+// with its baseline compiler, Liftoff) grew much faster than its size once it had thousands of
+// nodes and locals (STRAIGHT_CHUNK's figures); the GMM tape's old 3,386-node body, a local per
+// slot, took 0.9 s to its first result.
+const MAX_BODY_LOCALS = 128;
+
+// Loop bodies at least this long are searched for inner loops (a loop needs 16 nodes of saving).
+const NEST_MIN_PERIOD = 24;
+
+interface Level { period: number; count: number }
+
+// Visits every iteration of the nest after the first, innermost loop fastest, with nodes[k]
+// moved to track k's node at that iteration (strides[k·L + l]: its stride over loop l, L loops),
+// while `visit` returns true. Iteration after iteration, the nodes read are near each other.
+function walkIterations(levels: readonly Level[], strides: Int32Array, nodes: Int32Array, visit: () => boolean): void {
+  const L = levels.length, tracks = nodes.length;
+  const t = new Int32Array(L);
+  for (;;) {
+    let l = L - 1;
+    for (; l >= 0; l--) {
+      const count = levels[l]!.count;
+      if (t[l]! + 1 < count) {
+        t[l]!++;
+        for (let k = 0; k < tracks; k++) nodes[k]! += strides[k * L + l]!;
+        break;
+      }
+      for (let k = 0; k < tracks; k++) nodes[k]! -= (count - 1) * strides[k * L + l]!;
+      t[l] = 0;
+    }
+    if (l < 0 || !visit()) return;
+  }
+}
+
+function describeBody(
+  views: TapeViews, seg: Segment, parent: Body | null, outerLevels: readonly Level[], uses: Int32Array, seeded: Uint8Array,
+): Body {
   const { op, val } = views;
-  const groups: { stride: number; origin: number }[] = [];
-  const groupOf = (stride: number, first: number): number => {
-    let g = groups.findIndex((x) => x.stride === stride);
-    if (g < 0) g = groups.push({ stride, origin: first }) - 1;
-    else groups[g]!.origin = Math.min(groups[g]!.origin, first);
+  const levels = [...outerLevels, { period: seg.count > 1 ? seg.period : 0, count: seg.count }];
+  const depth = outerLevels.length;
+  const body: Body = {
+    seg, depth, parent, slots: [], items: [], groups: [], groupsBefore: 0, localBase: 0,
+    local: new Int32Array(0), adjointInLocal: new Uint8Array(0), valueInLocal: new Uint8Array(0), size: 0,
+  };
+  const operandStrides = (i: number, k: number): number[] =>
+    levels.map(({ period }) => (period ? operand(views, i + period, k) - operand(views, i, k) : 0));
+  // Inner loops: the body of a long loop is planned again, its repeats checked against every
+  // enclosing loop's strides too.
+  let inner: Segment[] | null = null;
+  if (seg.count > 1 && seg.period >= NEST_MIN_PERIOD) {
+    const outer = levels.map(({ period }) => {
+      const strides = new Int32Array(3 * seg.period);
+      if (period) {
+        for (let s = 0; s < seg.period; s++) {
+          const i = seg.start + s, n = OPERANDS[op[i]!]!;
+          for (let k = 0; k < n; k++) strides[3 * s + k] = operand(views, i + period, k) - operand(views, i, k);
+        }
+      }
+      return strides;
+    });
+    inner = planSegments(views, seg.start, seg.start + seg.period, Infinity, outer);
+    if (inner && !inner.some((s) => s.count > 1)) inner = null;
+  }
+  const slotOf = new Int32Array(seg.period).fill(-1);
+  const ownNodes: number[] = [];
+  for (const sub of inner ?? [{ start: seg.start, period: seg.period, count: 1 }]) {
+    if (sub.count > 1) {
+      body.items.push(describeBody(views, sub, body, levels, uses, seeded));
+      continue;
+    }
+    for (let i = sub.start; i < sub.start + sub.period; i++) {
+      slotOf[i - seg.start] = ownNodes.length;
+      body.items.push(ownNodes.length);
+      ownNodes.push(i);
+    }
+  }
+  const groupIndex = new Map<string, number>();
+  const groupOf = (strides: number[], first: number): number => {
+    const key = strides.join();
+    let g = groupIndex.get(key);
+    if (g === undefined) groupIndex.set(key, (g = body.groups.push({ strides, origin: first }) - 1));
+    else body.groups[g]!.origin = Math.min(body.groups[g]!.origin, first);
     return g;
   };
-  const selfStride = seg.count > 1 ? seg.period : 0;
-  const slots: Slot[] = [];
-  for (let s = 0; s < seg.period; s++) {
-    const i = seg.start + s;
+  const single = seg.count === 1 && outerLevels.every((l) => l.count === 1);
+  // Operands that are constants at the first iteration: constants at every one? (then no
+  // adjoint), with the same value? (then an immediate)
+  const constants: Ref[] = [];
+  const selfStrides = levels.map(({ period }) => period);
+  const selfKey = selfStrides.join();
+  for (const i of ownNodes) {
     const code = op[i]!;
     const refs: Ref[] = [];
     const n = OPERANDS[code]!;
     for (let k = 0; k < n; k++) {
       const first = operand(views, i, k);
-      const stride = seg.count > 1 ? operand(views, i + seg.period, k) - first : 0;
-      let constant = true;
-      let value: number | undefined = val[first]!;
-      for (let t = 0; t < seg.count && constant; t++) {
-        const node = first + t * stride;
-        if (op[node] !== Op.const) constant = false;
-        else if (!Object.is(val[node], value)) value = undefined;
-      }
-      if (!constant) value = undefined;
-      const slot = stride === selfStride && first >= seg.start && first < i ? first - seg.start : -1;
-      refs.push({ first, stride, constant, value, group: value === undefined ? groupOf(stride, first) : -1, slot });
+      const strides = operandStrides(i, k);
+      const constant = op[first] === Op.const;
+      const own = first >= seg.start && first < i ? slotOf[first - seg.start]! : -1;
+      const slot = own >= 0 && strides.join() === selfKey ? own : -1;
+      const ref: Ref = { first, strides, constant, value: constant ? val[first]! : undefined, group: -1, slot };
+      if (constant && !single) constants.push(ref);
+      refs.push(ref);
     }
-    const self: Ref = { first: i, stride: selfStride, constant: false, value: undefined, group: groupOf(selfStride, i), slot: s };
-    slots.push({ op: code, self, refs });
+    const self: Ref = { first: i, strides: selfStrides, constant: false, value: undefined, group: groupOf(selfStrides, i), slot: body.slots.length };
+    body.slots.push({ op: code, self, refs });
   }
-  const local = new Int32Array(seg.period).fill(-1);
-  const adjointInLocal = new Uint8Array(seg.period);
+  if (constants.length) {
+    const L = levels.length;
+    const nodes = Int32Array.from(constants, (r) => r.first);
+    const strides = new Int32Array(constants.length * L);
+    constants.forEach((r, k) => strides.set(r.strides, k * L));
+    const alive = new Uint8Array(constants.length).fill(1);
+    let left = constants.length;
+    walkIterations(levels, strides, nodes, () => {
+      for (let k = 0; k < constants.length; k++) {
+        if (!alive[k]) continue;
+        const r = constants[k]!, node = nodes[k]!;
+        if (op[node] !== Op.const) {
+          r.constant = false;
+          r.value = undefined;
+          alive[k] = 0;
+          left--;
+        } else if (r.value !== undefined && !Object.is(val[node], r.value)) {
+          r.value = undefined;
+        }
+      }
+      return left > 0;
+    });
+  }
+  for (const { refs } of body.slots) for (const r of refs) if (r.value === undefined) r.group = groupOf(r.strides, r.first);
+  // Every pointer of an inner loop starts from one of this body's pointers.
+  for (const item of body.items) {
+    if (typeof item === 'number') continue;
+    for (const g of item.groups) groupOf(g.strides.slice(0, -1), g.origin);
+  }
+  const count = body.slots.length;
+  const local = new Int32Array(count).fill(-1);
+  const adjointInLocal = new Uint8Array(count);
   // Uses of each slot by later slots of the same iteration, against its uses anywhere.
-  const inIteration = new Int32Array(seg.period);
-  const valueInLocal = new Uint8Array(seg.period).fill(1);
-  slots.forEach(({ refs }, s) => {
+  const inIteration = new Int32Array(count);
+  const valueInLocal = new Uint8Array(count).fill(1);
+  body.slots.forEach(({ refs }, s) => {
     for (const r of refs) {
       if (r.slot < 0 || r.value !== undefined) continue;
       inIteration[r.slot]++;
@@ -242,38 +375,112 @@ function describeSegment(views: TapeViews, seg: Segment, uses: Int32Array, seede
     }
   });
   let locals = 0;
-  for (let s = 0; s < seg.period; s++) {
-    if (inIteration[s] === 0 || slots[s]!.op <= Op.arg) {
+  // Candidates for an adjoint in a local: used only in their iteration at every iteration.
+  // Checked iteration by iteration (nodes of one iteration are near each other in memory).
+  const candidates: number[] = [];
+  for (let s = 0; s < count; s++) {
+    const first = ownNodes[s]!;
+    if (inIteration[s] === 0 || body.slots[s]!.op <= Op.arg || locals === MAX_BODY_LOCALS) {
       valueInLocal[s] = 0;
       continue;
     }
     local[s] = locals++;
-    let only = true;
-    for (let t = 0, i = seg.start + s; t < seg.count && only; t++, i += seg.period) only = uses[i] === inIteration[s] && !seeded[i];
-    adjointInLocal[s] = only ? 1 : 0;
+    if (uses[first] === inIteration[s] && !seeded[first]) {
+      adjointInLocal[s] = 1;
+      candidates.push(s);
+    }
   }
-  return { seg, slots, groups, local, adjointInLocal, valueInLocal };
+  if (candidates.length && !single) {
+    const L = levels.length;
+    const nodes = Int32Array.from(candidates, (s) => ownNodes[s]!);
+    const strides = new Int32Array(candidates.length * L);
+    candidates.forEach((_, k) => strides.set(selfStrides, k * L));
+    let left = candidates.length;
+    walkIterations(levels, strides, nodes, () => {
+      for (let k = 0; k < candidates.length; k++) {
+        const s = candidates[k]!, node = nodes[k]!;
+        if (adjointInLocal[s] && (uses[node] !== inIteration[s] || seeded[node])) {
+          adjointInLocal[s] = 0;
+          left--;
+        }
+      }
+      return left > 0;
+    });
+  }
+  body.local = local;
+  body.adjointInLocal = adjointInLocal;
+  body.valueInLocal = valueInLocal;
+  body.size = count + body.items.reduce<number>((sum, item) => sum + (typeof item === 'number' ? 0 : item.size), 0);
+  return body;
 }
 
-// How many operand references each node has among nodes [from, to).
-function useCounts(views: TapeViews, from: number, to: number): Int32Array {
+// Pointer and local ranges: an inner body's come after its enclosing bodies' (which stay live
+// across the inner loop); sibling bodies share theirs.
+function layoutNest(body: Body, groupsBefore: number, localBase: number): void {
+  body.groupsBefore = groupsBefore;
+  body.localBase = localBase;
+  let locals = 0;
+  for (let s = 0; s < body.local.length; s++) locals = Math.max(locals, body.local[s]! + 1);
+  for (const item of body.items) if (typeof item !== 'number') layoutNest(item, groupsBefore + body.groups.length, localBase + locals);
+}
+
+/** What the functions of a sweep over some top-level bodies need: loop levels (one counter
+ *  each), pointers per region and f64 slot locals. */
+export function nestNeeds(bodies: readonly Body[]): { levels: number; pointers: number; slotLocals: number } {
+  let levels = 1, pointers = 1, slotLocals = 0;
+  const visit = (body: Body): void => {
+    levels = Math.max(levels, body.depth + 1);
+    pointers = Math.max(pointers, body.groupsBefore + body.groups.length);
+    for (let s = 0; s < body.local.length; s++) slotLocals = Math.max(slotLocals, body.localBase + body.local[s]! + 1);
+    for (const item of body.items) if (typeof item !== 'number') visit(item);
+  };
+  bodies.forEach(visit);
+  return { levels, pointers, slotLocals };
+}
+
+// How many operand references each node has among nodes [from, to), or null when a unary op has
+// two different operands.
+function useCounts(views: TapeViews, from: number, to: number): Int32Array | null {
   const { op, a, b } = views;
+  const operands = OPERANDS;
   const uses = new Int32Array(to);
   for (let i = from; i < to; i++) {
-    const n = OPERANDS[op[i]!]!;
+    const n = operands[op[i]!]!;
     if (n === 0) continue;
-    uses[a[i]!]++;
-    if (n > 1) uses[b[i]!]++;
+    const x = a[i]!, z = b[i]!;
+    uses[x]++;
+    if (n > 1) uses[z]++;
+    else if (z !== x) return null;
     if (n > 2) uses[a[i - 1]!]++;
   }
   return uses;
 }
 
-/** A tape cut into loop bodies, ready for emitting sweeps. */
+/** Nodes of straight code per body: longer straight stretches are cut into bodies of their own.
+ *  Measured on 16,749 nodes of random straight code (`bench/codegen-cliffs.ts --sweep=straight`,
+ *  medians of 3, loaded machine), body/function nodes: first call µs/node, gradients 2-21 and
+ *  steady ns/node: 128/128 1.60, 20.0, 7.2; 128/512 2.30, 20.0, 7.3; 512/512 2.68, 20.1, 5.4;
+ *  1024/1024 3.18, 34.1, 4.7; 4096/4096 4.61, 35.9, 4.6; 16384/16384 4.94, 18.7, 11.3 (another
+ *  run: 512/512 2.66, 24.0, 6.1; 4096/4096 4.25, 99.6, 9.9; the machine was shared). Before
+ *  MAX_BODY_LOCALS (measured the same way), one 16,384-node function's first call took 350-520
+ *  µs/node. */
+export const STRAIGHT_CHUNK = 512;
+
+/** Nodes of code per generated function (top-level bodies are grouped up to this). V8 compiles
+ *  wasm lazily and per function, first with Liftoff, then optimises each hot function on its own
+ *  (figures above). */
+export const FUNCTION_NODES = 512;
+
+/** The sizes planSweeps uses. Only bench/codegen-cliffs.ts changes them, to measure the choice. */
+export const planSizes = { maxSlots: MAX_SLOTS, straightChunk: STRAIGHT_CHUNK, functionNodes: FUNCTION_NODES };
+
+/** A tape cut into loop nests, ready for emitting sweeps: `parts` are the top-level bodies each
+ *  function of a sweep runs, in tape order. */
 export interface SweepPlan {
   bodies: Body[];
-  pointers: number;
-  slotLocals: number;
+  parts: Body[][];
+  /** Nodes of code over all bodies. */
+  size: number;
 }
 
 /** Why `planSweeps` returned null for nodes [from, to): a sentence for `generatedSweepsReason`. */
@@ -283,25 +490,43 @@ export function whyNoPlan(views: TapeViews, from: number, to: number): string {
   for (let i = from; i < to; i++) {
     if (OPERANDS[views.op[i]!] === 1 && views.b[i] !== views.a[i]) return `node ${i} is a unary op with two different operands (a hand-made tape)`;
   }
-  return `the tape does not fold into loops and straight code of at most ${MAX_SLOTS} body nodes`;
+  return `the tape does not fold into at most ${MAX_SLOTS} nodes of code (loops, loops nested in their bodies, straight-line code): ` +
+    'longer straight-line code measured no faster than the interpreter';
 }
 
 /** Plans generated sweeps for nodes [from, to) of the tape in `views`, or returns null when the
  *  tape does not suit generated code. `outputs`: the nodes a reverse sweep may be seeded at (their
  *  adjoints stay in memory). */
-export function planSweeps(views: TapeViews, from: number, to: number, outputs: ArrayLike<number>, maxSlots = MAX_SLOTS): SweepPlan | null {
+export function planSweeps(views: TapeViews, from: number, to: number, outputs: ArrayLike<number>, maxSlots = planSizes.maxSlots): SweepPlan | null {
+  const { straightChunk, functionNodes } = planSizes;
   // Unary ops record their operand twice (b = a), which the tangent rules below rely on; only a
   // hand-made byte string could say otherwise, and then the interpreter runs it.
-  for (let i = from; i < to; i++) if (OPERANDS[views.op[i]!] === 1 && views.b[i] !== views.a[i]) return null;
+  const uses = useCounts(views, from, to);
+  if (!uses) return null;
   const segments = planSegments(views, from, to, maxSlots);
   if (!segments) return null;
-  const uses = useCounts(views, from, to);
   const seeded = new Uint8Array(to);
   for (let k = 0; k < outputs.length; k++) seeded[outputs[k]!] = 1;
-  const bodies = segments.map((seg) => describeSegment(views, seg, uses, seeded));
-  return {
-    bodies,
-    pointers: Math.max(1, ...bodies.map((b) => b.groups.length)),
-    slotLocals: Math.max(0, ...bodies.map((b) => Math.max(-1, ...b.local) + 1)),
-  };
+  const chunked: Segment[] = [];
+  for (const seg of segments) {
+    if (seg.count > 1) chunked.push(seg);
+    else for (let s = seg.start; s < seg.start + seg.period; s += straightChunk) chunked.push({ start: s, period: Math.min(straightChunk, seg.start + seg.period - s), count: 1 });
+  }
+  const bodies = chunked.map((seg) => describeBody(views, seg, null, [], uses, seeded));
+  for (const body of bodies) layoutNest(body, 0, 0);
+  const parts: Body[][] = [];
+  let part: Body[] = [], partSize = 0;
+  for (const body of bodies) {
+    if (part.length && partSize + body.size > functionNodes) {
+      parts.push(part);
+      part = [];
+      partSize = 0;
+    }
+    part.push(body);
+    partSize += body.size;
+  }
+  if (part.length) parts.push(part);
+  const size = bodies.reduce((sum, b) => sum + b.size, 0);
+  if (size > maxSlots) return null;
+  return { bodies, parts, size };
 }

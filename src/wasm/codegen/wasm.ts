@@ -5,8 +5,11 @@
 // ───────────────────────────── wasm encoding ─────────────────────────────
 
 export class Bytes {
-  buf = new Uint8Array(1 << 16);
+  buf: Uint8Array<ArrayBuffer>;
   len = 0;
+  constructor(capacity = 1024) {
+    this.buf = new Uint8Array(capacity);
+  }
   private readonly f64 = new Float64Array(1);
   private readonly f64Bytes = new Uint8Array(this.f64.buffer);
 
@@ -19,7 +22,17 @@ export class Bytes {
     this.buf[this.len++] = x;
   }
   bytes(xs: ArrayLike<number>): void {
-    for (let k = 0; k < xs.length; k++) this.byte(xs[k]!);
+    if (!(xs instanceof Uint8Array)) {
+      for (let k = 0; k < xs.length; k++) this.byte(xs[k]!);
+      return;
+    }
+    if (this.len + xs.length > this.buf.length) {
+      const grown = new Uint8Array(Math.max(2 * this.buf.length, this.len + xs.length));
+      grown.set(this.buf.subarray(0, this.len));
+      this.buf = grown;
+    }
+    this.buf.set(xs, this.len);
+    this.len += xs.length;
   }
   u32(x: number): void {
     do {

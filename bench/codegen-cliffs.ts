@@ -1,0 +1,308 @@
+// The costs of generated sweeps on tapes that used to fall off a cliff: a large loop body with an
+// inner loop, the scalar GMM objective (3.4 M nodes), and a non-periodic tape. Each (case, mode)
+// runs in its own process, so no JIT state or heap carries over:
+//   npx tsx bench/codegen-cliffs.ts                 # every case, generated and interpreted, a table
+//   npx tsx bench/codegen-cliffs.ts --case=gmm --mode=generated   # one child (prints JSON)
+//   npx tsx bench/codegen-cliffs.ts --sweep=straight              # straight code by length and function size
+// Per case: recording alone (interpreted run), the first call with codegen (record + plan + emit +
+// compile), the generation alone, the next 20 gradients (mean ns/node), the steady state (median
+// ns/node after 1 s of gradients) and peak RSS against the interpreted run.
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+import { compile, init, type Var } from '../src/index.ts';
+import { WasmBackend } from '../src/wasm/backend.ts';
+import { nestNeeds, planSizes, planSweeps, type SweepPlan } from '../src/wasm/codegen/plan.ts';
+import { emitSweeps } from '../src/wasm/codegen/module.ts';
+import { gmmConstants, gmmData } from './workloads.ts';
+
+type CaseId = 'gmm' | 'nested' | 'straight';
+const CASES: CaseId[] = ['gmm', 'nested', 'straight'];
+
+interface Case { fn: (x: Var[]) => Var; inputs: number; x: Float64Array; what: string }
+
+function mulberry32(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// The GMM objective as the bench's Var form records it (gmmVar in workloads.ts), as a function of
+// the 1650 parameters for compile.
+function gmmCase(): Case {
+  const g = gmmData(1000);
+  const { d, k, n, X, mu0, q0, l0, lsz, m, gamma } = g;
+  const { CONSTANT, C } = gmmConstants(g);
+  const lse = (v: Var[]): Var => {
+    let mx = v[0]!;
+    for (let i = 1; i < v.length; i++) mx = mx.max(v[i]!);
+    let s = v[0]!.sub(mx).exp();
+    for (let i = 1; i < v.length; i++) s = s.add(v[i]!.sub(mx).exp());
+    return s.log().add(mx);
+  };
+  const fn = (ps: Var[]): Var => {
+    const tape = ps[0]!.tape;
+    const xs = Array.from(X, (v) => tape.constant(v));
+    const Qd = Array.from({ length: d * k }, (_, i) => ps[q0 + i]!.exp());
+    const sumQ = Array.from({ length: k }, (_, c) => {
+      let s = ps[q0 + c * d]!;
+      for (let j = 1; j < d; j++) s = s.add(ps[q0 + c * d + j]!);
+      return s;
+    });
+    const xc: Var[] = new Array<Var>(d), Qxc: Var[] = new Array<Var>(d), main: Var[] = new Array<Var>(k);
+    let slse: Var | null = null;
+    for (let i = 0; i < n; i++) {
+      for (let c = 0; c < k; c++) {
+        for (let j = 0; j < d; j++) xc[j] = xs[i * d + j]!.sub(ps[mu0 + c * d + j]!);
+        for (let j = 0; j < d; j++) Qxc[j] = Qd[c * d + j]!.mul(xc[j]!);
+        let li = l0 + c * lsz;
+        for (let a = 0; a < d; a++) for (let b = a + 1; b < d; b++) Qxc[b] = Qxc[b]!.add(ps[li++]!.mul(xc[a]!));
+        let sq = Qxc[0]!.square();
+        for (let j = 1; j < d; j++) sq = sq.add(Qxc[j]!.square());
+        main[c] = ps[c]!.add(sumQ[c]!).sub(sq.mul(0.5));
+      }
+      const l = lse(main);
+      slse = slse ? slse.add(l) : l;
+    }
+    const lseAlpha = lse(ps.slice(0, k));
+    let out: Var | null = null;
+    for (let c = 0; c < k; c++) {
+      let frob = Qd[c * d]!.square();
+      for (let j = 1; j < d; j++) frob = frob.add(Qd[c * d + j]!.square());
+      let ls = ps[l0 + c * lsz]!.square();
+      for (let j = 1; j < lsz; j++) ls = ls.add(ps[l0 + c * lsz + j]!.square());
+      const term = frob.add(ls).mul(0.5 * gamma * gamma).sub(sumQ[c]!.mul(m));
+      out = out ? out.add(term) : term;
+    }
+    return slse!.add(CONSTANT).sub(lseAlpha.mul(n)).add(out!.neg().add(k * C));
+  };
+  return { fn, inputs: g.p.length, x: g.p, what: 'GMM objective, d = 10, K = 25, n = 1000 (scalar Var form)' };
+}
+
+// An outer loop of 300 iterations whose body (about 3,900 nodes) holds an inner loop of 24
+// iterations of 155 nodes (itself a loop of 25 six-node steps and a few nodes), between straight
+// stretches of other code.
+function nestedCase(): Case {
+  const inputs = 400;
+  const fn = (x: Var[]): Var => {
+    let s = x[0]!.mul(0);
+    for (let t = 0; t < 300; t++) {
+      let u = x[t]!.sin().add(s.mul(1e-3));
+      for (let j = 0; j < 60; j++) u = u.mul(x[t + j]!).tanh().add(j * 1e-3);
+      let acc = u;
+      for (let j = 0; j < 24; j++) {
+        let v = acc.mul(0.5).add(x[3 * j]!);
+        for (let r = 0; r < 25; r++) v = v.mul(0.999).add(x[j + r]!.mul(1e-3)).abs().sqrt();
+        acc = acc.add(v.square().mul(1e-3));
+      }
+      for (let j = 0; j < 50; j++) acc = acc.exp().mul(1e-2).add(u.mul(j * 1e-3)).log1p();
+      s = s.add(acc);
+    }
+    return s;
+  };
+  const x = Float64Array.from({ length: inputs }, (_, i) => 0.1 + 0.001 * i);
+  return { fn, inputs, x, what: 'outer loop of 300 iterations, ~3.9k-node body holding an inner loop of 24 × 155 nodes' };
+}
+
+// 10^5 random ops on random recent nodes (seeded): no period anywhere.
+function straightCase(ops = 100_000): Case {
+  const inputs = 32;
+  const fn = (x: Var[]): Var => {
+    const rand = mulberry32(12);
+    const nodes: Var[] = x.slice();
+    const pick = (): Var => nodes[nodes.length - 1 - Math.floor(rand() * Math.min(nodes.length, 40))]!;
+    while (nodes.length < ops) {
+      const r = rand();
+      const a = pick(), b = pick();
+      const v = r < 0.3 ? a.add(b) : r < 0.5 ? a.mul(b) : r < 0.65 ? a.sub(b) : r < 0.8 ? a.mul(rand() - 0.5) : r < 0.9 ? a.square().add(b) : r < 0.95 ? a.tanh() : a.abs().add(1).sqrt();
+      nodes.push(v);
+    }
+    let s = nodes[nodes.length - 1]!;
+    for (let k = 2; k < 20; k++) s = s.add(nodes[nodes.length - k]!);
+    return s;
+  };
+  const x = Float64Array.from({ length: inputs }, (_, i) => 0.05 * i - 0.7);
+  return { fn, inputs, x, what: `non-periodic tape of ${ops} random ops on recent nodes` };
+}
+
+const now = (): number => performance.now();
+
+// Nodes of generated code, functions per sweep and the most slot locals in one function.
+function planFacts(f: { recorded: { tape: { engine: unknown } } | null }): Record<string, number> {
+  const plan = (f.recorded?.tape.engine as { plan?: SweepPlan | null }).plan;
+  if (!plan) return {};
+  return { codeNodes: plan.size, functions: plan.parts.length, slotLocals: Math.max(...plan.parts.map((p) => nestNeeds(p).slotLocals)) };
+}
+
+async function child(id: CaseId, mode: 'generated' | 'interpreted'): Promise<void> {
+  await init();
+  // The sweep over straight-code sizes (--sweep=straight) sets the planner's sizes per child.
+  const ops = Number(arg('ops') ?? 100_000);
+  planSizes.maxSlots = Number(arg('max') ?? planSizes.maxSlots);
+  planSizes.straightChunk = Number(arg('chunk') ?? planSizes.straightChunk);
+  planSizes.functionNodes = Number(arg('fn') ?? planSizes.functionNodes);
+  const c = id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : straightCase(ops);
+  let generateMs = 0;
+  const original = WasmBackend.prototype.generateSweeps;
+  WasmBackend.prototype.generateSweeps = function (this: WasmBackend, ...args: Parameters<typeof original>) {
+    const t = now();
+    try {
+      return original.apply(this, args);
+    } finally {
+      generateMs += now() - t;
+    }
+  };
+  const f = compile(c.fn, { inputs: c.inputs, codegen: mode === 'generated' });
+  const out = new Float64Array(c.inputs);
+  let t = now();
+  f.record(c.x);
+  const recordMs = now() - t;
+  const size = f.size;
+  t = now();
+  f.gradient(c.x, out);
+  const firstMs = now() - t;
+  const next: number[] = [];
+  for (let r = 0; r < 20; r++) {
+    t = now();
+    f.gradient(c.x, out);
+    next.push(now() - t);
+  }
+  const steady: number[] = [];
+  const until = now() + 1500;
+  while (now() < until || steady.length < 5) {
+    t = now();
+    f.gradient(c.x, out);
+    steady.push(now() - t);
+  }
+  steady.sort((p, q) => p - q);
+  const ns = (ms: number): number => (ms * 1e6) / size;
+  console.log(JSON.stringify({
+    id, mode, size, recordMs, generateMs, firstMs,
+    firstNsPerNode: ns(firstMs),
+    next20NsPerNode: ns(next.reduce((s, v) => s + v, 0) / next.length),
+    firstReplaysNs: next.map((v) => Math.round(ns(v) * 10) / 10),
+    steadyNsPerNode: ns(steady[steady.length >> 1]!),
+    rssMB: process.resourceUsage().maxRSS / 1024,
+    generated: f.generatedSweeps, reason: f.generatedSweepsReason, ...planFacts(f),
+  }));
+}
+
+// Generation split into planning, emitting and compiling, best of 5 (the first includes warm-up
+// of the generator's own JS).
+async function phases(id: CaseId): Promise<void> {
+  await init();
+  planSizes.maxSlots = Number(arg('max') ?? planSizes.maxSlots);
+  const c = id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : straightCase(Number(arg('ops') ?? 100_000));
+  const f = compile(c.fn, { inputs: c.inputs, codegen: false });
+  f.record(c.x);
+  const { tape } = f.recorded!;
+  const best = { plan: Infinity, emit: Infinity, compile: Infinity };
+  const firstPlan: number[] = [];
+  for (let k = 0; k < 5; k++) {
+    let t = now();
+    const plan = planSweeps(tape.engine.views, c.inputs, tape.size, f.recorded!.outputs);
+    best.plan = Math.min(best.plan, now() - t);
+    if (k === 0) firstPlan.push(now() - t);
+    if (!plan) continue;
+    t = now();
+    const bytes = emitSweeps(plan, 'replay');
+    best.emit = Math.min(best.emit, now() - t);
+    if (k === 0) firstPlan.push(now() - t);
+    t = now();
+    new WebAssembly.Module(bytes);
+    best.compile = Math.min(best.compile, now() - t);
+  }
+  console.log(JSON.stringify({ id, size: tape.size, ...best, firstPlan: firstPlan[0], firstEmit: firstPlan[1] }));
+}
+
+// Each (case, mode) runs RUNS times, the modes alternating, and each figure is the median: the
+// machine may be shared, and a load spike in one child would otherwise decide a ratio.
+const RUNS = 3;
+
+function parent(only: CaseId[]): void {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const rows: string[] = [], reasons: string[] = [];
+  type Result = Record<string, number> & { generated: string; reason: string | null };
+  for (const id of only) {
+    const run = (mode: string): Result => {
+      const r = spawnSync(process.execPath, ['--import', 'tsx', join(here, 'codegen-cliffs.ts'), `--case=${id}`, `--mode=${mode}`], { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`${id} ${mode} failed:\n${r.stderr}`);
+      const result = JSON.parse(r.stdout.trim().split('\n').pop()!) as Result;
+      console.error(JSON.stringify(result));
+      return result;
+    };
+    const gs: Result[] = [], is: Result[] = [];
+    for (let k = 0; k < RUNS; k++) {
+      gs.push(run('generated'));
+      is.push(run('interpreted'));
+    }
+    const median = (xs: number[]): number => xs.sort((p, q) => p - q)[xs.length >> 1]!;
+    const g = (key: string): number => median(gs.map((r) => r[key]!));
+    const i = (key: string): number => median(is.map((r) => r[key]!));
+    // Recording alone, in the same process as the first call: the first call records, then generates.
+    const recording = median(gs.map((r) => r.recordMs! - r.generateMs!));
+    const first = median(gs.map((r) => r.recordMs! / (r.recordMs! - r.generateMs!)));
+    const f = (v: number, digits = 1): string => v.toFixed(digits);
+    const code = gs[0]!.generated === 'active' ? `${gs[0]!.codeNodes} in ${gs[0]!.functions} functions` : 'none: interpreted';
+    if (gs[0]!.reason) reasons.push(`${id}: ${gs[0]!.reason}`);
+    rows.push(
+      `| ${id} | ${(g('size') / 1e6).toFixed(2)} M | ${code} | ${f(recording, 0)} ms | ${f(g('generateMs'), 0)} ms | ${f(first, 2)}× ` +
+      `| ${f(g('next20NsPerNode'), 2)} (${f(i('next20NsPerNode'), 2)}) | ${f(g('steadyNsPerNode'), 2)} (${f(i('steadyNsPerNode'), 2)}) | ${f(g('rssMB'), 0)} MB (${f(g('rssMB') / i('rssMB'), 2)}×) |`,
+    );
+  }
+  console.log(`Medians of ${RUNS} runs per mode, one process each. ns/node: per gradient (forward + reverse) per tape node; interpreted in parentheses.\n`);
+  console.log('| tape | nodes | nodes of code | recording | generation | first call ÷ recording | gradients 2–21, ns/node | steady, ns/node | peak RSS (× interpreted) |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+  for (const r of rows) console.log(r);
+  for (const r of reasons) console.log(`\n${r}`);
+}
+
+// Generated straight-line code against the interpreter by tape length (the limit lifted), and
+// by body and function size at one length: the measurements behind MAX_SLOTS, STRAIGHT_CHUNK and
+// FUNCTION_NODES.
+function straightSweep(): void {
+  const here = dirname(fileURLToPath(import.meta.url));
+  type Result = Record<string, number>;
+  const run = (args: string[]): Result => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', join(here, 'codegen-cliffs.ts'), '--case=straight', ...args], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`straight ${args.join(' ')} failed:\n${r.stderr}`);
+    const result = JSON.parse(r.stdout.trim().split('\n').pop()!) as Result;
+    console.error(JSON.stringify({ args, ...result, firstReplaysNs: undefined }));
+    return result;
+  };
+  const median = (xs: number[]): number => xs.sort((p, q) => p - q)[xs.length >> 1]!;
+  const f = (v: number, digits = 1): string => v.toFixed(digits);
+  console.log('| ops | nodes | recording | generation | gradients 2–21, ns/node | steady, ns/node | steady, generated / interpreted |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- |');
+  for (const ops of [3000, 6000, 12000, 40000]) {
+    const gs: Result[] = [], is: Result[] = [];
+    for (let k = 0; k < RUNS; k++) {
+      gs.push(run([`--ops=${ops}`, '--max=100000000', '--mode=generated']));
+      is.push(run([`--ops=${ops}`, '--mode=interpreted']));
+    }
+    const g = (key: string): number => median(gs.map((r) => r[key]!)), i = (key: string): number => median(is.map((r) => r[key]!));
+    const recording = median(gs.map((r) => r.recordMs! - r.generateMs!));
+    console.log(
+      `| ${ops} | ${gs[0]!.size} | ${f(recording, 0)} ms | ${f(g('generateMs'), 0)} ms | ${f(g('next20NsPerNode'), 1)} (${f(i('next20NsPerNode'), 1)}) ` +
+      `| ${f(g('steadyNsPerNode'), 2)} (${f(i('steadyNsPerNode'), 2)}) | ${f(g('steadyNsPerNode') / i('steadyNsPerNode'), 2)} |`,
+    );
+  }
+  console.log('\n| body nodes | function nodes | first call, µs/node | gradients 2–21, ns/node | steady, ns/node |');
+  console.log('| --- | --- | --- | --- | --- |');
+  for (const [chunk, fn] of [[128, 128], [128, 512], [128, 2048], [512, 512], [1024, 1024], [4096, 4096], [16384, 16384]]) {
+    const gs: Result[] = [];
+    for (let k = 0; k < RUNS; k++) gs.push(run(['--ops=12000', '--max=100000000', `--chunk=${chunk}`, `--fn=${fn}`, '--mode=generated']));
+    const m = (key: string): number => median(gs.map((r) => r[key]!));
+    console.log(`| ${chunk} | ${fn} | ${f(m('firstNsPerNode') / 1000, 2)} | ${f(m('next20NsPerNode'), 2)} | ${f(m('steadyNsPerNode'), 2)} |`);
+  }
+}
+
+const arg = (name: string): string | undefined => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const caseArg = arg('case'), modeArg = arg('mode');
+if (modeArg === 'phases') await phases(caseArg as CaseId);
+else if (modeArg) await child(caseArg as CaseId, modeArg as 'generated' | 'interpreted');
+else if (arg('sweep') === 'straight') straightSweep();
+else parent(caseArg ? (caseArg.split(',') as CaseId[]) : CASES);
