@@ -8,6 +8,7 @@
 // compile), the generation alone, the next 20 gradients (mean ns/node), the steady state (median
 // ns/node after 1 s of gradients) and peak RSS against the interpreted run.
 import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import { compile, init, type Var } from '../src/index.ts';
@@ -253,11 +254,16 @@ function parent(only: CaseId[]): void {
       `| ${f(g('next20NsPerNode'), 2)} (${f(i('next20NsPerNode'), 2)}) | ${f(g('steadyNsPerNode'), 2)} (${f(i('steadyNsPerNode'), 2)}) | ${f(g('rssMB'), 0)} MB (${f(g('rssMB') / i('rssMB'), 2)}×) |`,
     );
   }
-  console.log(`Medians of ${RUNS} runs per mode, one process each. ns/node: per gradient (forward + reverse) per tape node; interpreted in parentheses.\n`);
-  console.log('| tape | nodes | nodes of code | recording | generation | first call ÷ recording | gradients 2–21, ns/node | steady, ns/node | peak RSS (× interpreted) |');
-  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
-  for (const r of rows) console.log(r);
-  for (const r of reasons) console.log(`\n${r}`);
+  const out = [
+    `Medians of ${RUNS} runs per mode, one process each, ${new Date().toISOString().slice(0, 10)}. ns/node: per gradient (forward + reverse) per tape node; interpreted in parentheses.\n`,
+    '| tape | nodes | nodes of code | recording | generation | first call ÷ recording | gradients 2–21, ns/node | steady, ns/node | peak RSS (× interpreted) |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...rows,
+    ...reasons.map((r) => `\n${r}`),
+  ].join('\n');
+  console.log(out);
+  // README's table (npm run readme) comes from the run over every case.
+  if (only.length === CASES.length) writeFileSync(join(here, 'results', 'codegen-cliffs.md'), `${out}\n`);
 }
 
 // Generated straight-line code against the interpreter by tape length (the limit lifted), and
@@ -275,8 +281,9 @@ function straightSweep(): void {
   };
   const median = (xs: number[]): number => xs.sort((p, q) => p - q)[xs.length >> 1]!;
   const f = (v: number, digits = 1): string => v.toFixed(digits);
-  console.log('| ops | nodes | recording | generation | gradients 2–21, ns/node | steady, ns/node | steady, generated / interpreted |');
-  console.log('| --- | --- | --- | --- | --- | --- | --- |');
+  const length = ['| ops | nodes | recording | generation | gradients 2–21, ns/node | steady, ns/node | steady, generated / interpreted |', '| --- | --- | --- | --- | --- | --- | --- |'];
+  const print = (lines: string[], line: string): void => { lines.push(line); console.log(line); };
+  length.forEach((l) => console.log(l));
   for (const ops of [3000, 6000, 12000, 40000]) {
     const gs: Result[] = [], is: Result[] = [];
     for (let k = 0; k < RUNS; k++) {
@@ -285,19 +292,22 @@ function straightSweep(): void {
     }
     const g = (key: string): number => median(gs.map((r) => r[key]!)), i = (key: string): number => median(is.map((r) => r[key]!));
     const recording = median(gs.map((r) => r.recordMs! - r.generateMs!));
-    console.log(
+    print(length,
       `| ${ops} | ${gs[0]!.size} | ${f(recording, 0)} ms | ${f(g('generateMs'), 0)} ms | ${f(g('next20NsPerNode'), 1)} (${f(i('next20NsPerNode'), 1)}) ` +
       `| ${f(g('steadyNsPerNode'), 2)} (${f(i('steadyNsPerNode'), 2)}) | ${f(g('steadyNsPerNode') / i('steadyNsPerNode'), 2)} |`,
     );
   }
-  console.log('\n| body nodes | function nodes | first call, µs/node | gradients 2–21, ns/node | steady, ns/node |');
-  console.log('| --- | --- | --- | --- | --- |');
+  const sizes = ['| body nodes | function nodes | first call, µs/node | gradients 2–21, ns/node | steady, ns/node |', '| --- | --- | --- | --- | --- |'];
+  console.log(`\n${sizes.join('\n')}`);
   for (const [chunk, fn] of [[128, 128], [128, 512], [128, 2048], [512, 512], [1024, 1024], [4096, 4096], [16384, 16384]]) {
     const gs: Result[] = [];
     for (let k = 0; k < RUNS; k++) gs.push(run(['--ops=12000', '--max=100000000', `--chunk=${chunk}`, `--fn=${fn}`, '--mode=generated']));
     const m = (key: string): number => median(gs.map((r) => r[key]!));
-    console.log(`| ${chunk} | ${fn} | ${f(m('firstNsPerNode') / 1000, 2)} | ${f(m('next20NsPerNode'), 2)} | ${f(m('steadyNsPerNode'), 2)} |`);
+    print(sizes, `| ${chunk} | ${fn} | ${f(m('firstNsPerNode') / 1000, 2)} | ${f(m('next20NsPerNode'), 2)} | ${f(m('steadyNsPerNode'), 2)} |`);
   }
+  // README's two tables (npm run readme).
+  writeFileSync(join(here, 'results', 'codegen-straight-length.md'), `${length.join('\n')}\n`);
+  writeFileSync(join(here, 'results', 'codegen-straight-size.md'), `${sizes.join('\n')}\n`);
 }
 
 const arg = (name: string): string | undefined => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
