@@ -473,7 +473,7 @@ const runTerms = memory.data(16 * RUN_MAX);
 const runStores = memory.data(RUN_MAX);
 
 // ─── fused runs: one generated loop per run instead of one loop per node ───
-// Where the façade supplies them (src/wasm/codegen/emit-runs.ts), a run of at least two nodes is
+// Where the façade supplies them (src/wasm/codegen/emit-runs.ts), a run of 2 to FUSE_MAX nodes is
 // swept by a kernel generated for its shape: the run's ops, which operand is which run node, and
 // in the reverse sweep which nodes are active and which operands are stored whole. Per element it
 // computes every node with its operands in registers (forward), or every node's adjoint terms from
@@ -493,7 +493,7 @@ const fuseSignature = memory.data(4 * (2 + FUSE_SIG_WORDS * FUSE_MAX));
 const fuseParams = memory.data(4 * FUSE_PARAM_WORDS * FUSE_MAX);
 let fusionEnabled = false;
 
-/** Turns fused run kernels on or off (the façade turns them on once it can generate them). */
+/** Turns fused run kernels on or off (the façade turns them on while it can generate them). */
 export function setRunFusion(on: i32): void { fusionEnabled = on != 0; }
 
 // Operand kinds in a signature: a run node's index (0 = the run's first node), or one of these.

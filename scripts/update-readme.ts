@@ -81,7 +81,10 @@ async function main(): Promise<void> {
   if (count === null) console.warn('no test-artifacts/vitest.json (run npm test first): the test count is left as it is');
   const regions = await measuredRegions(ROOT, count);
   const unknown = regionNames(readme).filter((n) => !(n in regions) && n !== 'test-count');
-  if (unknown.length > 0) throw new Error(`README marks regions this script does not know: ${unknown.join(', ')}`);
+  if (unknown.length > 0) {
+    throw new Error(`README marks regions with nothing to write: ${unknown.join(', ')} (unknown names, or results files missing: ` +
+      'bench/results/codegen-*.md from bench/codegen-cliffs.ts, pool.json from npm run bench:pool, loadtest.json from npm run loadtest)');
+  }
   const changed = regionNames(readme).filter((n) => regions[n] !== undefined && regionText(readme, n) !== regions[n]);
   if (check) {
     console.log(changed.length === 0 ? 'README is up to date' : `README differs in: ${changed.join(', ')}`);

@@ -31,10 +31,14 @@ export type GeneratedSweeps = 'none' | 'pending' | 'active';
 // Fused run kernels, compiled once per signature for every instance (null: a run the kernels
 // leave to the block sweep; absent while a module too large to compile synchronously compiles).
 const runModules = new Map<string, WebAssembly.Module | null | undefined>();
+// Kernels per instance and modules per process: signatures carry data-dependent flags (which
+// nodes a sweep reached), so their variety is bounded here; past it, runs sweep block by block.
 const MAX_RUN_KERNELS = 256;
+const MAX_RUN_MODULES = 1024;
 
 function runKernel(key: string, signature: Int32Array): WebAssembly.Module | null | undefined {
   if (runModules.has(key)) return runModules.get(key);
+  if (runModules.size >= MAX_RUN_MODULES) return null;
   const bytes = codegen!.emitRunKernel(signature, simdAvailable());
   if (!bytes) {
     runModules.set(key, null);
@@ -93,7 +97,9 @@ export class WasmBackend implements Backend {
       fuseRun: (signature, words) => this.fuseRun(signature, words),
     };
     this.core = instantiateCore(module, this.imports);
-    this.core.setRunFusion(1);
+    this.syncRunFusion();
+    // A tape made while the generator loads gets its kernels once it is there.
+    if (!codegen) codegenLoading?.then(() => this.syncRunFusion(), () => {});
     this.refreshViews();
   }
 
@@ -103,8 +109,8 @@ export class WasmBackend implements Backend {
   private recover(error: unknown): unknown {
     if (!(error instanceof WebAssembly.RuntimeError)) return error;
     this.core = instantiateCore(this.module, this.imports);
-    this.core.setRunFusion(this.runFusion ? 1 : 0);
     this.runSlots.clear();
+    this.syncRunFusion();
     this.dropGeneratedSweeps();
     this.guardsAt = -1;
     this.memoryF64 = new Float64Array(0);
@@ -188,7 +194,13 @@ export class WasmBackend implements Backend {
   runFusion = true;
   setRunFusion(on: boolean): void {
     this.runFusion = on;
-    this.core.setRunFusion(on ? 1 : 0);
+    this.syncRunFusion();
+  }
+
+  // The core asks for kernels only where the generator can make them: without it (a pool's
+  // worker, `init({ codegen: false })`) a run never crosses into JS to be told no.
+  private syncRunFusion(): void {
+    this.core.setRunFusion(this.runFusion && codegen !== null ? 1 : 0);
   }
 
   // Fused run kernels of this instance's table, by signature (0: the run sweeps block by block).
@@ -200,10 +212,11 @@ export class WasmBackend implements Backend {
     const key = words32.join(',');
     const known = this.runSlots.get(key);
     if (known !== undefined) return known;
+    if (this.runSlots.size >= MAX_RUN_KERNELS) return 0;
     const module = runKernel(key, words32);
     if (module === undefined) return 0; // compiling in the background
     let slot = 0;
-    if (module && this.runSlots.size < MAX_RUN_KERNELS) {
+    if (module) {
       const core = this.core;
       const env = { memory: core.memory, ruleForward: core.ruleForward, rulePartials: core.rulePartials, rulePartialZ: core.rulePartialZ };
       const { run } = new WebAssembly.Instance(module, { env }).exports as { run: () => void };

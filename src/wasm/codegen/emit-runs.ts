@@ -15,9 +15,10 @@
 // of the node, of operand a, of operand b (elements or scalar slot), and its broadcast terms' slot.
 import { Op, SCALAR_OP_TABLE } from '../../ops.ts';
 import {
-  Bytes, memarg, F64, I32, W_BrIf, W_Call, W_Else, W_End, W_F64Add, W_F64Div, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg,
-  W_F64Store, W_F64Sub, W_I32Add, W_I32And, W_If, W_Loop, W_Select, W_Void,
+  Bytes, memarg, F64, I32, W_Block, W_BrIf, W_Call, W_Else, W_End, W_F64Add, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg,
+  W_F64Store, W_I32Add, W_I32And, W_I32Eqz, W_I32GtU, W_I32Load, W_I32Mul, W_If, W_Loop, W_Select, W_Void,
 } from './wasm.ts';
+import { FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, NATIVE_BINARY } from './rules.ts';
 
 // SIMD (f64x2) opcodes, after the 0xfd prefix.
 const V128 = 0x7b;
@@ -28,10 +29,6 @@ const SIMD_NATIVE: Partial<Record<number, number>> = { [Op.add]: S_Add, [Op.sub]
 const KIND_VECTOR = -1, KIND_VECTOR_CONSTANT = -2, KIND_SCALAR = -3, KIND_SCALAR_CONSTANT = -4;
 const ACTIVE = 1, STORE_A = 2, STORE_B = 4;
 const PARAM_WORDS = 7;
-const W_Block = 0x02, W_I32Mul = 0x6c, W_I32GtU = 0x4b, W_I32Eqz = 0x45, W_I32Load = 0x28;
-// Imported functions: the core's rules.
-const FN_FORWARD = 0, FN_PARTIALS = 1, FN_PARTIAL_Z = 2;
-const NATIVE: Partial<Record<number, number>> = { [Op.add]: W_F64Add, [Op.sub]: W_F64Sub, [Op.mul]: W_F64Mul, [Op.div]: W_F64Div };
 
 interface Node { s: number; a: number; b: number; flags: number; unary: boolean }
 
@@ -91,7 +88,7 @@ export function emitRunKernel(signature: Int32Array, simd: boolean): Uint8Array<
 
 // Locals: 0 params, 1 from, 2 len; then i32: the element byte offset, its end, and the seven
 // parameter words of every node; then f64: the value of each scalar operand (a, b per node),
-// each node's terms (a, b), and a lane's scratch (x, z, y, p, q); then one group of a register
+// each node's terms (a, b), and a lane's scratch (x, z, p, q); then one group of a register
 // per node and the temporaries g, x, z, p, q, t, in f64 (the scalar loop) and in v128 (the SIMD
 // loop, where scalar operands are also splatted).
 function locals(count: number) {
@@ -101,14 +98,14 @@ function locals(count: number) {
     reg: (k: number) => base + k, g: base + count, x: base + count + 1, z: base + count + 2,
     p: base + count + 3, q: base + count + 4, t: base + count + 5,
   });
-  const f64Count = 4 * count + 5 + (count + 6);
+  const f64Count = 4 * count + 4 + (count + 6);
   const v128 = f64 + f64Count;
   return {
     e, end, word,
     scalar: (k: number, b: boolean) => f64 + 2 * k + (b ? 1 : 0),
     terms: (k: number, b: boolean) => f64 + 2 * count + 2 * k + (b ? 1 : 0),
-    lane: { x: f64 + 4 * count, z: f64 + 4 * count + 1, y: f64 + 4 * count + 2, p: f64 + 4 * count + 3, q: f64 + 4 * count + 4 },
-    f64: group(f64 + 4 * count + 5),
+    lane: { x: f64 + 4 * count, z: f64 + 4 * count + 1, p: f64 + 4 * count + 2, q: f64 + 4 * count + 3 },
+    f64: group(f64 + 4 * count + 4),
     v128: { ...group(v128), splat: (k: number, b: boolean) => v128 + count + 6 + 2 * k + (b ? 1 : 0) },
     declare(fn: Bytes) {
       fn.u32(3);
@@ -136,7 +133,8 @@ interface Lanes {
   scalarOperand(k: number, b: boolean): void;
   zero(): void;
   constant(c: number): void;
-  binary(op: number): boolean;
+  /** add, sub, mul or div. */
+  binary(op: number): void;
   neg(): void;
   mul(): void;
   add(): void;
@@ -158,7 +156,7 @@ function scalarLanes(fn: Bytes, L: Locals): Lanes {
     scalarOperand: (k, b) => fn.get(L.scalar(k, b)),
     zero: () => fn.f64Const(0),
     constant: (c) => fn.f64Const(c),
-    binary(op) { const w = NATIVE[op]; if (w === undefined) return false; fn.byte(w); return true; },
+    binary(op) { fn.byte(NATIVE_BINARY[op]!); },
     neg: () => fn.byte(W_F64Neg),
     mul: () => fn.byte(W_F64Mul),
     add: () => fn.byte(W_F64Add),
@@ -188,7 +186,7 @@ function simdLanes(fn: Bytes, L: Locals): Lanes {
     scalarOperand: (k, b) => fn.get(R.splat(k, b)),
     zero: () => { fn.f64Const(0); simdOp(fn, S_Splat); },
     constant: (c) => { fn.f64Const(c); simdOp(fn, S_Splat); },
-    binary(op) { const w = SIMD_NATIVE[op]; if (w === undefined) return false; simdOp(fn, w); return true; },
+    binary(op) { simdOp(fn, SIMD_NATIVE[op]!); },
     neg: () => simdOp(fn, S_Neg),
     mul: () => simdOp(fn, S_Mul),
     add: () => simdOp(fn, S_Add),

@@ -75,6 +75,11 @@ export class Bytes {
 
 export const I32 = 0x7f, F64 = 0x7c;
 // wasm opcodes
+export const W_Block = 0x02;
+export const W_I32Load = 0x28;
+export const W_I32Eqz = 0x45;
+export const W_I32GtU = 0x4b;
+export const W_I32Mul = 0x6c;
 export const W_If = 0x04;
 export const W_Else = 0x05;
 export const W_End = 0x0b;
