@@ -35,6 +35,7 @@
 import type { BackendKind } from './backend.ts';
 import { CompiledFunction, type Recording } from './compile.ts';
 import { createTapeSync } from './create.ts';
+import type { TapeLimits } from './tape.ts';
 import { FormatError, TapegradError, describe } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, Op, SCALAR_OP_TABLE, opNameOf } from './ops.ts';
 import { BACKEND_RULE, checkOptions } from './options.ts';
@@ -113,20 +114,29 @@ export function toBytes(compiled: CompiledFunction): Uint8Array {
 export interface FromBytesOptions {
   /** Engine to replay on (default 'wasm'; `await init()` first). */
   backend?: BackendKind;
+  /** Limits for the loaded tape, as `createTape`'s: bytes from elsewhere may describe a tape far
+   *  larger than themselves (an outer product of two short vectors), and past a limit loading
+   *  throws CapacityError instead of taking the memory. */
+  maxNodes?: number;
+  maxMemoryBytes?: number;
 }
 
 /** Loads bytes made by `toBytes` (on either backend, in any process) as a CompiledFunction.
  *  Throws FormatError for anything truncated, corrupted, of another version or malformed. A
  *  loaded function has no JS source, so a failed guard throws BranchChangedError. */
 export function fromBytes(bytes: Uint8Array, options: FromBytesOptions = {}): CompiledFunction {
-  checkOptions(options, 'fromBytes', { backend: BACKEND_RULE });
-  return loadBytes(bytes, options.backend ?? 'wasm', null, true);
+  checkOptions(options, 'fromBytes', { backend: BACKEND_RULE, maxNodes: 'number', maxMemoryBytes: 'number' });
+  const { maxNodes, maxMemoryBytes } = options;
+  const limits = { ...(maxNodes === undefined ? {} : { maxNodes }), ...(maxMemoryBytes === undefined ? {} : { maxMemoryBytes }) };
+  return loadBytes(bytes, options.backend ?? 'wasm', null, true, limits);
 }
 
 /** @internal `fromBytes`, installing sweeps another core generated for this tape (see
  *  `CompiledFunction.shipSweeps`) instead of generating them; with `codegen` false it neither
  *  generates nor installs any (the tape is interpreted). */
-export function loadBytes(bytes: Uint8Array, backend: BackendKind, sweeps: ShippedSweeps | null, codegen: boolean): CompiledFunction {
+export function loadBytes(
+  bytes: Uint8Array, backend: BackendKind, sweeps: ShippedSweeps | null, codegen: boolean, limits: TapeLimits = {},
+): CompiledFunction {
   if (!(bytes instanceof Uint8Array)) throw new FormatError(`fromBytes needs a Uint8Array, got ${describe(bytes)}`);
   if (bytes.length < HEADER_BYTES[1]) throw new FormatError(`truncated: ${bytes.length} bytes, a tape has at least ${HEADER_BYTES[1]}`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -167,7 +177,7 @@ export function loadBytes(bytes: Uint8Array, backend: BackendKind, sweeps: Shipp
   if (outputNodes.some((i) => !(i >= 0 && i < n) || kindOf(op, i) === 'carrier')) throw new FormatError('malformed: an output is not a node of the tape (or is an operand carrier)');
   if (guards.some((i) => i < 0 || i >= n || !COMPARISON_OPS.has(op[i]!))) throw new FormatError('malformed: a guard is not a comparison node');
 
-  const tape = createTapeSync({ backend });
+  const tape = createTapeSync({ backend, ...limits });
   const leafValues = Float64Array.from({ length: l }, (_, k) => view.getFloat64(at.leaves + 8 * k, true));
   const build = (): Recording => {
     tape.load(op, a, b, leafValues, elementValues);

@@ -6,7 +6,7 @@
 // where a guard fails at the inputs we try).
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { FormatError, TapegradError, compile, fromBytes, init, type CompiledFunction, type Var, type Vec } from '../src/index.ts';
+import { CapacityError, FormatError, TapegradError, compile, fromBytes, init, type CompiledFunction, type Var, type Vec } from '../src/index.ts';
 import { dagArbitrary, dagSum } from './dag-arbitrary.ts';
 import { BACKENDS } from './support.ts';
 
@@ -162,12 +162,17 @@ function exercise(f: CompiledFunction, recorded: Float64Array): void {
 }
 
 /** fromBytes on both backends: FormatError on both, or a function that survives `exercise`. */
-function check(bytes: Uint8Array): 'refused' | 'loaded' {
+const FUZZ_MEMORY = 64 << 20;
+
+function check(bytes: Uint8Array): 'refused' | 'loaded' | 'too large' {
   const outcomes = BACKENDS.map((backend) => {
     let loaded: CompiledFunction;
     try {
-      loaded = fromBytes(bytes, { backend });
+      // A valid header can describe a tape far larger than its bytes (an outer product of two
+      // short vectors): the memory limit turns that into a CapacityError instead of gigabytes.
+      loaded = fromBytes(bytes, { backend, maxMemoryBytes: FUZZ_MEMORY });
     } catch (e) {
+      if (e instanceof CapacityError) return 'too large' as const;
       if (!(e instanceof FormatError)) throw new Error(`fromBytes on ${backend} threw ${String(e)}, not a FormatError`, { cause: e });
       expect(e.code).toBe('INVALID_FORMAT');
       return 'refused' as const;
@@ -269,7 +274,7 @@ describe('fromBytes never crashes, traps or hangs on malformed input', () => {
   });
 
   it('mutated valid tapes with the checksum forged again are refused or load safely', () => {
-    const counts = { refused: 0, loaded: 0 };
+    const counts = { refused: 0, loaded: 0, 'too large': 0 };
     fc.assert(
       fc.property(fc.nat({ max: CORPUS.length - 1 }), fc.array(mutationArbitrary, { minLength: 1, maxLength: 4 }), (pick, mutations) => {
         counts[check(forgeChecksum(mutate(CORPUS[pick]!, mutations)))]++;

@@ -5,8 +5,8 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  BranchChangedError, FORMAT_VERSION, FormatError, TapegradError, compile, defineFunction, fromBytes, init, normwiseError,
-  type BackendKind, type CompilableFunction, type CompiledFunction, type Var,
+  BranchChangedError, CapacityError, FORMAT_VERSION, FormatError, TapegradError, compile, defineFunction, fromBytes, init, normwiseError,
+  type BackendKind, type CompilableFunction, type CompiledFunction, type Var, type Vec,
 } from '../src/index.ts';
 import { ELEMENTWISE, Op } from '../src/ops.ts';
 import { BACKENDS, expectClose, rosenbrock } from './support.ts';
@@ -169,6 +169,19 @@ describe('round trips across backends', () => {
     expect(loaded.recorded!.tape.backend).toBe('wasm');
     const native = compile(transcendental, { inputs: 3, at: [0.5, 0.25, -0.75] });
     expectSameBits(loaded.gradient([0.1, 0.2, 0.3]), native.gradient([0.1, 0.2, 0.3]), 'from a view');
+  });
+
+  it.each(BACKENDS)('takes the tape limits: past one, loading throws CapacityError (%s)', (backend) => {
+    // 63 bytes of inputs describe a 4,096-element outer product.
+    const x = Float64Array.from({ length: 128 }, (_, k) => Math.sin(k));
+    const outer = compile((v: Vec) => v.slice(0, 64).outer(v.slice(64)).sum(), { inputs: 128, vector: true, backend, at: x });
+    const bytes = outer.toBytes();
+    const size = outer.recorded!.tape.size;
+    expect(() => fromBytes(bytes, { backend, maxMemoryBytes: 16 * 4096 })).toThrow(CapacityError);
+    expect(() => fromBytes(bytes, { backend, maxNodes: size - 1 })).toThrow(CapacityError);
+    const loaded = fromBytes(bytes, { backend, maxNodes: size, maxMemoryBytes: 1 << 20 });
+    expectSameBits(loaded.gradient(x), outer.gradient(x), 'within the limits');
+    expect(() => fromBytes(bytes, { backend, maxMemoryBytes: 'lots' } as never)).toThrow(TapegradError);
   });
 });
 
