@@ -2,8 +2,9 @@ import type { Backend, CustomHandler, TapeViews } from '../backend.ts';
 import { TapegradError } from '../errors.ts';
 import { instantiateCore, simdAvailable, type CoreExports, type CoreImports } from './loader.ts';
 
-// The code generator is its own chunk: pages that only record tapes never download it. init()
-// loads it (unless told not to); a compiled function made before it arrives interprets until then.
+// The code generator is its own chunk: a page that calls `init({ codegen: false })` and records
+// with createTapeSync never downloads it. init() and createTape load it; a compiled function
+// made before it arrives interprets until then, and elementwise runs sweep block by block.
 let codegen: typeof import('./codegen/index.ts') | null = null;
 type SweepPlan = import('./codegen/index.ts').SweepPlan;
 let codegenLoading: Promise<void> | null = null;
