@@ -15,71 +15,18 @@ import { compile, init, type Var } from '../src/index.ts';
 import { WasmBackend } from '../src/wasm/backend.ts';
 import { nestNeeds, planSizes, planSweeps, type SweepPlan } from '../src/wasm/codegen/plan.ts';
 import { emitSweeps } from '../src/wasm/codegen/module.ts';
-import { gmmConstants, gmmData } from './workloads.ts';
+import { gmmData, gmmObjectiveVar, mulberry32 } from './workloads.ts';
 
 type CaseId = 'gmm' | 'nested' | 'straight';
 const CASES: CaseId[] = ['gmm', 'nested', 'straight'];
 
 interface Case { fn: (x: Var[]) => Var; inputs: number; x: Float64Array; what: string }
 
-function mulberry32(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-// The GMM objective as the bench's Var form records it (gmmVar in workloads.ts), as a function of
-// the 1650 parameters for compile.
+// The GMM objective as the bench's Var form records it, as a function of the 1650 parameters
+// for compile.
 function gmmCase(): Case {
   const g = gmmData(1000);
-  const { d, k, n, X, mu0, q0, l0, lsz, m, gamma } = g;
-  const { CONSTANT, C } = gmmConstants(g);
-  const lse = (v: Var[]): Var => {
-    let mx = v[0]!;
-    for (let i = 1; i < v.length; i++) mx = mx.max(v[i]!);
-    let s = v[0]!.sub(mx).exp();
-    for (let i = 1; i < v.length; i++) s = s.add(v[i]!.sub(mx).exp());
-    return s.log().add(mx);
-  };
-  const fn = (ps: Var[]): Var => {
-    const tape = ps[0]!.tape;
-    const xs = Array.from(X, (v) => tape.constant(v));
-    const Qd = Array.from({ length: d * k }, (_, i) => ps[q0 + i]!.exp());
-    const sumQ = Array.from({ length: k }, (_, c) => {
-      let s = ps[q0 + c * d]!;
-      for (let j = 1; j < d; j++) s = s.add(ps[q0 + c * d + j]!);
-      return s;
-    });
-    const xc: Var[] = new Array<Var>(d), Qxc: Var[] = new Array<Var>(d), main: Var[] = new Array<Var>(k);
-    let slse: Var | null = null;
-    for (let i = 0; i < n; i++) {
-      for (let c = 0; c < k; c++) {
-        for (let j = 0; j < d; j++) xc[j] = xs[i * d + j]!.sub(ps[mu0 + c * d + j]!);
-        for (let j = 0; j < d; j++) Qxc[j] = Qd[c * d + j]!.mul(xc[j]!);
-        let li = l0 + c * lsz;
-        for (let a = 0; a < d; a++) for (let b = a + 1; b < d; b++) Qxc[b] = Qxc[b]!.add(ps[li++]!.mul(xc[a]!));
-        let sq = Qxc[0]!.square();
-        for (let j = 1; j < d; j++) sq = sq.add(Qxc[j]!.square());
-        main[c] = ps[c]!.add(sumQ[c]!).sub(sq.mul(0.5));
-      }
-      const l = lse(main);
-      slse = slse ? slse.add(l) : l;
-    }
-    const lseAlpha = lse(ps.slice(0, k));
-    let out: Var | null = null;
-    for (let c = 0; c < k; c++) {
-      let frob = Qd[c * d]!.square();
-      for (let j = 1; j < d; j++) frob = frob.add(Qd[c * d + j]!.square());
-      let ls = ps[l0 + c * lsz]!.square();
-      for (let j = 1; j < lsz; j++) ls = ls.add(ps[l0 + c * lsz + j]!.square());
-      const term = frob.add(ls).mul(0.5 * gamma * gamma).sub(sumQ[c]!.mul(m));
-      out = out ? out.add(term) : term;
-    }
-    return slse!.add(CONSTANT).sub(lseAlpha.mul(n)).add(out!.neg().add(k * C));
-  };
+  const fn = (ps: Var[]): Var => gmmObjectiveVar(g, ps);
   return { fn, inputs: g.p.length, x: g.p, what: 'GMM objective, d = 10, K = 25, n = 1000 (scalar Var form)' };
 }
 

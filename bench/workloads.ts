@@ -1539,11 +1539,12 @@ function logsumexpVar(v: Var[]): Var {
   return s.log().add(mx);
 }
 
-function gmmVar(tape: Tape, p: Float64Array, g: GmmData, grad: Float64Array, phase?: Phase): number {
+/** The GMM objective of the parameters `ps` (Vars of one tape), the data as constants: the
+ *  Var form the bench records, and bench/codegen-cliffs.ts compiles. */
+export function gmmObjectiveVar(g: GmmData, ps: Var[]): Var {
   const { d, k, n, X, mu0, q0, l0, lsz, m, gamma } = g;
   const { CONSTANT, C } = gmmConstants(g);
-  tape.reset();
-  const ps = tape.variables(p);
+  const tape = ps[0]!.tape;
   const xs: Var[] = new Array<Var>(n * d);
   for (let i = 0; i < n * d; i++) xs[i] = tape.constant(X[i]!);
   const Qd: Var[] = new Array<Var>(d * k), sumQ: Var[] = new Array<Var>(k);
@@ -1578,7 +1579,13 @@ function gmmVar(tape: Tape, p: Float64Array, g: GmmData, grad: Float64Array, pha
     const term = frob.add(ls).mul(0.5 * gamma * gamma).sub(sumQ[c]!.mul(m));
     out = out ? out.add(term) : term;
   }
-  const f = slse!.add(CONSTANT).sub(lseAlpha.mul(n)).add(out!.neg().add(k * C));
+  return slse!.add(CONSTANT).sub(lseAlpha.mul(n)).add(out!.neg().add(k * C));
+}
+
+function gmmVar(tape: Tape, p: Float64Array, g: GmmData, grad: Float64Array, phase?: Phase): number {
+  tape.reset();
+  const ps = tape.variables(p);
+  const f = gmmObjectiveVar(g, ps);
   if (phase) phase.recordEnd = now();
   grad.set(tape.gradient(f, ps));
   return f.value;
