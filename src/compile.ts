@@ -203,7 +203,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** Gradients for `rows` input rows of X (row-major, rows × inputs) in one call into the core;
    *  returns the rows × inputs gradients (into `out` when given). */
   gradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array): Float64Array {
-    out ??= new Float64Array(this.checkRows(rows, 'gradientBatch') * this.inputs);
+    out ??= new Float64Array(checkRows(rows, 'gradientBatch') * this.inputs);
     checkOut(out, rows * this.inputs);
     this.gradientRows(this.batchRows(X, rows, 'gradientBatch'), rows, out);
     return out;
@@ -227,7 +227,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** Values and gradients of a scalar function for `rows` input rows in one call into the core:
    *  `[values (rows), gradients (rows × inputs)]`, into `values` and `out` when given. */
   valueAndGradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array, values?: Float64Array): [Float64Array, Float64Array] {
-    this.checkRows(rows, 'valueAndGradientBatch');
+    checkRows(rows, 'valueAndGradientBatch');
     out ??= new Float64Array(rows * this.inputs);
     values ??= new Float64Array(rows);
     checkOut(out, rows * this.inputs);
@@ -291,14 +291,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     }
   }
 
-  private checkRows(rows: number, what: string): number {
-    if (!Number.isInteger(rows) || rows < 0) throw new TapegradError('INVALID_ARGUMENT', `${what}: rows must be a non-negative integer, got ${describe(rows)}`);
-    return rows;
-  }
-
   // The rows as a Float64Array: as it is, or checked and copied once from any other array.
   private batchRows(X: ArrayLike<number>, rows: number, what: string): Float64Array {
-    this.checkRows(rows, what);
+    checkRows(rows, what);
     return toFloat64(X, rows * this.inputs, `${what}: ${rows} rows of ${this.inputs} inputs`);
   }
 
@@ -488,11 +483,21 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
 /** `x` as a Float64Array of at least `needed` numbers (`what` names them in errors): as it is,
  *  or checked and copied once from any other array. */
-function toFloat64(x: ArrayLike<number>, needed: number, what: string): Float64Array {
+/** @internal Where `toFloat64` puts its copy, and which Float64Arrays it takes as they are. */
+export interface Float64Home { holds(x: Float64Array): boolean; make(length: number): Float64Array }
+const ORDINARY: Float64Home = { holds: () => true, make: (length) => new Float64Array(length) };
+
+/** @internal The first `needed` numbers of x as a Float64Array: x itself where `home` holds it,
+ *  else checked and copied in once. */
+export function toFloat64(x: ArrayLike<number>, needed: number, what: string, home: Float64Home = ORDINARY): Float64Array {
   if (!isArrayLike(x)) throw new NotANumberError(`${what} need an array of ${needed} numbers, got ${describe(x)}`);
   if (x.length < needed) throw new TapegradError('INVALID_ARGUMENT', `${what} need ${needed} numbers, got ${x.length}`);
-  if (x instanceof Float64Array) return x;
-  const copy = new Float64Array(needed);
+  if (x instanceof Float64Array && home.holds(x)) return x;
+  const copy = home.make(needed);
+  if (x instanceof Float64Array) {
+    copy.set(x.subarray(0, needed));
+    return copy;
+  }
   for (let k = 0; k < needed; k++) {
     const v = x[k];
     if (typeof v !== 'number') throw new NotANumberError(`${what}: entry ${k} must be a number, got ${describe(v)}`);
@@ -501,11 +506,18 @@ function toFloat64(x: ArrayLike<number>, needed: number, what: string): Float64A
   return copy;
 }
 
+/** @internal A batch's row count, named by the call that got it. */
+export function checkRows(rows: number, what: string): number {
+  if (!Number.isInteger(rows) || rows < 0) throw new TapegradError('INVALID_ARGUMENT', `${what}: rows must be a non-negative integer, got ${describe(rows)}`);
+  return rows;
+}
+
 function badOutput(v: unknown): never {
   throw new NotANumberError(`a compiled function must return a Var, a number or an array of them, got ${describe(v)}`);
 }
 
-function checkOut(out: Float64Array, needed: number): void {
+/** @internal An output array long enough for `needed` numbers. */
+export function checkOut(out: Float64Array, needed: number): void {
   if (!(out instanceof Float64Array) || out.length < needed) {
     throw new TapegradError('INVALID_ARGUMENT', `the output array must be a Float64Array of at least ${needed} numbers, got ${describe(out)}${out instanceof Float64Array ? ` of length ${out.length}` : ''}`);
   }

@@ -2,9 +2,9 @@
 // entry does not import this module, so it stays free of dependencies and of `node:` imports.
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
-import { CompiledFunction } from '../compile.ts';
+import { CompiledFunction, checkOut, checkRows, toFloat64, type Float64Home } from '../compile.ts';
 import { coreModule } from '../create.ts';
-import { NotANumberError, TapegradError, describe, isArrayLike } from '../errors.ts';
+import { TapegradError, describe } from '../errors.ts';
 import { checkOptions } from '../options.ts';
 import { fromBytes, loadBytes } from '../serialize.ts';
 import type { ShippedSweeps } from '../wasm/backend.ts';
@@ -253,8 +253,7 @@ export class PooledFunction {
   }
 
   private rowsOf(X: ArrayLike<number>, rows: number, what: string): Float64Array {
-    if (!Number.isInteger(rows) || rows < 0) throw new TapegradError('INVALID_ARGUMENT', `rows must be a non-negative integer, got ${describe(rows)}`);
-    return toShared(X, rows * this.inputs, `${what}: ${rows} rows of ${this.inputs} inputs`);
+    return toShared(X, checkRows(rows, what) * this.inputs, `${what}: ${rows} rows of ${this.inputs} inputs`);
   }
 
   // Results go straight into `out` when it is shared memory, else into shared memory first and
@@ -268,27 +267,7 @@ export class PooledFunction {
   }
 }
 
-// The rows as shared memory: as they are, or checked and copied in once (the same checks and
-// messages as the single-threaded calls).
-function toShared(x: ArrayLike<number>, needed: number, what: string): Float64Array {
-  if (!isArrayLike(x)) throw new NotANumberError(`${what} need an array of ${needed} numbers, got ${describe(x)}`);
-  if (x.length < needed) throw new TapegradError('INVALID_ARGUMENT', `${what} need ${needed} numbers, got ${x.length}`);
-  if (isShared(x)) return x;
-  const copy = sharedFloat64(needed);
-  if (x instanceof Float64Array) {
-    copy.set(x.subarray(0, needed));
-    return copy;
-  }
-  for (let k = 0; k < needed; k++) {
-    const v = x[k];
-    if (typeof v !== 'number') throw new NotANumberError(`${what}: entry ${k} must be a number, got ${describe(v)}`);
-    copy[k] = v;
-  }
-  return copy;
-}
-
-function checkOut(out: Float64Array, needed: number): void {
-  if (!(out instanceof Float64Array) || out.length < needed) {
-    throw new TapegradError('INVALID_ARGUMENT', `the output array must be a Float64Array of at least ${needed} numbers, got ${describe(out)}${out instanceof Float64Array ? ` of length ${out.length}` : ''}`);
-  }
-}
+// Batch arrays as shared memory: as they are, or checked and copied in once, with the
+// single-threaded calls' own checks and messages.
+const SHARED: Float64Home = { holds: isShared, make: sharedFloat64 };
+const toShared = (x: ArrayLike<number>, needed: number, what: string): Float64Array => toFloat64(x, needed, what, SHARED);

@@ -57,6 +57,14 @@ function runKernel(key: string, signature: Int32Array): WebAssembly.Module | nul
   }
 }
 
+/** What a generated module imports from the core (codegen/module.ts's assembleModule). */
+function generatedImports(core: CoreExports): WebAssembly.ModuleImports {
+  return {
+    memory: core.memory, ruleForward: core.ruleForward, rulePartials: core.rulePartials, rulePartialZ: core.rulePartialZ,
+    rulePartialsTangent: core.rulePartialsTangent, rulePartialZTangent: core.rulePartialZTangent,
+  };
+}
+
 // Rows per batched call are capped so the scratch area stays small next to the tape.
 const BATCH_BYTES = 1 << 20;
 
@@ -219,8 +227,7 @@ export class WasmBackend implements Backend {
     let slot = 0;
     if (module) {
       const core = this.core;
-      const env = { memory: core.memory, ruleForward: core.ruleForward, rulePartials: core.rulePartials, rulePartialZ: core.rulePartialZ };
-      const { run } = new WebAssembly.Instance(module, { env }).exports as { run: () => void };
+      const { run } = new WebAssembly.Instance(module, { env: generatedImports(core) }).exports as { run: () => void };
       slot = core.table.grow(1);
       core.table.set(slot, run);
     }
@@ -256,31 +263,24 @@ export class WasmBackend implements Backend {
     this.generatedReady = Promise.resolve();
     this.plan = null;
     this.tangentsGenerated = false;
-    this.installed = 0;
     this.modules = { replay: null, tangents: null };
     this.core.setGeneratedSweeps(0, 0, 0, 0);
   }
 
+  // The installed sweeps' modules: replay in table slots 1 and 2, tangents in 3 and 4.
   private modules: { replay: WebAssembly.Module | null; tangents: WebAssembly.Module | null } = { replay: null, tangents: null };
 
   private plan: SweepPlan | null = null;
   private tangentsGenerated = false;
-  // Which table slots hold generated sweeps: bit 1 replay (slots 1, 2), bit 2 tangents (3, 4).
-  private installed = 0;
 
   private installSweeps(module: WebAssembly.Module, slot: number): void {
     const core = this.core;
-    const env = {
-      memory: core.memory, ruleForward: core.ruleForward, rulePartials: core.rulePartials, rulePartialZ: core.rulePartialZ,
-      rulePartialsTangent: core.rulePartialsTangent, rulePartialZTangent: core.rulePartialZTangent,
-    };
-    const sweeps = new WebAssembly.Instance(module, { env }).exports as Record<string, () => void>;
+    const sweeps = new WebAssembly.Instance(module, { env: generatedImports(core) }).exports as Record<string, () => void>;
     const [first, second] = slot === 1 ? ['forward', 'reverse'] : ['tangent', 'reverseTangent'];
     core.table.set(slot, sweeps[first]!);
     core.table.set(slot + 1, sweeps[second]!);
     this.modules[slot === 1 ? 'replay' : 'tangents'] = module;
-    this.installed |= slot === 1 ? 1 : 2;
-    const replay = this.installed & 1, tangents = this.installed & 2;
+    const replay = this.modules.replay !== null, tangents = this.modules.tangents !== null;
     core.setGeneratedSweeps(replay ? 1 : 0, replay ? 2 : 0, tangents ? 3 : 0, tangents ? 4 : 0);
   }
 
@@ -494,7 +494,7 @@ export class WasmBackend implements Backend {
    *  tangents need seeding: the rest of the region need not be cleared first. */
   tangentSweepsGenerated(): boolean {
     this.generateTangentSweeps();
-    return (this.installed & 2) !== 0;
+    return this.modules.tangents !== null;
   }
 
   /** `reverseTangent` through the generated sweep when one is installed. */

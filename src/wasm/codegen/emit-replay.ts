@@ -61,6 +61,9 @@ export function emitNest(
       if (parent) {
         const key = strides.slice(0, -1).join();
         const pg = parent.groups.findIndex((x) => x.strides.join() === key);
+        // The planner gives every inner group its enclosing body's group: without one, the code
+        // would walk the wrong pointer.
+        if (pg < 0) throw new Error(`codegen: no enclosing group for strides ${strides.join()}`);
         fn.get(L.pointer(region, parent, pg));
         fn.i32Const(8 * (origin - parent.groups[pg]!.origin + t0 * stride));
       } else {

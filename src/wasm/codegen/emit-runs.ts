@@ -18,6 +18,7 @@ import {
   Bytes, memarg, F64, I32, W_Block, W_BrIf, W_Call, W_Else, W_End, W_F64Add, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg,
   W_F64Store, W_I32Add, W_I32And, W_I32Eqz, W_I32GtU, W_I32Load, W_I32Mul, W_If, W_Loop, W_Select, W_Void,
 } from './wasm.ts';
+import { assembleModule, IMPORTED } from './module.ts';
 import { FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, NATIVE_BINARY } from './rules.ts';
 
 // SIMD (f64x2) opcodes, after the 0xfd prefix.
@@ -55,35 +56,7 @@ export function emitRunKernel(signature: Int32Array, simd: boolean): Uint8Array<
   const parsed = parse(signature);
   if (!parsed) return null;
   const body = emitRun(parsed.nodes, parsed.reverse, simd);
-  const out = new Bytes();
-  out.bytes([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]);
-  const types = new Bytes();
-  types.u32(4);
-  types.bytes([0x60, 3, I32, I32, I32, 0]);
-  types.bytes([0x60, 3, I32, F64, F64, 1, F64]);
-  types.bytes([0x60, 4, I32, F64, F64, F64, 1, F64]);
-  types.bytes([0x60, 0, 1, F64]);
-  out.section(1, types);
-  const imports = new Bytes();
-  imports.u32(4);
-  imports.name('env'); imports.name('memory'); imports.bytes([0x02, 0x00, 0x00]);
-  imports.name('env'); imports.name('ruleForward'); imports.bytes([0x00, 1]);
-  imports.name('env'); imports.name('rulePartials'); imports.bytes([0x00, 2]);
-  imports.name('env'); imports.name('rulePartialZ'); imports.bytes([0x00, 3]);
-  out.section(2, imports);
-  const functions = new Bytes();
-  functions.bytes([1, 0]);
-  out.section(3, functions);
-  const exports = new Bytes();
-  exports.u32(1);
-  exports.name('run'); exports.bytes([0x00, 3]);
-  out.section(7, exports);
-  const code = new Bytes();
-  code.u32(1);
-  code.u32(body.len);
-  code.bytes(body.buf.subarray(0, body.len));
-  out.section(10, code);
-  return out.buf.slice(0, out.len);
+  return assembleModule([[0x60, 3, I32, I32, I32, 0]], [0], [['run', IMPORTED]], [body]);
 }
 
 // Locals: 0 params, 1 from, 2 len; then i32: the element byte offset, its end, and the seven
