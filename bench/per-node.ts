@@ -1,0 +1,243 @@
+// Cost per node of a fresh recording, phase by phase, on mixed scalar code (issue 13's
+// measurements): record (the façade writing nodes), forward (the first read of the output's
+// value), reverse (backward and reading every gradient), for the handle API and the Var API on
+// both engines, from 10^3 to 10^7 nodes; plus the transcendental chain through the Var API over
+// the plain function. One process per (case, engine, size): nothing carries over between them.
+//
+//   npx tsx bench/per-node.ts                 # everything (~3 min), writes bench/results/per-node.{json,md}
+//   npx tsx bench/per-node.ts --quick         # fewer sizes and runs, prints only
+//   npx tsx bench/per-node.ts --child=<json>  # one measurement (what the parent spawns)
+import { execFileSync } from 'node:child_process';
+import { cpus, totalmem } from 'node:os';
+import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks';
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { createTape, type BackendKind, type Tape, type Var } from '../src/index.ts';
+import { CHAIN_H, CHAIN_X0 } from './workloads.ts';
+
+type Api = 'handle' | 'var';
+interface Job {
+  case: 'mixed' | 'chain';
+  api: Api | 'plain';
+  backend: BackendKind;
+  /** Rosenbrock terms (mixed) or chain steps. */
+  n: number;
+  runs: number;
+}
+
+interface Measured {
+  job: Job;
+  nodes: number;
+  recordNs: number;
+  forwardNs: number;
+  reverseNs: number;
+  totalNs: number;
+  /** Plain function, ns per step (chain) */
+  plainNs?: number;
+  runs: number;
+  minorGcPerRun: number;
+  minorGcMsPerRun: number;
+  majorGcPerRun: number;
+  majorGcMsPerRun: number;
+  check: number;
+}
+
+const WARM_MS = 500;
+const TIMED_MS = 1500;
+const MAX_RUNS = 3000;
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+function point(n: number): Float64Array {
+  const x = new Float64Array(n + 1);
+  for (let i = 0; i <= n; i++) x[i] = 0.5 + 0.4 * Math.sin(0.37 * i + 0.1);
+  return x;
+}
+
+// Rosenbrock with scalar ops, eight per term: sub, square, sub, square, square, mul, add, add.
+// Handles take handles only, so the numbers are constants recorded once; the Var API passes
+// numbers, as users write it.
+function recordHandles(tape: Tape, x: Float64Array, xs: Int32Array): number {
+  const h = tape.handles;
+  for (let i = 0; i < x.length; i++) xs[i] = h.variable(x[i]!);
+  const c100 = h.constant(100), one = h.constant(1);
+  let s = h.constant(0);
+  for (let i = 0; i + 1 < x.length; i++) {
+    const xi = xs[i]!;
+    const t = h.sub(xs[i + 1]!, h.square(xi));
+    s = h.add(h.add(s, h.mul(c100, h.square(t))), h.square(h.sub(one, xi)));
+  }
+  return s;
+}
+
+function recordVars(tape: Tape, x: Float64Array): { xs: Var[]; s: Var } {
+  const xs = tape.variables(x);
+  let s = tape.constant(0);
+  for (let i = 0; i + 1 < xs.length; i++) {
+    const xi = xs[i]!;
+    const t = xs[i + 1]!.sub(xi.square());
+    s = s.add(t.square().mul(100)).add(xi.sub(1).square());
+  }
+  return { xs, s };
+}
+
+function chainVar(tape: Tape, n: number): { x0: Var; x: Var } {
+  const x0 = tape.variable(CHAIN_X0);
+  let x = x0;
+  for (let k = 0; k < n; k++) x = x.add(x.sin().mul(x.cos().exp()).sub(x.mul(x).log1p()).mul(CHAIN_H));
+  return { x0, x };
+}
+
+function chainPlain(n: number): number {
+  let x = CHAIN_X0;
+  for (let k = 0; k < n; k++) x = x + CHAIN_H * (Math.sin(x) * Math.exp(Math.cos(x)) - Math.log1p(x * x));
+  return x;
+}
+
+async function child(job: Job): Promise<Measured> {
+  const gc = { minor: 0, minorMs: 0, major: 0, majorMs: 0 };
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = (e as unknown as { detail?: { kind?: number } }).detail?.kind;
+      if (kind === perfConstants.NODE_PERFORMANCE_GC_MINOR) { gc.minor++; gc.minorMs += e.duration; }
+      else { gc.major++; gc.majorMs += e.duration; }
+    }
+  });
+  const tape = await createTape({ backend: job.backend });
+  const x = point(job.n);
+  const xs = new Int32Array(x.length);
+  const grads = new Float64Array(x.length);
+  let check = 0;
+  let plain: number | undefined;
+  const runOnce = (): [number, number, number] => {
+    const t0 = performance.now();
+    tape.reset();
+    let t1: number, t2: number;
+    if (job.case === 'chain') {
+      const { x0, x: out } = chainVar(tape, job.n);
+      t1 = performance.now();
+      check = out.value;
+      t2 = performance.now();
+      tape.backward(out);
+      grads[0] = x0.grad;
+    } else if (job.api === 'handle') {
+      const s = recordHandles(tape, x, xs);
+      t1 = performance.now();
+      check = tape.handles.value(s);
+      t2 = performance.now();
+      const h = tape.handles;
+      h.backward(s);
+      for (let i = 0; i < xs.length; i++) grads[i] = h.grad(xs[i]!);
+    } else {
+      const { xs: vs, s } = recordVars(tape, x);
+      t1 = performance.now();
+      check = s.value;
+      t2 = performance.now();
+      grads.set(tape.gradient(s, vs));
+    }
+    const t3 = performance.now();
+    return [t1 - t0, t2 - t1, t3 - t2];
+  };
+  if (job.case === 'chain') {
+    const plainTimes: number[] = [];
+    for (let r = 0; r < job.runs + 3; r++) {
+      const t0 = performance.now();
+      check += chainPlain(job.n) * 0;
+      plainTimes.push(performance.now() - t0);
+    }
+    plain = median(plainTimes.slice(3)) * 1e6 / job.n;
+  }
+  // Warm-up and timed runs by count and by time, so small tapes run often enough for the JIT
+  // and the medians, and large ones at least `runs` times.
+  for (let r = 0, t0 = performance.now(); r < 3 || performance.now() - t0 < WARM_MS; r++) runOnce();
+  const rec: number[] = [], fwd: number[] = [], rev: number[] = [], tot: number[] = [];
+  observer.observe({ entryTypes: ['gc'] });
+  for (let t0 = performance.now(); rec.length < job.runs || (performance.now() - t0 < TIMED_MS && rec.length < MAX_RUNS);) {
+    const [a, b, c] = runOnce();
+    rec.push(a); fwd.push(b); rev.push(c); tot.push(a + b + c);
+  }
+  const runs = rec.length;
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  observer.disconnect();
+  const nodes = tape.size;
+  const ns = (ms: number): number => (ms * 1e6) / nodes;
+  return {
+    job, nodes,
+    recordNs: ns(median(rec)), forwardNs: ns(median(fwd)), reverseNs: ns(median(rev)), totalNs: ns(median(tot)),
+    ...(plain !== undefined ? { plainNs: plain } : {}),
+    runs,
+    minorGcPerRun: gc.minor / runs, minorGcMsPerRun: gc.minorMs / runs,
+    majorGcPerRun: gc.major / runs, majorGcMsPerRun: gc.majorMs / runs,
+    check,
+  };
+}
+
+function jobs(quick: boolean): Job[] {
+  const out: Job[] = [];
+  const runsFor = (terms: number): number => (quick ? 5 : terms >= 1e6 ? 5 : terms >= 1e5 ? 9 : 15);
+  for (const backend of ['wasm', 'js'] as const) {
+    // Handles: 8 nodes per term; 1.25e4 and 1.25e5 terms are 10^5 and 10^6 nodes.
+    for (const terms of quick ? [12_500] : [12_500, 125_000]) out.push({ case: 'mixed', api: 'handle', backend, n: terms, runs: runsFor(terms) });
+    for (const terms of quick ? [100, 12_500] : [100, 1_000, 10_000, 100_000, 1_000_000]) out.push({ case: 'mixed', api: 'var', backend, n: terms, runs: runsFor(terms) });
+    out.push({ case: 'chain', api: 'var', backend, n: quick ? 30_000 : 300_000, runs: quick ? 5 : 9 });
+  }
+  return out;
+}
+
+function table(results: Measured[]): string {
+  const lines: string[] = [];
+  lines.push('| API | engine | nodes | record | forward | reverse | total | minor GCs / run (ms) | major GCs / run (ms) |');
+  lines.push('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  const f = (x: number): string => x.toFixed(x >= 10 ? 1 : 2);
+  for (const r of results.filter((m) => m.job.case === 'mixed')) {
+    lines.push(
+      `| ${r.job.api === 'var' ? 'Var' : 'handles'} | ${r.job.backend} | ${r.nodes.toLocaleString('en-US')} | ${f(r.recordNs)} | ${f(r.forwardNs)} | ` +
+        `${f(r.reverseNs)} | **${f(r.totalNs)}** | ${f(r.minorGcPerRun)} (${f(r.minorGcMsPerRun)}) | ${f(r.majorGcPerRun)} (${f(r.majorGcMsPerRun)}) |`,
+    );
+  }
+  const chains = results.filter((m) => m.job.case === 'chain');
+  if (chains.length) {
+    lines.push('');
+    lines.push('| transcendental chain, Var API | engine | nodes | ns per step | plain function, ns per step | Var / plain |');
+    lines.push('| --- | --- | ---: | ---: | ---: | ---: |');
+    for (const r of chains) {
+      const perStep = (r.totalNs * r.nodes) / r.job.n;
+      lines.push(`| ${r.job.n.toLocaleString('en-US')} steps | ${r.job.backend} | ${r.nodes.toLocaleString('en-US')} | ${f(perStep)} | ${f(r.plainNs!)} | **${(perStep / r.plainNs!).toFixed(2)}** |`);
+    }
+  }
+  return lines.join('\n');
+}
+
+async function main(): Promise<void> {
+  const childArg = process.argv.find((a) => a.startsWith('--child='));
+  if (childArg) {
+    const result = await child(JSON.parse(childArg.slice(8)) as Job);
+    process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
+    return;
+  }
+  const quick = process.argv.includes('--quick');
+  const results: Measured[] = [];
+  for (const job of jobs(quick)) {
+    const out = execFileSync(process.execPath, ['--import', 'tsx', 'bench/per-node.ts', `--child=${JSON.stringify(job)}`], {
+      encoding: 'utf8', maxBuffer: 1 << 24,
+    });
+    const line = out.split('\n').find((l) => l.startsWith('RESULT '));
+    if (!line) throw new Error(`no result from ${JSON.stringify(job)}:\n${out}`);
+    const r = JSON.parse(line.slice(7)) as Measured;
+    results.push(r);
+    console.error(`${r.job.case} ${r.job.api} ${r.job.backend} ${r.nodes} nodes: record ${r.recordNs.toFixed(2)}, forward ${r.forwardNs.toFixed(2)}, reverse ${r.reverseNs.toFixed(2)}, total ${r.totalNs.toFixed(2)} ns/node`);
+  }
+  const md = table(results);
+  console.log(md);
+  if (!quick) {
+    const machine = `${cpus()[0]?.model.trim()}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+    mkdirSync('bench/results', { recursive: true });
+    writeFileSync('bench/results/per-node.json', `${JSON.stringify({ generated: new Date().toISOString(), machine, results }, null, 1)}\n`);
+    writeFileSync('bench/results/per-node.md', `Measured ${new Date().toISOString().slice(0, 10)} on ${machine} (\`npx tsx bench/per-node.ts\`; ns per node, medians; one process per row).\n\n${md}\n`);
+  }
+}
+
+await main();
