@@ -100,10 +100,9 @@ function fmtNs(ns: number): string {
 const phaseWorkloads = workloads.filter((w) => PHASE_IMPLS.some(([impl]) => phasesPerNode(w, impl) !== null));
 if (phaseWorkloads.length) {
   console.log(
-    '\nWhere the time goes: record, forward, reverse, ns per node (medians). Each cell is `record / forward / reverse (total)`, ' +
-      'a phase\'s median over the timed runs × 10⁶ / the run\'s tape nodes. Record: the JS façade writing op codes and operands ' +
-      '(and constants) onto the tape; forward: the value sweep (the first read of the output\'s value); reverse: clearing ' +
-      'adjoints, the reverse sweep and reading the gradient. Nodes: tape nodes of the Var and handle recordings:\n',
+    '\nWhere the time goes: record, forward, reverse, ns per node (medians). Cells: `record / forward / reverse (total)`, ' +
+      'each phase\'s median × 10⁶ / the run\'s tape nodes. Record: the JS façade writing op codes and operands (and constants); ' +
+      'forward: the value sweep; reverse: clearing adjoints, the reverse sweep, reading the gradient. Nodes: the Var and handle tapes\':\n',
   );
   console.log(`| workload | nodes (Var, handles) | ${PHASE_IMPLS.map(([, label]) => label).join(' | ')} |`);
   console.log(`| --- | ---: |${PHASE_IMPLS.map(() => ' ---: |').join('')}`);
