@@ -10,7 +10,8 @@ export interface Runner {
   run(): number;
   /** The gradient of the last run, or null for the plain (no AD) floor. */
   readonly grad: Float64Array | null;
-  /** Split of the last run into recording and sweeping, for tape-based runs (ms). */
+  /** Split of the last run into recording and sweeping, for tape-based runs (ms); where the run
+   *  reads the value before the reverse sweep, the sweeps split into forward and reverse. */
   lastPhase?: { recordMs: number; sweepMs: number; forwardMs?: number; reverseMs?: number };
   /** Facts about the tape after a run: node count, bytes per node, engine memory. */
   info?(): Record<string, number | string>;
@@ -82,11 +83,19 @@ function tapegradImpl(backend: BackendKind, api: 'var' | 'handle'): Impl {
         grad: g,
         run() {
           phase.recordEnd = NaN;
+          phase.forwardEnd = NaN;
           const t0 = performance.now();
           const v = body(tape, g, phase);
           const t1 = performance.now();
-          // Workloads that record many small tapes per run (tiny) do not split the phases.
-          if (phase.recordEnd === phase.recordEnd) runner.lastPhase = { recordMs: phase.recordEnd - t0, sweepMs: t1 - phase.recordEnd };
+          // record: t0 to recordEnd; forward: reading the output's value (the forward sweep), to
+          // forwardEnd; reverse: the rest (clearing adjoints, the reverse sweep, reading the
+          // gradient). Workloads that record many small tapes per run (tiny) do not split.
+          const rec = phase.recordEnd, fwd = phase.forwardEnd;
+          if (rec === rec) {
+            runner.lastPhase = fwd === fwd
+              ? { recordMs: rec - t0, sweepMs: t1 - rec, forwardMs: fwd - rec, reverseMs: t1 - fwd }
+              : { recordMs: rec - t0, sweepMs: t1 - rec };
+          }
           return v;
         },
         info: () => ({

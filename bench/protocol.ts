@@ -39,8 +39,9 @@ export interface ChildResult {
   maxMs?: number;
   recordMedianMs?: number;
   sweepMedianMs?: number;
-  /** Vector forms on a fresh recording: the sweeps split into forward (values) and reverse
-   *  (tape.gradient: clearing adjoints, the sweep, gathering the gradient). */
+  /** Runs on a fresh recording (scalar Var/handle runs, except tiny, and vector forms): the
+   *  sweeps split into forward (reading the output's value: the value sweep) and reverse
+   *  (clearing adjoints, the reverse sweep, reading the gradient). */
   forwardMedianMs?: number;
   reverseMedianMs?: number;
   peakRssBytes?: number;

@@ -343,7 +343,7 @@ async function main(): Promise<void> {
   const ratioRows = [...ratios(results), ...vectorRatios(results)];
   console.log(`\n${resultTable(results)}\n`);
   console.log('times: ms per run (one gradient unless the workload says otherwise); record/sweep: tapegrad medians (fwd/rev: the');
-  console.log('sweep split into forward values and tape.gradient, for the Vec API on a fresh recording);');
+  console.log('sweep split into the forward value sweep and the reverse sweep with reading the gradient, on a fresh recording);');
   console.log('RSS: peak resident set of the child process; grad err: normwise error vs the reference\n');
   const tinyRows = results.filter((r) => r.gradientsPerSecond !== undefined);
   if (tinyRows.length) {

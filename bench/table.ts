@@ -76,6 +76,50 @@ for (const w of workloads) {
   );
 }
 
+// ───────────── where the time goes in a scalar run: record, forward, reverse per tape node ─────────────
+// Only from results that split the phases (scalar runs that read the value before the reverse
+// sweep): an older results file prints no such table.
+const PHASE_IMPLS = [['wasm-var', 'wasm Var'], ['wasm-handle', 'wasm handles'], ['js-var', 'JS Var'], ['js-handle', 'JS handles']] as const;
+
+/** A run's phase medians in ns per node of its own tape, or null where it has no split. */
+function phasesPerNode(workload: string, impl: string): { record: number; forward: number; reverse: number } | null {
+  const r = byKey.get(`${workload}/${impl}`);
+  const nodes = r?.info?.tapeNodes;
+  if (!r || r.status !== 'ok' || typeof nodes !== 'number' || !(nodes > 0)) return null;
+  const { recordMedianMs: rec, forwardMedianMs: fwd, reverseMedianMs: rev } = r;
+  if (rec === undefined || fwd === undefined || rev === undefined) return null;
+  return { record: (rec * 1e6) / nodes, forward: (fwd * 1e6) / nodes, reverse: (rev * 1e6) / nodes };
+}
+
+function fmtNs(ns: number): string {
+  if (ns >= 10) return ns.toFixed(0);
+  if (ns >= 1) return ns.toFixed(1);
+  return ns <= 0 ? '0' : ns.toPrecision(1);
+}
+
+const phaseWorkloads = workloads.filter((w) => PHASE_IMPLS.some(([impl]) => phasesPerNode(w, impl) !== null));
+if (phaseWorkloads.length) {
+  console.log(
+    '\nWhere the time goes: record, forward, reverse, ns per node (medians). Cells: `record / forward / reverse (total)`, ' +
+      'each phase\'s median × 10⁶ / the run\'s tape nodes. Record: the JS façade writing op codes and operands (and constants); ' +
+      'forward: the value sweep; reverse: clearing adjoints, the reverse sweep, reading the gradient. Nodes: the Var and handle tapes\':\n',
+  );
+  console.log(`| workload | nodes (Var, handles) | ${PHASE_IMPLS.map(([, label]) => label).join(' | ')} |`);
+  console.log(`| --- | ---: |${PHASE_IMPLS.map(() => ' ---: |').join('')}`);
+  for (const w of phaseWorkloads) {
+    const nodes = (impl: string): string => {
+      const n = byKey.get(`${w}/${impl}`)?.info?.tapeNodes;
+      if (typeof n !== 'number') return '–';
+      return n >= 1e6 ? `${(n / 1e6).toPrecision(3)}M` : n >= 1e3 ? `${(n / 1e3).toPrecision(3)}k` : String(n);
+    };
+    const cells = PHASE_IMPLS.map(([impl]) => {
+      const p = phasesPerNode(w, impl);
+      return p === null ? '–' : `${fmtNs(p.record)} / ${fmtNs(p.forward)} / ${fmtNs(p.reverse)} (${fmtNs(p.record + p.forward + p.reverse)})`;
+    });
+    console.log(`| ${w} | ${nodes('wasm-var')}, ${nodes('wasm-handle')} | ${cells.join(' | ')} |`);
+  }
+}
+
 console.log('\nReplay (`compile`, forward + reverse in one call into the engine): generated sweeps, the wasm interpreter, and the JS mode:\n');
 console.log('| workload | plain (no AD) | generated | interpreted | JS mode | generated / plain | interpreted / plain | generated vs interpreted | generated vs JS mode |');
 console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');

@@ -22,8 +22,10 @@ export interface Instance {
   plain(): number;
   /** Value and gradient by a hand-written derivative, where one is short enough to write. */
   hand?(g: Float64Array): number;
-  /** Record on `tape` with the Var API, reverse sweep, gradient into g; returns the value.
-   *  `phase` (if given) gets the split point between recording and the sweeps. */
+  /** Record on `tape` with the Var API, read the output's value (the forward sweep: values are
+   *  computed lazily, on the first read), reverse sweep, gradient into g; returns the value.
+   *  `phase` (if given) gets the end of recording and of the forward sweep (tiny, which records
+   *  many small tapes per run, sets neither). */
   tapeVar(tape: Tape, g: Float64Array, phase?: Phase): number;
   /** The same through `tape.handles`. */
   tapeHandle(tape: Tape, g: Float64Array, phase?: Phase): number;
@@ -55,7 +57,10 @@ export interface Reference {
   source: string;
 }
 
-/** Collects the time spent recording vs sweeping (forward values + reverse) in a tapegrad run. */
+/** Splits a tapegrad run into recording, the forward sweep and the reverse sweep: the run sets
+ *  `recordEnd` when recording is done, then reads the output's value (which runs the forward sweep,
+ *  or costs ~nothing if values were computed while recording) and sets `forwardEnd`; the rest, up
+ *  to the end of the run, is the reverse sweep with clearing adjoints and reading the gradient. */
 export interface Phase {
   recordEnd: number;
   /** End of the forward sweep (values), where a run times it apart from the reverse sweep. */
@@ -160,9 +165,11 @@ function chainVar(tape: Tape, x0: number, n: number, g: Float64Array, phase?: Ph
   const input = tape.variable(x0);
   const x = chainFn(input, n);
   if (phase) phase.recordEnd = now();
+  const value = x.value;
+  if (phase) phase.forwardEnd = now();
   tape.backward(x);
   g[0] = input.grad;
-  return x.value;
+  return value;
 }
 
 function chainHandle(tape: Tape, x0: number, n: number, g: Float64Array, phase?: Phase): number {
@@ -177,9 +184,11 @@ function chainHandle(tape: Tape, x0: number, n: number, g: Float64Array, phase?:
     x = h.add(x, h.mul(c, t));
   }
   if (phase) phase.recordEnd = now();
+  const value = h.value(x);
+  if (phase) phase.forwardEnd = now();
   h.backward(x);
   g[0] = h.grad(input);
-  return h.value(x);
+  return value;
 }
 
 export const chain: Workload = {
@@ -270,8 +279,10 @@ function rosenbrockVar(tape: Tape, x: Float64Array, g: Float64Array, phase?: Pha
     s = s.add(t.square().mul(100)).add(xi.sub(1).square());
   }
   if (phase) phase.recordEnd = now();
+  const value = s.value;
+  if (phase) phase.forwardEnd = now();
   g.set(tape.gradient(s, xs));
-  return s.value;
+  return value;
 }
 
 function rosenbrockHandle(tape: Tape, x: Float64Array, g: Float64Array, phase?: Phase): number {
@@ -289,9 +300,11 @@ function rosenbrockHandle(tape: Tape, x: Float64Array, g: Float64Array, phase?: 
     s = h.add(h.add(s, h.mul(c100, h.square(t))), h.square(h.sub(one, xi)));
   }
   if (phase) phase.recordEnd = now();
+  const value = h.value(s);
+  if (phase) phase.forwardEnd = now();
   h.backward(s);
   for (let i = 0; i < n; i++) g[i] = h.grad(xs[i]!);
-  return h.value(s);
+  return value;
 }
 
 /** Vector form, as NumPy code writes it: a = x[:-1], b = x[1:], sum(100 (b - a²)² + (a - 1)²)
@@ -518,8 +531,10 @@ function advectionVar(tape: Tape, qInit: Float64Array, nt: number, c: number, to
   const q0 = tape.variables(qInit);
   const s = advectionFn(q0, nt, c, toon);
   if (phase) phase.recordEnd = now();
+  const value = s.value;
+  if (phase) phase.forwardEnd = now();
   g.set(tape.gradient(s, q0));
-  return s.value;
+  return value;
 }
 
 function advectionHandle(tape: Tape, qInit: Float64Array, nt: number, c: number, toon: boolean, g: Float64Array, phase?: Phase): number {
@@ -550,9 +565,11 @@ function advectionHandle(tape: Tape, qInit: Float64Array, nt: number, c: number,
   let s = h.square(q[0]!);
   for (let i = 1; i < NX; i++) s = h.add(s, h.square(q[i]!));
   if (phase) phase.recordEnd = now();
+  const value = h.value(s);
+  if (phase) phase.forwardEnd = now();
   h.backward(s);
   for (let i = 0; i < NX; i++) g[i] = h.grad(q0[i]!);
-  return h.value(s);
+  return value;
 }
 
 /** J = Σ q_final² by the given scheme, in plain f64: the floor, and the function peers differentiate. */
@@ -737,9 +754,11 @@ function mlpVar(tape: Tape, p: Float64Array, X: Float64Array, y: Float64Array, n
   for (let i = 1; i < MLP_PARAMS; i++) reg = reg.add(ps[i]!.square());
   const total = data!.mul(1 / n).add(reg.mul(MLP_ALPHA));
   if (phase) phase.recordEnd = now();
+  const value = total.value;
+  if (phase) phase.forwardEnd = now();
   g.set(tape.gradient(total, ps));
   sgdStep(p, g);
-  return total.value;
+  return value;
 }
 
 function mlpHandle(tape: Tape, p: Float64Array, X: Float64Array, y: Float64Array, n: number, g: Float64Array, phase?: Phase): number {
@@ -767,10 +786,12 @@ function mlpHandle(tape: Tape, p: Float64Array, X: Float64Array, y: Float64Array
   for (let i = 1; i < MLP_PARAMS; i++) reg = h.add(reg, h.square(ps[i]!));
   const total = h.add(h.mul(data, h.constant(1 / n)), h.mul(reg, h.constant(MLP_ALPHA)));
   if (phase) phase.recordEnd = now();
+  const value = h.value(total);
+  if (phase) phase.forwardEnd = now();
   h.backward(total);
   for (let i = 0; i < MLP_PARAMS; i++) g[i] = h.grad(ps[i]!);
   sgdStep(p, g);
-  return h.value(total);
+  return value;
 }
 
 /** Vector form: the batch as a matrix, H1 = tanh(X W1ᵀ + b1), H2 = tanh(H1 W2ᵀ + b2), score =
@@ -943,8 +964,10 @@ function lseVar(tape: Tape, x: Float64Array, g: Float64Array, phase?: Phase): nu
   for (let i = 1; i < n; i++) s = s.add(xs[i]!.sub(A).exp());
   const f = s.log().add(A);
   if (phase) phase.recordEnd = now();
+  const value = f.value;
+  if (phase) phase.forwardEnd = now();
   g.set(tape.gradient(f, xs));
-  return f.value;
+  return value;
 }
 
 function lseHandle(tape: Tape, x: Float64Array, g: Float64Array, phase?: Phase): number {
@@ -959,9 +982,11 @@ function lseHandle(tape: Tape, x: Float64Array, g: Float64Array, phase?: Phase):
   for (let i = 1; i < n; i++) s = h.add(s, h.exp(h.sub(xs[i]!, A)));
   const f = h.add(h.log(s), A);
   if (phase) phase.recordEnd = now();
+  const value = h.value(f);
+  if (phase) phase.forwardEnd = now();
   h.backward(f);
   for (let i = 0; i < n; i++) g[i] = h.grad(xs[i]!);
-  return h.value(f);
+  return value;
 }
 
 /** Vector forms: the one-node logSumExp (max inside the node, adjoint softmax), and GradBench's
@@ -1108,8 +1133,10 @@ function llsqVar(tape: Tape, x: Float64Array, n: number, g: Float64Array, phase?
   }
   const f = s!.div(2);
   if (phase) phase.recordEnd = now();
+  const value = f.value;
+  if (phase) phase.forwardEnd = now();
   g.set(tape.gradient(f, xs));
-  return f.value;
+  return value;
 }
 
 function llsqHandle(tape: Tape, x: Float64Array, n: number, g: Float64Array, phase?: Phase): number {
@@ -1131,9 +1158,11 @@ function llsqHandle(tape: Tape, x: Float64Array, n: number, g: Float64Array, pha
   }
   const f = h.div(s, h.constant(2));
   if (phase) phase.recordEnd = now();
+  const value = h.value(f);
+  if (phase) phase.forwardEnd = now();
   h.backward(f);
   for (let j = 0; j < m; j++) g[j] = h.grad(xs[j]!);
-  return h.value(f);
+  return value;
 }
 
 /** Vector form: the n×m power matrix T (t_i^j by repeated multiplication, as the scalar form)
@@ -1266,8 +1295,10 @@ function logregVar(tape: Tape, p: Float64Array, X: Float64Array, y: Float64Array
   }
   const f = s!.div(n);
   if (phase) phase.recordEnd = now();
+  const value = f.value;
+  if (phase) phase.forwardEnd = now();
   g.set(tape.gradient(f, ps));
-  return f.value;
+  return value;
 }
 
 function logregHandle(tape: Tape, p: Float64Array, X: Float64Array, y: Float64Array, n: number, g: Float64Array, phase?: Phase): number {
@@ -1285,9 +1316,11 @@ function logregHandle(tape: Tape, p: Float64Array, X: Float64Array, y: Float64Ar
   }
   const f = h.div(s, h.constant(n));
   if (phase) phase.recordEnd = now();
+  const value = h.value(f);
+  if (phase) phase.forwardEnd = now();
   h.backward(f);
   for (let j = 0; j <= d; j++) g[j] = h.grad(ps[j]!);
-  return h.value(f);
+  return value;
 }
 
 /** Vector form: X [n, 20] and y are data; z = X w + b, mean(softplus(z) − y z). */
@@ -1587,8 +1620,10 @@ function gmmVar(tape: Tape, p: Float64Array, g: GmmData, grad: Float64Array, pha
   const ps = tape.variables(p);
   const f = gmmObjectiveVar(g, ps);
   if (phase) phase.recordEnd = now();
+  const value = f.value;
+  if (phase) phase.forwardEnd = now();
   grad.set(tape.gradient(f, ps));
-  return f.value;
+  return value;
 }
 
 function logsumexpHandle(h: Tape['handles'], v: Int32Array): number {
@@ -1646,9 +1681,11 @@ function gmmHandle(tape: Tape, p: Float64Array, g: GmmData, grad: Float64Array, 
   const likelihood = h.sub(h.add(h.constant(CONSTANT), slse), h.mul(h.constant(n), lseAlpha));
   const f = h.add(likelihood, h.add(h.neg(out), h.constant(k * C)));
   if (phase) phase.recordEnd = now();
+  const value = h.value(f);
+  if (phase) phase.forwardEnd = now();
   h.backward(f);
   for (let i = 0; i < np_; i++) grad[i] = h.grad(ps[i]!);
-  return h.value(f);
+  return value;
 }
 
 // Vector form, over points × components with the fewest nodes the Vec API allows (about 50 vector
