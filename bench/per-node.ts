@@ -6,6 +6,7 @@
 //
 //   npx tsx bench/per-node.ts                 # everything (~3 min), writes bench/results/per-node.{json,md}
 //   npx tsx bench/per-node.ts --quick         # fewer sizes and runs, prints only
+//   npx tsx bench/per-node.ts --quick --only=wasm,handle   # the rows whose case/API/engine match
 //   npx tsx bench/per-node.ts --child=<json>  # one measurement (what the parent spawns)
 import { execFileSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
@@ -219,8 +220,10 @@ async function main(): Promise<void> {
     return;
   }
   const quick = process.argv.includes('--quick');
+  // --only=wasm,handle keeps the jobs whose case, API and engine include every word given.
+  const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7).split(',') ?? [];
   const results: Measured[] = [];
-  for (const job of jobs(quick)) {
+  for (const job of jobs(quick).filter((j) => only.every((w) => [j.case, j.api, j.backend].includes(w as never)))) {
     const out = execFileSync(process.execPath, ['--import', 'tsx', 'bench/per-node.ts', `--child=${JSON.stringify(job)}`], {
       encoding: 'utf8', maxBuffer: 1 << 24,
     });
@@ -232,7 +235,7 @@ async function main(): Promise<void> {
   }
   const md = table(results);
   console.log(md);
-  if (!quick) {
+  if (!quick && only.length === 0) {
     const machine = `${cpus()[0]?.model.trim()}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
     mkdirSync('bench/results', { recursive: true });
     writeFileSync('bench/results/per-node.json', `${JSON.stringify({ generated: new Date().toISOString(), machine, results }, null, 1)}\n`);

@@ -21,6 +21,7 @@ const HANDLE_LIMIT = 2 ** 30;
 const HANDLE_WRAP_AT = HANDLE_LIMIT - 2 ** 28;
 const DEFAULT_MAX_NODES = 2 ** 28;
 const TANGENT_BYTES = 16;
+const CONSTANT_SLOTS = 64;
 let tapeSerial = 0;
 
 /** A Var or a plain number (recorded as a constant). */
@@ -64,6 +65,10 @@ export class Tape {
   // Elements of array-valued nodes: the fill pointer into the engine's element regions.
   private elements = 0;
   private vectorNodes = false;
+  // Numbers passed as operands (`x.mul(2)`) share one constant node per value while it stays in
+  // this small cache (direct-mapped by value; cleared by reset), instead of a node per use.
+  private readonly constantValues = new Float64Array(CONSTANT_SLOTS);
+  private readonly constantHandles = new Int32Array(CONSTANT_SLOTS).fill(-1);
 
   constructor(readonly engine: Backend, limits: TapeLimits = {}) {
     this.maxNodes = checkLimit(limits.maxNodes, 'maxNodes') ?? DEFAULT_MAX_NODES;
@@ -330,6 +335,7 @@ export class Tape {
     this.evaluated = 0;
     this.swept = -1;
     this.vectorNodes = false;
+    this.constantHandles.fill(-1);
     if (this.elements !== 0) {
       this.elements = 0;
       this.engine.setLiveElements(0);
@@ -362,7 +368,7 @@ export class Tape {
 
   /** @internal Index of a node for the operand: a Var's own, or a new constant's. */
   operandId(o: Operand): number {
-    return typeof o === 'number' ? this.constantIndex(o) : this.index(o);
+    return typeof o === 'number' ? this.sharedConstantIndex(o) : this.index(o);
   }
 
   /** @internal Node indices for several operands, all or nothing: every operand is checked
@@ -377,9 +383,27 @@ export class Tape {
     return operands.map((o) => this.operandId(o));
   }
 
-  /** @internal */
+  /** @internal A new constant node. */
   constantIndex(c: number): number {
     return this.leaf(CONST, c) - this.base;
+  }
+
+  /** @internal A constant node holding exactly `c` (-0 and 0 apart): the one recorded for an
+   *  earlier operand of that value while it stays cached, else a new one. */
+  sharedConstantIndex(c: number): number {
+    if (typeof c !== 'number') throw new NotANumberError(`expected a number, got ${describe(c)}`);
+    const slot = constantSlot(c);
+    const h = this.constantHandles[slot]!;
+    if (h >= 0 && this.constantValues[slot] === c && (c !== 0 || 1 / c === 1 / this.constantValues[slot]!)) {
+      const i = h - this.base;
+      if (i >= 0 && i < this.count) return i;
+    }
+    const i = this.constantIndex(c);
+    if (c === c) {
+      this.constantValues[slot] = c;
+      this.constantHandles[slot] = i + this.base;
+    }
+    return i;
   }
 
   /** @internal */
@@ -420,12 +444,97 @@ export class Tape {
     if (typeof y === 'number') {
       // Room for the constant and the op together, so a full tape records neither.
       this.reserveNodes(2);
-      j = this.constantIndex(y);
+      j = this.sharedConstantIndex(y);
       if (op === POW) op = POW_CONST;
     } else {
       j = this.index(y);
     }
     return new Var(this, this.record(op, i, j));
+  }
+
+  // The fast paths of the op methods. Recording is most of the cost of a gradient, and a loop
+  // body calls many ops: each path is a few bytecodes, so V8 inlines many of them into the
+  // caller, and falls back to the checked path above (same results, descriptive errors)
+  // whenever an operand is not a live node of this tape or the tape is full.
+
+  /** @internal */
+  unaryVar(op: number, x: Var): Var {
+    const n = this.count, i = x.id - this.base;
+    if (x.tape === this && i >= 0 && i < n && n < this.capacity) {
+      this.opV[n] = op;
+      this.aV[n] = i;
+      this.bV[n] = i;
+      this.count = n + 1;
+      return new Var(this, n + this.base);
+    }
+    return this.recordUnary(op, x);
+  }
+
+  /** @internal */
+  binaryVar(op: number, x: Var, y: Operand): Var {
+    if (typeof y === 'number') return this.binaryVarNumber(op, x, y);
+    const n = this.count, base = this.base;
+    if (x.tape === this && y?.tape === this && n < this.capacity) {
+      const i = x.id - base, j = y.id - base;
+      if (i >= 0 && i < n && j >= 0 && j < n) {
+        this.opV[n] = op;
+        this.aV[n] = i;
+        this.bV[n] = j;
+        this.count = n + 1;
+        return new Var(this, n + base);
+      }
+    }
+    return this.recordBinary(op, x, y);
+  }
+
+  /** @internal `x op c` where the constant node of c is cached (see sharedConstantIndex). */
+  private binaryVarNumber(op: number, x: Var, c: number): Var {
+    const n = this.count, base = this.base, slot = constantSlot(c);
+    if (x.tape === this && n < this.capacity && this.constantValues[slot] === c && (c !== 0 || 1 / c === 1 / this.constantValues[slot]!)) {
+      const i = x.id - base, j = this.constantHandles[slot]! - base;
+      if (i >= 0 && i < n && j >= 0 && j < n) {
+        this.opV[n] = op === POW ? POW_CONST : op;
+        this.aV[n] = i;
+        this.bV[n] = j;
+        this.count = n + 1;
+        return new Var(this, n + base);
+      }
+    }
+    return this.recordBinary(op, x, c);
+  }
+
+  /** @internal */
+  unaryHandle(op: number, h: number): number {
+    const n = this.count;
+    if (typeof h === 'number' && n < this.capacity) {
+      // i >>> 0 === i: i is an integer >= 0.
+      const i = h - this.base;
+      if (i >>> 0 === i && i < n) {
+        this.opV[n] = op;
+        this.aV[n] = i;
+        this.bV[n] = i;
+        this.count = n + 1;
+        return h - i + n;
+      }
+    }
+    const k = this.indexOfHandle(h);
+    return this.record(op, k, k);
+  }
+
+  /** @internal */
+  binaryHandle(op: number, h1: number, h2: number): number {
+    const n = this.count;
+    if (typeof h1 === 'number' && typeof h2 === 'number' && n < this.capacity) {
+      const i = h1 - this.base, j = h2 - this.base;
+      if (i >>> 0 === i && j >>> 0 === j && i < n && j < n) {
+        this.opV[n] = op;
+        this.aV[n] = i;
+        this.bV[n] = j;
+        this.count = n + 1;
+        return h1 - i + n;
+      }
+    }
+    return this.record(op, this.indexOfHandle(h1), this.indexOfHandle(h2));
   }
 
   /** @internal Makes room for `k` more nodes now, so a multi-node record fails before it starts. */
@@ -781,6 +890,11 @@ function isVectorOperand(o: unknown): boolean {
   return o instanceof Vec;
 }
 
+// The cache slot of a constant: any mix of its bits does (equality decides a hit).
+function constantSlot(c: number): number {
+  return ((c * 1_000_003) ^ (c * 0.0009765625)) & (CONSTANT_SLOTS - 1);
+}
+
 function checkNumber(x: unknown, what: string): number {
   if (typeof x !== 'number') throw new NotANumberError(`${what} entries must be numbers, got ${describe(x)}`);
   return x;
@@ -842,14 +956,14 @@ export class Var {
 for (const name of UNARY_OPS) {
   const code = Op[name];
   Object.defineProperty(Var.prototype, name, {
-    value: function (this: Var): Var { return this.tape.recordUnary(code, this); },
+    value: function (this: Var): Var { return this.tape.unaryVar(code, this); },
     writable: true, configurable: true,
   });
 }
 for (const name of BINARY_OPS) {
   const code = Op[name];
   Object.defineProperty(Var.prototype, name, {
-    value: function (this: Var, other: Operand): Var { return this.tape.recordBinary(code, this, other); },
+    value: function (this: Var, other: Operand): Var { return this.tape.binaryVar(code, this, other); },
     writable: true, configurable: true,
   });
 }
@@ -881,7 +995,7 @@ export class HandleApi {
     const t = this.tape;
     const i = t.indexOfHandle(h);
     t.reserveNodes(2);
-    return t.record(POW_CONST, i, t.constantIndex(c));
+    return t.record(POW_CONST, i, t.sharedConstantIndex(c));
   }
   /** `cond ? ifTrue : ifFalse`, see `Tape.select`. */
   select(cond: number, ifTrue: number, ifFalse: number): number {
@@ -904,21 +1018,14 @@ export class HandleApi {
 for (const name of UNARY_OPS) {
   const code = Op[name];
   Object.defineProperty(HandleApi.prototype, name, {
-    value: function (this: HandleApi, h: number): number {
-      const t = this.tape;
-      const i = t.indexOfHandle(h);
-      return t.record(code, i, i);
-    },
+    value: function (this: HandleApi, h: number): number { return this.tape.unaryHandle(code, h); },
     writable: true, configurable: true,
   });
 }
 for (const name of BINARY_OPS) {
   const code = Op[name];
   Object.defineProperty(HandleApi.prototype, name, {
-    value: function (this: HandleApi, h1: number, h2: number): number {
-      const t = this.tape;
-      return t.record(code, t.indexOfHandle(h1), t.indexOfHandle(h2));
-    },
+    value: function (this: HandleApi, h1: number, h2: number): number { return this.tape.binaryHandle(code, h1, h2); },
     writable: true, configurable: true,
   });
 }
