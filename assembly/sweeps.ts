@@ -25,10 +25,16 @@ import { vectorForwardAt, vectorReverseAt, vectorTangent, vectorReverseTangent, 
 export function forward(from: i32, to: i32): void {
   for (let i = from; i < to; i++) {
     const op = opAt(i);
-    if (op <= Op.Arg) {
+    // The commonest ops in one table jump, before the rarer kinds are told apart.
+    switch (op) {
+      case Op.Const: case Op.Input: continue;
       // An arg node only carries operands; its value is defined as 0, never leftover memory.
-      if (op == Op.Arg) setVal(i, 0);
-      continue;
+      case Op.Arg: { setVal(i, 0); continue; }
+      case Op.Add: { setVal(i, val(argA(i)) + val(argB(i))); continue; }
+      case Op.Sub: { setVal(i, val(argA(i)) - val(argB(i))); continue; }
+      case Op.Mul: { setVal(i, val(argA(i)) * val(argB(i))); continue; }
+      case Op.Neg: { setVal(i, -val(argA(i))); continue; }
+      case Op.Square: { const x = val(argA(i)); setVal(i, x * x); continue; }
     }
     if (op >= Op.VMeta) { i = vectorForwardAt(i, op, to); continue; }
     if (op == Op.Select) { setVal(i, val(selected(i))); continue; }
@@ -61,22 +67,32 @@ export function sweepReverse(top: i32): void {
     const g = adj(i);
     if (g == 0) continue;
     const op = opAt(i);
-    if (op <= Op.Arg) continue;
+    const ia = argA(i);
+    // The commonest ops in one table jump, before the rarer kinds are told apart: each needs no
+    // value or just its operands, with the partials table's results (g·1 = g and g·-1 = -g
+    // exactly; mul and square keep the zero-partial skip).
+    switch (op) {
+      case Op.Const: case Op.Input: case Op.Arg: continue;
+      case Op.Add: { addAdj(ia, g); addAdj(argB(i), g); continue; }
+      case Op.Sub: { addAdj(ia, g); addAdj(argB(i), -g); continue; }
+      case Op.Mul: {
+        const ib = argB(i);
+        const x = val(ia), z = val(ib);
+        if (z != 0) addAdj(ia, g * z);
+        if (x != 0) addAdj(ib, g * x);
+        continue;
+      }
+      case Op.Neg: { addAdj(ia, -g); continue; }
+      case Op.Square: {
+        const pa = 2 * val(ia);
+        if (pa != 0) addAdj(ia, g * pa);
+        continue;
+      }
+    }
     if (op >= Op.VMeta) { i = vectorReverseAt(i, op, g); continue; }
     if (op == Op.Select) { addAdj(selected(i), g); continue; }
     if (op == Op.Custom) { customReverse(i, g); continue; }
-    const ia = argA(i);
     const ib = argB(i);
-    // add, sub, mul need no values (or just the operands): they skip the partials table, with
-    // the same results (g·1 = g and g·-1 = -g exactly; mul keeps the zero-partial skip).
-    if (op == Op.Add) { addAdj(ia, g); addAdj(ib, g); continue; }
-    if (op == Op.Sub) { addAdj(ia, g); addAdj(ib, -g); continue; }
-    if (op == Op.Mul) {
-      const x = val(ia), z = val(ib);
-      if (z != 0) addAdj(ia, g * z);
-      if (x != 0) addAdj(ib, g * x);
-      continue;
-    }
     const pa = partials(op, val(ia), val(ib), val(i));
     const pb = partialZ;
     if (pa != 0) addAdj(ia, g * pa);

@@ -3,7 +3,10 @@ import { Op } from '../ops.ts';
 import { forwardRule, partials, partialZ, partialsTangent, partialZTangent, truthy } from './rules.ts';
 import { VectorRules, isVectorOp } from './vector.ts';
 
-const { input: INPUT, arg: ARG, select: SELECT, custom: CUSTOM, add: ADD, sub: SUB, mul: MUL, vmeta: VMETA, vconst: VCONST } = Op;
+const {
+  const: CONST, input: INPUT, arg: ARG, select: SELECT, custom: CUSTOM, add: ADD, sub: SUB, mul: MUL, neg: NEG, square: SQUARE,
+  vmeta: VMETA, vconst: VCONST,
+} = Op;
 const MIN_CAPACITY = 1024;
 const BASE_NODE_BYTES = 8 + 8 + 4 + 4 + 1;
 const TANGENT_NODE_BYTES = 16;
@@ -140,9 +143,15 @@ export class JsBackend implements Backend {
     const { op, a, b, val } = this.views;
     for (let i = from; i < to; i++) {
       const code = op[i];
-      if (code <= ARG) {
-        if (code === ARG) val[i] = 0;
-        continue;
+      // As in the core: the commonest ops in one switch, before the rarer kinds.
+      switch (code) {
+        case CONST: case INPUT: continue;
+        case ARG: val[i] = 0; continue;
+        case ADD: val[i] = val[a[i]] + val[b[i]]; continue;
+        case SUB: val[i] = val[a[i]] - val[b[i]]; continue;
+        case MUL: val[i] = val[a[i]] * val[b[i]]; continue;
+        case NEG: val[i] = -val[a[i]]; continue;
+        case SQUARE: { const x = val[a[i]]; val[i] = x * x; continue; }
       }
       if (code >= VMETA) this.vector.forward(i, code);
       else if (code === SELECT) val[i] = val[truthy(val[a[i]]) ? b[i] : a[i - 1]];
@@ -197,14 +206,22 @@ export class JsBackend implements Backend {
         continue;
       }
       const ib = b[i];
-      // As in the core: add, sub, mul skip the partials table with identical results.
-      if (code === ADD) { adj[ia] += g; adj[ib] += g; continue; }
-      if (code === SUB) { adj[ia] += g; adj[ib] -= g; continue; }
-      if (code === MUL) {
-        const x = val[ia], z = val[ib];
-        if (z !== 0) adj[ia] += g * z;
-        if (x !== 0) adj[ib] += g * x;
-        continue;
+      // As in the core: the commonest ops skip the partials table with identical results.
+      switch (code) {
+        case ADD: adj[ia] += g; adj[ib] += g; continue;
+        case SUB: adj[ia] += g; adj[ib] -= g; continue;
+        case MUL: {
+          const x = val[ia], z = val[ib];
+          if (z !== 0) adj[ia] += g * z;
+          if (x !== 0) adj[ib] += g * x;
+          continue;
+        }
+        case NEG: adj[ia] -= g; continue;
+        case SQUARE: {
+          const pa = 2 * val[ia];
+          if (pa !== 0) adj[ia] += g * pa;
+          continue;
+        }
       }
       const pa = partials(code, val[ia], val[ib], val[i]);
       const pb = partialZ[0];
