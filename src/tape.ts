@@ -237,9 +237,12 @@ export class Tape {
   nodesOf(list: readonly (Var | Vec)[]): number[] {
     if (!Array.isArray(list)) throw new NotANumberError(`expected an array of Vars, got ${describe(list)}`);
     const nodes = new Array<number>(list.length);
+    const n = this.count, base = this.base;
     for (let k = 0; k < list.length; k++) {
       const v = list[k]!;
-      nodes[k] = v instanceof Vec ? this.vindex(v) : this.index(v);
+      // A live Var of this tape (a Vec's id is negative): the checks of index() in a few loads.
+      const i = v?.tape === this ? v.id - base : -1;
+      nodes[k] = i >= 0 && i < n ? i : v instanceof Vec ? this.vindex(v) : this.index(v as Var);
     }
     return nodes;
   }
