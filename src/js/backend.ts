@@ -191,26 +191,15 @@ export class JsBackend implements Backend {
       const g = adj[i];
       if (g === 0) continue;
       const code = op[i];
-      if (code <= ARG) continue;
-      if (code >= VMETA) {
-        this.vector.reverse(i, code, g);
-        continue;
-      }
       const ia = a[i];
-      if (code === SELECT) {
-        adj[truthy(val[ia]) ? b[i] : a[i - 1]] += g;
-        continue;
-      }
-      if (code === CUSTOM) {
-        this.custom!.reverse(i, g);
-        continue;
-      }
-      const ib = b[i];
-      // As in the core: the commonest ops skip the partials table with identical results.
+      // As in the core: the commonest ops skip the partials table with identical results, in
+      // one switch before the rarer kinds are told apart.
       switch (code) {
-        case ADD: adj[ia] += g; adj[ib] += g; continue;
-        case SUB: adj[ia] += g; adj[ib] -= g; continue;
+        case CONST: case INPUT: case ARG: continue;
+        case ADD: adj[ia] += g; adj[b[i]] += g; continue;
+        case SUB: adj[ia] += g; adj[b[i]] -= g; continue;
         case MUL: {
+          const ib = b[i];
           const x = val[ia], z = val[ib];
           if (z !== 0) adj[ia] += g * z;
           if (x !== 0) adj[ib] += g * x;
@@ -223,6 +212,19 @@ export class JsBackend implements Backend {
           continue;
         }
       }
+      if (code >= VMETA) {
+        this.vector.reverse(i, code, g);
+        continue;
+      }
+      if (code === SELECT) {
+        adj[truthy(val[ia]) ? b[i] : a[i - 1]] += g;
+        continue;
+      }
+      if (code === CUSTOM) {
+        this.custom!.reverse(i, g);
+        continue;
+      }
+      const ib = b[i];
       const pa = partials(code, val[ia], val[ib], val[i]);
       const pb = partialZ[0];
       if (pa !== 0) adj[ia] += g * pa;
