@@ -12,13 +12,15 @@ let generatedForward: u32 = 0;
 let generatedReverse: u32 = 0;
 let generatedTangent: u32 = 0;
 let generatedReverseTangent: u32 = 0;
+let generatedForwardTangent: u32 = 0;
 
 /** Installs (or, with zeros, removes) the generated sweeps of the tape now in memory. */
-export function setGeneratedSweeps(forwardSlot: u32, reverseSlot: u32, tangentSlot: u32, reverseTangentSlot: u32): void {
+export function setGeneratedSweeps(forwardSlot: u32, reverseSlot: u32, tangentSlot: u32, reverseTangentSlot: u32, forwardTangentSlot: u32): void {
   generatedForward = forwardSlot;
   generatedReverse = reverseSlot;
   generatedTangent = tangentSlot;
   generatedReverseTangent = reverseTangentSlot;
+  generatedForwardTangent = forwardTangentSlot;
 }
 
 // The rules, out of line, for generated code: the ops it does not spell out itself call these,
@@ -44,6 +46,17 @@ export function reverseTangentReplay(out: i32, seed: f64, count: i32): void {
   store<f64>(adjBase + (<usize>out << 3), seed);
   if (generatedReverseTangent) call_indirect<void>(generatedReverseTangent, valBase, adjBase, tanBase, tanAdjBase);
   else sweepReverseTangent(out);
+}
+
+/** jvp's and hvp's forward half in one generated sweep, for a tape whose generated tangent sweeps
+ *  are installed: inputs from `x` and their tangents from `t`, then the values and tangents of
+ *  every other node. Returns as `replayForward`. */
+export function replayForwardTangent(x: usize, t: usize, nInputs: i32, guards: usize, nGuards: i32): i32 {
+  const bytes = <usize>nInputs << 3;
+  memory.copy(valBase, x, bytes);
+  memory.copy(tanBase, t, bytes);
+  call_indirect<void>(generatedForwardTangent, valBase, adjBase, tanBase, tanAdjBase);
+  return checkGuards(guards, nGuards);
 }
 
 /** Reverse sweep over adjoints already seeded at or below `top`, by the generated code if any. */

@@ -264,10 +264,10 @@ export class WasmBackend implements Backend {
     this.plan = null;
     this.tangentsGenerated = false;
     this.modules = { replay: null, tangents: null };
-    this.core.setGeneratedSweeps(0, 0, 0, 0);
+    this.core.setGeneratedSweeps(0, 0, 0, 0, 0);
   }
 
-  // The installed sweeps' modules: replay in table slots 1 and 2, tangents in 3 and 4.
+  // The installed sweeps' modules: replay in table slots 1 and 2, tangents in 3, 4 and 5.
   private modules: { replay: WebAssembly.Module | null; tangents: WebAssembly.Module | null } = { replay: null, tangents: null };
 
   private plan: SweepPlan | null = null;
@@ -276,12 +276,11 @@ export class WasmBackend implements Backend {
   private installSweeps(module: WebAssembly.Module, slot: number): void {
     const core = this.core;
     const sweeps = new WebAssembly.Instance(module, { env: generatedImports(core) }).exports as Record<string, () => void>;
-    const [first, second] = slot === 1 ? ['forward', 'reverse'] : ['tangent', 'reverseTangent'];
-    core.table.set(slot, sweeps[first]!);
-    core.table.set(slot + 1, sweeps[second]!);
+    const names = slot === 1 ? ['forward', 'reverse'] : ['tangent', 'reverseTangent', 'forwardTangent'];
+    names.forEach((name, k) => core.table.set(slot + k, sweeps[name]!));
     this.modules[slot === 1 ? 'replay' : 'tangents'] = module;
     const replay = this.modules.replay !== null, tangents = this.modules.tangents !== null;
-    core.setGeneratedSweeps(replay ? 1 : 0, replay ? 2 : 0, tangents ? 3 : 0, tangents ? 4 : 0);
+    core.setGeneratedSweeps(replay ? 1 : 0, replay ? 2 : 0, tangents ? 3 : 0, tangents ? 4 : 0, tangents ? 5 : 0);
   }
 
   private refreshViews(): void {
@@ -495,6 +494,28 @@ export class WasmBackend implements Backend {
   tangentSweepsGenerated(): boolean {
     this.generateTangentSweeps();
     return this.modules.tangents !== null;
+  }
+
+  /** Whether `replayForwardTangent` can run: the generated tangent sweeps are installed (the
+   *  first jvp or hvp makes them). */
+  forwardTangentReady(): boolean {
+    return this.modules.tangents !== null;
+  }
+
+  /** The forward half of jvp and hvp in one generated sweep (inputs x, their tangents t): values
+   *  and tangents. Returns -1, or the node of a failed guard. */
+  replayForwardTangent(x: ArrayLike<number>, t: ArrayLike<number>, nInputs: number): number {
+    const at = this.scratchFor(2 * nInputs * 8);
+    const f64 = this.memoryF64;
+    for (let k = 0, p = at >>> 3; k < nInputs; k++) {
+      f64[p + k] = x[k]!;
+      f64[p + nInputs + k] = t[k]!;
+    }
+    try {
+      return this.core.replayForwardTangent(at, at + nInputs * 8, nInputs, this.guardsAt, this.guardNodes.length);
+    } catch (error) {
+      throw this.recover(error);
+    }
   }
 
   /** `reverseTangent` through the generated sweep when one is installed. */

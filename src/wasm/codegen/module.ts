@@ -1,26 +1,29 @@
-// Module assembly: wraps a plan's two sweeps (replay or tangents), each one function per part of
+// Module assembly: wraps a plan's sweeps (replay, or the tangent ones), each one function per part of
 // the plan, or a fused run kernel (emit-runs.ts), in a wasm module that imports the core's memory
 // and rule functions and exports them.
 import { emitForward, emitReverse } from './emit-replay.ts';
-import { emitReverseTangent, emitTangent } from './emit-tangents.ts';
-import type { SweepPlan } from './plan.ts';
+import { emitForwardTangent, emitReverseTangent, emitTangent } from './emit-tangents.ts';
+import type { Body, SweepPlan } from './plan.ts';
 import { Bytes, F64, I32, W_Call, W_End } from './wasm.ts';
 
 /** Functions a generated module imports before its own (the core's rules; see rules.ts's FN_*). */
 export const IMPORTED = 5;
 
 /** The module of a plan's sweeps: 'replay' exports `forward` and `reverse(valBase, adjBase)`;
- *  'tangents' exports `tangent` and `reverseTangent(valBase, adjBase, tanBase, tanAdjBase)`,
- *  made on the first jvp or hvp only (they are about 8 times the size). */
+ *  'tangents' exports `tangent`, `reverseTangent` and `forwardTangent(valBase, adjBase, tanBase,
+ *  tanAdjBase)` (hvp's values, tangents and cleared adjoints in one sweep), made on the first jvp
+ *  or hvp only (they are several times the size). */
 export function emitSweeps({ parts }: SweepPlan, which: 'replay' | 'tangents'): Uint8Array<ArrayBuffer> {
   const replay = which === 'replay';
   const params = replay ? 2 : 4;
+  // [name, emitter, runs backwards]
+  const sweeps: [string, (bodies: Body[]) => Bytes, boolean][] = replay
+    ? [['forward', emitForward, false], ['reverse', emitReverse, true]]
+    : [['tangent', emitTangent, false], ['reverseTangent', emitReverseTangent, true], ['forwardTangent', emitForwardTangent, false]];
   // Each sweep is one function per part (V8 compiles and tiers up per function); with several
   // parts, the exported sweep calls them in sweep order.
-  const [first, second] = replay ? [emitForward, emitReverse] : [emitTangent, emitReverseTangent];
   const functionBodies: Bytes[] = [];
-  const split = parts.length > 1;
-  if (split) {
+  if (parts.length > 1) {
     const caller = (order: number[], base: number): Bytes => {
       const fn = new Bytes();
       fn.u32(0);
@@ -32,16 +35,15 @@ export function emitSweeps({ parts }: SweepPlan, which: 'replay' | 'tangents'): 
       return fn;
     };
     const forwardOrder = parts.map((_, k) => k);
-    functionBodies.push(caller(forwardOrder, IMPORTED + 2), caller([...forwardOrder].reverse(), IMPORTED + 2 + parts.length));
-    for (const part of parts) functionBodies.push(first(part));
-    for (const part of parts) functionBodies.push(second(part));
+    sweeps.forEach(([, , backwards], k) => {
+      functionBodies.push(caller(backwards ? [...forwardOrder].reverse() : forwardOrder, IMPORTED + sweeps.length + k * parts.length));
+    });
+    for (const [, emit] of sweeps) for (const part of parts) functionBodies.push(emit(part));
   } else {
-    functionBodies.push(first(parts[0] ?? []), second(parts[0] ?? []));
+    for (const [, emit] of sweeps) functionBodies.push(emit(parts[0] ?? []));
   }
   const sweepType = [0x60, params, ...new Array<number>(params).fill(I32), 0];
-  return assembleModule([sweepType], functionBodies.map(() => 0), [
-    [replay ? 'forward' : 'tangent', IMPORTED], [replay ? 'reverse' : 'reverseTangent', IMPORTED + 1],
-  ], functionBodies);
+  return assembleModule([sweepType], functionBodies.map(() => 0), sweeps.map(([name], k) => [name, IMPORTED + k]), functionBodies);
 }
 
 /** A module importing the core's memory and rule functions (`env`: memory, ruleForward,
