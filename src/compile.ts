@@ -349,8 +349,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** H·v at x for a scalar function (replay, tangent sweep, reverse sweep with tangents). */
   hvp(x: ArrayLike<number>, v: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): Float64Array {
     const rec = this.forwardTangent(x, v) ?? this.replay(x);
-    if (rec !== this.fused) this.seedTangents(rec, v);
-    rec.tape.engine.reverseTangentReplay(rec.outputs[0]!, 1, rec.tape.size);
+    if (rec === this.fused) (rec.tape.engine as WasmBackend).reverseTangentFused(rec.outputs[0]!, 1, rec.tape.size, this.inputs);
+    else {
+      this.seedTangents(rec, v);
+      rec.tape.engine.reverseTangentReplay(rec.outputs[0]!, 1, rec.tape.size);
+    }
     if (this.checkNaN) rec.tape.assertFinite(0, rec.outputs[0]! + 1, false);
     checkOut(out, this.inputs);
     out.set(this.inputSlots(rec, rec.tape.engine.views.tanAdj!, rec.tape.engine.views.xtanAdj!));

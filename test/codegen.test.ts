@@ -63,6 +63,10 @@ function bothWays(f: CompilableFunction, inputs: number, at: ArrayLike<number>) 
         // Batches: generated code row by row on long tapes, the SIMD kernel on short ones;
         // either way the rows must equal the interpreter's.
         const X = x.subarray(0, rows * inputs);
+        // hvp row after row: each reverse tangent sweep leaves the adjoints it read at +0 for
+        // the next, which then clears only the inputs'.
+        const V = X.slice().reverse();
+        expectSameBits(generated.hvpBatch(X, rows, V), interpreted.hvpBatch(X, rows, V), `hvpBatch of ${rows} rows`);
         expectSameBits(generated.gradientBatch(X, rows), interpreted.gradientBatch(X, rows), `gradientBatch of ${rows} rows`);
         expectSameBits(
           compile(f, { inputs, at, simd: false }).gradientBatch(X, rows),

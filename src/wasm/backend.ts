@@ -118,6 +118,7 @@ export class WasmBackend implements Backend {
   private recover(error: unknown): unknown {
     if (!(error instanceof WebAssembly.RuntimeError)) return error;
     this.core = instantiateCore(this.module, this.imports);
+    this.adjointsZeroed = false;
     this.runSlots.clear();
     this.syncRunFusion();
     this.dropGeneratedSweeps();
@@ -257,6 +258,7 @@ export class WasmBackend implements Backend {
 
   /** Back to the interpreter (the tape is about to change). */
   dropGeneratedSweeps(): void {
+    this.adjointsZeroed = false;
     this.generation++;
     this.generated = 'none';
     this.generatedReason = null;
@@ -274,6 +276,7 @@ export class WasmBackend implements Backend {
   private tangentsGenerated = false;
 
   private installSweeps(module: WebAssembly.Module, slot: number): void {
+    this.adjointsZeroed = false;
     const core = this.core;
     const sweeps = new WebAssembly.Instance(module, { env: generatedImports(core) }).exports as Record<string, () => void>;
     const names = slot === 1 ? ['forward', 'reverse'] : ['tangent', 'reverseTangent', 'forwardTangent'];
@@ -319,6 +322,7 @@ export class WasmBackend implements Backend {
   }
 
   reserveElements(minElements: number, live: number, maxElements: number): boolean {
+    this.adjointsZeroed = false;
     this.guardsAt = -1;
     const ok = this.core.reserveElements(minElements, live, maxElements) !== 0;
     this.refreshViews();
@@ -326,14 +330,17 @@ export class WasmBackend implements Backend {
   }
 
   setLiveElements(n: number): void {
+    this.adjointsZeroed = false;
     this.core.setLiveElements(n);
   }
 
   setVectorInput(on: boolean): void {
+    this.adjointsZeroed = false;
     this.core.setVectorInput(on ? 1 : 0);
   }
 
   reserve(minCapacity: number, live: number, maxCapacity: number): boolean {
+    this.adjointsZeroed = false;
     this.guardsAt = -1;
     const ok = this.core.reserve(minCapacity, live, maxCapacity) !== 0;
     this.refreshViews();
@@ -341,6 +348,7 @@ export class WasmBackend implements Backend {
   }
 
   enableTangents(live: number): boolean {
+    this.adjointsZeroed = false;
     this.guardsAt = -1;
     const ok = this.core.enableTangents(live) !== 0;
     this.refreshViews();
@@ -386,6 +394,7 @@ export class WasmBackend implements Backend {
   }
 
   replayForward(x: ArrayLike<number>, nInputs: number, count: number): number {
+    this.adjointsZeroed = false;
     const at = this.scratchFor(nInputs * 8);
     const f64 = this.memoryF64;
     for (let k = 0, p = at >>> 3; k < nInputs; k++) f64[p + k] = x[k]!;
@@ -397,6 +406,7 @@ export class WasmBackend implements Backend {
   }
 
   gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array, values: Float64Array | null): number {
+    this.adjointsZeroed = false;
     const chunk = Math.max(1, Math.min(toRow - fromRow, Math.floor(BATCH_BYTES / Math.max(8, 16 * nInputs))));
     // Generated sweeps, row by row, beat the interpreter's two-row SIMD kernel even on a 20-node
     // function (7.1 M/s against 6.1 M/s): the kernel serves the tapes that are interpreted.
@@ -431,6 +441,7 @@ export class WasmBackend implements Backend {
   }
 
   forward(from: number, to: number): void {
+    this.adjointsZeroed = false;
     try {
       this.core.forward(from, to);
     } catch (error) {
@@ -439,6 +450,7 @@ export class WasmBackend implements Backend {
   }
 
   reverse(out: number, seed: number, count: number): void {
+    this.adjointsZeroed = false;
     try {
       this.core.reverse(out, seed, count);
     } catch (error) {
@@ -447,6 +459,7 @@ export class WasmBackend implements Backend {
   }
 
   tangent(from: number, to: number): void {
+    this.adjointsZeroed = false;
     try {
       this.core.tangent(from, to);
     } catch (error) {
@@ -455,6 +468,7 @@ export class WasmBackend implements Backend {
   }
 
   reverseTangent(out: number, seed: number, count: number): void {
+    this.adjointsZeroed = false;
     try {
       this.core.reverseTangent(out, seed, count);
     } catch (error) {
@@ -463,6 +477,7 @@ export class WasmBackend implements Backend {
   }
 
   clearAdjoints(count: number, withTangents: boolean): void {
+    this.adjointsZeroed = false;
     try {
       this.core.clearAdjoints(count, withTangents ? 1 : 0);
     } catch (error) {
@@ -471,6 +486,7 @@ export class WasmBackend implements Backend {
   }
 
   sweepReverse(top: number): void {
+    this.adjointsZeroed = false;
     try {
       this.core.sweepReverse(top);
     } catch (error) {
@@ -480,6 +496,7 @@ export class WasmBackend implements Backend {
 
   /** `tangent` through the generated tangent sweep when one is installed. */
   tangentReplay(from: number, to: number): void {
+    this.adjointsZeroed = false;
     this.generateTangentSweeps();
     try {
       this.core.tangentReplay(from, to);
@@ -518,8 +535,27 @@ export class WasmBackend implements Backend {
     }
   }
 
+  // Whether the last call to touch the adjoints was `reverseTangentFused`, which leaves every
+  // adjoint its generated sweep reads at +0: every other call that may write adjoints (each
+  // method below but the fused pair, growth, a trap, new sweeps) sets this false.
+  private adjointsZeroed = false;
+
+  /** hvp's reverse half after `replayForwardTangent`: the generated reverse tangent sweep seeded
+   *  at `out`, clearing only the inputs' adjoints when the last sweep left the rest at +0. */
+  reverseTangentFused(out: number, seed: number, count: number, nInputs: number): void {
+    const zeroed = this.adjointsZeroed;
+    this.adjointsZeroed = false;
+    try {
+      this.core.reverseTangentFused(out, seed, count, nInputs, zeroed ? 1 : 0);
+    } catch (error) {
+      throw this.recover(error);
+    }
+    this.adjointsZeroed = true;
+  }
+
   /** `reverseTangent` through the generated sweep when one is installed. */
   reverseTangentReplay(out: number, seed: number, count: number): void {
+    this.adjointsZeroed = false;
     this.generateTangentSweeps();
     try {
       this.core.reverseTangentReplay(out, seed, count);
@@ -530,6 +566,7 @@ export class WasmBackend implements Backend {
 
   /** sweepReverse through the generated reverse sweep when one is installed. */
   sweepReverseReplay(top: number): void {
+    this.adjointsZeroed = false;
     try {
       this.core.sweepReverseReplay(top);
     } catch (error) {
@@ -538,6 +575,7 @@ export class WasmBackend implements Backend {
   }
 
   sweepReverseTangent(top: number): void {
+    this.adjointsZeroed = false;
     try {
       this.core.sweepReverseTangent(top);
     } catch (error) {

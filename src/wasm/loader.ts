@@ -50,6 +50,7 @@ export interface CoreExports {
   tangentReplay(from: number, to: number): void;
   reverseTangentReplay(out: number, seed: number, count: number): void;
   replayForwardTangent(x: number, t: number, nInputs: number, guards: number, nGuards: number): number;
+  reverseTangentFused(out: number, seed: number, count: number, nInputs: number, zeroed: number): void;
   rulePartialsTangent(op: number, x: number, z: number, y: number, tx: number, tz: number, ty: number): number;
   rulePartialZTangent(): number;
   ruleForward(op: number, x: number, z: number): number;

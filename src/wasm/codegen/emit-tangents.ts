@@ -38,9 +38,9 @@ import {
 // four regions; then f64 temporaries and two banks of slot locals (adjoints and adjoint tangents
 // in the reverse sweep, tangents in the tangent sweep).
 const TEMPORARIES = 12;
-function tangentLayout(bodies: readonly Body[]) {
+function tangentLayout(bodies: readonly Body[], params = 4) {
   const needs = nestNeeds(bodies);
-  const nest = nestLayout(4, 4, needs);
+  const nest = nestLayout(params, 4, needs);
   const f64 = nest.f64;
   return {
     nest,
@@ -304,8 +304,12 @@ export function emitForwardTangent(bodies: Body[]): Bytes {
   return fn;
 }
 
+/** The reverse tangent sweep; its fifth parameter, when nonzero, has it set each adjoint and
+ *  adjoint tangent it reads from memory back to +0 once read (hvp's fused path: the next such
+ *  sweep then finds them cleared, with no pass over the regions; the stores hit lines just read). */
 export function emitReverseTangent(bodies: Body[]): Bytes {
-  const L = tangentLayout(bodies);
+  const L = tangentLayout(bodies, 5);
+  const RESET = 4;
   const fn = new Bytes();
   L.declare(fn);
   const slotEmitter = (body: Body) => {
@@ -337,6 +341,18 @@ export function emitReverseTangent(bodies: Body[]): Bytes {
       else load(region, r);
       fn.set(into);
     };
+    // if (reset) { adj[r] = 0; tanAdj[r] = 0 }
+    const reset = (r: Ref): void => {
+      if (inLocals(r)) return;
+      fn.get(RESET);
+      fn.byte(W_If); fn.byte(W_Void);
+      for (const region of [ADJ, TAN_ADJ]) {
+        fn.get(L.nest.pointer(region, body, r.group));
+        fn.f64Const(0);
+        memarg(fn, W_F64Store, offset(r));
+      }
+      fn.byte(W_End);
+    };
     const get = (local: number) => (): void => fn.get(local);
     return (s: number): void => {
       const { op, self, refs } = body.slots[s]!;
@@ -352,6 +368,7 @@ export function emitReverseTangent(bodies: Body[]): Bytes {
       const [x, z, w] = refs as [Ref, Ref?, Ref?];
       read(ADJ, self, L.g);
       read(TAN_ADJ, self, L.gt);
+      reset(self);
       if (op === Op.select) {
         emitTruthy(fn, () => load(VAL, x), L.c);
         fn.byte(W_If); fn.byte(W_Void);
