@@ -29,7 +29,7 @@ export function xtanPtr(): usize { return xtanBase; }
 export function xtanAdjPtr(): usize { return xtanAdjBase; }
 export {
   replayForward, gradientBatch, setGeneratedSweeps, setVectorInput, sweepReverseReplay, tangentReplay, reverseTangentReplay,
-  ruleForward, rulePartials, rulePartialZ, rulePartialsTangent, rulePartialZTangent,
+  replayForwardTangent, reverseTangentFused, ruleForward, rulePartials, rulePartialZ, rulePartialsTangent, rulePartialZTangent,
 } from './replay';
 export { scratch } from './layout';
 export { setRunFusion } from './vector';

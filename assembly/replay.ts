@@ -7,18 +7,21 @@ import { forwardRuleCall, partialsCall, partialZ, partialsTangentCall, partialZT
 // A compiled function may bring its own sweeps: wasm generated from its tape (src/wasm/codegen/)
 // that runs the same rules without dispatching per node. They sit in the imported function table
 // at these slots, 0 meaning none; they take (valBase, adjBase) so they survive a relayout.
-// The tangent sweeps (jvp, hvp) take (valBase, adjBase, tanBase, tanAdjBase).
+// The tangent sweeps (jvp, hvp) take (valBase, adjBase, tanBase, tanAdjBase), and the reverse
+// tangent sweep a fifth argument (see reverseTangentFused).
 let generatedForward: u32 = 0;
 let generatedReverse: u32 = 0;
 let generatedTangent: u32 = 0;
 let generatedReverseTangent: u32 = 0;
+let generatedForwardTangent: u32 = 0;
 
 /** Installs (or, with zeros, removes) the generated sweeps of the tape now in memory. */
-export function setGeneratedSweeps(forwardSlot: u32, reverseSlot: u32, tangentSlot: u32, reverseTangentSlot: u32): void {
+export function setGeneratedSweeps(forwardSlot: u32, reverseSlot: u32, tangentSlot: u32, reverseTangentSlot: u32, forwardTangentSlot: u32): void {
   generatedForward = forwardSlot;
   generatedReverse = reverseSlot;
   generatedTangent = tangentSlot;
   generatedReverseTangent = reverseTangentSlot;
+  generatedForwardTangent = forwardTangentSlot;
 }
 
 // The rules, out of line, for generated code: the ops it does not spell out itself call these,
@@ -42,8 +45,34 @@ export function tangentReplay(from: i32, to: i32): void {
 export function reverseTangentReplay(out: i32, seed: f64, count: i32): void {
   clearAdjoints(count, 1);
   store<f64>(adjBase + (<usize>out << 3), seed);
-  if (generatedReverseTangent) call_indirect<void>(generatedReverseTangent, valBase, adjBase, tanBase, tanAdjBase);
+  if (generatedReverseTangent) call_indirect<void>(generatedReverseTangent, valBase, adjBase, tanBase, tanAdjBase, 0);
   else sweepReverseTangent(out);
+}
+
+/** hvp's reverse half after `replayForwardTangent`, by the generated reverse tangent sweep, which
+ *  sets every adjoint and adjoint tangent it reads from memory back to +0 once read. `zeroed`:
+ *  no other sweep touched the adjoints since the last call, so only the inputs' need clearing
+ *  (they are the result, never reset); else all of [0, count) are cleared first. */
+export function reverseTangentFused(out: i32, seed: f64, count: i32, nInputs: i32, zeroed: i32): void {
+  if (zeroed) {
+    memory.fill(adjBase, 0, <usize>nInputs << 3);
+    memory.fill(tanAdjBase, 0, <usize>nInputs << 3);
+  } else {
+    clearAdjoints(count, 1);
+  }
+  store<f64>(adjBase + (<usize>out << 3), seed);
+  call_indirect<void>(generatedReverseTangent, valBase, adjBase, tanBase, tanAdjBase, 1);
+}
+
+/** jvp's and hvp's forward half in one generated sweep, for a tape whose generated tangent sweeps
+ *  are installed: inputs from `x` and their tangents from `t`, then the values and tangents of
+ *  every other node. Returns as `replayForward`. */
+export function replayForwardTangent(x: usize, t: usize, nInputs: i32, guards: usize, nGuards: i32): i32 {
+  const bytes = <usize>nInputs << 3;
+  memory.copy(valBase, x, bytes);
+  memory.copy(tanBase, t, bytes);
+  call_indirect<void>(generatedForwardTangent, valBase, adjBase, tanBase, tanAdjBase);
+  return checkGuards(guards, nGuards);
 }
 
 /** Reverse sweep over adjoints already seeded at or below `top`, by the generated code if any. */

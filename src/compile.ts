@@ -335,8 +335,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   /** J·t at x (one replay, one tangent sweep). */
   jvp(x: ArrayLike<number>, t: ArrayLike<number>, out?: Float64Array): Float64Array {
-    const rec = this.replay(x);
-    const tan = this.seedTangents(rec, t);
+    const rec = this.forwardTangent(x, t) ?? this.replay(x);
+    const tan = rec === this.fused ? rec.tape.engine.views.tan! : this.seedTangents(rec, t);
     const xtan = rec.tape.engine.views.xtan!;
     const result = out ?? new Float64Array(rec.outputs.length);
     for (let j = 0; j < rec.outputs.length; j++) {
@@ -348,13 +348,35 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   /** H·v at x for a scalar function (replay, tangent sweep, reverse sweep with tangents). */
   hvp(x: ArrayLike<number>, v: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): Float64Array {
-    const rec = this.replay(x);
-    this.seedTangents(rec, v);
-    rec.tape.engine.reverseTangentReplay(rec.outputs[0]!, 1, rec.tape.size);
+    const rec = this.forwardTangent(x, v) ?? this.replay(x);
+    if (rec === this.fused) (rec.tape.engine as WasmBackend).reverseTangentFused(rec.outputs[0]!, 1, rec.tape.size, this.inputs);
+    else {
+      this.seedTangents(rec, v);
+      rec.tape.engine.reverseTangentReplay(rec.outputs[0]!, 1, rec.tape.size);
+    }
     if (this.checkNaN) rec.tape.assertFinite(0, rec.outputs[0]! + 1, false);
     checkOut(out, this.inputs);
     out.set(this.inputSlots(rec, rec.tape.engine.views.tanAdj!, rec.tape.engine.views.xtanAdj!));
     return out;
+  }
+
+  // The recording whose values and tangents `forwardTangent` has just computed.
+  private fused: Recording | null = null;
+
+  // Once the generated tangent sweeps exist (the first jvp or hvp makes them), values and tangents
+  // at x along t in one generated sweep: the recording, or null where that does not apply (no
+  // generated sweeps, a vector input, checkNaN, which checks the replayed values on their own) or
+  // a guard failed (the general path then records again at x).
+  private forwardTangent(x: ArrayLike<number>, t: ArrayLike<number>): Recording | null {
+    this.fused = null;
+    const live = this.recording;
+    const engine = live?.tape.engine;
+    if (!live || live.tape.size === 0 || live.vectorInput || this.checkNaN || !(engine instanceof WasmBackend) || !engine.forwardTangentReady()) return null;
+    const row = this.toRow(x);
+    checkLength(t, this.inputs, 'tangent');
+    live.tape.ensureTangents();
+    if (engine.replayForwardTangent(row, t, this.inputs) >= 0) return null;
+    return (this.fused = live);
   }
 
   private seedTangents(rec: Recording, t: ArrayLike<number>): Float64Array {

@@ -45,15 +45,28 @@ function bothWays(f: CompilableFunction, inputs: number, at: ArrayLike<number>) 
       expectSameBits([v1, ...g1], [v2, ...g2], 'valueAndGradient');
       expectSameBits(generated.vjp(row, [-1.5]), interpreted.vjp(row, [-1.5]), 'vjp');
       const direction = Float64Array.from({ length: inputs }, (_, k) => (k % 3) - 1);
-      expectSameBits(generated.jvp(row, direction), interpreted.jvp(row, direction), 'jvp');
-      // A different direction for hvp: the generated sweeps seed only the inputs' tangents
-      // (they write every other slot they read), so a stale tangent would show here.
+      // hvp before jvp: the first hvp makes the tangent sweeps and runs them one by one (clearing
+      // every adjoint first); later ones run the fused sweep.
       const turned = Float64Array.from({ length: inputs }, (_, k) => ((k + 1) % 3) - 0.5);
       expectSameBits(generated.hvp(row, turned), interpreted.hvp(row, turned), 'hvp');
+      // A different direction for jvp: the generated sweeps seed only the inputs' tangents
+      // (they write every other slot they read), so a stale tangent would show here.
+      expectSameBits(generated.jvp(row, direction), interpreted.jvp(row, direction), 'jvp');
+      // Directions holding -0, ±Infinity and NaN (the inputs, turned): the generated tangent
+      // sweeps leave out the interpreter's tests that cannot change a result, and these would
+      // show one that can.
+      const wild = Float64Array.from({ length: inputs }, (_, k) => x[(k + 1) % x.length]!);
+      expectSameBits(generated.jvp(row, wild), interpreted.jvp(row, wild), 'jvp along special values');
+      expectSameBits(generated.hvp(row, wild), interpreted.hvp(row, wild), 'hvp along special values');
+      expectSameBits(generated.hvp(row, direction), interpreted.hvp(row, direction), 'hvp after hvp');
       if (rows > 1) {
         // Batches: generated code row by row on long tapes, the SIMD kernel on short ones;
         // either way the rows must equal the interpreter's.
         const X = x.subarray(0, rows * inputs);
+        // hvp row after row: each reverse tangent sweep leaves the adjoints it read at +0 for
+        // the next, which then clears only the inputs'.
+        const V = X.slice().reverse();
+        expectSameBits(generated.hvpBatch(X, rows, V), interpreted.hvpBatch(X, rows, V), `hvpBatch of ${rows} rows`);
         expectSameBits(generated.gradientBatch(X, rows), interpreted.gradientBatch(X, rows), `gradientBatch of ${rows} rows`);
         expectSameBits(
           compile(f, { inputs, at, simd: false }).gradientBatch(X, rows),

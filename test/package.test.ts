@@ -20,8 +20,9 @@ const SIZE_BUDGET = 70 * 1024;
 // More bytes of gzip for the code generator chunk: 6 KB (5.7 KB measured) until it also emitted
 // the fused elementwise run kernels (about 1.4 KB more); 8 KB (7,839 B measured) until the planner
 // found loops nested in loop bodies and the sweeps were split into functions (9,371 B, +1,532 B);
-// 10 KB since, so the next rule has room without a budget change of its own.
-const CODEGEN_BUDGET = 10 * 1024;
+// 10 KB until the tangent sweeps spelled out their rules per op and hvp got its fused forward
+// tangent sweep (10,530 B measured, about 1.2 KB more); 11 KB since.
+const CODEGEN_BUDGET = 11 * 1024;
 
 interface PackageJson {
   main?: string;

@@ -118,6 +118,7 @@ export class WasmBackend implements Backend {
   private recover(error: unknown): unknown {
     if (!(error instanceof WebAssembly.RuntimeError)) return error;
     this.core = instantiateCore(this.module, this.imports);
+    this.adjointsZeroed = false;
     this.runSlots.clear();
     this.syncRunFusion();
     this.dropGeneratedSweeps();
@@ -257,6 +258,7 @@ export class WasmBackend implements Backend {
 
   /** Back to the interpreter (the tape is about to change). */
   dropGeneratedSweeps(): void {
+    this.adjointsZeroed = false;
     this.generation++;
     this.generated = 'none';
     this.generatedReason = null;
@@ -264,24 +266,24 @@ export class WasmBackend implements Backend {
     this.plan = null;
     this.tangentsGenerated = false;
     this.modules = { replay: null, tangents: null };
-    this.core.setGeneratedSweeps(0, 0, 0, 0);
+    this.core.setGeneratedSweeps(0, 0, 0, 0, 0);
   }
 
-  // The installed sweeps' modules: replay in table slots 1 and 2, tangents in 3 and 4.
+  // The installed sweeps' modules: replay in table slots 1 and 2, tangents in 3, 4 and 5.
   private modules: { replay: WebAssembly.Module | null; tangents: WebAssembly.Module | null } = { replay: null, tangents: null };
 
   private plan: SweepPlan | null = null;
   private tangentsGenerated = false;
 
   private installSweeps(module: WebAssembly.Module, slot: number): void {
+    this.adjointsZeroed = false;
     const core = this.core;
     const sweeps = new WebAssembly.Instance(module, { env: generatedImports(core) }).exports as Record<string, () => void>;
-    const [first, second] = slot === 1 ? ['forward', 'reverse'] : ['tangent', 'reverseTangent'];
-    core.table.set(slot, sweeps[first]!);
-    core.table.set(slot + 1, sweeps[second]!);
+    const names = slot === 1 ? ['forward', 'reverse'] : ['tangent', 'reverseTangent', 'forwardTangent'];
+    names.forEach((name, k) => core.table.set(slot + k, sweeps[name]!));
     this.modules[slot === 1 ? 'replay' : 'tangents'] = module;
     const replay = this.modules.replay !== null, tangents = this.modules.tangents !== null;
-    core.setGeneratedSweeps(replay ? 1 : 0, replay ? 2 : 0, tangents ? 3 : 0, tangents ? 4 : 0);
+    core.setGeneratedSweeps(replay ? 1 : 0, replay ? 2 : 0, tangents ? 3 : 0, tangents ? 4 : 0, tangents ? 5 : 0);
   }
 
   private refreshViews(): void {
@@ -320,6 +322,7 @@ export class WasmBackend implements Backend {
   }
 
   reserveElements(minElements: number, live: number, maxElements: number): boolean {
+    this.adjointsZeroed = false;
     this.guardsAt = -1;
     const ok = this.core.reserveElements(minElements, live, maxElements) !== 0;
     this.refreshViews();
@@ -327,14 +330,17 @@ export class WasmBackend implements Backend {
   }
 
   setLiveElements(n: number): void {
+    this.adjointsZeroed = false;
     this.core.setLiveElements(n);
   }
 
   setVectorInput(on: boolean): void {
+    this.adjointsZeroed = false;
     this.core.setVectorInput(on ? 1 : 0);
   }
 
   reserve(minCapacity: number, live: number, maxCapacity: number): boolean {
+    this.adjointsZeroed = false;
     this.guardsAt = -1;
     const ok = this.core.reserve(minCapacity, live, maxCapacity) !== 0;
     this.refreshViews();
@@ -342,6 +348,7 @@ export class WasmBackend implements Backend {
   }
 
   enableTangents(live: number): boolean {
+    this.adjointsZeroed = false;
     this.guardsAt = -1;
     const ok = this.core.enableTangents(live) !== 0;
     this.refreshViews();
@@ -387,6 +394,7 @@ export class WasmBackend implements Backend {
   }
 
   replayForward(x: ArrayLike<number>, nInputs: number, count: number): number {
+    this.adjointsZeroed = false;
     const at = this.scratchFor(nInputs * 8);
     const f64 = this.memoryF64;
     for (let k = 0, p = at >>> 3; k < nInputs; k++) f64[p + k] = x[k]!;
@@ -398,6 +406,7 @@ export class WasmBackend implements Backend {
   }
 
   gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array, values: Float64Array | null): number {
+    this.adjointsZeroed = false;
     const chunk = Math.max(1, Math.min(toRow - fromRow, Math.floor(BATCH_BYTES / Math.max(8, 16 * nInputs))));
     // Generated sweeps, row by row, beat the interpreter's two-row SIMD kernel even on a 20-node
     // function (7.1 M/s against 6.1 M/s): the kernel serves the tapes that are interpreted.
@@ -432,6 +441,7 @@ export class WasmBackend implements Backend {
   }
 
   forward(from: number, to: number): void {
+    this.adjointsZeroed = false;
     try {
       this.core.forward(from, to);
     } catch (error) {
@@ -440,6 +450,7 @@ export class WasmBackend implements Backend {
   }
 
   reverse(out: number, seed: number, count: number): void {
+    this.adjointsZeroed = false;
     try {
       this.core.reverse(out, seed, count);
     } catch (error) {
@@ -448,6 +459,7 @@ export class WasmBackend implements Backend {
   }
 
   tangent(from: number, to: number): void {
+    this.adjointsZeroed = false;
     try {
       this.core.tangent(from, to);
     } catch (error) {
@@ -456,6 +468,7 @@ export class WasmBackend implements Backend {
   }
 
   reverseTangent(out: number, seed: number, count: number): void {
+    this.adjointsZeroed = false;
     try {
       this.core.reverseTangent(out, seed, count);
     } catch (error) {
@@ -464,6 +477,7 @@ export class WasmBackend implements Backend {
   }
 
   clearAdjoints(count: number, withTangents: boolean): void {
+    this.adjointsZeroed = false;
     try {
       this.core.clearAdjoints(count, withTangents ? 1 : 0);
     } catch (error) {
@@ -472,6 +486,7 @@ export class WasmBackend implements Backend {
   }
 
   sweepReverse(top: number): void {
+    this.adjointsZeroed = false;
     try {
       this.core.sweepReverse(top);
     } catch (error) {
@@ -481,6 +496,7 @@ export class WasmBackend implements Backend {
 
   /** `tangent` through the generated tangent sweep when one is installed. */
   tangentReplay(from: number, to: number): void {
+    this.adjointsZeroed = false;
     this.generateTangentSweeps();
     try {
       this.core.tangentReplay(from, to);
@@ -497,8 +513,49 @@ export class WasmBackend implements Backend {
     return this.modules.tangents !== null;
   }
 
+  /** Whether `replayForwardTangent` can run: the generated tangent sweeps are installed (the
+   *  first jvp or hvp makes them). */
+  forwardTangentReady(): boolean {
+    return this.modules.tangents !== null;
+  }
+
+  /** The forward half of jvp and hvp in one generated sweep (inputs x, their tangents t): values
+   *  and tangents. Returns -1, or the node of a failed guard. */
+  replayForwardTangent(x: ArrayLike<number>, t: ArrayLike<number>, nInputs: number): number {
+    const at = this.scratchFor(2 * nInputs * 8);
+    const f64 = this.memoryF64;
+    for (let k = 0, p = at >>> 3; k < nInputs; k++) {
+      f64[p + k] = x[k]!;
+      f64[p + nInputs + k] = t[k]!;
+    }
+    try {
+      return this.core.replayForwardTangent(at, at + nInputs * 8, nInputs, this.guardsAt, this.guardNodes.length);
+    } catch (error) {
+      throw this.recover(error);
+    }
+  }
+
+  // Whether the last call to touch the adjoints was `reverseTangentFused`, which leaves every
+  // adjoint its generated sweep reads at +0: every other call that may write adjoints (each
+  // method below but the fused pair, growth, a trap, new sweeps) sets this false.
+  private adjointsZeroed = false;
+
+  /** hvp's reverse half after `replayForwardTangent`: the generated reverse tangent sweep seeded
+   *  at `out`, clearing only the inputs' adjoints when the last sweep left the rest at +0. */
+  reverseTangentFused(out: number, seed: number, count: number, nInputs: number): void {
+    const zeroed = this.adjointsZeroed;
+    this.adjointsZeroed = false;
+    try {
+      this.core.reverseTangentFused(out, seed, count, nInputs, zeroed ? 1 : 0);
+    } catch (error) {
+      throw this.recover(error);
+    }
+    this.adjointsZeroed = true;
+  }
+
   /** `reverseTangent` through the generated sweep when one is installed. */
   reverseTangentReplay(out: number, seed: number, count: number): void {
+    this.adjointsZeroed = false;
     this.generateTangentSweeps();
     try {
       this.core.reverseTangentReplay(out, seed, count);
@@ -509,6 +566,7 @@ export class WasmBackend implements Backend {
 
   /** sweepReverse through the generated reverse sweep when one is installed. */
   sweepReverseReplay(top: number): void {
+    this.adjointsZeroed = false;
     try {
       this.core.sweepReverseReplay(top);
     } catch (error) {
@@ -517,6 +575,7 @@ export class WasmBackend implements Backend {
   }
 
   sweepReverseTangent(top: number): void {
+    this.adjointsZeroed = false;
     try {
       this.core.sweepReverseTangent(top);
     } catch (error) {

@@ -45,16 +45,18 @@ export interface CoreExports {
   opPtr(): number;
   tanPtr(): number;
   tanAdjPtr(): number;
-  setGeneratedSweeps(forwardSlot: number, reverseSlot: number, tangentSlot: number, reverseTangentSlot: number): void;
+  setGeneratedSweeps(forwardSlot: number, reverseSlot: number, tangentSlot: number, reverseTangentSlot: number, forwardTangentSlot: number): void;
   sweepReverseReplay(top: number): void;
   tangentReplay(from: number, to: number): void;
   reverseTangentReplay(out: number, seed: number, count: number): void;
+  replayForwardTangent(x: number, t: number, nInputs: number, guards: number, nGuards: number): number;
+  reverseTangentFused(out: number, seed: number, count: number, nInputs: number, zeroed: number): void;
   rulePartialsTangent(op: number, x: number, z: number, y: number, tx: number, tz: number, ty: number): number;
   rulePartialZTangent(): number;
   ruleForward(op: number, x: number, z: number): number;
   rulePartials(op: number, x: number, z: number, y: number): number;
   rulePartialZ(): number;
-  /** The instance's function table (imported): slots 1 to 4 take generated sweeps. */
+  /** The instance's function table (imported): slots 1 to 5 take generated sweeps. */
   table: WebAssembly.Table;
 }
 
@@ -153,7 +155,7 @@ const MAXIMUM_PAGES = 65536;
 /** A fresh instance of the core, with its own memory. */
 export function instantiateCore(module: WebAssembly.Module, imports: CoreImports = NO_CUSTOM_OPS): CoreExports {
   const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: MAXIMUM_PAGES });
-  const table = new WebAssembly.Table({ initial: 5, element: 'anyfunc' });
+  const table = new WebAssembly.Table({ initial: 6, element: 'anyfunc' });
   const env = { ...imports, hostSin: Math.sin, hostCos: Math.cos, memory, table };
   const instance = new WebAssembly.Instance(module, { env });
   return Object.assign(Object.create(null) as object, instance.exports, { table }) as unknown as CoreExports;

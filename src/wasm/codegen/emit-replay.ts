@@ -124,34 +124,8 @@ export function emitForward(bodies: Body[]): Bytes {
       const { op, self, refs } = body.slots[s]!;
       if (op <= Op.arg) return; // inputs and constants are given; arg values stay 0
       const cached = body.valueInLocal[self.slot] ? body.local[self.slot]! : -1;
-      const [x, z, w] = refs as [Ref, Ref?, Ref?];
-      const native = NATIVE_BINARY[op];
-      const comparison = COMPARISON[op];
       fn.get(L.nest.pointer(VAL, body, self.group));
-      if (native !== undefined) {
-        load(x); load(z!); fn.byte(native);
-      } else if (comparison !== undefined) {
-        load(x); load(z!); fn.byte(comparison); fn.byte(W_F64FromU32);
-      } else if (op === Op.neg) {
-        load(x); fn.byte(W_F64Neg);
-      } else if (op === Op.recip) {
-        fn.f64Const(1); load(x); fn.byte(W_F64Div);
-      } else if (op === Op.square) {
-        load(x); fn.tee(L.x); fn.get(L.x); fn.byte(W_F64Mul);
-      } else if (op === Op.sqrt) {
-        load(x); fn.byte(W_F64Sqrt);
-      } else if (op === Op.abs) {
-        load(x); fn.byte(W_F64Abs);
-      } else if (op === Op.stopGradient) {
-        load(x);
-      } else if (op === Op.select) {
-        load(z!); load(w!); emitTruthy(fn, () => load(x), L.c); fn.byte(W_Select);
-      } else {
-        fn.i32Const(op);
-        load(x);
-        if (z) load(z); else fn.f64Const(0);
-        fn.byte(W_Call); fn.u32(FN_FORWARD);
-      }
+      emitValue(fn, op, refs, load, L);
       if (cached >= 0) fn.tee(L.slot(body, cached));
       memarg(fn, W_F64Store, offset(self));
     };
@@ -159,6 +133,39 @@ export function emitForward(bodies: Body[]): Bytes {
   for (const body of bodies) emitNest(fn, body, false, [VAL], L.nest, slotEmitter);
   fn.byte(W_End);
   return fn;
+}
+
+/** Pushes node `op`'s value from its operands (`load` pushes one), as the core's forward rules
+ *  compute it: spelled out for the simple ops, the core's own function for the rest. Uses the
+ *  f64 locals x and c as scratch. */
+export function emitValue(fn: Bytes, op: number, refs: readonly Ref[], load: (r: Ref) => void, L: { x: number; c: number }): void {
+  const [x, z, w] = refs as [Ref, Ref?, Ref?];
+  const native = NATIVE_BINARY[op];
+  const comparison = COMPARISON[op];
+  if (native !== undefined) {
+    load(x); load(z!); fn.byte(native);
+  } else if (comparison !== undefined) {
+    load(x); load(z!); fn.byte(comparison); fn.byte(W_F64FromU32);
+  } else if (op === Op.neg) {
+    load(x); fn.byte(W_F64Neg);
+  } else if (op === Op.recip) {
+    fn.f64Const(1); load(x); fn.byte(W_F64Div);
+  } else if (op === Op.square) {
+    load(x); fn.tee(L.x); fn.get(L.x); fn.byte(W_F64Mul);
+  } else if (op === Op.sqrt) {
+    load(x); fn.byte(W_F64Sqrt);
+  } else if (op === Op.abs) {
+    load(x); fn.byte(W_F64Abs);
+  } else if (op === Op.stopGradient) {
+    load(x);
+  } else if (op === Op.select) {
+    load(z!); load(w!); emitTruthy(fn, () => load(x), L.c); fn.byte(W_Select);
+  } else {
+    fn.i32Const(op);
+    load(x);
+    if (z) load(z); else fn.f64Const(0);
+    fn.byte(W_Call); fn.u32(FN_FORWARD);
+  }
 }
 
 // truthy(c) = c != 0 && c == c, as an i32 on the stack.

@@ -1,47 +1,52 @@
-// Module assembly: wraps a plan's two sweeps (replay or tangents), each one function per part of
+// Module assembly: wraps a plan's sweeps (replay, or the tangent ones), each one function per part of
 // the plan, or a fused run kernel (emit-runs.ts), in a wasm module that imports the core's memory
 // and rule functions and exports them.
 import { emitForward, emitReverse } from './emit-replay.ts';
-import { emitReverseTangent, emitTangent } from './emit-tangents.ts';
-import type { SweepPlan } from './plan.ts';
+import { emitForwardTangent, emitReverseTangent, emitTangent } from './emit-tangents.ts';
+import type { Body, SweepPlan } from './plan.ts';
 import { Bytes, F64, I32, W_Call, W_End } from './wasm.ts';
 
 /** Functions a generated module imports before its own (the core's rules; see rules.ts's FN_*). */
 export const IMPORTED = 5;
 
 /** The module of a plan's sweeps: 'replay' exports `forward` and `reverse(valBase, adjBase)`;
- *  'tangents' exports `tangent` and `reverseTangent(valBase, adjBase, tanBase, tanAdjBase)`,
- *  made on the first jvp or hvp only (they are about 8 times the size). */
+ *  'tangents' exports `tangent` and `forwardTangent(valBase, adjBase, tanBase, tanAdjBase)` (the
+ *  second computes values too, for jvp and hvp once these exist) and `reverseTangent(valBase,
+ *  adjBase, tanBase, tanAdjBase, reset)`, made on the first jvp or hvp only. */
 export function emitSweeps({ parts }: SweepPlan, which: 'replay' | 'tangents'): Uint8Array<ArrayBuffer> {
-  const replay = which === 'replay';
-  const params = replay ? 2 : 4;
+  // [name, emitter, runs backwards, parameters]
+  const sweeps: [string, (bodies: Body[]) => Bytes, boolean, number][] = which === 'replay'
+    ? [['forward', emitForward, false, 2], ['reverse', emitReverse, true, 2]]
+    : [['tangent', emitTangent, false, 4], ['reverseTangent', emitReverseTangent, true, 5], ['forwardTangent', emitForwardTangent, false, 4]];
+  // Function types: (i32 × 2), (i32 × 4), (i32 × 5), after the imports' four.
+  const typeOf = (params: number): number => (params === 2 ? 0 : params === 4 ? 1 : 2);
+  const types = [2, 4, 5].map((params) => [0x60, params, ...new Array<number>(params).fill(I32), 0]);
   // Each sweep is one function per part (V8 compiles and tiers up per function); with several
   // parts, the exported sweep calls them in sweep order.
-  const [first, second] = replay ? [emitForward, emitReverse] : [emitTangent, emitReverseTangent];
   const functionBodies: Bytes[] = [];
-  const split = parts.length > 1;
-  if (split) {
-    const caller = (order: number[], base: number): Bytes => {
+  const functionTypes: number[] = [];
+  if (parts.length > 1) {
+    const forwardOrder = parts.map((_, k) => k);
+    sweeps.forEach(([, , backwards, params], k) => {
       const fn = new Bytes();
       fn.u32(0);
-      for (const k of order) {
-        for (let p = 0; p < params; p++) fn.get(p);
-        fn.byte(W_Call); fn.u32(base + k);
+      const base = IMPORTED + sweeps.length + k * parts.length;
+      for (const p of backwards ? [...forwardOrder].reverse() : forwardOrder) {
+        for (let q = 0; q < params; q++) fn.get(q);
+        fn.byte(W_Call); fn.u32(base + p);
       }
       fn.byte(W_End);
-      return fn;
-    };
-    const forwardOrder = parts.map((_, k) => k);
-    functionBodies.push(caller(forwardOrder, IMPORTED + 2), caller([...forwardOrder].reverse(), IMPORTED + 2 + parts.length));
-    for (const part of parts) functionBodies.push(first(part));
-    for (const part of parts) functionBodies.push(second(part));
-  } else {
-    functionBodies.push(first(parts[0] ?? []), second(parts[0] ?? []));
+      functionBodies.push(fn);
+      functionTypes.push(typeOf(params));
+    });
   }
-  const sweepType = [0x60, params, ...new Array<number>(params).fill(I32), 0];
-  return assembleModule([sweepType], functionBodies.map(() => 0), [
-    [replay ? 'forward' : 'tangent', IMPORTED], [replay ? 'reverse' : 'reverseTangent', IMPORTED + 1],
-  ], functionBodies);
+  for (const [, emit, , params] of sweeps) {
+    for (const part of parts.length > 1 ? parts : [parts[0] ?? []]) {
+      functionBodies.push(emit(part));
+      functionTypes.push(typeOf(params));
+    }
+  }
+  return assembleModule(types, functionTypes, sweeps.map(([name], k) => [name, IMPORTED + k]), functionBodies);
 }
 
 /** A module importing the core's memory and rule functions (`env`: memory, ruleForward,
