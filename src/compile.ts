@@ -467,6 +467,10 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       tape.engine.dropGeneratedSweeps();
     }
     tape.reset();
+    // A constant node per use keeps the recording's structure what the code's is: shared ones
+    // save nodes on fresh recordings, but where a loop's numbers vary per iteration the cache's
+    // hits and misses would break its period, and with it the generated loops.
+    tape.shareConstants = false;
     const observed = new Set<number>();
     tape.observed = observed;
     let outputs: Int32Array;

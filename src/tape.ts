@@ -51,6 +51,8 @@ export class Tape {
   readonly checkNaN: boolean;
   /** @internal While compiling: the nodes whose values user code read (branch guards). */
   observed: Set<number> | null = null;
+  /** @internal Whether number operands reuse cached constant nodes (see sharedConstantIndex). */
+  shareConstants = true;
 
   // The tape state the façade owns; the backend owns the arrays.
   private count = 0;
@@ -395,6 +397,7 @@ export class Tape {
    *  earlier operand of that value while it stays cached, else a new one. */
   sharedConstantIndex(c: number): number {
     if (typeof c !== 'number') throw new NotANumberError(`expected a number, got ${describe(c)}`);
+    if (!this.shareConstants) return this.constantIndex(c);
     const slot = constantSlot(c);
     const h = this.constantHandles[slot]!;
     if (h >= 0 && this.constantValues[slot] === c && (c !== 0 || 1 / c === 1 / this.constantValues[slot]!)) {

@@ -1,7 +1,7 @@
 // The recording paths: numbers as operands share constant nodes, and the fast paths of the op
 // methods record exactly what the checked paths do, and refuse exactly what they refuse.
 import { describe, expect, it } from 'vitest';
-import { CapacityError, InvalidHandleError, NotANumberError, StaleHandleError, createTape, type Var } from '../src/index.ts';
+import { CapacityError, InvalidHandleError, NotANumberError, StaleHandleError, compile, createTape, init, type Var } from '../src/index.ts';
 import { BACKENDS, tapeOn } from './support.ts';
 
 describe.each(BACKENDS)('recording (%s)', (backend) => {
@@ -100,5 +100,18 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     expect(tape.size).toBe(4);
     tape.reset();
     expect(tape.variable(1).mul(3).value).toBe(3);
+  });
+
+  it('compile records a constant node per use, so a loop whose numbers vary keeps its period', async () => {
+    await init();
+    const f = compile((x: Var[]) => {
+      let s = x[0]!;
+      for (let j = 0; j < 3; j++) s = s.mul(2).add(j * 0.5);
+      return s;
+    }, { inputs: 1, backend });
+    expect(f.value([1])).toBe(((1 * 2 + 0) * 2 + 0.5) * 2 + 1);
+    // One input, then per step two constants and two ops.
+    expect(f.size).toBe(1 + 3 * 4);
+    expect(f.gradient([1])[0]).toBe(8);
   });
 });
