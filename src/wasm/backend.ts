@@ -322,35 +322,30 @@ export class WasmBackend implements Backend {
   }
 
   reserveElements(minElements: number, live: number, maxElements: number): boolean {
-    this.adjointsZeroed = false;
     this.guardsAt = -1;
-    const ok = this.core.reserveElements(minElements, live, maxElements) !== 0;
+    const ok = this.run(() => this.core.reserveElements(minElements, live, maxElements)) !== 0;
     this.refreshViews();
     return ok;
   }
 
   setLiveElements(n: number): void {
-    this.adjointsZeroed = false;
-    this.core.setLiveElements(n);
+    this.run(() => this.core.setLiveElements(n));
   }
 
   setVectorInput(on: boolean): void {
-    this.adjointsZeroed = false;
-    this.core.setVectorInput(on ? 1 : 0);
+    this.run(() => this.core.setVectorInput(on ? 1 : 0));
   }
 
   reserve(minCapacity: number, live: number, maxCapacity: number): boolean {
-    this.adjointsZeroed = false;
     this.guardsAt = -1;
-    const ok = this.core.reserve(minCapacity, live, maxCapacity) !== 0;
+    const ok = this.run(() => this.core.reserve(minCapacity, live, maxCapacity)) !== 0;
     this.refreshViews();
     return ok;
   }
 
   enableTangents(live: number): boolean {
-    this.adjointsZeroed = false;
     this.guardsAt = -1;
-    const ok = this.core.enableTangents(live) !== 0;
+    const ok = this.run(() => this.core.enableTangents(live)) !== 0;
     this.refreshViews();
     return ok;
   }
@@ -394,19 +389,13 @@ export class WasmBackend implements Backend {
   }
 
   replayForward(x: ArrayLike<number>, nInputs: number, count: number): number {
-    this.adjointsZeroed = false;
     const at = this.scratchFor(nInputs * 8);
     const f64 = this.memoryF64;
     for (let k = 0, p = at >>> 3; k < nInputs; k++) f64[p + k] = x[k]!;
-    try {
-      return this.core.replayForward(at, nInputs, count, this.guardsAt, this.guardNodes.length);
-    } catch (error) {
-      throw this.recover(error);
-    }
+    return this.run(() => this.core.replayForward(at, nInputs, count, this.guardsAt, this.guardNodes.length));
   }
 
   gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array, values: Float64Array | null): number {
-    this.adjointsZeroed = false;
     const chunk = Math.max(1, Math.min(toRow - fromRow, Math.floor(BATCH_BYTES / Math.max(8, 16 * nInputs))));
     // Generated sweeps, row by row, beat the interpreter's two-row SIMD kernel even on a 20-node
     // function (7.1 M/s against 6.1 M/s): the kernel serves the tapes that are interpreted.
@@ -422,14 +411,9 @@ export class WasmBackend implements Backend {
       const valuesAt = values ? vAt * 8 : 0;
       if (span <= 64) for (let k = 0; k < span; k++) f64[xAt + k] = X[first + k]!;
       else f64.set(X.subarray(first, first + span), xAt);
-      let done: number;
-      try {
-        done = simd
-          ? this.core.gradientBatchSimd!(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, (vAt + rows) * 8, valuesAt)
-          : this.core.gradientBatch(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, valuesAt);
-      } catch (error) {
-        throw this.recover(error);
-      }
+      const done = this.run(() => simd
+        ? this.core.gradientBatchSimd!(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, (vAt + rows) * 8, valuesAt)
+        : this.core.gradientBatch(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, valuesAt));
       const doneSpan = done * nInputs;
       if (doneSpan <= 64) for (let k = 0; k < doneSpan; k++) G[first + k] = f64[gAt + k]!;
       else G.set(f64.subarray(gAt, gAt + doneSpan), first);
@@ -441,68 +425,33 @@ export class WasmBackend implements Backend {
   }
 
   forward(from: number, to: number): void {
-    this.adjointsZeroed = false;
-    try {
-      this.core.forward(from, to);
-    } catch (error) {
-      throw this.recover(error);
-    }
+    this.run(() => this.core.forward(from, to));
   }
 
   reverse(out: number, seed: number, count: number): void {
-    this.adjointsZeroed = false;
-    try {
-      this.core.reverse(out, seed, count);
-    } catch (error) {
-      throw this.recover(error);
-    }
+    this.run(() => this.core.reverse(out, seed, count));
   }
 
   tangent(from: number, to: number): void {
-    this.adjointsZeroed = false;
-    try {
-      this.core.tangent(from, to);
-    } catch (error) {
-      throw this.recover(error);
-    }
+    this.run(() => this.core.tangent(from, to));
   }
 
   reverseTangent(out: number, seed: number, count: number): void {
-    this.adjointsZeroed = false;
-    try {
-      this.core.reverseTangent(out, seed, count);
-    } catch (error) {
-      throw this.recover(error);
-    }
+    this.run(() => this.core.reverseTangent(out, seed, count));
   }
 
   clearAdjoints(count: number, withTangents: boolean): void {
-    this.adjointsZeroed = false;
-    try {
-      this.core.clearAdjoints(count, withTangents ? 1 : 0);
-    } catch (error) {
-      throw this.recover(error);
-    }
+    this.run(() => this.core.clearAdjoints(count, withTangents ? 1 : 0));
   }
 
   sweepReverse(top: number): void {
-    this.adjointsZeroed = false;
-    try {
-      this.core.sweepReverse(top);
-    } catch (error) {
-      throw this.recover(error);
-    }
+    this.run(() => this.core.sweepReverse(top));
   }
 
   /** `tangent` through the generated tangent sweep when one is installed. */
   tangentReplay(from: number, to: number): void {
-    this.adjointsZeroed = false;
     this.generateTangentSweeps();
-    try {
-      this.core.tangentReplay(from, to);
-    } catch (error) {
-      throw this.recover(error);
-    }
+    this.run(() => this.core.tangentReplay(from, to));
   }
 
   /** Whether generated tangent sweeps run the next jvp/hvp (generating them if due). They write
@@ -535,52 +484,43 @@ export class WasmBackend implements Backend {
     }
   }
 
+  // Every call into the core goes through here but the fused hvp pair's: any of them may write
+  // adjoints (so the next fused hvp clears them all), and a trap replaces the instance (recover).
+  private run<T>(call: () => T): T {
+    this.adjointsZeroed = false;
+    try {
+      return call();
+    } catch (error) {
+      throw this.recover(error);
+    }
+  }
+
   // Whether the last call to touch the adjoints was `reverseTangentFused`, which leaves every
-  // adjoint its generated sweep reads at +0: every other call that may write adjoints (each
-  // method below but the fused pair, growth, a trap, new sweeps) sets this false.
+  // adjoint its generated sweep reads at +0: every other call into the core (through run), a
+  // trap and new sweeps set this false.
   private adjointsZeroed = false;
 
   /** hvp's reverse half after `replayForwardTangent`: the generated reverse tangent sweep seeded
    *  at `out`, clearing only the inputs' adjoints when the last sweep left the rest at +0. */
   reverseTangentFused(out: number, seed: number, count: number, nInputs: number): void {
     const zeroed = this.adjointsZeroed;
-    this.adjointsZeroed = false;
-    try {
-      this.core.reverseTangentFused(out, seed, count, nInputs, zeroed ? 1 : 0);
-    } catch (error) {
-      throw this.recover(error);
-    }
+    this.run(() => this.core.reverseTangentFused(out, seed, count, nInputs, zeroed ? 1 : 0));
     this.adjointsZeroed = true;
   }
 
   /** `reverseTangent` through the generated sweep when one is installed. */
   reverseTangentReplay(out: number, seed: number, count: number): void {
-    this.adjointsZeroed = false;
     this.generateTangentSweeps();
-    try {
-      this.core.reverseTangentReplay(out, seed, count);
-    } catch (error) {
-      throw this.recover(error);
-    }
+    this.run(() => this.core.reverseTangentReplay(out, seed, count));
   }
 
   /** sweepReverse through the generated reverse sweep when one is installed. */
   sweepReverseReplay(top: number): void {
-    this.adjointsZeroed = false;
-    try {
-      this.core.sweepReverseReplay(top);
-    } catch (error) {
-      throw this.recover(error);
-    }
+    this.run(() => this.core.sweepReverseReplay(top));
   }
 
   sweepReverseTangent(top: number): void {
-    this.adjointsZeroed = false;
-    try {
-      this.core.sweepReverseTangent(top);
-    } catch (error) {
-      throw this.recover(error);
-    }
+    this.run(() => this.core.sweepReverseTangent(top));
   }
 
   firstNonFinite(from: number, to: number, values: boolean): number {
