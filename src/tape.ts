@@ -398,18 +398,23 @@ export class Tape {
   sharedConstantIndex(c: number): number {
     if (typeof c !== 'number') throw new NotANumberError(`expected a number, got ${describe(c)}`);
     if (!this.shareConstants) return this.constantIndex(c);
-    const slot = constantSlot(c);
-    const h = this.constantHandles[slot]!;
-    if (h >= 0 && this.constantValues[slot] === c && (c !== 0 || 1 / c === 1 / this.constantValues[slot]!)) {
-      const i = h - this.base;
-      if (i >= 0 && i < this.count) return i;
-    }
+    const cached = this.cachedConstant(c);
+    if (cached >= 0) return cached;
     const i = this.constantIndex(c);
     if (c === c) {
+      const slot = constantSlot(c);
       this.constantValues[slot] = c;
       this.constantHandles[slot] = i + this.base;
     }
     return i;
+  }
+
+  /** The live constant node the cache holds for exactly `c`, or -1. */
+  private cachedConstant(c: number): number {
+    const slot = constantSlot(c), v = this.constantValues[slot]!;
+    // An empty slot holds handle -1, which falls below the live range.
+    const i = this.constantHandles[slot]! - this.base;
+    return v === c && (c !== 0 || 1 / c === 1 / v) && i >= 0 && i < this.count ? i : -1;
   }
 
   /** @internal */
@@ -495,16 +500,13 @@ export class Tape {
 
   /** @internal `x op c` where the constant node of c is cached (see sharedConstantIndex). */
   private binaryVarNumber(op: number, x: Var, c: number): Var {
-    const n = this.count, base = this.base, slot = constantSlot(c);
-    if (x.tape === this && n < this.capacity && this.constantValues[slot] === c && (c !== 0 || 1 / c === 1 / this.constantValues[slot]!)) {
-      const i = x.id - base, j = this.constantHandles[slot]! - base;
-      if (i >= 0 && i < n && j >= 0 && j < n) {
-        this.opV[n] = op === POW ? POW_CONST : op;
-        this.aV[n] = i;
-        this.bV[n] = j;
-        this.count = n + 1;
-        return new Var(this, n + base);
-      }
+    const n = this.count, i = x.id - this.base, j = this.cachedConstant(c);
+    if (x.tape === this && j >= 0 && i >= 0 && i < n && n < this.capacity) {
+      this.opV[n] = op === POW ? POW_CONST : op;
+      this.aV[n] = i;
+      this.bV[n] = j;
+      this.count = n + 1;
+      return new Var(this, n + this.base);
     }
     return this.recordBinary(op, x, c);
   }
