@@ -114,6 +114,16 @@ export function tangent(from: i32, to: i32): void {
     const ta = tan(ia);
     const tb = tan(ib);
     if (ta == 0 && tb == 0) { setTan(i, 0); continue; }
+    // The commonest ops without the partials call: the same products and zero tests as below
+    // (pa·ta + pb·tb with add's 1, 1, sub's 1, -1, mul's z, x; a unary op has ib = ia and
+    // pb = 0, so an infinite or NaN tangent still gives NaN through tb·0).
+    switch (op) {
+      case Op.Add: { setTan(i, (ta != 0 ? ta : 0) + (tb != 0 ? tb : 0)); continue; }
+      case Op.Sub: { setTan(i, (ta != 0 ? ta : 0) + (tb != 0 ? -tb : 0)); continue; }
+      case Op.Mul: { setTan(i, (ta != 0 ? ta * val(ib) : 0) + (tb != 0 ? tb * val(ia) : 0)); continue; }
+      case Op.Neg: { setTan(i, (ta != 0 ? -ta : 0) + (ta != 0 ? ta * 0 : 0)); continue; }
+      case Op.Square: { setTan(i, (ta != 0 ? ta * (2 * val(ia)) : 0) + (ta != 0 ? ta * 0 : 0)); continue; }
+    }
     const pa = partialsCall(op, val(ia), val(ib), val(i));
     const pb = partialZ;
     setTan(i, (ta != 0 ? ta * pa : 0) + (tb != 0 ? tb * pb : 0));

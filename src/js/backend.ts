@@ -258,6 +258,14 @@ export class JsBackend implements Backend {
         tan[i] = 0;
         continue;
       }
+      // As in the core: the commonest ops without the partials table, same products and tests.
+      switch (code) {
+        case ADD: tan[i] = (ta !== 0 ? ta : 0) + (tb !== 0 ? tb : 0); continue;
+        case SUB: tan[i] = (ta !== 0 ? ta : 0) + (tb !== 0 ? -tb : 0); continue;
+        case MUL: tan[i] = (ta !== 0 ? ta * val[ib] : 0) + (tb !== 0 ? tb * val[ia] : 0); continue;
+        case NEG: tan[i] = (ta !== 0 ? -ta : 0) + (ta !== 0 ? ta * 0 : 0); continue;
+        case SQUARE: tan[i] = (ta !== 0 ? ta * (2 * val[ia]) : 0) + (ta !== 0 ? ta * 0 : 0); continue;
+      }
       const pa = partials(code, val[ia], val[ib], val[i]);
       const pb = partialZ[0];
       tan[i] = (ta !== 0 ? ta * pa : 0) + (tb !== 0 ? tb * pb : 0);
