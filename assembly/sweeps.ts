@@ -158,6 +158,43 @@ export function sweepReverseTangent(top: i32): void {
     const ia = argA(i);
     const ib = argB(i);
     const x = val(ia), z = val(ib), y = val(i);
+    // The commonest ops without the partials calls: the general code below with their partials
+    // (add 1, 1; sub 1, -1; neg -1; mul z, x with tangents tz, tx; square 2x with 2tx) put in.
+    switch (op) {
+      case Op.Add: {
+        if (g != 0) { addAdj(ia, g); addAdj(ib, g); }
+        if (gt != 0) { addTanAdj(ia, gt); addTanAdj(ib, gt); }
+        continue;
+      }
+      case Op.Sub: {
+        if (g != 0) { addAdj(ia, g); addAdj(ib, -g); }
+        if (gt != 0) { addTanAdj(ia, gt); addTanAdj(ib, -gt); }
+        continue;
+      }
+      case Op.Neg: {
+        if (g != 0) addAdj(ia, -g);
+        if (gt != 0) addTanAdj(ia, -gt);
+        continue;
+      }
+      case Op.Mul: {
+        if (g != 0 && z != 0) addAdj(ia, g * z);
+        if (g != 0 && x != 0) addAdj(ib, g * x);
+        const dpa = g != 0 ? tan(ib) : 0, dpb = g != 0 ? tan(ia) : 0;
+        const ta = (gt != 0 && z != 0 ? gt * z : 0) + (dpa != 0 ? g * dpa : 0);
+        const tb = (gt != 0 && x != 0 ? gt * x : 0) + (dpb != 0 ? g * dpb : 0);
+        if (ta != 0) addTanAdj(ia, ta);
+        if (tb != 0) addTanAdj(ib, tb);
+        continue;
+      }
+      case Op.Square: {
+        const pa = 2 * x;
+        if (g != 0 && pa != 0) addAdj(ia, g * pa);
+        const dpa = g != 0 ? 2 * tan(ia) : 0;
+        const ta = (gt != 0 && pa != 0 ? gt * pa : 0) + (dpa != 0 ? g * dpa : 0);
+        if (ta != 0) addTanAdj(ia, ta);
+        continue;
+      }
+    }
     const pa = partialsCall(op, x, z, y);
     const pb = partialZ;
     if (g != 0 && pa != 0) addAdj(ia, g * pa);

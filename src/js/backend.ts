@@ -305,6 +305,39 @@ export class JsBackend implements Backend {
       }
       const ib = b[i];
       const x = val[ia], z = val[ib], y = val[i];
+      // As in the core: the commonest ops with their partials put in.
+      switch (code) {
+        case ADD:
+          if (g !== 0) { adj[ia] += g; adj[ib] += g; }
+          if (gt !== 0) { tanAdj[ia] += gt; tanAdj[ib] += gt; }
+          continue;
+        case SUB:
+          if (g !== 0) { adj[ia] += g; adj[ib] -= g; }
+          if (gt !== 0) { tanAdj[ia] += gt; tanAdj[ib] -= gt; }
+          continue;
+        case NEG:
+          if (g !== 0) adj[ia] -= g;
+          if (gt !== 0) tanAdj[ia] -= gt;
+          continue;
+        case MUL: {
+          if (g !== 0 && z !== 0) adj[ia] += g * z;
+          if (g !== 0 && x !== 0) adj[ib] += g * x;
+          const dpa = g !== 0 ? tan[ib] : 0, dpb = g !== 0 ? tan[ia] : 0;
+          const ta = (gt !== 0 && z !== 0 ? gt * z : 0) + (dpa !== 0 ? g * dpa : 0);
+          const tb = (gt !== 0 && x !== 0 ? gt * x : 0) + (dpb !== 0 ? g * dpb : 0);
+          if (ta !== 0) tanAdj[ia] += ta;
+          if (tb !== 0) tanAdj[ib] += tb;
+          continue;
+        }
+        case SQUARE: {
+          const pa = 2 * x;
+          if (g !== 0 && pa !== 0) adj[ia] += g * pa;
+          const dpa = g !== 0 ? 2 * tan[ia] : 0;
+          const ta = (gt !== 0 && pa !== 0 ? gt * pa : 0) + (dpa !== 0 ? g * dpa : 0);
+          if (ta !== 0) tanAdj[ia] += ta;
+          continue;
+        }
+      }
       const pa = partials(code, x, z, y);
       const pb = partialZ[0];
       if (g !== 0 && pa !== 0) adj[ia] += g * pa;
