@@ -34,6 +34,9 @@ interface Measured {
   totalNs: number;
   /** Plain function, ns per step (chain) */
   plainNs?: number;
+  /** jvp and hvp on the recorded tape, ns per node (mixed, handles). */
+  jvpNs?: number;
+  hvpNs?: number;
   runs: number;
   minorGcPerRun: number;
   minorGcMsPerRun: number;
@@ -113,6 +116,7 @@ async function child(job: Job): Promise<Measured> {
   const grads = new Float64Array(x.length);
   let check = 0;
   let plain: number | undefined;
+  let lastOut = -1;
   const runOnce = (): [number, number, number] => {
     const t0 = performance.now();
     tape.reset();
@@ -126,6 +130,7 @@ async function child(job: Job): Promise<Measured> {
       grads[0] = x0.grad;
     } else if (job.api === 'handle') {
       const s = recordHandles(tape, x, xs);
+      lastOut = s;
       t1 = performance.now();
       check = tape.handles.value(s);
       t2 = performance.now();
@@ -165,10 +170,29 @@ async function child(job: Job): Promise<Measured> {
   observer.disconnect();
   const nodes = tape.size;
   const ns = (ms: number): number => (ms * 1e6) / nodes;
+  // The tangent sweeps on the last recording (handles): a jvp, and an hvp (tangent sweep, then
+  // the reverse sweep with tangents), each whole call per node.
+  let second: { jvpNs: number; hvpNs: number } | undefined;
+  if (job.case === 'mixed' && job.api === 'handle') {
+    const inputs = Array.from(xs, (h) => tape.handles.toVar(h));
+    const out = tape.handles.toVar(lastOut);
+    const v = new Float64Array(inputs.length).fill(1);
+    const time = (f: () => void): number => {
+      const t: number[] = [];
+      for (let r = 0, t0 = performance.now(); r < 5 || (performance.now() - t0 < TIMED_MS / 3 && r < MAX_RUNS); r++) {
+        const a = performance.now();
+        f();
+        t.push(performance.now() - a);
+      }
+      return ns(median(t.slice(2)));
+    };
+    second = { jvpNs: time(() => tape.jvp(inputs, v, [out])), hvpNs: time(() => tape.hvp(out, inputs, v)) };
+  }
   return {
     job, nodes,
     recordNs: ns(median(rec)), forwardNs: ns(median(fwd)), reverseNs: ns(median(rev)), totalNs: ns(median(tot)),
     ...(plain !== undefined ? { plainNs: plain } : {}),
+    ...second,
     runs,
     minorGcPerRun: gc.minor / runs, minorGcMsPerRun: gc.minorMs / runs,
     majorGcPerRun: gc.major / runs, majorGcMsPerRun: gc.majorMs / runs,
@@ -198,6 +222,13 @@ function table(results: Measured[]): string {
       `| ${r.job.api === 'var' ? 'Var' : 'handles'} | ${r.job.backend} | ${r.nodes.toLocaleString('en-US')} | ${f(r.recordNs)} | ${f(r.forwardNs)} | ` +
         `${f(r.reverseNs)} | **${f(r.totalNs)}** | ${f((r.totalNs * r.nodes) / r.job.n)} | ${f(r.minorGcPerRun)} (${f(r.minorGcMsPerRun)}) | ${f(r.majorGcPerRun)} (${f(r.majorGcMsPerRun)}) |`,
     );
+  }
+  const second = results.filter((m) => m.jvpNs !== undefined);
+  if (second.length) {
+    lines.push('');
+    lines.push('| jvp and hvp on the recorded tape (handles) | engine | nodes | jvp, ns/node | hvp, ns/node |');
+    lines.push('| --- | --- | ---: | ---: | ---: |');
+    for (const r of second) lines.push(`| mixed | ${r.job.backend} | ${r.nodes.toLocaleString('en-US')} | ${f(r.jvpNs!)} | ${f(r.hvpNs!)} |`);
   }
   const chains = results.filter((m) => m.job.case === 'chain');
   if (chains.length) {
