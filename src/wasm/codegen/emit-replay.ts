@@ -180,6 +180,24 @@ export function emitTruthy(fn: Bytes, loadCondition: () => void, temp: number): 
   fn.byte(W_I32And);
 }
 
+/** local += contribution. */
+export function emitAddToLocal(fn: Bytes, local: number, contribution: () => void): void {
+  fn.get(local);
+  contribution();
+  fn.byte(W_F64Add);
+  fn.set(local);
+}
+
+/** The f64 at pointer + offset += contribution. */
+export function emitAddToMemory(fn: Bytes, pointer: number, offset: number, contribution: () => void): void {
+  fn.get(pointer);
+  fn.get(pointer);
+  memarg(fn, W_F64Load, offset);
+  contribution();
+  fn.byte(W_F64Add);
+  memarg(fn, W_F64Store, offset);
+}
+
 export function emitReverse(bodies: Body[]): Bytes {
   const L = localLayout(nestNeeds(bodies));
   const fn = new Bytes();
@@ -201,20 +219,8 @@ export function emitReverse(bodies: Body[]): Bytes {
     const addAdjoint = (r: Ref, contribution: () => void): void => {
       if (r.constant) return;
       const inLocal = adjointLocal(r);
-      if (inLocal >= 0) {
-        fn.get(inLocal);
-        contribution();
-        fn.byte(W_F64Add);
-        fn.set(inLocal);
-        return;
-      }
-      const pointer = L.nest.pointer(ADJ, body, r.group);
-      fn.get(pointer);
-      fn.get(pointer);
-      memarg(fn, W_F64Load, offset(r));
-      contribution();
-      fn.byte(W_F64Add);
-      memarg(fn, W_F64Store, offset(r));
+      if (inLocal >= 0) emitAddToLocal(fn, inLocal, contribution);
+      else emitAddToMemory(fn, L.nest.pointer(ADJ, body, r.group), offset(r), contribution);
     };
     const get = (local: number) => (): void => { fn.get(local); };
     const times = (p: number) => (): void => { get(L.g)(); get(p)(); fn.byte(W_F64Mul); };

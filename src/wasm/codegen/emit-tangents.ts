@@ -1,7 +1,7 @@
 // The tangent emitter: the function bodies of the tangent sweep (jvp) and the reverse tangent
 // sweep (hvp), made on the first jvp or hvp only.
 import { Op } from '../../ops.ts';
-import { emitNest, emitTruthy, emitValue, nestLayout } from './emit-replay.ts';
+import { emitAddToLocal, emitAddToMemory, emitNest, emitTruthy, emitValue, nestLayout } from './emit-replay.ts';
 import { nestNeeds, OPERANDS, type Body, type Ref } from './plan.ts';
 import {
   FN_PARTIAL_Z, FN_PARTIAL_Z_TANGENT, FN_PARTIALS, FN_PARTIALS_TANGENT, LINEAR, SECOND_ORDER, TANGENT_PARTIAL, ZERO_GRADIENT,
@@ -323,18 +323,8 @@ export function emitReverseTangent(bodies: Body[]): Bytes {
     // adj[r] += contribution (or its tangent), nothing for a constant.
     const accumulate = (region: number, r: Ref, contribution: (() => void) | null): void => {
       if (r.constant || !contribution) return;
-      if (inLocals(r)) {
-        const local = localOf(region, r);
-        fn.get(local); contribution(); fn.byte(W_F64Add); fn.set(local);
-        return;
-      }
-      const pointer = L.nest.pointer(region, body, r.group);
-      fn.get(pointer);
-      fn.get(pointer);
-      memarg(fn, W_F64Load, offset(r));
-      contribution();
-      fn.byte(W_F64Add);
-      memarg(fn, W_F64Store, offset(r));
+      if (inLocals(r)) emitAddToLocal(fn, localOf(region, r), contribution);
+      else emitAddToMemory(fn, L.nest.pointer(region, body, r.group), offset(r), contribution);
     };
     const read = (region: number, r: Ref, into: number): void => {
       if (inLocals(r)) fn.get(localOf(region, r));
