@@ -260,6 +260,15 @@ export class Tape {
    *  constants (scalar or vector) give 0 whatever their slots hold, and so do the adjoints
    *  (`flagged`) of a vector the sweep did not reach. A vector is one range copy. */
   gatherEntries(nodes: readonly number[], from: Float64Array, elements: Float64Array, flagged: boolean): Float64Array {
+    if (!this.vectorNodes) {
+      // Scalars only: one entry per node, in one pass.
+      const out = new Float64Array(nodes.length), op = this.opV;
+      for (let k = 0; k < nodes.length; k++) {
+        const i = nodes[k]!;
+        out[k] = op[i] === CONST ? 0 : from[i]!;
+      }
+      return out;
+    }
     const out = new Float64Array(this.entryCount(nodes));
     const adj = this.engine.views.adj;
     for (let k = 0, pos = 0; k < nodes.length; k++) {
