@@ -111,13 +111,26 @@ export class Tape {
   /** Records several inputs at once. */
   variables(xs: ArrayLike<number>): Var[] {
     if (!isArrayLike(xs)) throw new NotANumberError(`expected an array of numbers, got ${describe(xs)}`);
-    // All or nothing: check every value and make room before recording the first.
-    for (let k = 0; k < xs.length; k++) checkNumber(xs[k], 'input');
-    this.reserveNodes(xs.length);
+    // All or nothing: check every value and make room before recording the first. A
+    // Float64Array holds numbers by construction.
+    const len = xs.length;
+    if (!(xs instanceof Float64Array)) for (let k = 0; k < len; k++) checkNumber(xs[k], 'input');
+    this.reserveNodes(len);
     // Sized up front: growing the array by push copies it, and large input lists then cost
     // young-generation GC time on every recording.
-    const out = new Array<Var>(xs.length);
-    for (let k = 0; k < xs.length; k++) out[k] = this.variable(xs[k]!);
+    const out = new Array<Var>(len);
+    const { opV: op, aV: a, bV: b, valV: val, base } = this;
+    const first = this.count;
+    for (let k = 0; k < len; k++) {
+      const n = first + k;
+      op[n] = INPUT;
+      a[n] = n;
+      b[n] = n;
+      val[n] = xs[k]!;
+      out[k] = new Var(this, n + base);
+    }
+    if (this.evaluated === first) this.evaluated = first + len;
+    this.count = first + len;
     return out;
   }
 
