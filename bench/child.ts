@@ -6,7 +6,7 @@
 // up, times at least MIN_REPS runs, and prints one line `RESULT <json>` on stdout.
 import { implById, type Runner } from './impls.ts';
 import { workloadById, type Reference } from './workloads.ts';
-import { RESULT_MARKER, type ChildResult, type GradCheck } from './protocol.ts';
+import { RESULT_MARKER, median, type ChildResult, type GradCheck } from './protocol.ts';
 
 interface RepPolicy {
   warmMinRuns: number;
@@ -51,12 +51,6 @@ function checkGradient(runner: Runner, ref: Reference, value: number, tolerance:
   }
   const ok = valueError <= tolerance && (g === null || gradError <= tolerance);
   return { ok, valueError, gradError: g ? gradError : null, componentsChecked: checked, tolerance, reference: ref.source };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
 async function main(): Promise<void> {

@@ -13,6 +13,7 @@ import { cpus, totalmem } from 'node:os';
 import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { createTape, type BackendKind, type Tape, type Var } from '../src/index.ts';
+import { RESULT_MARKER, median } from './protocol.ts';
 import { CHAIN_H, CHAIN_X0 } from './workloads.ts';
 
 type Api = 'handle' | 'var';
@@ -49,11 +50,6 @@ const WARM_MS = 500;
 const TIMED_MS = 1500;
 const MAX_RUNS = 3000;
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 function point(n: number): Float64Array {
   const x = new Float64Array(n + 1);
@@ -247,7 +243,7 @@ async function main(): Promise<void> {
   const childArg = process.argv.find((a) => a.startsWith('--child='));
   if (childArg) {
     const result = await child(JSON.parse(childArg.slice(8)) as Job);
-    process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
+    process.stdout.write(`${RESULT_MARKER}${JSON.stringify(result)}\n`);
     return;
   }
   const quick = process.argv.includes('--quick');
@@ -258,9 +254,9 @@ async function main(): Promise<void> {
     const out = execFileSync(process.execPath, ['--import', 'tsx', 'bench/per-node.ts', `--child=${JSON.stringify(job)}`], {
       encoding: 'utf8', maxBuffer: 1 << 24,
     });
-    const line = out.split('\n').find((l) => l.startsWith('RESULT '));
+    const line = out.split('\n').find((l) => l.startsWith(RESULT_MARKER));
     if (!line) throw new Error(`no result from ${JSON.stringify(job)}:\n${out}`);
-    const r = JSON.parse(line.slice(7)) as Measured;
+    const r = JSON.parse(line.slice(RESULT_MARKER.length)) as Measured;
     results.push(r);
     console.error(`${r.job.case} ${r.job.api} ${r.job.backend} ${r.nodes} nodes: record ${r.recordNs.toFixed(2)}, forward ${r.forwardNs.toFixed(2)}, reverse ${r.reverseNs.toFixed(2)}, total ${r.totalNs.toFixed(2)} ns/node`);
   }

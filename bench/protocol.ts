@@ -2,6 +2,13 @@
 
 export const RESULT_MARKER = 'RESULT ';
 
+/** The median of a child's timed runs (the mean of the middle two for an even count). */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
 export interface GradCheck {
   ok: boolean;
   /** |f - f_ref| / max(1, |f_ref|). */
