@@ -6,9 +6,10 @@ import { forwardRuleCall, partialsCall, partialZ, partialsTangentCall, partialZT
 
 // A compiled function may bring its own sweeps: wasm generated from its tape (src/wasm/codegen/)
 // that runs the same rules without dispatching per node. They sit in the imported function table
-// at these slots, 0 meaning none; they take (valBase, adjBase) so they survive a relayout.
-// The tangent sweeps (jvp, hvp) take (valBase, adjBase, tanBase, tanAdjBase), and the reverse
-// tangent sweep a fifth argument (see reverseTangentFused).
+// at these slots, 0 meaning none; they take (valBase, adjBase) so they survive a relayout, and
+// the reverse sweep a third argument (see gradientBatch). The tangent sweeps (jvp, hvp) take
+// (valBase, adjBase, tanBase, tanAdjBase), and the reverse tangent sweep a fifth argument (see
+// reverseTangentFused).
 let generatedForward: u32 = 0;
 let generatedReverse: u32 = 0;
 let generatedTangent: u32 = 0;
@@ -77,7 +78,7 @@ export function replayForwardTangent(x: usize, t: usize, nInputs: i32, guards: u
 
 /** Reverse sweep over adjoints already seeded at or below `top`, by the generated code if any. */
 export function sweepReverseReplay(top: i32): void {
-  if (generatedReverse) call_indirect<void>(generatedReverse, valBase, adjBase);
+  if (generatedReverse) call_indirect<void>(generatedReverse, valBase, adjBase, 0);
   else sweepReverse(top);
 }
 
@@ -118,17 +119,27 @@ export function replayForward(x: usize, nInputs: i32, count: i32, guards: usize,
 
 /** Gradient of node `out` for `rows` input rows (row-major at `x`), written row by row at `g`,
  *  and its value per row at `values` (unless 0). Returns `rows`, or the index of the first row
- *  whose guards failed (rows before it are done). */
+ *  whose guards failed (rows before it are done).
+ *
+ *  With generated sweeps (and scalar inputs), the reverse sweep sets every adjoint it reads from
+ *  memory back to +0, so a row needs no pass clearing the adjoints of [0, count): only the
+ *  inputs' (the previous row's gradient) are cleared. `zeroed`: no other call wrote adjoints
+ *  since such a batch, so even its first row skips the pass (the façade tracks this). */
 export function gradientBatch(
-  x: usize, rows: i32, nInputs: i32, count: i32, out: i32, g: usize, guards: usize, nGuards: i32, values: usize,
+  x: usize, rows: i32, nInputs: i32, count: i32, out: i32, g: usize, guards: usize, nGuards: i32, values: usize, zeroed: i32,
 ): i32 {
   const rowBytes = <usize>nInputs << 3;
+  const resets = generatedReverse != 0 && !vectorInput;
+  let clean = resets && zeroed != 0;
   for (let r = 0; r < rows; r++) {
     if (replayForward(x + <usize>r * rowBytes, nInputs, count, guards, nGuards) >= 0) return r;
     if (values) store<f64>(values + (<usize>r << 3), val(out));
-    clearAdjoints(count, 0);
+    if (clean) memory.fill(adjBase, 0, rowBytes);
+    else clearAdjoints(count, 0);
     store<f64>(adjBase + (<usize>out << 3), 1);
-    sweepReverseReplay(out);
+    if (resets) call_indirect<void>(generatedReverse, valBase, adjBase, 1);
+    else sweepReverseReplay(out);
+    clean = resets;
     // An input vector no rule reached has no adjoints written: its gradient is 0.
     if (vectorInput && load<f64>(adjBase + 8) == 0) memory.fill(g + <usize>r * rowBytes, 0, rowBytes);
     else memory.copy(g + <usize>r * rowBytes, vectorInput ? xadjBase : adjBase, rowBytes);

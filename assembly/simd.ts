@@ -143,7 +143,7 @@ export function gradientBatchSimd(
   x: usize, rows: i32, nInputs: i32, count: i32, out: i32, g: usize, guards: usize, nGuards: i32, lanes: usize, values: usize,
 ): i32 {
   for (let i = 0; i < count; i++) {
-    if (opAt(i) == Op.Custom) return gradientBatch(x, rows, nInputs, count, out, g, guards, nGuards, values);
+    if (opAt(i) == Op.Custom) return gradientBatch(x, rows, nInputs, count, out, g, guards, nGuards, values, 0);
   }
   const val2 = lanes;
   const adj2 = lanes + (<usize>count << 4);
@@ -162,7 +162,7 @@ export function gradientBatchSimd(
     }
     forward2(val2, nInputs, count);
     if (!guardsHold(val2, guards, nGuards)) {
-      return r + gradientBatch(row0, rows - r, nInputs, count, out, g + <usize>r * rowBytes, guards, nGuards, values ? values + (<usize>r << 3) : 0);
+      return r + gradientBatch(row0, rows - r, nInputs, count, out, g + <usize>r * rowBytes, guards, nGuards, values ? values + (<usize>r << 3) : 0, 0);
     }
     if (values) {
       const y = lv(val2, out);
@@ -179,7 +179,7 @@ export function gradientBatchSimd(
     }
   }
   if (r < rows) {
-    r += gradientBatch(x + <usize>r * rowBytes, rows - r, nInputs, count, out, g + <usize>r * rowBytes, guards, nGuards, values ? values + (<usize>r << 3) : 0);
+    r += gradientBatch(x + <usize>r * rowBytes, rows - r, nInputs, count, out, g + <usize>r * rowBytes, guards, nGuards, values ? values + (<usize>r << 3) : 0, 0);
   }
   return r;
 }

@@ -449,6 +449,39 @@ describe('generated sweeps follow the recording', () => {
     expect(Array.from(strict.gradient([2, 1]))).toEqual(Array.from(ways.interpreted.gradient([2, 1])));
   });
 
+  it('a batch leaves every adjoint past the inputs at +0, so calls after it skip the clearing pass and stay exact', () => {
+    // Fan-out keeps adjoints in memory; a comparison used as a number gets an adjoint that no
+    // rule reads; a select routes adjoints by value.
+    const f = (x: Var[]): Var => {
+      const above = x[0]!.gt(x[2]!);
+      let y = x[0]!;
+      for (let k = 0; k < 30; k++) {
+        const s = y.mul(x[1]!).sin();
+        y = s.add(s.square()).add(above.mul(y)).add(y.tape.select(y.sub(0.5), s, x[2]!).mul(0.25));
+      }
+      return y;
+    };
+    const ways = bothWays(f, 3, [0.3, 0.7, 0.1]);
+    expect(ways.generated.generatedSweeps).toBe('active');
+    const rows = 5;
+    const X = Float64Array.from({ length: rows * 3 }, (_, k) => Math.sin(k + 1));
+    const engine = ways.generated.recorded!.tape.engine as WasmBackend;
+    for (let round = 0; round < 3; round++) {
+      expectSameBits(ways.generated.gradientBatch(X, rows), ways.interpreted.gradientBatch(X, rows), `round ${round}: batch`);
+      const { adj } = engine.views;
+      const size = ways.generated.recorded!.tape.size;
+      const left = adj.subarray(3, size).findIndex((g) => !Object.is(g, 0));
+      expect(left, 'first node past the inputs with an adjoint left').toBe(-1);
+      // Each of these follows a batch (or one another) and must not see its leftovers.
+      const x = X.subarray(3 * round, 3 * round + 3);
+      expectSameBits(ways.generated.gradient(x), ways.interpreted.gradient(x), `round ${round}: gradient`);
+      expectSameBits(ways.generated.vjp(x, [2]), ways.interpreted.vjp(x, [2]), `round ${round}: vjp`);
+      expectSameBits(ways.generated.gradient(x), ways.interpreted.gradient(x), `round ${round}: gradient after vjp`);
+      expectSameBits(ways.generated.hvp(x, [1, -1, 0.5]), ways.interpreted.hvp(x, [1, -1, 0.5]), `round ${round}: hvp`);
+      ways.check(x);
+    }
+  });
+
   it('hvp moves the tape (tangent regions); later replays still match', () => {
     const f = (x: Var[]): Var => {
       let y = x[0]!;

@@ -68,6 +68,10 @@ function generatedImports(core: CoreExports): WebAssembly.ModuleImports {
 // Rows per batched call are capped so the scratch area stays small next to the tape.
 const BATCH_BYTES = 1 << 20;
 
+// Which adjoint regions the last calls into the core left at +0 (see WasmBackend.zeroed).
+interface Zeroed { readonly adjoints: boolean; readonly tangentAdjoints: boolean }
+const NOT_ZEROED: Zeroed = { adjoints: false, tangentAdjoints: false };
+
 /** The wasm engine: the tape lives in the instance's linear memory; the views below are windows
  *  onto it, re-derived after every call that can grow memory (a grown memory detaches the old
  *  buffer, so a stale view would read zeros). */
@@ -79,6 +83,7 @@ export class WasmBackend implements Backend {
   custom: CustomHandler | null = null;
   /** Use the two-row SIMD kernel for batched replay where this build has it. */
   simd = true;
+  private vectorInput = false;
   /** Called after a trap replaced the instance (the tape's contents are gone). */
   onTrap: (() => void) | null = null;
   /** How many traps this engine has recovered from. */
@@ -118,7 +123,7 @@ export class WasmBackend implements Backend {
   private recover(error: unknown): unknown {
     if (!(error instanceof WebAssembly.RuntimeError)) return error;
     this.core = instantiateCore(this.module, this.imports);
-    this.adjointsZeroed = false;
+    this.zeroed = NOT_ZEROED;
     this.runSlots.clear();
     this.syncRunFusion();
     this.dropGeneratedSweeps();
@@ -258,7 +263,7 @@ export class WasmBackend implements Backend {
 
   /** Back to the interpreter (the tape is about to change). */
   dropGeneratedSweeps(): void {
-    this.adjointsZeroed = false;
+    this.zeroed = NOT_ZEROED;
     this.generation++;
     this.generated = 'none';
     this.generatedReason = null;
@@ -276,7 +281,7 @@ export class WasmBackend implements Backend {
   private tangentsGenerated = false;
 
   private installSweeps(module: WebAssembly.Module, slot: number): void {
-    this.adjointsZeroed = false;
+    this.zeroed = NOT_ZEROED;
     const core = this.core;
     const sweeps = new WebAssembly.Instance(module, { env: generatedImports(core) }).exports as Record<string, () => void>;
     const names = slot === 1 ? ['forward', 'reverse'] : ['tangent', 'reverseTangent', 'forwardTangent'];
@@ -333,6 +338,7 @@ export class WasmBackend implements Backend {
   }
 
   setVectorInput(on: boolean): void {
+    this.vectorInput = on;
     this.run(() => this.core.setVectorInput(on ? 1 : 0));
   }
 
@@ -411,9 +417,14 @@ export class WasmBackend implements Backend {
       const valuesAt = values ? vAt * 8 : 0;
       if (span <= 64) for (let k = 0; k < span; k++) f64[xAt + k] = X[first + k]!;
       else f64.set(X.subarray(first, first + span), xAt);
+      // With generated sweeps (scalar inputs), the core's batch leaves the adjoints at +0 but the
+      // inputs' and needs no clearing pass after such a batch; it never touches their tangents.
+      const { adjoints, tangentAdjoints } = this.zeroed;
+      const resets = !simd && this.generated === 'active' && !this.vectorInput;
       const done = this.run(() => simd
         ? this.core.gradientBatchSimd!(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, (vAt + rows) * 8, valuesAt)
-        : this.core.gradientBatch(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, valuesAt));
+        : this.core.gradientBatch(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, valuesAt, adjoints ? 1 : 0));
+      this.zeroed = { adjoints: resets, tangentAdjoints };
       const doneSpan = done * nInputs;
       if (doneSpan <= 64) for (let k = 0; k < doneSpan; k++) G[first + k] = f64[gAt + k]!;
       else G.set(f64.subarray(gAt, gAt + doneSpan), first);
@@ -485,9 +496,10 @@ export class WasmBackend implements Backend {
   }
 
   // Every call into the core goes through here but the fused hvp pair's: any of them may write
-  // adjoints (so the next fused hvp clears them all), and a trap replaces the instance (recover).
+  // adjoints (so the next fused hvp or batch clears them all), and a trap replaces the instance
+  // (recover).
   private run<T>(call: () => T): T {
-    this.adjointsZeroed = false;
+    this.zeroed = NOT_ZEROED;
     try {
       return call();
     } catch (error) {
@@ -495,17 +507,18 @@ export class WasmBackend implements Backend {
     }
   }
 
-  // Whether the last call to touch the adjoints was `reverseTangentFused`, which leaves every
-  // adjoint its generated sweep reads at +0: every other call into the core (through run), a
-  // trap and new sweeps set this false.
-  private adjointsZeroed = false;
+  // Whether the last calls to touch the adjoints (and their tangents) left every one a generated
+  // reverse sweep reads at +0 but the inputs': `reverseTangentFused` both, a `gradientBatch` with
+  // generated sweeps the adjoints. Every other call into the core (through run), a trap and new
+  // sweeps forget it.
+  private zeroed: Zeroed = NOT_ZEROED;
 
   /** hvp's reverse half after `replayForwardTangent`: the generated reverse tangent sweep seeded
    *  at `out`, clearing only the inputs' adjoints when the last sweep left the rest at +0. */
   reverseTangentFused(out: number, seed: number, count: number, nInputs: number): void {
-    const zeroed = this.adjointsZeroed;
-    this.run(() => this.core.reverseTangentFused(out, seed, count, nInputs, zeroed ? 1 : 0));
-    this.adjointsZeroed = true;
+    const { adjoints, tangentAdjoints } = this.zeroed;
+    this.run(() => this.core.reverseTangentFused(out, seed, count, nInputs, adjoints && tangentAdjoints ? 1 : 0));
+    this.zeroed = { adjoints: true, tangentAdjoints: true };
   }
 
   /** `reverseTangent` through the generated sweep when one is installed. */

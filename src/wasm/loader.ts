@@ -31,7 +31,7 @@ export interface CoreExports {
   scratch(bytes: number): number;
   firstNonFinite(from: number, to: number, values: number): number;
   replayForward(x: number, nInputs: number, count: number, guards: number, nGuards: number): number;
-  gradientBatch(x: number, rows: number, nInputs: number, count: number, out: number, g: number, guards: number, nGuards: number, values: number): number;
+  gradientBatch(x: number, rows: number, nInputs: number, count: number, out: number, g: number, guards: number, nGuards: number, values: number, zeroed: number): number;
   gradientBatchSimd?(x: number, rows: number, nInputs: number, count: number, out: number, g: number, guards: number, nGuards: number, lanes: number, values: number): number;
   opName(op: number): number;
   opArity(op: number): number;

@@ -35,8 +35,8 @@ export function nestLayout(params: number, regions: number, needs: { levels: num
   };
 }
 
-function localLayout(needs: { levels: number; pointers: number; slotLocals: number }) {
-  const nest = nestLayout(2, 2, needs);
+function localLayout(params: number, needs: { levels: number; pointers: number; slotLocals: number }) {
+  const nest = nestLayout(params, 2, needs);
   const f64 = nest.f64;
   return {
     nest,
@@ -108,7 +108,7 @@ export function emitNest(
 }
 
 export function emitForward(bodies: Body[]): Bytes {
-  const L = localLayout(nestNeeds(bodies));
+  const L = localLayout(2, nestNeeds(bodies));
   const fn = new Bytes();
   L.declare(fn);
   const VAL = 0;
@@ -198,11 +198,14 @@ export function emitAddToMemory(fn: Bytes, pointer: number, offset: number, cont
   memarg(fn, W_F64Store, offset);
 }
 
+/** The reverse sweep; its third parameter, when nonzero, has it set each adjoint it reads from
+ *  memory back to +0 once read, and those of the nodes it skips too (gradientBatch: the next row
+ *  then needs no pass clearing the adjoints; the stores hit lines just read). */
 export function emitReverse(bodies: Body[]): Bytes {
-  const L = localLayout(nestNeeds(bodies));
+  const L = localLayout(3, nestNeeds(bodies));
   const fn = new Bytes();
   L.declare(fn);
-  const VAL = 0, ADJ = 1;
+  const VAL = 0, ADJ = 1, RESET = 2;
   const slotEmitter = (body: Body) => {
     // An adjoint kept in a local starts at +0 in each iteration, as memory does after the clear:
     // it is zeroed just before its first consumer's code (in sweep order), outside any branch,
@@ -229,11 +232,23 @@ export function emitReverse(bodies: Body[]): Bytes {
       get(local)(); fn.f64Const(0); fn.byte(W_F64Ne);
       fn.byte(W_If); fn.byte(W_Void); then(); fn.byte(W_End);
     };
+    // if (reset) adj[self] = 0, for an adjoint in memory.
+    const reset = (self: Ref): void => {
+      if (adjointLocal(self) >= 0) return;
+      fn.get(RESET);
+      fn.byte(W_If); fn.byte(W_Void);
+      fn.get(L.nest.pointer(ADJ, body, self.group));
+      fn.f64Const(0);
+      memarg(fn, W_F64Store, offset(self));
+      fn.byte(W_End);
+    };
     return (s: number): void => {
       const { op, self, refs } = body.slots[s]!;
-      if (op <= Op.arg || ZERO_GRADIENT.has(op)) return;
+      if (op <= Op.arg) return;
+      // A node that passes nothing on may still have been given an adjoint (a comparison used
+      // as a number): reset, it cannot pile up over the rows of a batch.
+      if (ZERO_GRADIENT.has(op) || refs.every((r) => r.constant)) return reset(self);
       const [x, z, w] = refs as [Ref, Ref?, Ref?];
-      if (refs.every((r) => r.constant)) return;
       // An adjoint in a local that no consumer feeds (they all have zero gradient) is exactly 0:
       // the interpreter skips such a node, and so does this code. (The local may still hold
       // another body's value: locals are shared between bodies.)
@@ -253,6 +268,7 @@ export function emitReverse(bodies: Body[]): Bytes {
         memarg(fn, W_F64Load, offset(self));
       }
       fn.set(L.g);
+      reset(self);
       if (op === Op.add || op === Op.sub) {
         // No g != 0 test: adjoints are never -0 (they start at +0 and only gain sums), and
         // adding ±0 leaves any other value as it is, so skipping a 0 adjoint changes nothing.

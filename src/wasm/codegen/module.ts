@@ -9,18 +9,20 @@ import { Bytes, F64, I32, W_Call, W_End } from './wasm.ts';
 /** Functions a generated module imports before its own (the core's rules; see rules.ts's FN_*). */
 export const IMPORTED = 5;
 
-/** The module of a plan's sweeps: 'replay' exports `forward` and `reverse(valBase, adjBase)`;
+/** The module of a plan's sweeps: 'replay' exports `forward(valBase, adjBase)` and
+ *  `reverse(valBase, adjBase, reset)`;
  *  'tangents' exports `tangent` and `forwardTangent(valBase, adjBase, tanBase, tanAdjBase)` (the
  *  second computes values too, for jvp and hvp once these exist) and `reverseTangent(valBase,
  *  adjBase, tanBase, tanAdjBase, reset)`, made on the first jvp or hvp only. */
 export function emitSweeps({ parts }: SweepPlan, which: 'replay' | 'tangents'): Uint8Array<ArrayBuffer> {
   // [name, emitter, runs backwards, parameters]
   const sweeps: [string, (bodies: Body[]) => Bytes, boolean, number][] = which === 'replay'
-    ? [['forward', emitForward, false, 2], ['reverse', emitReverse, true, 2]]
+    ? [['forward', emitForward, false, 2], ['reverse', emitReverse, true, 3]]
     : [['tangent', emitTangent, false, 4], ['reverseTangent', emitReverseTangent, true, 5], ['forwardTangent', emitForwardTangent, false, 4]];
-  // Function types: (i32 × 2), (i32 × 4), (i32 × 5), after the imports' four.
-  const typeOf = (params: number): number => (params === 2 ? 0 : params === 4 ? 1 : 2);
-  const types = [2, 4, 5].map((params) => [0x60, params, ...new Array<number>(params).fill(I32), 0]);
+  // Function types: (i32 × 2), (i32 × 3), (i32 × 4), (i32 × 5), after the imports' four.
+  const arities = [2, 3, 4, 5];
+  const typeOf = (params: number): number => arities.indexOf(params);
+  const types = arities.map((params) => [0x60, params, ...new Array<number>(params).fill(I32), 0]);
   // Each sweep is one function per part (V8 compiles and tiers up per function); with several
   // parts, the exported sweep calls them in sweep order.
   const functionBodies: Bytes[] = [];
