@@ -33,3 +33,4 @@ export {
 } from './replay';
 export { scratch } from './layout';
 export { setRunFusion } from './vector';
+export { countUses } from './planning';

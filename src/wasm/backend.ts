@@ -157,7 +157,7 @@ export class WasmBackend implements Backend {
       );
       return this.generated;
     }
-    const plan = count > nInputs ? codegen.planSweeps(this.views, nInputs, count, outputs) : null;
+    const plan = count > nInputs ? codegen.planSweeps(this.views, nInputs, count, outputs, undefined, this.countUses(nInputs, count)) : null;
     if (!plan) {
       this.generatedReason = codegen.whyNoPlan(this.views, nInputs, count);
       return this.generated;
@@ -168,6 +168,14 @@ export class WasmBackend implements Backend {
       this.generatedReason = null;
     });
     return this.generated;
+  }
+
+  // The planner's first pass, in the core: operand references per node, as a view of the
+  // adjoint region it borrows (valid until the next call into the core), or null when the tape
+  // cannot have generated sweeps.
+  private countUses(from: number, to: number): Int32Array | null {
+    if (this.run(() => this.core.countUses(from, to)) !== 0) return null;
+    return new Int32Array(this.core.memory.buffer, this.views.adj.byteOffset, to);
   }
 
   /** The tangent sweeps of the current plan, made on the first jvp or hvp (their code is about 8

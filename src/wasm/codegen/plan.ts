@@ -84,7 +84,8 @@ export function planSegments(views: TapeViews, from: number, to: number, maxSlot
     }
     return true;
   };
-  for (let i = from; i < to; i++) if (op[i] === Op.custom) return null;
+  // A native scan: this runs once per compile, before V8 has optimised the planner.
+  if (op.subarray(from, to).includes(Op.custom)) return null;
   let links = nextLinks(views, from, Math.min(to, from + CHUNK + LOOKAHEAD));
   let linksFrom = from;
   let strides = new Int32Array(0);
@@ -94,17 +95,19 @@ export function planSegments(views: TapeViews, from: number, to: number, maxSlot
 
   // How many times the `period` nodes from `pos` repeat (at least 1) with every op equal and every
   // operand moving by the same stride from one repetition to the next.
+  const nested = outer.length > 0;
   const repetitions = (pos: number, period: number): number => {
     if (strides.length < 3 * period) strides = new Int32Array(3 * period);
+    const d = strides, operands = OPERANDS;
     budget -= period;
     for (let s = 0; s < period; s++) {
       const i = pos + s, j = i + period;
       if (op[j] !== op[i]) return 1;
-      const n = OPERANDS[op[i]!]!;
-      if (!sameOuter(i, j, n)) return 1;
-      if (n > 0) strides[3 * s] = a[j]! - a[i]!;
-      if (n > 1) strides[3 * s + 1] = b[j]! - b[i]!;
-      if (n > 2) strides[3 * s + 2] = a[j - 1]! - a[i - 1]!;
+      const n = operands[op[i]!]!;
+      if (nested && !sameOuter(i, j, n)) return 1;
+      if (n > 0) d[3 * s] = a[j]! - a[i]!;
+      if (n > 1) d[3 * s + 1] = b[j]! - b[i]!;
+      if (n > 2) d[3 * s + 2] = a[j - 1]! - a[i - 1]!;
     }
     let t = 2;
     for (; pos + (t + 1) * period <= to && budget > 0; t++) {
@@ -112,12 +115,12 @@ export function planSegments(views: TapeViews, from: number, to: number, maxSlot
       for (let s = 0, j = pos + t * period; s < period; s++, j++) {
         const i = j - period;
         if (op[j] !== op[i]) return t;
-        const n = OPERANDS[op[j]!]!;
+        const n = operands[op[j]!]!;
         if (n === 0) continue;
-        if (a[j]! - a[i]! !== strides[3 * s]) return t;
-        if (n > 1 && b[j]! - b[i]! !== strides[3 * s + 1]) return t;
-        if (n > 2 && a[j - 1]! - a[i - 1]! !== strides[3 * s + 2]) return t;
-        if (!sameOuter(i, j, n)) return t;
+        if (a[j]! - a[i]! !== d[3 * s]) return t;
+        if (n > 1 && b[j]! - b[i]! !== d[3 * s + 1]) return t;
+        if (n > 2 && a[j - 1]! - a[i - 1]! !== d[3 * s + 2]) return t;
+        if (nested && !sameOuter(i, j, n)) return t;
       }
     }
     return t;
@@ -237,14 +240,17 @@ const NEST_MIN_PERIOD = 24;
 
 interface Level { period: number; count: number }
 
-// Visits every iteration of the nest after the first, innermost loop fastest, with nodes[k]
-// moved to track k's node at that iteration (strides[k·L + l]: its stride over loop l, L loops),
-// while `visit` returns true. Iteration after iteration, the nodes read are near each other.
+// Visits every iteration of the loops enclosing the innermost one, in order, with nodes[k] moved
+// to track k's node at the first iteration of the innermost loop (strides[k·L + l]: its stride
+// over loop l, L loops), while `visit` returns true. `visit` walks the innermost loop itself, as a
+// tight loop per track: this runs once per compile, before V8 has optimised it, over every node
+// of the nest.
 function walkIterations(levels: readonly Level[], strides: Int32Array, nodes: Int32Array, visit: () => boolean): void {
   const L = levels.length, tracks = nodes.length;
   const t = new Int32Array(L);
   for (;;) {
-    let l = L - 1;
+    if (!visit()) return;
+    let l = L - 2;
     for (; l >= 0; l--) {
       const count = levels[l]!.count;
       if (t[l]! + 1 < count) {
@@ -255,7 +261,7 @@ function walkIterations(levels: readonly Level[], strides: Int32Array, nodes: In
       for (let k = 0; k < tracks; k++) nodes[k]! -= (count - 1) * strides[k * L + l]!;
       t[l] = 0;
     }
-    if (l < 0 || !visit()) return;
+    if (l < 0) return;
   }
 }
 
@@ -339,17 +345,20 @@ function describeBody(
     constants.forEach((r, k) => strides.set(r.strides, k * L));
     const alive = new Uint8Array(constants.length).fill(1);
     let left = constants.length;
+    const inner = levels[L - 1]!.count;
     walkIterations(levels, strides, nodes, () => {
       for (let k = 0; k < constants.length; k++) {
         if (!alive[k]) continue;
-        const r = constants[k]!, node = nodes[k]!;
-        if (op[node] !== Op.const) {
-          r.constant = false;
-          r.value = undefined;
-          alive[k] = 0;
-          left--;
-        } else if (r.value !== undefined && !Object.is(val[node], r.value)) {
-          r.value = undefined;
+        const r = constants[k]!, step = strides[k * L + L - 1]!;
+        for (let t = 0, node = nodes[k]!; t < inner; t++, node += step) {
+          if (op[node] !== Op.const) {
+            r.constant = false;
+            r.value = undefined;
+            alive[k] = 0;
+            left--;
+            break;
+          }
+          if (r.value !== undefined && !Object.is(val[node], r.value)) r.value = undefined;
         }
       }
       return left > 0;
@@ -396,12 +405,17 @@ function describeBody(
     const strides = new Int32Array(candidates.length * L);
     candidates.forEach((_, k) => strides.set(selfStrides, k * L));
     let left = candidates.length;
+    const inner = levels[L - 1]!.count;
     walkIterations(levels, strides, nodes, () => {
       for (let k = 0; k < candidates.length; k++) {
-        const s = candidates[k]!, node = nodes[k]!;
-        if (adjointInLocal[s] && (uses[node] !== inIteration[s] || seeded[node])) {
-          adjointInLocal[s] = 0;
-          left--;
+        const s = candidates[k]!, want = inIteration[s]!, step = strides[k * L + L - 1]!;
+        if (!adjointInLocal[s]) continue;
+        for (let t = 0, node = nodes[k]!; t < inner; t++, node += step) {
+          if (uses[node] !== want || seeded[node]) {
+            adjointInLocal[s] = 0;
+            left--;
+            break;
+          }
         }
       }
       return left > 0;
@@ -438,9 +452,9 @@ export function nestNeeds(bodies: readonly Body[]): { levels: number; pointers: 
   return { levels, pointers, slotLocals };
 }
 
-// How many operand references each node has among nodes [from, to), or null when a unary op has
-// two different operands.
-function useCounts(views: TapeViews, from: number, to: number): Int32Array | null {
+/** How many operand references each node has among nodes [from, to), or null when a unary op has
+ *  two different operands. */
+export function useCounts(views: TapeViews, from: number, to: number): Int32Array | null {
   const { op, a, b } = views;
   const operands = OPERANDS;
   const uses = new Int32Array(to);
@@ -496,12 +510,15 @@ export function whyNoPlan(views: TapeViews, from: number, to: number): string {
 
 /** Plans generated sweeps for nodes [from, to) of the tape in `views`, or returns null when the
  *  tape does not suit generated code. `outputs`: the nodes a reverse sweep may be seeded at (their
- *  adjoints stay in memory). */
-export function planSweeps(views: TapeViews, from: number, to: number, outputs: ArrayLike<number>, maxSlots = planSizes.maxSlots): SweepPlan | null {
+ *  adjoints stay in memory). `uses`: operand references per node, as `useCounts` gives them (the
+ *  wasm engine counts them in the core). */
+export function planSweeps(
+  views: TapeViews, from: number, to: number, outputs: ArrayLike<number>, maxSlots = planSizes.maxSlots,
+  uses = useCounts(views, from, to),
+): SweepPlan | null {
   const { straightChunk, functionNodes } = planSizes;
   // Unary ops record their operand twice (b = a), which the tangent rules below rely on; only a
   // hand-made byte string could say otherwise, and then the interpreter runs it.
-  const uses = useCounts(views, from, to);
   if (!uses) return null;
   const segments = planSegments(views, from, to, maxSlots);
   if (!segments) return null;
