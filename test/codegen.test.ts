@@ -11,7 +11,7 @@ import {
   TapegradError, compile, defineFunction, init, type CompilableFunction, type CompiledFunction, type Var,
 } from '../src/index.ts';
 import { planSegments, planSweeps, MAX_SLOTS } from '../src/wasm/codegen/index.ts';
-import { STRAIGHT_CHUNK } from '../src/wasm/codegen/plan.ts';
+import { STRAIGHT_CHUNK, useCounts } from '../src/wasm/codegen/plan.ts';
 import type { WasmBackend } from '../src/wasm/backend.ts';
 import { DAG_OPS, DAG_OP_NAMES, dagArbitrary, dagSum, type DagOpName } from './dag-arbitrary.ts';
 
@@ -579,5 +579,28 @@ describe('the planner', () => {
       }),
       { numRuns: 100 },
     );
+  });
+
+  it("counts operand uses in the core exactly as the planner's JS does, and refuses what it refuses", () => {
+    fc.assert(
+      fc.property(loopProgramArbitrary(ARITHMETIC), (program) => {
+        const compiled = compile(loopFunction(program), { inputs: 3, at: [0.1, 0.2, 0.3], codegen: false });
+        const { tape } = compiled.recorded!;
+        const expected = useCounts(tape.engine.views, 3, tape.size)!;
+        const counted = (tape.engine as WasmBackend).countUses(3, tape.size)!;
+        expect(Array.from(counted)).toEqual(Array.from(expected));
+      }),
+      { numRuns: 50 },
+    );
+    const cube = defineFunction({ name: 'cubeForCounts', forward: ([x]) => x! ** 3, vjp: ([x], _y, g) => [3 * x! * x! * g] });
+    const custom = compile((x: Var[]) => cube(x[0]!.sin()).add(x[1]!), { inputs: 2, at: [0.1, 0.2], codegen: false });
+    const { tape } = custom.recorded!;
+    expect((tape.engine as WasmBackend).countUses(2, tape.size)).toBeNull();
+    // A unary op whose operands differ only comes from hand-made bytes: the planner refuses it.
+    const sin = compile((x: Var[]) => x[0]!.sin().add(x[1]!), { inputs: 2, at: [0.1, 0.2], codegen: false });
+    const views = sin.recorded!.tape.engine.views;
+    views.b[2] = 1;
+    expect(useCounts(views, 2, 4)).toBeNull();
+    expect((sin.recorded!.tape.engine as WasmBackend).countUses(2, 4)).toBeNull();
   });
 });

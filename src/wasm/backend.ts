@@ -170,10 +170,10 @@ export class WasmBackend implements Backend {
     return this.generated;
   }
 
-  // The planner's first pass, in the core: operand references per node, as a view of the
-  // adjoint region it borrows (valid until the next call into the core), or null when the tape
-  // cannot have generated sweeps.
-  private countUses(from: number, to: number): Int32Array | null {
+  /** @internal The planner's first pass, in the core: operand references per node, as a view of
+   *  the adjoint region it borrows (valid until the next call into the core), or null when the
+   *  tape cannot have generated sweeps. */
+  countUses(from: number, to: number): Int32Array | null {
     if (this.run(() => this.core.countUses(from, to)) !== 0) return null;
     return new Int32Array(this.core.memory.buffer, this.views.adj.byteOffset, to);
   }
