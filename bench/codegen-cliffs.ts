@@ -55,17 +55,22 @@ function nestedCase(): Case {
   return { fn, inputs, x, what: 'outer loop of 300 iterations, ~3.9k-node body holding an inner loop of 24 × 155 nodes' };
 }
 
-// 10^5 random ops on random recent nodes (seeded): no period anywhere.
+// 10^5 random ops on random recent nodes or inputs (seeded): no period anywhere. The ops keep
+// every value finite and most of them near 1 (sums are halved, the inputs mixed back in): an
+// earlier form of this tape overflowed, and nearly all its nodes computed NaN.
 function straightCase(ops = 100_000): Case {
   const inputs = 32;
   const fn = (x: Var[]): Var => {
     const rand = mulberry32(12);
     const nodes: Var[] = x.slice();
-    const pick = (): Var => nodes[nodes.length - 1 - Math.floor(rand() * Math.min(nodes.length, 40))]!;
+    const pick = (): Var => rand() < 0.25
+      ? x[Math.floor(rand() * inputs)]!
+      : nodes[nodes.length - 1 - Math.floor(rand() * Math.min(nodes.length, 40))]!;
     while (nodes.length < ops) {
       const r = rand();
       const a = pick(), b = pick();
-      const v = r < 0.3 ? a.add(b) : r < 0.5 ? a.mul(b) : r < 0.65 ? a.sub(b) : r < 0.8 ? a.mul(rand() - 0.5) : r < 0.9 ? a.square().add(b) : r < 0.95 ? a.tanh() : a.abs().add(1).sqrt();
+      const v = r < 0.3 ? a.add(b).mul(0.5) : r < 0.5 ? a.mul(b) : r < 0.65 ? a.sub(b) : r < 0.8 ? a.mul(rand() - 0.5)
+        : r < 0.9 ? a.square().sub(b) : r < 0.95 ? a.tanh() : a.abs().add(1).sqrt().sub(1);
       nodes.push(v);
     }
     let s = nodes[nodes.length - 1]!;

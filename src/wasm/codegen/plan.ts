@@ -471,14 +471,14 @@ export function useCounts(views: TapeViews, from: number, to: number): Int32Arra
 }
 
 /** Nodes of straight code per body: longer straight stretches are cut into bodies of their own.
- *  Measured on 16,749 nodes of random straight code (`bench/codegen-cliffs.ts --sweep=straight`,
- *  medians of 3, loaded machine), body/function nodes: first call µs/node, gradients 2-21 and
- *  steady ns/node: 128/128 1.60, 20.0, 7.2; 128/512 2.30, 20.0, 7.3; 512/512 2.68, 20.1, 5.4;
- *  1024/1024 3.18, 34.1, 4.7; 4096/4096 4.61, 35.9, 4.6; 16384/16384 4.94, 18.7, 11.3 (another
- *  run: 512/512 2.66, 24.0, 6.1; 4096/4096 4.25, 99.6, 9.9; the machine was shared). Before
+ *  Measured on 25,212 nodes of random straight code (`bench/codegen-cliffs.ts --sweep=straight`,
+ *  medians of 3; README's table), body/function nodes: first call µs/node, gradients 2-21 and
+ *  steady ns/node: 128/128 1.40, 18.8, 3.54; 128/512 2.26, 18.9, 3.22; 128/2048 2.83, 34.5,
+ *  3.36; 512/512 3.44, 19.3, 4.01; 1024/1024 3.96, 20.2, 4.55; 4096/4096 5.39, 19.7, 9.17. (An
+ *  earlier form of that tape, whose values were nearly all NaN, had favoured 512/512.) Before
  *  MAX_BODY_LOCALS (measured the same way), one 16,384-node function's first call took 350-520
  *  µs/node. */
-export const STRAIGHT_CHUNK = 512;
+export const STRAIGHT_CHUNK = 128;
 
 /** Nodes of code per generated function (top-level bodies are grouped up to this). V8 compiles
  *  wasm lazily and per function, first with Liftoff, then optimises each hot function on its own
