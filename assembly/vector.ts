@@ -9,6 +9,7 @@ import {
   val, setVal, adj, addAdj, argA, argB, opAt, tan, setTan, tanAdj, addTanAdj,
   valBase, adjBase, tanBase, tanAdjBase, xvalBase, xadjBase, xtanBase, xtanAdjBase, xval, xadj, xtan, xtanAdj,
 } from './layout';
+import { logSumExpValue, softmaxDot, softmaxBack, softmaxBackTangent } from './log-sum-exp';
 
 // @ts-ignore: decorator
 @inline function isVec(j: i32): bool { return isVectorOp(opAt(j)); }
@@ -766,31 +767,7 @@ function logSumExp(off: i32, n: i32): f64 {
   if (n == 0) return -Infinity;
   const m = extreme(off, n, true);
   if (m - m != 0) return m; // NaN, or ±Infinity: the sum is dominated (or all -Infinity)
-  let s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
-  let l = 0;
-  for (; l + 4 <= n; l += 4) {
-    s0 += Math.exp(xval(off + l) - m); s1 += Math.exp(xval(off + l + 1) - m);
-    s2 += Math.exp(xval(off + l + 2) - m); s3 += Math.exp(xval(off + l + 3) - m);
-  }
-  if (l < n) { s0 += Math.exp(xval(off + l) - m); l++; }
-  if (l < n) { s1 += Math.exp(xval(off + l) - m); l++; }
-  if (l < n) { s2 += Math.exp(xval(off + l) - m); }
-  return m + Math.log(n == 1 ? Math.exp(xval(off) - m) : (s0 + s2) + (s1 + s3));
-}
-
-/** Σ softmax_k tx_k for the tangent of logSumExp (y its value), in dot4's order. */
-function softmaxDot(off: i32, n: i32, y: f64): f64 {
-  if (n == 1) return Math.exp(xval(off) - y) * xtan(off);
-  let s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
-  let l = 0;
-  for (; l + 4 <= n; l += 4) {
-    s0 += Math.exp(xval(off + l) - y) * xtan(off + l); s1 += Math.exp(xval(off + l + 1) - y) * xtan(off + l + 1);
-    s2 += Math.exp(xval(off + l + 2) - y) * xtan(off + l + 2); s3 += Math.exp(xval(off + l + 3) - y) * xtan(off + l + 3);
-  }
-  if (l < n) { s0 += Math.exp(xval(off + l) - y) * xtan(off + l); l++; }
-  if (l < n) { s1 += Math.exp(xval(off + l) - y) * xtan(off + l); l++; }
-  if (l < n) { s2 += Math.exp(xval(off + l) - y) * xtan(off + l); }
-  return (s0 + s2) + (s1 + s3);
+  return logSumExpValue(off, n, m);
 }
 
 // ─── the sweeps' entry points ───
@@ -869,14 +846,7 @@ function vectorReverse(i: i32, op: i32, g: f64): void {
       for (let k = 0; k < n; k++) if (y != y || xval(off + k) == y) acc(at(xadjBase, off + k), g * share);
       return;
     }
-    case Op.VLogSumExp: {
-      const off = offOf(ia), n = lenOf(ia), y = val(i);
-      for (let k = 0; k < n; k++) {
-        const p = Math.exp(xval(off + k) - y);
-        if (p != 0) acc(at(xadjBase, off + k), g * p);
-      }
-      return;
-    }
+    case Op.VLogSumExp: softmaxBack(offOf(ia), lenOf(ia), val(i), g); return;
     case Op.VDot: {
       const oa = offOf(ia), ob = offOf(ib), n = lenOf(ia);
       const wantA = wantsAdjoint(ia), wantB = wantsAdjoint(ib);
@@ -1030,17 +1000,7 @@ export function vectorReverseTangent(i: i32, op: i32, g: f64, gt: f64): void {
       }
       return;
     }
-    case Op.VLogSumExp: {
-      const off = offOf(ia), n = lenOf(ia), y = val(i), ty = tan(i);
-      for (let k = 0; k < n; k++) {
-        const p = Math.exp(xval(off + k) - y);
-        if (g != 0 && p != 0) acc(at(xadjBase, off + k), g * p);
-        const dp = g != 0 ? p * (xtan(off + k) - ty) : 0;
-        const r = (gt != 0 && p != 0 ? gt * p : 0) + (dp != 0 ? g * dp : 0);
-        if (r != 0) acc(at(xtanAdjBase, off + k), r);
-      }
-      return;
-    }
+    case Op.VLogSumExp: softmaxBackTangent(offOf(ia), lenOf(ia), val(i), tan(i), g, gt); return;
     case Op.VDot: {
       // mul's second-order rule per element: pa = z, pb = x, dpa = tz, dpb = tx.
       const oa = offOf(ia), ob = offOf(ib), n = lenOf(ia);

@@ -1,0 +1,103 @@
+// The rules of logSumExp, y = m + log Σ e^(x_k - m) with m the largest x_k, whose adjoint is the
+// softmax: each sweep is one pass of exp over the elements. In the SIMD build that exp is
+// expLanes, two elements at a time (every element, tails included, so one op uses one exp); sums
+// run in dot4's order (vector.ts) in both builds.
+import { xvalBase, xadjBase, xtanBase, xtanAdjBase } from './layout';
+import { expLanes } from './exp-lanes';
+
+// @ts-ignore: decorator
+@inline function at(base: usize, k: i32): usize { return base + (<usize>k << 3); }
+
+// One element (tails, n = 1, the second-order rule): not inlined, so the SIMD build holds one
+// more copy of expLanes, not one per use.
+// @ts-ignore: decorator
+@inline function exp(x: f64): f64 {
+  if (ASC_FEATURE_SIMD) return f64x2.extract_lane(expLanes(f64x2.splat(x)), 0);
+  return Math.exp(x);
+}
+
+/** Σ e^(x_k - m) · w_k over the n elements from `off`, where w_k is the element of `weights` or 1
+ *  (weights 0), in dot4's order: four interleaved partial sums, combined as (s0 + s2) + (s1 + s3).
+ *  One term is returned as it is. */
+function sumOfExp(off: i32, n: i32, m: f64, weights: usize): f64 {
+  const x = at(xvalBase, off), w = weights ? at(weights, off) : 0;
+  if (n == 1) return term(x, w, 0, m);
+  let s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  let l = 0;
+  if (ASC_FEATURE_SIMD) {
+    const mv = f64x2.splat(m);
+    let acc01 = f64x2.splat(0), acc23 = f64x2.splat(0);
+    for (; l + 4 <= n; l += 4) {
+      const p = x + (<usize>l << 3);
+      let e01 = expLanes(f64x2.sub(v128.load(p), mv)), e23 = expLanes(f64x2.sub(v128.load(p, 16), mv));
+      if (w) {
+        e01 = f64x2.mul(e01, v128.load(w + (<usize>l << 3)));
+        e23 = f64x2.mul(e23, v128.load(w + (<usize>l << 3), 16));
+      }
+      acc01 = f64x2.add(acc01, e01);
+      acc23 = f64x2.add(acc23, e23);
+    }
+    s0 = f64x2.extract_lane(acc01, 0); s1 = f64x2.extract_lane(acc01, 1);
+    s2 = f64x2.extract_lane(acc23, 0); s3 = f64x2.extract_lane(acc23, 1);
+  } else {
+    for (; l + 4 <= n; l += 4) {
+      s0 += term(x, w, l, m); s1 += term(x, w, l + 1, m);
+      s2 += term(x, w, l + 2, m); s3 += term(x, w, l + 3, m);
+    }
+  }
+  // The last one to three terms, in one loop (one copy of the inlined exp).
+  for (let t = 0; l < n; l++, t++) {
+    const e = term(x, w, l, m);
+    if (t == 0) s0 += e;
+    else if (t == 1) s1 += e;
+    else s2 += e;
+  }
+  return (s0 + s2) + (s1 + s3);
+}
+
+// @ts-ignore: decorator
+@inline function term(x: usize, w: usize, l: i32, m: f64): f64 {
+  const e = exp(load<f64>(x + (<usize>l << 3)) - m);
+  return w ? e * load<f64>(w + (<usize>l << 3)) : e;
+}
+
+/** The value, given m, the largest element (finite: the caller handles NaN and ±Infinity). */
+export function logSumExpValue(off: i32, n: i32, m: f64): f64 {
+  return m + Math.log(sumOfExp(off, n, m, 0));
+}
+
+/** Σ softmax_k tx_k, the tangent (y the value). */
+export function softmaxDot(off: i32, n: i32, y: f64): f64 {
+  return sumOfExp(off, n, y, xtanBase);
+}
+
+/** adj_k += g · softmax_k, skipped where softmax_k is 0 (an infinite g must not make 0·∞). */
+export function softmaxBack(off: i32, n: i32, y: f64, g: f64): void {
+  const x = at(xvalBase, off), a = at(xadjBase, off);
+  let k = 0;
+  if (ASC_FEATURE_SIMD) {
+    const yv = f64x2.splat(y), gv = f64x2.splat(g), zero = f64x2.splat(0), skip = f64x2.splat(-0.0);
+    for (; k + 2 <= n; k += 2) {
+      const q = <usize>k << 3;
+      const p = expLanes(f64x2.sub(v128.load(x + q), yv));
+      // Adding -0 leaves every adjoint as it is: the lanes where the scalar rule skips.
+      const contribution = v128.bitselect(f64x2.mul(gv, p), skip, f64x2.ne(p, zero));
+      v128.store(a + q, f64x2.add(v128.load(a + q), contribution));
+    }
+  }
+  for (; k < n; k++) {
+    const p = exp(load<f64>(x + (<usize>k << 3)) - y);
+    if (p != 0) store<f64>(a + (<usize>k << 3), load<f64>(a + (<usize>k << 3)) + g * p);
+  }
+}
+
+/** softmaxBack with tangents: adjoints and their tangents (ty the value's tangent). */
+export function softmaxBackTangent(off: i32, n: i32, y: f64, ty: f64, g: f64, gt: f64): void {
+  for (let k = 0; k < n; k++) {
+    const p = exp(load<f64>(at(xvalBase, off + k)) - y);
+    if (g != 0 && p != 0) store<f64>(at(xadjBase, off + k), load<f64>(at(xadjBase, off + k)) + g * p);
+    const dp = g != 0 ? p * (load<f64>(at(xtanBase, off + k)) - ty) : 0;
+    const r = (gt != 0 && p != 0 ? gt * p : 0) + (dp != 0 ? g * dp : 0);
+    if (r != 0) store<f64>(at(xtanAdjBase, off + k), load<f64>(at(xtanAdjBase, off + k)) + r);
+  }
+}
