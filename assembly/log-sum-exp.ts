@@ -71,8 +71,9 @@ export function softmaxDot(off: i32, n: i32, y: f64): f64 {
   return sumOfExp(off, n, y, xtanBase);
 }
 
-/** adj_k += g · softmax_k, skipped where softmax_k is 0 (an infinite g must not make 0·∞). */
-export function softmaxBack(off: i32, n: i32, y: f64, g: f64): void {
+/** adj_k += g · softmax_k, skipped where softmax_k is 0 (an infinite g must not make 0·∞);
+ *  `fresh`: the adjoints are not cleared yet, and are set to what that gives on +0 instead. */
+export function softmaxBack(off: i32, n: i32, y: f64, g: f64, fresh: bool): void {
   const x = at(xvalBase, off), a = at(xadjBase, off);
   let k = 0;
   if (ASC_FEATURE_SIMD) {
@@ -82,12 +83,14 @@ export function softmaxBack(off: i32, n: i32, y: f64, g: f64): void {
       const p = expLanes(f64x2.sub(v128.load(x + q), yv));
       // Adding -0 leaves every adjoint as it is: the lanes where the scalar rule skips.
       const contribution = v128.bitselect(f64x2.mul(gv, p), skip, f64x2.ne(p, zero));
-      v128.store(a + q, f64x2.add(v128.load(a + q), contribution));
+      v128.store(a + q, f64x2.add(fresh ? zero : v128.load(a + q), contribution));
     }
   }
   for (; k < n; k++) {
     const p = exp(load<f64>(x + (<usize>k << 3)) - y);
-    if (p != 0) store<f64>(a + (<usize>k << 3), load<f64>(a + (<usize>k << 3)) + g * p);
+    const q = a + (<usize>k << 3);
+    const before = fresh ? 0.0 : load<f64>(q);
+    store<f64>(q, p != 0 ? before + g * p : before);
   }
 }
 

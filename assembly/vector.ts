@@ -77,7 +77,9 @@ function claimOperands(i: i32, op: i32, tangents: bool): void {
   }
   switch (op) {
     case Op.VDot: case Op.VMatmul: claim(ia, tangents); claim(ib, tangents); return;
-    case Op.VGet: case Op.VSum: case Op.VMax: case Op.VMin: case Op.VLogSumExp:
+    // logSumExp's first-order rule writes every element too (its softmax).
+    case Op.VLogSumExp: if (!tangents) storeA = claimWhole(ia, lenOf(ia)); else claim(ia, tangents); return;
+    case Op.VGet: case Op.VSum: case Op.VMax: case Op.VMin:
     case Op.VTranspose: case Op.VSlice: case Op.VGather: claim(ia, tangents); return;
     case Op.VConcat: {
       const first = i - 1 - ((ia + 1) >> 1);
@@ -846,7 +848,7 @@ function vectorReverse(i: i32, op: i32, g: f64): void {
       for (let k = 0; k < n; k++) if (y != y || xval(off + k) == y) acc(at(xadjBase, off + k), g * share);
       return;
     }
-    case Op.VLogSumExp: softmaxBack(offOf(ia), lenOf(ia), val(i), g); return;
+    case Op.VLogSumExp: softmaxBack(offOf(ia), lenOf(ia), val(i), g, storeA); return;
     case Op.VDot: {
       const oa = offOf(ia), ob = offOf(ib), n = lenOf(ia);
       const wantA = wantsAdjoint(ia), wantB = wantsAdjoint(ib);

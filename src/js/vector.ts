@@ -110,6 +110,19 @@ export class VectorRules {
     v.adj[j] = 1;
   }
 
+  // Set by claimOperands for logSumExp's first-order rule: its operand's adjoints are stored.
+  private fresh = false;
+
+  /** As claim, for a rule that writes all of j's elements: true when it is the first to reach j
+   *  (it then stores what adding to +0 would give, and nothing is zeroed), as the core's. */
+  private claimWhole(j: number): boolean {
+    const v = this.views;
+    const op = v.op[j]!;
+    if (op < VINPUT || op === VCONST || v.adj[j] !== 0) return false;
+    v.adj[j] = 1;
+    return true;
+  }
+
   private claimOperands(i: number, op: number, tangents: boolean): void {
     const { a, b } = this.views;
     const ia = a[i]!, ib = b[i]!;
@@ -120,7 +133,8 @@ export class VectorRules {
     }
     switch (op) {
       case VDOT: case VMATMUL: this.claim(ia, tangents); this.claim(ib, tangents); return;
-      case VGET: case VSUM: case VMAX: case VMIN: case VLSE: case VTRANSPOSE: case VSLICE: case VGATHER: this.claim(ia, tangents); return;
+      case VLSE: if (!tangents) this.fresh = this.claimWhole(ia); else this.claim(ia, tangents); return;
+      case VGET: case VSUM: case VMAX: case VMIN: case VTRANSPOSE: case VSLICE: case VGATHER: this.claim(ia, tangents); return;
       case VCONCAT: for (let c = 0; c < ia; c++) this.claim(this.operandOf(i, ia, c), tangents); return;
     }
   }
@@ -214,6 +228,13 @@ export class VectorRules {
       }
       case VLSE: {
         const off = this.off(ia), n = this.len(ia), y = val[i]!;
+        if (this.fresh) {
+          for (let k = 0; k < n; k++) {
+            const p = Math.exp(xval[off + k]! - y);
+            xadj[off + k] = p !== 0 ? 0 + g * p : 0;
+          }
+          return;
+        }
         for (let k = 0; k < n; k++) {
           const p = Math.exp(xval[off + k]! - y);
           if (p !== 0) xadj[off + k] += g * p;
