@@ -5,7 +5,7 @@
 import { Op, ZERO_GRADIENT_OPS } from '../../ops.ts';
 import {
   type Bytes, W_If, W_Else, W_End, W_Void, W_F64Eq, W_F64Ne, W_F64Lt, W_F64Gt, W_F64Le, W_F64Ge, W_F64Abs, W_F64Neg,
-  W_F64Add, W_F64Sub, W_F64Mul, W_F64Div,
+  W_F64Add, W_F64Sub, W_F64Mul, W_F64Div, W_Select,
 } from './wasm.ts';
 
 // Imported functions, in import order: the core's rules.
@@ -31,6 +31,17 @@ export const NATIVE_PARTIAL: Partial<Record<number, (fn: Bytes, x: Emit, z: Emit
   [Op.recip]: (fn, _x, _z, y, L) => { y(); fn.byte(W_F64Neg); y(); fn.byte(W_F64Mul); fn.set(L.pa); },
   // 2 * x
   [Op.square]: (fn, x, _z, _y, L) => { fn.f64Const(2); x(); fn.byte(W_F64Mul); fn.set(L.pa); },
+  // sgn x: x > 0 ? 1 : x < 0 ? -1 : x * 0
+  [Op.abs]: (fn, x, _z, _y, L) => {
+    fn.f64Const(1);
+    fn.f64Const(-1);
+    x(); fn.tee(L.c); fn.f64Const(0); fn.byte(W_F64Mul);
+    fn.get(L.c); fn.f64Const(0); fn.byte(W_F64Lt);
+    fn.byte(W_Select);
+    fn.get(L.c); fn.f64Const(0); fn.byte(W_F64Gt);
+    fn.byte(W_Select);
+    fn.set(L.pa);
+  },
   // 0.5 / |y|
   [Op.sqrt]: (fn, _x, _z, y, L) => { fn.f64Const(0.5); y(); fn.byte(W_F64Abs); fn.byte(W_F64Div); fn.set(L.pa); },
   // y
