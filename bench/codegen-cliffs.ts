@@ -156,7 +156,9 @@ async function phases(id: CaseId): Promise<void> {
   const firstPlan: number[] = [];
   for (let k = 0; k < 5; k++) {
     let t = now();
-    const plan = planSweeps(tape.engine.views, c.inputs, tape.size, f.recorded!.outputs);
+    // As generateSweeps does it: the use counts from the core.
+    const uses = (tape.engine as WasmBackend).countUses(c.inputs, tape.size);
+    const plan = planSweeps(tape.engine.views, c.inputs, tape.size, f.recorded!.outputs, undefined, uses);
     best.plan = Math.min(best.plan, now() - t);
     if (k === 0) firstPlan.push(now() - t);
     if (!plan) continue;

@@ -11,7 +11,7 @@
 // straight-line code. A long body is planned again for loops inside it (nested loops, each with
 // its own counter and pointers). Straight code is cut into short bodies and the sweeps into
 // functions of bounded size, which V8 compiles quickly at their first call. A tape that does not
-// fold into `MAX_SLOTS` nodes of code (long straight code ran no faster than the interpreter) or
+// fold into `MAX_SLOTS` nodes of code (long straight code costs more to generate than it saves) or
 // holds a custom op (whose rules live in JS) keeps the interpreter.
 //
 // The generated code runs the same rules as the interpreter, in the same order, so results are

@@ -6,7 +6,9 @@ import { Op, OP_TABLE } from '../../ops.ts';
 import type { TapeViews } from '../../backend.ts';
 
 /** Most nodes of generated code per tape, after folding loops (about 60 bytes of wasm each). Past
- *  this the interpreter runs: straight-line code that long measured no faster than it. */
+ *  this the interpreter runs: straight-line code that long costs several times its recording to
+ *  generate and runs its first gradients slower than the interpreter (README, Which tapes stay
+ *  interpreted). */
 export const MAX_SLOTS = 1 << 14;
 const MAX_PERIOD = 1 << 14;
 
@@ -505,7 +507,7 @@ export function whyNoPlan(views: TapeViews, from: number, to: number): string {
     if (OPERANDS[views.op[i]!] === 1 && views.b[i] !== views.a[i]) return `node ${i} is a unary op with two different operands (a hand-made tape)`;
   }
   return `the tape does not fold into at most ${MAX_SLOTS} nodes of code (loops, loops nested in their bodies, straight-line code): ` +
-    'longer straight-line code measured no faster than the interpreter';
+    'longer straight-line code costs several times its recording to generate and runs its first gradients slower than the interpreter';
 }
 
 /** Plans generated sweeps for nodes [from, to) of the tape in `views`, or returns null when the
