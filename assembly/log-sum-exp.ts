@@ -61,6 +61,35 @@ function sumOfExp(off: i32, n: i32, m: f64, weights: usize): f64 {
   return w ? e * load<f64>(w + (<usize>l << 3)) : e;
 }
 
+/** The largest element, NaN if any is NaN: the shift of logSumExp. Which of +0 and -0 it
+ *  returns when both are largest may differ from the max op's rule (the first one), since the
+ *  shift's sign never shows: ±0 + log s and x - (±0) are the same either way. */
+export function largest(off: i32, n: i32): f64 {
+  let m = -Infinity;
+  let k = 0;
+  const x = at(xvalBase, off);
+  if (ASC_FEATURE_SIMD) {
+    let m01 = f64x2.splat(-Infinity), m23 = f64x2.splat(-Infinity), nan = f64x2.splat(0);
+    for (; k + 4 <= n; k += 4) {
+      const a = v128.load(x + (<usize>k << 3)), b = v128.load(x + (<usize>k << 3), 16);
+      nan = v128.or(nan, v128.or(f64x2.ne(a, a), f64x2.ne(b, b)));
+      m01 = f64x2.pmax(m01, a);
+      m23 = f64x2.pmax(m23, b);
+    }
+    if (v128.any_true(nan)) return NaN;
+    const lanes = f64x2.pmax(m01, m23);
+    m = f64x2.extract_lane(lanes, 0);
+    const other = f64x2.extract_lane(lanes, 1);
+    if (other > m) m = other;
+  }
+  for (; k < n; k++) {
+    const v = load<f64>(x + (<usize>k << 3));
+    if (v != v) return NaN;
+    if (v > m) m = v;
+  }
+  return m;
+}
+
 /** The value, given m, the largest element (finite: the caller handles NaN and ±Infinity). */
 export function logSumExpValue(off: i32, n: i32, m: f64): f64 {
   return m + Math.log(sumOfExp(off, n, m, 0));

@@ -9,7 +9,7 @@ import {
   val, setVal, adj, addAdj, argA, argB, opAt, tan, setTan, tanAdj, addTanAdj,
   valBase, adjBase, tanBase, tanAdjBase, xvalBase, xadjBase, xtanBase, xtanAdjBase, xval, xadj, xtan, xtanAdj,
 } from './layout';
-import { logSumExpValue, softmaxDot, softmaxBack, softmaxBackTangent } from './log-sum-exp';
+import { largest, logSumExpValue, softmaxDot, softmaxBack, softmaxBackTangent } from './log-sum-exp';
 
 // @ts-ignore: decorator
 @inline function isVec(j: i32): bool { return isVectorOp(opAt(j)); }
@@ -767,7 +767,7 @@ function extreme(off: i32, n: i32, isMax: bool): f64 {
 
 function logSumExp(off: i32, n: i32): f64 {
   if (n == 0) return -Infinity;
-  const m = extreme(off, n, true);
+  const m = largest(off, n);
   if (m - m != 0) return m; // NaN, or ±Infinity: the sum is dominated (or all -Infinity)
   return logSumExpValue(off, n, m);
 }

@@ -60,13 +60,19 @@ describe.runIf(simdAvailable())("logSumExp's two-lane exp (SIMD build)", () => {
     }
   });
 
-  it('-Infinity elements get exactly 0, NaN and +Infinity elements give what the scalar build gives', () => {
+  it('-Infinity elements get exactly 0; NaN, +Infinity and signed zeros give what the scalar build gives', () => {
     const cases = [
       [0.5, -Infinity, 2, -Infinity, -3, 1],
       [NaN, 1, 2, 3, 4],
       [1, Infinity, 2, 3, 4],
       [-Infinity, -Infinity, -Infinity],
       [1e308, -1e308, 1e308, 0, 5],
+      // Zeros of both signs as the largest (the shift's sign must not show), NaN past the first
+      // four elements, Infinity in a tail.
+      [-0, 0, -0, 0, -0],
+      [0, -0, 0, -0],
+      [-1, -2, -3, -4, -5, NaN, -7, -8, -9],
+      [-1, -2, -3, -4, -5, -6, -7, -8, Infinity],
     ];
     for (const x of cases) {
       const got = [simd, scalar].map((tape) => {
