@@ -365,6 +365,31 @@ describe('the kinks, whose partials the generated code writes out', () => {
   });
 });
 
+describe('the partials the generated code writes out for log, log1p, log2, log10, tan, atan, cbrt and tanh', () => {
+  // At their domain edges (0, -1), outside, at NaN and ±Infinity, and tanh on both sides of
+  // |y| = 1/2 (1 - y² there, the core's rule past it).
+  const edges = fc.constantFrom(0, -0, -1, -2, NaN, Infinity, -Infinity, 0.3, 0.9, 2, 1e-300, -1 + 2 ** -52);
+  it('equal the interpreter bit for bit in every sweep', () => {
+    fc.assert(
+      fc.property(fc.array(edges, { minLength: 12, maxLength: 12 }), (xs) => {
+        const f = (x: Var[]): Var => {
+          let y = x[0]!.mul(0);
+          for (let k = 0; k < 12; k++) {
+            const u = x[k % 4]!;
+            y = y.add(u.log()).add(u.log1p()).add(u.log2().mul(0.5)).add(u.log10())
+              .add(u.tan()).add(u.atan()).add(u.cbrt()).add(u.tanh()).add(y.mul(0.25).tanh());
+          }
+          return y;
+        };
+        const ways = bothWays(f, 4, [0.3, 0.9, 2, 0.5]);
+        expect(ways.generated.generatedSweeps).toBe('active');
+        ways.check(Float64Array.from(xs), 3);
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
+
 describe('non-periodic tapes: straight code cut into bodies and functions', () => {
   // Ops and operands from a seeded sequence: nothing repeats, so every node is straight code,
   // here over several bodies and several functions.

@@ -5,7 +5,7 @@
 import { Op, ZERO_GRADIENT_OPS } from '../../ops.ts';
 import {
   type Bytes, W_If, W_Else, W_End, W_Void, W_F64Eq, W_F64Ne, W_F64Lt, W_F64Gt, W_F64Le, W_F64Ge, W_F64Abs, W_F64Neg,
-  W_F64Add, W_F64Sub, W_F64Mul, W_F64Div, W_Select,
+  W_F64Add, W_F64Sub, W_F64Mul, W_F64Div, W_Select, W_I32Or, W_Call,
 } from './wasm.ts';
 
 // Imported functions, in import order: the core's rules.
@@ -22,6 +22,41 @@ export const ZERO_GRADIENT = new Set<number>(ZERO_GRADIENT_OPS.map((name) => Op[
 // The locals a partials emitter sets (pa, pb) or may use as scratch (c).
 type Locals = { pa: number; pb: number; c: number };
 type Emit = () => void;
+// x in L.c: x > edge ? (inside) : x == edge ? Infinity : NaN, into pa (the log family). Both
+// sides of a select are computed; neither can trap.
+function beyondEdge(fn: Bytes, L: Locals, edge: number, inside: () => void): void {
+  inside();
+  fn.f64Const(Infinity); fn.f64Const(NaN);
+  fn.get(L.c); fn.f64Const(edge); fn.byte(W_F64Eq);
+  fn.byte(W_Select);
+  fn.get(L.c); fn.f64Const(edge); fn.byte(W_F64Gt);
+  fn.byte(W_Select);
+  fn.set(L.pa);
+}
+
+// 1 / x, then / divisor, with x in L.c.
+const reciprocalOfX = (fn: Bytes, L: Locals, divisor?: number) => (): void => {
+  fn.f64Const(1); fn.get(L.c); fn.byte(W_F64Div);
+  if (divisor !== undefined) { fn.f64Const(divisor); fn.byte(W_F64Div); }
+};
+
+// min and max: pa = first wins ? 1 : e, pb = second wins ? 1 : e, where e = x == z ? 0.5 (a tie
+// splits) : NaN if either is NaN, else 0 (pickFirst in assembly/ops.ts).
+function kinkPartials(fn: Bytes, x: Emit, z: Emit, L: Locals, firstWins: number, secondWins: number): void {
+  x(); fn.set(L.c); z(); fn.set(L.pb);
+  fn.f64Const(0.5);
+  fn.f64Const(NaN); fn.f64Const(0);
+  fn.get(L.c); fn.get(L.c); fn.byte(W_F64Ne); fn.get(L.pb); fn.get(L.pb); fn.byte(W_F64Ne); fn.byte(W_I32Or);
+  fn.byte(W_Select);
+  fn.get(L.c); fn.get(L.pb); fn.byte(W_F64Eq);
+  fn.byte(W_Select);
+  fn.set(L.pa); // e, for now
+  fn.f64Const(1); fn.get(L.pa); fn.get(L.c); fn.get(L.pb); fn.byte(firstWins); fn.byte(W_Select);
+  fn.f64Const(1); fn.get(L.pa); fn.get(L.pb); fn.get(L.c); fn.byte(secondWins); fn.byte(W_Select);
+  fn.set(L.pb);
+  fn.set(L.pa);
+}
+
 // Partials spelled out in wasm, exactly as `partials` in assembly/ops.ts writes them (same
 // operations, same order): they set the locals pa (and pb for binary ops).
 export const NATIVE_PARTIAL: Partial<Record<number, (fn: Bytes, x: Emit, z: Emit, y: Emit, L: Locals) => void>> = {
@@ -41,6 +76,44 @@ export const NATIVE_PARTIAL: Partial<Record<number, (fn: Bytes, x: Emit, z: Emit
     fn.get(L.c); fn.f64Const(0); fn.byte(W_F64Gt);
     fn.byte(W_Select);
     fn.set(L.pa);
+  },
+  // x > 0 ? 1 : x == x ? 0 : NaN
+  [Op.relu]: (fn, x, _z, _y, L) => {
+    fn.f64Const(1);
+    fn.f64Const(0); fn.f64Const(NaN); x(); fn.tee(L.c); fn.get(L.c); fn.byte(W_F64Eq); fn.byte(W_Select);
+    fn.get(L.c); fn.f64Const(0); fn.byte(W_F64Gt);
+    fn.byte(W_Select);
+    fn.set(L.pa);
+  },
+  [Op.min]: (fn, x, z, _y, L) => kinkPartials(fn, x, z, L, W_F64Lt, W_F64Lt),
+  [Op.max]: (fn, x, z, _y, L) => kinkPartials(fn, x, z, L, W_F64Gt, W_F64Gt),
+  // x > 0 ? 1 / x : x == 0 ? Infinity : NaN; log2 and log10 divide 1 / x by ln 2, ln 10
+  [Op.log]: (fn, x, _z, _y, L) => { x(); fn.set(L.c); beyondEdge(fn, L, 0, reciprocalOfX(fn, L)); },
+  [Op.log2]: (fn, x, _z, _y, L) => { x(); fn.set(L.c); beyondEdge(fn, L, 0, reciprocalOfX(fn, L, Math.LN2)); },
+  [Op.log10]: (fn, x, _z, _y, L) => { x(); fn.set(L.c); beyondEdge(fn, L, 0, reciprocalOfX(fn, L, Math.LN10)); },
+  // x > -1 ? 1 / (1 + x) : x == -1 ? Infinity : NaN
+  [Op.log1p]: (fn, x, _z, _y, L) => {
+    x(); fn.set(L.c);
+    beyondEdge(fn, L, -1, () => { fn.f64Const(1); fn.f64Const(1); fn.get(L.c); fn.byte(W_F64Add); fn.byte(W_F64Div); });
+  },
+  // 1 + y * y
+  [Op.tan]: (fn, _x, _z, y, L) => { fn.f64Const(1); y(); fn.tee(L.c); fn.get(L.c); fn.byte(W_F64Mul); fn.byte(W_F64Add); fn.set(L.pa); },
+  // 1 / (1 + x * x)
+  [Op.atan]: (fn, x, _z, _y, L) => {
+    fn.f64Const(1); fn.f64Const(1); x(); fn.tee(L.c); fn.get(L.c); fn.byte(W_F64Mul); fn.byte(W_F64Add); fn.byte(W_F64Div); fn.set(L.pa);
+  },
+  // 1 / (3 * y * y)
+  [Op.cbrt]: (fn, _x, _z, y, L) => {
+    fn.f64Const(1); fn.f64Const(3); y(); fn.tee(L.c); fn.byte(W_F64Mul); fn.get(L.c); fn.byte(W_F64Mul); fn.byte(W_F64Div); fn.set(L.pa);
+  },
+  // |y| < 0.5 ? 1 - y * y : the core's rule (1 / cosh² x, where 1 - y² would cancel)
+  [Op.tanh]: (fn, x, _z, y, L) => {
+    y(); fn.tee(L.c); fn.byte(W_F64Abs); fn.f64Const(0.5); fn.byte(W_F64Lt);
+    fn.byte(W_If); fn.byte(W_Void);
+    fn.f64Const(1); fn.get(L.c); fn.get(L.c); fn.byte(W_F64Mul); fn.byte(W_F64Sub); fn.set(L.pa);
+    fn.byte(W_Else);
+    fn.i32Const(Op.tanh); x(); fn.f64Const(0); fn.get(L.c); fn.byte(W_Call); fn.u32(FN_PARTIALS); fn.set(L.pa);
+    fn.byte(W_End);
   },
   // 0.5 / |y|
   [Op.sqrt]: (fn, _x, _z, y, L) => { fn.f64Const(0.5); y(); fn.byte(W_F64Abs); fn.byte(W_F64Div); fn.set(L.pa); },
