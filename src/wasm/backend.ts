@@ -83,7 +83,6 @@ export class WasmBackend implements Backend {
   custom: CustomHandler | null = null;
   /** Use the two-row SIMD kernel for batched replay where this build has it. */
   simd = true;
-  private vectorInput = false;
   /** Called after a trap replaced the instance (the tape's contents are gone). */
   onTrap: (() => void) | null = null;
   /** How many traps this engine has recovered from. */
@@ -346,7 +345,6 @@ export class WasmBackend implements Backend {
   }
 
   setVectorInput(on: boolean): void {
-    this.vectorInput = on;
     this.run(() => this.core.setVectorInput(on ? 1 : 0));
   }
 
@@ -425,10 +423,11 @@ export class WasmBackend implements Backend {
       const valuesAt = values ? vAt * 8 : 0;
       if (span <= 64) for (let k = 0; k < span; k++) f64[xAt + k] = X[first + k]!;
       else f64.set(X.subarray(first, first + span), xAt);
-      // With generated sweeps (scalar inputs), the core's batch leaves the adjoints at +0 but the
-      // inputs' and needs no clearing pass after such a batch; it never touches their tangents.
+      // With generated sweeps (a tape with them has scalar inputs), the core's batch leaves the
+      // adjoints at +0 but the inputs' and needs no clearing pass after such a batch; it never
+      // touches their tangents.
       const { adjoints, tangentAdjoints } = this.zeroed;
-      const resets = !simd && this.generated === 'active' && !this.vectorInput;
+      const resets = this.generated === 'active';
       const done = this.run(() => simd
         ? this.core.gradientBatchSimd!(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, (vAt + rows) * 8, valuesAt)
         : this.core.gradientBatch(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, valuesAt, adjoints ? 1 : 0));
