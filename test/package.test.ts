@@ -20,7 +20,7 @@ import { DIST, ROOT } from './browser/harness.ts';
 // the session before; jvp and hvp on fresh tapes 1.4-2.6x faster, record 9.2 -> 5.5 ns/node).
 // 72 KB since the SIMD build's own two-lane exp for logSumExp (inlined in its hot loops: copies
 // called once per pair measured 30% slower), the planner's use counts in the core and the batch
-// reset of adjoints (73,094 bytes measured, 1,319 B more; lse 2.1x the JS mode, from 1.65x; the
+// reset of adjoints (73,074 bytes measured, 1,299 B more; lse 2.1x the JS mode, from 1.65x; the
 // nested tape's first compile 2.07 -> 1.73x its recording, GMM's gradients 2.14 -> 1.36 ns/node).
 const SIZE_BUDGET = 72 * 1024;
 // More bytes of gzip for the code generator chunk: 6 KB (5.7 KB measured) until it also emitted
