@@ -1,5 +1,6 @@
 // The costs of generated sweeps on tapes that used to fall off a cliff: a large loop body with an
-// inner loop, the scalar GMM objective (3.4 M nodes), and a non-periodic tape. Each (case, mode)
+// inner loop, the scalar GMM objective (3.4 M nodes), a non-periodic tape, and a loss whose
+// per-sample bodies take one of two shapes by the data. Each (case, mode)
 // runs in its own process, so no JIT state or heap carries over:
 //   npx tsx bench/codegen-cliffs.ts                 # every case, generated and interpreted, a table
 //   npx tsx bench/codegen-cliffs.ts --case=gmm --mode=generated   # one child (prints JSON)
@@ -15,10 +16,10 @@ import { compile, init, type Var } from '../src/index.ts';
 import { WasmBackend } from '../src/wasm/backend.ts';
 import { nestNeeds, planSizes, planSweeps, type SweepPlan } from '../src/wasm/codegen/plan.ts';
 import { emitSweeps } from '../src/wasm/codegen/module.ts';
-import { gmmData, gmmObjectiveVar, mulberry32 } from './workloads.ts';
+import { LOGREG_D, gmmData, gmmObjectiveVar, logregData, mulberry32 } from './workloads.ts';
 
-type CaseId = 'gmm' | 'nested' | 'straight';
-const CASES: CaseId[] = ['gmm', 'nested', 'straight'];
+type CaseId = 'gmm' | 'nested' | 'straight' | 'branchy';
+const CASES: CaseId[] = ['gmm', 'nested', 'straight', 'branchy'];
 
 interface Case { fn: (x: Var[]) => Var; inputs: number; x: Float64Array; what: string }
 
@@ -55,6 +56,25 @@ function nestedCase(): Case {
   return { fn, inputs, x, what: 'outer loop of 300 iterations, ~3.9k-node body holding an inner loop of 24 × 155 nodes' };
 }
 
+// The logistic-regression loss of the bench's logreg workload (2,000 × 20) written as issue 12
+// quotes it, with a branch on each label: the per-sample bodies come in two shapes, interleaved
+// by the data, so no loop spans the samples.
+function branchyCase(): Case {
+  const n = 2000;
+  const { X, y, p } = logregData(n);
+  const d = LOGREG_D;
+  const fn = (w: Var[]): Var => {
+    let loss = w[0]!.mul(0);
+    for (let i = 0; i < n; i++) {
+      let z = w[d]!;
+      for (let j = 0; j < d; j++) z = z.add(w[j]!.mul(X[i * d + j]!));
+      loss = loss.add(y[i] === 1 ? z.softplus().sub(z) : z.softplus());
+    }
+    return loss;
+  };
+  return { fn, inputs: d + 1, x: p, what: 'logistic regression, 2,000 × 20, a branch on each label' };
+}
+
 // 10^5 random ops on random recent nodes or inputs (seeded): no period anywhere. The ops keep
 // every value finite and most of them near 1 (sums are halved, the inputs mixed back in): an
 // earlier form of this tape overflowed, and nearly all its nodes computed NaN.
@@ -81,6 +101,10 @@ function straightCase(ops = 100_000): Case {
   return { fn, inputs, x, what: `non-periodic tape of ${ops} random ops on recent nodes` };
 }
 
+function caseOf(id: CaseId, ops: number): Case {
+  return id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : id === 'branchy' ? branchyCase() : straightCase(ops);
+}
+
 const now = (): number => performance.now();
 
 // Nodes of generated code, functions per sweep and the most slot locals in one function.
@@ -97,7 +121,7 @@ async function child(id: CaseId, mode: 'generated' | 'interpreted'): Promise<voi
   planSizes.maxSlots = Number(arg('max') ?? planSizes.maxSlots);
   planSizes.straightChunk = Number(arg('chunk') ?? planSizes.straightChunk);
   planSizes.functionNodes = Number(arg('fn') ?? planSizes.functionNodes);
-  const c = id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : straightCase(ops);
+  const c = caseOf(id, ops);
   let generateMs = 0;
   const original = WasmBackend.prototype.generateSweeps;
   WasmBackend.prototype.generateSweeps = function (this: WasmBackend, ...args: Parameters<typeof original>) {
@@ -148,7 +172,7 @@ async function child(id: CaseId, mode: 'generated' | 'interpreted'): Promise<voi
 async function phases(id: CaseId): Promise<void> {
   await init();
   planSizes.maxSlots = Number(arg('max') ?? planSizes.maxSlots);
-  const c = id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : straightCase(Number(arg('ops') ?? 100_000));
+  const c = caseOf(id, Number(arg('ops') ?? 100_000));
   const f = compile(c.fn, { inputs: c.inputs, codegen: false });
   f.record(c.x);
   const { tape } = f.recorded!;
