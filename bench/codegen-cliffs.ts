@@ -177,6 +177,7 @@ async function phases(id: CaseId): Promise<void> {
   f.record(c.x);
   const { tape } = f.recorded!;
   const best = { plan: Infinity, emit: Infinity, compile: Infinity };
+  let wasmBytes = 0;
   const firstPlan: number[] = [];
   for (let k = 0; k < 5; k++) {
     let t = now();
@@ -188,13 +189,14 @@ async function phases(id: CaseId): Promise<void> {
     if (!plan) continue;
     t = now();
     const bytes = emitSweeps(plan, 'replay');
+    wasmBytes = bytes.length;
     best.emit = Math.min(best.emit, now() - t);
     if (k === 0) firstPlan.push(now() - t);
     t = now();
     new WebAssembly.Module(bytes);
     best.compile = Math.min(best.compile, now() - t);
   }
-  console.log(JSON.stringify({ id, size: tape.size, ...best, firstPlan: firstPlan[0], firstEmit: firstPlan[1] }));
+  console.log(JSON.stringify({ id, size: tape.size, ...best, firstPlan: firstPlan[0], firstEmit: firstPlan[1], wasmBytes }));
 }
 
 // Each (case, mode) runs RUNS times, the modes alternating, and each figure is the median: the
