@@ -388,6 +388,84 @@ describe('partials the generated code writes out instead of calling the core', (
   });
 });
 
+describe('bodies of one shape: data-dependent code shares a function per shape', () => {
+  // A loop over samples whose body takes one of two forms by a label, as a loss with a branch on
+  // each label does: no loop spans the samples, runs of equal labels make loops of varying
+  // counts, and each form's straight tail holds its own constants.
+  const variant = fc.array(fc.record({ op: fc.constantFrom(...ARITHMETIC), a: sourceArbitrary, b: sourceArbitrary, c: sourceArbitrary }), { minLength: 1, maxLength: 5 });
+  it('replay exactly like the interpreter in every sweep, at any inputs', () => {
+    fc.assert(
+      fc.property(variant, variant, fc.array(fc.boolean(), { minLength: 40, maxLength: 80 }), fc.array(anyInput, { minLength: 15, maxLength: 15 }),
+        (first, second, labels, xs) => {
+          const f = (x: Var[]): Var => {
+            const tape = x[0]!.tape;
+            let loss = x[0]!.mul(0);
+            labels.forEach((label, i) => {
+              let z = x[4]!;
+              for (let j = 0; j < 4; j++) z = z.add(x[j]!.mul(0.25 + 0.01 * ((i * 7 + j) % 13)));
+              const nodes: Var[] = [z];
+              const resolve = (s: Source): Var => {
+                switch (s.from) {
+                  case 'state': return loss;
+                  case 'node': return nodes[nodes.length - 1 - (s.k % nodes.length)]!;
+                  case 'input': return x[s.j % 5]!;
+                  case 'hoisted': return tape.constant(s.value);
+                  case 'step': return tape.constant(i);
+                }
+              };
+              for (const { op, a, b, c } of label ? first : second) {
+                nodes.push(op === 'select' ? tape.select(resolve(a).gt(resolve(b)), resolve(c), resolve(b)) : DAG_OPS[op](resolve(a), resolve(b)));
+              }
+              loss = loss.add(nodes[nodes.length - 1]!.mul(0.5));
+            });
+            return loss;
+          };
+          const ways = bothWays(f, 5, [0.3, -0.2, 0.5, 0.1, 0.05]);
+          ways.check(Float64Array.from(xs), 3);
+          expect(ways.generated.generatedSweeps).toBe('active');
+        }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('loops of one shape whose constants differ from run to run keep them apart', () => {
+    // Runs of four equal labels make loops; a constant fixed within a run (its index) is an
+    // immediate of that loop's code, so runs with different constants must not share a function.
+    const f = (x: Var[]): Var => {
+      let loss = x[0]!.mul(0);
+      for (let i = 0; i < 48; i++) {
+        const run = Math.floor(i / 4);
+        const z = x[i % 3]!.mul(x[3]!).add(run * 0.125);
+        loss = loss.add(run % 2 ? z.square().sub(loss.mul(0.5)) : z.mul(loss).add(1.5)).mul(0.75);
+      }
+      return loss;
+    };
+    const ways = bothWays(f, 4, [0.3, -0.2, 0.5, 0.1]);
+    ways.check(Float64Array.from([0.7, -0.4, 0.2, 0.9, -1, 2, 0.5, 0.25, 0, 1, -0, 3]), 3);
+  });
+
+  it("the issue's logistic-regression loss with a branch on each label folds into a few hundred nodes of code", () => {
+    const n = 400, d = 12;
+    const X = Float64Array.from({ length: n * d }, (_, k) => Math.sin(k * 1.3));
+    const y = Array.from({ length: n }, (_, i) => (Math.sin(i * 2.1) > 0 ? 1 : 0));
+    const f = (w: Var[]): Var => {
+      let loss = w[0]!.mul(0);
+      for (let i = 0; i < n; i++) {
+        let z = w[d]!;
+        for (let j = 0; j < d; j++) z = z.add(w[j]!.mul(X[i * d + j]!));
+        loss = loss.add(y[i] === 1 ? z.softplus().sub(z) : z.softplus());
+      }
+      return loss;
+    };
+    const ways = bothWays(f, d + 1, Array.from({ length: d + 1 }, (_, k) => 0.1 * k - 0.2));
+    ways.check(Float64Array.from({ length: 3 * (d + 1) }, (_, k) => Math.cos(k)), 3);
+    const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: { size: number; shapes: unknown[] } }).plan;
+    expect(plan.shapes.length).toBeGreaterThan(0);
+    expect(plan.size).toBeLessThan(400);
+    expect(ways.generated.size).toBeGreaterThan(10 * plan.size);
+  });
+});
+
 describe('non-periodic tapes: straight code cut into bodies and functions', () => {
   // Ops and operands from a seeded sequence: nothing repeats, so every node is straight code,
   // here over several bodies and several functions.

@@ -6,7 +6,7 @@ import { nestNeeds, type Body, type Ref } from './plan.ts';
 import { COMPARISON, FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, NATIVE_BINARY, NATIVE_PARTIAL, ZERO_GRADIENT } from './rules.ts';
 import {
   Bytes, memarg, F64, I32, W_BrIf, W_Call, W_Else, W_End, W_F64Abs, W_F64Add, W_F64Div, W_F64Eq, W_F64FromU32,
-  W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg, W_F64Sqrt, W_F64Store, W_I32Add, W_I32And, W_I32Sub, W_If, W_Loop,
+  W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg, W_F64Sqrt, W_F64Store, W_I32Add, W_I32And, W_I32Mul, W_I32Sub, W_If, W_Loop,
   W_Select, W_Void,
 } from './wasm.ts';
 
@@ -46,15 +46,26 @@ function localLayout(params: number, needs: { levels: number; pointers: number; 
   };
 }
 
+/** A shape's function (shapes.ts) offsets the pointers of its body's relative groups by the byte
+ *  shift in parameter `param`, and takes a top-level loop's count from parameter `param + 1`. */
+export interface ShiftParam {
+  param: number;
+  relative: Uint8Array;
+}
+
 /** Emits a loop nest: each body's pointers (per region: `base(region)` is the parameter with the
- *  region's base), its loop, its items in sweep order (`reverse`: last iteration and last item
- *  first), with `slotEmitter(body)` emitting one own slot. */
+ *  region's base, plus the shift for a shape's relative groups), its loop, its items in sweep
+ *  order (`reverse`: last iteration and last item first), with `slotEmitter(body)` emitting one
+ *  own slot. */
 export function emitNest(
   fn: Bytes, body: Body, reverse: boolean, regions: readonly number[], L: NestLayout,
-  slotEmitter: (body: Body) => (s: number) => void,
+  slotEmitter: (body: Body) => (s: number) => void, shift: ShiftParam | null = null,
 ): void {
   const t0 = reverse ? body.seg.count - 1 : 0;
   const parent = body.parent;
+  const looping = body.seg.count > 1;
+  // Only a top-level body takes the shift; its inner loops start from its pointers.
+  if (parent) shift = null;
   for (const region of regions) {
     body.groups.forEach(({ strides, origin }, g) => {
       const stride = strides[strides.length - 1]!;
@@ -66,6 +77,15 @@ export function emitNest(
         if (pg < 0) throw new Error(`codegen: no enclosing group for strides ${strides.join()}`);
         fn.get(L.pointer(region, parent, pg));
         fn.i32Const(8 * (origin - parent.groups[pg]!.origin + t0 * stride));
+      } else if (shift) {
+        // A shape's body: its count is a parameter, so is a reverse sweep's first iteration.
+        fn.get(region);
+        if (shift.relative[g]) { fn.get(shift.param); fn.byte(W_I32Add); }
+        if (reverse && looping && stride !== 0) {
+          fn.get(shift.param + 1); fn.i32Const(1); fn.byte(W_I32Sub); fn.i32Const(8 * stride); fn.byte(W_I32Mul);
+          fn.byte(W_I32Add);
+        }
+        fn.i32Const(8 * origin);
       } else {
         fn.get(region);
         fn.i32Const(8 * (origin + t0 * stride));
@@ -75,9 +95,9 @@ export function emitNest(
     });
   }
   const counter = L.counter(body.depth);
-  const looping = body.seg.count > 1;
   if (looping) {
-    fn.i32Const(body.seg.count);
+    if (shift && !parent) fn.get(shift.param + 1);
+    else fn.i32Const(body.seg.count);
     fn.set(counter);
     fn.byte(W_Loop); fn.byte(W_Void);
   }
@@ -107,8 +127,10 @@ export function emitNest(
   fn.byte(W_End);
 }
 
-export function emitForward(bodies: Body[]): Bytes {
-  const L = localLayout(2, nestNeeds(bodies));
+/** The forward sweep over `bodies`; with `relative`, a shape's function (one body, the byte shift
+ *  in a third parameter). */
+export function emitForward(bodies: Body[], relative: Uint8Array | null = null): Bytes {
+  const L = localLayout(relative ? 4 : 2, nestNeeds(bodies));
   const fn = new Bytes();
   L.declare(fn);
   const VAL = 0;
@@ -130,7 +152,8 @@ export function emitForward(bodies: Body[]): Bytes {
       memarg(fn, W_F64Store, offset(self));
     };
   };
-  for (const body of bodies) emitNest(fn, body, false, [VAL], L.nest, slotEmitter);
+  const shift = relative ? { param: 2, relative } : null;
+  for (const body of bodies) emitNest(fn, body, false, [VAL], L.nest, slotEmitter, shift);
   fn.byte(W_End);
   return fn;
 }
@@ -201,8 +224,8 @@ export function emitAddToMemory(fn: Bytes, pointer: number, offset: number, cont
 /** The reverse sweep; its third parameter, when nonzero, has it set each adjoint it reads from
  *  memory back to +0 once read, and those of the nodes it skips too (gradientBatch: the next row
  *  then needs no pass clearing the adjoints; the stores hit lines just read). */
-export function emitReverse(bodies: Body[]): Bytes {
-  const L = localLayout(3, nestNeeds(bodies));
+export function emitReverse(bodies: Body[], relative: Uint8Array | null = null): Bytes {
+  const L = localLayout(relative ? 5 : 3, nestNeeds(bodies));
   const fn = new Bytes();
   L.declare(fn);
   const VAL = 0, ADJ = 1, RESET = 2;
@@ -310,7 +333,8 @@ export function emitReverse(bodies: Body[]): Bytes {
       });
     };
   };
-  for (let k = bodies.length - 1; k >= 0; k--) emitNest(fn, bodies[k]!, true, [VAL, ADJ], L.nest, slotEmitter);
+  const shift = relative ? { param: 3, relative } : null;
+  for (let k = bodies.length - 1; k >= 0; k--) emitNest(fn, bodies[k]!, true, [VAL, ADJ], L.nest, slotEmitter, shift);
   fn.byte(W_End);
   return fn;
 }

@@ -249,8 +249,8 @@ function tangentRule(fn: Bytes, body: Body, L: Layout, E: ReturnType<typeof tang
   };
 }
 
-export function emitTangent(bodies: Body[]): Bytes {
-  const L = tangentLayout(bodies);
+export function emitTangent(bodies: Body[], relative: Uint8Array | null = null): Bytes {
+  const L = tangentLayout(bodies, relative ? 6 : 4);
   const fn = new Bytes();
   L.declare(fn);
   const slotEmitter = (body: Body) => {
@@ -266,7 +266,7 @@ export function emitTangent(bodies: Body[]): Bytes {
       memarg(fn, W_F64Store, E.offset(self));
     };
   };
-  for (const body of bodies) emitNest(fn, body, false, [VAL, TAN], L.nest, slotEmitter);
+  for (const body of bodies) emitNest(fn, body, false, [VAL, TAN], L.nest, slotEmitter, relative ? { param: 4, relative } : null);
   fn.byte(W_End);
   return fn;
 }
@@ -276,8 +276,8 @@ export function emitTangent(bodies: Body[]): Bytes {
  *  too (where the reverse tangent sweep keeps them in memory) measured slower than the core's
  *  clearing pass: Rosenbrock n = 10^4, 135 µs against 61 µs for this sweep and 36 µs for the
  *  pass, each store to a line of adj or tanAdj not in cache reading it first. */
-export function emitForwardTangent(bodies: Body[]): Bytes {
-  const L = tangentLayout(bodies);
+export function emitForwardTangent(bodies: Body[], relative: Uint8Array | null = null): Bytes {
+  const L = tangentLayout(bodies, relative ? 6 : 4);
   const fn = new Bytes();
   L.declare(fn);
   const slotEmitter = (body: Body) => {
@@ -299,7 +299,7 @@ export function emitForwardTangent(bodies: Body[]): Bytes {
       memarg(fn, W_F64Store, offset);
     };
   };
-  for (const body of bodies) emitNest(fn, body, false, [VAL, TAN], L.nest, slotEmitter);
+  for (const body of bodies) emitNest(fn, body, false, [VAL, TAN], L.nest, slotEmitter, relative ? { param: 4, relative } : null);
   fn.byte(W_End);
   return fn;
 }
@@ -307,8 +307,8 @@ export function emitForwardTangent(bodies: Body[]): Bytes {
 /** The reverse tangent sweep; its fifth parameter, when nonzero, has it set each adjoint and
  *  adjoint tangent it reads from memory back to +0 once read (hvp's fused path: the next such
  *  sweep then finds them cleared, with no pass over the regions; the stores hit lines just read). */
-export function emitReverseTangent(bodies: Body[]): Bytes {
-  const L = tangentLayout(bodies, 5);
+export function emitReverseTangent(bodies: Body[], relative: Uint8Array | null = null): Bytes {
+  const L = tangentLayout(bodies, relative ? 7 : 5);
   const RESET = 4;
   const fn = new Bytes();
   L.declare(fn);
@@ -417,7 +417,8 @@ export function emitReverseTangent(bodies: Body[]): Bytes {
       if (calls) fn.byte(W_End);
     };
   };
-  for (let k = bodies.length - 1; k >= 0; k--) emitNest(fn, bodies[k]!, true, [VAL, ADJ, TAN, TAN_ADJ], L.nest, slotEmitter);
+  const shift = relative ? { param: 5, relative } : null;
+  for (let k = bodies.length - 1; k >= 0; k--) emitNest(fn, bodies[k]!, true, [VAL, ADJ, TAN, TAN_ADJ], L.nest, slotEmitter, shift);
   fn.byte(W_End);
   return fn;
 }

@@ -14,28 +14,37 @@ export const IMPORTED = 5;
  *  'tangents' exports `tangent` and `forwardTangent(valBase, adjBase, tanBase, tanAdjBase)` (the
  *  second computes values too, for jvp and hvp once these exist) and `reverseTangent(valBase,
  *  adjBase, tanBase, tanAdjBase, reset)`, made on the first jvp or hvp only. */
-export function emitSweeps({ parts }: SweepPlan, which: 'replay' | 'tangents'): Uint8Array<ArrayBuffer> {
+export function emitSweeps({ parts, shapes, order }: SweepPlan, which: 'replay' | 'tangents'): Uint8Array<ArrayBuffer> {
   // [name, emitter, runs backwards, parameters]
-  const sweeps: [string, (bodies: Body[]) => Bytes, boolean, number][] = which === 'replay'
+  const sweeps: [string, (bodies: Body[], relative?: Uint8Array | null) => Bytes, boolean, number][] = which === 'replay'
     ? [['forward', emitForward, false, 2], ['reverse', emitReverse, true, 3]]
     : [['tangent', emitTangent, false, 4], ['reverseTangent', emitReverseTangent, true, 5], ['forwardTangent', emitForwardTangent, false, 4]];
-  // Function types: (i32 × 2), (i32 × 3), (i32 × 4), (i32 × 5), after the imports' four.
-  const arities = [2, 3, 4, 5];
+  // Function types: (i32 × 2) to (i32 × 7), after the imports' four (a shape's function takes
+  // its sweep's parameters, a shift and a count).
+  const arities = [2, 3, 4, 5, 6, 7];
   const typeOf = (params: number): number => arities.indexOf(params);
   const types = arities.map((params) => [0x60, params, ...new Array<number>(params).fill(I32), 0]);
-  // Each sweep is one function per part (V8 compiles and tiers up per function); with several
-  // parts, the exported sweep calls them in sweep order.
+  // Each sweep is one function per part and per shape (V8 compiles and tiers up per function);
+  // with more than one of them in `order`, the exported sweep calls them in sweep order, a
+  // shape's with the shift of each of its bodies.
+  const units = parts.length + shapes.length;
+  const direct = order.length === 1 && units === 1 && parts.length === 1;
   const functionBodies: Bytes[] = [];
   const functionTypes: number[] = [];
-  if (parts.length > 1) {
-    const forwardOrder = parts.map((_, k) => k);
+  if (!direct) {
     sweeps.forEach(([, , backwards, params], k) => {
       const fn = new Bytes();
       fn.u32(0);
-      const base = IMPORTED + sweeps.length + k * parts.length;
-      for (const p of backwards ? [...forwardOrder].reverse() : forwardOrder) {
+      const base = IMPORTED + sweeps.length + k * units;
+      for (const step of backwards ? [...order].reverse() : order) {
         for (let q = 0; q < params; q++) fn.get(q);
-        fn.byte(W_Call); fn.u32(base + p);
+        if ('part' in step) {
+          fn.byte(W_Call); fn.u32(base + step.part);
+        } else {
+          fn.i32Const(step.shift);
+          fn.i32Const(step.count);
+          fn.byte(W_Call); fn.u32(base + parts.length + step.shape);
+        }
       }
       fn.byte(W_End);
       functionBodies.push(fn);
@@ -43,11 +52,16 @@ export function emitSweeps({ parts }: SweepPlan, which: 'replay' | 'tangents'): 
     });
   }
   for (const [, emit, , params] of sweeps) {
-    for (const part of parts.length > 1 ? parts : [parts[0] ?? []]) {
+    for (const part of parts.length ? parts : shapes.length ? [] : [[]]) {
       functionBodies.push(emit(part));
       functionTypes.push(typeOf(params));
     }
+    for (const { body, relative } of shapes) {
+      functionBodies.push(emit([body], relative));
+      functionTypes.push(typeOf(params + 2));
+    }
   }
+  // The dispatchers come first; without them, each sweep's one function.
   return assembleModule(types, functionTypes, sweeps.map(([name], k) => [name, IMPORTED + k]), functionBodies);
 }
 

@@ -4,6 +4,7 @@
 // turn into wasm. Also says why a tape gets no plan.
 import { Op, OP_TABLE } from '../../ops.ts';
 import type { TapeViews } from '../../backend.ts';
+import { foldShapes, type Folded, type Shape } from './shapes.ts';
 
 /** Most nodes of generated code per tape, after folding loops (about 60 bytes of wasm each). Past
  *  this the interpreter runs: straight-line code that long costs several times its recording to
@@ -269,6 +270,7 @@ function walkIterations(levels: readonly Level[], strides: Int32Array, nodes: In
 
 function describeBody(
   views: TapeViews, seg: Segment, parent: Body | null, outerLevels: readonly Level[], uses: Int32Array, seeded: Uint8Array,
+  inputEnd = -1,
 ): Body {
   const { op, val } = views;
   const levels = [...outerLevels, { period: seg.count > 1 ? seg.period : 0, count: seg.count }];
@@ -310,8 +312,11 @@ function describeBody(
     }
   }
   const groupIndex = new Map<string, number>();
+  // Top-level straight code (inputEnd >= 0) keeps the inputs in a pointer group of their own: the
+  // rest of its operands then sit at the same offsets from its start wherever the same code
+  // recurs, which lets bodies of one shape share a function (shapes.ts).
   const groupOf = (strides: number[], first: number): number => {
-    const key = strides.join();
+    const key = first < inputEnd ? `${strides.join()}i` : strides.join();
     let g = groupIndex.get(key);
     if (g === undefined) groupIndex.set(key, (g = body.groups.push({ strides, origin: first }) - 1));
     else body.groups[g]!.origin = Math.min(body.groups[g]!.origin, first);
@@ -494,8 +499,13 @@ export const planSizes = { maxSlots: MAX_SLOTS, straightChunk: STRAIGHT_CHUNK, f
  *  function of a sweep runs, in tape order. */
 export interface SweepPlan {
   bodies: Body[];
+  /** Top-level bodies of no shape, grouped into functions. */
   parts: Body[][];
-  /** Nodes of code over all bodies. */
+  /** Bodies of one shape each share a function (shapes.ts). */
+  shapes: Shape[];
+  /** What a sweep runs, in tape order: a part, or a shape's function at a body's shift. */
+  order: ({ part: number } | ({ shape: number } & Folded))[];
+  /** Nodes of code over all parts and shapes. */
   size: number;
 }
 
@@ -531,21 +541,32 @@ export function planSweeps(
     if (seg.count > 1) chunked.push(seg);
     else for (let s = seg.start; s < seg.start + seg.period; s += straightChunk) chunked.push({ start: s, period: Math.min(straightChunk, seg.start + seg.period - s), count: 1 });
   }
-  const bodies = chunked.map((seg) => describeBody(views, seg, null, [], uses, seeded));
+  const bodies = chunked.map((seg) => describeBody(views, seg, null, [], uses, seeded, seg.count === 1 ? from : -1));
   for (const body of bodies) layoutNest(body, 0, 0);
+  const { shapes, folded } = foldShapes(bodies);
   const parts: Body[][] = [];
+  const order: SweepPlan['order'] = [];
   let part: Body[] = [], partSize = 0;
+  const endPart = (): void => {
+    if (!part.length) return;
+    order.push({ part: parts.length });
+    parts.push(part);
+    part = [];
+    partSize = 0;
+  };
   for (const body of bodies) {
-    if (part.length && partSize + body.size > functionNodes) {
-      parts.push(part);
-      part = [];
-      partSize = 0;
+    const inShape = folded.get(body);
+    if (inShape) {
+      endPart();
+      order.push({ ...inShape });
+      continue;
     }
+    if (part.length && partSize + body.size > functionNodes) endPart();
     part.push(body);
     partSize += body.size;
   }
-  if (part.length) parts.push(part);
-  const size = bodies.reduce((sum, b) => sum + b.size, 0);
+  endPart();
+  const size = parts.flat().reduce((sum, b) => sum + b.size, 0) + shapes.reduce((sum, { body }) => sum + body.size, 0);
   if (size > maxSlots) return null;
-  return { bodies, parts, size };
+  return { bodies, parts, shapes, order, size };
 }
