@@ -111,7 +111,8 @@ const now = (): number => performance.now();
 function planFacts(f: { recorded: { tape: { engine: unknown } } | null }): Record<string, number> {
   const plan = (f.recorded?.tape.engine as { plan?: SweepPlan | null }).plan;
   if (!plan) return {};
-  return { codeNodes: plan.size, functions: plan.parts.length, slotLocals: Math.max(...plan.parts.map((p) => nestNeeds(p).slotLocals)) };
+  const functions = [...plan.parts, ...plan.shapes.map(({ body }) => [body])];
+  return { codeNodes: plan.size, functions: functions.length, slotLocals: Math.max(...functions.map((p) => nestNeeds(p).slotLocals)) };
 }
 
 async function child(id: CaseId, mode: 'generated' | 'interpreted'): Promise<void> {

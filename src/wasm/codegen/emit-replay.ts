@@ -96,7 +96,7 @@ export function emitNest(
   }
   const counter = L.counter(body.depth);
   if (looping) {
-    if (shift && !parent) fn.get(shift.param + 1);
+    if (shift) fn.get(shift.param + 1);
     else fn.i32Const(body.seg.count);
     fn.set(counter);
     fn.byte(W_Loop); fn.byte(W_Void);
@@ -127,8 +127,8 @@ export function emitNest(
   fn.byte(W_End);
 }
 
-/** The forward sweep over `bodies`; with `relative`, a shape's function (one body, the byte shift
- *  in a third parameter). */
+/** The forward sweep over `bodies`; with `relative`, a shape's function (one body; the byte shift
+ *  and the loop count follow the sweep's parameters). */
 export function emitForward(bodies: Body[], relative: Uint8Array | null = null): Bytes {
   const L = localLayout(relative ? 4 : 2, nestNeeds(bodies));
   const fn = new Bytes();

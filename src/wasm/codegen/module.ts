@@ -28,7 +28,7 @@ export function emitSweeps({ parts, shapes, order }: SweepPlan, which: 'replay' 
   // with more than one of them in `order`, the exported sweep calls them in sweep order, a
   // shape's with the shift of each of its bodies.
   const units = parts.length + shapes.length;
-  const direct = order.length === 1 && units === 1 && parts.length === 1;
+  const direct = shapes.length === 0 && parts.length <= 1;
   const functionBodies: Bytes[] = [];
   const functionTypes: number[] = [];
   if (!direct) {
@@ -52,7 +52,7 @@ export function emitSweeps({ parts, shapes, order }: SweepPlan, which: 'replay' 
     });
   }
   for (const [, emit, , params] of sweeps) {
-    for (const part of parts.length ? parts : shapes.length ? [] : [[]]) {
+    for (const part of direct ? [parts[0] ?? []] : parts) {
       functionBodies.push(emit(part));
       functionTypes.push(typeOf(params));
     }
