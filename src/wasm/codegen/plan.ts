@@ -480,8 +480,8 @@ export function useCounts(views: TapeViews, from: number, to: number): Int32Arra
 /** Nodes of straight code per body: longer straight stretches are cut into bodies of their own.
  *  Measured on 25,212 nodes of random straight code (`bench/codegen-cliffs.ts --sweep=straight`,
  *  medians of 3; README's table), body/function nodes: first call µs/node, gradients 2-21 and
- *  steady ns/node: 128/128 1.51, 20.8, 3.31; 128/512 2.32, 18.5, 2.84; 128/2048 2.84, 19.0,
- *  3.06; 512/512 3.60, 20.0, 4.14; 1024/1024 4.03, 20.0, 4.35; 4096/4096 5.31, 31.1, 11.0. (An
+ *  steady ns/node: 128/128 1.45, 18.2, 3.39; 128/512 2.38, 17.5, 3.20; 128/2048 2.69, 24.8,
+ *  3.29; 512/512 3.46, 19.1, 4.08; 1024/1024 3.98, 19.4, 4.66; 4096/4096 5.16, 35.3, 8.44. (An
  *  earlier form of that tape, whose values were nearly all NaN, had favoured 512/512.) Before
  *  MAX_BODY_LOCALS (measured the same way), one 16,384-node function's first call took 350-520
  *  µs/node. */
