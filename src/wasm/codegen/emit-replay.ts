@@ -2,7 +2,7 @@
 // adjoints), with the loop-nest walker, local layout and truthiness helper the tangent emitter
 // shares.
 import { Op } from '../../ops.ts';
-import { nestNeeds, type Body, type Ref } from './plan.ts';
+import { enclosingGroup, nestNeeds, type Body, type Ref } from './plan.ts';
 import { COMPARISON, FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, NATIVE_BINARY, NATIVE_PARTIAL, ZERO_GRADIENT } from './rules.ts';
 import {
   Bytes, memarg, F64, I32, W_BrIf, W_Call, W_Else, W_End, W_F64Abs, W_F64Add, W_F64Div, W_F64Eq, W_F64FromU32,
@@ -70,8 +70,7 @@ export function emitNest(
     body.groups.forEach(({ strides, origin }, g) => {
       const stride = strides[strides.length - 1]!;
       if (parent) {
-        const key = strides.slice(0, -1).join();
-        const pg = parent.groups.findIndex((x) => x.strides.join() === key);
+        const pg = enclosingGroup(parent, strides);
         // The planner gives every inner group its enclosing body's group: without one, the code
         // would walk the wrong pointer.
         if (pg < 0) throw new Error(`codegen: no enclosing group for strides ${strides.join()}`);

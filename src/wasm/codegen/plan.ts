@@ -435,6 +435,13 @@ function describeBody(
   return body;
 }
 
+/** The group of `parent` that an inner body's group with these strides starts from (the same
+ *  strides over the enclosing loops), or -1. */
+export function enclosingGroup(parent: Body, strides: readonly number[]): number {
+  const key = strides.slice(0, -1).join();
+  return parent.groups.findIndex((x) => x.strides.join() === key);
+}
+
 // Pointer and local ranges: an inner body's come after its enclosing bodies' (which stay live
 // across the inner loop); sibling bodies share theirs.
 function layoutNest(body: Body, groupsBefore: number, localBase: number): void {

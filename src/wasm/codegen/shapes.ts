@@ -2,7 +2,7 @@
 // Code written by data-dependent control flow (a loss with a branch on each label) has no loop
 // over the samples, only short bodies in a few shapes interleaved by the data; each shape becomes
 // one function, called once per body with the body's offset, instead of a copy per body.
-import type { Body, Ref } from './plan.ts';
+import { enclosingGroup, type Body, type Ref } from './plan.ts';
 
 /** A shape: the body whose code its function runs, and per top-level pointer group whether it
  *  moves with the body (relative: offset by the caller's shift) or stays (an input, a hoisted
@@ -44,8 +44,7 @@ function shapeKey(body: Body): string {
   for (const { strides, origin } of body.groups) {
     let where = '';
     if (parent) {
-      const key = strides.slice(0, -1).join();
-      const pg = parent.groups.findIndex((x) => x.strides.join() === key);
+      const pg = enclosingGroup(parent, strides);
       where = pg < 0 ? '?' : `${pg}+${origin - parent.groups[pg]!.origin}`;
     }
     out.push(`[${strides.join()}]${where}`);
