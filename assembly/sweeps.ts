@@ -2,7 +2,7 @@ import { Op, forwardRule, partials, partialsCall, partialZ, partialsTangent, par
 import {
   val, setVal, adj, addAdj, argA, argB, opAt, tan, setTan, tanAdj, addTanAdj, adjBase, tanAdjBase, valBase,
 } from './layout';
-import { vectorForwardAt, vectorReverseAt, vectorTangent, vectorReverseTangent, vectorNonFinite } from './vector';
+import { vectorForwardAt, vectorReverseAt, vectorTangent, vectorReverseTangent, vectorNonFinite, prepareForward, materializeAll } from './vector';
 
 // Custom ops run user code in JS: the façade reads operands and writes results through its views.
 // @ts-ignore: decorator
@@ -23,6 +23,7 @@ import { vectorForwardAt, vectorReverseAt, vectorTangent, vectorReverseTangent, 
  *  only writes op codes and operand ids; this sweep is also the forward replay after new input
  *  values have been written. */
 export function forward(from: i32, to: i32): void {
+  prepareForward(from, to);
   for (let i = from; i < to; i++) {
     const op = opAt(i);
     // The commonest ops in one table jump, before the rarer kinds are told apart.
@@ -103,6 +104,7 @@ export function sweepReverse(top: i32): void {
 /** Tangents of nodes [from, to), given the tangents of the nodes before `from` (inputs seeded,
  *  everything else zero): one forward-mode pass with the same partials as the reverse sweep. */
 export function tangent(from: i32, to: i32): void {
+  materializeAll(to);
   for (let i = from; i < to; i++) {
     const op = opAt(i);
     if (op <= Op.Arg) continue;
@@ -141,6 +143,7 @@ export function reverseTangent(out: i32, seed: f64, count: i32): void {
 
 /** `reverseTangent` over adjoints (and adjoint tangents) already seeded. */
 export function sweepReverseTangent(top: i32): void {
+  materializeAll(top + 1);
   for (let i = top; i >= 0; i--) {
     const g = adj(i);
     const gt = tanAdj(i);

@@ -493,11 +493,87 @@ const runStores = memory.data(RUN_MAX);
 // @ts-ignore: decorator
 @inline const FUSE_PARAM_WORDS: i32 = 7;
 const fuseSignature = memory.data(4 * (2 + FUSE_SIG_WORDS * FUSE_MAX));
+// Signature flags (FUSE_SIG_WORDS' last word): forward, DEFER: the node's values are not stored;
+// reverse, ACTIVE, STORE_A, STORE_B, then DEFER: its values were not stored (the kernel recomputes
+// them per element), DROP: its final adjoint is not stored (see keepAdjoints).
+// @ts-ignore: decorator
+@inline const FLAG_DEFER: i32 = 8;
+// @ts-ignore: decorator
+@inline const FLAG_DROP: i32 = 16;
 const fuseParams = memory.data(4 * FUSE_PARAM_WORDS * FUSE_MAX);
 let fusionEnabled = false;
 
 /** Turns fused run kernels on or off (the façade turns them on while it can generate them). */
 export function setRunFusion(on: i32): void { fusionEnabled = on != 0; }
+
+// ─── deferred values and dropped adjoints ───
+// A fused run stores only what may be read later. A run node whose every consumer (up to the end
+// of the forward sweep) is a node of the same run has no values in memory: its val slot says
+// DEFERRED, and the reverse kernel recomputes its elements from the run's operands, per element,
+// with the forward kernel's operations (so the same bits). Anything else that reads a deferred
+// node's values first has them computed by `materialize`: a later forward batch that consumes it,
+// the tangent sweeps, checkNaN, the façade's `Vec.values`, and a block sweep where a kernel is
+// not available. Likewise the reverse kernel does not store the adjoints of run nodes unless
+// `keepAdjoints` is set: their adj slot says DROPPED, and the façade, which is the only reader,
+// runs the sweep again with keepAdjoints to read one (see Tape in src/tape.ts).
+// @ts-ignore: decorator
+@inline const DEFERRED: f64 = 1;
+// @ts-ignore: decorator
+@inline const DROPPED: f64 = 2;
+// The lowest node the forward sweep deferred since values were last computed from below it.
+let deferredFrom: i32 = i32.MAX_VALUE;
+let keepAdjoints = false;
+// Consumers searched for when deciding what a run defers: past this many nodes, it defers none.
+// @ts-ignore: decorator
+@inline const DEFER_SCAN: i32 = 1 << 16;
+
+/** Whether the reverse kernels store every adjoint (the façade sets it to read a dropped one, and
+ *  under checkNaN). */
+export function setKeepAdjoints(on: i32): void { keepAdjoints = on != 0; }
+
+// @ts-ignore: decorator
+@inline export function deferredAt(j: i32): bool { return isVectorOp(opAt(j)) && val(j) == DEFERRED; }
+
+/** Computes and stores the values of deferred node j (and first of its deferred operands), with
+ *  the block sweep's rules: the bits the kernel computed. */
+export function materialize(j: i32): void {
+  if (deferredAt(j)) vectorForward(j, opAt(j));
+}
+
+/** Materializes every deferred node below `to` (before a sweep that reads any value). */
+export function materializeAll(to: i32): void {
+  if (deferredFrom == i32.MAX_VALUE) return;
+  for (let j = deferredFrom; j < to; j++) if (deferredAt(j)) materialize(j);
+}
+
+/** Before a forward batch [from, to): values of earlier deferred nodes its nodes may read (any
+ *  operand slot naming one, carriers too: a false match costs one materialization). */
+export function prepareForward(from: i32, to: i32): void {
+  if (from <= deferredFrom) { deferredFrom = i32.MAX_VALUE; return; }
+  for (let q = from; q < to; q++) {
+    const a = argA(q), b = argB(q);
+    if (a >= deferredFrom && a < from && deferredAt(a)) materialize(a);
+    if (b >= deferredFrom && b < from && deferredAt(b)) materialize(b);
+  }
+}
+
+/** Marks (val = DEFERRED) the nodes of the forward run in runNodes whose consumers below `to` are
+ *  all run nodes: every node but the last, less those a later node names as an operand. */
+function markDeferrable(count: i32, to: i32): void {
+  const first = runNode(0), last = runNode(count - 1);
+  if (!fusionEnabled || count < 2 || count > FUSE_MAX || to - last > DEFER_SCAN) {
+    for (let k = 0; k < count; k++) setVal(runNode(k), 0);
+    return;
+  }
+  for (let k = 0; k < count - 1; k++) setVal(runNode(k), DEFERRED);
+  setVal(last, 0);
+  for (let q = last + 1; q < to; q++) {
+    const a = argA(q), b = argB(q);
+    // (only run nodes: a carrier's number may name a scalar node in the span, whose value stays)
+    if (a >= first && a < last && opAt(a) >= ELEMENTWISE) setVal(a, 0);
+    if (b >= first && b < last && opAt(b) >= ELEMENTWISE) setVal(b, 0);
+  }
+}
 
 // Operand kinds in a signature: a run node's index (0 = the run's first node), or one of these.
 // @ts-ignore: decorator
@@ -543,10 +619,10 @@ function fusedKernel(count: i32, reverse: bool): u32 {
     store<i32>(sig, s);
     store<i32>(sig, operandKind(ia, count, reverse), 4);
     store<i32>(sig, operandKind(ib, count, reverse), 8);
-    let flags = 0;
+    let flags = val(m) == DEFERRED ? FLAG_DEFER : 0;
     if (reverse) {
       const kd = count - 1 - k;
-      flags = (adj(m) != 0 ? 1 : 0) | (<i32>load<u8>(runStores + <usize>kd) << 1);
+      flags |= (adj(m) != 0 ? 1 : 0) | (<i32>load<u8>(runStores + <usize>kd) << 1) | (keepAdjoints ? 0 : FLAG_DROP);
     }
     store<i32>(sig, flags, 12);
     const par = fuseParams + (<usize>(k * FUSE_PARAM_WORDS) << 2);
@@ -589,15 +665,20 @@ export function vectorForwardAt(i: i32, op: i32, to: i32): i32 {
     if (count == RUN_MAX || next >= to || !joins(next, n)) break;
     j = next;
   }
+  // (The run's own nodes are not computed yet: their val slots still hold an earlier sweep's.)
+  for (let k = 0; k < count; k++) materializeOperandsOutside(runNode(k), i, j);
+  markDeferrable(count, to);
   const kernel = fusedKernel(count, false);
-  if (kernel != 0) call_indirect<void>(kernel, fuseParams, 0, n);
-  else {
+  if (kernel != 0) {
+    call_indirect<void>(kernel, fuseParams, 0, n);
+    for (let k = 0; k < count - 1; k++) if (val(runNode(k)) == DEFERRED) { deferredFrom = min(deferredFrom, runNode(k)); break; }
+  } else {
+    for (let k = 0; k < count; k++) setVal(runNode(k), 0);
     for (let from = 0; from < n; from += RUN_BLOCK) {
       const len = min(RUN_BLOCK, n - from);
       for (let k = 0; k < count; k++) { const m = runNode(k); elementwiseForward(m, opAt(m) - ELEMENTWISE, len, from); }
     }
   }
-  for (let k = 0; k < count; k++) setVal(runNode(k), 0);
   return j;
 }
 
@@ -626,9 +707,29 @@ export function vectorReverseAt(i: i32, op: i32, g: f64): i32 {
     store<f64>(runTerms + (<usize>k << 4), 0);
     store<f64>(runTerms + (<usize>k << 4) + 8, 0);
   }
+  // Operands from outside the run are read from memory; its own deferred nodes, by the kernel.
+  for (let k = 0; k < count; k++) materializeOperandsOutside(runNode(k), j, i);
   const kernel = fusedKernel(count, true);
   if (kernel != 0) call_indirect<void>(kernel, fuseParams, 0, n);
-  else for (let from = 0; from < n; from += RUN_BLOCK) {
+  else {
+    for (let k = count - 1; k >= 0; k--) materialize(runNode(k));
+    blockReverse(count, n);
+  }
+  for (let k = 0; k < count; k++) {
+    const m = runNode(k);
+    if (adj(m) == 0) continue;
+    loadTerms(k);
+    applyTerms(m, opAt(m) - ELEMENTWISE);
+  }
+  if (kernel != 0 && !keepAdjoints) {
+    for (let k = 0; k < count; k++) { const m = runNode(k); if (adj(m) != 0) store<f64>(adjBase + (<usize>m << 3), DROPPED); }
+  }
+  return j;
+}
+
+/** The reverse rules of the run in runNodes (last first), block by block. */
+function blockReverse(count: i32, n: i32): void {
+  for (let from = 0; from < n; from += RUN_BLOCK) {
     const len = min(RUN_BLOCK, n - from);
     for (let k = 0; k < count; k++) {
       const m = runNode(k);
@@ -642,13 +743,21 @@ export function vectorReverseAt(i: i32, op: i32, g: f64): i32 {
       store<f64>(t, termsB, 8);
     }
   }
-  for (let k = 0; k < count; k++) {
-    const m = runNode(k);
-    if (adj(m) == 0) continue;
-    loadTerms(k);
-    applyTerms(m, opAt(m) - ELEMENTWISE);
-  }
-  return j;
+}
+
+/** Materializes the deferred operands of elementwise node i (select's third one too). */
+function materializeOperands(i: i32): void {
+  materialize(argA(i));
+  materialize(argB(i));
+  if (opAt(i) - ELEMENTWISE == Op.Select) materialize(argA(i - 2));
+}
+
+/** As materializeOperands, for the operands outside [lo, hi]. */
+function materializeOperandsOutside(i: i32, lo: i32, hi: i32): void {
+  const a = argA(i), b = argB(i);
+  if (a < lo || a > hi) materialize(a);
+  if (b < lo || b > hi) materialize(b);
+  if (opAt(i) - ELEMENTWISE == Op.Select) materialize(argA(i - 2));
 }
 
 /** termsA and termsB of the k-th node of a run, from where the run keeps them (returned). */
@@ -776,7 +885,7 @@ function logSumExp(off: i32, n: i32): f64 {
 
 /** Forward rule of vector op `op` at node i (scalar outputs go to val(i)). */
 function vectorForward(i: i32, op: i32): void {
-  if (op >= ELEMENTWISE) { elementwiseForward(i, op - ELEMENTWISE, lenOf(i), 0); setVal(i, 0); return; }
+  if (op >= ELEMENTWISE) { materializeOperands(i); elementwiseForward(i, op - ELEMENTWISE, lenOf(i), 0); setVal(i, 0); return; }
   const ia = argA(i), ib = argB(i);
   switch (op) {
     case Op.VMeta: case Op.VParam: case Op.VInput: case Op.VConst: setVal(i, 0); return;
@@ -1037,7 +1146,8 @@ export function vectorReverseTangent(i: i32, op: i32, g: f64, gt: f64): void {
 /** checkNaN: whether any element of vector node i is NaN or ±Infinity (values, or adjoints:
  *  only where a sweep reached it). */
 export function vectorNonFinite(i: i32, values: bool): bool {
-  if (!values && adj(i) == 0) return false;
+  if (!values && (adj(i) == 0 || adj(i) == DROPPED)) return false;
+  if (values) materialize(i);
   const base = values ? xvalBase : xadjBase, off = offOf(i), n = lenOf(i);
   for (let k = 0; k < n; k++) {
     const v = ld(at(base, off + k));

@@ -21,6 +21,11 @@ export interface TapeViews {
   xtanAdj: Float64Array | null;
 }
 
+/** What a vector node's val slot holds when a fused run did not store its values, and its adj
+ *  slot when a reverse sweep did not store its adjoints (assembly/vector.ts: DEFERRED, DROPPED). */
+export const DEFERRED_VALUES = 1;
+export const DROPPED_ADJOINT = 2;
+
 /** Runs custom ops (user rules in JS) when a sweep reaches them; installed by the Tape. */
 export interface CustomHandler {
   forward(i: number): void;
@@ -60,6 +65,12 @@ export interface Backend {
   clearAdjoints(count: number, withTangents: boolean): void;
   /** Reverse sweep from `top` over adjoints seeded through the views. */
   sweepReverse(top: number): void;
+  /** Computes the values of vector node i where a fused run did not store them (see
+   *  `materialize` in assembly/vector.ts); a no-op where every value is stored. */
+  materialize(i: number): void;
+  /** Whether reverse sweeps store the adjoint of every vector node, or may leave those of fused
+   *  runs' nodes out (their adj slot then reads DROPPED_ADJOINT). */
+  setKeepAdjoints(on: boolean): void;
   sweepReverseTangent(top: number): void;
   tangent(from: number, to: number): void;
   /** After `tangent`: adjoints and their tangents (forward over reverse) for `out`. */

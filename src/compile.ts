@@ -284,6 +284,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   // The recording's output values, into `into` from `at`.
   private outputValues(rec: Recording, into: Float64Array, at: number): void {
+    for (const node of rec.outputNodes) if (rec.tape.isVector(node)) rec.tape.storeValues(node);
     const { val, xval } = rec.tape.engine.views;
     for (let j = 0; j < rec.outputs.length; j++) {
       const o = rec.outputs[j]!;

@@ -1,4 +1,4 @@
-import type { Backend, BackendKind, CustomHandler } from './backend.ts';
+import { DEFERRED_VALUES, DROPPED_ADJOINT, type Backend, type BackendKind, type CustomHandler } from './backend.ts';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
   TapegradError, describe, isArrayLike,
@@ -58,6 +58,9 @@ export class Tape {
   private count = 0;
   private evaluated = 0;
   private swept = -1;
+  // The last first-order reverse sweep, to run again storing every adjoint when one it left out
+  // (a fused run's node, see DROPPED_ADJOINT) is read.
+  private lastSweep: (() => void) | null = null;
   private base: number;
   private capacity = 0;
   private opV!: Uint8Array;
@@ -206,6 +209,19 @@ export class Tape {
     const nodes = this.nodesOf(wrt);
     this.evaluate();
     this.swept = -1;
+    const sweep = (): void => this.seedAndSweep(outs, cotangent);
+    this.lastSweep = sweep;
+    this.sweepKeeping(this.checkNaN, sweep);
+    this.swept = this.count;
+    if (this.checkNaN) {
+      let top = 0;
+      for (const o of outs) top = Math.max(top, o);
+      this.assertFinite(0, top + 1, false);
+    }
+    return this.gatherEntries(nodes, this.engine.views.adj, this.engine.views.xadj, true);
+  }
+
+  private seedAndSweep(outs: readonly number[], cotangent: ArrayLike<number>): void {
     this.engine.clearAdjoints(this.count, false);
     const { adj, xadj } = this.engine.views;
     let top = 0;
@@ -223,9 +239,25 @@ export class Tape {
       top = Math.max(top, o);
     }
     this.engine.sweepReverse(top);
-    this.swept = this.count;
-    if (this.checkNaN) this.assertFinite(0, top + 1, false);
-    return this.gatherEntries(nodes, this.engine.views.adj, this.engine.views.xadj, true);
+  }
+
+  /** Runs a reverse sweep with the engine told whether to store every adjoint. */
+  private sweepKeeping(keep: boolean, sweep: () => void): void {
+    if (!keep) { sweep(); return; }
+    this.engine.setKeepAdjoints(true);
+    try {
+      sweep();
+    } finally {
+      this.engine.setKeepAdjoints(false);
+    }
+  }
+
+  /** Before reading adjoints of vector nodes: the last sweep again, storing them all, if it left
+   *  out one of `nodes` (the same sweep, so the same values: see DROPPED_ADJOINT). */
+  private keepAdjointsOf(nodes: readonly number[]): void {
+    const adj = this.engine.views.adj;
+    if (this.lastSweep === null || !nodes.some((i) => this.opV[i]! >= VINPUT && adj[i] === DROPPED_ADJOINT)) return;
+    this.sweepKeeping(true, this.lastSweep);
   }
 
   /** Jacobian-vector product in one forward (tangent) sweep over the recorded tape: the
@@ -242,6 +274,7 @@ export class Tape {
     const out = this.index(output);
     const nodes = this.seedTangents(inputs, v);
     this.swept = -1;
+    this.lastSweep = null;
     this.engine.reverseTangent(out, checkNumber(seed, 'seed'), this.count);
     this.swept = this.count;
     if (this.checkNaN) this.assertFinite(0, out + 1, false);
@@ -282,6 +315,7 @@ export class Tape {
       }
       return out;
     }
+    if (flagged && from === this.engine.views.adj) this.keepAdjointsOf(nodes);
     const out = new Float64Array(this.entryCount(nodes));
     const adj = this.engine.views.adj;
     for (let k = 0, pos = 0; k < nodes.length; k++) {
@@ -361,6 +395,7 @@ export class Tape {
     this.count = 0;
     this.evaluated = 0;
     this.swept = -1;
+    this.lastSweep = null;
     this.vectorNodes = false;
     this.constantHandles.fill(-1);
     if (this.elements !== 0) {
@@ -649,7 +684,9 @@ export class Tape {
     // A sweep that throws part-way (a custom rule, a trap) leaves partial adjoints: until the
     // next complete sweep, .grad says there is no gradient rather than returning them.
     this.swept = -1;
-    this.engine.reverse(out, seed, this.count);
+    const sweep = (): void => this.engine.reverse(out, seed, this.count);
+    this.lastSweep = sweep;
+    this.sweepKeeping(this.checkNaN, sweep);
     this.swept = this.count;
     if (this.checkNaN) this.assertFinite(0, out + 1, false);
   }
@@ -793,9 +830,15 @@ export class Tape {
   /** @internal Values of vector node i (a copy). */
   vectorValues(i: number): Float64Array {
     if (i >= this.evaluated) this.evaluate();
+    this.storeValues(i);
     if (this.observed !== null) this.observed.add(i);
     const off = this.aV[i - 1]!;
     return this.engine.views.xval.slice(off, off + this.bV[i - 1]!);
+  }
+
+  /** @internal Puts the values of vector node i in memory where a fused run left them out. */
+  storeValues(i: number): void {
+    if (this.engine.views.val[i] === DEFERRED_VALUES) this.engine.materialize(i);
   }
 
   /** @internal Adjoints of vector node i from the last reverse sweep (zeros for constants). */
@@ -804,6 +847,7 @@ export class Tape {
       throw new TapegradError('NO_GRADIENT', 'no gradient yet: call tape.backward(output) after recording, before reading .grad');
     }
     const off = this.aV[i - 1]!, n = this.bV[i - 1]!;
+    if (from === 'adj') this.keepAdjointsOf([i]);
     // A constant, or a vector no rule reached in the last sweep, has no adjoint written: 0.
     if (i >= this.swept || this.opV[i] === Op.vconst || this.engine.views.adj[i] === 0) return new Float64Array(n);
     const src = from === 'adj' ? this.engine.views.xadj : this.engine.views.xtanAdj!;

@@ -185,6 +185,10 @@ export class JsBackend implements Backend {
     this.reverseTangent(out, seed, count);
   }
 
+  // The JS engine sweeps op by op and stores every value and adjoint.
+  materialize(): void {}
+  setKeepAdjoints(): void {}
+
   sweepReverse(top: number): void {
     const { op, a, b, val, adj } = this.views;
     for (let i = top; i >= 0; i--) {

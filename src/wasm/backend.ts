@@ -466,6 +466,14 @@ export class WasmBackend implements Backend {
     this.run(() => this.core.sweepReverse(top));
   }
 
+  materialize(i: number): void {
+    this.run(() => this.core.materialize(i));
+  }
+
+  setKeepAdjoints(on: boolean): void {
+    this.core.setKeepAdjoints(on ? 1 : 0);
+  }
+
   /** `tangent` through the generated tangent sweep when one is installed. */
   tangentReplay(from: number, to: number): void {
     this.generateTangentSweeps();

@@ -13,6 +13,8 @@ export interface CoreExports {
   setLiveElements(n: number): void;
   setVectorInput(on: number): void;
   setRunFusion(on: number): void;
+  setKeepAdjoints(on: number): void;
+  materialize(i: number): void;
   elementBytes(): number;
   getElementCapacity(): number;
   xvalPtr(): number;

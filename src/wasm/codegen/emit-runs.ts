@@ -10,8 +10,10 @@
 // `reverseBlock`, zero-adjoint and zero-partial skips included), so results are bit-identical.
 //
 // Signature (i32 words): reverse (0/1), count, then per node in ascending order: scalar op s,
-// operand a's kind, operand b's kind, flags (reverse: 1 active, 2 store a, 4 store b). A kind is a
-// run node's index, or KIND_* below. Parameters (i32 words per node): value and adjoint addresses
+// operand a's kind, operand b's kind, flags (reverse: 1 active, 2 store a, 4 store b; both sweeps:
+// 8 deferred, its values not in memory: the forward kernel does not store them, the reverse kernel
+// recomputes them per element, with the forward kernel's operations; reverse: 16 drop, its final
+// adjoint is not stored). A kind is a run node's index, or KIND_* below. Parameters (i32 words per node): value and adjoint addresses
 // of the node, of operand a, of operand b (elements or scalar slot), and its broadcast terms' slot.
 import { Op, SCALAR_OP_TABLE } from '../../ops.ts';
 import {
@@ -28,7 +30,7 @@ const S_Neg = 0xed, S_Add = 0xf0, S_Sub = 0xf1, S_Mul = 0xf2, S_Div = 0xf3;
 const SIMD_NATIVE: Partial<Record<number, number>> = { [Op.add]: S_Add, [Op.sub]: S_Sub, [Op.mul]: S_Mul, [Op.div]: S_Div };
 
 const KIND_VECTOR = -1, KIND_VECTOR_CONSTANT = -2, KIND_SCALAR = -3, KIND_SCALAR_CONSTANT = -4;
-const ACTIVE = 1, STORE_A = 2, STORE_B = 4;
+const ACTIVE = 1, STORE_A = 2, STORE_B = 4, DEFER = 8, DROP = 16;
 const PARAM_WORDS = 7;
 
 interface Node { s: number; a: number; b: number; flags: number; unary: boolean }
@@ -62,16 +64,18 @@ export function emitRunKernel(signature: Int32Array, simd: boolean): Uint8Array<
 // Locals: 0 params, 1 from, 2 len; then i32: the element byte offset, its end, and the seven
 // parameter words of every node; then f64: the value of each scalar operand (a, b per node),
 // each node's terms (a, b), and a lane's scratch (x, z, p, q); then one group of a register
-// per node and the temporaries g, x, z, p, q, t, in f64 (the scalar loop) and in v128 (the SIMD
-// loop, where scalar operands are also splatted).
+// per node (its adjoint in reverse, its value in forward), the temporaries g, x, z, p, q, t, and
+// a value register per node (reverse), in f64 (the scalar loop) and in v128 (the SIMD loop, where
+// scalar operands are also splatted).
 function locals(count: number) {
   const e = 3, end = 4, word = (k: number, w: number) => 5 + PARAM_WORDS * k + w;
   const f64 = 5 + PARAM_WORDS * count;
   const group = (base: number) => ({
     reg: (k: number) => base + k, g: base + count, x: base + count + 1, z: base + count + 2,
-    p: base + count + 3, q: base + count + 4, t: base + count + 5,
+    p: base + count + 3, q: base + count + 4, t: base + count + 5, val: (k: number) => base + count + 6 + k,
   });
-  const f64Count = 4 * count + 4 + (count + 6);
+  const groupSize = 2 * count + 6;
+  const f64Count = 4 * count + 4 + groupSize;
   const v128 = f64 + f64Count;
   return {
     e, end, word,
@@ -79,12 +83,12 @@ function locals(count: number) {
     terms: (k: number, b: boolean) => f64 + 2 * count + 2 * k + (b ? 1 : 0),
     lane: { x: f64 + 4 * count, z: f64 + 4 * count + 1, p: f64 + 4 * count + 2, q: f64 + 4 * count + 3 },
     f64: group(f64 + 4 * count + 4),
-    v128: { ...group(v128), splat: (k: number, b: boolean) => v128 + count + 6 + 2 * k + (b ? 1 : 0) },
+    v128: { ...group(v128), splat: (k: number, b: boolean) => v128 + groupSize + 2 * k + (b ? 1 : 0) },
     declare(fn: Bytes) {
       fn.u32(3);
       fn.u32(2 + PARAM_WORDS * count); fn.byte(I32);
       fn.u32(f64Count); fn.byte(F64);
-      fn.u32(count + 6 + 2 * count); fn.byte(V128);
+      fn.u32(groupSize + 2 * count); fn.byte(V128);
     },
   };
 }
@@ -247,24 +251,32 @@ function emitRun(nodes: Node[], reverse: boolean, simd: boolean): Bytes {
   return fn;
 }
 
-function emitForwardBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes): void {
+/** Pushes node k's value from its operands (a run node's from `runValue`). */
+function emitValue(fn: Bytes, nodes: Node[], k: number, L: Locals, V: Lanes, runValue: (kind: number) => void): void {
   const { R } = V;
-  const operand = (k: number, b: boolean): void => {
+  const { s } = nodes[k]!;
+  const operand = (b: boolean): void => {
     const kind = b ? nodes[k]!.b : nodes[k]!.a;
-    if (kind >= 0) fn.get(R.reg(kind));
+    if (kind >= 0) runValue(kind);
     else if (isScalar(kind)) V.scalarOperand(k, b);
     else { element(fn, L, L.word(k, b ? 4 : 2)); V.load(); }
   };
-  nodes.forEach(({ s }, k) => {
+  if (SIMD_NATIVE[s] !== undefined) { operand(false); operand(true); V.binary(s); }
+  else if (s === Op.neg) { operand(false); V.neg(); }
+  else if (s === Op.square) { operand(false); fn.tee(R.x); fn.get(R.x); V.mul(); }
+  else {
+    V.eachLane([() => operand(false), () => operand(true)], [L.lane.x, L.lane.z], () => {
+      fn.i32Const(s); fn.get(L.lane.x); fn.get(L.lane.z); fn.byte(W_Call); fn.u32(FN_FORWARD);
+    });
+  }
+}
+
+function emitForwardBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes): void {
+  const { R } = V;
+  nodes.forEach(({ flags }, k) => {
+    if (flags & DEFER) { emitValue(fn, nodes, k, L, V, (kind) => fn.get(R.reg(kind))); fn.set(R.reg(k)); return; }
     element(fn, L, L.word(k, 0));
-    if (SIMD_NATIVE[s] !== undefined) { operand(k, false); operand(k, true); V.binary(s); }
-    else if (s === Op.neg) { operand(k, false); V.neg(); }
-    else if (s === Op.square) { operand(k, false); fn.tee(R.x); fn.get(R.x); V.mul(); }
-    else {
-      V.eachLane([() => operand(k, false), () => operand(k, true)], [L.lane.x, L.lane.z], () => {
-        fn.i32Const(s); fn.get(L.lane.x); fn.get(L.lane.z); fn.byte(W_Call); fn.u32(FN_FORWARD);
-      });
-    }
+    emitValue(fn, nodes, k, L, V, (kind) => fn.get(R.reg(kind)));
     fn.tee(R.reg(k));
     V.store();
   });
@@ -274,9 +286,23 @@ function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes): void {
   const { R } = V;
   // Per element, which run nodes' adjoints are in their registers so far.
   const inRegister = new Set<number>();
+  // Run nodes' values: deferred ones computed first, in ascending order (each from registers or
+  // memory, never from a half-computed temporary); stored ones loaded where first read.
+  const valueReady = new Set<number>();
+  const runValue = (k: number): void => {
+    if (!valueReady.has(k)) { element(fn, L, L.word(k, 0)); V.load(); fn.set(R.val(k)); valueReady.add(k); }
+    fn.get(R.val(k));
+  };
+  nodes.forEach(({ flags }, k) => {
+    if (!(flags & DEFER)) return;
+    emitValue(fn, nodes, k, L, V, runValue);
+    fn.set(R.val(k));
+    valueReady.add(k);
+  });
   const value = (k: number, b: boolean): void => {
     const kind = b ? nodes[k]!.b : nodes[k]!.a;
     if (isScalar(kind)) V.scalarOperand(k, b);
+    else if (kind >= 0) runValue(kind);
     else { element(fn, L, L.word(k, b ? 4 : 2)); V.load(); }
   };
   // Adds local t to a register or an adjoint in memory: where the scalar rule skips t = 0, the
@@ -308,7 +334,8 @@ function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes): void {
     const node = nodes[k]!;
     if (!(node.flags & ACTIVE)) continue;
     // g: the adjoint, final now that every later node has sent its terms.
-    if (inRegister.has(k)) { element(fn, L, L.word(k, 1)); fn.get(R.reg(k)); fn.tee(R.g); V.store(); }
+    if (inRegister.has(k) && node.flags & DROP) { fn.get(R.reg(k)); fn.set(R.g); }
+    else if (inRegister.has(k)) { element(fn, L, L.word(k, 1)); fn.get(R.reg(k)); fn.tee(R.g); V.store(); }
     else { element(fn, L, L.word(k, 1)); V.load(); fn.set(R.g); }
     const { s } = node;
     if (s === Op.add || s === Op.sub) {
@@ -328,7 +355,7 @@ function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes): void {
       const simd = V.width === 2;
       value(k, false); fn.set(R.x);
       value(k, true); fn.set(R.z);
-      element(fn, L, L.word(k, 0)); V.load(); fn.set(R.t);
+      runValue(k); fn.set(R.t);
       for (let lane = 0; lane < V.width; lane++) {
         const get = (local: number): void => { fn.get(local); if (simd) { simdOp(fn, S_Extract); fn.byte(lane); } };
         get(R.g); fn.f64Const(0); fn.byte(W_F64Ne);

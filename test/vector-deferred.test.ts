@@ -1,0 +1,131 @@
+// Fused runs store only what may be read later (assembly/vector.ts, "deferred values and dropped
+// adjoints"): a run node consumed only inside its run has no values in memory, and the reverse
+// kernels leave out the adjoints of run nodes. Every way to reach what was left out must see the
+// block sweep's bits: values read afterwards, a later recording that consumes a deferred node,
+// gradients with respect to run nodes, `.grad` after backward, jvp and hvp, checkNaN, compiled
+// functions returning an intermediate. Each case runs on the wasm engine with fused kernels and
+// is compared with the same engine sweeping block by block and with the JS engine.
+import { describe, expect, it } from 'vitest';
+import { compile, createTape, init, type Tape, type Var, type Vec } from '../src/index.ts';
+import type { WasmBackend } from '../src/wasm/backend.ts';
+
+const N = 3001;
+const data = (seed: number): Float64Array => Float64Array.from({ length: N }, (_, i) => 0.5 + 0.4 * Math.sin(0.37 * i + seed));
+
+function sameBits(actual: ArrayLike<number>, expected: ArrayLike<number>): void {
+  expect(actual.length).toBe(expected.length);
+  for (let k = 0; k < actual.length; k++) if (!Object.is(actual[k], expected[k])) expect(`${k}: ${actual[k]}`).toBe(`${k}: ${expected[k]}`);
+}
+
+/** A chain of seven elementwise nodes (Rosenbrock's), its intermediates kept for the test. */
+function chain(tape: Tape): { x: Vec; nodes: Vec[]; f: Var } {
+  tape.reset();
+  const x = tape.vector(data(0.1));
+  const t1 = x.square();
+  const t2 = x.sub(t1);
+  const t3 = t2.square();
+  const t4 = t3.mul(100);
+  const t5 = x.sub(1);
+  const t6 = t5.square();
+  const t7 = t4.add(t6);
+  return { x, nodes: [t1, t2, t3, t4, t5, t6, t7], f: t7.sum() };
+}
+
+describe('deferred values and dropped adjoints of fused runs', async () => {
+  await init();
+  const wasm = await createTape({ backend: 'wasm' });
+  const js = await createTape({ backend: 'js' });
+  const engine = (wasm as unknown as { engine: WasmBackend }).engine;
+  const scribble = (): void => {
+    engine.views.xval.fill(NaN);
+    engine.views.xadj.fill(NaN);
+  };
+  const kernels = (): number => [...(engine as unknown as { runSlots: Map<string, number> }).runSlots.values()].filter((s) => s > 0).length;
+
+  /** `scenario` on the fused engine, the block-swept engine and the JS engine: the same bits. */
+  function agree(scenario: (tape: Tape) => ArrayLike<number>): void {
+    engine.setRunFusion(true);
+    // What a sweep leaves out must not be read: memory holds NaN, not an earlier run's values.
+    scribble();
+    const fused = Array.from(scenario(wasm));
+    engine.setRunFusion(false);
+    const blocked = Array.from(scenario(wasm));
+    engine.setRunFusion(true);
+    sameBits(fused, blocked);
+    sameBits(fused, Array.from(scenario(js)));
+  }
+
+  it('read every intermediate after the sweeps, in any order', () => {
+    agree((tape) => {
+      const { x, nodes, f } = chain(tape);
+      const value = f.value;
+      const grad = tape.gradient(f, [x]);
+      return [value, ...grad, ...nodes.slice().reverse().flatMap((v) => Array.from(v.value))];
+    });
+    expect(kernels()).toBeGreaterThan(0);
+  });
+
+  it('let a later recording consume a deferred node', () => {
+    agree((tape) => {
+      const { x, nodes, f } = chain(tape);
+      const value = f.value;
+      // t3 had no consumer outside the run when its values were computed.
+      const g = nodes[2]!.mul(nodes[4]!).sum().add(f);
+      return [value, g.value, ...tape.gradient(g, [x])];
+    });
+  });
+
+  it('give gradients with respect to run nodes, and .grad after backward', () => {
+    agree((tape) => {
+      const { x, nodes, f } = chain(tape);
+      const wrt = tape.gradient(f, [nodes[1]!, x, nodes[4]!]);
+      tape.backward(f, 0.5);
+      return [...wrt, ...nodes.flatMap((v) => Array.from(v.grad)), ...x.grad];
+    });
+  });
+
+  it('give vjp with a run node among the outputs', () => {
+    agree((tape) => {
+      const { x, nodes, f } = chain(tape);
+      void f.value;
+      const cotangent = [1.5, ...Array.from({ length: N }, (_, k) => Math.cos(k))];
+      return tape.vjp([f, nodes[3]!], cotangent, [x, nodes[1]!]);
+    });
+  });
+
+  it('give jvp and hvp through deferred nodes', () => {
+    agree((tape) => {
+      const { x, f } = chain(tape);
+      void f.value;
+      void tape.gradient(f, [x]);
+      const v = Array.from({ length: N }, (_, k) => Math.sin(k));
+      return [...tape.jvp([x], v, [f]), ...tape.hvp(f, [x], v)];
+    });
+  });
+
+  it('check values and adjoints under checkNaN', async () => {
+    const checked = await createTape({ backend: 'wasm', checkNaN: true });
+    const { x, nodes, f } = chain(checked);
+    const unchecked = chain(wasm);
+    sameBits(checked.gradient(f, [x]), wasm.gradient(unchecked.f, [unchecked.x]));
+    sameBits(nodes[5]!.grad, unchecked.nodes[5]!.grad);
+    // A NaN produced inside the run is still found, at its node.
+    checked.reset();
+    const y = checked.vector(data(0.2));
+    const bad = y.sub(2).sqrt().mul(3).add(y).sum();
+    expect(() => bad.value).toThrow(/sqrt/);
+  });
+
+  it('hand a compiled function\'s intermediate output its values', () => {
+    const fn = (x: Vec): Vec => {
+      const t = x.square().sub(x);
+      void t.mul(3).add(1).sum();
+      return t;
+    };
+    const fused = compile(fn, { inputs: N, vector: true, backend: 'wasm' });
+    const reference = compile(fn, { inputs: N, vector: true, backend: 'js' });
+    const at = data(0.3);
+    sameBits(fused.value(at) as Float64Array, reference.value(at) as Float64Array);
+    sameBits(fused.value(data(0.4)) as Float64Array, reference.value(data(0.4)) as Float64Array);
+  });
+});
