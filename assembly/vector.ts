@@ -500,7 +500,17 @@ const fuseSignature = memory.data(4 * (2 + FUSE_SIG_WORDS * FUSE_MAX));
 @inline const FLAG_DEFER: i32 = 8;
 // @ts-ignore: decorator
 @inline const FLAG_DROP: i32 = 16;
-const fuseParams = memory.data(4 * FUSE_PARAM_WORDS * FUSE_MAX);
+const fuseParams = memory.data(4 * (FUSE_PARAM_WORDS * FUSE_MAX + 1));
+// A run whose last node only a sum right after it consumes takes the sum in: the forward kernel
+// adds the last node's values up per element (sum4's order, see emit-runs.ts) and leaves the sum
+// here; the reverse kernel, entered from the sum node, reads the last node's adjoint from here
+// (+0 + g for every element: what claiming and adding g would store). Its address follows the
+// run's parameters.
+const runSum = memory.data(8);
+// @ts-ignore: decorator
+@inline const SIG_REVERSE: i32 = 1;
+// @ts-ignore: decorator
+@inline const SIG_SUM: i32 = 2;
 let fusionEnabled = false;
 
 /** Turns fused run kernels on or off (the façade turns them on while it can generate them). */
@@ -558,21 +568,31 @@ export function prepareForward(from: i32, to: i32): void {
 }
 
 /** Marks (val = DEFERRED) the nodes of the forward run in runNodes whose consumers below `to` are
- *  all run nodes: every node but the last, less those a later node names as an operand. */
-function markDeferrable(count: i32, to: i32): void {
+ *  all run nodes: every node but the last (unless `sum`, the sum node it takes in, is its only
+ *  consumer), less those a later node names as an operand. */
+function markDeferrable(count: i32, to: i32, sum: i32): void {
   const first = runNode(0), last = runNode(count - 1);
-  if (!fusionEnabled || count < 2 || count > FUSE_MAX || to - last > DEFER_SCAN) {
+  const fewest = sum >= 0 ? 1 : 2;
+  if (!fusionEnabled || count < fewest || count > FUSE_MAX || to - last > DEFER_SCAN) {
     for (let k = 0; k < count; k++) setVal(runNode(k), 0);
     return;
   }
   for (let k = 0; k < count - 1; k++) setVal(runNode(k), DEFERRED);
-  setVal(last, 0);
+  setVal(last, sum >= 0 ? DEFERRED : 0);
   for (let q = last + 1; q < to; q++) {
+    if (q == sum) continue;
     const a = argA(q), b = argB(q);
     // (only run nodes: a carrier's number may name a scalar node in the span, whose value stays)
-    if (a >= first && a < last && opAt(a) >= ELEMENTWISE) setVal(a, 0);
-    if (b >= first && b < last && opAt(b) >= ELEMENTWISE) setVal(b, 0);
+    if (a >= first && a <= last && opAt(a) >= ELEMENTWISE) setVal(a, 0);
+    if (b >= first && b <= last && opAt(b) >= ELEMENTWISE) setVal(b, 0);
   }
+}
+
+/** The sum node right after node j (past constants) that takes j as its operand, or -1. */
+function sumAfter(j: i32, to: i32): i32 {
+  let s = j + 1;
+  while (s < to && opAt(s) == Op.Const) s++;
+  return s < to && opAt(s) == Op.VSum && argA(s) == j ? s : -1;
 }
 
 // Operand kinds in a signature: a run node's index (0 = the run's first node), or one of these.
@@ -606,9 +626,11 @@ function writeAddresses(p: usize, j: i32): void {
 
 /** The kernel for the run in runNodes (`count` nodes), its signature and parameters written, or 0.
  *  Parameters per node (ascending): its value and adjoint addresses, its operands', its terms. */
-function fusedKernel(count: i32, reverse: bool): u32 {
-  if (!fusionEnabled || count < 2 || count > FUSE_MAX) return 0;
-  store<i32>(fuseSignature, reverse ? 1 : 0);
+function fusedKernel(count: i32, reverse: bool, sum: bool = false): u32 {
+  const fewest = sum ? 1 : 2;
+  if (!fusionEnabled || count < fewest || count > FUSE_MAX) return 0;
+  store<i32>(fuseSignature, (reverse ? SIG_REVERSE : 0) | (sum ? SIG_SUM : 0));
+  store<u32>(fuseParams + (<usize>(count * FUSE_PARAM_WORDS) << 2), <u32>runSum);
   store<i32>(fuseSignature, count, 4);
   for (let k = 0; k < count; k++) {
     const m = ascending(k, count, reverse);
@@ -667,11 +689,13 @@ export function vectorForwardAt(i: i32, op: i32, to: i32): i32 {
   }
   // (The run's own nodes are not computed yet: their val slots still hold an earlier sweep's.)
   for (let k = 0; k < count; k++) materializeOperandsOutside(runNode(k), i, j);
-  markDeferrable(count, to);
-  const kernel = fusedKernel(count, false);
+  const sum = sumAfter(j, to);
+  markDeferrable(count, to, sum);
+  const kernel = fusedKernel(count, false, sum >= 0);
   if (kernel != 0) {
     call_indirect<void>(kernel, fuseParams, 0, n);
-    for (let k = 0; k < count - 1; k++) if (val(runNode(k)) == DEFERRED) { deferredFrom = min(deferredFrom, runNode(k)); break; }
+    for (let k = 0; k < count; k++) if (val(runNode(k)) == DEFERRED) { deferredFrom = min(deferredFrom, runNode(k)); break; }
+    if (sum >= 0) { setVal(sum, load<f64>(runSum)); return sum; }
   } else {
     for (let k = 0; k < count; k++) setVal(runNode(k), 0);
     for (let from = 0; from < n; from += RUN_BLOCK) {
@@ -685,7 +709,19 @@ export function vectorForwardAt(i: i32, op: i32, to: i32): i32 {
 /** Reverse rule of node i (adjoint g), a vector op: the run ending at i swept in blocks where it
  *  pays, else the op alone. Returns the lowest node it handled. */
 export function vectorReverseAt(i: i32, op: i32, g: f64): i32 {
+  if (op == Op.VSum && fusionEnabled) {
+    // The sum right after a run's last node, which nothing else reached: the run's kernel takes
+    // it in (see runSum).
+    const last = argA(i);
+    if (adj(last) == 0 && lenOf(last) > RUN_BLOCK && joins(last, lenOf(last)) && sumAfter(last, i + 1) == i) return reverseRun(last, i, g);
+  }
   if (op < ELEMENTWISE || lenOf(i) <= RUN_BLOCK || !joins(i, lenOf(i))) { vectorReverse(i, op, g); return i; }
+  return reverseRun(i, -1, 0);
+}
+
+/** The reverse rules of the run ending at i, entered from i, or from `sum` (with its adjoint g).
+ *  Returns the run's lowest node. */
+function reverseRun(i: i32, sum: i32, g: f64): i32 {
   const n = lenOf(i);
   let count = 0, j = i;
   while (true) {
@@ -697,7 +733,9 @@ export function vectorReverseAt(i: i32, op: i32, g: f64): i32 {
     if (count == RUN_MAX || prev < 0 || !joins(prev, n)) break;
     j = prev;
   }
-  // Claims first, in the sweep's order: a node joins the sweep once a later one claimed it.
+  // Claims first, in the sweep's order: a node joins the sweep once a later one claimed it (the
+  // sum claims the last node without clearing it: the kernel or the sum's rule below writes it).
+  if (sum >= 0) store<f64>(adjBase + (<usize>i << 3), 1);
   for (let k = 0; k < count; k++) {
     const m = runNode(k);
     storeA = false;
@@ -709,9 +747,14 @@ export function vectorReverseAt(i: i32, op: i32, g: f64): i32 {
   }
   // Operands from outside the run are read from memory; its own deferred nodes, by the kernel.
   for (let k = 0; k < count; k++) materializeOperandsOutside(runNode(k), j, i);
-  const kernel = fusedKernel(count, true);
+  store<f64>(runSum, 0.0 + g);
+  const kernel = fusedKernel(count, true, sum >= 0);
   if (kernel != 0) call_indirect<void>(kernel, fuseParams, 0, n);
   else {
+    if (sum >= 0) {
+      memory.fill(xadjBase + (<usize>offOf(i) << 3), 0, <usize>n << 3);
+      addScalar(at(xadjBase, offOf(i)), g, n);
+    }
     for (let k = count - 1; k >= 0; k--) materialize(runNode(k));
     blockReverse(count, n);
   }

@@ -9,12 +9,17 @@
 // element and per adjoint slot, the same operations in the same order (the per-op rules of
 // `reverseBlock`, zero-adjoint and zero-partial skips included), so results are bit-identical.
 //
-// Signature (i32 words): reverse (0/1), count, then per node in ascending order: scalar op s,
-// operand a's kind, operand b's kind, flags (reverse: 1 active, 2 store a, 4 store b; both sweeps:
-// 8 deferred, its values not in memory: the forward kernel does not store them, the reverse kernel
-// recomputes them per element, with the forward kernel's operations; reverse: 16 drop, its final
-// adjoint is not stored). A kind is a run node's index, or KIND_* below. Parameters (i32 words per node): value and adjoint addresses
-// of the node, of operand a, of operand b (elements or scalar slot), and its broadcast terms' slot.
+// Signature (i32 words): kind (1 reverse, 2 sum: the run takes in a sum of its last node, see
+// below), count, then per node in ascending order: scalar op s, operand a's kind, operand b's kind,
+// flags (reverse: 1 active, 2 store a, 4 store b; both sweeps: 8 deferred, its values not in
+// memory: the forward kernel does not store them, the reverse kernel recomputes them per element,
+// with the forward kernel's operations; reverse: 16 drop, its final adjoint is not stored). A kind
+// is a run node's index, or KIND_* below. Parameters (i32 words per node): value and adjoint
+// addresses of the node, of operand a, of operand b (elements or scalar slot), and its broadcast
+// terms' slot; then the address of the sum's slot. A forward kernel with a sum adds up the last
+// node's values in the order of the core's sum4 (four interleaved partial sums over groups of four
+// elements, the rest into the first three, (s0 + s2) + (s1 + s3)) and stores the sum there; a
+// reverse kernel with a sum reads the last node's adjoint there, the same for every element.
 import { Op, SCALAR_OP_TABLE } from '../../ops.ts';
 import {
   Bytes, memarg, F64, I32, W_Block, W_BrIf, W_Call, W_Else, W_End, W_F64Add, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg,
@@ -37,8 +42,8 @@ interface Node { s: number; a: number; b: number; flags: number; unary: boolean 
 
 /** Whether the kernels spell every op of a run (select, with its third operand, is left to the
  *  block sweep). */
-function parse(signature: Int32Array): { reverse: boolean; nodes: Node[] } | null {
-  const reverse = signature[0] === 1, count = signature[1]!;
+function parse(signature: Int32Array): { reverse: boolean; sum: boolean; nodes: Node[] } | null {
+  const reverse = (signature[0]! & 1) !== 0, sum = (signature[0]! & 2) !== 0, count = signature[1]!;
   const nodes: Node[] = [];
   for (let k = 0; k < count; k++) {
     const w = 2 + 4 * k;
@@ -47,7 +52,7 @@ function parse(signature: Int32Array): { reverse: boolean; nodes: Node[] } | nul
     if (!entry || s === Op.select || s === Op.custom || s <= Op.arg) return null;
     nodes.push({ s, a: signature[w + 1]!, b: signature[w + 2]!, flags: signature[w + 3]!, unary: entry[1] === 1 });
   }
-  return { reverse, nodes };
+  return { reverse, sum, nodes };
 }
 
 /** The wasm module of a run kernel `run(params, from, len)`, or null when it has an op the
@@ -57,7 +62,7 @@ function parse(signature: Int32Array): { reverse: boolean; nodes: Node[] } | nul
 export function emitRunKernel(signature: Int32Array, simd: boolean): Uint8Array<ArrayBuffer> | null {
   const parsed = parse(signature);
   if (!parsed) return null;
-  const body = emitRun(parsed.nodes, parsed.reverse, simd);
+  const body = emitRun(parsed.nodes, parsed.reverse, parsed.sum, simd);
   return assembleModule([[0x60, 3, I32, I32, I32, 0]], [0], [['run', IMPORTED]], [body]);
 }
 
@@ -69,16 +74,21 @@ export function emitRunKernel(signature: Int32Array, simd: boolean): Uint8Array<
 // scalar operands are also splatted).
 function locals(count: number) {
   const e = 3, end = 4, word = (k: number, w: number) => 5 + PARAM_WORDS * k + w;
-  const f64 = 5 + PARAM_WORDS * count;
+  const sumAt = 5 + PARAM_WORDS * count;
+  const f64 = sumAt + 1;
   const group = (base: number) => ({
     reg: (k: number) => base + k, g: base + count, x: base + count + 1, z: base + count + 2,
     p: base + count + 3, q: base + count + 4, t: base + count + 5, val: (k: number) => base + count + 6 + k,
   });
   const groupSize = 2 * count + 6;
-  const f64Count = 4 * count + 4 + groupSize;
+  const partials = f64 + 4 * count + 4 + groupSize;
+  const f64Count = 4 * count + 4 + groupSize + 4;
   const v128 = f64 + f64Count;
   return {
-    e, end, word,
+    e, end, word, sumAt,
+    /** The sum's four partial sums (f64), and their pairs in the SIMD loop (v128). */
+    partial: (k: number) => partials + k,
+    pair: (k: number) => v128 + groupSize + 2 * count + k,
     scalar: (k: number, b: boolean) => f64 + 2 * k + (b ? 1 : 0),
     terms: (k: number, b: boolean) => f64 + 2 * count + 2 * k + (b ? 1 : 0),
     lane: { x: f64 + 4 * count, z: f64 + 4 * count + 1, p: f64 + 4 * count + 2, q: f64 + 4 * count + 3 },
@@ -86,9 +96,9 @@ function locals(count: number) {
     v128: { ...group(v128), splat: (k: number, b: boolean) => v128 + groupSize + 2 * k + (b ? 1 : 0) },
     declare(fn: Bytes) {
       fn.u32(3);
-      fn.u32(2 + PARAM_WORDS * count); fn.byte(I32);
+      fn.u32(3 + PARAM_WORDS * count); fn.byte(I32);
       fn.u32(f64Count); fn.byte(F64);
-      fn.u32(groupSize + 2 * count); fn.byte(V128);
+      fn.u32(groupSize + 2 * count + 2); fn.byte(V128);
     },
   };
 }
@@ -213,14 +223,14 @@ function emitPrologue(fn: Bytes, nodes: Node[], L: Locals, simd: boolean): void 
   });
 }
 
-/** `while (e + 8·width <= end) { body; e += 8·width }` */
-function emitLoop(fn: Bytes, L: Locals, width: number, body: () => void): void {
+/** `while (e + 8·width <= end) { body; e += 8·width }` (less what the body advanced itself). */
+function emitLoop(fn: Bytes, L: Locals, width: number, body: () => void, advanced = 0): void {
   const guard = (): void => { fn.get(L.e); fn.i32Const(8 * width); fn.byte(W_I32Add); fn.get(L.end); fn.byte(W_I32GtU); };
   fn.byte(W_Block); fn.byte(W_Void);
   guard(); fn.byte(W_BrIf); fn.u32(0);
   fn.byte(W_Loop); fn.byte(W_Void);
   body();
-  fn.get(L.e); fn.i32Const(8 * width); fn.byte(W_I32Add); fn.set(L.e);
+  fn.get(L.e); fn.i32Const(8 * width - advanced); fn.byte(W_I32Add); fn.set(L.e);
   guard(); fn.byte(W_I32Eqz); fn.byte(W_BrIf); fn.u32(0);
   fn.byte(W_End); fn.byte(W_End);
 }
@@ -230,15 +240,27 @@ function element(fn: Bytes, L: Locals, base: number): void {
   fn.get(base); fn.get(L.e); fn.byte(W_I32Add);
 }
 
-function emitRun(nodes: Node[], reverse: boolean, simd: boolean): Bytes {
+function emitRun(nodes: Node[], reverse: boolean, sum: boolean, simd: boolean): Bytes {
   const L = locals(nodes.length);
   const fn = new Bytes();
   L.declare(fn);
   emitPrologue(fn, nodes, L, simd);
-  const emit = reverse ? emitReverseBody : emitForwardBody;
-  if (simd) { const lanes = simdLanes(fn, L); emitLoop(fn, L, 2, () => emit(fn, nodes, L, lanes)); }
-  const lanes = scalarLanes(fn, L);
-  emitLoop(fn, L, 1, () => emit(fn, nodes, L, lanes));
+  const last = nodes.length - 1;
+  if (sum) {
+    fn.get(0); fn.byte(W_I32Load); fn.byte(2); fn.u32(4 * PARAM_WORDS * nodes.length); fn.set(L.sumAt);
+    if (reverse) {
+      // The last node's adjoint, in its register for the whole loop (no run node sends to it).
+      fn.get(L.sumAt); memarg(fn, W_F64Load, 0); fn.set(L.f64.reg(last));
+      if (simd) { fn.get(L.f64.reg(last)); simdOp(fn, S_Splat); fn.set(L.v128.reg(last)); }
+    }
+  }
+  if (sum && !reverse) emitForwardSum(fn, nodes, L, simd);
+  else {
+    const emit = (V: Lanes): void => (reverse ? emitReverseBody(fn, nodes, L, V, sum) : emitForwardBody(fn, nodes, L, V));
+    if (simd) { const lanes = simdLanes(fn, L); emitLoop(fn, L, 2, () => emit(lanes)); }
+    const lanes = scalarLanes(fn, L);
+    emitLoop(fn, L, 1, () => emit(lanes));
+  }
   if (reverse) {
     nodes.forEach((node, k) => {
       for (const b of [false, true]) {
@@ -271,6 +293,45 @@ function emitValue(fn: Bytes, nodes: Node[], k: number, L: Locals, V: Lanes, run
   }
 }
 
+/** The forward loop of a run with a sum: groups of four elements (two pairs, or four singles),
+ *  then up to three more, each into its partial sum as sum4 adds them. */
+function emitForwardSum(fn: Bytes, nodes: Node[], L: Locals, simd: boolean): void {
+  const last = nodes.length - 1;
+  const scalar = scalarLanes(fn, L);
+  const into = (acc: number, reg: number, add: () => void): void => { fn.get(acc); fn.get(reg); add(); fn.set(acc); };
+  const step = (bytes: number): void => { fn.get(L.e); fn.i32Const(bytes); fn.byte(W_I32Add); fn.set(L.e); };
+  if (simd) {
+    const lanes = simdLanes(fn, L);
+    for (const k of [0, 1]) { fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.pair(k)); }
+    emitLoop(fn, L, 4, () => {
+      emitForwardBody(fn, nodes, L, lanes); into(L.pair(0), L.v128.reg(last), lanes.add); step(16);
+      emitForwardBody(fn, nodes, L, lanes); into(L.pair(1), L.v128.reg(last), lanes.add);
+    }, 16);
+    for (let k = 0; k < 4; k++) { fn.get(L.pair(k >> 1)); simdOp(fn, S_Extract); fn.byte(k & 1); fn.set(L.partial(k)); }
+  } else {
+    for (let k = 0; k < 4; k++) { fn.f64Const(0); fn.set(L.partial(k)); }
+    emitLoop(fn, L, 4, () => {
+      for (let k = 0; k < 4; k++) {
+        emitForwardBody(fn, nodes, L, scalar); into(L.partial(k), L.f64.reg(last), scalar.add);
+        if (k < 3) step(8);
+      }
+    }, 24);
+  }
+  // The rest: `if (e + 8 > end) break` before each of up to three elements.
+  fn.byte(W_Block); fn.byte(W_Void);
+  for (let k = 0; k < 3; k++) {
+    fn.get(L.e); fn.i32Const(8); fn.byte(W_I32Add); fn.get(L.end); fn.byte(W_I32GtU); fn.byte(W_BrIf); fn.u32(0);
+    emitForwardBody(fn, nodes, L, scalar); into(L.partial(k), L.f64.reg(last), scalar.add);
+    step(8);
+  }
+  fn.byte(W_End);
+  fn.get(L.sumAt);
+  fn.get(L.partial(0)); fn.get(L.partial(2)); fn.byte(W_F64Add);
+  fn.get(L.partial(1)); fn.get(L.partial(3)); fn.byte(W_F64Add);
+  fn.byte(W_F64Add);
+  memarg(fn, W_F64Store, 0);
+}
+
 function emitForwardBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes): void {
   const { R } = V;
   nodes.forEach(({ flags }, k) => {
@@ -282,10 +343,11 @@ function emitForwardBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes): void {
   });
 }
 
-function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes): void {
+function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boolean): void {
   const { R } = V;
-  // Per element, which run nodes' adjoints are in their registers so far.
-  const inRegister = new Set<number>();
+  // Per element, which run nodes' adjoints are in their registers so far (with a sum, the last
+  // node's from the start).
+  const inRegister = new Set<number>(sum ? [nodes.length - 1] : []);
   // Run nodes' values: deferred ones computed first, in ascending order (each from registers or
   // memory, never from a half-computed temporary); stored ones loaded where first read.
   const valueReady = new Set<number>();
