@@ -2,7 +2,7 @@ import { Op, forwardRule, partials, partialsCall, partialZ, partialsTangent, par
 import {
   val, setVal, adj, addAdj, argA, argB, opAt, tan, setTan, tanAdj, addTanAdj, adjBase, tanAdjBase, valBase,
 } from './layout';
-import { vectorForwardAt, vectorReverseAt, vectorTangent, vectorReverseTangent, vectorNonFinite, prepareForward, materializeAll } from './vector';
+import { vectorForwardAt, vectorReverseAt, vectorTangent, vectorReverseTangent, vectorNonFinite, prepareForward, materializeAll, setReverseTop } from './vector';
 
 // Custom ops run user code in JS: the façade reads operands and writes results through its views.
 // @ts-ignore: decorator
@@ -64,6 +64,7 @@ export function clearAdjoints(count: i32, withTangents: i32): void {
 /** The reverse sweep proper, from `top` down, over adjoints already seeded (one or many
  *  outputs: a vector-Jacobian product in one pass). */
 export function sweepReverse(top: i32): void {
+  setReverseTop(top);
   for (let i = top; i >= 0; i--) {
     const g = adj(i);
     if (g == 0) continue;

@@ -567,6 +567,114 @@ export function prepareForward(from: i32, to: i32): void {
   }
 }
 
+// Slices. A contiguous slice whose consumers (up to the end of the forward sweep) are all
+// elementwise nodes of its length is not copied either: kernels read its elements where its
+// parent holds them. In the reverse sweep a deferred slice is *absorbed* by the run that consumes
+// it when nothing else can tell: the kernel sums the slice's terms per element in a register and
+// adds the total to the parent's adjoint, as the slice's own rule would add its adjoints later.
+// That needs every consumer of the slice in the run (one register holds all its terms), and no
+// other consumer of the parent between the slice and the run (no other term reaches the parent's
+// adjoints in between); with several slices of one parent, their starts must rise with their node
+// order, so that each element of the parent takes their totals in the sweep's order (the kernel
+// adds them element by element, the slices' rules slice by slice, highest node first).
+// @ts-ignore: decorator
+@inline const KIND_SLICE: i32 = -16;
+// @ts-ignore: decorator
+@inline const ABSORB_MAX: i32 = 8;
+const absorbedNodes = memory.data(4 * ABSORB_MAX);
+let absorbedCount = 0;
+// The reverse sweep's top node (consumers above it send nothing).
+let reverseTop: i32 = 0;
+// An absorbed slice's adj slot while its run is swept: claims pass it by.
+// @ts-ignore: decorator
+@inline const ABSORBING: f64 = 3;
+
+export function setReverseTop(top: i32): void { reverseTop = top; }
+
+// @ts-ignore: decorator
+@inline function absorbed(m: i32): i32 { return load<i32>(absorbedNodes + (<usize>m << 2)); }
+
+function isAbsorbed(j: i32): bool {
+  for (let m = 0; m < absorbedCount; m++) if (absorbed(m) == j) return true;
+  return false;
+}
+
+/** Defers slice node i (see above) if it may: returns whether it did. */
+function deferSlice(i: i32, to: i32): bool {
+  const n = lenOf(i);
+  if (!fusionEnabled || n <= RUN_BLOCK || to - i > DEFER_SCAN) return false;
+  for (let q = i + 1; q < to; q++) {
+    if (argA(q) != i && argB(q) != i) continue;
+    const op = opAt(q);
+    if (op < ELEMENTWISE || op - ELEMENTWISE == Op.Select || lenOf(q) != n) return false;
+  }
+  materialize(argA(i));
+  setVal(i, DEFERRED);
+  deferredFrom = min(deferredFrom, i);
+  return true;
+}
+
+/** Whether a node in (from, to] names j as an operand, other than the run's nodes [lo, hi]. */
+function namedOutside(j: i32, from: i32, to: i32, lo: i32, hi: i32): bool {
+  if (to - from > DEFER_SCAN) return true;
+  for (let q = from + 1; q <= to; q++) {
+    if (argA(q) != j && argB(q) != j) continue;
+    if (q < lo || q > hi || opAt(q) < ELEMENTWISE) return true;
+  }
+  return false;
+}
+
+/** Chooses the deferred slices the reverse run [lo, hi] in runNodes (`count` nodes) absorbs, into
+ *  absorbedNodes, highest node first; marks them ABSORBING. */
+function chooseAbsorbed(count: i32, lo: i32, hi: i32): void {
+  absorbedCount = 0;
+  if (keepAdjoints || !fusionEnabled || count > FUSE_MAX) return;
+  for (let k = 0; k < count; k++) {
+    const m = runNode(k);
+    for (let side = 0; side < 2; side++) {
+      const s = side == 0 ? argA(m) : argB(m);
+      if (s >= lo || opAt(s) != Op.VSlice || val(s) != DEFERRED || adj(s) != 0 || isAbsorbed(s)) continue;
+      if (absorbedCount == ABSORB_MAX || namedOutside(s, s, reverseTop, lo, hi)) continue;
+      store<i32>(absorbedNodes + (<usize>absorbedCount << 2), s);
+      absorbedCount++;
+    }
+  }
+  // Highest node first (runNodes is last first, but operands come in any order).
+  for (let a = 1; a < absorbedCount; a++) {
+    for (let b = a; b > 0 && absorbed(b) > absorbed(b - 1); b--) {
+      const t = absorbed(b);
+      store<i32>(absorbedNodes + (<usize>b << 2), absorbed(b - 1));
+      store<i32>(absorbedNodes + (<usize>(b - 1) << 2), t);
+    }
+  }
+  // Per parent: no other consumer between its lowest absorbed slice and the run, starts rising
+  // with node order. A parent that fails keeps all its slices out.
+  let kept = 0;
+  for (let m = 0; m < absorbedCount; m++) {
+    const s = absorbed(m), parent = argA(s);
+    let ok = true, lowest = s;
+    for (let o = 0; o < absorbedCount; o++) {
+      const t = absorbed(o);
+      if (argA(t) != parent) continue;
+      if (t < lowest) lowest = t;
+      if (t != s && (t > s) != (argB(t) > argB(s))) ok = false;
+      if (t != s && argB(t) == argB(s)) ok = false;
+    }
+    for (let q = lowest + 1; ok && q <= hi; q++) {
+      if (argA(q) != parent && argB(q) != parent) continue;
+      if (opAt(q) != Op.VSlice || !isAbsorbedBefore(q, absorbedCount)) ok = false;
+    }
+    if (ok) { store<i32>(absorbedNodes + (<usize>kept << 2), s); kept++; }
+  }
+  absorbedCount = kept;
+  for (let m = 0; m < absorbedCount; m++) store<f64>(adjBase + (<usize>absorbed(m) << 3), ABSORBING);
+}
+
+function isAbsorbedBefore(j: i32, count: i32): bool {
+  for (let m = 0; m < count; m++) if (absorbed(m) == j) return true;
+  return false;
+}
+
 /** Marks (val = DEFERRED) the nodes of the forward run in runNodes whose consumers below `to` are
  *  all run nodes: every node but the last (unless `sum`, the sum node it takes in, is its only
  *  consumer), less those a later node names as an operand. */
@@ -614,12 +722,20 @@ function operandKind(j: i32, count: i32, reverse: bool): i32 {
   if (j >= first && j <= last) {
     for (let k = 0; k < count; k++) if (ascending(k, count, reverse) == j) return k;
   }
+  if (reverse) for (let m = 0; m < absorbedCount; m++) if (absorbed(m) == j) return KIND_SLICE - m;
   const op = opAt(j);
   if (isVectorOp(op)) return op == Op.VConst ? KIND_VECTOR_CONSTANT : KIND_VECTOR;
   return op == Op.Const ? KIND_SCALAR_CONSTANT : KIND_SCALAR;
 }
 
-function writeAddresses(p: usize, j: i32): void {
+function writeAddresses(p: usize, j: i32, reverse: bool): void {
+  if (opAt(j) == Op.VSlice && val(j) == DEFERRED) {
+    // A deferred slice is read where its parent holds it; absorbed, it sends there too.
+    const within = offOf(argA(j)) + argB(j);
+    store<u32>(p, <u32>at(xvalBase, within));
+    store<u32>(p, <u32>(reverse && isAbsorbed(j) ? at(xadjBase, within) : addr(j, adjBase, xadjBase)), 4);
+    return;
+  }
   store<u32>(p, <u32>addr(j, valBase, xvalBase));
   store<u32>(p, <u32>addr(j, adjBase, xadjBase), 4);
 }
@@ -648,9 +764,9 @@ function fusedKernel(count: i32, reverse: bool, sum: bool = false): u32 {
     }
     store<i32>(sig, flags, 12);
     const par = fuseParams + (<usize>(k * FUSE_PARAM_WORDS) << 2);
-    writeAddresses(par, m);
-    writeAddresses(par + 8, ia);
-    writeAddresses(par + 16, ib);
+    writeAddresses(par, m, reverse);
+    writeAddresses(par + 8, ia, reverse);
+    writeAddresses(par + 16, ib, reverse);
     store<u32>(par, <u32>(runTerms + (<usize>(count - 1 - k) << 4)), 24);
   }
   return fuseRun(fuseSignature, 2 + FUSE_SIG_WORDS * count);
@@ -671,6 +787,7 @@ function joins(j: i32, n: i32): bool {
 /** Forward rule of node i, a vector op: a run (from i, below `to`) swept in blocks where it pays,
  *  else the op alone. Returns the last node it computed. */
 export function vectorForwardAt(i: i32, op: i32, to: i32): i32 {
+  if (op == Op.VSlice && deferSlice(i, to)) return i;
   if (op < ELEMENTWISE || lenOf(i) <= RUN_BLOCK || !joins(i, lenOf(i))) { vectorForward(i, op); return i; }
   const n = lenOf(i);
   let count = 0, j = i;
@@ -688,7 +805,7 @@ export function vectorForwardAt(i: i32, op: i32, to: i32): i32 {
     j = next;
   }
   // (The run's own nodes are not computed yet: their val slots still hold an earlier sweep's.)
-  for (let k = 0; k < count; k++) materializeOperandsOutside(runNode(k), i, j);
+  for (let k = 0; k < count; k++) materializeOperandsOutside(runNode(k), i, j, false);
   const sum = sumAfter(j, to);
   markDeferrable(count, to, sum);
   const kernel = fusedKernel(count, false, sum >= 0);
@@ -698,6 +815,7 @@ export function vectorForwardAt(i: i32, op: i32, to: i32): i32 {
     if (sum >= 0) { setVal(sum, load<f64>(runSum)); return sum; }
   } else {
     for (let k = 0; k < count; k++) setVal(runNode(k), 0);
+    for (let k = 0; k < count; k++) materializeOperandsOutside(runNode(k), i, j, true);
     for (let from = 0; from < n; from += RUN_BLOCK) {
       const len = min(RUN_BLOCK, n - from);
       for (let k = 0; k < count; k++) { const m = runNode(k); elementwiseForward(m, opAt(m) - ELEMENTWISE, len, from); }
@@ -709,6 +827,8 @@ export function vectorForwardAt(i: i32, op: i32, to: i32): i32 {
 /** Reverse rule of node i (adjoint g), a vector op: the run ending at i swept in blocks where it
  *  pays, else the op alone. Returns the lowest node it handled. */
 export function vectorReverseAt(i: i32, op: i32, g: f64): i32 {
+  // A slice a run absorbed, or a run node whose adjoint the kernel left out: nothing to send.
+  if (isVectorOp(op) && g == DROPPED) return i;
   if (op == Op.VSum && fusionEnabled) {
     // The sum right after a run's last node, which nothing else reached: the run's kernel takes
     // it in (see runSum).
@@ -736,6 +856,7 @@ function reverseRun(i: i32, sum: i32, g: f64): i32 {
   // Claims first, in the sweep's order: a node joins the sweep once a later one claimed it (the
   // sum claims the last node without clearing it: the kernel or the sum's rule below writes it).
   if (sum >= 0) store<f64>(adjBase + (<usize>i << 3), 1);
+  chooseAbsorbed(count, j, i);
   for (let k = 0; k < count; k++) {
     const m = runNode(k);
     storeA = false;
@@ -746,7 +867,9 @@ function reverseRun(i: i32, sum: i32, g: f64): i32 {
     store<f64>(runTerms + (<usize>k << 4) + 8, 0);
   }
   // Operands from outside the run are read from memory; its own deferred nodes, by the kernel.
-  for (let k = 0; k < count; k++) materializeOperandsOutside(runNode(k), j, i);
+  // The parents of absorbed slices, claimed as the slices' rules would claim them.
+  for (let m = 0; m < absorbedCount; m++) claim(argA(absorbed(m)), false);
+  for (let k = 0; k < count; k++) materializeOperandsOutside(runNode(k), j, i, false);
   store<f64>(runSum, 0.0 + g);
   const kernel = fusedKernel(count, true, sum >= 0);
   if (kernel != 0) call_indirect<void>(kernel, fuseParams, 0, n);
@@ -755,9 +878,20 @@ function reverseRun(i: i32, sum: i32, g: f64): i32 {
       memory.fill(xadjBase + (<usize>offOf(i) << 3), 0, <usize>n << 3);
       addScalar(at(xadjBase, offOf(i)), g, n);
     }
+    // The block sweep sends to an absorbed slice's own (cleared) adjoints, whose rule then runs
+    // here, highest slice first: the terms the kernel would have added, in its order.
+    for (let m = 0; m < absorbedCount; m++) memory.fill(xadjBase + (<usize>offOf(absorbed(m)) << 3), 0, <usize>lenOf(absorbed(m)) << 3);
+    for (let k = 0; k < count; k++) materializeOperandsOutside(runNode(k), j, i, true);
     for (let k = count - 1; k >= 0; k--) materialize(runNode(k));
     blockReverse(count, n);
+    for (let m = 0; m < absorbedCount; m++) {
+      const s = absorbed(m);
+      sliceBack(argA(s), argB(s), offOf(s), lenOf(s), xadjBase);
+    }
   }
+  // Absorbed slices have nothing left to send; a read of their adjoints sweeps again (keeping).
+  for (let m = 0; m < absorbedCount; m++) store<f64>(adjBase + (<usize>absorbed(m) << 3), DROPPED);
+  absorbedCount = 0;
   for (let k = 0; k < count; k++) {
     const m = runNode(k);
     if (adj(m) == 0) continue;
@@ -795,11 +929,12 @@ function materializeOperands(i: i32): void {
   if (opAt(i) - ELEMENTWISE == Op.Select) materialize(argA(i - 2));
 }
 
-/** As materializeOperands, for the operands outside [lo, hi]. */
-function materializeOperandsOutside(i: i32, lo: i32, hi: i32): void {
+/** As materializeOperands, for the operands outside [lo, hi] (deferred slices only with
+ *  `slices`: a kernel reads them where their parents hold them). */
+function materializeOperandsOutside(i: i32, lo: i32, hi: i32, slices: bool): void {
   const a = argA(i), b = argB(i);
-  if (a < lo || a > hi) materialize(a);
-  if (b < lo || b > hi) materialize(b);
+  if ((a < lo || a > hi) && (slices || opAt(a) != Op.VSlice)) materialize(a);
+  if ((b < lo || b > hi) && (slices || opAt(b) != Op.VSlice)) materialize(b);
   if (opAt(i) - ELEMENTWISE == Op.Select) materialize(argA(i - 2));
 }
 

@@ -37,10 +37,10 @@ const runModules = new Map<string, WebAssembly.Module | null | undefined>();
 const MAX_RUN_KERNELS = 256;
 const MAX_RUN_MODULES = 1024;
 
-function runKernel(key: string, signature: Int32Array): WebAssembly.Module | null | undefined {
+function runKernel(key: string, signature: Int32Array, simd: boolean): WebAssembly.Module | null | undefined {
   if (runModules.has(key)) return runModules.get(key);
   if (runModules.size >= MAX_RUN_MODULES) return null;
-  const bytes = codegen!.emitRunKernel(signature, simdAvailable());
+  const bytes = codegen!.emitRunKernel(signature, simd);
   if (!bytes) {
     runModules.set(key, null);
     return null;
@@ -228,14 +228,22 @@ export class WasmBackend implements Backend {
   // Fused run kernels of this instance's table, by signature (0: the run sweeps block by block).
   private readonly runSlots = new Map<string, number>();
 
+  /** @internal Whether run kernels take pairs of elements through SIMD lanes (where the runtime
+   *  has them); the tests turn it off to run the scalar kernels a runtime without SIMD gets. */
+  runKernelSimd = simdAvailable();
+  setRunKernelSimd(on: boolean): void {
+    this.runKernelSimd = on;
+    this.runSlots.clear();
+  }
+
   private fuseRun(signature: number, words: number): number {
     if (!codegen) return 0;
     const words32 = new Int32Array(this.core.memory.buffer, signature, words);
-    const key = words32.join(',');
+    const key = `${this.runKernelSimd ? 'simd' : 'scalar'}:${words32.join(',')}`;
     const known = this.runSlots.get(key);
     if (known !== undefined) return known;
     if (this.runSlots.size >= MAX_RUN_KERNELS) return 0;
-    const module = runKernel(key, words32);
+    const module = runKernel(key, words32, this.runKernelSimd);
     if (module === undefined) return 0; // compiling in the background
     let slot = 0;
     if (module) {

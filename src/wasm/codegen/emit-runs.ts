@@ -35,6 +35,14 @@ const S_Neg = 0xed, S_Add = 0xf0, S_Sub = 0xf1, S_Mul = 0xf2, S_Div = 0xf3;
 const SIMD_NATIVE: Partial<Record<number, number>> = { [Op.add]: S_Add, [Op.sub]: S_Sub, [Op.mul]: S_Mul, [Op.div]: S_Div };
 
 const KIND_VECTOR = -1, KIND_VECTOR_CONSTANT = -2, KIND_SCALAR = -3, KIND_SCALAR_CONSTANT = -4;
+// A slice the reverse kernel absorbs (assembly/vector.ts, "Slices"): KIND_SLICE - m for the m-th,
+// highest node first. Its terms sum in a register per element; the totals go to the parent's
+// adjoints (the operand's adjoint address) after every node, lane by lane: a parent element takes
+// them element by element, so in falling order of the slices' starts, which the core only allows
+// where that is the sweep's order. As f64: slices of one parent overlap, and a pair stored over
+// half of another pair just stored would stall.
+const KIND_SLICE = -16, ABSORB_MAX = 8;
+const sliceOf = (kind: number): number => (kind <= KIND_SLICE ? KIND_SLICE - kind : -1);
 const ACTIVE = 1, STORE_A = 2, STORE_B = 4, DEFER = 8, DROP = 16;
 const PARAM_WORDS = 7;
 
@@ -79,8 +87,9 @@ function locals(count: number) {
   const group = (base: number) => ({
     reg: (k: number) => base + k, g: base + count, x: base + count + 1, z: base + count + 2,
     p: base + count + 3, q: base + count + 4, t: base + count + 5, val: (k: number) => base + count + 6 + k,
+    slice: (m: number) => base + 2 * count + 6 + m,
   });
-  const groupSize = 2 * count + 6;
+  const groupSize = 2 * count + 6 + ABSORB_MAX;
   const partials = f64 + 4 * count + 4 + groupSize;
   const f64Count = 4 * count + 4 + groupSize + 4;
   const v128 = f64 + f64Count;
@@ -348,6 +357,8 @@ function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boo
   // Per element, which run nodes' adjoints are in their registers so far (with a sum, the last
   // node's from the start).
   const inRegister = new Set<number>(sum ? [nodes.length - 1] : []);
+  // Absorbed slices that took a term so far, and the local holding each one's adjoint address.
+  const sliceBases = new Map<number, number>();
   // Run nodes' values: deferred ones computed first, in ascending order (each from registers or
   // memory, never from a half-computed temporary); stored ones loaded where first read.
   const valueReady = new Set<number>();
@@ -381,6 +392,17 @@ function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boo
     const fresh = (node.flags & (b ? STORE_B : STORE_A)) !== 0;
     if (kind === KIND_VECTOR_CONSTANT || kind === KIND_SCALAR_CONSTANT) return;
     if (kind === KIND_SCALAR) { V.addLanesTo(L.terms(k, b)); return; }
+    const m = sliceOf(kind);
+    if (m >= 0) {
+      const r = R.slice(m);
+      if (!sliceBases.has(m)) {
+        V.zero(); fn.get(R.t); V.add(); fn.set(r);
+        sliceBases.set(m, L.word(k, b ? 5 : 3));
+        return;
+      }
+      addTo(() => {}, () => fn.get(r), () => fn.set(r));
+      return;
+    }
     if (kind >= 0) {
       const r = R.reg(kind);
       if (fresh) { V.zero(); fn.get(R.t); V.add(); fn.set(r); inRegister.add(kind); return; }
@@ -436,6 +458,17 @@ function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boo
       }
       V.masked(R.p); send(k, false);
       if (!node.unary) { V.masked(R.q); send(k, true); }
+    }
+  }
+  const slices = [...sliceBases.keys()].sort((x, y) => x - y);
+  for (let lane = 0; lane < V.width; lane++) {
+    for (const m of slices) {
+      element(fn, L, sliceBases.get(m)!);
+      element(fn, L, sliceBases.get(m)!); memarg(fn, W_F64Load, 8 * lane);
+      fn.get(R.slice(m));
+      if (V.width === 2) { simdOp(fn, S_Extract); fn.byte(lane); }
+      fn.byte(W_F64Add);
+      memarg(fn, W_F64Store, 8 * lane);
     }
   }
 }
