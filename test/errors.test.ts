@@ -199,8 +199,11 @@ describe.each(BACKENDS)('errors (%s)', (backend) => {
     const next = await tapeOn(backend);
     const mine = tape.handles.variable(1);
     const theirs = next.handles.variable(2);
-    expectError(() => tape.handles.exp(theirs), InvalidHandleError, 'INVALID_HANDLE', /not a node of this tape/);
-    expect(() => next.handles.exp(mine)).toThrow(TapegradError);
+    // Which side of this tape's range the other's handles fall on depends on how many tapes came
+    // before (their offsets are scattered): above it they are not nodes of this tape, below it
+    // they may be from before a reset or from another tape. Either way they are refused.
+    expect(() => tape.handles.exp(theirs)).toThrow(/not a node of this tape|or on another tape/);
+    expect(() => next.handles.exp(mine)).toThrow(/not a node of this tape|or on another tape/);
     expectUsable(tape);
     expectUsable(next);
   });
