@@ -225,7 +225,7 @@ function vectorTapeInfo(tape: Tape): Record<string, number> {
 }
 
 /** The Vec API: the workload's vector form (`alt`: its second one), recorded afresh each run
- *  (tape.reset(), tape.vector(x), f, tape.gradient(f, [x])), or compiled once with
+ *  (tape.reset(), tape.vector(x), f, tape.gradient(f, [x], 1, g)), or compiled once with
  *  `{ vector: true }` and replayed with valueAndGradient(x, out) (the interpreter's vector rules:
  *  generated sweeps are off for vector tapes). */
 function tapegradVec(backend: BackendKind, replay: boolean, alt: boolean): Impl {
@@ -238,7 +238,7 @@ function tapegradVec(backend: BackendKind, replay: boolean, alt: boolean): Impl 
     precision: 'f64',
     note: replay
       ? `compile(f, { inputs, vector: true }) once on the ${backend} backend (constant data recorded then), then valueAndGradient(x, out) per run; the workload's ${what}`
-      : `record + reverse on the ${backend} backend with the Vec API, the workload's ${what}: tape.reset(), tape.vector(x), f (constant data copied onto the tape by constantVector), tape.gradient(f, [x]) each run`,
+      : `record + reverse on the ${backend} backend with the Vec API, the workload's ${what}: tape.reset(), tape.vector(x), f (constant data copied onto the tape by constantVector), tape.gradient(f, [x], 1, g) into the run's gradient array each run`,
     supports: (_w, inst) => form(inst) !== undefined,
     async prepare(_w, inst) {
       const vf = form(inst)!;

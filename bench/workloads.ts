@@ -80,8 +80,10 @@ export interface VecForm {
 }
 
 /** One run of a vector form on a fresh recording: the inputs as one input Vec, `form.fn`, then
- *  `tape.gradient(f, [x])` (the elements of x, flat, in order). The value is read before the
- *  gradient so the forward sweep is timed apart from the reverse sweep. */
+ *  `tape.gradient(f, [x], 1, g)` (the elements of x, flat, in order, into the run's gradient
+ *  array as a loop computing many gradients would: the plain and hand-written forms allocate
+ *  nothing either). The value is read before the gradient so the forward sweep is timed apart
+ *  from the reverse sweep. */
 export function vecRecordRun(tape: Tape, x: Float64Array, form: VecForm, g: Float64Array, phase?: Phase): number {
   tape.reset();
   const v = tape.vector(x);
@@ -89,7 +91,7 @@ export function vecRecordRun(tape: Tape, x: Float64Array, form: VecForm, g: Floa
   if (phase) phase.recordEnd = now();
   const value = f.value;
   if (phase) phase.forwardEnd = now();
-  g.set(tape.gradient(f, [v]));
+  tape.gradient(f, [v], 1, g);
   form.step?.(g);
   return value;
 }

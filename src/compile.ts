@@ -4,7 +4,7 @@
 // recording are guards: a replay where one comes out the other way re-records (or throws).
 import type { BackendKind } from './backend.ts';
 import { createTapeSync } from './create.ts';
-import { BranchChangedError, NotANumberError, TapegradError, describe, isArrayLike } from './errors.ts';
+import { BranchChangedError, NotANumberError, TapegradError, checkOut, describe, isArrayLike } from './errors.ts';
 import { COMPARISON_OPS, opNameOf } from './ops.ts';
 import { BACKEND_RULE, CODEGEN_RULE, checkOptions } from './options.ts';
 import { toBytes } from './serialize.ts';
@@ -543,12 +543,6 @@ function badOutput(v: unknown): never {
   throw new NotANumberError(`a compiled function must return a Var, a number or an array of them, got ${describe(v)}`);
 }
 
-/** @internal An output array long enough for `needed` numbers. */
-export function checkOut(out: Float64Array, needed: number): void {
-  if (!(out instanceof Float64Array) || out.length < needed) {
-    throw new TapegradError('INVALID_ARGUMENT', `the output array must be a Float64Array of at least ${needed} numbers, got ${describe(out)}${out instanceof Float64Array ? ` of length ${out.length}` : ''}`);
-  }
-}
 
 function checkLength(x: ArrayLike<number>, expected: number, what: string): void {
   if (!isArrayLike(x)) throw new NotANumberError(`the ${what} must be an array of numbers, got ${describe(x)}`);

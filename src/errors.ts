@@ -36,6 +36,13 @@ export class CapacityError extends TapegradError {
   constructor(message: string, readonly limit: number) { super('CAPACITY', message); }
 }
 
+/** @internal An output array long enough for `needed` numbers. */
+export function checkOut(out: Float64Array, needed: number): void {
+  if (!(out instanceof Float64Array) || out.length < needed) {
+    throw new TapegradError('INVALID_ARGUMENT', `the output array must be a Float64Array of at least ${needed} numbers, got ${describe(out)}${out instanceof Float64Array ? ` of length ${out.length}` : ''}`);
+  }
+}
+
 export function describe(value: unknown): string {
   if (value === null) return 'null';
   if (value === undefined) return 'undefined';

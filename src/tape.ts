@@ -1,7 +1,7 @@
 import { DEFERRED_VALUES, DROPPED_ADJOINT, type Backend, type BackendKind, type CustomHandler } from './backend.ts';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
-  TapegradError, describe, isArrayLike,
+  TapegradError, checkOut, describe, isArrayLike,
 } from './errors.ts';
 import { BINARY_OPS, Op, UNARY_OPS, opNameOf, type BinaryOpName, type UnaryOpName } from './ops.ts';
 import { Vec, VectorHandleApi, concatOn, elementwise, vectorOf, type Shape, type VecOperand } from './vector.ts';
@@ -193,11 +193,12 @@ export class Tape {
   }
 
   /** Runs `backward(output, seed)` and returns the gradients of `wrt`, in order (a Vec in
-   *  `wrt` contributes its elements). */
-  gradient(output: Var, wrt: readonly (Var | Vec)[], seed = 1): Float64Array {
+   *  `wrt` contributes its elements), written into `out` when given (no allocation). */
+  gradient(output: Var, wrt: readonly (Var | Vec)[], seed = 1, out?: Float64Array): Float64Array {
     const nodes = this.nodesOf(wrt);
+    if (out !== undefined) checkOut(out, this.entryCount(nodes));
     this.backwardIndex(this.index(output), seed);
-    return this.gatherEntries(nodes, this.engine.views.adj, this.engine.views.xadj, true);
+    return this.gatherEntries(nodes, this.engine.views.adj, this.engine.views.xadj, true, out);
   }
 
   /** Vector-Jacobian product in one reverse sweep: the gradient of sum_j cotangent[j] *
@@ -305,10 +306,10 @@ export class Tape {
   /** @internal The nodes' entries of a node region and its element region, flat and in order;
    *  constants (scalar or vector) give 0 whatever their slots hold, and so do the adjoints
    *  (`flagged`) of a vector the sweep did not reach. A vector is one range copy. */
-  gatherEntries(nodes: readonly number[], from: Float64Array, elements: Float64Array, flagged: boolean): Float64Array {
+  gatherEntries(nodes: readonly number[], from: Float64Array, elements: Float64Array, flagged: boolean, into?: Float64Array): Float64Array {
     if (!this.vectorNodes) {
       // Scalars only: one entry per node, in one pass.
-      const out = new Float64Array(nodes.length), op = this.opV;
+      const out = into ?? new Float64Array(nodes.length), op = this.opV;
       for (let k = 0; k < nodes.length; k++) {
         const i = nodes[k]!;
         out[k] = op[i] === CONST ? 0 : from[i]!;
@@ -316,7 +317,7 @@ export class Tape {
       return out;
     }
     if (flagged && from === this.engine.views.adj) this.keepAdjointsOf(nodes);
-    const out = new Float64Array(this.entryCount(nodes));
+    const out = into ?? new Float64Array(this.entryCount(nodes));
     const adj = this.engine.views.adj;
     for (let k = 0, pos = 0; k < nodes.length; k++) {
       const i = nodes[k]!;
@@ -324,6 +325,7 @@ export class Tape {
       if (op >= VINPUT) {
         const off = this.aV[i - 1]!, n = this.bV[i - 1]!;
         if (op !== VCONST && !(flagged && adj[i] === 0)) out.set(elements.subarray(off, off + n), pos);
+        else if (into) out.fill(0, pos, pos + n);
         pos += n;
       } else {
         out[pos++] = op === CONST ? 0 : from[i]!;

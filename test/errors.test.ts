@@ -296,4 +296,18 @@ describe.each(BACKENDS)('errors (%s)', (backend) => {
     expectError(() => y.grad, TapegradError as ErrorClass, 'NO_GRADIENT', /backward/);
     expectUsable(tape);
   });
+
+  it('gradient(y, wrt, seed, out) writes into out, zeros included; a short or wrong out is refused', async () => {
+    const tape = await tapeOn(backend);
+    const x = tape.variable(2), v = tape.vector([1, 2, 3]), c = tape.constantVector([4, 5]);
+    const y = v.mul(x).sum().add(x.square());
+    const expected = tape.gradient(y, [x, v, c], 2);
+    const out = new Float64Array(7).fill(NaN);
+    expect(tape.gradient(y, [x, v, c], 2, out)).toBe(out);
+    expect(Array.from(out)).toEqual([...expected, NaN]);
+    expect(Array.from(expected)).toEqual([2 * (6 + 4), 4, 4, 4, 0, 0]);
+    expectError(() => tape.gradient(y, [x, v, c], 1, new Float64Array(5)), TapegradError as ErrorClass, 'INVALID_ARGUMENT', /at least 6 numbers, got an object \(Float64Array\) of length 5/);
+    expectError(() => tape.gradient(y, [x], 1, [0] as never), TapegradError as ErrorClass, 'INVALID_ARGUMENT', /Float64Array/);
+    expectUsable(tape);
+  });
 });

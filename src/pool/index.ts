@@ -2,9 +2,9 @@
 // entry does not import this module, so it stays free of dependencies and of `node:` imports.
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
-import { CompiledFunction, checkOut, checkRows, toFloat64, type Float64Home } from '../compile.ts';
+import { CompiledFunction, checkRows, toFloat64, type Float64Home } from '../compile.ts';
 import { coreModule } from '../create.ts';
-import { TapegradError, describe } from '../errors.ts';
+import { TapegradError, checkOut, describe } from '../errors.ts';
 import { checkOptions } from '../options.ts';
 import { fromBytes, loadBytes } from '../serialize.ts';
 import type { ShippedSweeps } from '../wasm/backend.ts';
