@@ -107,7 +107,7 @@ export function setVectorInput(on: i32): void {
  *  out the other way. */
 export function replayForward(x: usize, nInputs: i32, count: i32, guards: usize, nGuards: i32): i32 {
   if (vectorInput) {
-    memory.copy(xvalBase, x, <usize>nInputs << 3);
+    if (x != xvalBase) memory.copy(xvalBase, x, <usize>nInputs << 3);
     forward(2, count);
   } else {
     memory.copy(valBase, x, <usize>nInputs << 3);
@@ -141,8 +141,9 @@ export function gradientBatch(
     else sweepReverseReplay(out);
     clean = resets;
     // An input vector no rule reached has no adjoints written: its gradient is 0.
+    // (A row whose gradient goes to the input vector's own adjoints, from the façade, stays.)
     if (vectorInput && load<f64>(adjBase + 8) == 0) memory.fill(g + <usize>r * rowBytes, 0, rowBytes);
-    else memory.copy(g + <usize>r * rowBytes, vectorInput ? xadjBase : adjBase, rowBytes);
+    else if (g + <usize>r * rowBytes != xadjBase) memory.copy(g + <usize>r * rowBytes, vectorInput ? xadjBase : adjBase, rowBytes);
   }
   return rows;
 }
