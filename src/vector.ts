@@ -104,6 +104,8 @@ function precheck(tape: Tape, operands: readonly VecOperand[], op: string): Shap
 
 /** @internal Records scalar op `s` elementwise over the operands (one to three). */
 export function elementwise(tape: Tape, s: number, name: string, operands: readonly VecOperand[]): Vec {
+  const simple = s === SELECT ? null : elementwiseSimple(tape, s, operands);
+  if (simple !== null) return simple;
   const shape = precheck(tape, operands, name);
   const n = sizeOf(shape);
   // The engines repeat every shorter operand with one period. Only select, over three or more
@@ -134,6 +136,30 @@ export function elementwise(tape: Tape, s: number, name: string, operands: reado
   if (s === SELECT) i = tape.recordVector(ELEMENTWISE + s, a!.index, b!.index, n, [ARG], [c!.index, c!.index]);
   else i = tape.recordVector(ELEMENTWISE + s, a!.index, (b ?? a)!.index, n);
   return new Vec(tape, i, shape);
+}
+
+/** The commonest case in one pass, or null: a Vec, then nothing, a Vec of its shape, a Var or a
+ *  number (no broadcasting of vectors, no arrays: the general path checks and records those). */
+function elementwiseSimple(tape: Tape, s: number, operands: readonly VecOperand[]): Vec | null {
+  const a = operands[0], b = operands.length > 1 ? operands[1] : a;
+  if (!(a instanceof Vec) || operands.length > 2) return null;
+  const ia = tape.vindex(a);
+  const n = tape.elementLength(ia);
+  if (b instanceof Vec) {
+    const ib = tape.vindex(b);
+    if (!sameShape(a.shape, b.shape)) return null;
+    tape.reserveVector(2, n);
+    return new Vec(tape, tape.recordVector(ELEMENTWISE + s, ia, ib, n), a.shape);
+  }
+  if (b instanceof Var) {
+    const ib = tape.index(b);
+    tape.reserveVector(2, n);
+    return new Vec(tape, tape.recordVector(ELEMENTWISE + s, ia, ib, n), a.shape);
+  }
+  if (typeof b !== 'number') return null;
+  tape.reserveVector(3, n);
+  const ib = tape.constantIndex(b);
+  return new Vec(tape, tape.recordVector(ELEMENTWISE + s, ia, ib, n), a.shape);
 }
 
 function scalarOut(tape: Tape, op: number, ia: number, ib: number): Var {

@@ -13,7 +13,8 @@
 // below), count, then per node in ascending order: scalar op s, operand a's kind, operand b's kind,
 // flags (reverse: 1 active, 2 store a, 4 store b; both sweeps: 8 deferred, its values not in
 // memory: the forward kernel does not store them, the reverse kernel recomputes them per element,
-// with the forward kernel's operations; reverse: 16 drop, its final adjoint is not stored). A kind
+// with the forward kernel's operations; reverse: 16 drop, its final adjoint is not stored; 32, 64:
+// operand a, b is a scalar constant that is finite and nonzero). A kind
 // is a run node's index, or KIND_* below. Parameters (i32 words per node): value and adjoint
 // addresses of the node, of operand a, of operand b (elements or scalar slot), and its broadcast
 // terms' slot; then the address of the sum's slot. A forward kernel with a sum adds up the last
@@ -43,7 +44,7 @@ const KIND_VECTOR = -1, KIND_VECTOR_CONSTANT = -2, KIND_SCALAR = -3, KIND_SCALAR
 // half of another pair just stored would stall.
 const KIND_SLICE = -16, ABSORB_MAX = 8;
 const sliceOf = (kind: number): number => (kind <= KIND_SLICE ? KIND_SLICE - kind : -1);
-const ACTIVE = 1, STORE_A = 2, STORE_B = 4, DEFER = 8, DROP = 16;
+const ACTIVE = 1, STORE_A = 2, STORE_B = 4, DEFER = 8, DROP = 16, FINITE_A = 32, FINITE_B = 64;
 const PARAM_WORDS = 7;
 
 interface Node { s: number; a: number; b: number; flags: number; unary: boolean }
@@ -114,6 +115,8 @@ function locals(count: number) {
 type Locals = ReturnType<typeof locals>;
 
 const isScalar = (kind: number): boolean => kind === KIND_SCALAR || kind === KIND_SCALAR_CONSTANT;
+/** Whether an operand of this kind takes adjoint terms (constants do not). */
+const wants = (kind: number): boolean => kind !== KIND_VECTOR_CONSTANT && kind !== KIND_SCALAR_CONSTANT;
 
 function simdOp(fn: Bytes, op: number): void {
   fn.byte(0xfd); fn.u32(op);
@@ -134,8 +137,10 @@ interface Lanes {
   neg(): void;
   mul(): void;
   add(): void;
-  /** t = g != 0 && p != 0 ? g * p : 0 into local t, p a local. */
-  masked(p: number): void;
+  /** t = g != 0 && p != 0 ? g * p : 0 into local t, p a local; with `finite`, p is known finite
+   *  and nonzero, and t = g·p: where g = 0 that is ±0, which adds nothing to an adjoint (never
+   *  -0) and starts a fresh one at +0 + t = +0, as the rule's 0 would. */
+  masked(p: number, finite?: boolean): void;
   /** For each lane: the lane's value of the expressions on the stack is set into lane locals;
    *  then `perLane(lane)` leaves an f64, gathered into a vector of the lanes. */
   eachLane(inputs: (() => void)[], scratch: number[], perLane: () => void): void;
@@ -156,8 +161,9 @@ function scalarLanes(fn: Bytes, L: Locals): Lanes {
     neg: () => fn.byte(W_F64Neg),
     mul: () => fn.byte(W_F64Mul),
     add: () => fn.byte(W_F64Add),
-    masked(p) {
+    masked(p, finite) {
       fn.get(R.g); fn.get(p); fn.byte(W_F64Mul);
+      if (finite) { fn.set(R.t); return; }
       fn.f64Const(0);
       fn.get(R.g); fn.f64Const(0); fn.byte(W_F64Ne);
       fn.get(p); fn.f64Const(0); fn.byte(W_F64Ne);
@@ -186,8 +192,9 @@ function simdLanes(fn: Bytes, L: Locals): Lanes {
     neg: () => simdOp(fn, S_Neg),
     mul: () => simdOp(fn, S_Mul),
     add: () => simdOp(fn, S_Add),
-    masked(p) {
+    masked(p, finite) {
       fn.get(R.g); fn.get(p); simdOp(fn, S_Mul);
+      if (finite) { fn.set(R.t); return; }
       fn.get(R.g); fn.f64Const(0); simdOp(fn, S_Splat); simdOp(fn, S_Ne);
       fn.get(p); fn.f64Const(0); simdOp(fn, S_Splat); simdOp(fn, S_Ne);
       simdOp(fn, S_And);
@@ -422,19 +429,21 @@ function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boo
     else if (inRegister.has(k)) { element(fn, L, L.word(k, 1)); fn.get(R.reg(k)); fn.tee(R.g); V.store(); }
     else { element(fn, L, L.word(k, 1)); V.load(); fn.set(R.g); }
     const { s } = node;
+    // Terms only for operands that take them (a constant's are dropped).
+    const wantA = wants(node.a), wantB = wants(node.b) && !node.unary;
     if (s === Op.add || s === Op.sub) {
-      fn.get(R.g); fn.set(R.t); send(k, false);
-      fn.get(R.g); if (s === Op.sub) V.neg(); fn.set(R.t); send(k, true);
+      if (wantA) { fn.get(R.g); fn.set(R.t); send(k, false); }
+      if (wantB) { fn.get(R.g); if (s === Op.sub) V.neg(); fn.set(R.t); send(k, true); }
     } else if (s === Op.mul) {
-      value(k, true); fn.set(R.z);
-      value(k, false); fn.set(R.x);
-      V.masked(R.z); send(k, false);
-      V.masked(R.x); send(k, true);
+      if (wantA) { value(k, true); fn.set(R.z); V.masked(R.z, (node.flags & FINITE_B) !== 0); send(k, false); }
+      if (wantB) { value(k, false); fn.set(R.x); V.masked(R.x, (node.flags & FINITE_A) !== 0); send(k, true); }
     } else if (s === Op.square || s === Op.neg) {
+      if (!wantA) continue;
       if (s === Op.square) { V.constant(2); value(k, false); V.mul(); } else V.constant(-1);
       fn.set(R.p);
-      V.masked(R.p); send(k, false);
+      V.masked(R.p, s === Op.neg); send(k, false);
     } else {
+      if (!wantA && !wantB) continue;
       // Per lane: p, q = g != 0 ? the rule's partials : 0, 0 (the rule leaves q in partialZ).
       const simd = V.width === 2;
       value(k, false); fn.set(R.x);
@@ -456,8 +465,8 @@ function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boo
           else { fn.get(into); fn.get(from); simdOp(fn, S_Replace); fn.byte(1); fn.set(into); }
         }
       }
-      V.masked(R.p); send(k, false);
-      if (!node.unary) { V.masked(R.q); send(k, true); }
+      if (wantA) { V.masked(R.p); send(k, false); }
+      if (wantB) { V.masked(R.q); send(k, true); }
     }
   }
   const slices = [...sliceBases.keys()].sort((x, y) => x - y);
