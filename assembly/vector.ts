@@ -500,6 +500,18 @@ const fuseSignature = memory.data(4 * (2 + FUSE_SIG_WORDS * FUSE_MAX));
 @inline const FLAG_DEFER: i32 = 8;
 // @ts-ignore: decorator
 @inline const FLAG_DROP: i32 = 16;
+// Reverse: operand a (b) is a scalar constant, finite and nonzero: a product with it as the partial
+// needs no mask (see emit-runs.ts).
+// @ts-ignore: decorator
+@inline const FLAG_FINITE_A: i32 = 32;
+// @ts-ignore: decorator
+@inline const FLAG_FINITE_B: i32 = 64;
+
+function finiteNonzeroConstant(j: i32): bool {
+  if (opAt(j) != Op.Const) return false;
+  const c = val(j);
+  return c != 0 && c - c == 0;
+}
 const fuseParams = memory.data(4 * (FUSE_PARAM_WORDS * FUSE_MAX + 1));
 // A run whose last node only a sum right after it consumes takes the sum in: the forward kernel
 // adds the last node's values up per element (sum4's order, see emit-runs.ts) and leaves the sum
@@ -511,6 +523,10 @@ const runSum = memory.data(8);
 @inline const SIG_REVERSE: i32 = 1;
 // @ts-ignore: decorator
 @inline const SIG_SUM: i32 = 2;
+// The run absorbs two slices of one parent, the first starting one element after the second
+// (a stencil's x[i + 1] and x[i]): the kernel adds their totals to the parent a pair at a time.
+// @ts-ignore: decorator
+@inline const SIG_NEIGHBOURS: i32 = 4;
 let fusionEnabled = false;
 
 /** Turns fused run kernels on or off (the façade turns them on while it can generate them). */
@@ -668,7 +684,11 @@ function chooseAbsorbed(count: i32, lo: i32, hi: i32): void {
   }
   absorbedCount = kept;
   for (let m = 0; m < absorbedCount; m++) store<f64>(adjBase + (<usize>absorbed(m) << 3), ABSORBING);
+  const upper = absorbed(0), lower = absorbed(1);
+  absorbedNeighbours = absorbedCount == 2 && argA(upper) == argA(lower) && argB(upper) == argB(lower) + 1;
 }
+
+let absorbedNeighbours = false;
 
 function isAbsorbedBefore(j: i32, count: i32): bool {
   for (let m = 0; m < count; m++) if (absorbed(m) == j) return true;
@@ -745,7 +765,7 @@ function writeAddresses(p: usize, j: i32, reverse: bool): void {
 function fusedKernel(count: i32, reverse: bool, sum: bool = false): u32 {
   const fewest = sum ? 1 : 2;
   if (!fusionEnabled || count < fewest || count > FUSE_MAX) return 0;
-  store<i32>(fuseSignature, (reverse ? SIG_REVERSE : 0) | (sum ? SIG_SUM : 0));
+  store<i32>(fuseSignature, (reverse ? SIG_REVERSE : 0) | (sum ? SIG_SUM : 0) | (reverse && absorbedNeighbours ? SIG_NEIGHBOURS : 0));
   store<u32>(fuseParams + (<usize>(count * FUSE_PARAM_WORDS) << 2), <u32>runSum);
   store<i32>(fuseSignature, count, 4);
   for (let k = 0; k < count; k++) {
@@ -761,6 +781,8 @@ function fusedKernel(count: i32, reverse: bool, sum: bool = false): u32 {
     if (reverse) {
       const kd = count - 1 - k;
       flags |= (adj(m) != 0 ? 1 : 0) | (<i32>load<u8>(runStores + <usize>kd) << 1) | (keepAdjoints ? 0 : FLAG_DROP);
+      if (finiteNonzeroConstant(ia)) flags |= FLAG_FINITE_A;
+      if (finiteNonzeroConstant(ib)) flags |= FLAG_FINITE_B;
     }
     store<i32>(sig, flags, 12);
     const par = fuseParams + (<usize>(k * FUSE_PARAM_WORDS) << 2);

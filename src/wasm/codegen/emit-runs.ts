@@ -10,7 +10,8 @@
 // `reverseBlock`, zero-adjoint and zero-partial skips included), so results are bit-identical.
 //
 // Signature (i32 words): kind (1 reverse, 2 sum: the run takes in a sum of its last node, see
-// below), count, then per node in ascending order: scalar op s, operand a's kind, operand b's kind,
+// below; 4 neighbours: it absorbs two slices of one parent, m = 0 starting one element after
+// m = 1), count, then per node in ascending order: scalar op s, operand a's kind, operand b's kind,
 // flags (reverse: 1 active, 2 store a, 4 store b; both sweeps: 8 deferred, its values not in
 // memory: the forward kernel does not store them, the reverse kernel recomputes them per element,
 // with the forward kernel's operations; reverse: 16 drop, its final adjoint is not stored; 32, 64:
@@ -31,7 +32,7 @@ import { FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, NATIVE_BINARY } from './rules.ts
 
 // SIMD (f64x2) opcodes, after the 0xfd prefix.
 const V128 = 0x7b;
-const S_Load = 0x00, S_Store = 0x0b, S_Splat = 0x14, S_Extract = 0x21, S_Replace = 0x22, S_Ne = 0x48, S_And = 0x4e;
+const S_Load = 0x00, S_Store = 0x0b, S_Shuffle = 0x0d, S_Splat = 0x14, S_Extract = 0x21, S_Replace = 0x22, S_Ne = 0x48, S_And = 0x4e;
 const S_Neg = 0xed, S_Add = 0xf0, S_Sub = 0xf1, S_Mul = 0xf2, S_Div = 0xf3;
 const SIMD_NATIVE: Partial<Record<number, number>> = { [Op.add]: S_Add, [Op.sub]: S_Sub, [Op.mul]: S_Mul, [Op.div]: S_Div };
 
@@ -51,8 +52,9 @@ interface Node { s: number; a: number; b: number; flags: number; unary: boolean 
 
 /** Whether the kernels spell every op of a run (select, with its third operand, is left to the
  *  block sweep). */
-function parse(signature: Int32Array): { reverse: boolean; sum: boolean; nodes: Node[] } | null {
-  const reverse = (signature[0]! & 1) !== 0, sum = (signature[0]! & 2) !== 0, count = signature[1]!;
+function parse(signature: Int32Array): { reverse: boolean; sum: boolean; neighbours: boolean; nodes: Node[] } | null {
+  const reverse = (signature[0]! & 1) !== 0, sum = (signature[0]! & 2) !== 0, neighbours = (signature[0]! & 4) !== 0;
+  const count = signature[1]!;
   const nodes: Node[] = [];
   for (let k = 0; k < count; k++) {
     const w = 2 + 4 * k;
@@ -61,7 +63,7 @@ function parse(signature: Int32Array): { reverse: boolean; sum: boolean; nodes: 
     if (!entry || s === Op.select || s === Op.custom || s <= Op.arg) return null;
     nodes.push({ s, a: signature[w + 1]!, b: signature[w + 2]!, flags: signature[w + 3]!, unary: entry[1] === 1 });
   }
-  return { reverse, sum, nodes };
+  return { reverse, sum, neighbours, nodes };
 }
 
 /** The wasm module of a run kernel `run(params, from, len)`, or null when it has an op the
@@ -71,7 +73,7 @@ function parse(signature: Int32Array): { reverse: boolean; sum: boolean; nodes: 
 export function emitRunKernel(signature: Int32Array, simd: boolean): Uint8Array<ArrayBuffer> | null {
   const parsed = parse(signature);
   if (!parsed) return null;
-  const body = emitRun(parsed.nodes, parsed.reverse, parsed.sum, simd);
+  const body = emitRun(parsed.nodes, parsed.reverse, parsed.sum, parsed.neighbours, simd);
   return assembleModule([[0x60, 3, I32, I32, I32, 0]], [0], [['run', IMPORTED]], [body]);
 }
 
@@ -99,6 +101,8 @@ function locals(count: number) {
     /** The sum's four partial sums (f64), and their pairs in the SIMD loop (v128). */
     partial: (k: number) => partials + k,
     pair: (k: number) => v128 + groupSize + 2 * count + k,
+    /** Neighbouring slices: the upper one's totals of the pair before (see emitRun). */
+    carry: v128 + groupSize + 2 * count + 2,
     scalar: (k: number, b: boolean) => f64 + 2 * k + (b ? 1 : 0),
     terms: (k: number, b: boolean) => f64 + 2 * count + 2 * k + (b ? 1 : 0),
     lane: { x: f64 + 4 * count, z: f64 + 4 * count + 1, p: f64 + 4 * count + 2, q: f64 + 4 * count + 3 },
@@ -108,7 +112,7 @@ function locals(count: number) {
       fn.u32(3);
       fn.u32(3 + PARAM_WORDS * count); fn.byte(I32);
       fn.u32(f64Count); fn.byte(F64);
-      fn.u32(groupSize + 2 * count + 2); fn.byte(V128);
+      fn.u32(groupSize + 2 * count + 3); fn.byte(V128);
     },
   };
 }
@@ -256,7 +260,7 @@ function element(fn: Bytes, L: Locals, base: number): void {
   fn.get(base); fn.get(L.e); fn.byte(W_I32Add);
 }
 
-function emitRun(nodes: Node[], reverse: boolean, sum: boolean, simd: boolean): Bytes {
+function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: boolean, simd: boolean): Bytes {
   const L = locals(nodes.length);
   const fn = new Bytes();
   L.declare(fn);
@@ -272,10 +276,28 @@ function emitRun(nodes: Node[], reverse: boolean, sum: boolean, simd: boolean): 
   }
   if (sum && !reverse) emitForwardSum(fn, nodes, L, simd);
   else {
-    const emit = (V: Lanes): void => (reverse ? emitReverseBody(fn, nodes, L, V, sum) : emitForwardBody(fn, nodes, L, V));
-    if (simd) { const lanes = simdLanes(fn, L); emitLoop(fn, L, 2, () => emit(lanes)); }
+    // Neighbouring slices both taking terms: a pair of parent elements [e + d, e + d + 1] takes the
+    // upper slice's totals for elements e - 1 and e (the one before carried over), then the lower
+    // one's for e and e + 1, in one load and store; the carry left after the pairs goes in before
+    // the last odd element. Parent element j so takes upper(j - d - 1), then lower(j - d): the
+    // element order the lane by lane adds keep. (A first carry of 0 adds nothing: never -0.)
+    const paired = simd && reverse && neighbours && sendsTo(nodes, 0) && sendsTo(nodes, 1);
+    const emit = (V: Lanes, pairs: boolean): void => (reverse ? emitReverseBody(fn, nodes, L, V, sum, pairs) : emitForwardBody(fn, nodes, L, V));
+    if (simd) {
+      const lanes = simdLanes(fn, L);
+      if (paired) { fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.carry); }
+      emitLoop(fn, L, 2, () => emit(lanes, paired));
+      if (paired) {
+        const lower = L.word(sliceUser(nodes, 1)[0], sliceUser(nodes, 1)[1] ? 5 : 3);
+        element(fn, L, lower);
+        element(fn, L, lower); memarg(fn, W_F64Load, 0);
+        fn.get(L.carry); simdOp(fn, S_Extract); fn.byte(1);
+        fn.byte(W_F64Add);
+        memarg(fn, W_F64Store, 0);
+      }
+    }
     const lanes = scalarLanes(fn, L);
-    emitLoop(fn, L, 1, () => emit(lanes));
+    emitLoop(fn, L, 1, () => emit(lanes, false));
   }
   if (reverse) {
     nodes.forEach((node, k) => {
@@ -359,7 +381,21 @@ function emitForwardBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes): void {
   });
 }
 
-function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boolean): void {
+/** Whether an active node sends terms to absorbed slice m. */
+function sendsTo(nodes: Node[], m: number): boolean {
+  return nodes.some((node) => (node.flags & ACTIVE) !== 0 && (sliceOf(node.a) === m || (!node.unary && sliceOf(node.b) === m)));
+}
+
+/** The first node (and side: true for b) naming absorbed slice m. */
+function sliceUser(nodes: Node[], m: number): [number, boolean] {
+  for (let k = 0; k < nodes.length; k++) {
+    if (sliceOf(nodes[k]!.a) === m) return [k, false];
+    if (sliceOf(nodes[k]!.b) === m) return [k, true];
+  }
+  throw new Error(`no node names slice ${m}`);
+}
+
+function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boolean, pairs: boolean): void {
   const { R } = V;
   // Per element, which run nodes' adjoints are in their registers so far (with a sum, the last
   // node's from the start).
@@ -468,6 +504,19 @@ function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boo
       if (wantA) { V.masked(R.p); send(k, false); }
       if (wantB) { V.masked(R.q); send(k, true); }
     }
+  }
+  if (pairs) {
+    // See emitRun: parent pair at the lower slice's address, + (carry lane 1, upper lane 0), + lower.
+    const lower = sliceBases.get(1)!;
+    element(fn, L, lower);
+    element(fn, L, lower); V.load();
+    fn.get(L.carry); fn.get(R.slice(0)); simdOp(fn, S_Shuffle);
+    for (let byte = 8; byte < 24; byte++) fn.byte(byte);
+    V.add();
+    fn.get(R.slice(1)); V.add();
+    V.store();
+    fn.get(R.slice(0)); fn.set(L.carry);
+    return;
   }
   const slices = [...sliceBases.keys()].sort((x, y) => x - y);
   for (let lane = 0; lane < V.width; lane++) {
