@@ -32,5 +32,5 @@ export {
   replayForwardTangent, reverseTangentFused, ruleForward, rulePartials, rulePartialZ, rulePartialsTangent, rulePartialZTangent,
 } from './replay';
 export { scratch } from './layout';
-export { setRunFusion, setKeepAdjoints, materialize } from './vector';
+export { setRunFusion, setKeepAdjoints, materialize, forgetRunKernels } from './vector';
 export { countUses } from './planning';

@@ -234,6 +234,7 @@ export class WasmBackend implements Backend {
   setRunKernelSimd(on: boolean): void {
     this.runKernelSimd = on;
     this.runSlots.clear();
+    this.core.forgetRunKernels();
   }
 
   private fuseRun(signature: number, words: number): number {

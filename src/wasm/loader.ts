@@ -14,6 +14,7 @@ export interface CoreExports {
   setVectorInput(on: number): void;
   setRunFusion(on: number): void;
   setKeepAdjoints(on: number): void;
+  forgetRunKernels(): void;
   materialize(i: number): void;
   elementBytes(): number;
   getElementCapacity(): number;
