@@ -103,6 +103,8 @@ function locals(count: number) {
     pair: (k: number) => v128 + groupSize + 2 * count + k,
     /** Neighbouring slices: the upper one's totals of the pair before (see emitRun). */
     carry: v128 + groupSize + 2 * count + 2,
+    /** The SIMD loop's constants, splatted in the prologue (SPLATTED). */
+    splatted: (c: number) => v128 + groupSize + 2 * count + 3 + SPLATTED.indexOf(c),
     scalar: (k: number, b: boolean) => f64 + 2 * k + (b ? 1 : 0),
     terms: (k: number, b: boolean) => f64 + 2 * count + 2 * k + (b ? 1 : 0),
     lane: { x: f64 + 4 * count, z: f64 + 4 * count + 1, p: f64 + 4 * count + 2, q: f64 + 4 * count + 3 },
@@ -112,11 +114,14 @@ function locals(count: number) {
       fn.u32(3);
       fn.u32(3 + PARAM_WORDS * count); fn.byte(I32);
       fn.u32(f64Count); fn.byte(F64);
-      fn.u32(groupSize + 2 * count + 3); fn.byte(V128);
+      fn.u32(groupSize + 2 * count + 3 + SPLATTED.length); fn.byte(V128);
     },
   };
 }
 type Locals = ReturnType<typeof locals>;
+
+// Constants the SIMD loops use (zero, square's 2, neg's -1), splatted once per call.
+const SPLATTED = [0, 2, -1];
 
 const isScalar = (kind: number): boolean => kind === KIND_SCALAR || kind === KIND_SCALAR_CONSTANT;
 /** Whether an operand of this kind takes adjoint terms (constants do not). */
@@ -190,8 +195,9 @@ function simdLanes(fn: Bytes, L: Locals): Lanes {
     load: () => { simdOp(fn, S_Load); fn.byte(4); fn.u32(0); },
     store: () => { simdOp(fn, S_Store); fn.byte(4); fn.u32(0); },
     scalarOperand: (k, b) => fn.get(R.splat(k, b)),
-    zero: () => { fn.f64Const(0); simdOp(fn, S_Splat); },
-    constant: (c) => { fn.f64Const(c); simdOp(fn, S_Splat); },
+    // Splatted constants come from locals set once (V8 does not hoist a splat out of the loop).
+    zero: () => fn.get(L.splatted(0)),
+    constant: (c) => { if (SPLATTED.includes(c)) fn.get(L.splatted(c)); else { fn.f64Const(c); simdOp(fn, S_Splat); } },
     binary(op) { simdOp(fn, SIMD_NATIVE[op]!); },
     neg: () => simdOp(fn, S_Neg),
     mul: () => simdOp(fn, S_Mul),
@@ -199,8 +205,8 @@ function simdLanes(fn: Bytes, L: Locals): Lanes {
     masked(p, finite) {
       fn.get(R.g); fn.get(p); simdOp(fn, S_Mul);
       if (finite) { fn.set(R.t); return; }
-      fn.get(R.g); fn.f64Const(0); simdOp(fn, S_Splat); simdOp(fn, S_Ne);
-      fn.get(p); fn.f64Const(0); simdOp(fn, S_Splat); simdOp(fn, S_Ne);
+      fn.get(R.g); fn.get(L.splatted(0)); simdOp(fn, S_Ne);
+      fn.get(p); fn.get(L.splatted(0)); simdOp(fn, S_Ne);
       simdOp(fn, S_And);
       simdOp(fn, S_And);
       fn.set(R.t);
@@ -225,6 +231,7 @@ function simdLanes(fn: Bytes, L: Locals): Lanes {
 /** Prologue: e = 8·from, end = 8·(from + len), the parameter words, the scalar operands' values
  *  (and splats), the terms so far. */
 function emitPrologue(fn: Bytes, nodes: Node[], L: Locals, simd: boolean): void {
+  if (simd) for (const c of SPLATTED) { fn.f64Const(c); simdOp(fn, S_Splat); fn.set(L.splatted(c)); }
   fn.get(1); fn.i32Const(8); fn.byte(W_I32Mul); fn.tee(L.e);
   fn.get(2); fn.i32Const(8); fn.byte(W_I32Mul); fn.byte(W_I32Add); fn.set(L.end);
   nodes.forEach((_, k) => {
