@@ -493,6 +493,7 @@ const runStores = memory.data(RUN_MAX);
 // @ts-ignore: decorator
 @inline const FUSE_PARAM_WORDS: i32 = 7;
 const fuseSignature = memory.data(4 * (2 + FUSE_SIG_WORDS * FUSE_MAX));
+const fuseParams = memory.data(4 * (FUSE_PARAM_WORDS * FUSE_MAX + 1));
 // Signature flags (FUSE_SIG_WORDS' last word): forward, DEFER: the node's values are not stored;
 // reverse, ACTIVE, STORE_A, STORE_B, then DEFER: its values were not stored (the kernel recomputes
 // them per element), DROP: its final adjoint is not stored (see keepAdjoints).
@@ -512,7 +513,7 @@ function finiteNonzeroConstant(j: i32): bool {
   const c = val(j);
   return c != 0 && c - c == 0;
 }
-const fuseParams = memory.data(4 * (FUSE_PARAM_WORDS * FUSE_MAX + 1));
+
 // A run whose last node only a sum right after it consumes takes the sum in: the forward kernel
 // adds the last node's values up per element (sum4's order, see emit-runs.ts) and leaves the sum
 // here; the reverse kernel, entered from the sum node, reads the last node's adjoint from here
@@ -531,8 +532,8 @@ let fusionEnabled = false;
 
 // The last kernels' signatures and table slots, so that a tape recorded again, or replayed, finds
 // its kernels without crossing into JS and joining the signature into a key there (a micro-second
-// and more per run and sweep, a tenth of a gradient of Rosenbrock at 10^4). Runs of up to
-// CACHED_NODES nodes only; round robin.
+// and more per run and sweep, a tenth of a gradient of Rosenbrock at 10^4). Runs of up to 16
+// nodes only; round robin.
 // @ts-ignore: decorator
 @inline const CACHED_KERNELS: i32 = 16;
 // @ts-ignore: decorator
@@ -597,7 +598,7 @@ let keepAdjoints = false;
 export function setKeepAdjoints(on: i32): void { keepAdjoints = on != 0; }
 
 // @ts-ignore: decorator
-@inline export function deferredAt(j: i32): bool { return isVectorOp(opAt(j)) && val(j) == DEFERRED; }
+@inline function deferredAt(j: i32): bool { return isVectorOp(opAt(j)) && val(j) == DEFERRED; }
 
 /** Computes and stores the values of deferred node j (and first of its deferred operands), with
  *  the block sweep's rules: the bits the kernel computed. */
@@ -717,22 +718,20 @@ function chooseAbsorbed(count: i32, lo: i32, hi: i32): void {
     }
     for (let q = lowest + 1; ok && q <= hi; q++) {
       if (argA(q) != parent && argB(q) != parent) continue;
-      if (opAt(q) != Op.VSlice || !isAbsorbedBefore(q, absorbedCount)) ok = false;
+      if (opAt(q) != Op.VSlice || !isAbsorbed(q)) ok = false;
     }
     if (ok) { store<i32>(absorbedNodes + (<usize>kept << 2), s); kept++; }
   }
   absorbedCount = kept;
   for (let m = 0; m < absorbedCount; m++) store<f64>(adjBase + (<usize>absorbed(m) << 3), ABSORBING);
-  const upper = absorbed(0), lower = absorbed(1);
-  absorbedNeighbours = absorbedCount == 2 && argA(upper) == argA(lower) && argB(upper) == argB(lower) + 1;
+  absorbedNeighbours = false;
+  if (absorbedCount == 2) {
+    const upper = absorbed(0), lower = absorbed(1);
+    absorbedNeighbours = argA(upper) == argA(lower) && argB(upper) == argB(lower) + 1;
+  }
 }
 
 let absorbedNeighbours = false;
-
-function isAbsorbedBefore(j: i32, count: i32): bool {
-  for (let m = 0; m < count; m++) if (absorbed(m) == j) return true;
-  return false;
-}
 
 /** Marks (val = DEFERRED) the nodes of the forward run in runNodes whose consumers below `to` are
  *  all run nodes: every node but the last (unless `sum`, the sum node it takes in, is its only
@@ -927,9 +926,9 @@ function reverseRun(i: i32, sum: i32, g: f64): i32 {
     store<f64>(runTerms + (<usize>k << 4), 0);
     store<f64>(runTerms + (<usize>k << 4) + 8, 0);
   }
-  // Operands from outside the run are read from memory; its own deferred nodes, by the kernel.
   // The parents of absorbed slices, claimed as the slices' rules would claim them.
   for (let m = 0; m < absorbedCount; m++) claim(argA(absorbed(m)), false);
+  // Operands from outside the run are read from memory; its own deferred nodes, by the kernel.
   for (let k = 0; k < count; k++) materializeOperandsOutside(runNode(k), j, i, false);
   store<f64>(runSum, 0.0 + g);
   const kernel = fusedKernel(count, true, sum >= 0);

@@ -210,7 +210,9 @@ export class Tape {
     const nodes = this.nodesOf(wrt);
     this.evaluate();
     this.swept = -1;
-    const sweep = (): void => this.seedAndSweep(outs, cotangent);
+    // (The cotangent copied: a sweep run again must not see the caller's later writes.)
+    const seeds = Float64Array.from(cotangent);
+    const sweep = (): void => this.seedAndSweep(outs, seeds);
     this.lastSweep = sweep;
     this.sweepKeeping(this.checkNaN, sweep);
     this.swept = this.count;
@@ -686,7 +688,8 @@ export class Tape {
     // A sweep that throws part-way (a custom rule, a trap) leaves partial adjoints: until the
     // next complete sweep, .grad says there is no gradient rather than returning them.
     this.swept = -1;
-    const sweep = (): void => this.engine.reverse(out, seed, this.count);
+    const count = this.count;
+    const sweep = (): void => this.engine.reverse(out, seed, count);
     this.lastSweep = sweep;
     this.sweepKeeping(this.checkNaN, sweep);
     this.swept = this.count;
