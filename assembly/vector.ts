@@ -528,6 +528,11 @@ const runSum = memory.data(8);
 // (a stencil's x[i + 1] and x[i]): the kernel adds their totals to the parent a pair at a time.
 // @ts-ignore: decorator
 @inline const SIG_NEIGHBOURS: i32 = 4;
+// ...and their parent is the two slices' union ([0, n] for runs of n), reached by no rule before:
+// the kernel writes its adjoints (+0 + the totals, what zeroing and adding would give) instead of
+// the core zeroing them first, or zeroes them itself where it adds element by element.
+// @ts-ignore: decorator
+@inline const SIG_FRESH_PARENT: i32 = 8;
 let fusionEnabled = false;
 
 // The last kernels' signatures and table slots, so that a tape recorded again, or replayed, finds
@@ -684,6 +689,7 @@ function namedOutside(j: i32, from: i32, to: i32, lo: i32, hi: i32): bool {
  *  absorbedNodes, highest node first; marks them ABSORBING. */
 function chooseAbsorbed(count: i32, lo: i32, hi: i32): void {
   absorbedCount = 0;
+  absorbedNeighbours = false;
   if (keepAdjoints || !fusionEnabled || count > FUSE_MAX) return;
   for (let k = 0; k < count; k++) {
     const m = runNode(k);
@@ -724,7 +730,6 @@ function chooseAbsorbed(count: i32, lo: i32, hi: i32): void {
   }
   absorbedCount = kept;
   for (let m = 0; m < absorbedCount; m++) store<f64>(adjBase + (<usize>absorbed(m) << 3), ABSORBING);
-  absorbedNeighbours = false;
   if (absorbedCount == 2) {
     const upper = absorbed(0), lower = absorbed(1);
     absorbedNeighbours = argA(upper) == argA(lower) && argB(upper) == argB(lower) + 1;
@@ -732,6 +737,7 @@ function chooseAbsorbed(count: i32, lo: i32, hi: i32): void {
 }
 
 let absorbedNeighbours = false;
+let freshParent = false;
 
 /** Marks (val = DEFERRED) the nodes of the forward run in runNodes whose consumers below `to` are
  *  all run nodes: every node but the last (unless `sum`, the sum node it takes in, is its only
@@ -803,7 +809,9 @@ function writeAddresses(p: usize, j: i32, reverse: bool): void {
 function fusedKernel(count: i32, reverse: bool, sum: bool = false): u32 {
   const fewest = sum ? 1 : 2;
   if (!fusionEnabled || count < fewest || count > FUSE_MAX) return 0;
-  store<i32>(fuseSignature, (reverse ? SIG_REVERSE : 0) | (sum ? SIG_SUM : 0) | (reverse && absorbedNeighbours ? SIG_NEIGHBOURS : 0));
+  let kind = (reverse ? SIG_REVERSE : 0) | (sum ? SIG_SUM : 0);
+  if (reverse && absorbedNeighbours) kind |= SIG_NEIGHBOURS | (freshParent ? SIG_FRESH_PARENT : 0);
+  store<i32>(fuseSignature, kind);
   store<u32>(fuseParams + (<usize>(count * FUSE_PARAM_WORDS) << 2), <u32>runSum);
   store<i32>(fuseSignature, count, 4);
   for (let k = 0; k < count; k++) {
@@ -926,7 +934,14 @@ function reverseRun(i: i32, sum: i32, g: f64): i32 {
     store<f64>(runTerms + (<usize>k << 4), 0);
     store<f64>(runTerms + (<usize>k << 4) + 8, 0);
   }
-  // The parents of absorbed slices, claimed as the slices' rules would claim them.
+  // The parents of absorbed slices, claimed as the slices' rules would claim them (a fresh one,
+  // see SIG_FRESH_PARENT, without zeroing it).
+  freshParent = false;
+  if (absorbedNeighbours) {
+    const parent = argA(absorbed(0));
+    freshParent = adj(parent) == 0 && argB(absorbed(1)) == 0 && lenOf(parent) == n + 1;
+    if (freshParent) store<f64>(adjBase + (<usize>parent << 3), 1);
+  }
   for (let m = 0; m < absorbedCount; m++) claim(argA(absorbed(m)), false);
   // Operands from outside the run are read from memory; its own deferred nodes, by the kernel.
   for (let k = 0; k < count; k++) materializeOperandsOutside(runNode(k), j, i, false);
@@ -938,6 +953,7 @@ function reverseRun(i: i32, sum: i32, g: f64): i32 {
       memory.fill(xadjBase + (<usize>offOf(i) << 3), 0, <usize>n << 3);
       addScalar(at(xadjBase, offOf(i)), g, n);
     }
+    if (freshParent) { const parent = argA(absorbed(0)); memory.fill(xadjBase + (<usize>offOf(parent) << 3), 0, <usize>lenOf(parent) << 3); }
     // The block sweep sends to an absorbed slice's own (cleared) adjoints, whose rule then runs
     // here, highest slice first: the terms the kernel would have added, in its order.
     for (let m = 0; m < absorbedCount; m++) memory.fill(xadjBase + (<usize>offOf(absorbed(m)) << 3), 0, <usize>lenOf(absorbed(m)) << 3);

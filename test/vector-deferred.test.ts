@@ -10,7 +10,7 @@ import { compile, createTape, init, type Tape, type Var, type Vec } from '../src
 import type { WasmBackend } from '../src/wasm/backend.ts';
 
 const N = 3001;
-const data = (seed: number): Float64Array => Float64Array.from({ length: N }, (_, i) => 0.5 + 0.4 * Math.sin(0.37 * i + seed));
+const data = (seed: number, size = N): Float64Array => Float64Array.from({ length: size }, (_, i) => 0.5 + 0.4 * Math.sin(0.37 * i + seed));
 
 function sameBits(actual: ArrayLike<number>, expected: ArrayLike<number>): void {
   expect(actual.length).toBe(expected.length);
@@ -127,10 +127,11 @@ describe('deferred values and dropped adjoints of fused runs', async () => {
     expect(() => bad.value).toThrow(/sqrt/);
   });
 
-  it('absorb the slices of Rosenbrock\'s stencil, and give them back on request', () => {
+  it.each([N, N + 1])('absorb the slices of Rosenbrock\'s stencil (%i elements), and give them back on request', (size) => {
     const signatures = agree((tape) => {
       tape.reset();
-      const x = tape.vector(data(0.1));
+      // (An even and an odd number of terms: the kernel's pairs, and a last element alone.)
+      const x = tape.vector(data(0.1, size));
       const a = x.slice(0, -1), b = x.slice(1);
       const f = b.sub(a.square()).square().mul(100).add(a.sub(1).square()).sum();
       const value = f.value;

@@ -43,7 +43,8 @@ function record(tape: Tape, p: Program): Recorded {
   const x = tape.vector(xs);
   const s = tape.variable(0.7);
   const constant = tape.constantVector(data(p.n, 2.3));
-  const wide = tape.vector(data(p.n + 2, 1.7));
+  // Just long enough for its slices (so two at starts 0 and 1 cover it: a fresh parent).
+  const wide = tape.vector(data(p.n + Math.max(0, ...p.slices), 1.7));
   const vecs: Vec[] = [x, ...p.slices.map((start) => wide.slice(start, start + p.n))];
   const unary = p.arithmetic ? UNARY.filter((o) => ARITHMETIC.has(o)) : UNARY;
   const binary = p.arithmetic ? BINARY.filter((o) => ARITHMETIC.has(o)) : BINARY;

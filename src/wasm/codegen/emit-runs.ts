@@ -11,7 +11,8 @@
 //
 // Signature (i32 words): kind (1 reverse, 2 sum: the run takes in a sum of its last node, see
 // below; 4 neighbours: it absorbs two slices of one parent, m = 0 starting one element after
-// m = 1), count, then per node in ascending order: scalar op s, operand a's kind, operand b's kind,
+// m = 1; 8 fresh parent: that parent is [0, len] and no rule reached it before, see emitRun),
+// count, then per node in ascending order: scalar op s, operand a's kind, operand b's kind,
 // flags (reverse: 1 active, 2 store a, 4 store b; both sweeps: 8 deferred, its values not in
 // memory: the forward kernel does not store them, the reverse kernel recomputes them per element,
 // with the forward kernel's operations; reverse: 16 drop, its final adjoint is not stored; 32, 64:
@@ -52,8 +53,9 @@ interface Node { s: number; a: number; b: number; flags: number; unary: boolean 
 
 /** Whether the kernels spell every op of a run (select, with its third operand, is left to the
  *  block sweep). */
-function parse(signature: Int32Array): { reverse: boolean; sum: boolean; neighbours: boolean; nodes: Node[] } | null {
+function parse(signature: Int32Array): { reverse: boolean; sum: boolean; neighbours: boolean; fresh: boolean; nodes: Node[] } | null {
   const reverse = (signature[0]! & 1) !== 0, sum = (signature[0]! & 2) !== 0, neighbours = (signature[0]! & 4) !== 0;
+  const fresh = (signature[0]! & 8) !== 0;
   const count = signature[1]!;
   const nodes: Node[] = [];
   for (let k = 0; k < count; k++) {
@@ -63,7 +65,7 @@ function parse(signature: Int32Array): { reverse: boolean; sum: boolean; neighbo
     if (!entry || s === Op.select || s === Op.custom || s <= Op.arg) return null;
     nodes.push({ s, a: signature[w + 1]!, b: signature[w + 2]!, flags: signature[w + 3]!, unary: entry[1] === 1 });
   }
-  return { reverse, sum, neighbours, nodes };
+  return { reverse, sum, neighbours, fresh, nodes };
 }
 
 /** The wasm module of a run kernel `run(params, from, len)`, or null when it has an op the
@@ -73,7 +75,7 @@ function parse(signature: Int32Array): { reverse: boolean; sum: boolean; neighbo
 export function emitRunKernel(signature: Int32Array, simd: boolean): Uint8Array<ArrayBuffer> | null {
   const parsed = parse(signature);
   if (!parsed) return null;
-  const body = emitRun(parsed.nodes, parsed.reverse, parsed.sum, parsed.neighbours, simd);
+  const body = emitRun(parsed.nodes, parsed.reverse, parsed.sum, parsed.neighbours, parsed.fresh, simd);
   return assembleModule([[0x60, 3, I32, I32, I32, 0]], [0], [['run', IMPORTED]], [body]);
 }
 
@@ -267,7 +269,7 @@ function element(fn: Bytes, L: Locals, base: number): void {
   fn.get(base); fn.get(L.e); fn.byte(W_I32Add);
 }
 
-function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: boolean, simd: boolean): Bytes {
+function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: boolean, fresh: boolean, simd: boolean): Bytes {
   const L = locals(nodes.length);
   const fn = new Bytes();
   L.declare(fn);
@@ -288,16 +290,25 @@ function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: bool
     // one's for e and e + 1, in one load and store; the carry left after the pairs goes in before
     // the last odd element. Parent element j so takes upper(j - d - 1), then lower(j - d): the
     // element order the lane by lane adds keep. (A first carry of 0 adds nothing: never -0.)
+    // A fresh parent ([0, len], reached by nothing before) is written, not added to: the pairs
+    // store +0 + their sums, the carry left goes to element len - 1... as +0 + carry, and an odd
+    // last element's upper total to element len as +0 + total. Where the kernel adds element by
+    // element instead (no SIMD, or a slice that takes no terms), it zeroes the parent first.
     const paired = simd && reverse && neighbours && sendsTo(nodes, 0) && sendsTo(nodes, 1);
-    const emit = (V: Lanes, pairs: boolean): void => (reverse ? emitReverseBody(fn, nodes, L, V, sum, pairs) : emitForwardBody(fn, nodes, L, V));
+    const lowerBase = neighbours ? L.word(sliceUser(nodes, 1)[0], sliceUser(nodes, 1)[1] ? 5 : 3) : -1;
+    if (fresh && !paired) {
+      fn.get(lowerBase); fn.i32Const(0); fn.get(2); fn.i32Const(1); fn.byte(W_I32Add); fn.i32Const(8); fn.byte(W_I32Mul);
+      fn.byte(0xfc); fn.u32(11); fn.byte(0); // memory.fill
+    }
+    const storing = fresh && paired;
+    const emit = (V: Lanes, pairs: boolean): void => (reverse ? emitReverseBody(fn, nodes, L, V, sum, pairs, storing) : emitForwardBody(fn, nodes, L, V));
     if (simd) {
       const lanes = simdLanes(fn, L);
       if (paired) { fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.carry); }
       emitLoop(fn, L, 2, () => emit(lanes, paired));
       if (paired) {
-        const lower = L.word(sliceUser(nodes, 1)[0], sliceUser(nodes, 1)[1] ? 5 : 3);
-        element(fn, L, lower);
-        element(fn, L, lower); memarg(fn, W_F64Load, 0);
+        element(fn, L, lowerBase);
+        if (storing) fn.f64Const(0); else { element(fn, L, lowerBase); memarg(fn, W_F64Load, 0); }
         fn.get(L.carry); simdOp(fn, S_Extract); fn.byte(1);
         fn.byte(W_F64Add);
         memarg(fn, W_F64Store, 0);
@@ -402,7 +413,7 @@ function sliceUser(nodes: Node[], m: number): [number, boolean] {
   throw new Error(`no node names slice ${m}`);
 }
 
-function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boolean, pairs: boolean): void {
+function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boolean, pairs: boolean, storing: boolean): void {
   const { R } = V;
   // Per element, which run nodes' adjoints are in their registers so far (with a sum, the last
   // node's from the start).
@@ -516,7 +527,7 @@ function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boo
     // See emitRun: parent pair at the lower slice's address, + (carry lane 1, upper lane 0), + lower.
     const lower = sliceBases.get(1)!;
     element(fn, L, lower);
-    element(fn, L, lower); V.load();
+    if (storing) V.zero(); else { element(fn, L, lower); V.load(); }
     fn.get(L.carry); fn.get(R.slice(0)); simdOp(fn, S_Shuffle);
     for (let byte = 8; byte < 24; byte++) fn.byte(byte);
     V.add();
@@ -529,7 +540,9 @@ function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boo
   for (let lane = 0; lane < V.width; lane++) {
     for (const m of slices) {
       element(fn, L, sliceBases.get(m)!);
-      element(fn, L, sliceBases.get(m)!); memarg(fn, W_F64Load, 8 * lane);
+      // (Storing into a fresh parent, the scalar loop's upper total is its last element's first.)
+      if (storing && m === 0) fn.f64Const(0);
+      else { element(fn, L, sliceBases.get(m)!); memarg(fn, W_F64Load, 8 * lane); }
       fn.get(R.slice(m));
       if (V.width === 2) { simdOp(fn, S_Extract); fn.byte(lane); }
       fn.byte(W_F64Add);
