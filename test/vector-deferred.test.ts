@@ -142,6 +142,20 @@ describe('deferred values and dropped adjoints of fused runs', async () => {
     expect(absorbs(signatures)).toBe(true);
   });
 
+  it('keep the rules\' zero skips where a term is 0 times an infinity (kernels that try a pair without masks)', () => {
+    // x[i] = 0 before x[i + 1] = Infinity: square's partial 2·0 meets an infinite adjoint, where
+    // the rule skips the term (0) and an unmasked product makes a NaN. Also a NaN, and -0.
+    const x0 = data(0.3);
+    x0[100] = 0; x0[101] = Infinity; x0[500] = NaN; x0[900] = -0; x0[1501] = -Infinity; x0[1500] = 0;
+    agree((tape) => {
+      tape.reset();
+      const x = tape.vector(x0);
+      const a = x.slice(0, -1), b = x.slice(1);
+      const f = b.sub(a.square()).square().mul(100).add(a.sub(1).square()).sum();
+      return [f.value, ...tape.gradient(f, [x])];
+    });
+  });
+
   const stencil = (order: number[], extra: (x: Vec, s: Vec[]) => Var | null) => (tape: Tape): Float64Array => {
     tape.reset();
     const x = tape.vector(data(0.7));

@@ -25,7 +25,7 @@
 // reverse kernel with a sum reads the last node's adjoint there, the same for every element.
 import { Op, SCALAR_OP_TABLE } from '../../ops.ts';
 import {
-  Bytes, memarg, F64, I32, W_Block, W_BrIf, W_Call, W_Else, W_End, W_F64Add, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg,
+  Bytes, memarg, F64, I32, W_Block, W_Br, W_BrIf, W_Call, W_Else, W_End, W_F64Add, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg,
   W_F64Store, W_I32Add, W_I32And, W_I32Eqz, W_I32GtU, W_I32Load, W_I32Mul, W_If, W_Loop, W_Select, W_Void,
 } from './wasm.ts';
 import { assembleModule, IMPORTED } from './module.ts';
@@ -34,6 +34,7 @@ import { FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, NATIVE_BINARY } from './rules.ts
 // SIMD (f64x2) opcodes, after the 0xfd prefix.
 const V128 = 0x7b;
 const S_Load = 0x00, S_Store = 0x0b, S_Shuffle = 0x0d, S_Splat = 0x14, S_Extract = 0x21, S_Replace = 0x22, S_Ne = 0x48, S_And = 0x4e;
+const S_Or = 0x50, S_AnyTrue = 0x53;
 const S_Neg = 0xed, S_Add = 0xf0, S_Sub = 0xf1, S_Mul = 0xf2, S_Div = 0xf3;
 const SIMD_NATIVE: Partial<Record<number, number>> = { [Op.add]: S_Add, [Op.sub]: S_Sub, [Op.mul]: S_Mul, [Op.div]: S_Div };
 
@@ -138,6 +139,8 @@ function simdOp(fn: Bytes, op: number): void {
 interface Lanes {
   width: number;
   R: Locals['f64'];
+  /** While set, `masked` multiplies without masking (the speculative body, see emitRun). */
+  unmasked: boolean;
   load(): void;
   store(): void;
   scalarOperand(k: number, b: boolean): void;
@@ -162,7 +165,7 @@ interface Lanes {
 function scalarLanes(fn: Bytes, L: Locals): Lanes {
   const R = L.f64;
   return {
-    width: 1, R,
+    width: 1, R, unmasked: false,
     load: () => memarg(fn, W_F64Load, 0),
     store: () => memarg(fn, W_F64Store, 0),
     scalarOperand: (k, b) => fn.get(L.scalar(k, b)),
@@ -192,8 +195,8 @@ function scalarLanes(fn: Bytes, L: Locals): Lanes {
 
 function simdLanes(fn: Bytes, L: Locals): Lanes {
   const R = L.v128;
-  return {
-    width: 2, R: R as unknown as Locals['f64'],
+  const lanes: Lanes = {
+    width: 2, R: R as unknown as Locals['f64'], unmasked: false,
     load: () => { simdOp(fn, S_Load); fn.byte(4); fn.u32(0); },
     store: () => { simdOp(fn, S_Store); fn.byte(4); fn.u32(0); },
     scalarOperand: (k, b) => fn.get(R.splat(k, b)),
@@ -206,7 +209,7 @@ function simdLanes(fn: Bytes, L: Locals): Lanes {
     add: () => simdOp(fn, S_Add),
     masked(p, finite) {
       fn.get(R.g); fn.get(p); simdOp(fn, S_Mul);
-      if (finite) { fn.set(R.t); return; }
+      if (finite || lanes.unmasked) { fn.set(R.t); return; }
       fn.get(R.g); fn.get(L.splatted(0)); simdOp(fn, S_Ne);
       fn.get(p); fn.get(L.splatted(0)); simdOp(fn, S_Ne);
       simdOp(fn, S_And);
@@ -228,6 +231,7 @@ function simdLanes(fn: Bytes, L: Locals): Lanes {
       for (let lane = 0; lane < 2; lane++) { fn.get(acc); fn.get(R.t); simdOp(fn, S_Extract); fn.byte(lane); fn.byte(W_F64Add); fn.set(acc); }
     },
   };
+  return lanes;
 }
 
 /** Prologue: e = 8·from, end = 8·(from + len), the parameter words, the scalar operands' values
@@ -305,7 +309,8 @@ function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: bool
     if (simd) {
       const lanes = simdLanes(fn, L);
       if (paired) { fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.carry); }
-      emitLoop(fn, L, 2, () => emit(lanes, paired));
+      if (reverse && speculates(nodes)) emitLoop(fn, L, 2, () => emitSpeculative(fn, nodes, L, lanes, sum, paired, storing));
+      else emitLoop(fn, L, 2, () => emit(lanes, paired));
       if (paired) {
         element(fn, L, lowerBase);
         if (storing) fn.f64Const(0); else { element(fn, L, lowerBase); memarg(fn, W_F64Load, 0); }
@@ -399,6 +404,39 @@ function emitForwardBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes): void {
   });
 }
 
+// The masks on products (the scalar rule's zero-partial and zero-adjoint skips) only matter where
+// a product of 0 and ±Infinity or NaN makes a NaN the rule would not; any other product of a zero
+// is ±0, which adds nothing to an adjoint (never -0) and starts a fresh one at +0 as the rule's 0
+// does. A NaN term reaches every result it flows into (no mask stops it on this way), so a pair
+// whose results hold no NaN got the masked way's results without masks. Where a pair's only
+// memory writes are its absorbed slices' totals, made after every node, the SIMD loop tries the
+// pair without masks, checks the totals for NaN, and takes the masked way again only if it finds
+// one (a NaN in the input, an overflow, an infinite partial).
+function speculates(nodes: Node[]): boolean {
+  if (!nodes.some((node) => sliceOf(node.a) >= 0 || sliceOf(node.b) >= 0)) return false;
+  const registered = (kind: number): boolean => !wants(kind) || kind >= 0 || sliceOf(kind) >= 0;
+  return nodes.every((node) => (node.flags & DROP) !== 0 && (!(node.flags & ACTIVE) || (registered(node.a) && (node.unary || registered(node.b)))));
+}
+
+function emitSpeculative(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boolean, pairs: boolean, storing: boolean): void {
+  fn.byte(W_Block); fn.byte(W_Void);
+  fn.byte(W_Block); fn.byte(W_Void);
+  V.unmasked = true;
+  const bases = emitReverseTerms(fn, nodes, L, V, sum);
+  V.unmasked = false;
+  [...bases.keys()].forEach((m, k) => {
+    fn.get(V.R.slice(m)); fn.get(V.R.slice(m)); simdOp(fn, S_Ne);
+    if (k > 0) simdOp(fn, S_Or);
+  });
+  simdOp(fn, S_AnyTrue);
+  fn.byte(W_BrIf); fn.u32(0);
+  fn.byte(W_Br); fn.u32(1);
+  fn.byte(W_End);
+  emitReverseTerms(fn, nodes, L, V, sum);
+  fn.byte(W_End);
+  emitSliceTotals(fn, L, V, bases, pairs, storing);
+}
+
 /** Whether an active node sends terms to absorbed slice m. */
 function sendsTo(nodes: Node[], m: number): boolean {
   return nodes.some((node) => (node.flags & ACTIVE) !== 0 && (sliceOf(node.a) === m || (!node.unary && sliceOf(node.b) === m)));
@@ -414,6 +452,12 @@ function sliceUser(nodes: Node[], m: number): [number, boolean] {
 }
 
 function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boolean, pairs: boolean, storing: boolean): void {
+  emitSliceTotals(fn, L, V, emitReverseTerms(fn, nodes, L, V, sum), pairs, storing);
+}
+
+/** Every active node's terms, last to first, into registers and memory; returns the absorbed
+ *  slices that took terms, each with the local holding its parent adjoints' address. */
+function emitReverseTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boolean): Map<number, number> {
   const { R } = V;
   // Per element, which run nodes' adjoints are in their registers so far (with a sum, the last
   // node's from the start).
@@ -523,6 +567,12 @@ function emitReverseBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boo
       if (wantB) { V.masked(R.q); send(k, true); }
     }
   }
+  return sliceBases;
+}
+
+/** The absorbed slices' totals into their parent's adjoints (see KIND_SLICE and emitRun). */
+function emitSliceTotals(fn: Bytes, L: Locals, V: Lanes, sliceBases: Map<number, number>, pairs: boolean, storing: boolean): void {
+  const { R } = V;
   if (pairs) {
     // See emitRun: parent pair at the lower slice's address, + (carry lane 1, upper lane 0), + lower.
     const lower = sliceBases.get(1)!;

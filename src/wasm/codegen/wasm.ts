@@ -84,6 +84,7 @@ export const W_If = 0x04;
 export const W_Else = 0x05;
 export const W_End = 0x0b;
 export const W_Loop = 0x03;
+export const W_Br = 0x0c;
 export const W_BrIf = 0x0d;
 export const W_Call = 0x10;
 export const W_Select = 0x1b;
