@@ -94,8 +94,9 @@ function locals(count: number) {
     reg: (k: number) => base + k, g: base + count, x: base + count + 1, z: base + count + 2,
     p: base + count + 3, q: base + count + 4, t: base + count + 5, val: (k: number) => base + count + 6 + k,
     slice: (m: number) => base + 2 * count + 6 + m,
+    sliceValue: (m: number) => base + 2 * count + 6 + ABSORB_MAX + m,
   });
-  const groupSize = 2 * count + 6 + ABSORB_MAX;
+  const groupSize = 2 * count + 6 + 2 * ABSORB_MAX;
   const partials = f64 + 4 * count + 4 + groupSize;
   const f64Count = 4 * count + 4 + groupSize + 4;
   const v128 = f64 + f64Count;
@@ -335,14 +336,17 @@ function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: bool
 }
 
 /** Pushes node k's value from its operands (a run node's from `runValue`). */
-function emitValue(fn: Bytes, nodes: Node[], k: number, L: Locals, V: Lanes, runValue: (kind: number) => void): void {
+function emitValue(
+  fn: Bytes, nodes: Node[], k: number, L: Locals, V: Lanes, runValue: (kind: number) => void,
+  outside = (b: boolean): void => { element(fn, L, L.word(k, b ? 4 : 2)); V.load(); },
+): void {
   const { R } = V;
   const { s } = nodes[k]!;
   const operand = (b: boolean): void => {
     const kind = b ? nodes[k]!.b : nodes[k]!.a;
     if (kind >= 0) runValue(kind);
     else if (isScalar(kind)) V.scalarOperand(k, b);
-    else { element(fn, L, L.word(k, b ? 4 : 2)); V.load(); }
+    else outside(b);
   };
   if (SIMD_NATIVE[s] !== undefined) { operand(false); operand(true); V.binary(s); }
   else if (s === Op.neg) { operand(false); V.neg(); }
@@ -471,9 +475,17 @@ function emitReverseTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: bo
     if (!valueReady.has(k)) { element(fn, L, L.word(k, 0)); V.load(); fn.set(R.val(k)); valueReady.add(k); }
     fn.get(R.val(k));
   };
+  // An absorbed slice's elements, loaded once per element (every use reads the same address).
+  const sliceLoaded = new Set<number>();
+  const outsideValue = (k: number, b: boolean): void => {
+    const m = sliceOf(b ? nodes[k]!.b : nodes[k]!.a);
+    if (m < 0) { element(fn, L, L.word(k, b ? 4 : 2)); V.load(); return; }
+    if (!sliceLoaded.has(m)) { element(fn, L, L.word(k, b ? 4 : 2)); V.load(); fn.set(R.sliceValue(m)); sliceLoaded.add(m); }
+    fn.get(R.sliceValue(m));
+  };
   nodes.forEach(({ flags }, k) => {
     if (!(flags & DEFER)) return;
-    emitValue(fn, nodes, k, L, V, runValue);
+    emitValue(fn, nodes, k, L, V, runValue, (b) => outsideValue(k, b));
     fn.set(R.val(k));
     valueReady.add(k);
   });
@@ -481,7 +493,14 @@ function emitReverseTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: bo
     const kind = b ? nodes[k]!.b : nodes[k]!.a;
     if (isScalar(kind)) V.scalarOperand(k, b);
     else if (kind >= 0) runValue(kind);
-    else { element(fn, L, L.word(k, b ? 4 : 2)); V.load(); }
+    else outsideValue(k, b);
+  };
+  // A register's first term: +0 + t, so that it is never -0 (the rule's adjoints never are). The
+  // speculative body (see speculates) may leave a -0: every total it flows into is added to a
+  // value that is not -0, where ±0 add alike.
+  const first = (r: number): void => {
+    if (!V.unmasked) { V.zero(); fn.get(R.t); V.add(); } else fn.get(R.t);
+    fn.set(r);
   };
   // Adds local t to a register or an adjoint in memory: where the scalar rule skips t = 0, the
   // sum is the same (adjoints are never -0), so the SIMD loop adds unconditionally.
@@ -501,7 +520,7 @@ function emitReverseTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: bo
     if (m >= 0) {
       const r = R.slice(m);
       if (!sliceBases.has(m)) {
-        V.zero(); fn.get(R.t); V.add(); fn.set(r);
+        first(r);
         sliceBases.set(m, L.word(k, b ? 5 : 3));
         return;
       }
@@ -510,7 +529,7 @@ function emitReverseTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: bo
     }
     if (kind >= 0) {
       const r = R.reg(kind);
-      if (fresh) { V.zero(); fn.get(R.t); V.add(); fn.set(r); inRegister.add(kind); return; }
+      if (fresh) { first(r); inRegister.add(kind); return; }
       if (!inRegister.has(kind)) { element(fn, L, L.word(kind, 1)); V.load(); fn.set(r); inRegister.add(kind); }
       addTo(() => {}, () => fn.get(r), () => fn.set(r));
       return;
