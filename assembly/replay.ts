@@ -2,6 +2,7 @@
 // sweep in one call into the core, for one row or a batch of rows.
 import { valBase, adjBase, tanBase, tanAdjBase, val, xvalBase, xadjBase } from './layout';
 import { forward, clearAdjoints, sweepReverse, tangent, sweepReverseTangent } from './sweeps';
+import { setGradientOutput } from './vector';
 import { forwardRuleCall, partialsCall, partialZ, partialsTangentCall, partialZTangent } from './ops';
 
 // A compiled function may bring its own sweeps: wasm generated from its tape (src/wasm/codegen/)
@@ -132,8 +133,11 @@ export function gradientBatch(
   const resets = generatedReverse != 0 && !vectorInput;
   let clean = resets && zeroed != 0;
   for (let r = 0; r < rows; r++) {
-    if (replayForward(x + <usize>r * rowBytes, nInputs, count, guards, nGuards) >= 0) return r;
-    if (values) store<f64>(values + (<usize>r << 3), val(out));
+    // The forward sweep may leave the output's value to the reverse sweep (vector.ts, SIG_VALUE).
+    setGradientOutput(out);
+    const guard = replayForward(x + <usize>r * rowBytes, nInputs, count, guards, nGuards);
+    setGradientOutput(-1);
+    if (guard >= 0) return r;
     if (clean) memory.fill(adjBase, 0, rowBytes);
     else clearAdjoints(count, 0);
     store<f64>(adjBase + (<usize>out << 3), 1);
@@ -141,6 +145,7 @@ export function gradientBatch(
     else sweepReverseReplay(out);
     clean = resets;
     // An input vector no rule reached has no adjoints written: its gradient is 0.
+    if (values) store<f64>(values + (<usize>r << 3), val(out));
     // (A row whose gradient goes to the input vector's own adjoints, from the façade, stays.)
     if (vectorInput && load<f64>(adjBase + 8) == 0) memory.fill(g + <usize>r * rowBytes, 0, rowBytes);
     else if (g + <usize>r * rowBytes != xadjBase) memory.copy(g + <usize>r * rowBytes, vectorInput ? xadjBase : adjBase, rowBytes);

@@ -533,6 +533,19 @@ const runSum = memory.data(8);
 // the core zeroing them first, or zeroes them itself where it adds element by element.
 // @ts-ignore: decorator
 @inline const SIG_FRESH_PARENT: i32 = 8;
+// A gradient replay's output is a run's trailing sum that nothing else reads (see gradientOutput):
+// the forward sweep leaves the whole run to the reverse kernel, which adds the sum up as well.
+// @ts-ignore: decorator
+@inline const SIG_VALUE: i32 = 16;
+
+// The output of a gradient replay whose forward sweep is under way (the reverse sweep from it
+// follows at once, with nothing read in between but the guards), or -1; and the sum the forward
+// sweep so left to it, or -1.
+let gradientOutput: i32 = -1;
+let pendingSum: i32 = -1;
+
+/** (replay.ts) The output whose reverse sweep follows this forward sweep at once, or -1. */
+export function setGradientOutput(out: i32): void { gradientOutput = out; }
 let fusionEnabled = false;
 
 // The last kernels' signatures and table slots, so that a tape recorded again, or replayed, finds
@@ -620,6 +633,7 @@ export function materializeAll(to: i32): void {
 /** Before a forward batch [from, to): values of earlier deferred nodes its nodes may read (any
  *  operand slot naming one, carriers too: a false match costs one materialization). */
 export function prepareForward(from: i32, to: i32): void {
+  pendingSum = -1;
   if (from <= deferredFrom) { deferredFrom = i32.MAX_VALUE; return; }
   for (let q = from; q < to; q++) {
     const a = argA(q), b = argB(q);
@@ -738,6 +752,8 @@ function chooseAbsorbed(count: i32, lo: i32, hi: i32): void {
 
 let absorbedNeighbours = false;
 let freshParent = false;
+// The reverse kernel being made adds up the pending sum too.
+let valueToo = false;
 
 /** Marks (val = DEFERRED) the nodes of the forward run in runNodes whose consumers below `to` are
  *  all run nodes: every node but the last (unless `sum`, the sum node it takes in, is its only
@@ -809,7 +825,7 @@ function writeAddresses(p: usize, j: i32, reverse: bool): void {
 function fusedKernel(count: i32, reverse: bool, sum: bool = false): u32 {
   const fewest = sum ? 1 : 2;
   if (!fusionEnabled || count < fewest || count > FUSE_MAX) return 0;
-  let kind = (reverse ? SIG_REVERSE : 0) | (sum ? SIG_SUM : 0);
+  let kind = (reverse ? SIG_REVERSE : 0) | (sum ? SIG_SUM : 0) | (reverse && sum && valueToo ? SIG_VALUE : 0);
   if (reverse && absorbedNeighbours) kind |= SIG_NEIGHBOURS | (freshParent ? SIG_FRESH_PARENT : 0);
   store<i32>(fuseSignature, kind);
   store<u32>(fuseParams + (<usize>(count * FUSE_PARAM_WORDS) << 2), <u32>runSum);
@@ -876,6 +892,16 @@ export function vectorForwardAt(i: i32, op: i32, to: i32): i32 {
   for (let k = 0; k < count; k++) materializeOperandsOutside(runNode(k), i, j, false);
   const sum = sumAfter(j, to);
   markDeferrable(count, to, sum);
+  if (sum >= 0 && sum == gradientOutput && val(j) == DEFERRED && !namedOutside(sum, sum, to - 1, 0, -1)) {
+    // The whole run deferred, its sum the output: the reverse kernel computes it (SIG_VALUE).
+    let all = true;
+    for (let k = 0; k < count; k++) if (val(runNode(k)) != DEFERRED) all = false;
+    if (all) {
+      deferredFrom = min(deferredFrom, runNode(0));
+      pendingSum = sum;
+      return sum;
+    }
+  }
   const kernel = fusedKernel(count, false, sum >= 0);
   if (kernel != 0) {
     call_indirect<void>(kernel, fuseParams, 0, n);
@@ -946,9 +972,13 @@ function reverseRun(i: i32, sum: i32, g: f64): i32 {
   // Operands from outside the run are read from memory; its own deferred nodes, by the kernel.
   for (let k = 0; k < count; k++) materializeOperandsOutside(runNode(k), j, i, false);
   store<f64>(runSum, 0.0 + g);
+  valueToo = sum >= 0 && sum == pendingSum && val(i) == DEFERRED;
   const kernel = fusedKernel(count, true, sum >= 0);
-  if (kernel != 0) call_indirect<void>(kernel, fuseParams, 0, n);
-  else {
+  if (kernel != 0) {
+    call_indirect<void>(kernel, fuseParams, 0, n);
+    if (valueToo) setVal(sum, load<f64>(runSum));
+  } else {
+    if (valueToo) { materialize(i); setVal(sum, sum4(at(xvalBase, offOf(i)), n)); }
     if (sum >= 0) {
       memory.fill(xadjBase + (<usize>offOf(i) << 3), 0, <usize>n << 3);
       addScalar(at(xadjBase, offOf(i)), g, n);
@@ -965,6 +995,7 @@ function reverseRun(i: i32, sum: i32, g: f64): i32 {
       sliceBack(argA(s), argB(s), offOf(s), lenOf(s), xadjBase);
     }
   }
+  if (valueToo) { pendingSum = -1; valueToo = false; }
   // Absorbed slices have nothing left to send; a read of their adjoints sweeps again (keeping).
   for (let m = 0; m < absorbedCount; m++) store<f64>(adjBase + (<usize>absorbed(m) << 3), DROPPED);
   absorbedCount = 0;

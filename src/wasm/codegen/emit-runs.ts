@@ -11,7 +11,8 @@
 //
 // Signature (i32 words): kind (1 reverse, 2 sum: the run takes in a sum of its last node, see
 // below; 4 neighbours: it absorbs two slices of one parent, m = 0 starting one element after
-// m = 1; 8 fresh parent: that parent is [0, len] and no rule reached it before, see emitRun),
+// m = 1; 8 fresh parent: that parent is [0, len] and no rule reached it before, see emitRun;
+// 16 value: a reverse kernel with a sum also adds the sum up, whose forward was left to it),
 // count, then per node in ascending order: scalar op s, operand a's kind, operand b's kind,
 // flags (reverse: 1 active, 2 store a, 4 store b; both sweeps: 8 deferred, its values not in
 // memory: the forward kernel does not store them, the reverse kernel recomputes them per element,
@@ -54,9 +55,9 @@ interface Node { s: number; a: number; b: number; flags: number; unary: boolean 
 
 /** Whether the kernels spell every op of a run (select, with its third operand, is left to the
  *  block sweep). */
-function parse(signature: Int32Array): { reverse: boolean; sum: boolean; neighbours: boolean; fresh: boolean; nodes: Node[] } | null {
+function parse(signature: Int32Array): { reverse: boolean; sum: boolean; neighbours: boolean; fresh: boolean; value: boolean; nodes: Node[] } | null {
   const reverse = (signature[0]! & 1) !== 0, sum = (signature[0]! & 2) !== 0, neighbours = (signature[0]! & 4) !== 0;
-  const fresh = (signature[0]! & 8) !== 0;
+  const fresh = (signature[0]! & 8) !== 0, value = (signature[0]! & 16) !== 0;
   const count = signature[1]!;
   const nodes: Node[] = [];
   for (let k = 0; k < count; k++) {
@@ -66,7 +67,7 @@ function parse(signature: Int32Array): { reverse: boolean; sum: boolean; neighbo
     if (!entry || s === Op.select || s === Op.custom || s <= Op.arg) return null;
     nodes.push({ s, a: signature[w + 1]!, b: signature[w + 2]!, flags: signature[w + 3]!, unary: entry[1] === 1 });
   }
-  return { reverse, sum, neighbours, fresh, nodes };
+  return { reverse, sum, neighbours, fresh, value, nodes };
 }
 
 /** The wasm module of a run kernel `run(params, from, len)`, or null when it has an op the
@@ -76,7 +77,7 @@ function parse(signature: Int32Array): { reverse: boolean; sum: boolean; neighbo
 export function emitRunKernel(signature: Int32Array, simd: boolean): Uint8Array<ArrayBuffer> | null {
   const parsed = parse(signature);
   if (!parsed) return null;
-  const body = emitRun(parsed.nodes, parsed.reverse, parsed.sum, parsed.neighbours, parsed.fresh, simd);
+  const body = emitRun(parsed.nodes, parsed.reverse, parsed.sum, parsed.neighbours, parsed.fresh, parsed.value, simd);
   return assembleModule([[0x60, 3, I32, I32, I32, 0]], [0], [['run', IMPORTED]], [body]);
 }
 
@@ -274,7 +275,7 @@ function element(fn: Bytes, L: Locals, base: number): void {
   fn.get(base); fn.get(L.e); fn.byte(W_I32Add);
 }
 
-function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: boolean, fresh: boolean, simd: boolean): Bytes {
+function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: boolean, fresh: boolean, value: boolean, simd: boolean): Bytes {
   const L = locals(nodes.length);
   const fn = new Bytes();
   L.declare(fn);
@@ -288,8 +289,11 @@ function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: bool
       if (simd) { fn.get(L.f64.reg(last)); simdOp(fn, S_Splat); fn.set(L.v128.reg(last)); }
     }
   }
-  if (sum && !reverse) emitForwardSum(fn, nodes, L, simd);
-  else {
+  if (sum && !reverse) {
+    const scalar = scalarLanes(fn, L);
+    const lanes = simd ? simdLanes(fn, L) : scalar;
+    emitSumLoops(fn, L, simd, () => emitForwardBody(fn, nodes, L, lanes), () => emitForwardBody(fn, nodes, L, scalar), { pair: L.v128.reg(last), single: L.f64.reg(last) });
+  } else {
     // Neighbouring slices both taking terms: a pair of parent elements [e + d, e + d + 1] takes the
     // upper slice's totals for elements e - 1 and e (the one before carried over), then the lower
     // one's for e and e + 1, in one load and store; the carry left after the pairs goes in before
@@ -307,21 +311,26 @@ function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: bool
     }
     const storing = fresh && paired;
     const emit = (V: Lanes, pairs: boolean): void => (reverse ? emitReverseBody(fn, nodes, L, V, sum, pairs, storing) : emitForwardBody(fn, nodes, L, V));
-    if (simd) {
-      const lanes = simdLanes(fn, L);
-      if (paired) { fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.carry); }
-      if (reverse && speculates(nodes)) emitLoop(fn, L, 2, () => emitSpeculative(fn, nodes, L, lanes, sum, paired, storing));
-      else emitLoop(fn, L, 2, () => emit(lanes, paired));
-      if (paired) {
-        element(fn, L, lowerBase);
-        if (storing) fn.f64Const(0); else { element(fn, L, lowerBase); memarg(fn, W_F64Load, 0); }
-        fn.get(L.carry); simdOp(fn, S_Extract); fn.byte(1);
-        fn.byte(W_F64Add);
-        memarg(fn, W_F64Store, 0);
-      }
+    const scalar = scalarLanes(fn, L);
+    const lanes = simd ? simdLanes(fn, L) : scalar;
+    const pairBody = (): void => (reverse && speculates(nodes) ? emitSpeculative(fn, nodes, L, lanes, sum, paired, storing) : emit(lanes, paired));
+    const flushCarry = (): void => {
+      if (!paired) return;
+      element(fn, L, lowerBase);
+      if (storing) fn.f64Const(0); else { element(fn, L, lowerBase); memarg(fn, W_F64Load, 0); }
+      fn.get(L.carry); simdOp(fn, S_Extract); fn.byte(1);
+      fn.byte(W_F64Add);
+      memarg(fn, W_F64Store, 0);
+    };
+    if (paired) { fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.carry); }
+    if (value) {
+      // The reverse kernel takes the sum's value in as well (the last node's values, deferred,
+      // are in its value register after every body).
+      emitSumLoops(fn, L, simd, pairBody, () => emit(scalar, false), { pair: L.v128.val(last), single: L.f64.val(last) }, flushCarry);
+    } else {
+      if (simd) { emitLoop(fn, L, 2, pairBody); flushCarry(); }
+      emitLoop(fn, L, 1, () => emit(scalar, false));
     }
-    const lanes = scalarLanes(fn, L);
-    emitLoop(fn, L, 1, () => emit(lanes, false));
   }
   if (reverse) {
     nodes.forEach((node, k) => {
@@ -358,35 +367,41 @@ function emitValue(
   }
 }
 
-/** The forward loop of a run with a sum: groups of four elements (two pairs, or four singles),
- *  then up to three more, each into its partial sum as sum4 adds them. */
-function emitForwardSum(fn: Bytes, nodes: Node[], L: Locals, simd: boolean): void {
-  const last = nodes.length - 1;
-  const scalar = scalarLanes(fn, L);
+/** The loops of a kernel that adds up its last node's values (a forward kernel with a sum, or a
+ *  reverse kernel that takes the value in as well): groups of four elements (two pair bodies, or
+ *  four single ones), each value into its partial sum as sum4 adds them, then up to three more
+ *  elements into the first three partial sums; the sum, (s0 + s2) + (s1 + s3), to the sum's slot.
+ *  `afterPairs` runs between the groups and the rest. */
+function emitSumLoops(
+  fn: Bytes, L: Locals, simd: boolean, pair: () => void, single: () => void, value: { pair: number; single: number },
+  afterPairs: () => void = () => {},
+): void {
   const into = (acc: number, reg: number, add: () => void): void => { fn.get(acc); fn.get(reg); add(); fn.set(acc); };
   const step = (bytes: number): void => { fn.get(L.e); fn.i32Const(bytes); fn.byte(W_I32Add); fn.set(L.e); };
+  const addF64 = (): void => { fn.byte(W_F64Add); };
+  const addPair = (): void => simdOp(fn, S_Add);
   if (simd) {
-    const lanes = simdLanes(fn, L);
     for (const k of [0, 1]) { fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.pair(k)); }
     emitLoop(fn, L, 4, () => {
-      emitForwardBody(fn, nodes, L, lanes); into(L.pair(0), L.v128.reg(last), lanes.add); step(16);
-      emitForwardBody(fn, nodes, L, lanes); into(L.pair(1), L.v128.reg(last), lanes.add);
+      pair(); into(L.pair(0), value.pair, addPair); step(16);
+      pair(); into(L.pair(1), value.pair, addPair);
     }, 16);
     for (let k = 0; k < 4; k++) { fn.get(L.pair(k >> 1)); simdOp(fn, S_Extract); fn.byte(k & 1); fn.set(L.partial(k)); }
   } else {
     for (let k = 0; k < 4; k++) { fn.f64Const(0); fn.set(L.partial(k)); }
     emitLoop(fn, L, 4, () => {
       for (let k = 0; k < 4; k++) {
-        emitForwardBody(fn, nodes, L, scalar); into(L.partial(k), L.f64.reg(last), scalar.add);
+        single(); into(L.partial(k), value.single, addF64);
         if (k < 3) step(8);
       }
     }, 24);
   }
+  afterPairs();
   // The rest: `if (e + 8 > end) break` before each of up to three elements.
   fn.byte(W_Block); fn.byte(W_Void);
   for (let k = 0; k < 3; k++) {
     fn.get(L.e); fn.i32Const(8); fn.byte(W_I32Add); fn.get(L.end); fn.byte(W_I32GtU); fn.byte(W_BrIf); fn.u32(0);
-    emitForwardBody(fn, nodes, L, scalar); into(L.partial(k), L.f64.reg(last), scalar.add);
+    single(); into(L.partial(k), value.single, addF64);
     step(8);
   }
   fn.byte(W_End);
