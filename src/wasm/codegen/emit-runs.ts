@@ -110,6 +110,8 @@ function locals(count: number) {
     carry: v128 + groupSize + 2 * count + 2,
     /** The SIMD loop's constants, splatted in the prologue (SPLATTED). */
     splatted: (c: number) => v128 + groupSize + 2 * count + 3 + SPLATTED.indexOf(c),
+    /** A whole-call speculation's NaN lanes so far (see emitRun). */
+    nans: v128 + groupSize + 2 * count + 3 + SPLATTED.length,
     scalar: (k: number, b: boolean) => f64 + 2 * k + (b ? 1 : 0),
     terms: (k: number, b: boolean) => f64 + 2 * count + 2 * k + (b ? 1 : 0),
     lane: { x: f64 + 4 * count, z: f64 + 4 * count + 1, p: f64 + 4 * count + 2, q: f64 + 4 * count + 3 },
@@ -119,7 +121,7 @@ function locals(count: number) {
       fn.u32(3);
       fn.u32(3 + PARAM_WORDS * count); fn.byte(I32);
       fn.u32(f64Count); fn.byte(F64);
-      fn.u32(groupSize + 2 * count + 3 + SPLATTED.length); fn.byte(V128);
+      fn.u32(groupSize + 2 * count + 4 + SPLATTED.length); fn.byte(V128);
     },
   };
 }
@@ -323,12 +325,22 @@ function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: bool
       memarg(fn, W_F64Store, 0);
     };
     if (paired) { fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.carry); }
+    // Writing a fresh parent, a kernel can simply run its pairs again: it tries them all without
+    // masks (see speculates), gathering the totals' NaN lanes, and only if it found one runs them
+    // all again with the masks, over what it wrote.
+    const retry: Retry | undefined = storing && speculates(nodes) ? { pair: () => emit(lanes, paired) } : undefined;
+    const firstPair = retry ? (): void => emitSpeculative(fn, nodes, L, lanes, sum, paired, storing, true) : pairBody;
+    if (retry) { fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.nans); }
     if (value) {
       // The reverse kernel takes the sum's value in as well (the last node's values, deferred,
       // are in its value register after every body).
-      emitSumLoops(fn, L, simd, pairBody, () => emit(scalar, false), { pair: L.v128.val(last), single: L.f64.val(last) }, flushCarry);
+      emitSumLoops(fn, L, simd, firstPair, () => emit(scalar, false), { pair: L.v128.val(last), single: L.f64.val(last) }, flushCarry, retry);
     } else {
-      if (simd) { emitLoop(fn, L, 2, pairBody); flushCarry(); }
+      if (simd) {
+        emitLoop(fn, L, 2, firstPair);
+        if (retry) emitRetry(fn, L, () => emitLoop(fn, L, 2, retry.pair));
+        flushCarry();
+      }
       emitLoop(fn, L, 1, () => emit(scalar, false));
     }
   }
@@ -374,18 +386,22 @@ function emitValue(
  *  `afterPairs` runs between the groups and the rest. */
 function emitSumLoops(
   fn: Bytes, L: Locals, simd: boolean, pair: () => void, single: () => void, value: { pair: number; single: number },
-  afterPairs: () => void = () => {},
+  afterPairs: () => void = () => {}, retry?: Retry,
 ): void {
   const into = (acc: number, reg: number, add: () => void): void => { fn.get(acc); fn.get(reg); add(); fn.set(acc); };
   const step = (bytes: number): void => { fn.get(L.e); fn.i32Const(bytes); fn.byte(W_I32Add); fn.set(L.e); };
   const addF64 = (): void => { fn.byte(W_F64Add); };
   const addPair = (): void => simdOp(fn, S_Add);
   if (simd) {
-    for (const k of [0, 1]) { fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.pair(k)); }
-    emitLoop(fn, L, 4, () => {
-      pair(); into(L.pair(0), value.pair, addPair); step(16);
-      pair(); into(L.pair(1), value.pair, addPair);
-    }, 16);
+    const groups = (body: () => void): void => {
+      for (const k of [0, 1]) { fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.pair(k)); }
+      emitLoop(fn, L, 4, () => {
+        body(); into(L.pair(0), value.pair, addPair); step(16);
+        body(); into(L.pair(1), value.pair, addPair);
+      }, 16);
+    };
+    groups(pair);
+    if (retry) emitRetry(fn, L, () => groups(retry.pair));
     for (let k = 0; k < 4; k++) { fn.get(L.pair(k >> 1)); simdOp(fn, S_Extract); fn.byte(k & 1); fn.set(L.partial(k)); }
   } else {
     for (let k = 0; k < 4; k++) { fn.f64Const(0); fn.set(L.partial(k)); }
@@ -437,7 +453,28 @@ function speculates(nodes: Node[]): boolean {
   return nodes.every((node) => (node.flags & DROP) !== 0 && (!(node.flags & ACTIVE) || (registered(node.a) && (node.unary || registered(node.b)))));
 }
 
-function emitSpeculative(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boolean, pairs: boolean, storing: boolean): void {
+interface Retry { pair: () => void }
+
+/** If any lane of L.nans is set: every pair again from the first (e, the carry), by `again`. */
+function emitRetry(fn: Bytes, L: Locals, again: () => void): void {
+  fn.get(L.nans); simdOp(fn, S_AnyTrue);
+  fn.byte(W_If); fn.byte(W_Void);
+  fn.get(1); fn.i32Const(8); fn.byte(W_I32Mul); fn.set(L.e);
+  fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.carry);
+  again();
+  fn.byte(W_End);
+}
+
+function emitSpeculative(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boolean, pairs: boolean, storing: boolean, whole = false): void {
+  if (whole) {
+    // Without masks; the totals' NaN lanes gathered for emitRetry.
+    V.unmasked = true;
+    const bases = emitReverseTerms(fn, nodes, L, V, sum);
+    V.unmasked = false;
+    for (const m of bases.keys()) { fn.get(L.nans); fn.get(V.R.slice(m)); fn.get(V.R.slice(m)); simdOp(fn, S_Ne); simdOp(fn, S_Or); fn.set(L.nans); }
+    emitSliceTotals(fn, L, V, bases, pairs, storing);
+    return;
+  }
   fn.byte(W_Block); fn.byte(W_Void);
   fn.byte(W_Block); fn.byte(W_Void);
   V.unmasked = true;
