@@ -607,9 +607,11 @@ export function setRunFusion(on: i32): void { fusionEnabled = on != 0; }
 // The lowest node the forward sweep deferred since values were last computed from below it.
 let deferredFrom: i32 = i32.MAX_VALUE;
 let keepAdjoints = false;
-// Consumers searched for when deciding what a run defers: past this many nodes, it defers none.
+// Deciding what a run may leave out searches the nodes after it for consumers. That search is
+// kept to a fraction of the run's own work (a quarter of a node per element it sweeps), so a long
+// tape full of runs never pays a sweep's worth of searching per run: past it, nothing is left out.
 // @ts-ignore: decorator
-@inline const DEFER_SCAN: i32 = 1 << 16;
+@inline function searchable(nodes: i32, elements: i64): bool { return <i64>nodes <= max<i64>(256, elements >> 2); }
 
 /** Whether the reverse kernels store every adjoint (the façade sets it to read a dropped one, and
  *  under checkNaN). */
@@ -677,7 +679,7 @@ function isAbsorbed(j: i32): bool {
 /** Defers slice node i (see above) if it may: returns whether it did. */
 function deferSlice(i: i32, to: i32): bool {
   const n = lenOf(i);
-  if (!fusionEnabled || n <= RUN_BLOCK || to - i > DEFER_SCAN) return false;
+  if (!fusionEnabled || n <= RUN_BLOCK || !searchable(to - i, <i64>n >> 1)) return false;
   for (let q = i + 1; q < to; q++) {
     if (argA(q) != i && argB(q) != i) continue;
     const op = opAt(q);
@@ -689,9 +691,10 @@ function deferSlice(i: i32, to: i32): bool {
   return true;
 }
 
-/** Whether a node in (from, to] names j as an operand, other than the run's nodes [lo, hi]. */
-function namedOutside(j: i32, from: i32, to: i32, lo: i32, hi: i32): bool {
-  if (to - from > DEFER_SCAN) return true;
+/** Whether a node in (from, to] names j as an operand, other than the run's nodes [lo, hi] (or
+ *  may: past `elements`' search, yes). */
+function namedOutside(j: i32, from: i32, to: i32, lo: i32, hi: i32, elements: i64): bool {
+  if (!searchable(to - from, elements)) return true;
   for (let q = from + 1; q <= to; q++) {
     if (argA(q) != j && argB(q) != j) continue;
     if (q < lo || q > hi || opAt(q) < ELEMENTWISE) return true;
@@ -710,7 +713,7 @@ function chooseAbsorbed(count: i32, lo: i32, hi: i32): void {
     for (let side = 0; side < 2; side++) {
       const s = side == 0 ? argA(m) : argB(m);
       if (s >= lo || opAt(s) != Op.VSlice || val(s) != DEFERRED || adj(s) != 0 || isAbsorbed(s)) continue;
-      if (absorbedCount == ABSORB_MAX || namedOutside(s, s, reverseTop, lo, hi)) continue;
+      if (absorbedCount == ABSORB_MAX || namedOutside(s, s, reverseTop, lo, hi, <i64>count * <i64>lenOf(s))) continue;
       store<i32>(absorbedNodes + (<usize>absorbedCount << 2), s);
       absorbedCount++;
     }
@@ -761,7 +764,7 @@ let valueToo = false;
 function markDeferrable(count: i32, to: i32, sum: i32): void {
   const first = runNode(0), last = runNode(count - 1);
   const fewest = sum >= 0 ? 1 : 2;
-  if (!fusionEnabled || count < fewest || count > FUSE_MAX || to - last > DEFER_SCAN) {
+  if (!fusionEnabled || count < fewest || count > FUSE_MAX || !searchable(to - last, <i64>count * <i64>lenOf(last))) {
     for (let k = 0; k < count; k++) setVal(runNode(k), 0);
     return;
   }
@@ -892,7 +895,7 @@ export function vectorForwardAt(i: i32, op: i32, to: i32): i32 {
   for (let k = 0; k < count; k++) materializeOperandsOutside(runNode(k), i, j, false);
   const sum = sumAfter(j, to);
   markDeferrable(count, to, sum);
-  if (sum >= 0 && sum == gradientOutput && val(j) == DEFERRED && !namedOutside(sum, sum, to - 1, 0, -1)) {
+  if (sum >= 0 && sum == gradientOutput && val(j) == DEFERRED && !namedOutside(sum, sum, to - 1, 0, -1, <i64>count * <i64>n)) {
     // The whole run deferred, its sum the output: the reverse kernel computes it (SIG_VALUE).
     let all = true;
     for (let k = 0; k < count; k++) if (val(runNode(k)) != DEFERRED) all = false;
