@@ -739,6 +739,7 @@ function chooseAbsorbed(count: i32, lo: i32, hi: i32): void {
       if (t != s && (t > s) != (argB(t) > argB(s))) ok = false;
       if (t != s && argB(t) == argB(s)) ok = false;
     }
+    if (!searchable(hi - lowest, <i64>count * <i64>lenOf(s))) ok = false;
     for (let q = lowest + 1; ok && q <= hi; q++) {
       if (argA(q) != parent && argB(q) != parent) continue;
       if (opAt(q) != Op.VSlice || !isAbsorbed(q)) ok = false;
