@@ -81,12 +81,13 @@ export function emitRunKernel(signature: Int32Array, simd: boolean): Uint8Array<
   return assembleModule([[0x60, 3, I32, I32, I32, 0]], [0], [['run', IMPORTED]], [body]);
 }
 
-// Locals: 0 params, 1 from, 2 len; then i32: the element byte offset, its end, and the seven
-// parameter words of every node; then f64: the value of each scalar operand (a, b per node),
-// each node's terms (a, b), and a lane's scratch (x, z, p, q); then one group of a register
-// per node (its adjoint in reverse, its value in forward), the temporaries g, x, z, p, q, t, and
-// a value register per node (reverse), in f64 (the scalar loop) and in v128 (the SIMD loop, where
-// scalar operands are also splatted).
+// Locals: 0 params, 1 from, 2 len; then i32: the element byte offset, its end, the seven
+// parameter words of every node and the sum's slot; then f64: the value of each scalar operand
+// (a, b per node), each node's terms (a, b), and a lane's scratch (x, z, p, q); then one group of
+// a register per node (its adjoint in reverse, its value in forward), the temporaries g, x, z, p,
+// q, t, a value register per node (reverse), and per absorbed slice its total and its elements,
+// in f64 (the scalar loop) and in v128 (the SIMD loop, where scalar operands are also splatted);
+// then the sum's partial sums, and the SIMD loop's pairs of them, carry, constants and NaN lanes.
 function locals(count: number) {
   const e = 3, end = 4, word = (k: number, w: number) => 5 + PARAM_WORDS * k + w;
   const sumAt = 5 + PARAM_WORDS * count;
@@ -302,9 +303,10 @@ function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: bool
     // the last odd element. Parent element j so takes upper(j - d - 1), then lower(j - d): the
     // element order the lane by lane adds keep. (A first carry of 0 adds nothing: never -0.)
     // A fresh parent ([0, len], reached by nothing before) is written, not added to: the pairs
-    // store +0 + their sums, the carry left goes to element len - 1... as +0 + carry, and an odd
-    // last element's upper total to element len as +0 + total. Where the kernel adds element by
-    // element instead (no SIMD, or a slice that takes no terms), it zeroes the parent first.
+    // store +0 + their sums, the carry left goes to the element after the last pair's as +0 +
+    // carry, and an odd last element's upper total to element len as +0 + total. Where the kernel
+    // adds element by element instead (no SIMD, or a slice that takes no terms), it zeroes the
+    // parent first.
     const paired = simd && reverse && neighbours && sendsTo(nodes, 0) && sendsTo(nodes, 1);
     const lowerBase = neighbours ? L.word(sliceUser(nodes, 1)[0], sliceUser(nodes, 1)[1] ? 5 : 3) : -1;
     if (fresh && !paired) {
@@ -328,7 +330,7 @@ function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: bool
     // Writing a fresh parent, a kernel can simply run its pairs again: it tries them all without
     // masks (see speculates), gathering the totals' NaN lanes, and only if it found one runs them
     // all again with the masks, over what it wrote.
-    const retry: Retry | undefined = storing && speculates(nodes) ? { pair: () => emit(lanes, paired) } : undefined;
+    const retry = storing && speculates(nodes) ? (): void => emit(lanes, paired) : undefined;
     const firstPair = retry ? (): void => emitSpeculative(fn, nodes, L, lanes, sum, paired, storing, true) : pairBody;
     if (retry) { fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.nans); }
     if (value) {
@@ -338,7 +340,7 @@ function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: bool
     } else {
       if (simd) {
         emitLoop(fn, L, 2, firstPair);
-        if (retry) emitRetry(fn, L, () => emitLoop(fn, L, 2, retry.pair));
+        if (retry) emitRetry(fn, L, () => emitLoop(fn, L, 2, retry));
         flushCarry();
       }
       emitLoop(fn, L, 1, () => emit(scalar, false));
@@ -386,7 +388,7 @@ function emitValue(
  *  `afterPairs` runs between the groups and the rest. */
 function emitSumLoops(
   fn: Bytes, L: Locals, simd: boolean, pair: () => void, single: () => void, value: { pair: number; single: number },
-  afterPairs: () => void = () => {}, retry?: Retry,
+  afterPairs: () => void = () => {}, retry?: () => void,
 ): void {
   const into = (acc: number, reg: number, add: () => void): void => { fn.get(acc); fn.get(reg); add(); fn.set(acc); };
   const step = (bytes: number): void => { fn.get(L.e); fn.i32Const(bytes); fn.byte(W_I32Add); fn.set(L.e); };
@@ -401,7 +403,7 @@ function emitSumLoops(
       }, 16);
     };
     groups(pair);
-    if (retry) emitRetry(fn, L, () => groups(retry.pair));
+    if (retry) emitRetry(fn, L, () => groups(retry));
     for (let k = 0; k < 4; k++) { fn.get(L.pair(k >> 1)); simdOp(fn, S_Extract); fn.byte(k & 1); fn.set(L.partial(k)); }
   } else {
     for (let k = 0; k < 4; k++) { fn.f64Const(0); fn.set(L.partial(k)); }
@@ -452,8 +454,6 @@ function speculates(nodes: Node[]): boolean {
   const registered = (kind: number): boolean => !wants(kind) || kind >= 0 || sliceOf(kind) >= 0;
   return nodes.every((node) => (node.flags & DROP) !== 0 && (!(node.flags & ACTIVE) || (registered(node.a) && (node.unary || registered(node.b)))));
 }
-
-interface Retry { pair: () => void }
 
 /** If any lane of L.nans is set: every pair again from the first (e, the carry), by `again`. */
 function emitRetry(fn: Bytes, L: Locals, again: () => void): void {
