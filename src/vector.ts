@@ -145,21 +145,16 @@ function elementwiseSimple(tape: Tape, s: number, operands: readonly VecOperand[
   if (!(a instanceof Vec) || operands.length > 2) return null;
   const ia = tape.vindex(a);
   const n = tape.elementLength(ia);
+  let ib: number;
   if (b instanceof Vec) {
-    const ib = tape.vindex(b);
+    ib = tape.vindex(b);
     if (!sameShape(a.shape, b.shape)) return null;
-    tape.reserveVector(2, n);
-    return new Vec(tape, tape.recordVector(ELEMENTWISE + s, ia, ib, n), a.shape);
-  }
-  if (b instanceof Var) {
-    const ib = tape.index(b);
-    tape.reserveVector(2, n);
-    return new Vec(tape, tape.recordVector(ELEMENTWISE + s, ia, ib, n), a.shape);
-  }
-  if (typeof b !== 'number') return null;
-  tape.reserveVector(3, n);
-  const ib = tape.constantIndex(b);
-  return new Vec(tape, tape.recordVector(ELEMENTWISE + s, ia, ib, n), a.shape);
+  } else if (b instanceof Var) ib = tape.index(b);
+  else if (typeof b !== 'number') return null;
+  // Room for the op (and a number's constant node) first, so a full tape records nothing.
+  tape.reserveVector(typeof b === 'number' ? 3 : 2, n);
+  if (typeof b === 'number') ib = tape.constantIndex(b);
+  return new Vec(tape, tape.recordVector(ELEMENTWISE + s, ia, ib!, n), a.shape);
 }
 
 function scalarOut(tape: Tape, op: number, ia: number, ib: number): Var {
