@@ -144,9 +144,9 @@ export function gradientBatch(
     if (resets) call_indirect<void>(generatedReverse, valBase, adjBase, 1);
     else sweepReverseReplay(out);
     clean = resets;
-    // An input vector no rule reached has no adjoints written: its gradient is 0.
     if (values) store<f64>(values + (<usize>r << 3), val(out));
-    // (A row whose gradient goes to the input vector's own adjoints, from the façade, stays.)
+    // An input vector no rule reached has no adjoints written: its gradient is 0. (A row whose
+    // gradient goes to the input vector's own adjoints, from the façade, stays where it is.)
     if (vectorInput && load<f64>(adjBase + 8) == 0) memory.fill(g + <usize>r * rowBytes, 0, rowBytes);
     else if (g + <usize>r * rowBytes != xadjBase) memory.copy(g + <usize>r * rowBytes, vectorInput ? xadjBase : adjBase, rowBytes);
   }
