@@ -8,10 +8,10 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  TapegradError, compile, defineFunction, init, type CompilableFunction, type CompiledFunction, type Var,
+  TapegradError, compile, defineFunction, init, type CompilableFunction, type CompiledFunction, type Tape, type Var,
 } from '../src/index.ts';
 import { planSegments, planSweeps, MAX_SLOTS } from '../src/wasm/codegen/index.ts';
-import { STRAIGHT_CHUNK, useCounts } from '../src/wasm/codegen/plan.ts';
+import { STRAIGHT_CHUNK, nextLinks, useCounts } from '../src/wasm/codegen/plan.ts';
 import type { WasmBackend } from '../src/wasm/backend.ts';
 import { DAG_OPS, DAG_OP_NAMES, dagArbitrary, dagSum, type DagOpName } from './dag-arbitrary.ts';
 
@@ -726,5 +726,35 @@ describe('the planner', () => {
     views.b[2] = 1;
     expect(useCounts(views, 2, 4)).toBeNull();
     expect((sin.recorded!.tape.engine as WasmBackend).countUses(2, 4)).toBeNull();
+  });
+
+  it("computes the candidate periods' links in the core exactly as the planner's JS does", () => {
+    const same = (tape: Tape, from: number): void => {
+      const engine = tape.engine as WasmBackend;
+      const inCore = engine.linksInCore(from, tape.size)!;
+      // The whole tape, and ranges starting and ending anywhere (the planner asks per chunk and per body).
+      const ranges = [[from, tape.size], [from + 1, tape.size - 1], [Math.floor(tape.size / 3), Math.floor((2 * tape.size) / 3)]];
+      for (const [lo, hi] of ranges) {
+        if (hi! <= lo!) continue;
+        const expected = nextLinks(tape.engine.views, lo!, hi!);
+        const got = inCore(lo!, hi!);
+        expect(Array.from(got.strict)).toEqual(Array.from(expected.strict));
+        expect(Array.from(got.window)).toEqual(Array.from(expected.window));
+      }
+    };
+    fc.assert(
+      fc.property(loopProgramArbitrary(ARITHMETIC), (program) => {
+        same(compile(loopFunction(program), { inputs: 3, at: [0.1, 0.2, 0.3], codegen: false }).recorded!.tape, 3);
+      }),
+      { numRuns: 50 },
+    );
+    // Every op (the loop programs carry select and its third operand).
+    fc.assert(
+      fc.property(dagArbitrary({ maxNodes: 200, maxInputs: 6 }), (dag) => {
+        const n = dag.inputs.length;
+        same(compile(dagSum(dag), { inputs: n, at: dag.inputs, codegen: false }).recorded!.tape, n);
+      }),
+      { numRuns: 50 },
+    );
   });
 });

@@ -7,6 +7,7 @@ import { instantiateCore, simdAvailable, type CoreExports, type CoreImports } fr
 // made before it arrives interprets until then, and elementwise runs sweep block by block.
 let codegen: typeof import('./codegen/index.ts') | null = null;
 type SweepPlan = import('./codegen/index.ts').SweepPlan;
+type LinksOf = import('./codegen/index.ts').LinksOf;
 let codegenLoading: Promise<void> | null = null;
 
 /** Loads the code generator for compiled functions (once). */
@@ -156,7 +157,12 @@ export class WasmBackend implements Backend {
       );
       return this.generated;
     }
-    const plan = count > nInputs ? codegen.planSweeps(this.views, nInputs, count, outputs, undefined, this.countUses(nInputs, count)) : null;
+    let plan: SweepPlan | null = null;
+    if (count > nInputs) {
+      // Scratch for the links first: growing memory would detach the use counts' view.
+      const linksOf = this.linksInCore(nInputs, count);
+      plan = codegen.planSweeps(this.views, nInputs, count, outputs, undefined, this.countUses(nInputs, count), linksOf);
+    }
     if (!plan) {
       this.generatedReason = codegen.whyNoPlan(this.views, nInputs, count);
       return this.generated;
@@ -175,6 +181,28 @@ export class WasmBackend implements Backend {
   countUses(from: number, to: number): Int32Array | null {
     if (this.run(() => this.core.countUses(from, to)) !== 0) return null;
     return new Int32Array(this.core.memory.buffer, this.views.adj.byteOffset, to);
+  }
+
+  /** @internal The planner's candidate-period links, computed by the core in its scratch area
+   *  (reserved here, for the longest span the planner asks for) and copied out; the planner's own
+   *  JS where the memory has no room. */
+  linksInCore(from: number, to: number): LinksOf | undefined {
+    const gen = codegen!;
+    const span = Math.min(to - from, gen.LINKS_SPAN);
+    const room = 8 * span + 8 * gen.linksTableSize(span);
+    let at: number;
+    try {
+      at = this.scratchFor(room);
+    } catch {
+      return undefined;
+    }
+    return (lo, hi) => {
+      const n = hi - lo, size = gen.linksTableSize(n);
+      if (8 * n + 8 * size > room) return gen.nextLinks(this.views, lo, hi);
+      this.run(() => this.core.nextLinks(lo, hi, at, size));
+      const buffer = this.core.memory.buffer;
+      return { strict: new Int32Array(buffer, at, n).slice(), window: new Int32Array(buffer, at + 4 * n, n).slice() };
+    };
   }
 
   /** The tangent sweeps of the current plan, made on the first jvp or hvp (their code is about 8

@@ -33,6 +33,7 @@ export interface CoreExports {
   sweepReverseTangent(top: number): void;
   scratch(bytes: number): number;
   countUses(from: number, to: number): number;
+  nextLinks(lo: number, hi: number, at: number, size: number): void;
   firstNonFinite(from: number, to: number, values: number): number;
   replayForward(x: number, nInputs: number, count: number, guards: number, nGuards: number): number;
   gradientBatch(x: number, rows: number, nInputs: number, count: number, out: number, g: number, guards: number, nGuards: number, values: number, zeroed: number): number;

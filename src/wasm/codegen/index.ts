@@ -25,6 +25,6 @@
 // loops, wasm.ts writes wasm bytes, rules.ts holds the per-op rules the emitters spell out,
 // emit-replay.ts and emit-tangents.ts emit the sweeps' functions (emitNest walks a loop nest for
 // both), and module.ts assembles them into a module.
-export { MAX_SLOTS, planSegments, planSweeps, whyNoPlan, type SweepPlan } from './plan.ts';
+export { LINKS_SPAN, MAX_SLOTS, linksTableSize, nextLinks, planSegments, planSweeps, whyNoPlan, type LinksOf, type SweepPlan } from './plan.ts';
 export { emitSweeps } from './module.ts';
 export { emitRunKernel } from './emit-runs.ts';

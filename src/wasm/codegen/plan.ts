@@ -42,10 +42,22 @@ function mix(h: number): number {
 // long loops touches little more than the chunks where loops start.
 const CHUNK = 1 << 16;
 const LOOKAHEAD = 3 * MAX_PERIOD;
+/** Most nodes one call of `nextLinks` covers. */
+export const LINKS_SPAN = CHUNK + LOOKAHEAD;
 
-function nextLinks(views: TapeViews, lo: number, hi: number): { strict: Int32Array; window: Int32Array } {
+export interface Links { strict: Int32Array; window: Int32Array }
+/** Computes the links of nodes [lo, hi) of the tape being planned: `nextLinks`, or the core's pass
+ *  that gives the same links (assembly/planning.ts). */
+export type LinksOf = (lo: number, hi: number) => Links;
+
+/** Entries per hash table of `nextLinks` over `nodes` nodes (a power of two). */
+export function linksTableSize(nodes: number): number {
+  return 1 << Math.max(4, Math.ceil(Math.log2(2 * nodes)));
+}
+
+export function nextLinks(views: TapeViews, lo: number, hi: number): Links {
   const { op, a, b } = views;
-  const size = 1 << Math.max(4, Math.ceil(Math.log2(2 * (hi - lo))));
+  const size = linksTableSize(hi - lo);
   const mask = size - 1;
   const lastStrict = new Int32Array(size).fill(-1);
   const lastWindow = new Int32Array(size).fill(-1);
@@ -77,7 +89,10 @@ function nextLinks(views: TapeViews, lo: number, hi: number): { strict: Int32Arr
  * (an outer loop) and with the same next four ops (an inner loop); the one covering the most
  * nodes wins.
  */
-export function planSegments(views: TapeViews, from: number, to: number, maxSlots = MAX_SLOTS, outer: readonly Int32Array[] = []): Segment[] | null {
+export function planSegments(
+  views: TapeViews, from: number, to: number, maxSlots = MAX_SLOTS, outer: readonly Int32Array[] = [],
+  linksOf: LinksOf = (lo, hi) => nextLinks(views, lo, hi),
+): Segment[] | null {
   const { op, a, b } = views;
   // Inside a loop body, a repeat must also move its operands by the same strides over every
   // enclosing loop (outer[l]: 3 per node from `from`), or the nest would not be affine.
@@ -89,7 +104,7 @@ export function planSegments(views: TapeViews, from: number, to: number, maxSlot
   };
   // A native scan: this runs once per compile, before V8 has optimised the planner.
   if (op.subarray(from, to).includes(Op.custom)) return null;
-  let links = nextLinks(views, from, Math.min(to, from + CHUNK + LOOKAHEAD));
+  let links = linksOf(from, Math.min(to, from + LINKS_SPAN));
   let linksFrom = from;
   let strides = new Int32Array(0);
   // Verification work is bounded: a tape made to nearly repeat everywhere must not make
@@ -138,7 +153,7 @@ export function planSegments(views: TapeViews, from: number, to: number, maxSlot
     if (budget > 0) {
       if (pos >= linksFrom + CHUNK) {
         linksFrom = pos;
-        links = nextLinks(views, pos, Math.min(to, pos + CHUNK + LOOKAHEAD));
+        links = linksOf(pos, Math.min(to, pos + LINKS_SPAN));
       }
       for (const next of [links.strict, links.window]) {
         // Further hops only matter while the nearer candidates fail (they would find multiples).
@@ -270,7 +285,7 @@ function walkIterations(levels: readonly Level[], strides: Int32Array, nodes: In
 
 function describeBody(
   views: TapeViews, seg: Segment, parent: Body | null, outerLevels: readonly Level[], uses: Int32Array, seeded: Uint8Array,
-  inputEnd = -1,
+  linksOf: LinksOf, inputEnd = -1,
 ): Body {
   const { op, val } = views;
   const levels = [...outerLevels, { period: seg.count > 1 ? seg.period : 0, count: seg.count }];
@@ -295,14 +310,14 @@ function describeBody(
       }
       return strides;
     });
-    inner = planSegments(views, seg.start, seg.start + seg.period, Infinity, outer);
+    inner = planSegments(views, seg.start, seg.start + seg.period, Infinity, outer, linksOf);
     if (inner && !inner.some((s) => s.count > 1)) inner = null;
   }
   const slotOf = new Int32Array(seg.period).fill(-1);
   const ownNodes: number[] = [];
   for (const sub of inner ?? [{ start: seg.start, period: seg.period, count: 1 }]) {
     if (sub.count > 1) {
-      body.items.push(describeBody(views, sub, body, levels, uses, seeded));
+      body.items.push(describeBody(views, sub, body, levels, uses, seeded, linksOf));
       continue;
     }
     for (let i = sub.start; i < sub.start + sub.period; i++) {
@@ -530,16 +545,17 @@ export function whyNoPlan(views: TapeViews, from: number, to: number): string {
 /** Plans generated sweeps for nodes [from, to) of the tape in `views`, or returns null when the
  *  tape does not suit generated code. `outputs`: the nodes a reverse sweep may be seeded at (their
  *  adjoints stay in memory). `uses`: operand references per node, as `useCounts` gives them (the
- *  wasm engine counts them in the core). */
+ *  wasm engine counts them in the core). `linksOf`: the candidate periods' links (the wasm engine
+ *  computes them in the core too). */
 export function planSweeps(
   views: TapeViews, from: number, to: number, outputs: ArrayLike<number>, maxSlots = planSizes.maxSlots,
-  uses = useCounts(views, from, to),
+  uses = useCounts(views, from, to), linksOf: LinksOf = (lo, hi) => nextLinks(views, lo, hi),
 ): SweepPlan | null {
   const { straightChunk, functionNodes } = planSizes;
   // Unary ops record their operand twice (b = a), which the tangent rules below rely on; only a
   // hand-made byte string could say otherwise, and then the interpreter runs it.
   if (!uses) return null;
-  const segments = planSegments(views, from, to, maxSlots);
+  const segments = planSegments(views, from, to, maxSlots, [], linksOf);
   if (!segments) return null;
   const seeded = new Uint8Array(to);
   for (let k = 0; k < outputs.length; k++) seeded[outputs[k]!] = 1;
@@ -548,7 +564,7 @@ export function planSweeps(
     if (seg.count > 1) chunked.push(seg);
     else for (let s = seg.start; s < seg.start + seg.period; s += straightChunk) chunked.push({ start: s, period: Math.min(straightChunk, seg.start + seg.period - s), count: 1 });
   }
-  const bodies = chunked.map((seg) => describeBody(views, seg, null, [], uses, seeded, seg.count === 1 ? from : -1));
+  const bodies = chunked.map((seg) => describeBody(views, seg, null, [], uses, seeded, linksOf, seg.count === 1 ? from : -1));
   for (const body of bodies) layoutNest(body, 0, 0);
   const { shapes, folded } = foldShapes(bodies);
   const parts: Body[][] = [];
