@@ -30,9 +30,19 @@ const special = fc.constantFrom(NaN, Infinity, -Infinity, 0, -0, 1, -1, 5e-324, 
 const anyInput = fc.oneof(fc.double({ min: -2, max: 2, noNaN: true }), special, fc.double());
 
 /** Both ways of replaying f, and a check that every method agrees bit for bit at x. */
+// Fills the memory after the tape with NaN, where the tangent regions will go once a jvp or hvp
+// adds them: generated sweeps must read no tangent slot they did not write.
+function dirtyAfterTape(f: CompiledFunction): void {
+  const engine = f.recorded!.tape.engine as unknown as { scratchFor(bytes: number): number; core: { memory: WebAssembly.Memory }; capacity: number };
+  const bytes = 32 * engine.capacity;
+  const at = engine.scratchFor(bytes);
+  new Float64Array(engine.core.memory.buffer, at, bytes / 8).fill(NaN);
+}
+
 function bothWays(f: CompilableFunction, inputs: number, at: ArrayLike<number>) {
   const generated = compile(f, { inputs, at });
   const interpreted = compile(f, { inputs, at, codegen: false });
+  dirtyAfterTape(generated);
   return {
     generated,
     interpreted,
@@ -320,6 +330,23 @@ describe('nested loops: inner loops inside loop bodies replay exactly like the i
     expect(body.seg.period).toBe(4);
     expect(body.seg.count).toBeGreaterThanOrEqual(28);
     expect(outer.size).toBeLessThan(30);
+  });
+});
+
+describe('tangent slots the generated sweeps never write', () => {
+  it("a constant output's tangent is +0 whatever the memory under the tangent regions held", () => {
+    const f = (x: Var[]): Var[] => [x[0]!.mul(x[1]!).sin(), x[0]!.mul(0).add(2.5), x[1]!.square()];
+    const vector = (x: Var[]) => [...f(x), 2.5] as unknown as Var;
+    const generated = compile(vector, { inputs: 2, at: [0.3, 0.7] });
+    const interpreted = compile(vector, { inputs: 2, at: [0.3, 0.7], codegen: false });
+    expect(generated.generatedSweeps).toBe('active');
+    dirtyAfterTape(generated);
+    // The first jvp runs the tangent sweep on its own, the next ones the sweep fused with the values.
+    for (const [x, t] of [[[0.3, 0.7], [1, -2]], [[-1.5, 0.25], [0.5, 3]], [[2, -0], [-0, 1]]] as const) {
+      const want = interpreted.jvp(x, t);
+      expect(want[3]).toBe(0);
+      expectSameBits(generated.jvp(x, t), want, 'jvp');
+    }
   });
 });
 
