@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   TapegradError, compile, defineFunction, init, type CompilableFunction, type CompiledFunction, type Tape, type Var,
 } from '../src/index.ts';
-import { planSegments, planSweeps, MAX_SLOTS } from '../src/wasm/codegen/index.ts';
+import { planSegments, planSweeps, MAX_SLOTS, type SweepPlan } from '../src/wasm/codegen/index.ts';
 import { STRAIGHT_CHUNK, nextLinks, useCounts } from '../src/wasm/codegen/plan.ts';
 import type { WasmBackend } from '../src/wasm/backend.ts';
 import { DAG_OPS, DAG_OP_NAMES, dagArbitrary, dagSum, type DagOpName } from './dag-arbitrary.ts';
@@ -421,6 +421,7 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
   // counts, and each form's straight tail holds its own constants.
   const variant = fc.array(fc.record({ op: fc.constantFrom(...ARITHMETIC), a: sourceArbitrary, b: sourceArbitrary, c: sourceArbitrary }), { minLength: 1, maxLength: 5 });
   it('replay exactly like the interpreter in every sweep, at any inputs', () => {
+    let withCopies = 0;
     fc.assert(
       fc.property(variant, variant, fc.array(fc.boolean(), { minLength: 40, maxLength: 80 }), fc.array(anyInput, { minLength: 15, maxLength: 15 }),
         (first, second, labels, xs) => {
@@ -450,9 +451,13 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
           const ways = bothWays(f, 5, [0.3, -0.2, 0.5, 0.1, 0.05]);
           ways.check(Float64Array.from(xs), 3);
           expect(ways.generated.generatedSweeps).toBe('active');
+          const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan;
+          if (plan.bodies.some((b) => b.copyOf)) withCopies++;
         }),
       { numRuns: 60 },
     );
+    // Bodies that repeat an earlier one share its description: the property must have met some.
+    expect(withCopies).toBeGreaterThan(0);
   });
 
   it('loops of one shape whose constants differ from run to run keep them apart', () => {
@@ -471,6 +476,31 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
     ways.check(Float64Array.from([0.7, -0.4, 0.2, 0.9, -1, 2, 0.5, 0.25, 0, 1, -0, 3]), 3);
   });
 
+  it('a loop whose pointer walks both inputs and other nodes is not shared as a copy', () => {
+    // Runs of two shapes in no periodic order; each run computes h, a node, then loops over steps
+    // reading h and the inputs x[0] and x[3] alike (stride 0 all): one pointer group walks inputs
+    // and another node. A later run of a shape repeats the first node for node, moved, but only
+    // its h moves with it, so its loop must get code of its own.
+    const f = (x: Var[]): Var => {
+      let loss = x[0]!.mul(0);
+      for (const shape of 'ABBABAABBA') {
+        const h = x[1]!.mul(x[2]!).add(shape === 'A' ? 1 : 2);
+        for (let i = 0; i < 4; i++) {
+          loss = shape === 'A'
+            ? loss.add(x[0]!.mul(h).add(x[3]!.square()).sub(h.mul(0.5))).mul(0.75)
+            : loss.mul(h).add(x[0]!.square()).sub(x[3]!.mul(h)).mul(0.5);
+        }
+      }
+      return loss;
+    };
+    const ways = bothWays(f, 4, [0.3, -0.2, 0.5, 0.1]);
+    ways.check(Float64Array.from([0.7, -0.4, 0.2, 0.9, -1, 2, 0.5, 0.25, 0, 1, -0, 3]), 3);
+    const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan;
+    const loops = plan.bodies.filter((b) => b.seg.count > 1);
+    expect(loops.length).toBeGreaterThanOrEqual(4);
+    expect(loops.every((b) => !b.copyOf)).toBe(true);
+  });
+
   it("the issue's logistic-regression loss with a branch on each label folds into a few hundred nodes of code", () => {
     const n = 400, d = 12;
     const X = Float64Array.from({ length: n * d }, (_, k) => Math.sin(k * 1.3));
@@ -486,8 +516,10 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
     };
     const ways = bothWays(f, d + 1, Array.from({ length: d + 1 }, (_, k) => 0.1 * k - 0.2));
     ways.check(Float64Array.from({ length: 3 * (d + 1) }, (_, k) => Math.cos(k)), 3);
-    const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: { size: number; shapes: unknown[] } }).plan;
+    const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan;
     expect(plan.shapes.length).toBeGreaterThan(0);
+    // Bodies that repeat an earlier one node for node share its description.
+    expect(plan.bodies.some((b) => b.copyOf)).toBe(true);
     expect(plan.size).toBeLessThan(400);
     expect(ways.generated.size).toBeGreaterThan(10 * plan.size);
   });

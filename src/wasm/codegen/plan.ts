@@ -4,7 +4,7 @@
 // turn into wasm. Also says why a tape gets no plan.
 import { Op, OP_TABLE } from '../../ops.ts';
 import type { TapeViews } from '../../backend.ts';
-import { foldShapes, type Folded, type Shape } from './shapes.ts';
+import { describeBodies, foldShapes, type Folded, type Shape } from './shapes.ts';
 
 /** Most nodes of generated code per tape, after folding loops (about 60 bytes of wasm each). Past
  *  this the interpreter runs: straight-line code that long costs several times its recording to
@@ -25,11 +25,11 @@ export interface Segment {
 export const OPERANDS = Uint8Array.from({ length: 256 }, (_, op) =>
   op === Op.select ? 3 : op <= Op.arg || op >= OP_TABLE.length ? 0 : Math.max(0, OP_TABLE[op]![1]));
 
-function operand(views: TapeViews, i: number, k: number): number {
+export function operand(views: TapeViews, i: number, k: number): number {
   return k === 0 ? views.a[i]! : k === 1 ? views.b[i]! : views.a[i - 1]!;
 }
 
-function mix(h: number): number {
+export function mix(h: number): number {
   h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
   h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
   return h ^ (h >>> 16);
@@ -217,6 +217,9 @@ export interface Group {
 
 export interface Body {
   seg: Segment;
+  /** The earlier body whose description this one shares, at its own start (shapes.ts:
+   *  `describeBodies`), or null. */
+  copyOf: Body | null;
   /** How many loops enclose this one (0 at the top). */
   depth: number;
   parent: Body | null;
@@ -256,7 +259,7 @@ const MAX_BODY_LOCALS = 128;
 // Loop bodies at least this long are searched for inner loops (a loop needs 16 nodes of saving).
 const NEST_MIN_PERIOD = 24;
 
-interface Level { period: number; count: number }
+export interface Level { period: number; count: number }
 
 // Visits every iteration of the loops enclosing the innermost one, in order, with nodes[k] moved
 // to track k's node at the first iteration of the innermost loop (strides[k·L + l]: its stride
@@ -283,7 +286,8 @@ function walkIterations(levels: readonly Level[], strides: Int32Array, nodes: In
   }
 }
 
-function describeBody(
+/** Describes the nodes of `seg` as a loop body (planned again for inner loops when long). */
+export function describeBody(
   views: TapeViews, seg: Segment, parent: Body | null, outerLevels: readonly Level[], uses: Int32Array, seeded: Uint8Array,
   linksOf: LinksOf, inputEnd = -1,
 ): Body {
@@ -291,7 +295,7 @@ function describeBody(
   const levels = [...outerLevels, { period: seg.count > 1 ? seg.period : 0, count: seg.count }];
   const depth = outerLevels.length;
   const body: Body = {
-    seg, depth, parent, slots: [], items: [], groups: [], groupsBefore: 0, localBase: 0,
+    seg, copyOf: null, depth, parent, slots: [], items: [], groups: [], groupsBefore: 0, localBase: 0,
     local: new Int32Array(0), adjointInLocal: new Uint8Array(0), valueInLocal: new Uint8Array(0), size: 0,
   };
   const operandStrides = (i: number, k: number): number[] =>
@@ -564,9 +568,16 @@ export function planSweeps(
     if (seg.count > 1) chunked.push(seg);
     else for (let s = seg.start; s < seg.start + seg.period; s += straightChunk) chunked.push({ start: s, period: Math.min(straightChunk, seg.start + seg.period - s), count: 1 });
   }
-  const bodies = chunked.map((seg) => describeBody(views, seg, null, [], uses, seeded, linksOf, seg.count === 1 ? from : -1));
-  for (const body of bodies) layoutNest(body, 0, 0);
+  const bodies = describeBodies(views, chunked, from, uses, seeded, linksOf);
+  for (const body of bodies) if (!body.copyOf) layoutNest(body, 0, 0);
   const { shapes, folded } = foldShapes(bodies);
+  // A copy stands in for its body only inside a shape; anywhere else it is described on its own.
+  for (let k = 0; k < bodies.length; k++) {
+    const body = bodies[k]!;
+    if (!body.copyOf || folded.has(body)) continue;
+    bodies[k] = describeBody(views, body.seg, null, [], uses, seeded, linksOf, body.seg.count === 1 ? from : -1);
+    layoutNest(bodies[k]!, 0, 0);
+  }
   const parts: Body[][] = [];
   const order: SweepPlan['order'] = [];
   let part: Body[] = [], partSize = 0;

@@ -2,7 +2,11 @@
 // Code written by data-dependent control flow (a loss with a branch on each label) has no loop
 // over the samples, only short bodies in a few shapes interleaved by the data; each shape becomes
 // one function, called once per body with the body's offset, instead of a copy per body.
-import { enclosingGroup, type Body, type Ref } from './plan.ts';
+import { Op } from '../../ops.ts';
+import type { TapeViews } from '../../backend.ts';
+import {
+  OPERANDS, describeBody, enclosingGroup, mix, operand, type Body, type Level, type LinksOf, type Ref, type Segment,
+} from './plan.ts';
 
 /** A shape: the body whose code its function runs, and per top-level pointer group whether it
  *  moves with the body (relative: offset by the caller's shift) or stays (an input, a hoisted
@@ -55,13 +59,135 @@ function shapeKey(body: Body): string {
   return out.join('|');
 }
 
+// Describing a body allocates a Ref per operand, and keying it a string per node: on code of a
+// few shapes repeated by the data that was most of a first compile (the branchy logistic loss:
+// 1,862 bodies of 7 shapes). A body whose nodes repeat an earlier body's would describe the same
+// but for where it sits, so it shares that description (a copy at its own start). "Repeat" means,
+// node for node: the same op, use count and seed, the same operands constant or not, inputs by
+// number and every other operand at the same distance; then the tape under the copy is the
+// earlier body's moved by `delta` nodes (inputs staying), and the description moves with it where
+// each top-level pointer group walks only inputs or only other nodes. Immediates are the values
+// of constants, which the copy must have too, except in straight code, which folds its constants
+// into loads; so a copy stands in for its body only inside a shape (planSweeps describes any other
+// on its own). A fingerprint finds the candidates; a node-by-node check decides.
+
+const OTHER = 1 << 30;
+
+function fingerprint(views: TapeViews, seg: Segment, from: number, uses: Int32Array, seeded: Uint8Array): number {
+  const { op } = views;
+  const start = seg.start, end = start + seg.period * seg.count;
+  let h = mix(Math.imul(seg.period, 0x9e3779b1) ^ seg.count);
+  for (let i = start; i < end; i++) {
+    const code = op[i]!;
+    h = mix(h ^ code ^ (seeded[i]! << 8) ^ Math.imul(uses[i]!, 0x7feb352d));
+    for (let k = 0, n = OPERANDS[code]!; k < n; k++) {
+      const o = operand(views, i, k);
+      h = mix(h ^ Math.imul(o < from ? o : (o - start) ^ OTHER, 0x846ca68b) ^ (op[o] === Op.const ? 1 : 0));
+    }
+  }
+  return h;
+}
+
+function repeats(views: TapeViews, r: Segment, s: Segment, from: number, uses: Int32Array, seeded: Uint8Array): boolean {
+  if (r.period !== s.period || r.count !== s.count) return false;
+  const { op } = views;
+  const delta = s.start - r.start, end = r.start + r.period * r.count;
+  for (let i = r.start, j = s.start; i < end; i++, j++) {
+    const code = op[i]!;
+    if (op[j] !== code || uses[i] !== uses[j] || seeded[i] !== seeded[j]) return false;
+    for (let k = 0, n = OPERANDS[code]!; k < n; k++) {
+      const oi = operand(views, i, k), oj = operand(views, j, k);
+      if (oi < from ? oj !== oi : oj - oi !== delta) return false;
+      if ((op[oi] === Op.const) !== (op[oj] === Op.const)) return false;
+    }
+  }
+  return true;
+}
+
+// Per top-level group of `body`: 1 when every node reached through it (at any depth) is past the
+// inputs, so the group moves with a copy; 0 when every one is an input; null when both occur.
+function groupMoves(body: Body, from: number): Uint8Array | null {
+  const kind = new Uint8Array(body.groups.length); // 1 inputs, 2 other nodes
+  const see = (root: number, node: number): boolean => {
+    const k = node < from ? 1 : 2;
+    if (kind[root] && kind[root] !== k) return false;
+    kind[root] = k;
+    return true;
+  };
+  const visit = (b: Body, roots: Int32Array): boolean => {
+    for (let g = 0; g < b.groups.length; g++) if (!see(roots[g]!, b.groups[g]!.origin)) return false;
+    for (const { self, refs } of b.slots) {
+      if (!see(roots[self.group]!, self.first)) return false;
+      for (const r of refs) if (r.group >= 0 && !see(roots[r.group]!, r.first)) return false;
+    }
+    for (const item of b.items) {
+      if (typeof item === 'number') continue;
+      const inner = Int32Array.from(item.groups, (g) => {
+        const pg = enclosingGroup(b, g.strides);
+        return pg < 0 ? -1 : roots[pg]!;
+      });
+      if (inner.includes(-1) || !visit(item, inner)) return false;
+    }
+    return true;
+  };
+  return visit(body, Int32Array.from(body.groups, (_, g) => g)) ? Uint8Array.from(kind, (k) => (k === 2 ? 1 : 0)) : null;
+}
+
+// Whether every immediate of `body`'s nest has its value at `delta` nodes further on, at every
+// iteration of the enclosing loops (`outer`) and its own.
+function immediatesMove(val: Float64Array, body: Body, delta: number, outer: readonly Level[]): boolean {
+  const levels = [...outer, { period: body.seg.count > 1 ? body.seg.period : 0, count: body.seg.count }];
+  const everywhere = (r: Ref, l: number, node: number): boolean => {
+    if (l === levels.length) return Object.is(val[node + delta], r.value);
+    for (let t = 0; t < levels[l]!.count; t++) if (!everywhere(r, l + 1, node + t * r.strides[l]!)) return false;
+    return true;
+  };
+  for (const { refs } of body.slots) for (const r of refs) if (r.value !== undefined && !everywhere(r, 0, r.first)) return false;
+  return body.items.every((item) => typeof item === 'number' || immediatesMove(val, item, delta, levels));
+}
+
+/** Describes the top-level segments of a plan, each body that repeats an earlier one as a copy
+ *  of it (see above). */
+export function describeBodies(
+  views: TapeViews, segments: readonly Segment[], from: number, uses: Int32Array, seeded: Uint8Array, linksOf: LinksOf,
+): Body[] {
+  const described = new Map<number, Body[]>();
+  const moves = new Map<Body, Uint8Array | null>();
+  const copyOf = (seg: Segment, hash: number): Body | null => {
+    for (const rep of described.get(hash) ?? []) {
+      if (!repeats(views, rep.seg, seg, from, uses, seeded)) continue;
+      let move = moves.get(rep);
+      if (move === undefined) moves.set(rep, (move = groupMoves(rep, from)));
+      if (!move) continue;
+      const delta = seg.start - rep.seg.start;
+      if (!straight(rep) && !immediatesMove(views.val, rep, delta, [])) continue;
+      return { ...rep, seg, copyOf: rep, groups: rep.groups.map((g, k) => ({ strides: g.strides, origin: g.origin + (move[k] ? delta : 0) })) };
+    }
+    return null;
+  };
+  return segments.map((seg) => {
+    const hash = fingerprint(views, seg, from, uses, seeded);
+    const copy = copyOf(seg, hash);
+    if (copy) return copy;
+    const body = describeBody(views, seg, null, [], uses, seeded, linksOf, seg.count === 1 ? from : -1);
+    const list = described.get(hash);
+    if (list) list.push(body);
+    else described.set(hash, [body]);
+    return body;
+  });
+}
+
 /** Groups top-level bodies into shapes: bodies with the same key whose pointer groups each either
  *  move with the body or stay put, the same way for all of them, at least MIN_BODIES of them. */
 export function foldShapes(bodies: readonly Body[]): { shapes: Shape[]; folded: Map<Body, Folded> } {
   const buckets = new Map<string, Body[]>();
+  // A copy's key is its body's: the key leaves out where a top-level body sits.
+  const keys = new Map<Body, string>();
   for (const body of bodies) {
     if (body.seg.period * body.seg.count < 2) continue;
-    const key = shapeKey(body);
+    const own = body.copyOf ?? body;
+    let key = keys.get(own);
+    if (key === undefined) keys.set(own, (key = shapeKey(own)));
     const bucket = buckets.get(key);
     if (bucket) bucket.push(body);
     else buckets.set(key, [body]);
@@ -70,6 +196,8 @@ export function foldShapes(bodies: readonly Body[]): { shapes: Shape[]; folded: 
   const folded = new Map<Body, Folded>();
   for (const bucket of buckets.values()) {
     if (bucket.length < MIN_BODIES) continue;
+    // The first is never a copy (the body it copies comes before it, with the same key), so the
+    // shape's function is emitted from a description of its own.
     const [first, second] = bucket as [Body, Body];
     const delta = second.seg.start - first.seg.start;
     const relative = new Uint8Array(first.groups.length);
