@@ -11,7 +11,7 @@ import {
   TapegradError, compile, defineFunction, init, type CompilableFunction, type CompiledFunction, type Tape, type Var,
 } from '../src/index.ts';
 import { planSegments, planSweeps, MAX_SLOTS, type SweepPlan } from '../src/wasm/codegen/index.ts';
-import { STRAIGHT_CHUNK, nextLinks, useCounts } from '../src/wasm/codegen/plan.ts';
+import { STRAIGHT_CHUNK, nextLinks, planSearch, useCounts } from '../src/wasm/codegen/plan.ts';
 import type { WasmBackend } from '../src/wasm/backend.ts';
 import { DAG_OPS, DAG_OP_NAMES, dagArbitrary, dagSum, type DagOpName } from './dag-arbitrary.ts';
 
@@ -761,6 +761,35 @@ describe('the planner', () => {
         expect(planSegments(tape.engine.views, 3, 3)).toEqual([]);
       }),
       { numRuns: 100 },
+    );
+  });
+
+  it('remembering where a period failed skips only starts where it fails again: the segments are the same', () => {
+    const sameSegments = (f: CompilableFunction, inputs: number): void => {
+      const { tape } = compile(f, { inputs, at: Array.from({ length: inputs }, (_, k) => 0.1 * (k + 1)), codegen: false }).recorded!;
+      const remembered = planSegments(tape.engine.views, inputs, tape.size, Infinity);
+      planSearch.rememberFailures = false;
+      try {
+        expect(remembered).toEqual(planSegments(tape.engine.views, inputs, tape.size, Infinity));
+      } finally {
+        planSearch.rememberFailures = true;
+      }
+    };
+    fc.assert(fc.property(loopProgramArbitrary(ARITHMETIC), (program) => sameSegments(loopFunction(program), 3)), { numRuns: 60 });
+    // Data-dependent samples, which nearly repeat: a label picks one of two step lists per sample.
+    fc.assert(
+      fc.property(fc.array(fc.boolean(), { minLength: 20, maxLength: 120 }), fc.integer({ min: 1, max: 8 }), (labels, d) => {
+        sameSegments((w: Var[]) => {
+          let loss = w[0]!.mul(0);
+          labels.forEach((label, i) => {
+            let z = w[d]!;
+            for (let j = 0; j < d; j++) z = z.add(w[j]!.mul(Math.sin(i + j)));
+            loss = loss.add(label ? z.softplus().sub(z) : z.softplus());
+          });
+          return loss;
+        }, d + 1);
+      }),
+      { numRuns: 60 },
     );
   });
 

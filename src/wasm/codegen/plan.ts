@@ -82,6 +82,9 @@ export function nextLinks(views: TapeViews, lo: number, hi: number): Links {
   return { strict, window };
 }
 
+/** How planSegments searches. Tests turn `rememberFailures` off to check that it changes no plan. */
+export const planSearch = { rememberFailures: true };
+
 /**
  * Cuts nodes [from, to) into periodic and straight segments, or returns null when more than
  * `maxSlots` nodes stay straight code or the tape holds a custom op. Greedy: at each node, the
@@ -114,13 +117,21 @@ export function planSegments(
   // How many times the `period` nodes from `pos` repeat (at least 1) with every op equal and every
   // operand moving by the same stride from one repetition to the next.
   const nested = outer.length > 0;
+  // Starts a period is known to fail from: ops that differ at nodes m and m + period, or strides
+  // that differ between (m, m + period) and (m + period, m + 2·period), leave fewer than three
+  // repetitions to every start up to m. Long straight stretches whose samples nearly repeat (the
+  // branchy loss) otherwise checked the same few dozen nodes again from every start.
+  const failsUntil = nested || !planSearch.rememberFailures ? null : new Int32Array(MAX_PERIOD + 1).fill(-1);
   const repetitions = (pos: number, period: number): number => {
     if (strides.length < 3 * period) strides = new Int32Array(3 * period);
     const d = strides, operands = OPERANDS;
     budget -= period;
     for (let s = 0; s < period; s++) {
       const i = pos + s, j = i + period;
-      if (op[j] !== op[i]) return 1;
+      if (op[j] !== op[i]) {
+        if (failsUntil) failsUntil[period] = i;
+        return 1;
+      }
       const n = operands[op[i]!]!;
       if (nested && !sameOuter(i, j, n)) return 1;
       if (n > 0) d[3 * s] = a[j]! - a[i]!;
@@ -132,12 +143,16 @@ export function planSegments(
       budget -= period;
       for (let s = 0, j = pos + t * period; s < period; s++, j++) {
         const i = j - period;
-        if (op[j] !== op[i]) return t;
+        if (op[j] !== op[i]) {
+          if (failsUntil && t === 2) failsUntil[period] = i;
+          return t;
+        }
         const n = operands[op[j]!]!;
         if (n === 0) continue;
-        if (a[j]! - a[i]! !== d[3 * s]) return t;
-        if (n > 1 && b[j]! - b[i]! !== d[3 * s + 1]) return t;
-        if (n > 2 && a[j - 1]! - a[i - 1]! !== d[3 * s + 2]) return t;
+        if (a[j]! - a[i]! !== d[3 * s] || (n > 1 && b[j]! - b[i]! !== d[3 * s + 1]) || (n > 2 && a[j - 1]! - a[i - 1]! !== d[3 * s + 2])) {
+          if (failsUntil && t === 2) failsUntil[period] = i - period;
+          return t;
+        }
         if (nested && !sameOuter(i, j, n)) return t;
       }
     }
@@ -161,7 +176,7 @@ export function planSegments(
           const period = c - pos;
           if (period > MAX_PERIOD || pos + 3 * period > to) break;
           if (bestPeriod > 0 && period % bestPeriod === 0) break;
-          const count = repetitions(pos, period);
+          const count = failsUntil !== null && failsUntil[period]! >= pos ? 1 : repetitions(pos, period);
           if (count >= 3 && count * period > bestCount * bestPeriod) {
             bestPeriod = period;
             bestCount = count;
