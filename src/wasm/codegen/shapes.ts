@@ -73,6 +73,13 @@ function shapeKey(body: Body): string {
 
 const OTHER = 1 << 30;
 
+// Only bodies this short (nodes over all iterations) are checked for repeats: checking reads every
+// node, and a long loop (the GMM tape's 3.4 M nodes in a few) is described faster than read.
+const MAX_REPEAT_NODES = 4096;
+// Earlier bodies of the same fingerprint checked per body, the latest first: bodies alike but for
+// an immediate each would otherwise be checked against every one before them.
+const MAX_REPEAT_TRIES = 4;
+
 function fingerprint(views: TapeViews, seg: Segment, from: number, uses: Int32Array, seeded: Uint8Array): number {
   const { op } = views;
   const start = seg.start, end = start + seg.period * seg.count;
@@ -154,7 +161,9 @@ export function describeBodies(
   const described = new Map<number, Body[]>();
   const moves = new Map<Body, Uint8Array | null>();
   const copyOf = (seg: Segment, hash: number): Body | null => {
-    for (const rep of described.get(hash) ?? []) {
+    const reps = described.get(hash) ?? [];
+    for (let k = reps.length - 1; k >= Math.max(0, reps.length - MAX_REPEAT_TRIES); k--) {
+      const rep = reps[k]!;
       if (!repeats(views, rep.seg, seg, from, uses, seeded)) continue;
       let move = moves.get(rep);
       if (move === undefined) moves.set(rep, (move = groupMoves(rep, from)));
@@ -166,10 +175,12 @@ export function describeBodies(
     return null;
   };
   return segments.map((seg) => {
+    const describe = (): Body => describeBody(views, seg, null, [], uses, seeded, linksOf, seg.count === 1 ? from : -1);
+    if (seg.period * seg.count > MAX_REPEAT_NODES) return describe();
     const hash = fingerprint(views, seg, from, uses, seeded);
     const copy = copyOf(seg, hash);
     if (copy) return copy;
-    const body = describeBody(views, seg, null, [], uses, seeded, linksOf, seg.count === 1 ? from : -1);
+    const body = describe();
     const list = described.get(hash);
     if (list) list.push(body);
     else described.set(hash, [body]);
