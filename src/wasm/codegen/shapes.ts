@@ -140,17 +140,22 @@ function groupMoves(body: Body, from: number): Uint8Array | null {
   return visit(body, Int32Array.from(body.groups, (_, g) => g)) ? Uint8Array.from(kind, (k) => (k === 2 ? 1 : 0)) : null;
 }
 
-// Whether every immediate of `body`'s nest has its value at `delta` nodes further on, at every
-// iteration of the enclosing loops (`outer`) and its own.
-function immediatesMove(val: Float64Array, body: Body, delta: number, outer: readonly Level[]): boolean {
+// The nodes whose values `body`'s nest bakes in as immediates, at every iteration of the enclosing
+// loops (`outer`) and its own, with those values: a copy `delta` nodes further on must hold the
+// same values there.
+function immediates(body: Body, outer: readonly Level[], nodes: number[] = [], values: number[] = []): { nodes: number[]; values: number[] } {
   const levels = [...outer, { period: body.seg.count > 1 ? body.seg.period : 0, count: body.seg.count }];
-  const everywhere = (r: Ref, l: number, node: number): boolean => {
-    if (l === levels.length) return Object.is(val[node + delta], r.value);
-    for (let t = 0; t < levels[l]!.count; t++) if (!everywhere(r, l + 1, node + t * r.strides[l]!)) return false;
-    return true;
+  const visit = (r: Ref, l: number, node: number): void => {
+    if (l === levels.length) {
+      nodes.push(node);
+      values.push(r.value!);
+      return;
+    }
+    for (let t = 0; t < levels[l]!.count; t++) visit(r, l + 1, node + t * r.strides[l]!);
   };
-  for (const { refs } of body.slots) for (const r of refs) if (r.value !== undefined && !everywhere(r, 0, r.first)) return false;
-  return body.items.every((item) => typeof item === 'number' || immediatesMove(val, item, delta, levels));
+  for (const { refs } of body.slots) for (const r of refs) if (r.value !== undefined) visit(r, 0, r.first);
+  for (const item of body.items) if (typeof item !== 'number') immediates(item, levels, nodes, values);
+  return { nodes, values };
 }
 
 /** Describes the top-level segments of a plan, each body that repeats an earlier one as a copy
@@ -160,6 +165,7 @@ export function describeBodies(
 ): Body[] {
   const described = new Map<number, Body[]>();
   const moves = new Map<Body, Uint8Array | null>();
+  const baked = new Map<Body, { nodes: number[]; values: number[] }>();
   const copyOf = (seg: Segment, hash: number): Body | null => {
     const reps = described.get(hash) ?? [];
     for (let k = reps.length - 1; k >= Math.max(0, reps.length - MAX_REPEAT_TRIES); k--) {
@@ -169,7 +175,14 @@ export function describeBodies(
       if (move === undefined) moves.set(rep, (move = groupMoves(rep, from)));
       if (!move) continue;
       const delta = seg.start - rep.seg.start;
-      if (!straight(rep) && !immediatesMove(views.val, rep, delta, [])) continue;
+      if (!straight(rep)) {
+        let own = baked.get(rep);
+        if (own === undefined) baked.set(rep, (own = immediates(rep, [])));
+        const { nodes, values } = own;
+        let same = true;
+        for (let k = 0; k < nodes.length && same; k++) same = Object.is(views.val[nodes[k]! + delta], values[k]);
+        if (!same) continue;
+      }
       return { ...rep, seg, copyOf: rep, groups: rep.groups.map((g, k) => ({ strides: g.strides, origin: g.origin + (move[k] ? delta : 0) })) };
     }
     return null;
