@@ -460,6 +460,26 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
     expect(withCopies).toBeGreaterThan(0);
   });
 
+  it("a shape's straight body whose first op reads a constant recorded before it reads it there", () => {
+    // Found by the loop-program property (seed 40609873): a step's constant, recorded just before a
+    // straight body, became a load through the body's pointer when the bodies folded into a shape,
+    // at a negative offset from where the pointer started; as an unsigned offset it read far
+    // outside the tape and trapped.
+    const program: LoopProgram = {
+      width: 1, steps: 27, body: [
+        { op: 'add', a: { from: 'input', j: 6, backwards: false }, b: { from: 'input', j: 1, backwards: false }, c: { from: 'state', j: 0 } },
+        { op: 'add', a: { from: 'state', j: 0 }, b: { from: 'input', j: 1, backwards: true }, c: { from: 'step' } },
+        { op: 'div', a: { from: 'step' }, b: { from: 'input', j: 3, backwards: true }, c: { from: 'hoisted', value: 0.5 } },
+      ],
+    };
+    const at = [0.3, 0.4, 0.5, 0.6, 0.7];
+    const ways = bothWays(loopFunction(program), 5, at);
+    const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan;
+    expect(plan.shapes.some(({ body }) => body.seg.count === 1)).toBe(true);
+    ways.check(Float64Array.from(at));
+    ways.check(Float64Array.from([0, 0, 0, 0, 0, 0, NaN, 0, 0, 0, 0, 0, 0, 0, 0, NaN, 0, 0, 0, NaN]), 4);
+  });
+
   it('loops of one shape whose constants differ from run to run keep them apart', () => {
     // Runs of four equal labels make loops; a constant fixed within a run (its index) is an
     // immediate of that loop's code, so runs with different constants must not share a function.

@@ -251,6 +251,11 @@ export function foldShapes(bodies: readonly Body[]): { shapes: Shape[]; folded: 
           }
         }
       }
+      // A constant recorded before everything else the pointer reaches (the body's first op
+      // reading one) lies below the pointer's start: the pointer starts there instead, as offsets
+      // from it are unsigned (a negative one read far outside the tape and trapped).
+      const group = first.groups[moving]!;
+      for (const { refs } of first.slots) for (const r of refs) if (r.group === moving) group.origin = Math.min(group.origin, r.first);
     }
     const shape = shapes.push({ body: first, relative }) - 1;
     for (const body of members) folded.set(body, { shape, shift: 8 * (body.seg.start - first.seg.start), count: body.seg.count });
