@@ -116,6 +116,9 @@ export const W_F64Div = 0xa3;
 export const W_F64FromU32 = 0xb8;
 
 export function memarg(fn: Bytes, opcode: number, offset: number): void {
+  // The offset is unsigned: a negative one would read or write gigabytes away at run time (a
+  // planner's mistake, which fails here instead).
+  if (offset < 0) throw new Error(`codegen: negative memory offset ${offset}`);
   fn.byte(opcode);
   fn.byte(3);
   fn.u32(offset);
