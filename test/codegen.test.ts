@@ -334,6 +334,34 @@ describe('nested loops: inner loops inside loop bodies replay exactly like the i
 });
 
 describe('tangent slots the generated sweeps never write', () => {
+  it("a constant's tangent reads +0 in the generated tangent sweeps, whatever the memory under the tangent regions held", () => {
+    // Found by the nested-loop property (seed -1665102553): neg of a per-step constant read the
+    // constant's tangent slot, which generated code never writes, and the regions lie over memory
+    // the scratch area had used. The first hvp and every jvp after it gave NaN.
+    const step = { from: 'step' } as const, node = { from: 'node', k: 0 } as const, state = { from: 'state', j: 0 } as const;
+    const half = { from: 'hoisted', value: 0.5 } as const, input = { from: 'input', j: 0, backwards: false } as const;
+    const program: NestedProgram = {
+      outer: {
+        width: 2, steps: 3, body: [
+          { op: 'add', a: half, b: step, c: node }, { op: 'add', a: state, b: node, c: node },
+          { op: 'neg', a: step, b: step, c: node }, { op: 'add', a: half, b: state, c: state },
+        ],
+      },
+      inner: {
+        width: 1, steps: 3, body: [
+          { op: 'add', a: input, b: node, c: state }, { op: 'add', a: half, b: node, c: input },
+          { op: 'add', a: state, b: state, c: input }, { op: 'add', a: node, b: step, c: node },
+          { op: 'add', a: node, b: state, c: input }, { op: 'neg', a: node, b: step, c: state },
+        ],
+      },
+      split: 3, walk: 'outer',
+    };
+    const ways = bothWays(nestedFunction(program), 1, [0.3]);
+    expect(ways.generated.generatedSweeps).toBe('active');
+    ways.check(Float64Array.from([0.3]));
+    ways.check(Float64Array.from([1.5, -0, NaN, 0.25]), 3);
+  });
+
   it("a constant output's tangent is +0 whatever the memory under the tangent regions held", () => {
     const f = (x: Var[]): Var[] => [x[0]!.mul(x[1]!).sin(), x[0]!.mul(0).add(2.5), x[1]!.square()];
     const vector = (x: Var[]) => [...f(x), 2.5] as unknown as Var;

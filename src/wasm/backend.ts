@@ -328,6 +328,9 @@ export class WasmBackend implements Backend {
     this.zeroed = NOT_ZEROED;
     const core = this.core;
     const sweeps = new WebAssembly.Instance(module, { env: generatedImports(core) }).exports as Record<string, () => void>;
+    // A recording's constants may sit where an earlier recording's nodes left tangents, and the
+    // generated tangent sweeps read a constant's slot without writing it: zero them once here.
+    if (slot === 3) this.views.tan?.fill(0);
     const names = slot === 1 ? ['forward', 'reverse'] : ['tangent', 'reverseTangent', 'forwardTangent'];
     names.forEach((name, k) => core.table.set(slot + k, sweeps[name]!));
     this.modules[slot === 1 ? 'replay' : 'tangents'] = module;
@@ -397,9 +400,17 @@ export class WasmBackend implements Backend {
   }
 
   enableTangents(live: number): boolean {
+    const fresh = this.views.tan === null;
     this.guardsAt = -1;
     const ok = this.run(() => this.core.enableTangents(live)) !== 0;
     this.refreshViews();
+    // The new regions lie over whatever memory followed the tape (scratch: input rows, the
+    // planner's links). Generated tangent sweeps never write a constant's slots (its tangent is an
+    // immediate 0), so those must read +0 from the start.
+    if (ok && fresh) {
+      this.views.tan!.fill(0);
+      this.views.tanAdj!.fill(0);
+    }
     return ok;
   }
 
