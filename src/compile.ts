@@ -5,7 +5,7 @@
 import type { BackendKind } from './backend.ts';
 import { createTapeSync } from './create.ts';
 import { BranchChangedError, NotANumberError, TapegradError, checkOut, describe, isArrayLike } from './errors.ts';
-import { COMPARISON_OPS, Op, opNameOf } from './ops.ts';
+import { COMPARISON_OPS, opNameOf } from './ops.ts';
 import { BACKEND_RULE, CODEGEN_RULE, checkOptions } from './options.ts';
 import { toBytes } from './serialize.ts';
 import { Var, type Tape } from './tape.ts';
@@ -338,13 +338,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   jvp(x: ArrayLike<number>, t: ArrayLike<number>, out?: Float64Array): Float64Array {
     const rec = this.forwardTangent(x, t) ?? this.replay(x);
     const tan = rec === this.fused ? rec.tape.engine.views.tan! : this.seedTangents(rec, t);
-    const { xtan, op } = rec.tape.engine.views;
+    const xtan = rec.tape.engine.views.xtan!;
     const result = out ?? new Float64Array(rec.outputs.length);
     for (let j = 0; j < rec.outputs.length; j++) {
       const o = rec.outputs[j]!;
-      // Generated tangent sweeps never write a constant's tangent (it is an immediate 0 in their
-      // code), so its slot holds whatever the memory held: a constant output's tangent is +0.
-      result[j] = o < 0 ? xtan![-1 - o]! : op[o] === Op.const ? 0 : tan[o]!;
+      result[j] = o >= 0 ? tan[o]! : xtan[-1 - o]!;
     }
     return result;
   }
