@@ -230,7 +230,21 @@ export function opArity(op: i32): i32 {
 /** y = f(x, z) for every op with at most two operands (select and custom are run by the
  *  sweeps themselves). */
 // @ts-ignore: decorator
-@inline export function forwardRule(op: i32, x: f64, z: f64): f64 {
+@inline // hypot as V8 computes it (its Math.hypot is the JS engine's rule): the magnitudes scaled by the
+// larger one, their squares summed, the root scaled back. AssemblyScript's Math.hypot overflowed to Infinity next to the largest
+// double where the true value, and V8's, is finite (op-parity, seed 1878808415).
+function hypot(x: f64, z: f64): f64 {
+  const a = Math.abs(x), b = Math.abs(z);
+  if (a == Infinity || b == Infinity) return Infinity;
+  if (isNaN(a) || isNaN(b)) return NaN;
+  const m = a > b ? a : b;
+  if (m == 0) return 0;
+  // With two terms Kahan's compensation stays 0: the sum is the plain one, in V8's order.
+  const p = a / m, q = b / m;
+  return Math.sqrt(p * p + q * q) * m;
+}
+
+export function forwardRule(op: i32, x: f64, z: f64): f64 {
   switch (op) {
     case Op.Add: return x + z;
     case Op.Sub: return x - z;
@@ -265,7 +279,7 @@ export function opArity(op: i32): i32 {
     case Op.Abs: return Math.abs(x);
     case Op.Min: return Math.min(x, z);
     case Op.Max: return Math.max(x, z);
-    case Op.Hypot: return Math.hypot(x, z);
+    case Op.Hypot: return hypot(x, z);
     case Op.Sigmoid: return sigmoidOf(x);
     case Op.Softplus: return softplusOf(x);
     case Op.Relu: return Math.max(x, 0);
