@@ -227,12 +227,10 @@ export function opArity(op: i32): i32 {
   return Math.max(x, 0) + Math.log1p(Math.exp(-Math.abs(x)));
 }
 
-/** y = f(x, z) for every op with at most two operands (select and custom are run by the
- *  sweeps themselves). */
-// @ts-ignore: decorator
-@inline // hypot as V8 computes it (its Math.hypot is the JS engine's rule): the magnitudes scaled by the
-// larger one, their squares summed, the root scaled back. AssemblyScript's Math.hypot overflowed to Infinity next to the largest
-// double where the true value, and V8's, is finite (op-parity, seed 1878808415).
+// hypot as V8 computes it (its Math.hypot is the JS engine's rule): the magnitudes scaled by the
+// larger one, their squares summed, the root scaled back. AssemblyScript's Math.hypot overflowed to
+// Infinity next to the largest double where the true value, and V8's, is finite (op-parity, seed
+// 1878808415).
 function hypot(x: f64, z: f64): f64 {
   const a = Math.abs(x), b = Math.abs(z);
   if (a == Infinity || b == Infinity) return Infinity;
@@ -244,7 +242,10 @@ function hypot(x: f64, z: f64): f64 {
   return Math.sqrt(p * p + q * q) * m;
 }
 
-export function forwardRule(op: i32, x: f64, z: f64): f64 {
+/** y = f(x, z) for every op with at most two operands (select and custom are run by the
+ *  sweeps themselves). */
+// @ts-ignore: decorator
+@inline export function forwardRule(op: i32, x: f64, z: f64): f64 {
   switch (op) {
     case Op.Add: return x + z;
     case Op.Sub: return x - z;
