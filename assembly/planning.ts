@@ -75,3 +75,159 @@ export function nextLinks(lo: i32, hi: i32, at: usize, size: i32): void {
     w3 = w2; w2 = w1; w1 = code;
   }
 }
+
+// @ts-ignore: decorator
+@inline function operandOf(i: i32, k: i32): i32 {
+  return k == 0 ? argA(i) : k == 1 ? argB(i) : argA(i - 1);
+}
+
+// @ts-ignore: decorator
+@inline function linksTableSize(nodes: i32): i32 {
+  let size = 16;
+  while (size < 2 * nodes) size <<= 1;
+  return size;
+}
+
+/** The top-level search of `planSegments` in src/wasm/codegen/plan.ts, step for step (the same
+ *  candidates, verification budget and remembered failures), so both give the same segments; its
+ *  sizes come from there. Scratch at `at`: the links (`linkBytes`), remembered failures (i32 ×
+ *  maxPeriod + 1), strides (i32 × 3·maxPeriod), then the segments as (start, period, count) i32
+ *  triples, at most `outCap`. Returns how many, -1 when more than `maxSlots` nodes stay straight
+ *  code (or a custom op is found), -2 when `outCap` is too small. */
+export function planSegments(from: i32, to: i32, maxSlots: i32, at: usize, linkBytes: i32, maxPeriod: i32, chunk: i32, outCap: i32): i32 {
+  for (let i = from; i < to; i++) if (opAt(i) == Op.Custom) return -1;
+  const span = chunk + 3 * maxPeriod;
+  const failsUntil = at + <usize>linkBytes;
+  const strides = failsUntil + ((<usize>(maxPeriod + 1) << 2) + 7 & ~7);
+  const out = strides + <usize>(12 * maxPeriod);
+  memory.fill(failsUntil, 0xff, <usize>(maxPeriod + 1) << 2);
+  let linksFrom = from, linksTo = min(to, from + span);
+  nextLinks(linksFrom, linksTo, at, linksTableSize(linksTo - linksFrom));
+  let window = at + (<usize>(linksTo - linksFrom) << 2);
+  let budget: i64 = 64 * <i64>(to - from) + (1 << 20);
+  let segments = 0, slots = 0, runStart = from, pos = from;
+  while (pos < to) {
+    let bestPeriod = 0, bestCount = 0;
+    if (budget > 0) {
+      if (pos >= linksFrom + chunk) {
+        linksFrom = pos;
+        linksTo = min(to, pos + span);
+        nextLinks(linksFrom, linksTo, at, linksTableSize(linksTo - linksFrom));
+        window = at + (<usize>(linksTo - linksFrom) << 2);
+      }
+      for (let which = 0; which < 2; which++) {
+        const next = which == 0 ? at : window;
+        let c = load<i32>(next + (<usize>(pos - linksFrom) << 2));
+        for (let hop = 0; hop < 3 && c > 0; hop++) {
+          const period = c - pos;
+          if (period > maxPeriod || pos + 3 * period > to) break;
+          if (bestPeriod > 0 && period % bestPeriod == 0) break;
+          let count = 1;
+          if (load<i32>(failsUntil + (<usize>period << 2)) < pos) {
+            // How many times the period repeats, as `repetitions` in plan.ts.
+            budget -= period;
+            let t = 2;
+            for (let s = 0; s < period; s++) {
+              const i = pos + s, j = i + period;
+              const code = opAt(i);
+              if (opAt(j) != code) {
+                store<i32>(failsUntil + (<usize>period << 2), i);
+                t = 1;
+                break;
+              }
+              const n = operandCount(code);
+              const d = strides + <usize>(12 * s);
+              if (n > 0) store<i32>(d, argA(j) - argA(i));
+              if (n > 1) store<i32>(d, argB(j) - argB(i), 4);
+              if (n > 2) store<i32>(d, argA(j - 1) - argA(i - 1), 8);
+            }
+            if (t == 2) {
+              let stop = false;
+              for (; pos + (t + 1) * period <= to && budget > 0; t++) {
+                budget -= period;
+                for (let s = 0, j = pos + t * period; s < period; s++, j++) {
+                  const i = j - period;
+                  const code = opAt(j);
+                  if (opAt(i) != code) {
+                    if (t == 2) store<i32>(failsUntil + (<usize>period << 2), i);
+                    stop = true;
+                    break;
+                  }
+                  const n = operandCount(code);
+                  if (n == 0) continue;
+                  const d = strides + <usize>(12 * s);
+                  if (argA(j) - argA(i) != load<i32>(d) || (n > 1 && argB(j) - argB(i) != load<i32>(d, 4)) ||
+                    (n > 2 && argA(j - 1) - argA(i - 1) != load<i32>(d, 8))) {
+                    if (t == 2) store<i32>(failsUntil + (<usize>period << 2), i - period);
+                    stop = true;
+                    break;
+                  }
+                }
+                if (stop) break;
+              }
+            }
+            count = t;
+          }
+          if (count >= 3 && count * period > bestCount * bestPeriod) {
+            bestPeriod = period;
+            bestCount = count;
+          }
+          if (count >= 3) break;
+          c = load<i32>(next + (<usize>(c - linksFrom) << 2));
+        }
+      }
+    }
+    // A loop pays off once it saves a few nodes of code (plan.ts says why).
+    if (bestCount >= 3 && (bestCount - 1) * bestPeriod >= 16) {
+      if (segments + 2 > outCap) return -2;
+      if (runStart < pos) {
+        const p = out + <usize>(12 * segments++);
+        store<i32>(p, runStart); store<i32>(p, pos - runStart, 4); store<i32>(p, 1, 8);
+      }
+      const p = out + <usize>(12 * segments++);
+      store<i32>(p, pos); store<i32>(p, bestPeriod, 4); store<i32>(p, bestCount, 8);
+      slots += pos - runStart;
+      pos += bestPeriod * bestCount;
+      runStart = pos;
+    } else {
+      pos++;
+    }
+    if (slots + (pos - runStart) > maxSlots) return -1;
+  }
+  if (runStart < to) {
+    if (segments + 1 > outCap) return -2;
+    const p = out + <usize>(12 * segments++);
+    store<i32>(p, runStart); store<i32>(p, to - runStart, 4); store<i32>(p, 1, 8);
+  }
+  return segments;
+}
+
+// @ts-ignore: decorator
+@inline const OTHER: i32 = 1 << 30;
+
+/** `fingerprint` of src/wasm/codegen/shapes.ts for each of `count` segments, (start, period,
+ *  count) i32 triples at `at`, hash for hash: written as u32 after them, 0 for a segment of more
+ *  than `maxNodes` nodes (never checked for repeats). Reads the use counts `countUses` left in the
+ *  adjoint region and a byte per node at `seeded` (1: an output). */
+export function fingerprints(count: i32, at: usize, from: i32, seeded: usize, maxNodes: i32): void {
+  const out = at + <usize>(12 * count);
+  for (let k = 0; k < count; k++) {
+    const p = at + <usize>(12 * k);
+    const start = load<i32>(p), period = load<i32>(p, 4), times = load<i32>(p, 8);
+    let h: u32 = 0;
+    if (<i64>period * times <= maxNodes) {
+      const end = start + period * times;
+      h = mix((<u32>period * 0x9e3779b1) ^ <u32>times);
+      for (let i = start; i < end; i++) {
+        const code = opAt(i);
+        h = mix(h ^ <u32>code ^ (<u32>load<u8>(seeded + <usize>i) << 8) ^ (<u32>load<i32>(adjBase + (<usize>i << 2)) * 0x7feb352d));
+        const n = operandCount(code);
+        for (let q = 0; q < n; q++) {
+          const o = operandOf(i, q);
+          h = mix(h ^ (<u32>(o < from ? o : (o - start) ^ OTHER) * 0x846ca68b) ^ <u32>(opAt(o) == Op.Const));
+        }
+      }
+    }
+    store<u32>(out + (<usize>k << 2), h);
+  }
+}

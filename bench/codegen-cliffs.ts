@@ -182,11 +182,9 @@ async function phases(id: CaseId): Promise<void> {
   const firstPlan: number[] = [];
   for (let k = 0; k < 5; k++) {
     let t = now();
-    // As generateSweeps does it: the links' scratch, then the use counts and the links from the core.
-    const engine = tape.engine as WasmBackend;
-    const linksOf = engine.linksInCore(c.inputs, tape.size);
-    const uses = engine.countUses(c.inputs, tape.size);
-    const plan = planSweeps(tape.engine.views, c.inputs, tape.size, f.recorded!.outputs, undefined, uses, linksOf);
+    // As generateSweeps does it: the whole-tape passes in the core.
+    const passes = (tape.engine as WasmBackend).plannerPasses(c.inputs, tape.size)!;
+    const plan = planSweeps(tape.engine.views, c.inputs, tape.size, f.recorded!.outputs, passes);
     best.plan = Math.min(best.plan, now() - t);
     if (k === 0) firstPlan.push(now() - t);
     if (!plan) continue;

@@ -11,7 +11,7 @@ import {
   TapegradError, compile, defineFunction, init, type CompilableFunction, type CompiledFunction, type Tape, type Var,
 } from '../src/index.ts';
 import { planSegments, planSweeps, MAX_SLOTS, type SweepPlan } from '../src/wasm/codegen/index.ts';
-import { STRAIGHT_CHUNK, nextLinks, planSearch, useCounts } from '../src/wasm/codegen/plan.ts';
+import { STRAIGHT_CHUNK, jsPasses, nextLinks, planSearch, useCounts } from '../src/wasm/codegen/plan.ts';
 import type { WasmBackend } from '../src/wasm/backend.ts';
 import { DAG_OPS, DAG_OP_NAMES, dagArbitrary, dagSum, type DagOpName } from './dag-arbitrary.ts';
 
@@ -791,6 +791,19 @@ describe('generated sweeps follow the recording', () => {
   });
 });
 
+// A logistic loss with a branch on each label: samples of two step lists in the order of the data.
+function branchyLoss(labels: boolean[], d: number): CompilableFunction {
+  return (w: Var[]) => {
+    let loss = w[0]!.mul(0);
+    labels.forEach((label, i) => {
+      let z = w[d]!;
+      for (let j = 0; j < d; j++) z = z.add(w[j]!.mul(Math.sin(i + j)));
+      loss = loss.add(label ? z.softplus().sub(z) : z.softplus());
+    });
+    return loss;
+  };
+}
+
 describe('the planner', () => {
   it('finds nothing to fold in an empty range, and tiles any tape exactly', () => {
     fc.assert(
@@ -827,15 +840,7 @@ describe('the planner', () => {
     // Data-dependent samples, which nearly repeat: a label picks one of two step lists per sample.
     fc.assert(
       fc.property(fc.array(fc.boolean(), { minLength: 20, maxLength: 120 }), fc.integer({ min: 1, max: 8 }), (labels, d) => {
-        sameSegments((w: Var[]) => {
-          let loss = w[0]!.mul(0);
-          labels.forEach((label, i) => {
-            let z = w[d]!;
-            for (let j = 0; j < d; j++) z = z.add(w[j]!.mul(Math.sin(i + j)));
-            loss = loss.add(label ? z.softplus().sub(z) : z.softplus());
-          });
-          return loss;
-        }, d + 1);
+        sameSegments(branchyLoss(labels, d), d + 1);
       }),
       { numRuns: 60 },
     );
@@ -864,23 +869,41 @@ describe('the planner', () => {
     expect((sin.recorded!.tape.engine as WasmBackend).countUses(2, 4)).toBeNull();
   });
 
-  it("computes the candidate periods' links in the core exactly as the planner's JS does", () => {
-    const same = (tape: Tape, from: number): void => {
+  it("runs the whole-tape passes in the core exactly as the planner's JS does: links, top-level segments, fingerprints", () => {
+    const same = (tape: Tape, from: number, outputs: number[]): void => {
       const engine = tape.engine as WasmBackend;
-      const inCore = engine.linksInCore(from, tape.size)!;
-      // The whole tape, and ranges starting and ending anywhere (the planner asks per chunk and per body).
-      const ranges = [[from, tape.size], [from + 1, tape.size - 1], [Math.floor(tape.size / 3), Math.floor((2 * tape.size) / 3)]];
-      for (const [lo, hi] of ranges) {
-        if (hi! <= lo!) continue;
-        const expected = nextLinks(tape.engine.views, lo!, hi!);
-        const got = inCore(lo!, hi!);
-        expect(Array.from(got.strict)).toEqual(Array.from(expected.strict));
-        expect(Array.from(got.window)).toEqual(Array.from(expected.window));
+      const { views } = tape.engine;
+      const js = jsPasses(views, from, tape.size);
+      // Small limits make the core's segment room overflow (the JS search takes over) and the
+      // fingerprints go in batches of one to three.
+      for (const limits of [{}, { segments: 1, fingerprintBatch: 1 }, { segments: 2, fingerprintBatch: 3 }]) {
+        const inCore = engine.plannerPasses(from, tape.size, limits)!;
+        // The whole tape, and ranges starting and ending anywhere (the planner asks per chunk and per body).
+        const ranges = [[from, tape.size], [from + 1, tape.size - 1], [Math.floor(tape.size / 3), Math.floor((2 * tape.size) / 3)]];
+        for (const [lo, hi] of ranges) {
+          if (hi! <= lo!) continue;
+          const expected = nextLinks(views, lo!, hi!);
+          const got = inCore.linksOf(lo!, hi!);
+          expect(Array.from(got.strict)).toEqual(Array.from(expected.strict));
+          expect(Array.from(got.window)).toEqual(Array.from(expected.window));
+        }
+        // Limits on straight code: none, the default, and one that fails most tapes (null).
+        for (const maxSlots of [Infinity, MAX_SLOTS, 12]) expect(inCore.segmentsOf(from, tape.size, maxSlots)).toEqual(js.segmentsOf(from, tape.size, maxSlots));
+        const segments = js.segmentsOf(from, tape.size, Infinity)!;
+        const seeded = new Uint8Array(tape.size);
+        for (const o of outputs) seeded[o] = 1;
+        // Whole segments and straight code cut into bodies, as planSweeps asks.
+        const chunked = segments.flatMap((seg) => seg.count > 1 ? [seg]
+          : Array.from({ length: Math.ceil(seg.period / 7) }, (_, k) => ({ start: seg.start + 7 * k, period: Math.min(7, seg.period - 7 * k), count: 1 })));
+        for (const list of [segments, chunked]) {
+          expect(Array.from(inCore.fingerprintsOf(list, from, seeded))).toEqual(Array.from(js.fingerprintsOf(list, from, seeded)));
+        }
       }
     };
     fc.assert(
       fc.property(loopProgramArbitrary(ARITHMETIC), (program) => {
-        same(compile(loopFunction(program), { inputs: 3, at: [0.1, 0.2, 0.3], codegen: false }).recorded!.tape, 3);
+        const { tape, outputs } = compile(loopFunction(program), { inputs: 3, at: [0.1, 0.2, 0.3], codegen: false }).recorded!;
+        same(tape, 3, Array.from(outputs));
       }),
       { numRuns: 50 },
     );
@@ -888,9 +911,22 @@ describe('the planner', () => {
     fc.assert(
       fc.property(dagArbitrary({ maxNodes: 200, maxInputs: 6 }), (dag) => {
         const n = dag.inputs.length;
-        same(compile(dagSum(dag), { inputs: n, at: dag.inputs, codegen: false }).recorded!.tape, n);
+        const { tape, outputs } = compile(dagSum(dag), { inputs: n, at: dag.inputs, codegen: false }).recorded!;
+        same(tape, n, Array.from(outputs));
       }),
       { numRuns: 50 },
     );
-  });
-});
+    // Samples that nearly repeat (a label picks one of two step lists), where shapes and copies come from.
+    fc.assert(
+      fc.property(fc.array(fc.boolean(), { minLength: 20, maxLength: 120 }), fc.integer({ min: 1, max: 8 }), (labels, d) => {
+        const { tape, outputs } = compile(branchyLoss(labels, d), { inputs: d + 1, at: Array.from({ length: d + 1 }, (_, k) => 0.1 * k), codegen: false }).recorded!;
+        same(tape, d + 1, Array.from(outputs));
+      }),
+      { numRuns: 30 },
+    );
+    // A custom op keeps a tape from generated code in both.
+    const cube = defineFunction({ name: 'cubeForPasses', forward: ([x]) => x! ** 3, vjp: ([x], _y, g) => [3 * x! * x! * g] });
+    const { tape } = compile((x: Var[]) => cube(x[0]!.sin()).add(x[1]!), { inputs: 2, at: [0.1, 0.2], codegen: false }).recorded!;
+    expect((tape.engine as WasmBackend).plannerPasses(2, tape.size)!.segmentsOf(2, tape.size, Infinity)).toBeNull();
+    expect(jsPasses(tape.engine.views, 2, tape.size).segmentsOf(2, tape.size, Infinity)).toBeNull();
+  });});

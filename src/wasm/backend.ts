@@ -8,6 +8,8 @@ import { instantiateCore, simdAvailable, type CoreExports, type CoreImports } fr
 let codegen: typeof import('./codegen/index.ts') | null = null;
 type SweepPlan = import('./codegen/index.ts').SweepPlan;
 type LinksOf = import('./codegen/index.ts').LinksOf;
+type PlannerPasses = import('./codegen/index.ts').PlannerPasses;
+type Segment = import('./codegen/index.ts').Segment;
 let codegenLoading: Promise<void> | null = null;
 
 /** Loads the code generator for compiled functions (once). */
@@ -159,9 +161,8 @@ export class WasmBackend implements Backend {
     }
     let plan: SweepPlan | null = null;
     if (count > nInputs) {
-      // Scratch for the links first: growing memory would detach the use counts' view.
-      const linksOf = this.linksInCore(nInputs, count);
-      plan = codegen.planSweeps(this.views, nInputs, count, outputs, undefined, this.countUses(nInputs, count), linksOf);
+      const passes = this.plannerPasses(nInputs, count) ?? codegen.jsPasses(this.views, nInputs, count);
+      plan = codegen.planSweeps(this.views, nInputs, count, outputs, passes);
     }
     if (!plan) {
       this.generatedReason = codegen.whyNoPlan(this.views, nInputs, count);
@@ -183,26 +184,69 @@ export class WasmBackend implements Backend {
     return new Int32Array(this.core.memory.buffer, this.views.adj.byteOffset, to);
   }
 
-  /** @internal The planner's candidate-period links, computed by the core in its scratch area
-   *  (reserved here, for the longest span the planner asks for) and copied out; the planner's own
-   *  JS where the memory has no room. */
-  linksInCore(from: number, to: number): LinksOf | undefined {
+  /** @internal The planner's whole-tape passes, run in the core (assembly/planning.ts): use
+   *  counts, links, the top-level segments and the bodies' fingerprints. Scratch for all of them
+   *  is reserved first (growing memory later would detach the use counts' view); null where
+   *  memory has no room, and the planner runs its own JS. */
+  plannerPasses(from: number, to: number, limits: { segments?: number; fingerprintBatch?: number } = {}): PlannerPasses | null {
     const gen = codegen!;
-    const span = Math.min(to - from, gen.LINKS_SPAN);
-    const room = 8 * span + 8 * gen.linksTableSize(span);
+    const n = to - from;
+    const span = Math.min(n, gen.LINKS_SPAN);
+    const linkBytes = 8 * span + 8 * gen.linksTableSize(span);
+    const { maxPeriod, chunk } = gen.SEARCH_SIZES;
+    // Room for the segments most tapes have (the branchy loss: one per 67 nodes), not for the
+    // most a tape can have (2 per 17 nodes): wasm memory never shrinks. Past it the planner's JS
+    // searches instead, with the same result.
+    const segmentRoom = limits.segments ?? 4096 + Math.ceil(n / 32);
+    const segmentsAt = linkBytes + ((4 * (maxPeriod + 1) + 7) & ~7) + 12 * maxPeriod;
+    const seededBytes = (to + 7) & ~7;
+    const room = segmentsAt + 12 * segmentRoom + seededBytes;
     let at: number;
     try {
       at = this.scratchFor(room);
     } catch {
-      return undefined;
+      return null;
     }
-    return (lo, hi) => {
-      const n = hi - lo, size = gen.linksTableSize(n);
-      if (8 * n + 8 * size > room) return gen.nextLinks(this.views, lo, hi);
+    const uses = this.countUses(from, to);
+    const linksOf: LinksOf = (lo, hi) => {
+      const nodes = hi - lo, size = gen.linksTableSize(nodes);
+      if (8 * nodes + 8 * size > linkBytes) return gen.nextLinks(this.views, lo, hi);
       this.run(() => this.core.nextLinks(lo, hi, at, size));
       const buffer = this.core.memory.buffer;
-      return { strict: new Int32Array(buffer, at, n).slice(), window: new Int32Array(buffer, at + 4 * n, n).slice() };
+      return { strict: new Int32Array(buffer, at, nodes).slice(), window: new Int32Array(buffer, at + 4 * nodes, nodes).slice() };
     };
+    const segmentsOf = (lo: number, hi: number, maxSlots: number): Segment[] | null => {
+      if (hi - lo > n) return gen.planSegments(this.views, lo, hi, maxSlots, [], linksOf);
+      const found = this.run(() =>
+        this.core.planSegments(lo, hi, Math.min(maxSlots, 0x7fffffff), at, linkBytes, maxPeriod, chunk, segmentRoom));
+      if (found === -1) return null;
+      if (found < 0) return gen.planSegments(this.views, lo, hi, maxSlots, [], linksOf);
+      const triples = new Int32Array(this.core.memory.buffer, at + segmentsAt, 3 * found);
+      const segments: Segment[] = new Array(found);
+      for (let k = 0; k < found; k++) segments[k] = { start: triples[3 * k]!, period: triples[3 * k + 1]!, count: triples[3 * k + 2]! };
+      return segments;
+    };
+    const fingerprintsOf = (segments: readonly Segment[], lo: number, seeded: Uint8Array): Int32Array => {
+      const buffer = this.core.memory.buffer;
+      new Uint8Array(buffer, at, seeded.length).set(seeded);
+      const base = at + ((seeded.length + 7) & ~7);
+      const batch = Math.min(limits.fingerprintBatch ?? Infinity, Math.floor((at + room - base) / 16));
+      const words = new Int32Array(buffer);
+      const hashes = new Int32Array(segments.length);
+      for (let first = 0; first < segments.length; first += batch) {
+        const m = Math.min(batch, segments.length - first);
+        for (let k = 0, w = base >>> 2; k < m; k++, w += 3) {
+          const seg = segments[first + k]!;
+          words[w] = seg.start;
+          words[w + 1] = seg.period;
+          words[w + 2] = seg.count;
+        }
+        this.run(() => this.core.fingerprints(m, base, lo, at, gen.MAX_REPEAT_NODES));
+        hashes.set(new Int32Array(buffer, base + 12 * m, m), first);
+      }
+      return hashes;
+    };
+    return { uses, linksOf, segmentsOf, fingerprintsOf };
   }
 
   /** The tangent sweeps of the current plan, made on the first jvp or hvp (their code is about 8

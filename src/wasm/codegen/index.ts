@@ -25,6 +25,10 @@
 // loops, wasm.ts writes wasm bytes, rules.ts holds the per-op rules the emitters spell out,
 // emit-replay.ts and emit-tangents.ts emit the sweeps' functions (emitNest walks a loop nest for
 // both), and module.ts assembles them into a module.
-export { LINKS_SPAN, MAX_SLOTS, linksTableSize, nextLinks, planSegments, planSweeps, whyNoPlan, type LinksOf, type SweepPlan } from './plan.ts';
+export {
+  LINKS_SPAN, MAX_SLOTS, SEARCH_SIZES, jsPasses, linksTableSize, nextLinks, planSegments, planSweeps, whyNoPlan,
+  type LinksOf, type PlannerPasses, type Segment, type SweepPlan,
+} from './plan.ts';
+export { MAX_REPEAT_NODES } from './shapes.ts';
 export { emitSweeps } from './module.ts';
 export { emitRunKernel } from './emit-runs.ts';

@@ -4,7 +4,7 @@
 // turn into wasm. Also says why a tape gets no plan.
 import { Op, OP_TABLE } from '../../ops.ts';
 import type { TapeViews } from '../../backend.ts';
-import { describeBodies, foldShapes, type Folded, type Shape } from './shapes.ts';
+import { describeBodies, fingerprints, foldShapes, type Folded, type Shape } from './shapes.ts';
 
 /** Most nodes of generated code per tape, after folding loops (about 60 bytes of wasm each). Past
  *  this the interpreter runs: straight-line code that long costs several times its recording to
@@ -44,6 +44,8 @@ const CHUNK = 1 << 16;
 const LOOKAHEAD = 3 * MAX_PERIOD;
 /** Most nodes one call of `nextLinks` covers. */
 export const LINKS_SPAN = CHUNK + LOOKAHEAD;
+/** The search's sizes, for the core's copy of it (assembly/planning.ts: `planSegments`). */
+export const SEARCH_SIZES = { maxPeriod: MAX_PERIOD, chunk: CHUNK };
 
 export interface Links { strict: Int32Array; window: Int32Array }
 /** Computes the links of nodes [lo, hi) of the tape being planned: `nextLinks`, or the core's pass
@@ -561,20 +563,45 @@ export function whyNoPlan(views: TapeViews, from: number, to: number): string {
     'longer straight-line code costs several times its recording to generate and runs its first gradients slower than the interpreter';
 }
 
+/** The planner's passes over the whole tape, each as plain JS gives it here. The wasm engine runs
+ *  them in the core (assembly/planning.ts) with the same results: they read every node, and run
+ *  once per compile, before V8 has optimised this code. */
+export interface PlannerPasses {
+  /** Operand references per node (`useCounts`), or null when the tape cannot have a plan. */
+  uses: Int32Array | null;
+  /** The candidate periods' links (`nextLinks`). */
+  linksOf: LinksOf;
+  /** The top-level segments (`planSegments` with no enclosing loop). */
+  segmentsOf: (from: number, to: number, maxSlots: number) => Segment[] | null;
+  /** The fingerprints of top-level bodies (shapes.ts: `fingerprints`); `uses` must be this object's. */
+  fingerprintsOf: (segments: readonly Segment[], from: number, seeded: Uint8Array) => Int32Array;
+}
+
+/** The passes in plain JS, over `views`. */
+export function jsPasses(views: TapeViews, from: number, to: number): PlannerPasses {
+  const uses = useCounts(views, from, to);
+  const linksOf: LinksOf = (lo, hi) => nextLinks(views, lo, hi);
+  return {
+    uses,
+    linksOf,
+    segmentsOf: (lo, hi, maxSlots) => planSegments(views, lo, hi, maxSlots, [], linksOf),
+    fingerprintsOf: (segments, lo, seeded) => fingerprints(views, segments, lo, uses!, seeded),
+  };
+}
+
 /** Plans generated sweeps for nodes [from, to) of the tape in `views`, or returns null when the
  *  tape does not suit generated code. `outputs`: the nodes a reverse sweep may be seeded at (their
- *  adjoints stay in memory). `uses`: operand references per node, as `useCounts` gives them (the
- *  wasm engine counts them in the core). `linksOf`: the candidate periods' links (the wasm engine
- *  computes them in the core too). */
+ *  adjoints stay in memory). `passes`: the whole-tape passes (the wasm engine's run in its core). */
 export function planSweeps(
-  views: TapeViews, from: number, to: number, outputs: ArrayLike<number>, maxSlots = planSizes.maxSlots,
-  uses = useCounts(views, from, to), linksOf: LinksOf = (lo, hi) => nextLinks(views, lo, hi),
+  views: TapeViews, from: number, to: number, outputs: ArrayLike<number>, passes = jsPasses(views, from, to),
+  maxSlots = planSizes.maxSlots,
 ): SweepPlan | null {
   const { straightChunk, functionNodes } = planSizes;
+  const { uses, linksOf } = passes;
   // Unary ops record their operand twice (b = a), which the tangent rules below rely on; only a
   // hand-made byte string could say otherwise, and then the interpreter runs it.
   if (!uses) return null;
-  const segments = planSegments(views, from, to, maxSlots, [], linksOf);
+  const segments = passes.segmentsOf(from, to, maxSlots);
   if (!segments) return null;
   const seeded = new Uint8Array(to);
   for (let k = 0; k < outputs.length; k++) seeded[outputs[k]!] = 1;
@@ -583,7 +610,7 @@ export function planSweeps(
     if (seg.count > 1) chunked.push(seg);
     else for (let s = seg.start; s < seg.start + seg.period; s += straightChunk) chunked.push({ start: s, period: Math.min(straightChunk, seg.start + seg.period - s), count: 1 });
   }
-  const bodies = describeBodies(views, chunked, from, uses, seeded, linksOf);
+  const bodies = describeBodies(views, chunked, from, uses, seeded, linksOf, passes.fingerprintsOf(chunked, from, seeded));
   for (const body of bodies) if (!body.copyOf) layoutNest(body, 0, 0);
   const { shapes, folded } = foldShapes(bodies);
   // A copy stands in for its body only inside a shape; anywhere else it is described on its own.

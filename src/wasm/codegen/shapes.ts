@@ -73,26 +73,35 @@ function shapeKey(body: Body): string {
 
 const OTHER = 1 << 30;
 
-// Only bodies this short (nodes over all iterations) are checked for repeats: checking reads every
-// node, and a long loop (the GMM tape's 3.4 M nodes in a few) is described faster than read.
-const MAX_REPEAT_NODES = 4096;
 // Earlier bodies of the same fingerprint checked per body, the latest first: bodies alike but for
 // an immediate each would otherwise be checked against every one before them.
 const MAX_REPEAT_TRIES = 4;
 
-function fingerprint(views: TapeViews, seg: Segment, from: number, uses: Int32Array, seeded: Uint8Array): number {
+/** Only bodies of at most this many nodes (over all iterations) are checked for repeats: checking
+ *  reads every node, and a long loop (the GMM tape's 3.4 M nodes in a few) is described faster
+ *  than read. */
+export const MAX_REPEAT_NODES = 4096;
+
+/** The fingerprint of each segment of at most MAX_REPEAT_NODES nodes (0 for longer ones): what a
+ *  repeat must have alike (the core's `fingerprints` gives the same hashes). */
+export function fingerprints(views: TapeViews, segments: readonly Segment[], from: number, uses: Int32Array, seeded: Uint8Array): Int32Array {
   const { op } = views;
-  const start = seg.start, end = start + seg.period * seg.count;
-  let h = mix(Math.imul(seg.period, 0x9e3779b1) ^ seg.count);
-  for (let i = start; i < end; i++) {
-    const code = op[i]!;
-    h = mix(h ^ code ^ (seeded[i]! << 8) ^ Math.imul(uses[i]!, 0x7feb352d));
-    for (let k = 0, n = OPERANDS[code]!; k < n; k++) {
-      const o = operand(views, i, k);
-      h = mix(h ^ Math.imul(o < from ? o : (o - start) ^ OTHER, 0x846ca68b) ^ (op[o] === Op.const ? 1 : 0));
+  const hashes = new Int32Array(segments.length);
+  segments.forEach((seg, s) => {
+    if (seg.period * seg.count > MAX_REPEAT_NODES) return;
+    const start = seg.start, end = start + seg.period * seg.count;
+    let h = mix(Math.imul(seg.period, 0x9e3779b1) ^ seg.count);
+    for (let i = start; i < end; i++) {
+      const code = op[i]!;
+      h = mix(h ^ code ^ (seeded[i]! << 8) ^ Math.imul(uses[i]!, 0x7feb352d));
+      for (let k = 0, n = OPERANDS[code]!; k < n; k++) {
+        const o = operand(views, i, k);
+        h = mix(h ^ Math.imul(o < from ? o : (o - start) ^ OTHER, 0x846ca68b) ^ (op[o] === Op.const ? 1 : 0));
+      }
     }
-  }
-  return h;
+    hashes[s] = h;
+  });
+  return hashes;
 }
 
 function repeats(views: TapeViews, r: Segment, s: Segment, from: number, uses: Int32Array, seeded: Uint8Array): boolean {
@@ -162,6 +171,7 @@ function immediates(body: Body, outer: readonly Level[], nodes: number[] = [], v
  *  of it (see above). */
 export function describeBodies(
   views: TapeViews, segments: readonly Segment[], from: number, uses: Int32Array, seeded: Uint8Array, linksOf: LinksOf,
+  hashes = fingerprints(views, segments, from, uses, seeded),
 ): Body[] {
   const described = new Map<number, Body[]>();
   const moves = new Map<Body, Uint8Array | null>();
@@ -187,10 +197,10 @@ export function describeBodies(
     }
     return null;
   };
-  return segments.map((seg) => {
+  return segments.map((seg, s) => {
     const describe = (): Body => describeBody(views, seg, null, [], uses, seeded, linksOf, seg.count === 1 ? from : -1);
     if (seg.period * seg.count > MAX_REPEAT_NODES) return describe();
-    const hash = fingerprint(views, seg, from, uses, seeded);
+    const hash = hashes[s]!;
     const copy = copyOf(seg, hash);
     if (copy) return copy;
     const body = describe();
