@@ -33,4 +33,4 @@ export {
 } from './replay';
 export { scratch } from './layout';
 export { setRunFusion, setKeepAdjoints, materialize, forgetRunKernels } from './vector';
-export { countUses, nextLinks, planSegments, fingerprints } from './planning';
+export { countUses, nextLinks, planSegments, repeatsOf } from './planning';

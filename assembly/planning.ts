@@ -205,29 +205,81 @@ export function planSegments(from: i32, to: i32, maxSlots: i32, at: usize, linkB
 // @ts-ignore: decorator
 @inline const OTHER: i32 = 1 << 30;
 
-/** `fingerprint` of src/wasm/codegen/shapes.ts for each of `count` segments, (start, period,
- *  count) i32 triples at `at`, hash for hash: written as u32 after them, 0 for a segment of more
- *  than `maxNodes` nodes (never checked for repeats). Reads the use counts `countUses` left in the
- *  adjoint region and a byte per node at `seeded` (1: an output). */
-export function fingerprints(count: i32, at: usize, from: i32, seeded: usize, maxNodes: i32): void {
-  const out = at + <usize>(12 * count);
+// @ts-ignore: decorator
+@inline function fingerprint(start: i32, period: i32, times: i32, from: i32, seeded: usize): u32 {
+  const end = start + period * times;
+  let h = mix((<u32>period * 0x9e3779b1) ^ <u32>times);
+  for (let i = start; i < end; i++) {
+    const code = opAt(i);
+    h = mix(h ^ <u32>code ^ (<u32>load<u8>(seeded + <usize>i) << 8) ^ (<u32>load<i32>(adjBase + (<usize>i << 2)) * 0x7feb352d));
+    const n = operandCount(code);
+    for (let q = 0; q < n; q++) {
+      const o = operandOf(i, q);
+      h = mix(h ^ (<u32>(o < from ? o : (o - start) ^ OTHER) * 0x846ca68b) ^ <u32>(opAt(o) == Op.Const));
+    }
+  }
+  return h;
+}
+
+// Whether the nodes of the segment at r repeat those of the segment at s node for node, as
+// `repeats` in shapes.ts.
+function repeats(r: i32, s: i32, period: i32, times: i32, from: i32, seeded: usize): bool {
+  const delta = s - r, end = r + period * times;
+  for (let i = r, j = s; i < end; i++, j++) {
+    const code = opAt(i);
+    if (opAt(j) != code || load<i32>(adjBase + (<usize>i << 2)) != load<i32>(adjBase + (<usize>j << 2)) ||
+      load<u8>(seeded + <usize>i) != load<u8>(seeded + <usize>j)) return false;
+    const n = operandCount(code);
+    for (let q = 0; q < n; q++) {
+      const oi = operandOf(i, q), oj = operandOf(j, q);
+      if (oi < from ? oj != oi : oj - oi != delta) return false;
+      if ((opAt(oi) == Op.Const) != (opAt(oj) == Op.Const)) return false;
+    }
+  }
+  return true;
+}
+
+/** `repeatsOf` of src/wasm/codegen/shapes.ts, step for step: for each of `count` segments,
+ *  (start, period, count) i32 triples at `at`, the latest of the `tries` latest earlier segments
+ *  with its fingerprint whose nodes it repeats node for node, or -1 (always for a segment of more
+ *  than `maxNodes` nodes). Writes the fingerprints (u32), the links between segments of one
+ *  fingerprint and the answers (i32) after the triples, then a table of `tableSize` i32 entries
+ *  (a power of two, at least twice `count`). Reads the use counts `countUses` left in the adjoint
+ *  region and a byte per node at `seeded` (1: an output). Tests narrow the fingerprints with
+ *  `hashMask`, so that they collide and the node-by-node check decides. */
+export function repeatsOf(count: i32, at: usize, from: i32, seeded: usize, maxNodes: i32, tries: i32, tableSize: i32, hashMask: u32): void {
+  const hashes = at + <usize>(12 * count);
+  const previous = hashes + (<usize>count << 2);
+  const out = previous + (<usize>count << 2);
+  const latest = out + (<usize>count << 2);
+  memory.fill(latest, 0xff, <usize>tableSize << 2);
+  const mask = <u32>(tableSize - 1);
   for (let k = 0; k < count; k++) {
     const p = at + <usize>(12 * k);
     const start = load<i32>(p), period = load<i32>(p, 4), times = load<i32>(p, 8);
-    let h: u32 = 0;
+    let found = -1;
     if (<i64>period * times <= maxNodes) {
-      const end = start + period * times;
-      h = mix((<u32>period * 0x9e3779b1) ^ <u32>times);
-      for (let i = start; i < end; i++) {
-        const code = opAt(i);
-        h = mix(h ^ <u32>code ^ (<u32>load<u8>(seeded + <usize>i) << 8) ^ (<u32>load<i32>(adjBase + (<usize>i << 2)) * 0x7feb352d));
-        const n = operandCount(code);
-        for (let q = 0; q < n; q++) {
-          const o = operandOf(i, q);
-          h = mix(h ^ (<u32>(o < from ? o : (o - start) ^ OTHER) * 0x846ca68b) ^ <u32>(opAt(o) == Op.Const));
+      const h = fingerprint(start, period, times, from, seeded) & hashMask;
+      store<u32>(hashes + (<usize>k << 2), h);
+      // Open addressing: the slot of this fingerprint's latest segment, or an empty one.
+      let slot = mix(h) & mask, c = load<i32>(latest + (<usize>slot << 2));
+      while (c >= 0 && load<u32>(hashes + (<usize>c << 2)) != h) {
+        slot = (slot + 1) & mask;
+        c = load<i32>(latest + (<usize>slot << 2));
+      }
+      store<i32>(previous + (<usize>k << 2), c);
+      store<i32>(latest + (<usize>slot << 2), k);
+      for (let t = 0; t < tries && c >= 0; t++, c = load<i32>(previous + (<usize>c << 2))) {
+        const q = at + <usize>(12 * c);
+        if (load<i32>(q, 4) == period && load<i32>(q, 8) == times && repeats(load<i32>(q), start, period, times, from, seeded)) {
+          found = c;
+          break;
         }
       }
+    } else {
+      store<u32>(hashes + (<usize>k << 2), 0);
+      store<i32>(previous + (<usize>k << 2), -1);
     }
-    store<u32>(out + (<usize>k << 2), h);
+    store<i32>(out + (<usize>k << 2), found);
   }
 }

@@ -869,14 +869,15 @@ describe('the planner', () => {
     expect((sin.recorded!.tape.engine as WasmBackend).countUses(2, 4)).toBeNull();
   });
 
-  it("runs the whole-tape passes in the core exactly as the planner's JS does: links, top-level segments, fingerprints", () => {
+  it("runs the whole-tape passes in the core exactly as the planner's JS does: links, top-level segments, repeats", () => {
+    let repeatsFound = 0;
     const same = (tape: Tape, from: number, outputs: number[]): void => {
       const engine = tape.engine as WasmBackend;
       const { views } = tape.engine;
       const js = jsPasses(views, from, tape.size);
-      // Small limits make the core's segment room overflow (the JS search takes over) and the
-      // fingerprints go in batches of one to three.
-      for (const limits of [{}, { segments: 1, fingerprintBatch: 1 }, { segments: 2, fingerprintBatch: 3 }]) {
+      // Small limits make the core's segment room overflow, and the JS search and the JS check
+      // for repeats take over.
+      for (const limits of [{}, { segments: 1, repeats: 0 }, { segments: 2, repeats: 3 }]) {
         const inCore = engine.plannerPasses(from, tape.size, limits)!;
         // The whole tape, and ranges starting and ending anywhere (the planner asks per chunk and per body).
         const ranges = [[from, tape.size], [from + 1, tape.size - 1], [Math.floor(tape.size / 3), Math.floor((2 * tape.size) / 3)]];
@@ -890,13 +891,22 @@ describe('the planner', () => {
         // Limits on straight code: none, the default, and one that fails most tapes (null).
         for (const maxSlots of [Infinity, MAX_SLOTS, 12]) expect(inCore.segmentsOf(from, tape.size, maxSlots)).toEqual(js.segmentsOf(from, tape.size, maxSlots));
         const segments = js.segmentsOf(from, tape.size, Infinity)!;
+        // Outputs, and as many nodes again marked as if seeded, which repeats must match too.
         const seeded = new Uint8Array(tape.size);
         for (const o of outputs) seeded[o] = 1;
+        for (let i = from; i < tape.size; i += 5) seeded[i] = 1;
         // Whole segments and straight code cut into bodies, as planSweeps asks.
         const chunked = segments.flatMap((seg) => seg.count > 1 ? [seg]
           : Array.from({ length: Math.ceil(seg.period / 7) }, (_, k) => ({ start: seg.start + 7 * k, period: Math.min(7, seg.period - 7 * k), count: 1 })));
-        for (const list of [segments, chunked]) {
-          expect(Array.from(inCore.fingerprintsOf(list, from, seeded))).toEqual(Array.from(js.fingerprintsOf(list, from, seeded)));
+        // Fingerprints narrowed to nothing and to a byte collide, and the node-by-node check decides.
+        // One node per segment: with every fingerprint alike, every condition of a repeat decides some.
+        const single = Array.from({ length: tape.size - from }, (_, k) => ({ start: from + k, period: 1, count: 1 }));
+        for (const list of [segments, chunked, single]) {
+          for (const hashMask of [-1, 0, 0xff]) {
+            const found = js.repeatsOf(list, from, seeded, hashMask);
+            expect(Array.from(inCore.repeatsOf(list, from, seeded, hashMask))).toEqual(Array.from(found));
+            repeatsFound += found.filter((r) => r >= 0).length;
+          }
         }
       }
     };
@@ -924,6 +934,7 @@ describe('the planner', () => {
       }),
       { numRuns: 30 },
     );
+    expect(repeatsFound).toBeGreaterThan(100);
     // A custom op keeps a tape from generated code in both.
     const cube = defineFunction({ name: 'cubeForPasses', forward: ([x]) => x! ** 3, vjp: ([x], _y, g) => [3 * x! * x! * g] });
     const { tape } = compile((x: Var[]) => cube(x[0]!.sin()).add(x[1]!), { inputs: 2, at: [0.1, 0.2], codegen: false }).recorded!;

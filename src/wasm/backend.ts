@@ -185,10 +185,10 @@ export class WasmBackend implements Backend {
   }
 
   /** @internal The planner's whole-tape passes, run in the core (assembly/planning.ts): use
-   *  counts, links, the top-level segments and the bodies' fingerprints. Scratch for all of them
+   *  counts, links, the top-level segments and which top-level bodies repeat earlier ones. Scratch for all of them
    *  is reserved first (growing memory later would detach the use counts' view); null where
    *  memory has no room, and the planner runs its own JS. */
-  plannerPasses(from: number, to: number, limits: { segments?: number; fingerprintBatch?: number } = {}): PlannerPasses | null {
+  plannerPasses(from: number, to: number, limits: { segments?: number; repeats?: number } = {}): PlannerPasses | null {
     const gen = codegen!;
     const n = to - from;
     const span = Math.min(n, gen.LINKS_SPAN);
@@ -226,27 +226,24 @@ export class WasmBackend implements Backend {
       for (let k = 0; k < found; k++) segments[k] = { start: triples[3 * k]!, period: triples[3 * k + 1]!, count: triples[3 * k + 2]! };
       return segments;
     };
-    const fingerprintsOf = (segments: readonly Segment[], lo: number, seeded: Uint8Array): Int32Array => {
+    const repeatsOf = (segments: readonly Segment[], lo: number, seeded: Uint8Array, hashMask = -1): Int32Array => {
+      const count = segments.length, base = at + ((seeded.length + 7) & ~7);
+      const tableSize = 1 << Math.max(4, Math.ceil(Math.log2(2 * count)));
+      if (count > (limits.repeats ?? Infinity) || base + 24 * count + 4 * tableSize > at + room) {
+        return gen.repeatsOf(this.views, segments, lo, uses!, seeded, hashMask);
+      }
       const buffer = this.core.memory.buffer;
       new Uint8Array(buffer, at, seeded.length).set(seeded);
-      const base = at + ((seeded.length + 7) & ~7);
-      const batch = Math.min(limits.fingerprintBatch ?? Infinity, Math.floor((at + room - base) / 16));
-      const words = new Int32Array(buffer);
-      const hashes = new Int32Array(segments.length);
-      for (let first = 0; first < segments.length; first += batch) {
-        const m = Math.min(batch, segments.length - first);
-        for (let k = 0, w = base >>> 2; k < m; k++, w += 3) {
-          const seg = segments[first + k]!;
-          words[w] = seg.start;
-          words[w + 1] = seg.period;
-          words[w + 2] = seg.count;
-        }
-        this.run(() => this.core.fingerprints(m, base, lo, at, gen.MAX_REPEAT_NODES));
-        hashes.set(new Int32Array(buffer, base + 12 * m, m), first);
-      }
-      return hashes;
+      const words = new Int32Array(buffer, base, 3 * count);
+      segments.forEach((seg, k) => {
+        words[3 * k] = seg.start;
+        words[3 * k + 1] = seg.period;
+        words[3 * k + 2] = seg.count;
+      });
+      this.run(() => this.core.repeatsOf(count, base, lo, at, gen.MAX_REPEAT_NODES, gen.MAX_REPEAT_TRIES, tableSize, hashMask));
+      return new Int32Array(buffer, base + 20 * count, count).slice();
     };
-    return { uses, linksOf, segmentsOf, fingerprintsOf };
+    return { uses, linksOf, segmentsOf, repeatsOf };
   }
 
   /** The tangent sweeps of the current plan, made on the first jvp or hvp (their code is about 8

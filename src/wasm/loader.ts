@@ -35,7 +35,7 @@ export interface CoreExports {
   countUses(from: number, to: number): number;
   nextLinks(lo: number, hi: number, at: number, size: number): void;
   planSegments(from: number, to: number, maxSlots: number, at: number, linkBytes: number, maxPeriod: number, chunk: number, outCap: number): number;
-  fingerprints(count: number, at: number, from: number, seeded: number, maxNodes: number): void;
+  repeatsOf(count: number, at: number, from: number, seeded: number, maxNodes: number, tries: number, tableSize: number, hashMask: number): void;
   firstNonFinite(from: number, to: number, values: number): number;
   replayForward(x: number, nInputs: number, count: number, guards: number, nGuards: number): number;
   gradientBatch(x: number, rows: number, nInputs: number, count: number, out: number, g: number, guards: number, nGuards: number, values: number, zeroed: number): number;

@@ -29,6 +29,6 @@ export {
   LINKS_SPAN, MAX_SLOTS, SEARCH_SIZES, jsPasses, linksTableSize, nextLinks, planSegments, planSweeps, whyNoPlan,
   type LinksOf, type PlannerPasses, type Segment, type SweepPlan,
 } from './plan.ts';
-export { MAX_REPEAT_NODES } from './shapes.ts';
+export { MAX_REPEAT_NODES, MAX_REPEAT_TRIES, repeatsOf } from './shapes.ts';
 export { emitSweeps } from './module.ts';
 export { emitRunKernel } from './emit-runs.ts';

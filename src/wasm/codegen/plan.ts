@@ -4,7 +4,7 @@
 // turn into wasm. Also says why a tape gets no plan.
 import { Op, OP_TABLE } from '../../ops.ts';
 import type { TapeViews } from '../../backend.ts';
-import { describeBodies, fingerprints, foldShapes, type Folded, type Shape } from './shapes.ts';
+import { describeBodies, foldShapes, repeatsOf, type Folded, type Shape } from './shapes.ts';
 
 /** Most nodes of generated code per tape, after folding loops (about 60 bytes of wasm each). Past
  *  this the interpreter runs: straight-line code that long costs several times its recording to
@@ -573,8 +573,9 @@ export interface PlannerPasses {
   linksOf: LinksOf;
   /** The top-level segments (`planSegments` with no enclosing loop). */
   segmentsOf: (from: number, to: number, maxSlots: number) => Segment[] | null;
-  /** The fingerprints of top-level bodies (shapes.ts: `fingerprints`); `uses` must be this object's. */
-  fingerprintsOf: (segments: readonly Segment[], from: number, seeded: Uint8Array) => Int32Array;
+  /** Which earlier top-level body each one repeats node for node (shapes.ts: `repeatsOf`); `uses`
+   *  must be this object's. */
+  repeatsOf: (segments: readonly Segment[], from: number, seeded: Uint8Array, hashMask?: number) => Int32Array;
 }
 
 /** The passes in plain JS, over `views`. */
@@ -585,7 +586,7 @@ export function jsPasses(views: TapeViews, from: number, to: number): PlannerPas
     uses,
     linksOf,
     segmentsOf: (lo, hi, maxSlots) => planSegments(views, lo, hi, maxSlots, [], linksOf),
-    fingerprintsOf: (segments, lo, seeded) => fingerprints(views, segments, lo, uses!, seeded),
+    repeatsOf: (segments, lo, seeded, hashMask) => repeatsOf(views, segments, lo, uses!, seeded, hashMask),
   };
 }
 
@@ -610,7 +611,7 @@ export function planSweeps(
     if (seg.count > 1) chunked.push(seg);
     else for (let s = seg.start; s < seg.start + seg.period; s += straightChunk) chunked.push({ start: s, period: Math.min(straightChunk, seg.start + seg.period - s), count: 1 });
   }
-  const bodies = describeBodies(views, chunked, from, uses, seeded, linksOf, passes.fingerprintsOf(chunked, from, seeded));
+  const bodies = describeBodies(views, chunked, from, uses, seeded, linksOf, passes.repeatsOf(chunked, from, seeded));
   for (const body of bodies) if (!body.copyOf) layoutNest(body, 0, 0);
   const { shapes, folded } = foldShapes(bodies);
   // A copy stands in for its body only inside a shape; anywhere else it is described on its own.

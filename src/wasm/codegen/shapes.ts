@@ -69,39 +69,33 @@ function shapeKey(body: Body): string {
 // each top-level pointer group walks only inputs or only other nodes. Immediates are the values
 // of constants, which the copy must have too, except in straight code, which folds its constants
 // into loads; so a copy stands in for its body only inside a shape (planSweeps describes any other
-// on its own). A fingerprint finds the candidates; a node-by-node check decides.
+// on its own). A fingerprint finds the candidates; a node-by-node check decides (`repeatsOf`, which
+// the wasm engine runs in its core); then the description must move with the copy.
 
 const OTHER = 1 << 30;
 
-// Earlier bodies of the same fingerprint checked per body, the latest first: bodies alike but for
-// an immediate each would otherwise be checked against every one before them.
-const MAX_REPEAT_TRIES = 4;
+/** Earlier segments of the same fingerprint checked per segment, the latest first: a tape of many
+ *  near repeats would otherwise check each against every one before it. */
+export const MAX_REPEAT_TRIES = 4;
 
 /** Only bodies of at most this many nodes (over all iterations) are checked for repeats: checking
  *  reads every node, and a long loop (the GMM tape's 3.4 M nodes in a few) is described faster
  *  than read. */
 export const MAX_REPEAT_NODES = 4096;
 
-/** The fingerprint of each segment of at most MAX_REPEAT_NODES nodes (0 for longer ones): what a
- *  repeat must have alike (the core's `fingerprints` gives the same hashes). */
-export function fingerprints(views: TapeViews, segments: readonly Segment[], from: number, uses: Int32Array, seeded: Uint8Array): Int32Array {
+function fingerprint(views: TapeViews, seg: Segment, from: number, uses: Int32Array, seeded: Uint8Array): number {
   const { op } = views;
-  const hashes = new Int32Array(segments.length);
-  segments.forEach((seg, s) => {
-    if (seg.period * seg.count > MAX_REPEAT_NODES) return;
-    const start = seg.start, end = start + seg.period * seg.count;
-    let h = mix(Math.imul(seg.period, 0x9e3779b1) ^ seg.count);
-    for (let i = start; i < end; i++) {
-      const code = op[i]!;
-      h = mix(h ^ code ^ (seeded[i]! << 8) ^ Math.imul(uses[i]!, 0x7feb352d));
-      for (let k = 0, n = OPERANDS[code]!; k < n; k++) {
-        const o = operand(views, i, k);
-        h = mix(h ^ Math.imul(o < from ? o : (o - start) ^ OTHER, 0x846ca68b) ^ (op[o] === Op.const ? 1 : 0));
-      }
+  const start = seg.start, end = start + seg.period * seg.count;
+  let h = mix(Math.imul(seg.period, 0x9e3779b1) ^ seg.count);
+  for (let i = start; i < end; i++) {
+    const code = op[i]!;
+    h = mix(h ^ code ^ (seeded[i]! << 8) ^ Math.imul(uses[i]!, 0x7feb352d));
+    for (let k = 0, n = OPERANDS[code]!; k < n; k++) {
+      const o = operand(views, i, k);
+      h = mix(h ^ Math.imul(o < from ? o : (o - start) ^ OTHER, 0x846ca68b) ^ (op[o] === Op.const ? 1 : 0));
     }
-    hashes[s] = h;
-  });
-  return hashes;
+  }
+  return h;
 }
 
 function repeats(views: TapeViews, r: Segment, s: Segment, from: number, uses: Int32Array, seeded: Uint8Array): boolean {
@@ -118,6 +112,34 @@ function repeats(views: TapeViews, r: Segment, s: Segment, from: number, uses: I
     }
   }
   return true;
+}
+
+/** For each segment, the latest of the MAX_REPEAT_TRIES latest earlier segments with its
+ *  fingerprint whose nodes it repeats node for node (see above), or -1: always for a segment of
+ *  more than MAX_REPEAT_NODES nodes. The core's `repeatsOf` gives the same answers. Tests narrow
+ *  the fingerprints with `hashMask`, so that they collide and the node-by-node check decides. */
+export function repeatsOf(
+  views: TapeViews, segments: readonly Segment[], from: number, uses: Int32Array, seeded: Uint8Array, hashMask = -1,
+): Int32Array {
+  const found = new Int32Array(segments.length).fill(-1);
+  const byFingerprint = new Map<number, number[]>();
+  segments.forEach((seg, k) => {
+    if (seg.period * seg.count > MAX_REPEAT_NODES) return;
+    const hash = fingerprint(views, seg, from, uses, seeded) & hashMask;
+    const earlier = byFingerprint.get(hash);
+    if (!earlier) {
+      byFingerprint.set(hash, [k]);
+      return;
+    }
+    for (let t = 0, c = earlier.length - 1; t < MAX_REPEAT_TRIES && c >= 0; t++, c--) {
+      if (repeats(views, segments[earlier[c]!]!, seg, from, uses, seeded)) {
+        found[k] = earlier[c]!;
+        break;
+      }
+    }
+    earlier.push(k);
+  });
+  return found;
 }
 
 // Per top-level group of `body`: 1 when every node reached through it (at any depth) is past the
@@ -168,47 +190,35 @@ function immediates(body: Body, outer: readonly Level[], nodes: number[] = [], v
 }
 
 /** Describes the top-level segments of a plan, each body that repeats an earlier one as a copy
- *  of it (see above). */
+ *  of that one's description (see above). `repeatOf`: as `repeatsOf` gives it. */
 export function describeBodies(
   views: TapeViews, segments: readonly Segment[], from: number, uses: Int32Array, seeded: Uint8Array, linksOf: LinksOf,
-  hashes = fingerprints(views, segments, from, uses, seeded),
+  repeatOf = repeatsOf(views, segments, from, uses, seeded),
 ): Body[] {
-  const described = new Map<number, Body[]>();
   const moves = new Map<Body, Uint8Array | null>();
   const baked = new Map<Body, { nodes: number[]; values: number[] }>();
-  const copyOf = (seg: Segment, hash: number): Body | null => {
-    const reps = described.get(hash) ?? [];
-    for (let k = reps.length - 1; k >= Math.max(0, reps.length - MAX_REPEAT_TRIES); k--) {
-      const rep = reps[k]!;
-      if (!repeats(views, rep.seg, seg, from, uses, seeded)) continue;
-      let move = moves.get(rep);
-      if (move === undefined) moves.set(rep, (move = groupMoves(rep, from)));
-      if (!move) continue;
-      const delta = seg.start - rep.seg.start;
-      if (!straight(rep)) {
-        let own = baked.get(rep);
-        if (own === undefined) baked.set(rep, (own = immediates(rep, [])));
-        const { nodes, values } = own;
-        let same = true;
-        for (let k = 0; k < nodes.length && same; k++) same = Object.is(views.val[nodes[k]! + delta], values[k]);
-        if (!same) continue;
-      }
-      return { ...rep, seg, copyOf: rep, groups: rep.groups.map((g, k) => ({ strides: g.strides, origin: g.origin + (move[k] ? delta : 0) })) };
+  // A copy of `rep` (whose nodes `seg` repeats) at `seg`, where the description moves with it.
+  const copyOf = (rep: Body, seg: Segment): Body | null => {
+    let move = moves.get(rep);
+    if (move === undefined) moves.set(rep, (move = groupMoves(rep, from)));
+    if (!move) return null;
+    const delta = seg.start - rep.seg.start;
+    if (!straight(rep)) {
+      let own = baked.get(rep);
+      if (own === undefined) baked.set(rep, (own = immediates(rep, [])));
+      const { nodes, values } = own;
+      for (let k = 0; k < nodes.length; k++) if (!Object.is(views.val[nodes[k]! + delta], values[k])) return null;
     }
-    return null;
+    return { ...rep, seg, copyOf: rep, groups: rep.groups.map((g, k) => ({ strides: g.strides, origin: g.origin + (move[k] ? delta : 0) })) };
   };
-  return segments.map((seg, s) => {
-    const describe = (): Body => describeBody(views, seg, null, [], uses, seeded, linksOf, seg.count === 1 ? from : -1);
-    if (seg.period * seg.count > MAX_REPEAT_NODES) return describe();
-    const hash = hashes[s]!;
-    const copy = copyOf(seg, hash);
-    if (copy) return copy;
-    const body = describe();
-    const list = described.get(hash);
-    if (list) list.push(body);
-    else described.set(hash, [body]);
-    return body;
+  const bodies: Body[] = [];
+  segments.forEach((seg, k) => {
+    const r = repeatOf[k]!;
+    // Repeating node for node is transitive, so a repeat of a copy repeats the copy's body.
+    const copy = r >= 0 ? copyOf(bodies[r]!.copyOf ?? bodies[r]!, seg) : null;
+    bodies.push(copy ?? describeBody(views, seg, null, [], uses, seeded, linksOf, seg.count === 1 ? from : -1));
   });
+  return bodies;
 }
 
 /** Groups top-level bodies into shapes: bodies with the same key whose pointer groups each either
