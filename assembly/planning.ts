@@ -109,7 +109,7 @@ export function planSegments(from: i32, to: i32, maxSlots: i32, at: usize, linkB
   while (pos < to) {
     let bestPeriod = 0, bestCount = 0;
     if (budget > 0) {
-      if (pos >= linksFrom + chunk) {
+      if (pos >= linksFrom + chunk && linksTo < to) {
         linksFrom = pos;
         linksTo = min(to, pos + span);
         nextLinks(linksFrom, linksTo, at, linksTableSize(linksTo - linksFrom));

@@ -871,7 +871,18 @@ describe('the planner', () => {
 
   it("runs the whole-tape passes in the core exactly as the planner's JS does: links, top-level segments, repeats", () => {
     let repeatsFound = 0;
+    // At the planner's sizes, and at sizes small enough that the links are built in many chunks.
     const same = (tape: Tape, from: number, outputs: number[]): void => {
+      sameAt(tape, from, outputs);
+      const sizes = { ...planSearch };
+      Object.assign(planSearch, { chunk: 40, maxPeriod: 12 });
+      try {
+        sameAt(tape, from, outputs);
+      } finally {
+        Object.assign(planSearch, sizes);
+      }
+    };
+    const sameAt = (tape: Tape, from: number, outputs: number[]): void => {
       const engine = tape.engine as WasmBackend;
       const { views } = tape.engine;
       const js = jsPasses(views, from, tape.size);

@@ -191,9 +191,9 @@ export class WasmBackend implements Backend {
   plannerPasses(from: number, to: number, limits: { segments?: number; repeats?: number } = {}): PlannerPasses | null {
     const gen = codegen!;
     const n = to - from;
-    const span = Math.min(n, gen.LINKS_SPAN);
+    const span = Math.min(n, gen.linksSpan());
     const linkBytes = 8 * span + 8 * gen.linksTableSize(span);
-    const { maxPeriod, chunk } = gen.SEARCH_SIZES;
+    const { maxPeriod, chunk } = gen.planSearch;
     // Room for the segments most tapes have (the branchy loss: one per 67 nodes), not for the
     // most a tape can have (2 per 17 nodes): wasm memory never shrinks. Past it the planner's JS
     // searches instead, with the same result.

@@ -11,7 +11,6 @@ import { describeBodies, foldShapes, repeatsOf, type Folded, type Shape } from '
  *  generate and runs its first gradients slower than the interpreter (README, Which tapes stay
  *  interpreted). */
 export const MAX_SLOTS = 1 << 14;
-const MAX_PERIOD = 1 << 14;
 
 /** A run of `count` repetitions of the `period` nodes from `start`; count 1 is straight code. */
 export interface Segment {
@@ -38,14 +37,14 @@ export function mix(h: number): number {
 // Candidate periods come from next-occurrence links over a window of the tape: strict[i - lo] is
 // the next node after i with the same op and operand offsets, window[i - lo] the next one where
 // the same four ops start (-1: none in the window). Hash collisions only give wrong candidates,
-// and every candidate is verified. Built per chunk, so planning a tape that folds into a few
-// long loops touches little more than the chunks where loops start.
-const CHUNK = 1 << 16;
-const LOOKAHEAD = 3 * MAX_PERIOD;
+// and every candidate is verified. Built per chunk (of `planSearch.chunk` nodes, with room for
+// three periods after it), so planning a tape that folds into a few long loops touches little
+// more than the chunks where loops start.
+
 /** Most nodes one call of `nextLinks` covers. */
-export const LINKS_SPAN = CHUNK + LOOKAHEAD;
-/** The search's sizes, for the core's copy of it (assembly/planning.ts: `planSegments`). */
-export const SEARCH_SIZES = { maxPeriod: MAX_PERIOD, chunk: CHUNK };
+export function linksSpan(): number {
+  return planSearch.chunk + 3 * planSearch.maxPeriod;
+}
 
 export interface Links { strict: Int32Array; window: Int32Array }
 /** Computes the links of nodes [lo, hi) of the tape being planned: `nextLinks`, or the core's pass
@@ -84,8 +83,10 @@ export function nextLinks(views: TapeViews, lo: number, hi: number): Links {
   return { strict, window };
 }
 
-/** How planSegments searches. Tests turn `rememberFailures` off to check that it changes no plan. */
-export const planSearch = { rememberFailures: true };
+/** How planSegments searches: the longest period, the nodes per chunk of links, and whether it
+ *  remembers where a period failed. The core's search (assembly/planning.ts) takes the sizes from
+ *  here; tests make them small, and turn `rememberFailures` off to check that it changes no plan. */
+export const planSearch = { maxPeriod: 1 << 14, chunk: 1 << 16, rememberFailures: true };
 
 /**
  * Cuts nodes [from, to) into periodic and straight segments, or returns null when more than
@@ -109,8 +110,9 @@ export function planSegments(
   };
   // A native scan: this runs once per compile, before V8 has optimised the planner.
   if (op.subarray(from, to).includes(Op.custom)) return null;
-  let links = linksOf(from, Math.min(to, from + LINKS_SPAN));
-  let linksFrom = from;
+  const { maxPeriod, chunk } = planSearch, span = linksSpan();
+  let linksFrom = from, linksTo = Math.min(to, from + span);
+  let links = linksOf(linksFrom, linksTo);
   let strides = new Int32Array(0);
   // Verification work is bounded: a tape made to nearly repeat everywhere must not make
   // planning quadratic. Past the budget no more periods are looked for.
@@ -123,7 +125,7 @@ export function planSegments(
   // that differ between (m, m + period) and (m + period, m + 2·period), leave fewer than three
   // repetitions to every start up to m. Long straight stretches whose samples nearly repeat (the
   // branchy loss) otherwise checked the same few dozen nodes again from every start.
-  const failsUntil = nested || !planSearch.rememberFailures ? null : new Int32Array(MAX_PERIOD + 1).fill(-1);
+  const failsUntil = nested || !planSearch.rememberFailures ? null : new Int32Array(maxPeriod + 1).fill(-1);
   const repetitions = (pos: number, period: number): number => {
     if (strides.length < 3 * period) strides = new Int32Array(3 * period);
     const d = strides, operands = OPERANDS;
@@ -168,15 +170,17 @@ export function planSegments(
   while (pos < to) {
     let bestPeriod = 0, bestCount = 0;
     if (budget > 0) {
-      if (pos >= linksFrom + CHUNK) {
+      // A window that reaches the end of the tape already links every node after pos.
+      if (pos >= linksFrom + chunk && linksTo < to) {
         linksFrom = pos;
-        links = linksOf(pos, Math.min(to, pos + LINKS_SPAN));
+        linksTo = Math.min(to, pos + span);
+        links = linksOf(linksFrom, linksTo);
       }
       for (const next of [links.strict, links.window]) {
         // Further hops only matter while the nearer candidates fail (they would find multiples).
         for (let hop = 0, c = next[pos - linksFrom]!; hop < 3 && c > 0; hop++, c = next[c - linksFrom]!) {
           const period = c - pos;
-          if (period > MAX_PERIOD || pos + 3 * period > to) break;
+          if (period > maxPeriod || pos + 3 * period > to) break;
           if (bestPeriod > 0 && period % bestPeriod === 0) break;
           const count = failsUntil !== null && failsUntil[period]! >= pos ? 1 : repetitions(pos, period);
           if (count >= 3 && count * period > bestCount * bestPeriod) {
