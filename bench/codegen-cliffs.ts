@@ -10,6 +10,7 @@
 // ns/node after 1 s of gradients) and peak RSS against the interpreted run.
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import { compile, init, type Var } from '../src/index.ts';
@@ -204,6 +205,8 @@ async function phases(id: CaseId): Promise<void> {
 // machine may be shared, and a load spike in one child would otherwise decide a ratio.
 const RUNS = 3;
 
+const machine = (): string => `${cpus()[0]?.model.trim()}, ${cpus().length} cores, Node ${process.version}`;
+
 function parent(only: CaseId[]): void {
   const here = dirname(fileURLToPath(import.meta.url));
   const rows: string[] = [], reasons: string[] = [];
@@ -236,7 +239,8 @@ function parent(only: CaseId[]): void {
     );
   }
   const out = [
-    `Medians of ${RUNS} runs per mode, one process each, ${new Date().toISOString().slice(0, 10)}. ns/node: per gradient (forward + reverse) per tape node; interpreted in parentheses.\n`,
+    `Medians of ${RUNS} runs per mode, one process each, ${new Date().toISOString().slice(0, 10)}, on ${machine()}. ` +
+      'ns/node: per gradient (forward + reverse) per tape node; interpreted in parentheses.\n',
     '| tape | nodes | nodes of code | recording | generation | first call ÷ recording | gradients 2–21, ns/node | steady, ns/node | peak RSS (× interpreted) |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...rows,
