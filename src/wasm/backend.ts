@@ -185,9 +185,9 @@ export class WasmBackend implements Backend {
   }
 
   /** @internal The planner's whole-tape passes, run in the core (assembly/planning.ts): use
-   *  counts, links, the top-level segments and which top-level bodies repeat earlier ones. Scratch for all of them
-   *  is reserved first (growing memory later would detach the use counts' view); null where
-   *  memory has no room, and the planner runs its own JS. */
+   *  counts, links, the top-level segments and which top-level bodies repeat earlier ones.
+   *  Scratch for all of them is reserved first (growing memory later would detach the use
+   *  counts' view); null where memory has no room, and the planner runs its own JS. */
   plannerPasses(from: number, to: number, limits: { segments?: number; repeats?: number } = {}): PlannerPasses | null {
     const gen = codegen!;
     const n = to - from;
