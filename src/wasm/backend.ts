@@ -228,7 +228,8 @@ export class WasmBackend implements Backend {
     };
     const repeatsOf = (segments: readonly Segment[], lo: number, seeded: Uint8Array, hashMask = -1): Int32Array => {
       const count = segments.length, base = at + ((seeded.length + 7) & ~7);
-      const tableSize = 1 << Math.max(4, Math.ceil(Math.log2(2 * count)));
+      // The hash table's size rule is the links' (a power of two, at least twice the entries).
+      const tableSize = gen.linksTableSize(count);
       if (count > (limits.repeats ?? Infinity) || base + 24 * count + 4 * tableSize > at + room) {
         return gen.repeatsOf(this.views, segments, lo, uses!, seeded, hashMask);
       }
