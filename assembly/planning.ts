@@ -6,6 +6,26 @@
 import { Op, opArity } from './ops';
 import { adjBase, argA, argB, opAt } from './layout';
 
+// Operands each op's rules read, by op code (the nodes before a select carry its third). Every
+// pass reads it per node, and the search per node compared (the branchy loss: 1.2 M), where a
+// call to opArity cost more than the rest of the step in V8's baseline code, which runs a pass's
+// first call to its end.
+const operandCounts = memory.data(256);
+let operandCountsReady = false;
+
+function prepareOperandCounts(): void {
+  if (operandCountsReady) return;
+  for (let op = 0; op < 256; op++) {
+    store<u8>(operandCounts + <usize>op, op <= Op.Arg ? 0 : op == Op.Select ? 3 : max(0, opArity(op)));
+  }
+  operandCountsReady = true;
+}
+
+// @ts-ignore: decorator
+@inline function operandCount(op: i32): i32 {
+  return load<u8>(operandCounts + <usize>op);
+}
+
 // @ts-ignore: decorator
 @inline function countUse(node: i32): void {
   const at = adjBase + (<usize>node << 2);
@@ -17,6 +37,7 @@ import { adjBase, argA, argB, opAt } from './layout';
  *  the first node i that keeps the tape from generated code: a custom op, or a unary op whose
  *  two operands differ (a hand-made tape). */
 export function countUses(from: i32, to: i32): i32 {
+  prepareOperandCounts();
   memory.fill(adjBase, 0, <usize>to << 2);
   for (let i = from; i < to; i++) {
     const op = opAt(i);
@@ -27,7 +48,7 @@ export function countUses(from: i32, to: i32): i32 {
     if (op == Op.Select) {
       countUse(z);
       countUse(argA(i - 1));
-    } else if (opArity(op) > 1) {
+    } else if (operandCount(op) > 1) {
       countUse(z);
     } else if (z != x) {
       return -1 - i;
@@ -43,15 +64,12 @@ export function countUses(from: i32, to: i32): i32 {
   return h ^ (h >>> 16);
 }
 
-// @ts-ignore: decorator
-@inline function operandCount(op: i32): i32 {
-  return op <= Op.Arg ? 0 : op == Op.Select ? 3 : max(0, opArity(op));
-}
 
 /** The planner's candidate periods for nodes [lo, hi): `nextLinks` in src/wasm/codegen/plan.ts,
  *  hash for hash, so both give the same plan. Writes `strict` (i32 per node) at `at`, `window`
  *  after it, and uses `size` (a power of two) i32 entries per hash table after those. */
 export function nextLinks(lo: i32, hi: i32, at: usize, size: i32): void {
+  prepareOperandCounts();
   const n = <usize>(hi - lo);
   const strict = at, window = at + (n << 2);
   const lastStrict = window + (n << 2), lastWindow = lastStrict + (<usize>size << 2);
@@ -96,6 +114,7 @@ export function nextLinks(lo: i32, hi: i32, at: usize, size: i32): void {
  *  code (or a custom op is found), -2 when `outCap` is too small. */
 export function planSegments(from: i32, to: i32, maxSlots: i32, at: usize, linkBytes: i32, maxPeriod: i32, chunk: i32, outCap: i32): i32 {
   for (let i = from; i < to; i++) if (opAt(i) == Op.Custom) return -1;
+  prepareOperandCounts();
   const span = chunk + 3 * maxPeriod;
   const failsUntil = at + <usize>linkBytes;
   const strides = failsUntil + ((<usize>(maxPeriod + 1) << 2) + 7 & ~7);
@@ -248,6 +267,7 @@ function repeats(r: i32, s: i32, period: i32, times: i32, from: i32, seeded: usi
  *  region and a byte per node at `seeded` (1: an output). Tests narrow the fingerprints with
  *  `hashMask`, so that they collide and the node-by-node check decides. */
 export function repeatsOf(count: i32, at: usize, from: i32, seeded: usize, maxNodes: i32, tries: i32, tableSize: i32, hashMask: u32): void {
+  prepareOperandCounts();
   const hashes = at + <usize>(12 * count);
   const previous = hashes + (<usize>count << 2);
   const out = previous + (<usize>count << 2);
