@@ -1,6 +1,7 @@
 import type { Backend, CustomHandler, TapeViews } from '../backend.ts';
 import { TapegradError } from '../errors.ts';
 import { instantiateCore, simdAvailable, type CoreExports, type CoreImports } from './loader.ts';
+import { WARM_AT, warmOnce } from './warm.ts';
 
 // The code generator is its own chunk: a page that calls `init({ codegen: false })` and records
 // with createTapeSync never downloads it. init() and createTape load it; a compiled function
@@ -435,6 +436,7 @@ export class WasmBackend implements Backend {
   private vectorInput = false;
 
   reserve(minCapacity: number, live: number, maxCapacity: number): boolean {
+    if (minCapacity >= WARM_AT) warmOnce(this.module);
     this.guardsAt = -1;
     const ok = this.run(() => this.core.reserve(minCapacity, live, maxCapacity)) !== 0;
     this.refreshViews();
