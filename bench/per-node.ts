@@ -8,6 +8,8 @@
 //   npx tsx bench/per-node.ts --quick         # fewer sizes and runs, prints only
 //   npx tsx bench/per-node.ts --quick --only=wasm,handle   # the rows whose case/API/engine match
 //   npx tsx bench/per-node.ts --child=<json>  # one measurement (what the parent spawns)
+//   DETACH=1 npx tsx bench/per-node.ts ...    # each process detaches one ArrayBuffer first, as
+//     loading the SIMD core did before src/wasm/loader.ts's inflate (V8 then checks every typed-array access)
 import { execFileSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks';
@@ -110,6 +112,10 @@ async function child(job: Job): Promise<Measured> {
       else { gc.major++; gc.majorMs += e.duration; }
     }
   });
+  if (process.env.DETACH) {
+    const buffer = new ArrayBuffer(8);
+    structuredClone(buffer, { transfer: [buffer] });
+  }
   const tape = await createTape({ backend: job.backend });
   const x = point(job.n);
   const xs = new Int32Array(x.length);
