@@ -104,30 +104,21 @@ async function coreBytes(variant: CoreVariant): Promise<Uint8Array<ArrayBuffer>>
   return inflate(decodeBase64(embedded.WASM_TEXT));
 }
 
-// Written and read through the stream's own writer and reader, chunk by chunk: a Blob's stream
-// (a byte stream) detaches the buffers it hands on, and the first ArrayBuffer detached in a
-// process makes V8 check every typed-array access there for detached buffers from then on (the
-// JS engine's handle recording 4.3 -> 5.1 ns/node, forward 2.3 -> 2.8, reverse 3.7 -> 4.7; user
-// code's typed arrays alike). Loading the SIMD core so detached one in every process.
+// Written through the stream's own writer: a Blob's stream (a byte stream) detaches the buffers
+// it hands on, and the first ArrayBuffer detached in a process makes V8 check every typed-array
+// access there for detached buffers from then on (the JS engine's handle recording 4.3 -> 5.1
+// ns/node, forward 2.3 -> 2.8, reverse 3.7 -> 4.7; user code's typed arrays alike). Loading the
+// SIMD core so detached one in every process.
 async function inflate(gzipped: Uint8Array<ArrayBuffer>): Promise<Uint8Array<ArrayBuffer>> {
   const stream = new DecompressionStream('gzip');
   const writer = stream.writable.getWriter();
-  void writer.write(gzipped);
-  void writer.close();
-  const reader = stream.readable.getReader();
-  const chunks: Uint8Array[] = [];
-  let length = 0;
-  for (let next = await reader.read(); !next.done; next = await reader.read()) {
-    chunks.push(next.value);
-    length += next.value.length;
-  }
-  const out = new Uint8Array(length);
-  for (let at = 0, k = 0; k < chunks.length; at += chunks[k]!.length, k++) out.set(chunks[k]!, at);
-  return out;
+  // A failure reaches the readable side too, and arrayBuffer() rejects with it.
+  writer.write(gzipped).then(() => writer.close()).catch(() => {});
+  return new Uint8Array(await new Response(stream.readable).arrayBuffer());
 }
 
 function canInflate(): boolean {
-  return typeof DecompressionStream === 'function';
+  return typeof DecompressionStream === 'function' && typeof Response === 'function';
 }
 
 /** Compiles a build of the core (once; later calls return the same module): by default the SIMD
