@@ -16,7 +16,7 @@ import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { createTape, type BackendKind, type Tape, type Var } from '../src/index.ts';
 import { RESULT_MARKER, median } from './protocol.ts';
-import { CHAIN_H, CHAIN_X0 } from './workloads.ts';
+import { CHAIN_H, CHAIN_X0, rosenbrockMixedHandles } from './workloads.ts';
 
 type Api = 'handle' | 'var';
 interface Job {
@@ -63,22 +63,7 @@ function point(n: number): Float64Array {
   return x;
 }
 
-// Rosenbrock with scalar ops, eight per term: sub, square, sub, square, square, mul, add, add.
-// Handles take handles only, so the numbers are constants recorded once; the Var API passes
-// numbers, as users write it.
-function recordHandles(tape: Tape, x: Float64Array, xs: Int32Array): number {
-  const h = tape.handles;
-  for (let i = 0; i < x.length; i++) xs[i] = h.variable(x[i]!);
-  const c100 = h.constant(100), one = h.constant(1);
-  let s = h.constant(0);
-  for (let i = 0; i + 1 < x.length; i++) {
-    const xi = xs[i]!;
-    const t = h.sub(xs[i + 1]!, h.square(xi));
-    s = h.add(h.add(s, h.mul(c100, h.square(t))), h.square(h.sub(one, xi)));
-  }
-  return s;
-}
-
+// The Var API passes numbers, as users write it (handles: rosenbrockMixedHandles, bench/workloads.ts).
 function recordVars(tape: Tape, x: Float64Array): { xs: Var[]; s: Var } {
   const xs = tape.variables(x);
   let s = tape.constant(0);
@@ -135,7 +120,7 @@ async function child(job: Job): Promise<Measured> {
       tape.backward(out);
       grads[0] = x0.grad;
     } else if (job.api === 'handle') {
-      const s = recordHandles(tape, x, xs);
+      const s = rosenbrockMixedHandles(tape, x, xs);
       lastOut = s;
       t1 = performance.now();
       check = tape.handles.value(s);

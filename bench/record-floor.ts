@@ -8,6 +8,7 @@
 //   npx tsx bench/record-floor.ts
 import { execFileSync } from 'node:child_process';
 import { createTape } from '../src/index.ts';
+import { rosenbrockMixedHandles } from './workloads.ts';
 
 const TERMS = 125_000;
 type Variant = 'small' | 'tape' | 'api';
@@ -34,18 +35,11 @@ async function child(variant: Variant): Promise<number> {
     throw new Error('off the fast path');
   };
   const xs = new Int32Array(TERMS + 1);
-  const h = tape.handles;
+  const x = new Float64Array(TERMS + 1).fill(0.5);
   const run = (): number => {
     tape.reset();
     if (variant === 'api') {
-      for (let i = 0; i < xs.length; i++) xs[i] = h.variable(0.5);
-      const c100 = h.constant(100), one = h.constant(1);
-      let s = h.constant(0);
-      for (let i = 0; i + 1 < xs.length; i++) {
-        const xi = xs[i]!;
-        const t = h.sub(xs[i + 1]!, h.square(xi));
-        s = h.add(h.add(s, h.mul(c100, h.square(t))), h.square(h.sub(one, xi)));
-      }
+      rosenbrockMixedHandles(tape, x, xs);
       return tape.size;
     }
     st.count = 0;

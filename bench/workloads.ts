@@ -1958,3 +1958,20 @@ export function workloadById(id: string): Workload {
   if (!w) throw new Error(`unknown workload '${id}' (have: ${WORKLOADS.map((w) => w.id).join(', ')})`);
   return w;
 }
+
+// Rosenbrock with scalar ops, eight per term: sub, square, sub, square, square, mul, add, add.
+// Handles take handles only, so the numbers are constants recorded once (bench/per-node.ts,
+// bench/record-floor.ts).
+/** Records `x` and the terms on `tape` through its handles; returns the output's handle. */
+export function rosenbrockMixedHandles(tape: Tape, x: Float64Array, xs: Int32Array): number {
+  const h = tape.handles;
+  for (let i = 0; i < x.length; i++) xs[i] = h.variable(x[i]!);
+  const c100 = h.constant(100), one = h.constant(1);
+  let s = h.constant(0);
+  for (let i = 0; i + 1 < x.length; i++) {
+    const xi = xs[i]!;
+    const t = h.sub(xs[i + 1]!, h.square(xi));
+    s = h.add(h.add(s, h.mul(c100, h.square(t))), h.square(h.sub(one, xi)));
+  }
+  return s;
+}
