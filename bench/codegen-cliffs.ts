@@ -17,19 +17,21 @@ import { compile, init, type Var } from '../src/index.ts';
 import { WasmBackend } from '../src/wasm/backend.ts';
 import { nestNeeds, planSizes, planSweeps, type SweepPlan } from '../src/wasm/codegen/plan.ts';
 import { emitSweeps } from '../src/wasm/codegen/module.ts';
-import { LOGREG_D, gmmData, gmmObjectiveVar, logregData, mulberry32 } from './workloads.ts';
+import { LOGREG_D, gmmData, gmmObjectiveVar, gmmPlain, logregData, logregPlain, mulberry32 } from './workloads.ts';
 
 type CaseId = 'gmm' | 'nested' | 'straight' | 'branchy';
 const CASES: CaseId[] = ['gmm', 'nested', 'straight', 'branchy'];
 
-interface Case { fn: (x: Var[]) => Var; inputs: number; x: Float64Array; what: string }
+// plain: the function without AD on plain numbers (the non-periodic tape has none: its ops are
+// drawn while recording).
+interface Case { fn: (x: Var[]) => Var; inputs: number; x: Float64Array; what: string; plain?: (x: Float64Array) => number }
 
 // The GMM objective as the bench's Var form records it, as a function of the 1650 parameters
 // for compile.
 function gmmCase(): Case {
   const g = gmmData(1000);
   const fn = (ps: Var[]): Var => gmmObjectiveVar(g, ps);
-  return { fn, inputs: g.p.length, x: g.p, what: 'GMM objective, d = 10, K = 25, n = 1000 (scalar Var form)' };
+  return { fn, inputs: g.p.length, x: g.p, what: 'GMM objective, d = 10, K = 25, n = 1000 (scalar Var form)', plain: (x) => gmmPlain(x, g) };
 }
 
 // An outer loop of 300 iterations whose body (about 3,900 nodes) holds an inner loop of 24
@@ -53,8 +55,24 @@ function nestedCase(): Case {
     }
     return s;
   };
+  const plain = (x: Float64Array): number => {
+    let s = x[0]! * 0;
+    for (let t = 0; t < 300; t++) {
+      let u = Math.sin(x[t]!) + s * 1e-3;
+      for (let j = 0; j < 60; j++) u = Math.tanh(u * x[t + j]!) + j * 1e-3;
+      let acc = u;
+      for (let j = 0; j < 24; j++) {
+        let v = acc * 0.5 + x[3 * j]!;
+        for (let r = 0; r < 25; r++) v = Math.sqrt(Math.abs(v * 0.999 + x[j + r]! * 1e-3));
+        acc = acc + v * v * 1e-3;
+      }
+      for (let j = 0; j < 50; j++) acc = Math.log1p(Math.exp(acc) * 1e-2 + u * (j * 1e-3));
+      s = s + acc;
+    }
+    return s;
+  };
   const x = Float64Array.from({ length: inputs }, (_, i) => 0.1 + 0.001 * i);
-  return { fn, inputs, x, what: 'outer loop of 300 iterations, ~3.9k-node body holding an inner loop of 24 × 155 nodes' };
+  return { fn, inputs, x, what: 'outer loop of 300 iterations, ~3.9k-node body holding an inner loop of 24 × 155 nodes', plain };
 }
 
 // The logistic-regression loss of the bench's logreg workload (2,000 × 20) written as issue 12
@@ -73,7 +91,8 @@ function branchyCase(): Case {
     }
     return loss;
   };
-  return { fn, inputs: d + 1, x: p, what: 'logistic regression, 2,000 × 20, a branch on each label' };
+  // The bench's plain logreg: the same per-sample work without the branch (and the mean).
+  return { fn, inputs: d + 1, x: p, what: 'logistic regression, 2,000 × 20, a branch on each label', plain: (q) => logregPlain(q, X, y, n) };
 }
 
 // 10^5 random ops on random recent nodes or inputs (seeded): no period anywhere. The ops keep
@@ -170,7 +189,23 @@ async function child(id: CaseId, mode: 'generated' | 'interpreted'): Promise<voi
     steadyMs = windowMedian();
   }
   const ns = (ms: number): number => (ms * 1e6) / size;
+  // The plain function per tape node, timed in the interpreted child only.
+  let plainNsPerNode: number | undefined, plainValue: number | undefined;
+  if (c.plain && mode === 'interpreted') {
+    let sink = 0;
+    for (let r = 0; r < 20; r++) sink += c.plain(c.x);
+    plainValue = c.plain(c.x);
+    const times: number[] = [];
+    for (const stop = now() + 750; now() < stop || times.length < 5;) {
+      t = now();
+      sink += c.plain(c.x);
+      times.push(now() - t);
+    }
+    plainNsPerNode = ns(times.sort((p, q) => p - q)[times.length >> 1]!);
+    if (!Number.isFinite(sink)) throw new Error(`${id}: the plain function is not finite`);
+  }
   console.log(JSON.stringify({
+    plainNsPerNode, plainValue,
     id, mode, size, recordMs, generateMs, firstMs,
     firstNsPerNode: ns(firstMs),
     next20NsPerNode: ns(next.reduce((s, v) => s + v, 0) / next.length),
@@ -241,20 +276,22 @@ function parent(only: CaseId[]): void {
     const i = (key: string): number => median(is.map((r) => r[key]!));
     // Recording alone, in the same process as the first call: the first call records, then generates.
     const recording = median(gs.map((r) => r.recordMs! - r.generateMs!));
+    const plain = is[0]!.plainNsPerNode === undefined ? undefined : i('plainNsPerNode');
     const first = median(gs.map((r) => r.recordMs! / (r.recordMs! - r.generateMs!)));
     const f = (v: number, digits = 1): string => v.toFixed(digits);
     const code = gs[0]!.generated === 'active' ? `${gs[0]!.codeNodes} in ${gs[0]!.functions} functions` : 'none: interpreted';
     if (gs[0]!.reason) reasons.push(`${id}: ${gs[0]!.reason}`);
     rows.push(
       `| ${id} | ${(g('size') / 1e6).toFixed(2)} M | ${code} | ${f(recording, 0)} ms | ${f(g('generateMs'), 0)} ms | ${f(first, 2)}× ` +
-      `| ${f(g('next20NsPerNode'), 2)} (${f(i('next20NsPerNode'), 2)}) | ${f(g('steadyNsPerNode'), 2)} (${f(i('steadyNsPerNode'), 2)}) | ${f(g('rssMB'), 0)} MB (${f(g('rssMB') / i('rssMB'), 2)}×) |`,
+      `| ${f(g('next20NsPerNode'), 2)} (${f(i('next20NsPerNode'), 2)}) | ${f(g('steadyNsPerNode'), 2)} (${f(i('steadyNsPerNode'), 2)}) ` +
+      `| ${plain === undefined ? '–' : `${f(plain, 2)} (${f(g('steadyNsPerNode') / plain, 2)}×)`} | ${f(g('rssMB'), 0)} MB (${f(g('rssMB') / i('rssMB'), 2)}×) |`,
     );
   }
   const out = [
     `Medians of ${RUNS} runs per mode, one process each, ${new Date().toISOString().slice(0, 10)}, on ${machine()}. ` +
-      'ns/node: per gradient (forward + reverse) per tape node; interpreted in parentheses.\n',
-    '| tape | nodes | nodes of code | recording | generation | first call ÷ recording | gradients 2–21, ns/node | steady, ns/node | peak RSS (× interpreted) |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+      'ns/node: per gradient (forward + reverse) per tape node; interpreted in parentheses; the plain function (no AD) per node of its tape.\n',
+    '| tape | nodes | nodes of code | recording | generation | first call ÷ recording | gradients 2–21, ns/node | steady, ns/node | plain function, ns/node (steady ÷ plain) | peak RSS (× interpreted) |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...rows,
     ...reasons.map((r) => `\n${r}`),
   ].join('\n');

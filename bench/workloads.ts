@@ -1253,7 +1253,7 @@ function softplusOf(z: number): number {
   return Math.max(z, 0) + Math.log1p(Math.exp(-Math.abs(z)));
 }
 
-function logregPlain(p: Float64Array, X: Float64Array, y: Float64Array, n: number): number {
+export function logregPlain(p: Float64Array, X: Float64Array, y: Float64Array, n: number): number {
   const d = p.length - 1;
   const b = p[d]!;
   let s = 0;
@@ -1465,7 +1465,7 @@ function logsumexpOf(v: Float64Array): number {
   return Math.log(s) + mx;
 }
 
-function gmmPlain(p: Float64Array, g: GmmData): number {
+export function gmmPlain(p: Float64Array, g: GmmData): number {
   const { d, k, n, X, mu0, q0, l0, lsz, m, gamma } = g;
   const { CONSTANT, C } = gmmConstants(g);
   const Qd = new Float64Array(d * k), sumQ = new Float64Array(k);
