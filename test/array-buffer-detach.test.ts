@@ -3,7 +3,8 @@
 // engine's handle recording measured 4.3 -> 5.1 ns/node after one). Loading the core (its SIMD
 // build is inflated from gzip), recording, the sweeps and a compiled replay of a tape that fits
 // the initial memory must detach none. V8 reports each protector it invalidates under
-// --trace-protector-invalidation; the child runs the built package, so no loader of ours runs.
+// --trace-protector-invalidation; the child runs the built package with plain node (tsx's
+// loader thread would report its own).
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';

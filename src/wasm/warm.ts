@@ -2,12 +2,12 @@
 // once it has run enough, but a call already running stays in the code it started in: wasm has
 // no on-stack replacement. The forward and reverse sweeps are single long calls, so in a fresh
 // process the first gradient of a large tape ran to its end in baseline code (1.1 M nodes of
-// Rosenbrock: forward 6.5-7.3 ns/node against 1.3 later, reverse 15-18 against 2.8). Running
-// both once on a small tape when the core loads has V8 optimise them while the caller records.
-// That is done once per process and core build, when a tape first grows past WARM_AT nodes:
-// done at load instead, it cost every program 7-10 ms of start-up (median of 8 fresh processes,
-// load and a first tiny gradient) for a gain only large tapes see. Only these two sweeps: the
-// tangent sweeps and the planner's passes are calls most programs never make.
+// Rosenbrock: forward 6.5-7.3 ns/node against 1.3 later, reverse 15-18 against 2.8). So when a
+// tape first grows past WARM_AT nodes (once per process and core build), both run once on a
+// small tape in an instance of their own, and V8 optimises them while the caller records the
+// rest. Done at load instead, it cost every program 7-10 ms of start-up (median of 8 fresh
+// processes, load and a first tiny gradient) for a gain only large tapes see. Only these two
+// sweeps: the tangent sweeps and the planner's passes are calls most programs never make.
 import { Op } from '../ops.ts';
 import { instantiateCore, type CoreExports } from './loader.ts';
 
