@@ -57,6 +57,11 @@ export function warmCore(core: CoreExports): number {
 
 const warmed = new WeakSet<WebAssembly.Module>();
 
+/** Whether `module`'s sweeps were warmed in this process (for tests). */
+export function isWarmed(module: WebAssembly.Module): boolean {
+  return warmed.has(module);
+}
+
 /** Warms `module`'s sweeps once per process (see above). An optimisation only: a failure leaves
  *  the core as it was, and the same calls on a user's tape report their errors there. */
 export function warmOnce(module: WebAssembly.Module): void {
