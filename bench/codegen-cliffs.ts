@@ -168,44 +168,39 @@ async function child(id: CaseId, mode: 'generated' | 'interpreted'): Promise<voi
     f.gradient(c.x, out);
     next.push(now() - t);
   }
-  // Steady state: windows of 0.75 s of gradients, until one's median is within 5% of the one
-  // before (at most 12 s). A large module tiers up function by function, and while it does its
-  // replays can run far slower than in baseline code (83,750 nodes of straight code: 50-250
-  // ns/node for about a second before settling at 5.3), which one fixed 1.5 s window reported as
-  // the steady state.
-  const windowMedian = (): number => {
+  // The median time of calls to `call` over a window of 0.75 s (at least 5 calls).
+  const windowMedian = (call: () => void): number => {
     const times: number[] = [];
-    const until = now() + 750;
-    while (now() < until || times.length < 5) {
+    for (const stop = now() + 750; now() < stop || times.length < 5;) {
       t = now();
-      f.gradient(c.x, out);
+      call();
       times.push(now() - t);
     }
     return times.sort((p, q) => p - q)[times.length >> 1]!;
   };
-  let previous = windowMedian(), steadyMs = windowMedian();
+  // Steady state: such windows of gradients, until one's median is within 5% of the one before
+  // (at most 12 s). A large module tiers up function by function, and while it does its replays
+  // can run far slower than in baseline code (83,750 nodes of straight code: 50-250 ns/node for
+  // about a second before settling at 5.3), which one fixed 1.5 s window reported as the steady
+  // state.
+  const gradient = (): void => void f.gradient(c.x, out);
+  let previous = windowMedian(gradient), steadyMs = windowMedian(gradient);
   for (const stop = now() + 10_500; Math.abs(steadyMs - previous) > 0.05 * steadyMs && now() < stop;) {
     previous = steadyMs;
-    steadyMs = windowMedian();
+    steadyMs = windowMedian(gradient);
   }
   const ns = (ms: number): number => (ms * 1e6) / size;
   // The plain function per tape node, timed in the interpreted child only.
-  let plainNsPerNode: number | undefined, plainValue: number | undefined;
+  let plainNsPerNode: number | undefined;
   if (c.plain && mode === 'interpreted') {
+    const plain = c.plain;
     let sink = 0;
-    for (let r = 0; r < 20; r++) sink += c.plain(c.x);
-    plainValue = c.plain(c.x);
-    const times: number[] = [];
-    for (const stop = now() + 750; now() < stop || times.length < 5;) {
-      t = now();
-      sink += c.plain(c.x);
-      times.push(now() - t);
-    }
-    plainNsPerNode = ns(times.sort((p, q) => p - q)[times.length >> 1]!);
+    for (let r = 0; r < 20; r++) sink += plain(c.x);
+    plainNsPerNode = ns(windowMedian(() => void (sink += plain(c.x))));
     if (!Number.isFinite(sink)) throw new Error(`${id}: the plain function is not finite`);
   }
   console.log(JSON.stringify({
-    plainNsPerNode, plainValue,
+    plainNsPerNode,
     id, mode, size, recordMs, generateMs, firstMs,
     firstNsPerNode: ns(firstMs),
     next20NsPerNode: ns(next.reduce((s, v) => s + v, 0) / next.length),

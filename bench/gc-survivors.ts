@@ -5,6 +5,7 @@
 // lives, whatever the way. One process per way, median of 60 runs, ms per run:
 //   npx tsx bench/gc-survivors.ts
 import { execFileSync } from 'node:child_process';
+import { median } from './protocol.ts';
 
 const KEPT = 112_500, SHORT_LIVED = 900_000;
 const WAYS = ['none', 'array', 'chunks', 'linked', 'proto-literal', 'object-create'] as const;
@@ -69,8 +70,7 @@ if (childArg) {
     run(way);
     if (r >= 20) times.push(performance.now() - t0);
   }
-  times.sort((a, b) => a - b);
-  console.log(String(times[times.length >> 1]));
+  console.log(String(median(times)));
 } else {
   console.log(`| kept objects (${KEPT.toLocaleString('en-US')}) | ms per run |\n| --- | ---: |`);
   for (const way of WAYS) {

@@ -8,6 +8,7 @@
 //   npx tsx bench/record-floor.ts
 import { execFileSync } from 'node:child_process';
 import { createTape } from '../src/index.ts';
+import { median } from './protocol.ts';
 import { rosenbrockMixedHandles } from './workloads.ts';
 
 const TERMS = 125_000;
@@ -57,9 +58,7 @@ async function child(variant: Variant): Promise<number> {
       const t = record(2, xs[i + 1]!, record(7, xi, xi));
       s = record(1, record(1, s, record(3, c100, record(7, t, t))), record(7, record(2, one, xi), record(2, one, xi)));
     }
-    const nodes = st.count;
-    if (variant === 'small') st.count = 0;
-    return nodes;
+    return st.count;
   };
   const times: number[] = [];
   let nodes = 0;
@@ -68,8 +67,7 @@ async function child(variant: Variant): Promise<number> {
     nodes = run();
     if (r >= 20) times.push(performance.now() - t0);
   }
-  times.sort((a, b) => a - b);
-  return (times[times.length >> 1]! * 1e6) / nodes;
+  return (median(times) * 1e6) / nodes;
 }
 
 const childArg = process.argv.find((a) => a.startsWith('--child='));
