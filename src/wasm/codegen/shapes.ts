@@ -5,7 +5,7 @@
 import { Op } from '../../ops.ts';
 import type { TapeViews } from '../../backend.ts';
 import {
-  OPERANDS, describeBody, enclosingGroup, mix, operand, type Body, type Level, type LinksOf, type Ref, type Segment, type Slot, type Group,
+  OPERANDS, describeBody, enclosingGroup, mix, operand, type Body, type Level, type LinksOf, type Ref, type Segment, type Slot,
 } from './plan.ts';
 
 /** A shape: the body whose code its function runs, and per top-level pointer group whether it
@@ -209,17 +209,7 @@ export function describeBodies(
       const { nodes, values } = own;
       for (let k = 0; k < nodes.length; k++) if (!Object.is(views.val[nodes[k]! + delta], values[k])) return null;
     }
-    const groups: Group[] = new Array(rep.groups.length);
-    for (let k = 0; k < groups.length; k++) {
-      const g = rep.groups[k]!;
-      groups[k] = { strides: g.strides, origin: g.origin + (move[k] ? delta : 0) };
-    }
-    // Spelled out rather than spread: one object shape with describeBody's, made 1,829 times on
-    // the branchy loss before V8 has optimised this.
-    return {
-      seg, copyOf: rep, depth: rep.depth, parent: rep.parent, slots: rep.slots, items: rep.items, groups, groupsBefore: rep.groupsBefore,
-      localBase: rep.localBase, local: rep.local, adjointInLocal: rep.adjointInLocal, valueInLocal: rep.valueInLocal, size: rep.size,
-    };
+    return { ...rep, seg, copyOf: rep, groups: rep.groups.map((g, k) => ({ strides: g.strides, origin: g.origin + (move[k] ? delta : 0) })) };
   };
   const bodies: Body[] = [];
   segments.forEach((seg, k) => {
