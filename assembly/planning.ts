@@ -65,18 +65,37 @@ export function countUses(from: i32, to: i32): i32 {
 }
 
 
+// V8 runs each wasm call to its end in the code it started in (baseline code, on a first call:
+// wasm has no on-stack replacement) and optimises a function once it has run enough. So each pass
+// below runs its per-node loop as many calls of a function of its own, which V8 optimises during
+// the first of them; the rest run the optimised code. As one call, the links of the branchy
+// loss's 174 k nodes took 6.9 ms of its first compile, the search 2.9 and the repeats 2.5.
+
+/** Nodes per call of `linkNodes`. */
+const LINK_STEP = 4096;
+
 /** The planner's candidate periods for nodes [lo, hi): `nextLinks` in src/wasm/codegen/plan.ts,
  *  hash for hash, so both give the same plan. Writes `strict` (i32 per node) at `at`, `window`
  *  after it, and uses `size` (a power of two) i32 entries per hash table after those. */
 export function nextLinks(lo: i32, hi: i32, at: usize, size: i32): void {
   prepareOperandCounts();
   const n = <usize>(hi - lo);
+  const lastStrict = at + (n << 3);
+  memory.fill(lastStrict, 0xff, <usize>size << 3);
+  for (let top = hi; top > lo; top -= LINK_STEP) linkNodes(max(lo, top - LINK_STEP), top, lo, hi, at, size);
+}
+
+// Nodes [from, to) of nextLinks(lo, hi, at, size), from the last down.
+function linkNodes(from: i32, to: i32, lo: i32, hi: i32, at: usize, size: i32): void {
+  const n = <usize>(hi - lo);
   const strict = at, window = at + (n << 2);
   const lastStrict = window + (n << 2), lastWindow = lastStrict + (<usize>size << 2);
-  memory.fill(lastStrict, 0xff, <usize>size << 3);
   const mask = <u32>(size - 1);
-  let w1: u32 = 0, w2: u32 = 0, w3: u32 = 0;
-  for (let i = hi - 1; i >= lo; i--) {
+  // The ops of the three nodes after `to` (0 past hi), as the loop leaves them.
+  let w1: u32 = to < hi ? <u32>opAt(to) : 0;
+  let w2: u32 = to + 1 < hi ? <u32>opAt(to + 1) : 0;
+  let w3: u32 = to + 2 < hi ? <u32>opAt(to + 2) : 0;
+  for (let i = to - 1; i >= from; i--) {
     const code = <u32>opAt(i);
     const operands = operandCount(code);
     let h = mix(code + 1);
@@ -106,6 +125,49 @@ export function nextLinks(lo: i32, hi: i32, at: usize, size: i32): void {
   return size;
 }
 
+// The search's verification budget (planSegments sets it; plan.ts says why there is one).
+let budget: i64 = 0;
+
+// How many times the `period` nodes from `pos` repeat, as `repetitions` in plan.ts, remembering
+// where the period failed in `failsUntil`; `strides` is scratch.
+function repetitions(pos: i32, period: i32, to: i32, failsUntil: usize, strides: usize): i32 {
+  budget -= period;
+  for (let s = 0; s < period; s++) {
+    const i = pos + s, j = i + period;
+    const code = opAt(i);
+    if (opAt(j) != code) {
+      store<i32>(failsUntil + (<usize>period << 2), i);
+      return 1;
+    }
+    const n = operandCount(code);
+    const d = strides + <usize>(12 * s);
+    if (n > 0) store<i32>(d, argA(j) - argA(i));
+    if (n > 1) store<i32>(d, argB(j) - argB(i), 4);
+    if (n > 2) store<i32>(d, argA(j - 1) - argA(i - 1), 8);
+  }
+  let t = 2;
+  for (; pos + (t + 1) * period <= to && budget > 0; t++) {
+    budget -= period;
+    for (let s = 0, j = pos + t * period; s < period; s++, j++) {
+      const i = j - period;
+      const code = opAt(j);
+      if (opAt(i) != code) {
+        if (t == 2) store<i32>(failsUntil + (<usize>period << 2), i);
+        return t;
+      }
+      const n = operandCount(code);
+      if (n == 0) continue;
+      const d = strides + <usize>(12 * s);
+      if (argA(j) - argA(i) != load<i32>(d) || (n > 1 && argB(j) - argB(i) != load<i32>(d, 4)) ||
+        (n > 2 && argA(j - 1) - argA(i - 1) != load<i32>(d, 8))) {
+        if (t == 2) store<i32>(failsUntil + (<usize>period << 2), i - period);
+        return t;
+      }
+    }
+  }
+  return t;
+}
+
 /** The top-level search of `planSegments` in src/wasm/codegen/plan.ts, step for step (the same
  *  candidates, verification budget and remembered failures), so both give the same segments; its
  *  sizes come from there. Scratch at `at`: the links (`linkBytes`), remembered failures (i32 ×
@@ -123,7 +185,7 @@ export function planSegments(from: i32, to: i32, maxSlots: i32, at: usize, linkB
   let linksFrom = from, linksTo = min(to, from + span);
   nextLinks(linksFrom, linksTo, at, linksTableSize(linksTo - linksFrom));
   let window = at + (<usize>(linksTo - linksFrom) << 2);
-  let budget: i64 = 64 * <i64>(to - from) + (1 << 20);
+  budget = 64 * <i64>(to - from) + (1 << 20);
   let segments = 0, slots = 0, runStart = from, pos = from;
   while (pos < to) {
     let bestPeriod = 0, bestCount = 0;
@@ -141,52 +203,7 @@ export function planSegments(from: i32, to: i32, maxSlots: i32, at: usize, linkB
           const period = c - pos;
           if (period > maxPeriod || pos + 3 * period > to) break;
           if (bestPeriod > 0 && period % bestPeriod == 0) break;
-          let count = 1;
-          if (load<i32>(failsUntil + (<usize>period << 2)) < pos) {
-            // How many times the period repeats, as `repetitions` in plan.ts.
-            budget -= period;
-            let t = 2;
-            for (let s = 0; s < period; s++) {
-              const i = pos + s, j = i + period;
-              const code = opAt(i);
-              if (opAt(j) != code) {
-                store<i32>(failsUntil + (<usize>period << 2), i);
-                t = 1;
-                break;
-              }
-              const n = operandCount(code);
-              const d = strides + <usize>(12 * s);
-              if (n > 0) store<i32>(d, argA(j) - argA(i));
-              if (n > 1) store<i32>(d, argB(j) - argB(i), 4);
-              if (n > 2) store<i32>(d, argA(j - 1) - argA(i - 1), 8);
-            }
-            if (t == 2) {
-              let stop = false;
-              for (; pos + (t + 1) * period <= to && budget > 0; t++) {
-                budget -= period;
-                for (let s = 0, j = pos + t * period; s < period; s++, j++) {
-                  const i = j - period;
-                  const code = opAt(j);
-                  if (opAt(i) != code) {
-                    if (t == 2) store<i32>(failsUntil + (<usize>period << 2), i);
-                    stop = true;
-                    break;
-                  }
-                  const n = operandCount(code);
-                  if (n == 0) continue;
-                  const d = strides + <usize>(12 * s);
-                  if (argA(j) - argA(i) != load<i32>(d) || (n > 1 && argB(j) - argB(i) != load<i32>(d, 4)) ||
-                    (n > 2 && argA(j - 1) - argA(i - 1) != load<i32>(d, 8))) {
-                    if (t == 2) store<i32>(failsUntil + (<usize>period << 2), i - period);
-                    stop = true;
-                    break;
-                  }
-                }
-                if (stop) break;
-              }
-            }
-            count = t;
-          }
+          const count = load<i32>(failsUntil + (<usize>period << 2)) < pos ? repetitions(pos, period, to, failsUntil, strides) : 1;
           if (count >= 3 && count * period > bestCount * bestPeriod) {
             bestPeriod = period;
             bestCount = count;
@@ -224,8 +241,8 @@ export function planSegments(from: i32, to: i32, maxSlots: i32, at: usize, linkB
 // @ts-ignore: decorator
 @inline const OTHER: i32 = 1 << 30;
 
-// @ts-ignore: decorator
-@inline function fingerprint(start: i32, period: i32, times: i32, from: i32, seeded: usize): u32 {
+// Not inlined: called per segment, it runs optimised code from the first few (see above).
+function fingerprint(start: i32, period: i32, times: i32, from: i32, seeded: usize): u32 {
   const end = start + period * times;
   let h = mix((<u32>period * 0x9e3779b1) ^ <u32>times);
   for (let i = start; i < end; i++) {

@@ -951,4 +951,28 @@ describe('the planner', () => {
     const { tape } = compile((x: Var[]) => cube(x[0]!.sin()).add(x[1]!), { inputs: 2, at: [0.1, 0.2], codegen: false }).recorded!;
     expect((tape.engine as WasmBackend).plannerPasses(2, tape.size)!.segmentsOf(2, tape.size, Infinity)).toBeNull();
     expect(jsPasses(tape.engine.views, 2, tape.size).segmentsOf(2, tape.size, Infinity)).toBeNull();
+  });
+
+  // The core links a range in calls of 4,096 nodes (assembly/planning.ts), each starting from the
+  // ops just above it: ranges of many such calls, starting and ending anywhere in one.
+  it('links long ranges in the core exactly as the planner\'s JS does, across its calls', () => {
+    const labels = Array.from({ length: 1500 }, (_, i) => Math.sin(3 * i) > 0.2);
+    const d = 8;
+    const { tape, outputs } = compile(branchyLoss(labels, d), { inputs: d + 1, at: Array.from({ length: d + 1 }, (_, k) => 0.1 * k), codegen: false }).recorded!;
+    expect(tape.size).toBeGreaterThan(7 * 4096);
+    const engine = tape.engine as WasmBackend;
+    const { views } = engine;
+    const inCore = engine.plannerPasses(d + 1, tape.size)!;
+    for (const [lo, hi] of [[d + 1, tape.size], [4096, 3 * 4096], [4095, 3 * 4096 + 1], [d + 2, 4097], [5000, tape.size - 3]]) {
+      const expected = nextLinks(views, lo!, hi!);
+      const got = inCore.linksOf(lo!, hi!);
+      expect(Array.from(got.strict)).toEqual(Array.from(expected.strict));
+      expect(Array.from(got.window)).toEqual(Array.from(expected.window));
+    }
+    const js = jsPasses(views, d + 1, tape.size);
+    const segments = js.segmentsOf(d + 1, tape.size, Infinity)!;
+    expect(inCore.segmentsOf(d + 1, tape.size, Infinity)).toEqual(segments);
+    const seeded = new Uint8Array(tape.size);
+    for (const o of outputs) seeded[o] = 1;
+    expect(Array.from(inCore.repeatsOf(segments, d + 1, seeded))).toEqual(Array.from(js.repeatsOf(segments, d + 1, seeded)));
   });});
