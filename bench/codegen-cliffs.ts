@@ -212,7 +212,8 @@ async function child(id: CaseId, mode: 'generated' | 'interpreted'): Promise<voi
 }
 
 // Generation split into planning, emitting and compiling, best of 5 (the first includes warm-up
-// of the generator's own JS).
+// of the generator's own JS), and the first plan by step: the passes in the core (use counts,
+// the loop search, which body repeats which), then describing, folding and the rest in JS.
 async function phases(id: CaseId): Promise<void> {
   await init();
   planSizes.maxSlots = Number(arg('max') ?? planSizes.maxSlots);
@@ -223,11 +224,19 @@ async function phases(id: CaseId): Promise<void> {
   const best = { plan: Infinity, emit: Infinity, compile: Infinity };
   let wasmBytes = 0;
   const firstPlan: number[] = [];
+  const firstSteps: Record<string, number> = {};
   for (let k = 0; k < 5; k++) {
     let t = now();
+    let stepStart = t;
+    const lap = (step: string): void => {
+      if (k === 0) firstSteps[step] = now() - stepStart;
+      stepStart = now();
+    };
     // As generateSweeps does it: the whole-tape passes in the core.
     const passes = (tape.engine as WasmBackend).plannerPasses(c.inputs, tape.size)!;
-    const plan = planSweeps(tape.engine.views, c.inputs, tape.size, f.recorded!.outputs, passes);
+    lap('uses');
+    const plan = planSweeps(tape.engine.views, c.inputs, tape.size, f.recorded!.outputs, passes, planSizes.maxSlots, lap);
+    lap('rest');
     best.plan = Math.min(best.plan, now() - t);
     if (k === 0) firstPlan.push(now() - t);
     if (!plan) continue;
@@ -240,7 +249,7 @@ async function phases(id: CaseId): Promise<void> {
     new WebAssembly.Module(bytes);
     best.compile = Math.min(best.compile, now() - t);
   }
-  console.log(JSON.stringify({ id, size: tape.size, ...best, firstPlan: firstPlan[0], firstEmit: firstPlan[1], wasmBytes }));
+  console.log(JSON.stringify({ id, size: tape.size, ...best, firstPlan: firstPlan[0], firstEmit: firstPlan[1], firstSteps, wasmBytes }));
 }
 
 // Each (case, mode) runs RUNS times, the modes alternating, and each figure is the median: the

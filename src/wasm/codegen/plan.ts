@@ -599,7 +599,7 @@ export function jsPasses(views: TapeViews, from: number, to: number): PlannerPas
  *  adjoints stay in memory). `passes`: the whole-tape passes (the wasm engine's run in its core). */
 export function planSweeps(
   views: TapeViews, from: number, to: number, outputs: ArrayLike<number>, passes = jsPasses(views, from, to),
-  maxSlots = planSizes.maxSlots,
+  maxSlots = planSizes.maxSlots, lap?: (step: 'segments' | 'repeats' | 'describe' | 'fold') => void,
 ): SweepPlan | null {
   const { straightChunk, functionNodes } = planSizes;
   const { uses, linksOf } = passes;
@@ -607,6 +607,7 @@ export function planSweeps(
   // hand-made byte string could say otherwise, and then the interpreter runs it.
   if (!uses) return null;
   const segments = passes.segmentsOf(from, to, maxSlots);
+  lap?.('segments');
   if (!segments) return null;
   const seeded = new Uint8Array(to);
   for (let k = 0; k < outputs.length; k++) seeded[outputs[k]!] = 1;
@@ -615,9 +616,13 @@ export function planSweeps(
     if (seg.count > 1) chunked.push(seg);
     else for (let s = seg.start; s < seg.start + seg.period; s += straightChunk) chunked.push({ start: s, period: Math.min(straightChunk, seg.start + seg.period - s), count: 1 });
   }
-  const bodies = describeBodies(views, chunked, from, uses, seeded, linksOf, passes.repeatsOf(chunked, from, seeded));
+  const repeatOf = passes.repeatsOf(chunked, from, seeded);
+  lap?.('repeats');
+  const bodies = describeBodies(views, chunked, from, uses, seeded, linksOf, repeatOf);
   for (const body of bodies) if (!body.copyOf) layoutNest(body, 0, 0);
+  lap?.('describe');
   const { shapes, folded } = foldShapes(bodies);
+  lap?.('fold');
   // A copy stands in for its body only inside a shape; anywhere else it is described on its own.
   for (let k = 0; k < bodies.length; k++) {
     const body = bodies[k]!;
