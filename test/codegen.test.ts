@@ -11,7 +11,7 @@ import {
   TapegradError, compile, defineFunction, init, type CompilableFunction, type CompiledFunction, type Tape, type Var,
 } from '../src/index.ts';
 import { planSegments, planSweeps, MAX_SLOTS, type SweepPlan } from '../src/wasm/codegen/index.ts';
-import { STRAIGHT_CHUNK, jsPasses, nextLinks, planSearch, useCounts } from '../src/wasm/codegen/plan.ts';
+import { STRAIGHT_CHUNK, jsPasses, nextLinks, planSearch, useCounts, type Body } from '../src/wasm/codegen/plan.ts';
 import type { WasmBackend } from '../src/wasm/backend.ts';
 import { DAG_OPS, DAG_OP_NAMES, dagArbitrary, dagSum, type DagOpName } from './dag-arbitrary.ts';
 
@@ -173,6 +173,56 @@ describe('loop programs: generated loops replay exactly like the interpreter', (
       ),
       { numRuns: Number(process.env.TAPEGRAD_CODEGEN_RUNS ?? 150) },
     );
+  });
+
+  // Every body of a plan, inner loops included.
+  const allBodies = (plan: SweepPlan): Body[] => {
+    const out: Body[] = [];
+    const visit = (b: Body): void => { out.push(b); for (const item of b.items) if (typeof item !== 'number') visit(item); };
+    plan.bodies.forEach(visit);
+    return out;
+  };
+
+  it("keeps a recurrence's value and adjoint in a local from one iteration to the next, unless an iteration's node is read elsewhere", () => {
+    // v is read by the next iteration only (and after the loop, by its last); the inner
+    // recurrence runs inside an outer loop, whose accumulator is carried too.
+    const nest = (x: Var[]): Var => {
+      let s = x[0]!.mul(0);
+      for (let t = 0; t < 20; t++) {
+        let v = s.mul(0.5).add(x[t % 3]!);
+        for (let r = 0; r < 25; r++) v = v.mul(0.999).add(x[(t + r) % 3]!.mul(1e-3)).abs().sqrt();
+        s = s.add(v.square().mul(1e-3));
+      }
+      return s;
+    };
+    const ways = bothWays(nest, 3, [0.3, 0.2, 0.5]);
+    ways.check(Float64Array.from([0.3, 0.2, 0.5, -0.7, 0, 1e-300, 4, -0, 2]), 3);
+    const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan;
+    const carried = allBodies(plan).filter((b) => b.seg.count > 1 && b.adjointCarried.includes(1));
+    expect(carried.some((b) => b.depth === 0) && carried.some((b) => b.depth === 1)).toBe(true);
+    // A one-op recurrence whose node at one iteration is read after the loop too, or returned:
+    // its adjoint goes through memory then.
+    for (const extra of ['none', 'read', 'output'] as const) {
+      const f = (x: Var[]): Var[] => {
+        let v = x[0]!;
+        let kept = v;
+        for (let r = 0; r < 40; r++) {
+          v = v.mul(x[1]!);
+          if (r === 17) kept = v;
+        }
+        return extra === 'none' ? [v] : extra === 'read' ? [v.add(kept.mul(2))] : [v, kept];
+      };
+      const generated = compile(f, { inputs: 2, at: [0.4, 0.99] });
+      const interpreted = compile(f, { inputs: 2, at: [0.4, 0.99], codegen: false });
+      const seed = extra === 'output' ? [1, -0.5] : [1];
+      for (const x of [[0.4, 0.99], [2, -1.01], [0, 0], [-0, 1e200]]) {
+        expectSameBits(generated.vjp(x, seed), interpreted.vjp(x, seed), `vjp, node ${extra}`);
+      }
+      const own = (generated.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan;
+      const loops = allBodies(own).filter((b) => b.seg.count > 1);
+      expect(loops.map((b) => [b.seg.period, Array.from(b.valueCarried), Array.from(b.adjointCarried)]))
+        .toEqual([[1, [1], [extra === 'none' ? 1 : 0]]]);
+    }
   });
 
   it('a long loop folds into one generated loop over its body', () => {

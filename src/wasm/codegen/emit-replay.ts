@@ -6,7 +6,7 @@ import { enclosingGroup, nestNeeds, type Body, type Ref } from './plan.ts';
 import { COMPARISON, FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, NATIVE_BINARY, NATIVE_PARTIAL, ZERO_GRADIENT } from './rules.ts';
 import {
   Bytes, memarg, F64, I32, W_BrIf, W_Call, W_Else, W_End, W_F64Abs, W_F64Add, W_F64Div, W_F64Eq, W_F64FromU32,
-  W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg, W_F64Sqrt, W_F64Store, W_I32Add, W_I32And, W_I32Mul, W_I32Sub, W_If, W_Loop,
+  W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg, W_F64Sqrt, W_F64Store, W_I32Add, W_I32And, W_I32Eq, W_I32Mul, W_I32Sub, W_If, W_Loop,
   W_Select, W_Void,
 } from './wasm.ts';
 
@@ -60,6 +60,7 @@ export interface ShiftParam {
 export function emitNest(
   fn: Bytes, body: Body, reverse: boolean, regions: readonly number[], L: NestLayout,
   slotEmitter: (body: Body) => (s: number) => void, shift: ShiftParam | null = null,
+  beforeLoop: ((body: Body) => void) | null = null,
 ): void {
   const t0 = reverse ? body.seg.count - 1 : 0;
   const parent = body.parent;
@@ -98,13 +99,14 @@ export function emitNest(
     if (shift) fn.get(shift.param + 1);
     else fn.i32Const(body.seg.count);
     fn.set(counter);
+    beforeLoop?.(body);
     fn.byte(W_Loop); fn.byte(W_Void);
   }
   const emitSlot = slotEmitter(body);
   const items = reverse ? [...body.items].reverse() : body.items;
   for (const item of items) {
     if (typeof item === 'number') emitSlot(item);
-    else emitNest(fn, item, reverse, regions, L, slotEmitter);
+    else emitNest(fn, item, reverse, regions, L, slotEmitter, null, beforeLoop);
   }
   if (!looping) return;
   const step = reverse ? -1 : 1;
@@ -138,21 +140,35 @@ export function emitForward(bodies: Body[], relative: Uint8Array | null = null):
     const load = (r: Ref): void => {
       if (r.value !== undefined) return fn.f64Const(r.value);
       if (r.slot >= 0 && body.valueInLocal[r.slot]) return fn.get(L.slot(body, body.local[r.slot]!));
+      if (r.carried >= 0 && body.valueCarried[r.carried]) return fn.get(L.slot(body, body.local[r.carried]!));
       fn.get(L.nest.pointer(VAL, body, r.group));
       memarg(fn, W_F64Load, offset(r));
     };
     return (s: number): void => {
       const { op, self, refs } = body.slots[s]!;
       if (op <= Op.arg) return; // inputs and constants are given; arg values stay 0
-      const cached = body.valueInLocal[self.slot] ? body.local[self.slot]! : -1;
+      const cached = body.valueInLocal[self.slot] || body.valueCarried[self.slot] ? body.local[self.slot]! : -1;
       fn.get(L.nest.pointer(VAL, body, self.group));
       emitValue(fn, op, refs, load, L);
       if (cached >= 0) fn.tee(L.slot(body, cached));
       memarg(fn, W_F64Store, offset(self));
     };
   };
+  // A carried value's local starts as the value the first iteration reads, from memory.
+  const beforeLoop = (body: Body): void => {
+    const set = new Uint8Array(body.slots.length);
+    for (const { refs } of body.slots) {
+      for (const r of refs) {
+        if (r.carried < 0 || !body.valueCarried[r.carried] || set[r.carried]) continue;
+        set[r.carried] = 1;
+        fn.get(L.nest.pointer(VAL, body, r.group));
+        memarg(fn, W_F64Load, 8 * (r.first - body.groups[r.group]!.origin));
+        fn.set(L.slot(body, body.local[r.carried]!));
+      }
+    }
+  };
   const shift = relative ? { param: 2, relative } : null;
-  for (const body of bodies) emitNest(fn, body, false, [VAL], L.nest, slotEmitter, shift);
+  for (const body of bodies) emitNest(fn, body, false, [VAL], L.nest, slotEmitter, shift, beforeLoop);
   fn.byte(W_End);
   return fn;
 }
@@ -232,8 +248,12 @@ export function emitReverse(bodies: Body[], relative: Uint8Array | null = null):
     // An adjoint kept in a local starts at +0 in each iteration, as memory does after the clear:
     // it is zeroed just before its first consumer's code (in sweep order), outside any branch,
     // which keeps the local's live range short.
-    const started = new Uint8Array(body.slots.length);
-    const adjointLocal = (r: Ref): number => (r.slot >= 0 && body.adjointInLocal[r.slot] ? L.slot(body, body.local[r.slot]!) : -1);
+    // A carried adjoint's local holds its first terms already (the next iteration's), or
+    // memory's before the last iteration: never zeroed here.
+    const started = Uint8Array.from(body.adjointCarried);
+    const adjointLocal = (r: Ref): number =>
+      (r.slot >= 0 && (body.adjointInLocal[r.slot] || body.adjointCarried[r.slot]) ? L.slot(body, body.local[r.slot]!) : -1);
+    const counter = L.nest.counter(body.depth);
     const offset = (r: Ref): number => 8 * (r.first - body.groups[r.group]!.origin);
     const load = (r: Ref): void => {
       if (r.value !== undefined) return fn.f64Const(r.value);
@@ -243,6 +263,17 @@ export function emitReverse(bodies: Body[], relative: Uint8Array | null = null):
     // adj[r] += contribution, nothing for a constant.
     const addAdjoint = (r: Ref, contribution: () => void): void => {
       if (r.constant) return;
+      if (r.carried >= 0 && body.adjointCarried[r.carried]) {
+        // The previous iteration's node, whose adjoint is in the local; at the first iteration
+        // (the counter's last value) it is the node before the loop, in memory.
+        fn.get(counter); fn.i32Const(1); fn.byte(W_I32Eq);
+        fn.byte(W_If); fn.byte(W_Void);
+        emitAddToMemory(fn, L.nest.pointer(ADJ, body, r.group), offset(r), contribution);
+        fn.byte(W_Else);
+        emitAddToLocal(fn, L.slot(body, body.local[r.carried]!), contribution);
+        fn.byte(W_End);
+        return;
+      }
       const inLocal = adjointLocal(r);
       if (inLocal >= 0) emitAddToLocal(fn, inLocal, contribution);
       else emitAddToMemory(fn, L.nest.pointer(ADJ, body, r.group), offset(r), contribution);
@@ -254,8 +285,10 @@ export function emitReverse(bodies: Body[], relative: Uint8Array | null = null):
       get(local)(); fn.f64Const(0); fn.byte(W_F64Ne);
       fn.byte(W_If); fn.byte(W_Void); then(); fn.byte(W_End);
     };
-    // if (reset) adj[self] = 0, for an adjoint in memory.
+    // if (reset) adj[self] = 0, for an adjoint in memory; a carried adjoint's local starts again
+    // at +0 for the previous iteration's node.
     const reset = (self: Ref): void => {
+      if (body.adjointCarried[self.slot]) { fn.f64Const(0); fn.set(L.slot(body, body.local[self.slot]!)); return; }
       if (adjointLocal(self) >= 0) return;
       fn.get(RESET);
       fn.byte(W_If); fn.byte(W_Void);
@@ -332,8 +365,25 @@ export function emitReverse(bodies: Body[], relative: Uint8Array | null = null):
       });
     };
   };
+  // A carried adjoint's local starts as the last iteration's adjoint in memory (the terms of the
+  // nodes after the loop), which `reset` clears.
+  const beforeLoop = (body: Body): void => {
+    body.slots.forEach(({ self }, s) => {
+      if (!body.adjointCarried[s]) return;
+      const at = 8 * (self.first - body.groups[self.group]!.origin);
+      fn.get(L.nest.pointer(ADJ, body, self.group));
+      memarg(fn, W_F64Load, at);
+      fn.set(L.slot(body, body.local[s]!));
+      fn.get(RESET);
+      fn.byte(W_If); fn.byte(W_Void);
+      fn.get(L.nest.pointer(ADJ, body, self.group));
+      fn.f64Const(0);
+      memarg(fn, W_F64Store, at);
+      fn.byte(W_End);
+    });
+  };
   const shift = relative ? { param: 3, relative } : null;
-  for (let k = bodies.length - 1; k >= 0; k--) emitNest(fn, bodies[k]!, true, [VAL, ADJ], L.nest, slotEmitter, shift);
+  for (let k = bodies.length - 1; k >= 0; k--) emitNest(fn, bodies[k]!, true, [VAL, ADJ], L.nest, slotEmitter, shift, beforeLoop);
   fn.byte(W_End);
   return fn;
 }

@@ -221,6 +221,9 @@ export interface Ref {
   group: number;
   /** The slot of the same iteration this operand is (a node computed earlier in the body), or -1. */
   slot: number;
+  /** The slot whose value of the previous iteration this operand is, kept in that slot's local
+   *  by the forward sweep (Body.valueCarried), or -1. */
+  carried: number;
 }
 
 export interface Slot {
@@ -262,6 +265,12 @@ export interface Body {
   adjointInLocal: Uint8Array;
   /** Per own slot: the forward sweep reads its value from the local (uses in the iteration are near). */
   valueInLocal: Uint8Array;
+  /** Per own slot: the next iteration reads its value from the local (Ref.carried), which the
+   *  forward sweep sets from memory before the loop's first iteration. */
+  valueCarried: Uint8Array;
+  /** Per own slot with a carried value: its adjoint stays in the local across iterations too
+   *  (the reverse sweep sets it from memory before the loop's last iteration). */
+  adjointCarried: Uint8Array;
   /** Nodes of code: own slots plus those of the inner loops. */
   size: number;
 }
@@ -317,7 +326,7 @@ export function describeBody(
   const depth = outerLevels.length;
   const body: Body = {
     seg, copyOf: null, depth, parent, slots: [], items: [], groups: [], groupsBefore: 0, localBase: 0,
-    local: new Int32Array(0), adjointInLocal: new Uint8Array(0), valueInLocal: new Uint8Array(0), size: 0,
+    local: new Int32Array(0), adjointInLocal: new Uint8Array(0), valueInLocal: new Uint8Array(0), valueCarried: new Uint8Array(0), adjointCarried: new Uint8Array(0), size: 0,
   };
   const operandStrides = (i: number, k: number): number[] =>
     levels.map(({ period }) => (period ? operand(views, i + period, k) - operand(views, i, k) : 0));
@@ -378,11 +387,11 @@ export function describeBody(
       const constant = op[first] === Op.const;
       const own = first >= seg.start && first < i ? slotOf[first - seg.start]! : -1;
       const slot = own >= 0 && strides.join() === selfKey ? own : -1;
-      const ref: Ref = { first, strides, constant, value: constant ? val[first]! : undefined, group: -1, slot };
+      const ref: Ref = { first, strides, constant, value: constant ? val[first]! : undefined, group: -1, slot, carried: -1 };
       if (constant && !single) constants.push(ref);
       refs.push(ref);
     }
-    const self: Ref = { first: i, strides: selfStrides, constant: false, value: undefined, group: groupOf(selfStrides, i), slot: body.slots.length };
+    const self: Ref = { first: i, strides: selfStrides, constant: false, value: undefined, group: groupOf(selfStrides, i), slot: body.slots.length, carried: -1 };
     body.slots.push({ op: code, self, refs });
   }
   if (constants.length) {
@@ -430,36 +439,59 @@ export function describeBody(
       if (s - r.slot > VALUE_REACH) valueInLocal[r.slot] = 0;
     }
   });
+  // Values the next iteration reads (an accumulator, a recurrence), where every such read comes
+  // at or before its producer in the body: the forward sweep keeps them in the producer's local
+  // from one iteration to the next, where storing and loading them again put a store-to-load
+  // forward on the recurrence's critical path.
+  const valueCarried = new Uint8Array(count);
+  if (seg.count > 1) {
+    body.slots.forEach(({ refs }, consumer) => {
+      for (const r of refs) {
+        if (r.value !== undefined || r.constant) continue;
+        const at = r.first + seg.period - seg.start;
+        const producer = at >= 0 && at < seg.period ? slotOf[at]! : -1;
+        if (producer < consumer || body.slots[producer]!.op <= Op.arg || r.strides.join() !== selfKey) continue;
+        r.carried = producer;
+        valueCarried[producer] = 1;
+      }
+    });
+  }
   let locals = 0;
   // Candidates for an adjoint in a local: used only in their iteration at every iteration.
   // Checked iteration by iteration (nodes of one iteration are near each other in memory).
   const candidates: number[] = [];
   for (let s = 0; s < count; s++) {
     const first = ownNodes[s]!;
-    if (inIteration[s] === 0 || body.slots[s]!.op <= Op.arg || locals === MAX_BODY_LOCALS) {
+    if (inIteration[s] === 0) valueInLocal[s] = 0;
+    if ((inIteration[s] === 0 && !valueCarried[s]) || body.slots[s]!.op <= Op.arg || locals === MAX_BODY_LOCALS) {
       valueInLocal[s] = 0;
+      valueCarried[s] = 0;
       continue;
     }
     local[s] = locals++;
+    if (inIteration[s] === 0) continue;
     if (uses[first] === inIteration[s] && !seeded[first]) {
       adjointInLocal[s] = 1;
       candidates.push(s);
     }
   }
-  if (candidates.length && !single) {
+  // Keeps flags[s] for the candidates whose node has `want(s)` uses and is no output at every
+  // iteration (but the last `spare` of the innermost loop), at every iteration of the enclosing ones.
+  const holdAtEveryIteration = (cands: number[], flags: Uint8Array, want: (s: number) => number, spare: number): void => {
+    if (!cands.length) return;
     const L = levels.length;
-    const nodes = Int32Array.from(candidates, (s) => ownNodes[s]!);
-    const strides = new Int32Array(candidates.length * L);
-    candidates.forEach((_, k) => strides.set(selfStrides, k * L));
-    let left = candidates.length;
-    const inner = levels[L - 1]!.count;
+    const nodes = Int32Array.from(cands, (s) => ownNodes[s]!);
+    const strides = new Int32Array(cands.length * L);
+    cands.forEach((_, k) => strides.set(selfStrides, k * L));
+    let left = cands.length;
+    const inner = levels[L - 1]!.count - spare;
     walkIterations(levels, strides, nodes, () => {
-      for (let k = 0; k < candidates.length; k++) {
-        const s = candidates[k]!, want = inIteration[s]!, step = strides[k * L + L - 1]!;
-        if (!adjointInLocal[s]) continue;
+      for (let k = 0; k < cands.length; k++) {
+        const s = cands[k]!, wanted = want(s), step = strides[k * L + L - 1]!;
+        if (!flags[s]) continue;
         for (let t = 0, node = nodes[k]!; t < inner; t++, node += step) {
-          if (uses[node] !== want || seeded[node]) {
-            adjointInLocal[s] = 0;
+          if (uses[node] !== wanted || seeded[node]) {
+            flags[s] = 0;
             left--;
             break;
           }
@@ -467,10 +499,28 @@ export function describeBody(
       }
       return left > 0;
     });
+  };
+  if (!single) holdAtEveryIteration(candidates, adjointInLocal, (s) => inIteration[s]!, 0);
+  // A carried value's adjoint stays in its local too (the reverse sweep runs the iterations
+  // backwards: the next iteration's reads give it its first terms), where at every iteration but
+  // the last its node is read only within its iteration and by the next one's carried reads, and
+  // is no output; the last iteration's starts from memory, which holds the terms of the nodes
+  // after the loop.
+  const adjointCarried = new Uint8Array(count);
+  const carriedReads = new Int32Array(count);
+  for (const { refs } of body.slots) for (const r of refs) if (r.carried >= 0 && valueCarried[r.carried]) carriedReads[r.carried]++;
+  const carriedCandidates: number[] = [];
+  for (let s = 0; s < count; s++) {
+    if (!valueCarried[s]) continue;
+    adjointCarried[s] = 1;
+    carriedCandidates.push(s);
   }
+  holdAtEveryIteration(carriedCandidates, adjointCarried, (s) => inIteration[s]! + carriedReads[s]!, 1);
   body.local = local;
   body.adjointInLocal = adjointInLocal;
   body.valueInLocal = valueInLocal;
+  body.valueCarried = valueCarried;
+  body.adjointCarried = adjointCarried;
   body.size = count + body.items.reduce<number>((sum, item) => sum + (typeof item === 'number' ? 0 : item.size), 0);
   return body;
 }

@@ -35,7 +35,7 @@ const straight = (body: Body): boolean => body.parent === null && body.seg.count
 
 function refKey(body: Body, r: Ref): string {
   if (r.value !== undefined) return straight(body) ? `k${r.first - body.seg.start}` : `v${number(r.value)}`;
-  return `${r.group}@${r.first - body.groups[r.group]!.origin}${r.constant ? 'c' : ''}s${r.slot}`;
+  return `${r.group}@${r.first - body.groups[r.group]!.origin}${r.constant ? 'c' : ''}s${r.slot}k${r.carried}`;
 }
 
 // Everything the emitters read of a body but the origins of its top-level groups and, for a
@@ -54,7 +54,7 @@ function shapeKey(body: Body): string {
     out.push(`[${strides.join()}]${where}`);
   }
   for (const { op, self, refs } of body.slots) out.push(`${op}:${refKey(body, self)}(${refs.map((r) => refKey(body, r)).join()})`);
-  out.push(body.local.join(), body.adjointInLocal.join(), body.valueInLocal.join());
+  out.push(body.local.join(), body.adjointInLocal.join(), body.valueInLocal.join(), body.valueCarried.join(), body.adjointCarried.join());
   for (const item of body.items) out.push(typeof item === 'number' ? `#${item}` : `{${shapeKey(item)}}`);
   return out.join('|');
 }

@@ -78,6 +78,7 @@ export const I32 = 0x7f, F64 = 0x7c;
 export const W_Block = 0x02;
 export const W_I32Load = 0x28;
 export const W_I32Eqz = 0x45;
+export const W_I32Eq = 0x46;
 export const W_I32GtU = 0x4b;
 export const W_I32Mul = 0x6c;
 export const W_If = 0x04;
