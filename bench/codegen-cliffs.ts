@@ -225,12 +225,19 @@ async function phases(id: CaseId): Promise<void> {
   let wasmBytes = 0;
   const firstPlan: number[] = [];
   const firstSteps: Record<string, number> = {};
+  // Fresh pages cost a fault each (about 2 µs on the bench VM): minor page faults per step.
+  const firstFaults: Record<string, number> = {};
+  const faults = (): number => process.resourceUsage().minorPageFault;
   for (let k = 0; k < 5; k++) {
     let t = now();
-    let stepStart = t;
+    let stepStart = t, faultsAt = faults();
     const lap = (step: string): void => {
-      if (k === 0) firstSteps[step] = now() - stepStart;
+      if (k === 0) {
+        firstSteps[step] = now() - stepStart;
+        firstFaults[step] = faults() - faultsAt;
+      }
       stepStart = now();
+      faultsAt = faults();
     };
     // As generateSweeps does it: the whole-tape passes in the core.
     const passes = (tape.engine as WasmBackend).plannerPasses(c.inputs, tape.size)!;
@@ -249,7 +256,7 @@ async function phases(id: CaseId): Promise<void> {
     new WebAssembly.Module(bytes);
     best.compile = Math.min(best.compile, now() - t);
   }
-  console.log(JSON.stringify({ id, size: tape.size, ...best, firstPlan: firstPlan[0], firstEmit: firstPlan[1], firstSteps, wasmBytes }));
+  console.log(JSON.stringify({ id, size: tape.size, ...best, firstPlan: firstPlan[0], firstEmit: firstPlan[1], firstSteps, firstFaults, wasmBytes }));
 }
 
 // Each (case, mode) runs RUNS times, the modes alternating, and each figure is the median: the
