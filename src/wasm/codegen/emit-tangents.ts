@@ -8,7 +8,7 @@ import {
 } from './rules.ts';
 import {
   Bytes, memarg, F64, W_Call, W_Else, W_End, W_F64Add, W_F64Eq, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg, W_F64Store, W_F64Sub,
-  W_I32And, W_I32Or, W_If, W_Select, W_Void,
+  W_I32And, W_I32Eq, W_I32Or, W_If, W_Select, W_Void,
 } from './wasm.ts';
 
 // ───────────────────────────── tangent sweeps (jvp, hvp) ─────────────────────────────
@@ -80,8 +80,11 @@ function tangentEmitters(fn: Bytes, body: Body, L: Layout, mode: Mode) {
     fn.get(L.nest.pointer(region, body, r.group));
     memarg(fn, W_F64Load, offset(r));
   };
+  // A carried value's tangent rides along in the other bank of its local (see plan.ts).
   const cachedTangent = (r: Ref): number =>
-    tangentsInLocals && r.slot >= 0 && body.valueInLocal[r.slot] ? L.slotTangent(body, body.local[r.slot]!) : -1;
+    !tangentsInLocals ? -1
+      : r.slot >= 0 && body.valueInLocal[r.slot] ? L.slotTangent(body, body.local[r.slot]!)
+      : r.carried >= 0 && body.valueCarried[r.carried] ? L.slotTangent(body, body.local[r.carried]!) : -1;
   // A tangent as a term (into `local` if it has to be loaded).
   const tangentTerm = (r: Ref, local: number): Term => {
     if (r.constant) return ZERO;
@@ -124,8 +127,12 @@ function tangentEmitters(fn: Bytes, body: Body, L: Layout, mode: Mode) {
   const sum = (a: (() => void) | null, b: (() => void) | null): (() => void) | null =>
     a && b ? () => { a(); b(); fn.byte(W_F64Add); } : a ?? b;
   // An operand's value: an immediate, or loaded once into `local`.
-  const valueLocal = (r: Ref): number =>
-    mode === 'fused' && r.slot >= 0 && body.valueInLocal[r.slot] ? L.slot(body, body.local[r.slot]!) : -1;
+  // In the fused sweep a slot's partials come after its value, which has then replaced the one a
+  // read of its own previous value (consumer === r.carried) needs: that one is read from memory.
+  const valueLocal = (r: Ref, consumer = -1): number =>
+    mode !== 'fused' ? -1
+      : r.slot >= 0 && body.valueInLocal[r.slot] ? L.slot(body, body.local[r.slot]!)
+      : r.carried >= 0 && r.carried !== consumer && body.valueCarried[r.carried] ? L.slot(body, body.local[r.carried]!) : -1;
   // An operand's value on the stack: an immediate, a slot local (fused sweep) or memory.
   const loadValue = (r: Ref): void => {
     const local = valueLocal(r);
@@ -133,9 +140,9 @@ function tangentEmitters(fn: Bytes, body: Body, L: Layout, mode: Mode) {
     else load(VAL, r);
   };
   // An operand's value for the partials: an immediate, a slot local, or loaded once into `local`.
-  const valueGetter = (r: Ref, local: number, needed: boolean): (() => void) => {
+  const valueGetter = (r: Ref, local: number, needed: boolean, consumer: number): (() => void) => {
     if (r.value !== undefined) { const v = r.value; return () => fn.f64Const(v); }
-    const cached = valueLocal(r);
+    const cached = valueLocal(r, consumer);
     if (cached >= 0) return () => fn.get(cached);
     if (needed) { load(VAL, r); fn.set(local); }
     return () => fn.get(local);
@@ -147,13 +154,16 @@ function tangentEmitters(fn: Bytes, body: Body, L: Layout, mode: Mode) {
   const partials = (op: number, x: Ref, z: Ref | undefined, self: Ref) => {
     const binary = OPERANDS[op] === 2;
     const reads = READS[op] ?? 'xzy';
-    const getX = valueGetter(x, L.x, reads.includes('x'));
-    const getZ = binary ? valueGetter(z!, L.z, reads.includes('z')) : getX;
+    const getX = valueGetter(x, L.x, reads.includes('x'), self.slot);
+    const getZ = binary ? valueGetter(z!, L.z, reads.includes('z'), self.slot) : getX;
     // The fused sweep has just computed y into L.y.
-    const getY = mode === 'fused' ? () => fn.get(L.y) : valueGetter(self, L.y, reads.includes('y'));
+    const getY = mode === 'fused' ? () => fn.get(L.y) : valueGetter(self, L.y, reads.includes('y'), self.slot);
     const values = { x: getX, z: getZ, y: getY };
-    const asTerm = (r: Ref, local: number): Term =>
-      (r.value !== undefined ? constant(r.value) : inLocal(valueLocal(r) >= 0 ? valueLocal(r) : local));
+    const asTerm = (r: Ref, local: number): Term => {
+      if (r.value !== undefined) return constant(r.value);
+      const cached = valueLocal(r, self.slot);
+      return inLocal(cached >= 0 ? cached : local);
+    };
     let pa: Term, pb: Term;
     if (op === Op.add) [pa, pb] = [constant(1), constant(1)];
     else if (op === Op.sub) [pa, pb] = [constant(1), constant(-1)];
@@ -249,6 +259,25 @@ function tangentRule(fn: Bytes, body: Body, L: Layout, E: ReturnType<typeof tang
   };
 }
 
+// Before a loop's first iteration, the locals of its carried values (and tangents) start as what
+// that iteration reads, from memory: the value in the slot bank, the tangent in the other.
+function carriedStart(fn: Bytes, L: Layout, regions: readonly number[]) {
+  return (body: Body): void => {
+    const set = new Uint8Array(body.slots.length);
+    for (const { refs } of body.slots) {
+      for (const r of refs) {
+        if (r.carried < 0 || !body.valueCarried[r.carried] || set[r.carried]) continue;
+        set[r.carried] = 1;
+        for (const region of regions) {
+          fn.get(L.nest.pointer(region, body, r.group));
+          memarg(fn, W_F64Load, 8 * (r.first - body.groups[r.group]!.origin));
+          fn.set((region === VAL ? L.slot : L.slotTangent)(body, body.local[r.carried]!));
+        }
+      }
+    }
+  };
+}
+
 export function emitTangent(bodies: Body[], relative: Uint8Array | null = null): Bytes {
   const L = tangentLayout(bodies, relative ? 6 : 4);
   const fn = new Bytes();
@@ -259,14 +288,15 @@ export function emitTangent(bodies: Body[], relative: Uint8Array | null = null):
     return (s: number): void => {
       const { op, self, refs } = body.slots[s]!;
       if (op <= Op.arg) return;
-      const cached = body.valueInLocal[self.slot] ? L.slotTangent(body, body.local[self.slot]!) : -1;
+      const cached = body.valueInLocal[self.slot] || body.valueCarried[self.slot] ? L.slotTangent(body, body.local[self.slot]!) : -1;
       fn.get(L.nest.pointer(TAN, body, self.group));
       tangent(op, self, refs);
       if (cached >= 0) fn.tee(cached);
       memarg(fn, W_F64Store, E.offset(self));
     };
   };
-  for (const body of bodies) emitNest(fn, body, false, [VAL, TAN], L.nest, slotEmitter, relative ? { param: 4, relative } : null);
+  const beforeLoop = carriedStart(fn, L, [TAN]);
+  for (const body of bodies) emitNest(fn, body, false, [VAL, TAN], L.nest, slotEmitter, relative ? { param: 4, relative } : null, beforeLoop);
   fn.byte(W_End);
   return fn;
 }
@@ -286,7 +316,7 @@ export function emitForwardTangent(bodies: Body[], relative: Uint8Array | null =
     return (s: number): void => {
       const { op, self, refs } = body.slots[s]!;
       if (op <= Op.arg) return; // inputs and constants are given; arg values stay 0
-      const cached = body.valueInLocal[self.slot] ? body.local[self.slot]! : -1;
+      const cached = body.valueInLocal[self.slot] || body.valueCarried[self.slot] ? body.local[self.slot]! : -1;
       const offset = E.offset(self);
       fn.get(L.nest.pointer(VAL, body, self.group));
       emitValue(fn, op, refs, E.loadValue, L);
@@ -299,7 +329,8 @@ export function emitForwardTangent(bodies: Body[], relative: Uint8Array | null =
       memarg(fn, W_F64Store, offset);
     };
   };
-  for (const body of bodies) emitNest(fn, body, false, [VAL, TAN], L.nest, slotEmitter, relative ? { param: 4, relative } : null);
+  const beforeLoop = carriedStart(fn, L, [VAL, TAN]);
+  for (const body of bodies) emitNest(fn, body, false, [VAL, TAN], L.nest, slotEmitter, relative ? { param: 4, relative } : null, beforeLoop);
   fn.byte(W_End);
   return fn;
 }
@@ -316,13 +347,26 @@ export function emitReverseTangent(bodies: Body[], relative: Uint8Array | null =
     const { offset, load, tangentTerm, tangentOf, product, sum, partials } = tangentEmitters(fn, body, L, 'reverse');
     // As in the reverse sweep: an adjoint (and its tangent) kept in locals starts at +0 in each
     // iteration, zeroed just before its first consumer's code in sweep order.
-    const started = new Uint8Array(body.slots.length);
-    const inLocals = (r: Ref): boolean => r.slot >= 0 && body.adjointInLocal[r.slot] === 1;
-    const localOf = (region: number, r: Ref): number =>
-      (region === ADJ ? L.slot : L.slotTangent)(body, body.local[r.slot]!);
+    // Carried adjoints (and their tangents) stay in their locals from one iteration to the
+    // previous one, as in the reverse sweep: never zeroed here but after their node reads them.
+    const started = Uint8Array.from(body.adjointCarried);
+    const inLocals = (r: Ref): boolean => r.slot >= 0 && (body.adjointInLocal[r.slot] === 1 || body.adjointCarried[r.slot] === 1);
+    const bank = (region: number, slot: number): number => (region === ADJ ? L.slot : L.slotTangent)(body, body.local[slot]!);
+    const localOf = (region: number, r: Ref): number => bank(region, r.slot);
+    const counter = L.nest.counter(body.depth);
     // adj[r] += contribution (or its tangent), nothing for a constant.
     const accumulate = (region: number, r: Ref, contribution: (() => void) | null): void => {
       if (r.constant || !contribution) return;
+      if (r.carried >= 0 && body.adjointCarried[r.carried]) {
+        // The previous iteration's node; at the first iteration, the node before the loop.
+        fn.get(counter); fn.i32Const(1); fn.byte(W_I32Eq);
+        fn.byte(W_If); fn.byte(W_Void);
+        emitAddToMemory(fn, L.nest.pointer(region, body, r.group), offset(r), contribution);
+        fn.byte(W_Else);
+        emitAddToLocal(fn, bank(region, r.carried), contribution);
+        fn.byte(W_End);
+        return;
+      }
       if (inLocals(r)) emitAddToLocal(fn, localOf(region, r), contribution);
       else emitAddToMemory(fn, L.nest.pointer(region, body, r.group), offset(r), contribution);
     };
@@ -331,8 +375,12 @@ export function emitReverseTangent(bodies: Body[], relative: Uint8Array | null =
       else load(region, r);
       fn.set(into);
     };
-    // if (reset) { adj[r] = 0; tanAdj[r] = 0 }
+    // if (reset) { adj[r] = 0; tanAdj[r] = 0 }; a carried node's locals start again at +0.
     const reset = (r: Ref): void => {
+      if (r.slot >= 0 && body.adjointCarried[r.slot]) {
+        for (const region of [ADJ, TAN_ADJ]) { fn.f64Const(0); fn.set(bank(region, r.slot)); }
+        return;
+      }
       if (inLocals(r)) return;
       fn.get(RESET);
       fn.byte(W_If); fn.byte(W_Void);
@@ -346,7 +394,11 @@ export function emitReverseTangent(bodies: Body[], relative: Uint8Array | null =
     const get = (local: number) => (): void => fn.get(local);
     return (s: number): void => {
       const { op, self, refs } = body.slots[s]!;
-      if (op <= Op.arg || ZERO_GRADIENT.has(op) || refs.every((r) => r.constant)) return;
+      if (op <= Op.arg) return;
+      if (ZERO_GRADIENT.has(op) || refs.every((r) => r.constant)) {
+        if (body.adjointCarried[s]) reset(self);
+        return;
+      }
       // Adjoints in locals that no consumer fed are exactly 0: the interpreter skips the node.
       if (inLocals(self) && !started[self.slot]) return;
       for (const r of refs) {
@@ -417,8 +469,28 @@ export function emitReverseTangent(bodies: Body[], relative: Uint8Array | null =
       if (calls) fn.byte(W_End);
     };
   };
+  // A carried adjoint and its tangent start as the last iteration's in memory, which `RESET` clears.
+  const beforeLoop = (body: Body): void => {
+    body.slots.forEach(({ self }, s) => {
+      if (!body.adjointCarried[s]) return;
+      const at = 8 * (self.first - body.groups[self.group]!.origin);
+      for (const region of [ADJ, TAN_ADJ]) {
+        fn.get(L.nest.pointer(region, body, self.group));
+        memarg(fn, W_F64Load, at);
+        fn.set((region === ADJ ? L.slot : L.slotTangent)(body, body.local[s]!));
+      }
+      fn.get(RESET);
+      fn.byte(W_If); fn.byte(W_Void);
+      for (const region of [ADJ, TAN_ADJ]) {
+        fn.get(L.nest.pointer(region, body, self.group));
+        fn.f64Const(0);
+        memarg(fn, W_F64Store, at);
+      }
+      fn.byte(W_End);
+    });
+  };
   const shift = relative ? { param: 5, relative } : null;
-  for (let k = bodies.length - 1; k >= 0; k--) emitNest(fn, bodies[k]!, true, [VAL, ADJ, TAN, TAN_ADJ], L.nest, slotEmitter, shift);
+  for (let k = bodies.length - 1; k >= 0; k--) emitNest(fn, bodies[k]!, true, [VAL, ADJ, TAN, TAN_ADJ], L.nest, slotEmitter, shift, beforeLoop);
   fn.byte(W_End);
   return fn;
 }
