@@ -259,9 +259,10 @@ async function phases(id: CaseId): Promise<void> {
   console.log(JSON.stringify({ id, size: tape.size, ...best, firstPlan: firstPlan[0], firstEmit: firstPlan[1], firstSteps, firstFaults, wasmBytes }));
 }
 
-// Each (case, mode) runs RUNS times, the modes alternating, and each figure is the median: the
+// Each (case, mode) runs RUNS times, the modes alternating, and each figure is the median (5: on
+// the bench VM single runs of one build moved by up to 40% in a day, and 3 were not enough): the
 // machine may be shared, and a load spike in one child would otherwise decide a ratio.
-const RUNS = 3;
+const RUNS = 5;
 
 const machine = (): string => `${cpus()[0]?.model.trim()}, ${cpus().length} cores, Node ${process.version}`;
 
