@@ -1,6 +1,6 @@
 // The replay emitter: the function bodies of the forward sweep and the reverse sweep (values and
-// adjoints), with the loop-nest walker, local layout and truthiness helper the tangent emitter
-// shares.
+// adjoints), with the loop-nest walker, local layout, truthiness helper and carried locals' starts
+// that the tangent emitter shares.
 import { Op } from '../../ops.ts';
 import { enclosingGroup, nestNeeds, type Body, type Ref } from './plan.ts';
 import { COMPARISON, FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, NATIVE_BINARY, NATIVE_PARTIAL, ZERO_GRADIENT } from './rules.ts';
@@ -128,6 +128,55 @@ export function emitNest(
   fn.byte(W_End);
 }
 
+/** Before a loop's first iteration, each carried value's locals (plan.ts: Body.valueCarried)
+ *  start as what that iteration reads, from memory: per region, into `localOf(region, body, k)`
+ *  for the producer's local k. */
+export function carriedValuesStart(
+  fn: Bytes, nest: NestLayout, regions: readonly number[], localOf: (region: number, body: Body, k: number) => number,
+): (body: Body) => void {
+  return (body) => {
+    const set = new Uint8Array(body.slots.length);
+    for (const { refs } of body.slots) {
+      for (const r of refs) {
+        if (r.carried < 0 || !body.valueCarried[r.carried] || set[r.carried]) continue;
+        set[r.carried] = 1;
+        for (const region of regions) {
+          fn.get(nest.pointer(region, body, r.group));
+          memarg(fn, W_F64Load, 8 * (r.first - body.groups[r.group]!.origin));
+          fn.set(localOf(region, body, body.local[r.carried]!));
+        }
+      }
+    }
+  };
+}
+
+/** Before a reverse sweep's first iteration of a loop (its last), each carried adjoint's locals
+ *  (Body.adjointCarried) start as that iteration's adjoints in memory (the terms of the nodes
+ *  after the loop), which parameter `reset`, when nonzero, sets back to +0. */
+export function carriedAdjointsStart(
+  fn: Bytes, nest: NestLayout, regions: readonly number[], localOf: (region: number, body: Body, k: number) => number, reset: number,
+): (body: Body) => void {
+  return (body) => {
+    body.slots.forEach(({ self }, s) => {
+      if (!body.adjointCarried[s]) return;
+      const at = 8 * (self.first - body.groups[self.group]!.origin);
+      for (const region of regions) {
+        fn.get(nest.pointer(region, body, self.group));
+        memarg(fn, W_F64Load, at);
+        fn.set(localOf(region, body, body.local[s]!));
+      }
+      fn.get(reset);
+      fn.byte(W_If); fn.byte(W_Void);
+      for (const region of regions) {
+        fn.get(nest.pointer(region, body, self.group));
+        fn.f64Const(0);
+        memarg(fn, W_F64Store, at);
+      }
+      fn.byte(W_End);
+    });
+  };
+}
+
 /** The forward sweep over `bodies`; with `relative`, a shape's function (one body; the byte shift
  *  and the loop count follow the sweep's parameters). */
 export function emitForward(bodies: Body[], relative: Uint8Array | null = null): Bytes {
@@ -154,19 +203,7 @@ export function emitForward(bodies: Body[], relative: Uint8Array | null = null):
       memarg(fn, W_F64Store, offset(self));
     };
   };
-  // A carried value's local starts as the value the first iteration reads, from memory.
-  const beforeLoop = (body: Body): void => {
-    const set = new Uint8Array(body.slots.length);
-    for (const { refs } of body.slots) {
-      for (const r of refs) {
-        if (r.carried < 0 || !body.valueCarried[r.carried] || set[r.carried]) continue;
-        set[r.carried] = 1;
-        fn.get(L.nest.pointer(VAL, body, r.group));
-        memarg(fn, W_F64Load, 8 * (r.first - body.groups[r.group]!.origin));
-        fn.set(L.slot(body, body.local[r.carried]!));
-      }
-    }
-  };
+  const beforeLoop = carriedValuesStart(fn, L.nest, [VAL], (_, b, k) => L.slot(b, k));
   const shift = relative ? { param: 2, relative } : null;
   for (const body of bodies) emitNest(fn, body, false, [VAL], L.nest, slotEmitter, shift, beforeLoop);
   fn.byte(W_End);
@@ -365,23 +402,7 @@ export function emitReverse(bodies: Body[], relative: Uint8Array | null = null):
       });
     };
   };
-  // A carried adjoint's local starts as the last iteration's adjoint in memory (the terms of the
-  // nodes after the loop), which `reset` clears.
-  const beforeLoop = (body: Body): void => {
-    body.slots.forEach(({ self }, s) => {
-      if (!body.adjointCarried[s]) return;
-      const at = 8 * (self.first - body.groups[self.group]!.origin);
-      fn.get(L.nest.pointer(ADJ, body, self.group));
-      memarg(fn, W_F64Load, at);
-      fn.set(L.slot(body, body.local[s]!));
-      fn.get(RESET);
-      fn.byte(W_If); fn.byte(W_Void);
-      fn.get(L.nest.pointer(ADJ, body, self.group));
-      fn.f64Const(0);
-      memarg(fn, W_F64Store, at);
-      fn.byte(W_End);
-    });
-  };
+  const beforeLoop = carriedAdjointsStart(fn, L.nest, [ADJ], (_, b, k) => L.slot(b, k), RESET);
   const shift = relative ? { param: 3, relative } : null;
   for (let k = bodies.length - 1; k >= 0; k--) emitNest(fn, bodies[k]!, true, [VAL, ADJ], L.nest, slotEmitter, shift, beforeLoop);
   fn.byte(W_End);

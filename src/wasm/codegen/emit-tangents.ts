@@ -1,7 +1,9 @@
 // The tangent emitter: the function bodies of the tangent sweep (jvp) and the reverse tangent
 // sweep (hvp), made on the first jvp or hvp only.
 import { Op } from '../../ops.ts';
-import { emitAddToLocal, emitAddToMemory, emitNest, emitTruthy, emitValue, nestLayout } from './emit-replay.ts';
+import {
+  carriedAdjointsStart, carriedValuesStart, emitAddToLocal, emitAddToMemory, emitNest, emitTruthy, emitValue, nestLayout,
+} from './emit-replay.ts';
 import { nestNeeds, OPERANDS, type Body, type Ref } from './plan.ts';
 import {
   FN_PARTIAL_Z, FN_PARTIAL_Z_TANGENT, FN_PARTIALS, FN_PARTIALS_TANGENT, LINEAR, SECOND_ORDER, TANGENT_PARTIAL, ZERO_GRADIENT,
@@ -259,25 +261,6 @@ function tangentRule(fn: Bytes, body: Body, L: Layout, E: ReturnType<typeof tang
   };
 }
 
-// Before a loop's first iteration, the locals of its carried values (and tangents) start as what
-// that iteration reads, from memory: the value in the slot bank, the tangent in the other.
-function carriedStart(fn: Bytes, L: Layout, regions: readonly number[]) {
-  return (body: Body): void => {
-    const set = new Uint8Array(body.slots.length);
-    for (const { refs } of body.slots) {
-      for (const r of refs) {
-        if (r.carried < 0 || !body.valueCarried[r.carried] || set[r.carried]) continue;
-        set[r.carried] = 1;
-        for (const region of regions) {
-          fn.get(L.nest.pointer(region, body, r.group));
-          memarg(fn, W_F64Load, 8 * (r.first - body.groups[r.group]!.origin));
-          fn.set((region === VAL ? L.slot : L.slotTangent)(body, body.local[r.carried]!));
-        }
-      }
-    }
-  };
-}
-
 export function emitTangent(bodies: Body[], relative: Uint8Array | null = null): Bytes {
   const L = tangentLayout(bodies, relative ? 6 : 4);
   const fn = new Bytes();
@@ -295,7 +278,7 @@ export function emitTangent(bodies: Body[], relative: Uint8Array | null = null):
       memarg(fn, W_F64Store, E.offset(self));
     };
   };
-  const beforeLoop = carriedStart(fn, L, [TAN]);
+  const beforeLoop = carriedValuesStart(fn, L.nest, [TAN], (_, b, k) => L.slotTangent(b, k));
   for (const body of bodies) emitNest(fn, body, false, [VAL, TAN], L.nest, slotEmitter, relative ? { param: 4, relative } : null, beforeLoop);
   fn.byte(W_End);
   return fn;
@@ -329,7 +312,7 @@ export function emitForwardTangent(bodies: Body[], relative: Uint8Array | null =
       memarg(fn, W_F64Store, offset);
     };
   };
-  const beforeLoop = carriedStart(fn, L, [VAL, TAN]);
+  const beforeLoop = carriedValuesStart(fn, L.nest, [VAL, TAN], (region, b, k) => (region === VAL ? L.slot : L.slotTangent)(b, k));
   for (const body of bodies) emitNest(fn, body, false, [VAL, TAN], L.nest, slotEmitter, relative ? { param: 4, relative } : null, beforeLoop);
   fn.byte(W_End);
   return fn;
@@ -469,26 +452,7 @@ export function emitReverseTangent(bodies: Body[], relative: Uint8Array | null =
       if (calls) fn.byte(W_End);
     };
   };
-  // A carried adjoint and its tangent start as the last iteration's in memory, which `RESET` clears.
-  const beforeLoop = (body: Body): void => {
-    body.slots.forEach(({ self }, s) => {
-      if (!body.adjointCarried[s]) return;
-      const at = 8 * (self.first - body.groups[self.group]!.origin);
-      for (const region of [ADJ, TAN_ADJ]) {
-        fn.get(L.nest.pointer(region, body, self.group));
-        memarg(fn, W_F64Load, at);
-        fn.set((region === ADJ ? L.slot : L.slotTangent)(body, body.local[s]!));
-      }
-      fn.get(RESET);
-      fn.byte(W_If); fn.byte(W_Void);
-      for (const region of [ADJ, TAN_ADJ]) {
-        fn.get(L.nest.pointer(region, body, self.group));
-        fn.f64Const(0);
-        memarg(fn, W_F64Store, at);
-      }
-      fn.byte(W_End);
-    });
-  };
+  const beforeLoop = carriedAdjointsStart(fn, L.nest, [ADJ, TAN_ADJ], (region, b, k) => (region === ADJ ? L.slot : L.slotTangent)(b, k), RESET);
   const shift = relative ? { param: 5, relative } : null;
   for (let k = bodies.length - 1; k >= 0; k--) emitNest(fn, bodies[k]!, true, [VAL, ADJ, TAN, TAN_ADJ], L.nest, slotEmitter, shift, beforeLoop);
   fn.byte(W_End);
