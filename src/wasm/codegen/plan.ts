@@ -462,14 +462,17 @@ export function describeBody(
   const candidates: number[] = [];
   for (let s = 0; s < count; s++) {
     const first = ownNodes[s]!;
-    if (inIteration[s] === 0) valueInLocal[s] = 0;
     if ((inIteration[s] === 0 && !valueCarried[s]) || body.slots[s]!.op <= Op.arg || locals === MAX_BODY_LOCALS) {
       valueInLocal[s] = 0;
       valueCarried[s] = 0;
       continue;
     }
     local[s] = locals++;
-    if (inIteration[s] === 0) continue;
+    // A local for the carried value alone: nothing in its iteration reads it.
+    if (inIteration[s] === 0) {
+      valueInLocal[s] = 0;
+      continue;
+    }
     if (uses[first] === inIteration[s] && !seeded[first]) {
       adjointInLocal[s] = 1;
       candidates.push(s);
@@ -509,12 +512,8 @@ export function describeBody(
   const adjointCarried = new Uint8Array(count);
   const carriedReads = new Int32Array(count);
   for (const { refs } of body.slots) for (const r of refs) if (r.carried >= 0 && valueCarried[r.carried]) carriedReads[r.carried]++;
-  const carriedCandidates: number[] = [];
-  for (let s = 0; s < count; s++) {
-    if (!valueCarried[s]) continue;
-    adjointCarried[s] = 1;
-    carriedCandidates.push(s);
-  }
+  adjointCarried.set(valueCarried);
+  const carriedCandidates = Array.from({ length: count }, (_, s) => s).filter((s) => valueCarried[s]);
   holdAtEveryIteration(carriedCandidates, adjointCarried, (s) => inIteration[s]! + carriedReads[s]!, 1);
   body.local = local;
   body.adjointInLocal = adjointInLocal;
