@@ -42,8 +42,8 @@ const SIZE_BUDGET = 77 * 1024;
 // measured, 1,791 B more); 14 KB until a body that repeats an earlier one node for node shared its
 // description and the planner's links came from the core (15,002 B measured, 1,200 B more; the
 // branchy loss's first generation 135 -> 62 ms); 15 KB until values and adjoints carried from one
-// iteration to the next stayed in locals, in the replay and tangent sweeps (16,210 B measured,
-// 959 B more with the planner's per-step timing and one rewrite per shape; steady gradients of
+// iteration to the next stayed in locals, in the replay and tangent sweeps (16,202 B measured,
+// 951 B more with the planner's per-step timing and one rewrite per shape; steady gradients of
 // the branchy loss 2.1 -> 1.4 ns/node, of the nested tape 3.3 -> 2.5); 16 KB since.
 const CODEGEN_BUDGET = 16 * 1024;
 

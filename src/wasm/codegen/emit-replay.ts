@@ -263,6 +263,18 @@ export function emitAddToLocal(fn: Bytes, local: number, contribution: () => voi
   fn.set(local);
 }
 
+/** A term for a carried read's node (the previous iteration's) in a reverse sweep: into its
+ *  local, or at the first iteration (the loop counter's last value, 1), where that node is the
+ *  one before the loop, into memory. */
+export function emitCarriedTerm(fn: Bytes, counter: number, toMemory: () => void, toLocal: () => void): void {
+  fn.get(counter); fn.i32Const(1); fn.byte(W_I32Eq);
+  fn.byte(W_If); fn.byte(W_Void);
+  toMemory();
+  fn.byte(W_Else);
+  toLocal();
+  fn.byte(W_End);
+}
+
 /** The f64 at pointer + offset += contribution. */
 export function emitAddToMemory(fn: Bytes, pointer: number, offset: number, contribution: () => void): void {
   fn.get(pointer);
@@ -301,14 +313,9 @@ export function emitReverse(bodies: Body[], relative: Uint8Array | null = null):
     const addAdjoint = (r: Ref, contribution: () => void): void => {
       if (r.constant) return;
       if (r.carried >= 0 && body.adjointCarried[r.carried]) {
-        // The previous iteration's node, whose adjoint is in the local; at the first iteration
-        // (the counter's last value) it is the node before the loop, in memory.
-        fn.get(counter); fn.i32Const(1); fn.byte(W_I32Eq);
-        fn.byte(W_If); fn.byte(W_Void);
-        emitAddToMemory(fn, L.nest.pointer(ADJ, body, r.group), offset(r), contribution);
-        fn.byte(W_Else);
-        emitAddToLocal(fn, L.slot(body, body.local[r.carried]!), contribution);
-        fn.byte(W_End);
+        emitCarriedTerm(fn, counter,
+          () => emitAddToMemory(fn, L.nest.pointer(ADJ, body, r.group), offset(r), contribution),
+          () => emitAddToLocal(fn, L.slot(body, body.local[r.carried]!), contribution));
         return;
       }
       const inLocal = adjointLocal(r);

@@ -2,7 +2,8 @@
 // sweep (hvp), made on the first jvp or hvp only.
 import { Op } from '../../ops.ts';
 import {
-  carriedAdjointsStart, carriedValuesStart, emitAddToLocal, emitAddToMemory, emitNest, emitTruthy, emitValue, nestLayout,
+  carriedAdjointsStart, carriedValuesStart, emitAddToLocal, emitAddToMemory, emitCarriedTerm, emitNest, emitTruthy, emitValue,
+  nestLayout,
 } from './emit-replay.ts';
 import { nestNeeds, OPERANDS, type Body, type Ref } from './plan.ts';
 import {
@@ -10,7 +11,7 @@ import {
 } from './rules.ts';
 import {
   Bytes, memarg, F64, W_Call, W_Else, W_End, W_F64Add, W_F64Eq, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg, W_F64Store, W_F64Sub,
-  W_I32And, W_I32Eq, W_I32Or, W_If, W_Select, W_Void,
+  W_I32And, W_I32Or, W_If, W_Select, W_Void,
 } from './wasm.ts';
 
 // ───────────────────────────── tangent sweeps (jvp, hvp) ─────────────────────────────
@@ -341,13 +342,9 @@ export function emitReverseTangent(bodies: Body[], relative: Uint8Array | null =
     const accumulate = (region: number, r: Ref, contribution: (() => void) | null): void => {
       if (r.constant || !contribution) return;
       if (r.carried >= 0 && body.adjointCarried[r.carried]) {
-        // The previous iteration's node; at the first iteration, the node before the loop.
-        fn.get(counter); fn.i32Const(1); fn.byte(W_I32Eq);
-        fn.byte(W_If); fn.byte(W_Void);
-        emitAddToMemory(fn, L.nest.pointer(region, body, r.group), offset(r), contribution);
-        fn.byte(W_Else);
-        emitAddToLocal(fn, bank(region, r.carried), contribution);
-        fn.byte(W_End);
+        emitCarriedTerm(fn, counter,
+          () => emitAddToMemory(fn, L.nest.pointer(region, body, r.group), offset(r), contribution),
+          () => emitAddToLocal(fn, bank(region, r.carried), contribution));
         return;
       }
       if (inLocals(r)) emitAddToLocal(fn, localOf(region, r), contribution);
