@@ -222,7 +222,7 @@ export interface Ref {
   /** The slot of the same iteration this operand is (a node computed earlier in the body), or -1. */
   slot: number;
   /** The slot whose value of the previous iteration this operand is, kept in that slot's local
-   *  by the forward sweep (Body.valueCarried), or -1. */
+   *  from one iteration to the next (Body.valueCarried; its adjoint too, Body.adjointCarried), or -1. */
   carried: number;
 }
 
@@ -265,8 +265,8 @@ export interface Body {
   adjointInLocal: Uint8Array;
   /** Per own slot: the forward sweep reads its value from the local (uses in the iteration are near). */
   valueInLocal: Uint8Array;
-  /** Per own slot: the next iteration reads its value from the local (Ref.carried), which the
-   *  forward sweep sets from memory before the loop's first iteration. */
+  /** Per own slot: the next iteration reads its value (and in the tangent sweeps its tangent)
+   *  from the local (Ref.carried), set from memory before the loop's first iteration. */
   valueCarried: Uint8Array;
   /** Per own slot with a carried value: its adjoint stays in the local across iterations too
    *  (the reverse sweep sets it from memory before the loop's last iteration). */
