@@ -54,18 +54,25 @@ export class Tape {
   /** @internal Whether number operands reuse cached constant nodes (see sharedConstantIndex). */
   shareConstants = true;
 
-  // The tape state the façade owns; the backend owns the arrays.
-  private count = 0;
+  // The tape state the façade owns; the backend owns the arrays. The op methods (end of this
+  // file) read and write count, base, capacity and the three op arrays directly.
+  /** @internal */
+  count = 0;
   private evaluated = 0;
   private swept = -1;
   // The last first-order reverse sweep, to run again storing every adjoint when one it left out
   // (a fused run's node, see DROPPED_ADJOINT) is read.
   private lastSweep: (() => void) | null = null;
-  private base: number;
-  private capacity = 0;
-  private opV!: Uint8Array;
-  private aV!: Int32Array;
-  private bV!: Int32Array;
+  /** @internal */
+  base: number;
+  /** @internal */
+  capacity = 0;
+  /** @internal */
+  opV!: Uint8Array;
+  /** @internal */
+  aV!: Int32Array;
+  /** @internal */
+  bV!: Int32Array;
   private valV!: Float64Array;
   // Elements of array-valued nodes: the fill pointer into the engine's element regions.
   private elements = 0;
@@ -472,10 +479,11 @@ export class Tape {
 
   /** The live constant node the cache holds for exactly `c`, or -1. */
   private cachedConstant(c: number): number {
-    const slot = constantSlot(c), v = this.constantValues[slot]!;
+    const slot = constantSlot(c);
     // An empty slot holds handle -1, which falls below the live range.
     const i = this.constantHandles[slot]! - this.base;
-    return v === c && (c !== 0 || 1 / c === 1 / v) && i >= 0 && i < this.count ? i : -1;
+    const v = this.constantValues[slot]!;
+    return v === c && (c !== 0 || 1 / c === 1 / v) && i >>> 0 < this.count ? i : -1;
   }
 
   /** @internal */
@@ -524,85 +532,29 @@ export class Tape {
     return new Var(this, this.record(op, i, j));
   }
 
-  // The fast paths of the op methods. Recording is most of the cost of a gradient, and a loop
-  // body calls many ops: each path is a few bytecodes, so V8 inlines many of them into the
-  // caller, and falls back to the checked path above (same results, descriptive errors)
-  // whenever an operand is not a live node of this tape or the tape is full.
-
-  /** @internal */
-  unaryVar(op: number, x: Var): Var {
-    const n = this.count, i = x.id - this.base;
-    if (x.tape === this && i >= 0 && i < n && n < this.capacity) {
+  /** @internal `x op c` for a number c whose constant node the cache holds (see
+   *  sharedConstantIndex), else the checked path; x is a Var of this tape (the op methods' `this`),
+   *  `op` POW_CONST for pow. */
+  binaryVarNumber(op: number, x: Var, c: number): Var {
+    const n = this.count, b = this.base, i = x.id - b, j = this.cachedConstant(c);
+    if (j >= 0 && i >>> 0 < n && n < this.capacity) {
       this.opV[n] = op;
-      this.aV[n] = i;
-      this.bV[n] = i;
-      this.count = n + 1;
-      return new Var(this, n + this.base);
-    }
-    return this.recordUnary(op, x);
-  }
-
-  /** @internal */
-  binaryVar(op: number, x: Var, y: Operand): Var {
-    if (typeof y === 'number') return this.binaryVarNumber(op, x, y);
-    const n = this.count, base = this.base;
-    if (x.tape === this && y?.tape === this && n < this.capacity) {
-      const i = x.id - base, j = y.id - base;
-      if (i >= 0 && i < n && j >= 0 && j < n) {
-        this.opV[n] = op;
-        this.aV[n] = i;
-        this.bV[n] = j;
-        this.count = n + 1;
-        return new Var(this, n + base);
-      }
-    }
-    return this.recordBinary(op, x, y);
-  }
-
-  /** @internal `x op c` where the constant node of c is cached (see sharedConstantIndex). */
-  private binaryVarNumber(op: number, x: Var, c: number): Var {
-    const n = this.count, i = x.id - this.base, j = this.cachedConstant(c);
-    if (x.tape === this && j >= 0 && i >= 0 && i < n && n < this.capacity) {
-      this.opV[n] = op === POW ? POW_CONST : op;
       this.aV[n] = i;
       this.bV[n] = j;
       this.count = n + 1;
-      return new Var(this, n + this.base);
+      return new Var(this, n + b);
     }
     return this.recordBinary(op, x, c);
   }
 
-  /** @internal */
-  unaryHandle(op: number, h: number): number {
-    const n = this.count;
-    if (typeof h === 'number' && n < this.capacity) {
-      // i >>> 0 === i: i is an integer >= 0.
-      const i = h - this.base;
-      if (i >>> 0 === i && i < n) {
-        this.opV[n] = op;
-        this.aV[n] = i;
-        this.bV[n] = i;
-        this.count = n + 1;
-        return h - i + n;
-      }
-    }
-    const k = this.indexOfHandle(h);
-    return this.record(op, k, k);
+  /** @internal The checked path of the handle API's unary ops. */
+  recordUnaryHandle(op: number, h: number): number {
+    const i = this.indexOfHandle(h);
+    return this.record(op, i, i);
   }
 
-  /** @internal */
-  binaryHandle(op: number, h1: number, h2: number): number {
-    const n = this.count;
-    if (typeof h1 === 'number' && typeof h2 === 'number' && n < this.capacity) {
-      const i = h1 - this.base, j = h2 - this.base;
-      if (i >>> 0 === i && j >>> 0 === j && i < n && j < n) {
-        this.opV[n] = op;
-        this.aV[n] = i;
-        this.bV[n] = j;
-        this.count = n + 1;
-        return h1 - i + n;
-      }
-    }
+  /** @internal The checked path of the handle API's binary ops. */
+  recordBinaryHandle(op: number, h1: number, h2: number): number {
     return this.record(op, this.indexOfHandle(h1), this.indexOfHandle(h2));
   }
 
@@ -1004,11 +956,15 @@ export interface Var extends VarUnaryMethods, VarBinaryMethods {}
  * method (`x.exp()`, `x.mul(y)`, `x.pow(2.5)`); binary methods take a Var or a number.
  */
 export class Var {
-  constructor(
-    readonly tape: Tape,
-    /** The node handle, usable with `tape.handles`. */
-    readonly id: number,
-  ) {}
+  // Declared, not class fields: a class with fields runs an initializer check in its constructor,
+  // which takes the constructor over V8's small-function size (see the op methods, end of file).
+  declare readonly tape: Tape;
+  /** The node handle, usable with `tape.handles`. */
+  declare readonly id: number;
+  constructor(tape: Tape, id: number) {
+    this.tape = tape;
+    this.id = id;
+  }
 
   /** The value of this node (computed in a batch with everything recorded before it). */
   get value(): number {
@@ -1032,20 +988,8 @@ export class Var {
   }
 }
 
-for (const name of UNARY_OPS) {
-  const code = Op[name];
-  Object.defineProperty(Var.prototype, name, {
-    value: function (this: Var): Var { return this.tape.unaryVar(code, this); },
-    writable: true, configurable: true,
-  });
-}
-for (const name of BINARY_OPS) {
-  const code = Op[name];
-  Object.defineProperty(Var.prototype, name, {
-    value: function (this: Var, other: Operand): Var { return this.tape.binaryVar(code, this, other); },
-    writable: true, configurable: true,
-  });
-}
+for (const name of UNARY_OPS) Object.defineProperty(Var.prototype, name, { value: unaryVarMethod(Op[name]), writable: true, configurable: true });
+for (const name of BINARY_OPS) Object.defineProperty(Var.prototype, name, { value: binaryVarMethod(Op[name]), writable: true, configurable: true });
 
 type HandleUnaryMethods = { [K in UnaryOpName]: (h: number) => number };
 type HandleBinaryMethods = { [K in BinaryOpName]: (h1: number, h2: number) => number };
@@ -1094,17 +1038,81 @@ export class HandleApi {
   }
 }
 
-for (const name of UNARY_OPS) {
-  const code = Op[name];
-  Object.defineProperty(HandleApi.prototype, name, {
-    value: function (this: HandleApi, h: number): number { return this.tape.unaryHandle(code, h); },
-    writable: true, configurable: true,
-  });
+for (const name of UNARY_OPS) Object.defineProperty(HandleApi.prototype, name, { value: unaryHandleMethod(Op[name]), writable: true, configurable: true });
+for (const name of BINARY_OPS) Object.defineProperty(HandleApi.prototype, name, { value: binaryHandleMethod(Op[name]), writable: true, configurable: true });
+
+// The op methods of Var and HandleApi. Recording is most of the cost of a gradient, and a loop
+// body calls many ops. V8 inlines at most about 920 bytes of bytecode into one optimised function
+// (functions of at most 27 bytes, like Var's constructor, whatever is left, though their bytes
+// count too), and an op it does not inline is a call that returns an escaping Var. So each method
+// is its whole fast path (operands live nodes of this tape, room left) in as few bytecodes as it
+// takes, instead of a wrapper around a shared one, and calls the checked path (same results,
+// descriptive errors) otherwise. `i >>> 0 < n`: i is an integer in [0, n), for the ids a Var holds.
+// bench/record-inlining.ts measures what this saves and what inlining every op would.
+function unaryVarMethod(code: number) {
+  return function varUnary(this: Var): Var {
+    const t = this.tape, n = t.count, b = t.base, i = this.id - b;
+    if (i >>> 0 < n && n < t.capacity) {
+      t.opV[n] = code;
+      t.aV[n] = i;
+      t.bV[n] = i;
+      t.count = n + 1;
+      return new Var(t, n + b);
+    }
+    return t.recordUnary(code, this);
+  };
 }
-for (const name of BINARY_OPS) {
-  const code = Op[name];
-  Object.defineProperty(HandleApi.prototype, name, {
-    value: function (this: HandleApi, h1: number, h2: number): number { return this.tape.binaryHandle(code, h1, h2); },
-    writable: true, configurable: true,
-  });
+
+function binaryVarMethod(code: number) {
+  const numberCode = code === POW ? POW_CONST : code;
+  return function varBinary(this: Var, y: Operand): Var {
+    const t = this.tape;
+    if (typeof y === 'number') return t.binaryVarNumber(numberCode, this, y);
+    if (y?.tape === t) {
+      const n = t.count, b = t.base, i = this.id - b, j = y.id - b;
+      if (i >>> 0 < n && j >>> 0 < n && n < t.capacity) {
+        t.opV[n] = code;
+        t.aV[n] = i;
+        t.bV[n] = j;
+        t.count = n + 1;
+        return new Var(t, n + b);
+      }
+    }
+    return t.recordBinary(code, this, y);
+  };
+}
+
+function unaryHandleMethod(code: number) {
+  return function handleUnary(this: HandleApi, h: number): number {
+    const t = this.tape, n = t.count;
+    if (typeof h === 'number' && n < t.capacity) {
+      // i >>> 0 === i: i is an integer >= 0.
+      const i = h - t.base;
+      if (i >>> 0 === i && i < n) {
+        t.opV[n] = code;
+        t.aV[n] = i;
+        t.bV[n] = i;
+        t.count = n + 1;
+        return h - i + n;
+      }
+    }
+    return t.recordUnaryHandle(code, h);
+  };
+}
+
+function binaryHandleMethod(code: number) {
+  return function handleBinary(this: HandleApi, h1: number, h2: number): number {
+    const t = this.tape, n = t.count;
+    if (typeof h1 === 'number' && typeof h2 === 'number' && n < t.capacity) {
+      const i = h1 - t.base, j = h2 - t.base;
+      if (i >>> 0 === i && j >>> 0 === j && i < n && j < n) {
+        t.opV[n] = code;
+        t.aV[n] = i;
+        t.bV[n] = j;
+        t.count = n + 1;
+        return h1 - i + n;
+      }
+    }
+    return t.recordBinaryHandle(code, h1, h2);
+  };
 }

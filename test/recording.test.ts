@@ -1,8 +1,36 @@
 // The recording paths: numbers as operands share constant nodes, and the fast paths of the op
 // methods record exactly what the checked paths do, and refuse exactly what they refuse.
 import { describe, expect, it } from 'vitest';
-import { CapacityError, InvalidHandleError, NotANumberError, StaleHandleError, compile, createTape, init, type Var } from '../src/index.ts';
+import fc from 'fast-check';
+import {
+  CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError, compile, createTape, init, type Tape, type Var,
+} from '../src/index.ts';
+import { BINARY_OPS, Op, UNARY_OPS } from '../src/ops.ts';
 import { BACKENDS, tapeOn } from './support.ts';
+
+// What a tape holds, node for node: op codes, operands (as offsets from the node, so that tapes at
+// different handle bases compare), and values.
+function contents(tape: Tape): { op: number[]; a: number[]; b: number[]; value: number[] } {
+  const n = tape.size, h = tape.handles, first = tape.base;
+  const out = { op: [] as number[], a: [] as number[], b: [] as number[], value: [] as number[] };
+  for (let i = 0; i < n; i++) {
+    out.op.push(tape.opV[i]!);
+    out.a.push(i - tape.aV[i]!);
+    out.b.push(i - tape.bV[i]!);
+    out.value.push(h.value(first + i));
+  }
+  return out;
+}
+
+// A random program: each step an op on earlier results (by distance back), a binary op's second
+// operand a result or a number (a few values, so the constant cache both hits and misses).
+const stepArb = fc.record({
+  unary: fc.boolean(),
+  u: fc.integer({ min: 0, max: UNARY_OPS.length - 1 }),
+  bin: fc.integer({ min: 0, max: BINARY_OPS.length - 1 }),
+  x: fc.nat(6),
+  y: fc.oneof(fc.nat(6), fc.constantFrom(0.5, -0, 0, 2, 3, NaN).map((c) => ({ c }))),
+});
 
 describe.each(BACKENDS)('recording (%s)', (backend) => {
   it('a number operand costs no node once its value is on the tape', async () => {
@@ -100,6 +128,62 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     expect(tape.size).toBe(4);
     tape.reset();
     expect(tape.variable(1).mul(3).value).toBe(3);
+  });
+
+  it('the op methods record node for node what the checked paths record, through Vars and handles (random programs)', async () => {
+    const fast = await tapeOn(backend), checked = await tapeOn(backend), handles = await tapeOn(backend), handlesChecked = await tapeOn(backend);
+    fc.assert(
+      fc.property(fc.array(stepArb, { minLength: 1, maxLength: 40 }), (steps) => {
+        for (const t of [fast, checked, handles, handlesChecked]) t.reset();
+        const vf: Var[] = [fast.variable(0.3), fast.variable(0.7)];
+        const vc: Var[] = [checked.variable(0.3), checked.variable(0.7)];
+        const hf: number[] = [handles.handles.variable(0.3), handles.handles.variable(0.7)];
+        const hc: number[] = [handlesChecked.handles.variable(0.3), handlesChecked.handles.variable(0.7)];
+        const back = <T>(list: T[], k: number): T => list[list.length - 1 - (k % list.length)]!;
+        for (const s of steps) {
+          if (s.unary) {
+            const name = UNARY_OPS[s.u]!;
+            vf.push((back(vf, s.x) as unknown as Record<string, () => Var>)[name]!());
+            vc.push(checked.recordUnary(Op[name], back(vc, s.x)));
+            hf.push((handles.handles as unknown as Record<string, (h: number) => number>)[name]!(back(hf, s.x)));
+            hc.push(handlesChecked.recordUnaryHandle(Op[name], back(hc, s.x)));
+            continue;
+          }
+          const name = BINARY_OPS[s.bin]!;
+          const y = typeof s.y === 'number' ? s.y : null;
+          const c = typeof s.y === 'number' ? 0 : s.y.c;
+          vf.push((back(vf, s.x) as unknown as Record<string, (o: Var | number) => Var>)[name]!(y === null ? c : back(vf, y)));
+          vc.push(checked.recordBinary(Op[name], back(vc, s.x), y === null ? c : back(vc, y)));
+          if (y === null) continue;
+          hf.push((handles.handles as unknown as Record<string, (a: number, b: number) => number>)[name]!(back(hf, s.x), back(hf, y)));
+          hc.push(handlesChecked.recordBinaryHandle(Op[name], back(hc, s.x), back(hc, y)));
+        }
+        expect(contents(fast)).toEqual(contents(checked));
+        expect(contents(handles)).toEqual(contents(handlesChecked));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('the op methods refuse what the checked paths refuse: another tape\'s Var, a stale one, a non-number', async () => {
+    const tape = await tapeOn(backend), other = await tapeOn(backend);
+    const x = tape.variable(2), y = other.variable(3);
+    const before = tape.size;
+    expect(() => x.add(y)).toThrow(ForeignHandleError);
+    expect(() => y.mul(x)).toThrow(ForeignHandleError);
+    expect(() => x.add(undefined as unknown as number)).toThrow(NotANumberError);
+    expect(() => x.pow(null as unknown as number)).toThrow(NotANumberError);
+    expect(() => x.sub({} as unknown as number)).toThrow(NotANumberError);
+    expect(() => x.mul('2' as unknown as number)).toThrow(NotANumberError);
+    expect(tape.size).toBe(before);
+    expect(other.size).toBe(1);
+    tape.reset();
+    const z = tape.variable(5);
+    expect(() => x.sin()).toThrow(StaleHandleError);
+    expect(() => z.mul(x)).toThrow(StaleHandleError);
+    expect(() => x.mul(2)).toThrow(StaleHandleError);
+    expect(tape.size).toBe(1);
+    expect(z.mul(2).sin().value).toBe(Math.sin(10));
   });
 
   it('compile records a constant node per use, so a loop whose numbers vary keeps its period', async () => {
