@@ -4,9 +4,10 @@
 // Per case, recording alone in ns/node, median of 5 processes, with V8's budget and with it raised
 // far enough to inline every op (the ceiling the op methods' size decides), and the bytecode size of
 // each op method:
-//   npx tsx bench/record-inlining.ts
+//   npx tsx bench/record-inlining.ts                  # writes bench/results/record-inlining.md (README)
 //   npx tsx bench/record-inlining.ts --child=<case>   # one measurement (what the parent spawns)
 import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { createTape, type Tape, type Var } from '../src/index.ts';
 import { median } from './protocol.ts';
@@ -98,4 +99,5 @@ if (childArg) {
   }
   lines.push('', `Bytecode of the op methods: ${METHODS.map((m) => `${m} ${bytecodeSize(m) ?? '?'} B`).join(', ')}.`);
   console.log(lines.join('\n'));
+  writeFileSync('bench/results/record-inlining.md', `${lines.join('\n')}\n`);
 }

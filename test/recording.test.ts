@@ -130,11 +130,15 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     expect(tape.variable(1).mul(3).value).toBe(3);
   });
 
-  it('the op methods record node for node what the checked paths record, through Vars and handles (random programs)', async () => {
+  it('the op methods record node for node what the checked paths record, through Vars and handles, constants shared or not (random programs)', async () => {
     const fast = await tapeOn(backend), checked = await tapeOn(backend), handles = await tapeOn(backend), handlesChecked = await tapeOn(backend);
     fc.assert(
-      fc.property(fc.array(stepArb, { minLength: 1, maxLength: 40 }), (steps) => {
-        for (const t of [fast, checked, handles, handlesChecked]) t.reset();
+      // Shared constants (a tape's default) or a constant node per use (what compile records).
+      fc.property(fc.array(stepArb, { minLength: 1, maxLength: 40 }), fc.boolean(), (steps, share) => {
+        for (const t of [fast, checked, handles, handlesChecked]) {
+          t.reset();
+          t.shareConstants = share;
+        }
         const vf: Var[] = [fast.variable(0.3), fast.variable(0.7)];
         const vc: Var[] = [checked.variable(0.3), checked.variable(0.7)];
         const hf: number[] = [handles.handles.variable(0.3), handles.handles.variable(0.7)];
