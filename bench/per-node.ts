@@ -16,7 +16,7 @@ import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { createTape, type BackendKind, type Tape, type Var } from '../src/index.ts';
 import { RESULT_MARKER, median } from './protocol.ts';
-import { CHAIN_H, CHAIN_X0, rosenbrockMixedHandles } from './workloads.ts';
+import { CHAIN_H, CHAIN_X0, rosenbrockMixedHandles, rosenbrockMixedVars } from './workloads.ts';
 
 type Api = 'handle' | 'var';
 interface Job {
@@ -63,18 +63,6 @@ function point(n: number): Float64Array {
   const x = new Float64Array(n + 1);
   for (let i = 0; i <= n; i++) x[i] = 0.5 + 0.4 * Math.sin(0.37 * i + 0.1);
   return x;
-}
-
-// The Var API passes numbers, as users write it (handles: rosenbrockMixedHandles, bench/workloads.ts).
-function recordVars(tape: Tape, x: Float64Array): { xs: Var[]; s: Var } {
-  const xs = tape.variables(x);
-  let s = tape.constant(0);
-  for (let i = 0; i + 1 < xs.length; i++) {
-    const xi = xs[i]!;
-    const t = xs[i + 1]!.sub(xi.square());
-    s = s.add(t.square().mul(100)).add(xi.sub(1).square());
-  }
-  return { xs, s };
 }
 
 function chainVar(tape: Tape, n: number): { x0: Var; x: Var } {
@@ -131,7 +119,7 @@ async function child(job: Job): Promise<Measured> {
       h.backward(s);
       for (let i = 0; i < xs.length; i++) grads[i] = h.grad(xs[i]!);
     } else {
-      const { xs: vs, s } = recordVars(tape, x);
+      const { xs: vs, s } = rosenbrockMixedVars(tape, x);
       t1 = performance.now();
       check = s.value;
       t2 = performance.now();

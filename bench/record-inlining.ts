@@ -11,7 +11,7 @@ import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { createTape, type Tape, type Var } from '../src/index.ts';
 import { median } from './protocol.ts';
-import { CHAIN_H, CHAIN_X0, rosenbrockMixedHandles } from './workloads.ts';
+import { CHAIN_H, CHAIN_X0, rosenbrockMixedHandles, rosenbrockMixedVars } from './workloads.ts';
 
 type CaseId = 'chain, Var' | 'mixed, Var' | 'mixed, handles';
 const CASES: CaseId[] = ['chain, Var', 'mixed, Var', 'mixed, handles'];
@@ -19,23 +19,12 @@ const RUNS = 5;
 const RAISED = '--max-inlined-bytecode-size-cumulative=5000';
 const METHODS = ['varUnary', 'varBinary', 'binaryVarNumber', 'handleUnary', 'handleBinary', 'Var'];
 
-// The chain and the mixed Rosenbrock of bench/per-node.ts, each in a function of its own, as user
-// code would be.
+// The chain of bench/per-node.ts in a function of its own, as user code would be (the mixed
+// Rosenbrock: bench/workloads.ts).
 function chain(tape: Tape, n: number): Var {
   let x = tape.variable(CHAIN_X0);
   for (let k = 0; k < n; k++) x = x.add(x.sin().mul(x.cos().exp()).sub(x.mul(x).log1p()).mul(CHAIN_H));
   return x;
-}
-
-function mixedVars(tape: Tape, x: Float64Array): Var {
-  const xs = tape.variables(x);
-  let s = tape.constant(0);
-  for (let i = 0; i + 1 < xs.length; i++) {
-    const xi = xs[i]!;
-    const t = xs[i + 1]!.sub(xi.square());
-    s = s.add(t.square().mul(100)).add(xi.sub(1).square());
-  }
-  return s;
 }
 
 function point(n: number): Float64Array {
@@ -45,7 +34,7 @@ function point(n: number): Float64Array {
 async function child(id: CaseId): Promise<number> {
   const tape = await createTape();
   const x = point(id === 'mixed, Var' ? 10_000 : 12_500), xs = new Int32Array(x.length);
-  const record = id === 'chain, Var' ? () => chain(tape, 300_000) : id === 'mixed, Var' ? () => mixedVars(tape, x) : () => rosenbrockMixedHandles(tape, x, xs);
+  const record = id === 'chain, Var' ? () => chain(tape, 300_000) : id === 'mixed, Var' ? () => rosenbrockMixedVars(tape, x) : () => rosenbrockMixedHandles(tape, x, xs);
   const runs = id === 'chain, Var' ? 30 : 300;
   const times: number[] = [];
   for (let r = 0; r < runs; r++) {

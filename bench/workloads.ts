@@ -1959,9 +1959,22 @@ export function workloadById(id: string): Workload {
   return w;
 }
 
-// Rosenbrock with scalar ops, eight per term: sub, square, sub, square, square, mul, add, add.
-// Handles take handles only, so the numbers are constants recorded once (bench/per-node.ts,
-// bench/record-floor.ts).
+// Rosenbrock with scalar ops, eight per term: sub, square, sub, square, square, mul, add, add
+// (bench/per-node.ts, bench/record-floor.ts, bench/record-inlining.ts).
+/** Records `x` and the terms on `tape` through the Var API, its numbers passed as operands, as
+ *  users write it; returns the inputs and the output. */
+export function rosenbrockMixedVars(tape: Tape, x: Float64Array): { xs: Var[]; s: Var } {
+  const xs = tape.variables(x);
+  let s = tape.constant(0);
+  for (let i = 0; i + 1 < xs.length; i++) {
+    const xi = xs[i]!;
+    const t = xs[i + 1]!.sub(xi.square());
+    s = s.add(t.square().mul(100)).add(xi.sub(1).square());
+  }
+  return { xs, s };
+}
+
+// Handles take handles only, so its numbers are constants recorded once.
 /** Records `x` and the terms on `tape` through its handles; returns the output's handle. */
 export function rosenbrockMixedHandles(tape: Tape, x: Float64Array, xs: Int32Array): number {
   const h = tape.handles;
