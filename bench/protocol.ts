@@ -42,6 +42,8 @@ export interface ChildResult {
   batch?: number;
   times?: number[];
   medianMs?: number;
+  /** With several processes per cell (bench/run.ts --processes): each one's median. */
+  processMedianMs?: number[];
   minMs?: number;
   maxMs?: number;
   recordMedianMs?: number;

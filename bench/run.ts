@@ -25,6 +25,8 @@ interface Options {
   impls: string[] | null;
   /** Problem size for every selected workload, instead of its full/quick size. */
   n: number | null;
+  /** Processes per (workload, implementation); each result is the one of median time. */
+  processes: number;
   out: string;
 }
 
@@ -36,6 +38,9 @@ function parseOptions(argv: string[]): Options {
     only: list('only'),
     impls: list('impl'),
     n: value('n') !== undefined ? Number(value('n')) : null,
+    // On the bench VM now and then a child ran about twice as slow throughout, and decided its
+    // cell: a full run takes each cell from the median of three processes.
+    processes: value('processes') !== undefined ? Math.max(1, Math.floor(Number(value('processes')))) : argv.includes('--quick') ? 1 : 3,
     // Quick runs keep their own file, so they never overwrite the full results.
     out: value('out') ?? join(here, 'results', argv.includes('--quick') ? 'quick.json' : 'latest.json'),
   };
@@ -309,6 +314,15 @@ function gitCommit(): string {
   }
 }
 
+/** Of one cell's processes, the one of median time (its whole result, so its phases and checks
+ *  stay together), the medians of all kept in `processMedianMs`; a failed one when any failed. */
+function pickMedianRun(rs: ChildResult[]): ChildResult {
+  const failed = rs.find((r) => r.status !== 'ok');
+  if (failed || rs.length === 1) return failed ?? rs[0]!;
+  const sorted = [...rs].sort((a, b) => a.medianMs! - b.medianMs!);
+  return { ...sorted[(sorted.length - 1) >> 1]!, processMedianMs: rs.map((r) => r.medianMs!) };
+}
+
 async function main(): Promise<void> {
   const opts = parseOptions(process.argv.slice(2));
   const jobs: Job[] = [];
@@ -324,21 +338,27 @@ async function main(): Promise<void> {
   const started = Date.now();
   // Other work on this machine skews every number: the load average is kept with the results.
   const loadBefore = loadavg();
-  const results: ChildResult[] = [];
-  for (const [k, job] of jobs.entries()) {
-    const t0 = Date.now();
-    const load = loadavg()[0]!;
-    const r: ChildResult = job.skip
-      ? { workload: job.workload.id, impl: job.impl.id, n: NaN, runLabel: '', evalsPerRun: 1, status: 'unavailable', reason: job.skip }
-      : await runChild(job, opts);
-    r.loadBefore = load;
-    if (r.status === 'ok' && r.evalsPerRun > 1) r.gradientsPerSecond = (r.evalsPerRun * 1000) / r.medianMs!;
-    results.push(r);
-    const what = r.status === 'ok'
-      ? `n=${r.n}, median ${fmtMs(r.medianMs)}${r.medianMs! >= 1000 ? '' : ' ms'} over ${r.times!.length} runs`
-      : `${r.status.toUpperCase()}: ${r.reason ?? ''}`;
-    console.log(`[${k + 1}/${jobs.length}] ${job.workload.id} / ${job.impl.id}: ${what} (${((Date.now() - t0) / 1000).toFixed(1)} s, load ${load.toFixed(2)})`);
+  // The passes over all jobs run one after another, so that a slow spell of the machine spreads
+  // over the cells instead of deciding one.
+  const runs: ChildResult[][] = jobs.map(() => []);
+  for (let pass = 0; pass < opts.processes; pass++) {
+    for (const [k, job] of jobs.entries()) {
+      const t0 = Date.now();
+      const load = loadavg()[0]!;
+      const r: ChildResult = job.skip
+        ? { workload: job.workload.id, impl: job.impl.id, n: NaN, runLabel: '', evalsPerRun: 1, status: 'unavailable', reason: job.skip }
+        : await runChild(job, opts);
+      r.loadBefore = load;
+      if (r.status === 'ok' && r.evalsPerRun > 1) r.gradientsPerSecond = (r.evalsPerRun * 1000) / r.medianMs!;
+      runs[k]!.push(r);
+      const what = r.status === 'ok'
+        ? `n=${r.n}, median ${fmtMs(r.medianMs)}${r.medianMs! >= 1000 ? '' : ' ms'} over ${r.times!.length} runs`
+        : `${r.status.toUpperCase()}: ${r.reason ?? ''}`;
+      const of = opts.processes > 1 ? ` (process ${pass + 1} of ${opts.processes})` : '';
+      console.log(`[${k + 1}/${jobs.length}] ${job.workload.id} / ${job.impl.id}${of}: ${what} (${((Date.now() - t0) / 1000).toFixed(1)} s, load ${load.toFixed(2)})`);
+    }
   }
+  const results = runs.map(pickMedianRun);
 
   const ratioRows = [...ratios(results), ...vectorRatios(results)];
   console.log(`\n${resultTable(results)}\n`);
@@ -361,11 +381,13 @@ async function main(): Promise<void> {
   const report = {
     generated: new Date().toISOString(),
     mode: opts.quick ? 'quick' : 'full',
+    processes: opts.processes,
     commit: gitCommit(),
     machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, memoryBytes: totalmem(), node: process.version, platform: process.platform },
     loadAverage: { before: loadBefore, after: loadavg() },
     method:
-      'one child process per (workload, implementation); gradient checked against the reference before timing; ' +
+      `${opts.processes === 1 ? 'one child process' : `${opts.processes} child processes, one after another, and the one of median time`} per (workload, implementation); ` +
+      'gradient checked against the reference before timing; ' +
       'warm-up, then timed runs in a steady loop (no forced GC; runs under 2 ms are timed in batches); times in ms per run',
     wallSeconds: (Date.now() - started) / 1000,
     workloads: WORKLOADS.filter((w) => results.some((r) => r.workload === w.id)).map((w) => ({

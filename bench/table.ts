@@ -5,6 +5,8 @@ import type { ChildResult } from './protocol.ts';
 
 interface Results {
   generated: string;
+  /** Processes per cell (bench/run.ts --processes; absent: one). */
+  processes?: number;
   machine: { cpu: string; cores: number; memoryBytes: number; node: string; platform: string };
   loadAverage?: { before: number[]; after: number[] } | unknown;
   results: (ChildResult & { gradientsPerSecond?: number })[];
@@ -47,8 +49,9 @@ const peers = ['micrograd', 'tfjs-cpu', 'tfjs-wasm', 'jax-eager', 'jax-jit'];
 const { machine } = data;
 console.log(
   `Measured ${data.generated.slice(0, 10)} on ${machine.cpu}, ${machine.cores} cores, ` +
-    `${Math.round(machine.memoryBytes / 2 ** 30)} GiB, Node ${machine.node} (\`npm run bench\`, one process per ` +
-    'implementation, median of 7–25 runs after warm-up; times per gradient, tiny: per 20,000 gradients).\n',
+    `${Math.round(machine.memoryBytes / 2 ** 30)} GiB, Node ${machine.node} (\`npm run bench\`, ` +
+    `${(data.processes ?? 1) > 1 ? `the median of ${data.processes} processes` : 'one process'} per implementation, ` +
+    'median of 7–25 runs after warm-up in each; times per gradient, tiny: per 20,000 gradients).\n',
 );
 
 console.log('| workload | plain (no AD) | wasm Var | wasm handles | JS Var | JS handles | wasm replay | JS replay | record+reverse / plain (Var, handles) | replay / plain |');
