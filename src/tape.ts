@@ -629,11 +629,6 @@ export class Tape {
   }
 
   /** @internal */
-  get handleBase(): number {
-    return this.base;
-  }
-
-  /** @internal */
   backwardIndex(out: number, seed: number): void {
     if (typeof seed !== 'number') throw new NotANumberError(`the seed must be a number, got ${describe(seed)}`);
     this.evaluate();

@@ -174,7 +174,7 @@ export class Vec {
     /** [n] for a vector, [rows, cols] for a matrix. */
     readonly shape: Shape,
   ) {
-    this.id = ~(index + tape.handleBase);
+    this.id = ~(index + tape.base);
     Object.freeze(this);
   }
 

@@ -12,7 +12,7 @@ describe('core warm-up', () => {
     const tape = await createTape({ backend: 'js' });
     const { op, a, b, leafValues } = warmTape();
     tape.load(op, a, b, leafValues);
-    const h = tape.handles, first = tape.handleBase;
+    const h = tape.handles, first = tape.base;
     h.backward(first + tape.size - 1);
     const expected = h.grad(first) + h.grad(first + 1);
     expect(Number.isFinite(expected) && expected !== 0).toBe(true);
