@@ -196,16 +196,18 @@ export function describeBodies(
   repeatOf = repeatsOf(views, segments, from, uses, seeded),
 ): Body[] {
   const moves = new Map<Body, Uint8Array | null>();
-  const baked = new Map<Body, { nodes: number[]; values: number[] }>();
+  // Per body copied: the immediates a copy must match, null for straight code (which loads its
+  // constants). Once per body, not per copy: `straight` reads every item.
+  const baked = new Map<Body, { nodes: number[]; values: number[] } | null>();
   // A copy of `rep` (whose nodes `seg` repeats) at `seg`, where the description moves with it.
   const copyOf = (rep: Body, seg: Segment): Body | null => {
     let move = moves.get(rep);
     if (move === undefined) moves.set(rep, (move = groupMoves(rep, from)));
     if (!move) return null;
     const delta = seg.start - rep.seg.start;
-    if (!straight(rep)) {
-      let own = baked.get(rep);
-      if (own === undefined) baked.set(rep, (own = immediates(rep, [])));
+    let own = baked.get(rep);
+    if (own === undefined) baked.set(rep, (own = straight(rep) ? null : immediates(rep, [])));
+    if (own) {
       const { nodes, values } = own;
       for (let k = 0; k < nodes.length; k++) if (!Object.is(views.val[nodes[k]! + delta], values[k])) return null;
     }
