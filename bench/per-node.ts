@@ -19,7 +19,9 @@ import { createTape, type BackendKind, type Tape, type Var } from '../src/index.
 import { RESULT_MARKER, median } from './protocol.ts';
 import { CHAIN_H, CHAIN_X0, rosenbrockMixedHandles, rosenbrockMixedVars } from './workloads.ts';
 
-type Api = 'handle' | 'var';
+// 'var-reused': the Var API with the input Vars of one recording reused by the next
+// (`tape.variables(x, reuse)`), so a recording keeps no new objects.
+type Api = 'handle' | 'var' | 'var-reused';
 interface Job {
   case: 'mixed' | 'chain';
   api: Api | 'plain';
@@ -99,6 +101,7 @@ async function child(job: Job): Promise<Measured> {
   let check = 0;
   let plain: number | undefined;
   let lastOut = -1;
+  const reused: Var[] = [];
   const runOnce = (): [number, number, number] => {
     const t0 = performance.now();
     tape.reset();
@@ -120,7 +123,7 @@ async function child(job: Job): Promise<Measured> {
       h.backward(s);
       for (let i = 0; i < xs.length; i++) grads[i] = h.grad(xs[i]!);
     } else {
-      const { xs: vs, s } = rosenbrockMixedVars(tape, x);
+      const { xs: vs, s } = rosenbrockMixedVars(tape, x, job.api === 'var-reused' ? reused : undefined);
       t1 = performance.now();
       check = s.value;
       t2 = performance.now();
@@ -191,10 +194,14 @@ function jobs(quick: boolean): Job[] {
     // Handles: 8 nodes per term; 1.25e4 and 1.25e5 terms are 10^5 and 10^6 nodes.
     for (const terms of quick ? [12_500] : [12_500, 125_000]) out.push({ case: 'mixed', api: 'handle', backend, n: terms, runs: runsFor(terms) });
     for (const terms of quick ? [100, 12_500] : [100, 1_000, 10_000, 100_000, 1_000_000]) out.push({ case: 'mixed', api: 'var', backend, n: terms, runs: runsFor(terms) });
+    const reusedTerms = backend === 'wasm' ? [100, 1_000, 10_000, 100_000, 1_000_000] : [100_000, 1_000_000];
+    for (const terms of quick ? [100_000] : reusedTerms) out.push({ case: 'mixed', api: 'var-reused', backend, n: terms, runs: runsFor(terms) });
     out.push({ case: 'chain', api: 'var', backend, n: quick ? 30_000 : 300_000, runs: quick ? 5 : 9 });
   }
   return out;
 }
+
+const apiName = (api: Job['api']): string => (api === 'var' ? 'Var' : api === 'var-reused' ? 'Var, inputs reused' : 'handles');
 
 function table(results: Measured[]): string {
   const lines: string[] = [];
@@ -203,7 +210,7 @@ function table(results: Measured[]): string {
   const f = (x: number): string => x.toFixed(x >= 10 ? 1 : 2);
   for (const r of results.filter((m) => m.job.case === 'mixed')) {
     lines.push(
-      `| ${r.job.api === 'var' ? 'Var' : 'handles'} | ${r.job.backend} | ${r.nodes.toLocaleString('en-US')} | ${f(r.recordNs)} | ${f(r.forwardNs)} | ` +
+      `| ${apiName(r.job.api)} | ${r.job.backend} | ${r.nodes.toLocaleString('en-US')} | ${f(r.recordNs)} | ${f(r.forwardNs)} | ` +
         `${f(r.reverseNs)} | **${f(r.totalNs)}** | ${f((r.totalNs * r.nodes) / r.job.n)} | ${f(r.minorGcPerRun)} (${f(r.minorGcMsPerRun)}) | ${f(r.majorGcPerRun)} (${f(r.majorGcMsPerRun)}) |`,
     );
   }
@@ -213,7 +220,7 @@ function table(results: Measured[]): string {
   for (const r of results.filter((m) => m.job.case === 'mixed' && m.nodes > 1e5)) {
     const total = r.firstRecordNs + r.firstForwardNs + r.firstReverseNs;
     lines.push(
-      `| ${r.job.api === 'var' ? 'Var' : 'handles'} | ${r.job.backend} | ${r.nodes.toLocaleString('en-US')} | ${f(r.firstRecordNs)} | ${f(r.firstForwardNs)} | ` +
+      `| ${apiName(r.job.api)} | ${r.job.backend} | ${r.nodes.toLocaleString('en-US')} | ${f(r.firstRecordNs)} | ${f(r.firstForwardNs)} | ` +
         `${f(r.firstReverseNs)} | **${f(total)}** | ${f(r.totalNs)} |`,
     );
   }

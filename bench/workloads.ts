@@ -1963,8 +1963,8 @@ export function workloadById(id: string): Workload {
 // (bench/per-node.ts, bench/record-floor.ts, bench/record-inlining.ts).
 /** Records `x` and the terms on `tape` through the Var API, its numbers passed as operands, as
  *  users write it; returns the inputs and the output. */
-export function rosenbrockMixedVars(tape: Tape, x: Float64Array): { xs: Var[]; s: Var } {
-  const xs = tape.variables(x);
+export function rosenbrockMixedVars(tape: Tape, x: Float64Array, reuse?: Var[]): { xs: Var[]; s: Var } {
+  const xs = tape.variables(x, reuse);
   let s = tape.constant(0);
   for (let i = 0; i + 1 < xs.length; i++) {
     const xi = xs[i]!;

@@ -118,17 +118,22 @@ export class Tape {
     return new Var(this, this.leaf(INPUT, x));
   }
 
-  /** Records several inputs at once. */
-  variables(xs: ArrayLike<number>): Var[] {
+  /**
+   * Records several inputs at once. With `reuse`, an array of Vars an earlier call returned for
+   * an earlier recording on this tape (or an empty array), its Vars are pointed at the new input
+   * nodes instead of new Vars being made, and it is returned, resized to `xs.length`: a program
+   * that records many times over many inputs then keeps no new objects per recording (see
+   * README, "Memory"). Those Vars stand for the new inputs from then on. A Var of the current
+   * recording in `reuse` is refused (`INVALID_ARGUMENT`), since its nodes would change meaning.
+   */
+  variables(xs: ArrayLike<number>, reuse?: Var[]): Var[] {
     if (!isArrayLike(xs)) throw new NotANumberError(`expected an array of numbers, got ${describe(xs)}`);
     // All or nothing: check every value and make room before recording the first. A
     // Float64Array holds numbers by construction.
     const len = xs.length;
     if (!(xs instanceof Float64Array)) for (let k = 0; k < len; k++) checkNumber(xs[k], 'input');
+    if (reuse !== undefined) this.checkReusable(reuse, len);
     this.reserveNodes(len);
-    // Sized up front: growing the array by push copies it, and large input lists then cost
-    // young-generation GC time on every recording.
-    const out = new Array<Var>(len);
     const { opV: op, aV: a, bV: b, valV: val, base } = this;
     const first = this.count;
     for (let k = 0; k < len; k++) {
@@ -137,11 +142,41 @@ export class Tape {
       a[n] = n;
       b[n] = n;
       val[n] = xs[k]!;
-      out[k] = new Var(this, n + base);
     }
     if (this.evaluated === first) this.evaluated = first + len;
     this.count = first + len;
+    if (reuse !== undefined) return this.repoint(reuse, first + base, len);
+    // Sized up front: growing the array by push copies it, and large input lists then cost
+    // young-generation GC time on every recording.
+    const out = new Array<Var>(len);
+    for (let k = 0; k < len; k++) out[k] = new Var(this, first + base + k);
     return out;
+  }
+
+  private checkReusable(reuse: unknown, len: number): asserts reuse is Var[] {
+    if (!Array.isArray(reuse)) {
+      throw new TapegradError('INVALID_ARGUMENT', `variables: reuse must be an array (of Vars from an earlier recording on this tape), got ${describe(reuse)}`);
+    }
+    for (let k = 0, end = Math.min(len, reuse.length); k < end; k++) {
+      const v: unknown = reuse[k];
+      if ((v as Var)?.tape === this && ((v as Var).id - this.base) >>> 0 < this.count) {
+        throw new TapegradError('INVALID_ARGUMENT', `variables: reuse[${k}] is ${v} of the current recording; reuse takes the Vars of an earlier one`);
+      }
+    }
+  }
+
+  // Input Vars kept across recordings are promoted to the old generation once; new ones would be
+  // copied by every scavenge of each recording (about 70 ns each here, see README "Memory").
+  private repoint(reuse: Var[], firstId: number, len: number): Var[] {
+    reuse.length = len;
+    for (let k = 0; k < len; k++) {
+      const v: unknown = reuse[k];
+      // `constructor === Var`, not instanceof: through tsx (esbuild keeping class names) each
+      // instanceof Var took about 8 ns here.
+      if ((v as Var)?.tape === this && (v as Var).constructor === Var) (v as { id: number }).id = firstId + k;
+      else reuse[k] = new Var(this, firstId + k);
+    }
+    return reuse;
   }
 
   /** Records a constant: it never receives gradient. */

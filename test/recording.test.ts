@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
-  CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError, compile, createTape, init, type Tape, type Var,
+  CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError, TapegradError, compile, createTape, init,
+  type Tape, type Var,
 } from '../src/index.ts';
 import { BINARY_OPS, Op, UNARY_OPS } from '../src/ops.ts';
 import { BACKENDS, tapeOn } from './support.ts';
@@ -203,5 +204,61 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     // One input, then per step two constants and two ops.
     expect(f.size).toBe(1 + 3 * 4);
     expect(f.gradient([1])[0]).toBe(8);
+  });
+
+  // The same loss and gradient as on a fresh tape, whatever lengths the recordings take.
+  const rosenbrock = (xs: Var[]): Var => {
+    let s = xs[0]!.mul(0);
+    for (let i = 0; i + 1 < xs.length; i++) s = s.add(xs[i + 1]!.sub(xs[i]!.square()).square().mul(100)).add(xs[i]!.sub(1).square());
+    return s;
+  };
+
+  it('variables(x, reuse) points the Vars of an earlier recording at the new inputs: same values and gradients, no new Vars', async () => {
+    const tape = await tapeOn(backend), fresh = await tapeOn(backend);
+    const keep: Var[] = [];
+    let previous: Var[] = [];
+    fc.assert(
+      fc.property(fc.array(fc.double({ min: -2, max: 2, noNaN: true }), { minLength: 2, maxLength: 30 }), (x) => {
+        tape.reset();
+        fresh.reset();
+        const xs = tape.variables(x, keep);
+        expect(xs).toBe(keep);
+        expect(xs.length).toBe(x.length);
+        for (let k = 0; k < Math.min(previous.length, x.length); k++) expect(xs[k]).toBe(previous[k]);
+        const ys = fresh.variables(x);
+        const s = rosenbrock(xs), t = rosenbrock(ys);
+        expect(s.value).toBe(t.value);
+        expect(Array.from(tape.gradient(s, xs))).toEqual(Array.from(fresh.gradient(t, ys)));
+        expect(xs.map((v) => v.id - xs[0]!.id)).toEqual(ys.map((v) => v.id - ys[0]!.id));
+        previous = xs.slice();
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('variables(x, reuse) refuses what is not an array and Vars of the current recording, recording nothing; other entries become new Vars', async () => {
+    const tape = await tapeOn(backend), other = await tapeOn(backend);
+    const keep = tape.variables([1, 2]).slice();
+    // Until the next call re-points them, Vars kept from before a reset are stale.
+    tape.reset();
+    expect(() => keep[0]!.sin()).toThrow(StaleHandleError);
+    const live = tape.variable(5);
+    const size = tape.size;
+    expect(() => tape.variables([1, 2], 'no' as unknown as Var[])).toThrow(TapegradError);
+    expect(() => tape.variables([1, 2, 3], [keep[0]!, live])).toThrow(/reuse\[1\] is Var\(#\d+\) of the current recording/);
+    expect(tape.size).toBe(size);
+    const foreign = other.variable(7);
+    const mixed: Var[] = [keep[0]!, foreign, 3 as unknown as Var, null as unknown as Var, keep[1]!];
+    const xs = tape.variables([10, 20, 30, 40], mixed);
+    expect(xs).toBe(mixed);
+    expect(xs.length).toBe(4);
+    expect(xs[0]).toBe(keep[0]);
+    expect(xs[1]).not.toBe(foreign);
+    expect(foreign.value).toBe(7);
+    expect(xs.map((v) => v.value)).toEqual([10, 20, 30, 40]);
+    expect(xs.map((v) => v.tape === tape)).toEqual([true, true, true, true]);
+    expect(live.mul(xs[3]!).value).toBe(200);
+    // keep[1] was dropped from the resized array and is still stale.
+    expect(() => keep[1]!.value).toThrow(StaleHandleError);
   });
 });
