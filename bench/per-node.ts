@@ -5,7 +5,7 @@
 // the plain function. Processes per (case, engine, size), nothing carried over between them;
 // each row is the one of median total among PROCESSES (see main).
 //
-//   npx tsx bench/per-node.ts                 # everything (~9 min: 3 processes a row), writes bench/results/per-node.{json,md}
+//   npx tsx bench/per-node.ts                 # everything (~13 min: 3 processes a row), writes bench/results/per-node.{json,md}
 //   npx tsx bench/per-node.ts --quick         # fewer sizes and runs, prints only
 //   npx tsx bench/per-node.ts --quick --only=wasm,handle   # the rows whose case/API/engine match
 //   npx tsx bench/per-node.ts --child=<json>  # one measurement (what the parent spawns)
