@@ -94,12 +94,31 @@ export function sweepReverse(top: i32): void {
     if (op >= Op.VMeta) { i = vectorReverseAt(i, op, g); continue; }
     if (op == Op.Select) { addAdj(selected(i), g); continue; }
     if (op == Op.Custom) { customReverse(i, g); continue; }
+    if (op == Op.Sin || op == Op.Cos) {
+      const s = trigSibling(i, op == Op.Sin ? Op.Cos : Op.Sin, ia, top);
+      if (s >= 0) {
+        const pa = op == Op.Sin ? val(s) : -val(s);
+        if (pa != 0) addAdj(ia, g * pa);
+        continue;
+      }
+    }
     const ib = argB(i);
     const pa = partials(op, val(ia), val(ib), val(i));
     const pb = partialZ;
     if (pa != 0) addAdj(ia, g * pa);
     if (pb != 0) addAdj(ib, g * pb);
   }
+}
+
+// A sin and a cos of one operand recorded side by side (a rotation, polar coordinates, the
+// bench's transcendental chain) hold each other's partials: d sin a = cos a, the cos node's value,
+// and d cos a = -sin a, bit for bit what the rule computes again, so the reverse sweep reads them.
+// The node next to i (after, up to `top`, or before) that is `want` of operand a, or -1.
+// @ts-ignore: decorator
+@inline function trigSibling(i: i32, want: i32, a: i32, top: i32): i32 {
+  if (i < top && opAt(i + 1) == want && argA(i + 1) == a) return i + 1;
+  if (i > 0 && opAt(i - 1) == want && argA(i - 1) == a) return i - 1;
+  return -1;
 }
 
 /** Tangents of nodes [from, to), given the tangents of the nodes before `from` (inputs seeded,

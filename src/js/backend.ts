@@ -5,7 +5,7 @@ import { VectorRules, isVectorOp } from './vector.ts';
 
 const {
   const: CONST, input: INPUT, arg: ARG, select: SELECT, custom: CUSTOM, add: ADD, sub: SUB, mul: MUL, neg: NEG, square: SQUARE,
-  vmeta: VMETA, vconst: VCONST,
+  vmeta: VMETA, vconst: VCONST, sin: SIN, cos: COS,
 } = Op;
 const MIN_CAPACITY = 1024;
 const BASE_NODE_BYTES = 8 + 8 + 4 + 4 + 1;
@@ -227,6 +227,17 @@ export class JsBackend implements Backend {
       if (code === CUSTOM) {
         this.custom!.reverse(i, g);
         continue;
+      }
+      if (code === SIN || code === COS) {
+        // As in the core: a sin and a cos of one operand recorded side by side hold each
+        // other's partials.
+        const want = code === SIN ? COS : SIN;
+        const s = i < top && op[i + 1] === want && a[i + 1] === ia ? i + 1 : i > 0 && op[i - 1] === want && a[i - 1] === ia ? i - 1 : -1;
+        if (s >= 0) {
+          const pa = code === SIN ? val[s] : -val[s];
+          if (pa !== 0) adj[ia] += g * pa;
+          continue;
+        }
       }
       const ib = b[i];
       const pa = partials(code, val[ia], val[ib], val[i]);
