@@ -341,6 +341,19 @@ export function emitReverse(bodies: Body[], relative: Uint8Array | null = null):
       memarg(fn, W_F64Store, offset(self));
       fn.byte(W_End);
     };
+    // A sin and a cos of one operand side by side hold each other's partials, as the
+    // interpreter's reverse sweep reads them (trigSibling in assembly/sweeps.ts): the value of
+    // the neighbouring slot that is the other function of the same node, or null.
+    const trigSibling = (s: number): Ref | null => {
+      const { op, refs: [x] } = body.slots[s]!;
+      const want = op === Op.sin ? Op.cos : Op.sin;
+      for (const t of [s + 1, s - 1]) {
+        const other = body.slots[t];
+        const y = other?.refs[0];
+        if (other?.op === want && y && x && y.value === undefined && x.value === undefined && y.group === x.group && y.first === x.first) return other.self;
+      }
+      return null;
+    };
     return (s: number): void => {
       const { op, self, refs } = body.slots[s]!;
       if (op <= Op.arg) return;
@@ -392,7 +405,12 @@ export function emitReverse(bodies: Body[], relative: Uint8Array | null = null):
           // pa (and pb) as `partials` in assembly/ops.ts computes them: spelled out for the
           // simple ops, the core's own function for the rest.
           const partial = NATIVE_PARTIAL[op];
-          if (partial) {
+          const sibling = op === Op.sin || op === Op.cos ? trigSibling(s) : null;
+          if (sibling) {
+            load(sibling);
+            if (op === Op.cos) fn.byte(W_F64Neg);
+            fn.set(L.pa);
+          } else if (partial) {
             partial(fn, () => load(x), z ? () => load(z) : () => fn.f64Const(0), () => load(self), L);
           } else {
             fn.i32Const(op);
