@@ -424,8 +424,9 @@ export let partialZTangent: f64 = 0;
     case Op.Log1p: return -tx / ((1 + x) * (1 + x));
     case Op.Log2: return -tx / (x * x * LN2);
     case Op.Log10: return -tx / (x * x * LN10);
-    case Op.Sin: return -tx * sin(x);
-    case Op.Cos: return -tx * cos(x);
+    // sin'' = -sin and cos'' = -cos: the node's own value y, not a second evaluation.
+    case Op.Sin: return -tx * y;
+    case Op.Cos: return -tx * y;
     case Op.Tan: return 2 * y * ty;
     case Op.Asin: { const u = 1 - x * x; return tx * x / (u * Math.sqrt(u)); }
     case Op.Acos: { const u = 1 - x * x; return -tx * x / (u * Math.sqrt(u)); }

@@ -29,7 +29,7 @@ export interface InitOptions {
    *  instantiates it without compiling again. */
   module?: WebAssembly.Module;
   /** Also load the code generator that `compile` and the fused elementwise kernels use on the
-   *  wasm backend (default true; a separate chunk, about 9 KB gzipped). Without it, compiled
+   *  wasm backend (default true; a separate chunk, about 16 KB gzipped). Without it, compiled
    *  functions load it on first use and interpret until it is there, and elementwise runs are
    *  swept block by block (same results, slower). */
   codegen?: boolean;

@@ -198,8 +198,9 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
     case log1p: return -tx / ((1 + x) * (1 + x));
     case log2: return -tx / (x * x * LN2);
     case log10: return -tx / (x * x * LN10);
-    case sin: return -tx * Math.sin(x);
-    case cos: return -tx * Math.cos(x);
+    // As in the core: the node's own value y is sin x (cos x), no second evaluation.
+    case sin: return -tx * y;
+    case cos: return -tx * y;
     case tan: return 2 * y * ty;
     case asin: { const u = 1 - x * x; return tx * x / (u * Math.sqrt(u)); }
     case acos: { const u = 1 - x * x; return -tx * x / (u * Math.sqrt(u)); }
