@@ -568,7 +568,7 @@ export class Tape {
   }
 
   /** @internal `x op c` for a number c whose constant node the cache holds (see
-   *  sharedConstantIndex), else the checked path; x is a Var of this tape (the op methods' `this`),
+   *  sharedConstantIndex), else binaryVarNewConstant; x is a Var of this tape (the op methods' `this`),
    *  `op` POW_CONST for pow. */
   binaryVarNumber(op: number, x: Var, c: number): Var {
     const n = this.count, b = this.base, i = x.id - b, j = this.cachedConstant(c);
