@@ -261,4 +261,19 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     // keep[1] was dropped from the resized array and is still stale.
     expect(() => keep[1]!.value).toThrow(StaleHandleError);
   });
+
+  it('variables(x, reuse) past the tape\'s limit throws CapacityError and leaves the Vars and the tape as they were', async () => {
+    const tape = await tapeOn(backend, { maxNodes: 8 });
+    const keep: Var[] = [];
+    tape.variables([1, 2, 3], keep);
+    const ids = keep.map((v) => v.id);
+    tape.reset();
+    tape.variable(0);
+    expect(() => tape.variables([1, 2, 3, 4, 5, 6, 7, 8], keep)).toThrow(CapacityError);
+    expect(keep.map((v) => v.id)).toEqual(ids);
+    expect(tape.size).toBe(1);
+    const xs = tape.variables([4, 5, 6], keep);
+    expect(xs.map((v) => v.value)).toEqual([4, 5, 6]);
+    expect(xs[0]!.mul(xs[2]!).value).toBe(24);
+  });
 });
