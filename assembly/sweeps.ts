@@ -112,7 +112,8 @@ export function sweepReverse(top: i32): void {
 
 // A sin and a cos of one operand recorded side by side (a rotation, polar coordinates, the
 // bench's transcendental chain) hold each other's partials: d sin a = cos a, the cos node's value,
-// and d cos a = -sin a, bit for bit what the rule computes again, so the reverse sweep reads them.
+// and d cos a = -sin a, bit for bit what the rule computes again, so the sweeps read them (every
+// value is known by then: the tangent sweep runs after the values are).
 // The node next to i (after, up to `top`, or before) that is `want` of operand a, or -1.
 // @ts-ignore: decorator
 @inline function trigSibling(i: i32, want: i32, a: i32, top: i32): i32 {
@@ -146,8 +147,9 @@ export function tangent(from: i32, to: i32): void {
       case Op.Neg: { setTan(i, (ta != 0 ? -ta : 0) + (ta != 0 ? ta * 0 : 0)); continue; }
       case Op.Square: { setTan(i, (ta != 0 ? ta * (2 * val(ia)) : 0) + (ta != 0 ? ta * 0 : 0)); continue; }
     }
-    const pa = partialsCall(op, val(ia), val(ib), val(i));
-    const pb = partialZ;
+    const sibling = op == Op.Sin || op == Op.Cos ? trigSibling(i, op == Op.Sin ? Op.Cos : Op.Sin, ia, to - 1) : -1;
+    const pa = sibling >= 0 ? (op == Op.Sin ? val(sibling) : -val(sibling)) : partialsCall(op, val(ia), val(ib), val(i));
+    const pb = sibling >= 0 ? 0 : partialZ;
     setTan(i, (ta != 0 ? ta * pa : 0) + (tb != 0 ? tb * pb : 0));
   }
 }
@@ -218,8 +220,9 @@ export function sweepReverseTangent(top: i32): void {
         continue;
       }
     }
-    const pa = partialsCall(op, x, z, y);
-    const pb = partialZ;
+    const sibling = op == Op.Sin || op == Op.Cos ? trigSibling(i, op == Op.Sin ? Op.Cos : Op.Sin, ia, top) : -1;
+    const pa = sibling >= 0 ? (op == Op.Sin ? val(sibling) : -val(sibling)) : partialsCall(op, x, z, y);
+    const pb = sibling >= 0 ? 0 : partialZ;
     if (g != 0 && pa != 0) addAdj(ia, g * pa);
     if (g != 0 && pb != 0) addAdj(ib, g * pb);
     const dpa = g != 0 ? partialsTangent(op, x, z, y, tan(ia), tan(ib), tan(i)) : 0;

@@ -1,6 +1,6 @@
 // A sin and a cos of one operand recorded side by side hold each other's partials, and the
-// reverse sweeps of both engines read them instead of computing cos and sin again. That must not
-// change a single bit: the same programs with a node between every two ops (so no two trig nodes
+// sweeps of both engines (reverse, tangent, reverse with tangents; generated reverse code too)
+// read them instead of computing cos and sin again. That must not change a single bit: the same programs with a node between every two ops (so no two trig nodes
 // are neighbours) give the same values and gradients, with NaN, ±Infinity, -0 and huge operands.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
@@ -52,22 +52,24 @@ const same = (p: ArrayLike<number>, q: ArrayLike<number>): void => {
   for (let k = 0; k < p.length; k++) expect(Object.is(p[k], q[k]), `entry ${k}: ${p[k]} vs ${q[k]}`).toBe(true);
 };
 
-function gradientOn(tape: Tape, x: readonly number[], steps: readonly Step[], apart: boolean): [number, Float64Array] {
+// Value, gradient, a jvp and an hvp along v (the tangent sweep and the reverse sweep with tangents).
+function sweepsOn(tape: Tape, x: readonly number[], v: readonly number[], steps: readonly Step[], apart: boolean): [number, Float64Array, Float64Array, Float64Array] {
   tape.reset();
   const xs = tape.variables(x);
   const y = program(xs, steps, apart);
-  return [y.value, tape.gradient(y, xs)];
+  return [y.value, tape.gradient(y, xs), tape.jvp(xs, v, [y]), tape.hvp(y, xs, v)];
 }
 
 describe.each(BACKENDS)('sin and cos side by side (%s)', (backend) => {
-  it('give the values and gradients of the same program with their nodes apart, bit for bit (random programs)', async () => {
+  it('give the values, gradients, jvps and hvps of the same program with their nodes apart, bit for bit (random programs)', async () => {
     const tape = await tapeOn(backend), apartTape = await tapeOn(backend);
+    const inputsArb = fc.integer({ min: 1, max: 4 }).chain((n) => fc.tuple(fc.array(inputArb, { minLength: n, maxLength: n }), fc.array(inputArb, { minLength: n, maxLength: n })));
     fc.assert(
-      fc.property(fc.array(inputArb, { minLength: 1, maxLength: 4 }), fc.array(stepArb, { minLength: 1, maxLength: 24 }), (x, steps) => {
-        const [v, g] = gradientOn(tape, x, steps, false);
-        const [w, h] = gradientOn(apartTape, x, steps, true);
-        expect(Object.is(v, w)).toBe(true);
-        same(g, h);
+      fc.property(inputsArb, fc.array(stepArb, { minLength: 1, maxLength: 24 }), ([x, dir], steps) => {
+        const near = sweepsOn(tape, x, dir, steps, false);
+        const apart = sweepsOn(apartTape, x, dir, steps, true);
+        expect(Object.is(near[0], apart[0])).toBe(true);
+        for (let k = 1; k < 4; k++) same(near[k] as Float64Array, apart[k] as Float64Array);
       }),
       { numRuns: 300 },
     );

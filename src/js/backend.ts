@@ -8,6 +8,14 @@ const {
   vmeta: VMETA, vconst: VCONST, sin: SIN, cos: COS,
 } = Op;
 const MIN_CAPACITY = 1024;
+
+// As trigSibling in assembly/sweeps.ts: a sin and a cos of one operand recorded side by side hold
+// each other's partials. The node next to i (after, up to `top`, or before) that is the other
+// function of operand ia, or -1.
+function trigSibling(op: Uint8Array, a: Int32Array, i: number, code: number, ia: number, top: number): number {
+  const want = code === SIN ? COS : SIN;
+  return i < top && op[i + 1] === want && a[i + 1] === ia ? i + 1 : i > 0 && op[i - 1] === want && a[i - 1] === ia ? i - 1 : -1;
+}
 const BASE_NODE_BYTES = 8 + 8 + 4 + 4 + 1;
 const TANGENT_NODE_BYTES = 16;
 
@@ -231,8 +239,7 @@ export class JsBackend implements Backend {
       if (code === SIN || code === COS) {
         // As in the core: a sin and a cos of one operand recorded side by side hold each
         // other's partials.
-        const want = code === SIN ? COS : SIN;
-        const s = i < top && op[i + 1] === want && a[i + 1] === ia ? i + 1 : i > 0 && op[i - 1] === want && a[i - 1] === ia ? i - 1 : -1;
+        const s = trigSibling(op, a, i, code, ia, top);
         if (s >= 0) {
           const pa = code === SIN ? val[s] : -val[s];
           if (pa !== 0) adj[ia] += g * pa;
@@ -281,8 +288,9 @@ export class JsBackend implements Backend {
         case NEG: tan[i] = (ta !== 0 ? -ta : 0) + (ta !== 0 ? ta * 0 : 0); continue;
         case SQUARE: tan[i] = (ta !== 0 ? ta * (2 * val[ia]) : 0) + (ta !== 0 ? ta * 0 : 0); continue;
       }
-      const pa = partials(code, val[ia], val[ib], val[i]);
-      const pb = partialZ[0];
+      const sibling = code === SIN || code === COS ? trigSibling(op, a, i, code, ia, to - 1) : -1;
+      const pa = sibling >= 0 ? (code === SIN ? val[sibling] : -val[sibling]) : partials(code, val[ia], val[ib], val[i]);
+      const pb = sibling >= 0 ? 0 : partialZ[0];
       tan[i] = (ta !== 0 ? ta * pa : 0) + (tb !== 0 ? tb * pb : 0);
     }
   }
@@ -353,8 +361,9 @@ export class JsBackend implements Backend {
           continue;
         }
       }
-      const pa = partials(code, x, z, y);
-      const pb = partialZ[0];
+      const sibling = code === SIN || code === COS ? trigSibling(op, a, i, code, ia, top) : -1;
+      const pa = sibling >= 0 ? (code === SIN ? val[sibling] : -val[sibling]) : partials(code, x, z, y);
+      const pb = sibling >= 0 ? 0 : partialZ[0];
       if (g !== 0 && pa !== 0) adj[ia] += g * pa;
       if (g !== 0 && pb !== 0) adj[ib] += g * pb;
       const dpa = g !== 0 ? partialsTangent(code, x, z, y, tan[ia], tan[ib], tan[i]) : 0;
