@@ -1,0 +1,168 @@
+// Before and after in one process: an earlier build (a git revision, checked out and its core built
+// in a worktree) and this one, each imported as a module of its own, timed in alternation, so that
+// a slow spell of the machine (single processes of one build moved by up to 2x from hour to hour
+// on the bench VM) falls on both alike. Each build times its own copy of a case's function (made
+// from its source text), so V8's type feedback is not shared between them.
+//   npx tsx bench/ab.ts --base=<rev>                       # every case, 3 processes each
+//   npx tsx bench/ab.ts --base=<rev> --case=chain-reverse --processes=5
+// The worktree goes to $TMPDIR/tapegrad-ab-<rev>; node_modules is linked from this checkout.
+import { execFileSync } from 'node:child_process';
+import { existsSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { median } from './protocol.ts';
+import { logregData } from './workloads.ts';
+
+type Api = typeof import('../src/index.ts');
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const arg = (name: string): string | undefined => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+
+// A case: what one timed call does with a build (`setup` once per build, then `run`), the unit
+// its time is divided by, and how many calls are timed. `run` is copied through its source text,
+// so it reads nothing but its arguments and holds no named inner function (esbuild's name helper
+// would be undefined there).
+interface Case {
+  what: string;
+  unit: string;
+  calls: number;
+  setup: (api: Api, data: Data) => Promise<unknown>;
+  run: (state: unknown, data: Data) => number;
+}
+interface Data { X: Float64Array; y: Float64Array; p: Float64Array; steps: number; backend: 'wasm' | 'js' }
+
+const CHAIN = (api: Api, steps: number, options: object) => api.compile((v) => {
+  let x = v[0]!;
+  for (let k = 0; k < steps; k++) x = x.add(x.sin().mul(x.cos().exp()).sub(x.mul(x).log1p()).mul(1e-5));
+  return x;
+}, { inputs: 1, ...options });
+
+const CASES: Record<string, Case> = {
+  'logreg-record': {
+    what: "the bench's logistic regression (2,000 × 20) recorded through Vars", unit: 'ns/node', calls: 120,
+    setup: (api) => api.createTape(),
+    run: (tape, { X, y, p }) => {
+      const t = tape as InstanceType<Api['Tape']>;
+      t.reset();
+      const ps = t.variables(p);
+      const d = p.length - 1;
+      let s = null as null | InstanceType<Api['Var']>;
+      for (let i = 0; i < y.length; i++) {
+        let z = ps[d]!;
+        for (let j = 0; j < d; j++) z = z.add(ps[j]!.mul(X[i * d + j]!));
+        const term = z.softplus().sub(z.mul(y[i]!));
+        s = s ? s.add(term) : term;
+      }
+      s!.div(y.length);
+      return t.size;
+    },
+  },
+  'chain-reverse': {
+    what: 'the transcendental chain (10^5 steps) recorded once, its reverse sweep (tape.backward)', unit: 'ns/step', calls: 200,
+    setup: async (api, { backend }) => {
+      const tape = await api.createTape({ backend });
+      const x0 = tape.variable(0.3);
+      let x = x0;
+      for (let k = 0; k < 100_000; k++) x = x.add(x.sin().mul(x.cos().exp()).sub(x.mul(x).log1p()).mul(1e-5));
+      return { tape, x };
+    },
+    run: (state) => {
+      const { tape, x } = state as { tape: InstanceType<Api['Tape']>; x: InstanceType<Api['Var']> };
+      tape.backward(x);
+      return 100_000;
+    },
+  },
+  'chain-replay': {
+    what: 'the transcendental chain (3·10^5 steps) compiled, a gradient (generated sweeps)', unit: 'ns/step', calls: 60,
+    setup: async (api, { steps }) => CHAIN(api, steps, {}),
+    run: (f, { steps }) => {
+      (f as ReturnType<typeof CHAIN>).gradient([0.3]);
+      return steps;
+    },
+  },
+  'chain-jvp': {
+    what: 'the transcendental chain (10^5 steps) compiled without codegen, a jvp', unit: 'ns/step', calls: 40,
+    setup: async (api) => CHAIN(api, 100_000, { codegen: false }),
+    run: (f) => {
+      (f as ReturnType<typeof CHAIN>).jvp([0.3], [1]);
+      return 100_000;
+    },
+  },
+  'chain-hvp': {
+    what: 'the transcendental chain (10^5 steps) compiled, an hvp (generated sweeps)', unit: 'ns/step', calls: 40,
+    setup: async (api) => CHAIN(api, 100_000, {}),
+    run: (f) => {
+      (f as ReturnType<typeof CHAIN>).hvp([0.3], [1]);
+      return 100_000;
+    },
+  },
+  'chain-hvp-interpreted': {
+    what: 'the transcendental chain (10^5 steps) compiled without codegen, an hvp', unit: 'ns/step', calls: 40,
+    setup: async (api) => CHAIN(api, 100_000, { codegen: false }),
+    run: (f) => {
+      (f as ReturnType<typeof CHAIN>).hvp([0.3], [1]);
+      return 100_000;
+    },
+  },
+};
+
+// A fresh function from the same source: its own feedback, its own optimised code.
+const copy = <F>(f: F): F => new Function(`return (${String(f)})`)() as F;
+
+async function child(caseName: string, baseDir: string): Promise<void> {
+  const c = CASES[caseName]!;
+  const [base, ours] = await Promise.all([
+    import(pathToFileURL(join(baseDir, 'src/index.ts')).href) as Promise<Api>,
+    import('../src/index.ts'),
+  ]);
+  await base.init();
+  await ours.init();
+  const { X, y, p } = logregData(2000);
+  const data: Data = { X, y, p, steps: 300_000, backend: (arg('backend') ?? 'wasm') as Data['backend'] };
+  const builds = await Promise.all([base, ours].map(async (api) => ({ state: await c.setup(api, data), run: copy(c.run), times: [] as number[] })));
+  for (let r = 0; r < c.calls; r++) {
+    // Alternating which goes first.
+    for (const b of r & 1 ? builds : [...builds].reverse()) {
+      const t = performance.now();
+      const units = b.run(b.state, data);
+      const ms = performance.now() - t;
+      if (r >= c.calls / 5) b.times.push((ms * 1e6) / units);
+    }
+  }
+  console.log(JSON.stringify(builds.map((b) => median(b.times))));
+}
+
+function worktree(rev: string): string {
+  const sha = execFileSync('git', ['rev-parse', '--short', rev], { cwd: ROOT, encoding: 'utf8' }).trim();
+  const dir = join(tmpdir(), `tapegrad-ab-${sha}`);
+  if (!existsSync(join(dir, 'src/wasm/core.generated.ts'))) {
+    if (!existsSync(dir)) execFileSync('git', ['worktree', 'add', '--detach', dir, sha], { cwd: ROOT, stdio: 'inherit' });
+    if (!existsSync(join(dir, 'node_modules'))) symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+    execFileSync('npm', ['run', 'build:wasm'], { cwd: dir, stdio: 'inherit' });
+    execFileSync('npm', ['run', 'build:embed'], { cwd: dir, stdio: 'inherit' });
+  }
+  return dir;
+}
+
+async function main(): Promise<void> {
+  const only = arg('case');
+  if (process.argv.includes('--child')) return child(only!, arg('base-dir')!);
+  const rev = arg('base');
+  if (!rev) throw new Error('--base=<git revision> is required');
+  const dir = worktree(rev);
+  const processes = Number(arg('processes') ?? 3);
+  const backend = arg('backend');
+  for (const name of only ? [only] : Object.keys(CASES)) {
+    if (!CASES[name]) throw new Error(`no case ${name}; cases: ${Object.keys(CASES).join(', ')}`);
+    const pairs: number[][] = [];
+    for (let k = 0; k < processes; k++) {
+      const out = execFileSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', `--case=${name}`, `--base-dir=${dir}`,
+        ...(backend ? [`--backend=${backend}`] : [])], { cwd: ROOT, encoding: 'utf8' });
+      pairs.push(JSON.parse(out.trim().split('\n').pop()!) as number[]);
+    }
+    const f = (xs: number[]): string => xs.map((v) => v.toFixed(1)).join(', ');
+    console.log(`${name}${backend ? ` (${backend})` : ''}: ${CASES[name]!.what}; ${CASES[name]!.unit}, one process each: ${rev} ${f(pairs.map((q) => q[0]!))} | this build ${f(pairs.map((q) => q[1]!))}`);
+  }
+}
+
+await main();
