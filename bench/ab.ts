@@ -37,6 +37,11 @@ const CHAIN = (api: Api, steps: number, options: object) => api.compile((v) => {
   return x;
 }, { inputs: 1, ...options });
 
+// The chain of 10^5 steps compiled with `options`, 40 timed calls of `run`.
+function compiledChain(what: string, options: object, run: Case['run']): Case {
+  return { what: `the transcendental chain (10^5 steps) compiled, ${what}`, unit: 'ns/step', calls: 40, setup: async (api) => CHAIN(api, 100_000, options), run };
+}
+
 const CASES: Record<string, Case> = {
   'logreg-record': {
     what: "the bench's logistic regression (2,000 × 20) recorded through Vars", unit: 'ns/node', calls: 120,
@@ -80,30 +85,18 @@ const CASES: Record<string, Case> = {
       return steps;
     },
   },
-  'chain-jvp': {
-    what: 'the transcendental chain (10^5 steps) compiled without codegen, a jvp', unit: 'ns/step', calls: 40,
-    setup: async (api) => CHAIN(api, 100_000, { codegen: false }),
-    run: (f) => {
-      (f as ReturnType<typeof CHAIN>).jvp([0.3], [1]);
-      return 100_000;
-    },
-  },
-  'chain-hvp': {
-    what: 'the transcendental chain (10^5 steps) compiled, an hvp (generated sweeps)', unit: 'ns/step', calls: 40,
-    setup: async (api) => CHAIN(api, 100_000, {}),
-    run: (f) => {
-      (f as ReturnType<typeof CHAIN>).hvp([0.3], [1]);
-      return 100_000;
-    },
-  },
-  'chain-hvp-interpreted': {
-    what: 'the transcendental chain (10^5 steps) compiled without codegen, an hvp', unit: 'ns/step', calls: 40,
-    setup: async (api) => CHAIN(api, 100_000, { codegen: false }),
-    run: (f) => {
-      (f as ReturnType<typeof CHAIN>).hvp([0.3], [1]);
-      return 100_000;
-    },
-  },
+  'chain-jvp': compiledChain('without codegen, a jvp', { codegen: false }, (f) => {
+    (f as ReturnType<typeof CHAIN>).jvp([0.3], [1]);
+    return 100_000;
+  }),
+  'chain-hvp': compiledChain('an hvp (generated sweeps)', {}, (f) => {
+    (f as ReturnType<typeof CHAIN>).hvp([0.3], [1]);
+    return 100_000;
+  }),
+  'chain-hvp-interpreted': compiledChain('without codegen, an hvp', { codegen: false }, (f) => {
+    (f as ReturnType<typeof CHAIN>).hvp([0.3], [1]);
+    return 100_000;
+  }),
 };
 
 // A fresh function from the same source: its own feedback, its own optimised code.
