@@ -94,13 +94,11 @@ export function sweepReverse(top: i32): void {
     if (op >= Op.VMeta) { i = vectorReverseAt(i, op, g); continue; }
     if (op == Op.Select) { addAdj(selected(i), g); continue; }
     if (op == Op.Custom) { customReverse(i, g); continue; }
-    if (op == Op.Sin || op == Op.Cos) {
-      const s = trigSibling(i, op == Op.Sin ? Op.Cos : Op.Sin, ia, top);
-      if (s >= 0) {
-        const pa = op == Op.Sin ? val(s) : -val(s);
-        if (pa != 0) addAdj(ia, g * pa);
-        continue;
-      }
+    const sibling = trigSibling(i, op, ia, top);
+    if (sibling >= 0) {
+      const pa = siblingPartial(op, sibling);
+      if (pa != 0) addAdj(ia, g * pa);
+      continue;
     }
     const ib = argB(i);
     const pa = partials(op, val(ia), val(ib), val(i));
@@ -114,12 +112,21 @@ export function sweepReverse(top: i32): void {
 // bench's transcendental chain) hold each other's partials: d sin a = cos a, the cos node's value,
 // and d cos a = -sin a, bit for bit what the rule computes again, so the sweeps read them (every
 // value is known by then: the tangent sweep runs after the values are).
-// The node next to i (after, up to `top`, or before) that is `want` of operand a, or -1.
+// For a sin or cos node i of operand a: the node next to it (after, up to `top`, or before) that
+// is the other function of a, or -1 (always for any other op).
 // @ts-ignore: decorator
-@inline function trigSibling(i: i32, want: i32, a: i32, top: i32): i32 {
+@inline function trigSibling(i: i32, op: i32, a: i32, top: i32): i32 {
+  if (op != Op.Sin && op != Op.Cos) return -1;
+  const want = op == Op.Sin ? Op.Cos : Op.Sin;
   if (i < top && opAt(i + 1) == want && argA(i + 1) == a) return i + 1;
   if (i > 0 && opAt(i - 1) == want && argA(i - 1) == a) return i - 1;
   return -1;
+}
+
+/** d sin a = cos a, d cos a = -sin a: the partial of trig node `op` read from its sibling s. */
+// @ts-ignore: decorator
+@inline function siblingPartial(op: i32, s: i32): f64 {
+  return op == Op.Sin ? val(s) : -val(s);
 }
 
 /** Tangents of nodes [from, to), given the tangents of the nodes before `from` (inputs seeded,
@@ -147,8 +154,8 @@ export function tangent(from: i32, to: i32): void {
       case Op.Neg: { setTan(i, (ta != 0 ? -ta : 0) + (ta != 0 ? ta * 0 : 0)); continue; }
       case Op.Square: { setTan(i, (ta != 0 ? ta * (2 * val(ia)) : 0) + (ta != 0 ? ta * 0 : 0)); continue; }
     }
-    const sibling = op == Op.Sin || op == Op.Cos ? trigSibling(i, op == Op.Sin ? Op.Cos : Op.Sin, ia, to - 1) : -1;
-    const pa = sibling >= 0 ? (op == Op.Sin ? val(sibling) : -val(sibling)) : partialsCall(op, val(ia), val(ib), val(i));
+    const sibling = trigSibling(i, op, ia, to - 1);
+    const pa = sibling >= 0 ? siblingPartial(op, sibling) : partialsCall(op, val(ia), val(ib), val(i));
     const pb = sibling >= 0 ? 0 : partialZ;
     setTan(i, (ta != 0 ? ta * pa : 0) + (tb != 0 ? tb * pb : 0));
   }
@@ -220,8 +227,8 @@ export function sweepReverseTangent(top: i32): void {
         continue;
       }
     }
-    const sibling = op == Op.Sin || op == Op.Cos ? trigSibling(i, op == Op.Sin ? Op.Cos : Op.Sin, ia, top) : -1;
-    const pa = sibling >= 0 ? (op == Op.Sin ? val(sibling) : -val(sibling)) : partialsCall(op, x, z, y);
+    const sibling = trigSibling(i, op, ia, top);
+    const pa = sibling >= 0 ? siblingPartial(op, sibling) : partialsCall(op, x, z, y);
     const pb = sibling >= 0 ? 0 : partialZ;
     if (g != 0 && pa != 0) addAdj(ia, g * pa);
     if (g != 0 && pb != 0) addAdj(ib, g * pb);

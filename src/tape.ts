@@ -504,12 +504,15 @@ export class Tape {
     const cached = this.cachedConstant(c);
     if (cached >= 0) return cached;
     const i = this.constantIndex(c);
-    if (c === c) {
-      const slot = constantSlot(c);
-      this.constantValues[slot] = c;
-      this.constantHandles[slot] = i + this.base;
-    }
+    if (c === c) this.rememberConstant(c, i + this.base);
     return i;
+  }
+
+  /** Caches constant node `handle` as the one holding `c` (not NaN). */
+  private rememberConstant(c: number, handle: number): void {
+    const slot = constantSlot(c);
+    this.constantValues[slot] = c;
+    this.constantHandles[slot] = handle;
   }
 
   /** The live constant node the cache holds for exactly `c`, or -1. */
@@ -594,11 +597,7 @@ export class Tape {
       this.aV[n] = n;
       this.bV[n] = n;
       this.valV[n] = c;
-      if (this.shareConstants) {
-        const slot = constantSlot(c);
-        this.constantValues[slot] = c;
-        this.constantHandles[slot] = n + b;
-      }
+      if (this.shareConstants) this.rememberConstant(c, n + b);
       this.opV[n + 1] = op;
       this.aV[n + 1] = i;
       this.bV[n + 1] = n;

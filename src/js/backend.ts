@@ -10,9 +10,10 @@ const {
 const MIN_CAPACITY = 1024;
 
 // As trigSibling in assembly/sweeps.ts: a sin and a cos of one operand recorded side by side hold
-// each other's partials. The node next to i (after, up to `top`, or before) that is the other
-// function of operand ia, or -1.
+// each other's partials. For a sin or cos node i, the node next to it (after, up to `top`, or
+// before) that is the other function of operand ia, or -1 (always for any other op).
 function trigSibling(op: Uint8Array, a: Int32Array, i: number, code: number, ia: number, top: number): number {
+  if (code !== SIN && code !== COS) return -1;
   const want = code === SIN ? COS : SIN;
   return i < top && op[i + 1] === want && a[i + 1] === ia ? i + 1 : i > 0 && op[i - 1] === want && a[i - 1] === ia ? i - 1 : -1;
 }
@@ -236,15 +237,11 @@ export class JsBackend implements Backend {
         this.custom!.reverse(i, g);
         continue;
       }
-      if (code === SIN || code === COS) {
-        // As in the core: a sin and a cos of one operand recorded side by side hold each
-        // other's partials.
-        const s = trigSibling(op, a, i, code, ia, top);
-        if (s >= 0) {
-          const pa = code === SIN ? val[s] : -val[s];
-          if (pa !== 0) adj[ia] += g * pa;
-          continue;
-        }
+      const sibling = trigSibling(op, a, i, code, ia, top);
+      if (sibling >= 0) {
+        const pa = code === SIN ? val[sibling] : -val[sibling];
+        if (pa !== 0) adj[ia] += g * pa;
+        continue;
       }
       const ib = b[i];
       const pa = partials(code, val[ia], val[ib], val[i]);
@@ -288,7 +285,7 @@ export class JsBackend implements Backend {
         case NEG: tan[i] = (ta !== 0 ? -ta : 0) + (ta !== 0 ? ta * 0 : 0); continue;
         case SQUARE: tan[i] = (ta !== 0 ? ta * (2 * val[ia]) : 0) + (ta !== 0 ? ta * 0 : 0); continue;
       }
-      const sibling = code === SIN || code === COS ? trigSibling(op, a, i, code, ia, to - 1) : -1;
+      const sibling = trigSibling(op, a, i, code, ia, to - 1);
       const pa = sibling >= 0 ? (code === SIN ? val[sibling] : -val[sibling]) : partials(code, val[ia], val[ib], val[i]);
       const pb = sibling >= 0 ? 0 : partialZ[0];
       tan[i] = (ta !== 0 ? ta * pa : 0) + (tb !== 0 ? tb * pb : 0);
@@ -361,7 +358,7 @@ export class JsBackend implements Backend {
           continue;
         }
       }
-      const sibling = code === SIN || code === COS ? trigSibling(op, a, i, code, ia, top) : -1;
+      const sibling = trigSibling(op, a, i, code, ia, top);
       const pa = sibling >= 0 ? (code === SIN ? val[sibling] : -val[sibling]) : partials(code, x, z, y);
       const pb = sibling >= 0 ? 0 : partialZ[0];
       if (g !== 0 && pa !== 0) adj[ia] += g * pa;
