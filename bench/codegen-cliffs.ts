@@ -225,6 +225,7 @@ async function phases(id: CaseId): Promise<void> {
   let wasmBytes = 0;
   const firstPlan: number[] = [];
   const firstSteps: Record<string, number> = {};
+  const bestSteps: Record<string, number> = {};
   // Fresh pages cost a fault each (about 2 µs on the bench VM): minor page faults per step.
   const firstFaults: Record<string, number> = {};
   const faults = (): number => process.resourceUsage().minorPageFault;
@@ -232,6 +233,7 @@ async function phases(id: CaseId): Promise<void> {
     let t = now();
     let stepStart = t, faultsAt = faults();
     const lap = (step: string): void => {
+      bestSteps[step] = Math.min(bestSteps[step] ?? Infinity, now() - stepStart);
       if (k === 0) {
         firstSteps[step] = now() - stepStart;
         firstFaults[step] = faults() - faultsAt;
@@ -256,7 +258,7 @@ async function phases(id: CaseId): Promise<void> {
     new WebAssembly.Module(bytes);
     best.compile = Math.min(best.compile, now() - t);
   }
-  console.log(JSON.stringify({ id, size: tape.size, ...best, firstPlan: firstPlan[0], firstEmit: firstPlan[1], firstSteps, firstFaults, wasmBytes }));
+  console.log(JSON.stringify({ id, size: tape.size, ...best, firstPlan: firstPlan[0], firstEmit: firstPlan[1], firstSteps, bestSteps, firstFaults, wasmBytes }));
 }
 
 // Each (case, mode) runs RUNS times, the modes alternating, and each figure is the median (5: on

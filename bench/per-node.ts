@@ -115,9 +115,7 @@ async function child(job: Job): Promise<Measured> {
       t1 = performance.now();
       check = tape.handles.value(s);
       t2 = performance.now();
-      const h = tape.handles;
-      h.backward(s);
-      for (let i = 0; i < xs.length; i++) grads[i] = h.grad(xs[i]!);
+      tape.handles.gradient(s, xs, 1, grads);
     } else {
       const { xs: vs, s } = rosenbrockMixedVars(tape, x, job.api === 'var-reused' ? reused : undefined);
       t1 = performance.now();

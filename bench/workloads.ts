@@ -291,8 +291,7 @@ function rosenbrockHandle(tape: Tape, x: Float64Array, g: Float64Array, phase?: 
   tape.reset();
   const h = tape.handles;
   const n = x.length;
-  const xs = new Int32Array(n);
-  for (let i = 0; i < n; i++) xs[i] = h.variable(x[i]!);
+  const xs = h.variables(x);
   const c100 = h.constant(100);
   const one = h.constant(1);
   let s = h.constant(0);
@@ -304,8 +303,7 @@ function rosenbrockHandle(tape: Tape, x: Float64Array, g: Float64Array, phase?: 
   if (phase) phase.recordEnd = now();
   const value = h.value(s);
   if (phase) phase.forwardEnd = now();
-  h.backward(s);
-  for (let i = 0; i < n; i++) g[i] = h.grad(xs[i]!);
+  h.gradient(s, xs, 1, g);
   return value;
 }
 
@@ -542,8 +540,7 @@ function advectionVar(tape: Tape, qInit: Float64Array, nt: number, c: number, to
 function advectionHandle(tape: Tape, qInit: Float64Array, nt: number, c: number, toon: boolean, g: Float64Array, phase?: Phase): number {
   tape.reset();
   const h = tape.handles;
-  const q0 = new Int32Array(NX);
-  for (let i = 0; i < NX; i++) q0[i] = h.variable(qInit[i]!);
+  const q0 = h.variables(qInit.subarray(0, NX));
   const q = q0.slice();
   const flux = new Int32Array(NX - 1);
   const cc = h.constant(c), halfC = h.constant(0.5 * c), one = h.constant(1);
@@ -569,8 +566,7 @@ function advectionHandle(tape: Tape, qInit: Float64Array, nt: number, c: number,
   if (phase) phase.recordEnd = now();
   const value = h.value(s);
   if (phase) phase.forwardEnd = now();
-  h.backward(s);
-  for (let i = 0; i < NX; i++) g[i] = h.grad(q0[i]!);
+  h.gradient(s, q0, 1, g);
   return value;
 }
 
@@ -766,8 +762,7 @@ function mlpVar(tape: Tape, p: Float64Array, X: Float64Array, y: Float64Array, n
 function mlpHandle(tape: Tape, p: Float64Array, X: Float64Array, y: Float64Array, n: number, g: Float64Array, phase?: Phase): number {
   tape.reset();
   const h = tape.handles;
-  const ps = new Int32Array(MLP_PARAMS);
-  for (let i = 0; i < MLP_PARAMS; i++) ps[i] = h.variable(p[i]!);
+  const ps = h.variables(p.subarray(0, MLP_PARAMS));
   const h1 = new Int32Array(16), h2 = new Int32Array(16);
   const one = h.constant(1);
   let data = -1;
@@ -790,8 +785,7 @@ function mlpHandle(tape: Tape, p: Float64Array, X: Float64Array, y: Float64Array
   if (phase) phase.recordEnd = now();
   const value = h.value(total);
   if (phase) phase.forwardEnd = now();
-  h.backward(total);
-  for (let i = 0; i < MLP_PARAMS; i++) g[i] = h.grad(ps[i]!);
+  h.gradient(total, ps, 1, g);
   sgdStep(p, g);
   return value;
 }
@@ -976,8 +970,7 @@ function lseHandle(tape: Tape, x: Float64Array, g: Float64Array, phase?: Phase):
   tape.reset();
   const h = tape.handles;
   const n = x.length;
-  const xs = new Int32Array(n);
-  for (let i = 0; i < n; i++) xs[i] = h.variable(x[i]!);
+  const xs = h.variables(x);
   let A = xs[0]!;
   for (let i = 1; i < n; i++) A = h.max(A, xs[i]!);
   let s = h.exp(h.sub(xs[0]!, A));
@@ -986,8 +979,7 @@ function lseHandle(tape: Tape, x: Float64Array, g: Float64Array, phase?: Phase):
   if (phase) phase.recordEnd = now();
   const value = h.value(f);
   if (phase) phase.forwardEnd = now();
-  h.backward(f);
-  for (let i = 0; i < n; i++) g[i] = h.grad(xs[i]!);
+  h.gradient(f, xs, 1, g);
   return value;
 }
 
@@ -1145,8 +1137,7 @@ function llsqHandle(tape: Tape, x: Float64Array, n: number, g: Float64Array, pha
   tape.reset();
   const h = tape.handles;
   const m = x.length;
-  const xs = new Int32Array(m);
-  for (let j = 0; j < m; j++) xs[j] = h.variable(x[j]!);
+  const xs = h.variables(x);
   let s = -1;
   for (let i = 0; i < n; i++) {
     const t = llsqT(i, n);
@@ -1162,8 +1153,7 @@ function llsqHandle(tape: Tape, x: Float64Array, n: number, g: Float64Array, pha
   if (phase) phase.recordEnd = now();
   const value = h.value(f);
   if (phase) phase.forwardEnd = now();
-  h.backward(f);
-  for (let j = 0; j < m; j++) g[j] = h.grad(xs[j]!);
+  h.gradient(f, xs, 1, g);
   return value;
 }
 
@@ -1307,8 +1297,7 @@ function logregHandle(tape: Tape, p: Float64Array, X: Float64Array, y: Float64Ar
   tape.reset();
   const h = tape.handles;
   const d = p.length - 1;
-  const ps = new Int32Array(d + 1);
-  for (let j = 0; j <= d; j++) ps[j] = h.variable(p[j]!);
+  const ps = h.variables(p);
   let s = -1;
   for (let i = 0; i < n; i++) {
     let z = ps[d]!;
@@ -1320,8 +1309,7 @@ function logregHandle(tape: Tape, p: Float64Array, X: Float64Array, y: Float64Ar
   if (phase) phase.recordEnd = now();
   const value = h.value(f);
   if (phase) phase.forwardEnd = now();
-  h.backward(f);
-  for (let j = 0; j <= d; j++) g[j] = h.grad(ps[j]!);
+  h.gradient(f, ps, 1, g);
   return value;
 }
 
@@ -1642,8 +1630,7 @@ function gmmHandle(tape: Tape, p: Float64Array, g: GmmData, grad: Float64Array, 
   tape.reset();
   const h = tape.handles;
   const np_ = p.length;
-  const ps = new Int32Array(np_);
-  for (let i = 0; i < np_; i++) ps[i] = h.variable(p[i]!);
+  const ps = h.variables(p);
   const xs = new Int32Array(n * d);
   for (let i = 0; i < n * d; i++) xs[i] = h.constant(X[i]!);
   const half = h.constant(0.5);
@@ -1685,8 +1672,7 @@ function gmmHandle(tape: Tape, p: Float64Array, g: GmmData, grad: Float64Array, 
   if (phase) phase.recordEnd = now();
   const value = h.value(f);
   if (phase) phase.forwardEnd = now();
-  h.backward(f);
-  for (let i = 0; i < np_; i++) grad[i] = h.grad(ps[i]!);
+  h.gradient(f, ps, 1, grad);
   return value;
 }
 
@@ -1978,7 +1964,7 @@ export function rosenbrockMixedVars(tape: Tape, x: Float64Array, reuse?: Var[]):
 /** Records `x` and the terms on `tape` through its handles; returns the output's handle. */
 export function rosenbrockMixedHandles(tape: Tape, x: Float64Array, xs: Int32Array): number {
   const h = tape.handles;
-  for (let i = 0; i < x.length; i++) xs[i] = h.variable(x[i]!);
+  h.variables(x, xs);
   const c100 = h.constant(100), one = h.constant(1);
   let s = h.constant(0);
   for (let i = 0; i + 1 < x.length; i++) {

@@ -9,6 +9,7 @@
 //   codegen-*         the markdown bench/codegen-cliffs.ts writes to bench/results/codegen-*.md
 //   per-node          the markdown bench/per-node.ts writes to bench/results/per-node.md
 //   record-inlining   the markdown bench/record-inlining.ts writes to bench/results/record-inlining.md
+//   handle-io         the markdown bench/handle-io.ts writes to bench/results/handle-io.md
 // `npm run readme` writes README.md; `npm run readme -- --check` only says which regions differ.
 // Run it after `npm test` (which builds, and writes the test report) or after `npm run bench`.
 import { spawnSync } from 'node:child_process';
@@ -52,7 +53,7 @@ export async function measuredRegions(root: string, testCount: number | null): P
   };
   // Tables bench/codegen-cliffs.ts writes as markdown (its run over every case, its straight
   // sweep), and bench/per-node.ts's phases per node.
-  for (const name of ['codegen-cliffs', 'codegen-straight-length', 'codegen-straight-size', 'per-node', 'record-inlining']) {
+  for (const name of ['codegen-cliffs', 'codegen-straight-length', 'codegen-straight-size', 'per-node', 'record-inlining', 'handle-io']) {
     const file = path.join(root, 'bench/results', `${name}.md`);
     if (existsSync(file)) regions[name] = `\n${readFileSync(file, 'utf8').trimEnd()}\n\n`;
   }

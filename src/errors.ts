@@ -37,9 +37,9 @@ export class CapacityError extends TapegradError {
 }
 
 /** @internal An output array long enough for `needed` numbers. */
-export function checkOut(out: Float64Array, needed: number): void {
-  if (!(out instanceof Float64Array) || out.length < needed) {
-    throw new TapegradError('INVALID_ARGUMENT', `the output array must be a Float64Array of at least ${needed} numbers, got ${describe(out)}${out instanceof Float64Array ? ` of length ${out.length}` : ''}`);
+export function checkOut(out: Float64Array | Int32Array, needed: number, type: typeof Float64Array | typeof Int32Array = Float64Array): void {
+  if (!(out instanceof type) || out.length < needed) {
+    throw new TapegradError('INVALID_ARGUMENT', `the output array must be a ${type.name} of at least ${needed} numbers, got ${describe(out)}${out instanceof type ? ` of length ${out.length}` : ''}`);
   }
 }
 

@@ -127,30 +127,36 @@ export class Tape {
    * recording in `reuse` is refused (`INVALID_ARGUMENT`), since its nodes would change meaning.
    */
   variables(xs: ArrayLike<number>, reuse?: Var[]): Var[] {
-    if (!isArrayLike(xs)) throw new NotANumberError(`expected an array of numbers, got ${describe(xs)}`);
-    // All or nothing: check every value and make room before recording the first. A
-    // Float64Array holds numbers by construction.
-    const len = xs.length;
-    if (!(xs instanceof Float64Array)) for (let k = 0; k < len; k++) checkNumber(xs[k], 'input');
-    if (reuse !== undefined) this.checkReusable(reuse, len);
-    this.reserveNodes(len);
-    const { opV: op, aV: a, bV: b, valV: val, base } = this;
-    const first = this.count;
-    for (let k = 0; k < len; k++) {
-      const n = first + k;
-      op[n] = INPUT;
-      a[n] = n;
-      b[n] = n;
-      val[n] = xs[k]!;
-    }
-    if (this.evaluated === first) this.evaluated = first + len;
-    this.count = first + len;
+    const first = this.recordInputs(xs, reuse), len = xs.length, base = this.base;
     if (reuse !== undefined) return this.repoint(reuse, first + base, len);
     // Sized up front: growing the array by push copies it, and large input lists then cost
     // young-generation GC time on every recording.
     const out = new Array<Var>(len);
     for (let k = 0; k < len; k++) out[k] = new Var(this, first + base + k);
     return out;
+  }
+
+  /** @internal Records the numbers of `xs` as inputs and returns the first one's node. All or
+   *  nothing: every value (and `reuse`) is checked and room is made before the first is written. */
+  recordInputs(xs: ArrayLike<number>, reuse?: Var[]): number {
+    if (!isArrayLike(xs)) throw new NotANumberError(`expected an array of numbers, got ${describe(xs)}`);
+    const len = xs.length;
+    // A Float64Array holds numbers by construction.
+    if (!(xs instanceof Float64Array)) for (let k = 0; k < len; k++) checkNumber(xs[k], 'input');
+    if (reuse !== undefined) this.checkReusable(reuse, len);
+    this.reserveNodes(len);
+    const { opV: op, aV: a, bV: b, valV: val } = this;
+    const first = this.count;
+    op.fill(INPUT, first, first + len);
+    if (xs instanceof Float64Array) val.set(xs, first);
+    else for (let k = 0; k < len; k++) val[first + k] = xs[k]!;
+    for (let n = first; n < first + len; n++) {
+      a[n] = n;
+      b[n] = n;
+    }
+    if (this.evaluated === first) this.evaluated = first + len;
+    this.count = first + len;
+    return first;
   }
 
   private checkReusable(reuse: unknown, len: number): asserts reuse is Var[] {
@@ -1066,6 +1072,15 @@ export class HandleApi {
 
   /** Records an input; returns its handle. */
   variable(x: number): number { return this.tape.leaf(INPUT, x); }
+  /** Records an input per number of `xs` (all checked first); returns their handles in order,
+   *  consecutive integers, written into `into` when given (no allocation). */
+  variables(xs: ArrayLike<number>, into?: Int32Array): Int32Array {
+    if (into !== undefined) checkOut(into, isArrayLike(xs) ? xs.length : 0, Int32Array);
+    const t = this.tape, first = t.recordInputs(xs) + t.base, len = xs.length;
+    const out = into ?? new Int32Array(len);
+    for (let k = 0; k < len; k++) out[k] = first + k;
+    return out;
+  }
   /** Records a constant; returns its handle. */
   constant(c: number): number { return this.tape.leaf(CONST, c); }
   /** `h ** c` with a constant exponent (never touches log h). */
@@ -1086,6 +1101,23 @@ export class HandleApi {
   grad(h: number): number { return this.tape.gradAt(this.tape.indexOfHandle(h)); }
   /** Reverse sweep from `h`, seeded with `seed`. */
   backward(h: number, seed = 1): void { this.tape.backwardIndex(this.tape.indexOfHandle(h), seed); }
+  /** Runs `backward(output, seed)` and returns the adjoints of the handles `wrt`, in order (what
+   *  `grad` reads, in one call), written into `into` when given (no allocation). Every handle is
+   *  checked before the sweep runs. */
+  gradient(output: number, wrt: ArrayLike<number>, seed = 1, into?: Float64Array): Float64Array {
+    const t = this.tape;
+    if (!isArrayLike(wrt)) throw new NotANumberError(`expected an array of handles, got ${describe(wrt)}`);
+    const len = wrt.length;
+    if (into !== undefined) checkOut(into, len);
+    for (let k = 0; k < len; k++) t.indexOfHandle(wrt[k]!);
+    t.backwardIndex(t.indexOfHandle(output), seed);
+    const out = into ?? new Float64Array(len), op = t.opV, adj = t.engine.views.adj, base = t.base;
+    for (let k = 0; k < len; k++) {
+      const i = wrt[k]! - base;
+      out[k] = op[i] === CONST ? 0 : adj[i]!;
+    }
+    return out;
+  }
   /** Wraps a handle as a Var. */
   toVar(h: number): Var {
     this.tape.indexOfHandle(h);

@@ -276,4 +276,68 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     expect(xs.map((v) => v.value)).toEqual([4, 5, 6]);
     expect(xs[0]!.mul(xs[2]!).value).toBe(24);
   });
+
+  it('handles.variables and handles.gradient do in one call what variable and grad do per handle (random programs)', async () => {
+    const bulk = await tapeOn(backend), single = await tapeOn(backend);
+    const into = new Int32Array(40), grads = new Float64Array(40);
+    fc.assert(
+      fc.property(
+        fc.array(fc.double({ min: -2, max: 2, noNaN: true }), { minLength: 2, maxLength: 30 }),
+        fc.double({ min: -3, max: 3, noNaN: true }), fc.boolean(),
+        (x, seed, withInto) => {
+          bulk.reset();
+          single.reset();
+          const hb = bulk.handles, hs = single.handles;
+          const xb = withInto ? hb.variables(x, into) : hb.variables(x);
+          expect(xb instanceof Int32Array).toBe(true);
+          if (withInto) expect(xb).toBe(into);
+          const xs = x.map((v) => hs.variable(v));
+          const program = (h: typeof hb, v: ArrayLike<number>): number => {
+            let s = h.constant(0.5);
+            for (let k = 0; k + 1 < x.length; k++) s = h.add(s, h.mul(h.sin(v[k]!), h.square(h.sub(v[k + 1]!, s))));
+            return s;
+          };
+          const sb = program(hb, xb), ss = program(hs, xs);
+          // Same nodes: the handles are the inputs' nodes, consecutive.
+          expect(Array.from(xb.subarray(0, x.length), (h) => h - bulk.base)).toEqual(xs.map((h) => h - single.base));
+          // The constant recorded after the inputs reads 0, as grad does.
+          const wrt = [...Array.from(xb.subarray(0, x.length)), xb[x.length - 1]! + 1, sb - 1];
+          const g = withInto ? hb.gradient(sb, wrt, seed, grads) : hb.gradient(sb, wrt, seed);
+          if (withInto) expect(g).toBe(grads);
+          hs.backward(ss, seed);
+          const expected = [...xs, xs[x.length - 1]! + 1, ss - 1].map((h) => hs.grad(h));
+          expect(Array.from(g.subarray(0, wrt.length))).toEqual(expected);
+          expect(hb.value(sb)).toBe(hs.value(ss));
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it('handles.variables and handles.gradient refuse bad input whole, naming it, and the tape stays usable', async () => {
+    const tape = await tapeOn(backend, { maxNodes: 12 }), other = await tapeOn(backend);
+    const h = tape.handles;
+    const [a, b] = h.variables([1, 2]);
+    const y = h.mul(a!, b!);
+    const size = tape.size;
+    expect(() => h.variables([1, 'x' as unknown as number])).toThrow(NotANumberError);
+    expect(() => h.variables(7 as unknown as number[])).toThrow(NotANumberError);
+    expect(() => h.variables([1, 2, 3], new Int32Array(2))).toThrow(/Int32Array of at least 3 numbers/);
+    expect(() => h.variables([1, 2], new Float64Array(2) as unknown as Int32Array)).toThrow(TapegradError);
+    expect(() => h.variables(new Float64Array(20))).toThrow(CapacityError);
+    expect(tape.size).toBe(size);
+    const grads = new Float64Array([9, 9]);
+    expect(() => h.gradient(y, [a!, 2.5], 1, grads)).toThrow(InvalidHandleError);
+    expect(() => h.gradient(y, [a!, other.handles.variable(1)], 1, grads)).toThrow(/not a node of this tape|or on another tape/);
+    expect(() => h.gradient(y, [a!, b!], 1, new Float64Array(1))).toThrow(/Float64Array of at least 2 numbers/);
+    expect(() => h.gradient(y, 'ab' as unknown as number[])).toThrow(NotANumberError);
+    expect(() => h.gradient(y, [a!, b!], 'one' as unknown as number)).toThrow(NotANumberError);
+    // Nothing was written or swept by a refused call.
+    expect(Array.from(grads)).toEqual([9, 9]);
+    expect(Array.from(h.gradient(y, [a!, b!], 2, grads))).toEqual([4, 2]);
+    tape.reset();
+    expect(() => h.gradient(h.variable(1), [a!])).toThrow(StaleHandleError);
+    const [c] = h.variables([3]);
+    expect(Array.from(h.gradient(h.square(c!), [c!]))).toEqual([6]);
+  });
 });
