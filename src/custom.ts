@@ -3,7 +3,7 @@
 // the operands and one custom node; the sweeps call back into these rules once per visit.
 import type { Backend, CustomHandler } from './backend.ts';
 import { MissingRuleError, NotANumberError, TapegradError, describe } from './errors.ts';
-import { Var, type Operand } from './tape.ts';
+import { Var, type Operand, type Tape } from './tape.ts';
 
 export interface CustomRule {
   /** Shown in errors. */
@@ -38,7 +38,7 @@ export function defineFunction(rule: CustomRule): CustomFunction {
     const anchor = operands.find((o): o is Var => o instanceof Var);
     if (!anchor) throw new NotANumberError(`${rule.name}: needs at least one Var operand, got ${operands.map(describe).join(', ')}`);
     const tape = anchor.tape;
-    tape.installCustomHandler((engine) => new CustomNodes(engine));
+    tape.installCustomHandler((engine) => new CustomNodes(engine, tape));
     const ids = tape.operandIds(operands, ((operands.length + 1) >> 1) + 1);
     return tape.recordCustom(id, ids);
   };
@@ -46,7 +46,7 @@ export function defineFunction(rule: CustomRule): CustomFunction {
 
 /** @internal The handler a tape installs on its engine for custom nodes. */
 export class CustomNodes implements CustomHandler {
-  constructor(private readonly engine: Backend) {}
+  constructor(private readonly engine: Backend, private readonly tape: Tape) {}
 
   private operands(i: number): { rule: CustomRule; ids: Int32Array; xs: Float64Array } {
     const { a, b, val } = this.engine.views;
@@ -72,12 +72,12 @@ export class CustomNodes implements CustomHandler {
 
   forward(i: number): void {
     const { rule, xs } = this.operands(i);
-    this.engine.views.val[i] = checkResult(rule.forward(xs), rule, 'forward');
+    this.engine.views.val[i] = checkResult(this.tape.insideRule(() => rule.forward(xs)), rule, 'forward');
   }
 
   reverse(i: number, g: number): void {
     const { rule, ids, xs } = this.operands(i);
-    addInto(this.engine.views.adj, ids, rule.vjp(xs, this.engine.views.val[i]!, g), rule, 'vjp');
+    addInto(this.engine.views.adj, ids, this.tape.insideRule(() => rule.vjp(xs, this.engine.views.val[i]!, g)), rule, 'vjp');
   }
 
   tangent(i: number): void {
@@ -89,7 +89,7 @@ export class CustomNodes implements CustomHandler {
       return;
     }
     if (!rule.jvp) throw missing(rule, 'jvp', 'jvp, forward-mode jacobian and hvp');
-    this.engine.views.tan![i] = checkResult(rule.jvp(xs, this.engine.views.val[i]!, ts), rule, 'jvp');
+    this.engine.views.tan![i] = checkResult(this.tape.insideRule(() => rule.jvp!(xs, this.engine.views.val[i]!, ts)), rule, 'jvp');
   }
 
   reverseTangent(i: number, g: number, gTangent: number): void {
@@ -102,10 +102,10 @@ export class CustomNodes implements CustomHandler {
     const curved = g !== 0 && ts.some((t) => t !== 0);
     if (curved && !rule.vjpTangent) throw missing(rule, 'vjpTangent', 'hvp and hessian');
     if (g !== 0) {
-      addInto(adj, ids, rule.vjp(xs, y, g), rule, 'vjp');
-      if (curved) addInto(tanAdj!, ids, rule.vjpTangent!(xs, y, g, ts), rule, 'vjpTangent');
+      addInto(adj, ids, this.tape.insideRule(() => rule.vjp(xs, y, g)), rule, 'vjp');
+      if (curved) addInto(tanAdj!, ids, this.tape.insideRule(() => rule.vjpTangent!(xs, y, g, ts)), rule, 'vjpTangent');
     }
-    if (gTangent !== 0) addInto(tanAdj!, ids, rule.vjp(xs, y, gTangent), rule, 'vjp');
+    if (gTangent !== 0) addInto(tanAdj!, ids, this.tape.insideRule(() => rule.vjp(xs, y, gTangent)), rule, 'vjp');
   }
 }
 

@@ -252,6 +252,7 @@ export class Tape {
   /** Vector-Jacobian product in one reverse sweep: the gradient of sum_j cotangent[j] *
    *  outputs[j] with respect to `wrt` (Vecs count as their elements, in order). */
   vjp(outputs: readonly (Var | Vec)[], cotangent: ArrayLike<number>, wrt: readonly (Var | Vec)[]): Float64Array {
+    this.refuseInsideRule('cannot run a reverse sweep');
     const outs = this.nodesOf(outputs);
     checkLength(cotangent, this.entryCount(outs), 'cotangent', 'outputs');
     for (let j = 0; j < cotangent.length; j++) checkNumber(cotangent[j], 'cotangent');
@@ -414,6 +415,7 @@ export class Tape {
   }
 
   private seedTangents(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>): number[] {
+    this.refuseInsideRule('cannot run a tangent sweep');
     const nodes = this.nodesOf(inputs);
     checkLength(tangent, this.entryCount(nodes), 'tangent', 'inputs');
     for (let k = 0; k < tangent.length; k++) checkNumber(tangent[k], 'tangent');
@@ -442,6 +444,7 @@ export class Tape {
   /** Forgets every node in O(1), keeping the memory for the next recording. Every Var and
    *  handle recorded before throws StaleHandleError from now on. */
   reset(): void {
+    this.refuseInsideRule('cannot reset');
     this.base += this.count;
     if (this.base >= HANDLE_WRAP_AT) this.base = 0;
     this.count = 0;
@@ -665,6 +668,31 @@ export class Tape {
     this.evaluate();
   }
 
+  // Custom rules run user JS from inside a sweep, which reads the regions where they were when
+  // it started (both engines): recording (which can move them), reset and another sweep of this
+  // tape are refused until the rule returns. The op methods' fast paths see no room left
+  // (capacity = count) and take the checked path, which refuses in grow().
+  private rulesRunning = 0;
+
+  /** @internal Runs a custom rule's JS for a sweep of this tape. */
+  insideRule<T>(rule: () => T): T {
+    const capacity = this.capacity;
+    this.rulesRunning++;
+    this.capacity = this.count;
+    try {
+      return rule();
+    } finally {
+      this.rulesRunning--;
+      this.capacity = capacity;
+    }
+  }
+
+  private refuseInsideRule(what: string): void {
+    if (this.rulesRunning > 0) {
+      throw new TapegradError('INVALID_ARGUMENT', `${what} while a sweep of this tape runs a custom rule: a rule computes with the numbers it is given, and may not record onto, reset or sweep the tape it is part of`);
+    }
+  }
+
   /** @internal */
   installCustomHandler(make: (engine: Backend) => CustomHandler): void {
     this.engine.custom ??= make(this.engine);
@@ -696,6 +724,7 @@ export class Tape {
 
   /** @internal */
   backwardIndex(out: number, seed: number): void {
+    this.refuseInsideRule('cannot run a reverse sweep');
     if (typeof seed !== 'number') throw new NotANumberError(`the seed must be a number, got ${describe(seed)}`);
     this.evaluate();
     // A sweep that throws part-way (a custom rule, a trap) leaves partial adjoints: until the
@@ -894,6 +923,7 @@ export class Tape {
   /** Checks the limits for n more elements and `nodes` more nodes and grows the element regions;
    *  changes nothing recorded. Returns the element count after taking them. */
   private reserveElements(n: number, nodes: number): number {
+    this.refuseInsideRule('cannot record');
     const needed = this.elements + n;
     const elementBytes = this.engine.elementBytes();
     if (needed * elementBytes + (this.count + nodes) * this.engine.nodeBytes() > this.maxMemoryBytes) {
@@ -925,6 +955,7 @@ export class Tape {
   }
 
   private grow(extra = 1): void {
+    this.refuseInsideRule('cannot record');
     const needed = this.count + extra;
     const limit = this.nodeLimit();
     if (needed > limit) {

@@ -152,6 +152,65 @@ describe.each(BACKENDS)('a custom logSumExp (%s)', (backend) => {
     expect(Array.from(tape.gradient(z, [x]))).toEqual([4]);
     expect(counts.vjp).toBe(before);
   });
+
+  it('a rule may not record onto, reset or sweep its own tape mid-sweep: refused by name, nothing lost, other tapes fine', async () => {
+    const tape = await createTape(options), other = await createTape(options);
+    const h = tape.handles;
+    // What the rule's JS does to the tape the sweep is running on, when set.
+    let misuse: null | (() => void) = null;
+    const doubled = defineFunction({
+      name: 'doubled',
+      forward: (xs) => (misuse?.(), 2 * xs[0]!),
+      vjp: (_xs, _y, g) => (misuse?.(), [2 * g]),
+      jvp: (_xs, _y, ts) => (misuse?.(), 2 * ts[0]!),
+      vjpTangent: () => (misuse?.(), [0]),
+    });
+    const [a, b] = tape.variables([1.5, -0.5]) as [Var, Var];
+    const u = doubled(a.add(b));
+    const y = u.mul(a).add(a.mul(b).square()).sub(u.square().mul(b));
+    const size = tape.size;
+    const misuses: [RegExp, () => void][] = [
+      [/cannot record while a sweep of this tape runs a custom rule/, () => void a.mul(b)],
+      [/cannot record/, () => void h.add(h.variable(1), h.variable(2))],
+      [/cannot record/, () => void tape.variables(new Float64Array(5000))],
+      [/cannot record/, () => void tape.vector([1, 2, 3])],
+      [/cannot reset/, () => tape.reset()],
+      [/cannot run a reverse sweep/, () => tape.backward(a)],
+      [/cannot run a tangent sweep/, () => void tape.jvp([a], [1], [b])],
+    ];
+    for (const [message, act] of misuses) {
+      misuse = act;
+      expect(() => y.value, String(act)).toThrow(message);
+      expect(tape.size).toBe(size);
+    }
+    misuse = null;
+    // y = 2(a + b)·a + (ab)² - 4(a + b)²·b, at a = 1.5, b = -0.5
+    const [av, bv] = [1.5, -0.5], s = av + bv;
+    expect(y.value).toBe(2 * s * av + (av * bv) ** 2 - (2 * s) ** 2 * bv);
+    const expected = [2 * s + 2 * av + 2 * av * bv * bv - 8 * s * bv, 2 * av + 2 * av * av * bv - 8 * s * bv - 4 * s * s];
+    for (const [message, act] of misuses) {
+      misuse = act;
+      expect(() => tape.gradient(y, [a, b])).toThrow(message);
+      expect(() => a.grad).toThrow(/no gradient/);
+      expect(() => tape.hvp(y, [a, b], [0, 1])).toThrow(message);
+    }
+    // A rule computing on another tape, or through a transform, is fine.
+    misuse = () => {
+      expect(other.variable(3).mul(2).value).toBe(6);
+      expect(Array.from(grad((x: Var[]) => x[0]!.square(), options)([3]) as Float64Array)).toEqual([6]);
+    };
+    expect(y.value).toBe(2 * s * av + (av * bv) ** 2 - (2 * s) ** 2 * bv);
+    const g = tape.gradient(y, [a, b]);
+    expect(g[0]).toBeCloseTo(expected[0]!, 12);
+    expect(g[1]).toBeCloseTo(expected[1]!, 12);
+    misuse = null;
+    expect(tape.jvp([a, b], [1, 0], [y])[0]).toBeCloseTo(expected[0]!, 12);
+    const hv = tape.hvp(y, [a, b], [0, 1]);
+    expect(hv[0]).toBeCloseTo(2 + 4 * av * bv - 8 * bv - 8 * s, 12);
+    expect(hv[1]).toBeCloseTo(2 * av * av - 8 * bv - 16 * s, 12);
+    expect(a.mul(b).value).toBe(av * bv);
+  });
+
 });
 
 describe.each(BACKENDS)('custom rules: errors, and the tape afterwards (%s)', (backend) => {
