@@ -234,6 +234,23 @@ export function elementBytes(): i32 {
   store<f64>(p, load<f64>(p) + v);
 }
 
+// The same accesses with the region's base passed in: the bases are mutable globals, which V8
+// reloads from the instance at every use, so a hot loop reads each once into a local (measured
+// on a mixed scalar tape's interpreted forward and reverse sweeps: 3.4 -> 3.0 ns/node).
+// @ts-ignore: decorator
+@inline export function f64At(base: usize, i: i32): f64 { return load<f64>(base + (<usize>i << 3)); }
+// @ts-ignore: decorator
+@inline export function setF64At(base: usize, i: i32, v: f64): void { store<f64>(base + (<usize>i << 3), v); }
+// @ts-ignore: decorator
+@inline export function addF64At(base: usize, i: i32, v: f64): void {
+  const p = base + (<usize>i << 3);
+  store<f64>(p, load<f64>(p) + v);
+}
+// @ts-ignore: decorator
+@inline export function i32At(base: usize, i: i32): i32 { return load<i32>(base + (<usize>i << 2)); }
+// @ts-ignore: decorator
+@inline export function u8At(base: usize, i: i32): i32 { return <i32>load<u8>(base + <usize>i); }
+
 // Element accessors for array-valued nodes (offsets into the element regions).
 // @ts-ignore: decorator
 @inline export function xval(k: i32): f64 { return load<f64>(xvalBase + (<usize>k << 3)); }

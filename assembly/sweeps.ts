@@ -1,6 +1,6 @@
 import { Op, forwardRule, partials, partialsCall, partialZ, partialsTangent, partialZTangent, truthy, isVectorOp } from './ops';
 import {
-  val, setVal, adj, addAdj, argA, argB, opAt, tan, setTan, tanAdj, addTanAdj, adjBase, tanAdjBase, valBase,
+  val, setVal, addAdj, argA, argB, opAt, adjBase, tanAdjBase, valBase, tanBase, aBase, bBase, opBase, f64At, setF64At, addF64At, i32At, u8At,
 } from './layout';
 import { vectorForwardAt, vectorReverseAt, vectorTangent, vectorReverseTangent, vectorNonFinite, prepareForward, materializeAll, setReverseTop } from './vector';
 
@@ -24,23 +24,25 @@ import { vectorForwardAt, vectorReverseAt, vectorTangent, vectorReverseTangent, 
  *  values have been written. */
 export function forward(from: i32, to: i32): void {
   prepareForward(from, to);
+  // The region bases in locals (see f64At in layout.ts): a custom rule may not move them.
+  const vB = valBase, aB = aBase, bB = bBase, oB = opBase;
   for (let i = from; i < to; i++) {
-    const op = opAt(i);
+    const op = u8At(oB, i);
     // The commonest ops in one table jump, before the rarer kinds are told apart.
     switch (op) {
       case Op.Const: case Op.Input: continue;
       // An arg node only carries operands; its value is defined as 0, never leftover memory.
-      case Op.Arg: { setVal(i, 0); continue; }
-      case Op.Add: { setVal(i, val(argA(i)) + val(argB(i))); continue; }
-      case Op.Sub: { setVal(i, val(argA(i)) - val(argB(i))); continue; }
-      case Op.Mul: { setVal(i, val(argA(i)) * val(argB(i))); continue; }
-      case Op.Neg: { setVal(i, -val(argA(i))); continue; }
-      case Op.Square: { const x = val(argA(i)); setVal(i, x * x); continue; }
+      case Op.Arg: { setF64At(vB, i, 0); continue; }
+      case Op.Add: { setF64At(vB, i, f64At(vB, i32At(aB, i)) + f64At(vB, i32At(bB, i))); continue; }
+      case Op.Sub: { setF64At(vB, i, f64At(vB, i32At(aB, i)) - f64At(vB, i32At(bB, i))); continue; }
+      case Op.Mul: { setF64At(vB, i, f64At(vB, i32At(aB, i)) * f64At(vB, i32At(bB, i))); continue; }
+      case Op.Neg: { setF64At(vB, i, -f64At(vB, i32At(aB, i))); continue; }
+      case Op.Square: { const x = f64At(vB, i32At(aB, i)); setF64At(vB, i, x * x); continue; }
     }
     if (op >= Op.VMeta) { i = vectorForwardAt(i, op, to); continue; }
-    if (op == Op.Select) { setVal(i, val(selected(i))); continue; }
+    if (op == Op.Select) { setF64At(vB, i, f64At(vB, selected(i))); continue; }
     if (op == Op.Custom) { customForward(i); continue; }
-    setVal(i, forwardRule(op, val(argA(i)), val(argB(i))));
+    setF64At(vB, i, forwardRule(op, f64At(vB, i32At(aB, i)), f64At(vB, i32At(bB, i))));
   }
 }
 
@@ -65,46 +67,48 @@ export function clearAdjoints(count: i32, withTangents: i32): void {
  *  outputs: a vector-Jacobian product in one pass). */
 export function sweepReverse(top: i32): void {
   setReverseTop(top);
+  // The region bases in locals (see f64At in layout.ts): a custom rule may not move them.
+  const vB = valBase, gB = adjBase, aB = aBase, bB = bBase, oB = opBase;
   for (let i = top; i >= 0; i--) {
-    const g = adj(i);
+    const g = f64At(gB, i);
     if (g == 0) continue;
-    const op = opAt(i);
-    const ia = argA(i);
+    const op = u8At(oB, i);
+    const ia = i32At(aB, i);
     // The commonest ops in one table jump, before the rarer kinds are told apart: each needs no
     // value or just its operands, with the partials table's results (g·1 = g and g·-1 = -g
     // exactly; mul and square keep the zero-partial skip).
     switch (op) {
       case Op.Const: case Op.Input: case Op.Arg: continue;
-      case Op.Add: { addAdj(ia, g); addAdj(argB(i), g); continue; }
-      case Op.Sub: { addAdj(ia, g); addAdj(argB(i), -g); continue; }
+      case Op.Add: { addF64At(gB, ia, g); addF64At(gB, i32At(bB, i), g); continue; }
+      case Op.Sub: { addF64At(gB, ia, g); addF64At(gB, i32At(bB, i), -g); continue; }
       case Op.Mul: {
-        const ib = argB(i);
-        const x = val(ia), z = val(ib);
-        if (z != 0) addAdj(ia, g * z);
-        if (x != 0) addAdj(ib, g * x);
+        const ib = i32At(bB, i);
+        const x = f64At(vB, ia), z = f64At(vB, ib);
+        if (z != 0) addF64At(gB, ia, g * z);
+        if (x != 0) addF64At(gB, ib, g * x);
         continue;
       }
-      case Op.Neg: { addAdj(ia, -g); continue; }
+      case Op.Neg: { addF64At(gB, ia, -g); continue; }
       case Op.Square: {
-        const pa = 2 * val(ia);
-        if (pa != 0) addAdj(ia, g * pa);
+        const pa = 2 * f64At(vB, ia);
+        if (pa != 0) addF64At(gB, ia, g * pa);
         continue;
       }
     }
     if (op >= Op.VMeta) { i = vectorReverseAt(i, op, g); continue; }
-    if (op == Op.Select) { addAdj(selected(i), g); continue; }
+    if (op == Op.Select) { addF64At(gB, selected(i), g); continue; }
     if (op == Op.Custom) { customReverse(i, g); continue; }
     const sibling = trigSibling(i, op, ia, top);
     if (sibling >= 0) {
       const pa = siblingPartial(op, sibling);
-      if (pa != 0) addAdj(ia, g * pa);
+      if (pa != 0) addF64At(gB, ia, g * pa);
       continue;
     }
-    const ib = argB(i);
-    const pa = partials(op, val(ia), val(ib), val(i));
+    const ib = i32At(bB, i);
+    const pa = partials(op, f64At(vB, ia), f64At(vB, ib), f64At(vB, i));
     const pb = partialZ;
-    if (pa != 0) addAdj(ia, g * pa);
-    if (pb != 0) addAdj(ib, g * pb);
+    if (pa != 0) addF64At(gB, ia, g * pa);
+    if (pb != 0) addF64At(gB, ib, g * pb);
   }
 }
 
@@ -133,31 +137,33 @@ export function sweepReverse(top: i32): void {
  *  everything else zero): one forward-mode pass with the same partials as the reverse sweep. */
 export function tangent(from: i32, to: i32): void {
   materializeAll(to);
+  // The region bases in locals (see f64At in layout.ts): a custom rule may not move them.
+  const vB = valBase, tB = tanBase, aB = aBase, bB = bBase, oB = opBase;
   for (let i = from; i < to; i++) {
-    const op = opAt(i);
+    const op = u8At(oB, i);
     if (op <= Op.Arg) continue;
     if (op >= Op.VMeta) { vectorTangent(i, op); continue; }
-    if (op == Op.Select) { setTan(i, tan(selected(i))); continue; }
+    if (op == Op.Select) { setF64At(tB, i, f64At(tB, selected(i))); continue; }
     if (op == Op.Custom) { customTangent(i); continue; }
-    const ia = argA(i);
-    const ib = argB(i);
-    const ta = tan(ia);
-    const tb = tan(ib);
-    if (ta == 0 && tb == 0) { setTan(i, 0); continue; }
+    const ia = i32At(aB, i);
+    const ib = i32At(bB, i);
+    const ta = f64At(tB, ia);
+    const tb = f64At(tB, ib);
+    if (ta == 0 && tb == 0) { setF64At(tB, i, 0); continue; }
     // The commonest ops without the partials call: the same products and zero tests as below
     // (pa·ta + pb·tb with add's 1, 1, sub's 1, -1, mul's z, x; a unary op has ib = ia and
     // pb = 0, so an infinite or NaN tangent still gives NaN through tb·0).
     switch (op) {
-      case Op.Add: { setTan(i, (ta != 0 ? ta : 0) + (tb != 0 ? tb : 0)); continue; }
-      case Op.Sub: { setTan(i, (ta != 0 ? ta : 0) + (tb != 0 ? -tb : 0)); continue; }
-      case Op.Mul: { setTan(i, (ta != 0 ? ta * val(ib) : 0) + (tb != 0 ? tb * val(ia) : 0)); continue; }
-      case Op.Neg: { setTan(i, (ta != 0 ? -ta : 0) + (ta != 0 ? ta * 0 : 0)); continue; }
-      case Op.Square: { setTan(i, (ta != 0 ? ta * (2 * val(ia)) : 0) + (ta != 0 ? ta * 0 : 0)); continue; }
+      case Op.Add: { setF64At(tB, i, (ta != 0 ? ta : 0) + (tb != 0 ? tb : 0)); continue; }
+      case Op.Sub: { setF64At(tB, i, (ta != 0 ? ta : 0) + (tb != 0 ? -tb : 0)); continue; }
+      case Op.Mul: { setF64At(tB, i, (ta != 0 ? ta * f64At(vB, ib) : 0) + (tb != 0 ? tb * f64At(vB, ia) : 0)); continue; }
+      case Op.Neg: { setF64At(tB, i, (ta != 0 ? -ta : 0) + (ta != 0 ? ta * 0 : 0)); continue; }
+      case Op.Square: { setF64At(tB, i, (ta != 0 ? ta * (2 * f64At(vB, ia)) : 0) + (ta != 0 ? ta * 0 : 0)); continue; }
     }
     const sibling = trigSibling(i, op, ia, to - 1);
-    const pa = sibling >= 0 ? siblingPartial(op, sibling) : partialsCall(op, val(ia), val(ib), val(i));
+    const pa = sibling >= 0 ? siblingPartial(op, sibling) : partialsCall(op, f64At(vB, ia), f64At(vB, ib), f64At(vB, i));
     const pb = sibling >= 0 ? 0 : partialZ;
-    setTan(i, (ta != 0 ? ta * pa : 0) + (tb != 0 ? tb * pb : 0));
+    setF64At(tB, i, (ta != 0 ? ta * pa : 0) + (tb != 0 ? tb * pb : 0));
   }
 }
 
@@ -173,71 +179,73 @@ export function reverseTangent(out: i32, seed: f64, count: i32): void {
 /** `reverseTangent` over adjoints (and adjoint tangents) already seeded. */
 export function sweepReverseTangent(top: i32): void {
   materializeAll(top + 1);
+  // The region bases in locals (see f64At in layout.ts): a custom rule may not move them.
+  const vB = valBase, tB = tanBase, gB = adjBase, tgB = tanAdjBase, aB = aBase, bB = bBase, oB = opBase;
   for (let i = top; i >= 0; i--) {
-    const g = adj(i);
-    const gt = tanAdj(i);
+    const g = f64At(gB, i);
+    const gt = f64At(tgB, i);
     if (g == 0 && gt == 0) continue;
-    const op = opAt(i);
+    const op = u8At(oB, i);
     if (op <= Op.Arg) continue;
     if (op >= Op.VMeta) { vectorReverseTangent(i, op, g, gt); continue; }
     if (op == Op.Select) {
       const s = selected(i);
-      addAdj(s, g);
-      addTanAdj(s, gt);
+      addF64At(gB, s, g);
+      addF64At(tgB, s, gt);
       continue;
     }
     if (op == Op.Custom) { customReverseTangent(i, g, gt); continue; }
-    const ia = argA(i);
-    const ib = argB(i);
-    const x = val(ia), z = val(ib), y = val(i);
+    const ia = i32At(aB, i);
+    const ib = i32At(bB, i);
+    const x = f64At(vB, ia), z = f64At(vB, ib), y = f64At(vB, i);
     // The commonest ops without the partials calls: the general code below with their partials
     // (add 1, 1; sub 1, -1; neg -1; mul z, x with tangents tz, tx; square 2x with 2tx) put in.
     switch (op) {
       case Op.Add: {
-        if (g != 0) { addAdj(ia, g); addAdj(ib, g); }
-        if (gt != 0) { addTanAdj(ia, gt); addTanAdj(ib, gt); }
+        if (g != 0) { addF64At(gB, ia, g); addF64At(gB, ib, g); }
+        if (gt != 0) { addF64At(tgB, ia, gt); addF64At(tgB, ib, gt); }
         continue;
       }
       case Op.Sub: {
-        if (g != 0) { addAdj(ia, g); addAdj(ib, -g); }
-        if (gt != 0) { addTanAdj(ia, gt); addTanAdj(ib, -gt); }
+        if (g != 0) { addF64At(gB, ia, g); addF64At(gB, ib, -g); }
+        if (gt != 0) { addF64At(tgB, ia, gt); addF64At(tgB, ib, -gt); }
         continue;
       }
       case Op.Neg: {
-        if (g != 0) addAdj(ia, -g);
-        if (gt != 0) addTanAdj(ia, -gt);
+        if (g != 0) addF64At(gB, ia, -g);
+        if (gt != 0) addF64At(tgB, ia, -gt);
         continue;
       }
       case Op.Mul: {
-        if (g != 0 && z != 0) addAdj(ia, g * z);
-        if (g != 0 && x != 0) addAdj(ib, g * x);
-        const dpa = g != 0 ? tan(ib) : 0, dpb = g != 0 ? tan(ia) : 0;
+        if (g != 0 && z != 0) addF64At(gB, ia, g * z);
+        if (g != 0 && x != 0) addF64At(gB, ib, g * x);
+        const dpa = g != 0 ? f64At(tB, ib) : 0, dpb = g != 0 ? f64At(tB, ia) : 0;
         const ta = (gt != 0 && z != 0 ? gt * z : 0) + (dpa != 0 ? g * dpa : 0);
         const tb = (gt != 0 && x != 0 ? gt * x : 0) + (dpb != 0 ? g * dpb : 0);
-        if (ta != 0) addTanAdj(ia, ta);
-        if (tb != 0) addTanAdj(ib, tb);
+        if (ta != 0) addF64At(tgB, ia, ta);
+        if (tb != 0) addF64At(tgB, ib, tb);
         continue;
       }
       case Op.Square: {
         const pa = 2 * x;
-        if (g != 0 && pa != 0) addAdj(ia, g * pa);
-        const dpa = g != 0 ? 2 * tan(ia) : 0;
+        if (g != 0 && pa != 0) addF64At(gB, ia, g * pa);
+        const dpa = g != 0 ? 2 * f64At(tB, ia) : 0;
         const ta = (gt != 0 && pa != 0 ? gt * pa : 0) + (dpa != 0 ? g * dpa : 0);
-        if (ta != 0) addTanAdj(ia, ta);
+        if (ta != 0) addF64At(tgB, ia, ta);
         continue;
       }
     }
     const sibling = trigSibling(i, op, ia, top);
     const pa = sibling >= 0 ? siblingPartial(op, sibling) : partialsCall(op, x, z, y);
     const pb = sibling >= 0 ? 0 : partialZ;
-    if (g != 0 && pa != 0) addAdj(ia, g * pa);
-    if (g != 0 && pb != 0) addAdj(ib, g * pb);
-    const dpa = g != 0 ? partialsTangent(op, x, z, y, tan(ia), tan(ib), tan(i)) : 0;
+    if (g != 0 && pa != 0) addF64At(gB, ia, g * pa);
+    if (g != 0 && pb != 0) addF64At(gB, ib, g * pb);
+    const dpa = g != 0 ? partialsTangent(op, x, z, y, f64At(tB, ia), f64At(tB, ib), f64At(tB, i)) : 0;
     const dpb = g != 0 ? partialZTangent : 0;
     const ta = (gt != 0 && pa != 0 ? gt * pa : 0) + (dpa != 0 ? g * dpa : 0);
     const tb = (gt != 0 && pb != 0 ? gt * pb : 0) + (dpb != 0 ? g * dpb : 0);
-    if (ta != 0) addTanAdj(ia, ta);
-    if (tb != 0) addTanAdj(ib, tb);
+    if (ta != 0) addF64At(tgB, ia, ta);
+    if (tb != 0) addF64At(tgB, ib, tb);
   }
 }
 

@@ -29,7 +29,7 @@ interface Case {
   setup: (api: Api, data: Data) => Promise<unknown>;
   run: (state: unknown, data: Data) => number;
 }
-interface Data { X: Float64Array; y: Float64Array; p: Float64Array; steps: number; backend: 'wasm' | 'js' }
+interface Data { X: Float64Array; y: Float64Array; p: Float64Array; x: Float64Array; steps: number; backend: 'wasm' | 'js' }
 
 const CHAIN = (api: Api, steps: number, options: object) => api.compile((v) => {
   let x = v[0]!;
@@ -77,6 +77,23 @@ const CASES: Record<string, Case> = {
       return 100_000;
     },
   },
+  'mixed-sweeps': {
+    what: 'a Rosenbrock of mixed scalar ops (1.25·10^5 terms) compiled without codegen, a gradient (the interpreter\'s forward and reverse sweeps)',
+    unit: 'ns/node', calls: 200,
+    setup: async (api) => api.compile((v) => {
+      let s = v[0]!.mul(0);
+      for (let i = 0; i + 1 < v.length; i++) {
+        const t = v[i + 1]!.sub(v[i]!.square());
+        s = s.add(t.square().mul(100)).add(v[i]!.sub(1).neg().square());
+      }
+      return s;
+    }, { inputs: 125_001, codegen: false }),
+    run: (f, { x }) => {
+      const g = f as ReturnType<Api['compile']>;
+      g.gradient(x);
+      return g.size;
+    },
+  },
   'chain-replay': {
     what: 'the transcendental chain (3·10^5 steps) compiled, a gradient (generated sweeps)', unit: 'ns/step', calls: 60,
     setup: async (api, { steps }) => CHAIN(api, steps, {}),
@@ -111,7 +128,8 @@ async function child(caseName: string, baseDir: string): Promise<void> {
   await base.init();
   await ours.init();
   const { X, y, p } = logregData(2000);
-  const data: Data = { X, y, p, steps: 300_000, backend: (arg('backend') ?? 'wasm') as Data['backend'] };
+  const x = Float64Array.from({ length: 125_001 }, (_, i) => 0.5 + 0.4 * Math.sin(0.37 * i + 0.1));
+  const data: Data = { X, y, p, x, steps: 300_000, backend: (arg('backend') ?? 'wasm') as Data['backend'] };
   const builds = await Promise.all([base, ours].map(async (api) => ({ state: await c.setup(api, data), run: copy(c.run), times: [] as number[] })));
   for (let r = 0; r < c.calls; r++) {
     // Alternating which goes first.
