@@ -1,6 +1,6 @@
 import { Op, forwardRule, partials, partialsCall, partialZ, partialsTangent, partialZTangent, truthy, isVectorOp } from './ops';
 import {
-  val, setVal, addAdj, argA, argB, opAt, adjBase, tanAdjBase, valBase, tanBase, aBase, bBase, opBase, f64At, setF64At, addF64At, i32At, u8At,
+  val, argA, argB, opAt, adjBase, tanAdjBase, valBase, tanBase, aBase, bBase, opBase, f64At, setF64At, addF64At, i32At, u8At,
 } from './layout';
 import { vectorForwardAt, vectorReverseAt, vectorTangent, vectorReverseTangent, vectorNonFinite, prepareForward, materializeAll, setReverseTop } from './vector';
 
