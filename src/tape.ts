@@ -1142,11 +1142,8 @@ export class HandleApi {
     if (into !== undefined) checkOut(into, len);
     for (let k = 0; k < len; k++) t.indexOfHandle(wrt[k]!);
     t.backwardIndex(t.indexOfHandle(output), seed);
-    const out = into ?? new Float64Array(len), op = t.opV, adj = t.engine.views.adj, base = t.base;
-    for (let k = 0; k < len; k++) {
-      const i = wrt[k]! - base;
-      out[k] = op[i] === CONST ? 0 : adj[i]!;
-    }
+    const out = into ?? new Float64Array(len), base = t.base;
+    for (let k = 0; k < len; k++) out[k] = t.gradAt(wrt[k]! - base);
     return out;
   }
   /** Wraps a handle as a Var. */

@@ -17,6 +17,11 @@ function trigSibling(op: Uint8Array, a: Int32Array, i: number, code: number, ia:
   const want = code === SIN ? COS : SIN;
   return i < top && op[i + 1] === want && a[i + 1] === ia ? i + 1 : i > 0 && op[i - 1] === want && a[i - 1] === ia ? i - 1 : -1;
 }
+
+/** d sin a = cos a, d cos a = -sin a: the partial of trig node `code` read from its sibling s. */
+function siblingPartial(val: Float64Array, code: number, s: number): number {
+  return code === SIN ? val[s]! : -val[s]!;
+}
 const BASE_NODE_BYTES = 8 + 8 + 4 + 4 + 1;
 const TANGENT_NODE_BYTES = 16;
 
@@ -239,7 +244,7 @@ export class JsBackend implements Backend {
       }
       const sibling = trigSibling(op, a, i, code, ia, top);
       if (sibling >= 0) {
-        const pa = code === SIN ? val[sibling] : -val[sibling];
+        const pa = siblingPartial(val, code, sibling);
         if (pa !== 0) adj[ia] += g * pa;
         continue;
       }
@@ -286,7 +291,7 @@ export class JsBackend implements Backend {
         case SQUARE: tan[i] = (ta !== 0 ? ta * (2 * val[ia]) : 0) + (ta !== 0 ? ta * 0 : 0); continue;
       }
       const sibling = trigSibling(op, a, i, code, ia, to - 1);
-      const pa = sibling >= 0 ? (code === SIN ? val[sibling] : -val[sibling]) : partials(code, val[ia], val[ib], val[i]);
+      const pa = sibling >= 0 ? siblingPartial(val, code, sibling) : partials(code, val[ia], val[ib], val[i]);
       const pb = sibling >= 0 ? 0 : partialZ[0];
       tan[i] = (ta !== 0 ? ta * pa : 0) + (tb !== 0 ? tb * pb : 0);
     }
@@ -359,7 +364,7 @@ export class JsBackend implements Backend {
         }
       }
       const sibling = trigSibling(op, a, i, code, ia, top);
-      const pa = sibling >= 0 ? (code === SIN ? val[sibling] : -val[sibling]) : partials(code, x, z, y);
+      const pa = sibling >= 0 ? siblingPartial(val, code, sibling) : partials(code, x, z, y);
       const pb = sibling >= 0 ? 0 : partialZ[0];
       if (g !== 0 && pa !== 0) adj[ia] += g * pa;
       if (g !== 0 && pb !== 0) adj[ib] += g * pb;
