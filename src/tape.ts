@@ -20,6 +20,8 @@ const {
 const HANDLE_LIMIT = 2 ** 30;
 const HANDLE_WRAP_AT = HANDLE_LIMIT - 2 ** 28;
 const DEFAULT_MAX_NODES = 2 ** 28;
+// Tape.lastSweep: none, a backward, a vjp.
+const NO_SWEEP = 0, BACKWARD_SWEEP = 1, VJP_SWEEP = 2;
 const TANGENT_BYTES = 16;
 const CONSTANT_SLOTS = 64;
 let tapeSerial = 0;
@@ -61,8 +63,16 @@ export class Tape {
   private evaluated = 0;
   private swept = -1;
   // The last first-order reverse sweep, to run again storing every adjoint when one it left out
-  // (a fused run's node, see DROPPED_ADJOINT) is read.
-  private lastSweep: (() => void) | null = null;
+  // (a fused run's node, see DROPPED_ADJOINT) is read: backward's output, seed and node count, or
+  // vjp's outputs and cotangent. Fields, not a closure: a closure made per call was a third of a
+  // 20-node gradient's time run through tsx, whose esbuild names every such closure with
+  // Object.defineProperty (bench/workloads.ts, tiny).
+  private lastSweep = NO_SWEEP;
+  private lastOut = 0;
+  private lastSeed = 0;
+  private lastCount = 0;
+  private lastOuts: readonly number[] = [];
+  private lastCotangent: Float64Array = new Float64Array(0);
   /** @internal */
   base: number;
   /** @internal */
@@ -261,9 +271,10 @@ export class Tape {
     this.swept = -1;
     // (The cotangent copied: a sweep run again must not see the caller's later writes.)
     const seeds = Float64Array.from(cotangent);
-    const sweep = (): void => this.seedAndSweep(outs, seeds);
-    this.lastSweep = sweep;
-    this.sweepKeeping(this.checkNaN, sweep);
+    this.lastSweep = VJP_SWEEP;
+    this.lastOuts = outs;
+    this.lastCotangent = seeds;
+    this.sweepKeeping(this.checkNaN);
     this.swept = this.count;
     if (this.checkNaN) {
       let top = 0;
@@ -293,23 +304,28 @@ export class Tape {
     this.engine.sweepReverse(top);
   }
 
-  /** Runs a reverse sweep with the engine told whether to store every adjoint. */
-  private sweepKeeping(keep: boolean, sweep: () => void): void {
-    if (!keep) { sweep(); return; }
+  /** Runs the last reverse sweep (lastSweep) with the engine told whether to store every adjoint. */
+  private sweepKeeping(keep: boolean): void {
+    if (!keep) { this.runLastSweep(); return; }
     this.engine.setKeepAdjoints(true);
     try {
-      sweep();
+      this.runLastSweep();
     } finally {
       this.engine.setKeepAdjoints(false);
     }
+  }
+
+  private runLastSweep(): void {
+    if (this.lastSweep === BACKWARD_SWEEP) this.engine.reverse(this.lastOut, this.lastSeed, this.lastCount);
+    else if (this.lastSweep === VJP_SWEEP) this.seedAndSweep(this.lastOuts, this.lastCotangent);
   }
 
   /** Before reading adjoints of vector nodes: the last sweep again, storing them all, if it left
    *  out one of `nodes` (the same sweep, so the same values: see DROPPED_ADJOINT). */
   private keepAdjointsOf(nodes: readonly number[]): void {
     const adj = this.engine.views.adj;
-    if (this.lastSweep === null || !nodes.some((i) => this.opV[i]! >= VINPUT && adj[i] === DROPPED_ADJOINT)) return;
-    this.sweepKeeping(true, this.lastSweep);
+    if (this.lastSweep === NO_SWEEP || !nodes.some((i) => this.opV[i]! >= VINPUT && adj[i] === DROPPED_ADJOINT)) return;
+    this.sweepKeeping(true);
   }
 
   /** Jacobian-vector product in one forward (tangent) sweep over the recorded tape: the
@@ -326,7 +342,7 @@ export class Tape {
     const out = this.index(output);
     const nodes = this.seedTangents(inputs, v);
     this.swept = -1;
-    this.lastSweep = null;
+    this.lastSweep = NO_SWEEP;
     this.engine.reverseTangent(out, checkNumber(seed, 'seed'), this.count);
     this.swept = this.count;
     if (this.checkNaN) this.assertFinite(0, out + 1, false);
@@ -450,7 +466,7 @@ export class Tape {
     this.count = 0;
     this.evaluated = 0;
     this.swept = -1;
-    this.lastSweep = null;
+    this.lastSweep = NO_SWEEP;
     this.vectorNodes = false;
     this.constantHandles.fill(-1);
     if (this.elements !== 0) {
@@ -730,10 +746,11 @@ export class Tape {
     // A sweep that throws part-way (a custom rule, a trap) leaves partial adjoints: until the
     // next complete sweep, .grad says there is no gradient rather than returning them.
     this.swept = -1;
-    const count = this.count;
-    const sweep = (): void => this.engine.reverse(out, seed, count);
-    this.lastSweep = sweep;
-    this.sweepKeeping(this.checkNaN, sweep);
+    this.lastSweep = BACKWARD_SWEEP;
+    this.lastOut = out;
+    this.lastSeed = seed;
+    this.lastCount = this.count;
+    this.sweepKeeping(this.checkNaN);
     this.swept = this.count;
     if (this.checkNaN) this.assertFinite(0, out + 1, false);
   }
