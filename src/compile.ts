@@ -67,6 +67,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** How many times a failed guard made it record again. */
   rerecords = 0;
   private recording: Recording | null = null;
+  // The tape of a recording given up (f threw while recording again): the next one reuses it.
+  private spareTape: Tape | null = null;
   private readonly row: Float64Array;
 
   /** @internal */
@@ -188,14 +190,14 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** Gradient of a scalar function at x (forward replay + reverse sweep in one engine call). */
   gradient(x: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): Float64Array {
     checkOut(out, this.inputs);
-    this.gradientRows(this.toRow(x), 1, out);
+    this.gradientRows(this.toRow(x), 1, out, null, 'gradient');
     return out;
   }
 
   /** [f(x), gradient]; the gradient is `out` when given. */
   valueAndGradient(x: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): [number, Float64Array] {
     checkOut(out, this.inputs);
-    this.gradientRows(this.toRow(x), 1, out);
+    this.gradientRows(this.toRow(x), 1, out, null, 'valueAndGradient');
     const rec = this.recording!;
     return [rec.tape.engine.views.val[rec.outputs[0]!]!, out];
   }
@@ -205,16 +207,16 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   gradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array): Float64Array {
     out ??= new Float64Array(checkRows(rows, 'gradientBatch') * this.inputs);
     checkOut(out, rows * this.inputs);
-    this.gradientRows(this.batchRows(X, rows, 'gradientBatch'), rows, out);
+    this.gradientRows(this.batchRows(X, rows, 'gradientBatch'), rows, out, null, 'gradientBatch');
     return out;
   }
 
   // checkNaN: rows one at a time, each replay and reverse sweep checked.
-  private checkedRows(X: Float64Array, rows: number, out: Float64Array, values: Float64Array | null): void {
+  private checkedRows(X: Float64Array, rows: number, out: Float64Array, values: Float64Array | null, what: string): void {
     const n = this.inputs;
     for (let r = 0; r < rows; r++) {
       const rec = this.replay(X.subarray(r * n, (r + 1) * n));
-      const engine = rec.tape.engine, top = rec.outputs[0]!;
+      const engine = rec.tape.engine, top = this.scalarNode(rec, what);
       if (values) values[r] = engine.views.val[top]!;
       engine.clearAdjoints(rec.tape.size, false);
       engine.views.adj[top] = 1;
@@ -232,7 +234,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     values ??= new Float64Array(rows);
     checkOut(out, rows * this.inputs);
     checkOut(values, rows);
-    this.gradientRows(this.batchRows(X, rows, 'valueAndGradientBatch'), rows, out, values);
+    this.gradientRows(this.batchRows(X, rows, 'valueAndGradientBatch'), rows, out, values, 'valueAndGradientBatch');
     return [values, out];
   }
 
@@ -350,12 +352,13 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** H·v at x for a scalar function (replay, tangent sweep, reverse sweep with tangents). */
   hvp(x: ArrayLike<number>, v: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): Float64Array {
     const rec = this.forwardTangent(x, v) ?? this.replay(x);
-    if (rec === this.fused) (rec.tape.engine as WasmBackend).reverseTangentFused(rec.outputs[0]!, 1, rec.tape.size, this.inputs);
+    const top = this.scalarNode(rec, 'hvp');
+    if (rec === this.fused) (rec.tape.engine as WasmBackend).reverseTangentFused(top, 1, rec.tape.size, this.inputs);
     else {
       this.seedTangents(rec, v);
-      rec.tape.engine.reverseTangentReplay(rec.outputs[0]!, 1, rec.tape.size);
+      rec.tape.engine.reverseTangentReplay(top, 1, rec.tape.size);
     }
-    if (this.checkNaN) rec.tape.assertFinite(0, rec.outputs[0]! + 1, false);
+    if (this.checkNaN) rec.tape.assertFinite(0, top + 1, false);
     checkOut(out, this.inputs);
     out.set(this.inputSlots(rec, rec.tape.engine.views.tanAdj!, rec.tape.engine.views.xtanAdj!));
     return out;
@@ -412,21 +415,33 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     return this.record(x.length === this.inputs ? x : x.subarray(0, this.inputs));
   }
 
-  private gradientRows(X: Float64Array, rows: number, out: Float64Array, values: Float64Array | null = null): void {
-    if (this.checkNaN) return this.checkedRows(X, rows, out, values);
+  private gradientRows(X: Float64Array, rows: number, out: Float64Array, values: Float64Array | null, what: string): void {
+    if (this.checkNaN) return this.checkedRows(X, rows, out, values, what);
     const n = this.inputs;
     let rec = this.live(X);
     let row = 0;
     while (row < rows) {
-      row = rec.tape.engine.gradientBatch(X, row, rows, n, rec.tape.size, rec.outputs[0]!, out, values);
+      row = rec.tape.engine.gradientBatch(X, row, rows, n, rec.tape.size, this.scalarNode(rec, what), out, values);
       if (row === rows) break;
       // A guard failed at this row: record there, take its gradient from the fresh tape.
       rec = this.onBranchChange(X.subarray(row * n, (row + 1) * n));
-      if (values) values[row] = rec.tape.engine.views.val[rec.outputs[0]!]!;
-      rec.tape.engine.reverse(rec.outputs[0]!, 1, rec.tape.size);
+      const top = this.scalarNode(rec, what);
+      if (values) values[row] = rec.tape.engine.views.val[top]!;
+      rec.tape.engine.reverse(top, 1, rec.tape.size);
       out.set(this.inputSlots(rec, rec.tape.engine.views.adj, rec.tape.engine.views.xadj), row * n);
       row++;
     }
+  }
+
+  // The output node of a recording with one scalar output, which gradients and hvp need: with
+  // several outputs, or a Vec, outputs[0] alone would give a wrong answer without a word.
+  private scalarNode(rec: Recording, what: string): number {
+    const o = rec.outputs;
+    if (o.length === 1 && o[0]! >= 0) return o[0]!;
+    throw new TapegradError(
+      'INVALID_ARGUMENT',
+      `${what} needs a function with one scalar output; this one returns ${o.length === 1 ? 'a vector' : `${o.length} outputs`}: use vjp or vjpBatch (the gradient of a weighted sum of the outputs), or jvp`,
+    );
   }
 
   private replay(x: ArrayLike<number>): Recording {
@@ -459,10 +474,18 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     return this.record(x);
   }
 
+  private giveUp(tape: Tape): void {
+    tape.observed = null;
+    tape.reset();
+    this.recording = null;
+    this.spareTape = tape;
+  }
+
   /** @internal Records f at x (inputs are the first nodes), and its guards. */
   record(x: ArrayLike<number>): Recording {
     const f = this.f!;
-    const tape = this.recording?.tape ?? createTapeSync({ backend: this.backend });
+    const tape = this.recording?.tape ?? this.spareTape ?? createTapeSync({ backend: this.backend });
+    this.spareTape = null;
     if (tape.engine instanceof WasmBackend) {
       tape.engine.simd = this.simd;
       tape.engine.dropGeneratedSweeps();
@@ -484,6 +507,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       outputs = Int32Array.from(tape.outputSlots(outs));
       outputNodes = Int32Array.from(outs, (v) => (v instanceof Vec ? tape.vindex(v) : tape.index(v)));
       tape.evaluate();
+    } catch (e) {
+      // What f recorded before it threw is no recording: none is kept, and the next call records
+      // again (replaying the half-written tape under the old one's guards gave wrong values).
+      this.giveUp(tape);
+      throw e;
     } finally {
       tape.observed = null;
     }
@@ -494,7 +522,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const read = [...observed].filter((i) => !COMPARISON_OPS.has(op[i]!)).sort((p, q) => p - q);
     if (read.length > 0) {
       const i = read[0]!;
-      tape.reset();
+      this.giveUp(tape);
       throw new TapegradError(
         'INVALID_ARGUMENT',
         `compile: the function read the value of node #${i} (${opNameOf(op[i]!)}) while recording${read.length > 1 ? ` (and ${read.length - 1} more)` : ''}; ` +
@@ -570,6 +598,9 @@ export function compile(f: CompilableFunction | VectorCompilableFunction, option
     f, n, options.backend ?? 'wasm', options.strict ?? false, null, options.simd ?? true, null, options.codegen ?? true, options.vector === true,
     options.checkNaN === true,
   );
-  if (options.at) compiled.record(options.at);
+  if (options.at) {
+    checkLength(options.at, n, "'at' point");
+    compiled.record(options.at);
+  }
   return compiled;
 }

@@ -1,0 +1,99 @@
+// Compiled functions used in ways that used to give wrong numbers without a word: f throwing
+// while it records again, gradients of functions with several outputs or a Vec out, and an `at`
+// point of the wrong length. Each must throw a clear error or give what a fresh recording gives.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { compile, grad, init, valueAndGrad, type Var, type Vec } from '../src/index.ts';
+import { BACKENDS } from './support.ts';
+
+beforeAll(async () => {
+  await init();
+});
+
+const code = (f: () => unknown): string | undefined => {
+  try {
+    f();
+  } catch (e) {
+    return (e as { code?: string }).code;
+  }
+  return undefined;
+};
+
+describe.each(BACKENDS)('compiled functions on %s', (backend) => {
+  it('record again after f throws while recording again, and give what a fresh recording gives', () => {
+    const body = (x: Var[]): Var => {
+      if (x[0]!.lt(0).value) throw new Error('negative input');
+      return x[0]!.square().mul(x[0]!.sin());
+    };
+    const f = compile(body, { inputs: 1, backend });
+    const gradOf = grad((x: Var[]) => x[0]!.square().mul(x[0]!.sin()), { backend });
+    const reference = (x: number[]): number[] => Array.from(gradOf(x));
+    const referenceValue = (x: number[]): number => valueAndGrad((v: Var[]) => v[0]!.square().mul(v[0]!.sin()), { backend })(x)[0] as number;
+    expect(Array.from(f.gradient([2]))).toEqual(reference([2]));
+    // The guard fails at -1: f records again there and throws part-way.
+    expect(() => f.gradient([-1])).toThrow('negative input');
+    for (const x of [3, 0.5, 2]) {
+      expect(f.value([x])).toBe(referenceValue([x]));
+      expect(Array.from(f.gradient([x]))).toEqual(reference([x]));
+      const [value, g] = f.valueAndGradient([x]);
+      expect(value).toBe(referenceValue([x]));
+      expect(Array.from(g)).toEqual(reference([x]));
+    }
+    expect(Array.from(f.gradientBatch([3, 0.5], 2))).toEqual([...reference([3]), ...reference([0.5])]);
+    expect(f.size).toBe(6);
+  });
+
+  it('record again after f reads a value it may not, and after it throws on the first call', () => {
+    let calls = 0;
+    const f = compile((x: Var[]) => {
+      calls++;
+      if (calls === 1) throw new RangeError('first call fails');
+      return x[0]!.exp();
+    }, { inputs: 1, backend });
+    expect(() => f.value([0])).toThrow('first call fails');
+    expect(f.size).toBe(0);
+    expect(f.generatedSweepsReason).toBe('nothing recorded yet');
+    expect(f.value([0])).toBe(1);
+    expect(Array.from(f.gradient([1]))).toEqual([Math.exp(1)]);
+  });
+
+  it('refuse gradients and hvp of a function with several outputs or a Vec out', () => {
+    const two = compile((x: Var[]) => [x[0]!.mul(x[1]!), x[0]!.sin()], { inputs: 2, backend });
+    expect(Array.from(two.value([1, 2]))).toEqual([2, Math.sin(1)]);
+    for (const [name, call] of [
+      ['gradient', () => two.gradient([1, 2])],
+      ['valueAndGradient', () => two.valueAndGradient([1, 2])],
+      ['gradientBatch', () => two.gradientBatch([1, 2], 1)],
+      ['valueAndGradientBatch', () => two.valueAndGradientBatch([1, 2], 1)],
+      ['hvp', () => two.hvp([1, 2], [1, 0])],
+      ['hvp', () => two.hvpBatch([1, 2], 1, [1, 0])],
+    ] as const) {
+      expect(code(call), name).toBe('INVALID_ARGUMENT');
+      expect(call, name).toThrow(`${name} needs a function with one scalar output; this one returns 2 outputs: use vjp`);
+    }
+    // vjp is the way: the gradient of a weighted sum of the outputs.
+    expect(Array.from(two.vjp([1, 2], [1, 0]))).toEqual([2, 1]);
+    expect(Array.from(two.vjp([1, 2], [0, 1]))).toEqual([Math.cos(1), 0]);
+
+    const vec = compile((v: Vec) => v.exp().mul(v.sum()), { inputs: 3, vector: true, backend });
+    for (const call of [() => vec.gradient([0.1, 0.2, 0.3]), () => vec.valueAndGradient([0.1, 0.2, 0.3]), () => vec.hvp([0.1, 0.2, 0.3], [1, 0, 0])]) {
+      expect(call).toThrow('one scalar output; this one returns 3 outputs');
+    }
+    // A Vec function with a scalar out keeps its gradients.
+    const sum = compile((v: Vec) => v.square().sum(), { inputs: 3, vector: true, backend });
+    expect(Array.from(sum.gradient([1, 2, 3]))).toEqual([2, 4, 6]);
+    expect(Array.from(sum.hvp([1, 2, 3], [1, 0, 0]))).toEqual([2, 0, 0]);
+    // One output in an array is one scalar output.
+    const one = compile((x: Var[]) => [x[0]!.mul(x[1]!)], { inputs: 2, backend });
+    expect(Array.from(one.gradient([3, 4]))).toEqual([4, 3]);
+  });
+
+  it("check the 'at' point against inputs", () => {
+    const sum = (x: Var[]): Var => x.reduce((s, v) => s.add(v));
+    for (const at of [[1, 2, 3], [1], []]) {
+      expect(code(() => compile(sum, { inputs: 2, at, backend }))).toBe('INVALID_ARGUMENT');
+      expect(() => compile(sum, { inputs: 2, at, backend })).toThrow(`the 'at' point has ${at.length} entries, expected 2`);
+    }
+    expect(code(() => compile(sum, { inputs: 2, at: [1, 'x' as unknown as number], backend }))).toBe('NOT_A_NUMBER');
+    expect(compile(sum, { inputs: 2, at: [1, 2], backend }).value([1, 1])).toBe(2);
+  });
+});
