@@ -75,6 +75,10 @@ export class Tape {
   private lastCotangent: Float64Array = new Float64Array(0);
   /** @internal */
   base: number;
+  // Where this tape's handles began, and whether they have wrapped since: a handle below the live
+  // range was of an earlier recording only if it lies in between.
+  private readonly firstBase: number;
+  private wrapped = false;
   /** @internal */
   capacity = 0;
   /** @internal */
@@ -98,7 +102,10 @@ export class Tape {
     this.checkNaN = limits.checkNaN === true;
     // A trap replaced the engine's memory: what was recorded is gone, as after a reset.
     engine.onTrap = () => this.reset();
-    this.base = Math.floor(((tapeSerial++ * 0.6180339887498949) % 1) * HANDLE_WRAP_AT);
+    // Serials from 1: the first tape's range starting at 0 made small numbers passed as handles
+    // (h.mul(x, 1) for x times 1) valid nodes of it.
+    this.base = Math.floor(((++tapeSerial * 0.6180339887498949) % 1) * HANDLE_WRAP_AT);
+    this.firstBase = this.base;
     this.handles = new HandleApi(this);
     this.cacheViews();
   }
@@ -462,7 +469,10 @@ export class Tape {
   reset(): void {
     this.refuseInsideRule('cannot reset');
     this.base += this.count;
-    if (this.base >= HANDLE_WRAP_AT) this.base = 0;
+    if (this.base >= HANDLE_WRAP_AT) {
+      this.base = 0;
+      this.wrapped = true;
+    }
     this.count = 0;
     this.evaluated = 0;
     this.swept = -1;
@@ -831,7 +841,7 @@ export class Tape {
     }
     const i = ~h - this.base;
     if (i >= 0 && i < this.count && this.opV[i]! >= VINPUT) return i;
-    if (i < 0) throw new StaleHandleError(`vector handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
+    if (i < 0 && this.wasLive(~h)) throw new StaleHandleError(`vector handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
     throw new InvalidHandleError(`${h} is not a vector handle of this tape`);
   }
 
@@ -1019,8 +1029,16 @@ export class Tape {
   private badHandle(h: unknown): Error {
     if (typeof h !== 'number') return new NotANumberError(`expected a handle (integer), got ${describe(h)}`);
     if (!Number.isInteger(h) || h < 0) return new InvalidHandleError(`${h} is not a handle: handles are non-negative integers`);
-    if (h < this.base) return new StaleHandleError(`handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
-    return new InvalidHandleError(`handle ${h} is not a node of this tape (its live handles are ${this.base}..${this.base + this.count - 1})`);
+    if (this.wasLive(h)) return new StaleHandleError(`handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
+    return new InvalidHandleError(`handle ${h} is not a node of this tape (${this.liveRange()})`);
+  }
+
+  private wasLive(h: number): boolean {
+    return this.wrapped ? h < this.base : h >= this.firstBase && h < this.base;
+  }
+
+  private liveRange(): string {
+    return this.count === 0 ? 'it holds no nodes yet' : `its live handles are ${this.base}..${this.base + this.count - 1}`;
   }
 }
 

@@ -1,5 +1,7 @@
 // Every misuse throws its documented error class with a message that says what went wrong, and
 // the tape keeps working afterwards.
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError,
@@ -180,6 +182,24 @@ describe.each(BACKENDS)('errors (%s)', (backend) => {
     expectUsable(tape);
   });
 
+  // The first tape of a process once handed out 0, 1, 2…: h.mul(x, 1), meant as x times 1, read
+  // the second input. And a number below the live range that this tape never handed out was
+  // reported as recorded before reset().
+  it('small numbers are no handles, and a handle this tape never had is not called stale', async () => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles;
+    expectError(() => h.value(0), InvalidHandleError, 'INVALID_HANDLE', /it holds no nodes yet/);
+    const x = h.variable(5);
+    h.variable(7);
+    for (const small of [0, 1, 2, 3]) expectError(() => h.mul(x, small), InvalidHandleError, 'INVALID_HANDLE', /not a node of this tape/);
+    tape.reset();
+    const fresh = h.variable(1);
+    expectError(() => h.exp(x), StaleHandleError, 'STALE_HANDLE', /before tape\.reset\(\)/);
+    expectError(() => h.exp(x - 1), InvalidHandleError, 'INVALID_HANDLE', new RegExp(`live handles are ${fresh}\\.\\.${fresh}`));
+    expectError(() => h.vec.exp(~(x - 1)), InvalidHandleError, 'INVALID_HANDLE', /not a vector handle of this tape/);
+    expectUsable(tape);
+  });
+
   // indexOfHandle subtracts before it checks the type, so '3', null, true and [3] coerce to the
   // numbers 3, 0, 1 and 3 and are taken as live handles.
   it('a handle that is not a number is rejected, not coerced', async () => {
@@ -310,4 +330,19 @@ describe.each(BACKENDS)('errors (%s)', (backend) => {
     expectError(() => tape.gradient(y, [x], 1, [0] as never), TapegradError as ErrorClass, 'INVALID_ARGUMENT', /Float64Array/);
     expectUsable(tape);
   });
+});
+
+// A process of its own: the first tape it creates.
+it("the first tape of a process hands out no small handles (h.mul(x, 1) is not x times x's neighbour)", () => {
+  const script = `
+const { createTape } = await import('./dist/index.js');
+const h = (await createTape()).handles;
+const x = h.variable(5);
+h.variable(7);
+try { h.mul(x, 1); console.log('accepted', x); } catch (e) { console.log(e.code, x); }`;
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../', import.meta.url)), encoding: 'utf8' });
+  expect(child.stderr).toBe('');
+  const [code, first] = child.stdout.trim().split(' ');
+  expect(code).toBe('INVALID_HANDLE');
+  expect(Number(first)).toBeGreaterThan(1000);
 });
