@@ -66,6 +66,12 @@ function stencil(f: (x: Float64Array) => number, x: ArrayLike<number>, options: 
 /** max|g - ref| / max(1, max|ref|): the normwise error the checks use. NaN where both are NaN
  *  at the same components counts as agreement; NaN on one side only is an infinite error. */
 export function normwiseError(g: ArrayLike<number>, ref: ArrayLike<number>): { error: number; worst: number } {
+  for (const [what, v] of [['g', g], ['ref', ref]] as const) {
+    if (!isArrayLike(v)) throw new NotANumberError(`normwiseError: ${what} must be an array of numbers, got ${describe(v)}`);
+  }
+  // Compared entry by entry over ref alone, a short g read undefined (no error) and a long one
+  // went unchecked past ref's end.
+  if (g.length !== ref.length) throw new TapegradError('INVALID_ARGUMENT', `normwiseError: g has ${g.length} entries and ref ${ref.length}; they must have the same length`);
   let scale = 1;
   for (let k = 0; k < ref.length; k++) if (Number.isFinite(ref[k]!)) scale = Math.max(scale, Math.abs(ref[k]!));
   let error = 0;

@@ -1065,9 +1065,12 @@ function checkLength(values: ArrayLike<number>, expected: number, what: string, 
   }
 }
 
-function checkLimit(value: number | undefined, name: string): number | undefined {
+function checkLimit(value: number | undefined, name: 'maxNodes' | 'maxMemoryBytes'): number | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !(value > 0)) throw new NotANumberError(`${name} must be a positive number, got ${describe(value)}`);
+  const whole = value === Infinity || Number.isInteger(value);
+  if (typeof value !== 'number' || !(value > 0) || !whole) {
+    throw new TapegradError('INVALID_ARGUMENT', `${name} must be a positive integer (or Infinity), got ${describe(value)}`);
+  }
   return value;
 }
 

@@ -346,3 +346,21 @@ try { h.mul(x, 1); console.log('accepted', x); } catch (e) { console.log(e.code,
   expect(code).toBe('INVALID_HANDLE');
   expect(Number(first)).toBeGreaterThan(1000);
 });
+
+// They were NOT_A_NUMBER, and a fractional maxNodes was taken.
+it('limits out of range are INVALID_ARGUMENT naming the option, on createTape and fromBytes', async () => {
+  const { createTape, fromBytes, compile, init } = await import('../src/index.ts');
+  await init();
+  const bytes = compile((x: Var[]) => x[0]!.exp(), { inputs: 1, at: [0] }).toBytes();
+  for (const [name, value] of [['maxNodes', -1], ['maxNodes', 0], ['maxNodes', NaN], ['maxNodes', 1.5], ['maxMemoryBytes', -5], ['maxMemoryBytes', NaN], ['maxMemoryBytes', 0.5]] as const) {
+    for (const backend of BACKENDS) {
+      const error = await createTape({ backend, [name]: value }).then(() => null, (e: unknown) => e);
+      expect(error, `${name}: ${value}`).toBeInstanceOf(TapegradError);
+      expect((error as TapegradError).code).toBe('INVALID_ARGUMENT');
+      expect((error as Error).message).toContain(`${name} must be a positive integer (or Infinity), got number ${value}`);
+      expect(() => fromBytes(bytes, { backend, [name]: value })).toThrow(`${name} must be a positive integer`);
+    }
+  }
+  const tape = await createTape({ maxNodes: Infinity, maxMemoryBytes: 1 << 20 });
+  expect(tape.variable(2).exp().value).toBe(Math.exp(2));
+});

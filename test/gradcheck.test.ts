@@ -3,7 +3,7 @@
 // with raise: true. Both backends.
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { TapegradError, defineFunction, finiteDifferenceGradient, gradcheck, init, type Var } from '../src/index.ts';
+import { TapegradError, defineFunction, finiteDifferenceGradient, gradcheck, init, normwiseError, type Var } from '../src/index.ts';
 import { DAG_OPS, dagArbitrary, operandIndex, type Dag } from './dag-arbitrary.ts';
 import { BACKENDS } from './support.ts';
 
@@ -180,4 +180,15 @@ describe.each(BACKENDS)('gradcheck on a custom rule with only forward and vjp (%
     expect(result!.error).toBeLessThanOrEqual(1e-7);
     expect(result!.analytic[0]).toBeCloseTo(Math.cos(0.9) * 1.5, 15);
   });
+});
+
+// It compared entry by entry over ref alone: a short g read undefined and reported no error.
+it('normwiseError refuses arrays of different lengths, and measures the error of equal ones', () => {
+  const short = (): unknown => normwiseError(Float64Array.of(1, 2), Float64Array.of(1));
+  expect(short).toThrow(TapegradError);
+  expect(short).toThrow('g has 2 entries and ref 1');
+  expect(() => normwiseError([1], [1, 5])).toThrow('g has 1 entries and ref 2');
+  expect(() => normwiseError(3 as unknown as number[], [1])).toThrow('g must be an array of numbers');
+  expect(normwiseError([1, 2.5], [1, 2])).toEqual({ error: 0.25, worst: 1 });
+  expect(normwiseError([NaN, 1], [NaN, 1])).toEqual({ error: 0, worst: 0 });
 });
