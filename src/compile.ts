@@ -181,7 +181,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const { val, xval } = rec.tape.engine.views;
     // Loaded from bytes, the output's form is unknown: one scalar output is taken as a number.
     const scalar = this.scalarOutput ?? (rec.outputs.length === 1 && rec.outputs[0]! >= 0);
-    if (scalar && !out) return val[rec.outputs[0]!]!;
+    if (scalar && out === undefined) return val[rec.outputs[0]!]!;
+    if (out !== undefined) checkOut(out, rec.outputs.length);
     const result = out ?? new Float64Array(rec.outputs.length);
     this.outputValues(rec, result, 0);
     return result;
@@ -341,6 +342,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const rec = this.forwardTangent(x, t) ?? this.replay(x);
     const tan = rec === this.fused ? rec.tape.engine.views.tan! : this.seedTangents(rec, t);
     const xtan = rec.tape.engine.views.xtan!;
+    if (out !== undefined) checkOut(out, rec.outputs.length);
     const result = out ?? new Float64Array(rec.outputs.length);
     for (let j = 0; j < rec.outputs.length; j++) {
       const o = rec.outputs[j]!;
