@@ -3,6 +3,11 @@
 // install the main thread's generated sweeps instead of generating their own; errors arrive as
 // the library's classes; a worker that dies is replaced and the next call works. The pool's workers run the built library, so this file imports dist/ (which
 // `npm test` builds first) rather than src/.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -181,4 +186,27 @@ describe('worker crashes and closing', () => {
     await expect(createPool({ backend: 'gpu' as 'js' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     await expect(createPool({ thread: 2 } as never)).rejects.toThrow(/unknown option 'thread'/);
   });
+});
+
+// From the sources the pool started './worker.js', which only dist has, and the failed start's
+// 'error' event, with no listener, ended the process.
+it('works from the sources under tsx, and a worker error event does not end the process', () => {
+  const root = new URL('../', import.meta.url);
+  const script = join(mkdtempSync(join(tmpdir(), 'tapegrad-pool-')), 'pool-from-sources.mts');
+  writeFileSync(script, `
+import { createPool } from ${JSON.stringify(new URL('src/pool/index.ts', root).href)};
+import { compile, init } from ${JSON.stringify(new URL('src/index.ts', root).href)};
+await init();
+const pool = await createPool({ threads: 1, minRowsPerTask: 1 });
+const f = compile((x) => x[0].mul(x[1]).sin(), { inputs: 2, at: [1, 2] });
+const g = await (await pool.register(f)).gradientBatch([1, 2, 0.5, 3], 2);
+pool.piscina.emit('error', new Error('a worker failed to start'));
+await pool.close();
+console.log(JSON.stringify(Array.from(g)), JSON.stringify(Array.from(f.gradientBatch([1, 2, 0.5, 3], 2))));`);
+  const child = spawnSync(process.execPath, ['--import', 'tsx', script], { cwd: fileURLToPath(root), encoding: 'utf8' });
+  expect(child.stderr).toBe('');
+  expect(child.status).toBe(0);
+  const [pooled, single] = child.stdout.trim().split(' ');
+  expect(pooled).toBe(single);
+  expect(JSON.parse(pooled!)).toHaveLength(4);
 });

@@ -64,11 +64,15 @@ export class GradientPool {
   /** @internal */
   constructor(readonly threads: number, readonly backend: 'wasm' | 'js', readonly minRowsPerTask: number, workerData: WorkerData) {
     this.piscina = new Piscina<Task, Reply>({
-      filename: new URL('./worker.js', import.meta.url).href,
+      // The sources (run through tsx, whose loader the workers inherit) start the worker's source.
+      filename: new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url).href,
       minThreads: threads, maxThreads: threads, idleTimeout: Infinity, workerData,
       // A task is one part of a batch: at most one part per thread is in flight per call.
       concurrentTasksPerWorker: 1,
     });
+    // A worker that fails to start or dies also fails the task it held (WorkerExitError); piscina
+    // emits the error too, and an 'error' event nobody listens to ended the whole process.
+    this.piscina.on('error', () => {});
   }
 
   /** The worker threads (piscina's), e.g. to watch their resource use. */
