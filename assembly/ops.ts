@@ -205,9 +205,18 @@ export function opArity(op: i32): i32 {
 // @ts-ignore: decorator
 @inline function powBaseDerivative(x: f64, z: f64): f64 { return z == 0 ? 0 : z * Math.pow(x, z - 1); }
 
-// d/dz x^z = y ln x, with the limit 0 where y = 0 (x = 0, z > 0) instead of 0 * -Inf.
+// d/dz x^z = y ln x; 0 at x = 0 (the numerics policy: d/dc x^c at x = 0 is 0, for every z, where
+// y ln x gave -Inf at z <= 0) and where y = 0 (y ln x would be 0 * -Inf there).
 // @ts-ignore: decorator
-@inline function powExponentDerivative(x: f64, y: f64): f64 { return y == 0 ? 0 : y * Math.log(x); }
+@inline function powExponentDerivative(x: f64, y: f64): f64 { return x == 0 || y == 0 ? 0 : y * Math.log(x); }
+
+// At x = 0 (z != 0), the limit from x > 0 of the mixed second partial x^(z-1) (1 + z ln x): 0 for
+// z > 1, where the rule's x^(z-1) · ln x is 0 * -Inf; ±Infinity otherwise.
+// @ts-ignore: decorator
+@inline function powMixedAtZero(z: f64): f64 {
+  const xz1 = Math.pow(0, z - 1);
+  return xz1 == 0 ? 0 : xz1 * (1 + z * Math.log(0));
+}
 
 // Where min/max send the adjoint: 1 to the chosen operand, 0.5 each at a tie, NaN if unordered.
 // @ts-ignore: decorator
@@ -411,7 +420,12 @@ export let partialZTangent: f64 = 0;
     case Op.Sqrt: return -0.5 * ty / (y * y);
     case Op.Cbrt: return -2 * ty / (3 * y * y * y);
     case Op.Pow: {
-      // pa = z x^(z-1), pb = y ln x
+      // pa = z x^(z-1), pb = y ln x (0 at x = 0: see powExponentDerivative)
+      if (x == 0 && z != 0) {
+        const mixed = powMixedAtZero(z);
+        partialZTangent = tx == 0 ? 0 : tx * mixed;
+        return (tz == 0 ? 0 : tz * mixed) + (tx == 0 || z == 1 ? 0 : tx * z * (z - 1) * Math.pow(x, z - 2));
+      }
       partialZTangent = (ty == 0 ? 0 : ty * Math.log(x)) + (tx == 0 ? 0 : y * tx / x);
       if (z == 0) return tz == 0 ? 0 : tz / x;
       const xz1 = Math.pow(x, z - 1);

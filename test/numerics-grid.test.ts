@@ -127,10 +127,10 @@ const BINARY: Record<string, BinarySpec> = {
   mul: { value: (x, z) => x * z, exact: true, partials: (x, z) => [z, x] },
   // 0/0 and Inf/Inf have no derivative: NaN for both operands (section 4).
   div: { value: (x, z) => x / z, exact: true, partials: (x, z) => (Number.isNaN(x / z) ? [NaN, NaN] : [1 / z, -(x / z) / z]) },
-  // d/dx = z x^(z-1) (0 for the constant x^0); d/dz = x^z ln x, with the limit 0 where x^z = 0.
+  // d/dx = z x^(z-1) (0 for the constant x^0); d/dz = x^z ln x, with the limit 0 where x^z = 0, and 0 at x = 0 for every z (section 4).
   pow: {
     value: Math.pow, exact: false,
-    partials: (x, z) => [z === 0 ? 0 : z * Math.pow(x, z - 1), Math.pow(x, z) === 0 ? 0 : Math.pow(x, z) * Math.log(x)],
+    partials: (x, z) => [z === 0 ? 0 : z * Math.pow(x, z - 1), x === 0 || Math.pow(x, z) === 0 ? 0 : Math.pow(x, z) * Math.log(x)],
   },
   atan2: {
     value: Math.atan2, exact: false,

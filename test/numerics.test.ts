@@ -184,14 +184,43 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
     ['0^0.5', (x) => x.pow(0.5), [0], 0, [Infinity]],
   ]));
 
-  it('pow with a variable exponent: d/dx without log(x), d/dc x^c = 0 at x = 0 for c > 0', () => expectCases([
+  it('pow with a variable exponent: d/dx without log(x), d/dc x^c = 0 at x = 0 for every c', () => expectCases([
     ['pow(-2, 3)', (x, c) => x.pow(c), [-2, 3], -8, [12, NaN]],
+    ['pow(0, 0)', (x, c) => x.pow(c), [0, 0], 1, [0, 0]],
+    ['pow(0, -1)', (x, c) => x.pow(c), [0, -1], Infinity, [-Infinity, 0]],
+    ['pow(-0, 0.5)', (x, c) => x.pow(c), [-0, 0.5], 0, [Infinity, 0]],
     ['pow(0, 0.5)', (x, c) => x.pow(c), [0, 0.5], 0, [Infinity, 0]],
     ['pow(0, 1)', (x, c) => x.pow(c), [0, 1], 0, [1, 0]],
     ['pow(0, 2)', (x, c) => x.pow(c), [0, 2], 0, [0, 0]],
     ['pow(0, 3)', (x, c) => x.pow(c), [0, 3], 0, [0, 0]],
     ['pow(2, 3)', (x, c) => x.pow(c), [2, 3], 8, [12, 8 * Math.log(2)]],
   ]));
+
+  // H·v by forward over reverse at x = 0: the mixed partial x^(c-1) (1 + c ln x) takes its limit
+  // from x > 0 (0 for c > 1, ±Infinity below), on both sides of the symmetric Hessian; the
+  // rules' x^(c-1) · ln x had been 0 · -Inf = NaN.
+  it('pow with a variable exponent: second order at x = 0 takes the limits', () => {
+    const hvpAt = (x: number, c: number, v: [number, number]): number[] => {
+      tape.reset();
+      const xs = tape.variables([x, c]);
+      return Array.from(tape.hvp(xs[0]!.pow(xs[1]!), xs, v));
+    };
+    const cases: [number, [number, number], number[]][] = [
+      [2, [0, 1], [0, 0]], [2, [1, 0], [2, 0]], [3, [0, 1], [0, 0]], [3, [1, 0], [0, 0]],
+      [1, [0, 1], [-Infinity, 0]], [1, [1, 0], [0, -Infinity]],
+      [0.5, [0, 1], [-Infinity, 0]], [0.5, [1, 0], [-Infinity, -Infinity]],
+      [-1, [0, 1], [Infinity, 0]], [-1, [1, 0], [Infinity, Infinity]],
+    ];
+    const wrong = cases.flatMap(([c, v, want]) => {
+      const got = hvpAt(0, c, v);
+      return got.every((g, k) => sameNumber(g, want[k]!)) ? [] : [`hvp of x^c at (0, ${c}) along [${v}]: got [${got.map(show)}], want [${want.map(show)}]`];
+    });
+    expect(wrong).toEqual([]);
+    // Away from 0 the rules are as before: against the closed form at (2, 3).
+    const [hx, hc] = hvpAt(2, 3, [1, 1]);
+    expect(hx).toBeCloseTo(3 * 2 * 2 + 4 * (1 + 3 * Math.log(2)), 12);
+    expect(hc).toBeCloseTo(4 * (1 + 3 * Math.log(2)) + 8 * Math.log(2) ** 2, 12);
+  });
 
   it('sqrt and cbrt have derivative +Infinity at 0', () => expectCases([
     ['sqrt(0)', (x) => x.sqrt(), [0], 0, [Infinity]],

@@ -25,8 +25,15 @@ function powBaseDerivative(x: number, z: number): number {
   return z === 0 ? 0 : z * Math.pow(x, z - 1);
 }
 
+// As assembly/ops.ts: 0 at x = 0 (the numerics policy) and where y = 0.
 function powExponentDerivative(x: number, y: number): number {
-  return y === 0 ? 0 : y * Math.log(x);
+  return x === 0 || y === 0 ? 0 : y * Math.log(x);
+}
+
+// As assembly/ops.ts: the mixed second partial's limit at x = 0 (z !== 0).
+function powMixedAtZero(z: number): number {
+  const xz1 = Math.pow(0, z - 1);
+  return xz1 === 0 ? 0 : xz1 * (1 + z * Math.log(0));
 }
 
 function pickFirst(x: number, z: number, firstWins: boolean): number {
@@ -186,6 +193,11 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
     case sqrt: return -0.5 * ty / (y * y);
     case cbrt: return -2 * ty / (3 * y * y * y);
     case pow: {
+      if (x === 0 && z !== 0) {
+        const mixed = powMixedAtZero(z);
+        partialZTangent[0] = tx === 0 ? 0 : tx * mixed;
+        return (tz === 0 ? 0 : tz * mixed) + (tx === 0 || z === 1 ? 0 : tx * z * (z - 1) * Math.pow(x, z - 2));
+      }
       partialZTangent[0] = (ty === 0 ? 0 : ty * Math.log(x)) + (tx === 0 ? 0 : y * tx / x);
       if (z === 0) return tz === 0 ? 0 : tz / x;
       const xz1 = Math.pow(x, z - 1);
