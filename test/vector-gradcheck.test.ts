@@ -132,6 +132,30 @@ describe.each(BACKENDS)('gradient rules central differences cannot check (%s)', 
     expect(low.logSumExp().value).toBeCloseTo(-1000 + Math.log1p(Math.exp(-1)), 10);
   });
 
+  // They were exp(x − logSumExp(x)) and x − logSumExp(x): logSumExp's rounding at 1e15 (an ulp
+  // of 0.125) carried into every entry (softmax 0.47 and 0.47).
+  it('softmax and logSoftmax keep their accuracy at large logits, and their gradients', async () => {
+    const tape = await tapeOn(backend);
+    // Logits that differ by exactly 0 and 1 at every scale: the same probabilities at every scale.
+    const sum = 2 + Math.exp(-1);
+    const want = [1 / sum, 1 / sum, Math.exp(-1) / sum], wantLog = [-Math.log(sum), -Math.log(sum), -1 - Math.log(sum)];
+    for (const scale of [1, 1e3, 1e10, 1e15]) {
+      tape.reset();
+      const x = tape.vector([scale, scale, scale - 1]);
+      x.softmax().value.forEach((v, k) => expect(v, `softmax at ${scale}`).toBeCloseTo(want[k]!, 15));
+      x.logSoftmax().value.forEach((v, k) => expect(v, `logSoftmax at ${scale}`).toBeCloseTo(wantLog[k]!, 15));
+    }
+    tape.reset();
+    const x = tape.vector([0.3, -1.2, 2.5, 0.7]);
+    const w = [1, -2, 0.5, 3];
+    tape.backward(x.softmax().dot(w));
+    const p = x.softmax().value, pw = p.reduce((s, v, k) => s + v * w[k]!, 0);
+    x.grad.forEach((g, k) => expect(g).toBeCloseTo(p[k]! * (w[k]! - pw), 14));
+    tape.backward(x.logSoftmax().dot(w));
+    const wSum = w.reduce((s, v) => s + v, 0);
+    x.grad.forEach((g, k) => expect(g).toBeCloseTo(w[k]! - p[k]! * wSum, 14));
+  });
+
   it('the norm at 0 has gradient 0, as x.square().sum().sqrt() (zero partials are skipped)', async () => {
     const tape = await tapeOn(backend);
     const x = tape.vector([0, 0, 0]);
