@@ -3,6 +3,7 @@
 // the operands and one custom node; the sweeps call back into these rules once per visit.
 import type { Backend, CustomHandler } from './backend.ts';
 import { MissingRuleError, NotANumberError, TapegradError, describe } from './errors.ts';
+import { checkOptions } from './options.ts';
 import { Var, type Operand, type Tape } from './tape.ts';
 
 export interface CustomRule {
@@ -33,6 +34,8 @@ export function defineFunction(rule: CustomRule): CustomFunction {
   if (typeof rule?.forward !== 'function' || typeof rule.vjp !== 'function') {
     throw new TapegradError('INVALID_ARGUMENT', 'defineFunction needs at least forward(xs) and vjp(xs, y, g) functions');
   }
+  // A misspelt rule (jpv for jvp) surfaced only at the first sweep that needed it.
+  checkOptions(rule, 'defineFunction', { name: 'string', forward: 'function', vjp: 'function', jvp: 'function', vjpTangent: 'function' });
   const id = rules.push(rule) - 1;
   return (...operands: Operand[]): Var => {
     const anchor = operands.find((o): o is Var => o instanceof Var);

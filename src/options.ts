@@ -3,7 +3,7 @@
 // naming the function, the option and what it accepts, never silently ignored.
 import { TapegradError, describe } from './errors.ts';
 
-type Rule = 'boolean' | 'number' | 'array' | 'function' | 'module' | readonly (string | boolean)[];
+type Rule = 'boolean' | 'number' | 'string' | 'array' | 'function' | 'module' | readonly (string | boolean)[];
 
 /** Checks `options` (undefined is fine) against the known keys and what each accepts. */
 export function checkOptions(options: unknown, where: string, rules: Readonly<Record<string, Rule>>): void {
@@ -26,6 +26,7 @@ function accepts(rule: Rule, value: unknown): boolean {
   switch (rule) {
     case 'boolean': return typeof value === 'boolean';
     case 'number': return typeof value === 'number';
+    case 'string': return typeof value === 'string';
     case 'array': return value != null && typeof value === 'object' && typeof (value as ArrayLike<number>).length === 'number';
     case 'function': return typeof value === 'function';
     case 'module': return typeof WebAssembly !== 'undefined' && value instanceof WebAssembly.Module;

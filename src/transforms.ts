@@ -73,6 +73,8 @@ interface Recorded<O> {
  *  for an array, one Vec with `{ vector: true }`. */
 export function recordOn(tape: Tape, x: Input, options: TransformOptions | undefined, where: string): { inputs: (Var | Vec)[]; n: number; arg: Var | Var[] | Vec; scalarInput: boolean } {
   if (typeof x === 'number') {
+    // f takes a Vec: a lone number would reach it as a Var, which has no vector methods.
+    if (options?.vector) throw new NotANumberError(`${where}: with { vector: true } the input must be an array of numbers (one Vec), got the number ${x}`);
     const v = tape.variable(x);
     return { inputs: [v], n: 1, arg: v, scalarInput: true };
   }
@@ -127,8 +129,8 @@ export function grad(f: (x: Var) => ScalarOutput, options?: TransformOptions): (
 export function grad(f: (x: Vec) => ScalarOutput, options: TransformOptions & { vector: true }): (x: ArrayLike<number>) => Float64Array;
 export function grad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions): (x: ArrayLike<number>) => Float64Array;
 export function grad(f: (x: never) => ScalarOutput, options?: TransformOptions): (x: never) => number | Float64Array {
-  const vg = valueAndGrad(f as (x: Var[]) => ScalarOutput, options);
-  return ((x: Input) => vg(x as ArrayLike<number>)[1]) as (x: never) => number | Float64Array;
+  const vg = valueAndGradNamed(f, options, 'grad');
+  return ((x: Input) => vg(x)[1]) as (x: never) => number | Float64Array;
 }
 
 /** `[f(x), grad f(x)]` from one recording and one reverse sweep. */
@@ -136,14 +138,19 @@ export function valueAndGrad(f: (x: Var) => ScalarOutput, options?: TransformOpt
 export function valueAndGrad(f: (x: Vec) => ScalarOutput, options: TransformOptions & { vector: true }): (x: ArrayLike<number>) => [number, Float64Array];
 export function valueAndGrad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions): (x: ArrayLike<number>) => [number, Float64Array];
 export function valueAndGrad(f: (x: never) => ScalarOutput, options?: TransformOptions): (x: never) => [number, number | Float64Array] {
-  checkFunction(f, 'valueAndGrad');
-  checkOptions(options, 'valueAndGrad', TRANSFORM_OPTIONS);
-  return ((x: Input) =>
+  return valueAndGradNamed(f, options, 'valueAndGrad') as (x: never) => [number, number | Float64Array];
+}
+
+// valueAndGrad, its errors naming the transform the caller called (grad's named valueAndGrad).
+function valueAndGradNamed(f: (x: never) => ScalarOutput, options: TransformOptions | undefined, name: string): (x: Input) => [number, number | Float64Array] {
+  checkFunction(f, name);
+  checkOptions(options, name, TRANSFORM_OPTIONS);
+  return (x: Input) =>
     withTape(options, (tape) => {
-      const { inputs, scalarInput, output } = recordScalar(tape, f, x, options, 'valueAndGrad');
+      const { inputs, scalarInput, output } = recordScalar(tape, f, x, options, name);
       const g = tape.gradient(output, inputs);
       return [output.value, scalarInput ? g[0]! : g];
-    })) as (x: never) => [number, number | Float64Array];
+    });
 }
 
 /** Vector-Jacobian product vᵀJ of f at x, for any cotangent v (one reverse sweep). */

@@ -168,7 +168,7 @@ describe('errors name what was expected and what arrived', () => {
   };
 
   it('a missing input says undefined once, naming the call and what it needs', () => {
-    expectError(() => grad(f)(undefined as never), NotANumberError, /^valueAndGrad: inputs must be a number, an array of numbers or a Float64Array, got undefined$/);
+    expectError(() => grad(f)(undefined as never), NotANumberError, /^grad: inputs must be a number, an array of numbers or a Float64Array, got undefined$/);
     expectError(() => hessian(f, undefined as never), NotANumberError, /^hessian: inputs must be .*, got undefined$/);
     expectError(() => gradcheck(f, undefined as never), NotANumberError, /^gradcheck: x must be a number or an array of numbers, got undefined$/);
     expectError(() => finiteDifferenceGradient((p: Float64Array) => p[0]!, undefined as never), NotANumberError, /^finiteDifferenceGradient: the point must be a number or an array of numbers, got undefined$/);
@@ -195,7 +195,7 @@ describe('errors name what was expected and what arrived', () => {
 
   it('a transform or checker given something other than a function names it', () => {
     for (const [name, call] of [
-      ['valueAndGrad', () => grad(undefined as never)],
+      ['grad', () => grad(undefined as never)],
       ['valueAndGrad', () => valueAndGrad('f' as never)],
       ['vjp', () => vjp(null as never, [1], [1])],
       ['jvp', () => jvp(3 as never, [1], [1])],

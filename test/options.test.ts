@@ -4,8 +4,8 @@
 // lengths name what was expected and what came.
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  TapegradError, compile, createTape, fromBytes, gradcheck, grad, hessian, hvp, init, jacobian, jvp, valueAndGrad, vjp,
-  type Var,
+  TapegradError, compile, createTape, defineFunction, fromBytes, gradcheck, grad, hessian, hvp, init, jacobian, jvp, valueAndGrad, vjp,
+  type Var, type Vec,
 } from '../src/index.ts';
 
 beforeAll(async () => {
@@ -29,7 +29,8 @@ const f = (x: Var[]): Var => x[0]!.square().add(x[1]!);
 describe('options', () => {
   it('unknown options are refused, naming the function and what it takes', async () => {
     expectInvalid(() => compile(f, { inputs: 2, checknan: true } as never), /^compile: unknown option 'checknan' \(it takes inputs, backend/);
-    expectInvalid(() => grad(f, { backnd: 'js' } as never), /^valueAndGrad: unknown option 'backnd'/);
+    expectInvalid(() => grad(f, { backnd: 'js' } as never), /^grad: unknown option 'backnd'/);
+    expectInvalid(() => valueAndGrad(f, { backnd: 'js' } as never), /^valueAndGrad: unknown option 'backnd'/);
     expectInvalid(() => vjp(f, [1, 2], [1], { mode: 'forward' } as never), /^vjp: unknown option 'mode'/);
     expectInvalid(() => jvp(f, [1, 2], [1, 0], { strict: true } as never), /^jvp: unknown option 'strict'/);
     expectInvalid(() => hvp(f, [1, 2], [1, 0], { tolerance: 1 } as never), /^hvp: unknown option 'tolerance'/);
@@ -78,4 +79,38 @@ describe('inputs', () => {
     expectInvalid(() => g.gradientBatch(new Float64Array(5), 3), /3 rows of 2 inputs need 6 numbers, got 5/);
     expect(() => g.gradientBatch([1, 'x', 3, 4] as never, 2)).toThrow(/entry 1 must be a number, got the string "x"/);
   });
+});
+
+it('a number for a { vector: true } transform is refused by name, not met as a TypeError in f', () => {
+  for (const [name, call] of [
+    ['grad', () => grad((v: Vec) => v.sum(), { vector: true })(3 as never)],
+    ['valueAndGrad', () => valueAndGrad((v: Vec) => v.sum(), { vector: true })(3 as never)],
+    ['hvp', () => hvp((v: Vec) => v.sum(), 3 as never, [1], { vector: true })],
+  ] as const) {
+    let error: unknown = null;
+    try {
+      call();
+    } catch (e) {
+      error = e;
+    }
+    expect((error as TapegradError).code, name).toBe('NOT_A_NUMBER');
+    expect((error as Error).message).toBe(`${name}: with { vector: true } the input must be an array of numbers (one Vec), got the number 3`);
+  }
+});
+
+it('trmv and defineFunction check their options objects', async () => {
+  const tape = await createTape();
+  const L = tape.vector([1, 2, 3, 4]).reshape([2, 2]);
+  expectInvalid(() => L.trmv([1, 1], { lowr: true } as never), /^trmv: unknown option 'lowr' \(it takes lower\)/);
+  expectInvalid(() => L.trmv([1, 1], { lower: 1 } as never), /^trmv: option 'lower' must be a boolean/);
+  expect(Array.from(L.trmv([1, 1], { lower: false }).value)).toEqual([3, 4]);
+  expect(Array.from(L.trmv([1, 1]).value)).toEqual([1, 7]);
+  const rule = { name: 'twice', forward: (xs: Float64Array) => 2 * xs[0]!, vjp: (_xs: Float64Array, _y: number, g: number) => [2 * g] };
+  expectInvalid(() => defineFunction({ ...rule, jpv: () => 0 } as never), /^defineFunction: unknown option 'jpv' \(it takes name, forward, vjp, jvp, vjpTangent\)/);
+  expectInvalid(() => defineFunction({ ...rule, jvp: 2 } as never), /^defineFunction: option 'jvp' must be a function/);
+  const twice = defineFunction(rule);
+  tape.reset();
+  const x = tape.variable(3);
+  tape.backward(twice(x));
+  expect(x.grad).toBe(2);
 });
