@@ -157,8 +157,11 @@ function exercise(f: CompiledFunction, recorded: Float64Array): void {
   const X = new Float64Array(5 * n);
   for (let r = 0; r < 5; r++) X.set(rows[r % rows.length]!, r * n);
   expectOnlyTapegradErrors(() => expectNumbers(f.gradientBatch(X, 5), 5 * n, 'gradientBatch'), 'gradientBatch');
-  // The recorded inputs satisfy every guard (fromBytes checked them), so these must succeed.
-  expectNumbers(f.gradient(recorded), n, 'gradient at the recorded inputs');
+  // The recorded inputs satisfy every guard (fromBytes checked them), so these must succeed:
+  // the gradient where the tape has one scalar output, vjp with any number of outputs.
+  if (f.outputs === 1 && f.recorded!.outputs[0]! >= 0) expectNumbers(f.gradient(recorded), n, 'gradient at the recorded inputs');
+  else expect(() => f.gradient(recorded)).toThrow('needs a function with one scalar output');
+  expectNumbers(f.vjp(recorded, new Float64Array(f.outputs).fill(1)), n, 'vjp at the recorded inputs');
 }
 
 /** fromBytes on both backends: FormatError on both, or a function that survives `exercise`. */
