@@ -477,7 +477,6 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   }
 
   private giveUp(tape: Tape): void {
-    tape.observed = null;
     tape.reset();
     this.recording = null;
     this.spareTape = tape;

@@ -264,19 +264,20 @@ export class Vec {
   /** Euclidean norm sqrt(Σ x²) (its gradient at 0 is 0, as for x.square().sum().sqrt(): the
    *  zero partials 2x are skipped, so sqrt'(0) = Infinity never meets them). */
   norm(): Var { return this.sumSquares().sqrt(); }
-  /** x − logSumExp(x), as (x − m) − log Σ exp(x − m) with m the largest element (whose gradient
+  /** x − logSumExp(x), as (x − m) − logSumExp(x − m) with m the largest element (whose gradient
    *  is stopped: the result does not move with it). Computed from x − logSumExp(x), the rounding
    *  of the log-sum-exp at large logits carried into every entry. */
   logSoftmax(): Vec {
-    const shifted = this.sub(this.max().stopGradient());
-    return shifted.sub(shifted.exp().sum().log());
+    const shifted = this.shiftedByMax();
+    return shifted.sub(shifted.logSumExp());
   }
-  /** exp(x − m) / Σ exp(x − m), m the largest element (stopped, as in logSoftmax): entries sum to
-   *  1 to rounding at any scale (exp(x − logSumExp(x)) gave 0.47 and 0.47 for logits 1e15, 1e15). */
+  /** exp(x − m) / Σ exp(x − m), m as in logSoftmax: entries sum to 1 to rounding at any scale
+   *  (exp(x − logSumExp(x)) gave 0.47 and 0.47 for logits 1e15, 1e15). */
   softmax(): Vec {
-    const e = this.sub(this.max().stopGradient()).exp();
+    const e = this.shiftedByMax().exp();
     return e.div(e.sum());
   }
+  private shiftedByMax(): Vec { return this.sub(this.max().stopGradient()); }
 
   /** Σ x_k y_k over two vectors of the same length (one node). */
   dot(other: Vec | ArrayLike<number>): Var {
