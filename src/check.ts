@@ -93,7 +93,8 @@ export interface GradcheckOptions extends FiniteDifferenceOptions {
   backend?: BackendKind;
   /** Largest normwise error accepted (default 1e-7). */
   tolerance?: number;
-  /** Throw a TapegradError describing the worst component instead of returning ok: false. */
+  /** Throw a TapegradError (code 'GRADCHECK_FAILED') describing the worst component instead of
+   *  returning ok: false. */
   raise?: boolean;
   /** Pass an array x to f as one Vec instead of a Var[]. */
   vector?: boolean;
@@ -153,7 +154,7 @@ export function gradcheck(f: (x: never) => ScalarOutput, x: number | ArrayLike<n
   const ok = error <= tolerance && !(dualityError > 1e-12);
   if (!ok && options.raise) {
     throw new TapegradError(
-      'INVALID_ARGUMENT',
+      'GRADCHECK_FAILED',
       error > tolerance
         ? `gradcheck failed: normwise error ${error.toExponential(3)} at input ${worst} ` +
             `(analytic ${analytic[worst]}, finite difference ${numeric[worst]})`

@@ -2,7 +2,7 @@
 // order rule) written in plain TypeScript over numbers. Each call records n/2 arg nodes carrying
 // the operands and one custom node; the sweeps call back into these rules once per visit.
 import type { Backend, CustomHandler } from './backend.ts';
-import { MissingRuleError, NotANumberError, TapegradError, describe } from './errors.ts';
+import { MissingRuleError, NotANumberError, TapegradError, describe, isArrayLike } from './errors.ts';
 import { checkOptions } from './options.ts';
 import { Var, type Operand, type Tape } from './tape.ts';
 
@@ -39,7 +39,7 @@ export function defineFunction(rule: CustomRule): CustomFunction {
   const id = rules.push(rule) - 1;
   return (...operands: Operand[]): Var => {
     const anchor = operands.find((o): o is Var => o instanceof Var);
-    if (!anchor) throw new NotANumberError(`${rule.name}: needs at least one Var operand, got ${operands.map(describe).join(', ')}`);
+    if (!anchor) throw new NotANumberError(`${rule.name}: needs at least one Var operand, got ${operands.length ? operands.map(describe).join(', ') : 'no arguments'}`);
     const tape = anchor.tape;
     tape.installCustomHandler((engine) => new CustomNodes(engine, tape));
     const ids = tape.operandIds(operands, ((operands.length + 1) >> 1) + 1);
@@ -114,7 +114,7 @@ export class CustomNodes implements CustomHandler {
 
 function addInto(target: Float64Array, ids: Int32Array, values: ArrayLike<number>, rule: CustomRule, what: string): void {
   if (values == null || values.length !== ids.length) {
-    throw new TapegradError('INVALID_ARGUMENT', `${rule.name}.${what} must return ${ids.length} numbers (one per operand), got ${describe(values)}`);
+    throw new TapegradError('INVALID_ARGUMENT', `${rule.name}.${what} must return ${ids.length} numbers (one per operand), got ${isArrayLike(values) ? values.length : describe(values)}`);
   }
   for (let k = 0; k < ids.length; k++) target[ids[k]!] += checkResult(values[k]!, rule, what);
 }

@@ -1,7 +1,7 @@
 /** Every error tapegrad throws on purpose. `code` tells the kind; the tape stays usable. */
 export class TapegradError extends Error {
   constructor(
-    readonly code: 'STALE_HANDLE' | 'FOREIGN_HANDLE' | 'INVALID_HANDLE' | 'NOT_A_NUMBER' | 'CAPACITY' | 'NO_GRADIENT' | 'CORE_TRAP' | 'INVALID_ARGUMENT' | 'BRANCH_CHANGED' | 'INVALID_FORMAT' | 'NON_FINITE' | 'SHAPE' | 'WORKER_EXIT',
+    readonly code: 'STALE_HANDLE' | 'FOREIGN_HANDLE' | 'INVALID_HANDLE' | 'NOT_A_NUMBER' | 'CAPACITY' | 'NO_GRADIENT' | 'CORE_TRAP' | 'INVALID_ARGUMENT' | 'BRANCH_CHANGED' | 'INVALID_FORMAT' | 'NON_FINITE' | 'SHAPE' | 'WORKER_EXIT' | 'GRADCHECK_FAILED',
     message: string,
     options?: { cause?: unknown },
   ) {

@@ -52,9 +52,10 @@ export function opArity(name: OpName | VectorOpName): number {
   return OP_TABLE[Op[name]]![1];
 }
 
-/** The name of any op code, elementwise forms included (`exp[]`). */
+/** The name of any op code, elementwise forms included (`exp[]`); `op 200` for a code no op has. */
 export function opNameOf(code: number): string {
-  if (code >= ELEMENTWISE) return `${OP_NAMES[code - ELEMENTWISE] ?? `op ${code - ELEMENTWISE}`}[]`;
+  // Only scalar ops from add to before custom have elementwise forms: 128 + vconcat is no op.
+  if (code >= ELEMENTWISE) return code - ELEMENTWISE >= Op.add && code - ELEMENTWISE < Op.custom ? `${OP_NAMES[code - ELEMENTWISE]}[]` : `op ${code}`;
   return OP_NAMES[code] ?? `op ${code}`;
 }
 

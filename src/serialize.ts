@@ -233,7 +233,7 @@ function checkStructure(
   };
   for (let i = 0; i < n; i++) {
     const code = op[i]!;
-    if (code > Op.vgather && !(code >= ELEMENTWISE + Op.add && code < ELEMENTWISE + Op.custom)) fail(i, 'has an unknown op code');
+    if (code > Op.vgather && !(code >= ELEMENTWISE + Op.add && code < ELEMENTWISE + Op.custom)) throw new FormatError(`malformed: node ${i} has an unknown op code ${code}`);
     const isInput = vectorInput ? i <= 1 : i < inputs;
     if (version === 1 && code >= Op.vmeta) fail(i, 'is a vector op, which version 1 does not have');
     if (vectorInput && i === 0 && code !== Op.vmeta) fail(i, 'must be the vmeta of the input vector');

@@ -674,8 +674,18 @@ export class Tape {
     const n = op.length;
     let elements = 0;
     for (let i = 0; i < n; i++) if (op[i] === VMETA) elements += b[i]!;
-    if (n > this.capacity) this.grow(n);
-    if (elements > 0) this.allocateElements(elements);
+    try {
+      if (n > this.capacity) this.grow(n);
+      if (elements > 0) this.allocateElements(elements);
+    } catch (error) {
+      // The advice of a recording's CapacityError (reset the tape) cannot help a tape loaded whole.
+      if (!(error instanceof CapacityError)) throw error;
+      const limit = error.limit === this.maxNodes ? 'maxNodes' : error.limit === this.maxMemoryBytes ? 'maxMemoryBytes' : 0;
+      throw new CapacityError(
+        `fromBytes: the serialized tape (${n} nodes, ${elements} elements) needs more than ${limit ? `${limit} = ${error.limit}; pass fromBytes a larger ${limit}` : `the ${this.backend} backend's memory`}`,
+        error.limit,
+      );
+    }
     this.vectorNodes = elements > 0 || op.some((code) => code >= VMETA);
     this.opV.set(op);
     this.aV.set(a);

@@ -21,13 +21,16 @@ export type VecOperand = Vec | Var | number | ArrayLike<number>;
 export type Shape = readonly number[];
 
 const sizeOf = (shape: Shape): number => shape.reduce((p, d) => p * d, 1);
-const show = (shape: Shape): string => `[${shape.join(', ')}]`;
+const show = (shape: readonly (number | string)[]): string => `[${shape.join(', ')}]`;
 
-function checkShape(shape: Shape, n: number, what: string): Shape {
+/** `operand` and `data` let a caller that is given dimensions (the handle API) name the operand
+ *  and its handle in the message. */
+function checkShape(shape: Shape, n: number, what: string, operand = 'shape', data = 'the data'): Shape {
   if (!Array.isArray(shape) || shape.some((d) => !Number.isInteger(d) || d < 0)) {
-    throw new TapegradError('INVALID_ARGUMENT', `${what}: a shape is an array of non-negative integers, got ${describe(shape)}`);
+    // No dimension is inferred: NumPy's -1 is refused with the rest.
+    throw new TapegradError('INVALID_ARGUMENT', `${what}: a shape is an array of non-negative integers, got ${Array.isArray(shape) ? show(shape.map((d) => (typeof d === 'number' ? d : describe(d)))) : describe(shape)}`);
   }
-  if (sizeOf(shape) !== n) throw new ShapeError(`${what}: shape ${show(shape)} holds ${sizeOf(shape)} elements, the data has ${n}`, what, [shape, [n]]);
+  if (sizeOf(shape) !== n) throw new ShapeError(`${what}: ${operand} ${show(shape)} holds ${sizeOf(shape)} elements, ${data} has ${n}`, what, [shape, [n]]);
   return Object.freeze(shape.slice());
 }
 
@@ -206,7 +209,8 @@ export class Vec {
   get(i: number): Var {
     const t = this.tape, v = t.vindex(this), n = t.elementLength(v);
     const k = i < 0 ? n + i : i;
-    if (!Number.isInteger(i) || k < 0 || k >= n) throw new TapegradError('INVALID_ARGUMENT', `get(${describe(i)}): index out of range for ${n} elements`);
+    if (!Number.isInteger(i)) throw new TapegradError('INVALID_ARGUMENT', `get: the index must be an integer, got ${describe(i)}`);
+    if (k < 0 || k >= n) throw new TapegradError('INVALID_ARGUMENT', `get(${i}): index out of range for ${n} elements`);
     t.reserveNodes(1);
     return scalarOut(t, VGET, v, k);
   }
@@ -526,9 +530,13 @@ export class VectorHandleApi {
   logSumExp(h: number): number { return this.scalar(this.wrap(h).logSumExp()); }
   dot(h1: number, h2: number): number { return this.scalar(this.wrap(h1).dot(this.wrap(h2))); }
   /** A [m, k] times x [k] → [m]. */
-  matvec(a: number, x: number, m: number, k: number): number { return this.handle(this.wrap(a, [m, k]).matvec(this.wrap(x, [k]))); }
+  matvec(a: number, x: number, m: number, k: number): number {
+    return this.handle(this.wrap(a, [m, k], 'matvec', 'matrix [m, k] =').matvec(this.wrap(x, [k], 'matvec', 'vector [k] =')));
+  }
   /** A [m, k] times B [k, p] → [m, p]. */
-  matmul(a: number, b: number, m: number, k: number, p: number): number { return this.handle(this.wrap(a, [m, k]).matmul(this.wrap(b, [k, p]))); }
+  matmul(a: number, b: number, m: number, k: number, p: number): number {
+    return this.handle(this.wrap(a, [m, k], 'matmul', 'matrix [m, k] =').matmul(this.wrap(b, [k, p], 'matmul', 'matrix [k, p] =')));
+  }
   /** `cond ? ifTrue : ifFalse` per element; any of the three may be a scalar handle. */
   select(cond: number, ifTrue: number, ifFalse: number): number {
     return this.handle(elementwise(this.tape, SELECT, 'select', [this.any(cond), this.any(ifTrue), this.any(ifFalse)]));
@@ -540,10 +548,10 @@ export class VectorHandleApi {
   /** Wraps a vector handle as a Vec (shape [n] unless given). */
   toVec(h: number, shape?: Shape): Vec { return this.wrap(h, shape); }
 
-  private wrap(h: number, shape?: Shape): Vec {
+  private wrap(h: number, shape?: Shape, op = 'toVec', operand?: string): Vec {
     const i = this.tape.vindexOfHandle(h);
     const n = this.tape.elementLength(i);
-    return new Vec(this.tape, i, shape === undefined ? [n] : checkShape(shape, n, 'shape'));
+    return new Vec(this.tape, i, shape === undefined ? [n] : checkShape(shape, n, op, operand, `vector handle ${h}`));
   }
   /** A vector handle as a Vec, a scalar handle as a Var (for broadcasting). */
   private any(h: number): Vec | Var {

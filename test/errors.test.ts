@@ -1,6 +1,7 @@
 // Every misuse throws its documented error class with a message that says what went wrong, and
 // the tape keeps working afterwards.
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
@@ -363,4 +364,19 @@ it('limits out of range are INVALID_ARGUMENT naming the option, on createTape an
   }
   const tape = await createTape({ maxNodes: Infinity, maxMemoryBytes: 1 << 20 });
   expect(tape.variable(2).exp().value).toBe(Math.exp(2));
+});
+
+// MissingRuleError and the GRADCHECK_FAILED code were missing from the table.
+it("README's Errors table has a row for every code and every error class, with the class's code", async () => {
+  const api = await import('../src/index.ts');
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  const table = readme.slice(readme.indexOf('### Errors'), readme.indexOf('### Memory'));
+  const rows = [...table.matchAll(/^\| `(\w+)`[^|]*\| `(\w+)` \|/gm)].map((m) => `${m[1]} ${m[2]}`);
+  const source = readFileSync(new URL('../src/errors.ts', import.meta.url), 'utf8');
+  const codes = [.../readonly code: ([^\n]+)/.exec(source)![1]!.matchAll(/'(\w+)'/g)].map((m) => m[1]!);
+  expect(codes).toContain('GRADCHECK_FAILED');
+  expect(new Set(rows.map((r) => r.split(' ')[1]))).toEqual(new Set(codes));
+  const classes = (Object.values(api) as unknown[]).filter((v): v is new (message: string) => TapegradError => typeof v === 'function' && v.prototype instanceof TapegradError);
+  expect(classes.map((c) => c.name)).toContain('MissingRuleError');
+  for (const Class of classes) expect(rows, Class.name).toContain(`${Class.name} ${new Class('m').code}`);
 });

@@ -143,6 +143,8 @@ describe.each(BACKENDS)('gradcheck on wrong rules (%s)', (backend) => {
       caught = e;
     }
     expect(caught).toBeInstanceOf(TapegradError);
+    // A wrong gradient is no bad argument: its own code, not INVALID_ARGUMENT.
+    expect((caught as TapegradError).code).toBe('GRADCHECK_FAILED');
     const message = (caught as Error).message;
     expect(message).toMatch(/gradcheck failed: normwise error \S+ at input 2/);
     // analytic sin 0.3 = 0.29552..., finite difference cos 0.3 = 0.95533...
@@ -154,7 +156,9 @@ describe.each(BACKENDS)('gradcheck on wrong rules (%s)', (backend) => {
     expect(r.error).toBeLessThanOrEqual(1e-7);
     expect(r.dualityError).toBeGreaterThan(1e-3);
     expect(r.ok).toBe(false);
-    expect(() => gradcheck(([a, b]) => wrongJvpSin(a!).mul(b!), [0.9, 1.5], { backend, raise: true })).toThrow(/tangent sweep disagrees with the reverse sweep/);
+    expect(() => gradcheck(([a, b]) => wrongJvpSin(a!).mul(b!), [0.9, 1.5], { backend, raise: true })).toThrow(
+      expect.objectContaining({ code: 'GRADCHECK_FAILED', message: expect.stringMatching(/tangent sweep disagrees with the reverse sweep/) }),
+    );
   });
 
   it('a looser tolerance accepts what the default rejects', () => {

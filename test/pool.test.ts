@@ -133,7 +133,7 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     bytes[bytes.length - 1]! ^= 1;
     await expect(pool.register(bytes)).rejects.toThrow(FormatError);
     await expect(pool.register('f' as unknown as Uint8Array)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    await expect(pool.register(compile(tiny, { inputs: 3, backend }))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' }); // nothing recorded yet
+    await expect(pool.register(compile(tiny, { inputs: 3, backend }))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' }); // nothing recorded yet (its message: the test from the sources below)
   });
 });
 
@@ -190,7 +190,7 @@ describe('worker crashes and closing', () => {
 
 // From the sources the pool started './worker.js', which only dist has, and the failed start's
 // 'error' event, with no listener, ended the process.
-it('works from the sources under tsx, and a worker error event does not end the process', () => {
+it('works from the sources under tsx, and a worker error event does not end the process; an unrecorded function is refused', () => {
   const root = new URL('../', import.meta.url);
   const script = join(mkdtempSync(join(tmpdir(), 'tapegrad-pool-')), 'pool-from-sources.mts');
   writeFileSync(script, `
@@ -200,13 +200,21 @@ await init();
 const pool = await createPool({ threads: 1, minRowsPerTask: 1 });
 const f = compile((x) => x[0].mul(x[1]).sin(), { inputs: 2, at: [1, 2] });
 const g = await (await pool.register(f)).gradientBatch([1, 2, 0.5, 3], 2);
+const refused = await pool.register(compile((x) => x[0].exp(), { inputs: 1 })).then(() => null, (e) => [e.name, e.code, e.message]);
 pool.piscina.emit('error', new Error('a worker failed to start'));
 await pool.close();
-console.log(JSON.stringify(Array.from(g)), JSON.stringify(Array.from(f.gradientBatch([1, 2, 0.5, 3], 2))));`);
+console.log(JSON.stringify(Array.from(g)), JSON.stringify(Array.from(f.gradientBatch([1, 2, 0.5, 3], 2))));
+console.log(JSON.stringify(refused));`);
   const child = spawnSync(process.execPath, ['--import', 'tsx', script], { cwd: fileURLToPath(root), encoding: 'utf8' });
   expect(child.stderr).toBe('');
   expect(child.status).toBe(0);
-  const [pooled, single] = child.stdout.trim().split(' ');
+  const [results, refused] = child.stdout.trim().split('\n');
+  // The precondition in words (it said "... before toBytes()", a call the user never made).
+  expect(JSON.parse(refused!)).toEqual([
+    'TapegradError', 'INVALID_ARGUMENT',
+    'register: the compiled function has not recorded yet; call it once (or compile it with { at }) before registering it',
+  ]);
+  const [pooled, single] = results!.split(' ');
   expect(pooled).toBe(single);
   expect(JSON.parse(pooled!)).toHaveLength(4);
 });

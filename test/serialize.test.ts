@@ -8,7 +8,7 @@ import {
   BranchChangedError, CapacityError, FORMAT_VERSION, FormatError, TapegradError, compile, defineFunction, fromBytes, init, normwiseError,
   type BackendKind, type CompilableFunction, type CompiledFunction, type Var, type Vec,
 } from '../src/index.ts';
-import { ELEMENTWISE, Op } from '../src/ops.ts';
+import { ELEMENTWISE, Op, opNameOf } from '../src/ops.ts';
 import { BACKENDS, expectClose, rosenbrock } from './support.ts';
 
 beforeAll(async () => {
@@ -179,6 +179,16 @@ describe('round trips across backends', () => {
     const size = outer.recorded!.tape.size;
     expect(() => fromBytes(bytes, { backend, maxMemoryBytes: 16 * 4096 })).toThrow(CapacityError);
     expect(() => fromBytes(bytes, { backend, maxNodes: size - 1 })).toThrow(CapacityError);
+    // The message names the limit and how to raise it: resetting (the tape's advice while
+    // recording) cannot make room for bytes that alone need more.
+    for (const [name, limit] of [['maxMemoryBytes', 16 * 4096], ['maxNodes', size - 1]] as const) {
+      let thrown: unknown = null;
+      try { fromBytes(bytes, { backend, [name]: limit }); } catch (e) { thrown = e; }
+      expect(thrown).toMatchObject({ name: 'CapacityError', code: 'CAPACITY', limit });
+      expect((thrown as Error).message).toBe(
+        `fromBytes: the serialized tape (${size} nodes, 4352 elements) needs more than ${name} = ${limit}; pass fromBytes a larger ${name}`,
+      );
+    }
     const loaded = fromBytes(bytes, { backend, maxNodes: size, maxMemoryBytes: 1 << 20 });
     expectSameBits(loaded.gradient(x), outer.gradient(x), 'within the limits');
     expect(() => fromBytes(bytes, { backend, maxMemoryBytes: 'lots' } as never)).toThrow(TapegradError);
@@ -341,9 +351,13 @@ describe('fromBytes refuses what is not a valid tape with FormatError', () => {
   });
 
   it('an unknown op code, or a custom one (its rule is JS code that was not stored)', () => {
-    for (const code of [Op.custom, Op.vgather + 1, 127, ELEMENTWISE + Op.custom, 255]) {
-      expectFormatError(forged((s, bytes) => (bytes[s.ops + nodeOf(s, bytes, Op.exp)] = code)), /malformed: node \d+ \(.*\) has an unknown op code/);
+    expectFormatError(forged((s, bytes) => (bytes[s.ops + nodeOf(s, bytes, Op.exp)] = Op.custom)), /malformed: node \d+ \(custom\) has an unknown op code: custom functions cannot be stored/);
+    // The code itself: no op has it, so no name (200 was "vconcat[]", 255 "op 127[]").
+    for (const code of [Op.vgather + 1, 127, ELEMENTWISE + Op.custom, ELEMENTWISE + Op.vconcat, 255]) {
+      expectFormatError(forged((s, bytes) => (bytes[s.ops + nodeOf(s, bytes, Op.exp)] = code)), new RegExp(`^malformed: node \\d+ has an unknown op code ${code}$`));
+      expect(opNameOf(code)).toBe(`op ${code}`);
     }
+    expect(opNameOf(ELEMENTWISE + Op.exp)).toBe('exp[]');
   });
 
   it('a select without its arg node, and an arg node without its select', () => {

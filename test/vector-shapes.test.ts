@@ -198,6 +198,13 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     expectShapeError(tape, () => S.trmv(v3), 'trmv', [[2, 2], [3]], /square matrix/);
     expectShapeError(tape, () => v2.trmv(v2), 'trmv', [[2], [2]], /square matrix/);
     expectShapeError(tape, () => S.trmv([1, 2, 3], { lower: false }), 'trmv', [[2, 2], [3]], /square matrix/);
+    // The handle API takes the dimensions: its errors name the op and the operand whose handle
+    // holds another number of elements (they said "shape: shape [2] …").
+    const h = tape.handles.vec;
+    expectShapeError(tape, () => h.matvec(M.id, v3.id, 3, 2), 'matvec', [[2], [3]], /^matvec: vector \[k\] = \[2\] holds 2 elements, vector handle -\d+ has 3$/, false);
+    expectShapeError(tape, () => h.matvec(M.id, v2.id, 2, 2), 'matvec', [[2, 2], [6]], /^matvec: matrix \[m, k\] = \[2, 2\] holds 4 elements, vector handle -\d+ has 6$/, false);
+    expectShapeError(tape, () => h.matmul(M.id, v3.id, 2, 3, 2), 'matmul', [[3, 2], [3]], /^matmul: matrix \[k, p\] = \[3, 2\] holds 6 elements, vector handle -\d+ has 3$/, false);
+    expectShapeError(tape, () => h.toVec(M.id, [4]), 'toVec', [[4], [6]], /^toVec: shape \[4\] holds 4 elements, vector handle -\d+ has 6$/, false);
   });
 
   it('reshape, vector and constantVector to a wrong size; slice and transpose of the wrong rank', async () => {
@@ -208,6 +215,16 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     expectShapeError(tape, () => v.reshape([5]), 'reshape', [[5], [6]], /^reshape: shape \[5\] holds 5 elements, the data has 6$/, false);
     expectShapeError(tape, () => tape.vector([1, 2, 3], [2, 2]), 'vector', [[2, 2], [3]], /^vector: shape \[2, 2\] holds 4 elements, the data has 3$/, false);
     expectShapeError(tape, () => tape.constantVector([1, 2, 3], [2]), 'constantVector', [[2], [3]], /^constantVector: shape \[2\] holds 2 elements, the data has 3$/, false);
+    // A dimension that is no non-negative integer (NumPy's -1 included) is no shape at all: the
+    // message shows the shape given (it said "got an array").
+    for (const [shape, shown] of [[[-1, 2], '[-1, 2]'], [[1.5, 4], '[1.5, 4]'], [['2', 3], '[the string "2", 3]']] as const) {
+      const e = thrownWithoutRecording(tape, () => v.reshape(shape as unknown as Shape), 'reshape');
+      expect(e).toBeInstanceOf(TapegradError);
+      expect(e).not.toBeInstanceOf(ShapeError);
+      expect((e as TapegradError).code).toBe('INVALID_ARGUMENT');
+      expect((e as Error).message).toBe(`reshape: a shape is an array of non-negative integers, got ${shown}`);
+    }
+    expect(() => tape.vector([1, 2], 2 as unknown as Shape)).toThrow(/^vector: a shape is an array of non-negative integers, got number 2$/);
     expectShapeError(tape, () => v.reshape([2, 3]).slice(1), 'slice', [[2, 3]], /expects a vector/);
     expectShapeError(tape, () => v.reshape([1, 2, 3]).transpose(), 'transpose', [[1, 2, 3]], /expects a matrix/);
   });
@@ -257,5 +274,10 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
       try { action(); } catch (e) { expect((e as TapegradError).code).toBe('INVALID_ARGUMENT'); }
       expectUnchanged(tape, size, elements);
     }
+    // A fractional index is not out of range: the message says what is wrong with it.
+    expect(() => v.get(1.5)).toThrow(/^get: the index must be an integer, got number 1\.5$/);
+    expect(() => tape.handles.vec.get(v.id, 0.5)).toThrow(/^get: the index must be an integer, got number 0\.5$/);
+    expect(() => v.get(3)).toThrow(/^get\(3\): index out of range for 3 elements$/);
+    expect(() => v.get(-4)).toThrow(/^get\(-4\): index out of range for 3 elements$/);
   });
 });

@@ -89,8 +89,11 @@ export class GradientPool {
   async register(f: CompiledFunction | Uint8Array): Promise<PooledFunction> {
     this.checkOpen();
     let bytes: Uint8Array;
-    if (f instanceof CompiledFunction) bytes = f.toBytes();
-    else if (f instanceof Uint8Array) bytes = f;
+    if (f instanceof CompiledFunction) {
+      // toBytes's own message names toBytes, which the caller never called.
+      if (!f.recorded) throw new TapegradError('INVALID_ARGUMENT', 'register: the compiled function has not recorded yet; call it once (or compile it with { at }) before registering it');
+      bytes = f.toBytes();
+    } else if (f instanceof Uint8Array) bytes = f;
     else throw new TapegradError('INVALID_ARGUMENT', `register needs a compiled function or its bytes (a Uint8Array), got ${describe(f)}`);
     // The main thread keeps a copy loaded from the same bytes, as the workers load it (small
     // batches run on it, and like theirs it cannot record again). A function with active
