@@ -434,10 +434,13 @@ export let partialZTangent: f64 = 0;
     case Op.PowConst: return z == 0 || z == 1 ? 0 : tx * z * (z - 1) * Math.pow(x, z - 2);
     case Op.Exp: return ty;
     case Op.Expm1: return ty;
-    case Op.Log: return -tx / (x * x);
-    case Op.Log1p: return -tx / ((1 + x) * (1 + x));
-    case Op.Log2: return -tx / (x * x * LN2);
-    case Op.Log10: return -tx / (x * x * LN10);
+    // Outside the domain NaN, as the first partial is (the formulas alone are finite there), but
+    // 0 along a zero tangent, as the tangent sweep adds nothing for one: a NaN element of a vector
+    // leaves the Hessian's cross terms with the others 0, as the gradient keeps theirs.
+    case Op.Log: return x >= 0 ? -tx / (x * x) : tx == 0 ? 0 : NaN;
+    case Op.Log1p: return x >= -1 ? -tx / ((1 + x) * (1 + x)) : tx == 0 ? 0 : NaN;
+    case Op.Log2: return x >= 0 ? -tx / (x * x * LN2) : tx == 0 ? 0 : NaN;
+    case Op.Log10: return x >= 0 ? -tx / (x * x * LN10) : tx == 0 ? 0 : NaN;
     // sin'' = -sin and cos'' = -cos: the node's own value y, not a second evaluation.
     case Op.Sin: return -tx * y;
     case Op.Cos: return -tx * y;
@@ -455,8 +458,8 @@ export let partialZTangent: f64 = 0;
     case Op.Cosh: return tx * Math.cosh(x);
     case Op.Tanh: return -2 * y * ty;
     case Op.Asinh: { const u = x * x + 1; return -x * tx / (u * Math.sqrt(u)); }
-    case Op.Acosh: { const u = (x - 1) * (x + 1); return -x * tx / (u * Math.sqrt(u)); }
-    case Op.Atanh: { const u = 1 - x * x; return 2 * x * tx / (u * u); }
+    case Op.Acosh: { const u = (x - 1) * (x + 1); return x >= 1 ? -x * tx / (u * Math.sqrt(u)) : tx == 0 ? 0 : NaN; }
+    case Op.Atanh: { const u = 1 - x * x; return Math.abs(x) <= 1 ? 2 * x * tx / (u * u) : tx == 0 ? 0 : NaN; }
     case Op.Hypot: {
       if (y == 0) return 0;
       partialZTangent = (tz * y - z * ty) / (y * y);

@@ -3,7 +3,7 @@
 // softplus and sigmoid, the zero-adjoint skip rule, and each op's boundary points. Expected
 // values are closed forms (limits, exact small integers), never outputs copied from a run.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type Tape, type Var } from '../src/index.ts';
+import { compile, hessian, type Tape, type Var, type Vec } from '../src/index.ts';
 import { UNARY_OPS, ZERO_GRADIENT_OPS, type UnaryOpName } from '../src/ops.ts';
 import { sameNumber, show } from './op-cases.ts';
 import { BACKENDS, tapeOn } from './support.ts';
@@ -65,6 +65,24 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
     ['(-2)^0.5', (x) => x.pow(0.5), [-2], NaN, [NaN]],
     ['pow(-2, 0.5)', (x, c) => x.pow(c), [-2, 0.5], NaN, [NaN, NaN]],
   ]));
+
+  // The second-order formulas of these ops (-1/x^2 for log, 2x/(1-x^2)^2 for atanh...) are finite
+  // outside the domain; the policy asks NaN there, as for the value and the gradient.
+  it.each([
+    ['log', -1], ['log', -Infinity], ['log2', -1], ['log10', -1], ['log1p', -2], ['atanh', 2], ['atanh', -1.5], ['acosh', -1], ['acosh', 0.5],
+  ] as [UnaryOpName, number][])('outside its domain the second derivative is NaN too: %s(%d), tape, vectors, compiled', (op, x) => {
+    expect(hessian((v: Var) => v[op](), x, { backend }).data[0]).toBeNaN();
+    const inside = op === 'acosh' ? 2 : 0.5;
+    // A zero tangent adds nothing: the cross terms with an element inside the domain stay 0.
+    const h = Array.from(hessian((v: Vec) => v[op]().sum(), [x, inside], { backend, vector: true }).data);
+    expect(h.slice(0, 3)).toEqual([NaN, 0, 0]);
+    expect(h[3]).toBeCloseTo(second(op, inside), 12);
+    for (const codegen of [true, false]) {
+      const f = compile((v: Var[]) => v[0]![op](), { inputs: 1, backend, codegen, at: [0.25] });
+      expect(f.hvp([x], [1])[0], `codegen ${codegen}`).toBeNaN();
+      expect(f.hvp([inside], [1])[0], `codegen ${codegen}`).toBeCloseTo(second(op, inside), 12);
+    }
+  });
 
   it('exp overflows to Infinity past ln(MAX_VALUE) = 709.7827, and not before', () => {
     expectCases([
@@ -289,4 +307,16 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
 /** Unary ops whose derivative depends on x (NaN in, NaN gradient out). */
 function nonlinear(op: UnaryOpName): boolean {
   return op !== 'neg' && !ZERO_GRADIENT_OPS.includes(op);
+}
+
+/** The closed-form second derivative of the domain cases above, inside the domain. */
+function second(op: UnaryOpName, x: number): number {
+  switch (op) {
+    case 'log': return -1 / (x * x);
+    case 'log2': return -1 / (x * x * Math.LN2);
+    case 'log10': return -1 / (x * x * Math.LN10);
+    case 'log1p': return -1 / ((1 + x) * (1 + x));
+    case 'atanh': return (2 * x) / ((1 - x * x) * (1 - x * x));
+    default: return -x / ((x * x - 1) * Math.sqrt(x * x - 1)); // acosh
+  }
 }

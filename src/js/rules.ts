@@ -206,10 +206,13 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
     case powConst: return z === 0 || z === 1 ? 0 : tx * z * (z - 1) * Math.pow(x, z - 2);
     case exp: return ty;
     case expm1: return ty;
-    case log: return -tx / (x * x);
-    case log1p: return -tx / ((1 + x) * (1 + x));
-    case log2: return -tx / (x * x * LN2);
-    case log10: return -tx / (x * x * LN10);
+    // Outside the domain NaN, as the first partial is (the formulas alone are finite there), but
+    // 0 along a zero tangent, as the tangent sweep adds nothing for one: a NaN element of a vector
+    // leaves the Hessian's cross terms with the others 0, as the gradient keeps theirs.
+    case log: return x >= 0 ? -tx / (x * x) : tx === 0 ? 0 : NaN;
+    case log1p: return x >= -1 ? -tx / ((1 + x) * (1 + x)) : tx === 0 ? 0 : NaN;
+    case log2: return x >= 0 ? -tx / (x * x * LN2) : tx === 0 ? 0 : NaN;
+    case log10: return x >= 0 ? -tx / (x * x * LN10) : tx === 0 ? 0 : NaN;
     // As in the core: the node's own value y is sin x (cos x), no second evaluation.
     case sin: return -tx * y;
     case cos: return -tx * y;
@@ -227,8 +230,8 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
     case cosh: return tx * Math.cosh(x);
     case tanh: return -2 * y * ty;
     case asinh: { const u = x * x + 1; return -x * tx / (u * Math.sqrt(u)); }
-    case acosh: { const u = (x - 1) * (x + 1); return -x * tx / (u * Math.sqrt(u)); }
-    case atanh: { const u = 1 - x * x; return 2 * x * tx / (u * u); }
+    case acosh: { const u = (x - 1) * (x + 1); return x >= 1 ? -x * tx / (u * Math.sqrt(u)) : tx === 0 ? 0 : NaN; }
+    case atanh: { const u = 1 - x * x; return Math.abs(x) <= 1 ? 2 * x * tx / (u * u) : tx === 0 ? 0 : NaN; }
     case hypot: {
       if (y === 0) return 0;
       partialZTangent[0] = (tz * y - z * ty) / (y * y);
