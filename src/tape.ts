@@ -1038,6 +1038,12 @@ export class Tape {
 
   private badHandle(h: unknown): Error {
     if (typeof h !== 'number') return new NotANumberError(`expected a handle (integer), got ${describe(h)}`);
+    // Reached with a negative integer only where a scalar handle is needed, as Var methods give a
+    // Vec there (tape.backward(vec)).
+    const v = ~h - this.base;
+    if (h < 0 && Number.isInteger(h) && v >= 0 && v < this.count && this.isVector(v)) {
+      return new ShapeError(`handle ${h} is a vector, where a scalar handle is needed (tape.handles.vec reads vectors: value, grad, sum)`, 'scalar', [[this.elementLength(v)]]);
+    }
     if (!Number.isInteger(h) || h < 0) return new InvalidHandleError(`${h} is not a handle: handles are non-negative integers`);
     if (this.wasLive(h)) return new StaleHandleError(`handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
     return new InvalidHandleError(`handle ${h} is not a node of this tape (${this.liveRange()})`);

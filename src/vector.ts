@@ -236,7 +236,9 @@ export class Vec {
     if (!isArrayLike(indices)) throw new NotANumberError(`gather: indices must be an array of integers, got ${describe(indices)}`);
     for (let k = 0; k < indices.length; k++) {
       const j = indices[k]!;
-      if (!Number.isInteger(j) || j < 0 || j >= n) throw new TapegradError('INVALID_ARGUMENT', `gather: index ${describe(j)} at position ${k} is out of range for ${n} elements`);
+      if (!Number.isInteger(j) || j < 0 || j >= n) {
+        throw new TapegradError('INVALID_ARGUMENT', `gather: index ${describe(j)} at position ${k} ${Number.isInteger(j) ? `is out of range for ${n} elements` : 'is not an integer'}`);
+      }
     }
     t.reserveVector(4, 2 * indices.length);
     const idx = t.recordVectorLeaf(VCONST, indices);
@@ -564,7 +566,9 @@ export class VectorHandleApi {
   /** @internal Elementwise op over handles: lengths equal, scalar, or a divisor (repeated). */
   elementwise(s: number, name: string, hs: readonly number[]): number {
     const operands = hs.map((h) => this.any(h));
-    const n = Math.max(1, ...operands.map((o) => (o instanceof Vec ? o.size : 1)));
+    // The longest vector's length, 0 included (an empty vector with scalars is an empty result).
+    const sizes = operands.flatMap((o) => (o instanceof Vec ? [o.size] : []));
+    const n = sizes.length > 0 ? Math.max(...sizes) : 1;
     const shaped = operands.map((o) => {
       if (!(o instanceof Vec) || o.size === n) return o instanceof Vec ? o.reshape([n]) : o;
       if (o.size === 0 || n % o.size !== 0) throw new ShapeError(`${name}: lengths ${o.size} and ${n} do not broadcast (one must divide the other)`, name, [[o.size], [n]]);

@@ -39,6 +39,35 @@ describe.each(BACKENDS)('the vector handle API (%s)', (backend) => {
     expect(() => h.toVec(x, [4])).toThrow(ShapeError);
   });
 
+  it('an empty vector handle goes through elementwise ops, with scalars too, as an empty Vec does', async () => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles;
+    const v = h.vec.variable([]);
+    for (const y of [h.vec.exp(v), h.vec.add(v, h.variable(2)), h.vec.mul(h.constant(3), v)]) expect(h.vec.length(y)).toBe(0);
+    const s = h.vec.sum(h.vec.exp(v));
+    expect(h.value(s)).toBe(0);
+    h.backward(s);
+    expect(Array.from(h.vec.grad(v))).toEqual([]);
+    // An empty vector with a longer one still does not broadcast.
+    expect(() => h.vec.add(v, h.vec.variable([1, 2]))).toThrow(/^add: lengths 0 and 2 do not broadcast/);
+  });
+
+  it('a vector handle where a scalar one is needed is a ShapeError naming the vector readers', async () => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles;
+    const a = h.vec.variable([1, 2]);
+    const s = h.vec.sum(a);
+    for (const action of [() => h.value(a), () => h.grad(a), () => h.backward(a), () => h.gradient(s, [a]), () => h.exp(a)]) {
+      const size = tape.size;
+      expect(action).toThrow(ShapeError);
+      expect(action).toThrow(new RegExp(`^handle ${a} is a vector, where a scalar handle is needed`));
+      expect(tape.size).toBe(size);
+    }
+    // Not a vector: -1.5 and stale negative integers keep the handle errors.
+    expect(() => h.value(-1.5)).toThrow(TapegradError);
+    expect(() => h.value(-1.5)).not.toThrow(ShapeError);
+  });
+
   it.each(UNARY_OPS)('unary %s by name equals the Vec method, bit for bit', async (op: UnaryOpName) => {
     const tape = await tapeOn(backend);
     const h = tape.handles.vec;

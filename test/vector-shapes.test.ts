@@ -279,5 +279,7 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     expect(() => tape.handles.vec.get(v.id, 0.5)).toThrow(/^get: the index must be an integer, got number 0\.5$/);
     expect(() => v.get(3)).toThrow(/^get\(3\): index out of range for 3 elements$/);
     expect(() => v.get(-4)).toThrow(/^get\(-4\): index out of range for 3 elements$/);
+    expect(() => v.gather([0, 0.5])).toThrow(/^gather: index number 0\.5 at position 1 is not an integer$/);
+    expect(() => v.gather([0, 3])).toThrow(/^gather: index number 3 at position 1 is out of range for 3 elements$/);
   });
 });

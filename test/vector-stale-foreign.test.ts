@@ -5,7 +5,7 @@
 // recorded by any of them, and the tape keeps working.
 import { describe, expect, it } from 'vitest';
 import {
-  ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError, TapegradError, where,
+  ForeignHandleError, InvalidHandleError, NotANumberError, ShapeError, StaleHandleError, TapegradError, where,
   type Tape, type Var, type Vec,
 } from '../src/index.ts';
 import { BACKENDS, tapeOn } from './support.ts';
@@ -116,8 +116,8 @@ describe.each(BACKENDS)('stale and foreign vectors (%s)', (backend) => {
     expectRejected(tape, () => h.value(-1.5), InvalidHandleError, 'INVALID_HANDLE', /not a handle/, 'fraction');
     expectRejected(tape, () => h.value(fresh - 1000), InvalidHandleError, 'INVALID_HANDLE', /not a vector handle of this tape/, 'beyond the tape');
     expectRejected(tape, () => h.value('a' as unknown as number), NotANumberError, 'NOT_A_NUMBER', /expected a handle/, 'string');
-    // A vector handle given to the scalar handle API is rejected too.
-    expectRejected(tape, () => tape.handles.exp(fresh), InvalidHandleError, 'INVALID_HANDLE', /handles are non-negative integers/, 'scalar API');
+    // A vector handle given to the scalar handle API is a ShapeError, as a Vec given to a Var method is.
+    expectRejected(tape, () => tape.handles.exp(fresh), ShapeError, 'SHAPE', /is a vector, where a scalar handle is needed/, 'scalar API');
     // A raw vector handle of another tape: the tapes' handle ranges lie apart, so it is stale or unknown here.
     const other = await tapeOn(backend);
     const theirs = other.handles.vec.variable([7, 8, 9]);
