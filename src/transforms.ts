@@ -125,18 +125,20 @@ function toVector(x: ArrayLike<number> | number, name: string): ArrayLike<number
 
 /** Gradient of a scalar function: `grad(f)(2)` is a number when f takes one Var, `grad(f)([1, 2])`
  *  a Float64Array when f takes a Var[]. */
-export function grad(f: (x: Var) => ScalarOutput, options?: TransformOptions): (x: number) => number;
+export function grad(f: (x: Var) => ScalarOutput, options?: TransformOptions & { vector?: false }): (x: number) => number;
 export function grad(f: (x: Vec) => ScalarOutput, options: TransformOptions & { vector: true }): (x: ArrayLike<number>) => Float64Array;
-export function grad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions): (x: ArrayLike<number>) => Float64Array;
+export function grad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions & { vector?: false }): (x: ArrayLike<number>) => Float64Array;
+export function grad(f: AnyInputFunction<ScalarOutput>, options?: TransformOptions): (x: Input) => number | Float64Array;
 export function grad(f: (x: never) => ScalarOutput, options?: TransformOptions): (x: never) => number | Float64Array {
   const vg = valueAndGradNamed(f, options, 'grad');
   return ((x: Input) => vg(x)[1]) as (x: never) => number | Float64Array;
 }
 
 /** `[f(x), grad f(x)]` from one recording and one reverse sweep. */
-export function valueAndGrad(f: (x: Var) => ScalarOutput, options?: TransformOptions): (x: number) => [number, number];
+export function valueAndGrad(f: (x: Var) => ScalarOutput, options?: TransformOptions & { vector?: false }): (x: number) => [number, number];
 export function valueAndGrad(f: (x: Vec) => ScalarOutput, options: TransformOptions & { vector: true }): (x: ArrayLike<number>) => [number, Float64Array];
-export function valueAndGrad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions): (x: ArrayLike<number>) => [number, Float64Array];
+export function valueAndGrad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions & { vector?: false }): (x: ArrayLike<number>) => [number, Float64Array];
+export function valueAndGrad(f: AnyInputFunction<ScalarOutput>, options?: TransformOptions): (x: Input) => [number, number | Float64Array];
 export function valueAndGrad(f: (x: never) => ScalarOutput, options?: TransformOptions): (x: never) => [number, number | Float64Array] {
   return valueAndGradNamed(f, options, 'valueAndGrad') as (x: never) => [number, number | Float64Array];
 }

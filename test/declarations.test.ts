@@ -4,9 +4,10 @@
 // TypeScript, library checking on (skipLibCheck: false), so an error inside dist/*.d.ts fails too.
 // Reads the build made by `npm test`; builds nothing itself.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIST, ROOT } from './browser/harness.ts';
 
@@ -23,7 +24,7 @@ const RESOLUTIONS = [
 // Strict user code meeting the API: every assignment must type without a cast.
 const CONSUMER = `
 import {
-  compile, createTape, grad, gradcheck, init, select, where, type CompiledFunction, type Var, type Vec,
+  compile, createTape, grad, gradcheck, init, select, valueAndGrad, where, type CompiledFunction, type TransformOptions, type Var, type Vec,
 } from 'tapegrad';
 
 await init();
@@ -38,7 +39,12 @@ const scalar: CompiledFunction<number> = compile((z) => z[0]!.mul(z[1]!), { inpu
 const value: number = scalar.value([1, 2]);
 const values: Float64Array = compile((z) => [z[0]!, z[1]!], { inputs: 2 }).value([1, 2]);
 const ok: boolean = gradcheck((z) => z[0]!.exp(), [0.5]).ok;
-export const used = [y, w, g, d, value, values, ok, tape.gradient(y, [x])];
+// { vector: true } types an unannotated parameter as a Vec; options of the wide type still pick an overload.
+const gv: Float64Array = grad((z) => z.sum(), { vector: true })([1, 2]);
+const vg: [number, Float64Array] = valueAndGrad((z) => z.sum(), { vector: true })([1, 2]);
+const options: TransformOptions = { vector: true };
+const wide: number | Float64Array = grad((z: Vec) => z.sum(), options)([1, 2]);
+export const used = [y, w, g, d, value, values, ok, gv, vg, wide, tape.gradient(y, [x])];
 // Types that fell back to \`any\` would accept this, and the unused directive would be the error.
 // @ts-expect-error: a scalar function's compiled value is a number
 export const wrong: string = compile((z) => z[0]!.sin(), { inputs: 1 }).value([1]);
@@ -57,7 +63,13 @@ beforeAll(() => {
   expect(untar.status, untar.stderr).toBe(0);
   writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
   writeFileSync(path.join(dir, 'index.ts'), CONSUMER);
+  // The pool's peer dependency, as a user installs it beside the package.
+  symlinkSync(path.join(ROOT, 'node_modules/piscina'), path.join(dir, 'node_modules/piscina'), 'dir');
+  README_BLOCKS.forEach((block, k) => writeFileSync(path.join(dir, `readme-${k}.ts`), `${block}\nexport {};\n`));
 });
+
+// Every TypeScript block of README, as a user copies it into a module of their own.
+const README_BLOCKS = [...readFileSync(path.join(ROOT, 'README.md'), 'utf8').matchAll(/^```ts\n([\s\S]*?)^```/gm)].map((m) => m[1]!);
 
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
@@ -97,6 +109,33 @@ describe.each(Object.entries(COMPILERS))('a strict consumer type-checks with %s'
     }));
     const run = spawnSync(process.execPath, [tsc, '-p', config, '--pretty', 'false'], { cwd: dir, encoding: 'utf8' });
     expect(run.stdout + run.stderr).toBe('');
+    expect(run.status).toBe(0);
+  });
+});
+
+describe("README's TypeScript blocks, each copied into a strict consumer of the packed package", () => {
+  it('are there (the quick start, the handle API, vectors, transforms, compile, the pool...)', () => {
+    expect(README_BLOCKS.length).toBeGreaterThanOrEqual(9);
+  });
+
+  it('type-check with the project\'s TypeScript, library checking on', () => {
+    const config = path.join(dir, 'tsconfig.readme.json');
+    writeFileSync(config, JSON.stringify({
+      compilerOptions: {
+        target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', lib: ['es2022', 'dom'], types: ['node'],
+        typeRoots: [path.join(ROOT, 'node_modules/@types')], strict: true, skipLibCheck: false, noEmit: true,
+      },
+      files: README_BLOCKS.map((_, k) => `readme-${k}.ts`),
+    }));
+    const run = spawnSync(process.execPath, [COMPILERS["the project's TypeScript"], '-p', config, '--pretty', 'false'], { cwd: dir, encoding: 'utf8' });
+    expect(run.stdout + run.stderr).toBe('');
+    expect(run.status).toBe(0);
+  });
+
+  it.each(README_BLOCKS.map((block, k) => [k, block.split('\n')[0]!]))('run without an error: block %i (%s)', (k) => {
+    const tsx = pathToFileURL(path.join(ROOT, 'node_modules/tsx/dist/esm/index.mjs')).href;
+    const run = spawnSync(process.execPath, ['--import', tsx, `readme-${k}.ts`], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
+    expect(run.stderr).toBe('');
     expect(run.status).toBe(0);
   });
 });

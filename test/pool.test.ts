@@ -66,6 +66,19 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
       expect(firstDifference(await pf.hvpBatch(X, n, D), f.hvpBatch(X, n, D)), `hvpBatch, ${n} rows`).toBe(-1);
       expect(firstDifference(await pg.vjpBatch(X, n, W), g.vjpBatch(X, n, W)), `vjpBatch, ${n} rows`).toBe(-1);
       expect(firstDifference(await pg.jvpBatch(X, n, D), g.jvpBatch(X, n, D)), `jvpBatch, ${n} rows`).toBe(-1);
+      // With values, as the single-threaded calls take them: plain arrays and shared memory.
+      for (const [pooled, single, width] of [
+        [(v: Float64Array) => pf.hvpBatch(X, n, D, undefined, v), (v: Float64Array) => f.hvpBatch(X, n, D, undefined, v), 1],
+        [(v: Float64Array) => pg.vjpBatch(X, n, W, undefined, v), (v: Float64Array) => g.vjpBatch(X, n, W, undefined, v), 2],
+        [(v: Float64Array) => pg.jvpBatch(X, n, D, undefined, v), (v: Float64Array) => g.jvpBatch(X, n, D, undefined, v), 2],
+      ] as [(v: Float64Array) => Promise<Float64Array>, (v: Float64Array) => Float64Array, number][]) {
+        const want = new Float64Array(n * width), plain = new Float64Array(n * width), shared = sharedFloat64(n * width);
+        const result = single(want);
+        expect(firstDifference(await pooled(plain), result), `${n} rows`).toBe(-1);
+        expect(firstDifference(plain, want), `values, ${n} rows`).toBe(-1);
+        await pooled(shared);
+        expect(firstDifference(shared, want), `shared values, ${n} rows`).toBe(-1);
+      }
     }
   });
 

@@ -235,28 +235,37 @@ export class PooledFunction {
     return [values ?? v, g];
   }
 
-  /** vᵀJ per row: V is rows × outputs; rows × inputs out. */
-  vjpBatch(X: ArrayLike<number>, rows: number, V: ArrayLike<number>, out?: Float64Array): Promise<Float64Array> {
-    return this.directional('vjpBatch', X, rows, V, this.outputs, 'cotangent', this.inputs, out);
+  /** vᵀJ per row: V is rows × outputs; rows × inputs out, and the values (rows × outputs) into
+   *  `values` when given. */
+  vjpBatch(X: ArrayLike<number>, rows: number, V: ArrayLike<number>, out?: Float64Array, values?: Float64Array): Promise<Float64Array> {
+    return this.directional('vjpBatch', X, rows, V, this.outputs, 'cotangent', this.inputs, out, values, this.outputs);
   }
 
-  /** J·t per row: T is rows × inputs; rows × outputs out. */
-  jvpBatch(X: ArrayLike<number>, rows: number, T: ArrayLike<number>, out?: Float64Array): Promise<Float64Array> {
-    return this.directional('jvpBatch', X, rows, T, this.inputs, 'direction', this.outputs, out);
+  /** J·t per row: T is rows × inputs; rows × outputs out, and the values (rows × outputs) into
+   *  `values` when given. */
+  jvpBatch(X: ArrayLike<number>, rows: number, T: ArrayLike<number>, out?: Float64Array, values?: Float64Array): Promise<Float64Array> {
+    return this.directional('jvpBatch', X, rows, T, this.inputs, 'direction', this.outputs, out, values, this.outputs);
   }
 
-  /** H·v per row: V is rows × inputs; rows × inputs out. */
-  hvpBatch(X: ArrayLike<number>, rows: number, V: ArrayLike<number>, out?: Float64Array): Promise<Float64Array> {
-    return this.directional('hvpBatch', X, rows, V, this.inputs, 'direction', this.inputs, out);
+  /** H·v per row: V is rows × inputs; rows × inputs out, and the values (rows) into `values`
+   *  when given. */
+  hvpBatch(X: ArrayLike<number>, rows: number, V: ArrayLike<number>, out?: Float64Array, values?: Float64Array): Promise<Float64Array> {
+    return this.directional('hvpBatch', X, rows, V, this.inputs, 'direction', this.inputs, out, values, 1);
   }
 
   private async directional(
-    method: 'vjpBatch' | 'jvpBatch' | 'hvpBatch', X: ArrayLike<number>, rows: number, D: ArrayLike<number>, dWidth: number, dName: string, width: number, out?: Float64Array,
+    method: 'vjpBatch' | 'jvpBatch' | 'hvpBatch', X: ArrayLike<number>, rows: number, D: ArrayLike<number>, dWidth: number, dName: string, width: number,
+    out: Float64Array | undefined, values: Float64Array | undefined, valueWidth: number,
   ): Promise<Float64Array> {
-    if (this.inline(rows)) return this.local[method](X, rows, D, out);
+    if (this.inline(rows)) return this.local[method](X, rows, D, out, values);
     const xs = this.rowsOf(X, rows, method);
     const ds = toShared(D, rows * dWidth, `${method}: ${rows} rows of ${dWidth} ${dName} entries`);
-    return this.into(out, rows * width, (o) => this.pool.runBatch(this.id, method, rows, xs, ds, o, null));
+    // As valueAndGradientBatch: the workers write values into shared memory, copied out once.
+    if (values !== undefined) checkOut(values, rows * valueWidth);
+    const v = values === undefined ? null : isShared(values) ? values : sharedFloat64(rows * valueWidth);
+    const result = await this.into(out, rows * width, (o) => this.pool.runBatch(this.id, method, rows, xs, ds, o, v));
+    if (values && v && values !== v) values.set(v.subarray(0, rows * valueWidth));
+    return result;
   }
 
   private rowsOf(X: ArrayLike<number>, rows: number, what: string): Float64Array {

@@ -42,13 +42,13 @@ export default async function run(task: Task): Promise<Reply> {
         f.valueAndGradientBatch(xs, rows, out.subarray(from * n, to * n), values!.subarray(from, to));
         break;
       case 'vjpBatch':
-        f.vjpBatch(xs, rows, D!.subarray(from * m, to * m), out.subarray(from * n, to * n));
+        f.vjpBatch(xs, rows, D!.subarray(from * m, to * m), out.subarray(from * n, to * n), values?.subarray(from * m, to * m));
         break;
       case 'jvpBatch':
-        f.jvpBatch(xs, rows, D!.subarray(from * n, to * n), out.subarray(from * m, to * m));
+        f.jvpBatch(xs, rows, D!.subarray(from * n, to * n), out.subarray(from * m, to * m), values?.subarray(from * m, to * m));
         break;
       case 'hvpBatch':
-        f.hvpBatch(xs, rows, D!.subarray(from * n, to * n), out.subarray(from * n, to * n));
+        f.hvpBatch(xs, rows, D!.subarray(from * n, to * n), out.subarray(from * n, to * n), values?.subarray(from, to));
         break;
     }
     return { ok: true, ms: performance.now() - start };
