@@ -1122,7 +1122,8 @@ export class Var {
     return this.tape.gradAt(this.tape.index(this));
   }
 
-  /** The value, so a Var compares and converts like a number (`x > 0`, `Number(x)`, `+x`). Like
+  /** The value, so a Var converts like a number (`Number(x)`, `+x`, and `x > 0` in JavaScript;
+   *  TypeScript refuses that comparison: write `x.value > 0`). Like
    *  `.value`, it is invisible to the tape: inside `compile` a read of anything but a comparison
    *  is refused. */
   valueOf(): number {
