@@ -447,7 +447,9 @@ export let partialZTangent: f64 = 0;
     case Op.Tan: return 2 * y * ty;
     case Op.Asin: { const u = 1 - x * x; return tx * x / (u * Math.sqrt(u)); }
     case Op.Acos: { const u = 1 - x * x; return -tx * x / (u * Math.sqrt(u)); }
-    case Op.Atan: { const u = 1 + x * x; return -2 * x * tx / (u * u); }
+    // Where the denominator overflows the second derivative is a zero (its limit), never NaN
+    // from Infinity / Infinity: -sign(x)·tx·0 keeps the sign the formula's underflow gives.
+    case Op.Atan: { const u = 1 + x * x, d = u * u; return d == Infinity ? -Math.sign(x) * tx * 0 : -2 * x * tx / d; }
     case Op.Atan2: {
       const h2 = x * x + z * z;
       const dh2 = 2 * (x * tx + z * tz);
@@ -457,8 +459,8 @@ export let partialZTangent: f64 = 0;
     case Op.Sinh: return tx * Math.sinh(x);
     case Op.Cosh: return tx * Math.cosh(x);
     case Op.Tanh: return -2 * y * ty;
-    case Op.Asinh: { const u = x * x + 1; return -x * tx / (u * Math.sqrt(u)); }
-    case Op.Acosh: { const u = (x - 1) * (x + 1); return x >= 1 ? -x * tx / (u * Math.sqrt(u)) : tx == 0 ? 0 : NaN; }
+    case Op.Asinh: { const u = x * x + 1, d = u * Math.sqrt(u); return d == Infinity ? -Math.sign(x) * tx * 0 : -x * tx / d; }
+    case Op.Acosh: { const u = (x - 1) * (x + 1), d = u * Math.sqrt(u); return x >= 1 ? (d == Infinity ? -tx * 0 : -x * tx / d) : tx == 0 ? 0 : NaN; }
     case Op.Atanh: { const u = 1 - x * x; return Math.abs(x) <= 1 ? 2 * x * tx / (u * u) : tx == 0 ? 0 : NaN; }
     case Op.Hypot: {
       if (y == 0) return 0;

@@ -178,6 +178,8 @@
 // @ts-ignore: decorator
 @noinline export function normLogCdfSecond(x: f64, m: f64): f64 {
   if (x < -100) {
+    // At -Infinity the limit, -1 (m · 1/x would be Infinity · -0).
+    if (x == -Infinity) return -1;
     const z = 1.0 / (x * x);
     return m * ((1.0 - z * (2.0 - z * (10.0 - z * (74.0 - z * 706.0)))) / x);
   }

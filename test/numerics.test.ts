@@ -3,7 +3,7 @@
 // softplus and sigmoid, the zero-adjoint skip rule, and each op's boundary points. Expected
 // values are closed forms (limits, exact small integers), never outputs copied from a run.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { compile, hessian, type Tape, type Var, type Vec } from '../src/index.ts';
+import { compile, grad, hessian, type Tape, type Var, type Vec } from '../src/index.ts';
 import { UNARY_OPS, ZERO_GRADIENT_OPS, type UnaryOpName } from '../src/ops.ts';
 import { sameNumber, show } from './op-cases.ts';
 import { BACKENDS, tapeOn } from './support.ts';
@@ -82,6 +82,23 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
       expect(f.hvp([x], [1])[0], `codegen ${codegen}`).toBeNaN();
       expect(f.hvp([inside], [1])[0], `codegen ${codegen}`).toBeCloseTo(second(op, inside), 12);
     }
+  });
+
+  // The second-order formulas of atan, asinh and acosh divide by a power of 1 + x^2, which
+  // overflows far out (Infinity / Infinity), and log Phi's at -Infinity multiplied Infinity by -0.
+  it('where the gradient is finite so is the second derivative: its limit far out and at ±Infinity', () => {
+    const far = [-Infinity, -1e308, -1e200, 1e200, 1e308, Infinity];
+    const found = UNARY_OPS.flatMap((op) => far.flatMap((x) => {
+      const g = grad((v: Var) => v[op](), { backend })(x);
+      const h = hessian((v: Var) => v[op](), x, { backend }).data[0]!;
+      return Number.isNaN(g) || !Number.isNaN(h) ? [] : [`${op}(${x}): gradient ${g}, second derivative ${h}`];
+    }));
+    expect(found).toEqual([]);
+    // The limits themselves: atan'', asinh'' and acosh'' vanish (a Hessian entry sums from +0), log Phi'' -> -1.
+    const second = (op: UnaryOpName, x: number): number => hessian((v: Var) => v[op](), x, { backend }).data[0]!;
+    expect([second('atan', Infinity), second('atan', -1e308), second('asinh', 1e308), second('asinh', -Infinity), second('acosh', Infinity)]).toEqual([0, 0, 0, 0, 0]);
+    expect(second('normLogCdf', -Infinity)).toBe(-1);
+    expect(second('normLogCdf', -1e200)).toBe(-1);
   });
 
   it('exp overflows to Infinity past ln(MAX_VALUE) = 709.7827, and not before', () => {

@@ -219,7 +219,9 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
     case tan: return 2 * y * ty;
     case asin: { const u = 1 - x * x; return tx * x / (u * Math.sqrt(u)); }
     case acos: { const u = 1 - x * x; return -tx * x / (u * Math.sqrt(u)); }
-    case atan: { const u = 1 + x * x; return -2 * x * tx / (u * u); }
+    // Where the denominator overflows the second derivative is a zero (its limit), never NaN
+    // from Infinity / Infinity: -sign(x)·tx·0 keeps the sign the formula's underflow gives.
+    case atan: { const u = 1 + x * x, d = u * u; return d === Infinity ? -Math.sign(x) * tx * 0 : -2 * x * tx / d; }
     case atan2: {
       const h2 = x * x + z * z;
       const dh2 = 2 * (x * tx + z * tz);
@@ -229,8 +231,8 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
     case sinh: return tx * Math.sinh(x);
     case cosh: return tx * Math.cosh(x);
     case tanh: return -2 * y * ty;
-    case asinh: { const u = x * x + 1; return -x * tx / (u * Math.sqrt(u)); }
-    case acosh: { const u = (x - 1) * (x + 1); return x >= 1 ? -x * tx / (u * Math.sqrt(u)) : tx === 0 ? 0 : NaN; }
+    case asinh: { const u = x * x + 1, d = u * Math.sqrt(u); return d === Infinity ? -Math.sign(x) * tx * 0 : -x * tx / d; }
+    case acosh: { const u = (x - 1) * (x + 1), d = u * Math.sqrt(u); return x >= 1 ? (d === Infinity ? -tx * 0 : -x * tx / d) : tx === 0 ? 0 : NaN; }
     case atanh: { const u = 1 - x * x; return Math.abs(x) <= 1 ? 2 * x * tx / (u * u) : tx === 0 ? 0 : NaN; }
     case hypot: {
       if (y === 0) return 0;

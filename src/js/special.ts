@@ -152,6 +152,8 @@ export function normLogCdfDerivative(x: number, y: number): number {
  *  t = -x, whose first omitted term is below 1e-16 relative from t = 100. */
 export function normLogCdfSecond(x: number, m: number): number {
   if (x < -100) {
+    // At -Infinity the limit, -1 (m · 1/x would be Infinity · -0).
+    if (x === -Infinity) return -1;
     const z = 1.0 / (x * x);
     return m * ((1.0 - z * (2.0 - z * (10.0 - z * (74.0 - z * 706.0)))) / x);
   }
