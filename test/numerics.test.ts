@@ -99,6 +99,12 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
     expect([second('atan', Infinity), second('atan', -1e308), second('asinh', 1e308), second('asinh', -Infinity), second('acosh', Infinity)]).toEqual([0, 0, 0, 0, 0]);
     expect(second('normLogCdf', -Infinity)).toBe(-1);
     expect(second('normLogCdf', -1e200)).toBe(-1);
+    // atan2 in units of hypot(x, z): no NaN where x^2 + z^2 overflows, and the closed form in range
+    // (d2/dx2 = -2xz / h^4, d2/dxdz = (x^2 - z^2) / h^4, d2/dz2 = 2xz / h^4).
+    const atan2 = (p: number[]): number[] => Array.from(hessian((v: Var[]) => v[0]!.atan2(v[1]!), p, { backend }).data);
+    for (const p of [[1e308, 1e308], [-1e300, 2], [1e200, -3e200]]) expect(atan2(p).some(Number.isNaN), `${p}`).toBe(false);
+    const h = atan2([3, 4]);
+    [-24 / 625, -7 / 625, -7 / 625, 24 / 625].forEach((want, k) => expect(h[k]).toBeCloseTo(want, 15));
   });
 
   it('exp overflows to Infinity past ln(MAX_VALUE) = 709.7827, and not before', () => {

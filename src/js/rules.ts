@@ -223,10 +223,11 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
     // from Infinity / Infinity: -sign(x)·tx·0 keeps the sign the formula's underflow gives.
     case atan: { const u = 1 + x * x, d = u * u; return d === Infinity ? -Math.sign(x) * tx * 0 : -2 * x * tx / d; }
     case atan2: {
-      const h2 = x * x + z * z;
-      const dh2 = 2 * (x * tx + z * tz);
-      partialZTangent[0] = -(tx * h2 - x * dh2) / (h2 * h2);
-      return (tz * h2 - z * dh2) / (h2 * h2);
+      // In units of h = hypot(x, z), as the first partials: x^2 + z^2 overflowed from |x| near
+      // 1e154 (a NaN Hessian where the gradient is finite) and underflowed below 1e-154.
+      const h = Math.hypot(x, z), u = x / h, w = z / h, m = 2 * (u * tx + w * tz);
+      partialZTangent[0] = -(tx - u * m) / h / h;
+      return (tz - w * m) / h / h;
     }
     case sinh: return tx * Math.sinh(x);
     case cosh: return tx * Math.cosh(x);
