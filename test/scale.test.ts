@@ -87,3 +87,25 @@ describe.each(BACKENDS)('scale (%s)', (backend) => {
     expect(layouts.size).toBeLessThanOrEqual(Math.ceil(Math.log2(maxNodes / 1024)) + 2);
   });
 });
+
+describe('past 2 GiB of wasm memory', () => {
+  // 7·10^7 nodes of 25 bytes need a capacity of 2^27: 3.4 GB, whose upper regions start past 2^31,
+  // where the core's i32 addresses read negative in JS; the views were built from them and the
+  // growth threw a RangeError that left the tape broken (a.grad undefined after reset).
+  it('a tape of 7·10^7 input nodes records, reads and differentiates its last nodes, and resets', async () => {
+    const tape = await tapeOn('wasm');
+    const h = tape.handles;
+    const n = 70_000_000;
+    const values = new Float64Array(n);
+    values[0] = 2;
+    values[n - 1] = 3;
+    const x = h.variables(values);
+    const y = h.mul(x[n - 1]!, h.square(x[0]!));
+    expect(h.value(y)).toBe(12);
+    expect(Array.from(h.gradient(y, [x[0]!, x[n - 1]!, x[1]!]))).toEqual([12, 4, 0]);
+    tape.reset();
+    const a = tape.variable(3);
+    tape.backward(a.mul(a));
+    expect(a.grad).toBe(6);
+  }, 60_000);
+});
