@@ -70,6 +70,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   // The tape of a recording given up (f threw while recording again): the next one reuses it.
   private spareTape: Tape | null = null;
   private readonly row: Float64Array;
+  private guardedInputs: Float64Array | null = null;
 
   /** @internal */
   constructor(
@@ -122,6 +123,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   private adopt(recording: Recording): Recording {
     this.recording = recording;
     const engine = recording.tape.engine;
+    // Just recorded (or loaded) there: the inputs at which every guard holds.
+    this.guardedInputs = (recording.vectorInput ? engine.views.xval : engine.views.val).slice(0, this.inputs);
     engine.setGuards(recording.guards, recording.expected);
     engine.setVectorInput(recording.vectorInput);
     // Generated sweeps and the two-row SIMD kernel know scalar nodes only: a tape with vector
@@ -466,6 +469,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const rec = this.recording!;
     if (this.strict || !this.f) {
       const node = rec.tape.engine.replayForward(x, this.inputs, rec.tape.size);
+      // Back to inputs where the guards hold: the failed replay left x's values in the tape, and
+      // toBytes() would write a tape that fromBytes rejects.
+      rec.tape.engine.replayForward(this.guardedInputs!, this.inputs, rec.tape.size);
       throw new BranchChangedError(
         `a comparison recorded at node ${node} comes out the other way at these inputs` +
           (this.f ? ' (strict mode: not re-recording)' : ' and this function was loaded from bytes, so it cannot be re-recorded'),

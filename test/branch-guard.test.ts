@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  BranchChangedError, TapegradError, compile, createTape, init, type BackendKind, type Tape, type Var,
+  BranchChangedError, TapegradError, compile, createTape, fromBytes, init, type BackendKind, type Tape, type Var,
 } from '../src/index.ts';
 import { BACKENDS } from './support.ts';
 
@@ -242,6 +242,19 @@ describe.each(BACKENDS)('strict mode throws BranchChangedError instead (%s)', (b
       }),
       { numRuns: 100 },
     );
+  });
+
+  it('loses nothing: after the error toBytes() writes a function fromBytes loads, and so after a loaded one throws', () => {
+    const f = compile(branchy, { inputs: 2, backend, strict: true, at: [1, 2] });
+    const want = Array.from(f.gradient([3, 4]));
+    for (const call of [() => f.gradient([-1, 2]), () => f.gradientBatch(new Float64Array([1, 2, -1, 2]), 2), () => f.hvp([-1, 2], [1, 0])]) {
+      expect(call).toThrow(BranchChangedError);
+      const loaded = fromBytes(f.toBytes(), { backend });
+      expect(Array.from(loaded.gradient([3, 4]))).toEqual(want);
+      expect(() => loaded.gradient([-2, 1])).toThrow(BranchChangedError);
+      expect(Array.from(fromBytes(loaded.toBytes(), { backend }).gradient([3, 4]))).toEqual(want);
+      expect(Array.from(f.gradient([3, 4]))).toEqual(want);
+    }
   });
 });
 
