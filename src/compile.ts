@@ -225,7 +225,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       engine.clearAdjoints(rec.tape.size, false);
       engine.views.adj[top] = 1;
       engine.sweepReverseReplay(top);
-      rec.tape.assertFinite(0, top + 1, false);
+      rec.tape.assertFinite(0, top + 1, false, true);
       out.set(this.inputSlots(rec, engine.views.adj, engine.views.xadj), r * n);
     }
   }
@@ -327,7 +327,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       else xadj[-1 - o] += v[j]!;
     }
     engine.sweepReverseReplay(top);
-    if (this.checkNaN) rec.tape.assertFinite(0, top + 1, false);
+    if (this.checkNaN) rec.tape.assertFinite(0, top + 1, false, true);
     checkOut(out, this.inputs);
     out.set(this.inputSlots(rec, engine.views.adj, engine.views.xadj));
     return out;
@@ -344,6 +344,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   jvp(x: ArrayLike<number>, t: ArrayLike<number>, out?: Float64Array): Float64Array {
     const rec = this.forwardTangent(x, t) ?? this.replay(x);
     const tan = rec === this.fused ? rec.tape.engine.views.tan! : this.seedTangents(rec, t);
+    if (this.checkNaN) rec.tape.assertFiniteTangents(0, rec.tape.size, true);
     const xtan = rec.tape.engine.views.xtan!;
     if (out !== undefined) checkOut(out, rec.outputs.length);
     const result = out ?? new Float64Array(rec.outputs.length);
@@ -363,7 +364,10 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       this.seedTangents(rec, v);
       rec.tape.engine.reverseTangentReplay(top, 1, rec.tape.size);
     }
-    if (this.checkNaN) rec.tape.assertFinite(0, top + 1, false);
+    if (this.checkNaN) {
+      rec.tape.assertFiniteTangents(0, top + 1, true);
+      rec.tape.assertFinite(0, top + 1, false, true);
+    }
     checkOut(out, this.inputs);
     out.set(this.inputSlots(rec, rec.tape.engine.views.tanAdj!, rec.tape.engine.views.xtanAdj!));
     return out;
@@ -451,7 +455,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   private replay(x: ArrayLike<number>): Recording {
     const rec = this.replayUnchecked(x);
-    if (this.checkNaN) rec.tape.assertFinite(0, rec.tape.size, true);
+    if (this.checkNaN) rec.tape.assertFinite(0, rec.tape.size, true, true);
     return rec;
   }
 

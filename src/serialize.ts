@@ -119,23 +119,26 @@ export interface FromBytesOptions {
    *  throws CapacityError instead of taking the memory. */
   maxNodes?: number;
   maxMemoryBytes?: number;
+  /** Check every replay for NaN and ±Infinity, as `compile(f, { checkNaN: true })` (the bytes do
+   *  not carry it). */
+  checkNaN?: boolean;
 }
 
 /** Loads bytes made by `toBytes` (on either backend, in any process) as a CompiledFunction.
  *  Throws FormatError for anything truncated, corrupted, of another version or malformed. A
  *  loaded function has no JS source, so a failed guard throws BranchChangedError. */
 export function fromBytes(bytes: Uint8Array, options: FromBytesOptions = {}): CompiledFunction {
-  checkOptions(options, 'fromBytes', { backend: BACKEND_RULE, maxNodes: 'number', maxMemoryBytes: 'number' });
+  checkOptions(options, 'fromBytes', { backend: BACKEND_RULE, maxNodes: 'number', maxMemoryBytes: 'number', checkNaN: 'boolean' });
   const { maxNodes, maxMemoryBytes } = options;
   const limits = { ...(maxNodes === undefined ? {} : { maxNodes }), ...(maxMemoryBytes === undefined ? {} : { maxMemoryBytes }) };
-  return loadBytes(bytes, options.backend ?? 'wasm', null, true, limits);
+  return loadBytes(bytes, options.backend ?? 'wasm', null, true, limits, options.checkNaN === true);
 }
 
 /** @internal `fromBytes`, installing sweeps another core generated for this tape (see
  *  `CompiledFunction.shipSweeps`) instead of generating them; with `codegen` false it neither
  *  generates nor installs any (the tape is interpreted). */
 export function loadBytes(
-  bytes: Uint8Array, backend: BackendKind, sweeps: ShippedSweeps | null, codegen: boolean, limits: TapeLimits = {},
+  bytes: Uint8Array, backend: BackendKind, sweeps: ShippedSweeps | null, codegen: boolean, limits: TapeLimits = {}, checkNaN = false,
 ): CompiledFunction {
   if (!(bytes instanceof Uint8Array)) throw new FormatError(`fromBytes needs a Uint8Array, got ${describe(bytes)}`);
   if (bytes.length < HEADER_BYTES[1]) throw new FormatError(`truncated: ${bytes.length} bytes, a tape has at least ${HEADER_BYTES[1]}`);
@@ -193,7 +196,7 @@ export function loadBytes(
     }));
     return { tape, inputs, outputs, guards, expected, vectorInput, outputNodes };
   };
-  return new CompiledFunction(null, inputs, tape.backend, true, build(), true, build, codegen, vectorInput, false, sweeps);
+  return new CompiledFunction(null, inputs, tape.backend, true, build(), true, build, codegen, vectorInput, checkNaN, sweeps);
 }
 
 type Kind = 'scalar' | 'vector' | 'carrier';

@@ -340,6 +340,7 @@ export class Tape {
   jvp(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>, outputs: readonly (Var | Vec)[]): Float64Array {
     const outs = this.nodesOf(outputs);
     this.seedTangents(inputs, tangent);
+    if (this.checkNaN) this.assertFiniteTangents(0, this.count);
     return this.gatherEntries(outs, this.engine.views.tan!, this.engine.views.xtan!, false);
   }
 
@@ -352,7 +353,10 @@ export class Tape {
     this.lastSweep = NO_SWEEP;
     this.engine.reverseTangent(out, checkNumber(seed, 'seed'), this.count);
     this.swept = this.count;
-    if (this.checkNaN) this.assertFinite(0, out + 1, false);
+    if (this.checkNaN) {
+      this.assertFiniteTangents(0, out + 1);
+      this.assertFinite(0, out + 1, false);
+    }
     return this.gatherEntries(nodes, this.engine.views.tanAdj!, this.engine.views.xtanAdj!, true);
   }
 
@@ -785,11 +789,15 @@ export class Tape {
     }
   }
 
-  /** @internal Throws NonFiniteError at the first NaN/±Infinity value (or adjoint) in [from, to). */
-  assertFinite(from: number, to: number, values: boolean): void {
+  /** @internal Throws NonFiniteError at the first NaN/±Infinity value (or adjoint) in [from, to).
+   *  Nodes are named by handle, or by index (`byIndex`) for a compiled function, whose handles
+   *  the caller never sees and whose workers' tapes number them differently. */
+  assertFinite(from: number, to: number, values: boolean, byIndex = false): void {
     if (this.engine.firstNonFinite(from, to, values) < 0) return;
     const { op, a, b, val, adj } = this.engine.views;
     const name = (i: number): string => opNameOf(op[i]!);
+    const id = (i: number): number => (byIndex ? i : i + this.base);
+    const node = (i: number): string => (byIndex ? `node ${i}` : `node #${i + this.base}`);
     const { xval, xadj } = this.engine.views;
     // The first element of vector node i that is not finite, in values or adjoints.
     const badElement = (i: number, data: Float64Array): number => {
@@ -802,10 +810,10 @@ export class Tape {
       const i = this.engine.firstNonFinite(from, to, true);
       const k = badElement(i, xval);
       if (k >= 0) {
-        throw new NonFiniteError(`checkNaN: ${name(i)} at node #${i + this.base} (a vector) produced ${xval[a[i - 1]! + k]} at element ${k}`, i + this.base, name(i));
+        throw new NonFiniteError(`checkNaN: ${name(i)} at ${node(i)} (a vector) produced ${xval[a[i - 1]! + k]} at element ${k}`, id(i), name(i));
       }
       const operands = op[i] === CUSTOM || op[i]! >= VMETA ? '' : ` from operands ${val[a[i]!]}, ${val[b[i]!]}`;
-      throw new NonFiniteError(`checkNaN: ${name(i)} at node #${i + this.base} produced ${val[i]}${operands}`, i + this.base, name(i));
+      throw new NonFiniteError(`checkNaN: ${name(i)} at ${node(i)} produced ${val[i]}${operands}`, id(i), name(i));
     }
     // The reverse sweep runs downwards: the highest node with a non-finite adjoint is the first
     // one it produced, and the consumer that sent it is the op whose rule is to blame.
@@ -822,11 +830,26 @@ export class Tape {
     const shown = element < 0 ? `${adj[j]}` : `${xadj[a[j - 1]! + element]} at element ${element}`;
     throw new NonFiniteError(
       consumer < 0
-        ? `checkNaN: the adjoint of node #${j + this.base} (${name(j)}) is ${shown}: the seed is not finite`
-        : `checkNaN: ${name(consumer)} at node #${consumer + this.base} sent a non-finite adjoint (${shown}) to node #${j + this.base} (${name(j)})`,
-      at + this.base,
+        ? `checkNaN: the adjoint of ${node(j)} (${name(j)}) is ${shown}: the seed is not finite`
+        : `checkNaN: ${name(consumer)} at ${node(consumer)} sent a non-finite adjoint (${shown}) to ${node(j)} (${name(j)})`,
+      id(at),
       name(at),
     );
+  }
+
+  /** @internal Throws NonFiniteError at the first node in [from, to) whose tangent (or a tangent
+   *  element) is NaN or ±Infinity, after a tangent sweep (jvp, hvp); names as assertFinite. */
+  assertFiniteTangents(from: number, to: number, byIndex = false): void {
+    const { op, a, b, tan, xtan } = this.engine.views;
+    for (let i = from; i < to; i++) {
+      let t = tan![i]!;
+      if (op[i]! >= VINPUT) {
+        for (let k = a[i - 1]!, end = k + b[i - 1]!; k < end && t - t === 0; k++) t = xtan![k]!;
+      }
+      if (t - t !== 0) {
+        throw new NonFiniteError(`checkNaN: ${opNameOf(op[i]!)} at ${byIndex ? `node ${i}` : `node #${i + this.base}`} produced a non-finite tangent (${t})`, byIndex ? i : i + this.base, opNameOf(op[i]!));
+      }
+    }
   }
 
   // ---- array-valued nodes (the Vec façade lives in vector.ts) ----

@@ -2,7 +2,7 @@
 // the first NaN or ±Infinity an op produces, as a value or as an adjoint, naming the op and the
 // node; the tape stays usable. Without the option the same graphs follow IEEE silently.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { NonFiniteError, TapegradError, compile, init, type Tape, type Var } from '../src/index.ts';
+import { NonFiniteError, TapegradError, compile, createTape, fromBytes, init, type Tape, type Var } from '../src/index.ts';
 import { BACKENDS, tapeOn } from './support.ts';
 
 function thrownBy(action: () => unknown): unknown {
@@ -207,8 +207,11 @@ describe.each(BACKENDS)('compile({ checkNaN: true }) (%s)', (backend) => {
     const g = compile(f, { inputs: 2, backend, checkNaN: true });
     expect([...g.gradient([2, 4])]).toEqual([2, Math.log(2) + 0.25]);
     expect(() => g.gradient([-1, 4])).toThrow(NonFiniteError);
-    expect(() => g.gradient([-1, 4])).toThrow(/checkNaN: log at node #\d+ produced NaN/);
-    expect(() => g.value([2, -4])).toThrow(/sqrt at node #\d+ produced NaN/);
+    // Nodes by index, as BranchChangedError's: a compiled function's handles are its own.
+    expect(() => g.gradient([-1, 4])).toThrow(/^checkNaN: log at node 2 produced NaN/);
+    expect(() => g.value([2, -4])).toThrow(/^checkNaN: sqrt at node 4 produced NaN/);
+    expect(() => fromBytes(g.toBytes(), { backend, checkNaN: true }).gradient([-1, 4])).toThrow(/^checkNaN: log at node 2 produced NaN/);
+    expect(Number.isNaN(fromBytes(g.toBytes(), { backend }).gradient([-1, 4])[0])).toBe(true);
     expect(() => g.hvp([-1, 4], [1, 0])).toThrow(NonFiniteError);
     expect(() => g.gradientBatch(new Float64Array([2, 4, -1, 4]), 2)).toThrow(NonFiniteError);
     expect([...g.gradient([2, 4])]).toEqual([2, Math.log(2) + 0.25]);
@@ -217,6 +220,20 @@ describe.each(BACKENDS)('compile({ checkNaN: true }) (%s)', (backend) => {
   it('a non-finite adjoint is caught after the reverse sweep', () => {
     const g = compile((x) => x[0]!.sqrt().mul(x[1]!), { inputs: 2, backend, checkNaN: true });
     expect(() => g.gradient([0, 1])).toThrow(/sent a non-finite adjoint \(Infinity\)/);
+  });
+
+  it('a non-finite tangent is caught after the tangent sweep: jvp, jvpBatch, hvp, and on the tape', async () => {
+    const g = compile((x) => x[0]!.sqrt().add(x[1]!), { inputs: 2, backend, checkNaN: true });
+    for (const call of [() => g.jvp([0, 1], [1, 0]), () => g.jvpBatch([4, 1, 0, 1], 2, [1, 0, 1, 0]), () => g.hvp([0, 1], [1, 0])]) {
+      expect(call).toThrow(NonFiniteError);
+      expect(call).toThrow(/^checkNaN: sqrt at node 2 produced a non-finite tangent \(Infinity\)/);
+    }
+    // A zero tangent there is finite, and the function stays usable.
+    expect(Array.from(g.jvp([0, 1], [0, 1]))).toEqual([1]);
+    expect(Array.from(g.jvp([4, 1], [1, 0]))).toEqual([0.25]);
+    const tape = await createTape({ backend, checkNaN: true });
+    const x = tape.variable(0), y = x.sqrt();
+    expect(() => tape.jvp([x], [1], [y])).toThrow(/^checkNaN: sqrt at node #\d+ produced a non-finite tangent/);
   });
 
   it('without the option, NaN propagates as IEEE says', () => {

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  BranchChangedError, FormatError, NotANumberError, TapegradError, compile, fromBytes, init, type CompiledFunction, type Var, type Vec,
+  BranchChangedError, FormatError, NonFiniteError, NotANumberError, TapegradError, compile, fromBytes, init, type CompiledFunction, type Var, type Vec,
 } from '../dist/index.js';
 import { WorkerExitError, createPool, sharedFloat64, type GradientPool } from '../dist/pool/index.js';
 
@@ -112,6 +112,25 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     // the installed sweeps; the JS backend interprets.
     for (const load of pf.workerLoads) expect(load.generatedSweeps).toBe(backend === 'wasm' ? 'active' : 'none');
     expect(pf.generatedSweeps).toBe(backend === 'wasm' ? 'active' : 'none');
+  });
+
+  it('checkNaN: the compiled function\'s own, or register\'s option for bytes, in every thread, with the single call\'s error', async () => {
+    const f = compile((x) => x[0]!.log().mul(x[1]!), { inputs: 2, at: [1, 2], backend, checkNaN: true });
+    // Row 9 of 10 (posted to the workers) and the only row of a batch run on the main thread.
+    const X = Float64Array.from({ length: 20 }, (_, k) => (k === 18 ? -1 : 1 + k));
+    const want = (() => { try { f.gradientBatch(X, 10); } catch (e) { return e as NonFiniteError; } })()!;
+    expect(want).toBeInstanceOf(NonFiniteError);
+    for (const pf of [await pool.register(f), await pool.register(f.toBytes(), { checkNaN: true })]) {
+      const got = await pf.gradientBatch(X, 10).then(() => null, (e: unknown) => e as NonFiniteError);
+      expect(got).toBeInstanceOf(NonFiniteError);
+      expect([got!.message, got!.node, got!.op]).toEqual([want.message, want.node, want.op]);
+      await expect(pf.gradientBatch(X.subarray(18), 1)).rejects.toThrow(NonFiniteError);
+      expect(firstDifference(await pf.gradientBatch(X.subarray(0, 16), 8), f.gradientBatch(X.subarray(0, 16), 8))).toBe(-1);
+    }
+    // Off: NaN rows, as IEEE says.
+    const off = await pool.register(f, { checkNaN: false });
+    expect(Number.isNaN((await off.gradientBatch(X, 10))[18])).toBe(true);
+    await expect(pool.register(f, { checkNan: true } as never)).rejects.toThrow(TapegradError);
   });
 
   it("a worker's error arrives as the same class, code, message and fields as the single-threaded call's", async () => {

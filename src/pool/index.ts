@@ -85,9 +85,13 @@ export class GradientPool {
    * `toBytes()`. The main thread loads the bytes once (checking them: `FormatError`) and, on the
    * wasm backend, generates its sweeps; every worker receives the bytes and the compiled sweeps,
    * so no worker records or generates code. Settles when every live worker holds the function.
+   * `checkNaN` (default: the compiled function's own, false for bytes) checks every row as
+   * `compile(f, { checkNaN: true })` does, in every thread.
    */
-  async register(f: CompiledFunction | Uint8Array): Promise<PooledFunction> {
+  async register(f: CompiledFunction | Uint8Array, options: { checkNaN?: boolean } = {}): Promise<PooledFunction> {
     this.checkOpen();
+    checkOptions(options, 'register', { checkNaN: 'boolean' });
+    const checkNaN = options.checkNaN ?? (f instanceof CompiledFunction && f.checkNaN);
     let bytes: Uint8Array;
     if (f instanceof CompiledFunction) {
       // toBytes's own message names toBytes, which the caller never called.
@@ -104,13 +108,13 @@ export class GradientPool {
     let sweeps: ShippedSweeps | null;
     if (f instanceof CompiledFunction && f.recorded?.tape.backend === this.backend && this.backend === 'wasm' && f.generatedSweeps === 'active') {
       const shipped = sweeps = f.shipSweeps();
-      local = () => loadBytes(bytes, 'wasm', shipped, true);
+      local = () => loadBytes(bytes, 'wasm', shipped, true, {}, checkNaN);
     } else {
-      local = fromBytes(bytes, { backend: this.backend });
+      local = fromBytes(bytes, { backend: this.backend, checkNaN });
       await local.whenGenerated();
       sweeps = this.backend === 'wasm' ? local.shipSweeps() : null;
     }
-    const registration: Registration = { id: this.nextId++, bytes, sweeps };
+    const registration: Registration = { id: this.nextId++, bytes, sweeps, checkNaN };
     const about = typeof local === 'function' ? { inputs: (f as CompiledFunction).inputs, outputs: (f as CompiledFunction).outputs, generatedSweeps: 'active' as const } : local;
     this.registrations.set(registration.id, registration);
     // One task per thread: each idle thread takes one. A thread that takes none (it was busy, or

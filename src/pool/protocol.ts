@@ -14,6 +14,7 @@ export interface Registration {
   id: number;
   bytes: Uint8Array;
   sweeps: ShippedSweeps | null;
+  checkNaN: boolean;
 }
 
 export interface WorkerData {
