@@ -332,6 +332,11 @@ describe('browser suite', () => {
         await demo?.close();
       });
 
+      it('answers a malformed path with a 400 and keeps serving', async () => {
+        expect((await fetch(`${demo.url}/%E0%A4%A`)).status).toBe(400);
+        expect((await fetch(`${demo.url}/`)).status).toBe(200);
+      });
+
       it('fits the curve: 100 steps lower the loss on both backends, and draws it', async () => {
         const p = await load(`${demo.url}/`, () => (window as unknown as DemoWindow).demo?.ready === true);
         const run = (backend: Backend): Promise<number[]> => p.page.evaluate((b) => {

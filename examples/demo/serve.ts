@@ -26,7 +26,15 @@ function resolveFile(pathname: string): string | null {
 export async function startDemoServer(port = 0, host = '127.0.0.1'): Promise<{ url: string; close(): Promise<void> }> {
   if (!existsSync(path.join(DIST, 'index.js'))) throw new Error('dist/ is missing: run `npm run build` first');
   const server = createServer((req, res) => {
-    const file = resolveFile(decodeURIComponent(new URL(req.url ?? '/', 'http://localhost').pathname));
+    let pathname: string;
+    try {
+      pathname = decodeURIComponent(new URL(req.url ?? '/', 'http://localhost').pathname);
+    } catch {
+      // A malformed escape (%E0%A4%A) threw out of the handler and took the server down.
+      res.writeHead(400).end();
+      return;
+    }
+    const file = resolveFile(pathname);
     const type = file && TYPES[path.extname(file)];
     if (!file || !type) {
       res.writeHead(404).end();

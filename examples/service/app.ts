@@ -17,7 +17,8 @@ import { TapegradError, init, type CompiledFunction } from 'tapegrad';
 import { createPool, sharedFloat64, type GradientPool, type PooledFunction } from 'tapegrad/pool';
 import { FEATURES, OPTION_FIELDS, PATH_INPUTS, compileModels, normals } from './models.ts';
 
-export const MAX_BODY_BYTES = 1 << 20;
+// 10,000 options of full-precision doubles take about 1.45 MB of JSON.
+export const MAX_BODY_BYTES = 4 << 20;
 export const MAX_OPTIONS = 10_000;
 export const MAX_PATHS = 1_000_000;
 

@@ -1,17 +1,7 @@
 // The functions the service differentiates, each compiled once at start-up.
-import { compile, select, type CompiledFunction, type Var, type Vec } from 'tapegrad';
+import { compile, type CompiledFunction, type Var, type Vec } from 'tapegrad';
 
 // ───────────── Black–Scholes call, inputs [spot, strike, maturity, rate, volatility] ─────────────
-
-/** Φ(x), the standard normal CDF, by Abramowitz & Stegun 26.2.17 (absolute error < 7.5e-8):
- *  written with select, so one recording serves both signs of x. */
-function normalCdf(x: Var): Var {
-  const a = x.abs();
-  const t = a.mul(0.2316419).add(1).recip();
-  const poly = t.mul(t.mul(t.mul(t.mul(t.mul(1.330274429).sub(1.821255978)).add(1.781477937)).sub(0.356563782)).add(0.31938153));
-  const tail = a.square().mul(-0.5).exp().mul(0.3989422804014327).mul(poly); // φ(|x|)·poly(t) = 1 − Φ(|x|)
-  return select(x.ge(0), tail.neg().add(1), tail) as Var;
-}
 
 export const OPTION_FIELDS = ['spot', 'strike', 'maturity', 'rate', 'volatility'] as const;
 
@@ -20,7 +10,10 @@ function blackScholesCall([spot, strike, maturity, rate, vol]: Var[]): Var {
   const d1 = spot!.div(strike!).log().add(rate!.add(vol!.square().mul(0.5)).mul(maturity!)).div(volRoot);
   const d2 = d1.sub(volRoot);
   const discount = rate!.mul(maturity!).neg().exp();
-  return spot!.mul(normalCdf(d1)).sub(strike!.mul(discount).mul(normalCdf(d2)));
+  // The library's Φ (normCdf), exact to a few ulps with exact first and second derivatives: an
+  // approximation's (Abramowitz & Stegun 26.2.17, as here before) kink at 0 made gamma 2.7% low
+  // for a one-day option at the money, and negative closer to expiry.
+  return spot!.mul(d1.normCdf()).sub(strike!.mul(discount).mul(d2.normCdf()));
 }
 
 // ───────────── Monte Carlo: one discounted call payoff per path ─────────────
