@@ -414,7 +414,9 @@ export let partialZTangent: f64 = 0;
   partialZTangent = 0;
   switch (op) {
     case Op.Mul: partialZTangent = tx; return tz;
-    case Op.Div: partialZTangent = (y * tz - ty * z) / (z * z); return -tz / (z * z);
+    // Divided by z twice, not by z·z, which underflows to 0 for |z| below 1e-162 (0/0 along a
+    // zero tangent); the generated sweeps emit the same (SECOND_ORDER in codegen/rules.ts).
+    case Op.Div: partialZTangent = (y * tz / z - ty) / z; return -tz / z / z;
     case Op.Recip: return -2 * y * ty;
     case Op.Square: return 2 * tx;
     case Op.Sqrt: return -0.5 * ty / (y * y);
@@ -437,10 +439,10 @@ export let partialZTangent: f64 = 0;
     // Outside the domain NaN, as the first partial is (the formulas alone are finite there), but
     // 0 along a zero tangent, as the tangent sweep adds nothing for one: a NaN element of a vector
     // leaves the Hessian's cross terms with the others 0, as the gradient keeps theirs.
-    case Op.Log: return x >= 0 ? -tx / (x * x) : tx == 0 ? 0 : NaN;
-    case Op.Log1p: return x >= -1 ? -tx / ((1 + x) * (1 + x)) : tx == 0 ? 0 : NaN;
-    case Op.Log2: return x >= 0 ? -tx / (x * x * LN2) : tx == 0 ? 0 : NaN;
-    case Op.Log10: return x >= 0 ? -tx / (x * x * LN10) : tx == 0 ? 0 : NaN;
+    case Op.Log: return tx == 0 ? 0 : x >= 0 ? -tx / (x * x) : NaN;
+    case Op.Log1p: return tx == 0 ? 0 : x >= -1 ? -tx / ((1 + x) * (1 + x)) : NaN;
+    case Op.Log2: return tx == 0 ? 0 : x >= 0 ? -tx / (x * x * LN2) : NaN;
+    case Op.Log10: return tx == 0 ? 0 : x >= 0 ? -tx / (x * x * LN10) : NaN;
     // sin'' = -sin and cos'' = -cos: the node's own value y, not a second evaluation.
     case Op.Sin: return -tx * y;
     case Op.Cos: return -tx * y;
@@ -465,8 +467,9 @@ export let partialZTangent: f64 = 0;
     case Op.Atanh: { const u = 1 - x * x; return Math.abs(x) <= 1 ? 2 * x * tx / (u * u) : tx == 0 ? 0 : NaN; }
     case Op.Hypot: {
       if (y == 0) return 0;
-      partialZTangent = (tz * y - z * ty) / (y * y);
-      return (tx * y - x * ty) / (y * y);
+      // In units of y, as the first partials: y·y overflowed past 1e154 and underflowed below 1e-162.
+      partialZTangent = (tz - z / y * ty) / y;
+      return (tx - x / y * ty) / y;
     }
     case Op.Sigmoid: return ty * (1 - 2 * y);
     case Op.Softplus: return ty * Math.exp(-y);
@@ -475,9 +478,10 @@ export let partialZTangent: f64 = 0;
     case Op.Erfc: { const d = erfDerivative(x); return d == 0 ? 0 : 2 * x * d * tx; }
     case Op.NormCdf: { const d = normPdf(x); return d == 0 ? 0 : -x * d * tx; }
     case Op.NormLogCdf: { const d = normLogCdfDerivative(x, y); return d == 0 ? 0 : normLogCdfSecond(x, d) * tx; }
-    case Op.Ndtri: { const d = ndtriDerivative(y); return y * d * d * tx; }
-    case Op.Lgamma: return trigamma(x) * tx;
-    case Op.Digamma: return tetragamma(x) * tx;
+    // A zero tangent adds nothing, also where the second derivative is infinite (Infinity · 0).
+    case Op.Ndtri: { const d = ndtriDerivative(y); return tx == 0 ? 0 : y * d * d * tx; }
+    case Op.Lgamma: return tx == 0 ? 0 : trigamma(x) * tx;
+    case Op.Digamma: return tx == 0 ? 0 : tetragamma(x) * tx;
   }
   return 0;
 }

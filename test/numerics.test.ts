@@ -3,7 +3,7 @@
 // softplus and sigmoid, the zero-adjoint skip rule, and each op's boundary points. Expected
 // values are closed forms (limits, exact small integers), never outputs copied from a run.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { compile, grad, hessian, type Tape, type Var, type Vec } from '../src/index.ts';
+import { compile, grad, hessian, hvp, type Tape, type Var, type Vec } from '../src/index.ts';
 import { UNARY_OPS, ZERO_GRADIENT_OPS, type UnaryOpName } from '../src/ops.ts';
 import { sameNumber, show } from './op-cases.ts';
 import { BACKENDS, tapeOn } from './support.ts';
@@ -105,6 +105,26 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
     for (const p of [[1e308, 1e308], [-1e300, 2], [1e200, -3e200]]) expect(atan2(p).some(Number.isNaN), `${p}`).toBe(false);
     const h = atan2([3, 4]);
     [-24 / 625, -7 / 625, -7 / 625, 24 / 625].forEach((want, k) => expect(h[k]).toBeCloseTo(want, 15));
+  });
+
+  // Squares of operands below 1e-162 underflow to 0: the second-order rules of log, div and hypot
+  // divided by them (0/0 along a zero tangent), lgamma's and ndtri's multiplied an infinite second
+  // derivative by the zero tangent; hypot's also overflowed past 1e154.
+  it('a zero tangent adds nothing to a Hessian even where a square underflows, and hypot\'s scales', () => {
+    const H = (f: (x: Var[]) => Var, p: number[]): number[] => Array.from(hessian(f, p, { backend }).data);
+    const hv = (f: (x: Var[]) => Var, p: number[], v: number[]): number[] => Array.from(hvp(f, p, v, { backend }));
+    expect(H((x) => x[0]!.log().add(x[1]!.log()), [1e-170, 1])).toEqual([-Infinity, 0, 0, -1]);
+    expect(H((x) => x[0]!.log2().add(x[1]!.log10()), [1e-170, 1])[1]).toBe(0);
+    expect(hv((x) => x[0]!.div(x[1]!).add(x[2]!.square()), [0, 1e-170, 1], [0, 0, 1])).toEqual([0, 0, 2]);
+    expect(hv((x) => x[0]!.lgamma().add(x[1]!.square()), [1e-170, 1], [0, 1])).toEqual([0, 2]);
+    expect(hv((x) => x[0]!.ndtri().add(x[1]!.square()), [0, 1], [0, 1])).toEqual([0, 2]);
+    // hypot(x, z)'' = [z^2, -xz; -xz, x^2] / r^3, at scales where r^2 or r^3 leave the range.
+    const hypot = (p: number[]): number[] => H((x) => x[0]!.hypot(x[1]!), p);
+    for (const [x, z] of [[1e-200, 2e-200], [1e200, 2e200], [3, 4], [1e-170, 0]]) {
+      const r = Math.hypot(x, z);
+      const want = [z / r * (z / r) / r, -(x / r) * (z / r) / r, -(x / r) * (z / r) / r, x / r * (x / r) / r];
+      hypot([x, z]).forEach((got, k) => expect(Math.abs(got - want[k]!), `(${x}, ${z}) [${k}]: ${got} vs ${want[k]}`).toBeLessThanOrEqual(1e-14 * Math.abs(want[k]!) + 1e-300));
+    }
   });
 
   it('exp overflows to Infinity past ln(MAX_VALUE) = 709.7827, and not before', () => {

@@ -187,7 +187,8 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
   partialZTangent[0] = 0;
   switch (op) {
     case mul: partialZTangent[0] = tx; return tz;
-    case div: partialZTangent[0] = (y * tz - ty * z) / (z * z); return -tz / (z * z);
+    // As in the core: divided by z twice, not by z·z, which underflows below 1e-162.
+    case div: partialZTangent[0] = (y * tz / z - ty) / z; return -tz / z / z;
     case recip: return -2 * y * ty;
     case square: return 2 * tx;
     case sqrt: return -0.5 * ty / (y * y);
@@ -209,10 +210,10 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
     // Outside the domain NaN, as the first partial is (the formulas alone are finite there), but
     // 0 along a zero tangent, as the tangent sweep adds nothing for one: a NaN element of a vector
     // leaves the Hessian's cross terms with the others 0, as the gradient keeps theirs.
-    case log: return x >= 0 ? -tx / (x * x) : tx === 0 ? 0 : NaN;
-    case log1p: return x >= -1 ? -tx / ((1 + x) * (1 + x)) : tx === 0 ? 0 : NaN;
-    case log2: return x >= 0 ? -tx / (x * x * LN2) : tx === 0 ? 0 : NaN;
-    case log10: return x >= 0 ? -tx / (x * x * LN10) : tx === 0 ? 0 : NaN;
+    case log: return tx === 0 ? 0 : x >= 0 ? -tx / (x * x) : NaN;
+    case log1p: return tx === 0 ? 0 : x >= -1 ? -tx / ((1 + x) * (1 + x)) : NaN;
+    case log2: return tx === 0 ? 0 : x >= 0 ? -tx / (x * x * LN2) : NaN;
+    case log10: return tx === 0 ? 0 : x >= 0 ? -tx / (x * x * LN10) : NaN;
     // As in the core: the node's own value y is sin x (cos x), no second evaluation.
     case sin: return -tx * y;
     case cos: return -tx * y;
@@ -237,8 +238,9 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
     case atanh: { const u = 1 - x * x; return Math.abs(x) <= 1 ? 2 * x * tx / (u * u) : tx === 0 ? 0 : NaN; }
     case hypot: {
       if (y === 0) return 0;
-      partialZTangent[0] = (tz * y - z * ty) / (y * y);
-      return (tx * y - x * ty) / (y * y);
+      // As in the core: in units of y (y·y overflowed past 1e154 and underflowed below 1e-162).
+      partialZTangent[0] = (tz - z / y * ty) / y;
+      return (tx - x / y * ty) / y;
     }
     case sigmoid: return ty * (1 - 2 * y);
     case softplus: return ty * Math.exp(-y);
@@ -246,9 +248,9 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
     case erfc: { const d = special.erfDerivative(x); return d === 0 ? 0 : 2 * x * d * tx; }
     case normCdf: { const d = special.normPdf(x); return d === 0 ? 0 : -x * d * tx; }
     case normLogCdf: { const d = special.normLogCdfDerivative(x, y); return d === 0 ? 0 : special.normLogCdfSecond(x, d) * tx; }
-    case ndtri: { const d = special.ndtriDerivative(y); return y * d * d * tx; }
-    case lgamma: return special.trigamma(x) * tx;
-    case digamma: return special.tetragamma(x) * tx;
+    case ndtri: { const d = special.ndtriDerivative(y); return tx === 0 ? 0 : y * d * d * tx; }
+    case lgamma: return tx === 0 ? 0 : special.trigamma(x) * tx;
+    case digamma: return tx === 0 ? 0 : special.tetragamma(x) * tx;
   }
   return 0;
 }

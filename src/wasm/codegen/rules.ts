@@ -142,11 +142,10 @@ interface Operands { x: Emit; z: Emit; y: Emit; tx: Emit; tz: Emit; ty: Emit }
 export const SECOND_ORDER: Partial<Record<number, (fn: Bytes, o: Operands) => void>> = {
   // dpb = tx, dpa = tz
   [Op.mul]: (fn, o) => { o.tx(); o.tz(); },
-  // dpb = (y tz - ty z) / (z z), dpa = -tz / (z z)
+  // dpb = (y tz / z - ty) / z, dpa = -tz / z / z
   [Op.div]: (fn, o) => {
-    o.y(); o.tz(); fn.byte(W_F64Mul); o.ty(); o.z(); fn.byte(W_F64Mul); fn.byte(W_F64Sub);
-    o.z(); o.z(); fn.byte(W_F64Mul); fn.byte(W_F64Div);
-    o.tz(); fn.byte(W_F64Neg); o.z(); o.z(); fn.byte(W_F64Mul); fn.byte(W_F64Div);
+    o.y(); o.tz(); fn.byte(W_F64Mul); o.z(); fn.byte(W_F64Div); o.ty(); fn.byte(W_F64Sub); o.z(); fn.byte(W_F64Div);
+    o.tz(); fn.byte(W_F64Neg); o.z(); fn.byte(W_F64Div); o.z(); fn.byte(W_F64Div);
   },
   // -2 y ty
   [Op.recip]: (fn, o) => { fn.f64Const(-2); o.y(); fn.byte(W_F64Mul); o.ty(); fn.byte(W_F64Mul); },
