@@ -151,11 +151,13 @@ export function normLogCdfDerivative(x: number, y: number): number {
  *  cancels (m = -x + 1/(-x) - ...), so there it is the series -(1/t)(1 - 2/t² + 10/t⁴ - ...),
  *  t = -x, whose first omitted term is below 1e-16 relative from t = 100. */
 export function normLogCdfSecond(x: number, m: number): number {
-  if (x < -100) {
+  // Below -30 the asymptotic series (to z^6, 3.5e-15 there): -x - m cancels about log10(x^2)
+  // digits, which left 1.8e-12 near -100, where the series began with fewer terms.
+  if (x < -30) {
     // At -Infinity the limit, -1 (m · 1/x would be Infinity · -0).
     if (x === -Infinity) return -1;
     const z = 1.0 / (x * x);
-    return m * ((1.0 - z * (2.0 - z * (10.0 - z * (74.0 - z * 706.0)))) / x);
+    return m * ((1.0 - z * (2.0 - z * (10.0 - z * (74.0 - z * (706.0 - z * (8162.0 - z * 110410.0)))))) / x);
   }
   return m * (-x - m);
 }
