@@ -105,6 +105,10 @@ describe('the gradient service', () => {
       ['/v1/mc', { ...atTheMoney, rate: '5%' }, 400, /"rate" must be a number/],
       ['/v1/mc', '{"spot": 1', 400, /not JSON/],
       ['/v1/mc', '[1, 2]', 400, /must be a JSON object/],
+      // Finite but far outside the model's range: the model overflows, and the answer says so.
+      ['/v1/options', { options: [atTheMoney, { ...atTheMoney, spot: 1e-320 }] }, 422, /options\[1\]: the model is not finite at these inputs/],
+      ['/v1/options', { options: [{ ...atTheMoney, rate: -1e6 }] }, 422, /options\[0\]: the model is not finite/],
+      ['/v1/mc', { ...atTheMoney, rate: 1e6 }, 422, /the model is not finite at these inputs \(price\)/],
       ['/v1/nothing', {}, 404, /no endpoint/],
       ['/v1/logreg', 'x'.repeat(MAX_BODY_BYTES + 1), 413, /limit is|over/],
     ];

@@ -153,11 +153,16 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     // Numbers now; the model needs them finite and, but for the rate, positive.
     checkFinite(X, field);
     for (let r = 0; r < rows; r++) for (const j of [0, 1, 2, 4]) positive(X[r * n + j]!, field(r * n + j));
-    return {
-      results: Array.from({ length: rows }, (_, r) => ({
-        price: prices[r], delta: G[r * n], dStrike: G[r * n + 1], theta: -G[r * n + 2]!, rho: G[r * n + 3], vega: G[r * n + 4], gamma: H[r * n],
-      })),
-    };
+    const results = Array.from({ length: rows }, (_, r) => ({
+      price: prices[r]!, delta: G[r * n]!, dStrike: G[r * n + 1]!, theta: -G[r * n + 2]!, rho: G[r * n + 3]!, vega: G[r * n + 4]!, gamma: H[r * n]!,
+    }));
+    // Finite inputs far outside the model's range (a spot of 1e-320, a rate of 1e6) can
+    // still overflow it: a 422 naming the option, never a 200 with nulls (JSON's NaN).
+    results.forEach((greeks, r) => {
+      const bad = Object.entries(greeks).find(([, v]) => !Number.isFinite(v));
+      if (bad) throw new RequestError(422, `options[${r}]: the model is not finite at these inputs (${bad[0]} ${bad[1]})`);
+    });
+    return { results };
   }
 
   async function monteCarloEndpoint(body: Record<string, unknown>): Promise<unknown> {
@@ -180,7 +185,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       for (let r = 0; r < rows; r++) X.set(p, r * PATH_INPUTS);
       normals(seed as number, X, PATH_INPUTS, PATH_INPUTS - 1, rows);
       await payoff.valueAndGradientBatch(X, rows, G, values);
-      return monteCarloAnswer(rows, values, G);
+      const answer = monteCarloAnswer(rows, values, G) as Record<string, unknown>;
+      const bad = Object.entries(answer).find(([, v]) => typeof v === 'number' ? !Number.isFinite(v) : !Number.isFinite((v as { estimate: number }).estimate));
+      if (bad) throw new RequestError(422, `the model is not finite at these inputs (${bad[0]})`);
+      return answer;
     } finally {
       release(X); release(G); release(values);
     }
