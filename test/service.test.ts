@@ -45,12 +45,14 @@ describe('the gradient service', () => {
       { spot: 120, strike: 100, maturity: 0.5, rate: 0.03, volatility: 0.3 },
       { spot: 80, strike: 100, maturity: 2, rate: 0.01, volatility: 0.15 },
       { spot: 100.5, strike: 100, maturity: 1e-4, rate: 0.05, volatility: 0.4 },
+      // A volatility so large that σ² overflows: the call is worth the spot.
+      { spot: 100, strike: 100, maturity: 1, rate: 0.05, volatility: 1e300 },
     ];
     const { status, body } = await post(pooled, '/v1/options', { options });
     expect(status).toBe(200);
     const pdf = (x: number): number => Math.exp(-0.5 * x * x) / Math.sqrt(2 * Math.PI);
     options.forEach(({ spot: S, strike: K, maturity: T, rate: r, volatility: v }, k) => {
-      const d1 = (Math.log(S / K) + (r + v * v / 2) * T) / (v * Math.sqrt(T)), d2 = d1 - v * Math.sqrt(T);
+      const d1 = Math.log(S / K) / (v * Math.sqrt(T)) + (r / v + v / 2) * Math.sqrt(T), d2 = d1 - v * Math.sqrt(T);
       const Kd = K * Math.exp(-r * T);
       const want = {
         price: S * normCdf(d1) - Kd * normCdf(d2), delta: normCdf(d1), gamma: pdf(d1) / (S * v * Math.sqrt(T)), vega: S * pdf(d1) * Math.sqrt(T),

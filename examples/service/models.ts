@@ -6,8 +6,10 @@ import { compile, type CompiledFunction, type Var, type Vec } from 'tapegrad';
 export const OPTION_FIELDS = ['spot', 'strike', 'maturity', 'rate', 'volatility'] as const;
 
 function blackScholesCall([spot, strike, maturity, rate, vol]: Var[]): Var {
-  const volRoot = vol!.mul(maturity!.sqrt());
-  const d1 = spot!.div(strike!).log().add(rate!.add(vol!.square().mul(0.5)).mul(maturity!)).div(volRoot);
+  const root = maturity!.sqrt(), volRoot = vol!.mul(root);
+  // d1 = ln(S/K)/(σ√T) + (r/σ + σ/2)√T, which never forms σ²: with σ²T, a volatility of 1e300
+  // overflowed d1 and d2 to +Infinity and priced the call at S − K e^(−rT) instead of S.
+  const d1 = spot!.div(strike!).log().div(volRoot).add(rate!.div(vol!).add(vol!.mul(0.5)).mul(root));
   const d2 = d1.sub(volRoot);
   const discount = rate!.mul(maturity!).neg().exp();
   // The library's Φ (normCdf), exact to a few ulps with exact first and second derivatives: an
