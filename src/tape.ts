@@ -796,8 +796,8 @@ export class Tape {
     if (this.engine.firstNonFinite(from, to, values) < 0) return;
     const { op, a, b, val, adj } = this.engine.views;
     const name = (i: number): string => opNameOf(op[i]!);
-    const id = (i: number): number => (byIndex ? i : i + this.base);
-    const node = (i: number): string => (byIndex ? `node ${i}` : `node #${i + this.base}`);
+    const id = (i: number): number => this.nodeId(i, byIndex);
+    const node = (i: number): string => this.nodeLabel(i, byIndex);
     const { xval, xadj } = this.engine.views;
     // The first element of vector node i that is not finite, in values or adjoints.
     const badElement = (i: number, data: Float64Array): number => {
@@ -847,9 +847,18 @@ export class Tape {
         for (let k = a[i - 1]!, end = k + b[i - 1]!; k < end && t - t === 0; k++) t = xtan![k]!;
       }
       if (t - t !== 0) {
-        throw new NonFiniteError(`checkNaN: ${opNameOf(op[i]!)} at ${byIndex ? `node ${i}` : `node #${i + this.base}`} produced a non-finite tangent (${t})`, byIndex ? i : i + this.base, opNameOf(op[i]!));
+        throw new NonFiniteError(`checkNaN: ${opNameOf(op[i]!)} at ${this.nodeLabel(i, byIndex)} produced a non-finite tangent (${t})`, this.nodeId(i, byIndex), opNameOf(op[i]!));
       }
     }
+  }
+
+  // How checkNaN's errors name node i: by handle, or by index for a compiled function.
+  private nodeId(i: number, byIndex: boolean): number {
+    return byIndex ? i : i + this.base;
+  }
+
+  private nodeLabel(i: number, byIndex: boolean): string {
+    return byIndex ? `node ${i}` : `node #${i + this.base}`;
   }
 
   // ---- array-valued nodes (the Vec façade lives in vector.ts) ----

@@ -225,18 +225,15 @@ export class PooledFunction {
   async gradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array): Promise<Float64Array> {
     if (this.inline(rows)) return this.local.gradientBatch(X, rows, out);
     const xs = this.rowsOf(X, rows, 'gradientBatch');
-    return this.into(out, rows * this.inputs, (o) => this.pool.runBatch(this.id, 'gradientBatch', rows, xs, null, o, null));
+    return this.run('gradientBatch', rows, xs, null, out, this.inputs, undefined, 0);
   }
 
   /** [values (rows), gradients (rows × inputs)]. */
   async valueAndGradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array, values?: Float64Array): Promise<[Float64Array, Float64Array]> {
     if (this.inline(rows)) return this.local.valueAndGradientBatch(X, rows, out, values);
     const xs = this.rowsOf(X, rows, 'valueAndGradientBatch');
-    const v = values && isShared(values) ? values : sharedFloat64(rows);
-    checkOut(values ?? v, rows);
-    const g = await this.into(out, rows * this.inputs, (o) => this.pool.runBatch(this.id, 'valueAndGradientBatch', rows, xs, null, o, v));
-    if (values && values !== v) values.set(v);
-    return [values ?? v, g];
+    const v = values ?? sharedFloat64(rows);
+    return [v, await this.run('valueAndGradientBatch', rows, xs, null, out, this.inputs, v, 1)];
   }
 
   /** vᵀJ per row: V is rows × outputs; rows × inputs out, and the values (rows × outputs) into
@@ -264,11 +261,19 @@ export class PooledFunction {
     if (this.inline(rows)) return this.local[method](X, rows, D, out, values);
     const xs = this.rowsOf(X, rows, method);
     const ds = toShared(D, rows * dWidth, `${method}: ${rows} rows of ${dWidth} ${dName} entries`);
-    // As valueAndGradientBatch: the workers write values into shared memory, copied out once.
+    return this.run(method, rows, xs, ds, out, width, values, valueWidth);
+  }
+
+  // `method` over the rows in the workers, its results (rows × width) into `out` and the values
+  // (rows × valueWidth) into `values` when given, through shared memory where they are not in it.
+  private async run(
+    method: BatchMethod, rows: number, xs: Float64Array, ds: Float64Array | null, out: Float64Array | undefined, width: number,
+    values: Float64Array | undefined, valueWidth: number,
+  ): Promise<Float64Array> {
     if (values !== undefined) checkOut(values, rows * valueWidth);
-    const v = values === undefined ? null : isShared(values) ? values : sharedFloat64(rows * valueWidth);
+    const v = values === undefined || isShared(values) ? values ?? null : sharedFloat64(rows * valueWidth);
     const result = await this.into(out, rows * width, (o) => this.pool.runBatch(this.id, method, rows, xs, ds, o, v));
-    if (values && v && values !== v) values.set(v.subarray(0, rows * valueWidth));
+    if (values && v !== values) values.set(v!.subarray(0, rows * valueWidth));
     return result;
   }
 

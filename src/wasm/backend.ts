@@ -389,19 +389,18 @@ export class WasmBackend implements Backend {
     const elements = core.getElementCapacity();
     this.capacity = capacity;
     this.elementCapacity = elements;
-    // Addresses are unsigned: past 2 GiB of memory an i32 export reads negative in JS.
     this.views = {
-      xval: new Float64Array(buffer, core.xvalPtr() >>> 0, elements),
-      xadj: new Float64Array(buffer, core.xadjPtr() >>> 0, elements),
-      xtan: tangents ? new Float64Array(buffer, core.xtanPtr() >>> 0, elements) : null,
-      xtanAdj: tangents ? new Float64Array(buffer, core.xtanAdjPtr() >>> 0, elements) : null,
-      op: new Uint8Array(buffer, core.opPtr() >>> 0, capacity),
-      a: new Int32Array(buffer, core.aPtr() >>> 0, capacity),
-      b: new Int32Array(buffer, core.bPtr() >>> 0, capacity),
-      val: new Float64Array(buffer, core.valPtr() >>> 0, capacity),
-      adj: new Float64Array(buffer, core.adjPtr() >>> 0, capacity),
-      tan: tangents ? new Float64Array(buffer, core.tanPtr() >>> 0, capacity) : null,
-      tanAdj: tangents ? new Float64Array(buffer, core.tanAdjPtr() >>> 0, capacity) : null,
+      xval: new Float64Array(buffer, core.xvalPtr(), elements),
+      xadj: new Float64Array(buffer, core.xadjPtr(), elements),
+      xtan: tangents ? new Float64Array(buffer, core.xtanPtr(), elements) : null,
+      xtanAdj: tangents ? new Float64Array(buffer, core.xtanAdjPtr(), elements) : null,
+      op: new Uint8Array(buffer, core.opPtr(), capacity),
+      a: new Int32Array(buffer, core.aPtr(), capacity),
+      b: new Int32Array(buffer, core.bPtr(), capacity),
+      val: new Float64Array(buffer, core.valPtr(), capacity),
+      adj: new Float64Array(buffer, core.adjPtr(), capacity),
+      tan: tangents ? new Float64Array(buffer, core.tanPtr(), capacity) : null,
+      tanAdj: tangents ? new Float64Array(buffer, core.tanAdjPtr(), capacity) : null,
     };
   }
 
@@ -484,7 +483,7 @@ export class WasmBackend implements Backend {
     const guardBytes = this.guardBytes();
     if (this.guardsAt >= 0 && bytes <= this.scratchRoom) return this.guardsAt + guardBytes;
     // An address is a u32 in the core; past 2 GiB of memory the i32 the export returns is negative.
-    const base = this.core.scratch(guardBytes + bytes) >>> 0;
+    const base = this.core.scratch(guardBytes + bytes);
     if (base === 0) throw new RangeError(`out of memory: no room for ${bytes} bytes of replay buffers`);
     const buffer = this.core.memory.buffer;
     if (this.views.val.buffer !== buffer) this.refreshViews();

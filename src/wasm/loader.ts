@@ -176,8 +176,19 @@ export function instantiateCore(module: WebAssembly.Module, imports: CoreImports
   const table = new WebAssembly.Table({ initial: 6, element: 'anyfunc' });
   const env = { ...imports, hostSin: Math.sin, hostCos: Math.cos, memory, table };
   const instance = new WebAssembly.Instance(module, { env });
-  return Object.assign(Object.create(null) as object, instance.exports, { table }) as unknown as CoreExports;
+  const core = Object.assign(Object.create(null) as object, instance.exports, { table }) as unknown as CoreExports;
+  // Addresses are unsigned, but an i32 export reads negative in JS past 2 GiB of memory: every
+  // caller gets them as the unsigned numbers typed-array views take.
+  for (const name of ADDRESS_EXPORTS) {
+    const address = core[name] as (bytes?: number) => number;
+    (core as unknown as Record<string, (bytes?: number) => number>)[name] = (bytes) => address(bytes) >>> 0;
+  }
+  return core;
 }
+
+const ADDRESS_EXPORTS = [
+  'valPtr', 'adjPtr', 'aPtr', 'bPtr', 'opPtr', 'tanPtr', 'tanAdjPtr', 'xvalPtr', 'xadjPtr', 'xtanPtr', 'xtanAdjPtr', 'scratch',
+] as const satisfies readonly (keyof CoreExports)[];
 
 /** Reads an AssemblyScript string (UTF-16, byte length stored just before it). */
 export function readCoreString(core: CoreExports, ptr: number): string {

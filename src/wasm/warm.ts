@@ -45,13 +45,13 @@ export function warmCore(core: CoreExports): number {
   const count = op.length;
   if (!core.reserve(count, 0, 2 * count)) return NaN;
   const { buffer } = core.memory;
-  new Uint8Array(buffer, core.opPtr() >>> 0, count).set(op);
-  new Int32Array(buffer, core.aPtr() >>> 0, count).set(a);
-  new Int32Array(buffer, core.bPtr() >>> 0, count).set(b);
-  new Float64Array(buffer, core.valPtr() >>> 0, 2).set(leafValues);
+  new Uint8Array(buffer, core.opPtr(), count).set(op);
+  new Int32Array(buffer, core.aPtr(), count).set(a);
+  new Int32Array(buffer, core.bPtr(), count).set(b);
+  new Float64Array(buffer, core.valPtr(), 2).set(leafValues);
   core.forward(2, count);
   core.reverse(count - 1, 1, count);
-  const adj = new Float64Array(buffer, core.adjPtr() >>> 0, 2);
+  const adj = new Float64Array(buffer, core.adjPtr(), 2);
   return adj[0]! + adj[1]!;
 }
 
