@@ -547,8 +547,6 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   }
 }
 
-/** `x` as a Float64Array of at least `needed` numbers (`what` names them in errors): as it is,
- *  or checked and copied once from any other array. */
 /** @internal Where `toFloat64` puts its copy, and which Float64Arrays it takes as they are. */
 export interface Float64Home { holds(x: Float64Array): boolean; make(length: number): Float64Array }
 const ORDINARY: Float64Home = { holds: () => true, make: (length) => new Float64Array(length) };
@@ -556,8 +554,8 @@ const ORDINARY: Float64Home = { holds: () => true, make: (length) => new Float64
 /** @internal The first `needed` numbers of x as a Float64Array: x itself where `home` holds it,
  *  else checked and copied in once. */
 export function toFloat64(x: ArrayLike<number>, needed: number, what: string, home: Float64Home = ORDINARY): Float64Array {
-  if (!isArrayLike(x)) throw new NotANumberError(`${what} need an array of ${needed} numbers, got ${describe(x)}`);
-  if (x.length < needed) throw new TapegradError('INVALID_ARGUMENT', `${what} need ${needed} numbers, got ${x.length}`);
+  if (!isArrayLike(x)) throw new NotANumberError(`${what} need an array of at least ${needed} numbers, got ${describe(x)}`);
+  if (x.length < needed) throw new TapegradError('INVALID_ARGUMENT', `${what} need at least ${needed} numbers, got ${x.length}`);
   if (x instanceof Float64Array && home.holds(x)) return x;
   const copy = home.make(needed);
   if (x instanceof Float64Array) {

@@ -76,7 +76,7 @@ describe('inputs', () => {
     expect([...g.gradientBatch([1, 2, 3, 4], 2)]).toEqual([2, 1, 6, 1]);
     expect([...g.gradientBatch(new Float64Array([1, 2, 3, 4]), 2)]).toEqual([2, 1, 6, 1]);
     // The example: 5 numbers for 3 rows of 2 inputs.
-    expectInvalid(() => g.gradientBatch(new Float64Array(5), 3), /3 rows of 2 inputs need 6 numbers, got 5/);
+    expectInvalid(() => g.gradientBatch(new Float64Array(5), 3), /3 rows of 2 inputs need at least 6 numbers, got 5/);
     expect(() => g.gradientBatch([1, 'x', 3, 4] as never, 2)).toThrow(/entry 1 must be a number, got the string "x"/);
   });
 });

@@ -54,7 +54,7 @@ describe('valueAndGradientBatch equals row-by-row valueAndGradient, bit for bit'
 
   it('lengths are checked, naming both', () => {
     const f = compile(piecewise, { inputs: 3 });
-    expect(() => f.valueAndGradientBatch(new Float64Array(5), 2)).toThrow(/2 rows of 3 inputs need 6 numbers, got 5/);
+    expect(() => f.valueAndGradientBatch(new Float64Array(5), 2)).toThrow(/2 rows of 3 inputs need at least 6 numbers, got 5/);
     expect(() => f.valueAndGradientBatch(X, 2, undefined, new Float64Array(1))).toThrow(/at least 2 numbers/);
   });
 });
@@ -74,7 +74,7 @@ describe('vjpBatch, jvpBatch and hvpBatch equal their row-by-row forms, bit for 
         expect([...jvps.subarray(3 * r, 3 * r + 3)], `jvp row ${r}`).toEqual([...single.jvp(x, d)]);
         expect([...hvps.subarray(3 * r, 3 * r + 3)], `hvp row ${r}`).toEqual([...singleG.hvp(x, d)]);
       }
-      expect(() => g.hvpBatch(X, ROWS, new Float64Array(4))).toThrow(/hvpBatch: 9 rows of 3 direction entries need 27 numbers, got 4/);
+      expect(() => g.hvpBatch(X, ROWS, new Float64Array(4))).toThrow(/hvpBatch: 9 rows of 3 direction entries need at least 27 numbers, got 4/);
     });
 
     it(`${backend}: with values, each row's function values too`, () => {
