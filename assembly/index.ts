@@ -34,3 +34,4 @@ export {
 export { scratch } from './layout';
 export { setRunFusion, setKeepAdjoints, materialize, forgetRunKernels } from './vector';
 export { countUses, nextLinks, planSegments, repeatsOf } from './planning';
+export { buildSchedule, dropSchedule } from './schedule';

@@ -12,14 +12,15 @@
 //  └──────────┴──────────┴──────────┴──────────┴──────────┴─────────┘└──────────┴──────────┘
 //   ◀──────────── node regions: 25 bytes per node ──────────────────▶ ◀ once tangents are used:
 //                                                                       +16 bytes per node
-//  ┌──────────┬──────────┐┌──────────┬──────────┐┌─────────┐
-//  │ xval     │ xadj     ││ xtan     │ xtanAdj  ││ scratch │
-//  │ f64×ecap │ f64×ecap ││ f64×ecap │ f64×ecap ││         │
-//  └──────────┴──────────┘└──────────┴──────────┘└─────────┘
-//   ◀ elements: 16 bytes ▶ ◀ with tangents: +16 ▶
+//  ┌──────────┬──────────┐┌──────────┬──────────┐┌──────────┐┌─────────┐
+//  │ xval     │ xadj     ││ xtan     │ xtanAdj  ││ schedule ││ scratch │
+//  │ f64×ecap │ f64×ecap ││ f64×ecap │ f64×ecap ││ (bytes)  ││         │
+//  └──────────┴──────────┘└──────────┴──────────┘└──────────┘└─────────┘
+//   ◀ elements: 16 bytes ▶ ◀ with tangents: +16 ▶  ◀ a compiled tape's replay schedule, if any
 //
-// The scratch area for batched replay (input rows, gradient rows, guard lists) sits last. Its
-// content is lost whenever the tape grows; the façade writes it again before use.
+// The schedule (schedule.ts) belongs to the tape in memory and moves with it. The scratch area
+// for batched replay (input rows, gradient rows, guard lists) sits last. Its content is lost
+// whenever the tape grows; the façade writes it again before use.
 //
 // f64 regions come first and both capacities are multiples of 8, so every f64 slot is 8-byte
 // aligned. Growth doubles a capacity: memory.grow first (on failure nothing has changed), then
@@ -52,6 +53,9 @@ export let xvalBase: usize = 0;
 export let xadjBase: usize = 0;
 export let xtanBase: usize = 0;
 export let xtanAdjBase: usize = 0;
+/** Bytes of the schedule region (0: none) and where it starts. */
+export let scheduleBytes: usize = 0;
+export let scheduleBase: usize = 0;
 
 // @ts-ignore: decorator
 @inline function slotSize(region: i32): usize {
@@ -78,9 +82,13 @@ function elementOffset(cap: i32, regions: i32, ecap: i32, region: i32): usize {
   return ((regionOffset(cap, regions) + 15) & ~(<usize>15)) + <usize>ecap * 8 * <usize>region;
 }
 
+function scheduleOffset(cap: i32, regions: i32, ecap: i32): usize {
+  return elementOffset(cap, regions, ecap, elementRegionCount(regions));
+}
+
 /** First byte after every region (scratch starts here, aligned). */
 function tapeEnd(cap: i32, regions: i32, ecap: i32): u64 {
-  return <u64>elementOffset(cap, regions, ecap, elementRegionCount(regions));
+  return <u64>scheduleOffset(cap, regions, ecap) + <u64>scheduleBytes;
 }
 
 function setBases(): void {
@@ -95,10 +103,11 @@ function setBases(): void {
   xadjBase = elementOffset(capacity, regionCount, elemCapacity, 1);
   xtanBase = regionCount > 5 ? elementOffset(capacity, regionCount, elemCapacity, 2) : 0;
   xtanAdjBase = regionCount > 5 ? elementOffset(capacity, regionCount, elemCapacity, 3) : 0;
+  scheduleBase = scheduleOffset(capacity, regionCount, elemCapacity);
 }
 
 function totalBytes(cap: i64, regions: i32, ecap: i64): u64 {
-  return (<u64>heapStart + <u64>cap * <u64>bytesBefore(regions) + 15) + <u64>ecap * 8 * <u64>elementRegionCount(regions);
+  return (<u64>heapStart + <u64>cap * <u64>bytesBefore(regions) + 15) + <u64>ecap * 8 * <u64>elementRegionCount(regions) + <u64>scheduleBytes;
 }
 
 function fits(cap: i64, regions: i32, maxCapacity: i32): bool {
@@ -120,6 +129,7 @@ export let liveElements: i32 = 0;
 function relayout(newCap: i32, newRegions: i32, newElemCap: i32, live: i32): void {
   const oldCap = capacity, oldRegions = regionCount, oldElemCap = elemCapacity;
   const oldElementRegions = elementRegionCount(oldRegions);
+  memory.copy(scheduleOffset(newCap, newRegions, newElemCap), scheduleOffset(oldCap, oldRegions, oldElemCap), scheduleBytes);
   for (let r = oldElementRegions - 1; r >= 0; r--) {
     memory.copy(
       elementOffset(newCap, newRegions, newElemCap, r), elementOffset(oldCap, oldRegions, oldElemCap, r),
@@ -184,6 +194,19 @@ export function enableTangents(live: i32): i32 {
   if (!ensurePages(capacity, REGION_COUNT_TANGENT, elemCapacity)) return 0;
   relayout(capacity, REGION_COUNT_TANGENT, elemCapacity, live);
   return 1;
+}
+
+/** Makes the schedule region at least `bytes` long (its content undefined), or drops it with 0. Returns
+ *  its base, or 0 when memory does not allow it; then nothing has changed. */
+export function setScheduleBytes(bytes: usize): usize {
+  const old = scheduleBytes;
+  // A multiple of 16, so that scratch after it stays aligned as the façade's f64 views need.
+  scheduleBytes = (bytes + 15) & ~(<usize>15);
+  if (bytes > 0 && (totalBytes(capacity, regionCount, elemCapacity) > MAX_BYTES || !ensurePages(capacity, regionCount, elemCapacity))) {
+    scheduleBytes = old;
+    return 0;
+  }
+  return scheduleBase;
 }
 
 /** Start of a scratch area of `bytes` after the tape, or 0 if memory does not allow it. */

@@ -13,7 +13,7 @@ import { adjBase, argA, argB, opAt } from './layout';
 const operandCounts = memory.data(256);
 let operandCountsReady = false;
 
-function prepareOperandCounts(): void {
+export function prepareOperandCounts(): void {
   if (operandCountsReady) return;
   for (let op = 0; op < 256; op++) {
     store<u8>(operandCounts + <usize>op, op <= Op.Arg ? 0 : op == Op.Select ? 3 : max(0, opArity(op)));
@@ -22,7 +22,7 @@ function prepareOperandCounts(): void {
 }
 
 // @ts-ignore: decorator
-@inline function operandCount(op: i32): i32 {
+@inline export function operandCount(op: i32): i32 {
   return load<u8>(operandCounts + <usize>op);
 }
 

@@ -3,6 +3,7 @@
 import { valBase, adjBase, tanBase, tanAdjBase, val, xvalBase, xadjBase } from './layout';
 import { forward, clearAdjoints, sweepReverse, tangent, sweepReverseTangent } from './sweeps';
 import { setGradientOutput } from './vector';
+import { scheduleActive, scheduledForward, scheduledReverse } from './schedule';
 import { forwardRuleCall, partialsCall, partialZ, partialsTangentCall, partialZTangent } from './ops';
 
 // A compiled function may bring its own sweeps: wasm generated from its tape (src/wasm/codegen/)
@@ -77,9 +78,11 @@ export function replayForwardTangent(x: usize, t: usize, nInputs: i32, guards: u
   return checkGuards(guards, nGuards);
 }
 
-/** Reverse sweep over adjoints already seeded at or below `top`, by the generated code if any. */
+/** Reverse sweep over adjoints already seeded at or below `top`, by the generated code or the
+ *  schedule if any. */
 export function sweepReverseReplay(top: i32): void {
   if (generatedReverse) call_indirect<void>(generatedReverse, valBase, adjBase, 0);
+  else if (scheduleActive()) scheduledReverse(top);
   else sweepReverse(top);
 }
 
@@ -113,6 +116,7 @@ export function replayForward(x: usize, nInputs: i32, count: i32, guards: usize,
   } else {
     memory.copy(valBase, x, <usize>nInputs << 3);
     if (generatedForward) call_indirect<void>(generatedForward, valBase, adjBase);
+    else if (scheduleActive()) scheduledForward();
     else forward(nInputs, count);
   }
   return checkGuards(guards, nGuards);

@@ -132,8 +132,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const vectors = recording.tape.hasVectorNodes;
     if (engine instanceof WasmBackend) engine.simd = this.simd && !vectors;
     if (this.codegen && !vectors && engine instanceof WasmBackend) {
-      if (this.shipped) engine.installShippedSweeps(this.shipped);
-      else engine.generateSweeps(this.inputs, recording.tape.size, recording.outputs);
+      // A schedule, for a tape that does not fold into code, stays within the tape's memory limit.
+      const { size, maxMemoryBytes } = recording.tape;
+      const budget = maxMemoryBytes - size * engine.nodeBytes();
+      if (this.shipped) engine.installShippedSweeps(this.shipped, this.inputs, size, budget);
+      else engine.generateSweeps(this.inputs, size, recording.outputs, budget);
     }
     if (this.codegen === 'require' && this.generatedSweeps === 'none') {
       const reason = this.generatedSweepsReason;

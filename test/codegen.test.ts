@@ -14,80 +14,11 @@ import { planSegments, planSweeps, MAX_SLOTS, type SweepPlan } from '../src/wasm
 import { STRAIGHT_CHUNK, jsPasses, nextLinks, planSearch, useCounts, type Body } from '../src/wasm/codegen/plan.ts';
 import type { WasmBackend } from '../src/wasm/backend.ts';
 import { DAG_OPS, DAG_OP_NAMES, dagArbitrary, dagSum, type DagOpName } from './dag-arbitrary.ts';
+import { anyInput, bothWays, dirtyAfterTape, expectSameBits, special } from './replay-ways.ts';
 
 beforeAll(async () => {
   await init();
 });
-
-function expectSameBits(actual: ArrayLike<number>, expected: ArrayLike<number>, what: string): void {
-  expect(actual.length, what).toBe(expected.length);
-  for (let k = 0; k < expected.length; k++) {
-    if (!Object.is(actual[k], expected[k])) throw new Error(`${what}[${k}]: generated ${actual[k]}, interpreted ${expected[k]}`);
-  }
-}
-
-const special = fc.constantFrom(NaN, Infinity, -Infinity, 0, -0, 1, -1, 5e-324, 1e300);
-const anyInput = fc.oneof(fc.double({ min: -2, max: 2, noNaN: true }), special, fc.double());
-
-/** Both ways of replaying f, and a check that every method agrees bit for bit at x. */
-// Fills the memory after the tape with NaN, where the tangent regions will go once a jvp or hvp
-// adds them: generated sweeps must read no tangent slot they did not write.
-function dirtyAfterTape(f: CompiledFunction): void {
-  const engine = f.recorded!.tape.engine as unknown as { scratchFor(bytes: number): number; core: { memory: WebAssembly.Memory }; capacity: number };
-  const bytes = 32 * engine.capacity;
-  const at = engine.scratchFor(bytes);
-  new Float64Array(engine.core.memory.buffer, at, bytes / 8).fill(NaN);
-}
-
-function bothWays(f: CompilableFunction, inputs: number, at: ArrayLike<number>) {
-  const generated = compile(f, { inputs, at });
-  const interpreted = compile(f, { inputs, at, codegen: false });
-  dirtyAfterTape(generated);
-  return {
-    generated,
-    interpreted,
-    check(x: Float64Array, rows = 1): void {
-      const row = x.subarray(0, inputs);
-      expectSameBits([generated.value(row) as number], [interpreted.value(row) as number], 'value');
-      expectSameBits(generated.gradient(row), interpreted.gradient(row), 'gradient');
-      const [v1, g1] = generated.valueAndGradient(row);
-      const [v2, g2] = interpreted.valueAndGradient(row);
-      expectSameBits([v1, ...g1], [v2, ...g2], 'valueAndGradient');
-      expectSameBits(generated.vjp(row, [-1.5]), interpreted.vjp(row, [-1.5]), 'vjp');
-      const direction = Float64Array.from({ length: inputs }, (_, k) => (k % 3) - 1);
-      // hvp before jvp: the first hvp makes the tangent sweeps and runs them one by one (clearing
-      // every adjoint first); later ones run the fused sweep.
-      const turned = Float64Array.from({ length: inputs }, (_, k) => ((k + 1) % 3) - 0.5);
-      expectSameBits(generated.hvp(row, turned), interpreted.hvp(row, turned), 'hvp');
-      // A different direction for jvp: the generated sweeps seed only the inputs' tangents
-      // (they write every other slot they read), so a stale tangent would show here.
-      expectSameBits(generated.jvp(row, direction), interpreted.jvp(row, direction), 'jvp');
-      // Directions holding -0, ±Infinity and NaN (the inputs, turned): the generated tangent
-      // sweeps leave out the interpreter's tests that cannot change a result, and these would
-      // show one that can.
-      const wild = Float64Array.from({ length: inputs }, (_, k) => x[(k + 1) % x.length]!);
-      expectSameBits(generated.jvp(row, wild), interpreted.jvp(row, wild), 'jvp along special values');
-      expectSameBits(generated.hvp(row, wild), interpreted.hvp(row, wild), 'hvp along special values');
-      expectSameBits(generated.hvp(row, direction), interpreted.hvp(row, direction), 'hvp after hvp');
-      if (rows > 1) {
-        // Batches: generated code row by row on long tapes, the SIMD kernel on short ones;
-        // either way the rows must equal the interpreter's.
-        const X = x.subarray(0, rows * inputs);
-        // hvp row after row: each reverse tangent sweep leaves the adjoints it read at +0 for
-        // the next, which then clears only the inputs'.
-        const V = X.slice().reverse();
-        expectSameBits(generated.hvpBatch(X, rows, V), interpreted.hvpBatch(X, rows, V), `hvpBatch of ${rows} rows`);
-        expectSameBits(generated.gradientBatch(X, rows), interpreted.gradientBatch(X, rows), `gradientBatch of ${rows} rows`);
-        expectSameBits(
-          compile(f, { inputs, at, simd: false }).gradientBatch(X, rows),
-          interpreted.gradientBatch(X, rows),
-          `scalar gradientBatch of ${rows} rows`,
-        );
-      }
-      expect(generated.rerecords).toBe(interpreted.rerecords);
-    },
-  };
-}
 
 // ───────────────────────────── loop programs ─────────────────────────────
 
@@ -665,16 +596,17 @@ describe('non-periodic tapes: straight code cut into bodies and functions', () =
     );
   });
 
-  it(`past ${MAX_SLOTS} nodes of code the interpreter stays, and says why`, () => {
+  it(`past ${MAX_SLOTS} nodes of code a schedule replays instead, and says why`, () => {
     const f = compile(scrambled(7, MAX_SLOTS + 2000), { inputs: 2, at: [0.1, 0.2] });
-    expect(f.generatedSweeps).toBe('none');
-    expect(f.generatedSweepsReason).toMatch(/does not fold into at most 16384 nodes of code .*straight-line code costs several times its recording to generate/);
-    expect(() => compile(scrambled(7, MAX_SLOTS + 2000), { inputs: 2, at: [0.1, 0.2], codegen: 'require' })).toThrow(/16384 nodes of code/);
+    expect(f.generatedSweeps).toBe('scheduled');
+    expect(f.generatedSweepsReason).toMatch(/does not fold into at most 16384 nodes of code .*straight-line code costs several times its recording to generate.*; its replays run a schedule instead/);
+    // 'require' asks for no per-node interpreter, which a schedule is not.
+    expect(compile(scrambled(7, MAX_SLOTS + 2000), { inputs: 2, at: [0.1, 0.2], codegen: 'require' }).generatedSweeps).toBe('scheduled');
   });
 });
 
 describe('when the interpreter stays', () => {
-  it(`a tape that does not fold into ${MAX_SLOTS} nodes of code is interpreted, and right`, () => {
+  it(`a tape that does not fold into ${MAX_SLOTS} nodes of code is scheduled, and right`, () => {
     // Ops and operands picked by a pseudo-random sequence: nothing repeats for long.
     const f = (x: Var[]): Var => {
       let y = x[0]!;
@@ -687,7 +619,7 @@ describe('when the interpreter stays', () => {
       return y;
     };
     const ways = bothWays(f, 3, [0.1, 0.2, 0.3]);
-    expect(ways.generated.generatedSweeps).toBe('none');
+    expect(ways.generated.generatedSweeps).toBe('scheduled');
     ways.check(Float64Array.from([0.3, -0.2, 0.1]));
   });
 

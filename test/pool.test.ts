@@ -114,6 +114,30 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     expect(pf.generatedSweeps).toBe(backend === 'wasm' ? 'active' : 'none');
   });
 
+  it('a tape too long to fold into code is scheduled in every worker, with the main thread\'s results', async () => {
+    // 20,000 steps of random ops on recent nodes: no loop, so no generated code (16,384 nodes at most).
+    const long = (x: Var[]): Var => {
+      const nodes = x.slice();
+      let state = 7;
+      for (let k = 0; k < 20_000; k++) {
+        state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+        const a = nodes[nodes.length - 1 - ((state >>> 8) % Math.min(nodes.length, 9))]!, b = nodes[nodes.length - 1 - ((state >>> 16) % nodes.length % 5)]!;
+        const pick = state >>> 29;
+        nodes.push(pick < 2 ? a.mul(b) : pick < 4 ? a.add(b).mul(0.5) : pick < 5 ? a.tanh() : pick < 6 ? a.sub(b.square()) : a.sin());
+      }
+      return nodes[nodes.length - 1]!.add(nodes[nodes.length - 2]!);
+    };
+    const f = compiled(long, [0.1, 0.2, 0.3]);
+    const pf = await pool.register(f);
+    const want = backend === 'wasm' ? 'scheduled' : 'none';
+    expect(f.generatedSweeps).toBe(want);
+    expect(pf.generatedSweeps).toBe(want);
+    for (const load of pf.workerLoads) expect(load.generatedSweeps).toBe(want);
+    const n = 30, X = rows(n, 3, 11);
+    expect(firstDifference(await pf.gradientBatch(X, n), f.gradientBatch(X, n))).toBe(-1);
+    expect(firstDifference(await pf.gradientBatch(X, n), compile(long, { inputs: 3, at: [0.1, 0.2, 0.3], backend, codegen: false }).gradientBatch(X, n))).toBe(-1);
+  });
+
   it('checkNaN: the compiled function\'s own, or register\'s option for bytes, in every thread, with the single call\'s error', async () => {
     const f = compile((x) => x[0]!.log().mul(x[1]!), { inputs: 2, at: [1, 2], backend, checkNaN: true });
     // Row 9 of 10 (posted to the workers) and the only row of a batch run on the main thread.

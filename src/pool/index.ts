@@ -7,7 +7,7 @@ import { coreModule } from '../create.ts';
 import { TapegradError, checkOut, describe } from '../errors.ts';
 import { checkOptions } from '../options.ts';
 import { fromBytes, loadBytes } from '../serialize.ts';
-import type { ShippedSweeps } from '../wasm/backend.ts';
+import type { GeneratedSweeps, ShippedSweeps } from '../wasm/backend.ts';
 import { reviveError, type BatchMethod, type Registration, type Reply, type Task, type WorkerData } from './protocol.ts';
 
 export interface PoolOptions {
@@ -181,9 +181,10 @@ export class GradientPool {
 export interface WorkerLoad {
   /** Milliseconds to load the bytes and install the sweeps (the worker's own clock). */
   ms: number;
-  /** 'active' when the main thread's generated sweeps were installed; 'none' on the JS backend
-   *  or for a tape that is interpreted (vector or custom nodes, too large to fold). */
-  generatedSweeps: 'none' | 'pending' | 'active';
+  /** 'active' when the main thread's generated sweeps were installed; 'scheduled' for a tape too
+   *  large to fold into code, which each worker schedules for itself; 'none' on the JS backend or
+   *  for a tape that is interpreted (vector or custom nodes). */
+  generatedSweeps: GeneratedSweeps;
 }
 
 /** A compiled function registered with a pool: the batch calls of `CompiledFunction`, split
@@ -195,7 +196,7 @@ export class PooledFunction {
   readonly inputs: number;
   readonly outputs: number;
   /** Whether the main thread generated sweeps for it (then shipped to every worker). */
-  readonly generatedSweeps: 'none' | 'pending' | 'active';
+  readonly generatedSweeps: GeneratedSweeps;
 
   /** @internal */
   constructor(

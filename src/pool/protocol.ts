@@ -4,7 +4,7 @@ import {
   BranchChangedError, CapacityError, FormatError, ForeignHandleError, InvalidHandleError, MissingRuleError, NonFiniteError,
   NotANumberError, ShapeError, StaleHandleError, TapegradError,
 } from '../errors.ts';
-import type { ShippedSweeps } from '../wasm/backend.ts';
+import type { GeneratedSweeps, ShippedSweeps } from '../wasm/backend.ts';
 
 export type BatchMethod = 'gradientBatch' | 'valueAndGradientBatch' | 'vjpBatch' | 'jvpBatch' | 'hvpBatch';
 
@@ -39,7 +39,7 @@ export type Task =
     values: Float64Array | null;
   };
 
-export type Reply = { ok: true; ms: number; generatedSweeps?: 'none' | 'pending' | 'active' } | { missing: true } | { error: SerializedError };
+export type Reply = { ok: true; ms: number; generatedSweeps?: GeneratedSweeps } | { missing: true } | { error: SerializedError };
 
 export interface SerializedError {
   name: string;

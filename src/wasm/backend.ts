@@ -24,14 +24,21 @@ export function loadCodegen(): Promise<void> {
  *  core holding the same tape (a worker that loaded it from bytes): no planning or code
  *  generation there. `tangents` is null until the tangent sweeps have been made. */
 export interface ShippedSweeps {
-  replay: WebAssembly.Module;
+  /** null: the tape replays by its schedule, which each core builds for itself. */
+  replay: WebAssembly.Module | null;
   tangents: WebAssembly.Module | null;
 }
 
 /** State of the generated sweeps of a compiled tape. 'pending': the generator chunk is still
  *  loading, or the module compiles in the background (where a browser refuses to compile over
- *  4 KB synchronously on the main thread); the interpreter runs until it is done. */
-export type GeneratedSweeps = 'none' | 'pending' | 'active';
+ *  4 KB synchronously on the main thread); the interpreter runs until it is done. 'scheduled':
+ *  a tape too long to fold into generated code replays by a schedule in the core (runs of one op,
+ *  stored partials: assembly/schedule.ts) instead of the interpreter. */
+export type GeneratedSweeps = 'none' | 'pending' | 'active' | 'scheduled';
+
+/** Bytes a node at most of a tape's schedule (assembly/schedule.ts): its partials and targets,
+ *  its place in the forward order and the reverse list, and a run each at worst. */
+const SCHEDULE_BYTES = 24 + 4 + 4 + 8;
 
 // Fused run kernels, compiled once per signature for every instance (null: a run the kernels
 // leave to the block sweep; absent while a module too large to compile synchronously compiles).
@@ -141,7 +148,7 @@ export class WasmBackend implements Backend {
   /** Generates and installs forward and reverse sweeps for nodes [nInputs, count) of the tape
    *  now in memory, replacing the interpreter in replays, until `dropGeneratedSweeps`. Reverse
    *  sweeps may only be seeded at `outputs`. */
-  generateSweeps(nInputs: number, count: number, outputs: ArrayLike<number>): GeneratedSweeps {
+  generateSweeps(nInputs: number, count: number, outputs: ArrayLike<number>, scheduleBudget = Infinity): GeneratedSweeps {
     this.dropGeneratedSweeps();
     const generation = this.generation;
     if (!codegen) {
@@ -149,7 +156,7 @@ export class WasmBackend implements Backend {
       this.generatedReason = 'the code generator is still loading (init() loads it)';
       this.generatedReady = loadCodegen().then(
         () => {
-          if (generation === this.generation) this.generateSweeps(nInputs, count, outputs);
+          if (generation === this.generation) this.generateSweeps(nInputs, count, outputs, scheduleBudget);
           return this.generatedReady;
         },
         () => {
@@ -166,7 +173,8 @@ export class WasmBackend implements Backend {
       plan = codegen.planSweeps(this.views, nInputs, count, outputs, passes);
     }
     if (!plan) {
-      this.generatedReason = codegen.whyNoPlan(this.views, nInputs, count);
+      const why = codegen.whyNoPlan(this.views, nInputs, count);
+      this.generatedReason = this.schedule(nInputs, count, scheduleBudget) ? `${why}; its replays run a schedule instead (runs of one op, stored partials)` : why;
       return this.generated;
     }
     this.plan = plan;
@@ -175,6 +183,19 @@ export class WasmBackend implements Backend {
       this.generatedReason = null;
     });
     return this.generated;
+  }
+
+  /** Replays by a schedule of the tape's nodes (assembly/schedule.ts) where it serves: no custom
+   *  or vector nodes, and its region (at most SCHEDULE_BYTES a node) within `budget` bytes and
+   *  memory. Whether it does. */
+  private schedule(nInputs: number, count: number, budget: number): boolean {
+    if (count <= nInputs || SCHEDULE_BYTES * count > budget) return false;
+    // The schedule's region goes where the scratch area was: the guards and rows move after it.
+    this.guardsAt = -1;
+    if (this.run(() => this.core.buildSchedule(nInputs, count)) !== 0) return false;
+    if (this.views.val.buffer !== this.core.memory.buffer) this.refreshViews();
+    this.generated = 'scheduled';
+    return true;
   }
 
   /** @internal The planner's first pass, in the core: operand references per node, as a view of
@@ -332,14 +353,19 @@ export class WasmBackend implements Backend {
    *  here if they were not yet), for `installShippedSweeps` on another core; null when the
    *  replay is not generated. */
   shipSweeps(): ShippedSweeps | null {
+    if (this.generated === 'scheduled') return { replay: null, tangents: null };
     this.generateTangentSweeps();
     if (this.generated !== 'active' || !this.modules.replay) return null;
     return { replay: this.modules.replay, tangents: this.modules.tangents };
   }
 
   /** @internal Installs sweeps another core generated for the same tape (see `shipSweeps`). */
-  installShippedSweeps(sweeps: ShippedSweeps): void {
+  installShippedSweeps(sweeps: ShippedSweeps, nInputs: number, count: number, scheduleBudget = Infinity): void {
     this.dropGeneratedSweeps();
+    if (!sweeps.replay) {
+      this.schedule(nInputs, count, scheduleBudget);
+      return;
+    }
     this.installSweeps(sweeps.replay, 1);
     this.generated = 'active';
     if (sweeps.tangents) {
@@ -359,6 +385,8 @@ export class WasmBackend implements Backend {
     this.tangentsGenerated = false;
     this.modules = { replay: null, tangents: null };
     this.core.setGeneratedSweeps(0, 0, 0, 0, 0);
+    this.core.dropSchedule();
+    this.guardsAt = -1;
   }
 
   // The installed sweeps' modules: replay in table slots 1 and 2, tangents in 3, 4 and 5.
@@ -508,7 +536,7 @@ export class WasmBackend implements Backend {
     const chunk = Math.max(1, Math.min(toRow - fromRow, Math.floor(BATCH_BYTES / Math.max(8, 16 * nInputs))));
     // Generated sweeps, row by row, beat the interpreter's two-row SIMD kernel even on a 20-node
     // function (7.1 M/s against 6.1 M/s): the kernel serves the tapes that are interpreted.
-    const simd = this.simd && this.generated !== 'active' && this.core.gradientBatchSimd !== undefined && toRow - fromRow > 1;
+    const simd = this.simd && (this.generated === 'none' || this.generated === 'pending') && this.core.gradientBatchSimd !== undefined && toRow - fromRow > 1;
     let row = fromRow;
     while (row < toRow) {
       const rows = Math.min(chunk, toRow - row);

@@ -33,6 +33,8 @@ export interface CoreExports {
   sweepReverseTangent(top: number): void;
   scratch(bytes: number): number;
   countUses(from: number, to: number): number;
+  buildSchedule(nInputs: number, count: number): number;
+  dropSchedule(): void;
   nextLinks(lo: number, hi: number, at: number, size: number): void;
   planSegments(from: number, to: number, maxSlots: number, at: number, linkBytes: number, maxPeriod: number, chunk: number, outCap: number): number;
   repeatsOf(count: number, at: number, from: number, seeded: number, maxNodes: number, tries: number, tableSize: number, hashMask: number): void;

@@ -1,0 +1,325 @@
+// The scheduled replay: how a compiled tape too long to fold into generated code replays without
+// dispatching on every node's op.
+//
+// The interpreter jumps on each node's op, and on a tape without a period (data-dependent
+// structure, long unrolled code) that jump mispredicts on most nodes, in both sweeps. Here:
+//
+// - Forward: any topological order gives the same values bit for bit (each node's value depends
+//   on its operands' alone), so the nodes are reordered once into runs of one op (a list
+//   scheduler: of the nodes whose operands are done, take the current op's while there are any,
+//   else switch to the op with the most). A run is one loop with its op known. The same pass
+//   stores each node's partials (d/da, d/db), as the interpreter's reverse sweep would compute
+//   them from the same values.
+// - Reverse: in recording order, as the interpreter, so every adjoint adds its terms in the same
+//   order; but each node is `adj[ra] += g * pa; adj[rb] += g * pb` with stored partials and
+//   targets, no op at all. A zero partial (and a unary node's second one) adds nothing, as the
+//   interpreter skips it. Leaves and zero-gradient ops are not visited. (Sending skipped terms to
+//   a sink slot by an integer select instead of a branch measured slower: every unary node then
+//   adds into that one slot, a chain through memory.)
+//
+// Region (layout.ts, "schedule"), for a tape of `count` nodes, n scheduled, m with a gradient:
+//   pa f64×count, pb f64×count, ra i32×count, rb i32×count (by node id)
+//   forward order i32×n, reverse list i32×m (node ids, descending), runs (op, end) i32×2 × ≤ n
+import { Op, forwardRuleCall, partialsCall, partialZ, truthy } from './ops';
+import {
+  valBase, adjBase, aBase, bBase, f64At, setF64At, addF64At, i32At, argA, argB, opAt, scratch, scheduleBase,
+  setScheduleBytes,
+} from './layout';
+import { operandCount, prepareOperandCounts } from './planning';
+
+let active = false;
+let nodes = 0;
+let scheduled = 0;
+let withGradient = 0;
+let runs = 0;
+
+// Per op: the head of its ready list (a stack linked through `next`) and its length.
+const readyHead = memory.data(256 * 4);
+const readyCount = memory.data(256 * 4);
+
+// @ts-ignore: decorator
+@inline function hasGradient(op: i32): bool { return op < Op.Floor || op > Op.Eq; }
+
+// @ts-ignore: decorator
+@inline function paBase(): usize { return scheduleBase; }
+// @ts-ignore: decorator
+@inline function pbBase(): usize { return scheduleBase + (<usize>nodes << 3); }
+// @ts-ignore: decorator
+@inline function raBase(): usize { return scheduleBase + (<usize>nodes << 4); }
+// @ts-ignore: decorator
+@inline function rbBase(): usize { return scheduleBase + <usize>nodes * 20; }
+// @ts-ignore: decorator
+@inline function orderBase(): usize { return scheduleBase + <usize>nodes * 24; }
+// @ts-ignore: decorator
+@inline function reverseListBase(): usize { return orderBase() + (<usize>scheduled << 2); }
+// @ts-ignore: decorator
+@inline function runsBase(): usize { return reverseListBase() + (<usize>withGradient << 2); }
+
+/** Whether replays of the tape in memory run the schedule. */
+export function scheduleActive(): bool { return active; }
+
+/** Back to the interpreter: the tape is about to change. */
+export function dropSchedule(): void {
+  active = false;
+  setScheduleBytes(0);
+}
+
+/** Builds the schedule of nodes [nInputs, count) (inputs and constants are given) and fills its
+ *  partials at the values now in the tape. Returns 0; -1 for a tape it does not serve (custom or
+ *  vector nodes, nothing to compute); -2 when memory has no room. */
+export function buildSchedule(nInputs: i32, count: i32): i32 {
+  dropSchedule();
+  prepareOperandCounts();
+  let n = 0, m = 0;
+  for (let i = nInputs; i < count; i++) {
+    const op = opAt(i);
+    if (op <= Op.Arg) continue;
+    if (op == Op.Custom || op >= Op.VMeta) return -1;
+    n++;
+    if (hasGradient(op)) m++;
+  }
+  if (n == 0) return -1;
+  const bytes = <u64>count * 24 + (<u64>n << 2) + (<u64>m << 2) + (<u64>n << 3);
+  // The scheduler's own arrays, in scratch after the region: operands left per node, consumers
+  // (offsets and list) and the ready lists' links.
+  const tempBytes = (<u64>count << 2) + ((<u64>count + 1) << 2) + (<u64>n * 12) + (<u64>count << 2);
+  if (bytes + tempBytes > <u64>0x7fffffff || setScheduleBytes(<usize>bytes) == 0) return -2;
+  const left = scratch(<i32>tempBytes);
+  if (left == 0) {
+    setScheduleBytes(0);
+    return -2;
+  }
+  nodes = count;
+  scheduled = n;
+  withGradient = m;
+  const starts = left + (<usize>count << 2);
+  const consumers = starts + ((<usize>count + 1) << 2);
+  const next = consumers + <usize>n * 12;
+  memory.fill(left, 0, (<usize>count << 2) + ((<usize>count + 1) << 2));
+
+  // Consumers of each scheduled node among the scheduled ones (counted, offsets, then filled,
+  // with `next` as the fill cursors).
+  linkOperands(nInputs, count, left, starts, 0, 0);
+  let sum = 0;
+  for (let i = 0; i <= count; i++) {
+    const c = load<i32>(starts + (<usize>i << 2));
+    store<i32>(starts + (<usize>i << 2), sum);
+    if (i < count) store<i32>(next + (<usize>i << 2), sum);
+    sum += c;
+  }
+  linkOperands(nInputs, count, 0, 0, consumers, next);
+
+  // The list scheduler. Ready lists are stacks, filled from the last node down so that the
+  // first nodes come out first.
+  for (let op = 0; op < 256; op++) {
+    store<i32>(readyHead + (<usize>op << 2), -1);
+    store<i32>(readyCount + (<usize>op << 2), 0);
+  }
+  for (let i = count - 1; i >= nInputs; i--) {
+    if (opAt(i) > Op.Arg && load<i32>(left + (<usize>i << 2)) == 0) pushReady(i, next);
+  }
+  const order = orderBase(), runList = runsBase();
+  let current = -1, done = 0, runCount = 0;
+  while (done < n) {
+    if (current < 0 || load<i32>(readyHead + (<usize>current << 2)) < 0) {
+      if (current >= 0) runCount = endRun(runList, runCount, current, done);
+      // The next op in code order with ready nodes: the runs' ops then come round in a cycle,
+      // which the jump at each run's start predicts better than the op with the most ready
+      // nodes (measured: as many runs either way).
+      let op = current < 0 ? <i32>Op.Add : current + 1, found = -1;
+      for (let t = 0; t < Op.Custom - Op.Add; t++, op++) {
+        if (op >= Op.Custom) op = Op.Add;
+        if (load<i32>(readyCount + (<usize>op << 2)) > 0) { found = op; break; }
+      }
+      current = found;
+      if (current < 0) return -1; // unreachable on a tape in recording order
+    }
+    const at = readyHead + (<usize>current << 2);
+    const i = load<i32>(at);
+    store<i32>(at, load<i32>(next + (<usize>i << 2)));
+    store<i32>(readyCount + (<usize>current << 2), load<i32>(readyCount + (<usize>current << 2)) - 1);
+    store<i32>(order + (<usize>done << 2), i);
+    done++;
+    const end = load<i32>(starts + (<usize>i << 2) + 4);
+    for (let e = load<i32>(starts + (<usize>i << 2)); e < end; e++) {
+      const c = load<i32>(consumers + (<usize>e << 2));
+      const p = left + (<usize>c << 2);
+      const remaining = load<i32>(p) - 1;
+      store<i32>(p, remaining);
+      if (remaining == 0) pushReady(c, next);
+    }
+  }
+  runs = endRun(runList, runCount, current, done);
+
+  // The reverse list and each node's targets; constant partials once, the rest by the forward.
+  const reverseList = reverseListBase();
+  const pa = paBase(), pb = pbBase(), ra = raBase(), rb = rbBase();
+  let r = 0;
+  for (let i = count - 1; i >= nInputs; i--) {
+    const op = opAt(i);
+    if (op <= Op.Arg || !hasGradient(op)) continue;
+    store<i32>(reverseList + (<usize>r << 2), i);
+    r++;
+    if (op == Op.Select) {
+      store<i32>(ra + (<usize>i << 2), argB(i));
+      store<i32>(rb + (<usize>i << 2), argA(i - 1));
+    } else if (operandCount(op) == 2) {
+      store<i32>(ra + (<usize>i << 2), argA(i));
+      store<i32>(rb + (<usize>i << 2), argB(i));
+      if (op == Op.Add || op == Op.Sub) {
+        setF64At(pa, i, 1);
+        setF64At(pb, i, op == Op.Add ? 1 : -1);
+      }
+    } else {
+      store<i32>(ra + (<usize>i << 2), argA(i));
+      store<i32>(rb + (<usize>i << 2), argA(i));
+      setF64At(pb, i, 0);
+      if (op == Op.Neg) setF64At(pa, i, -1);
+    }
+  }
+  active = true;
+  scheduledForward();
+  return 0;
+}
+
+// Each operand of nodes [from, to) that is itself computed: counted (operands left per consumer,
+// consumers per operand at `starts`) when `consumers` is 0, else listed at its cursor.
+function linkOperands(from: i32, to: i32, left: usize, starts: usize, consumers: usize, cursors: usize): void {
+  for (let i = from; i < to; i++) {
+    const op = opAt(i);
+    if (op <= Op.Arg) continue;
+    const k = operandCount(op);
+    for (let j = 0; j < k; j++) {
+      const operand = j == 0 ? argA(i) : j == 1 ? argB(i) : argA(i - 1);
+      if (opAt(operand) <= Op.Arg) continue;
+      if (consumers == 0) {
+        const p = left + (<usize>i << 2);
+        store<i32>(p, load<i32>(p) + 1);
+        const c = starts + (<usize>operand << 2);
+        store<i32>(c, load<i32>(c) + 1);
+      } else {
+        const p = cursors + (<usize>operand << 2);
+        const e = load<i32>(p);
+        store<i32>(consumers + (<usize>e << 2), i);
+        store<i32>(p, e + 1);
+      }
+    }
+  }
+}
+
+function pushReady(i: i32, next: usize): void {
+  const op = opAt(i);
+  const head = readyHead + (<usize>op << 2);
+  store<i32>(next + (<usize>i << 2), load<i32>(head));
+  store<i32>(head, i);
+  const c = readyCount + (<usize>op << 2);
+  store<i32>(c, load<i32>(c) + 1);
+}
+
+function endRun(runList: usize, runCount: i32, op: i32, end: i32): i32 {
+  store<i32>(runList + (<usize>runCount << 3), op);
+  store<i32>(runList + (<usize>runCount << 3) + 4, end);
+  return runCount + 1;
+}
+
+/** The forward replay by the schedule: every computed node's value, and its partials. */
+export function scheduledForward(): void {
+  const vB = valBase, aB = aBase, bB = bBase;
+  const pa = paBase(), pb = pbBase(), order = orderBase(), runList = runsBase();
+  let k = 0;
+  for (let r = 0; r < runs; r++) {
+    const op = load<i32>(runList + (<usize>r << 3));
+    const end = load<i32>(runList + (<usize>r << 3) + 4);
+    switch (op) {
+      case Op.Add: {
+        for (; k < end; k++) {
+          const i = i32At(order, k);
+          setF64At(vB, i, f64At(vB, i32At(aB, i)) + f64At(vB, i32At(bB, i)));
+        }
+        break;
+      }
+      case Op.Sub: {
+        for (; k < end; k++) {
+          const i = i32At(order, k);
+          setF64At(vB, i, f64At(vB, i32At(aB, i)) - f64At(vB, i32At(bB, i)));
+        }
+        break;
+      }
+      case Op.Mul: {
+        for (; k < end; k++) {
+          const i = i32At(order, k);
+          const x = f64At(vB, i32At(aB, i)), z = f64At(vB, i32At(bB, i));
+          setF64At(vB, i, x * z);
+          setF64At(pa, i, z);
+          setF64At(pb, i, x);
+        }
+        break;
+      }
+      case Op.Neg: {
+        for (; k < end; k++) {
+          const i = i32At(order, k);
+          setF64At(vB, i, -f64At(vB, i32At(aB, i)));
+        }
+        break;
+      }
+      case Op.Square: {
+        for (; k < end; k++) {
+          const i = i32At(order, k);
+          const x = f64At(vB, i32At(aB, i));
+          setF64At(vB, i, x * x);
+          setF64At(pa, i, 2 * x);
+        }
+        break;
+      }
+      case Op.Select: {
+        for (; k < end; k++) {
+          const i = i32At(order, k);
+          const taken = truthy(f64At(vB, i32At(aB, i)));
+          setF64At(vB, i, f64At(vB, taken ? i32At(bB, i) : argA(i - 1)));
+          setF64At(pa, i, taken ? 1 : 0);
+          setF64At(pb, i, taken ? 0 : 1);
+        }
+        break;
+      }
+      default: k = forwardRun(op, k, end, pa, pb, order);
+    }
+  }
+}
+
+// Any other op: the rules' own switches, which see one op for the whole run.
+function forwardRun(op: i32, k: i32, end: i32, pa: usize, pb: usize, order: usize): i32 {
+  const vB = valBase, aB = aBase, bB = bBase;
+  const gradient = hasGradient(op), binary = operandCount(op) == 2;
+  for (; k < end; k++) {
+    const i = i32At(order, k);
+    const x = f64At(vB, i32At(aB, i)), z = f64At(vB, i32At(bB, i));
+    const y = forwardRuleCall(op, x, z);
+    setF64At(vB, i, y);
+    if (!gradient) continue;
+    setF64At(pa, i, partialsCall(op, x, z, y));
+    if (binary) setF64At(pb, i, partialZ);
+  }
+  return k;
+}
+
+/** The reverse sweep by the schedule, over adjoints already seeded at or below `top`. */
+export function scheduledReverse(top: i32): void {
+  const gB = adjBase;
+  const pa = paBase(), pb = pbBase(), ra = raBase(), rb = rbBase(), list = reverseListBase();
+  // The list is descending: start at its first node at or below top.
+  let lo = 0, hi = withGradient;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (i32At(list, mid) > top) lo = mid + 1;
+    else hi = mid;
+  }
+  for (let k = lo; k < withGradient; k++) {
+    const i = i32At(list, k);
+    const g = f64At(gB, i);
+    if (g == 0) continue;
+    const p = f64At(pa, i);
+    if (p != 0) addF64At(gB, i32At(ra, i), g * p);
+    const q = f64At(pb, i);
+    if (q != 0) addF64At(gB, i32At(rb, i), g * q);
+  }
+}

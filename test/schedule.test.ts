@@ -1,0 +1,129 @@
+// The scheduled replay (assembly/schedule.ts): a compiled tape that does not fold into generated
+// code replays by runs of one op and stored partials, and computes exactly what the interpreter
+// computes, bit for bit, by every method (value, gradient, vjp, jvp, hvp, batches), at any
+// inputs: NaN, ±Infinity and -0 among them. Here the planner's size limit is lowered so that
+// small random tapes take that path too.
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compile, fromBytes, init, select, type Var } from '../src/index.ts';
+import { planSizes } from '../src/wasm/codegen/plan.ts';
+import { dagArbitrary, dagSum } from './dag-arbitrary.ts';
+import { anyInput, bothWays, expectSameBits } from './replay-ways.ts';
+
+const defaultMaxSlots = planSizes.maxSlots;
+
+beforeAll(async () => {
+  await init();
+  // No tape folds into code: every compiled tape here is scheduled.
+  planSizes.maxSlots = 0;
+});
+
+afterAll(() => {
+  planSizes.maxSlots = defaultMaxSlots;
+});
+
+// Every kind of node the schedule treats on its own: add, sub, mul, neg, square (their own
+// loops), select and where (data-dependent targets), comparisons read as guards, zero-gradient
+// ops (no reverse step), unary and binary rules through the rule switch, sin and cos of one
+// operand side by side (whose partials the interpreter reads from each other), constants.
+function mixed(seed: number, length: number) {
+  return (x: Var[]): Var => {
+    let state = seed >>> 0;
+    const next = (): number => {
+      state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+      return state >>> 8;
+    };
+    const nodes: Var[] = x.slice();
+    const pick = (): Var => nodes[nodes.length - 1 - (next() % Math.min(nodes.length, 12))]!;
+    if (x[0]!.gt(0).value) nodes.push(x[0]!.log1p());
+    while (nodes.length < length) {
+      const a = pick(), b = pick();
+      const k = next() % 16;
+      const v = k === 0 ? a.add(b) : k === 1 ? a.sub(b) : k === 2 ? a.mul(b) : k === 3 ? a.neg() : k === 4 ? a.square().mul(0.25)
+        : k === 5 ? select(a.gt(b), a, b.mul(0.5)) : k === 6 ? a.floor().add(b.sign()).add(a.stopGradient())
+        : k === 7 ? a.tanh() : k === 8 ? a.abs().add(1).sqrt() : k === 9 ? a.div(b.square().add(1))
+        : k === 10 ? a.sin().mul(a.cos()) : k === 11 ? a.max(b) : k === 12 ? a.mul(0.5).atan2(b)
+        : k === 13 ? a.sigmoid() : k === 14 ? a.hypot(b).sub(1) : a.mul(next() / 2 ** 24 - 0.5);
+      nodes.push(v);
+    }
+    let out = nodes[nodes.length - 1]!;
+    for (let k = 2; k < 8; k++) out = out.add(nodes[nodes.length - k]!);
+    return out;
+  };
+}
+
+describe('scheduled replay', () => {
+  it('random DAGs over every op replay exactly like the interpreter, at any inputs', () => {
+    fc.assert(
+      fc.property(
+        dagArbitrary({ maxNodes: 200, maxInputs: 6 }),
+        fc.array(anyInput, { minLength: 24, maxLength: 24 }),
+        (dag, xs) => {
+          const n = dag.inputs.length;
+          const ways = bothWays(dagSum(dag), n, dag.inputs);
+          expect(ways.generated.generatedSweeps).toBe('scheduled');
+          ways.check(Float64Array.from(dag.inputs));
+          ways.check(Float64Array.from(xs), 3);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it('selects, guards, zero-gradient ops and trig pairs replay exactly like the interpreter', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 2 ** 31 }),
+        fc.integer({ min: 20, max: 600 }),
+        fc.array(anyInput, { minLength: 9, maxLength: 9 }),
+        (seed, length, xs) => {
+          const at = [0.3, -0.4, 0.5];
+          const ways = bothWays(mixed(seed, length), 3, at);
+          expect(ways.generated.generatedSweeps).toBe('scheduled');
+          ways.check(Float64Array.from(at));
+          // Some rows cross the guard on x[0] > 0: both record again, and schedule again.
+          ways.check(Float64Array.from(xs), 3);
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('a vjp of several outputs seeds below the top of the tape', () => {
+    const f = (x: Var[]): Var[] => {
+      const a = x[0]!.mul(x[1]!).sin(), b = a.square().add(x[1]!.tanh());
+      return [b, a, a.mul(b).sub(x[0]!)];
+    };
+    const scheduled = compile(f, { inputs: 2, at: [0.5, 2] });
+    const interpreted = compile(f, { inputs: 2, at: [0.5, 2], codegen: false });
+    expect(scheduled.generatedSweeps).toBe('scheduled');
+    for (const x of [[0.5, 2], [-1.5, 0.25], [NaN, 1]]) {
+      for (const w of [[1, 0, 0], [0, 1, 0], [0.5, -2, 3]]) {
+        expectSameBits(scheduled.vjp(x, w), interpreted.vjp(x, w), `vjp at ${x} along ${w}`);
+      }
+    }
+  });
+
+  it('says so, and codegen: "require" accepts it; codegen: false keeps the interpreter', () => {
+    const f = mixed(5, 300);
+    const g = compile(f, { inputs: 3, at: [0.3, -0.4, 0.5], codegen: 'require' });
+    expect(g.generatedSweeps).toBe('scheduled');
+    expect(g.generatedSweepsReason).toMatch(/does not fold into at most \d+ nodes of code.*; its replays run a schedule instead/);
+    expect(compile(f, { inputs: 3, at: [0.3, -0.4, 0.5], codegen: false }).generatedSweeps).toBe('none');
+    expect(compile(f, { inputs: 3, at: [0.3, -0.4, 0.5], backend: 'js' }).generatedSweeps).toBe('none');
+  });
+
+  it('a loaded function schedules its tape, and stays within its memory limit', () => {
+    const f = mixed(11, 2000);
+    const original = compile(f, { inputs: 3, at: [0.3, -0.4, 0.5], codegen: false });
+    const bytes = original.toBytes();
+    const loaded = fromBytes(bytes);
+    expect(loaded.generatedSweeps).toBe('scheduled');
+    const x = [0.25, 0.5, -0.75];
+    expectSameBits(loaded.gradient(x), original.gradient(x), 'gradient of the loaded function');
+    // Room for the tape but not for its schedule (about 40 bytes a node): the interpreter.
+    const tight = fromBytes(bytes, { maxMemoryBytes: original.size * 30 });
+    expect(tight.generatedSweeps).toBe('none');
+    expectSameBits(tight.gradient(x), original.gradient(x), 'gradient without a schedule');
+  });
+});
