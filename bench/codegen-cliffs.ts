@@ -293,7 +293,8 @@ function parent(only: CaseId[]): void {
     const plain = is[0]!.plainNsPerNode === undefined ? undefined : i('plainNsPerNode');
     const first = median(gs.map((r) => r.recordMs! / (r.recordMs! - r.generateMs!)));
     const f = (v: number, digits = 1): string => v.toFixed(digits);
-    const code = gs[0]!.generated === 'active' ? `${gs[0]!.codeNodes} in ${gs[0]!.functions} functions` : 'none: interpreted';
+    const code = gs[0]!.generated === 'active' ? `${gs[0]!.codeNodes} in ${gs[0]!.functions} functions`
+      : gs[0]!.generated === 'scheduled' ? 'none: scheduled' : 'none: interpreted';
     if (gs[0]!.reason) reasons.push(`${id}: ${gs[0]!.reason}`);
     rows.push(
       `| ${id} | ${(g('size') / 1e6).toFixed(2)} M | ${code} | ${f(recording, 0)} ms | ${f(g('generateMs'), 0)} ms | ${f(first, 2)}× ` +

@@ -38,10 +38,11 @@ export interface CompileOptions {
   at?: ArrayLike<number>;
   /** Batched replay with the SIMD kernel where the core has it (default true). */
   simd?: boolean;
-  /** wasm: generate wasm for the tape's sweeps instead of interpreting it (default true; tapes
-   *  that do not fold into a loop-structured program of at most 16,384 nodes, hold custom or
-   *  vector ops, are interpreted: `generatedSweepsReason` says why). 'require' throws that reason
-   *  instead of interpreting. Results are bit-identical either way. */
+  /** wasm: generate wasm for the tape's sweeps instead of interpreting it (default true). A tape
+   *  that does not fold into a loop-structured program of at most 16,384 nodes replays by a
+   *  schedule instead (runs of one op, stored partials); tapes with custom or vector ops are
+   *  interpreted: `generatedSweepsReason` says why. 'require' throws that reason instead of
+   *  interpreting node by node. Results are bit-identical either way. */
   codegen?: boolean | 'require';
 }
 
@@ -96,8 +97,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   }
 
   /** Whether replays run generated wasm ('active'), will once the generator has loaded or the
-   *  module has compiled in the background ('pending'), or interpret the tape ('none': JS
-   *  backend, codegen off, or a tape that does not suit generated code). */
+   *  module has compiled in the background ('pending'), run a schedule of the tape's nodes
+   *  ('scheduled': a tape too long to fold into code), or interpret the tape ('none': JS backend,
+   *  codegen off, custom or vector nodes). */
   get generatedSweeps(): GeneratedSweeps {
     const engine = this.recording?.tape.engine;
     return engine instanceof WasmBackend ? engine.generated : 'none';
@@ -138,6 +140,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       if (this.shipped) engine.installShippedSweeps(this.shipped, this.inputs, size, budget);
       else engine.generateSweeps(this.inputs, size, recording.outputs, budget);
     }
+    // A schedule satisfies 'require': it dispatches once per run of one op, not per node.
     if (this.codegen === 'require' && this.generatedSweeps === 'none') {
       const reason = this.generatedSweepsReason;
       this.recording = null; // never replayed by the interpreter
