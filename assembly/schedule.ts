@@ -7,9 +7,9 @@
 // - Forward: any topological order gives the same values bit for bit (each node's value depends
 //   on its operands' alone), so the nodes are reordered once into runs of one op (a list
 //   scheduler: of the nodes whose operands are done, take the current op's while there are any,
-//   else switch to the op with the most). A run is one loop with its op known. The same pass
-//   stores each node's partials (d/da, d/db), as the interpreter's reverse sweep would compute
-//   them from the same values.
+//   else move to the next op in code order that has some). A run is one loop with its op known.
+//   The same pass stores each node's partials (d/da, d/db), as the interpreter's reverse sweep
+//   would compute them from the same values.
 // - Reverse: in recording order, as the interpreter, so every adjoint adds its terms in the same
 //   order; but each node is `adj[ra] += g * pa; adj[rb] += g * pb` with stored partials and
 //   targets, no op at all. A zero partial (and a unary node's second one) adds nothing, as the
@@ -18,8 +18,10 @@
 //   adds into that one slot, a chain through memory.)
 //
 // Region (layout.ts, "schedule"), for a tape of `count` nodes, n scheduled, m with a gradient:
-//   pa f64×count, pb f64×count, ra i32×count, rb i32×count (by node id)
-//   forward order i32×n, reverse list i32×m (node ids, descending), runs (op, end) i32×2 × ≤ n
+//   (pa f64, pb f64, ra i32, rb i32) × count by node id, one line of cache for what a node's
+//   reverse step reads (the forward 2.8 -> 2.65 ns/node, against four arrays);
+//   then the forward order i32×n, the reverse list i32×m (node ids, descending), and the runs
+//   (op, end) i32×2 × ≤ n
 import { Op, forwardRuleCall, partialsCall, partialZ, truthy } from './ops';
 import {
   valBase, adjBase, aBase, bBase, f64At, setF64At, addF64At, i32At, argA, argB, opAt, scratch, scheduleBase,
@@ -40,14 +42,17 @@ const readyCount = memory.data(256 * 4);
 // @ts-ignore: decorator
 @inline function hasGradient(op: i32): bool { return op < Op.Floor || op > Op.Eq; }
 
+// A node's entry of partials and targets, the field at `base` (paBase, pbBase, raBase, rbBase).
+// @ts-ignore: decorator
+@inline function entry(base: usize, i: i32): usize { return base + <usize>i * 24; }
 // @ts-ignore: decorator
 @inline function paBase(): usize { return scheduleBase; }
 // @ts-ignore: decorator
-@inline function pbBase(): usize { return scheduleBase + (<usize>nodes << 3); }
+@inline function pbBase(): usize { return scheduleBase + 8; }
 // @ts-ignore: decorator
-@inline function raBase(): usize { return scheduleBase + (<usize>nodes << 4); }
+@inline function raBase(): usize { return scheduleBase + 16; }
 // @ts-ignore: decorator
-@inline function rbBase(): usize { return scheduleBase + <usize>nodes * 20; }
+@inline function rbBase(): usize { return scheduleBase + 20; }
 // @ts-ignore: decorator
 @inline function orderBase(): usize { return scheduleBase + <usize>nodes * 24; }
 // @ts-ignore: decorator
@@ -161,20 +166,20 @@ export function buildSchedule(nInputs: i32, count: i32): i32 {
     store<i32>(reverseList + (<usize>r << 2), i);
     r++;
     if (op == Op.Select) {
-      store<i32>(ra + (<usize>i << 2), argB(i));
-      store<i32>(rb + (<usize>i << 2), argA(i - 1));
+      store<i32>(entry(ra, i), argB(i));
+      store<i32>(entry(rb, i), argA(i - 1));
     } else if (operandCount(op) == 2) {
-      store<i32>(ra + (<usize>i << 2), argA(i));
-      store<i32>(rb + (<usize>i << 2), argB(i));
+      store<i32>(entry(ra, i), argA(i));
+      store<i32>(entry(rb, i), argB(i));
       if (op == Op.Add || op == Op.Sub) {
-        setF64At(pa, i, 1);
-        setF64At(pb, i, op == Op.Add ? 1 : -1);
+        store<f64>(entry(pa, i), 1);
+        store<f64>(entry(pb, i), op == Op.Add ? 1 : -1);
       }
     } else {
-      store<i32>(ra + (<usize>i << 2), argA(i));
-      store<i32>(rb + (<usize>i << 2), argA(i));
-      setF64At(pb, i, 0);
-      if (op == Op.Neg) setF64At(pa, i, -1);
+      store<i32>(entry(ra, i), argA(i));
+      store<i32>(entry(rb, i), argA(i));
+      store<f64>(entry(pb, i), 0);
+      if (op == Op.Neg) store<f64>(entry(pa, i), -1);
     }
   }
   active = true;
@@ -250,8 +255,8 @@ export function scheduledForward(): void {
           const i = i32At(order, k);
           const x = f64At(vB, i32At(aB, i)), z = f64At(vB, i32At(bB, i));
           setF64At(vB, i, x * z);
-          setF64At(pa, i, z);
-          setF64At(pb, i, x);
+          store<f64>(entry(pa, i), z);
+          store<f64>(entry(pb, i), x);
         }
         break;
       }
@@ -267,7 +272,7 @@ export function scheduledForward(): void {
           const i = i32At(order, k);
           const x = f64At(vB, i32At(aB, i));
           setF64At(vB, i, x * x);
-          setF64At(pa, i, 2 * x);
+          store<f64>(entry(pa, i), 2 * x);
         }
         break;
       }
@@ -276,8 +281,8 @@ export function scheduledForward(): void {
           const i = i32At(order, k);
           const taken = truthy(f64At(vB, i32At(aB, i)));
           setF64At(vB, i, f64At(vB, taken ? i32At(bB, i) : argA(i - 1)));
-          setF64At(pa, i, taken ? 1 : 0);
-          setF64At(pb, i, taken ? 0 : 1);
+          store<f64>(entry(pa, i), taken ? 1 : 0);
+          store<f64>(entry(pb, i), taken ? 0 : 1);
         }
         break;
       }
@@ -296,8 +301,8 @@ function forwardRun(op: i32, k: i32, end: i32, pa: usize, pb: usize, order: usiz
     const y = forwardRuleCall(op, x, z);
     setF64At(vB, i, y);
     if (!gradient) continue;
-    setF64At(pa, i, partialsCall(op, x, z, y));
-    if (binary) setF64At(pb, i, partialZ);
+    store<f64>(entry(pa, i), partialsCall(op, x, z, y));
+    if (binary) store<f64>(entry(pb, i), partialZ);
   }
   return k;
 }
@@ -317,9 +322,9 @@ export function scheduledReverse(top: i32): void {
     const i = i32At(list, k);
     const g = f64At(gB, i);
     if (g == 0) continue;
-    const p = f64At(pa, i);
-    if (p != 0) addF64At(gB, i32At(ra, i), g * p);
-    const q = f64At(pb, i);
-    if (q != 0) addF64At(gB, i32At(rb, i), g * q);
+    const p = load<f64>(entry(pa, i));
+    if (p != 0) addF64At(gB, load<i32>(entry(ra, i)), g * p);
+    const q = load<f64>(entry(pb, i));
+    if (q != 0) addF64At(gB, load<i32>(entry(rb, i)), g * q);
   }
 }
