@@ -11,15 +11,15 @@
 //   The same pass stores each node's partials (d/da, d/db), as the interpreter's reverse sweep
 //   would compute them from the same values.
 // - Reverse: in recording order, as the interpreter, so every adjoint adds its terms in the same
-//   order; but each node is `adj[ra] += g * pa; adj[rb] += g * pb` with stored partials and
-//   targets, no op at all. A zero partial (and a unary node's second one) adds nothing, as the
+//   order; but each node is `adj[a] += g * pa; adj[b] += g * pb` with the stored partials (a
+//   select's targets are its branches), no op at all. A zero partial (and a unary node's second one) adds nothing, as the
 //   interpreter skips it. Leaves and zero-gradient ops are not visited. (Sending skipped terms to
 //   a sink slot by an integer select instead of a branch measured slower: every unary node then
 //   adds into that one slot, a chain through memory.)
 //
 // Region (layout.ts, "schedule"), for a tape of `count` nodes, n scheduled, m with a gradient:
-//   (pa f64, pb f64, ra i32, rb i32) × count by node id, one line of cache for what a node's
-//   reverse step reads (the forward 2.8 -> 2.65 ns/node, against four arrays);
+//   (pa f64, pb f64) × count by node id, side by side (the forward 2.8 -> 2.65 ns/node against
+//   separate arrays); the targets are the tape's own operands, but for a select's;
 //   then the forward order i32×n, the reverse list i32×m (node ids, descending), and the runs
 //   (op, end) i32×2 × ≤ n
 import { Op, forwardRuleCall, partialsCall, partialZ, truthy } from './ops';
@@ -42,19 +42,15 @@ const readyCount = memory.data(256 * 4);
 // @ts-ignore: decorator
 @inline function hasGradient(op: i32): bool { return op < Op.Floor || op > Op.Eq; }
 
-// A node's entry of partials and targets, the field at `base` (paBase, pbBase, raBase, rbBase).
+// A node's pair of partials, the one at `base` (paBase, pbBase).
 // @ts-ignore: decorator
-@inline function entry(base: usize, i: i32): usize { return base + <usize>i * 24; }
+@inline function entry(base: usize, i: i32): usize { return base + (<usize>i << 4); }
 // @ts-ignore: decorator
 @inline function paBase(): usize { return scheduleBase; }
 // @ts-ignore: decorator
 @inline function pbBase(): usize { return scheduleBase + 8; }
 // @ts-ignore: decorator
-@inline function raBase(): usize { return scheduleBase + 16; }
-// @ts-ignore: decorator
-@inline function rbBase(): usize { return scheduleBase + 20; }
-// @ts-ignore: decorator
-@inline function orderBase(): usize { return scheduleBase + <usize>nodes * 24; }
+@inline function orderBase(): usize { return scheduleBase + (<usize>nodes << 4); }
 // @ts-ignore: decorator
 @inline function reverseListBase(): usize { return orderBase() + (<usize>scheduled << 2); }
 // @ts-ignore: decorator
@@ -84,7 +80,7 @@ export function buildSchedule(nInputs: i32, count: i32): i32 {
     if (hasGradient(op)) m++;
   }
   if (n == 0) return -1;
-  const bytes = <u64>count * 24 + (<u64>n << 2) + (<u64>m << 2) + (<u64>n << 3);
+  const bytes = (<u64>count << 4) + (<u64>n << 2) + (<u64>m << 2) + (<u64>n << 3);
   // The scheduler's own arrays, in scratch after the region: operands left per node, consumers
   // (offsets and list) and the ready lists' links.
   const tempBytes = (<u64>count << 2) + ((<u64>count + 1) << 2) + (<u64>n * 12) + (<u64>count << 2);
@@ -156,28 +152,20 @@ export function buildSchedule(nInputs: i32, count: i32): i32 {
   }
   runs = endRun(runList, runCount, current, done);
 
-  // The reverse list and each node's targets; constant partials once, the rest by the forward.
+  // The reverse list (a select as ~i: its targets are its branches, not its operands a and b);
+  // constant partials once, the rest by the forward.
   const reverseList = reverseListBase();
-  const pa = paBase(), pb = pbBase(), ra = raBase(), rb = rbBase();
+  const pa = paBase(), pb = pbBase();
   let r = 0;
   for (let i = count - 1; i >= nInputs; i--) {
     const op = opAt(i);
     if (op <= Op.Arg || !hasGradient(op)) continue;
-    store<i32>(reverseList + (<usize>r << 2), i);
+    store<i32>(reverseList + (<usize>r << 2), op == Op.Select ? ~i : i);
     r++;
-    if (op == Op.Select) {
-      store<i32>(entry(ra, i), argB(i));
-      store<i32>(entry(rb, i), argA(i - 1));
-    } else if (operandCount(op) == 2) {
-      store<i32>(entry(ra, i), argA(i));
-      store<i32>(entry(rb, i), argB(i));
-      if (op == Op.Add || op == Op.Sub) {
-        store<f64>(entry(pa, i), 1);
-        store<f64>(entry(pb, i), op == Op.Add ? 1 : -1);
-      }
-    } else {
-      store<i32>(entry(ra, i), argA(i));
-      store<i32>(entry(rb, i), argA(i));
+    if (op == Op.Add || op == Op.Sub) {
+      store<f64>(entry(pa, i), 1);
+      store<f64>(entry(pb, i), op == Op.Add ? 1 : -1);
+    } else if (operandCount(op) == 1) {
       store<f64>(entry(pb, i), 0);
       if (op == Op.Neg) store<f64>(entry(pa, i), -1);
     }
@@ -310,21 +298,30 @@ function forwardRun(op: i32, k: i32, end: i32, pa: usize, pb: usize, order: usiz
 /** The reverse sweep by the schedule, over adjoints already seeded at or below `top`. */
 export function scheduledReverse(top: i32): void {
   const gB = adjBase;
-  const pa = paBase(), pb = pbBase(), ra = raBase(), rb = rbBase(), list = reverseListBase();
+  const aB = aBase, bB = bBase;
+  const pa = paBase(), pb = pbBase(), list = reverseListBase();
   // The list is descending: start at its first node at or below top.
   let lo = 0, hi = withGradient;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (i32At(list, mid) > top) lo = mid + 1;
+    const v = i32At(list, mid);
+    if ((v < 0 ? ~v : v) > top) lo = mid + 1;
     else hi = mid;
   }
   for (let k = lo; k < withGradient; k++) {
-    const i = i32At(list, k);
-    const g = f64At(gB, i);
+    const v = i32At(list, k);
+    if (v < 0) {
+      // select: all of g to the branch taken (pa is 1 for the first, b; else the arg node's a).
+      const i = ~v, g = f64At(gB, i);
+      if (g != 0) addF64At(gB, load<f64>(entry(pa, i)) != 0 ? i32At(bB, i) : argA(i - 1), g);
+      continue;
+    }
+    const g = f64At(gB, v);
     if (g == 0) continue;
-    const p = load<f64>(entry(pa, i));
-    if (p != 0) addF64At(gB, load<i32>(entry(ra, i)), g * p);
-    const q = load<f64>(entry(pb, i));
-    if (q != 0) addF64At(gB, load<i32>(entry(rb, i)), g * q);
+    // A unary node's pb is 0: its b (its a again) gets nothing.
+    const p = load<f64>(entry(pa, v));
+    if (p != 0) addF64At(gB, i32At(aB, v), g * p);
+    const q = load<f64>(entry(pb, v));
+    if (q != 0) addF64At(gB, i32At(bB, v), g * q);
   }
 }

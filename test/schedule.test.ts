@@ -121,7 +121,7 @@ describe('scheduled replay', () => {
     expect(loaded.generatedSweeps).toBe('scheduled');
     const x = [0.25, 0.5, -0.75];
     expectSameBits(loaded.gradient(x), original.gradient(x), 'gradient of the loaded function');
-    // Room for the tape but not for its schedule (about 40 bytes a node): the interpreter.
+    // Room for the tape but not for its schedule (up to 32 bytes a node): the interpreter.
     const tight = fromBytes(bytes, { maxMemoryBytes: original.size * 30 });
     expect(tight.generatedSweeps).toBe('none');
     expectSameBits(tight.gradient(x), original.gradient(x), 'gradient without a schedule');

@@ -36,9 +36,9 @@ export interface ShippedSweeps {
  *  stored partials: assembly/schedule.ts) instead of the interpreter. */
 export type GeneratedSweeps = 'none' | 'pending' | 'active' | 'scheduled';
 
-/** Bytes a node at most of a tape's schedule (assembly/schedule.ts): its partials and targets,
- *  its place in the forward order and the reverse list, and a run each at worst. */
-const SCHEDULE_BYTES = 24 + 4 + 4 + 8;
+/** Bytes a node at most of a tape's schedule (assembly/schedule.ts): its two partials, its place
+ *  in the forward order and the reverse list, and a run each at worst. */
+const SCHEDULE_BYTES = 16 + 4 + 4 + 8;
 
 // Fused run kernels, compiled once per signature for every instance (null: a run the kernels
 // leave to the block sweep; absent while a module too large to compile synchronously compiles).
