@@ -6,16 +6,21 @@
 //
 // - Forward: any topological order gives the same values bit for bit (each node's value depends
 //   on its operands' alone), so the nodes are reordered once into runs of one op (a list
-//   scheduler: of the nodes whose operands are done, take the current op's while there are any,
-//   else move to the next op in code order that has some). A run is one loop with its op known.
-//   The same pass stores each node's partials (d/da, d/db), as the interpreter's reverse sweep
-//   would compute them from the same values.
+//   scheduler, window by window of recording order: of the nodes whose operands are done, take
+//   the current op's while there are any, else move to the next op in code order that has some).
+//   A run is one loop with its op known. The same pass stores each node's partials (d/da, d/db),
+//   as the interpreter's reverse sweep would compute them from the same values.
 // - Reverse: in recording order, as the interpreter, so every adjoint adds its terms in the same
 //   order; but each node is `adj[a] += g * pa; adj[b] += g * pb` with the stored partials (a
-//   select's targets are its branches), no op at all. A zero partial (and a unary node's second one) adds nothing, as the
-//   interpreter skips it. Leaves and zero-gradient ops are not visited. (Sending skipped terms to
+//   select's targets are its branches), no op at all. A zero partial (and a unary node's second
+//   one) adds nothing, as the interpreter skips it. Leaves and zero-gradient ops are not
+//   visited. (Sending skipped terms to
 //   a sink slot by an integer select instead of a branch measured slower: every unary node then
 //   adds into that one slot, a chain through memory.)
+//
+// Only where the interpreter's jump would mispredict often (a quarter of the nodes or more, by a
+// predictor of the next op from the last three): on a tape of loops the interpreter's jump is
+// predicted, and the stored partials only add memory traffic.
 //
 // Region (layout.ts, "schedule"), for a tape of `count` nodes, n scheduled, m with a gradient:
 //   (pa f64, pb f64) × count by node id, side by side (the forward 2.8 -> 2.65 ns/node against
@@ -38,6 +43,35 @@ let runs = 0;
 // Per op: the head of its ready list (a stack linked through `next`) and its length.
 const readyHead = memory.data(256 * 4);
 const readyCount = memory.data(256 * 4);
+// The scheduler reorders nodes within windows of this many nodes of recording order, one window
+// after the other. Unbounded, its first runs took the nodes that read only inputs and constants
+// from across the whole tape, and a tape larger than the caches then replayed at 2x the
+// interpreter's time (the prefetcher follows addresses in order, not a scattered order); windows
+// of 64 kept the straight tape of 2.1 M nodes at 3.8 ns/node (interpreted: 5.3), at a tenth more
+// than larger windows on 0.21 M nodes (bench/codegen-cliffs.ts --case=straight).
+// @ts-ignore: decorator
+@inline const WINDOW_NODES: i32 = 64;
+
+// How often a branch predictor that has seen the last three ops guesses a node's op wrong, per
+// 1024 nodes: where it rarely does (a tape of loops, even one too long to fold), the
+// interpreter's jump costs little and the schedule's stored partials only add traffic (the
+// nested tape 4.8 -> 5.8 ns/node, GMM 4.3 -> 5.0 when forced), so the tape stays interpreted.
+const predicted = memory.data(4096);
+
+function mispredictedPerMille(from: i32, to: i32): i32 {
+  memory.fill(predicted, 0, 4096);
+  let history: u32 = 0, misses: i64 = 0;
+  for (let i = from; i < to; i++) {
+    const op = <u32>opAt(i);
+    const slot = predicted + <usize>((history * 0x9E3779B1) >>> 20);
+    if (<u32>load<u8>(slot) != op) {
+      misses++;
+      store<u8>(slot, <u8>op);
+    }
+    history = ((history << 6) ^ op) & 0x3ffff;
+  }
+  return to > from ? <i32>(misses * 1024 / <i64>(to - from)) : 0;
+}
 
 // @ts-ignore: decorator
 @inline function hasGradient(op: i32): bool { return op < Op.Floor || op > Op.Eq; }
@@ -67,8 +101,9 @@ export function dropSchedule(): void {
 
 /** Builds the schedule of nodes [nInputs, count) (inputs and constants are given) and fills its
  *  partials at the values now in the tape. Returns 0; -1 for a tape it does not serve (custom or
- *  vector nodes, nothing to compute); -2 when memory has no room. */
-export function buildSchedule(nInputs: i32, count: i32): i32 {
+ *  vector nodes, nothing to compute); -2 when memory has no room; -3 for a tape whose ops a
+ *  predictor guesses wrong fewer than `minMispredicted` times per 1024 nodes. */
+export function buildSchedule(nInputs: i32, count: i32, minMispredicted: i32): i32 {
   dropSchedule();
   prepareOperandCounts();
   let n = 0, m = 0;
@@ -80,6 +115,7 @@ export function buildSchedule(nInputs: i32, count: i32): i32 {
     if (hasGradient(op)) m++;
   }
   if (n == 0) return -1;
+  if (mispredictedPerMille(nInputs, count) < minMispredicted) return -3;
   const bytes = (<u64>count << 4) + (<u64>n << 2) + (<u64>m << 2) + (<u64>n << 3);
   // The scheduler's own arrays, in scratch after the region: operands left per node, consumers
   // (offsets and list) and the ready lists' links.
@@ -116,38 +152,46 @@ export function buildSchedule(nInputs: i32, count: i32): i32 {
     store<i32>(readyHead + (<usize>op << 2), -1);
     store<i32>(readyCount + (<usize>op << 2), 0);
   }
-  for (let i = count - 1; i >= nInputs; i--) {
-    if (opAt(i) > Op.Arg && load<i32>(left + (<usize>i << 2)) == 0) pushReady(i, next);
-  }
   const order = orderBase(), runList = runsBase();
   let current = -1, done = 0, runCount = 0;
-  while (done < n) {
-    if (current < 0 || load<i32>(readyHead + (<usize>current << 2)) < 0) {
-      if (current >= 0) runCount = endRun(runList, runCount, current, done);
-      // The next op in code order with ready nodes: the runs' ops then come round in a cycle,
-      // which the jump at each run's start predicts better than the op with the most ready
-      // nodes (measured: as many runs either way).
-      let op = current < 0 ? <i32>Op.Add : current + 1, found = -1;
-      for (let t = 0; t < Op.Custom - Op.Add; t++, op++) {
-        if (op >= Op.Custom) op = Op.Add;
-        if (load<i32>(readyCount + (<usize>op << 2)) > 0) { found = op; break; }
-      }
-      current = found;
-      if (current < 0) return -1; // unreachable on a tape in recording order
+  for (let from = nInputs; from < count; from += WINDOW_NODES) {
+    const to = min(count, from + WINDOW_NODES);
+    let waiting = 0;
+    for (let i = to - 1; i >= from; i--) {
+      if (opAt(i) <= Op.Arg) continue;
+      waiting++;
+      if (load<i32>(left + (<usize>i << 2)) == 0) pushReady(i, next);
     }
-    const at = readyHead + (<usize>current << 2);
-    const i = load<i32>(at);
-    store<i32>(at, load<i32>(next + (<usize>i << 2)));
-    store<i32>(readyCount + (<usize>current << 2), load<i32>(readyCount + (<usize>current << 2)) - 1);
-    store<i32>(order + (<usize>done << 2), i);
-    done++;
-    const end = load<i32>(starts + (<usize>i << 2) + 4);
-    for (let e = load<i32>(starts + (<usize>i << 2)); e < end; e++) {
-      const c = load<i32>(consumers + (<usize>e << 2));
-      const p = left + (<usize>c << 2);
-      const remaining = load<i32>(p) - 1;
-      store<i32>(p, remaining);
-      if (remaining == 0) pushReady(c, next);
+    while (waiting > 0) {
+      if (current < 0 || load<i32>(readyHead + (<usize>current << 2)) < 0) {
+        // The next op in code order with ready nodes: the runs' ops then come round in a
+        // cycle, which the jump at each run's start predicts better than the op with the most
+        // ready nodes (measured: as many runs either way).
+        let op = current < 0 ? <i32>Op.Add : current + 1, found = -1;
+        for (let t = 0; t < Op.Custom - Op.Add; t++, op++) {
+          if (op >= Op.Custom) op = Op.Add;
+          if (load<i32>(readyCount + (<usize>op << 2)) > 0) { found = op; break; }
+        }
+        if (found < 0) return -1; // unreachable on a tape in recording order
+        if (current >= 0) runCount = endRun(runList, runCount, current, done);
+        current = found;
+      }
+      const at = readyHead + (<usize>current << 2);
+      const i = load<i32>(at);
+      store<i32>(at, load<i32>(next + (<usize>i << 2)));
+      store<i32>(readyCount + (<usize>current << 2), load<i32>(readyCount + (<usize>current << 2)) - 1);
+      store<i32>(order + (<usize>done << 2), i);
+      done++;
+      waiting--;
+      const end = load<i32>(starts + (<usize>i << 2) + 4);
+      for (let e = load<i32>(starts + (<usize>i << 2)); e < end; e++) {
+        const c = load<i32>(consumers + (<usize>e << 2));
+        const p = left + (<usize>c << 2);
+        const remaining = load<i32>(p) - 1;
+        store<i32>(p, remaining);
+        // A consumer in a later window waits for its window.
+        if (remaining == 0 && c < to) pushReady(c, next);
+      }
     }
   }
   runs = endRun(runList, runCount, current, done);

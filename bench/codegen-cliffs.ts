@@ -5,6 +5,7 @@
 //   npx tsx bench/codegen-cliffs.ts                 # every case, generated and interpreted, a table
 //   npx tsx bench/codegen-cliffs.ts --case=gmm --mode=generated   # one child (prints JSON)
 //   npx tsx bench/codegen-cliffs.ts --sweep=straight              # straight code by length and function size
+//   npx tsx bench/codegen-cliffs.ts --sweep=schedule              # the schedule against the interpreter
 // Per case: recording alone (interpreted run), the first call with codegen (record + plan + emit +
 // compile), the generation alone, the next 20 gradients (mean ns/node), the steady state (median
 // ns/node of a window of gradients once V8 has settled, see child) and peak RSS against the interpreted run.
@@ -14,7 +15,7 @@ import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import { compile, init, type Var } from '../src/index.ts';
-import { WasmBackend } from '../src/wasm/backend.ts';
+import { WasmBackend, scheduleLimits } from '../src/wasm/backend.ts';
 import { nestNeeds, planSizes, planSweeps, type SweepPlan } from '../src/wasm/codegen/plan.ts';
 import { emitSweeps } from '../src/wasm/codegen/module.ts';
 import { LOGREG_D, gmmData, gmmObjectiveVar, gmmPlain, logregData, logregPlain, mulberry32 } from './workloads.ts';
@@ -142,6 +143,8 @@ async function child(id: CaseId, mode: 'generated' | 'interpreted'): Promise<voi
   planSizes.maxSlots = Number(arg('max') ?? planSizes.maxSlots);
   planSizes.straightChunk = Number(arg('chunk') ?? planSizes.straightChunk);
   planSizes.functionNodes = Number(arg('fn') ?? planSizes.functionNodes);
+  // --force-schedule (with --max=0): every tape scheduled, however predictable its ops.
+  if (arg('force-schedule')) scheduleLimits.minMispredicted = 0;
   const c = caseOf(id, ops);
   let generateMs = 0;
   const original = WasmBackend.prototype.generateSweeps;
@@ -359,9 +362,50 @@ function straightSweep(): void {
   writeFileSync(join(here, 'results', 'codegen-straight-size.md'), `${sizes.join('\n')}\n`);
 }
 
+// The schedule against the interpreter: the straight tape by length (on this machine's caches),
+// and the loop tapes forced onto it (the policy keeps them interpreted). Medians of 3 runs.
+function scheduleSweep(): void {
+  const here = dirname(fileURLToPath(import.meta.url));
+  type Result = Record<string, number> & { generated: string };
+  const run = (args: string[]): Result => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', join(here, 'codegen-cliffs.ts'), ...args], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`${args.join(' ')} failed:\n${r.stderr}`);
+    const result = JSON.parse(r.stdout.trim().split('\n').pop()!) as Result;
+    console.error(JSON.stringify({ args, ...result, firstReplaysNs: undefined, reason: undefined }));
+    return result;
+  };
+  const median = (xs: number[]): number => xs.sort((p, q) => p - q)[xs.length >> 1]!;
+  const f = (v: number, digits = 2): string => v.toFixed(digits);
+  const lines = [
+    `Medians of 3 runs per mode, one process each, ${new Date().toISOString().slice(0, 10)}, on ${machine()}. ns/node per gradient; "forced": a tape the policy interprets, scheduled anyway.\n`,
+    '| tape | nodes | replay | schedule built with the plan, ms | first call ÷ recording | gradients 2–21, ns/node | steady, ns/node (interpreted) | steady, scheduled / interpreted | peak RSS (× interpreted) |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+  ];
+  const rows: [string, string[]][] = [
+    ...[100_000, 300_000, 1_000_000, 2_000_000].map((ops): [string, string[]] => [`straight, ${ops / 1000}k ops`, ['--case=straight', `--ops=${ops}`]]),
+    ...(['branchy', 'nested', 'gmm'] as const).map((id): [string, string[]] => [`${id}, forced`, [`--case=${id}`, '--max=0', '--force-schedule=1']]),
+  ];
+  lines.forEach((l) => console.log(l));
+  for (const [label, args] of rows) {
+    const gs: Result[] = [], is: Result[] = [];
+    for (let k = 0; k < 3; k++) {
+      gs.push(run([...args, '--mode=generated']));
+      is.push(run([...args.filter((a) => !a.startsWith('--max') && !a.startsWith('--force')), '--mode=interpreted']));
+    }
+    const g = (key: string): number => median(gs.map((r) => r[key]!)), i = (key: string): number => median(is.map((r) => r[key]!));
+    const first = median(gs.map((r) => r.recordMs! / (r.recordMs! - r.generateMs!)));
+    const line = `| ${label} | ${(g('size') / 1e6).toFixed(2)} M | ${gs[0]!.generated} | ${f(g('generateMs'), 0)} | ${f(first)}× | ${f(g('next20NsPerNode'))} (${f(i('next20NsPerNode'))}) ` +
+      `| ${f(g('steadyNsPerNode'))} (${f(i('steadyNsPerNode'))}) | ${f(g('steadyNsPerNode') / i('steadyNsPerNode'))} | ${f(g('rssMB') / i('rssMB'))}× |`;
+    lines.push(line);
+    console.log(line);
+  }
+  writeFileSync(join(here, 'results', 'codegen-schedule.md'), `${lines.join('\n')}\n`);
+}
+
 const arg = (name: string): string | undefined => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const caseArg = arg('case'), modeArg = arg('mode');
 if (modeArg === 'phases') await phases(caseArg as CaseId);
 else if (modeArg) await child(caseArg as CaseId, modeArg as 'generated' | 'interpreted');
 else if (arg('sweep') === 'straight') straightSweep();
+else if (arg('sweep') === 'schedule') scheduleSweep();
 else parent(caseArg ? (caseArg.split(',') as CaseId[]) : CASES);

@@ -5,10 +5,10 @@
 import type { BackendKind } from './backend.ts';
 import { createTapeSync } from './create.ts';
 import { BranchChangedError, NotANumberError, TapegradError, checkOut, describe, isArrayLike } from './errors.ts';
-import { COMPARISON_OPS, opNameOf } from './ops.ts';
+import { COMPARISON_OPS, Op, opNameOf } from './ops.ts';
 import { BACKEND_RULE, CODEGEN_RULE, checkOptions } from './options.ts';
 import { toBytes } from './serialize.ts';
-import { Var, type Tape } from './tape.ts';
+import { TANGENT_BYTES, Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
 import { WasmBackend, type GeneratedSweeps, type ShippedSweeps } from './wasm/backend.ts';
 
@@ -134,9 +134,10 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const vectors = recording.tape.hasVectorNodes;
     if (engine instanceof WasmBackend) engine.simd = this.simd && !vectors;
     if (this.codegen && !vectors && engine instanceof WasmBackend) {
-      // A schedule, for a tape that does not fold into code, stays within the tape's memory limit.
+      // A schedule, for a tape that does not fold into code, stays within the tape's memory limit
+      // with room left for the tangents of a later jvp or hvp.
       const { size, maxMemoryBytes } = recording.tape;
-      const budget = maxMemoryBytes - size * engine.nodeBytes();
+      const budget = maxMemoryBytes - size * (engine.nodeBytes() + (engine.views.tan ? 0 : TANGENT_BYTES));
       if (this.shipped) engine.installShippedSweeps(this.shipped, this.inputs, size, budget);
       else engine.generateSweeps(this.inputs, size, recording.outputs, budget);
     }
@@ -545,6 +546,20 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
         `compile: the function read the value of node #${i} (${opNameOf(op[i]!)}) while recording${read.length > 1 ? ` (and ${read.length - 1} more)` : ''}; ` +
           'a replay at other inputs would reuse it as a constant. Branch on a comparison instead (x.gt(0).value: compiled ' +
           'functions guard those and record again when one changes), or use select/where, which replays both branches.',
+      );
+    }
+    // An input recorded inside f is not one of the compiled function's inputs: nothing would write
+    // it on replay, its gradient would be dropped, and its bytes would not load (fromBytes wants
+    // the inputs first). The SIMD batch kernel read stale lanes for it.
+    const after = op.subarray(this.vector ? 2 : this.inputs, tape.size);
+    const found = [after.indexOf(Op.input), after.indexOf(Op.vinput)].filter((k) => k >= 0);
+    if (found.length > 0) {
+      const i = Math.min(...found) + (this.vector ? 2 : this.inputs);
+      this.giveUp(tape);
+      throw new TapegradError(
+        'INVALID_ARGUMENT',
+        `compile: the function recorded a new input (node #${i}, ${opNameOf(op[i]!)}: tape.variable, variables or vector) while recording; ` +
+          'a compiled function has only the inputs it is called with. Use a constant (a number, tape.constant) or make it one of its inputs.',
       );
     }
     const guards = Int32Array.from([...observed].filter((i) => COMPARISON_OPS.has(op[i]!)).sort((p, q) => p - q));

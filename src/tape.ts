@@ -22,7 +22,8 @@ const HANDLE_WRAP_AT = HANDLE_LIMIT - 2 ** 28;
 const DEFAULT_MAX_NODES = 2 ** 28;
 // Tape.lastSweep: none, a backward, a vjp.
 const NO_SWEEP = 0, BACKWARD_SWEEP = 1, VJP_SWEEP = 2;
-const TANGENT_BYTES = 16;
+/** @internal Bytes a node of the tangent regions (jvp, hvp). */
+export const TANGENT_BYTES = 16;
 const CONSTANT_SLOTS = 64;
 let tapeSerial = 0;
 

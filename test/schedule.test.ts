@@ -6,20 +6,23 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compile, fromBytes, init, select, type Var } from '../src/index.ts';
+import { scheduleLimits } from '../src/wasm/backend.ts';
 import { planSizes } from '../src/wasm/codegen/plan.ts';
 import { dagArbitrary, dagSum } from './dag-arbitrary.ts';
 import { anyInput, bothWays, expectSameBits } from './replay-ways.ts';
 
-const defaultMaxSlots = planSizes.maxSlots;
+const defaults = { ...planSizes }, limits = { ...scheduleLimits };
 
 beforeAll(async () => {
   await init();
-  // No tape folds into code: every compiled tape here is scheduled.
+  // No tape folds into code, and every one is scheduled, however regular its ops.
   planSizes.maxSlots = 0;
+  scheduleLimits.minMispredicted = 0;
 });
 
 afterAll(() => {
-  planSizes.maxSlots = defaultMaxSlots;
+  Object.assign(planSizes, defaults);
+  Object.assign(scheduleLimits, limits);
 });
 
 // Every kind of node the schedule treats on its own: add, sub, mul, neg, square (their own
@@ -113,6 +116,38 @@ describe('scheduled replay', () => {
     expect(compile(f, { inputs: 3, at: [0.3, -0.4, 0.5], backend: 'js' }).generatedSweeps).toBe('none');
   });
 
+  it('a tape whose ops follow a pattern stays interpreted, one without is scheduled, and each says why', () => {
+    scheduleLimits.minMispredicted = limits.minMispredicted;
+    try {
+      // 400 repetitions of one 9-op step: the interpreter's jump predicts it.
+      const loop = (x: Var[]): Var => {
+        let y = x[0]!;
+        for (let k = 0; k < 400; k++) y = y.mul(x[1]!).add(x[2]!).sin().mul(0.5).sub(y.square().mul(0.1));
+        return y;
+      };
+      const regular = compile(loop, { inputs: 3, at: [0.3, -0.4, 0.5] });
+      expect(regular.generatedSweeps).toBe('none');
+      expect(regular.generatedSweepsReason).toMatch(/follow a pattern the interpreter's jump predicts, so the interpreter replays it/);
+      const random = compile(mixed(9, 3000), { inputs: 3, at: [0.3, -0.4, 0.5] });
+      expect(random.generatedSweeps).toBe('scheduled');
+      const x = [0.2, 0.7, -0.1];
+      expectSameBits(regular.gradient(x), compile(loop, { inputs: 3, at: [0.3, -0.4, 0.5], codegen: false }).gradient(x), 'the regular tape');
+    } finally {
+      scheduleLimits.minMispredicted = 0;
+    }
+  });
+
+  it('a function that records a new input inside is refused, on both engines', () => {
+    for (const backend of ['wasm', 'js'] as const) {
+      const f = (x: Var[]): Var => x[0]!.mul(x[0]!.tape.variable(3)).add(x[1]!);
+      expect(() => compile(f, { inputs: 2, at: [0.5, 0.25], backend })).toThrow(/recorded a new input \(node #2, input/);
+      const g = compile(f, { inputs: 2, backend });
+      expect(() => g.gradientBatch([1, 0, 1, 0], 2)).toThrow(/Use a constant/);
+      // Nothing was kept: the next call records again, and refuses again.
+      expect(() => g.gradient([1, 0])).toThrow(/recorded a new input/);
+    }
+  });
+
   it('a loaded function schedules its tape, and stays within its memory limit', () => {
     const f = mixed(11, 2000);
     const original = compile(f, { inputs: 3, at: [0.3, -0.4, 0.5], codegen: false });
@@ -121,9 +156,15 @@ describe('scheduled replay', () => {
     expect(loaded.generatedSweeps).toBe('scheduled');
     const x = [0.25, 0.5, -0.75];
     expectSameBits(loaded.gradient(x), original.gradient(x), 'gradient of the loaded function');
-    // Room for the tape but not for its schedule (up to 32 bytes a node): the interpreter.
-    const tight = fromBytes(bytes, { maxMemoryBytes: original.size * 30 });
+    // Room for the tape and its tangents (41 bytes a node) but not for a schedule (up to 56 more,
+    // with the scheduler's scratch): the interpreter, which says so.
+    const tight = fromBytes(bytes, { maxMemoryBytes: original.size * 60 });
     expect(tight.generatedSweeps).toBe('none');
+    expect(tight.generatedSweepsReason).toMatch(/maxMemoryBytes leaves no room for a schedule/);
     expectSameBits(tight.gradient(x), original.gradient(x), 'gradient without a schedule');
+    // Room for both: scheduled, and an hvp still finds room for its tangents.
+    const roomy = fromBytes(bytes, { maxMemoryBytes: original.size * 100 });
+    expect(roomy.generatedSweeps).toBe('scheduled');
+    expectSameBits(roomy.hvp(x, [1, -1, 0.5]), original.hvp(x, [1, -1, 0.5]), 'hvp of the scheduled function');
   });
 });

@@ -37,8 +37,15 @@ export interface ShippedSweeps {
 export type GeneratedSweeps = 'none' | 'pending' | 'active' | 'scheduled';
 
 /** Bytes a node at most of a tape's schedule (assembly/schedule.ts): its two partials, its place
- *  in the forward order and the reverse list, and a run each at worst. */
-const SCHEDULE_BYTES = 16 + 4 + 4 + 8;
+ *  in the forward order and the reverse list, and a run each at worst; and the scheduler's
+ *  scratch (operands left, consumers' offsets, up to three consumers, ready-list links), which
+ *  wasm memory keeps once grown. */
+const SCHEDULE_BYTES = 16 + 4 + 4 + 8 + 24;
+
+/** @internal When a tape that does not fold is scheduled: its ops mispredicted at least this often
+ *  per 1024 nodes by a predictor of the next op from the last three (assembly/schedule.ts). Tests
+ *  lower it to schedule every tape. */
+export const scheduleLimits = { minMispredicted: 256 };
 
 // Fused run kernels, compiled once per signature for every instance (null: a run the kernels
 // leave to the block sweep; absent while a module too large to compile synchronously compiles).
@@ -174,7 +181,7 @@ export class WasmBackend implements Backend {
     }
     if (!plan) {
       const why = codegen.whyNoPlan(this.views, nInputs, count);
-      this.generatedReason = this.schedule(nInputs, count, scheduleBudget) ? `${why}; its replays run a schedule instead (runs of one op, stored partials)` : why;
+      this.generatedReason = `${why}; ${this.schedule(nInputs, count, scheduleBudget)}`;
       return this.generated;
     }
     this.plan = plan;
@@ -185,17 +192,25 @@ export class WasmBackend implements Backend {
     return this.generated;
   }
 
-  /** Replays by a schedule of the tape's nodes (assembly/schedule.ts) where it serves: no custom
-   *  or vector nodes, and its region (at most SCHEDULE_BYTES a node) within `budget` bytes and
-   *  memory. Whether it does. */
-  private schedule(nInputs: number, count: number, budget: number): boolean {
-    if (count <= nInputs || SCHEDULE_BYTES * count > budget) return false;
+  /** Replays by a schedule of the tape's nodes (assembly/schedule.ts) where it serves and pays:
+   *  no custom or vector nodes, an op sequence the interpreter's jump would mispredict often
+   *  (scheduleLimits), and room for it within `budget` bytes and memory. Says which. */
+  private schedule(nInputs: number, count: number, budget: number): string {
+    if (count <= nInputs) return 'nothing to replay';
+    if (SCHEDULE_BYTES * count > budget) {
+      return `maxMemoryBytes leaves no room for a schedule of its replays (${SCHEDULE_BYTES} bytes a node), which the interpreter runs`;
+    }
     // The schedule's region goes where the scratch area was: the guards and rows move after it.
     this.guardsAt = -1;
-    if (this.run(() => this.core.buildSchedule(nInputs, count)) !== 0) return false;
+    const built = this.run(() => this.core.buildSchedule(nInputs, count, scheduleLimits.minMispredicted));
     if (this.views.val.buffer !== this.core.memory.buffer) this.refreshViews();
-    this.generated = 'scheduled';
-    return true;
+    if (built === 0) {
+      this.generated = 'scheduled';
+      return 'its replays run a schedule instead (runs of one op, stored partials)';
+    }
+    if (built === -3) return 'its ops follow a pattern the interpreter\'s jump predicts, so the interpreter replays it (a schedule pays where a quarter of its ops or more are mispredicted)';
+    if (built === -2) return 'memory has no room for a schedule of its replays, which the interpreter runs';
+    return 'its custom or vector nodes keep it interpreted';
   }
 
   /** @internal The planner's first pass, in the core: operand references per node, as a view of
@@ -363,7 +378,7 @@ export class WasmBackend implements Backend {
   installShippedSweeps(sweeps: ShippedSweeps, nInputs: number, count: number, scheduleBudget = Infinity): void {
     this.dropGeneratedSweeps();
     if (!sweeps.replay) {
-      this.schedule(nInputs, count, scheduleBudget);
+      this.generatedReason = `the main thread scheduled the tape; here ${this.schedule(nInputs, count, scheduleBudget)}`;
       return;
     }
     this.installSweeps(sweeps.replay, 1);
