@@ -3,7 +3,7 @@
 import { valBase, adjBase, tanBase, tanAdjBase, val, xvalBase, xadjBase } from './layout';
 import { forward, clearAdjoints, sweepReverse, tangent, sweepReverseTangent } from './sweeps';
 import { setGradientOutput } from './vector';
-import { scheduleActive, scheduledForward, scheduledReverse } from './schedule';
+import { scheduleActive, scheduledForward, scheduledReverse, scheduledTangent } from './schedule';
 import { forwardRuleCall, partialsCall, partialZ, partialsTangentCall, partialZTangent } from './ops';
 
 // A compiled function may bring its own sweeps: wasm generated from its tape (src/wasm/codegen/)
@@ -38,9 +38,10 @@ export function rulePartialsTangent(op: i32, x: f64, z: f64, y: f64, tx: f64, tz
 }
 export function rulePartialZTangent(): f64 { return partialZTangent; }
 
-/** `tangent(from, to)`, by the generated code if any. */
+/** `tangent(from, to)`, by the generated code or the schedule if any. */
 export function tangentReplay(from: i32, to: i32): void {
   if (generatedTangent) call_indirect<void>(generatedTangent, valBase, adjBase, tanBase, tanAdjBase);
+  else if (scheduleActive()) scheduledTangent();
   else tangent(from, to);
 }
 

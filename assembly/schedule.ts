@@ -29,7 +29,7 @@
 //   (op, end) i32×2 × ≤ n
 import { Op, forwardRuleCall, partialsCall, partialZ, truthy } from './ops';
 import {
-  valBase, adjBase, aBase, bBase, f64At, setF64At, addF64At, i32At, argA, argB, opAt, scratch, scheduleBase,
+  valBase, adjBase, aBase, bBase, tanBase, f64At, setF64At, addF64At, i32At, argA, argB, opAt, scratch, scheduleBase,
   setScheduleBytes,
 } from './layout';
 import { operandCount, prepareOperandCounts } from './planning';
@@ -203,7 +203,14 @@ export function buildSchedule(nInputs: i32, count: i32, minMispredicted: i32): i
   let r = 0;
   for (let i = count - 1; i >= nInputs; i--) {
     const op = opAt(i);
-    if (op <= Op.Arg || !hasGradient(op)) continue;
+    if (op <= Op.Arg) continue;
+    if (!hasGradient(op)) {
+      // No reverse step, but the tangent sweep multiplies by these zeros (as the interpreter's:
+      // an infinite tangent gives NaN).
+      store<f64>(entry(pa, i), 0);
+      store<f64>(entry(pb, i), 0);
+      continue;
+    }
     store<i32>(reverseList + (<usize>r << 2), op == Op.Select ? ~i : i);
     r++;
     if (op == Op.Add || op == Op.Sub) {
@@ -337,6 +344,36 @@ function forwardRun(op: i32, k: i32, end: i32, pa: usize, pb: usize, order: usiz
     if (binary) store<f64>(entry(pb, i), partialZ);
   }
   return k;
+}
+
+/** The tangent sweep by the schedule (jvp, and hvp's first half), after a scheduled forward at
+ *  the same inputs: the inputs' tangents seeded, each computed node's from the stored partials,
+ *  as the interpreter's `tangent` computes it (terms of zero tangents left out). */
+export function scheduledTangent(): void {
+  const tB = tanBase, aB = aBase, bB = bBase;
+  const pa = paBase(), pb = pbBase(), order = orderBase(), runList = runsBase();
+  let k = 0;
+  for (let r = 0; r < runs; r++) {
+    const op = load<i32>(runList + (<usize>r << 3));
+    const end = load<i32>(runList + (<usize>r << 3) + 4);
+    if (op == Op.Select) {
+      // The branch taken's tangent (pa is 1 for b, the first).
+      for (; k < end; k++) {
+        const i = i32At(order, k);
+        setF64At(tB, i, f64At(tB, load<f64>(entry(pa, i)) != 0 ? i32At(bB, i) : argA(i - 1)));
+      }
+      continue;
+    }
+    for (; k < end; k++) {
+      const i = i32At(order, k);
+      const ta = f64At(tB, i32At(aB, i)), tb = f64At(tB, i32At(bB, i));
+      // (ta != 0 ? ta·pa : +0) + (tb != 0 ? tb·pb : +0) with integer masks: a branch on a zero
+      // tangent (every constant operand's) mispredicts as often as the op jump did.
+      const u = reinterpret<i64>(ta * load<f64>(entry(pa, i))) & -<i64>(ta != 0);
+      const v = reinterpret<i64>(tb * load<f64>(entry(pb, i))) & -<i64>(tb != 0);
+      setF64At(tB, i, reinterpret<f64>(u) + reinterpret<f64>(v));
+    }
+  }
 }
 
 /** The reverse sweep by the schedule, over adjoints already seeded at or below `top`. */
