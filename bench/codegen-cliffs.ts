@@ -193,6 +193,15 @@ async function child(id: CaseId, mode: 'generated' | 'interpreted'): Promise<voi
     steadyMs = windowMedian(gradient);
   }
   const ns = (ms: number): number => (ms * 1e6) / size;
+  // --directional: a jvp's and an hvp's time too (after 20 of each to warm up).
+  let jvpNsPerNode: number | undefined, hvpNsPerNode: number | undefined;
+  if (arg('directional')) {
+    const t = Float64Array.from({ length: c.inputs }, (_, k) => (k % 3) - 1);
+    const jvp = (): void => void f.jvp(c.x, t), hvp = (): void => void f.hvp(c.x, t, out);
+    for (let r = 0; r < 20; r++) { jvp(); hvp(); }
+    jvpNsPerNode = ns(windowMedian(jvp));
+    hvpNsPerNode = ns(windowMedian(hvp));
+  }
   // The plain function per tape node, timed in the interpreted child only.
   let plainNsPerNode: number | undefined;
   if (c.plain && mode === 'interpreted') {
@@ -208,7 +217,7 @@ async function child(id: CaseId, mode: 'generated' | 'interpreted'): Promise<voi
     firstNsPerNode: ns(firstMs),
     next20NsPerNode: ns(next.reduce((s, v) => s + v, 0) / next.length),
     firstReplaysNs: next.map((v) => Math.round(ns(v) * 10) / 10),
-    steadyNsPerNode: ns(steadyMs),
+    steadyNsPerNode: ns(steadyMs), jvpNsPerNode, hvpNsPerNode,
     rssMB: process.resourceUsage().maxRSS / 1024,
     generated: f.generatedSweeps, reason: f.generatedSweepsReason, ...planFacts(f),
   }));
@@ -386,11 +395,14 @@ function scheduleSweep(): void {
     ...(['branchy', 'nested', 'gmm'] as const).map((id): [string, string[]] => [`${id}, forced`, [`--case=${id}`, '--max=0', '--force-schedule=1']]),
   ];
   lines.forEach((l) => console.log(l));
+  const directional: string[] = [];
   for (const [label, args] of rows) {
     const gs: Result[] = [], is: Result[] = [];
+    const straight = label.startsWith('straight');
+    const extra = straight ? ['--directional=1'] : [];
     for (let k = 0; k < 3; k++) {
-      gs.push(run([...args, '--mode=generated']));
-      is.push(run([...args.filter((a) => !a.startsWith('--max') && !a.startsWith('--force')), '--mode=interpreted']));
+      gs.push(run([...args, ...extra, '--mode=generated']));
+      is.push(run([...args.filter((a) => !a.startsWith('--max') && !a.startsWith('--force')), ...extra, '--mode=interpreted']));
     }
     const g = (key: string): number => median(gs.map((r) => r[key]!)), i = (key: string): number => median(is.map((r) => r[key]!));
     const first = median(gs.map((r) => r.recordMs! / (r.recordMs! - r.generateMs!)));
@@ -398,7 +410,9 @@ function scheduleSweep(): void {
       `| ${f(g('steadyNsPerNode'))} (${f(i('steadyNsPerNode'))}) | ${f(g('steadyNsPerNode') / i('steadyNsPerNode'))} | ${f(g('rssMB') / i('rssMB'))}× |`;
     lines.push(line);
     console.log(line);
+    if (straight) directional.push(`| ${label} | ${f(g('jvpNsPerNode'))} (${f(i('jvpNsPerNode'))}) | ${f(g('hvpNsPerNode'))} (${f(i('hvpNsPerNode'))}) |`);
   }
+  lines.push('', '| jvp and hvp | jvp, ns/node (interpreted) | hvp, ns/node (interpreted) |', '| --- | --- | --- |', ...directional);
   writeFileSync(join(here, 'results', 'codegen-schedule.md'), `${lines.join('\n')}\n`);
 }
 
