@@ -5,6 +5,7 @@
 import fc from 'fast-check';
 import { expect } from 'vitest';
 import { compile, type CompilableFunction, type CompiledFunction } from '../src/index.ts';
+import { dagArbitrary, dagSum } from './dag-arbitrary.ts';
 
 export function expectSameBits(actual: ArrayLike<number>, expected: ArrayLike<number>, what: string): void {
   expect(actual.length, what).toBe(expected.length);
@@ -75,3 +76,21 @@ export function bothWays(f: CompilableFunction, inputs: number, at: ArrayLike<nu
   };
 }
 
+
+/** Random DAGs over every op, both ways, at their own point and at any inputs (3 rows): the
+ *  replay the default way is `sweeps` ('active': generated code, 'scheduled'). */
+export function checkRandomDags(sweeps: 'active' | 'scheduled', numRuns: number): void {
+  fc.assert(
+    fc.property(
+      dagArbitrary({ maxNodes: 200, maxInputs: 6 }),
+      fc.array(anyInput, { minLength: 24, maxLength: 24 }),
+      (dag, xs) => {
+        const ways = bothWays(dagSum(dag), dag.inputs.length, dag.inputs);
+        expect(ways.generated.generatedSweeps).toBe(sweeps);
+        ways.check(Float64Array.from(dag.inputs));
+        ways.check(Float64Array.from(xs), 3);
+      },
+    ),
+    { numRuns },
+  );
+}

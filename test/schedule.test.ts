@@ -8,8 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compile, fromBytes, init, select, type Var } from '../src/index.ts';
 import { scheduleLimits } from '../src/wasm/backend.ts';
 import { planSizes } from '../src/wasm/codegen/plan.ts';
-import { dagArbitrary, dagSum } from './dag-arbitrary.ts';
-import { anyInput, bothWays, expectSameBits } from './replay-ways.ts';
+import { anyInput, bothWays, checkRandomDags, expectSameBits } from './replay-ways.ts';
 
 const defaults = { ...planSizes }, limits = { ...scheduleLimits };
 
@@ -57,20 +56,7 @@ function mixed(seed: number, length: number) {
 
 describe('scheduled replay', () => {
   it('random DAGs over every op replay exactly like the interpreter, at any inputs', () => {
-    fc.assert(
-      fc.property(
-        dagArbitrary({ maxNodes: 200, maxInputs: 6 }),
-        fc.array(anyInput, { minLength: 24, maxLength: 24 }),
-        (dag, xs) => {
-          const n = dag.inputs.length;
-          const ways = bothWays(dagSum(dag), n, dag.inputs);
-          expect(ways.generated.generatedSweeps).toBe('scheduled');
-          ways.check(Float64Array.from(dag.inputs));
-          ways.check(Float64Array.from(xs), 3);
-        },
-      ),
-      { numRuns: 60 },
-    );
+    checkRandomDags('scheduled', 60);
   });
 
   it('selects, guards, zero-gradient ops and trig pairs replay exactly like the interpreter', () => {
