@@ -196,8 +196,8 @@ export function enableTangents(live: i32): i32 {
   return 1;
 }
 
-/** Makes the schedule region at least `bytes` long (its content undefined), or drops it with 0. Returns
- *  its base, or 0 when memory does not allow it; then nothing has changed. */
+/** Makes the schedule region at least `bytes` long (its content undefined), or drops it with 0.
+ *  Returns its base, or 0 when memory does not allow it; then nothing has changed. */
 export function setScheduleBytes(bytes: usize): usize {
   const old = scheduleBytes;
   // A multiple of 16, so that scratch after it stays aligned as the façade's f64 views need.
