@@ -52,26 +52,8 @@ const readyCount = memory.data(256 * 4);
 // @ts-ignore: decorator
 @inline const WINDOW_NODES: i32 = 64;
 
-// How often a branch predictor that has seen the last three ops guesses a node's op wrong, per
-// 1024 nodes: where it rarely does (a tape of loops, even one too long to fold), the
-// interpreter's jump costs little and the schedule's stored partials only add traffic (the
-// nested tape 4.8 -> 5.8 ns/node, GMM 4.3 -> 5.0 when forced), so the tape stays interpreted.
+// The predictor's table (see survey): the op last seen after each history of three ops, hashed.
 const predicted = memory.data(4096);
-
-function mispredictedPerMille(from: i32, to: i32): i32 {
-  memory.fill(predicted, 0, 4096);
-  let history: u32 = 0, misses: i64 = 0;
-  for (let i = from; i < to; i++) {
-    const op = <u32>opAt(i);
-    const slot = predicted + <usize>((history * 0x9E3779B1) >>> 20);
-    if (<u32>load<u8>(slot) != op) {
-      misses++;
-      store<u8>(slot, <u8>op);
-    }
-    history = ((history << 6) ^ op) & 0x3ffff;
-  }
-  return to > from ? <i32>(misses * 1024 / <i64>(to - from)) : 0;
-}
 
 // @ts-ignore: decorator
 @inline function hasGradient(op: i32): bool { return op < Op.Floor || op > Op.Eq; }
@@ -99,6 +81,24 @@ export function dropSchedule(): void {
   setScheduleBytes(0);
 }
 
+// V8 runs a wasm call to its end in the code it started in (baseline code, the first time: wasm
+// has no on-stack replacement) and optimises a function once it has run enough. So each pass
+// of the build runs as many short calls of a function of its own, which V8 optimises during the
+// first of them (as the planner's passes in planning.ts): in one call, the first build of a
+// 4.2 M-node tape took 762 ms against 192 warm; in short calls the generation of that tape's
+// first compile (the planner's attempt and the build) took 353-426 ms against 432-690
+// (bench/codegen-cliffs.ts --case=straight --ops=2000000, two runs each). Fresh memory for the
+// region and the scratch is most of the rest (a warm core's first build on a new tape: 93
+// ns/node, against 46 on memory already touched). The small passes (survey, offsets, reverseList)
+// are inlined by the optimiser all the same.
+// @ts-ignore: decorator
+@inline const STEP: i32 = 16384;
+
+// The build's state between its calls.
+let surveyed = 0, withGradientSeen = 0, unserved = false, misses: i64 = 0, history: u32 = 0;
+let left: usize = 0, starts: usize = 0, consumers: usize = 0, next: usize = 0;
+let current = -1, done = 0, runCount = 0;
+
 /** Builds the schedule of nodes [nInputs, count) (inputs and constants are given) and fills its
  *  partials at the values now in the tape. Returns 0; -1 for a tape it does not serve (custom or
  *  vector nodes, nothing to compute); -2 when memory has no room; -3 for a tape whose ops a
@@ -106,22 +106,22 @@ export function dropSchedule(): void {
 export function buildSchedule(nInputs: i32, count: i32, minMispredicted: i32): i32 {
   dropSchedule();
   prepareOperandCounts();
-  let n = 0, m = 0;
-  for (let i = nInputs; i < count; i++) {
-    const op = opAt(i);
-    if (op <= Op.Arg) continue;
-    if (op == Op.Custom || op >= Op.VMeta) return -1;
-    n++;
-    if (hasGradient(op)) m++;
-  }
-  if (n == 0) return -1;
-  if (mispredictedPerMille(nInputs, count) < minMispredicted) return -3;
+  surveyed = 0;
+  withGradientSeen = 0;
+  unserved = false;
+  misses = 0;
+  history = 0;
+  memory.fill(predicted, 0, 4096);
+  for (let from = nInputs; from < count && !unserved; from += STEP) survey(from, min(count, from + STEP));
+  const n = surveyed, m = withGradientSeen;
+  if (unserved || n == 0) return -1;
+  if (<i32>(misses * 1024 / <i64>(count - nInputs)) < minMispredicted) return -3;
   const bytes = (<u64>count << 4) + (<u64>n << 2) + (<u64>m << 2) + (<u64>n << 3);
   // The scheduler's own arrays, in scratch after the region: operands left per node, consumers
   // (offsets and list) and the ready lists' links.
   const tempBytes = (<u64>count << 2) + ((<u64>count + 1) << 2) + (<u64>n * 12) + (<u64>count << 2);
   if (bytes + tempBytes > <u64>0x7fffffff || setScheduleBytes(<usize>bytes) == 0) return -2;
-  const left = scratch(<i32>tempBytes);
+  left = scratch(<i32>tempBytes);
   if (left == 0) {
     setScheduleBytes(0);
     return -2;
@@ -129,35 +129,85 @@ export function buildSchedule(nInputs: i32, count: i32, minMispredicted: i32): i
   nodes = count;
   scheduled = n;
   withGradient = m;
-  const starts = left + (<usize>count << 2);
-  const consumers = starts + ((<usize>count + 1) << 2);
-  const next = consumers + <usize>n * 12;
+  starts = left + (<usize>count << 2);
+  consumers = starts + ((<usize>count + 1) << 2);
+  next = consumers + <usize>n * 12;
   memory.fill(left, 0, (<usize>count << 2) + ((<usize>count + 1) << 2));
 
   // Consumers of each scheduled node among the scheduled ones (counted, offsets, then filled,
   // with `next` as the fill cursors).
-  linkOperands(nInputs, count, left, starts, 0, 0);
+  for (let from = nInputs; from < count; from += STEP) linkOperands(from, min(count, from + STEP), left, starts, 0, 0);
   let sum = 0;
-  for (let i = 0; i <= count; i++) {
+  for (let from = 0; from <= count; from += STEP) sum = offsets(from, min(count + 1, from + STEP), count, sum);
+  for (let from = nInputs; from < count; from += STEP) linkOperands(from, min(count, from + STEP), 0, 0, consumers, next);
+
+  // The list scheduler, window by window. Ready lists are stacks, filled from the last node of
+  // a window down so that its first nodes come out first.
+  for (let op = 0; op < 256; op++) {
+    store<i32>(readyHead + (<usize>op << 2), -1);
+    store<i32>(readyCount + (<usize>op << 2), 0);
+  }
+  current = -1;
+  done = 0;
+  runCount = 0;
+  for (let from = nInputs; from < count; from += STEP) {
+    if (!scheduleWindows(from, min(count, from + STEP))) return -1;
+  }
+  runs = endRun(runsBase(), runCount, current, done);
+
+  for (let hi = count; hi > nInputs; hi -= STEP) reverseList(max(nInputs, hi - STEP), hi, count);
+  active = true;
+  scheduledForward();
+  return 0;
+}
+
+// Counts the computed nodes of [from, to) and those with a gradient, notes a custom or vector
+// node, and runs the predictor of each op from the three before it (how often the interpreter's
+// jump would mispredict: where it rarely does, on a tape of loops even one too long to fold, the
+// jump costs little and the schedule's stored partials only add traffic, the nested tape 4.8 ->
+// 5.8 ns/node and GMM 4.3 -> 5.0 when forced).
+// @ts-ignore: decorator
+@noinline function survey(from: i32, to: i32): void {
+  for (let i = from; i < to; i++) {
+    const op = opAt(i);
+    const slot = predicted + <usize>((history * 0x9E3779B1) >>> 20);
+    if (<i32>load<u8>(slot) != op) {
+      misses++;
+      store<u8>(slot, <u8>op);
+    }
+    history = ((history << 6) ^ <u32>op) & 0x3ffff;
+    if (op <= Op.Arg) continue;
+    if (op == Op.Custom || op >= Op.VMeta) {
+      unserved = true;
+      return;
+    }
+    surveyed++;
+    if (hasGradient(op)) withGradientSeen++;
+  }
+}
+
+// Consumer counts at `starts` [from, to) turned into offsets (the running sum carried in), which
+// also start the fill cursors at `next`.
+// @ts-ignore: decorator
+@noinline function offsets(from: i32, to: i32, count: i32, sum: i32): i32 {
+  for (let i = from; i < to; i++) {
     const c = load<i32>(starts + (<usize>i << 2));
     store<i32>(starts + (<usize>i << 2), sum);
     if (i < count) store<i32>(next + (<usize>i << 2), sum);
     sum += c;
   }
-  linkOperands(nInputs, count, 0, 0, consumers, next);
+  return sum;
+}
 
-  // The list scheduler. Ready lists are stacks, filled from the last node down so that the
-  // first nodes come out first.
-  for (let op = 0; op < 256; op++) {
-    store<i32>(readyHead + (<usize>op << 2), -1);
-    store<i32>(readyCount + (<usize>op << 2), 0);
-  }
+// The windows of nodes [from, to), in order. False if a window cannot be finished (a tape not in
+// recording order; unreachable).
+// @ts-ignore: decorator
+@noinline function scheduleWindows(from: i32, to: i32): bool {
   const order = orderBase(), runList = runsBase();
-  let current = -1, done = 0, runCount = 0;
-  for (let from = nInputs; from < count; from += WINDOW_NODES) {
-    const to = min(count, from + WINDOW_NODES);
+  for (let lo = from; lo < to; lo += WINDOW_NODES) {
+    const hi = min(to, lo + WINDOW_NODES);
     let waiting = 0;
-    for (let i = to - 1; i >= from; i--) {
+    for (let i = hi - 1; i >= lo; i--) {
       if (opAt(i) <= Op.Arg) continue;
       waiting++;
       if (load<i32>(left + (<usize>i << 2)) == 0) pushReady(i, next);
@@ -172,7 +222,7 @@ export function buildSchedule(nInputs: i32, count: i32, minMispredicted: i32): i
           if (op >= Op.Custom) op = Op.Add;
           if (load<i32>(readyCount + (<usize>op << 2)) > 0) { found = op; break; }
         }
-        if (found < 0) return -1; // unreachable on a tape in recording order
+        if (found < 0) return false;
         if (current >= 0) runCount = endRun(runList, runCount, current, done);
         current = found;
       }
@@ -190,18 +240,22 @@ export function buildSchedule(nInputs: i32, count: i32, minMispredicted: i32): i
         const remaining = load<i32>(p) - 1;
         store<i32>(p, remaining);
         // A consumer in a later window waits for its window.
-        if (remaining == 0 && c < to) pushReady(c, next);
+        if (remaining == 0 && c < hi) pushReady(c, next);
       }
     }
   }
-  runs = endRun(runList, runCount, current, done);
+  return true;
+}
 
-  // The reverse list (a select as ~i: its targets are its branches, not its operands a and b);
-  // constant partials once, the rest by the forward.
-  const reverseList = reverseListBase();
-  const pa = paBase(), pb = pbBase();
-  let r = 0;
-  for (let i = count - 1; i >= nInputs; i--) {
+// The reverse list's part for nodes [lo, hi), from the top down after the part above it (a
+// select as ~i: its targets are its branches, not its operands a and b); constant partials
+// once, the rest by the forward.
+let reverseListed = 0;
+// @ts-ignore: decorator
+@noinline function reverseList(lo: i32, hi: i32, count: i32): void {
+  if (hi == count) reverseListed = 0;
+  const list = reverseListBase(), pa = paBase(), pb = pbBase();
+  for (let i = hi - 1; i >= lo; i--) {
     const op = opAt(i);
     if (op <= Op.Arg) continue;
     if (!hasGradient(op)) {
@@ -211,8 +265,8 @@ export function buildSchedule(nInputs: i32, count: i32, minMispredicted: i32): i
       store<f64>(entry(pb, i), 0);
       continue;
     }
-    store<i32>(reverseList + (<usize>r << 2), op == Op.Select ? ~i : i);
-    r++;
+    store<i32>(list + (<usize>reverseListed << 2), op == Op.Select ? ~i : i);
+    reverseListed++;
     if (op == Op.Add || op == Op.Sub) {
       store<f64>(entry(pa, i), 1);
       store<f64>(entry(pb, i), op == Op.Add ? 1 : -1);
@@ -221,14 +275,12 @@ export function buildSchedule(nInputs: i32, count: i32, minMispredicted: i32): i
       if (op == Op.Neg) store<f64>(entry(pa, i), -1);
     }
   }
-  active = true;
-  scheduledForward();
-  return 0;
 }
 
 // Each operand of nodes [from, to) that is itself computed: counted (operands left per consumer,
 // consumers per operand at `starts`) when `consumers` is 0, else listed at its cursor.
-function linkOperands(from: i32, to: i32, left: usize, starts: usize, consumers: usize, cursors: usize): void {
+// @ts-ignore: decorator
+@noinline function linkOperands(from: i32, to: i32, left: usize, starts: usize, consumers: usize, cursors: usize): void {
   for (let i = from; i < to; i++) {
     const op = opAt(i);
     if (op <= Op.Arg) continue;
