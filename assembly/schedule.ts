@@ -89,8 +89,8 @@ export function dropSchedule(): void {
 // first compile (the planner's attempt and the build) took 353-426 ms against 432-690
 // (bench/codegen-cliffs.ts --case=straight --ops=2000000, two runs each). Fresh memory for the
 // region and the scratch is most of the rest (a warm core's first build on a new tape: 93
-// ns/node, against 46 on memory already touched). The small passes (survey, offsets, reverseList)
-// are inlined by the optimiser all the same.
+// ns/node, against 46 on memory already touched). The optimiser inlines the small passes
+// (survey, offsets, reverseList: one caller each) into the build all the same.
 // @ts-ignore: decorator
 @inline const STEP: i32 = 16384;
 
@@ -166,8 +166,7 @@ export function buildSchedule(nInputs: i32, count: i32, minMispredicted: i32): i
 // jump would mispredict: where it rarely does, on a tape of loops even one too long to fold, the
 // jump costs little and the schedule's stored partials only add traffic, the nested tape 4.8 ->
 // 5.8 ns/node and GMM 4.3 -> 5.0 when forced).
-// @ts-ignore: decorator
-@noinline function survey(from: i32, to: i32): void {
+function survey(from: i32, to: i32): void {
   for (let i = from; i < to; i++) {
     const op = opAt(i);
     const slot = predicted + <usize>((history * 0x9E3779B1) >>> 20);
@@ -188,8 +187,7 @@ export function buildSchedule(nInputs: i32, count: i32, minMispredicted: i32): i
 
 // Consumer counts at `starts` [from, to) turned into offsets (the running sum carried in), which
 // also start the fill cursors at `next`.
-// @ts-ignore: decorator
-@noinline function offsets(from: i32, to: i32, count: i32, sum: i32): i32 {
+function offsets(from: i32, to: i32, count: i32, sum: i32): i32 {
   for (let i = from; i < to; i++) {
     const c = load<i32>(starts + (<usize>i << 2));
     store<i32>(starts + (<usize>i << 2), sum);
@@ -201,8 +199,7 @@ export function buildSchedule(nInputs: i32, count: i32, minMispredicted: i32): i
 
 // The windows of nodes [from, to), in order. False if a window cannot be finished (a tape not in
 // recording order; unreachable).
-// @ts-ignore: decorator
-@noinline function scheduleWindows(from: i32, to: i32): bool {
+function scheduleWindows(from: i32, to: i32): bool {
   const order = orderBase(), runList = runsBase();
   for (let lo = from; lo < to; lo += WINDOW_NODES) {
     const hi = min(to, lo + WINDOW_NODES);
@@ -251,8 +248,7 @@ export function buildSchedule(nInputs: i32, count: i32, minMispredicted: i32): i
 // select as ~i: its targets are its branches, not its operands a and b); constant partials
 // once, the rest by the forward.
 let reverseListed = 0;
-// @ts-ignore: decorator
-@noinline function reverseList(lo: i32, hi: i32, count: i32): void {
+function reverseList(lo: i32, hi: i32, count: i32): void {
   if (hi == count) reverseListed = 0;
   const list = reverseListBase(), pa = paBase(), pb = pbBase();
   for (let i = hi - 1; i >= lo; i--) {
@@ -279,8 +275,7 @@ let reverseListed = 0;
 
 // Each operand of nodes [from, to) that is itself computed: counted (operands left per consumer,
 // consumers per operand at `starts`) when `consumers` is 0, else listed at its cursor.
-// @ts-ignore: decorator
-@noinline function linkOperands(from: i32, to: i32, left: usize, starts: usize, consumers: usize, cursors: usize): void {
+function linkOperands(from: i32, to: i32, left: usize, starts: usize, consumers: usize, cursors: usize): void {
   for (let i = from; i < to; i++) {
     const op = opAt(i);
     if (op <= Op.Arg) continue;
