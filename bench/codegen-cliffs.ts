@@ -6,6 +6,7 @@
 //   npx tsx bench/codegen-cliffs.ts --case=gmm --mode=generated   # one child (prints JSON)
 //   npx tsx bench/codegen-cliffs.ts --sweep=straight              # straight code by length and function size
 //   npx tsx bench/codegen-cliffs.ts --sweep=schedule              # the schedule against the interpreter
+//   npx tsx bench/codegen-cliffs.ts --case=gmm --mode=predict     # the schedule's predictor on a case
 // Per case: recording alone (interpreted run), the first call with codegen (record + plan + emit +
 // compile), the generation alone, the next 20 gradients (mean ns/node), the steady state (median
 // ns/node of a window of gradients once V8 has settled, see child) and peak RSS against the interpreted run.
@@ -416,9 +417,31 @@ function scheduleSweep(): void {
   writeFileSync(join(here, 'results', 'codegen-schedule.md'), `${lines.join('\n')}\n`);
 }
 
+// The share of a case's ops that the schedule's predictor (assembly/schedule.ts, survey: the op
+// last seen after the same three ops, in a hashed table of 4,096) guesses wrong.
+async function predict(id: CaseId): Promise<void> {
+  await init();
+  const c = caseOf(id, Number(arg('ops') ?? 100_000));
+  const f = compile(c.fn, { inputs: c.inputs, codegen: false });
+  f.record(c.x);
+  const { op } = f.recorded!.tape.engine.views;
+  const table = new Uint8Array(4096);
+  let history = 0, misses = 0;
+  for (let i = c.inputs; i < f.size; i++) {
+    const slot = Math.imul(history, 0x9e3779b1) >>> 20;
+    if (table[slot] !== op[i]) {
+      misses++;
+      table[slot] = op[i]!;
+    }
+    history = ((history << 6) ^ op[i]!) & 0x3ffff;
+  }
+  console.log(JSON.stringify({ id, size: f.size, mispredicted: misses / (f.size - c.inputs) }));
+}
+
 const arg = (name: string): string | undefined => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const caseArg = arg('case'), modeArg = arg('mode');
 if (modeArg === 'phases') await phases(caseArg as CaseId);
+else if (modeArg === 'predict') await predict(caseArg as CaseId);
 else if (modeArg) await child(caseArg as CaseId, modeArg as 'generated' | 'interpreted');
 else if (arg('sweep') === 'straight') straightSweep();
 else if (arg('sweep') === 'schedule') scheduleSweep();
