@@ -94,10 +94,10 @@ export function dropSchedule(): void {
 // @ts-ignore: decorator
 @inline const STEP: i32 = 16384;
 
-// The build's state between its calls.
-let surveyed = 0, withGradientSeen = 0, unserved = false, misses: i64 = 0, history: u32 = 0;
+// The build's state between its calls (with `scheduled` and `withGradient`, counted by survey).
+let unserved = false, misses: i64 = 0, history: u32 = 0;
 let left: usize = 0, starts: usize = 0, consumers: usize = 0, next: usize = 0;
-let current = -1, done = 0, runCount = 0;
+let current = -1, done = 0, runCount = 0, reverseListed = 0;
 
 /** Builds the schedule of nodes [nInputs, count) (inputs and constants are given) and fills its
  *  partials at the values now in the tape. Returns 0; -1 for a tape it does not serve (custom or
@@ -106,14 +106,14 @@ let current = -1, done = 0, runCount = 0;
 export function buildSchedule(nInputs: i32, count: i32, minMispredicted: i32): i32 {
   dropSchedule();
   prepareOperandCounts();
-  surveyed = 0;
-  withGradientSeen = 0;
+  scheduled = 0;
+  withGradient = 0;
   unserved = false;
   misses = 0;
   history = 0;
   memory.fill(predicted, 0, 4096);
   for (let from = nInputs; from < count && !unserved; from += STEP) survey(from, min(count, from + STEP));
-  const n = surveyed, m = withGradientSeen;
+  const n = scheduled, m = withGradient;
   if (unserved || n == 0) return -1;
   if (<i32>(misses * 1024 / <i64>(count - nInputs)) < minMispredicted) return -3;
   const bytes = (<u64>count << 4) + (<u64>n << 2) + (<u64>m << 2) + (<u64>n << 3);
@@ -127,8 +127,6 @@ export function buildSchedule(nInputs: i32, count: i32, minMispredicted: i32): i
     return -2;
   }
   nodes = count;
-  scheduled = n;
-  withGradient = m;
   starts = left + (<usize>count << 2);
   consumers = starts + ((<usize>count + 1) << 2);
   next = consumers + <usize>n * 12;
@@ -151,11 +149,15 @@ export function buildSchedule(nInputs: i32, count: i32, minMispredicted: i32): i
   done = 0;
   runCount = 0;
   for (let from = nInputs; from < count; from += STEP) {
-    if (!scheduleWindows(from, min(count, from + STEP))) return -1;
+    if (!scheduleWindows(from, min(count, from + STEP))) {
+      dropSchedule();
+      return -1;
+    }
   }
   runs = endRun(runsBase(), runCount, current, done);
 
-  for (let hi = count; hi > nInputs; hi -= STEP) reverseList(max(nInputs, hi - STEP), hi, count);
+  reverseListed = 0;
+  for (let hi = count; hi > nInputs; hi -= STEP) reverseList(max(nInputs, hi - STEP), hi);
   active = true;
   scheduledForward();
   return 0;
@@ -180,8 +182,8 @@ function survey(from: i32, to: i32): void {
       unserved = true;
       return;
     }
-    surveyed++;
-    if (hasGradient(op)) withGradientSeen++;
+    scheduled++;
+    if (hasGradient(op)) withGradient++;
   }
 }
 
@@ -247,9 +249,7 @@ function scheduleWindows(from: i32, to: i32): bool {
 // The reverse list's part for nodes [lo, hi), from the top down after the part above it (a
 // select as ~i: its targets are its branches, not its operands a and b); constant partials
 // once, the rest by the forward.
-let reverseListed = 0;
-function reverseList(lo: i32, hi: i32, count: i32): void {
-  if (hi == count) reverseListed = 0;
+function reverseList(lo: i32, hi: i32): void {
   const list = reverseListBase(), pa = paBase(), pb = pbBase();
   for (let i = hi - 1; i >= lo; i--) {
     const op = opAt(i);
