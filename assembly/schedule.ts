@@ -27,12 +27,13 @@
 //   separate arrays); the targets are the tape's own operands, but for a select's;
 //   then the forward order i32×n, the reverse list i32×m (node ids, descending), and the runs
 //   (op, end) i32×2 × ≤ n
-import { Op, forwardRuleCall, partialsCall, partialZ, truthy } from './ops';
+import { Op, forwardRuleCall, partialsCall, partialZ } from './ops';
 import {
   valBase, adjBase, aBase, bBase, tanBase, f64At, setF64At, addF64At, i32At, argA, argB, opAt, scratch, scheduleBase,
   setScheduleBytes,
 } from './layout';
 import { operandCount, prepareOperandCounts } from './planning';
+import { selected } from './sweeps';
 
 let active = false;
 let nodes = 0;
@@ -365,10 +366,7 @@ export function scheduledForward(): void {
       case Op.Select: {
         for (; k < end; k++) {
           const i = i32At(order, k);
-          const taken = truthy(f64At(vB, i32At(aB, i)));
-          setF64At(vB, i, f64At(vB, taken ? i32At(bB, i) : argA(i - 1)));
-          store<f64>(entry(pa, i), taken ? 1 : 0);
-          store<f64>(entry(pb, i), taken ? 0 : 1);
+          setF64At(vB, i, f64At(vB, selected(i)));
         }
         break;
       }
@@ -404,10 +402,10 @@ export function scheduledTangent(): void {
     const op = load<i32>(runList + (<usize>r << 3));
     const end = load<i32>(runList + (<usize>r << 3) + 4);
     if (op == Op.Select) {
-      // The branch taken's tangent (pa is 1 for b, the first).
+      // The branch taken's tangent.
       for (; k < end; k++) {
         const i = i32At(order, k);
-        setF64At(tB, i, f64At(tB, load<f64>(entry(pa, i)) != 0 ? i32At(bB, i) : argA(i - 1)));
+        setF64At(tB, i, f64At(tB, selected(i)));
       }
       continue;
     }
@@ -439,9 +437,9 @@ export function scheduledReverse(top: i32): void {
   for (let k = lo; k < withGradient; k++) {
     const v = i32At(list, k);
     if (v < 0) {
-      // select: all of g to the branch taken (pa is 1 for the first, b; else the arg node's a).
+      // select: all of g to the branch taken, as the interpreter.
       const i = ~v, g = f64At(gB, i);
-      if (g != 0) addF64At(gB, load<f64>(entry(pa, i)) != 0 ? i32At(bB, i) : argA(i - 1), g);
+      if (g != 0) addF64At(gB, selected(i), g);
       continue;
     }
     const g = f64At(gB, v);

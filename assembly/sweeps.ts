@@ -14,8 +14,10 @@ import { vectorForwardAt, vectorReverseAt, vectorTangent, vectorReverseTangent, 
 // @ts-ignore: decorator
 @external('env', 'customReverseTangent') declare function customReverseTangent(i: i32, g: f64, gTangent: f64): void;
 
+/** The node a select node i passes on: its second operand where the condition holds, else the
+ *  third (on the arg node before it). */
 // @ts-ignore: decorator
-@inline function selected(i: i32): i32 {
+@inline export function selected(i: i32): i32 {
   return truthy(val(argA(i))) ? argB(i) : argA(i - 1);
 }
 

@@ -210,7 +210,7 @@ export class WasmBackend implements Backend {
     }
     if (built === -3) return 'its ops follow a pattern the interpreter\'s jump predicts, so the interpreter replays it (a schedule pays where a quarter of its ops or more are mispredicted)';
     if (built === -2) return 'memory has no room for a schedule of its replays, which the interpreter runs';
-    return 'its custom or vector nodes keep it interpreted';
+    return 'a schedule does not serve it (custom nodes, or nothing to compute), so the interpreter replays it';
   }
 
   /** @internal The planner's first pass, in the core: operand references per node, as a view of
