@@ -33,8 +33,9 @@ const number = (v: number): string => (Object.is(v, -0) ? '-0' : String(v));
 // the tape instead, so bodies that differ only in them share a function.
 const straight = (body: Body): boolean => body.parent === null && body.seg.count === 1 && body.items.every((item) => typeof item === 'number');
 
-function refKey(body: Body, r: Ref): string {
-  if (r.value !== undefined) return straight(body) ? `k${r.first - body.seg.start}` : `v${number(r.value)}`;
+// `isStraight`: straight(body), which reads every item, passed in (once per body, not per ref).
+function refKey(body: Body, isStraight: boolean, r: Ref): string {
+  if (r.value !== undefined) return isStraight ? `k${r.first - body.seg.start}` : `v${number(r.value)}`;
   return `${r.group}@${r.first - body.groups[r.group]!.origin}${r.constant ? 'c' : ''}s${r.slot}k${r.carried}`;
 }
 
@@ -53,7 +54,8 @@ function shapeKey(body: Body): string {
     }
     out.push(`[${strides.join()}]${where}`);
   }
-  for (const { op, self, refs } of body.slots) out.push(`${op}:${refKey(body, self)}(${refs.map((r) => refKey(body, r)).join()})`);
+  const isStraight = straight(body);
+  for (const { op, self, refs } of body.slots) out.push(`${op}:${refKey(body, isStraight, self)}(${refs.map((r) => refKey(body, isStraight, r)).join()})`);
   out.push(body.local.join(), body.adjointInLocal.join(), body.valueInLocal.join(), body.valueCarried.join(), body.adjointCarried.join());
   for (const item of body.items) out.push(typeof item === 'number' ? `#${item}` : `{${shapeKey(item)}}`);
   return out.join('|');
