@@ -517,6 +517,77 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
     expect(loops.every((b) => !b.copyOf)).toBe(true);
   });
 
+  // Runs of equal samples make loops whose lengths the data decide. A loop repeating the first two
+  // iterations of an earlier loop of another length shares its description only where what that
+  // description holds at every iteration holds at each of its own: each case below breaks one such
+  // fact in the later iterations of the longer loops (B: 10 steps), which the earlier, shorter loop
+  // (A: 6 steps) never reaches. Each run reads a region of ten nodes recorded right before its
+  // loop, one per step (the same distance back in every run), and ends in a tail of its own
+  // length, so that runs do not repeat at the top level.
+  const RUN_KINDS = 'ABBABAABBBAB';
+  const runsOfTwoLengths = (region: (x: Var[], kind: string, j: number) => Var, readAfter?: 'step' | 'state') =>
+    (x: Var[]): Var => {
+      let loss = x[0]!.mul(x[3]!);
+      [...RUN_KINDS].forEach((kind, r) => {
+        const nodes = Array.from({ length: 10 }, (_, j) => region(x, kind, j));
+        let acc = loss;
+        const steps: Var[] = [], states: Var[] = [];
+        for (let j = 0; j < (kind === 'A' ? 6 : 10); j++) {
+          const t = acc.mul(nodes[j]!);
+          steps.push(t);
+          acc = t.add(t.square().mul(x[3]!)).sub(x[0]!);
+          states.push(acc);
+        }
+        for (let k = 0; k <= r % 3; k++) acc = acc.mul(x[3]!);
+        loss = readAfter && kind === 'B' ? acc.add((readAfter === 'step' ? steps : states)[7]!.mul(x[3]!)) : acc;
+      });
+      return loss;
+    };
+  const computed = (x: Var[], j: number): Var => (j % 3 === 0 ? x[1]!.sin() : j % 3 === 1 ? x[2]!.cos() : x[1]!.exp());
+  // The loops of B that share the description of A's (whose loop runs 5 times: its first step reads
+  // the run before's loss).
+  const sharingShorter = (ways: ReturnType<typeof bothWays>): Body[] => {
+    const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan;
+    return plan.bodies.filter((b) => b.copyOf && b.copyOf.seg.count === 5 && b.seg.count === 9);
+  };
+  const at = [0.3, -0.2, 0.5, 0.1];
+  const rows = Float64Array.from([0.7, -0.4, 0.2, 0.9, -1, 2, 0.5, 0.25, 0, 1, -0, 3]);
+
+  it('a loop of another length shares the description of an earlier loop it repeats', () => {
+    const ways = bothWays(runsOfTwoLengths((x, _kind, j) => computed(x, j)), 4, at);
+    ways.check(rows, 3);
+    expect(sharingShorter(ways).length).toBe(7);
+  });
+
+  it('...but not where an operand constant at its iterations is computed at a later one of the copy', () => {
+    // A's loop reads constants only (no adjoint goes to them); B's reads computed nodes from its 8th step.
+    const ways = bothWays(runsOfTwoLengths((x, kind, j) => (kind === 'B' && j >= 7 ? computed(x, j) : x[0]!.tape.constant(0.5 + j))), 4, at);
+    ways.check(rows, 3);
+    expect(sharingShorter(ways)).toEqual([]);
+  });
+
+  it('...nor where an immediate of its code takes another value at a later iteration of the copy', () => {
+    // A's constants are all 2 (an immediate); B's are 2, then 3 from its 8th step.
+    const ways = bothWays(runsOfTwoLengths((x, kind, j) => x[0]!.tape.constant(kind === 'B' && j >= 7 ? 3 : 2)), 4, at);
+    ways.check(rows, 3);
+    expect(sharingShorter(ways)).toEqual([]);
+  });
+
+  // The loop's body starts at the square: each step's t is then the value carried from one
+  // iteration to the next (its adjoint stays in a local but at the last), and the state is read
+  // only within its iteration (its adjoint never leaves a local).
+  it('...nor where the value it carries in a local from step to step is also read after the loop in the copy', () => {
+    const ways = bothWays(runsOfTwoLengths((x, _kind, j) => computed(x, j), 'step'), 4, at);
+    ways.check(rows, 3);
+    expect(sharingShorter(ways)).toEqual([]);
+  });
+
+  it('...nor where a node whose adjoint it keeps in a local is also read after the loop in the copy', () => {
+    const ways = bothWays(runsOfTwoLengths((x, _kind, j) => computed(x, j), 'state'), 4, at);
+    ways.check(rows, 3);
+    expect(sharingShorter(ways)).toEqual([]);
+  });
+
   it("the issue's logistic-regression loss with a branch on each label folds into a few hundred nodes of code", () => {
     const n = 400, d = 12;
     const X = Float64Array.from({ length: n * d }, (_, k) => Math.sin(k * 1.3));

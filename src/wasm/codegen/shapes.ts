@@ -191,6 +191,69 @@ function immediates(body: Body, outer: readonly Level[], nodes: number[] = [], v
   return { nodes, values };
 }
 
+// A loop of another length. The data decide how long a run of equal samples is (the branchy
+// loss: loops of 62 or 63 nodes run 3, 4, 5... times), and bodies that repeat node for node share
+// a length too, so each length was described on its own (30 of its 33 descriptions, each planned
+// again for its inner loop: most of its first compile). A loop `seg` whose first two iterations
+// repeat those of an earlier loop body `rep` of the same period (the rule above: the same ops,
+// inputs by number, every other operand `delta` nodes on) repeats it at every iteration, as each
+// operand of a loop moves by a fixed stride (planSegments checks every iteration); so it may stand
+// in for `rep` wherever the facts its description holds at every iteration (constant operands,
+// immediates, adjoints kept in locals) hold at each of `seg`'s, `delta` nodes on (constants and
+// the body's own nodes are never inputs). Holding fewer is fine: an operand not taken for a
+// constant, or an adjoint in memory, computes the same.
+
+function repeatsTwoIterations(views: TapeViews, r: Segment, s: Segment, from: number): boolean {
+  if (r.period !== s.period || r.count < 2 || s.count < 2) return false;
+  const { op } = views;
+  const delta = s.start - r.start, end = r.start + 2 * r.period;
+  for (let i = r.start, j = s.start; i < end; i++, j++) {
+    const code = op[i]!;
+    if (op[j] !== code) return false;
+    for (let k = 0, n = OPERANDS[code]!; k < n; k++) {
+      const oi = operand(views, i, k), oj = operand(views, j, k);
+      if (oi < from ? oj !== oi : oj - oi !== delta) return false;
+    }
+  }
+  return true;
+}
+
+// Whether `holds` is true of every node a ref (its first node and strides over `levels`) reaches,
+// `delta` nodes on; `spare` last iterations of the innermost loop left out.
+function atEveryIteration(first: number, strides: readonly number[], levels: readonly Level[], spare: number, holds: (node: number) => boolean): boolean {
+  const last = levels.length - 1;
+  const walk = (l: number, node: number): boolean => {
+    const count = levels[l]!.count - (l === last ? spare : 0), stride = strides[l]!;
+    for (let t = 0; t < count; t++, node += stride) if (!(l === last ? holds(node) : walk(l + 1, node))) return false;
+    return true;
+  };
+  return walk(0, first);
+}
+
+// Whether what `body` (at `levels`, the top loop's count that of the copy) holds at every
+// iteration holds `delta` nodes on (see above).
+function factsHold(views: TapeViews, body: Body, levels: readonly Level[], delta: number, uses: Int32Array, seeded: Uint8Array): boolean {
+  const { op, val } = views;
+  for (const { refs } of body.slots) {
+    for (const r of refs) {
+      if (!r.constant) continue;
+      const value = r.value;
+      if (!atEveryIteration(r.first + delta, r.strides, levels, 0, (n) => op[n] === Op.const && (value === undefined || Object.is(val[n], value)))) return false;
+    }
+  }
+  for (let s = 0; s < body.slots.length; s++) {
+    const inLocal = body.adjointInLocal[s]!;
+    if (!inLocal && !body.adjointCarried[s]) continue;
+    // The uses it holds at every iteration (a carried one's: but the last) are its first node's.
+    const self = body.slots[s]!.self, want = uses[self.first]!;
+    if (!atEveryIteration(self.first + delta, self.strides, levels, inLocal ? 0 : 1, (n) => uses[n] === want && !seeded[n])) return false;
+  }
+  for (const item of body.items) {
+    if (typeof item !== 'number' && !factsHold(views, item, [...levels, { period: item.seg.period, count: item.seg.count }], delta, uses, seeded)) return false;
+  }
+  return true;
+}
+
 /** Describes the top-level segments of a plan, each body that repeats an earlier one as a copy
  *  of that one's description (see above). `repeatOf`: as `repeatsOf` gives it. */
 export function describeBodies(
@@ -215,12 +278,37 @@ export function describeBodies(
     }
     return { ...rep, seg, copyOf: rep, groups: rep.groups.map((g, k) => ({ strides: g.strides, origin: g.origin + (move[k] ? delta : 0) })) };
   };
+  // A loop of another length (see above): the latest own loop descriptions of each period.
+  const loopsOfPeriod = new Map<number, Body[]>();
+  const otherLength = (seg: Segment): Body | null => {
+    if (seg.count < 2 || seg.period * seg.count > MAX_REPEAT_NODES) return null;
+    const candidates = loopsOfPeriod.get(seg.period) ?? [];
+    for (let t = 0, c = candidates.length - 1; t < MAX_REPEAT_TRIES && c >= 0; t++, c--) {
+      const rep = candidates[c]!, delta = seg.start - rep.seg.start;
+      if (!repeatsTwoIterations(views, rep.seg, seg, from)) continue;
+      if (!factsHold(views, rep, [{ period: seg.period, count: seg.count }], delta, uses, seeded)) continue;
+      let move = moves.get(rep);
+      if (move === undefined) moves.set(rep, (move = groupMoves(rep, from)));
+      if (move) return { ...rep, seg, copyOf: rep, groups: rep.groups.map((g, k) => ({ strides: g.strides, origin: g.origin + (move[k] ? delta : 0) })) };
+    }
+    return null;
+  };
   const bodies: Body[] = [];
   segments.forEach((seg, k) => {
     const r = repeatOf[k]!;
     // Repeating node for node is transitive, so a repeat of a copy repeats the copy's body.
-    const copy = r >= 0 ? copyOf(bodies[r]!.copyOf ?? bodies[r]!, seg) : null;
-    bodies.push(copy ?? describeBody(views, seg, null, [], uses, seeded, linksOf, seg.count === 1 ? from : -1));
+    const copy = (r >= 0 ? copyOf(bodies[r]!.copyOf ?? bodies[r]!, seg) : null) ?? otherLength(seg);
+    if (copy) {
+      bodies.push(copy);
+      return;
+    }
+    const body = describeBody(views, seg, null, [], uses, seeded, linksOf, seg.count === 1 ? from : -1);
+    bodies.push(body);
+    if (seg.count > 1 && seg.period * seg.count <= MAX_REPEAT_NODES) {
+      const same = loopsOfPeriod.get(seg.period);
+      if (same) same.push(body);
+      else loopsOfPeriod.set(seg.period, [body]);
+    }
   });
   return bodies;
 }
