@@ -314,7 +314,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** vᵀJ at x for a vector function (one replay, one reverse sweep). */
   vjp(x: ArrayLike<number>, v: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): Float64Array {
     const rec = this.replay(x);
-    checkLength(v, rec.outputs.length, 'cotangent');
+    checkEntries(v, rec.outputs.length, 'cotangent');
     const engine = rec.tape.engine;
     engine.clearAdjoints(rec.tape.size, false);
     const { adj, xadj } = engine.views;
@@ -393,14 +393,14 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const engine = live?.tape.engine;
     if (!live || live.tape.size === 0 || live.vectorInput || this.checkNaN || !(engine instanceof WasmBackend) || !engine.forwardTangentReady()) return null;
     const row = this.toRow(x);
-    checkLength(t, this.inputs, 'tangent');
+    checkEntries(t, this.inputs, 'tangent');
     live.tape.ensureTangents();
     if (engine.replayForwardTangent(row, t, this.inputs) >= 0) return null;
     return (this.fused = live);
   }
 
   private seedTangents(rec: Recording, t: ArrayLike<number>): Float64Array {
-    checkLength(t, this.inputs, 'tangent');
+    checkEntries(t, this.inputs, 'tangent');
     const tan = rec.tape.ensureTangents();
     const engine = rec.tape.engine;
     if (!(engine instanceof WasmBackend && engine.tangentSweepsGenerated())) tan.fill(0, 0, rec.tape.size);
@@ -432,6 +432,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   }
 
   private gradientRows(X: Float64Array, rows: number, out: Float64Array, values: Float64Array | null, what: string): void {
+    // No rows: nothing to record at (live would record f at an empty input list, and keep it).
+    if (rows === 0) return;
     if (this.checkNaN) return this.checkedRows(X, rows, out, values, what);
     const n = this.inputs;
     let rec = this.live(X);
@@ -605,6 +607,17 @@ function badOutput(v: unknown): never {
 function checkLength(x: ArrayLike<number>, expected: number, what: string): void {
   if (!isArrayLike(x)) throw new NotANumberError(`the ${what} must be an array of numbers, got ${describe(x)}`);
   if (x.length !== expected) throw new TapegradError('INVALID_ARGUMENT', `the ${what} has ${x.length} entries, expected ${expected}`);
+}
+
+// checkLength, and every entry a number (a Float64Array holds numbers by construction): a
+// cotangent or tangent is written into the tape as it is, where '2' would count as 2 and
+// undefined as NaN.
+function checkEntries(x: ArrayLike<number>, expected: number, what: string): void {
+  checkLength(x, expected, what);
+  if (x instanceof Float64Array) return;
+  for (let k = 0; k < expected; k++) {
+    if (typeof x[k] !== 'number') throw new NotANumberError(`the ${what}'s entry ${k} must be a number, got ${describe(x[k])}`);
+  }
 }
 
 /**

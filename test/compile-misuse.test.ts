@@ -87,6 +87,44 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
     expect(Array.from(one.gradient([3, 4]))).toEqual([4, 3]);
   });
 
+  it('record nothing for a batch of no rows, even as their first call', () => {
+    // Found by a new-user probe: gradientBatch([], 0) as the first call recorded f at an empty
+    // input list and kept that recording (a sum of squares then gave 1 and [1, 0] at [1, 2]).
+    const sumSq = (x: Var[]): Var => x.reduce<Var | number>((acc, v) => v.square().add(acc), 0) as Var;
+    const f = compile(sumSq, { inputs: 2, backend });
+    expect(Array.from(f.gradientBatch([], 0))).toEqual([]);
+    const [values, grads] = f.valueAndGradientBatch([], 0);
+    expect([values.length, grads.length]).toEqual([0, 0]);
+    expect(f.recorded).toBeNull();
+    expect(f.value([1, 2])).toBe(5);
+    expect(Array.from(f.gradient([1, 2]))).toEqual([2, 4]);
+    const g = compile((x: Var[]) => x[0]!.mul(x[1]!).sin(), { inputs: 2, backend, checkNaN: true });
+    expect(Array.from(g.gradientBatch([], 0))).toEqual([]);
+    expect(g.recorded).toBeNull();
+  });
+
+  it('refuse a cotangent or direction entry that is not a number, single row or batch', () => {
+    // vjp, jvp and hvp wrote them into the tape as they were: '2' counted as 2, undefined as NaN.
+    const f = compile((x: Var[]) => x[0]!.mul(x[1]!).add(x[2]!.sin()), { inputs: 3, backend });
+    const x = [1, 2, 3];
+    for (const bad of ['2', undefined, null]) {
+      expect(code(() => f.vjp(x, [bad as unknown as number]))).toBe('NOT_A_NUMBER');
+      expect(code(() => f.vjpBatch(x, 1, [bad as unknown as number]))).toBe('NOT_A_NUMBER');
+      for (const d of [[1, bad, 0], [bad, 0, 0]] as unknown as number[][]) {
+        expect(code(() => f.jvp(x, d))).toBe('NOT_A_NUMBER');
+        expect(code(() => f.hvp(x, d))).toBe('NOT_A_NUMBER');
+        expect(code(() => f.jvpBatch(x, 1, d))).toBe('NOT_A_NUMBER');
+      }
+    }
+    expect(() => f.hvp(x, [1, 'abc' as unknown as number, 0])).toThrow("the tangent's entry 1 must be a number, got");
+    // After the first jvp and hvp (the generated tangent sweeps' fused path on wasm) too.
+    expect(f.jvp(x, [1, 0, 0])[0]).toBe(2);
+    expect(code(() => f.jvp(x, [1, '0' as unknown as number, 0]))).toBe('NOT_A_NUMBER');
+    expect(code(() => f.hvp(x, [1, '0' as unknown as number, 0]))).toBe('NOT_A_NUMBER');
+    expect(Array.from(f.hvp(x, [1, 0, 0]))).toEqual([0, 1, 0]);
+    expect(Array.from(f.vjp(x, [2]))).toEqual([4, 2, 2 * Math.cos(3)]);
+  });
+
   it("check the 'at' point against inputs", () => {
     const sum = (x: Var[]): Var => x.reduce((s, v) => s.add(v));
     for (const at of [[1, 2, 3], [1], []]) {
