@@ -181,6 +181,10 @@ export class Tape {
     if (!Array.isArray(reuse)) {
       throw new TapegradError('INVALID_ARGUMENT', `variables: reuse must be an array (of Vars from an earlier recording on this tape), got ${describe(reuse)}`);
     }
+    // repoint resizes it and writes its slots, after the inputs are recorded.
+    if (!Object.isExtensible(reuse)) {
+      throw new TapegradError('INVALID_ARGUMENT', 'variables: reuse must be an array variables can resize and write, got a frozen, sealed or non-extensible one');
+    }
     for (let k = 0, end = Math.min(len, reuse.length); k < end; k++) {
       const v: unknown = reuse[k];
       if ((v as Var)?.tape === this && ((v as Var).id - this.base) >>> 0 < this.count) {
@@ -196,8 +200,9 @@ export class Tape {
     for (let k = 0; k < len; k++) {
       const v: unknown = reuse[k];
       // `constructor === Var`, not instanceof: through tsx (esbuild keeping class names) each
-      // instanceof Var took about 8 ns here.
-      if ((v as Var)?.tape === this && (v as Var).constructor === Var) (v as { id: number }).id = firstId + k;
+      // instanceof Var took about 8 ns here. A Var already pointed at an earlier slot's input (one
+      // Var in several slots) stays there, and this slot gets a Var of its own.
+      if ((v as Var)?.tape === this && (v as Var).constructor === Var && ((v as Var).id - firstId) >>> 0 >= k) (v as { id: number }).id = firstId + k;
       else reuse[k] = new Var(this, firstId + k);
     }
     return reuse;
@@ -510,7 +515,7 @@ export class Tape {
   indexOfHandle(h: number): number {
     if (typeof h !== 'number') throw this.badHandle(h);
     const i = h - this.base;
-    if (i >= 0 && i < this.count && (i | 0) === i) return i;
+    if (i >= 0 && i < this.count && (i | 0) === i && scalarValued(this.opV[i]!)) return i;
     throw this.badHandle(h);
   }
 
@@ -1077,8 +1082,17 @@ export class Tape {
     if (h < 0 && Number.isInteger(h) && v >= 0 && v < this.count && this.isVector(v)) {
       return new ShapeError(`handle ${h} is a vector, where a scalar handle is needed (tape.handles.vec reads vectors: value, grad, sum)`, 'scalar', [[this.elementLength(v)]]);
     }
+    if (h < 0 && Number.isInteger(h) && this.wasLive(~h)) {
+      return new StaleHandleError(`vector handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
+    }
     if (!Number.isInteger(h) || h < 0) return new InvalidHandleError(`${h} is not a handle: handles are non-negative integers`);
     if (this.wasLive(h)) return new StaleHandleError(`handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
+    const i = h - this.base;
+    if (i >= 0 && i < this.count) {
+      // Ids the API never hands out as scalar handles, reached by arithmetic on handles.
+      if (this.isVector(i)) return new ShapeError(`handle ${h} is the node of vector handle ${~h}, where a scalar handle is needed`, 'scalar', [[this.elementLength(i)]]);
+      return new InvalidHandleError(`handle ${h} is no value: it carries operands for the node after it (a select, a custom function or a vector)`);
+    }
     return new InvalidHandleError(`handle ${h} is not a node of this tape (${this.liveRange()})`);
   }
 
@@ -1231,13 +1245,14 @@ export class HandleApi {
     // indexOfHandle's test in the loop (a gradient reads every input: two calls per input were
     // a fifth of a gradient's reverse phase on the bench's Rosenbrock); the call names the fault.
     const base = t.base, count = t.count;
+    const op = t.opV;
     for (let k = 0; k < len; k++) {
       const h = wrt[k]!;
-      if (typeof h !== 'number' || !((h - base) >>> 0 === h - base && h - base < count)) t.indexOfHandle(h);
+      if (typeof h !== 'number' || !((h - base) >>> 0 === h - base && h - base < count && scalarValued(op[h - base]!))) t.indexOfHandle(h);
     }
     t.backwardIndex(t.indexOfHandle(output), seed);
     // What gradAt reads, after a sweep of the whole tape.
-    const out = into ?? new Float64Array(len), op = t.opV, adj = t.engine.views.adj;
+    const out = into ?? new Float64Array(len), adj = t.engine.views.adj;
     for (let k = 0; k < len; k++) {
       const i = wrt[k]! - base;
       out[k] = op[i] === CONST ? 0 : adj[i]!;
@@ -1253,6 +1268,12 @@ export class HandleApi {
 
 for (const name of UNARY_OPS) Object.defineProperty(HandleApi.prototype, name, { value: unaryHandleMethod(Op[name]), writable: true, configurable: true });
 for (const name of BINARY_OPS) Object.defineProperty(HandleApi.prototype, name, { value: binaryHandleMethod(Op[name]), writable: true, configurable: true });
+
+/** Whether a node of op `code` holds a scalar value a handle may name: not a carrier of the
+ *  operands of the node after it (arg, vmeta, vparam), nor an array-valued node. */
+function scalarValued(code: number): boolean {
+  return code !== ARG && code !== VMETA && code !== Op.vparam && code < VINPUT;
+}
 
 // The op methods of Var and HandleApi. Recording is most of the cost of a gradient, and a loop
 // body calls many ops. V8 inlines at most about 920 bytes of bytecode into one optimised function

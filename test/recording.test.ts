@@ -262,6 +262,31 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     expect(() => keep[1]!.value).toThrow(StaleHandleError);
   });
 
+  it('variables(x, reuse) with one Var in several slots points it at the first and gives the others Vars of their own', async () => {
+    // Found by a new-user probe: new Array(3).fill(v) pointed all three slots at the last input.
+    const tape = await tapeOn(backend);
+    const v = tape.variable(1);
+    tape.reset();
+    const xs = tape.variables([3, 4, 5], [v, v, v]);
+    expect(xs[0]).toBe(v);
+    expect(new Set(xs).size).toBe(3);
+    expect(xs.map((x) => x.value)).toEqual([3, 4, 5]);
+    const z = xs[0]!.mul(10).add(xs[1]!.mul(100)).add(xs[2]!);
+    expect(z.value).toBe(435);
+    expect(Array.from(tape.gradient(z, xs))).toEqual([10, 100, 1]);
+  });
+
+  it('variables(x, reuse) refuses a reuse array it cannot resize or write, recording nothing', async () => {
+    const tape = await tapeOn(backend);
+    const keep = tape.variables([1, 2]).slice();
+    tape.reset();
+    for (const locked of [Object.freeze(keep.slice()) as Var[], Object.seal(keep.slice()), Object.preventExtensions(keep.slice())]) {
+      expect(() => tape.variables([3, 4, 5], locked)).toThrow(/reuse must be an array variables can resize and write/);
+      expect(tape.size).toBe(0);
+    }
+    expect(tape.variables([3, 4], keep).map((x) => x.value)).toEqual([3, 4]);
+  });
+
   it('variables(x, reuse) past the tape\'s limit throws CapacityError and leaves the Vars and the tape as they were', async () => {
     const tape = await tapeOn(backend, { maxNodes: 8 });
     const keep: Var[] = [];

@@ -68,6 +68,30 @@ describe.each(BACKENDS)('the vector handle API (%s)', (backend) => {
     expect(() => h.value(-1.5)).not.toThrow(ShapeError);
   });
 
+  it("ids the API never hands out as scalar handles (a vector's node, a carrier) are refused where a handle is read", async () => {
+    // Found by a new-user probe: ~vh, the vmeta carrier before it and a select's arg carrier
+    // (sel - 1) passed as scalar handles; value gave 0, and gradient a previous sweep's leftovers.
+    const tape = await tapeOn(backend);
+    const h = tape.handles;
+    const x = h.variable(3);
+    const vh = h.vec.variable([1, 2, 3]);
+    const sel = h.select(h.gt(x, h.constant(0)), x, h.square(x));
+    const y = h.add(h.vec.sum(h.vec.mul(vh, vh)), sel);
+    for (const id of [~vh, ~vh - 1, sel - 1]) {
+      for (const read of [() => h.value(id), () => h.grad(id), () => h.backward(id), () => h.gradient(y, [x, id]), () => h.toVar(id)]) {
+        expect(read).toThrow(TapegradError);
+        expect(read).toThrow(id === ~vh ? new RegExp(`^handle ${id} is the node of vector handle ${vh}, where a scalar handle is needed`) : /is no value: it carries operands for the node after it/);
+      }
+    }
+    expect(() => h.value(~vh)).toThrow(ShapeError);
+    // The tape is as it was: the real gradient.
+    expect(Array.from(h.gradient(y, [x]))).toEqual([1]);
+    expect(Array.from(h.vec.grad(vh))).toEqual([2, 4, 6]);
+    // A stale vector handle where a scalar one is read says it is stale.
+    tape.reset();
+    expect(() => h.value(vh)).toThrow(new RegExp(`^vector handle ${vh} was recorded before tape.reset\\(\\)`));
+  });
+
   it.each(UNARY_OPS)('unary %s by name equals the Vec method, bit for bit', async (op: UnaryOpName) => {
     const tape = await tapeOn(backend);
     const h = tape.handles.vec;
