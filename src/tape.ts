@@ -1251,11 +1251,12 @@ export class HandleApi {
       if (typeof h !== 'number' || !((h - base) >>> 0 === h - base && h - base < count && scalarValued(op[h - base]!))) t.indexOfHandle(h);
     }
     t.backwardIndex(t.indexOfHandle(output), seed);
-    // What gradAt reads, after a sweep of the whole tape.
-    const out = into ?? new Float64Array(len), adj = t.engine.views.adj;
+    // What gradAt reads after a sweep of the whole tape, through views read after it (a custom
+    // rule's JS runs inside it).
+    const out = into ?? new Float64Array(len), ops = t.opV, adj = t.engine.views.adj;
     for (let k = 0; k < len; k++) {
       const i = wrt[k]! - base;
-      out[k] = op[i] === CONST ? 0 : adj[i]!;
+      out[k] = ops[i] === CONST ? 0 : adj[i]!;
     }
     return out;
   }
