@@ -5,7 +5,7 @@
 import type { BackendKind } from './backend.ts';
 import { createTapeSync } from './create.ts';
 import { BranchChangedError, NotANumberError, TapegradError, checkOut, describe, isArrayLike } from './errors.ts';
-import { COMPARISON_OPS, Op, opNameOf } from './ops.ts';
+import { COMPARISON_OPS, ELEMENTWISE, Op, opNameOf } from './ops.ts';
 import { BACKEND_RULE, CODEGEN_RULE, checkOptions } from './options.ts';
 import { toBytes } from './serialize.ts';
 import { TANGENT_BYTES, Var, type Tape } from './tape.ts';
@@ -390,6 +390,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   private forwardTangent(x: ArrayLike<number>, t: ArrayLike<number>): Recording | null {
     this.fused = null;
     const live = this.recording;
+    live?.tape.refuseInsideRule('cannot replay the compiled function it belongs to');
     const engine = live?.tape.engine;
     if (!live || live.tape.size === 0 || live.vectorInput || this.checkNaN || !(engine instanceof WasmBackend) || !engine.forwardTangentReady()) return null;
     const row = this.toRow(x);
@@ -426,6 +427,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** The recording, or a new one at x if there is none or a trap in the core took it. */
   private live(x: Float64Array): Recording {
     const rec = this.recording;
+    // A custom rule of this tape calling the function again: its replay would write its inputs
+    // over those of the replay running the rule.
+    rec?.tape.refuseInsideRule('cannot replay the compiled function it belongs to');
     if (rec && rec.tape.size > 0) return rec;
     if (rec && this.reload) return this.adopt(this.reload());
     return this.record(x.length === this.inputs ? x : x.subarray(0, this.inputs));
@@ -519,8 +523,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     tape.observed = observed;
     let outputs: Int32Array;
     let outputNodes: Int32Array;
+    let base = -1;
     try {
-      const y = this.vector ? (f as VectorCompilableFunction)(tape.vector(x)) : (f as CompilableFunction)(tape.variables(x));
+      const xs = this.vector ? tape.vector(x) : tape.variables(x);
+      base = tape.base;
+      const y = this.vector ? (f as VectorCompilableFunction)(xs as Vec) : (f as CompilableFunction)(xs as Var[]);
       const list = y instanceof Vec ? [y] : Array.isArray(y) ? (y as readonly (Var | number)[]) : [y as Var | number];
       this.scalarOutput = !(y instanceof Vec) && !Array.isArray(y);
       const outs = list.map((v) => (v instanceof Vec || v instanceof Var ? v : typeof v === 'number' ? tape.constant(v) : badOutput(v)));
@@ -535,6 +542,12 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     } finally {
       tape.observed = null;
     }
+    // f reset the tape it records on: its inputs are gone (a replay would write the new ones over
+    // whatever was recorded first).
+    if (tape.base !== base) {
+      this.giveUp(tape);
+      throw new TapegradError('INVALID_ARGUMENT', 'compile: the function reset the tape it records on (tape.reset()), which forgets its inputs; record onto another tape, or return what it computes from the inputs');
+    }
     const { op, val } = tape.engine.views;
     // A value read in JS is baked into the recording: on replay at other inputs nothing would
     // recompute what the code did with it. Comparisons are the exception (they become guards);
@@ -543,11 +556,15 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     if (read.length > 0) {
       const i = read[0]!;
       this.giveUp(tape);
+      // An elementwise comparison is a comparison too, but only scalar ones become guards.
+      const vectorComparison = op[i]! >= ELEMENTWISE && COMPARISON_OPS.has(op[i]! - ELEMENTWISE);
       throw new TapegradError(
         'INVALID_ARGUMENT',
         `compile: the function read the value of node #${i} (${opNameOf(op[i]!)}) while recording${read.length > 1 ? ` (and ${read.length - 1} more)` : ''}; ` +
-          'a replay at other inputs would reuse it as a constant. Branch on a comparison instead (x.gt(0).value: compiled ' +
-          'functions guard those and record again when one changes), or use select/where, which replays both branches.',
+          'a replay at other inputs would reuse it as a constant. ' +
+          (vectorComparison
+            ? 'Only scalar comparisons become guards: compare elements (v.get(k).gt(0).value), or use where, which replays both branches.'
+            : 'Branch on a comparison instead (x.gt(0).value: compiled functions guard those and record again when one changes), or use select/where, which replays both branches.'),
       );
     }
     // An input recorded inside f is not one of the compiled function's inputs: nothing would write

@@ -87,6 +87,24 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
     expect(Array.from(one.gradient([3, 4]))).toEqual([4, 3]);
   });
 
+  it('refuse a function that resets the tape it records on', () => {
+    // Found by a new-user probe: the replay wrote the inputs over the constants recorded after
+    // the reset (10 became 56), and the bytes did not load.
+    const resets = (x: Var[]): Var => {
+      const t = x[0]!.tape;
+      t.reset();
+      return t.constant(5).mul(t.constant(2));
+    };
+    for (const codegen of [true, false]) {
+      const f = compile(resets, { inputs: 2, backend, codegen });
+      expect(code(() => f.value([7, 8]))).toBe('INVALID_ARGUMENT');
+      expect(() => f.gradient([7, 8])).toThrow(/^compile: the function reset the tape it records on/);
+      expect(f.recorded).toBeNull();
+    }
+    const v = compile((x: Vec) => { x.tape.reset(); return x.tape.constantVector([1, 2]).sum(); }, { inputs: 2, backend, vector: true });
+    expect(code(() => v.value([7, 8]))).toBe('INVALID_ARGUMENT');
+  });
+
   it('record nothing for a batch of no rows, even as their first call', () => {
     // Found by a new-user probe: gradientBatch([], 0) as the first call recorded f at an empty
     // input list and kept that recording (a sum of squares then gave 1 and [1, 0] at [1, 2]).

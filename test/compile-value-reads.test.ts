@@ -52,6 +52,11 @@ describe.each(BACKENDS)('compiled functions refuse value reads (%s)', (backend) 
     expectRefused(() => f.gradient([1, 2]), 'Vec value');
   });
 
+  it("an elementwise comparison's values are refused, the message pointing to scalar ones", () => {
+    const f = compile((x: Vec) => (x.gt(0).value[0]! ? x.square().sum() : x.sum()), { inputs: 2, vector: true, backend });
+    expect(() => f.gradient([1, 2])).toThrow(/\(gt\[\]\) while recording; .*Only scalar comparisons become guards: compare elements \(v\.get\(k\)\.gt\(0\)\.value\), or use where/);
+  });
+
   it('comparisons stay guards: the same function written with x.gt(0) records again across the branch', () => {
     const f = compile((x) => (x[0]!.gt(0).value ? x[0]!.square() : x[0]!.neg().sin()), { inputs: 1, backend });
     expect(f.gradient([2])[0]).toBe(4);
