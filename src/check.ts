@@ -50,6 +50,9 @@ function stencil(f: (x: Float64Array) => number, x: ArrayLike<number>, options: 
   for (let k = 0; k < point.length; k++) {
     const xk = point[k]!;
     const h = step(xk, k);
+    if (!(typeof h === 'number' && h > 0 && h < Infinity)) {
+      throw new TapegradError('INVALID_ARGUMENT', `finiteDifferenceGradient: step(${xk}, ${k}) must return a finite positive number, got ${typeof h === 'number' ? h : describe(h)}`);
+    }
     let sum = 0;
     for (const [j, c] of STENCIL) {
       point[k] = xk + j * h;
@@ -124,6 +127,9 @@ export function gradcheck(f: ((x: Var) => ScalarOutput) | ((x: Var[]) => ScalarO
 export function gradcheck(f: (x: never) => ScalarOutput, x: number | ArrayLike<number>, options: GradcheckOptions = {}): GradcheckResult {
   checkFunction(f, 'gradcheck');
   checkOptions(options, 'gradcheck', { backend: BACKEND_RULE, tolerance: 'number', raise: 'boolean', vector: 'boolean', step: 'function' });
+  if (options?.tolerance !== undefined && !(options.tolerance >= 0)) {
+    throw new TapegradError('INVALID_ARGUMENT', `gradcheck: tolerance must be a number >= 0, got ${options.tolerance}`);
+  }
   const scalarInput = typeof x === 'number';
   if (!scalarInput && !isArrayLike(x)) throw new NotANumberError(`gradcheck: x must be a number or an array of numbers, got ${describe(x)}`);
   const tape = createTapeSync({ backend: options.backend ?? 'wasm' });

@@ -3,7 +3,7 @@ import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
   TapegradError, checkOut, describe, isArrayLike,
 } from './errors.ts';
-import { BINARY_OPS, Op, UNARY_OPS, opNameOf, type BinaryOpName, type UnaryOpName } from './ops.ts';
+import { BINARY_OPS, OP_TABLE, Op, UNARY_OPS, opNameOf, type BinaryOpName, type UnaryOpName } from './ops.ts';
 import { Vec, VectorHandleApi, concatOn, elementwise, vectorOf, type Shape, type VecOperand } from './vector.ts';
 
 const {
@@ -450,6 +450,17 @@ export class Tape {
   private seedTangents(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>): number[] {
     this.refuseInsideRule('cannot run a tangent sweep');
     const nodes = this.nodesOf(inputs);
+    // The tangent sweep computes every other node's tangent from its operands': one seeded on a
+    // computed node would be overwritten, and its jvp read 0.
+    for (const i of nodes) {
+      const op = this.opV[i]!;
+      if (op !== INPUT && op !== CONST && op !== VINPUT && op !== VCONST) {
+        throw new TapegradError(
+          'INVALID_ARGUMENT',
+          `jvp and hvp take the tape's inputs (variable, variables, vector) as their inputs; #${this.nodeId(i, false)} (${opNameOf(op)}) is computed from other nodes (its tangent follows from theirs; a gradient with respect to it is a vjp)`,
+        );
+      }
+    }
     checkLength(tangent, this.entryCount(nodes), 'tangent', 'inputs');
     for (let k = 0; k < tangent.length; k++) checkNumber(tangent[k], 'tangent');
     this.evaluate();
@@ -733,7 +744,9 @@ export class Tape {
     }
   }
 
-  private refuseInsideRule(what: string): void {
+  /** @internal Throws INVALID_ARGUMENT, saying `what` cannot be done, while a sweep of this tape
+   *  runs a custom rule. */
+  refuseInsideRule(what: string): void {
     if (this.rulesRunning > 0) {
       throw new TapegradError('INVALID_ARGUMENT', `${what} while a sweep of this tape runs a custom rule: a rule computes with the numbers it is given, and may not record onto, reset or sweep the tape it is part of`);
     }
@@ -755,7 +768,11 @@ export class Tape {
 
   /** @internal */
   valueAt(i: number): number {
-    if (i >= this.evaluated) this.evaluate();
+    if (i >= this.evaluated) {
+      // Computing it would run the forward sweep, and the rule in it, again.
+      this.refuseInsideRule('cannot read a value not computed yet');
+      this.evaluate();
+    }
     if (this.observed !== null) this.observed.add(i);
     return this.valV[i]!;
   }
@@ -818,7 +835,9 @@ export class Tape {
       if (k >= 0) {
         throw new NonFiniteError(`checkNaN: ${name(i)} at ${node(i)} (a vector) produced ${xval[a[i - 1]! + k]} at element ${k}`, id(i), name(i));
       }
-      const operands = op[i] === CUSTOM || op[i]! >= VMETA ? '' : ` from operands ${val[a[i]!]}, ${val[b[i]!]}`;
+      // A unary op records its operand twice: name it once.
+      const unary = OP_TABLE[op[i]!]?.[1] === 1;
+      const operands = op[i] === CUSTOM || op[i]! >= VMETA ? '' : unary ? ` from operand ${val[a[i]!]}` : ` from operands ${val[a[i]!]}, ${val[b[i]!]}`;
       throw new NonFiniteError(`checkNaN: ${name(i)} at ${node(i)} produced ${val[i]}${operands}`, id(i), name(i));
     }
     // The reverse sweep runs downwards: the highest node with a non-finite adjoint is the first

@@ -94,6 +94,13 @@ describe.each(BACKENDS)('checkNaN (%s)', (backend) => {
     expectUsable(tape);
   });
 
+  it('names the operands of the op that produced the value: one for a unary op (which records it twice), two for a binary one', async () => {
+    const tape = await tapeOn(backend, { checkNaN: true });
+    const x = tape.variable(-1);
+    expect(() => x.log().value).toThrow(/log at .* produced NaN from operand -1$/);
+    expect(() => x.div(0).value).toThrow(/div at .* produced -Infinity from operands -1, 0$/);
+  });
+
   it('NaN and Infinity inputs and constants are accepted; the first op that yields one throws', async () => {
     const tape = await tapeOn(backend, { checkNaN: true });
     const nan = tape.variable(NaN);

@@ -4,7 +4,7 @@
 // the transforms' pooled tapes) keep working. Both backends.
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  MissingRuleError, NotANumberError, TapegradError, createTape, defineFunction, finiteDifferenceGradient, grad, hessian, hvp,
+  MissingRuleError, NotANumberError, TapegradError, compile, createTape, defineFunction, type CompiledFunction, finiteDifferenceGradient, grad, hessian, hvp,
   init, jacobian, jvp, normwiseError, select, valueAndGrad, vjp, type CustomRule, type Var,
 } from '../src/index.ts';
 import { BACKENDS, expectClose } from './support.ts';
@@ -215,6 +215,30 @@ describe.each(BACKENDS)('a custom logSumExp (%s)', (backend) => {
 
 describe.each(BACKENDS)('custom rules: errors, and the tape afterwards (%s)', (backend) => {
   const options = { backend };
+
+  it('a rule may not read a value of its tape the running sweep has not computed, nor replay the compiled function it is in', async () => {
+    // Found by a new-user probe: the first ran the forward sweep, and the rule, again until the
+    // stack overflowed; the second wrote the nested replay's input over the running one's (f(200)
+    // gave 1, and gradient 2).
+    const tape = await createTape(options);
+    let later: Var | null = null;
+    const peek = defineFunction({ name: 'peek', forward: (xs) => xs[0]! + (later ? later.value : 0), vjp: (_xs, _y, g) => [g] });
+    const a = tape.variable(2);
+    const y = peek(a);
+    later = a.mul(10);
+    expect(() => later!.add(y).value).toThrow(/^cannot read a value not computed yet while a sweep of this tape runs a custom rule/);
+    later = null;
+    expect(a.mul(10).add(y).value).toBe(22);
+    let self: CompiledFunction | undefined;
+    const S = defineFunction({ name: 'S', forward: (xs) => (self && xs[0]! > 100 ? (self.value([1]) as number) : xs[0]!), vjp: (_xs, _y, g) => [g] });
+    self = compile((x: Var[]) => S(x[0]!).mul(x[0]!), { inputs: 1, ...options });
+    expect(self.value([3])).toBe(9);
+    for (const call of [() => self!.value([200]), () => self!.gradient([200]), () => self!.gradientBatch([200], 1), () => self!.hvp([200], [1])]) {
+      expect(call).toThrow(/^cannot replay the compiled function it belongs to while a sweep of this tape runs a custom rule/);
+    }
+    expect(self.value([3])).toBe(9);
+    expect(Array.from(self.gradient([4]))).toEqual([8]);
+  });
   const noJvp = defineFunction({ name: 'lseWithoutJvp', forward: lseRules.forward, vjp: lseRules.vjp });
   const noVjpTangent = defineFunction({ name: 'lseWithoutVjpTangent', forward: lseRules.forward, vjp: lseRules.vjp, jvp: lseRules.jvp });
   const useNoJvp = (x: Var[]): Var => noJvp(x[0]!, x[1]!.square()).mul(x[0]!);

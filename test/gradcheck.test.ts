@@ -110,6 +110,17 @@ describe.each(BACKENDS)('gradcheck on correct functions (%s)', (backend) => {
   });
 });
 
+it('gradcheck and finiteDifferenceGradient refuse a step that is not a finite positive number, and a tolerance below 0 or NaN', () => {
+  // Found by a new-user probe: they gave ok: false with NaN numbers, or failed every check, with no word why.
+  const f = (x: Var[]): Var => x[0]!.square().add(x[1]!);
+  for (const step of [() => 0, () => NaN, () => -1e-3, () => Infinity]) {
+    expect(() => gradcheck(f, [1, 2], { step })).toThrow(/^finiteDifferenceGradient: step\(1, 0\) must return a finite positive number, got/);
+    expect(() => finiteDifferenceGradient((x) => x[0]! * x[0]!, [1], { step })).toThrow(TapegradError);
+  }
+  for (const tolerance of [NaN, -1e-7]) expect(() => gradcheck(f, [1, 2], { tolerance })).toThrow(/^gradcheck: tolerance must be a number >= 0/);
+  expect(gradcheck(f, [1, 2], { tolerance: 0.1 }).ok).toBe(true);
+});
+
 describe.each(BACKENDS)('gradcheck on wrong rules (%s)', (backend) => {
   it('fails on a custom sin whose vjp returns g·sin x, and names its input as the worst', () => {
     const [x0, x1, x2] = [0.7, -0.4, 0.3];

@@ -138,6 +138,8 @@ function attempt(world: World, m: Misuse): void {
   const { tape, good } = world;
   const h = tape.handles;
   const x = good[m.a % good.length]!, z = good[m.b % good.length]!;
+  // jvp and hvp take inputs (good starts with the tape's inputs): a computed node is refused.
+  const input = good[0]!;
   const bad = materialize(world, m.bad, m.slot === 'handle');
   const B = bad as never;
   switch (m.use) {
@@ -155,7 +157,7 @@ function attempt(world: World, m: Misuse): void {
     case 'vjpOutput': tape.vjp([x, B], [1, 2], [z]); break;
     case 'vjpWrt': tape.vjp([x], [1], [B]); break;
     case 'jvpInput': tape.jvp([B], [1], [x]); break;
-    case 'hvpOutput': tape.hvp(B, [x], [1]); break;
+    case 'hvpOutput': tape.hvp(B, [input], [1]); break;
     case 'receiver': (B as Var).sin(); break;
     case 'value': (B as Var).value; break;
     case 'grad': (B as Var).grad; break;
@@ -181,10 +183,10 @@ function attempt(world: World, m: Misuse): void {
     case 'seedBackward': tape.backward(x, B ?? null!); break;
     case 'seedGradient': tape.gradient(x, [z], B ?? null!); break;
     case 'seedHandles': h.backward(x.id, B ?? null!); break;
-    case 'seedHvp': tape.hvp(x, [z], [1], B ?? null!); break;
+    case 'seedHvp': tape.hvp(x, [input], [1], B ?? null!); break;
     case 'cotangent': tape.vjp([x], [B], [z]); break;
-    case 'tangent': tape.jvp([x], [B], [z]); break;
-    case 'hvpVector': tape.hvp(x, [z], [B]); break;
+    case 'tangent': tape.jvp([input], [B], [z]); break;
+    case 'hvpVector': tape.hvp(x, [input], [B]); break;
   }
 }
 

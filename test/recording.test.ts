@@ -262,6 +262,22 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     expect(() => keep[1]!.value).toThrow(StaleHandleError);
   });
 
+  it('jvp and hvp refuse a computed node as an input (its tangent follows from its operands\'), and take inputs and constants', async () => {
+    // Found by a new-user probe: both gave 0 where gradient and vjp give cos(0.6).
+    const tape = await tapeOn(backend);
+    const x = tape.variable(0.3), c = tape.constant(2);
+    const a = x.mul(c), y = a.sin();
+    const v = tape.vector([1, 2]), w = v.mul(v), s = w.sum();
+    for (const call of [() => tape.jvp([a], [1], [y]), () => tape.hvp(y, [a], [1]), () => tape.jvp([x, a], [1, 1], [y]), () => tape.jvp([w], [1, 1], [s])]) {
+      expect(call).toThrow(TapegradError);
+      expect(call).toThrow(/^jvp and hvp take the tape's inputs \(variable, variables, vector\) as their inputs; #-?\d+ \((mul|mul\[\])\) is computed from other nodes/);
+    }
+    expect(tape.gradient(y, [a])[0]).toBe(Math.cos(0.6));
+    expect(tape.jvp([x], [1], [y])[0]).toBe(Math.cos(0.6) * 2);
+    expect(tape.jvp([c], [1], [y])[0]).toBe(0);
+    expect(tape.jvp([v], [1, 0], [s])[0]).toBe(2);
+  });
+
   it('variables(x, reuse) with one Var in several slots points it at the first and gives the others Vars of their own', async () => {
     // Found by a new-user probe: new Array(3).fill(v) pointed all three slots at the last input.
     const tape = await tapeOn(backend);
