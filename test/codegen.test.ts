@@ -417,7 +417,7 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
   // counts, and each form's straight tail holds its own constants.
   const variant = fc.array(fc.record({ op: fc.constantFrom(...ARITHMETIC), a: sourceArbitrary, b: sourceArbitrary, c: sourceArbitrary }), { minLength: 1, maxLength: 5 });
   it('replay exactly like the interpreter in every sweep, at any inputs', () => {
-    let withCopies = 0;
+    let withCopies = 0, withOtherCounts = 0;
     fc.assert(
       fc.property(variant, variant, fc.array(fc.boolean(), { minLength: 40, maxLength: 80 }), fc.array(anyInput, { minLength: 15, maxLength: 15 }),
         (first, second, labels, xs) => {
@@ -449,11 +449,14 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
           expect(ways.generated.generatedSweeps).toBe('active');
           const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan;
           if (plan.bodies.some((b) => b.copyOf)) withCopies++;
+          if (plan.bodies.some((b) => b.copyOf && b.copyOf.seg.count !== b.seg.count)) withOtherCounts++;
         }),
       { numRuns: 60 },
     );
-    // Bodies that repeat an earlier one share its description: the property must have met some.
+    // Bodies that repeat an earlier one share its description, loops of other counts too (runs of
+    // equal labels): the property must have met some of each (39 and 41 of 60 when written).
     expect(withCopies).toBeGreaterThan(0);
+    expect(withOtherCounts).toBeGreaterThan(0);
   });
 
   it("a shape's straight body whose first op reads a constant recorded before it reads it there", () => {
