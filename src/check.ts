@@ -4,7 +4,7 @@ import { createTapeSync } from './create.ts';
 import { MissingRuleError, NotANumberError, TapegradError, describe, isArrayLike } from './errors.ts';
 import type { Tape, Var } from './tape.ts';
 import { BACKEND_RULE, checkOptions } from './options.ts';
-import { asVar, checkFunction, recordOn, type ScalarOutput } from './transforms.ts';
+import { asVar, checkFunction, recordOn, type RuntimeVector, type ScalarOutput } from './transforms.ts';
 import type { Vec } from './vector.ts';
 
 /** A scalar function as every transform and checker takes it: a Var[] (one Var per input) in,
@@ -123,7 +123,7 @@ export interface GradcheckResult {
 export function gradcheck(f: (x: Var) => ScalarOutput, x: number, options?: GradcheckOptions & { vector?: false }): GradcheckResult;
 export function gradcheck(f: (x: Vec) => ScalarOutput, x: ArrayLike<number>, options: GradcheckOptions & { vector: true }): GradcheckResult;
 export function gradcheck(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, options?: GradcheckOptions & { vector?: false }): GradcheckResult;
-export function gradcheck(f: ((x: Var) => ScalarOutput) | ((x: Var[]) => ScalarOutput) | ((x: Vec) => ScalarOutput), x: number | ArrayLike<number>, options?: GradcheckOptions): GradcheckResult;
+export function gradcheck<O extends GradcheckOptions>(f: ((x: Var) => ScalarOutput) | ((x: Var[]) => ScalarOutput) | ((x: Vec) => ScalarOutput), x: number | ArrayLike<number>, options: O & RuntimeVector<O>): GradcheckResult;
 export function gradcheck(f: (x: never) => ScalarOutput, x: number | ArrayLike<number>, options: GradcheckOptions = {}): GradcheckResult {
   checkFunction(f, 'gradcheck');
   checkOptions(options, 'gradcheck', { backend: BACKEND_RULE, tolerance: 'number', raise: 'boolean', vector: 'boolean', step: 'function' });

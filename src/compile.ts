@@ -11,6 +11,7 @@ import { toBytes } from './serialize.ts';
 import { TANGENT_BYTES, Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
 import { WasmBackend, type GeneratedSweeps, type ShippedSweeps } from './wasm/backend.ts';
+import type { RuntimeVector } from './transforms.ts';
 
 /** What a compiled function may return: a Var or number, an array of them, or a Vec. */
 export type CompiledOutput = Var | number | readonly (Var | number)[] | Vec;
@@ -645,7 +646,7 @@ function checkEntries(x: ArrayLike<number>, expected: number, what: string): voi
  */
 export function compile<O extends CompiledOutput>(f: VectorCompilableFunction<O>, options: CompileOptions & { vector: true }): CompiledFunction<CompiledValue<O>>;
 export function compile<O extends CompiledOutput>(f: CompilableFunction<O>, options: CompileOptions & { vector?: false }): CompiledFunction<CompiledValue<O>>;
-export function compile(f: CompilableFunction | VectorCompilableFunction, options: CompileOptions): CompiledFunction;
+export function compile<O extends CompileOptions>(f: CompilableFunction | VectorCompilableFunction, options: O & RuntimeVector<O>): CompiledFunction;
 export function compile(f: CompilableFunction | VectorCompilableFunction, options: CompileOptions): CompiledFunction {
   if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `compile needs a function as its first argument, got ${describe(f)}`);
   checkOptions(options, 'compile', {

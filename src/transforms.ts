@@ -19,6 +19,11 @@ export type VectorOutput = readonly (Var | number)[] | Vec;
 /** f in any of the three forms, for options whose `vector` is only known at run time. */
 type AnyInputFunction<O> = ((x: Var) => O) | ((x: Var[]) => O) | ((x: Vec) => O);
 
+/** @internal Options whose `vector` is only known at run time (a `boolean`, or a variable of an
+ *  options type): what the overloads taking f in any form accept. A literal `vector` (or none)
+ *  picks the overload of its form, so f of the other form is a type error there. */
+export type RuntimeVector<O extends { vector?: boolean }> = 'vector' extends keyof O ? (boolean extends O['vector'] ? O : never) : never;
+
 export interface TransformOptions {
   /** Engine to record on: 'wasm' (default; call `await init()` once first) or 'js'. */
   backend?: BackendKind;
@@ -128,7 +133,7 @@ function toVector(x: ArrayLike<number> | number, name: string): ArrayLike<number
 export function grad(f: (x: Var) => ScalarOutput, options?: TransformOptions & { vector?: false }): (x: number) => number;
 export function grad(f: (x: Vec) => ScalarOutput, options: TransformOptions & { vector: true }): (x: ArrayLike<number>) => Float64Array;
 export function grad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions & { vector?: false }): (x: ArrayLike<number>) => Float64Array;
-export function grad(f: AnyInputFunction<ScalarOutput>, options?: TransformOptions): (x: Input) => number | Float64Array;
+export function grad<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput>, options: O & RuntimeVector<O>): (x: Input) => number | Float64Array;
 export function grad(f: (x: never) => ScalarOutput, options?: TransformOptions): (x: never) => number | Float64Array {
   const vg = valueAndGradNamed(f, options, 'grad');
   return ((x: Input) => vg(x)[1]) as (x: never) => number | Float64Array;
@@ -138,7 +143,7 @@ export function grad(f: (x: never) => ScalarOutput, options?: TransformOptions):
 export function valueAndGrad(f: (x: Var) => ScalarOutput, options?: TransformOptions & { vector?: false }): (x: number) => [number, number];
 export function valueAndGrad(f: (x: Vec) => ScalarOutput, options: TransformOptions & { vector: true }): (x: ArrayLike<number>) => [number, Float64Array];
 export function valueAndGrad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions & { vector?: false }): (x: ArrayLike<number>) => [number, Float64Array];
-export function valueAndGrad(f: AnyInputFunction<ScalarOutput>, options?: TransformOptions): (x: Input) => [number, number | Float64Array];
+export function valueAndGrad<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput>, options: O & RuntimeVector<O>): (x: Input) => [number, number | Float64Array];
 export function valueAndGrad(f: (x: never) => ScalarOutput, options?: TransformOptions): (x: never) => [number, number | Float64Array] {
   return valueAndGradNamed(f, options, 'valueAndGrad') as (x: never) => [number, number | Float64Array];
 }
@@ -159,7 +164,7 @@ function valueAndGradNamed(f: (x: never) => ScalarOutput, options: TransformOpti
 export function vjp(f: (x: Var) => ScalarOutput | VectorOutput, x: number, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
 export function vjp(f: (x: Vec) => ScalarOutput | VectorOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options: TransformOptions & { vector: true }): Float64Array;
 export function vjp(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
-export function vjp(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array;
+export function vjp<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, v: ArrayLike<number> | number, options: O & RuntimeVector<O>): Float64Array;
 export function vjp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
   checkFunction(f, 'vjp');
   checkOptions(options, 'vjp', TRANSFORM_OPTIONS);
@@ -173,7 +178,7 @@ export function vjp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, v: A
 export function jvp(f: (x: Var) => ScalarOutput | VectorOutput, x: number, t: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
 export function jvp(f: (x: Vec) => ScalarOutput | VectorOutput, x: ArrayLike<number>, t: ArrayLike<number> | number, options: TransformOptions & { vector: true }): Float64Array;
 export function jvp(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<number>, t: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
-export function jvp(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, t: ArrayLike<number> | number, options?: TransformOptions): Float64Array;
+export function jvp<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, t: ArrayLike<number> | number, options: O & RuntimeVector<O>): Float64Array;
 export function jvp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, t: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
   checkFunction(f, 'jvp');
   checkOptions(options, 'jvp', TRANSFORM_OPTIONS);
@@ -188,7 +193,7 @@ export function jvp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, t: A
 export function jacobian(f: (x: Var) => ScalarOutput | VectorOutput, x: number, options?: JacobianOptions & { vector?: false }): JacobianResult;
 export function jacobian(f: (x: Vec) => ScalarOutput | VectorOutput, x: ArrayLike<number>, options: JacobianOptions & { vector: true }): JacobianResult;
 export function jacobian(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<number>, options?: JacobianOptions & { vector?: false }): JacobianResult;
-export function jacobian(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, options?: JacobianOptions): JacobianResult;
+export function jacobian<O extends JacobianOptions>(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, options: O & RuntimeVector<O>): JacobianResult;
 export function jacobian(f: (x: never) => ScalarOutput | VectorOutput, x: Input, options: JacobianOptions = {}): JacobianResult {
   checkFunction(f, 'jacobian');
   checkOptions(options, 'jacobian', { ...TRANSFORM_OPTIONS, mode: ['auto', 'forward', 'reverse'] });
@@ -220,7 +225,7 @@ export function jacobian(f: (x: never) => ScalarOutput | VectorOutput, x: Input,
 export function hvp(f: (x: Var) => ScalarOutput, x: number, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
 export function hvp(f: (x: Vec) => ScalarOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options: TransformOptions & { vector: true }): Float64Array;
 export function hvp(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
-export function hvp(f: AnyInputFunction<ScalarOutput>, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array;
+export function hvp<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput>, x: Input, v: ArrayLike<number> | number, options: O & RuntimeVector<O>): Float64Array;
 export function hvp(f: (x: never) => ScalarOutput, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
   checkFunction(f, 'hvp');
   checkOptions(options, 'hvp', TRANSFORM_OPTIONS);
@@ -234,7 +239,7 @@ export function hvp(f: (x: never) => ScalarOutput, x: Input, v: ArrayLike<number
 export function hessian(f: (x: Var) => ScalarOutput, x: number, options?: TransformOptions & { vector?: false }): Matrix;
 export function hessian(f: (x: Vec) => ScalarOutput, x: ArrayLike<number>, options: TransformOptions & { vector: true }): Matrix;
 export function hessian(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, options?: TransformOptions & { vector?: false }): Matrix;
-export function hessian(f: AnyInputFunction<ScalarOutput>, x: Input, options?: TransformOptions): Matrix;
+export function hessian<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput>, x: Input, options: O & RuntimeVector<O>): Matrix;
 export function hessian(f: (x: never) => ScalarOutput, x: Input, options?: TransformOptions): Matrix {
   checkFunction(f, 'hessian');
   checkOptions(options, 'hessian', TRANSFORM_OPTIONS);

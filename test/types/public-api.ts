@@ -55,6 +55,25 @@ const anyJacobian: JacobianResult = jacobian(rosen, [1, 2], runtimeOptions);
 const anyHessian: Matrix = hessian(rosen, [1, 2], runtimeOptions);
 const anyCheck: GradcheckResult = gradcheck(rosen, [1, 2], runtimeCheck);
 const anyCompiled: number | Float64Array = compile(rosen, runtimeCompile).value([1, 2]);
+declare const flag: boolean;
+const flagged: Float64Array | number = grad((x: Vec) => x.sum(), { vector: flag })([1, 2]);
+// ...but a literal `vector` (or none) picks the overload of its form: f of the other form is refused.
+// @ts-expect-error: a Vec function without { vector: true }
+grad((x: Vec) => x.sum());
+// @ts-expect-error: the same with other options
+hvp((x: Vec) => x.sum(), [1, 2], [1, 0], { backend: 'js' });
+// @ts-expect-error: a Var[] function with { vector: true }
+grad((x: Var[]) => x[0]!, { vector: true });
+// @ts-expect-error: a one-Var function at an array
+hessian((x: Var) => x.exp(), [1, 2]);
+// @ts-expect-error: a Var[] function at a number
+jvp((x: Var[]) => x[0]!.exp(), 1, 1);
+// @ts-expect-error: gradcheck of a Var[] function with { vector: true }
+gradcheck((x: Var[]) => x[0]!.exp(), [1], { vector: true });
+// @ts-expect-error: compile of a Vec function without { vector: true }
+compile((x: Vec) => x.sum(), { inputs: 2 });
+// @ts-expect-error: compile of a Var[] function with { vector: true }
+compile((x: Var[]) => x[0]!, { inputs: 2, vector: true });
 
 // compile: value is a number for a scalar function, a Float64Array for a vector one.
 const scalarCompiled: CompiledFunction<number> = compile((x) => x[0]!.mul(x[1]!), { inputs: 2 });
