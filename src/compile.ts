@@ -177,6 +177,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     return this.recording;
   }
 
+  /** @internal Whether its last recording was given up (f threw, or recorded what compile refuses). */
+  get lastRecordingFailed(): boolean {
+    return this.recording === null && this.spareTape !== null;
+  }
+
   /** The recorded tape as bytes (see `fromBytes` for the format), loadable in another process
    *  and on either backend. */
   toBytes(): Uint8Array {

@@ -73,7 +73,14 @@ function fnv1a(bytes: Uint8Array, from: number): number {
 /** The compiled tape as bytes (format above). Custom functions cannot be stored. */
 export function toBytes(compiled: CompiledFunction): Uint8Array {
   const rec = compiled.recorded;
-  if (!rec) throw new TapegradError('INVALID_ARGUMENT', 'nothing recorded yet: call the compiled function once (or compile with { at }) before toBytes()');
+  if (!rec) {
+    throw new TapegradError(
+      'INVALID_ARGUMENT',
+      compiled.lastRecordingFailed
+        ? 'its last recording failed (f threw, or recorded what compile refuses), so nothing is recorded: call the compiled function at inputs where it records before toBytes()'
+        : 'nothing recorded yet: call the compiled function once (or compile with { at }) before toBytes()',
+    );
+  }
   const { op, a, b, val, xval } = rec.tape.engine.views;
   const n = rec.tape.size;
   const leafIds: number[] = [];

@@ -52,6 +52,9 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
     expect(() => f.value([0])).toThrow('first call fails');
     expect(f.size).toBe(0);
     expect(f.generatedSweepsReason).toBe('nothing recorded yet');
+    // toBytes says why there is nothing to store (it said "call the compiled function once").
+    expect(() => f.toBytes()).toThrow(/^its last recording failed \(f threw, or recorded what compile refuses\)/);
+    expect(() => compile((x: Var[]) => x[0]!, { inputs: 1, backend }).toBytes()).toThrow(/^nothing recorded yet: call the compiled function once/);
     expect(f.value([0])).toBe(1);
     expect(Array.from(f.gradient([1]))).toEqual([Math.exp(1)]);
   });
