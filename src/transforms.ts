@@ -109,15 +109,27 @@ export function checkFunction(f: unknown, where: string): void {
 
 function recordScalar(tape: Tape, f: (x: never) => ScalarOutput, x: Input, options: TransformOptions | undefined, where: string): Recorded<Var> {
   const { inputs, n, arg, scalarInput } = recordOn(tape, x, options, where);
-  return { inputs, n, scalarInput, output: asVar(tape, (f as (x: unknown) => unknown)(arg), 'the function') };
+  const y = (f as (x: unknown) => unknown)(arg);
+  if (Array.isArray(y)) {
+    throw new TapegradError('INVALID_ARGUMENT', `${where}: the function returned an array of ${y.length}; ${where} needs one scalar output (vjp, jvp and jacobian take several)`);
+  }
+  return { inputs, n, scalarInput, output: asVar(tape, y, `${where}: the function`) };
 }
 
 function recordVector(tape: Tape, f: (x: never) => ScalarOutput | VectorOutput, x: Input, options: TransformOptions | undefined, where: string): Recorded<(Var | Vec)[]> & { m: number } {
   const { inputs, n, arg, scalarInput } = recordOn(tape, x, options, where);
   const y = (f as (x: unknown) => unknown)(arg);
   if (y instanceof Vec) return { inputs, n, scalarInput, output: [y], m: y.size };
-  if (Array.isArray(y)) return { inputs, n, scalarInput, output: y.map((v) => asVar(tape, v, 'the function')), m: y.length };
-  return { inputs, n, scalarInput, output: [asVar(tape, y, 'the function')], m: 1 };
+  if (Array.isArray(y)) {
+    const output = y.map((v: unknown, k) => {
+      if (v instanceof Vec) {
+        throw new ShapeError(`${where}: output ${k} of the function's array is a Vec of shape [${v.shape.join(', ')}]; return the Vec on its own (its elements are the outputs), or an array of Vars and numbers`, 'output', [v.shape]);
+      }
+      return asVar(tape, v, `${where}: output ${k} of the function's array`);
+    });
+    return { inputs, n, scalarInput, output, m: y.length };
+  }
+  return { inputs, n, scalarInput, output: [asVar(tape, y, `${where}: the function`)], m: 1 };
 }
 
 function toVector(x: ArrayLike<number> | number, name: string): ArrayLike<number> {

@@ -4,7 +4,7 @@
 // the wasm (musl) and V8 transcendental functions and summation order.
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  NotANumberError, TapegradError, grad, init, jvp, normwiseError, valueAndGrad, vjp, type Var,
+  NotANumberError, TapegradError, grad, hvp, init, jvp, normwiseError, valueAndGrad, vjp, type Var,
 } from '../src/index.ts';
 import { BACKENDS, expectClose, rosenbrock } from './support.ts';
 
@@ -151,6 +151,10 @@ describe.each(BACKENDS)('transforms reject bad inputs with the documented errors
 
   it('a function that returns something other than a Var or a number throws NotANumberError', () => {
     expect(() => grad((() => 'y') as unknown as (x: Var) => Var, options)(1)).toThrow(/the function must return a Var or a number/);
+    // An array where one scalar output is needed names the transform, and a Vec inside an array
+    // says to return it on its own (both found by a new-user probe: NOT_A_NUMBER, "a scalar Var").
+    expect(() => hvp(((x: Var[]) => [x[0]!, x[1]!]) as unknown as (x: Var[]) => Var, [1, 2], [1, 0], options)).toThrow(/^hvp: the function returned an array of 2; hvp needs one scalar output/);
+    expect(() => vjp((x: Var[]) => [x[0]!, x[0]!.tape.vector([1, 2])] as unknown as Var[], [1, 2], [1, 1, 1], options)).toThrow(/^vjp: output 1 of the function's array is a Vec of shape \[2\]; return the Vec on its own/);
     expect(() => vjp((x: Var[]) => [x[0]!, 'y' as unknown as Var], [1, 2], [1, 1], options)).toThrow(NotANumberError);
   });
 
