@@ -252,6 +252,8 @@ describe.each(BACKENDS)('strict mode throws BranchChangedError instead (%s)', (b
       const loaded = fromBytes(f.toBytes(), { backend });
       expect(Array.from(loaded.gradient([3, 4]))).toEqual(want);
       expect(() => loaded.gradient([-2, 1])).toThrow(BranchChangedError);
+      // A batch names the row whose guard failed.
+      expect(() => loaded.gradientBatch([3, 4, 1, 1, -2, 1], 3)).toThrow(/^gradientBatch, row 2: a comparison recorded at node \d+ comes out the other way/);
       expect(Array.from(fromBytes(loaded.toBytes(), { backend }).gradient([3, 4]))).toEqual(want);
       expect(Array.from(f.gradient([3, 4]))).toEqual(want);
     }

@@ -221,6 +221,7 @@ describe.each(BACKENDS)('compile({ checkNaN: true }) (%s)', (backend) => {
     expect(Number.isNaN(fromBytes(g.toBytes(), { backend }).gradient([-1, 4])[0])).toBe(true);
     expect(() => g.hvp([-1, 4], [1, 0])).toThrow(NonFiniteError);
     expect(() => g.gradientBatch(new Float64Array([2, 4, -1, 4]), 2)).toThrow(NonFiniteError);
+    expect(() => g.gradientBatch(new Float64Array([2, 4, -1, 4]), 2)).toThrow(/^gradientBatch, row 1: checkNaN: log at node 2 produced NaN/);
     expect([...g.gradient([2, 4])]).toEqual([2, Math.log(2) + 0.25]);
   });
 
@@ -233,8 +234,10 @@ describe.each(BACKENDS)('compile({ checkNaN: true }) (%s)', (backend) => {
     const g = compile((x) => x[0]!.sqrt().add(x[1]!), { inputs: 2, backend, checkNaN: true });
     for (const call of [() => g.jvp([0, 1], [1, 0]), () => g.jvpBatch([4, 1, 0, 1], 2, [1, 0, 1, 0]), () => g.hvp([0, 1], [1, 0])]) {
       expect(call).toThrow(NonFiniteError);
-      expect(call).toThrow(/^checkNaN: sqrt at node 2 produced a non-finite tangent \(Infinity\)/);
+      expect(call).toThrow(/^(jvpBatch, row 1: )?checkNaN: sqrt at node 2 produced a non-finite tangent \(Infinity\)/);
     }
+    // A batch names the row.
+    expect(() => g.jvpBatch([4, 1, 0, 1], 2, [1, 0, 1, 0])).toThrow(/^jvpBatch, row 1: checkNaN/);
     // A zero tangent there is finite, and the function stays usable.
     expect(Array.from(g.jvp([0, 1], [0, 1]))).toEqual([1]);
     expect(Array.from(g.jvp([4, 1], [1, 0]))).toEqual([0.25]);
