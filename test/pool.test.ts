@@ -95,6 +95,33 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     expect(firstDifference(outPlain, want)).toBe(-1);
   });
 
+  it('copies through scratch it reuses: results in new shared arrays no worker has seen, scratch bounded', async () => {
+    // A worker keeps every SharedArrayBuffer it is sent until it collects garbage, which it rarely
+    // does: a new buffer for each call's output grew memory by its size per call (a new-user probe).
+    const f = compiled(tiny, [0.1, 0.2, 0.3]);
+    const pf = await pool.register(f);
+    const n = 2000, X = rows(n, 3, 7), D = rows(n, 3, 8), want = f.gradientBatch(X, n), wantHv = f.hvpBatch(X, n, D);
+    const results = new Set<ArrayBufferLike>();
+    let scratch = pool.spareScratch;
+    for (let call = 0; call < 20; call++) {
+      const G = await pf.gradientBatch(X, n);
+      expect(G.buffer).toBeInstanceOf(SharedArrayBuffer);
+      expect(firstDifference(G, want)).toBe(-1);
+      results.add(G.buffer);
+      const [values, G2] = await pf.valueAndGradientBatch(Float64Array.from(X), n);
+      expect(values.buffer).toBeInstanceOf(SharedArrayBuffer);
+      expect(firstDifference(G2, want)).toBe(-1);
+      expect(firstDifference(await pf.hvpBatch(X, n, D), wantHv)).toBe(-1);
+      // The scratch of the first round serves every later one.
+      if (call === 0) scratch = pool.spareScratch;
+      else expect(pool.spareScratch).toEqual(scratch);
+    }
+    expect(results.size).toBe(20);
+    // Calls at once lease one buffer each; at most two per thread are kept after them.
+    await Promise.all(Array.from({ length: 8 }, (_, k) => pf.gradientBatch(X.subarray(0, 3 * (n - 100 * k)), n - 100 * k)));
+    expect(pool.spareScratch.buffers).toBeLessThanOrEqual(2 * pool.threads);
+  });
+
   it('a vector tape (interpreted in the workers) too, with its Vec output', async () => {
     const f = compile(vectorOut, { inputs: 3, vector: true, at: [0.1, 0.2, 0.3], backend });
     const pf = await pool.register(f);

@@ -5,7 +5,34 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normCdf } from 'tapegrad';
+import { request } from 'node:http';
 import { MAX_BODY_BYTES, startService, type Service } from '../examples/service/app.ts';
+
+// POSTs `bytes` of spaces with no content-length (chunked); the status and body, or the error.
+function chunkedPost(service: Service, bytes: number): Promise<string> {
+  return new Promise((resolve) => {
+    const { hostname, port } = new URL(service.url);
+    const req = request({ host: hostname, port, path: '/v1/options', method: 'POST', headers: { 'transfer-encoding': 'chunked' } }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d));
+      res.on('end', () => resolve(`${res.statusCode} ${body}`));
+    });
+    req.on('error', (e) => resolve(`error ${e.message}`));
+    const chunk = Buffer.alloc(1 << 16, 32);
+    let sent = 0;
+    const pump = (): void => {
+      while (sent < bytes) {
+        sent += chunk.length;
+        if (!req.write(chunk)) {
+          req.once('drain', pump);
+          return;
+        }
+      }
+      req.end();
+    };
+    pump();
+  });
+}
 
 interface Reply { status: number; body: any }
 
@@ -111,6 +138,10 @@ describe('the gradient service', () => {
       ['/v1/options', { options: [atTheMoney, { ...atTheMoney, spot: 1e-320 }] }, 422, /options\[1\]: the model is not finite at these inputs/],
       ['/v1/options', { options: [{ ...atTheMoney, rate: -1e6 }] }, 422, /options\[0\]: the model is not finite/],
       ['/v1/mc', { ...atTheMoney, rate: 1e6 }, 422, /the model is not finite at these inputs \(price\)/],
+      // A price that is finite with a standard error that is not, and a loss that overflows:
+      // 422s where they answered 200 with nulls (found by a new-user probe).
+      ['/v1/mc', { ...atTheMoney, spot: 1e300 }, 422, /the model is not finite at these inputs \(price\)/],
+      ['/v1/logreg', { weights: [1e300, 0, 0, 0, 0, 0, 0, 0, 0] }, 422, /the model is not finite at these weights/],
       ['/v1/nothing', {}, 404, /no endpoint/],
       ['/v1/logreg', 'x'.repeat(MAX_BODY_BYTES + 1), 413, /limit is|over/],
     ];
@@ -122,6 +153,9 @@ describe('the gradient service', () => {
       }
       const get = await fetch(service.url + '/v1/options');
       expect(get.status).toBe(405);
+      // A body over the limit that declares no length (chunked) gets its 413 too: the connection
+      // was reset before any answer.
+      expect(await chunkedPost(service, MAX_BODY_BYTES + (2 << 20))).toMatch(/^413 .*the body is over \d+ bytes/);
       expect((await post(service, '/v1/options', { options: [atTheMoney] })).status).toBe(200);
     }
   });

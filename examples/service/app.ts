@@ -66,8 +66,11 @@ function readBody(req: IncomingMessage): Promise<string> {
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (size > MAX_BODY_BYTES) {
+        // Read no more, and answer 413 (the handler closes the connection after it): destroying the
+        // request here reset the connection before any answer (a chunked body declares no size).
+        req.removeAllListeners('data');
+        req.pause();
         reject(new RequestError(413, `the body is over ${MAX_BODY_BYTES} bytes`));
-        req.destroy();
         return;
       }
       chunks.push(chunk);
@@ -186,7 +189,11 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       normals(seed as number, X, PATH_INPUTS, PATH_INPUTS - 1, rows);
       await payoff.valueAndGradientBatch(X, rows, G, values);
       const answer = monteCarloAnswer(rows, values, G) as Record<string, unknown>;
-      const bad = Object.entries(answer).find(([, v]) => typeof v === 'number' ? !Number.isFinite(v) : !Number.isFinite((v as { estimate: number }).estimate));
+      const bad = Object.entries(answer).find(([, v]) => {
+        if (typeof v === 'number') return !Number.isFinite(v);
+        const { estimate, standardError } = v as { estimate: number; standardError: number };
+        return !Number.isFinite(estimate) || !Number.isFinite(standardError);
+      });
       if (bad) throw new RequestError(422, `the model is not finite at these inputs (${bad[0]})`);
       return answer;
     } finally {
@@ -196,8 +203,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
 
   // Arrays by length, leased to one request at a time (shared memory when a pool computes).
   const free = new Map<number, Float64Array[]>();
+  // Arrays past the bound are not kept, so they are plain memory: the pool copies them through
+  // its own reused scratch, where a new shared array per request stayed allocated in every worker.
   function lease(length: number): Float64Array {
-    return free.get(length)?.pop() ?? (workers > 0 ? sharedFloat64(length) : new Float64Array(length));
+    return free.get(length)?.pop() ?? (workers > 0 && length <= 1 << 22 ? sharedFloat64(length) : new Float64Array(length));
   }
   function release(array: Float64Array): void {
     const list = free.get(array.length) ?? [];
@@ -231,6 +240,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     if (Array.isArray(w) && w.length > FEATURES + 1) throw new RequestError(400, `"weights" has ${w.length} entries, expected ${FEATURES + 1} (${FEATURES} weights, then the bias)`);
     const [[loss], G] = await withField(logreg.valueAndGradientBatch(w as number[], 1), () => 'weights');
     checkFinite(w as number[], (k) => `weights[${k}]`);
+    // Finite weights can still overflow the loss: a 422, never a 200 with nulls (JSON's NaN).
+    if (!Number.isFinite(loss) || G.some((g) => !Number.isFinite(g))) throw new RequestError(422, 'the model is not finite at these weights');
     return { loss, gradient: Array.from(G) };
   }
 

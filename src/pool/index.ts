@@ -2,7 +2,7 @@
 // entry does not import this module, so it stays free of dependencies and of `node:` imports.
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
-import { CompiledFunction, checkRows, toFloat64, type Float64Home } from '../compile.ts';
+import { CompiledFunction, checkRows, toFloat64 } from '../compile.ts';
 import { coreModule } from '../create.ts';
 import { TapegradError, checkOut, describe } from '../errors.ts';
 import { checkOptions } from '../options.ts';
@@ -60,6 +60,12 @@ export class GradientPool {
   private nextId = 1;
   private closed = false;
   private readonly inFlight = new Set<Promise<unknown>>();
+  // Shared scratch no call holds now. A worker keeps every SharedArrayBuffer it has been sent
+  // until it collects garbage, which a worker allocating next to nothing rarely does: a new buffer
+  // for each call's output grew memory by the output's size per call (9.6 MB a call of 400,000
+  // rows, to 3 GB; a new-user probe). Calls copy through these instead, sized in powers of two,
+  // so the workers see few buffers.
+  private readonly spare: SharedArrayBuffer[] = [];
 
   /** @internal */
   constructor(readonly threads: number, readonly backend: 'wasm' | 'js', readonly minRowsPerTask: number, workerData: WorkerData) {
@@ -137,6 +143,32 @@ export class GradientPool {
     // piscina's close would end a worker whose task is still running: let the calls finish first.
     await Promise.allSettled(this.inFlight);
     await this.piscina.close();
+  }
+
+  /** @internal Shared scratch of at least `bytes` for one call, until `release`. */
+  lease(bytes: number): SharedArrayBuffer {
+    let best = -1;
+    for (let k = 0; k < this.spare.length; k++) {
+      const size = this.spare[k]!.byteLength;
+      if (size >= bytes && (best < 0 || size < this.spare[best]!.byteLength)) best = k;
+    }
+    if (best >= 0) return this.spare.splice(best, 1)[0]!;
+    return new SharedArrayBuffer(2 ** Math.max(16, Math.ceil(Math.log2(bytes))));
+  }
+
+  /** @internal Scratch back for the next call: as many as calls ran at once, up to two per
+   *  thread (the smallest go first). */
+  release(buffer: SharedArrayBuffer): void {
+    this.spare.push(buffer);
+    if (this.spare.length > 2 * this.threads) {
+      this.spare.sort((p, q) => q.byteLength - p.byteLength);
+      this.spare.length = 2 * this.threads;
+    }
+  }
+
+  /** @internal Scratch no call holds now: buffers and bytes (for tests). */
+  get spareScratch(): { buffers: number; bytes: number } {
+    return { buffers: this.spare.length, bytes: this.spare.reduce((sum, b) => sum + b.byteLength, 0) };
   }
 
   /** @internal */
@@ -225,16 +257,14 @@ export class PooledFunction {
   /** Gradients of rows × inputs rows of X (row-major); rows × inputs out. */
   async gradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array): Promise<Float64Array> {
     if (this.inline(rows)) return this.local.gradientBatch(X, rows, out);
-    const xs = this.rowsOf(X, rows, 'gradientBatch');
-    return this.run('gradientBatch', rows, xs, null, out, this.inputs, undefined, 0);
+    return (await this.run('gradientBatch', rows, X, null, 0, '', out, this.inputs, null, 0))[0];
   }
 
   /** [values (rows), gradients (rows × inputs)]. */
   async valueAndGradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array, values?: Float64Array): Promise<[Float64Array, Float64Array]> {
     if (this.inline(rows)) return this.local.valueAndGradientBatch(X, rows, out, values);
-    const xs = this.rowsOf(X, rows, 'valueAndGradientBatch');
-    const v = values ?? sharedFloat64(rows);
-    return [v, await this.run('valueAndGradientBatch', rows, xs, null, out, this.inputs, v, 1)];
+    const [G, v] = await this.run('valueAndGradientBatch', rows, X, null, 0, '', out, this.inputs, values ?? 'new', 1);
+    return [v!, G];
   }
 
   /** vᵀJ per row: V is rows × outputs; rows × inputs out, and the values (rows × outputs) into
@@ -260,40 +290,53 @@ export class PooledFunction {
     out: Float64Array | undefined, values: Float64Array | undefined, valueWidth: number,
   ): Promise<Float64Array> {
     if (this.inline(rows)) return this.local[method](X, rows, D, out, values);
-    const xs = this.rowsOf(X, rows, method);
-    const ds = toShared(D, rows * dWidth, `${method}: ${rows} rows of ${dWidth} ${dName} entries`);
-    return this.run(method, rows, xs, ds, out, width, values, valueWidth);
+    return (await this.run(method, rows, X, D, dWidth, dName, out, width, values ?? null, valueWidth))[0];
   }
 
-  // `method` over the rows in the workers, its results (rows × width) into `out` and the values
-  // (rows × valueWidth) into `values` when given, through shared memory where they are not in it.
+  // `method` over the rows in the workers: X (rows × inputs) and D (rows × dWidth) in, results
+  // (rows × width) into `out` and the values (rows × valueWidth) into `values` (or a new array
+  // for 'new'). The caller's arrays in shared memory go to the workers as they are; any other is
+  // checked and copied through the pool's scratch (see GradientPool.spare), and so is every
+  // output the caller did not give in shared memory, which then comes back in a new shared array.
   private async run(
-    method: BatchMethod, rows: number, xs: Float64Array, ds: Float64Array | null, out: Float64Array | undefined, width: number,
-    values: Float64Array | undefined, valueWidth: number,
-  ): Promise<Float64Array> {
-    if (values !== undefined) checkOut(values, rows * valueWidth);
-    const v = values === undefined || isShared(values) ? values ?? null : sharedFloat64(rows * valueWidth);
-    const result = await this.into(out, rows * width, (o) => this.pool.runBatch(this.id, method, rows, xs, ds, o, v));
-    if (values && v !== values) values.set(v!.subarray(0, rows * valueWidth));
-    return result;
-  }
-
-  private rowsOf(X: ArrayLike<number>, rows: number, what: string): Float64Array {
-    return toShared(X, checkRows(rows, what) * this.inputs, `${what}: ${rows} rows of ${this.inputs} inputs`);
-  }
-
-  // Results go straight into `out` when it is shared memory, else into shared memory first and
-  // then into `out` in one copy.
-  private async into(out: Float64Array | undefined, length: number, run: (o: Float64Array) => Promise<void>): Promise<Float64Array> {
-    if (out !== undefined) checkOut(out, length);
-    const target = out && isShared(out) ? out : sharedFloat64(length);
-    if (length > 0) await run(target);
-    if (out && out !== target) out.set(target.subarray(0, length));
-    return out ?? target;
+    method: BatchMethod, rows: number, X: ArrayLike<number>, D: ArrayLike<number> | null, dWidth: number, dName: string,
+    out: Float64Array | undefined, width: number, values: Float64Array | 'new' | null, valueWidth: number,
+  ): Promise<[Float64Array, Float64Array | null]> {
+    checkRows(rows, method);
+    const n = rows * this.inputs, dn = rows * dWidth, on = rows * width, vn = rows * valueWidth;
+    if (out !== undefined) checkOut(out, on);
+    if (values !== null && values !== 'new') checkOut(values, vn);
+    // Scratch for what is not in shared memory: X, D, the output and the values, in that order.
+    const copied = (x: unknown): boolean => !isShared(x);
+    const sizes = [copied(X) ? n : 0, D !== null && copied(D) ? dn : 0, copied(out) ? on : 0, values !== null && copied(values) ? vn : 0];
+    const total = sizes.reduce((sum, k) => sum + k, 0);
+    const scratch = total > 0 ? this.pool.lease(8 * total) : null;
+    try {
+      let at = 0;
+      const part = (k: number): Float64Array => {
+        const view = new Float64Array(scratch!, 8 * at, sizes[k]);
+        at += sizes[k]!;
+        return view;
+      };
+      // Checked as the single-threaded calls check them, with their messages.
+      const xs = toFloat64(X, n, `${method}: ${rows} rows of ${this.inputs} inputs`, { holds: isShared, make: () => part(0) });
+      const ds = D === null ? null : toFloat64(D, dn, `${method}: ${rows} rows of ${dWidth} ${dName} entries`, { holds: isShared, make: () => part(1) });
+      const o = out !== undefined && isShared(out) ? out : part(2);
+      const v = values === null ? null : values !== 'new' && isShared(values) ? values : part(3);
+      if (rows > 0) await this.pool.runBatch(this.id, method, rows, xs, ds, o, v);
+      const result = o === out ? out : copyInto(out, o);
+      const valuesOut = v === null || v === values ? v : copyInto(values === 'new' ? undefined : values!, v);
+      return [result, valuesOut];
+    } finally {
+      if (scratch) this.pool.release(scratch);
+    }
   }
 }
 
-// Batch arrays as shared memory: as they are, or checked and copied in once, with the
-// single-threaded calls' own checks and messages.
-const SHARED: Float64Home = { holds: isShared, make: sharedFloat64 };
-const toShared = (x: ArrayLike<number>, needed: number, what: string): Float64Array => toFloat64(x, needed, what, SHARED);
+// A call's output from the pool's scratch: into the caller's array, or a new shared one (which no
+// worker has seen).
+function copyInto(target: Float64Array | undefined, from: Float64Array): Float64Array {
+  const into = target ?? sharedFloat64(from.length);
+  into.set(from);
+  return into;
+}
