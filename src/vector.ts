@@ -541,7 +541,8 @@ export class VectorHandleApi {
   }
   /** `cond ? ifTrue : ifFalse` per element; any of the three may be a scalar handle. */
   select(cond: number, ifTrue: number, ifFalse: number): number {
-    return this.handle(elementwise(this.tape, SELECT, 'select', [this.any(cond), this.any(ifTrue), this.any(ifFalse)]));
+    // As the other elementwise ops: a shorter vector repeats over a longer one it divides.
+    return this.elementwise(SELECT, 'select', [cond, ifTrue, ifFalse]);
   }
   /** The values (a copy). */
   value(h: number): Float64Array { return this.tape.vectorValues(this.tape.vindexOfHandle(h)); }

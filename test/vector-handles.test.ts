@@ -192,6 +192,16 @@ describe.each(BACKENDS)('the vector handle API (%s)', (backend) => {
     expect(Array.from(h.grad(x))).toEqual([0, 0.5, 0, 0.25]);
     expect(tape.handles.grad(s)).toBe(2);
     expect(Array.from(h.value(h.select(s, x, s)))).toEqual([-1, 2, -3, 4]);
+    // A shorter vector repeats over a longer one it divides, as in the other elementwise ops (it
+    // was a ShapeError; found by a new-user probe), with the Vec API's values and gradients.
+    const c2 = h.constant([1, 0]), a = h.variable([1, 2, 3, 4]), b = h.variable([-1, -2, -3, -4]);
+    const picked = h.select(c2, a, b);
+    expect(Array.from(h.value(picked))).toEqual([1, -2, 3, -4]);
+    tape.handles.backward(h.dot(picked, h.constant([1, 2, 3, 4])));
+    const va = tape.handles.vec.toVec(a), vb = tape.handles.vec.toVec(b);
+    const viaVecs = tape.select(tape.handles.vec.toVec(c2).reshape([2]), va.reshape([2, 2]), vb.reshape([2, 2]));
+    expect(Array.from(viaVecs.value)).toEqual([1, -2, 3, -4]);
+    expect([Array.from(h.grad(a)), Array.from(h.grad(b))]).toEqual([[1, 0, 3, 0], [0, 2, 0, 4]]);
   });
 
   it('a program through handles equals the same program through Vecs, bit for bit', async () => {
