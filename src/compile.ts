@@ -231,8 +231,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   // checkNaN: rows one at a time, each replay and reverse sweep checked.
   private checkedRows(X: Float64Array, rows: number, out: Float64Array, values: Float64Array | null, what: string): void {
     const n = this.inputs;
-    for (let r = 0; r < rows; r++) {
-      atRow(what, r, () => {
+    let r = 0;
+    try {
+      for (; r < rows; r++) {
         const rec = this.replay(X.subarray(r * n, (r + 1) * n));
         const engine = rec.tape.engine, top = this.scalarNode(rec, what);
         if (values) values[r] = engine.views.val[top]!;
@@ -241,7 +242,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
         engine.sweepReverseReplay(top);
         rec.tape.assertFinite(0, top + 1, false, true);
         out.set(this.inputSlots(rec, engine.views.adj, engine.views.xadj), r * n);
-      });
+      }
+    } catch (e) {
+      throw atRow(e, what, r);
     }
   }
 
@@ -296,9 +299,14 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     out ??= new Float64Array(rows * width);
     checkOut(out, rows * width);
     if (values !== undefined) checkOut(values, rows * outputs);
-    for (let r = 0; r < rows; r++) {
-      atRow(what, r, () => run(xs.subarray(r * this.inputs, (r + 1) * this.inputs), ds.subarray(r * dWidth, (r + 1) * dWidth), out.subarray(r * width, (r + 1) * width)));
-      if (values !== undefined) this.outputValues(this.recording!, values, r * outputs);
+    let r = 0;
+    try {
+      for (; r < rows; r++) {
+        run(xs.subarray(r * this.inputs, (r + 1) * this.inputs), ds.subarray(r * dWidth, (r + 1) * dWidth), out.subarray(r * width, (r + 1) * width));
+        if (values !== undefined) this.outputValues(this.recording!, values, r * outputs);
+      }
+    } catch (e) {
+      throw atRow(e, what, r);
     }
     return out;
   }
@@ -454,8 +462,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       row = rec.tape.engine.gradientBatch(X, row, rows, n, rec.tape.size, this.scalarNode(rec, what), out, values);
       if (row === rows) break;
       // A guard failed at this row: record there, take its gradient from the fresh tape.
-      const at = row;
-      rec = atRow(what, at, () => this.onBranchChange(X.subarray(at * n, (at + 1) * n)));
+      try {
+        rec = this.onBranchChange(X.subarray(row * n, (row + 1) * n));
+      } catch (e) {
+        throw atRow(e, what, row);
+      }
       const top = this.scalarNode(rec, what);
       if (values) values[row] = rec.tape.engine.views.val[top]!;
       rec.tape.engine.reverse(top, 1, rec.tape.size);
@@ -619,15 +630,11 @@ export function toFloat64(x: ArrayLike<number>, needed: number, what: string, ho
   return copy;
 }
 
-// A row of a batch whose call throws (a guard a loaded function cannot record again, checkNaN):
-// the error says which row (single-row calls share these paths and need not).
-function atRow<T>(what: string, row: number, body: () => T): T {
-  try {
-    return body();
-  } catch (e) {
-    if (e instanceof TapegradError && what.endsWith('Batch')) e.message = `${what}, row ${row}: ${e.message}`;
-    throw e;
-  }
+// The error of a batch's row (a guard a loaded function cannot record again, checkNaN), saying
+// which row (single-row calls share these paths and need not).
+function atRow(e: unknown, what: string, row: number): unknown {
+  if (e instanceof TapegradError && what.endsWith('Batch')) e.message = `${what}, row ${row}: ${e.message}`;
+  return e;
 }
 
 /** @internal A batch's row count, named by the call that got it. */
