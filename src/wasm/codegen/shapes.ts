@@ -264,11 +264,17 @@ export function describeBodies(
   // Per body copied: the immediates a copy must match, null for straight code (which loads its
   // constants). Once per body, not per copy: `straight` reads every item.
   const baked = new Map<Body, { nodes: number[]; values: number[] } | null>();
-  // A copy of `rep` (whose nodes `seg` repeats) at `seg`, where the description moves with it.
-  const copyOf = (rep: Body, seg: Segment): Body | null => {
+  // `rep`'s description at `seg`, its pointer groups moved there, where each walks only inputs
+  // or only other nodes (groupMoves); else null.
+  const moved = (rep: Body, seg: Segment): Body | null => {
     let move = moves.get(rep);
     if (move === undefined) moves.set(rep, (move = groupMoves(rep, from)));
     if (!move) return null;
+    const delta = seg.start - rep.seg.start;
+    return { ...rep, seg, copyOf: rep, groups: rep.groups.map((g, k) => ({ strides: g.strides, origin: g.origin + (move[k] ? delta : 0) })) };
+  };
+  // A copy of `rep` (whose nodes `seg` repeats) at `seg`, where the description moves with it.
+  const copyOf = (rep: Body, seg: Segment): Body | null => {
     const delta = seg.start - rep.seg.start;
     let own = baked.get(rep);
     if (own === undefined) baked.set(rep, (own = straight(rep) ? null : immediates(rep, [])));
@@ -276,7 +282,7 @@ export function describeBodies(
       const { nodes, values } = own;
       for (let k = 0; k < nodes.length; k++) if (!Object.is(views.val[nodes[k]! + delta], values[k])) return null;
     }
-    return { ...rep, seg, copyOf: rep, groups: rep.groups.map((g, k) => ({ strides: g.strides, origin: g.origin + (move[k] ? delta : 0) })) };
+    return moved(rep, seg);
   };
   // A loop of another length (see above): the latest own loop descriptions of each period.
   const loopsOfPeriod = new Map<number, Body[]>();
@@ -287,9 +293,8 @@ export function describeBodies(
       const rep = candidates[c]!, delta = seg.start - rep.seg.start;
       if (!repeatsTwoIterations(views, rep.seg, seg, from)) continue;
       if (!factsHold(views, rep, [{ period: seg.period, count: seg.count }], delta, uses, seeded)) continue;
-      let move = moves.get(rep);
-      if (move === undefined) moves.set(rep, (move = groupMoves(rep, from)));
-      if (move) return { ...rep, seg, copyOf: rep, groups: rep.groups.map((g, k) => ({ strides: g.strides, origin: g.origin + (move[k] ? delta : 0) })) };
+      const copy = moved(rep, seg);
+      if (copy) return copy;
     }
     return null;
   };
