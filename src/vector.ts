@@ -569,7 +569,9 @@ export class VectorHandleApi {
     const operands = hs.map((h) => this.any(h));
     // The longest vector's length, 0 included (an empty vector with scalars is an empty result).
     const sizes = operands.flatMap((o) => (o instanceof Vec ? [o.size] : []));
-    const n = sizes.length > 0 ? Math.max(...sizes) : 1;
+    // Scalars alone made a 1-element vector (found by a new-user probe).
+    if (sizes.length === 0) throw new ShapeError(`${name}: no vector handle among the operands; tape.handles.${name} takes scalar handles`, name, []);
+    const n = Math.max(...sizes);
     const shaped = operands.map((o) => {
       if (!(o instanceof Vec) || o.size === n) return o instanceof Vec ? o.reshape([n]) : o;
       if (o.size === 0 || n % o.size !== 0) throw new ShapeError(`${name}: lengths ${o.size} and ${n} do not broadcast (one must divide the other)`, name, [[o.size], [n]]);

@@ -202,6 +202,14 @@ describe.each(BACKENDS)('the vector handle API (%s)', (backend) => {
     const viaVecs = tape.select(tape.handles.vec.toVec(c2).reshape([2]), va.reshape([2, 2]), vb.reshape([2, 2]));
     expect(Array.from(viaVecs.value)).toEqual([1, -2, 3, -4]);
     expect([Array.from(h.grad(a)), Array.from(h.grad(b))]).toEqual([[1, 0, 3, 0], [0, 2, 0, 4]]);
+    // Scalar handles alone are the scalar API's: a ShapeError, nothing recorded (it made a
+    // 1-element vector).
+    const size = tape.size;
+    for (const call of [() => h.exp(s), () => h.add(s, s), () => h.select(s, s, s)]) {
+      expect(call).toThrow(ShapeError);
+      expect(call).toThrow(/^(exp|add|select): no vector handle among the operands; tape\.handles\.(exp|add|select) takes scalar handles/);
+    }
+    expect(tape.size).toBe(size);
   });
 
   it('a program through handles equals the same program through Vecs, bit for bit', async () => {
