@@ -314,14 +314,19 @@ function endRun(runList: usize, runCount: i32, op: i32, end: i32): i32 {
   return runCount + 1;
 }
 
+// Run r's op and the end of its nodes in the order, as endRun wrote them.
+// @ts-ignore: decorator
+@inline function runOp(runList: usize, r: i32): i32 { return load<i32>(runList + (<usize>r << 3)); }
+// @ts-ignore: decorator
+@inline function runEnd(runList: usize, r: i32): i32 { return load<i32>(runList + (<usize>r << 3) + 4); }
+
 /** The forward replay by the schedule: every computed node's value, and its partials. */
 export function scheduledForward(): void {
   const vB = valBase, aB = aBase, bB = bBase;
   const pa = paBase(), pb = pbBase(), order = orderBase(), runList = runsBase();
   let k = 0;
   for (let r = 0; r < runs; r++) {
-    const op = load<i32>(runList + (<usize>r << 3));
-    const end = load<i32>(runList + (<usize>r << 3) + 4);
+    const op = runOp(runList, r), end = runEnd(runList, r);
     switch (op) {
       case Op.Add: {
         for (; k < end; k++) {
@@ -399,8 +404,7 @@ export function scheduledTangent(): void {
   const pa = paBase(), pb = pbBase(), order = orderBase(), runList = runsBase();
   let k = 0;
   for (let r = 0; r < runs; r++) {
-    const op = load<i32>(runList + (<usize>r << 3));
-    const end = load<i32>(runList + (<usize>r << 3) + 4);
+    const op = runOp(runList, r), end = runEnd(runList, r);
     if (op == Op.Select) {
       // The branch taken's tangent.
       for (; k < end; k++) {
