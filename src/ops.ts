@@ -67,3 +67,12 @@ export const COMPARISON_OPS: ReadonlySet<number> = new Set([Op.lt, Op.le, Op.gt,
 export const ZERO_GRADIENT_OPS: readonly OpName[] = [
   'floor', 'ceil', 'round', 'sign', 'stopGradient', 'lt', 'le', 'gt', 'ge', 'eq',
 ];
+
+export type NodeKind = 'scalar' | 'vector' | 'carrier';
+
+/** What a node of op `code` holds: a scalar value, an array (its elements), or nothing of its
+ *  own (a carrier of operands for the node after it: arg, vmeta, vparam). */
+export function nodeKind(code: number): NodeKind {
+  if (code === Op.arg || code === Op.vmeta || code === Op.vparam) return 'carrier';
+  return code >= Op.vinput ? 'vector' : 'scalar';
+}

@@ -37,7 +37,7 @@ import { CompiledFunction, type Recording } from './compile.ts';
 import { createTapeSync } from './create.ts';
 import type { TapeLimits } from './tape.ts';
 import { FormatError, TapegradError, describe } from './errors.ts';
-import { COMPARISON_OPS, ELEMENTWISE, Op, SCALAR_OP_TABLE, opNameOf } from './ops.ts';
+import { COMPARISON_OPS, ELEMENTWISE, Op, SCALAR_OP_TABLE, nodeKind, opNameOf, type NodeKind } from './ops.ts';
 import { BACKEND_RULE, checkOptions } from './options.ts';
 import type { ShippedSweeps } from './wasm/backend.ts';
 
@@ -206,12 +206,8 @@ export function loadBytes(
   return new CompiledFunction(null, inputs, tape.backend, true, build(), true, build, codegen, vectorInput, checkNaN, sweeps);
 }
 
-type Kind = 'scalar' | 'vector' | 'carrier';
-
-function kindOf(op: Uint8Array, j: number): Kind {
-  const code = op[j]!;
-  if (code === Op.arg || code === Op.vmeta || code === Op.vparam) return 'carrier';
-  return code >= Op.vinput ? 'vector' : 'scalar';
+function kindOf(op: Uint8Array, j: number): NodeKind {
+  return nodeKind(op[j]!);
 }
 
 /** Validates every node (see the format notes above) and returns the number of scalar leaves.
@@ -227,7 +223,7 @@ function checkStructure(
   const fail = (i: number, what: string): never => {
     throw new FormatError(`malformed: node ${i} (${opNameOf(op[i]!)}) ${what}`);
   };
-  const earlier = (i: number, j: number, kind: Kind): void => {
+  const earlier = (i: number, j: number, kind: NodeKind): void => {
     if (!(j >= 0 && j < i)) fail(i, 'uses an operand that is not an earlier node');
     const k = kindOf(op, j);
     if (k === 'carrier') fail(i, 'uses an operand carrier as an operand');

@@ -3,7 +3,7 @@ import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
   TapegradError, checkOut, describe, isArrayLike,
 } from './errors.ts';
-import { BINARY_OPS, OP_TABLE, Op, UNARY_OPS, opNameOf, type BinaryOpName, type UnaryOpName } from './ops.ts';
+import { BINARY_OPS, OP_TABLE, Op, UNARY_OPS, nodeKind, opNameOf, type BinaryOpName, type UnaryOpName } from './ops.ts';
 import { Vec, VectorHandleApi, concatOn, elementwise, vectorOf, type Shape, type VecOperand } from './vector.ts';
 
 const {
@@ -1289,10 +1289,9 @@ export class HandleApi {
 for (const name of UNARY_OPS) Object.defineProperty(HandleApi.prototype, name, { value: unaryHandleMethod(Op[name]), writable: true, configurable: true });
 for (const name of BINARY_OPS) Object.defineProperty(HandleApi.prototype, name, { value: binaryHandleMethod(Op[name]), writable: true, configurable: true });
 
-/** Whether a node of op `code` holds a scalar value a handle may name: not a carrier of the
- *  operands of the node after it (arg, vmeta, vparam), nor an array-valued node. */
+/** Whether a node of op `code` holds a scalar value a handle may name (see nodeKind). */
 function scalarValued(code: number): boolean {
-  return code !== ARG && code !== VMETA && code !== Op.vparam && code < VINPUT;
+  return nodeKind(code) === 'scalar';
 }
 
 // The op methods of Var and HandleApi. Recording is most of the cost of a gradient, and a loop
