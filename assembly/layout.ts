@@ -159,9 +159,21 @@ export function reserve(minCapacity: i32, live: i32, maxCapacity: i32): i32 {
     cap = min(<i64>maxCapacity, byMemory) & ~7;
     if (cap < <i64>minCapacity || !fits(cap, regionCount, maxCapacity)) return 0;
   }
+  // Fill the pages memory already has before growing it: a grow detaches the ArrayBuffer the
+  // façade's views stand on, and the first detach in a process slows every typed-array access
+  // in it (see loader.ts). A tape of up to about 1.3 million nodes then never grows memory.
+  const inPages = capacityInPages(regionCount, elemCapacity);
+  if (inPages >= <i64>minCapacity && inPages < cap) cap = inPages;
   if (!ensurePages(<i32>cap, regionCount, elemCapacity)) return 0;
   relayout(<i32>cap, regionCount, elemCapacity, live);
   return capacity;
+}
+
+/** The most nodes (a multiple of 8) the pages memory has now hold beside `ecap` elements. */
+function capacityInPages(regions: i32, ecap: i32): i64 {
+  const fixed = totalBytes(0, regions, ecap);
+  const have = <u64>memory.size() << 16;
+  return have > fixed ? <i64>((have - fixed) / <u64>bytesBefore(regions)) & ~7 : 0;
 }
 
 /** Grows the element regions to hold at least `minElements`, keeping `liveElements` of them.

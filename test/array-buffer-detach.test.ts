@@ -45,4 +45,27 @@ describe('no ArrayBuffer is detached', () => {
     expect(ours.stdout).toMatch(/^gradient [\d.]+ [\d.]+ active$/m);
     expect(ours.count).toBe(baseline.count);
   });
+
+  it('by a tape that fills the initial memory, where the next node grows it', () => {
+    // Past 2^20 nodes the capacity takes what the initial pages hold (about 1.3 million nodes)
+    // instead of doubling into new ones; only a tape longer than that grows memory.
+    const record = (nodes: number): string => `
+const { createTape, init } = await import('./dist/index.js');
+await init();
+const tape = await createTape({ backend: 'wasm' });
+const h = tape.handles;
+const x = h.variable(0.5);
+let s = x;
+for (let i = 1; i < ${nodes}; i++) s = h.mul(s, x);
+console.log('gradient', h.gradient(s, [x])[0], tape.size);
+`;
+    const baseline = detaches('0');
+    const fits = detaches(record(1_300_000));
+    expect(fits.stderr).toBe('');
+    expect(fits.stdout).toMatch(/^gradient [\d.e-]+ 1300000$/m);
+    expect(fits.count).toBe(baseline.count);
+    const grows = detaches(record(1_400_000));
+    expect(grows.stdout).toMatch(/^gradient [\d.e-]+ 1400000$/m);
+    expect(grows.count).toBeGreaterThan(baseline.count);
+  });
 });

@@ -168,7 +168,8 @@ function noCustom(): never {
 // nodes), so most tapes never grow it. Growing wasm memory detaches its old ArrayBuffer, and the
 // first detach anywhere in a JS engine makes every typed-array access in the process check for
 // detached buffers from then on (measured: 10-15% slower recording). The pages are reserved, not
-// touched: the operating system backs them only as the tape fills them.
+// touched: the operating system backs them only as the tape fills them. The core fills them
+// before it grows memory (reserve in layout.ts).
 const INITIAL_PAGES = 512;
 const MAXIMUM_PAGES = 65536;
 
