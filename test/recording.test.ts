@@ -355,6 +355,35 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     );
   });
 
+  it('a gradient with respect to consecutive inputs (one copy) equals the per-node reads, whatever breaks the run', async () => {
+    const tape = await tapeOn(backend);
+    fc.assert(
+      fc.property(
+        fc.array(fc.double({ min: -2, max: 2, noNaN: true }), { minLength: 1, maxLength: 20 }),
+        fc.array(fc.nat(), { maxLength: 6 }),
+        (x, picks) => {
+          tape.reset();
+          const xs = tape.variables(x);
+          const c = tape.constant(3);
+          let s = c;
+          for (const v of xs) s = s.add(v.mul(v).sin().mul(s));
+          tape.backward(s);
+          const all = [...xs, c];
+          const expected = (list: Var[]): number[] => list.map((v) => (v === c ? 0 : v.grad));
+          // All the inputs in order (the copy alone), then a tail that breaks the run: the
+          // constant, repeats and inputs out of order.
+          const tail = picks.map((k) => all[k % all.length]!);
+          for (const wrt of [xs, [...xs, ...tail], [...tail, ...xs], xs.slice(1)]) {
+            expect(Array.from(tape.gradient(s, wrt))).toEqual(expected(wrt));
+            const handles = wrt.map((v) => v.id);
+            expect(Array.from(tape.handles.gradient(s.id, handles))).toEqual(expected(wrt));
+          }
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
   it('handles.variables and handles.gradient refuse bad input whole, naming it, and the tape stays usable', async () => {
     const tape = await tapeOn(backend, { maxNodes: 12 }), other = await tapeOn(backend);
     const h = tape.handles;
