@@ -150,7 +150,10 @@ function relayout(newCap: i32, newRegions: i32, newElemCap: i32, live: i32): voi
  *  has changed. */
 export function reserve(minCapacity: i32, live: i32, maxCapacity: i32): i32 {
   if (minCapacity <= capacity) return capacity;
-  let cap: i64 = capacity < MIN_CAPACITY ? MIN_CAPACITY : <i64>capacity;
+  // Doubling from the power of two at or below the capacity: one filled to its pages (below)
+  // goes on as the doubling would have, not from its odd size (a third more to move at every
+  // later growth: a 3.4 M-node tape's first recording took 18 ms longer).
+  let cap: i64 = capacity < MIN_CAPACITY ? MIN_CAPACITY : <i64>1 << (31 - clz(capacity));
   while (cap < <i64>minCapacity) cap <<= 1;
   if (!fits(cap, regionCount, maxCapacity)) {
     // Doubling overshoots a limit: take all the limit allows (never a few slots at a time,
