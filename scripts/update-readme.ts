@@ -2,7 +2,8 @@
 // <!-- readme:NAME --> and <!-- /readme:NAME -->, from the scripts that measure them:
 //   test-count        `(N tests`, N from the report `npm test` writes (test-artifacts/vitest.json)
 //   bench-tables      the tables `npx tsx bench/table.ts bench/results/latest.json` prints
-//   size-*            the gzipped bundle sizes scripts/bundle-size.ts measures on dist/
+//   size-*            the gzipped bundle sizes scripts/bundle-size.ts measures on dist/, and
+//                     the budgets test/package.test.ts holds them to (also there)
 //   wasm-*-kb         the scalar core embedded as hex and as base64, gzipped (build/tapegrad.wasm)
 //   pool-results      bench/results/pool.json (npm run bench:pool), via scripts/service-tables.ts
 //   loadtest-results  bench/results/loadtest.json (npm run loadtest), likewise
@@ -17,7 +18,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { measureBundle } from './bundle-size.ts';
+import { CODEGEN_BUDGET, SIZE_BUDGET, measureBundle } from './bundle-size.ts';
 import { loadtestText, poolText } from './service-tables.ts';
 
 export const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -48,6 +49,8 @@ export async function measuredRegions(root: string, testCount: number | null): P
     'size-core': bytes(size.coreApi),
     'size-generator': `${bytes(size.generator)} more`,
     'size-generator-kb': kb(size.generator),
+    'size-core-budget': `${SIZE_BUDGET / 1024} KB`,
+    'size-generator-budget': `${CODEGEN_BUDGET / 1024} KB`,
     'wasm-hex-kb': kb(gz(wasm.toString('hex'))),
     'wasm-base64-kb': kb(gz(wasm.toString('base64'))),
   };

@@ -6,73 +6,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
 import { describe, expect, it } from 'vitest';
-import { measureBundle } from '../scripts/bundle-size.ts';
+import { CODEGEN_BUDGET, SIZE_BUDGET, measureBundle } from '../scripts/bundle-size.ts';
 import { DIST, ROOT } from './browser/harness.ts';
-
-// Bytes of gzip for the minified bundle of dist/index.js. 40 KB until the vector ops (38.8 KB
-// measured then); array-valued nodes added about 17 KB: their rules in both engines (the core's
-// two builds grew 8 KB), the Vec façade and the validator of format version 2. 70 KB since the
-// special-function ops (60,346 bytes before, 68,901 after): their coefficients and code ship
-// twice, in the JS engine (4.8 KB more gzipped) and in each core build (3.7 KB more); the fused
-// run kernels' glue in the core and the façade, the pool's sweep installer and the API's argument
-// checks added about 1.2 KB more. 71 KB since the fused forward-tangent sweep for hvp and the
-// fast paths of the four interpreted sweeps and of recording (71,775 bytes measured, 1.45 KB over
-// the session before; jvp and hvp on fresh tapes 1.4-2.6x faster, record 9.2 -> 5.5 ns/node).
-// 72 KB since the SIMD build's own two-lane exp for logSumExp (inlined in its hot loops: copies
-// called once per pair measured 30% slower), the planner's use counts in the core and the batch
-// reset of adjoints (73,074 bytes measured, 1,299 B more; lse 2.1x the JS mode, from 1.65x; the
-// nested tape's first compile 2.07 -> 1.73x its recording, GMM's gradients 2.14 -> 1.36 ns/node).
-// 75 KB since fused runs store only what may be read (deferred values and slices, dropped
-// adjoints, sums and slices taken into the kernels, the kernel cache, a gradient replay's sum
-// left to the reverse kernel, materialization and the sweep again that stores what was left
-// out: 2.9 KB, 75,971 bytes measured; Rosenbrock's vector form 14.7 -> 2.2x the plain function).
-// 77 KB since the planner's top-level loop search and the bodies' fingerprints moved into the
-// core (78,440 bytes measured, 1,837 B more with the repeats check; the branchy loss's first generation 54-62 -> 42-47
-// ms on the same machine, its first call 3.0-3.5 -> 2.5-2.7x its recording).
-// 78 KB since each op method is its own fast path, so that V8 inlines more of them into a loop
-// body (78,932 bytes measured, 100 B more; recording 10.65 -> 7.88 ns/node on the transcendental
-// chain through Vars, 9.07 -> 6.39 on the mixed Rosenbrock through Vars, 5.01 -> 4.18 through
-// handles: bench/record-inlining.ts). 79 KB since the handle API's bulk inputs and gradients
-// (179 B), the interpreted sweeps' region bases kept in locals (142 B: V8 reloads a mutable
-// global at every use; a mixed scalar tape's forward and reverse 3.4 -> 3.0 ns/node in bench/ab.ts)
-// and the refusal of recording, reset and sweeps of a tape inside its custom rules (229 B), which
-// lets the sweeps keep those bases: 80,126 bytes measured. 80 KB since the checks a new-user probe
-// asked for (compiled functions' scalar-output and `at` checks, limits and handle ranges named
-// exactly, trmv's and defineFunction's options, pow's limits at x = 0 in both engines, softmax
-// shifted by its max): 80,896 bytes measured, 821 B more than before them. 81 KB since the next
-// probes' fixes (errors that name what is wrong, domain-correct second derivatives, vector handles
-// empty or in the scalar API, checkNaN in the pool and on tangents, unsigned views past 2 GiB, a
-// BranchChangedError restoring the recorded inputs): 81,802 bytes measured, 906 B more. 82 KB
-// since the scheduled replay of tapes too long to fold into generated code (assembly/schedule.ts:
-// the list scheduler, the forward by runs of one op, the reverse by stored partials): 83,688
-// bytes measured, 1,886 B more; the 10^5-op straight tape's gradient 5.8 -> 4.1 ns/node. 83 KB
-// since the schedule works window by window and only where a predictor of the ops says it pays
-// (with the reasons it gives otherwise) and compile refuses a new input recorded inside f: 84,242
-// bytes measured, 540 B more; 84,616 with the schedule's build in short calls. 84 KB since the
-// checks two new-user probes asked for (an empty batch, unchecked tangent and cotangent entries,
-// reuse arrays, carrier ids as handles, f resetting its tape, a rule replaying its own compiled
-// function or reading a value not computed yet, jvp inputs, gradcheck's step and tolerance) and
-// their messages: 85,337 bytes measured, 434 B more.
-const SIZE_BUDGET = 84 * 1024;
-// More bytes of gzip for the code generator chunk: 6 KB (5.7 KB measured) until it also emitted
-// the fused elementwise run kernels (about 1.4 KB more); 8 KB (7,839 B measured) until the planner
-// found loops nested in loop bodies and the sweeps were split into functions (9,371 B, +1,532 B);
-// 10 KB until the tangent sweeps spelled out their rules per op and hvp got its fused forward
-// tangent sweep (10,530 B measured, about 1.2 KB more); 11 KB until bodies of one shape shared a
-// function (data-dependent code: the branchy logistic regression's 9,398 nodes of code fell to
-// 167; 12,011 B measured, 978 B more than with the partials of eleven more ops written out just
-// before); 12 KB until run kernels recomputed deferred values, added up a trailing sum in sum4's
-// order, absorbed slices, tried pairs without masks and took a replay's sum in (13,802 B
-// measured, 1,791 B more); 14 KB until a body that repeats an earlier one node for node shared its
-// description and the planner's links came from the core (15,002 B measured, 1,200 B more; the
-// branchy loss's first generation 135 -> 62 ms); 15 KB until values and adjoints carried from one
-// iteration to the next stayed in locals, in the replay and tangent sweeps (16,202 B measured,
-// 951 B more with the planner's per-step timing and one rewrite per shape; steady gradients of
-// the branchy loss 2.1 -> 1.4 ns/node, of the nested tape 3.3 -> 2.5); 16 KB until loops of
-// another count shared a description where the facts it holds at every iteration hold at theirs
-// (16,872 B measured, 534 B more; the branchy loss's descriptions 33 -> 12, its first generation
-// 36.8 -> 32.4 ms); 17 KB since.
-const CODEGEN_BUDGET = 17 * 1024;
 
 interface PackageJson {
   main?: string;
