@@ -285,11 +285,15 @@ export class Vec {
   }
   private shiftedByMax(): Vec { return this.sub(this.max().stopGradient()); }
 
-  /** Σ x_k y_k over two vectors of the same length (one node). */
+  /** Σ x_k y_k over two arrays of the same shape: vectors, or matrices (the sum of their
+   *  elementwise product); one node. A matrix and a vector are `matvec`/`matmul`. */
   dot(other: Vec | ArrayLike<number>): Var {
     const t = this.tape, v = t.vindex(this);
     const b = this.operandShape(other, 'dot');
     if (sizeOf(b) !== this.size) throw new ShapeError(`dot: lengths differ, shapes ${show(this.shape)} and ${show(b)}`, 'dot', [this.shape, b]);
+    // Equal sizes are not enough: a [2, 3] matrix with a [6] vector is no inner product (NumPy's
+    // dot refuses it too).
+    if (!sameShape(this.shape, b)) throw new ShapeError(`dot: shapes differ, ${show(this.shape)} and ${show(b)}: reshape one, or use matvec or matmul`, 'dot', [this.shape, b]);
     const [k, e] = recordCost(other);
     t.reserveVector(k + 1, e);
     return scalarOut(t, VDOT, v, t.vindex(this.operandVec(other, 'dot')));

@@ -185,6 +185,10 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     expectShapeError(tape, () => M.reshape([1, 2, 3]).matmul(v3), 'matmul', [[1, 2, 3], [3]], /do not fit/);
     expectShapeError(tape, () => v3.dot(v2), 'dot', [[3], [2]], /lengths differ/);
     expectShapeError(tape, () => v3.dot([1, 2, 3, 4]), 'dot', [[3], [4]], /lengths differ/);
+    expectShapeError(tape, () => M.dot([1, 2, 3, 4, 5, 6]), 'dot', [[2, 3], [6]], /shapes differ.*matvec or matmul/);
+    expectShapeError(tape, () => M.dot(M.reshape([3, 2])), 'dot', [[2, 3], [3, 2]], /shapes differ/);
+    // Same shapes: the sum of the elementwise product.
+    expect(M.dot(M).value).toBe(91);
     expectShapeError(tape, () => v3.matvec(v3), 'matvec', [[3], [3]], /expects a matrix \[m, k\] and a vector \[k\]/);
     expectShapeError(tape, () => M.matvec(M), 'matvec', [[2, 3], [2, 3]], /expects a matrix/);
     expectShapeError(tape, () => M.matvec(v2), 'matvec', [[2, 3], [2]], /expects a matrix/);
