@@ -3,7 +3,7 @@ import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
   TapegradError, checkOut, describe, isArrayLike,
 } from './errors.ts';
-import { BINARY_OPS, OP_TABLE, Op, UNARY_OPS, nodeKind, opNameOf, type BinaryOpName, type UnaryOpName } from './ops.ts';
+import { BINARY_OPS, OP_TABLE, Op, UNARY_OPS, opNameOf, scalarValued, type BinaryOpName, type UnaryOpName } from './ops.ts';
 import { Vec, VectorHandleApi, concatOn, elementwise, vectorOf, type Shape, type VecOperand } from './vector.ts';
 
 const {
@@ -392,13 +392,9 @@ export class Tape {
    *  (`flagged`) of a vector the sweep did not reach. A vector is one range copy. */
   gatherEntries(nodes: readonly number[], from: Float64Array, elements: Float64Array, flagged: boolean, into?: Float64Array): Float64Array {
     if (!this.vectorNodes) {
-      // Scalars only: one entry per node, in one pass; a leading run of consecutive nodes (inputs
-      // recorded together by `variables`) in one copy.
-      const out = into ?? new Float64Array(nodes.length), op = this.opV, first = nodes[0]!;
-      let run = 0;
-      while (run < nodes.length && nodes[run] === first + run && op[first + run] !== CONST) run++;
-      if (run > 0) out.set(from.subarray(first, first + run));
-      for (let k = run; k < nodes.length; k++) {
+      // Scalars only: one entry per node, in one pass (a leading run in one copy).
+      const out = into ?? new Float64Array(nodes.length), op = this.opV;
+      for (let k = copyLeadingRun(nodes, 0, op, from, out); k < nodes.length; k++) {
         const i = nodes[k]!;
         out[k] = op[i] === CONST ? 0 : from[i]!;
       }
@@ -1269,23 +1265,15 @@ export class HandleApi {
     // a fifth of a gradient's reverse phase on the bench's Rosenbrock); the call names the fault.
     const base = t.base, count = t.count;
     const op = t.opV;
-    // Inputs recorded together (`variables`) are consecutive nodes: then the gather is one copy.
-    const first = wrt[0]!;
-    let consecutive = true;
     for (let k = 0; k < len; k++) {
       const h = wrt[k]!;
       if (typeof h !== 'number' || !((h - base) >>> 0 === h - base && h - base < count && scalarValued(op[h - base]!))) t.indexOfHandle(h);
-      if (h !== first + k || op[h - base] === CONST) consecutive = false;
     }
     t.backwardIndex(t.indexOfHandle(output), seed);
     // What gradAt reads after a sweep of the whole tape, through views read after it (a custom
     // rule's JS runs inside it).
     const out = into ?? new Float64Array(len), ops = t.opV, adj = t.engine.views.adj;
-    if (consecutive) {
-      out.set(adj.subarray(first - base, first - base + len));
-      return out;
-    }
-    for (let k = 0; k < len; k++) {
+    for (let k = copyLeadingRun(wrt, base, ops, adj, out); k < len; k++) {
       const i = wrt[k]! - base;
       out[k] = ops[i] === CONST ? 0 : adj[i]!;
     }
@@ -1301,13 +1289,15 @@ export class HandleApi {
 for (const name of UNARY_OPS) Object.defineProperty(HandleApi.prototype, name, { value: unaryHandleMethod(Op[name]), writable: true, configurable: true });
 for (const name of BINARY_OPS) Object.defineProperty(HandleApi.prototype, name, { value: binaryHandleMethod(Op[name]), writable: true, configurable: true });
 
-// One load per check: a gradient checks every input handle, and nodeKind's comparisons took
-// half of that loop (2.9 -> 1.7 ns per input on the bench's Rosenbrock).
-const SCALAR_VALUED = Uint8Array.from({ length: 256 }, (_, code) => (nodeKind(code) === 'scalar' ? 1 : 0));
-
-/** Whether a node of op `code` holds a scalar value a handle may name (see nodeKind). */
-function scalarValued(code: number): boolean {
-  return SCALAR_VALUED[code] === 1;
+/** How many of `list`'s first entries (node ids, plus `offset` for handles) are consecutive
+ *  non-constant nodes, as `variables` records its inputs; their entries of `from` are copied
+ *  into `out` in one piece (a gradient's gather of 10^5 inputs: 1.6 -> 0.13 ns per input). */
+function copyLeadingRun(list: ArrayLike<number>, offset: number, op: Uint8Array, from: Float64Array, out: Float64Array): number {
+  const first = list[0]! - offset;
+  let run = 0;
+  while (run < list.length && list[run]! - offset === first + run && op[first + run] !== CONST) run++;
+  if (run > 0) out.set(from.subarray(first, first + run));
+  return run;
 }
 
 // The op methods of Var and HandleApi. Recording is most of the cost of a gradient, and a loop
