@@ -139,8 +139,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       // with room left for the tangents of a later jvp or hvp.
       const { size, maxMemoryBytes } = recording.tape;
       const budget = maxMemoryBytes - size * (engine.nodeBytes() + (engine.views.tan ? 0 : TANGENT_BYTES));
-      if (this.shipped) engine.installShippedSweeps(this.shipped, this.inputs, size, budget);
-      else engine.generateSweeps(this.inputs, size, recording.outputs, budget);
+      // checkNaN reads every node's value after a replay, so its replays compute every node.
+      if (this.shipped) engine.installShippedSweeps(this.shipped, this.inputs, size, recording.outputs, budget, this.checkNaN);
+      else engine.generateSweeps(this.inputs, size, recording.outputs, budget, this.checkNaN);
     }
     // A schedule satisfies 'require': it dispatches once per run of one op, not per node.
     if (this.codegen === 'require' && this.generatedSweeps === 'none') {

@@ -123,6 +123,41 @@ describe('scheduled replay', () => {
     }
   });
 
+  it('leaves out the nodes no output or guard depends on, with the same results; checkNaN keeps every node', () => {
+    // Nodes 3-5 (after the three inputs) lead nowhere; log x[1] is NaN for x[1] < 0.
+    const f = (x: Var[]): Var => {
+      void x[1]!.log().mul(x[0]!).exp();
+      return mixed(13, 300)(x);
+    };
+    const at = [0.3, 0.4, 0.5], x = [0.2, -2, -0.1];
+    const scheduled = compile(f, { inputs: 3, at }), interpreted = compile(f, { inputs: 3, at, codegen: false });
+    expect(scheduled.generatedSweeps).toBe('scheduled');
+    const g = scheduled.gradient(x);
+    expectSameBits(g, interpreted.gradient(x), 'gradient');
+    expectSameBits([scheduled.value(x) as number], [interpreted.value(x) as number], 'value');
+    expectSameBits(scheduled.hvp(x, [1, -1, 0.5]), interpreted.hvp(x, [1, -1, 0.5]), 'hvp');
+    const val = (h: typeof scheduled): Float64Array => h.recorded!.tape.engine.views.val;
+    // The interpreter computed log(-2); the schedule never did: the recording's log(0.4) stays.
+    expect(val(interpreted)[3]).toBeNaN();
+    expect(val(scheduled)[3]).toBe(Math.log(0.4));
+    // checkNaN reads every value, so its replays compute them all and find the NaN, as the
+    // interpreter's do.
+    const checked = compile(f, { inputs: 3, at, checkNaN: true });
+    expect(checked.generatedSweeps).toBe('scheduled');
+    const message = (h: typeof scheduled): string => {
+      try {
+        h.gradient(x);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return 'no error';
+    };
+    const expected = message(compile(f, { inputs: 3, at, checkNaN: true, codegen: false }));
+    expect(expected).toMatch(/log/);
+    expect(message(checked)).toBe(expected);
+    expectSameBits(checked.gradient(at), interpreted.gradient(at), 'gradient with checkNaN, finite');
+  });
+
   it('a function that records a new input inside is refused, on both engines', () => {
     for (const backend of ['wasm', 'js'] as const) {
       const f = (x: Var[]): Var => x[0]!.mul(x[0]!.tape.variable(3)).add(x[1]!);

@@ -154,8 +154,9 @@ export class WasmBackend implements Backend {
 
   /** Generates and installs forward and reverse sweeps for nodes [nInputs, count) of the tape
    *  now in memory, replacing the interpreter in replays, until `dropGeneratedSweeps`. Reverse
-   *  sweeps may only be seeded at `outputs`. */
-  generateSweeps(nInputs: number, count: number, outputs: ArrayLike<number>, scheduleBudget = Infinity): GeneratedSweeps {
+   *  sweeps may only be seeded at `outputs`. A schedule leaves out the nodes no output or guard
+   *  depends on, unless `everyValue` (replays then compute every node, as checkNaN reads them). */
+  generateSweeps(nInputs: number, count: number, outputs: ArrayLike<number>, scheduleBudget = Infinity, everyValue = false): GeneratedSweeps {
     this.dropGeneratedSweeps();
     const generation = this.generation;
     if (!codegen) {
@@ -163,7 +164,7 @@ export class WasmBackend implements Backend {
       this.generatedReason = 'the code generator is still loading (init() loads it)';
       this.generatedReady = loadCodegen().then(
         () => {
-          if (generation === this.generation) this.generateSweeps(nInputs, count, outputs, scheduleBudget);
+          if (generation === this.generation) this.generateSweeps(nInputs, count, outputs, scheduleBudget, everyValue);
           return this.generatedReady;
         },
         () => {
@@ -181,7 +182,7 @@ export class WasmBackend implements Backend {
     }
     if (!plan) {
       const why = codegen.whyNoPlan(this.views, nInputs, count);
-      this.generatedReason = `${why}; ${this.schedule(nInputs, count, scheduleBudget)}`;
+      this.generatedReason = `${why}; ${this.schedule(nInputs, count, scheduleBudget, everyValue ? null : outputs)}`;
       return this.generated;
     }
     this.plan = plan;
@@ -194,15 +195,24 @@ export class WasmBackend implements Backend {
 
   /** Replays by a schedule of the tape's nodes (assembly/schedule.ts) where it serves and pays:
    *  no custom or vector nodes, an op sequence the interpreter's jump would mispredict often
-   *  (scheduleLimits), and room for it within `budget` bytes and memory. Says which. */
-  private schedule(nInputs: number, count: number, budget: number): string {
+   *  (scheduleLimits), and room for it within `budget` bytes and memory. Says which. Given the
+   *  `outputs`, it computes only what they and the guards depend on; null: every node. */
+  private schedule(nInputs: number, count: number, budget: number, outputs: ArrayLike<number> | null): string {
     if (count <= nInputs) return 'nothing to replay';
     if (SCHEDULE_BYTES * count > budget) {
       return `maxMemoryBytes leaves no room for a schedule of its replays (${SCHEDULE_BYTES} bytes a node), which the interpreter runs`;
     }
     // The schedule's region goes where the scratch area was: the guards and rows move after it.
     this.guardsAt = -1;
-    const built = this.run(() => this.core.buildSchedule(nInputs, count, scheduleLimits.minMispredicted));
+    if (outputs) {
+      // The roots of buildSchedule's pruning, marked in the adjoint region (it zeroes it after).
+      const adj = this.views.adj;
+      adj.fill(0, 0, count);
+      for (let k = 0; k < outputs.length; k++) adj[outputs[k]!] = 1;
+      for (const g of this.guardNodes) adj[g] = 1;
+      this.zeroed = NOT_ZEROED;
+    }
+    const built = this.run(() => this.core.buildSchedule(nInputs, count, scheduleLimits.minMispredicted, outputs ? 1 : 0));
     if (this.views.val.buffer !== this.core.memory.buffer) this.refreshViews();
     if (built === 0) {
       this.generated = 'scheduled';
@@ -375,10 +385,12 @@ export class WasmBackend implements Backend {
   }
 
   /** @internal Installs sweeps another core generated for the same tape (see `shipSweeps`). */
-  installShippedSweeps(sweeps: ShippedSweeps, nInputs: number, count: number, scheduleBudget = Infinity): void {
+  installShippedSweeps(
+    sweeps: ShippedSweeps, nInputs: number, count: number, outputs: ArrayLike<number>, scheduleBudget = Infinity, everyValue = false,
+  ): void {
     this.dropGeneratedSweeps();
     if (!sweeps.replay) {
-      this.generatedReason = `the main thread scheduled the tape; here ${this.schedule(nInputs, count, scheduleBudget)}`;
+      this.generatedReason = `the main thread scheduled the tape; here ${this.schedule(nInputs, count, scheduleBudget, everyValue ? null : outputs)}`;
       return;
     }
     this.installSweeps(sweeps.replay, 1);

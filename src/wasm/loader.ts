@@ -33,7 +33,7 @@ export interface CoreExports {
   sweepReverseTangent(top: number): void;
   scratch(bytes: number): number;
   countUses(from: number, to: number): number;
-  buildSchedule(nInputs: number, count: number, minMispredicted: number): number;
+  buildSchedule(nInputs: number, count: number, minMispredicted: number, pruneDead: number): number;
   dropSchedule(): void;
   nextLinks(lo: number, hi: number, at: number, size: number): void;
   planSegments(from: number, to: number, maxSlots: number, at: number, linkBytes: number, maxPeriod: number, chunk: number, outCap: number): number;
