@@ -406,7 +406,10 @@ function scheduleSweep(): void {
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
   ];
   const rows: [string, string[]][] = [
-    ...[100_000, 300_000, 1_000_000, 2_000_000].map((ops): [string, string[]] => [`straight, ${ops / 1000}k ops`, ['--case=straight', `--ops=${ops}`]]),
+    // The live variant by length: the bench's own tape leads nowhere from more of its nodes the
+    // longer it is (57% at 100k ops, nearly all at 1000k), which the schedule leaves out.
+    ['straight, 100k ops', ['--case=straight', '--ops=100000']],
+    ...[100_000, 300_000, 1_000_000, 2_000_000].map((ops): [string, string[]] => [`straight-live, ${ops / 1000}k ops`, ['--case=straight-live', `--ops=${ops}`]]),
     ...(['branchy', 'nested', 'gmm'] as const).map((id): [string, string[]] => [`${id}, forced`, [`--case=${id}`, '--max=0', '--force-schedule=1']]),
   ];
   lines.forEach((l) => console.log(l));
