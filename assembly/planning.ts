@@ -121,7 +121,7 @@ function linkNodes(from: i32, to: i32, lo: i32, hi: i32, at: usize, size: i32): 
 // @ts-ignore: decorator
 @inline function linksTableSize(nodes: i32): i32 {
   let size = 16;
-  while (size < 2 * nodes) size <<= 1;
+  while (size < nodes) size <<= 1;
   return size;
 }
 
