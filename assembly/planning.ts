@@ -177,17 +177,60 @@ function repetitions(pos: i32, period: i32, to: i32, failsUntil: usize, strides:
 export function planSegments(from: i32, to: i32, maxSlots: i32, at: usize, linkBytes: i32, maxPeriod: i32, chunk: i32, outCap: i32): i32 {
   for (let i = from; i < to; i++) if (opAt(i) == Op.Custom) return -1;
   prepareOperandCounts();
-  const span = chunk + 3 * maxPeriod;
-  const failsUntil = at + <usize>linkBytes;
-  const strides = failsUntil + ((<usize>(maxPeriod + 1) << 2) + 7 & ~7);
-  const out = strides + <usize>(12 * maxPeriod);
-  memory.fill(failsUntil, 0xff, <usize>(maxPeriod + 1) << 2);
-  let linksFrom = from, linksTo = min(to, from + span);
-  nextLinks(linksFrom, linksTo, at, linksTableSize(linksTo - linksFrom));
-  let window = at + (<usize>(linksTo - linksFrom) << 2);
+  searchTo = to;
+  searchMaxSlots = maxSlots;
+  searchAt = at;
+  searchMaxPeriod = maxPeriod;
+  searchChunk = chunk;
+  searchOutCap = outCap;
+  searchSpan = chunk + 3 * maxPeriod;
+  searchFailsUntil = at + <usize>linkBytes;
+  searchStrides = searchFailsUntil + ((<usize>(maxPeriod + 1) << 2) + 7 & ~7);
+  searchOut = searchStrides + <usize>(12 * maxPeriod);
+  memory.fill(searchFailsUntil, 0xff, <usize>(maxPeriod + 1) << 2);
+  searchLinksFrom = from;
+  searchLinksTo = min(to, from + searchSpan);
+  nextLinks(searchLinksFrom, searchLinksTo, at, linksTableSize(searchLinksTo - searchLinksFrom));
+  searchWindow = at + (<usize>(searchLinksTo - searchLinksFrom) << 2);
   budget = 64 * <i64>(to - from) + (1 << 20);
-  let segments = 0, slots = 0, runStart = from, pos = from;
-  while (pos < to) {
+  searchSegments = 0;
+  searchSlots = 0;
+  searchRunStart = from;
+  searchPos = from;
+  // In short calls, as the passes above: as one call, the search ran in V8's baseline code from
+  // start to end (the branchy loss's first compile: 6 ms of it against 2 warm).
+  while (searchPos < to) {
+    const found = searchUntil(searchPos + SEARCH_STEP);
+    if (found < 0) return found;
+  }
+  const segments = searchSegments, runStart = searchRunStart;
+  if (runStart < to) {
+    if (segments + 1 > outCap) return -2;
+    const p = searchOut + <usize>(12 * segments);
+    store<i32>(p, runStart); store<i32>(p, to - runStart, 4); store<i32>(p, 1, 8);
+    return segments + 1;
+  }
+  return segments;
+}
+
+/** Positions the search advances over per call of `searchUntil` (a loop found may take it past). */
+// @ts-ignore: decorator
+@inline const SEARCH_STEP: i32 = 4096;
+
+// The search's state between calls of searchUntil (a class instance would need the runtime).
+let searchTo = 0, searchMaxSlots = 0, searchMaxPeriod = 0, searchChunk = 0, searchOutCap = 0, searchSpan = 0;
+let searchAt: usize = 0, searchFailsUntil: usize = 0, searchStrides: usize = 0, searchOut: usize = 0, searchWindow: usize = 0;
+let searchLinksFrom = 0, searchLinksTo = 0, searchSegments = 0, searchSlots = 0, searchRunStart = 0, searchPos = 0;
+
+// The search from `searchPos` until it reaches `limit` or the end: 0, or -1 / -2 as planSegments.
+function searchUntil(limit: i32): i32 {
+  const to = searchTo, maxSlots = searchMaxSlots, at = searchAt, maxPeriod = searchMaxPeriod, chunk = searchChunk;
+  const outCap = searchOutCap, span = searchSpan, failsUntil = searchFailsUntil, strides = searchStrides, out = searchOut;
+  let linksFrom = searchLinksFrom, linksTo = searchLinksTo, window = searchWindow;
+  let segments = searchSegments, slots = searchSlots, runStart = searchRunStart, pos = searchPos;
+  const end = min(limit, to);
+  let result = 0;
+  while (pos < end) {
     let bestPeriod = 0, bestCount = 0;
     if (budget > 0) {
       if (pos >= linksFrom + chunk && linksTo < to) {
@@ -215,7 +258,7 @@ export function planSegments(from: i32, to: i32, maxSlots: i32, at: usize, linkB
     }
     // A loop pays off once it saves a few nodes of code (plan.ts says why).
     if (bestCount >= 3 && (bestCount - 1) * bestPeriod >= 16) {
-      if (segments + 2 > outCap) return -2;
+      if (segments + 2 > outCap) { result = -2; break; }
       if (runStart < pos) {
         const p = out + <usize>(12 * segments++);
         store<i32>(p, runStart); store<i32>(p, pos - runStart, 4); store<i32>(p, 1, 8);
@@ -228,14 +271,11 @@ export function planSegments(from: i32, to: i32, maxSlots: i32, at: usize, linkB
     } else {
       pos++;
     }
-    if (slots + (pos - runStart) > maxSlots) return -1;
+    if (slots + (pos - runStart) > maxSlots) { result = -1; break; }
   }
-  if (runStart < to) {
-    if (segments + 1 > outCap) return -2;
-    const p = out + <usize>(12 * segments++);
-    store<i32>(p, runStart); store<i32>(p, to - runStart, 4); store<i32>(p, 1, 8);
-  }
-  return segments;
+  searchLinksFrom = linksFrom; searchLinksTo = linksTo; searchWindow = window;
+  searchSegments = segments; searchSlots = slots; searchRunStart = runStart; searchPos = pos;
+  return result;
 }
 
 // @ts-ignore: decorator
