@@ -198,7 +198,9 @@ export function planSegments(from: i32, to: i32, maxSlots: i32, at: usize, linkB
   searchRunStart = from;
   searchPos = from;
   // In short calls, as the passes above: as one call, the search ran in V8's baseline code from
-  // start to end (the branchy loss's first compile: 6 ms of it against 2 warm).
+  // start to end (the branchy loss's first compile: 5-6 ms of it against 2 warm). With the link
+  // tables at one entry per node, the first search of that tape went from 5.1 to 4.5 ms (medians
+  // of 20 fresh processes each, alternating; bench/codegen-cliffs.ts --mode=phases).
   while (searchPos < to) {
     const found = searchUntil(searchPos + SEARCH_STEP);
     if (found < 0) return found;

@@ -52,9 +52,10 @@ export interface Links { strict: Int32Array; window: Int32Array }
 export type LinksOf = (lo: number, hi: number) => Links;
 
 /** Entries per hash table of `nextLinks` over `nodes` nodes (a power of two, at least one per
- *  node). Twice as many gave the same plans on the bench's tapes, and the branchy loss's first
- *  generation took 31.4 against 29.0 ms (medians of 8 fresh processes, alternating): its tables
- *  are fresh pages, each faulted in, and larger than the caches. */
+ *  node). Twice as many gave the same plans on the bench's tapes, but the tables are fresh pages,
+ *  each faulted in, and larger than the caches: the branchy loss's first loop search faulted in
+ *  770 pages against 512 now (with the core's search in short calls, 5.1 against 4.5 ms: medians
+ *  of 20 fresh processes each, alternating; its first call as a whole moved within the noise). */
 export function linksTableSize(nodes: number): number {
   return 1 << Math.max(4, Math.ceil(Math.log2(nodes)));
 }
