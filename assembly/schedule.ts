@@ -503,9 +503,10 @@ export function scheduledReverse(top: i32): void {
     if (p != 0) addF64At(gB, i32At(aB, v), g * p);
     // A unary node's pb is 0: its b (its a again) gets nothing, by adding -0, which changes no
     // adjoint, bit for bit. Which nodes are unary follows the data, so a branch on q mispredicts
-    // (the bench's non-periodic tape with every node live: 5.8-6.0 -> 5.3-5.4 ns/node), and an f64
-    // select measured the same as the branch (V8 branches for it). A unary node adds into its own
-    // operand's slot, so no chain through memory runs from node to node as through a sink slot.
+    // (the bench's non-periodic tape with every node live: 6.1 -> 5.5 ns/node, medians of 8
+    // fresh processes each), and an f64 select measured the same as the branch (V8 branches for
+    // it). A unary node adds into its own operand's slot, so no chain through memory runs from
+    // node to node as through a sink slot.
     const q = load<f64>(entry(pb, v));
     const keep = -<i64>(q != 0);
     addF64At(gB, i32At(bB, v), reinterpret<f64>((reinterpret<i64>(g * q) & keep) | (<i64>0x8000000000000000 & ~keep)));
