@@ -92,8 +92,9 @@ export function normwiseError(g: ArrayLike<number>, ref: ArrayLike<number>): { e
 }
 
 export interface GradcheckOptions extends FiniteDifferenceOptions {
-  /** Backend to record on (default 'wasm'; the core must be loaded: `await init()`). */
-  backend?: BackendKind;
+  /** Backend to record on (default 'wasm'; the core must be loaded: `await init()`), 'js', or
+   *  'auto' (wasm where the runtime has WebAssembly, else js). */
+  backend?: BackendKind | 'auto';
   /** Largest normwise error accepted (default 1e-7). */
   tolerance?: number;
   /** Throw a TapegradError (code 'GRADCHECK_FAILED') describing the worst component instead of
@@ -132,7 +133,7 @@ export function gradcheck(f: (x: never) => ScalarOutput, x: number | ArrayLike<n
   }
   const scalarInput = typeof x === 'number';
   if (!scalarInput && !isArrayLike(x)) throw new NotANumberError(`gradcheck: x must be a number or an array of numbers, got ${describe(x)}`);
-  const tape = createTapeSync({ backend: options.backend ?? 'wasm' });
+  const tape = createTapeSync({ backend: options.backend });
   const record = (point: ArrayLike<number>): { inputs: (Var | Vec)[]; output: Var } => {
     const { inputs, arg } = recordOn(tape, scalarInput ? point[0]! : point, options, 'gradcheck');
     return { inputs, output: asVar(tape, (f as (x: unknown) => unknown)(arg), 'gradcheck: the function') };

@@ -3,7 +3,7 @@
 // the engine, with no JS work per node. Comparisons whose values the function read while
 // recording are guards: a replay where one comes out the other way re-records (or throws).
 import type { BackendKind } from './backend.ts';
-import { createTapeSync } from './create.ts';
+import { createTapeSync, resolveBackend } from './create.ts';
 import { BranchChangedError, NotANumberError, TapegradError, checkOut, describe, isArrayLike } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, Op, opNameOf } from './ops.ts';
 import { BACKEND_RULE, CODEGEN_RULE, checkOptions } from './options.ts';
@@ -31,8 +31,9 @@ export interface CompileOptions {
   /** Throw NonFiniteError at the first NaN or ±Infinity a replay produces (value or adjoint),
    *  naming the op and the node, as `createTape({ checkNaN: true })`. Batches then run row by row. */
   checkNaN?: boolean;
-  /** Engine: 'wasm' (default; `await init()` first) or 'js'. */
-  backend?: BackendKind;
+  /** Engine: 'wasm' (default; `await init()` first), 'js', or 'auto' (wasm where the runtime has
+   *  WebAssembly, else js). */
+  backend?: BackendKind | 'auto';
   /** Throw BranchChangedError instead of re-recording when a guard fails. */
   strict?: boolean;
   /** Where to record; by default, at the inputs of the first call. */
@@ -683,7 +684,7 @@ export function compile(f: CompilableFunction | VectorCompilableFunction, option
   const n = options?.inputs;
   if (!Number.isInteger(n) || n < 1) throw new TapegradError('INVALID_ARGUMENT', `compile needs { inputs: n } with n >= 1, got ${describe(n)}`);
   const compiled = new CompiledFunction(
-    f, n, options.backend ?? 'wasm', options.strict ?? false, null, options.simd ?? true, null, options.codegen ?? true, options.vector === true,
+    f, n, resolveBackend(options.backend), options.strict ?? false, null, options.simd ?? true, null, options.codegen ?? true, options.vector === true,
     options.checkNaN === true,
   );
   if (options.at) {

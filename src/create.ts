@@ -17,11 +17,16 @@ const TAPE_OPTIONS = { backend: ['wasm', 'js', 'auto'], maxNodes: 'number', maxM
 function resolveKind(options: TapeOptions): BackendKind {
   checkOptions(options, 'createTape', TAPE_OPTIONS);
   const requested = options.backend ?? 'wasm';
-  if (requested === 'auto') return wasmAvailable() ? 'wasm' : 'js';
-  if (requested !== 'wasm' && requested !== 'js') {
+  if (requested !== 'wasm' && requested !== 'js' && requested !== 'auto') {
     throw new TapegradError('INVALID_ARGUMENT', `backend must be 'wasm', 'js' or 'auto', got ${String(requested)}`);
   }
-  return requested;
+  return resolveBackend(requested);
+}
+
+/** @internal The engine a `backend` option names (already checked): 'auto' is wasm where the
+ *  runtime has WebAssembly, else js; the default is wasm. */
+export function resolveBackend(backend: BackendKind | 'auto' | undefined): BackendKind {
+  return backend === 'auto' ? (wasmAvailable() ? 'wasm' : 'js') : backend ?? 'wasm';
 }
 
 export interface InitOptions {

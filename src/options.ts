@@ -34,5 +34,5 @@ function accepts(rule: Rule, value: unknown): boolean {
   }
 }
 
-export const BACKEND_RULE = ['wasm', 'js'] as const;
+export const BACKEND_RULE = ['wasm', 'js', 'auto'] as const;
 export const CODEGEN_RULE = [true, false, 'require'] as const;

@@ -34,7 +34,7 @@
 // the core read outside the tape.
 import type { BackendKind } from './backend.ts';
 import { CompiledFunction, type Recording } from './compile.ts';
-import { createTapeSync } from './create.ts';
+import { createTapeSync, resolveBackend } from './create.ts';
 import type { TapeLimits } from './tape.ts';
 import { FormatError, TapegradError, describe } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, Op, SCALAR_OP_TABLE, nodeKind, opNameOf, type NodeKind } from './ops.ts';
@@ -119,8 +119,9 @@ export function toBytes(compiled: CompiledFunction): Uint8Array {
 }
 
 export interface FromBytesOptions {
-  /** Engine to replay on (default 'wasm'; `await init()` first). */
-  backend?: BackendKind;
+  /** Engine to replay on (default 'wasm'; `await init()` first), 'js', or 'auto' (wasm where the
+   *  runtime has WebAssembly, else js). */
+  backend?: BackendKind | 'auto';
   /** Limits for the loaded tape, as `createTape`'s: bytes from elsewhere may describe a tape far
    *  larger than themselves (an outer product of two short vectors), and past a limit loading
    *  throws CapacityError instead of taking the memory. */
@@ -138,7 +139,7 @@ export function fromBytes(bytes: Uint8Array, options: FromBytesOptions = {}): Co
   checkOptions(options, 'fromBytes', { backend: BACKEND_RULE, maxNodes: 'number', maxMemoryBytes: 'number', checkNaN: 'boolean' });
   const { maxNodes, maxMemoryBytes } = options;
   const limits = { ...(maxNodes === undefined ? {} : { maxNodes }), ...(maxMemoryBytes === undefined ? {} : { maxMemoryBytes }) };
-  return loadBytes(bytes, options.backend ?? 'wasm', null, true, limits, options.checkNaN === true);
+  return loadBytes(bytes, resolveBackend(options.backend), null, true, limits, options.checkNaN === true);
 }
 
 /** @internal `fromBytes`, installing sweeps another core generated for this tape (see

@@ -2,7 +2,7 @@
 // sweeps over it (reverse for gradients and VJPs, tangent for JVPs, tangent + reverse for
 // Hessian-vector products). Nothing here uses finite differences.
 import type { BackendKind } from './backend.ts';
-import { createTapeSync } from './create.ts';
+import { createTapeSync, resolveBackend } from './create.ts';
 import { NotANumberError, ShapeError, TapegradError, describe, isArrayLike } from './errors.ts';
 import { Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
@@ -25,8 +25,9 @@ type AnyInputFunction<O> = ((x: Var) => O) | ((x: Var[]) => O) | ((x: Vec) => O)
 export type RuntimeVector<O extends { vector?: boolean }> = 'vector' extends keyof O ? (boolean extends O['vector'] ? O : never) : never;
 
 export interface TransformOptions {
-  /** Engine to record on: 'wasm' (default; call `await init()` once first) or 'js'. */
-  backend?: BackendKind;
+  /** Engine to record on: 'wasm' (default; call `await init()` once first), 'js', or 'auto' (wasm
+   *  where the runtime has WebAssembly, else js). */
+  backend?: BackendKind | 'auto';
   /** Pass an array input to f as one Vec (one node, vector ops) instead of a Var[]. */
   vector?: boolean;
 }
@@ -55,7 +56,7 @@ const pools: Record<BackendKind, Tape[]> = { wasm: [], js: [] };
 const TRANSFORM_OPTIONS = { backend: BACKEND_RULE, vector: 'boolean' } as const;
 
 function withTape<T>(options: TransformOptions | undefined, body: (tape: Tape) => T): T {
-  const kind = options?.backend ?? 'wasm';
+  const kind = resolveBackend(options?.backend);
   const tape = (Object.hasOwn(pools, kind) ? pools[kind].pop() : undefined) ?? createTapeSync({ backend: kind });
   try {
     tape.reset();

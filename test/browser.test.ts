@@ -316,6 +316,10 @@ describe('browser suite', () => {
       expect(auto.backend).toBe('js');
       expect(auto.grad[0]).toBe(5.5);
       expect(auto.grad[1]).toBeCloseTo(2 - Math.cos(5), 14);
+      const transforms = r.autoTransforms as { grad: number[]; compiled: number[]; compiledBackend: string };
+      expect(transforms.grad).toEqual(auto.grad);
+      expect(transforms.compiled).toEqual(auto.grad);
+      expect(transforms.compiledBackend).toBe('js');
       const fallback = r.default as { threw: boolean; isTapegradError: boolean; name: string; message: string };
       expect(fallback.threw, 'the default backend must not fall back').toBe(true);
       expect(fallback, `${fallback.name}: ${fallback.message}`).toMatchObject({ isTapegradError: true });

@@ -44,10 +44,31 @@ describe('options', () => {
   it('values outside their set are refused (jacobian mode, backends, flags)', () => {
     // The example: mode 'bogus' used to run the auto mode silently.
     expectInvalid(() => jacobian((x: Var[]) => [x[0]!.mul(2), x[1]!], [1, 2], { mode: 'bogus' as 'auto' }), /^jacobian: option 'mode' must be one of 'auto', 'forward', 'reverse', got the string "bogus"/);
-    expectInvalid(() => compile(f, { inputs: 2, backend: 'gpu' as 'js' }), /option 'backend' must be one of 'wasm', 'js'/);
+    expectInvalid(() => compile(f, { inputs: 2, backend: 'gpu' as 'js' }), /option 'backend' must be one of 'wasm', 'js', 'auto'/);
+    expectInvalid(() => grad(f, { backend: 'webgpu' as 'js' }), /^grad: option 'backend' must be one of 'wasm', 'js', 'auto'/);
     expectInvalid(() => compile(f, { inputs: 2, strict: 'yes' as unknown as boolean }), /option 'strict' must be a boolean, got the string "yes"/);
     expectInvalid(() => valueAndGrad(f, { vector: 1 as unknown as boolean }), /option 'vector' must be a boolean, got number 1/);
     expectInvalid(() => compile(f, 'fast' as never), /^compile: options must be an object/);
+  });
+
+  it("backend 'auto' is taken wherever a backend is: wasm where the runtime has WebAssembly (here), as createTape's", async () => {
+    const x = [0.7, -1.3];
+    const same = (a: ArrayLike<number>, b: ArrayLike<number>): void => expect(Array.from(a)).toEqual(Array.from(b));
+    same(grad(f, { backend: 'auto' })(x), grad(f)(x));
+    same(valueAndGrad(f, { backend: 'auto' })(x)[1], grad(f)(x));
+    same(vjp(f, x, [2], { backend: 'auto' }), vjp(f, x, [2]));
+    same(jvp(f, x, [1, 0], { backend: 'auto' }), jvp(f, x, [1, 0]));
+    same(hvp(f, x, [1, 0], { backend: 'auto' }), hvp(f, x, [1, 0]));
+    same(hessian(f, x, { backend: 'auto' }).data, hessian(f, x).data);
+    same(jacobian((v: Var[]) => [v[0]!.mul(v[1]!)], x, { backend: 'auto' }).data, jacobian((v: Var[]) => [v[0]!.mul(v[1]!)], x).data);
+    expect(gradcheck(f, x, { backend: 'auto' }).ok).toBe(true);
+    const compiled = compile(f, { inputs: 2, backend: 'auto', at: x });
+    expect(compiled.recorded!.tape.backend).toBe('wasm');
+    same(compiled.gradient(x), grad(f)(x));
+    const loaded = fromBytes(compiled.toBytes(), { backend: 'auto' });
+    expect(loaded.recorded!.tape.backend).toBe('wasm');
+    same(loaded.gradient(x), grad(f)(x));
+    expect((await createTape({ backend: 'auto' })).backend).toBe('wasm');
   });
 
   it('known options still work, and undefined values are as if absent', () => {

@@ -268,6 +268,13 @@ describe('worker crashes and closing', () => {
     await expect(createPool({ threads: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     await expect(createPool({ backend: 'gpu' as 'js' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     await expect(createPool({ thread: 2 } as never)).rejects.toThrow(/unknown option 'thread'/);
+    // 'auto', as createTape's: Node has WebAssembly, so the workers run the core.
+    const auto = await createPool({ threads: 1, backend: 'auto' });
+    try {
+      expect(auto.backend).toBe('wasm');
+    } finally {
+      await auto.close();
+    }
   });
 });
 

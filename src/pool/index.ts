@@ -3,7 +3,7 @@
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { CompiledFunction, checkRows, toFloat64 } from '../compile.ts';
-import { coreModule } from '../create.ts';
+import { coreModule, resolveBackend } from '../create.ts';
 import { TapegradError, checkOut, describe } from '../errors.ts';
 import { checkOptions } from '../options.ts';
 import { fromBytes, loadBytes } from '../serialize.ts';
@@ -14,14 +14,15 @@ export interface PoolOptions {
   /** Worker threads (default: the machine's available parallelism). They start with the pool
    *  and stay until `close()`. */
   threads?: number;
-  /** Engine in the workers: 'wasm' (default) or 'js' (the pure-JS mode). */
-  backend?: 'wasm' | 'js';
+  /** Engine in the workers: 'wasm' (default), 'js' (the pure-JS mode), or 'auto' (wasm where the
+   *  runtime has WebAssembly, else js). */
+  backend?: 'wasm' | 'js' | 'auto';
   /** A batch is split into at most one part per thread, and never into parts of fewer rows than
    *  this (default 1024): below it, posting a task costs more than the rows. */
   minRowsPerTask?: number;
 }
 
-const POOL_OPTIONS = { threads: 'number', backend: ['wasm', 'js'], minRowsPerTask: 'number' } as const;
+const POOL_OPTIONS = { threads: 'number', backend: ['wasm', 'js', 'auto'], minRowsPerTask: 'number' } as const;
 
 /** A Float64Array over a SharedArrayBuffer: fill batch inputs into one and the workers read them
  *  where they are. */
@@ -49,7 +50,7 @@ export async function createPool(options: PoolOptions = {}): Promise<GradientPoo
   if (!Number.isInteger(threads) || threads < 1) throw new TapegradError('INVALID_ARGUMENT', `createPool: threads must be an integer >= 1, got ${describe(threads)}`);
   const minRows = options.minRowsPerTask ?? 1024;
   if (!Number.isInteger(minRows) || minRows < 1) throw new TapegradError('INVALID_ARGUMENT', `createPool: minRowsPerTask must be an integer >= 1, got ${describe(minRows)}`);
-  const backend = options.backend ?? 'wasm';
+  const backend = resolveBackend(options.backend);
   const data: WorkerData = { backend, module: backend === 'wasm' ? await coreModule() : null };
   return new GradientPool(threads, backend, minRows, data);
 }

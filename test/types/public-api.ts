@@ -88,6 +88,13 @@ const wrongValue: number = compile((x) => [x[0]!], { inputs: 1 }).value([1]);
 // @ts-expect-error: nor a scalar function's an array
 const wrongArray: Float64Array = compile((x) => x[0]!.sin(), { inputs: 1 }).value([1]);
 
+// 'auto' is a backend wherever one is taken, as createTape's; other strings are not.
+const autoGrad: Float64Array = grad((x: Var[]) => x[0]!.exp(), { backend: 'auto' })([1]);
+const autoCompiled: CompiledFunction = compile((x) => x[0]!.sin(), { inputs: 1, backend: 'auto' });
+const autoCheck: GradcheckResult = gradcheck((x: Var[]) => x[0]!.exp(), [1], { backend: 'auto' });
+// @ts-expect-error: no such backend
+grad((x: Var[]) => x[0]!.exp(), { backend: 'gpu' });
+
 // The Tape API keeps Vars.
 const tapeSelected: Var = tape.select(a.lt(b), a, b);
 const tapeVec: Vec = tape.select(v.gt(0), v, 0);
@@ -96,5 +103,5 @@ export const used = [
   selected, selectedMixed, selectedNumber, selectedVec, product, productNumber, sine, larger, notANumber, notAVar, g1, g2,
   g3, vg, check, checkScalar, checkVec, vjpResult, jvpResult, jac, hv, hess, fd, fdScalar, scalarValue, intoOut,
   constantValue, vectorValue, vecValue, vecScalarValue, wrongValue, wrongArray, tapeSelected, tapeVec,
-  anyForm, anyJacobian, anyHessian, anyCheck, anyCompiled,
+  anyForm, anyJacobian, anyHessian, anyCheck, anyCompiled, autoGrad, autoCompiled, autoCheck,
 ];
