@@ -205,7 +205,9 @@ export class WasmBackend implements Backend {
     // The schedule's region goes where the scratch area was: the guards and rows move after it.
     this.guardsAt = -1;
     if (outputs) {
-      // The roots of buildSchedule's pruning, marked in the adjoint region (it zeroes it after).
+      // The roots of buildSchedule's pruning, marked in the adjoint region (it zeroes it after),
+      // through views of the memory as it is now (the planner's scratch may have grown it).
+      if (this.views.val.buffer !== this.core.memory.buffer) this.refreshViews();
       const adj = this.views.adj;
       adj.fill(0, 0, count);
       for (let k = 0; k < outputs.length; k++) adj[outputs[k]!] = 1;
