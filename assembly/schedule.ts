@@ -200,10 +200,11 @@ function build(nInputs: i32, count: i32, minMispredicted: i32, pruneDead: bool):
   return 0;
 }
 
-// Counts the computed nodes of [from, to), notes a custom or vector node, and runs the predictor of each op from the
-// three before it (how often the interpreter's jump would mispredict: where it rarely does, on a
-// tape of loops even one too long to fold, the jump costs little and the schedule's stored
-// partials only add traffic, the nested tape 4.8 -> 5.8 ns/node and GMM 4.3 -> 5.0 when forced).
+// Counts the computed nodes of [from, to), notes a custom or vector node, and runs the predictor
+// of each op from the three before it (how often the interpreter's jump would mispredict: where it
+// rarely does, on a tape of loops even one too long to fold, the jump costs little and the
+// schedule's stored partials only add traffic, the nested tape 4.8 -> 5.8 ns/node and GMM 4.3 ->
+// 5.0 when forced).
 function survey(from: i32, to: i32): void {
   for (let i = from; i < to; i++) {
     const op = opAt(i);
