@@ -35,7 +35,7 @@
 //   separate arrays); the targets are the tape's own operands, but for a select's;
 //   then the forward order i32×n, the reverse list i32×m (node ids, descending), and the runs
 //   (op, end) i32×2 × ≤ n
-import { Op, forwardRuleCall, partialsCall, partialZ } from './ops';
+import { Op, forwardRule, forwardRuleCall, partials, partialsCall, partialZ } from './ops';
 import {
   valBase, adjBase, aBase, bBase, tanBase, f64At, setF64At, addF64At, i32At, argA, argB, opAt, scratch, scheduleBase,
   setScheduleBytes,
@@ -427,9 +427,25 @@ export function scheduledForward(): void {
         }
         break;
       }
+      case Op.Abs: { k = unaryRun(Op.Abs, k, end, pa, order); break; }
+      case Op.Sqrt: { k = unaryRun(Op.Sqrt, k, end, pa, order); break; }
       default: k = forwardRun(op, k, end, pa, pb, order);
     }
   }
+}
+
+// A run of a unary op known here: its rules inlined (no call and no switch per node).
+// @ts-ignore: decorator
+@inline function unaryRun(op: i32, k: i32, end: i32, pa: usize, order: usize): i32 {
+  const vB = valBase, aB = aBase;
+  for (; k < end; k++) {
+    const i = i32At(order, k);
+    const x = f64At(vB, i32At(aB, i));
+    const y = forwardRule(op, x, x);
+    setF64At(vB, i, y);
+    store<f64>(entry(pa, i), partials(op, x, x, y));
+  }
+  return k;
 }
 
 // Any other op: the rules' own switches, which see one op for the whole run.
