@@ -128,7 +128,6 @@ let pruning = false;
  *  out every node none of those depends on, whose value no replay reads and whose adjoint stays
  *  zero (the interpreter skips it in every reverse sweep). The adjoints are zero again on return. */
 export function buildSchedule(nInputs: i32, count: i32, minMispredicted: i32, pruneDead: i32): i32 {
-  pruning = false;
   const built = build(nInputs, count, minMispredicted, pruneDead != 0);
   if (pruneDead) memory.fill(adjBase, 0, <usize>count << 3);
   pruning = false;

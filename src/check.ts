@@ -1,5 +1,5 @@
 // Finite differences and the gradient checker (like torch.autograd.gradcheck, jax check_grads).
-import type { BackendKind } from './backend.ts';
+import type { BackendChoice } from './backend.ts';
 import { createTapeSync } from './create.ts';
 import { MissingRuleError, NotANumberError, TapegradError, describe, isArrayLike } from './errors.ts';
 import type { Tape, Var } from './tape.ts';
@@ -92,9 +92,8 @@ export function normwiseError(g: ArrayLike<number>, ref: ArrayLike<number>): { e
 }
 
 export interface GradcheckOptions extends FiniteDifferenceOptions {
-  /** Backend to record on (default 'wasm'; the core must be loaded: `await init()`), 'js', or
-   *  'auto' (wasm where the runtime has WebAssembly, else js). */
-  backend?: BackendKind | 'auto';
+  /** Backend to record on (default 'wasm'; the core must be loaded: `await init()`), see BackendChoice. */
+  backend?: BackendChoice;
   /** Largest normwise error accepted (default 1e-7). */
   tolerance?: number;
   /** Throw a TapegradError (code 'GRADCHECK_FAILED') describing the worst component instead of

@@ -2,7 +2,7 @@
 // on a tape of its own; every later call writes new inputs into the tape and runs the sweeps in
 // the engine, with no JS work per node. Comparisons whose values the function read while
 // recording are guards: a replay where one comes out the other way re-records (or throws).
-import type { BackendKind } from './backend.ts';
+import type { BackendChoice, BackendKind } from './backend.ts';
 import { createTapeSync, resolveBackend } from './create.ts';
 import { BranchChangedError, NotANumberError, TapegradError, checkOut, describe, isArrayLike } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, Op, opNameOf } from './ops.ts';
@@ -31,9 +31,8 @@ export interface CompileOptions {
   /** Throw NonFiniteError at the first NaN or ±Infinity a replay produces (value or adjoint),
    *  naming the op and the node, as `createTape({ checkNaN: true })`. Batches then run row by row. */
   checkNaN?: boolean;
-  /** Engine: 'wasm' (default; `await init()` first), 'js', or 'auto' (wasm where the runtime has
-   *  WebAssembly, else js). */
-  backend?: BackendKind | 'auto';
+  /** Engine (default 'wasm'; `await init()` first), see BackendChoice. */
+  backend?: BackendChoice;
   /** Throw BranchChangedError instead of re-recording when a guard fails. */
   strict?: boolean;
   /** Where to record; by default, at the inputs of the first call. */

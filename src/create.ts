@@ -1,6 +1,6 @@
-import type { Backend, BackendKind } from './backend.ts';
+import type { Backend, BackendChoice, BackendKind } from './backend.ts';
 import { TapegradError } from './errors.ts';
-import { checkOptions } from './options.ts';
+import { BACKEND_RULE, checkOptions } from './options.ts';
 import { JsBackend } from './js/backend.ts';
 import { Tape, type TapeLimits } from './tape.ts';
 import { WasmBackend, loadCodegen } from './wasm/backend.ts';
@@ -9,23 +9,19 @@ import { adoptCoreModule, coreModuleIfLoaded, loadCoreModule, wasmAvailable } fr
 export interface TapeOptions extends TapeLimits {
   /** 'wasm' (default), 'js' (the pure-JS mode), or 'auto': wasm where the runtime has
    *  WebAssembly, else js. Only 'auto' ever falls back. */
-  backend?: BackendKind | 'auto';
+  backend?: BackendChoice;
 }
 
-const TAPE_OPTIONS = { backend: ['wasm', 'js', 'auto'], maxNodes: 'number', maxMemoryBytes: 'number', checkNaN: 'boolean' } as const;
+const TAPE_OPTIONS = { backend: BACKEND_RULE, maxNodes: 'number', maxMemoryBytes: 'number', checkNaN: 'boolean' } as const;
 
 function resolveKind(options: TapeOptions): BackendKind {
   checkOptions(options, 'createTape', TAPE_OPTIONS);
-  const requested = options.backend ?? 'wasm';
-  if (requested !== 'wasm' && requested !== 'js' && requested !== 'auto') {
-    throw new TapegradError('INVALID_ARGUMENT', `backend must be 'wasm', 'js' or 'auto', got ${String(requested)}`);
-  }
-  return resolveBackend(requested);
+  return resolveBackend(options.backend);
 }
 
 /** @internal The engine a `backend` option names (already checked): 'auto' is wasm where the
  *  runtime has WebAssembly, else js; the default is wasm. */
-export function resolveBackend(backend: BackendKind | 'auto' | undefined): BackendKind {
+export function resolveBackend(backend: BackendChoice | undefined): BackendKind {
   return backend === 'auto' ? (wasmAvailable() ? 'wasm' : 'js') : backend ?? 'wasm';
 }
 

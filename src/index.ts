@@ -2,7 +2,7 @@
 export { createTape, createTapeSync, init, coreModule, type TapeOptions, type InitOptions } from './create.ts';
 export { Tape, Var, HandleApi, type Operand, type TapeLimits } from './tape.ts';
 export { Vec, VectorHandleApi, broadcastShapes, type VecOperand, type Shape } from './vector.ts';
-export type { BackendKind } from './backend.ts';
+export type { BackendKind, BackendChoice } from './backend.ts';
 export {
   TapegradError, StaleHandleError, ForeignHandleError, InvalidHandleError, NotANumberError,
   CapacityError, BranchChangedError, FormatError, NonFiniteError, MissingRuleError, ShapeError,

@@ -32,7 +32,7 @@
 // operands before their node and of the right kind, carriers where their node expects them,
 // every vector length consistent with its op: see checkVectorNode), so no byte string can make
 // the core read outside the tape.
-import type { BackendKind } from './backend.ts';
+import type { BackendChoice, BackendKind } from './backend.ts';
 import { CompiledFunction, type Recording } from './compile.ts';
 import { createTapeSync, resolveBackend } from './create.ts';
 import type { TapeLimits } from './tape.ts';
@@ -119,9 +119,8 @@ export function toBytes(compiled: CompiledFunction): Uint8Array {
 }
 
 export interface FromBytesOptions {
-  /** Engine to replay on (default 'wasm'; `await init()` first), 'js', or 'auto' (wasm where the
-   *  runtime has WebAssembly, else js). */
-  backend?: BackendKind | 'auto';
+  /** Engine to replay on (default 'wasm'; `await init()` first), see BackendChoice. */
+  backend?: BackendChoice;
   /** Limits for the loaded tape, as `createTape`'s: bytes from elsewhere may describe a tape far
    *  larger than themselves (an outer product of two short vectors), and past a limit loading
    *  throws CapacityError instead of taking the memory. */

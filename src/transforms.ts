@@ -1,7 +1,7 @@
 // Function transforms in the style of JAX: each records the user's function on a tape and runs
 // sweeps over it (reverse for gradients and VJPs, tangent for JVPs, tangent + reverse for
 // Hessian-vector products). Nothing here uses finite differences.
-import type { BackendKind } from './backend.ts';
+import type { BackendChoice, BackendKind } from './backend.ts';
 import { createTapeSync, resolveBackend } from './create.ts';
 import { NotANumberError, ShapeError, TapegradError, describe, isArrayLike } from './errors.ts';
 import { Var, type Tape } from './tape.ts';
@@ -25,9 +25,8 @@ type AnyInputFunction<O> = ((x: Var) => O) | ((x: Var[]) => O) | ((x: Vec) => O)
 export type RuntimeVector<O extends { vector?: boolean }> = 'vector' extends keyof O ? (boolean extends O['vector'] ? O : never) : never;
 
 export interface TransformOptions {
-  /** Engine to record on: 'wasm' (default; call `await init()` once first), 'js', or 'auto' (wasm
-   *  where the runtime has WebAssembly, else js). */
-  backend?: BackendKind | 'auto';
+  /** Engine to record on (default 'wasm'; call `await init()` once first), see BackendChoice. */
+  backend?: BackendChoice;
   /** Pass an array input to f as one Vec (one node, vector ops) instead of a Var[]. */
   vector?: boolean;
 }

@@ -5,8 +5,9 @@ import { Piscina } from 'piscina';
 import { CompiledFunction, checkRows, toFloat64 } from '../compile.ts';
 import { coreModule, resolveBackend } from '../create.ts';
 import { TapegradError, checkOut, describe } from '../errors.ts';
-import { checkOptions } from '../options.ts';
+import { BACKEND_RULE, checkOptions } from '../options.ts';
 import { fromBytes, loadBytes } from '../serialize.ts';
+import type { BackendChoice } from '../backend.ts';
 import type { GeneratedSweeps, ShippedSweeps } from '../wasm/backend.ts';
 import { reviveError, type BatchMethod, type Registration, type Reply, type Task, type WorkerData } from './protocol.ts';
 
@@ -14,15 +15,14 @@ export interface PoolOptions {
   /** Worker threads (default: the machine's available parallelism). They start with the pool
    *  and stay until `close()`. */
   threads?: number;
-  /** Engine in the workers: 'wasm' (default), 'js' (the pure-JS mode), or 'auto' (wasm where the
-   *  runtime has WebAssembly, else js). */
-  backend?: 'wasm' | 'js' | 'auto';
+  /** Engine in the workers (default 'wasm'), see BackendChoice. */
+  backend?: BackendChoice;
   /** A batch is split into at most one part per thread, and never into parts of fewer rows than
    *  this (default 1024): below it, posting a task costs more than the rows. */
   minRowsPerTask?: number;
 }
 
-const POOL_OPTIONS = { threads: 'number', backend: ['wasm', 'js', 'auto'], minRowsPerTask: 'number' } as const;
+const POOL_OPTIONS = { threads: 'number', backend: BACKEND_RULE, minRowsPerTask: 'number' } as const;
 
 /** A Float64Array over a SharedArrayBuffer: fill batch inputs into one and the workers read them
  *  where they are. */
