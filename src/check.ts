@@ -39,8 +39,16 @@ export function finiteDifferenceGradient(
   return stencil(f as (x: Float64Array) => number, x, options);
 }
 
+/** The step for component k at value x, checked. */
+function stepAt(options: FiniteDifferenceOptions, x: number, k: number): number {
+  const h = (options.step ?? DEFAULT_STEP)(x, k);
+  if (!(typeof h === 'number' && h > 0 && h < Infinity)) {
+    throw new TapegradError('INVALID_ARGUMENT', `finiteDifferenceGradient: step(${x}, ${k}) must return a finite positive number, got ${typeof h === 'number' ? h : describe(h)}`);
+  }
+  return h;
+}
+
 function stencil(f: (x: Float64Array) => number, x: ArrayLike<number>, options: FiniteDifferenceOptions): Float64Array {
-  const step = options.step ?? DEFAULT_STEP;
   if (!isArrayLike(x)) throw new NotANumberError(`finiteDifferenceGradient: the point must be a number or an array of numbers, got ${describe(x)}`);
   for (let k = 0; k < x.length; k++) {
     if (typeof x[k] !== 'number') throw new NotANumberError(`finiteDifferenceGradient: entry ${k} of the point must be a number, got ${describe(x[k])}`);
@@ -49,10 +57,7 @@ function stencil(f: (x: Float64Array) => number, x: ArrayLike<number>, options: 
   const out = new Float64Array(point.length);
   for (let k = 0; k < point.length; k++) {
     const xk = point[k]!;
-    const h = step(xk, k);
-    if (!(typeof h === 'number' && h > 0 && h < Infinity)) {
-      throw new TapegradError('INVALID_ARGUMENT', `finiteDifferenceGradient: step(${xk}, ${k}) must return a finite positive number, got ${typeof h === 'number' ? h : describe(h)}`);
-    }
+    const h = stepAt(options, xk, k);
     let sum = 0;
     for (const [j, c] of STENCIL) {
       point[k] = xk + j * h;
@@ -101,6 +106,10 @@ export interface GradcheckOptions extends FiniteDifferenceOptions {
   raise?: boolean;
   /** Pass an array x to f as one Vec instead of a Var[]. */
   vector?: boolean;
+  /** 2 also checks second order, as jax's check_grads(order=2) or torch's gradgradcheck: the
+   *  tape's Hessian-vector product along a fixed direction (forward over reverse, so custom rules'
+   *  jvp and vjpTangent) against central differences of the tape gradient along it. Default 1. */
+  order?: 1 | 2;
 }
 
 export interface GradcheckResult {
@@ -115,6 +124,9 @@ export interface GradcheckResult {
   worst: number;
   analytic: Float64Array;
   numeric: Float64Array;
+  /** With `order: 2`, the normwise error of H·t (the tape's hvp along the direction t of
+   *  dualityError) against the central differences of the gradient along t; NaN with order 1. */
+  secondOrderError: number;
 }
 
 /** Records `f` at `x`, differentiates it on the tape and compares with finite differences. `f`
@@ -126,7 +138,7 @@ export function gradcheck(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, o
 export function gradcheck<O extends GradcheckOptions>(f: ((x: Var) => ScalarOutput) | ((x: Var[]) => ScalarOutput) | ((x: Vec) => ScalarOutput), x: number | ArrayLike<number>, options: O & RuntimeVector<O>): GradcheckResult;
 export function gradcheck(f: (x: never) => ScalarOutput, x: number | ArrayLike<number>, options: GradcheckOptions = {}): GradcheckResult {
   checkFunction(f, 'gradcheck');
-  checkOptions(options, 'gradcheck', { backend: BACKEND_RULE, tolerance: 'number', raise: 'boolean', vector: 'boolean', step: 'function' });
+  checkOptions(options, 'gradcheck', { backend: BACKEND_RULE, tolerance: 'number', raise: 'boolean', vector: 'boolean', step: 'function', order: [1, 2] });
   if (options?.tolerance !== undefined && !(options.tolerance >= 0)) {
     throw new TapegradError('INVALID_ARGUMENT', `gradcheck: tolerance must be a number >= 0, got ${options.tolerance}`);
   }
@@ -157,17 +169,54 @@ export function gradcheck(f: (x: never) => ScalarOutput, x: number | ArrayLike<n
     : forward === reverse || (Number.isNaN(forward) && Number.isNaN(reverse)) ? 0
     : Math.abs(forward - reverse) / Math.max(1, Math.abs(forward));
   const tolerance = options.tolerance ?? 1e-7;
-  const ok = error <= tolerance && !(dualityError > 1e-12);
+  // Order 2 asks for the tangent sweep and vjpTangent by name: a custom rule without them throws
+  // its MissingRuleError here rather than passing unchecked.
+  const second = options.order === 2 ? checkSecondOrder(tape, record, point, direction, inputs, output, options) : undefined;
+  const secondOrderError = second?.error ?? NaN;
+  const ok = error <= tolerance && !(dualityError > 1e-12) && !(secondOrderError > tolerance);
   if (!ok && options.raise) {
     throw new TapegradError(
       'GRADCHECK_FAILED',
       error > tolerance
         ? `gradcheck failed: normwise error ${error.toExponential(3)} at input ${worst} ` +
             `(analytic ${analytic[worst]}, finite difference ${numeric[worst]})`
-        : `gradcheck failed: the tangent sweep disagrees with the reverse sweep (<J t, 1> = ${forward}, <t, Jᵀ1> = ${reverse})`,
+        : dualityError > 1e-12
+          ? `gradcheck failed: the tangent sweep disagrees with the reverse sweep (<J t, 1> = ${forward}, <t, Jᵀ1> = ${reverse})`
+          : `gradcheck failed: the Hessian-vector product is off the finite differences of the gradient, normwise error ` +
+            `${secondOrderError.toExponential(3)} at input ${second!.worst} (hvp ${second!.analytic[second!.worst]}, finite difference ${second!.numeric[second!.worst]})`,
     );
   }
-  return { ok, error, worst, dualityError, analytic, numeric };
+  return { ok, error, worst, dualityError, analytic, numeric, secondOrderError };
+}
+
+// H·t from the tape (on the recording at the point, still on it) against the 6-point stencil of
+// the gradient along t, with one step for the direction: the largest of the components' steps
+// over max|t|, so that no component's move rounds away.
+function checkSecondOrder(
+  tape: Tape, record: (point: ArrayLike<number>) => { inputs: (Var | Vec)[]; output: Var }, point: ArrayLike<number>,
+  direction: Float64Array, inputs: (Var | Vec)[], output: Var, options: GradcheckOptions,
+): { error: number; worst: number; analytic: Float64Array; numeric: Float64Array } {
+  const analytic = tape.hvp(output, inputs, direction);
+  let h = 0, tMax = 0;
+  for (let k = 0; k < point.length; k++) {
+    h = Math.max(h, stepAt(options, point[k]!, k));
+    tMax = Math.max(tMax, Math.abs(direction[k]!));
+  }
+  h /= tMax || 1;
+  const moved = Float64Array.from(point);
+  const gradientAt = (s: number): Float64Array => {
+    for (let k = 0; k < moved.length; k++) moved[k] = point[k]! + s * direction[k]!;
+    tape.reset();
+    const { inputs: at, output: out } = record(moved);
+    return tape.gradient(out, at);
+  };
+  const numeric = new Float64Array(analytic.length);
+  for (const [j, c] of STENCIL) {
+    const up = gradientAt(j * h), down = gradientAt(-j * h);
+    for (let k = 0; k < numeric.length; k++) numeric[k]! += c * (up[k]! - down[k]!);
+  }
+  for (let k = 0; k < numeric.length; k++) numeric[k]! /= h;
+  return { ...normwiseError(analytic, numeric), analytic, numeric };
 }
 
 function hasTangents(tape: Tape, inputs: (Var | Vec)[], direction: Float64Array, output: Var): number | null {

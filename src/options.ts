@@ -3,7 +3,7 @@
 // naming the function, the option and what it accepts, never silently ignored.
 import { TapegradError, describe } from './errors.ts';
 
-type Rule = 'boolean' | 'number' | 'string' | 'array' | 'function' | 'module' | readonly (string | boolean)[];
+type Rule = 'boolean' | 'number' | 'string' | 'array' | 'function' | 'module' | readonly (string | boolean | number)[];
 
 /** Checks `options` (undefined is fine) against the known keys and what each accepts. */
 export function checkOptions(options: unknown, where: string, rules: Readonly<Record<string, Rule>>): void {

@@ -3,7 +3,7 @@
 // with raise: true. Both backends.
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { TapegradError, defineFunction, finiteDifferenceGradient, gradcheck, init, normwiseError, type Var } from '../src/index.ts';
+import { MissingRuleError, TapegradError, defineFunction, finiteDifferenceGradient, gradcheck, init, normwiseError, type Var, type Vec } from '../src/index.ts';
 import { DAG_OPS, dagArbitrary, operandIndex, type Dag } from './dag-arbitrary.ts';
 import { BACKENDS } from './support.ts';
 
@@ -195,6 +195,108 @@ describe.each(BACKENDS)('gradcheck on a custom rule with only forward and vjp (%
     expect(result!.error).toBeLessThanOrEqual(1e-7);
     expect(result!.analytic[0]).toBeCloseTo(Math.cos(0.9) * 1.5, 15);
   });
+});
+
+// The direction gradcheck takes: t_k = 1 + frac(k·0.618...).
+const direction = (n: number): number[] => Array.from({ length: n }, (_, k) => 1 + ((k * 0.618033988749895) % 1));
+// sin(a)·b with its second-order rule vjpTangent = g·H·t, H = [[-sin a·b, cos a], [cos a, 0]]; the
+// wrong one drops the cos a·t_b term, which first order and the duality check never run.
+const sinTimes = (wrong: boolean) => defineFunction({
+  name: wrong ? 'sinTimesWrongCurvature' : 'sinTimes',
+  forward: (xs) => Math.sin(xs[0]!) * xs[1]!,
+  vjp: (xs, _y, g) => [g * Math.cos(xs[0]!) * xs[1]!, g * Math.sin(xs[0]!)],
+  jvp: (xs, _y, ts) => Math.cos(xs[0]!) * xs[1]! * ts[0]! + Math.sin(xs[0]!) * ts[1]!,
+  vjpTangent: (xs, _y, g, ts) => [g * (-Math.sin(xs[0]!) * xs[1]! * ts[0]! + (wrong ? 0 : Math.cos(xs[0]!) * ts[1]!)), g * Math.cos(xs[0]!) * ts[0]!],
+});
+
+describe.each(BACKENDS)('gradcheck with order: 2 (%s)', (backend) => {
+  it('passes on Rosenbrock and a mix of transcendental ops, secondOrderError ~ 0; order 1 leaves it NaN', () => {
+    const cases: [(x: Var[]) => Var, number[]][] = [
+      [rosenbrock, [-1.2, 1, 0.5, 2]],
+      [([a, b, c]) => a!.mul(b!).sin().add(b!.exp().mul(c!.log1p())).add(a!.atan2(c!.add(2))), [0.3, -0.8, 1.4]],
+      [([a, b]) => a!.tanh().pow(b!.sigmoid()).add(a!.hypot(b!)), [0.6, -2.2]],
+    ];
+    for (const [f, x] of cases) {
+      const r = gradcheck(f, x, { backend, order: 2 });
+      expect(r.secondOrderError).toBeLessThanOrEqual(1e-9);
+      expect(r.ok).toBe(true);
+      expect(gradcheck(f, x, { backend }).secondOrderError).toBeNaN();
+    }
+  });
+
+  it('passes on random DAGs of every smooth op (fast-check): each op\'s second-order rules against finite differences', () => {
+    fc.assert(
+      fc.property(dagArbitrary({ maxInputs: 8, maxNodes: 120 }), (dag) => {
+        const r = gradcheck(dagOutput(dag), dag.inputs, { backend, order: 2 });
+        expect(r.secondOrderError).toBeLessThanOrEqual(1e-7);
+        expect(r.ok).toBe(true);
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('passes on a correct vjpTangent, and through a Vec with vector: true', () => {
+    const f = ([a, b, c]: Var[]): Var => sinTimes(false)(a!.mul(c!), b!.exp()).mul(a!);
+    const r = gradcheck(f, [0.4, -0.3, 1.7], { backend, order: 2 });
+    expect(r.secondOrderError).toBeLessThanOrEqual(1e-9);
+    expect(r.ok).toBe(true);
+    const v = gradcheck((x: Vec) => x.exp().mul(x.sin()).sum().log(), [0.2, -0.5, 1.1], { backend, vector: true, order: 2 });
+    expect(v.secondOrderError).toBeLessThanOrEqual(1e-9);
+    expect(v.ok).toBe(true);
+  });
+
+  it('fails on a wrong vjpTangent that order 1 passes, by the dropped term, and raise names the input and both values', () => {
+    const [a, b] = [0.4, 1.3];
+    const [ta, tb] = direction(2) as [number, number];
+    const f = ([x, y]: Var[]): Var => sinTimes(true)(x!, y!);
+    const first = gradcheck(f, [a, b], { backend });
+    expect(first.ok).toBe(true);
+    expect(first.dualityError).toBeLessThanOrEqual(1e-15);
+    const r = gradcheck(f, [a, b], { backend, order: 2 });
+    expect(r.ok).toBe(false);
+    expect(r.error).toBeLessThanOrEqual(1e-7);
+    // H·t = (-sin a·b·ta + cos a·tb, cos a·ta); the rule's first entry lacks cos a·tb.
+    const exact = [-Math.sin(a) * b * ta + Math.cos(a) * tb, Math.cos(a) * ta];
+    expect(r.secondOrderError).toBeCloseTo((Math.cos(a) * tb) / Math.max(1, ...exact.map(Math.abs)), 8);
+    let caught: unknown;
+    try {
+      gradcheck(f, [a, b], { backend, order: 2, raise: true });
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBeInstanceOf(TapegradError);
+    expect((caught as TapegradError).code).toBe('GRADCHECK_FAILED');
+    const message = (caught as Error).message;
+    expect(message).toMatch(/^gradcheck failed: the Hessian-vector product is off the finite differences of the gradient, normwise error \S+ at input 0 \(hvp (\S+), finite difference (\S+)\)$/);
+    const [, hvpShown, fdShown] = /hvp (\S+), finite difference (\S+)\)/.exec(message)!;
+    expect(Number(hvpShown)).toBeCloseTo(-Math.sin(a) * b * ta, 12);
+    expect(Number(fdShown)).toBeCloseTo(exact[0]!, 8);
+  });
+
+  it('throws the missing rule for a custom function without vjpTangent, which order 1 checks', () => {
+    const noCurvature = defineFunction({
+      name: 'sinTimesNoVjpTangent',
+      forward: (xs) => Math.sin(xs[0]!) * xs[1]!,
+      vjp: (xs, _y, g) => [g * Math.cos(xs[0]!) * xs[1]!, g * Math.sin(xs[0]!)],
+      jvp: (xs, _y, ts) => Math.cos(xs[0]!) * xs[1]! * ts[0]! + Math.sin(xs[0]!) * ts[1]!,
+    });
+    const f = ([x, y]: Var[]): Var => noCurvature(x!, y!);
+    expect(gradcheck(f, [0.4, 1.3], { backend }).ok).toBe(true);
+    expect(() => gradcheck(f, [0.4, 1.3], { backend, order: 2 })).toThrow(
+      expect.objectContaining({ name: 'MissingRuleError', functionName: 'sinTimesNoVjpTangent', rule: 'vjpTangent' }),
+    );
+    expect(() => gradcheck(f, [0.4, 1.3], { backend, order: 2 })).toThrow(MissingRuleError);
+  });
+});
+
+it('gradcheck takes order 1 or 2 only', () => {
+  const f = (x: Var[]): Var => x[0]!.square();
+  for (const order of [3, 0, '2', true]) {
+    expect(() => gradcheck(f, [1], { order: order as never })).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^gradcheck: option 'order' must be one of 1, 2, got /) }),
+    );
+  }
+  expect(gradcheck(f, [1], { order: 1 }).ok).toBe(true);
 });
 
 // It compared entry by entry over ref alone: a short g read undefined and reported no error.

@@ -33,6 +33,9 @@ const vg: [number, Float64Array] = valueAndGrad(rosen)([1.2, 1]);
 const check: GradcheckResult = gradcheck((x) => x[0]!.mul(x[1]!).sin(), [0.3, 1.2]);
 const checkScalar: GradcheckResult = gradcheck((x) => x.exp(), 0.5);
 const checkVec: GradcheckResult = gradcheck((x) => x.sumSquares(), [1, 2], { vector: true });
+const secondOrder: number = gradcheck((x) => x[0]!.exp(), [0.5], { order: 2 }).secondOrderError;
+// @ts-expect-error: order is 1 or 2
+gradcheck((x) => x[0]!.exp(), [0.5], { order: 3 });
 // The function's parameter is typed from x without annotation, in every transform.
 const vjpResult: Float64Array = vjp((x) => [x[0]!.mul(x[1]!), x[0]!.sin()], [0.5, 2], [1, 3]);
 const jvpResult: Float64Array = jvp((x) => x.exp(), 1, 1);
