@@ -72,7 +72,7 @@ export class Tape {
   private lastOut = 0;
   private lastSeed = 0;
   private lastCount = 0;
-  private lastOuts: readonly number[] = [];
+  private lastOuts: Int32Array = new Int32Array(0);
   private lastCotangent: Float64Array = new Float64Array(0);
   /** @internal */
   base: number;
@@ -297,7 +297,7 @@ export class Tape {
     return this.gatherEntries(nodes, this.engine.views.adj, this.engine.views.xadj, true);
   }
 
-  private seedAndSweep(outs: readonly number[], cotangent: ArrayLike<number>): void {
+  private seedAndSweep(outs: Int32Array, cotangent: ArrayLike<number>): void {
     this.engine.clearAdjoints(this.count, false);
     const { adj, xadj } = this.engine.views;
     let top = 0;
@@ -335,7 +335,7 @@ export class Tape {
 
   /** Before reading adjoints of vector nodes: the last sweep again, storing them all, if it left
    *  out one of `nodes` (the same sweep, so the same values: see DROPPED_ADJOINT). */
-  private keepAdjointsOf(nodes: readonly number[]): void {
+  private keepAdjointsOf(nodes: Int32Array | readonly number[]): void {
     const adj = this.engine.views.adj;
     if (this.lastSweep === NO_SWEEP || !nodes.some((i) => this.opV[i]! >= VINPUT && adj[i] === DROPPED_ADJOINT)) return;
     this.sweepKeeping(true);
@@ -367,9 +367,11 @@ export class Tape {
   }
 
   /** @internal The node of each Var and Vec of `list`, every one checked before anything runs. */
-  nodesOf(list: readonly (Var | Vec)[]): number[] {
+  nodesOf(list: readonly (Var | Vec)[]): Int32Array {
     if (!Array.isArray(list)) throw new NotANumberError(`expected an array of Vars, got ${describe(list)}`);
-    const nodes = new Array<number>(list.length);
+    // An Int32Array, not a number[]: an array of 10^5 entries is a large object in fresh pages
+    // on every call (filling it took 7.6 ns per entry there, this 2.7 with its allocation).
+    const nodes = new Int32Array(list.length);
     const n = this.count, base = this.base;
     for (let k = 0; k < list.length; k++) {
       const v = list[k]!;
@@ -381,7 +383,7 @@ export class Tape {
   }
 
   /** Scalar entries of the nodes: a vector counts its elements. */
-  private entryCount(nodes: readonly number[]): number {
+  private entryCount(nodes: Int32Array): number {
     let n = 0;
     for (const i of nodes) n += this.opV[i]! >= VINPUT ? this.bV[i - 1]! : 1;
     return n;
@@ -390,11 +392,11 @@ export class Tape {
   /** @internal The nodes' entries of a node region and its element region, flat and in order;
    *  constants (scalar or vector) give 0 whatever their slots hold, and so do the adjoints
    *  (`flagged`) of a vector the sweep did not reach. A vector is one range copy. */
-  gatherEntries(nodes: readonly number[], from: Float64Array, elements: Float64Array, flagged: boolean, into?: Float64Array): Float64Array {
+  gatherEntries(nodes: Int32Array, from: Float64Array, elements: Float64Array, flagged: boolean, into?: Float64Array): Float64Array {
     if (!this.vectorNodes) {
       // Scalars only: one entry per node, in one pass (a leading run in one copy).
       const out = into ?? new Float64Array(nodes.length), op = this.opV;
-      for (let k = copyLeadingRun(nodes, 0, op, from, out); k < nodes.length; k++) {
+      for (let k = copyLeadingRun(nodes, op, from, out); k < nodes.length; k++) {
         const i = nodes[k]!;
         out[k] = op[i] === CONST ? 0 : from[i]!;
       }
@@ -447,7 +449,7 @@ export class Tape {
     return this.engine.views.tan!;
   }
 
-  private seedTangents(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>): number[] {
+  private seedTangents(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>): Int32Array {
     this.refuseInsideRule('cannot run a tangent sweep');
     const nodes = this.nodesOf(inputs);
     // The tangent sweep computes every other node's tangent from its operands': one seeded on a
@@ -1265,7 +1267,8 @@ export class HandleApi {
     // a fifth of a gradient's reverse phase on the bench's Rosenbrock); the call names the fault.
     const base = t.base, count = t.count;
     const op = t.opV;
-    for (let k = 0; k < len; k++) {
+    const run = leadingInputRun(wrt, base, count, op);
+    for (let k = run; k < len; k++) {
       const h = wrt[k]!;
       if (typeof h !== 'number' || !((h - base) >>> 0 === h - base && h - base < count && scalarValued(op[h - base]!))) t.indexOfHandle(h);
     }
@@ -1273,7 +1276,8 @@ export class HandleApi {
     // What gradAt reads after a sweep of the whole tape, through views read after it (a custom
     // rule's JS runs inside it).
     const out = into ?? new Float64Array(len), ops = t.opV, adj = t.engine.views.adj;
-    for (let k = copyLeadingRun(wrt, base, ops, adj, out); k < len; k++) {
+    if (run > 0) out.set(adj.subarray(wrt[0]! - base, wrt[0]! - base + run));
+    for (let k = run; k < len; k++) {
       const i = wrt[k]! - base;
       out[k] = ops[i] === CONST ? 0 : adj[i]!;
     }
@@ -1289,13 +1293,29 @@ export class HandleApi {
 for (const name of UNARY_OPS) Object.defineProperty(HandleApi.prototype, name, { value: unaryHandleMethod(Op[name]), writable: true, configurable: true });
 for (const name of BINARY_OPS) Object.defineProperty(HandleApi.prototype, name, { value: binaryHandleMethod(Op[name]), writable: true, configurable: true });
 
-/** How many of `list`'s first entries (node ids, plus `offset` for handles) are consecutive
- *  non-constant nodes, as `variables` records its inputs; their entries of `from` are copied
- *  into `out` in one piece (a gradient's gather of 10^5 inputs: 1.6 -> 0.13 ns per input). */
-function copyLeadingRun(list: ArrayLike<number>, offset: number, op: Uint8Array, from: Float64Array, out: Float64Array): number {
-  const first = list[0]! - offset;
+/** How many of `list`'s first entries are the handles of consecutive input nodes of the live
+ *  recording (`count` nodes, handles from `offset`), as `variables` records them: the handle
+ *  gradient's check of those is one compare and one op read each, and their adjoints one copy
+ *  (the check per handle, then a gather with its own run test, took 0.35-0.45 ns per node of the
+ *  bench's mixed Rosenbrock, one input in nine nodes). */
+function leadingInputRun(list: ArrayLike<number>, offset: number, count: number, op: Uint8Array): number {
+  const h = list[0];
+  if (typeof h !== 'number') return 0;
+  const first = h - offset;
+  if (first >>> 0 !== first) return 0;
+  const end = Math.min(list.length, count - first);
   let run = 0;
-  while (run < list.length && list[run]! - offset === first + run && op[first + run] !== CONST) run++;
+  while (run < end && list[run] === h + run && op[first + run] === INPUT) run++;
+  return run;
+}
+
+/** How many of `nodes`' first entries are consecutive non-constant nodes, as `variables` records
+ *  its inputs; their entries of `from` are copied into `out` in one piece (a gradient's gather of
+ *  10^5 inputs: 1.6 -> 0.13 ns per input). */
+function copyLeadingRun(nodes: Int32Array, op: Uint8Array, from: Float64Array, out: Float64Array): number {
+  const first = nodes[0]!;
+  let run = 0;
+  while (run < nodes.length && nodes[run] === first + run && op[first + run] !== CONST) run++;
   if (run > 0) out.set(from.subarray(first, first + run));
   return run;
 }

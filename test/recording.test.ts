@@ -398,6 +398,11 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     expect(tape.size).toBe(size);
     const grads = new Float64Array([9, 9]);
     expect(() => h.gradient(y, [a!, 2.5], 1, grads)).toThrow(InvalidHandleError);
+    // Inside a run of consecutive inputs too (one compare each): b as a string, a handle past the
+    // live nodes right after them.
+    expect(() => h.gradient(y, [a!, String(b!) as unknown as number], 1, grads)).toThrow(NotANumberError);
+    expect(() => h.gradient(y, [a!, b!, y, y + 1])).toThrow(/is not a node of this tape/);
+    expect(() => h.gradient(y, new Float64Array([a!, b! + 0.5]), 1, grads)).toThrow(InvalidHandleError);
     expect(() => h.gradient(y, [a!, other.handles.variable(1)], 1, grads)).toThrow(/not a node of this tape|or on another tape/);
     expect(() => h.gradient(y, [a!, b!], 1, new Float64Array(1))).toThrow(/Float64Array of at least 2 numbers/);
     expect(() => h.gradient(y, 'ab' as unknown as number[])).toThrow(NotANumberError);
