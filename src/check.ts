@@ -41,6 +41,10 @@ export function finiteDifferenceGradient(
 
 /** The step for component k at value x, checked. */
 function stepAt(options: FiniteDifferenceOptions, x: number, k: number): number {
+  // The default step of NaN or an infinity is no number: name the point, not a step nobody gave.
+  if (!options.step && !Number.isFinite(x)) {
+    throw new TapegradError('INVALID_ARGUMENT', `finiteDifferenceGradient: input ${k} is ${x}; finite differences need a finite point`);
+  }
   const h = (options.step ?? DEFAULT_STEP)(x, k);
   if (!(typeof h === 'number' && h > 0 && h < Infinity)) {
     throw new TapegradError('INVALID_ARGUMENT', `finiteDifferenceGradient: step(${x}, ${k}) must return a finite positive number, got ${typeof h === 'number' ? h : describe(h)}`);
@@ -108,7 +112,8 @@ export interface GradcheckOptions extends FiniteDifferenceOptions {
   vector?: boolean;
   /** 2 also checks second order, as jax's check_grads(order=2) or torch's gradgradcheck: the
    *  tape's Hessian-vector product along a fixed direction (forward over reverse, so custom rules'
-   *  jvp and vjpTangent) against central differences of the tape gradient along it. Default 1. */
+   *  jvp and vjpTangent) against central differences of the tape gradient, input by input with
+   *  each input's step. Default 1. */
   order?: 1 | 2;
 }
 
@@ -116,8 +121,9 @@ export interface GradcheckResult {
   /** Both checks below passed. */
   ok: boolean;
   /** |<t, Jᵀc> - <J t, c>| / max(1, |<J t, c>|) for a fixed direction t and cotangent c = 1:
-   *  the forward (tangent) sweep against the reverse sweep. NaN when a custom rule in f has no
-   *  jvp, so there is no tangent sweep to compare. */
+   *  the forward (tangent) sweep against the reverse sweep; Infinity where one side alone is NaN
+   *  or infinite. NaN when a custom rule in f has no jvp, so there is no tangent sweep to
+   *  compare. */
   dualityError: number;
   /** The normwise error and the input index where it is largest. */
   error: number;
@@ -125,7 +131,8 @@ export interface GradcheckResult {
   analytic: Float64Array;
   numeric: Float64Array;
   /** With `order: 2`, the normwise error of H·t (the tape's hvp along the direction t of
-   *  dualityError) against the central differences of the gradient along t; NaN with order 1. */
+   *  dualityError) against Σ_k t_k·(H e_k), each column the central differences of the gradient
+   *  in input k; NaN with order 1. */
   secondOrderError: number;
 }
 
@@ -165,9 +172,11 @@ export function gradcheck(f: (x: never) => ScalarOutput, x: number | ArrayLike<n
   for (let k = 0; k < analytic.length; k++) reverse += direction[k]! * analytic[k]!;
   // A custom rule may have no jvp; then only the finite differences judge (dualityError NaN).
   const forward = hasTangents(tape, inputs, direction, output);
+  // As normwiseError: NaN on both sides agrees, a NaN or an infinity on one side only is an
+  // infinite error (a jvp returning NaN passed as NaN, which no `> tolerance` test fails).
   const dualityError = forward === null ? NaN
     : forward === reverse || (Number.isNaN(forward) && Number.isNaN(reverse)) ? 0
-    : Math.abs(forward - reverse) / Math.max(1, Math.abs(forward));
+    : Number.isFinite(forward - reverse) ? Math.abs(forward - reverse) / Math.max(1, Math.abs(forward)) : Infinity;
   const tolerance = options.tolerance ?? 1e-7;
   // Order 2 asks for the tangent sweep and vjpTangent by name: a custom rule without them throws
   // its MissingRuleError here rather than passing unchecked.
@@ -189,33 +198,36 @@ export function gradcheck(f: (x: never) => ScalarOutput, x: number | ArrayLike<n
   return { ok, error, worst, dualityError, analytic, numeric, secondOrderError };
 }
 
-// H·t from the tape (on the recording at the point, still on it) against the 6-point stencil of
-// the gradient along t, with one step for the direction: the largest of the components' steps
-// over max|t|, so that no component's move rounds away.
+// H·t from the tape (on the recording at the point, still on it) against Σ_k t_k·(H e_k), each
+// column the 6-point stencil of the tape gradient in input k alone with that input's own step, as
+// the first-order check steps: one step along t for every input moved a small input by a large
+// one's step (x = [1e4, 1]: 10% of the second).
 function checkSecondOrder(
   tape: Tape, record: (point: ArrayLike<number>) => { inputs: (Var | Vec)[]; output: Var }, point: ArrayLike<number>,
   direction: Float64Array, inputs: (Var | Vec)[], output: Var, options: GradcheckOptions,
 ): { error: number; worst: number; analytic: Float64Array; numeric: Float64Array } {
   const analytic = tape.hvp(output, inputs, direction);
-  let h = 0, tMax = 0;
-  for (let k = 0; k < point.length; k++) {
-    h = Math.max(h, stepAt(options, point[k]!, k));
-    tMax = Math.max(tMax, Math.abs(direction[k]!));
-  }
-  h /= tMax || 1;
   const moved = Float64Array.from(point);
-  const gradientAt = (s: number): Float64Array => {
-    for (let k = 0; k < moved.length; k++) moved[k] = point[k]! + s * direction[k]!;
+  const gradientAt = (): Float64Array => {
     tape.reset();
     const { inputs: at, output: out } = record(moved);
     return tape.gradient(out, at);
   };
   const numeric = new Float64Array(analytic.length);
-  for (const [j, c] of STENCIL) {
-    const up = gradientAt(j * h), down = gradientAt(-j * h);
-    for (let k = 0; k < numeric.length; k++) numeric[k]! += c * (up[k]! - down[k]!);
+  for (let k = 0; k < moved.length; k++) {
+    const xk = point[k]!;
+    const h = stepAt(options, xk, k);
+    // The column's stencil sum, scaled by t_k / h into the product.
+    const scale = direction[k]! / h;
+    for (const [j, c] of STENCIL) {
+      moved[k] = xk + j * h;
+      const up = gradientAt();
+      moved[k] = xk - j * h;
+      const down = gradientAt();
+      for (let q = 0; q < numeric.length; q++) numeric[q]! += scale * c * (up[q]! - down[q]!);
+    }
+    moved[k] = xk;
   }
-  for (let k = 0; k < numeric.length; k++) numeric[k]! /= h;
   return { ...normwiseError(analytic, numeric), analytic, numeric };
 }
 

@@ -118,6 +118,12 @@ it('gradcheck and finiteDifferenceGradient refuse a step that is not a finite po
     expect(() => finiteDifferenceGradient((x) => x[0]! * x[0]!, [1], { step })).toThrow(TapegradError);
   }
   for (const tolerance of [NaN, -1e-7]) expect(() => gradcheck(f, [1, 2], { tolerance })).toThrow(/^gradcheck: tolerance must be a number >= 0/);
+  // At a point that is not finite the default step is no number: the message names the point
+  // (it named a step function nobody passed).
+  for (const bad of [NaN, Infinity, -Infinity]) {
+    expect(() => gradcheck(f, [1, bad])).toThrow(new RegExp(`^finiteDifferenceGradient: input 1 is ${bad}; finite differences need a finite point$`));
+    expect(() => finiteDifferenceGradient((x) => x * x, bad)).toThrow(TapegradError);
+  }
   expect(gradcheck(f, [1, 2], { tolerance: 0.1 }).ok).toBe(true);
 });
 
@@ -170,6 +176,17 @@ describe.each(BACKENDS)('gradcheck on wrong rules (%s)', (backend) => {
     expect(() => gradcheck(([a, b]) => wrongJvpSin(a!).mul(b!), [0.9, 1.5], { backend, raise: true })).toThrow(
       expect.objectContaining({ code: 'GRADCHECK_FAILED', message: expect.stringMatching(/tangent sweep disagrees with the reverse sweep/) }),
     );
+  });
+
+  it('fails through dualityError on a jvp that returns NaN or an infinity where the reverse sweep is finite', () => {
+    for (const bad of [NaN, Infinity]) {
+      const sq = defineFunction({ name: 'badJvpSquare', forward: (xs) => xs[0]! * xs[0]!, vjp: (xs, _y, g) => [2 * xs[0]! * g], jvp: () => bad });
+      const r = gradcheck((x: Var[]) => sq(x[0]!), [1.5], { backend });
+      expect(r.error).toBeLessThanOrEqual(1e-7);
+      expect(r.dualityError).toBe(Infinity);
+      expect(r.ok).toBe(false);
+      expect(() => gradcheck((x: Var[]) => sq(x[0]!), [1.5], { backend, raise: true })).toThrow(/tangent sweep disagrees with the reverse sweep/);
+    }
   });
 
   it('a looser tolerance accepts what the default rejects', () => {
@@ -271,6 +288,19 @@ describe.each(BACKENDS)('gradcheck with order: 2 (%s)', (backend) => {
     const [, hvpShown, fdShown] = /hvp (\S+), finite difference (\S+)\)/.exec(message)!;
     expect(Number(hvpShown)).toBeCloseTo(-Math.sin(a) * b * ta, 12);
     expect(Number(fdShown)).toBeCloseTo(exact[0]!, 8);
+  });
+
+  it('steps each input by its own step, so inputs of different sizes pass (one step along t failed them)', () => {
+    const cases: [(x: Var[]) => Var, number[]][] = [
+      [(x) => x[0]!.mul(x[1]!).sin(), [1000, 0.5]],
+      [(x) => x[0]!.log().add(x[1]!.log()), [1e4, 1]],
+      [(x) => x[1]!.tanh().mul(x[0]!), [1e3, 0.5]],
+    ];
+    for (const [f, x] of cases) {
+      const r = gradcheck(f, x, { backend, order: 2 });
+      expect(r.secondOrderError).toBeLessThanOrEqual(1e-9);
+      expect(r.ok).toBe(true);
+    }
   });
 
   it('throws the missing rule for a custom function without vjpTangent, which order 1 checks', () => {
