@@ -30,6 +30,8 @@ export const DROPPED_ADJOINT = 2;
 
 /** Runs custom ops (user rules in JS) when a sweep reaches them; installed by the Tape. */
 export interface CustomHandler {
+  /** The node whose forward rule threw last, or -1 (Tape.evaluate resets and reads it). */
+  failedForward: number;
   forward(i: number): void;
   reverse(i: number, g: number): void;
   tangent(i: number): void;

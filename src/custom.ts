@@ -73,9 +73,21 @@ export class CustomNodes implements CustomHandler {
     return ts;
   }
 
+  failedForward = -1;
+
   forward(i: number): void {
     const { rule, xs } = this.operands(i);
-    this.engine.views.val[i] = checkResult(this.tape.insideRule(() => rule.forward(xs)), rule, 'forward');
+    let y: unknown;
+    try {
+      y = this.tape.insideRule(() => rule.forward(xs));
+    } catch (error) {
+      // The rule's own failure, for Tape.evaluate to go on past; a TapegradError is a refusal of
+      // what the rule did to its tape, and leaves the node to compute at the next read.
+      if (!(error instanceof TapegradError)) this.failedForward = i;
+      throw error;
+    }
+    if (typeof y !== 'number') this.failedForward = i;
+    this.engine.views.val[i] = checkResult(y, rule, 'forward');
   }
 
   reverse(i: number, g: number): void {

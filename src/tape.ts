@@ -808,10 +808,40 @@ export class Tape {
   evaluate(): void {
     if (this.evaluated < this.count) {
       const from = this.evaluated;
-      this.engine.forward(from, this.count);
+      const custom = this.engine.custom;
+      if (custom) custom.failedForward = -1;
+      try {
+        this.engine.forward(from, this.count);
+      } catch (error) {
+        this.forwardPastFailedRules(error, from);
+      }
       this.evaluated = this.count;
       if (this.checkNaN) this.assertFinite(from, this.count, true);
     }
+  }
+
+  // A custom rule's forward threw (or returned no number) at a node: that node's value is NaN, as
+  // an invalid IEEE operation gives, the sweep goes on past it (and past each later such node),
+  // and the first error reaches the read that ran the sweep. Left unevaluated, the node ran its
+  // rule again at every later read of any node and threw again, until reset. Any other error
+  // leaves the values as they were.
+  private forwardPastFailedRules(error: unknown, from: number): never {
+    const custom = this.engine.custom;
+    let failed = custom ? custom.failedForward : -1;
+    if (!custom || failed < from) throw error;
+    while (failed >= from) {
+      custom.failedForward = -1;
+      this.engine.views.val[failed] = NaN;
+      try {
+        this.engine.forward(failed + 1, this.count);
+        failed = -1;
+      } catch (later) {
+        if (custom.failedForward <= failed) throw later;
+        failed = custom.failedForward;
+      }
+    }
+    this.evaluated = this.count;
+    throw error;
   }
 
   /** @internal Throws NonFiniteError at the first NaN/±Infinity value (or adjoint) in [from, to).

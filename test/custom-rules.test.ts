@@ -216,6 +216,50 @@ describe.each(BACKENDS)('a custom logSumExp (%s)', (backend) => {
 describe.each(BACKENDS)('custom rules: errors, and the tape afterwards (%s)', (backend) => {
   const options = { backend };
 
+  it('a forward that throws or returns no number leaves NaN at its node, throws once, and the tape goes on', async () => {
+    // Found by a new-user probe: the node stayed uncomputed, so every later read of any node ran
+    // the rule again and threw again until reset.
+    const safeLog = defineFunction({
+      name: 'safeLog',
+      forward: (xs) => {
+        if (xs[0]! <= 0) throw new RangeError('safeLog: x must be positive');
+        return Math.log(xs[0]!);
+      },
+      vjp: (xs, _y, g) => [g / xs[0]!],
+    });
+    let calls = 0;
+    const word = defineFunction({ name: 'word', forward: () => (calls++, 'seven' as unknown as number), vjp: (_xs, _y, g) => [g] });
+    const tape = await createTape(options);
+    const a = tape.variable(-1), b = tape.variable(2);
+    const bad = safeLog(a), dependent = bad.add(b), good = safeLog(b), alsoBad = word(b), after = b.square();
+    // The first read runs the sweep: the first failing rule's error, and every rule ran once.
+    expect(() => after.value).toThrow(RangeError);
+    expect(calls).toBe(1);
+    expect(bad.value).toBeNaN();
+    expect(dependent.value).toBeNaN();
+    expect(alsoBad.value).toBeNaN();
+    expect(good.value).toBe(Math.log(2));
+    expect(after.value).toBe(4);
+    expect(calls).toBe(1);
+    // Later nodes, handles and gradients as usual.
+    const y = b.mul(b).add(good);
+    expect(y.value).toBe(4 + Math.log(2));
+    expect(Array.from(tape.gradient(y, [b]))).toEqual([4 + 0.5]);
+    const h = tape.handles;
+    expect(h.value(h.mul(h.variable(2), h.variable(3)))).toBe(6);
+    // A non-number alone: NotANumberError naming the rule.
+    tape.reset();
+    const c = tape.variable(1);
+    expect(() => word(c).value).toThrow(expect.objectContaining({ name: 'NotANumberError', message: 'word.forward returned the string "seven", not a number' }));
+    expect(c.add(1).value).toBe(2);
+    // The recording replayed by a compiled function: a call that makes the rule throw throws, the
+    // next computes afresh.
+    const f = compile((x: Var[]) => safeLog(x[0]!).mul(x[1]!), { ...options, inputs: 2 });
+    expect(Array.from(f.gradient([1, 3]))).toEqual([3, 0]);
+    expect(() => f.gradient([-1, 3])).toThrow(RangeError);
+    expect(f.value([Math.E, 2])).toBe(2);
+  });
+
   it('a rule may not read a value of its tape the running sweep has not computed, nor replay the compiled function it is in', async () => {
     // Found by a new-user probe: the first ran the forward sweep, and the rule, again until the
     // stack overflowed; the second wrote the nested replay's input over the running one's (f(200)
