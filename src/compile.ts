@@ -73,6 +73,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   private spareTape: Tape | null = null;
   private readonly row: Float64Array;
   private guardedInputs: Float64Array | null = null;
+  /** @internal The caller's row of a batch's first row, for the rows errors name: a pool's
+   *  worker runs the rows from it on (they named the row within the worker's part). */
+  rowBase = 0;
 
   /** @internal */
   constructor(
@@ -223,9 +226,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** Gradients for `rows` input rows of X (row-major, rows × inputs) in one call into the core;
    *  returns the rows × inputs gradients (into `out` when given). */
   gradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array): Float64Array {
-    out ??= new Float64Array(checkRows(rows, 'gradientBatch') * this.inputs);
+    // X checked before out is allocated: a huge `rows` is X's length error, not the allocation's.
+    const xs = this.batchRows(X, rows, 'gradientBatch');
+    out ??= new Float64Array(rows * this.inputs);
     checkOut(out, rows * this.inputs);
-    this.gradientRows(this.batchRows(X, rows, 'gradientBatch'), rows, out, null, 'gradientBatch');
+    this.gradientRows(xs, rows, out, null, 'gradientBatch');
     return out;
   }
 
@@ -245,19 +250,19 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
         out.set(this.inputSlots(rec, engine.views.adj, engine.views.xadj), r * n);
       }
     } catch (e) {
-      throw atRow(e, what, r);
+      throw atRow(e, what, this.rowBase + r);
     }
   }
 
   /** Values and gradients of a scalar function for `rows` input rows in one call into the core:
    *  `[values (rows), gradients (rows × inputs)]`, into `values` and `out` when given. */
   valueAndGradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array, values?: Float64Array): [Float64Array, Float64Array] {
-    checkRows(rows, 'valueAndGradientBatch');
+    const xs = this.batchRows(X, rows, 'valueAndGradientBatch');
     out ??= new Float64Array(rows * this.inputs);
     values ??= new Float64Array(rows);
     checkOut(out, rows * this.inputs);
     checkOut(values, rows);
-    this.gradientRows(this.batchRows(X, rows, 'valueAndGradientBatch'), rows, out, values, 'valueAndGradientBatch');
+    this.gradientRows(xs, rows, out, values, 'valueAndGradientBatch');
     return [values, out];
   }
 
@@ -307,7 +312,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
         if (values !== undefined) this.outputValues(this.recording!, values, r * outputs);
       }
     } catch (e) {
-      throw atRow(e, what, r);
+      throw atRow(e, what, this.rowBase + r);
     }
     return out;
   }
@@ -466,7 +471,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       try {
         rec = this.onBranchChange(X.subarray(row * n, (row + 1) * n));
       } catch (e) {
-        throw atRow(e, what, row);
+        throw atRow(e, what, this.rowBase + row);
       }
       const top = this.scalarNode(rec, what);
       if (values) values[row] = rec.tape.engine.views.val[top]!;
@@ -615,8 +620,7 @@ const ORDINARY: Float64Home = { holds: () => true, make: (length) => new Float64
 /** @internal The first `needed` numbers of x as a Float64Array: x itself where `home` holds it,
  *  else checked and copied in once. */
 export function toFloat64(x: ArrayLike<number>, needed: number, what: string, home: Float64Home = ORDINARY): Float64Array {
-  if (!isArrayLike(x)) throw new NotANumberError(`${what} need an array of at least ${needed} numbers, got ${describe(x)}`);
-  if (x.length < needed) throw new TapegradError('INVALID_ARGUMENT', `${what} need at least ${needed} numbers, got ${x.length}`);
+  checkArrayLength(x, needed, what);
   if (x instanceof Float64Array && home.holds(x)) return x;
   const copy = home.make(needed);
   if (x instanceof Float64Array) {
@@ -629,6 +633,13 @@ export function toFloat64(x: ArrayLike<number>, needed: number, what: string, ho
     copy[k] = v;
   }
   return copy;
+}
+
+/** @internal toFloat64's checks of `x` as an array of at least `needed` entries, alone (a pool
+ *  makes them before it allocates anything for a call). */
+export function checkArrayLength(x: unknown, needed: number, what: string): asserts x is ArrayLike<number> {
+  if (!isArrayLike(x)) throw new NotANumberError(`${what} need an array of at least ${needed} numbers, got ${describe(x)}`);
+  if (x.length < needed) throw new TapegradError('INVALID_ARGUMENT', `${what} need at least ${needed} numbers, got ${x.length}`);
 }
 
 // The error of a batch's row (a guard a loaded function cannot record again, checkNaN), saying

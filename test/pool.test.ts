@@ -167,20 +167,22 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
 
   it('checkNaN: the compiled function\'s own, or register\'s option for bytes, in every thread, with the single call\'s error', async () => {
     const f = compile((x) => x[0]!.log().mul(x[1]!), { inputs: 2, at: [1, 2], backend, checkNaN: true });
-    // Row 9 of 10 (posted to the workers) and the only row of a batch run on the main thread.
-    const X = Float64Array.from({ length: 20 }, (_, k) => (k === 18 ? -1 : 1 + k));
-    const want = (() => { try { f.gradientBatch(X, 10); } catch (e) { return e as NonFiniteError; } })()!;
+    // Row 17 of 20, in the second worker's part (rows 10..19), and the only row of a batch run on
+    // the main thread. The message names the caller's row (it named row 7, within the part).
+    const X = Float64Array.from({ length: 40 }, (_, k) => (k === 34 ? -1 : 1 + k));
+    const want = (() => { try { f.gradientBatch(X, 20); } catch (e) { return e as NonFiniteError; } })()!;
     expect(want).toBeInstanceOf(NonFiniteError);
+    expect(want.message).toMatch(/^gradientBatch, row 17: /);
     for (const pf of [await pool.register(f), await pool.register(f.toBytes(), { checkNaN: true })]) {
-      const got = await pf.gradientBatch(X, 10).then(() => null, (e: unknown) => e as NonFiniteError);
+      const got = await pf.gradientBatch(X, 20).then(() => null, (e: unknown) => e as NonFiniteError);
       expect(got).toBeInstanceOf(NonFiniteError);
       expect([got!.message, got!.node, got!.op]).toEqual([want.message, want.node, want.op]);
-      await expect(pf.gradientBatch(X.subarray(18), 1)).rejects.toThrow(NonFiniteError);
+      await expect(pf.gradientBatch(X.subarray(34), 1)).rejects.toThrow(NonFiniteError);
       expect(firstDifference(await pf.gradientBatch(X.subarray(0, 16), 8), f.gradientBatch(X.subarray(0, 16), 8))).toBe(-1);
     }
     // Off: NaN rows, as IEEE says.
     const off = await pool.register(f, { checkNaN: false });
-    expect(Number.isNaN((await off.gradientBatch(X, 10))[18])).toBe(true);
+    expect(Number.isNaN((await off.gradientBatch(X, 20))[34])).toBe(true);
     await expect(pool.register(f, { checkNan: true } as never)).rejects.toThrow(TapegradError);
   });
 
@@ -188,15 +190,20 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     // A function with a guard, loaded from bytes in the workers: crossing it is a BranchChangedError.
     const guarded = compile((x) => (x[0]!.gt(0).value ? x[0]!.mul(x[1]!) : x[1]!.sin()), { inputs: 2, at: [1, 2], backend });
     const pf = await pool.register(guarded);
-    const X = Float64Array.from([1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, -1, 8, 9, 9, 10, 10]);
+    // Row 17 of 20: in the second worker's part, named as the caller counts rows.
+    const X = Float64Array.from({ length: 40 }, (_, k) => (k === 34 ? -1 : 1 + (k >> 1)));
     const single = fromBytes(guarded.toBytes(), { backend });
-    const want = (() => { try { single.gradientBatch(X, 10); } catch (e) { return e as BranchChangedError; } })()!;
+    const want = (() => { try { single.gradientBatch(X, 20); } catch (e) { return e as BranchChangedError; } })()!;
     expect(want).toBeInstanceOf(BranchChangedError);
-    const got = await pf.gradientBatch(X, 10).then(() => null, (e: unknown) => e as BranchChangedError);
-    expect(got).toBeInstanceOf(BranchChangedError);
-    expect(got!.code).toBe('BRANCH_CHANGED');
-    expect(got!.message).toBe(want.message);
-    expect(got!.node).toBe(want.node);
+    expect(want.message).toMatch(/^gradientBatch, row 17: /);
+    for (const call of [() => pf.gradientBatch(X, 20), () => pf.hvpBatch(X, 20, X)]) {
+      const got = await call().then(() => null, (e: unknown) => e as BranchChangedError);
+      expect(got).toBeInstanceOf(BranchChangedError);
+      expect(got!.code).toBe('BRANCH_CHANGED');
+      expect(got!.message).toBe(want.message.replace(/^gradientBatch/, got!.message.split(',')[0]!));
+      expect(got!.message).toMatch(/, row 17: /);
+      expect(got!.node).toBe(want.node);
+    }
     // A batch too small to post (it runs on the main thread's copy) cannot record again either.
     await expect(pf.gradientBatch([-1, 1], 1)).rejects.toThrow(BranchChangedError);
     // The rows after it still work.
@@ -208,6 +215,9 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     await expect(pf.gradientBatch(bad as unknown as number[], 1)).rejects.toThrow(message!);
     await expect(pf.gradientBatch([1, 2, 3], 2)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: 'gradientBatch: 2 rows of 2 inputs need at least 4 numbers, got 3' });
     await expect(pf.gradientBatch([1, 2], 1.5)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    // Lengths before the pool's scratch is leased: a huge row count was a failed allocation.
+    await expect(pf.gradientBatch([1, 2], 1e10)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: 'gradientBatch: 10000000000 rows of 2 inputs need at least 20000000000 numbers, got 2' });
+    await expect(pf.hvpBatch(X, 20, [1, 2])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: 'hvpBatch: 20 rows of 2 direction entries need at least 40 numbers, got 2' });
     await expect(pf.gradientBatch([1, 2], 1, new Float64Array(1))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 

@@ -56,6 +56,12 @@ describe('valueAndGradientBatch equals row-by-row valueAndGradient, bit for bit'
     const f = compile(piecewise, { inputs: 3 });
     expect(() => f.valueAndGradientBatch(new Float64Array(5), 2)).toThrow(/2 rows of 3 inputs need at least 6 numbers, got 5/);
     expect(() => f.valueAndGradientBatch(X, 2, undefined, new Float64Array(1))).toThrow(/at least 2 numbers/);
+    // X is checked before the output is allocated: a huge row count was a RangeError of the
+    // allocation (a new-user probe), in gradientBatch too.
+    for (const batch of [() => f.valueAndGradientBatch([1, 2, 3], 1e10), () => f.gradientBatch([1, 2, 3], 1e10), () => f.hvpBatch([1, 2, 3], 1e10, [1, 1, 1])]) {
+      expect(batch).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/: 10000000000 rows of 3 inputs need at least 30000000000 numbers, got 3$/) }));
+    }
+    expect(f.gradientBatch(X, 1).length).toBe(3);
   });
 });
 

@@ -2,7 +2,7 @@
 // entry does not import this module, so it stays free of dependencies and of `node:` imports.
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
-import { CompiledFunction, checkRows, toFloat64 } from '../compile.ts';
+import { CompiledFunction, checkArrayLength, checkRows, toFloat64 } from '../compile.ts';
 import { coreModule, resolveBackend } from '../create.ts';
 import { TapegradError, checkOut, describe } from '../errors.ts';
 import { BACKEND_RULE, checkOptions } from '../options.ts';
@@ -305,6 +305,10 @@ export class PooledFunction {
   ): Promise<[Float64Array, Float64Array | null]> {
     checkRows(rows, method);
     const n = rows * this.inputs, dn = rows * dWidth, on = rows * width, vn = rows * valueWidth;
+    // Lengths before the scratch is leased: a huge `rows` is X's length error, not an allocation's.
+    const xWhat = `${method}: ${rows} rows of ${this.inputs} inputs`, dWhat = `${method}: ${rows} rows of ${dWidth} ${dName} entries`;
+    checkArrayLength(X, n, xWhat);
+    if (D !== null) checkArrayLength(D, dn, dWhat);
     if (out !== undefined) checkOut(out, on);
     if (values !== null && values !== 'new') checkOut(values, vn);
     // Scratch for what is not in shared memory: X, D, the output and the values, in that order.
@@ -320,8 +324,8 @@ export class PooledFunction {
         return view;
       };
       // Checked as the single-threaded calls check them, with their messages.
-      const xs = toFloat64(X, n, `${method}: ${rows} rows of ${this.inputs} inputs`, { holds: isShared, make: () => part(0) });
-      const ds = D === null ? null : toFloat64(D, dn, `${method}: ${rows} rows of ${dWidth} ${dName} entries`, { holds: isShared, make: () => part(1) });
+      const xs = toFloat64(X, n, xWhat, { holds: isShared, make: () => part(0) });
+      const ds = D === null ? null : toFloat64(D, dn, dWhat, { holds: isShared, make: () => part(1) });
       const o = out !== undefined && isShared(out) ? out : part(2);
       const v = values === null ? null : values !== 'new' && isShared(values) ? values : part(3);
       if (rows > 0) await this.pool.runBatch(this.id, method, rows, xs, ds, o, v);

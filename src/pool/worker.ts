@@ -34,22 +34,28 @@ export default async function run(task: Task): Promise<Reply> {
     const { from, to, X, D, out, values } = task;
     const rows = to - from, n = f.inputs, m = f.outputs;
     const xs = X.subarray(from * n, to * n);
-    switch (task.method) {
-      case 'gradientBatch':
-        f.gradientBatch(xs, rows, out.subarray(from * n, to * n));
-        break;
-      case 'valueAndGradientBatch':
-        f.valueAndGradientBatch(xs, rows, out.subarray(from * n, to * n), values!.subarray(from, to));
-        break;
-      case 'vjpBatch':
-        f.vjpBatch(xs, rows, D!.subarray(from * m, to * m), out.subarray(from * n, to * n), values?.subarray(from * m, to * m));
-        break;
-      case 'jvpBatch':
-        f.jvpBatch(xs, rows, D!.subarray(from * n, to * n), out.subarray(from * m, to * m), values?.subarray(from * m, to * m));
-        break;
-      case 'hvpBatch':
-        f.hvpBatch(xs, rows, D!.subarray(from * n, to * n), out.subarray(from * n, to * n), values?.subarray(from, to));
-        break;
+    // Errors name the caller's row (see rowBase).
+    f.rowBase = from;
+    try {
+      switch (task.method) {
+        case 'gradientBatch':
+          f.gradientBatch(xs, rows, out.subarray(from * n, to * n));
+          break;
+        case 'valueAndGradientBatch':
+          f.valueAndGradientBatch(xs, rows, out.subarray(from * n, to * n), values!.subarray(from, to));
+          break;
+        case 'vjpBatch':
+          f.vjpBatch(xs, rows, D!.subarray(from * m, to * m), out.subarray(from * n, to * n), values?.subarray(from * m, to * m));
+          break;
+        case 'jvpBatch':
+          f.jvpBatch(xs, rows, D!.subarray(from * n, to * n), out.subarray(from * m, to * m), values?.subarray(from * m, to * m));
+          break;
+        case 'hvpBatch':
+          f.hvpBatch(xs, rows, D!.subarray(from * n, to * n), out.subarray(from * n, to * n), values?.subarray(from, to));
+          break;
+      }
+    } finally {
+      f.rowBase = 0;
     }
     return { ok: true, ms: performance.now() - start };
   } catch (error) {
