@@ -533,6 +533,23 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   /** @internal Records f at x (inputs are the first nodes), and its guards. */
   record(x: ArrayLike<number>): Recording {
+    // f calling this function (itself, or a custom rule it uses, whose forward runs here) found no
+    // recording to replay and recorded again, until the stack overflowed; a replay refuses the
+    // same call by refuseInsideRule.
+    if (this.recordingNow) {
+      throw new TapegradError('INVALID_ARGUMENT', 'compile: the function called its own compiled function while recording (itself, or through a custom rule it uses); a compiled function cannot call itself');
+    }
+    this.recordingNow = true;
+    try {
+      return this.recordOnce(x);
+    } finally {
+      this.recordingNow = false;
+    }
+  }
+
+  private recordingNow = false;
+
+  private recordOnce(x: ArrayLike<number>): Recording {
     const f = this.f!;
     const tape = this.recording?.tape ?? this.spareTape ?? createTapeSync({ backend: this.backend });
     this.spareTape = null;

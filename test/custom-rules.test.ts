@@ -282,6 +282,18 @@ describe.each(BACKENDS)('custom rules: errors, and the tape afterwards (%s)', (b
     }
     expect(self.value([3])).toBe(9);
     expect(Array.from(self.gradient([4]))).toEqual([8]);
+    // The same call during the first call, which records (a new-user probe: it recorded again and
+    // again until the stack overflowed), and f calling its compiled function directly.
+    const itself = /^compile: the function called its own compiled function while recording \(itself, or through a custom rule it uses\); a compiled function cannot call itself$/;
+    let early: CompiledFunction | undefined;
+    const E = defineFunction({ name: 'E', forward: (xs) => early!.value([xs[0]!]) as number, vjp: (_xs, _y, g) => [g] });
+    early = compile((x: Var[]) => E(x[0]!), { inputs: 1, ...options });
+    for (let k = 0; k < 2; k++) expect(() => early!.value([1])).toThrow(itself);
+    let direct: CompiledFunction | undefined;
+    direct = compile((x: Var[]) => x[0]!.mul(direct!.value([2]) as number), { inputs: 1, ...options });
+    expect(() => direct!.gradient([1])).toThrow(itself);
+    // The tapes involved stay usable.
+    expect(self.value([3])).toBe(9);
   });
   const noJvp = defineFunction({ name: 'lseWithoutJvp', forward: lseRules.forward, vjp: lseRules.vjp });
   const noVjpTangent = defineFunction({ name: 'lseWithoutVjpTangent', forward: lseRules.forward, vjp: lseRules.vjp, jvp: lseRules.jvp });
