@@ -935,7 +935,13 @@ export class Tape {
   /** @internal Node index of a vector handle (as vindex). */
   vindexOfHandle(h: number): number {
     if (typeof h !== 'number' || !Number.isInteger(h) || h >= 0) {
-      if (typeof h === 'number' && h >= 0 && Number.isInteger(h)) throw new ShapeError(`handle ${h} is a scalar; a vector handle is expected here`, 'vector', [[]]);
+      if (typeof h !== 'number') throw this.badHandle(h);
+      if (!Number.isInteger(h)) throw new InvalidHandleError(`${h} is not a vector handle: vector handles are negative integers`);
+      // A live scalar is the wrong shape; any other non-negative integer is no node to read here
+      // (a new-user probe: 5 and 12345 on a tape of three nodes were "a scalar").
+      const i = h - this.base;
+      if (i >= 0 && i < this.count && scalarValued(this.opV[i]!)) throw new ShapeError(`handle ${h} is a scalar; a vector handle is expected here`, 'vector', [[]]);
+      if (i >= 0 && i < this.count && this.isVector(i)) throw new InvalidHandleError(`handle ${h} is the node of vector handle ${~h}; pass the vector handle`);
       throw this.badHandle(h);
     }
     const i = ~h - this.base;
