@@ -78,6 +78,7 @@ export class CustomNodes implements CustomHandler {
   forward(i: number): void {
     const { rule, xs } = this.operands(i);
     let y: unknown;
+    this.tape.ruleForwardAt = i;
     try {
       y = this.tape.insideRule(() => rule.forward(xs));
     } catch (error) {
@@ -85,6 +86,8 @@ export class CustomNodes implements CustomHandler {
       // what the rule did to its tape, and leaves the node to compute at the next read.
       if (!(error instanceof TapegradError)) this.failedForward = i;
       throw error;
+    } finally {
+      this.tape.ruleForwardAt = -1;
     }
     if (typeof y !== 'number') this.failedForward = i;
     this.engine.views.val[i] = checkResult(y, rule, 'forward');

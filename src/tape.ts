@@ -62,6 +62,8 @@ export class Tape {
   /** @internal */
   count = 0;
   private evaluated = 0;
+  /** @internal The custom node whose forward rule runs, or -1. */
+  ruleForwardAt = -1;
   private swept = -1;
   // The last first-order reverse sweep, to run again storing every adjoint when one it left out
   // (a fused run's node, see DROPPED_ADJOINT) is read: backward's output, seed and node count, or
@@ -770,7 +772,9 @@ export class Tape {
 
   /** @internal */
   valueAt(i: number): number {
-    if (i >= this.evaluated) {
+    // Inside a custom rule's forward, what the running sweep has computed is the nodes before the
+    // rule's (read as they are; refused before, and a replay's later nodes read last replay's).
+    if (this.ruleForwardAt >= 0 ? i >= this.ruleForwardAt : i >= this.evaluated) {
       // Computing it would run the forward sweep, and the rule in it, again.
       this.refuseInsideRule('cannot read a value not computed yet');
       this.evaluate();

@@ -273,6 +273,15 @@ describe.each(BACKENDS)('custom rules: errors, and the tape afterwards (%s)', (b
     expect(() => later!.add(y).value).toThrow(/^cannot read a value not computed yet while a sweep of this tape runs a custom rule/);
     later = null;
     expect(a.mul(10).add(y).value).toBe(22);
+    // A node recorded before the rule's is computed when the rule runs: read as it is (a new-user
+    // probe: refused as "not computed yet" unless something had read it before the sweep).
+    tape.reset();
+    const b = tape.variable(3);
+    const before = b.mul(10);
+    const reads: number[] = [];
+    const earlier = defineFunction({ name: 'earlier', forward: (xs) => (reads.push(before.value), 2 * xs[0]!), vjp: (_xs, _y, g) => [2 * g] });
+    expect(earlier(b).add(before).value).toBe(36);
+    expect(reads).toEqual([30]);
     let self: CompiledFunction | undefined;
     const S = defineFunction({ name: 'S', forward: (xs) => (self && xs[0]! > 100 ? (self.value([1]) as number) : xs[0]!), vjp: (_xs, _y, g) => [g] });
     self = compile((x: Var[]) => S(x[0]!).mul(x[0]!), { inputs: 1, ...options });
