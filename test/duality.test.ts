@@ -3,7 +3,7 @@
 // forward-over-reverse Hessian-vector products match central differences of the gradient.
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { finiteDifferenceGradient, grad, hvp, init, jvp, normwiseError, vjp, type Var } from '../src/index.ts';
+import { finiteDifferenceGradient, grad, gradcheck, hvp, init, jacobian, jvp, normwiseError, vjp, type Var } from '../src/index.ts';
 import { dagArbitrary, dagFunction, type Dag } from './dag-arbitrary.ts';
 import { BACKENDS } from './support.ts';
 
@@ -139,5 +139,20 @@ describe.each(BACKENDS)('hvp on random smooth DAGs (%s)', (backend) => {
       }),
       { numRuns: 150 },
     );
+  });
+});
+
+// The one place the modes part (README, Ops): an infinite partial behind paths that cancel. The
+// tangent sweep passes the zero tangent on as 0, the reverse sweep sums ∞ - ∞ = NaN; gradcheck
+// fails the function on both counts.
+describe.each(BACKENDS)('an infinite partial behind cancelling paths (%s)', (backend) => {
+  it('the tangent sweep gives 0 and the reverse sweep NaN; gradcheck fails it', () => {
+    for (const op of ['sqrt', 'log', 'recip'] as const) {
+      const f = (x: Var[]): Var[] => [x[0]!.sub(x[0]!)[op]()];
+      expect(Array.from(jacobian(f, [1], { backend, mode: 'forward' }).data)).toEqual([0]);
+      expect(Array.from(jacobian(f, [1], { backend, mode: 'reverse' }).data)).toEqual([NaN]);
+      const r = gradcheck((x: Var[]) => f(x)[0]!.add(x[1]!), [1, 2], { backend });
+      expect([r.ok, r.error, r.dualityError]).toEqual([false, Infinity, Infinity]);
+    }
   });
 });
