@@ -76,6 +76,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** @internal The caller's row of a batch's first row, for the rows errors name: a pool's
    *  worker runs the rows from it on (they named the row within the worker's part). */
   rowBase = 0;
+  // Set while record runs f (see record).
+  private recordingNow = false;
 
   /** @internal */
   constructor(
@@ -546,8 +548,6 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       this.recordingNow = false;
     }
   }
-
-  private recordingNow = false;
 
   private recordOnce(x: ArrayLike<number>): Recording {
     const f = this.f!;

@@ -73,6 +73,7 @@ export class CustomNodes implements CustomHandler {
     return ts;
   }
 
+  /** The node whose rule's own failure stopped the last forward sweep (see Tape.evaluate), or -1. */
   failedForward = -1;
 
   forward(i: number): void {
