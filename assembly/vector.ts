@@ -1276,14 +1276,50 @@ function tiesOf(off: i32, n: i32, y: f64): i32 {
 
 // gA += gC Bᵀ, gB += Aᵀ gC: `dst` holds the adjoint region written, `gc` the output's (adjoint or
 // adjoint tangent), `va`/`vb` the regions the operands are read from (values, or tangents).
+// A term with a zero factor adds nothing, as the scalar program's mul skips a zero partial and a
+// zero adjoint: 0·∞ gave NaN (sqrt at 0 after a sparse matvec made the gradient of every input
+// that row left out NaN). Products of finite factors need no test: every factor is finite where
+// gC and C are (an infinite or NaN entry of A or B makes its whole row or column of C so).
 function matmulReverse(i: i32, ia: i32, ib: i32, out: i32, n: i32, gc: usize, dstA: usize, dstB: usize, va: usize, vb: usize): void {
   const m = argA(i - 2), k = argB(i - 2), p = m == 0 ? 0 : n / m;
   const g = at(gc, out), a = at(va, offOf(ia)), b = at(vb, offOf(ib));
+  const finite = allFinite(g, n) && (va == xvalBase ? allFinite(at(xvalBase, out), n) : allFinite(a, m * k) && allFinite(b, k * p));
   if (wantsAdjoint(ia)) {
-    contract(at(dstA, offOf(ia)), <usize>k << 3, 8, g, <usize>p << 3, 8, b, 8, <usize>p << 3, m, p, k, true);
+    const d = at(dstA, offOf(ia));
+    if (finite) contract(d, <usize>k << 3, 8, g, <usize>p << 3, 8, b, 8, <usize>p << 3, m, p, k, true);
+    else contractSkippingZeros(d, <usize>k << 3, 8, g, <usize>p << 3, 8, b, 8, <usize>p << 3, m, p, k);
   }
   if (wantsAdjoint(ib)) {
-    contract(at(dstB, offOf(ib)), <usize>p << 3, 8, a, 8, <usize>k << 3, g, <usize>p << 3, 8, k, m, p, true);
+    const d = at(dstB, offOf(ib));
+    if (finite) contract(d, <usize>p << 3, 8, a, 8, <usize>k << 3, g, <usize>p << 3, 8, k, m, p, true);
+    else contractSkippingZeros(d, <usize>p << 3, 8, a, 8, <usize>k << 3, g, <usize>p << 3, 8, k, m, p);
+  }
+}
+
+/** Whether the n values from p are all finite. */
+function allFinite(p: usize, n: i32): bool {
+  for (let k = 0; k < n; k++) {
+    const x = ld(p + (<usize>k << 3));
+    if (x - x != 0) return false;
+  }
+  return true;
+}
+
+/** contract's D += A·B, a term with a zero factor left out, each D[i, j] taking its terms one l at
+ *  a time in ascending order (as contract's row and column layouts do). */
+function contractSkippingZeros(
+  d: usize, dsi: usize, dsj: usize, a: usize, asi: usize, asl: usize, b: usize, bsl: usize, bsj: usize, m: i32, k: i32, p: i32,
+): void {
+  for (let i = 0; i < m; i++) {
+    for (let j = 0; j < p; j++) {
+      const q = d + <usize>i * dsi + <usize>j * dsj;
+      let s = ld(q);
+      for (let l = 0; l < k; l++) {
+        const x = ld(a + <usize>i * asi + <usize>l * asl), z = ld(b + <usize>l * bsl + <usize>j * bsj);
+        if (x != 0 && z != 0) s += x * z;
+      }
+      st(q, s);
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { allCases, bits, recordScalar, recordVector, relativeError, type VectorCase } from './vector-cases.ts';
 import { BACKENDS, tapeOn } from './support.ts';
+import type { Tape, Var, Vec } from '../src/index.ts';
 
 const cases = allCases();
 
@@ -35,4 +36,46 @@ describe.each(BACKENDS)('vector ops equal their scalar-op twins (%s)', (backend)
     }
     for (const name of ['sum of one element', 'dot of one element', 'logSumExp of one element', 'matmul [1,1] · [1,1]']) expect(exact.has(name), name).toBe(true);
   });
+});
+
+// Found by a new-user probe: a matrix product's reverse rule multiplied zero entries by an
+// infinite adjoint (sqrt at 0 after a sparse matvec), so every input the row left out got NaN,
+// where the scalar program's mul skips its zero partial. Each product form against its scalar
+// twin, gradient and hvp, with a zero value under sqrt, an infinite matrix entry whose adjoint is
+// 0, and a NaN entry (which stays NaN where it is used, as in the scalar program).
+describe.each(BACKENDS)('matrix products at infinite adjoints and entries equal their scalar twins (%s)', (backend) => {
+  const same = (a: ArrayLike<number>, b: ArrayLike<number>): boolean =>
+    a.length === b.length && Array.from(a).every((x, k) => Object.is(x, b[k]) || Math.abs(x - b[k]!) <= 1e-13 * Math.max(1, Math.abs(x)));
+  const A = [1, 0, 0, 1, 0.5, 0];
+  // y = M x (M 3×2 of A's entries), then sqrt of each y: y[1] = 0 at x = [0, 4]... sqrt'(0) = ∞.
+  const forms = {
+    matvec: (t: Tape, x: Vec) => t.constantVector(A, [3, 2]).matvec(x),
+    vecmat: (t: Tape, x: Vec) => x.vecmat(t.constantVector([1, 0, 0.5, 0, 1, 0], [2, 3])),
+    matmul: (t: Tape, x: Vec) => t.constantVector(A, [3, 2]).matmul(x.reshape([2, 1])).reshape([3]),
+    trmv: (t: Tape, x: Vec) => t.constantVector([1, 0, 0.5, 1], [2, 2]).trmv(x),
+  } as const;
+  const scalarTwin = (name: keyof typeof forms, x: Var[]): Var[] => {
+    const [a, b] = x as [Var, Var];
+    const lin = (p: number, q: number): Var => a.mul(p).add(b.mul(q));
+    if (name === 'trmv') return [lin(1, 0), lin(0.5, 1)];
+    if (name === 'vecmat') return [lin(1, 0), lin(0, 1), lin(0.5, 0)];
+    return [lin(1, 0), lin(0, 1), lin(0.5, 0)];
+  };
+  for (const name of Object.keys(forms) as (keyof typeof forms)[]) {
+    it(name, async () => {
+      for (const point of [[0, 4], [4, 0], [0, 0], [NaN, 1]]) {
+        const vt = await tapeOn(backend), st = await tapeOn(backend);
+        const x = vt.vector(point);
+        const vy = forms[name](vt, x).sqrt().sum();
+        const xs = st.variables(point);
+        const sy = scalarTwin(name, xs).map((v) => v.sqrt()).reduce((p, q) => p.add(q));
+        const vg = vt.gradient(vy, [x]), sg = st.gradient(sy, xs);
+        expect(same(vg, sg), `${name} at [${point}]: [${vg}] vs [${sg}]`).toBe(true);
+        for (const dir of [[1, 0], [0, 1]]) {
+          const vh = vt.hvp(vy, [x], dir), sh = st.hvp(sy, xs, dir);
+          expect(same(vh, sh), `${name} hvp at [${point}] along [${dir}]: [${vh}] vs [${sh}]`).toBe(true);
+        }
+      }
+    });
+  }
 });

@@ -89,6 +89,31 @@ function contract(
   }
 }
 
+/** Whether X[from, from + n) are all finite. */
+function allFinite(X: F64, from: number, n: number): boolean {
+  for (let k = from; k < from + n; k++) if (X[k]! - X[k]! !== 0) return false;
+  return true;
+}
+
+/** contract's D += A·B (accumulating), a term with a zero factor left out, each D[i, j] taking
+ *  its terms one l at a time in ascending order. */
+function contractSkippingZeros(
+  D: F64, d: number, dsi: number, dsj: number, A: F64, a: number, asi: number, asl: number,
+  B: F64, b: number, bsl: number, bsj: number, m: number, k: number, p: number,
+): void {
+  for (let i = 0; i < m; i++) {
+    for (let j = 0; j < p; j++) {
+      const q = d + i * dsi + j * dsj;
+      let s = D[q]!;
+      for (let l = 0; l < k; l++) {
+        const x = A[a + i * asi + l * asl]!, z = B[b + l * bsl + j * bsj]!;
+        if (x !== 0 && z !== 0) s += x * z;
+      }
+      D[q] = s;
+    }
+  }
+}
+
 /** The vector rules over one engine's views; `views` is replaced when the engine reallocates. */
 export class VectorRules {
   constructor(public views: TapeViews) {}
@@ -434,11 +459,14 @@ export class VectorRules {
     return (s0 + s2) + (s1 + s3);
   }
 
+  // A term with a zero factor adds nothing (see matmulReverse in assembly/vector.ts).
   private matmulReverse(i: number, ia: number, ib: number, out: number, n: number, G: F64, D: F64, V: F64): void {
     const { a, b } = this.views;
     const m = a[i - 2]!, k = b[i - 2]!, p = m === 0 ? 0 : n / m;
-    if (this.wants(ia)) contract(D, this.off(ia), k, 1, G, out, p, 1, V, this.off(ib), 1, p, m, p, k, true);
-    if (this.wants(ib)) contract(D, this.off(ib), p, 1, V, this.off(ia), 1, k, G, out, p, 1, k, m, p, true);
+    const finite = allFinite(G, out, n) && (V === this.views.xval ? allFinite(V, out, n) : allFinite(V, this.off(ia), m * k) && allFinite(V, this.off(ib), k * p));
+    const product = finite ? contract : contractSkippingZeros;
+    if (this.wants(ia)) product(D, this.off(ia), k, 1, G, out, p, 1, V, this.off(ib), 1, p, m, p, k, true);
+    if (this.wants(ib)) product(D, this.off(ib), p, 1, V, this.off(ia), 1, k, G, out, p, 1, k, m, p, true);
   }
 
   private transposeBack(i: number, ia: number, out: number, X: F64): void {
