@@ -170,8 +170,20 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   }
 
   /** The function returned a Var or a number (not an array or a Vec); null before the first
-   *  recording and for functions loaded from bytes. */
+   *  recording and for functions loaded from bytes (but an array of one, which the bytes say). */
   private scalarOutput: boolean | null = null;
+
+  /** @internal It returns an array of one scalar (which `value` gives as an array of one, and its
+   *  bytes say: the output nodes alone read as one number). */
+  get outputIsArrayOfOne(): boolean {
+    const rec = this.recording;
+    return this.scalarOutput === false && rec !== null && rec.outputs.length === 1 && rec.outputs[0]! >= 0 && rec.outputNodes.length === 1;
+  }
+
+  /** @internal For a function loaded from bytes that say its output is an array of one. */
+  markArrayOfOne(): void {
+    this.scalarOutput = false;
+  }
 
   /** Nodes on the recorded tape (0 before the first call). */
   get size(): number {
@@ -201,7 +213,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   value(x: ArrayLike<number>, out?: Float64Array): number | Float64Array {
     const rec = this.replay(x);
     const { val, xval } = rec.tape.engine.views;
-    // Loaded from bytes, the output's form is unknown: one scalar output is taken as a number.
+    // Loaded from bytes that do not say (an array of one does), one scalar output is a number.
     const scalar = this.scalarOutput ?? (rec.outputs.length === 1 && rec.outputs[0]! >= 0);
     if (scalar && out === undefined) return val[rec.outputs[0]!]!;
     if (out !== undefined) checkOut(out, rec.outputs.length);

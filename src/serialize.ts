@@ -3,7 +3,10 @@
 //   offset  size            field
 //   0       4               magic "TGRD"
 //   4       2               format version (3; versions 1 and 2 are read too)
-//   6       2               flags: bit 0 = the inputs are one input vector (node 1)
+//   6       2               flags: bit 0 = the inputs are one input vector (node 1); bit 1 =
+//                           the one output is an array of one scalar (f returned [y]: `value`
+//                           gives a Float64Array of one, not a number); set only then, so other
+//                           bytes read in builds before it
 //   8       4               nodes N
 //   12      4               inputs (nodes [0, inputs) are the inputs, in order; or the input
 //                           vector's length)
@@ -49,6 +52,7 @@ const CUSTOM_BEFORE_V3 = 51;
 const MAX_NODES = 2 ** 28;
 const MAX_ELEMENTS = 2 ** 28;
 const VECTOR_INPUT_FLAG = 1;
+const ARRAY_OF_ONE_FLAG = 2;
 
 const pad = (n: number, to: number): number => Math.ceil(n / to) * to;
 
@@ -100,7 +104,7 @@ export function toBytes(compiled: CompiledFunction): Uint8Array {
   const view = new DataView(bytes.buffer);
   view.setUint32(0, MAGIC, true);
   view.setUint16(4, FORMAT_VERSION, true);
-  view.setUint16(6, rec.vectorInput ? VECTOR_INPUT_FLAG : 0, true);
+  view.setUint16(6, (rec.vectorInput ? VECTOR_INPUT_FLAG : 0) | (compiled.outputIsArrayOfOne ? ARRAY_OF_ONE_FLAG : 0), true);
   [n, rec.inputs, m, g, l].forEach((v, k) => view.setUint32(8 + 4 * k, v, true));
   view.setUint32(32, e, true);
   bytes.set(op.subarray(0, n), at.ops);
@@ -160,7 +164,7 @@ export function loadBytes(
   const e = version >= 2 ? view.getUint32(32, true) : 0;
   if (
     n > MAX_NODES || inputs < 1 || (!vectorInput && inputs > n) || m < 1 || m > n || g > n || l > n || e > MAX_ELEMENTS ||
-    (flags & ~VECTOR_INPUT_FLAG) !== 0 || (version === 1 && flags !== 0)
+    (flags & ~(VECTOR_INPUT_FLAG | ARRAY_OF_ONE_FLAG)) !== 0 || (version === 1 && flags !== 0) || (flags & ARRAY_OF_ONE_FLAG && (version < 3 || m !== 1))
   ) {
     throw new FormatError(`malformed header: ${n} nodes, ${inputs} inputs, ${m} outputs, ${g} guards, ${l} leaves, ${e} elements, flags ${flags}`);
   }
@@ -203,7 +207,9 @@ export function loadBytes(
     }));
     return { tape, inputs, outputs, guards, expected, vectorInput, outputNodes };
   };
-  return new CompiledFunction(null, inputs, tape.backend, true, build(), true, build, codegen, vectorInput, checkNaN, sweeps);
+  const loaded = new CompiledFunction(null, inputs, tape.backend, true, build(), true, build, codegen, vectorInput, checkNaN, sweeps);
+  if (flags & ARRAY_OF_ONE_FLAG) loaded.markArrayOfOne();
+  return loaded;
 }
 
 function kindOf(op: Uint8Array, j: number): NodeKind {

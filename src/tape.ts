@@ -225,20 +225,23 @@ export class Tape {
     return vectorOf(this, VCONST, values, shape, 'constantVector');
   }
 
-  /** Scalars (Vars or numbers) as one vector; vectors of one shape [n] as the rows of a matrix. */
+  /** Scalars (Vars or numbers) as one vector; k Vecs of one shape s as one of shape [k, ...s]
+   *  (vectors [n] as the rows of a matrix), as NumPy's stack. */
   stack(parts: readonly (Var | number)[] | readonly Vec[]): Vec {
     const first = Array.isArray(parts) ? parts[0] : undefined;
-    // The shapes are checked before concat records anything.
-    if (first instanceof Vec && first.shape.length === 1) {
+    // The shapes are checked before concat records anything. Matrices (and a Vec among scalars)
+    // were joined end to end: two [2, 2] gave [4, 2] (a new-user probe).
+    if (first instanceof Vec || (Array.isArray(parts) && parts.some((p) => p instanceof Vec))) {
+      const shape = first instanceof Vec ? first.shape : [];
       for (const p of parts as readonly Vec[]) {
-        if (!(p instanceof Vec) || p.shape.length !== 1 || p.shape[0] !== first.shape[0]) {
+        if (!(p instanceof Vec) || p.shape.length !== shape.length || p.shape.some((d, k) => d !== shape[k])) {
           const shapes = (parts as readonly Vec[]).map((q) => (q instanceof Vec ? q.shape : []));
-          throw new ShapeError(`stack: every vector needs shape [${first.shape[0]}], got ${shapes.map((q) => `[${q.join(', ')}]`).join(', ')}`, 'stack', shapes);
+          throw new ShapeError(`stack: every vector needs shape [${shape.join(', ')}], got ${shapes.map((q) => `[${q.join(', ')}]`).join(', ')}`, 'stack', shapes);
         }
       }
-      return concatOn(this, parts as readonly Vec[], 'stack').reshape([parts.length, first.shape[0]!]);
+      return concatOn(this, parts as readonly Vec[], 'stack').reshape([parts.length, ...shape]);
     }
-    return concatOn(this, parts as readonly (Var | Vec | number)[], 'stack');
+    return concatOn(this, parts as readonly (Var | number)[], 'stack');
   }
 
   /** Vectors, scalars and numbers joined end to end (matrices: along rows). */

@@ -161,6 +161,32 @@ describe('round trips across backends', () => {
     });
   });
 
+  // A new-user probe: an array of one output came back from bytes as a number.
+  it('keeps the form of one output: a number for a Var, an array of one for [Var], a vector of one', () => {
+    for (const backend of BACKENDS) {
+      const forms = [
+        [(x: Var[]) => x[0]!.mul(x[1]!), 'number'],
+        [(x: Var[]) => [x[0]!.mul(x[1]!)], 'array'],
+      ] as const;
+      for (const [f, form] of forms) {
+        const original: CompiledFunction = compile(f as CompilableFunction, { inputs: 2, backend, at: [2, 3] });
+        const bytes = original.toBytes();
+        // Only the array of one sets its flag: every other tape's bytes are as before.
+        expect(new DataView(bytes.buffer).getUint16(6, true)).toBe(form === 'array' ? 2 : 0);
+        const loaded = fromBytes(bytes, { backend });
+        for (const g of [original, loaded]) {
+          const v = g.value([2, 3]);
+          if (form === 'number') expect(v).toBe(6);
+          else expect(Array.from(v as Float64Array)).toEqual([6]);
+        }
+        // and again through its own bytes
+        expect(Array.from(loaded.toBytes())).toEqual(Array.from(bytes));
+      }
+      const vec = compile((v: Vec) => v.mul(2).slice(0, 1), { inputs: 2, vector: true, backend, at: [2, 3] });
+      expect(Array.from(fromBytes(vec.toBytes(), { backend }).value([2, 3]) as Float64Array)).toEqual([4]);
+    }
+  });
+
   it('loads from a view at an offset inside a larger buffer, and defaults to wasm', () => {
     const bytes = compile(transcendental, { inputs: 3, backend: 'js', at: [0.5, 0.25, -0.75] }).toBytes();
     const big = new Uint8Array(bytes.length + 11).fill(0xab);
@@ -334,6 +360,12 @@ describe('fromBytes refuses what is not a valid tape with FormatError', () => {
       const bytes = validTape().slice();
       new DataView(bytes.buffer).setUint32(offset, value, true);
       expectFormatError(bytes, /malformed header|truncated/);
+    }
+    // Flags: an unknown bit, and the array-of-one bit on a tape of several outputs.
+    const several = compile((x: Var[]) => [x[0]!, x[1]!.sin()], { inputs: 2, at: [1, 2] }).toBytes();
+    for (const [bytes, flags] of [[validTape().slice(), 4], [several.slice(), 2]] as const) {
+      new DataView(bytes.buffer).setUint16(6, flags, true);
+      expectFormatError(bytes, /malformed header/);
     }
   });
 

@@ -50,3 +50,26 @@ describe.each(BACKENDS)('trmv reads one triangle only (%s)', (backend) => {
     expect(z.value).toBe(2 * 1 + 3 * -1 + 4 * -1);
   });
 });
+
+// What README says of reductions over a matrix and of norm's range (a new-user probe asked).
+describe.each(BACKENDS)('softmax over a matrix, and norm unscaled (%s)', (backend) => {
+  it('softmax and logSoftmax normalise over every element of a matrix, as logSumExp reduces', async () => {
+    const tape = await createTape({ backend });
+    const M = tape.vector([1, 2, 3, 4], [2, 2]);
+    const s = M.softmax().value, ls = M.logSoftmax().value, lse = M.logSumExp().value;
+    expect(s.reduce((p, q) => p + q, 0)).toBeCloseTo(1, 15);
+    for (let k = 0; k < 4; k++) {
+      expect(s[k]).toBeCloseTo(Math.exp(k + 1 - lse), 15);
+      expect(ls[k]).toBeCloseTo(k + 1 - lse, 14);
+    }
+  });
+
+  it('norm is sqrt(Σ x²) as written: it underflows and overflows where hypot scales', async () => {
+    const tape = await createTape({ backend });
+    const tiny = tape.vector([1e-200, 1e-200]), huge = tape.vector([1e200, 1e200]);
+    expect(tiny.norm().value).toBe(0);
+    expect(huge.norm().value).toBe(Infinity);
+    expect(tape.variable(1e-200).hypot(tape.variable(1e-200)).value).toBeCloseTo(Math.SQRT2 * 1e-200, 214);
+    expect(tape.variable(1e200).hypot(tape.variable(1e200)).value).toBe(Math.SQRT2 * 1e200);
+  });
+});

@@ -131,6 +131,10 @@ describe.each(BACKENDS)('broadcasting and result shapes (%s)', (backend) => {
     expectVec(tape.concat([M, tape.vector([7, 8, 9], [1, 3])]), [3, 3], [1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expectVec(tape.stack([v, v.neg()]), [2, 3], [1, 2, 3, -1, -2, -3]);
     expectVec(tape.stack([1, tape.variable(2), 3]), [3], [1, 2, 3]);
+    // Matrices as NumPy stacks them, along a new first axis (they were joined end to end: two
+    // [2, 3] gave [4, 3], a new-user probe).
+    expectVec(tape.stack([M, M.neg()]), [2, 2, 3], [1, 2, 3, 4, 5, 6, -1, -2, -3, -4, -5, -6]);
+    expectVec(tape.stack([tape.vector([1, 2], [2, 1]), tape.vector([3, 4], [2, 1])]), [2, 2, 1], [1, 2, 3, 4]);
     expectVec(tape.vector([1, 2, 3, 4, 5, 6], [3, 2]), [3, 2], [1, 2, 3, 4, 5, 6]);
     expectVec(tape.constantVector([5, 6], [1, 2]), [1, 2], [5, 6]);
     expect(M.get(4).value).toBe(5);
@@ -262,6 +266,10 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     expectShapeError(tape, () => tape.stack([v3, v2]), 'stack', [[3], [2]], /every vector needs shape \[3\]/);
     expectShapeError(tape, () => tape.stack([v2, v2, v3]), 'stack', [[2], [2], [3]], /every vector needs shape \[2\]/);
     expectShapeError(tape, () => tape.stack([v3, x as unknown as Vec]), 'stack', [[3], []], /every vector needs shape \[3\]/);
+    const Mt = M.transpose();
+    expectShapeError(tape, () => tape.stack([M, Mt]), 'stack', [[2, 3], [3, 2]], /^stack: every vector needs shape \[2, 3\], got \[2, 3\], \[3, 2\]$/);
+    // A Vec among scalars is no stack of scalars (it was joined in).
+    expectShapeError(tape, () => tape.stack([x, v2] as unknown as Vec[]), 'stack', [[], [2]], /^stack: every vector needs shape \[\], got \[\], \[2\]$/);
     expectShapeError(tape, () => tape.concat([M, v3]), 'concat', [[2, 3], [3]], /cannot join a matrix and a vector/);
     expectShapeError(tape, () => tape.concat([M, x]), 'concat', [[2, 3], []], /cannot join a matrix and a scalar/);
     expectShapeError(tape, () => tape.concat([M, 1]), 'concat', [[2, 3], []], /cannot join a matrix and a scalar/);
