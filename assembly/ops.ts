@@ -412,6 +412,10 @@ export let partialZTangent: f64 = 0;
 // @ts-ignore: decorator
 @inline export function partialsTangent(op: i32, x: f64, z: f64, y: f64, tx: f64, tz: f64, ty: f64): f64 {
   partialZTangent = 0;
+  // A zero tangent adds nothing (README, Numerics): with every operand's tangent 0, so is each
+  // partial's, also where a formula below gives 0·∞ or 0/0 (sqrt, cbrt and recip at 0, asin at
+  // ±1, sin at ±∞, sinh where it overflows...); the log family and others tested it one by one.
+  if (tx == 0 && tz == 0) return 0;
   switch (op) {
     case Op.Mul: partialZTangent = tx; return tz;
     // Divided by z twice, not by z·z, which underflows to 0 for |z| below 1e-162 (0/0 along a

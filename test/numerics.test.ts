@@ -363,3 +363,35 @@ function second(op: UnaryOpName, x: number): number {
     default: return -x / ((x * x - 1) * Math.sqrt(x * x - 1)); // acosh
   }
 }
+
+// Found by a new-user probe: "a zero tangent adds nothing" held for the log family and a few
+// others, whose rules tested it; sqrt, cbrt and recip at 0, asin at ±1, sin at ±Infinity, sinh
+// where it overflows and the rest gave 0·∞ or 0/0, so H[0][1] was NaN while H[1][0] was 0. Along
+// a direction that leaves x0 alone, op(x0) + x1·x2 has H·e1 = (0, 0, 1) on every path.
+describe.each(BACKENDS)('a zero tangent adds nothing, for every op (%s)', (backend) => {
+  const points: [UnaryOpName | 'pow', number][] = [
+    ['sqrt', 0], ['sqrt', -1], ['cbrt', 0], ['recip', 0], ['asin', 1], ['asin', 2], ['acos', -1], ['atanh', 1], ['atanh', 2],
+    ['sin', Infinity], ['cos', NaN], ['tan', Infinity], ['sinh', 1000], ['cosh', -1000], ['tanh', NaN], ['atan', NaN],
+    ['sigmoid', NaN], ['softplus', NaN], ['erf', NaN], ['erfc', NaN], ['normCdf', NaN], ['normLogCdf', NaN], ['log', 0], ['pow', 0],
+  ];
+  const apply = (op: UnaryOpName | 'pow', x: Var): Var => (op === 'pow' ? x.pow(0.5) : (x[op] as () => Var)());
+  it.each(points)('%s at %s', (op, x0) => {
+    const f = (x: Var[]): Var => apply(op, x[0]!).add(x[1]!.mul(x[2]!));
+    const at = [x0, 2, 3];
+    const expected = [0, 0, 1];
+    expect(Array.from(hvp(f, at, [0, 1, 0], { backend })), 'hvp').toEqual(expected);
+    const H = hessian(f, at, { backend }).data;
+    expect([H[1], H[2], H[3], H[6]], 'cross terms of the Hessian').toEqual([0, 0, 0, 0]);
+    for (const codegen of [true, false]) {
+      const c = compile(f, { inputs: 3, backend, codegen, at: [0.5, 2, 3] });
+      expect(Array.from(c.hvp(at, [0, 1, 0])), `compiled, codegen ${codegen}`).toEqual(expected);
+    }
+  });
+
+  it('a vector: a NaN or infinite second derivative of one element leaves the others\' products alone', async () => {
+    const tape = await tapeOn(backend);
+    const v = tape.vector([0, 4, -1]);
+    const y = v.sqrt().sum();
+    expect(Array.from(tape.hvp(y, [v], [0, 1, 0]))).toEqual([0, -0.25 * 4 ** -1.5, 0]);
+  });
+});

@@ -185,6 +185,8 @@ export const partialZTangent = new Float64Array(1);
 
 export function partialsTangent(op: number, x: number, z: number, y: number, tx: number, tz: number, ty: number): number {
   partialZTangent[0] = 0;
+  // A zero tangent adds nothing (see partialsTangent in assembly/ops.ts).
+  if (tx === 0 && tz === 0) return 0;
   switch (op) {
     case mul: partialZTangent[0] = tx; return tz;
     // As in the core: divided by z twice, not by z·z, which underflows below 1e-162.

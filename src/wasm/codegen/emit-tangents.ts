@@ -425,6 +425,16 @@ export function emitReverseTangent(bodies: Body[], relative: Uint8Array | null =
           own(fn, { ...values, tx: () => tangentOf(x), tz: () => tangentOf(binary ? z! : x), ty: () => tangentOf(self) });
           fn.set(L.dpa);
           if (op === Op.div) fn.set(L.dpb);
+          // The core's rule adds nothing where every operand's tangent is 0 (0·∞ and 0/0 there:
+          // recip and sqrt at 0, div by 0); mul, square and exp give 0 there anyway.
+          if (op === Op.div || op === Op.recip || op === Op.sqrt) {
+            tangentOf(x); fn.f64Const(0); fn.byte(W_F64Eq);
+            if (binary) { tangentOf(z!); fn.f64Const(0); fn.byte(W_F64Eq); fn.byte(W_I32And); }
+            fn.byte(W_If); fn.byte(W_Void);
+            fn.f64Const(0); fn.set(L.dpa);
+            if (op === Op.div) { fn.f64Const(0); fn.set(L.dpb); }
+            fn.byte(W_End);
+          }
           dpa = inLocal(L.dpa);
           if (op === Op.div) dpb = inLocal(L.dpb);
         } else {
