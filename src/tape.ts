@@ -16,7 +16,9 @@ const {
 // caught. Ranges restart at 0 once they near 2^30; a handle 2^30 nodes old could then alias.
 // Tapes start at scattered offsets (golden-ratio hashing of a serial number), so a raw handle
 // of another tape lands outside this tape's live range unless the two ranges happen to overlap
-// (odds about live nodes / 8e8). Vars carry their tape and are always checked exactly.
+// (odds about live nodes / 8e8). Vars carry their tape, so a Var of another tape is always
+// caught; a Var's id is its handle, so a stale one aliases after a wrap as a handle does (README,
+// Handle API).
 const HANDLE_LIMIT = 2 ** 30;
 const HANDLE_WRAP_AT = HANDLE_LIMIT - 2 ** 28;
 const DEFAULT_MAX_NODES = 2 ** 28;
