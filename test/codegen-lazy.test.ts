@@ -12,6 +12,10 @@ it('compile before the code generator is loaded: interpreted, then generated, bi
     for (let k = 0; k < 200; k++) y = y.mul(x[1]!).add(x[0]!.sin()).mul(0.5);
     return y;
   };
+  // 'require' refuses to answer from the interpreter while the generator loads (a new-user probe:
+  // it replayed interpreted), with the reason; the first compile below starts the load.
+  const required = compile(f, { inputs: 2, codegen: 'require' });
+  expect(() => required.value([0.25, 1.5])).toThrow(/^compile: generated sweeps are required \(\{ codegen: 'require' \}\), but the code generator is still loading/);
   const compiled = compile(f, { inputs: 2, at: [0.5, 0.75] });
   expect(compiled.generatedSweeps).toBe('pending');
   const before = Array.from(compiled.gradient([0.25, 1.5]));
@@ -21,6 +25,9 @@ it('compile before the code generator is loaded: interpreted, then generated, bi
   const interpreted = Array.from(compile(f, { inputs: 2, at: [0.5, 0.75], codegen: false }).gradient([0.25, 1.5]));
   expect(before.every((g, k) => Object.is(g, interpreted[k]))).toBe(true);
   expect(after.every((g, k) => Object.is(g, interpreted[k]))).toBe(true);
-  // Loaded now: the next compiled function is generated at once.
+  // Loaded now: the next compiled function is generated at once, and the required one records
+  // and answers.
   expect(compile(f, { inputs: 2, at: [0.5, 0.75] }).generatedSweeps).toBe('active');
+  expect(Array.from(required.gradient([0.25, 1.5])).every((g, k) => Object.is(g, interpreted[k]))).toBe(true);
+  expect(required.generatedSweeps).toBe('active');
 });
