@@ -148,10 +148,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       if (this.shipped) engine.installShippedSweeps(this.shipped, this.inputs, size, recording.outputs, budget, this.checkNaN);
       else engine.generateSweeps(this.inputs, size, recording.outputs, budget, this.checkNaN);
     }
-    // A schedule satisfies 'require': it dispatches once per run of one op, not per node. So does
-    // nothing pending: until the generator has loaded (after init({ codegen: false })), replays
-    // interpret (a new-user probe: 'require' answered from the interpreter then).
-    if (this.codegen === 'require' && (this.generatedSweeps === 'none' || this.generatedSweeps === 'pending')) {
+    // A schedule satisfies 'require': it dispatches once per run of one op, not per node. Replays
+    // that wait for the generator itself (after init({ codegen: false })) interpret: refused too (a
+    // new-user probe got an interpreted answer). A module compiling in the background (a browser's
+    // main thread) is left pending: each new recording would wait for one again.
+    if (this.codegen === 'require' && (this.generatedSweeps === 'none' || (engine instanceof WasmBackend && engine.waitsForGenerator))) {
       const reason = this.generatedSweepsReason;
       this.recording = null; // never replayed by the interpreter
       throw new TapegradError('INVALID_ARGUMENT', `compile: generated sweeps are required ({ codegen: 'require' }), but ${reason}`);

@@ -109,6 +109,11 @@ export class WasmBackend implements Backend {
   private readonly imports: CoreImports;
   /** Generated sweeps of the tape now in memory (see codegen/). */
   generated: GeneratedSweeps = 'none';
+  /** Replays wait for the code generator itself to load (not for a module compiling in the
+   *  background, which a call after it records and replays generated). */
+  get waitsForGenerator(): boolean {
+    return this.generated === 'pending' && codegen === null;
+  }
   /** Why `generated` is not 'active' (null when it is, or when nothing was asked for). */
   generatedReason: string | null = null;
   /** Settles when pending generated sweeps are installed (or dropped). */
