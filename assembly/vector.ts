@@ -1287,12 +1287,12 @@ function matmulReverse(i: i32, ia: i32, ib: i32, out: i32, n: i32, gc: usize, ds
   if (wantsAdjoint(ia)) {
     const d = at(dstA, offOf(ia));
     if (finite) contract(d, <usize>k << 3, 8, g, <usize>p << 3, 8, b, 8, <usize>p << 3, m, p, k, true);
-    else contractSkippingZeros(d, <usize>k << 3, 8, g, <usize>p << 3, 8, b, 8, <usize>p << 3, m, p, k);
+    else contractSkippingZeros(d, <usize>k << 3, 8, g, <usize>p << 3, 8, b, 8, <usize>p << 3, m, p, k, true, true);
   }
   if (wantsAdjoint(ib)) {
     const d = at(dstB, offOf(ib));
     if (finite) contract(d, <usize>p << 3, 8, a, 8, <usize>k << 3, g, <usize>p << 3, 8, k, m, p, true);
-    else contractSkippingZeros(d, <usize>p << 3, 8, a, 8, <usize>k << 3, g, <usize>p << 3, 8, k, m, p);
+    else contractSkippingZeros(d, <usize>p << 3, 8, a, 8, <usize>k << 3, g, <usize>p << 3, 8, k, m, p, true, true);
   }
 }
 
@@ -1305,10 +1305,13 @@ function allFinite(p: usize, n: i32): bool {
   return true;
 }
 
-/** contract's D += A·B, a term with a zero factor left out, each D[i, j] taking its terms one l at
- *  a time in ascending order (as contract's row and column layouts do). */
+/** contract's D += A·B, a term left out where its A factor (`testA`) or B factor (`testB`) is 0,
+ *  each D[i, j] taking its terms one l at a time in ascending order (as contract's row and column
+ *  layouts do): the reverse rules test both factors, as mul's reverse skips a zero partial and a
+ *  zero adjoint; the tangent rule its tangent factor, as mul's tangent skips a zero tangent. */
 function contractSkippingZeros(
   d: usize, dsi: usize, dsj: usize, a: usize, asi: usize, asl: usize, b: usize, bsl: usize, bsj: usize, m: i32, k: i32, p: i32,
+  testA: bool, testB: bool,
 ): void {
   for (let i = 0; i < m; i++) {
     for (let j = 0; j < p; j++) {
@@ -1316,7 +1319,7 @@ function contractSkippingZeros(
       let s = ld(q);
       for (let l = 0; l < k; l++) {
         const x = ld(a + <usize>i * asi + <usize>l * asl), z = ld(b + <usize>l * bsl + <usize>j * bsj);
-        if (x != 0 && z != 0) s += x * z;
+        if (!(testA && x == 0) && !(testB && z == 0)) s += x * z;
       }
       st(q, s);
     }
@@ -1400,8 +1403,16 @@ export function vectorTangent(i: i32, op: i32): void {
     case Op.VMatmul: {
       const m = argA(i - 2), k = argB(i - 2), p = m == 0 ? 0 : n / m;
       const d = at(xtanBase, out), ps = <usize>p << 3, ks = <usize>k << 3;
-      contract(d, ps, 8, at(xtanBase, offOf(ia)), ks, 8, at(xvalBase, offOf(ib)), ps, 8, m, k, p, false);
-      contract(d, ps, 8, at(xvalBase, offOf(ia)), ks, 8, at(xtanBase, offOf(ib)), ps, 8, m, k, p, true);
+      // Ċ = ȦB + AḂ, a term with a zero tangent factor left out (as mul's tangent), where C is
+      // not finite (else every value factor is finite, and so is 0 times it).
+      if (allFinite(at(xvalBase, out), n)) {
+        contract(d, ps, 8, at(xtanBase, offOf(ia)), ks, 8, at(xvalBase, offOf(ib)), ps, 8, m, k, p, false);
+        contract(d, ps, 8, at(xvalBase, offOf(ia)), ks, 8, at(xtanBase, offOf(ib)), ps, 8, m, k, p, true);
+      } else {
+        memory.fill(d, 0, <usize>n << 3);
+        contractSkippingZeros(d, ps, 8, at(xtanBase, offOf(ia)), ks, 8, at(xvalBase, offOf(ib)), ps, 8, m, k, p, true, false);
+        contractSkippingZeros(d, ps, 8, at(xvalBase, offOf(ia)), ks, 8, at(xtanBase, offOf(ib)), ps, 8, m, k, p, false, true);
+      }
       return;
     }
   }

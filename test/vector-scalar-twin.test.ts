@@ -41,8 +41,8 @@ describe.each(BACKENDS)('vector ops equal their scalar-op twins (%s)', (backend)
 // Found by a new-user probe: a matrix product's reverse rule multiplied zero entries by an
 // infinite adjoint (sqrt at 0 after a sparse matvec), so every input the row left out got NaN,
 // where the scalar program's mul skips its zero partial. Each product form against its scalar
-// twin, gradient and hvp, with a zero value under sqrt, an infinite matrix entry whose adjoint is
-// 0, and a NaN entry (which stays NaN where it is used, as in the scalar program).
+// twin, gradient, hvp and jvp, with a zero value under sqrt, an infinite matrix entry whose
+// adjoint is 0, and a NaN entry (which stays NaN where it is used, as in the scalar program).
 describe.each(BACKENDS)('matrix products at infinite adjoints and entries equal their scalar twins (%s)', (backend) => {
   const same = (a: ArrayLike<number>, b: ArrayLike<number>): boolean =>
     a.length === b.length && Array.from(a).every((x, k) => Object.is(x, b[k]) || Math.abs(x - b[k]!) <= 1e-13 * Math.max(1, Math.abs(x)));
@@ -74,6 +74,9 @@ describe.each(BACKENDS)('matrix products at infinite adjoints and entries equal 
         for (const dir of [[1, 0], [0, 1]]) {
           const vh = vt.hvp(vy, [x], dir), sh = st.hvp(sy, xs, dir);
           expect(same(vh, sh), `${name} hvp at [${point}] along [${dir}]: [${vh}] vs [${sh}]`).toBe(true);
+          // The tangent sweep too: a zero tangent factor adds nothing, as mul's tangent skips it.
+          const vj = vt.jvp([x], dir, [vy]), sj = st.jvp(xs, dir, [sy]);
+          expect(same(vj, sj), `${name} jvp at [${point}] along [${dir}]: [${vj}] vs [${sj}]`).toBe(true);
         }
       }
     });

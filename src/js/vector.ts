@@ -95,11 +95,12 @@ function allFinite(X: F64, from: number, n: number): boolean {
   return true;
 }
 
-/** contract's D += A·B (accumulating), a term with a zero factor left out, each D[i, j] taking
- *  its terms one l at a time in ascending order. */
+/** contract's D += A·B (accumulating), a term left out where its A factor (`testA`) or B factor
+ *  (`testB`) is 0, each D[i, j] taking its terms one l at a time in ascending order (see
+ *  contractSkippingZeros in assembly/vector.ts). */
 function contractSkippingZeros(
   D: F64, d: number, dsi: number, dsj: number, A: F64, a: number, asi: number, asl: number,
-  B: F64, b: number, bsl: number, bsj: number, m: number, k: number, p: number,
+  B: F64, b: number, bsl: number, bsj: number, m: number, k: number, p: number, testA = true, testB = true,
 ): void {
   for (let i = 0; i < m; i++) {
     for (let j = 0; j < p; j++) {
@@ -107,7 +108,7 @@ function contractSkippingZeros(
       let s = D[q]!;
       for (let l = 0; l < k; l++) {
         const x = A[a + i * asi + l * asl]!, z = B[b + l * bsl + j * bsj]!;
-        if (x !== 0 && z !== 0) s += x * z;
+        if (!(testA && x === 0) && !(testB && z === 0)) s += x * z;
       }
       D[q] = s;
     }
@@ -319,8 +320,15 @@ export class VectorRules {
     switch (op) {
       case VMATMUL: {
         const m = a[i - 2]!, k = b[i - 2]!, p = m === 0 ? 0 : n / m;
-        contract(xtan, out, p, 1, xtan, this.off(ia), k, 1, xval, this.off(ib), p, 1, m, k, p, false);
-        contract(xtan, out, p, 1, xval, this.off(ia), k, 1, xtan, this.off(ib), p, 1, m, k, p, true);
+        // A term with a zero tangent factor left out where C is not finite (see the core's rule).
+        if (allFinite(xval, out, n)) {
+          contract(xtan, out, p, 1, xtan, this.off(ia), k, 1, xval, this.off(ib), p, 1, m, k, p, false);
+          contract(xtan, out, p, 1, xval, this.off(ia), k, 1, xtan, this.off(ib), p, 1, m, k, p, true);
+        } else {
+          xtan.fill(0, out, out + n);
+          contractSkippingZeros(xtan, out, p, 1, xtan, this.off(ia), k, 1, xval, this.off(ib), p, 1, m, k, p, true, false);
+          contractSkippingZeros(xtan, out, p, 1, xval, this.off(ia), k, 1, xtan, this.off(ib), p, 1, m, k, p, false, true);
+        }
         return;
       }
     }
