@@ -62,6 +62,12 @@ describe.each(BACKENDS)('softmax over a matrix, and norm unscaled (%s)', (backen
       expect(s[k]).toBeCloseTo(Math.exp(k + 1 - lse), 15);
       expect(ls[k]).toBeCloseTo(k + 1 - lse, 14);
     }
+    // Row by row as README says: each row as a vector, their softmaxes stacked.
+    const flat = M.reshape([4]);
+    const rows = tape.stack([flat.slice(0, 2).softmax(), flat.slice(2, 4).softmax()]);
+    expect(rows.shape).toEqual([2, 2]);
+    const e = Math.exp(1);
+    for (const [k, want] of [[0, 1 / (1 + e)], [1, e / (1 + e)], [2, 1 / (1 + e)], [3, e / (1 + e)]] as const) expect(rows.value[k]).toBeCloseTo(want, 15);
   });
 
   it('norm is sqrt(Σ x²) as written: it underflows and overflows where hypot scales', async () => {
