@@ -430,14 +430,17 @@ export let partialZTangent: f64 = 0;
       if (x == 0 && z != 0) {
         const mixed = powMixedAtZero(z);
         partialZTangent = tx == 0 ? 0 : tx * mixed;
-        return (tz == 0 ? 0 : tz * mixed) + (tx == 0 || z == 1 ? 0 : tx * z * (z - 1) * Math.pow(x, z - 2));
+        return (tz == 0 ? 0 : tz * mixed) + (tx == 0 || z == 1 ? 0 : tx * (z * ((z - 1) * Math.pow(x, z - 2))));
       }
       partialZTangent = (ty == 0 ? 0 : ty * Math.log(x)) + (tx == 0 ? 0 : y * tx / x);
       if (z == 0) return tz == 0 ? 0 : tz / x;
       const xz1 = Math.pow(x, z - 1);
-      return (tz == 0 ? 0 : tz * (xz1 + z * xz1 * Math.log(x))) + (tx == 0 ? 0 : tx * z * (z - 1) * Math.pow(x, z - 2));
+      return (tz == 0 ? 0 : tz * (xz1 + z * xz1 * Math.log(x))) + (tx == 0 ? 0 : tx * (z * ((z - 1) * xz1) / x));
     }
-    case Op.PowConst: return z == 0 || z == 1 ? 0 : tx * z * (z - 1) * Math.pow(x, z - 2);
+    // z(z-1)x^(z-2) as z·((z-1)·x^(z-1))/x away from 0: x^(z-2) overflowed where the product is
+    // finite (x = z = 1e-170: about -1e170), and z(z-1) before a zero power gave ∞·0 (z = 1e155 at
+    // 0, whose limit is 0). At 0 the limit from x > 0, with the power taken first.
+    case Op.PowConst: return z == 0 || z == 1 ? 0 : x == 0 ? tx * (z * ((z - 1) * Math.pow(x, z - 2))) : tx * (z * ((z - 1) * Math.pow(x, z - 1)) / x);
     case Op.Exp: return ty;
     case Op.Expm1: return ty;
     // Outside the domain NaN, as the first partial is (the formulas alone are finite there), but

@@ -369,6 +369,9 @@ function second(op: UnaryOpName, x: number): number {
 // where it overflows and the rest gave 0·∞ or 0/0, so H[0][1] was NaN while H[1][0] was 0. Along
 // a direction that leaves x0 alone, op(x0) + x1·x2 has H·e1 = (0, 0, 1) on every path.
 describe.each(BACKENDS)('a zero tangent adds nothing, for every op (%s)', (backend) => {
+  beforeAll(async () => {
+    await tapeOn(backend);
+  });
   const points: [UnaryOpName | 'pow', number][] = [
     ['sqrt', 0], ['sqrt', -1], ['cbrt', 0], ['recip', 0], ['asin', 1], ['asin', 2], ['acos', -1], ['atanh', 1], ['atanh', 2],
     ['sin', Infinity], ['cos', NaN], ['tan', Infinity], ['sinh', 1000], ['cosh', -1000], ['tanh', NaN], ['atan', NaN],
@@ -393,5 +396,30 @@ describe.each(BACKENDS)('a zero tangent adds nothing, for every op (%s)', (backe
     const v = tape.vector([0, 4, -1]);
     const y = v.sqrt().sum();
     expect(Array.from(tape.hvp(y, [v], [0, 1, 0]))).toEqual([0, -0.25 * 4 ** -1.5, 0]);
+  });
+});
+
+// Found by a new-user probe: pow's second derivative z(z-1)x^(z-2) overflowed in z(z-1) before
+// a zero power (NaN at 0 for z = 1e155, whose limit is 0) and in x^(z-2) where the product is
+// finite (x = z = 1e-170: -1e170; x = 5e-324, z = 1 + 2^-52: 4.49e307).
+describe.each(BACKENDS)('pow\'s second derivative at extreme exponents (%s)', (backend) => {
+  beforeAll(async () => {
+    await tapeOn(backend);
+  });
+  const close = (got: number, want: number): void => expect(Math.abs(got - want) / Math.abs(want), `${got} vs ${want}`).toBeLessThanOrEqual(1e-12);
+  it('at 0 the limit 0 for huge exponents, constant or not', () => {
+    for (const c of [1e155, 1e200]) {
+      expect(Array.from(hessian((x: Var[]) => x[0]!.pow(c), [0], { backend }).data)).toEqual([0]);
+      expect(Array.from(hessian((x: Var[]) => x[0]!.pow(x[1]!), [0, c], { backend }).data)).toEqual([0, 0, 0, 0]);
+    }
+  });
+  it('finite where the true value is, near 0 and at denormals', () => {
+    const tiny = (1e-170 - 1) / 1e-170 * Math.pow(1e-170, 1e-170); // z(z-1)x^(z-2) at x = z = 1e-170, in range
+    close(hvp((x: Var[]) => x[0]!.pow(1e-170), [1e-170], [1], { backend })[0]!, tiny);
+    const z = 1 + 2 ** -52;
+    close(hvp((x: Var[]) => x[0]!.pow(z), [5e-324], [1], { backend })[0]!, z * (z - 1) * Math.pow(5e-324, z - 1) / 5e-324);
+    close(hessian((x: Var[]) => x[0]!.pow(x[1]!), [1e-170, 1e-170], { backend }).data[0]!, tiny);
+    // and the ordinary case, against the closed form
+    close(hvp((x: Var[]) => x[0]!.pow(3.5), [1.7], [1], { backend })[0]!, 3.5 * 2.5 * Math.pow(1.7, 1.5));
   });
 });

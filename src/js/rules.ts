@@ -199,14 +199,15 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
       if (x === 0 && z !== 0) {
         const mixed = powMixedAtZero(z);
         partialZTangent[0] = tx === 0 ? 0 : tx * mixed;
-        return (tz === 0 ? 0 : tz * mixed) + (tx === 0 || z === 1 ? 0 : tx * z * (z - 1) * Math.pow(x, z - 2));
+        return (tz === 0 ? 0 : tz * mixed) + (tx === 0 || z === 1 ? 0 : tx * (z * ((z - 1) * Math.pow(x, z - 2))));
       }
       partialZTangent[0] = (ty === 0 ? 0 : ty * Math.log(x)) + (tx === 0 ? 0 : y * tx / x);
       if (z === 0) return tz === 0 ? 0 : tz / x;
       const xz1 = Math.pow(x, z - 1);
-      return (tz === 0 ? 0 : tz * (xz1 + z * xz1 * Math.log(x))) + (tx === 0 ? 0 : tx * z * (z - 1) * Math.pow(x, z - 2));
+      return (tz === 0 ? 0 : tz * (xz1 + z * xz1 * Math.log(x))) + (tx === 0 ? 0 : tx * (z * ((z - 1) * xz1) / x));
     }
-    case powConst: return z === 0 || z === 1 ? 0 : tx * z * (z - 1) * Math.pow(x, z - 2);
+    // See powConst in assembly/ops.ts.
+    case powConst: return z === 0 || z === 1 ? 0 : x === 0 ? tx * (z * ((z - 1) * Math.pow(x, z - 2))) : tx * (z * ((z - 1) * Math.pow(x, z - 1)) / x);
     case exp: return ty;
     case expm1: return ty;
     // Outside the domain NaN, as the first partial is (the formulas alone are finite there), but
