@@ -86,9 +86,12 @@ function scheduleOffset(cap: i32, regions: i32, ecap: i32): usize {
   return elementOffset(cap, regions, ecap, elementRegionCount(regions));
 }
 
-/** First byte after every region (scratch starts here, aligned). */
+/** First byte after every region (scratch starts here, aligned). In 64 bits: the offsets above
+ *  are 32-bit addresses, and for a layout past 4 GiB (tangents of 2^27 nodes: 41 bytes each) they
+ *  wrapped, so the size check passed and the regions were laid out over each other. */
 function tapeEnd(cap: i32, regions: i32, ecap: i32): u64 {
-  return <u64>scheduleOffset(cap, regions, ecap) + <u64>scheduleBytes;
+  const nodesEnd = <u64>heapStart + <u64>cap * <u64>bytesBefore(regions);
+  return ((nodesEnd + 15) & ~(<u64>15)) + <u64>ecap * 8 * <u64>elementRegionCount(regions) + <u64>scheduleBytes;
 }
 
 function setBases(): void {

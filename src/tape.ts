@@ -451,7 +451,14 @@ export class Tape {
       }
       const ok = this.engine.enableTangents(this.count);
       this.cacheViews();
-      if (!ok) throw new CapacityError(`out of memory: no room for tangents of ${this.count} nodes`, this.capacity);
+      if (!ok) {
+        // Room is laid out for the tape's capacity, which its largest recording set and reset keeps.
+        throw new CapacityError(
+          `out of memory: no room for tangents of ${this.count} nodes: the tape's regions hold ${this.capacity} nodes (its largest recording's), ` +
+            `${this.engine.nodeBytes() + TANGENT_BYTES} bytes each with tangents, past what memory allows; a new tape sized for this recording has room`,
+          this.capacity,
+        );
+      }
     }
     return this.engine.views.tan!;
   }

@@ -251,3 +251,32 @@ describe.each(BACKENDS)('10^7 nodes (%s)', (backend: BackendKind) => {
     expect(tape.memoryBytes).toBeGreaterThanOrEqual(total * tape.nodeBytes);
   }, 300_000);
 });
+
+// Found by a new-user probe: the core computed its regions' ends in 32 bits, so tangents for a
+// tape of 2^27 nodes' capacity (41 bytes each: 5.5 GB) passed the size check with a wrapped end
+// and were laid over the other regions: a raw RangeError, then wrong gradients with no error, and
+// jvp and vector nodes refused until the process ended. The capacity is reserved as a recording
+// of 7·10^7 nodes would grow it (untouched pages cost no memory).
+it('wasm: tangents past 4 GiB of memory are a CapacityError, and the tape keeps its values and gradients', async () => {
+  const tape = await tapeOn('wasm');
+  const v = tape.vector([1, 2, 3]), w = v.mul(2);
+  const x = tape.variable(1);
+  tape.reserveNodes(70_000_000);
+  const y = x.square().add(w.sum());
+  tape.backward(y);
+  expect([x.grad, ...v.grad]).toEqual([2, 2, 2, 2]);
+  const e = (() => { try { tape.jvp([x], [1], [y]); } catch (error) { return error; } })();
+  expect(e).toBeInstanceOf(CapacityError);
+  expect((e as Error).message).toMatch(/^out of memory: no room for tangents of \d+ nodes: the tape's regions hold 134217728 nodes/);
+  tape.backward(y);
+  expect([x.grad, ...v.grad]).toEqual([2, 2, 2, 2]);
+  const y3 = x.square().add(w.sum().mul(3));
+  tape.backward(y3);
+  expect([x.grad, ...v.grad]).toEqual([2, 6, 6, 6]);
+  tape.reset();
+  expect(Array.from(tape.vector([1, 2, 3]).mul(2).value)).toEqual([2, 4, 6]);
+  // A new tape sized for a small recording has room for its tangents.
+  const fresh = await tapeOn('wasm');
+  const a = fresh.variable(2);
+  expect(Array.from(fresh.hvp(a.square(), [a], [1]))).toEqual([2]);
+});
