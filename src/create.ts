@@ -25,6 +25,9 @@ export function resolveBackend(backend: BackendChoice | undefined): BackendKind 
   return backend === 'auto' ? (wasmAvailable() ? 'wasm' : 'js') : backend ?? 'wasm';
 }
 
+// Exports every core build has, one of each kind of call the façade makes into it.
+const CORE_EXPORTS = ['memory', 'reserve', 'forward', 'reverse', 'setRunFusion', 'reverseTangentFused', 'repeatsOf', 'gradientBatch'] as const;
+
 export interface InitOptions {
   /** A core compiled elsewhere, e.g. `await coreModule()` posted to a worker: the worker then
    *  instantiates it without compiling again. */
@@ -44,7 +47,14 @@ export async function init(options: InitOptions = {}): Promise<void> {
   const codegen = options.codegen !== false && wasmAvailable() ? loadCodegen() : null;
   if (options.module) {
     if (!(options.module instanceof WebAssembly.Module)) throw new TapegradError('INVALID_ARGUMENT', 'init({ module }) needs a WebAssembly.Module');
-    const simd = WebAssembly.Module.exports(options.module).some((e) => e.name === 'gradientBatchSimd');
+    // Checked before it replaces the process's core: any module was adopted, and every wasm tape
+    // after it failed with a raw TypeError, init() again included (a new-user probe).
+    const names = new Set(WebAssembly.Module.exports(options.module).map((e) => e.name));
+    const missing = CORE_EXPORTS.find((name) => !names.has(name));
+    if (missing) {
+      throw new TapegradError('INVALID_ARGUMENT', `init({ module }) needs tapegrad's core (coreModule() gives it), got a module without the core's export '${missing}'; the core loaded before stays`);
+    }
+    const simd = names.has('gradientBatchSimd');
     adoptCoreModule(options.module, simd ? 'simd' : 'scalar');
   } else if (wasmAvailable()) {
     await loadCoreModule();

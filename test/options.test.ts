@@ -41,6 +41,19 @@ describe('options', () => {
     await expect(init({ codeGen: false } as never)).rejects.toThrow(/^init: unknown option 'codeGen'/);
   });
 
+  it('init({ module }) takes tapegrad\'s core only, and a refused module leaves the loaded core in place', async () => {
+    // Found by a new-user probe: any module was adopted, and every wasm tape after it failed with
+    // a raw TypeError, init() again included.
+    const empty = new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]));
+    await expect(init({ module: empty })).rejects.toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', message: "init({ module }) needs tapegrad's core (coreModule() gives it), got a module without the core's export 'memory'; the core loaded before stays" }),
+    );
+    const tape = await createTape();
+    const x = tape.variable(3);
+    expect(tape.gradient(x.square(), [x])[0]).toBe(6);
+    expect(grad((v: Var) => v.sin())(0)).toBe(1);
+  });
+
   it('values outside their set are refused (jacobian mode, backends, flags)', () => {
     // The issue's example: mode 'bogus' used to run the auto mode silently.
     expectInvalid(() => jacobian((x: Var[]) => [x[0]!.mul(2), x[1]!], [1, 2], { mode: 'bogus' as 'auto' }), /^jacobian: option 'mode' must be one of 'auto', 'forward', 'reverse', got the string "bogus"/);
