@@ -50,7 +50,17 @@ export interface JacobianResult extends Matrix {
 
 // Tapes are pooled per backend so repeated calls reuse their memory; a call takes a tape out of
 // the pool while it runs, so a function that itself calls a transform gets a tape of its own.
+// The pool keeps what repeated calls reuse, not the peak of a rare large call nor a tape per level
+// of nesting: one grad of an 8 M-op function kept 400 MB, and 50 nested ones 2 GB, for the rest
+// of the process (a new-user probe). A tape past either bound is left to the garbage collector.
 const pools: Record<BackendKind, Tape[]> = { wasm: [], js: [] };
+/** @internal Tapes a backend's pool keeps, and the most memory each may hold. */
+export const transformPool = { tapes: 4, bytes: 64 * 2 ** 20 };
+
+/** @internal The tapes a backend's pool holds now (for tests). */
+export function pooledTapes(kind: BackendKind): readonly Tape[] {
+  return pools[kind];
+}
 
 const TRANSFORM_OPTIONS = { backend: BACKEND_RULE, vector: 'boolean' } as const;
 
@@ -62,7 +72,7 @@ function withTape<T>(options: TransformOptions | undefined, body: (tape: Tape) =
     return body(tape);
   } finally {
     tape.reset();
-    pools[kind].push(tape);
+    if (pools[kind].length < transformPool.tapes && tape.memoryBytes <= transformPool.bytes) pools[kind].push(tape);
   }
 }
 
