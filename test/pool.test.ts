@@ -267,7 +267,17 @@ describe('worker crashes and closing', () => {
     const pf = await pool.register(f);
     const X = rows(20_000, 3, 11);
     const inFlight = pf.gradientBatch(X, 20_000);
-    await pool.close();
+    // A registration loading in the workers is in flight too, and a second close() waits as the
+    // first does (from a new-user probe: the registration failed with WORKER_EXIT, and the second
+    // close() resolved at once).
+    const registering = pool.register(compile(tiny, { inputs: 3, at: [0.3, 0.2, 0.1] }));
+    let settled = false;
+    const first = pool.close(), second = pool.close().then(() => { settled = true; });
+    await Promise.resolve();
+    expect(settled).toBe(false);
+    await Promise.all([first, second]);
+    const late = await registering;
+    expect(late.inputs).toBe(3);
     expect(firstDifference(await inFlight, f.gradientBatch(X, 20_000))).toBe(-1);
     await expect(pf.gradientBatch(X, 1)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: 'this pool is closed' });
     await expect(pool.register(f)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });

@@ -121,12 +121,18 @@ export class GradientPool {
       await local.whenGenerated();
       sweeps = this.backend === 'wasm' ? local.shipSweeps() : null;
     }
+    // close() may have begun while the copy generated its sweeps.
+    this.checkOpen();
     const registration: Registration = { id: this.nextId++, bytes, sweeps, checkNaN };
     const about = typeof local === 'function' ? { inputs: (f as CompiledFunction).inputs, outputs: (f as CompiledFunction).outputs, generatedSweeps: 'active' as const } : local;
     this.registrations.set(registration.id, registration);
     // One task per thread: each idle thread takes one. A thread that takes none (it was busy, or
     // started later) is sent the function with its first task instead.
-    const replies = await Promise.allSettled(Array.from({ length: this.threads }, () => this.piscina.run({ kind: 'register', registration })));
+    // In flight like a batch call: close() waits for it (it ended the workers under the loads, and
+    // register failed with WORKER_EXIT, a new-user probe).
+    const loading = Promise.allSettled(Array.from({ length: this.threads }, () => this.piscina.run({ kind: 'register', registration })));
+    this.inFlight.add(loading);
+    const replies = await loading.finally(() => this.inFlight.delete(loading));
     const loads: WorkerLoad[] = [];
     for (const reply of replies) {
       if (reply.status === 'rejected') throw new WorkerExitError(`a worker ended while loading the function: ${String(reply.reason)}`, { cause: reply.reason });
@@ -138,10 +144,19 @@ export class GradientPool {
   }
 
   /** Stops the workers once the calls in flight are done. Later calls throw. */
-  async close(): Promise<void> {
-    if (this.closed) return;
+  close(): Promise<void> {
+    // Every call of close() settles when the workers have stopped (a second one resolved at once
+    // while calls were still running, a new-user probe).
+    this.closing ??= this.stop();
+    return this.closing;
+  }
+
+  private closing: Promise<void> | null = null;
+
+  private async stop(): Promise<void> {
     this.closed = true;
-    // piscina's close would end a worker whose task is still running: let the calls finish first.
+    // piscina's close would end a worker whose task is still running: let the calls (and the
+    // registrations loading) finish first.
     await Promise.allSettled(this.inFlight);
     await this.piscina.close();
   }
