@@ -1107,10 +1107,14 @@ export class Tape {
     const needed = this.count + extra;
     const limit = this.nodeLimit();
     if (needed > limit) {
-      const byNodes = this.maxNodes <= Math.floor(this.maxMemoryBytes / this.engine.nodeBytes());
+      // The limit that binds, with the vector elements' share of the memory taken first (maxNodes
+      // was named where elements had used up maxMemoryBytes, a new-user probe).
+      const elementBytes = this.elements * this.engine.elementBytes();
+      const byNodes = this.maxNodes <= Math.floor((this.maxMemoryBytes - elementBytes) / this.engine.nodeBytes());
+      const memory = `maxMemoryBytes = ${this.maxMemoryBytes} (${this.engine.nodeBytes()} bytes per node${elementBytes > 0 ? `, ${elementBytes} taken by ${this.elements} vector elements` : ''})`;
       throw new CapacityError(
-        `tape is full: ${byNodes ? `maxNodes = ${this.maxNodes}` : `maxMemoryBytes = ${this.maxMemoryBytes} (${this.engine.nodeBytes()} bytes per node)`} ` +
-          `with ${this.count} nodes recorded; call tape.reset() to reuse it`,
+        `tape is full: ${byNodes ? `maxNodes = ${this.maxNodes}` : memory} ` +
+          `with ${this.count} nodes recorded${extra > 1 ? ` and ${extra} more needed` : ''}; call tape.reset() to reuse it`,
         byNodes ? this.maxNodes : this.maxMemoryBytes,
       );
     }

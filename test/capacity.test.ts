@@ -280,3 +280,25 @@ it('wasm: tangents past 4 GiB of memory are a CapacityError, and the tape keeps 
   const a = fresh.variable(2);
   expect(Array.from(fresh.hvp(a.square(), [a], [1]))).toEqual([2]);
 });
+
+// Found by a new-user probe: with vector elements taking their share of maxMemoryBytes, the
+// error named maxNodes although memory was the limit hit; and a two-node op at one node's room
+// said only how many were recorded.
+describe.each(BACKENDS)('the binding limit named with vector elements (%s)', (backend) => {
+  it('maxMemoryBytes with the elements\' share, and how many nodes an op needed', async () => {
+    const tape = await tapeOn(backend, { maxNodes: 30, maxMemoryBytes: 1000 });
+    tape.vector(new Float64Array(40));
+    let error: unknown = null;
+    for (let k = 0; k < 100 && !error; k++) {
+      try { tape.variable(k); } catch (e) { error = e; }
+    }
+    expect(error).toBeInstanceOf(CapacityError);
+    expect((error as CapacityError).limit).toBe(1000);
+    expect((error as Error).message).toMatch(/^tape is full: maxMemoryBytes = 1000 \(\d+ bytes per node, 640 taken by 40 vector elements\) with \d+ nodes recorded; call tape.reset\(\) to reuse it$/);
+    // One node of room, an op of two (a number operand's constant node and the op).
+    const small = await tapeOn(backend, { maxNodes: 8 });
+    const xs = small.variables([1, 2, 3, 4, 5, 6, 7]);
+    expect(() => xs[0]!.mul(2.5)).toThrow(/^tape is full: maxNodes = 8 with 7 nodes recorded and 2 more needed; call tape.reset\(\) to reuse it$/);
+    expect(small.size).toBe(7);
+  });
+});
