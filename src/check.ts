@@ -43,7 +43,7 @@ export function finiteDifferenceGradient(
 function stepAt(options: FiniteDifferenceOptions, x: number, k: number): number {
   // The default step of NaN or an infinity is no number: name the point, not a step nobody gave.
   if (!options.step && !Number.isFinite(x)) {
-    throw new TapegradError('INVALID_ARGUMENT', `finiteDifferenceGradient: input ${k} is ${x}; finite differences need a finite point`);
+    throw new TapegradError('INVALID_ARGUMENT', `finiteDifferenceGradient: input ${k} is ${x}, not a finite point`);
   }
   const h = (options.step ?? DEFAULT_STEP)(x, k);
   if (!(typeof h === 'number' && h > 0 && h < Infinity)) {
@@ -191,8 +191,8 @@ export function gradcheck(f: (x: never) => ScalarOutput, x: number | ArrayLike<n
             `(analytic ${analytic[worst]}, finite difference ${numeric[worst]})`
         : dualityError > 1e-12
           ? `gradcheck failed: the tangent sweep disagrees with the reverse sweep (<J t, 1> = ${forward}, <t, Jᵀ1> = ${reverse})`
-          : `gradcheck failed: the Hessian-vector product is off the finite differences of the gradient, normwise error ` +
-            `${secondOrderError.toExponential(3)} at input ${second!.worst} (hvp ${second!.analytic[second!.worst]}, finite difference ${second!.numeric[second!.worst]})`,
+          : `gradcheck failed: hvp off the finite differences of the gradient: normwise error ${secondOrderError.toExponential(3)} ` +
+            `at input ${second!.worst} (hvp ${second!.analytic[second!.worst]}, finite difference ${second!.numeric[second!.worst]})`,
     );
   }
   return { ok, error, worst, dualityError, analytic, numeric, secondOrderError };

@@ -554,7 +554,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // recording to replay and recorded again, until the stack overflowed; a replay refuses the
     // same call by refuseInsideRule.
     if (this.recordingNow) {
-      throw new TapegradError('INVALID_ARGUMENT', 'compile: the function called its own compiled function while recording (itself, or through a custom rule it uses); a compiled function cannot call itself');
+      throw new TapegradError('INVALID_ARGUMENT', 'compile: f called its own compiled function while recording it (directly or by a custom rule)');
     }
     this.recordingNow = true;
     try {

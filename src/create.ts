@@ -52,7 +52,7 @@ export async function init(options: InitOptions = {}): Promise<void> {
     const names = new Set(WebAssembly.Module.exports(options.module).map((e) => e.name));
     const missing = CORE_EXPORTS.find((name) => !names.has(name));
     if (missing) {
-      throw new TapegradError('INVALID_ARGUMENT', `init({ module }) needs tapegrad's core (coreModule() gives it), got a module without the core's export '${missing}'; the core loaded before stays`);
+      throw new TapegradError('INVALID_ARGUMENT', `init({ module }): not tapegrad's core (no export '${missing}'); the loaded core stays`);
     }
     const simd = names.has('gradientBatchSimd');
     adoptCoreModule(options.module, simd ? 'simd' : 'scalar');

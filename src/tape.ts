@@ -454,8 +454,8 @@ export class Tape {
       if (!ok) {
         // Room is laid out for the tape's capacity, which its largest recording set and reset keeps.
         throw new CapacityError(
-          `out of memory: no room for tangents of ${this.count} nodes: the tape's regions hold ${this.capacity} nodes (its largest recording's), ` +
-            `${this.engine.nodeBytes() + TANGENT_BYTES} bytes each with tangents, past what memory allows; a new tape sized for this recording has room`,
+          `out of memory: no room for tangents of ${this.count} nodes: the tape has room for ${this.capacity} (its largest recording), ` +
+            `${this.engine.nodeBytes() + TANGENT_BYTES} bytes each with tangents; a new tape has room`,
           this.capacity,
         );
       }
@@ -952,12 +952,12 @@ export class Tape {
   vindexOfHandle(h: number): number {
     if (typeof h !== 'number' || !Number.isInteger(h) || h >= 0) {
       if (typeof h !== 'number') throw this.badHandle(h);
-      if (!Number.isInteger(h)) throw new InvalidHandleError(`${h} is not a vector handle: vector handles are negative integers`);
+      if (!Number.isInteger(h)) throw new InvalidHandleError(`${h} is not a vector handle of this tape: vector handles are negative integers`);
       // A live scalar is the wrong shape; any other non-negative integer is no node to read here
       // (a new-user probe: 5 and 12345 on a tape of three nodes were "a scalar").
       const i = h - this.base;
       if (i >= 0 && i < this.count && scalarValued(this.opV[i]!)) throw new ShapeError(`handle ${h} is a scalar; a vector handle is expected here`, 'vector', [[]]);
-      if (i >= 0 && i < this.count && this.isVector(i)) throw new InvalidHandleError(`handle ${h} is the node of vector handle ${~h}; pass the vector handle`);
+      if (i >= 0 && i < this.count && this.isVector(i)) throw new InvalidHandleError(`handle ${h} is vector handle ${~h}'s node`);
       throw this.badHandle(h);
     }
     const i = ~h - this.base;

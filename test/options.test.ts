@@ -46,7 +46,7 @@ describe('options', () => {
     // a raw TypeError, init() again included.
     const empty = new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]));
     await expect(init({ module: empty })).rejects.toThrow(
-      expect.objectContaining({ code: 'INVALID_ARGUMENT', message: "init({ module }) needs tapegrad's core (coreModule() gives it), got a module without the core's export 'memory'; the core loaded before stays" }),
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', message: "init({ module }): not tapegrad's core (no export 'memory'); the loaded core stays" }),
     );
     const tape = await createTape();
     const x = tape.variable(3);
