@@ -100,7 +100,7 @@ function allFinite(X: F64, from: number, n: number): boolean {
  *  contractSkippingZeros in assembly/vector.ts). */
 function contractSkippingZeros(
   D: F64, d: number, dsi: number, dsj: number, A: F64, a: number, asi: number, asl: number,
-  B: F64, b: number, bsl: number, bsj: number, m: number, k: number, p: number, testA = true, testB = true,
+  B: F64, b: number, bsl: number, bsj: number, m: number, k: number, p: number, testA: boolean, testB: boolean,
 ): void {
   for (let i = 0; i < m; i++) {
     for (let j = 0; j < p; j++) {
@@ -472,9 +472,14 @@ export class VectorRules {
     const { a, b } = this.views;
     const m = a[i - 2]!, k = b[i - 2]!, p = m === 0 ? 0 : n / m;
     const finite = allFinite(G, out, n) && (V === this.views.xval ? allFinite(V, out, n) : allFinite(V, this.off(ia), m * k) && allFinite(V, this.off(ib), k * p));
-    const product = finite ? contract : contractSkippingZeros;
-    if (this.wants(ia)) product(D, this.off(ia), k, 1, G, out, p, 1, V, this.off(ib), 1, p, m, p, k, true);
-    if (this.wants(ib)) product(D, this.off(ib), p, 1, V, this.off(ia), 1, k, G, out, p, 1, k, m, p, true);
+    if (this.wants(ia)) {
+      if (finite) contract(D, this.off(ia), k, 1, G, out, p, 1, V, this.off(ib), 1, p, m, p, k, true);
+      else contractSkippingZeros(D, this.off(ia), k, 1, G, out, p, 1, V, this.off(ib), 1, p, m, p, k, true, true);
+    }
+    if (this.wants(ib)) {
+      if (finite) contract(D, this.off(ib), p, 1, V, this.off(ia), 1, k, G, out, p, 1, k, m, p, true);
+      else contractSkippingZeros(D, this.off(ib), p, 1, V, this.off(ia), 1, k, G, out, p, 1, k, m, p, true, true);
+    }
   }
 
   private transposeBack(i: number, ia: number, out: number, X: F64): void {
