@@ -54,14 +54,16 @@ function dagOutput(dag: Dag) {
   };
 }
 
+// Rosenbrock and a mix of transcendental ops: correct functions for the first- and second-order checks.
+const CORRECT_CASES: [(x: Var[]) => Var, number[]][] = [
+  [rosenbrock, [-1.2, 1, 0.5, 2]],
+  [([a, b, c]) => a!.mul(b!).sin().add(b!.exp().mul(c!.log1p())).add(a!.atan2(c!.add(2))), [0.3, -0.8, 1.4]],
+  [([a, b]) => a!.tanh().pow(b!.sigmoid()).add(a!.hypot(b!)), [0.6, -2.2]],
+];
+
 describe.each(BACKENDS)('gradcheck on correct functions (%s)', (backend) => {
   it('passes on Rosenbrock and a mix of transcendental ops, with dualityError ~ 0', () => {
-    const cases: [(x: Var[]) => Var, number[]][] = [
-      [rosenbrock, [-1.2, 1, 0.5, 2]],
-      [([a, b, c]) => a!.mul(b!).sin().add(b!.exp().mul(c!.log1p())).add(a!.atan2(c!.add(2))), [0.3, -0.8, 1.4]],
-      [([a, b]) => a!.tanh().pow(b!.sigmoid()).add(a!.hypot(b!)), [0.6, -2.2]],
-    ];
-    for (const [f, x] of cases) {
+    for (const [f, x] of CORRECT_CASES) {
       const r = gradcheck(f, x, { backend });
       expect(r.ok).toBe(true);
       expect(r.error).toBeLessThanOrEqual(1e-7);
@@ -228,12 +230,7 @@ const sinTimes = (wrong: boolean) => defineFunction({
 
 describe.each(BACKENDS)('gradcheck with order: 2 (%s)', (backend) => {
   it('passes on Rosenbrock and a mix of transcendental ops, secondOrderError ~ 0; order 1 leaves it NaN', () => {
-    const cases: [(x: Var[]) => Var, number[]][] = [
-      [rosenbrock, [-1.2, 1, 0.5, 2]],
-      [([a, b, c]) => a!.mul(b!).sin().add(b!.exp().mul(c!.log1p())).add(a!.atan2(c!.add(2))), [0.3, -0.8, 1.4]],
-      [([a, b]) => a!.tanh().pow(b!.sigmoid()).add(a!.hypot(b!)), [0.6, -2.2]],
-    ];
-    for (const [f, x] of cases) {
+    for (const [f, x] of CORRECT_CASES) {
       const r = gradcheck(f, x, { backend, order: 2 });
       expect(r.secondOrderError).toBeLessThanOrEqual(1e-9);
       expect(r.ok).toBe(true);
