@@ -1385,23 +1385,39 @@ function copyLeadingRun(nodes: Int32Array, op: Uint8Array, from: Float64Array, o
 // descriptive errors) otherwise. `i >>> 0 < n`: i is an integer in [0, n), for the ids a Var holds.
 // bench/record-inlining.ts measures what this saves and what inlining every op would.
 function unaryVarMethod(code: number) {
+  return unaryVarFastPath(code, checkedPath(Var.prototype, function checkedVarUnary(this: Var): Var { return this.tape.recordUnary(code, this); }), Var);
+}
+
+// The class and the checked path's key reach the fast paths as parameters of their factory: a
+// closure's read of a module's class or a function's const is checked for its temporal dead zone.
+function unaryVarFastPath(code: number, checked: symbol, VarClass: typeof Var) {
   return function varUnary(this: Var): Var {
     const t = this.tape, n = t.count, b = t.base, i = this.id - b;
     if (i >>> 0 < n && n < t.capacity) {
       t.opV[n] = code;
-      t.aV[n] = i;
-      t.bV[n] = i;
+      t.aV[n] = t.bV[n] = i;
       t.count = n + 1;
-      return new Var(t, n + b);
+      return new VarClass(t, n + b);
     }
-    return t.recordUnary(code, this);
+    return (this as unknown as CheckedPaths<Var>)[checked]!();
   };
 }
 
 function binaryVarMethod(code: number) {
   const numberCode = code === POW ? POW_CONST : code;
+  return binaryVarFastPath(
+    code,
+    numberCode,
+    checkedPath(Var.prototype, function checkedVarBinary(this: Var, y?: Operand): Var { return this.tape.recordBinary(code, this, y!); }),
+    Var,
+  );
+}
+
+function binaryVarFastPath(code: number, numberCode: number, checked: symbol, VarClass: typeof Var) {
   return function varBinary(this: Var, y: Operand): Var {
     const t = this.tape;
+    // A named method (the same for every op), not one per op under a key: the op methods share
+    // their inline caches, and a key per op made this call megamorphic.
     if (typeof y === 'number') return t.binaryVarNumber(numberCode, this, y);
     if (y?.tape === t) {
       const n = t.count, b = t.base, i = this.id - b, j = y.id - b;
@@ -1410,44 +1426,61 @@ function binaryVarMethod(code: number) {
         t.aV[n] = i;
         t.bV[n] = j;
         t.count = n + 1;
-        return new Var(t, n + b);
+        return new VarClass(t, n + b);
       }
     }
-    return t.recordBinary(code, this, y);
+    return (this as unknown as CheckedPaths<Var>)[checked]!(y);
   };
 }
 
-function unaryHandleMethod(code: number) {
+type CheckedPaths<R> = Record<symbol, (...operands: unknown[]) => R>;
+
+// An op method's checked path, a method of its own under a symbol (`this[key](y)`: a call of at
+// most two arguments needs no register moves, and every op method 10-25 bytes fewer).
+function checkedPath(prototype: object, method: (this: never, ...operands: never[]) => unknown): symbol {
+  const key = Symbol('checked path');
+  Object.defineProperty(prototype, key, { value: method, writable: true, configurable: true });
+  return key;
+}
+
+function unaryHandleMethod(code: number): (this: HandleApi, h: number) => number {
+  return unaryHandleFastPath(code, checkedPath(HandleApi.prototype, function checkedHandleUnary(this: HandleApi, h?: number): number { return this.tape.recordUnaryHandle(code, h!); }));
+}
+
+function unaryHandleFastPath(code: number, checked: symbol) {
   return function handleUnary(this: HandleApi, h: number): number {
     const t = this.tape, n = t.count;
-    if (typeof h === 'number' && n < t.capacity) {
-      // i >>> 0 === i: i is an integer >= 0.
-      const i = h - t.base;
-      if (i >>> 0 === i && i < n) {
-        t.opV[n] = code;
-        t.aV[n] = i;
-        t.bV[n] = i;
+    if (typeof h === 'number') {
+      // o[i] is defined: i is an integer in [0, capacity).
+      const b = t.base, i = h - b, o = t.opV;
+      if (i < n && n < t.capacity && o[i] !== undefined) {
+        o[n] = code;
+        t.aV[n] = t.bV[n] = i;
         t.count = n + 1;
-        return h - i + n;
+        return n + b;
       }
     }
-    return t.recordUnaryHandle(code, h);
+    return (this as unknown as CheckedPaths<number>)[checked]!(h);
   };
 }
 
-function binaryHandleMethod(code: number) {
+function binaryHandleMethod(code: number): (this: HandleApi, h1: number, h2: number) => number {
+  return binaryHandleFastPath(code, checkedPath(HandleApi.prototype, function checkedHandleBinary(this: HandleApi, h1?: number, h2?: number): number { return this.tape.recordBinaryHandle(code, h1!, h2!); }));
+}
+
+function binaryHandleFastPath(code: number, checked: symbol) {
   return function handleBinary(this: HandleApi, h1: number, h2: number): number {
     const t = this.tape, n = t.count;
-    if (typeof h1 === 'number' && typeof h2 === 'number' && n < t.capacity) {
-      const i = h1 - t.base, j = h2 - t.base;
-      if (i >>> 0 === i && j >>> 0 === j && i < n && j < n) {
-        t.opV[n] = code;
+    if (typeof h1 === 'number' && typeof h2 === 'number') {
+      const b = t.base, i = h1 - b, j = h2 - b, o = t.opV;
+      if (i < n && j < n && n < t.capacity && o[i] !== undefined && o[j] !== undefined) {
+        o[n] = code;
         t.aV[n] = i;
         t.bV[n] = j;
         t.count = n + 1;
-        return h1 - i + n;
+        return n + b;
       }
     }
-    return t.recordBinaryHandle(code, h1, h2);
+    return (this as unknown as CheckedPaths<number>)[checked]!(h1, h2);
   };
 }
