@@ -713,7 +713,8 @@ export class Tape {
     for (let i = 0; i < n; i++) if (op[i] === VMETA) elements += b[i]!;
     try {
       if (n > this.capacity) this.grow(n);
-      if (elements > 0) this.allocateElements(elements);
+      // With the nodes' share: count is still 0, and the limit was checked against each alone.
+      if (elements > 0) this.allocateElements(elements, n);
     } catch (error) {
       // The advice of a recording's CapacityError (reset the tape) cannot help a tape loaded whole.
       if (!(error instanceof CapacityError)) throw error;
@@ -1079,6 +1080,11 @@ export class Tape {
         `tape is full: ${n} more elements (${elementBytes} bytes each) with ${this.elements} elements and ${this.count} nodes recorded exceed maxMemoryBytes = ${this.maxMemoryBytes}; call tape.reset() to reuse it`,
         this.maxMemoryBytes,
       );
+    }
+    // Element offsets are 32-bit in the core: a count past 2^31 wrapped there and was recorded
+    // with a wrong size (a 46341 x 46341 outer product).
+    if (needed > 2 ** 31 - 8) {
+      throw new CapacityError(`tape is full: ${n} more elements with ${this.elements} recorded pass the ${2 ** 31 - 8} a tape holds; call tape.reset() to reuse it`, 2 ** 31 - 8);
     }
     if (needed > this.engine.elementCapacity) {
       const limit = Math.min(2 ** 31 - 8, Math.floor(this.maxMemoryBytes / elementBytes));

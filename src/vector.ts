@@ -248,7 +248,11 @@ export class Vec {
   /** Σ x. */
   sum(): Var { return this.reduce(VSUM); }
   /** Σ x / n. */
-  mean(): Var { return this.sum().div(this.size); }
+  mean(): Var {
+    // The composites reserve what all their nodes take first: a failure part-way left orphans.
+    this.tape.reserveVector(3, 0);
+    return this.sum().div(this.size);
+  }
   /** With no argument: the largest element (t tied maxima get 1/t of the gradient each; NaN if
    *  any is NaN). With one: the elementwise maximum (as the scalar op, ties split 1/2). */
   max(): Var;
@@ -269,17 +273,22 @@ export class Vec {
   sumSquares(): Var { return this.dot(this); }
   /** Euclidean norm sqrt(Σ x²) (its gradient at 0 is 0, as for x.square().sum().sqrt(): the
    *  zero partials 2x are skipped, so sqrt'(0) = Infinity never meets them). */
-  norm(): Var { return this.sumSquares().sqrt(); }
+  norm(): Var {
+    this.tape.reserveVector(2, 0);
+    return this.sumSquares().sqrt();
+  }
   /** x − logSumExp(x), as (x − m) − logSumExp(x − m) with m the largest element (whose gradient
    *  is stopped: the result does not move with it). Computed from x − logSumExp(x), the rounding
    *  of the log-sum-exp at large logits carried into every entry. */
   logSoftmax(): Vec {
+    this.tape.reserveVector(7, 2 * this.size);
     const shifted = this.shiftedByMax();
     return shifted.sub(shifted.logSumExp());
   }
   /** exp(x − m) / Σ exp(x − m), m as in logSoftmax: entries sum to 1 to rounding at any scale
    *  (exp(x − logSumExp(x)) gave 0.47 and 0.47 for logits 1e15, 1e15). */
   softmax(): Vec {
+    this.tape.reserveVector(9, 3 * this.size);
     const e = this.shiftedByMax().exp();
     return e.div(e.sum());
   }

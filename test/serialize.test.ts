@@ -217,6 +217,11 @@ describe('round trips across backends', () => {
     }
     const loaded = fromBytes(bytes, { backend, maxNodes: size, maxMemoryBytes: 1 << 20 });
     expectSameBits(loaded.gradient(x), outer.gradient(x), 'within the limits');
+    // maxMemoryBytes holds nodes and elements together (each was checked alone: a probe loaded a
+    // 492-byte tape under a 300-byte limit), to the byte, as recording them does.
+    const total = 25 * size + 16 * 4352;
+    expect(() => fromBytes(bytes, { backend, maxMemoryBytes: total - 1 })).toThrow(CapacityError);
+    expectSameBits(fromBytes(bytes, { backend, maxMemoryBytes: total }).gradient(x), outer.gradient(x), 'at the exact limit');
     expect(() => fromBytes(bytes, { backend, maxMemoryBytes: 'lots' } as never)).toThrow(TapegradError);
   });
 });

@@ -4,7 +4,7 @@
 // tape keeps what it holds, and after reset() it records as a fresh tape. Reset cycles with
 // vectors keep memory flat, and a vector of 2^20 elements records and differentiates.
 import { describe, expect, it } from 'vitest';
-import { CapacityError, type Tape, type Vec } from '../src/index.ts';
+import { CapacityError, type Tape, type Var, type Vec } from '../src/index.ts';
 import { BACKENDS, tapeOn } from './support.ts';
 import { thrownWithoutRecording } from './vector-cases.ts';
 
@@ -98,6 +98,54 @@ describe.each(BACKENDS)('capacity with vectors (%s)', (backend) => {
     expect(tape.elementCount).toBe(0);
     const v = tape.vector(ones(60));
     expect(v.sum().value).toBe(60);
+  });
+
+  it('a composite op (mean, norm, softmax, logSoftmax) that does not fit records none of its nodes', async () => {
+    // Each records several nodes; at every limit from too little to enough, a failure leaves the
+    // tape as it was (it left up to 7 orphan nodes), and a success gives the unlimited value.
+    const x = [0.5, -1, 2];
+    for (const op of ['mean', 'norm', 'softmax', 'logSoftmax'] as const) {
+      const reference = await tapeOn(backend);
+      const read = (y: Var | Vec): number[] => (typeof y.value === 'number' ? [y.value] : Array.from(y.value));
+      const expected = read(reference.vector(x)[op]());
+      let fitted = false;
+      for (let limit = 2 * NODE + 3 * ELEMENT; !fitted; limit += 4) {
+        const tape = await tapeOn(backend, { maxMemoryBytes: limit });
+        const v = tape.vector(x);
+        try {
+          const y = v[op]();
+          fitted = true;
+          expect(read(y), `${op} at ${limit} bytes`).toEqual(expected);
+        } catch {
+          expectCapacity(tape, () => v[op](), `${op} at ${limit} bytes`);
+          expect(Array.from(v.value), `${op} at ${limit} bytes: the tape keeps its values`).toEqual(x);
+        }
+      }
+      for (let maxNodes = 2; maxNodes < 12; maxNodes++) {
+        const tape = await tapeOn(backend, { maxNodes });
+        const v = tape.vector(x);
+        const size = tape.size;
+        try { v[op](); } catch (e) {
+          expect(e, `${op} with maxNodes ${maxNodes}`).toBeInstanceOf(CapacityError);
+          expect(tape.size, `${op} with maxNodes ${maxNodes}: nothing recorded`).toBe(size);
+        }
+      }
+    }
+  });
+
+  it('an op of 2^31 elements or more throws CapacityError (the wasm core wrapped the count) and the tape stays usable', async () => {
+    // No memory is touched: the count alone is refused, before any region grows.
+    const tape = await tapeOn(backend);
+    const n = 46341; // n² = 2^31 + 4633
+    const a = tape.vector(ones(n));
+    const s = a.mul(2).sum();
+    const e = thrownWithoutRecording(tape, () => a.outer(a), 'outer of 46341') as CapacityError;
+    expect(e).toBeInstanceOf(CapacityError);
+    expect(e.message).toMatch(/2147488281 more elements/);
+    const column = tape.vector(ones(n), [n, 1]), row = tape.vector(ones(n), [1, n]);
+    thrownWithoutRecording(tape, () => column.matmul(row), 'matmul to 46341 x 46341');
+    expect(s.value).toBe(2 * n);
+    expect(tape.vector([1, 2, 3]).sum().value).toBe(6);
   });
 
   it('after a CapacityError and reset() the tape records as a fresh one', async () => {
