@@ -39,29 +39,29 @@ export function finiteDifferenceGradient(
   return stencil(f as (x: Float64Array) => number, x, options);
 }
 
-/** The step for component k at value x, checked. */
-function stepAt(options: FiniteDifferenceOptions, x: number, k: number): number {
+/** The step for component k at value x, checked; `where` names the caller in errors. */
+function stepAt(options: FiniteDifferenceOptions, x: number, k: number, where: string): number {
   // The default step of NaN or an infinity is no number: name the point, not a step nobody gave.
   if (!options.step && !Number.isFinite(x)) {
-    throw new TapegradError('INVALID_ARGUMENT', `finiteDifferenceGradient: input ${k} is ${x}, not a finite point`);
+    throw new TapegradError('INVALID_ARGUMENT', `${where}: input ${k} is ${x}, not a finite point`);
   }
   const h = (options.step ?? DEFAULT_STEP)(x, k);
   if (!(typeof h === 'number' && h > 0 && h < Infinity)) {
-    throw new TapegradError('INVALID_ARGUMENT', `finiteDifferenceGradient: step(${x}, ${k}) must return a finite positive number, got ${typeof h === 'number' ? h : describe(h)}`);
+    throw new TapegradError('INVALID_ARGUMENT', `${where}: step(${x}, ${k}) must return a finite positive number, got ${typeof h === 'number' ? h : describe(h)}`);
   }
   return h;
 }
 
-function stencil(f: (x: Float64Array) => number, x: ArrayLike<number>, options: FiniteDifferenceOptions): Float64Array {
-  if (!isArrayLike(x)) throw new NotANumberError(`finiteDifferenceGradient: the point must be a number or an array of numbers, got ${describe(x)}`);
+function stencil(f: (x: Float64Array) => number, x: ArrayLike<number>, options: FiniteDifferenceOptions, where = 'finiteDifferenceGradient'): Float64Array {
+  if (!isArrayLike(x)) throw new NotANumberError(`${where}: the point must be a number or an array of numbers, got ${describe(x)}`);
   for (let k = 0; k < x.length; k++) {
-    if (typeof x[k] !== 'number') throw new NotANumberError(`finiteDifferenceGradient: entry ${k} of the point must be a number, got ${describe(x[k])}`);
+    if (typeof x[k] !== 'number') throw new NotANumberError(`${where}: entry ${k} of the point must be a number, got ${describe(x[k])}`);
   }
   const point = Float64Array.from(x);
   const out = new Float64Array(point.length);
   for (let k = 0; k < point.length; k++) {
     const xk = point[k]!;
-    const h = stepAt(options, xk, k);
+    const h = stepAt(options, xk, k, where);
     let sum = 0;
     for (const [j, c] of STENCIL) {
       point[k] = xk + j * h;
@@ -120,8 +120,9 @@ export interface GradcheckOptions extends FiniteDifferenceOptions {
 export interface GradcheckResult {
   /** Both checks below passed. */
   ok: boolean;
-  /** |<t, Jᵀc> - <J t, c>| / max(1, |<J t, c>|) for a fixed direction t and cotangent c = 1:
-   *  the forward (tangent) sweep against the reverse sweep; Infinity where one side alone is NaN
+  /** |<t, Jᵀc> - <J t, c>| / max(1, |<J t, c>|, Σ_k |t_k (Jᵀc)_k|) for a fixed direction t and
+   *  cotangent c = 1: the forward (tangent) sweep against the reverse sweep, relative to the
+   *  terms too (their rounding outlives their cancelling); Infinity where one side alone is NaN
    *  or infinite. NaN when a custom rule in f has no jvp, so there is no tangent sweep to
    *  compare. */
   dualityError: number;
@@ -161,27 +162,32 @@ export function gradcheck(f: (x: never) => ScalarOutput, x: number | ArrayLike<n
     return record(point).output.value;
   };
   const point = scalarInput ? [x] : x;
-  const numeric = stencil(valueAt, point, options);
-  tape.reset();
+  // Everything that reads the recording at the point runs before the stencils (which reset the
+  // tape), and first: an error of f or of the input's form then shows the caller's x, not x + h.
   const { inputs, output } = record(point);
   const analytic = tape.gradient(output, inputs);
-  const { error, worst } = normwiseError(analytic, numeric);
   // A direction with no zero or repeated entries, so no component escapes the check.
   const direction = Float64Array.from(analytic, (_, k) => 1 + ((k * 0.618033988749895) % 1));
-  let reverse = 0;
-  for (let k = 0; k < analytic.length; k++) reverse += direction[k]! * analytic[k]!;
+  // Terms that cancel leave rounding of their own size in the sum: dualityError is relative to them.
+  let reverse = 0, terms = 0;
+  for (let k = 0; k < analytic.length; k++) {
+    reverse += direction[k]! * analytic[k]!;
+    terms += Math.abs(direction[k]! * analytic[k]!);
+  }
   // A custom rule may have no jvp; then only the finite differences judge (dualityError NaN).
   const forward = hasTangents(tape, inputs, direction, output);
   // As normwiseError: NaN on both sides agrees, a NaN or an infinity on one side only is an
   // infinite error (a jvp returning NaN passed as NaN, which no `> tolerance` test fails).
   const dualityError = forward === null ? NaN
     : forward === reverse || (Number.isNaN(forward) && Number.isNaN(reverse)) ? 0
-    : Number.isFinite(forward - reverse) ? Math.abs(forward - reverse) / Math.max(1, Math.abs(forward)) : Infinity;
+    : Number.isFinite(forward - reverse) ? Math.abs(forward - reverse) / Math.max(1, Math.abs(forward), terms) : Infinity;
   const tolerance = options.tolerance ?? 1e-7;
   // Order 2 asks for the tangent sweep and vjpTangent by name: a custom rule without them throws
   // its MissingRuleError here rather than passing unchecked.
   const second = options.order === 2 ? checkSecondOrder(tape, record, point, direction, inputs, output, options) : undefined;
   const secondOrderError = second?.error ?? NaN;
+  const numeric = stencil(valueAt, point, options, 'gradcheck');
+  const { error, worst } = normwiseError(analytic, numeric);
   const ok = error <= tolerance && !(dualityError > 1e-12) && !(secondOrderError > tolerance);
   if (!ok && options.raise) {
     throw new TapegradError(
@@ -216,7 +222,7 @@ function checkSecondOrder(
   const numeric = new Float64Array(analytic.length);
   for (let k = 0; k < moved.length; k++) {
     const xk = point[k]!;
-    const h = stepAt(options, xk, k);
+    const h = stepAt(options, xk, k, 'gradcheck');
     // The column's stencil sum, scaled by t_k / h into the product.
     const scale = direction[k]! / h;
     for (const [j, c] of STENCIL) {

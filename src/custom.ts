@@ -5,6 +5,7 @@ import type { Backend, CustomHandler } from './backend.ts';
 import { MissingRuleError, NotANumberError, TapegradError, describe, isArrayLike } from './errors.ts';
 import { checkOptions } from './options.ts';
 import { Var, type Operand, type Tape } from './tape.ts';
+import { Vec } from './vector.ts';
 
 export interface CustomRule {
   /** Shown in errors. */
@@ -38,7 +39,8 @@ export function defineFunction(rule: CustomRule): CustomFunction {
   checkOptions(rule, 'defineFunction', { name: 'string', forward: 'function', vjp: 'function', jvp: 'function', vjpTangent: 'function' });
   const id = rules.push(rule) - 1;
   return (...operands: Operand[]): Var => {
-    const anchor = operands.find((o): o is Var => o instanceof Var);
+    // A Vec's tape refuses it in operandIds with the ShapeError f(x, v) gets.
+    const anchor = operands.find((o: unknown) => o instanceof Var || o instanceof Vec) as Var | Vec | undefined;
     if (!anchor) throw new NotANumberError(`${rule.name}: needs at least one Var operand, got ${operands.length ? operands.map(describe).join(', ') : 'no arguments'}`);
     const tape = anchor.tape;
     tape.installCustomHandler((engine) => new CustomNodes(engine, tape));

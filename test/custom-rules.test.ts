@@ -4,7 +4,7 @@
 // the transforms' pooled tapes) keep working. Both backends.
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  MissingRuleError, NotANumberError, TapegradError, compile, createTape, defineFunction, type CompiledFunction, finiteDifferenceGradient, grad, hessian, hvp,
+  MissingRuleError, NotANumberError, ShapeError, TapegradError, compile, createTape, defineFunction, type CompiledFunction, finiteDifferenceGradient, grad, hessian, hvp,
   init, jacobian, jvp, normwiseError, select, valueAndGrad, vjp, type CustomRule, type Var,
 } from '../src/index.ts';
 import { BACKENDS, expectClose } from './support.ts';
@@ -426,6 +426,23 @@ describe.each(BACKENDS)('custom rules: errors, and the tape afterwards (%s)', (b
     // Called with nothing at all, the message says so (it ended in "got ").
     expect(() => logSumExp()).toThrow(NotANumberError);
     expect(() => logSumExp()).toThrow(/^logSumExp: needs at least one Var operand, got no arguments$/);
+  });
+
+  // Found by a probe: with Vec operands only it threw NotANumberError, where f(x, v) throws the
+  // ShapeError README's errors table gives a Vec where a scalar Var is needed.
+  it('a Vec operand is a ShapeError whether or not a Var comes with it, and the tape goes on', async () => {
+    const tape = await createTape(options);
+    const [x, y] = tape.variables([3, 4]) as [Var, Var];
+    const v = tape.vector([1, 2]);
+    const size = tape.size;
+    for (const operands of [[v], [v, v], [v, 1], [x, v], [v, x]]) {
+      const error = thrown(() => logSumExp(...(operands as Var[])));
+      expect(error).toBeInstanceOf(ShapeError);
+      expect(error).toMatchObject({ code: 'SHAPE', message: 'expected a scalar Var here, got a Vec of shape [2]; take .get(i), .sum() or another reduction' });
+      expect(tape.size).toBe(size);
+    }
+    const [s0, s1, s2] = softmax([3, 4, 3]) as [number, number, number];
+    expectClose(tape.gradient(logSumExp(x, y, v.sum()), [x, y, v]), [s0, s1, s2, s2], 1e-15);
   });
 });
 

@@ -3,7 +3,7 @@
 // with raise: true. Both backends.
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { MissingRuleError, TapegradError, defineFunction, finiteDifferenceGradient, gradcheck, init, normwiseError, type Var, type Vec } from '../src/index.ts';
+import { MissingRuleError, NotANumberError, TapegradError, defineFunction, finiteDifferenceGradient, gradcheck, init, normwiseError, type Var, type Vec } from '../src/index.ts';
 import { DAG_OPS, dagArbitrary, operandIndex, type Dag } from './dag-arbitrary.ts';
 import { BACKENDS } from './support.ts';
 
@@ -99,6 +99,14 @@ describe.each(BACKENDS)('gradcheck on correct functions (%s)', (backend) => {
     );
   });
 
+  // Found by a probe: both sweeps are exact for a linear function, yet terms near 1e8 that cancel
+  // to about 0 round by 1e-8 in the reverse sum, which dualityError divided by max(1, |forward|).
+  it('passes on terms that cancel: dualityError is relative to their size', () => {
+    const r = gradcheck((x: Var[]) => x[0]!.mul(1.6280415289703132).sub(x[1]!.mul(1.006185)).mul(108650000), [0.3, 0.7], { backend });
+    expect(r.dualityError).toBeLessThanOrEqual(1e-12);
+    expect(r.ok).toBe(true);
+  });
+
   it('passes on a correct custom rule, with or without raise', () => {
     const lse = defineFunction({
       name: 'lse2',
@@ -116,17 +124,36 @@ it('gradcheck and finiteDifferenceGradient refuse a step that is not a finite po
   // Found by a new-user probe: they gave ok: false with NaN numbers, or failed every check, with no word why.
   const f = (x: Var[]): Var => x[0]!.square().add(x[1]!);
   for (const step of [() => 0, () => NaN, () => -1e-3, () => Infinity]) {
-    expect(() => gradcheck(f, [1, 2], { step })).toThrow(/^finiteDifferenceGradient: step\(1, 0\) must return a finite positive number, got/);
-    expect(() => finiteDifferenceGradient((x) => x[0]! * x[0]!, [1], { step })).toThrow(TapegradError);
+    expect(() => gradcheck(f, [1, 2], { step })).toThrow(/^gradcheck: step\(1, 0\) must return a finite positive number, got/);
+    expect(() => finiteDifferenceGradient((x) => x[0]! * x[0]!, [1], { step })).toThrow(/^finiteDifferenceGradient: step\(1, 0\) must return a finite positive number, got/);
   }
   for (const tolerance of [NaN, -1e-7]) expect(() => gradcheck(f, [1, 2], { tolerance })).toThrow(/^gradcheck: tolerance must be a number >= 0/);
   // At a point that is not finite the default step is no number: the message names the point
   // (it named a step function nobody passed).
   for (const bad of [NaN, Infinity, -Infinity]) {
-    expect(() => gradcheck(f, [1, bad])).toThrow(new RegExp(`^finiteDifferenceGradient: input 1 is ${bad}, not a finite point$`));
-    expect(() => finiteDifferenceGradient((x) => x * x, bad)).toThrow(TapegradError);
+    expect(() => gradcheck(f, [1, bad])).toThrow(new RegExp(`^gradcheck: input 1 is ${bad}, not a finite point$`));
+    expect(() => finiteDifferenceGradient((x) => x * x, bad)).toThrow(new RegExp(`^finiteDifferenceGradient: input 0 is ${bad}, not a finite point$`));
   }
   expect(gradcheck(f, [1, 2], { tolerance: 0.1 }).ok).toBe(true);
+});
+
+// Found by a probe: the stencil ran before f was recorded at x, and under finiteDifferenceGradient's
+// name, so these named x + h or the wrong function.
+describe.each(BACKENDS)('gradcheck errors name gradcheck and the caller\'s point (%s)', (backend) => {
+  it('a number with vector: true shows the number given, not x + h', () => {
+    const call = (): unknown => gradcheck((v: Vec) => v.sum(), 2 as never, { backend, vector: true });
+    expect(call).toThrow(NotANumberError);
+    expect(call).toThrow(/^gradcheck: with \{ vector: true \} the input must be an array of numbers \(one Vec\), got the number 2$/);
+  });
+
+  it('a point that is not finite, and a bad step, under gradcheck\'s name, with order 2 too', () => {
+    for (const order of [1, 2] as const) {
+      expect(() => gradcheck((x: Var) => x.exp(), NaN, { backend, order })).toThrow(/^gradcheck: input 0 is NaN, not a finite point$/);
+      expect(() => gradcheck((x: Var) => x.exp(), 1, { backend, order, step: () => -1 })).toThrow(
+        /^gradcheck: step\(1, 0\) must return a finite positive number, got -1$/,
+      );
+    }
+  });
 });
 
 describe.each(BACKENDS)('gradcheck on wrong rules (%s)', (backend) => {
