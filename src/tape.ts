@@ -238,7 +238,7 @@ export class Tape {
       for (const p of parts as readonly Vec[]) {
         if (!(p instanceof Vec) || p.shape.length !== shape.length || p.shape.some((d, k) => d !== shape[k])) {
           const shapes = (parts as readonly Vec[]).map((q) => (q instanceof Vec ? q.shape : []));
-          throw new ShapeError(`stack: every vector needs shape [${shape.join(', ')}], got ${shapes.map((q) => `[${q.join(', ')}]`).join(', ')}`, 'stack', shapes);
+          throw new ShapeError(`stack: every operand needs shape [${shape.join(', ')}], got ${shapes.map((q) => `[${q.join(', ')}]`).join(', ')}`, 'stack', shapes);
         }
       }
       return concatOn(this, parts as readonly Vec[], 'stack').reshape([parts.length, ...shape]);

@@ -57,7 +57,12 @@ function broadcastError(op: string, shapes: readonly Shape[]): ShapeError {
   // NumPy would stretch a trailing 1 ([n, 1] with [n] gives [n, n]); here that is an error, and
   // the usual intent is the reshape.
   const column = shapes.find((s) => s.length === 2 && s[1] === 1);
-  const hint = column ? `; for elementwise use, reshape the [${column[0]}, 1] operand to [${column[0]}] (no node is recorded)` : '';
+  // Against a matrix of as many rows, a column means a value per row, which [n] would add per
+  // column instead (a probe followed the reshape hint there): the transpose does it.
+  const perRow = column && shapes.some((s) => s.length === 2 && s[0] === column[0] && s[1] !== 1);
+  const hint = !column ? ''
+    : perRow ? `; for a value per row, transpose: ${shapes[0] === column ? `c.reshape([${column[0]}]).${op}(m.T).T` : `m.T.${op}(c.reshape([${column[0]}])).T`}`
+    : `; for elementwise use, reshape the [${column[0]}, 1] operand to [${column[0]}] (no node is recorded)`;
   return new ShapeError(
     `${op}: shapes ${shapes.map(show).join(' and ')} do not broadcast (each must be a scalar, equal, or the other's trailing part, as [m, n] with [n])${hint}`,
     op, shapes,
@@ -317,7 +322,7 @@ export class Vec {
     if (a.length === 2 && b.length === 2 && a[1] === b[0]) dims = [a[0]!, a[1]!, b[1]!, [a[0]!, b[1]!]];
     else if (a.length === 2 && b.length === 1 && a[1] === b[0]) dims = [a[0]!, a[1]!, 1, [a[0]!]];
     else if (a.length === 1 && b.length === 2 && a[0] === b[0]) dims = [1, a[0]!, b[1]!, [b[1]!]];
-    else throw new ShapeError(`matmul: shapes ${show(a)} and ${show(b)} do not fit (inner dimensions must agree)`, 'matmul', [a, b]);
+    else throw new ShapeError(`matmul: shapes ${show(a)} and ${show(b)} do not fit (${a.length === 1 && b.length === 1 ? 'two vectors: use dot' : 'inner dimensions must agree'})`, 'matmul', [a, b]);
     const [m, k, p, shape] = dims;
     const [kc, e] = recordCost(other);
     t.reserveVector(kc + 3, e + m * p);
@@ -584,16 +589,21 @@ export class VectorHandleApi {
     const sizes = operands.flatMap((o) => (o instanceof Vec ? [o.size] : []));
     // Scalars alone made a 1-element vector (found by a new-user probe).
     if (sizes.length === 0) throw new ShapeError(`${name}: no vector handle among the operands; tape.handles.${name} takes scalar handles`, name, []);
-    const n = Math.max(...sizes);
-    const shaped = operands.map((o) => {
-      if (!(o instanceof Vec) || o.size === n) return o instanceof Vec ? o.reshape([n]) : o;
-      if (o.size === 0 || n % o.size !== 0) throw new ShapeError(`${name}: lengths ${o.size} and ${n} do not broadcast (one must divide the other)`, name, [[o.size], [n]]);
-      return o.reshape([o.size]);
+    // Each length a divisor of the next: length l_j is [l_j / l_(j-1), ..., l_2 / l_1, l_1], the
+    // trailing part of every longer one's (a shorter operand presented as [n / len, len] alone
+    // refused three lengths 2, 4, 8).
+    const lengths = [...new Set(sizes)].sort((a, b) => a - b);
+    for (let j = 1; j < lengths.length; j++) {
+      if (lengths[j - 1] === 0 || lengths[j]! % lengths[j - 1]! !== 0) {
+        throw new ShapeError(`${name}: lengths ${lengths[j - 1]} and ${lengths[j]} do not broadcast (each must divide the next longer one)`, name, [[lengths[j - 1]!], [lengths[j]!]]);
+      }
+    }
+    const final = operands.map((o) => {
+      if (!(o instanceof Vec)) return o;
+      const shape = [];
+      for (let j = lengths.indexOf(o.size), len = o.size; j >= 0; len = lengths[--j]!) shape.push(j > 0 ? len / lengths[j - 1]! : len);
+      return o.reshape(shape);
     });
-    // Present a shorter operand as the trailing part of [n / len, len].
-    const shapes = shaped.map((o) => (o instanceof Vec ? o.size : 0));
-    const inner = Math.min(...shapes.filter((x) => x > 0 && x < n), n);
-    const final = shaped.map((o) => (o instanceof Vec ? (o.size === n && inner < n ? o.reshape([n / inner, inner]) : o) : o));
     return this.handle(elementwise(this.tape, s, name, final));
   }
 }

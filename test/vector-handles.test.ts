@@ -140,6 +140,17 @@ describe.each(BACKENDS)('the vector handle API (%s)', (backend) => {
     expect(Array.from(h.grad(three))).toEqual([1 + 4, 2 + 5, 3 + 6]);
     expect(Array.from(h.grad(long))).toEqual([10, 20, 30, 10, 20, 30]);
     expect(() => h.add(long, h.variable([1, 2, 3, 4]))).toThrow(ShapeError);
+    // Three lengths, each dividing the next (a probe found 2, 4, 8 refused): the Vec API's select
+    // of shapes [2], [2, 2] and [2, 2, 2], values and gradients.
+    const c = h.constant([1, 0]), four = h.variable([1, 2, 3, 4]), eight = h.variable([10, 20, 30, 40, 50, 60, 70, 80]);
+    const picked = h.select(c, four, eight);
+    expect(Array.from(h.value(picked))).toEqual([1, 20, 3, 40, 1, 60, 3, 80]);
+    tape.handles.backward(h.dot(picked, h.constant([1, 2, 3, 4, 5, 6, 7, 8])));
+    const vecs = tape.select(h.toVec(c), h.toVec(four).reshape([2, 2]), h.toVec(eight).reshape([2, 2, 2]));
+    expect(Array.from(h.value(picked))).toEqual(Array.from(vecs.value));
+    expect([Array.from(h.grad(four)), Array.from(h.grad(eight))]).toEqual([[1 + 5, 0, 3 + 7, 0], [0, 2, 0, 4, 0, 6, 0, 8]]);
+    // Lengths that both divide the longest but not each other name the pair.
+    expect(() => h.select(c, h.variable([1, 2, 3]), h.variable([1, 2, 3, 4, 5, 6]))).toThrow(/lengths 2 and 3 do not broadcast/);
   });
 
   it('reductions return scalar handles: sum, dot, max, min, logSumExp, get', async () => {

@@ -120,6 +120,11 @@ describe.each(BACKENDS)('broadcasting and result shapes (%s)', (backend) => {
     expectVec(v.outer([1, 10]), [3, 2], [1, 10, 2, 20, 3, 30]);
     expectVec(tape.vector([1, 2, 3, 4], [2, 2]).trmv([1, 1]), [2], [1, 7]);
     expectVec(tape.vector([1, 2, 3, 4], [2, 2]).trmv([1, 1], { lower: false }), [2], [3, 4]);
+    // The product of the masked matrix (README): an infinite x entry meets the other triangle's
+    // zeros, NaN in the row that leaves it out (BLAS's dtrmv gives 4 there).
+    expectVec(tape.vector([1, 0, 3, 4], [2, 2]).trmv([Infinity, 1], { lower: false }), [2], [Infinity, NaN]);
+    // The reductions' identities on an empty vector (README; NumPy raises).
+    expect([tape.vector([]).max().value, tape.vector([]).min().value]).toEqual([-Infinity, Infinity]);
     expectVec(M.reshape([3, 2]), [3, 2], [1, 2, 3, 4, 5, 6]);
     expect(M.reshape([6]).id).toBe(M.id);
     expectVec(v.slice(1), [2], [2, 3]);
@@ -165,13 +170,19 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     expectShapeError(tape, () => v1.add(v3), 'add', [[1], [3]], /do not broadcast/);
     // A column [2, 1] does not stretch; the message says how to get the elementwise intent.
     expectShapeError(tape, () => C.add(v2), 'add', [[2, 1], [2]], /reshape the \[2, 1\] operand to \[2\]/);
+    // Against a matrix of as many rows a column means a value per row, which the reshape alone
+    // would add per column (a probe followed it there): the hint is the transpose, in the
+    // operands' order, and it gives the per-row result.
+    expectShapeError(tape, () => M.sub(C), 'sub', [[2, 3], [2, 1]], /m\.T\.sub\(c\.reshape\(\[2\]\)\)\.T/);
+    expectShapeError(tape, () => C.sub(M), 'sub', [[2, 1], [2, 3]], /c\.reshape\(\[2\]\)\.sub\(m\.T\)\.T/);
+    expect(Array.from(M.T.sub(C.reshape([2])).T.value)).toEqual([0, 1, 2, 2, 3, 4]);
     const c3 = v3.gt(1), c4 = v4.gt(0);
     expectShapeError(tape, () => tape.select(v3, v4, 0), 'select', [[3], [4], []], /do not broadcast/);
     expectShapeError(tape, () => tape.select(c3, 1, [1, 2]), 'select', [[3], [], [2]], /do not broadcast/);
     expectShapeError(tape, () => where(c4, v3, 1), 'select', [[4], [3], []], /do not broadcast/);
     // The handle API's elementwise rule: lengths equal, scalar, or a divisor.
     const h = tape.handles.vec;
-    expectShapeError(tape, () => h.add(v3.id, v4.id), 'add', [[3], [4]], /^add: lengths 3 and 4 do not broadcast \(one must divide the other\)$/, false);
+    expectShapeError(tape, () => h.add(v3.id, v4.id), 'add', [[3], [4]], /^add: lengths 3 and 4 do not broadcast \(each must divide the next longer one\)$/, false);
     const k3 = h.constant([1, 2, 3]);
     expectShapeError(tape, () => h.mul(v4.id, k3), 'mul', [[3], [4]], /lengths 3 and 4 do not broadcast/, false);
   });
@@ -184,7 +195,7 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     expectShapeError(tape, () => M.matmul(M), 'matmul', [[2, 3], [2, 3]], /inner dimensions/);
     expectShapeError(tape, () => M.matmul(v2), 'matmul', [[2, 3], [2]], /inner dimensions/);
     expectShapeError(tape, () => v3.matmul(M), 'matmul', [[3], [2, 3]], /inner dimensions/);
-    expectShapeError(tape, () => v3.matmul(v3), 'matmul', [[3], [3]], /do not fit/);
+    expectShapeError(tape, () => v3.matmul(v3), 'matmul', [[3], [3]], /do not fit \(two vectors: use dot\)/);
     expectShapeError(tape, () => M.matmul([1, 2]), 'matmul', [[2, 3], [2]], /inner dimensions/);
     expectShapeError(tape, () => M.reshape([1, 2, 3]).matmul(v3), 'matmul', [[1, 2, 3], [3]], /do not fit/);
     expectShapeError(tape, () => v3.dot(v2), 'dot', [[3], [2]], /lengths differ/);
@@ -263,13 +274,13 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     const v2 = tape.vector([1, 2]), v3 = tape.vector([1, 2, 3]);
     const M = tape.vector([1, 2, 3, 4, 5, 6], [2, 3]);
     const x = tape.variable(1);
-    expectShapeError(tape, () => tape.stack([v3, v2]), 'stack', [[3], [2]], /every vector needs shape \[3\]/);
-    expectShapeError(tape, () => tape.stack([v2, v2, v3]), 'stack', [[2], [2], [3]], /every vector needs shape \[2\]/);
-    expectShapeError(tape, () => tape.stack([v3, x as unknown as Vec]), 'stack', [[3], []], /every vector needs shape \[3\]/);
+    expectShapeError(tape, () => tape.stack([v3, v2]), 'stack', [[3], [2]], /every operand needs shape \[3\]/);
+    expectShapeError(tape, () => tape.stack([v2, v2, v3]), 'stack', [[2], [2], [3]], /every operand needs shape \[2\]/);
+    expectShapeError(tape, () => tape.stack([v3, x as unknown as Vec]), 'stack', [[3], []], /every operand needs shape \[3\]/);
     const Mt = M.transpose();
-    expectShapeError(tape, () => tape.stack([M, Mt]), 'stack', [[2, 3], [3, 2]], /^stack: every vector needs shape \[2, 3\], got \[2, 3\], \[3, 2\]$/);
+    expectShapeError(tape, () => tape.stack([M, Mt]), 'stack', [[2, 3], [3, 2]], /^stack: every operand needs shape \[2, 3\], got \[2, 3\], \[3, 2\]$/);
     // A Vec among scalars is no stack of scalars (it was joined in).
-    expectShapeError(tape, () => tape.stack([x, v2] as unknown as Vec[]), 'stack', [[], [2]], /^stack: every vector needs shape \[\], got \[\], \[2\]$/);
+    expectShapeError(tape, () => tape.stack([x, v2] as unknown as Vec[]), 'stack', [[], [2]], /^stack: every operand needs shape \[\], got \[\], \[2\]$/);
     expectShapeError(tape, () => tape.concat([M, v3]), 'concat', [[2, 3], [3]], /cannot join a matrix and a vector/);
     expectShapeError(tape, () => tape.concat([M, x]), 'concat', [[2, 3], []], /cannot join a matrix and a scalar/);
     expectShapeError(tape, () => tape.concat([M, 1]), 'concat', [[2, 3], []], /cannot join a matrix and a scalar/);
