@@ -287,50 +287,66 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
    *  rows × inputs out. One replay and one reverse sweep per row. With `values` (rows × outputs),
    *  the function's values at each row too. */
   vjpBatch(X: ArrayLike<number>, rows: number, V: ArrayLike<number>, out?: Float64Array, values?: Float64Array): Float64Array {
-    return this.perRow(X, rows, V, 'vjpBatch', 'outputs', (x, v, o) => this.vjp(x, v, o), this.inputs, out, values);
+    return this.perRow(X, rows, V, 'vjpBatch', 'outputs', (x, v, o) => this.vjp(x, v, o), 'inputs', out, values);
   }
 
   /** J·t for many rows: row r of `T` (rows × inputs) at row r of `X`; rows × outputs out. With
    *  `values` (rows × outputs), the function's values at each row too. */
   jvpBatch(X: ArrayLike<number>, rows: number, T: ArrayLike<number>, out?: Float64Array, values?: Float64Array): Float64Array {
-    return this.perRow(X, rows, T, 'jvpBatch', 'inputs', (x, t, o) => this.jvp(x, t, o), this.outputsNow(X, rows), out, values);
+    return this.perRow(X, rows, T, 'jvpBatch', 'inputs', (x, t, o) => this.jvp(x, t, o), 'outputs', out, values);
   }
 
   /** H·v for many rows: row r of `V` (rows × inputs) at row r of `X`; rows × inputs out. With
    *  `values` (rows), the function's value at each row too. */
   hvpBatch(X: ArrayLike<number>, rows: number, V: ArrayLike<number>, out?: Float64Array, values?: Float64Array): Float64Array {
-    return this.perRow(X, rows, V, 'hvpBatch', 'inputs', (x, v, o) => this.hvp(x, v, o), this.inputs, out, values);
+    return this.perRow(X, rows, V, 'hvpBatch', 'inputs', (x, v, o) => this.hvp(x, v, o), 'inputs', out, values);
   }
 
-  // The outputs of the recording (recording at the first row if there is none yet).
-  private outputsNow(X: ArrayLike<number>, rows: number): number {
-    if (!this.recording && rows > 0) this.replay(this.batchRows(X, 1, 'jvpBatch').subarray(0, this.inputs));
+  // The outputs of the recording (recording at the first row if there is none yet: its errors are
+  // that row's, as a later row's are).
+  private outputsNow(xs: Float64Array, rows: number, what: string): number {
+    try {
+      if (!this.recording && rows > 0) this.replay(xs.subarray(0, this.inputs));
+    } catch (e) {
+      throw atRow(e, what, this.rowBase);
+    }
     return this.outputs;
   }
 
-  // A per-row method over rows: X rows × inputs, D rows × (inputs or outputs) directions, `width`
-  // numbers out per row. Rows run one call into the core at a time, with no allocation per row.
+  // A per-row method over rows: X rows × inputs, D rows × (inputs or outputs) directions, as many
+  // numbers out per row as `width` says. Rows run one call into the core at a time, with no
+  // allocation per row.
   private perRow(
     X: ArrayLike<number>, rows: number, D: ArrayLike<number>, what: string, directionOf: 'inputs' | 'outputs',
-    run: (x: Float64Array, d: Float64Array, out: Float64Array) => unknown, width: number, out?: Float64Array,
+    run: (x: Float64Array, d: Float64Array, out: Float64Array) => unknown, width: 'inputs' | 'outputs', out?: Float64Array,
     values?: Float64Array,
   ): Float64Array {
     const xs = this.batchRows(X, rows, what);
-    const outputs = this.outputsNow(xs, rows);
-    const dWidth = directionOf === 'inputs' ? this.inputs : outputs;
+    // Directions along the inputs are checked before f first records (cotangents need its outputs).
+    const dWidth = directionOf === 'inputs' ? this.inputs : this.outputsNow(xs, rows, what);
     const ds = toFloat64(D, rows * dWidth, `${what}: ${rows} rows of ${dWidth} ${directionOf === 'inputs' ? 'direction' : 'cotangent'} entries`);
-    out ??= new Float64Array(rows * width);
-    checkOut(out, rows * width);
+    // hvp's rows have one output, or hvp refuses them (whatever the recording it starts from has).
+    const hvp = what === 'hvpBatch';
+    const outputs = hvp ? 1 : this.outputsNow(xs, rows, what);
+    const w = width === 'inputs' ? this.inputs : outputs;
+    out ??= new Float64Array(rows * w);
+    checkOut(out, rows * w);
     if (values !== undefined) checkOut(values, rows * outputs);
+    // A guard recorded f again, returning another number of outputs than the rows of out, values
+    // or the cotangents are laid out for: what the row wrote would be misplaced.
+    const reshaped = () => !hvp && this.recording !== null && this.outputs !== outputs;
     let r = 0;
     try {
       for (; r < rows; r++) {
-        run(xs.subarray(r * this.inputs, (r + 1) * this.inputs), ds.subarray(r * dWidth, (r + 1) * dWidth), out.subarray(r * width, (r + 1) * width));
+        run(xs.subarray(r * this.inputs, (r + 1) * this.inputs), ds.subarray(r * dWidth, (r + 1) * dWidth), out.subarray(r * w, (r + 1) * w));
+        if (reshaped()) break;
         if (values !== undefined) this.outputValues(this.recording!, values, r * outputs);
       }
     } catch (e) {
-      throw atRow(e, what, this.rowBase + r);
+      // Or the row failed on that (jvp's out, vjp's cotangent too short): name the cause instead.
+      if (!reshaped()) throw atRow(e, what, this.rowBase + r);
     }
+    if (r < rows) throw atRow(new TapegradError('INVALID_ARGUMENT', `f, recorded again here, returns ${this.outputs} outputs, not the batch's ${outputs}`), what, this.rowBase + r);
     return out;
   }
 
@@ -480,17 +496,20 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     if (this.checkNaN) return this.checkedRows(X, rows, out, values, what);
     const n = this.inputs;
     let rec = this.live(X);
+    // Recorded last where f returns other outputs: this first row may record a scalar one.
+    if (rec.outputs.length !== 1 || rec.outputs[0]! < 0) rec = this.replayUnchecked(X.subarray(0, n));
     let row = 0;
     while (row < rows) {
       row = rec.tape.engine.gradientBatch(X, row, rows, n, rec.tape.size, this.scalarNode(rec, what), out, values);
       if (row === rows) break;
       // A guard failed at this row: record there, take its gradient from the fresh tape.
+      let top: number;
       try {
         rec = this.onBranchChange(X.subarray(row * n, (row + 1) * n));
+        top = this.scalarNode(rec, what);
       } catch (e) {
         throw atRow(e, what, this.rowBase + row);
       }
-      const top = this.scalarNode(rec, what);
       if (values) values[row] = rec.tape.engine.views.val[top]!;
       rec.tape.engine.reverse(top, 1, rec.tape.size);
       out.set(this.inputSlots(rec, rec.tape.engine.views.adj, rec.tape.engine.views.xadj), row * n);
@@ -724,7 +743,8 @@ export function compile(f: CompilableFunction | VectorCompilableFunction, option
     checkNaN: 'boolean',
   });
   const n = options?.inputs;
-  if (!Number.isInteger(n) || n < 1) throw new TapegradError('INVALID_ARGUMENT', `compile needs { inputs: n } with n >= 1, got ${describe(n)}`);
+  // At most a tape's default maxNodes, which the bytes store too: 1e12 failed allocating a row (a RangeError).
+  if (!Number.isInteger(n) || n < 1 || n > 2 ** 28) throw new TapegradError('INVALID_ARGUMENT', `compile needs { inputs: n } with 1 <= n <= ${2 ** 28}, got ${describe(n)}`);
   const compiled = new CompiledFunction(
     f, n, resolveBackend(options.backend), options.strict ?? false, null, options.simd ?? true, null, options.codegen ?? true, options.vector === true,
     options.checkNaN === true,

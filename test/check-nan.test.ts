@@ -2,7 +2,7 @@
 // the first NaN or ±Infinity an op produces, as a value or as an adjoint, naming the op and the
 // node; the tape stays usable. Without the option the same graphs follow IEEE silently.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { NonFiniteError, TapegradError, compile, createTape, fromBytes, init, type Tape, type Var } from '../src/index.ts';
+import { NonFiniteError, TapegradError, compile, type CompiledFunction, createTape, fromBytes, init, type Tape, type Var } from '../src/index.ts';
 import { BACKENDS, tapeOn } from './support.ts';
 
 function thrownBy(action: () => unknown): unknown {
@@ -223,6 +223,27 @@ describe.each(BACKENDS)('compile({ checkNaN: true }) (%s)', (backend) => {
     expect(() => g.gradientBatch(new Float64Array([2, 4, -1, 4]), 2)).toThrow(NonFiniteError);
     expect(() => g.gradientBatch(new Float64Array([2, 4, -1, 4]), 2)).toThrow(/^gradientBatch, row 1: checkNaN: log at node 2 produced NaN/);
     expect([...g.gradient([2, 4])]).toEqual([2, Math.log(2) + 0.25]);
+  });
+
+  // The first call of a batch records at its first row: that recording's error is row 0's too
+  // (vjpBatch, jvpBatch and hvpBatch threw it unnamed).
+  it("a batch's first call names the row of the error, as later calls do; finite rows then work", () => {
+    const batches: Record<string, (g: CompiledFunction, X: number[]) => Float64Array> = {
+      vjpBatch: (g, X) => g.vjpBatch(X, 2, [1, 1]),
+      jvpBatch: (g, X) => g.jvpBatch(X, 2, [1, 1]),
+      hvpBatch: (g, X) => g.hvpBatch(X, 2, [1, 1]),
+      gradientBatch: (g, X) => g.gradientBatch(X, 2),
+      valueAndGradientBatch: (g, X) => g.valueAndGradientBatch(X, 2)[1],
+    };
+    for (const [what, batch] of Object.entries(batches)) {
+      const g = compile((x) => x[0]!.log(), { inputs: 1, backend, checkNaN: true });
+      for (let call = 0; call < 2; call++) {
+        const error = thrownBy(() => batch(g, [-1, 1]));
+        expect(error).toBeInstanceOf(NonFiniteError);
+        expect(error).toMatchObject({ code: 'NON_FINITE', message: `${what}, row 0: checkNaN: log at node 1 produced NaN from operand -1` });
+      }
+      expect(Array.from(batch(g, [2, 4]))).toEqual(what === 'hvpBatch' ? [-1 / 4, -1 / 16] : [1 / 2, 1 / 4]);
+    }
   });
 
   it('a non-finite adjoint is caught after the reverse sweep', () => {

@@ -2,7 +2,7 @@
 // while it records again, gradients of functions with several outputs or a Vec out, and an `at`
 // point of the wrong length. Each must throw a clear error or give what a fresh recording gives.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { compile, grad, init, valueAndGrad, type Var, type Vec } from '../src/index.ts';
+import { TapegradError, compile, grad, init, valueAndGrad, type Var, type Vec } from '../src/index.ts';
 import { BACKENDS } from './support.ts';
 
 beforeAll(async () => {
@@ -154,6 +154,24 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
     }
     expect(code(() => compile(sum, { inputs: 2, at: [1, 'x' as unknown as number], backend }))).toBe('NOT_A_NUMBER');
     expect(compile(sum, { inputs: 2, at: [1, 2], backend }).value([1, 1])).toBe(2);
+  });
+
+  // More inputs than a tape holds failed allocating the input row: a bare RangeError.
+  it('refuse more inputs than a tape holds', () => {
+    const sum = (x: Var[]): Var => x.reduce((s, v) => s.add(v));
+    for (const inputs of [1e12, 2 ** 28 + 1]) {
+      for (const vector of [false, true]) {
+        let error: unknown;
+        try {
+          compile(sum as never, { inputs, vector, backend });
+        } catch (e) {
+          error = e;
+        }
+        expect(error).toBeInstanceOf(TapegradError);
+        expect(error).toMatchObject({ code: 'INVALID_ARGUMENT', message: `compile needs { inputs: n } with 1 <= n <= 268435456, got number ${inputs}` });
+      }
+    }
+    expect(compile(sum, { inputs: 2, backend }).value([1, 2])).toBe(3);
   });
 });
 

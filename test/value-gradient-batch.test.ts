@@ -3,7 +3,7 @@
 // the two-row SIMD kernel, the scalar kernel, the JS engine, vector tapes, and rows where a guard
 // fails (the function records again there).
 import { beforeAll, describe, expect, it } from 'vitest';
-import { compile, init, type CompileOptions, type Var, type Vec } from '../src/index.ts';
+import { compile, init, type CompiledFunction, type CompileOptions, type Var, type Vec } from '../src/index.ts';
 
 beforeAll(async () => {
   await init();
@@ -107,4 +107,85 @@ describe('vjpBatch, jvpBatch and hvpBatch equal their row-by-row forms, bit for 
       expect(() => f.jvpBatch(X, ROWS, D, undefined, new Float64Array(ROWS))).toThrow(/at least 27 numbers/);
     });
   }
+});
+
+const errorOf = (action: () => unknown): { code?: string; message: string } => {
+  try {
+    action();
+  } catch (e) {
+    return e as { code?: string; message: string };
+  }
+  throw new Error('did not throw');
+};
+
+describe.each(['wasm', 'js'] as const)('batch arguments and output counts (%s)', (backend) => {
+  // jvpBatch recorded f at the first row before it checked the rows, and named 1 row for X.
+  it('jvpBatch and hvpBatch check rows, X and the directions before f first records', () => {
+    let calls = 0;
+    const body = (x: Var[]): Var[] => {
+      calls++;
+      return [x[0]!.mul(x[1]!)];
+    };
+    const f = compile(body, { inputs: 2, backend });
+    const bad: [() => unknown, string][] = [
+      [() => f.jvpBatch([1], 2, [1, 1, 1, 1]), 'jvpBatch: 2 rows of 2 inputs need at least 4 numbers, got 1'],
+      [() => f.jvpBatch([1, 1, 1], 2, [1, 1, 1, 1]), 'jvpBatch: 2 rows of 2 inputs need at least 4 numbers, got 3'],
+      [() => f.jvpBatch([1, 1, 1, 1], 1.5, [1, 1, 1, 1]), 'jvpBatch: rows must be a non-negative integer, got number 1.5'],
+      [() => f.jvpBatch([1, 1, 1, 1], 2, [1, 1, 1]), 'jvpBatch: 2 rows of 2 direction entries need at least 4 numbers, got 3'],
+      [() => f.hvpBatch([1, 1, 1, 1], 2, [1]), 'hvpBatch: 2 rows of 2 direction entries need at least 4 numbers, got 1'],
+    ];
+    for (const [call, message] of bad) expect(errorOf(call)).toMatchObject({ code: 'INVALID_ARGUMENT', message });
+    expect(calls).toBe(0);
+    expect(Array.from(f.jvpBatch([1, 2, 3, 4], 2, [1, 0, 0, 1]))).toEqual([2, 3]);
+    expect(calls).toBe(1);
+  });
+
+  // A guard recorded f again with another output count mid-batch: jvpBatch gave rows laid out
+  // for the old count without a word.
+  it('a row where f, recorded again, returns another number of outputs throws, naming the row and both counts', () => {
+    const twoThenOne = (x: Var[]): Var[] => (x[0]!.gt(0).value ? [x[0]!.mul(3), x[0]!.mul(5)] : [x[0]!.mul(7)]);
+    const cases: [string, (f: CompiledFunction) => unknown, number, number][] = [
+      ['jvpBatch', (f) => f.jvpBatch([1, -1], 2, [1, 1], undefined, new Float64Array(4)), 1, 2],
+      ['jvpBatch', (f) => f.jvpBatch([-1, 2, -2], 3, [1, 1, 1], undefined, new Float64Array(6)), 2, 1],
+      ['vjpBatch', (f) => f.vjpBatch([1, -1], 2, [1, 1, 1, 1], undefined, new Float64Array(4)), 1, 2],
+      ['vjpBatch', (f) => f.vjpBatch([-1, 2], 2, [1, 1]), 2, 1],
+    ];
+    for (const [what, batch, now, before] of cases) {
+      const f = compile(twoThenOne, { inputs: 1, backend });
+      expect(errorOf(() => batch(f))).toMatchObject({
+        code: 'INVALID_ARGUMENT', message: `${what}, row 1: f, recorded again here, returns ${now} outputs, not the batch's ${before}`,
+      });
+      // Usable after: rows of either branch, one at a time, and batches of the branch recorded last
+      // (a batch is laid out for the recording it starts with).
+      expect(Array.from(f.jvp([4], [1]))).toEqual([3, 5]);
+      expect(Array.from(f.jvpBatch([4, 5], 2, [1, 1]))).toEqual([3, 5, 3, 5]);
+      expect(Array.from(f.vjpBatch([4, 5], 2, [1, 1, 1, 0]))).toEqual([8, 3]);
+      expect(Array.from(f.jvp([-2], [1]))).toEqual([7]);
+      expect(Array.from(f.jvpBatch([-2, -3], 2, [1, 1]))).toEqual([7, 7]);
+    }
+    // hvpBatch's and the gradients' rows are laid out for one scalar output: a row whose recording
+    // has two is refused, naming it. After it (the recording has two outputs), rows where f has
+    // one work again: the gradients refused them from the recording alone, before replaying.
+    const oneThenTwo = (x: Var[]): Var | Var[] => (x[0]!.gt(0).value ? x[0]!.square() : [x[0]!.mul(7), x[0]!]);
+    const h = compile(oneThenTwo, { inputs: 1, backend });
+    const values = new Float64Array(2);
+    const e = errorOf(() => h.hvpBatch([1, -1], 2, [1, 1], undefined, values));
+    expect(e.code).toBe('INVALID_ARGUMENT');
+    expect(e.message.startsWith('hvpBatch, row 1: hvp needs a function with one scalar output; this one returns 2 outputs')).toBe(true);
+    expect(Array.from(values)).toEqual([1, 0]);
+    // hvp's values are one per row, whatever the recording the batch starts from returns.
+    expect(Array.from(h.hvpBatch([3, 4], 2, [1, 1], undefined, values))).toEqual([2, 2]);
+    expect(Array.from(values)).toEqual([9, 16]);
+    for (const what of ['gradientBatch', 'valueAndGradientBatch'] as const) {
+      const g = compile(oneThenTwo, { inputs: 1, backend });
+      const e = errorOf(() => g[what]([1, 2, -1], 3));
+      expect(e.code).toBe('INVALID_ARGUMENT');
+      expect(e.message.startsWith(`${what}, row 2: ${what} needs a function with one scalar output; this one returns 2 outputs`)).toBe(true);
+      expect(Array.from(g.gradientBatch([3, 4], 2))).toEqual([6, 8]);
+      g.value([-1]);
+      expect(Array.from(g.gradient([3]))).toEqual([6]);
+      g.value([-1]);
+      expect(g.valueAndGradientBatch([3], 1).map((a) => a[0])).toEqual([9, 6]);
+    }
+  });
 });
