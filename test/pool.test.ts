@@ -66,6 +66,11 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
       expect(firstDifference(await pf.hvpBatch(X, n, D), f.hvpBatch(X, n, D)), `hvpBatch, ${n} rows`).toBe(-1);
       expect(firstDifference(await pg.vjpBatch(X, n, W), g.vjpBatch(X, n, W)), `vjpBatch, ${n} rows`).toBe(-1);
       expect(firstDifference(await pg.jvpBatch(X, n, D), g.jvpBatch(X, n, D)), `jvpBatch, ${n} rows`).toBe(-1);
+      // Outputs in shared memory whether the rows went to the workers or stayed on this thread
+      // (fewer than minRowsPerTask = 7: they came back in plain arrays, a probe found).
+      for (const result of [await pf.gradientBatch(X, n), ...(await pf.valueAndGradientBatch(X, n)), await pf.hvpBatch(X, n, D), await pg.vjpBatch(X, n, W), await pg.jvpBatch(X, n, D)]) {
+        expect(result.buffer, `${n} rows`).toBeInstanceOf(SharedArrayBuffer);
+      }
       // With values, as the single-threaded calls take them: plain arrays and shared memory.
       for (const [pooled, single, width] of [
         [(v: Float64Array) => pf.hvpBatch(X, n, D, undefined, v), (v: Float64Array) => f.hvpBatch(X, n, D, undefined, v), 1],
@@ -288,6 +293,9 @@ describe('worker crashes and closing', () => {
     await expect(createPool({ threads: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     await expect(createPool({ backend: 'gpu' as 'js' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     await expect(createPool({ thread: 2 } as never)).rejects.toThrow(/unknown option 'thread'/);
+    // More than the runtime allocates is a CapacityError, not a raw RangeError.
+    expect(() => sharedFloat64(1e12)).toThrow(expect.objectContaining({ code: 'CAPACITY', message: expect.stringMatching(/could not allocate 1000000000000 numbers/) }));
+    expect(() => sharedFloat64(-1)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     // 'auto', as createTape's: Node has WebAssembly, so the workers run the core.
     const auto = await createPool({ threads: 1, backend: 'auto' });
     try {

@@ -4,7 +4,7 @@ import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { CompiledFunction, checkArrayLength, checkRows, toFloat64 } from '../compile.ts';
 import { coreModule, resolveBackend } from '../create.ts';
-import { TapegradError, checkOut, describe } from '../errors.ts';
+import { CapacityError, TapegradError, checkOut, describe } from '../errors.ts';
 import { BACKEND_RULE, checkOptions } from '../options.ts';
 import { fromBytes, loadBytes } from '../serialize.ts';
 import type { BackendChoice } from '../backend.ts';
@@ -28,7 +28,11 @@ const POOL_OPTIONS = { threads: 'number', backend: BACKEND_RULE, minRowsPerTask:
  *  where they are. */
 export function sharedFloat64(length: number): Float64Array {
   if (!Number.isInteger(length) || length < 0) throw new TapegradError('INVALID_ARGUMENT', `sharedFloat64 needs a non-negative integer length, got ${describe(length)}`);
-  return new Float64Array(new SharedArrayBuffer(length * 8));
+  try {
+    return new Float64Array(new SharedArrayBuffer(length * 8));
+  } catch {
+    throw new CapacityError(`sharedFloat64: the runtime could not allocate ${length} numbers`, length);
+  }
 }
 
 const isShared = (x: unknown): x is Float64Array => x instanceof Float64Array && x.buffer instanceof SharedArrayBuffer;
@@ -270,15 +274,22 @@ export class PooledFunction {
     return rows < this.pool.minRowsPerTask;
   }
 
+  // A batch run on this thread fills shared memory too, as the workers' results come back (a
+  // probe found small batches returned plain arrays); bad rows or a short X are left to the
+  // batch's own check, before anything is allocated.
+  private sharedFor(X: ArrayLike<number>, rows: number, width: number, given: Float64Array | undefined): Float64Array | undefined {
+    return given ?? (Number.isInteger(rows) && rows >= 0 && X?.length >= rows * this.inputs ? sharedFloat64(rows * width) : undefined);
+  }
+
   /** Gradients of rows × inputs rows of X (row-major); rows × inputs out. */
   async gradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array): Promise<Float64Array> {
-    if (this.inline(rows)) return this.local.gradientBatch(X, rows, out);
+    if (this.inline(rows)) return this.local.gradientBatch(X, rows, this.sharedFor(X, rows, this.inputs, out));
     return (await this.run('gradientBatch', rows, X, null, 0, '', out, this.inputs, null, 0))[0];
   }
 
   /** [values (rows), gradients (rows × inputs)]. */
   async valueAndGradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array, values?: Float64Array): Promise<[Float64Array, Float64Array]> {
-    if (this.inline(rows)) return this.local.valueAndGradientBatch(X, rows, out, values);
+    if (this.inline(rows)) return this.local.valueAndGradientBatch(X, rows, this.sharedFor(X, rows, this.inputs, out), this.sharedFor(X, rows, 1, values));
     const [G, v] = await this.run('valueAndGradientBatch', rows, X, null, 0, '', out, this.inputs, values ?? 'new', 1);
     return [v!, G];
   }
@@ -305,7 +316,7 @@ export class PooledFunction {
     method: 'vjpBatch' | 'jvpBatch' | 'hvpBatch', X: ArrayLike<number>, rows: number, D: ArrayLike<number>, dWidth: number, dName: string, width: number,
     out: Float64Array | undefined, values: Float64Array | undefined, valueWidth: number,
   ): Promise<Float64Array> {
-    if (this.inline(rows)) return this.local[method](X, rows, D, out, values);
+    if (this.inline(rows)) return this.local[method](X, rows, D, this.sharedFor(X, rows, width, out), values);
     return (await this.run(method, rows, X, D, dWidth, dName, out, width, values ?? null, valueWidth))[0];
   }
 
