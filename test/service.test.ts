@@ -1,12 +1,17 @@
 // The example service (examples/service/): its answers against the models evaluated directly and
 // against finance's textbook values, the same answers on the main thread and on a pool, bad
-// requests answered with 4xx and never a crash, and a graceful shutdown. It runs the built
-// library through the package's own name, as a user's service would (`npm test` builds first).
+// requests answered with 4xx and never a crash, a graceful shutdown that a slow client cannot
+// hold up, and the command line. It runs the built library through the package's own name, as a
+// user's service would (`npm test` builds first).
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { normCdf } from 'tapegrad';
-import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { init, normCdf } from 'tapegrad';
+import { spawn } from 'node:child_process';
+import { createServer, request } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { MAX_BODY_BYTES, startService, type Service } from '../examples/service/app.ts';
+import { OPTION_FIELDS, PATH_INPUTS, compileModels, normals } from '../examples/service/models.ts';
 
 // POSTs `bytes` of spaces with no content-length (chunked); the status and body, or the error.
 function chunkedPost(service: Service, bytes: number): Promise<string> {
@@ -35,6 +40,20 @@ function chunkedPost(service: Service, bytes: number): Promise<string> {
 }
 
 interface Reply { status: number; body: any }
+
+/** A client that declares a 1000-byte body, sends its first bytes and then nothing more; `received`
+ *  is everything the service sent back, once the connection closes. */
+function slowUpload(url: string): { socket: Socket; received: Promise<string> } {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  socket.write(`POST /v1/options HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"options":[`);
+  let text = '';
+  socket.on('data', (d: Buffer) => (text += d));
+  socket.on('error', () => {}); // a reset is one of the ways a connection can end here
+  return { socket, received: new Promise((resolve) => socket.once('close', () => resolve(text))) };
+}
+
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function post(service: Service, path: string, body: unknown): Promise<Reply> {
   const reply = await fetch(service.url + path, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body) });
@@ -153,6 +172,17 @@ describe('the gradient service', () => {
       }
       const get = await fetch(service.url + '/v1/options');
       expect(get.status).toBe(405);
+      expect(get.headers.get('allow')).toBe('POST');
+      // /healthz exists, so another method is a 405 too, not a 404 saying there is no /healthz.
+      for (const method of ['POST', 'PUT', 'DELETE']) {
+        const reply = await fetch(service.url + '/healthz', { method });
+        expect(reply.status, method).toBe(405);
+        expect(reply.headers.get('allow')).toBe('GET, HEAD');
+        expect((await reply.json()).error.message).toMatch(/\/healthz takes GET or HEAD/);
+      }
+      const head = await fetch(service.url + '/healthz', { method: 'HEAD' });
+      expect(head.status).toBe(200);
+      expect(await head.text()).toBe('');
       // A body over the limit that declares no length (chunked) gets its 413 too: the connection
       // was reset before any answer.
       expect(await chunkedPost(service, MAX_BODY_BYTES + (2 << 20))).toMatch(/^413 .*the body is over \d+ bytes/);
@@ -178,6 +208,58 @@ describe('the gradient service', () => {
     }), { numRuns: 150, seed: 14 });
     expect((await post(pooled, '/v1/options', { options: [atTheMoney] })).status).toBe(200);
   });
+
+  it('Monte Carlo standard errors are those of a two-pass reference, and exactly 0 where every path agrees', async () => {
+    await init();
+    const { payoff } = compileModels('wasm');
+    // The one-pass s2/n − m² cancelled here: 3.6× too large at a volatility of 1e-8, 0 at 1e-9.
+    for (const volatility of [1e-8, 1e-9, 0.2]) {
+      const inputs = { ...atTheMoney, volatility, paths: 5000, seed: 9 };
+      const { status, body } = await post(pooled, '/v1/mc', inputs);
+      expect(status).toBe(200);
+      const X = new Float64Array(inputs.paths * PATH_INPUTS);
+      for (let r = 0; r < inputs.paths; r++) OPTION_FIELDS.forEach((field, j) => { X[r * PATH_INPUTS + j] = inputs[field]; });
+      normals(inputs.seed, X, PATH_INPUTS, PATH_INPUTS - 1, inputs.paths);
+      const [values, G] = payoff.valueAndGradientBatch(X, inputs.paths);
+      const perPath = { price: values, delta: G.filter((_, k) => k % PATH_INPUTS === 0), dStrike: G.filter((_, k) => k % PATH_INPUTS === 1), theta: G.filter((_, k) => k % PATH_INPUTS === 2), rho: G.filter((_, k) => k % PATH_INPUTS === 3), vega: G.filter((_, k) => k % PATH_INPUTS === 4) };
+      for (const [key, xs] of Object.entries(perPath)) {
+        // Two passes, the second corrected for the rounding of the mean (Chan, Golub & LeVeque).
+        const n = xs.length, mean = xs.reduce((a, b) => a + b, 0) / n;
+        const deviations = xs.map((x) => x - mean), drift = deviations.reduce((a, d) => a + d, 0);
+        const reference = Math.sqrt((deviations.reduce((a, d) => a + d * d, 0) - (drift * drift) / n) / (n * (n - 1)));
+        // Where the paths agree but for rounding (rho is T K e^(−rT) on every path in the money),
+        // both are noise far below what the one-pass formula made of it (1.05e-8 for a dStrike).
+        expect(Math.abs(body[key].standardError - reference), `volatility ${volatility} ${key}`).toBeLessThanOrEqual(1e-6 * reference + 1e-16 * Math.abs(mean));
+      }
+    }
+    // Every path ends in the money at this volatility, so every path's dStrike is −e^(−rT).
+    for (const paths of [3, 5000]) {
+      const { body } = await post(main, '/v1/mc', { ...atTheMoney, volatility: 1e-8, paths });
+      expect(body.dStrike, `${paths} paths`).toEqual({ estimate: -Math.exp(-0.05), standardError: 0 });
+    }
+  });
+
+  it('clients hanging up mid-upload are not logged as internal errors, nor warned about, and the service carries on', async () => {
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const warnings: Error[] = [];
+    const warn = (warning: Error): void => { warnings.push(warning); };
+    process.on('warning', warn);
+    try {
+      for (const service of [main, pooled]) {
+        const uploads = Array.from({ length: 12 }, () => slowUpload(service.url));
+        await pause(100);
+        for (const { socket } of uploads) socket.destroy();
+        for (const { received } of uploads) expect(await received).toBe('');
+        await pause(100);
+        expect((await post(service, '/v1/options', { options: [atTheMoney] })).status).toBe(200);
+      }
+      expect(logged).not.toHaveBeenCalled();
+      expect(warnings).toEqual([]);
+    } finally {
+      logged.mockRestore();
+      process.off('warning', warn);
+    }
+  });
 });
 
 it('shuts down gracefully: a request in flight is answered, then connections are refused', async () => {
@@ -190,4 +272,101 @@ it('shuts down gracefully: a request in flight is answered, then connections are
   expect(reply.body.paths).toBe(1_000_000);
   await closed;
   await expect(fetch(service.url + '/healthz')).rejects.toThrow();
+});
+
+it('shuts down in bounded time: a body still arriving past the grace gets a 503, a computation in flight its answer', async () => {
+  const service = await startService({ workers: 1, backend: 'wasm', shutdownGraceMs: 100 });
+  const upload = slowUpload(service.url);
+  try {
+    const slow = post(service, '/v1/mc', { ...atTheMoney, paths: 1_000_000, seed: 5 });
+    await pause(50);
+    const closed = service.close();
+    // server.close() stops node's requestTimeout checks: without a grace of its own, a client
+    // that never finishes its body kept the service open for as long as it kept the connection.
+    const outcome = await Promise.race([closed.then(() => 'closed'), pause(10_000).then(() => 'still open')]);
+    expect(outcome).toBe('closed');
+    expect(await upload.received).toMatch(/^HTTP\/1\.1 503 .*\r\nconnection: close\r\n[^]*the service is shutting down/is);
+    const reply = await slow;
+    expect(reply.status).toBe(200);
+    expect(reply.body.paths).toBe(1_000_000);
+  } finally {
+    upload.socket.destroy();
+  }
+});
+
+describe('the command line (serve.ts)', () => {
+  const SERVE = fileURLToPath(new URL('../examples/service/serve.ts', import.meta.url));
+
+  function serve(args: string[]) {
+    const { PORT: _, ...env } = process.env; // the port is the flags' alone here
+    const child = spawn(process.execPath, ['--import', 'tsx', SERVE, ...args], { env });
+    let stdout = '', stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d));
+    child.stderr.on('data', (d: Buffer) => (stderr += d));
+    const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+    const listening = async (): Promise<string> => {
+      while (!/on (http:\S+)/.test(stdout)) await pause(20);
+      return /on (http:\S+)/.exec(stdout)![1]!;
+    };
+    return { child, exited, listening };
+  }
+
+  async function freePort(): Promise<number> {
+    const probe = createServer().listen(0, '127.0.0.1');
+    await new Promise((resolve) => probe.once('listening', resolve));
+    const { port } = probe.address() as AddressInfo;
+    await new Promise((resolve) => probe.close(resolve));
+    return port;
+  }
+
+  it('refuses a bad flag with one line naming it, and exits non-zero', async () => {
+    const cases: [string[], RegExp][] = [
+      [['--port=abc'], /^serve: --port must be an integer in \[0, 65535\], got "abc"$/],
+      [['--port=-5'], /--port must be an integer in \[0, 65535\], got "-5"/],
+      [['--port=99999'], /--port must be an integer in \[0, 65535\], got "99999"/],
+      [['--port='], /--port must be an integer/],
+      [['--port'], /--port needs a value/],
+      [['--workers=two'], /--workers must be an integer >= 0, got "two"/],
+      [['--backend', 'gpu'], /--backend must be wasm or js, got "gpu"/],
+      [['--prot=9000'], /unknown option --prot; the options are --workers, --backend, --port, --host, --grace-ms/],
+      [['9000'], /unexpected argument "9000"/],
+    ];
+    await Promise.all(cases.map(async ([args, message]) => {
+      const { code, stdout, stderr } = await serve(args).exited;
+      expect(code, args.join(' ')).toBe(2);
+      expect(stdout).toBe('');
+      expect(stderr.trimEnd().split('\n'), args.join(' ')).toHaveLength(1);
+      expect(stderr.trim()).toMatch(message);
+    }));
+  });
+
+  it('says so in one line when the port is taken', async () => {
+    const occupant = createServer().listen(0, '127.0.0.1');
+    await new Promise((resolve) => occupant.once('listening', resolve));
+    const { port } = occupant.address() as AddressInfo;
+    try {
+      const { code, stderr } = await serve(['--workers=1', `--port=${port}`]).exited;
+      expect(code).toBe(1);
+      expect(stderr.trim()).toBe(`serve: port ${port} on 127.0.0.1 is in use; stop what listens there or choose another --port`);
+    } finally {
+      occupant.close();
+    }
+  });
+
+  it('takes "--flag value" as "--flag=value", and SIGTERM stops it even while a client never finishes its body', async () => {
+    const port = await freePort();
+    const service = serve(['--workers', '0', '--port', String(port), '--grace-ms', '200']);
+    expect(await service.listening()).toBe(`http://127.0.0.1:${port}`);
+    const upload = slowUpload(`http://127.0.0.1:${port}`);
+    try {
+      await pause(50);
+      service.child.kill('SIGTERM');
+      const outcome = await Promise.race([service.exited, pause(10_000).then(() => null)]);
+      expect(outcome?.code).toBe(0);
+      expect(await upload.received).toMatch(/^HTTP\/1\.1 503 /);
+    } finally {
+      upload.socket.destroy();
+      service.child.kill('SIGKILL');
+    }
+  });
 });
