@@ -352,7 +352,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   // The recording's output values, into `into` from `at`.
   private outputValues(rec: Recording, into: Float64Array, at: number): void {
-    for (const node of rec.outputNodes) if (rec.tape.isVector(node)) rec.tape.storeValues(node);
+    const nodes = rec.outputNodes;
+    for (let k = 0; k < nodes.length; k++) if (rec.tape.isVector(nodes[k]!)) rec.tape.storeValues(nodes[k]!);
     const { val, xval } = rec.tape.engine.views;
     for (let j = 0; j < rec.outputs.length; j++) {
       const o = rec.outputs[j]!;
@@ -374,7 +375,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     engine.clearAdjoints(rec.tape.size, false);
     const { adj, xadj } = engine.views;
     let top = 0;
-    for (const node of rec.outputNodes) {
+    for (let k = 0; k < rec.outputNodes.length; k++) {
+      const node = rec.outputNodes[k]!;
       // A vector output is claimed as a rule would claim it: zeroed once, then flagged.
       if (rec.tape.isVector(node) && adj[node] === 0) {
         const off = rec.tape.elementOffset(node);

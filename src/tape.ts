@@ -298,7 +298,7 @@ export class Tape {
     this.swept = this.count;
     if (this.checkNaN) {
       let top = 0;
-      for (const o of outs) top = Math.max(top, o);
+      for (let k = 0; k < outs.length; k++) top = Math.max(top, outs[k]!);
       this.assertFinite(0, top + 1, false);
     }
     return this.gatherEntries(nodes, this.engine.views.adj, this.engine.views.xadj, true);
@@ -373,7 +373,9 @@ export class Tape {
     return this.gatherEntries(nodes, this.engine.views.tanAdj!, this.engine.views.xtanAdj!, true);
   }
 
-  /** @internal The node of each Var and Vec of `list`, every one checked before anything runs. */
+  /** @internal The node of each Var and Vec of `list`, every one checked before anything runs.
+   *  Its callers index it: `for...of` over an Int32Array made V8 deoptimise jvp's seeding three
+   *  times a call, each time (jvp 4.3 against 3.4 ns/node on the bench's Rosenbrock). */
   nodesOf(list: readonly (Var | Vec)[]): Int32Array {
     if (!Array.isArray(list)) throw new NotANumberError(`expected an array of Vars, got ${describe(list)}`);
     // An Int32Array, not a number[]: an array of 10^5 entries is a large object in fresh pages
@@ -392,7 +394,10 @@ export class Tape {
   /** Scalar entries of the nodes: a vector counts its elements. */
   private entryCount(nodes: Int32Array): number {
     let n = 0;
-    for (const i of nodes) n += this.opV[i]! >= VINPUT ? this.bV[i - 1]! : 1;
+    for (let k = 0; k < nodes.length; k++) {
+      const i = nodes[k]!;
+      n += this.opV[i]! >= VINPUT ? this.bV[i - 1]! : 1;
+    }
     return n;
   }
 
@@ -431,7 +436,9 @@ export class Tape {
    *  for each element of a vector (compiled functions read their outputs through these). */
   outputSlots(list: readonly (Var | Vec)[]): number[] {
     const slots: number[] = [];
-    for (const i of this.nodesOf(list)) {
+    const nodes = this.nodesOf(list);
+    for (let k = 0; k < nodes.length; k++) {
+      const i = nodes[k]!;
       if (this.opV[i]! < VINPUT) slots.push(i);
       else for (let k = 0, off = this.aV[i - 1]!, n = this.bV[i - 1]!; k < n; k++) slots.push(-1 - (off + k));
     }
@@ -468,7 +475,8 @@ export class Tape {
     const nodes = this.nodesOf(inputs);
     // The tangent sweep computes every other node's tangent from its operands': one seeded on a
     // computed node would be overwritten, and its jvp read 0.
-    for (const i of nodes) {
+    for (let k = 0; k < nodes.length; k++) {
+      const i = nodes[k]!;
       const op = this.opV[i]!;
       if (op !== INPUT && op !== CONST && op !== VINPUT && op !== VCONST) {
         throw new TapegradError(

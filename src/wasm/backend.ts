@@ -216,7 +216,7 @@ export class WasmBackend implements Backend {
       const adj = this.views.adj;
       adj.fill(0, 0, count);
       for (let k = 0; k < outputs.length; k++) adj[outputs[k]!] = 1;
-      for (const g of this.guardNodes) adj[g] = 1;
+      for (let k = 0; k < this.guardNodes.length; k++) adj[this.guardNodes[k]!] = 1;
       this.zeroed = NOT_ZEROED;
     }
     const built = this.run(() => this.core.buildSchedule(nInputs, count, scheduleLimits.minMispredicted, outputs ? 1 : 0));
