@@ -70,9 +70,14 @@ function point(n: number): Float64Array {
 
 function chainVar(tape: Tape, n: number): { x0: Var; x: Var } {
   const x0 = tape.variable(CHAIN_X0);
-  let x = x0;
+  return { x0, x: chainSteps(x0, n) };
+}
+
+// The loop alone, returning its Var (see rosenbrockMixedTerms in workloads.ts: the object built
+// after it made V8 deoptimise on every call).
+function chainSteps(x: Var, n: number): Var {
   for (let k = 0; k < n; k++) x = x.add(x.sin().mul(x.cos().exp()).sub(x.mul(x).log1p()).mul(CHAIN_H));
-  return { x0, x };
+  return x;
 }
 
 function chainPlain(n: number): number {

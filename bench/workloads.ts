@@ -1951,13 +1951,22 @@ export function workloadById(id: string): Workload {
  *  users write it; returns the inputs and the output. */
 export function rosenbrockMixedVars(tape: Tape, x: Float64Array, reuse?: Var[]): { xs: Var[]; s: Var } {
   const xs = tape.variables(x, reuse);
+  return { xs, s: rosenbrockMixedTerms(tape, xs) };
+}
+
+// The terms' loop in a function of its own that returns the output: with the object above built
+// after the loop, V8 (Node 20) optimised the function on-stack in the loop, without feedback for
+// what follows it, and then failed there on every later call in about one process of three
+// (1,400-1,500 deoptimisations a process, each 0.2-0.4 ms): that measured V8, not the tape. A
+// program of that shape pays the same (README, "Cost per node of a fresh recording").
+function rosenbrockMixedTerms(tape: Tape, xs: Var[]): Var {
   let s = tape.constant(0);
   for (let i = 0; i + 1 < xs.length; i++) {
     const xi = xs[i]!;
     const t = xs[i + 1]!.sub(xi.square());
     s = s.add(t.square().mul(100)).add(xi.sub(1).square());
   }
-  return { xs, s };
+  return s;
 }
 
 // Handles take handles only, so its numbers are constants recorded once.

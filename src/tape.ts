@@ -153,8 +153,12 @@ export class Tape {
     if (reuse !== undefined) return this.repoint(reuse, first + base, len);
     // Sized up front: growing the array by push copies it, and large input lists then cost
     // young-generation GC time on every recording.
-    const out = new Array<Var>(len);
-    for (let k = 0; k < len; k++) out[k] = new Var(this, first + base + k);
+    return this.newInputVars(new Array<Var>(len), first + base);
+  }
+
+  // variables' loop, alone (see inputRunLength).
+  private newInputVars(out: Var[], firstId: number): Var[] {
+    for (let k = 0; k < out.length; k++) out[k] = new Var(this, firstId + k);
     return out;
   }
 
@@ -172,10 +176,7 @@ export class Tape {
     op.fill(INPUT, first, first + len);
     if (xs instanceof Float64Array) val.set(xs, first);
     else for (let k = 0; k < len; k++) val[first + k] = xs[k]!;
-    for (let n = first; n < first + len; n++) {
-      a[n] = n;
-      b[n] = n;
-    }
+    writeSelfOperands(a, b, first, first + len);
     if (this.evaluated === first) this.evaluated = first + len;
     this.count = first + len;
     return first;
@@ -201,6 +202,11 @@ export class Tape {
   // copied by every scavenge of each recording (about 70 ns each here, see README "Memory").
   private repoint(reuse: Var[], firstId: number, len: number): Var[] {
     reuse.length = len;
+    return this.repointEach(reuse, firstId, len);
+  }
+
+  // repoint's loop, alone (see inputRunLength).
+  private repointEach(reuse: Var[], firstId: number, len: number): Var[] {
     for (let k = 0; k < len; k++) {
       const v: unknown = reuse[k];
       // `constructor === Var`, not instanceof: through tsx (esbuild keeping class names) each
@@ -380,8 +386,11 @@ export class Tape {
     if (!Array.isArray(list)) throw new NotANumberError(`expected an array of Vars, got ${describe(list)}`);
     // An Int32Array, not a number[]: an array of 10^5 entries is a large object in fresh pages
     // on every call (filling it took 7.6 ns per entry there, this 2.7 with its allocation).
-    const nodes = new Int32Array(list.length);
-    const n = this.count, base = this.base;
+    return this.writeNodes(list, new Int32Array(list.length), this.count, this.base);
+  }
+
+  // nodesOf's loop, alone (see inputRunLength).
+  private writeNodes(list: readonly (Var | Vec)[], nodes: Int32Array, n: number, base: number): Int32Array {
     for (let k = 0; k < list.length; k++) {
       const v = list[k]!;
       // A live Var of this tape (a Vec's id is negative): the checks of index() in a few loads.
@@ -1301,9 +1310,7 @@ export class HandleApi {
   variables(xs: ArrayLike<number>, into?: Int32Array): Int32Array {
     if (into !== undefined) checkOut(into, isArrayLike(xs) ? xs.length : 0, Int32Array);
     const t = this.tape, first = t.recordInputs(xs) + t.base, len = xs.length;
-    const out = into ?? new Int32Array(len);
-    for (let k = 0; k < len; k++) out[k] = first + k;
-    return out;
+    return writeRange(into ?? new Int32Array(len), first, len);
   }
   /** Records a constant; returns its handle. */
   constant(c: number): number { return this.tape.leaf(CONST, c); }
@@ -1373,10 +1380,37 @@ function leadingInputRun(list: ArrayLike<number>, offset: number, count: number,
   if (typeof h !== 'number') return 0;
   const first = h - offset;
   if (first >>> 0 !== first) return 0;
-  const end = Math.min(list.length, count - first);
+  return inputRunLength(list, h, op, first, Math.min(list.length, count - first));
+}
+
+// The long loops a call runs once (over inputs, node lists) each stand alone in a function of
+// its arguments, with nothing after the loop but its result. V8 allocates a function's feedback
+// vector during the first long call's loop, so code run once a call before or after such a loop
+// had no feedback when V8 optimised the function: the code failed there, in some processes on
+// every call (copyLeadingRun: 1,766 deoptimisations in one bench process), or failed once and
+// left the loop unoptimised from then on.
+function inputRunLength(list: ArrayLike<number>, h: number, op: Uint8Array, first: number, end: number): number {
   let run = 0;
   while (run < end && list[run] === h + run && op[first + run] === INPUT) run++;
   return run;
+}
+
+function liveRunLength(nodes: Int32Array, op: Uint8Array, first: number): number {
+  let run = 0;
+  while (run < nodes.length && nodes[run] === first + run && op[first + run] !== CONST) run++;
+  return run;
+}
+
+function writeRange(out: Int32Array, first: number, len: number): Int32Array {
+  for (let k = 0; k < len; k++) out[k] = first + k;
+  return out;
+}
+
+function writeSelfOperands(a: Int32Array, b: Int32Array, from: number, to: number): void {
+  for (let n = from; n < to; n++) {
+    a[n] = n;
+    b[n] = n;
+  }
 }
 
 /** How many of `nodes`' first entries are consecutive non-constant nodes, as `variables` records
@@ -1384,8 +1418,7 @@ function leadingInputRun(list: ArrayLike<number>, offset: number, count: number,
  *  10^5 inputs: 1.6 -> 0.13 ns per input). */
 function copyLeadingRun(nodes: Int32Array, op: Uint8Array, from: Float64Array, out: Float64Array): number {
   const first = nodes[0]!;
-  let run = 0;
-  while (run < nodes.length && nodes[run] === first + run && op[first + run] !== CONST) run++;
+  const run = liveRunLength(nodes, op, first);
   if (run > 0) out.set(from.subarray(first, first + run));
   return run;
 }
