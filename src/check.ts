@@ -13,7 +13,7 @@ export type ScalarFunction = (x: Var[]) => ScalarOutput;
 
 export interface FiniteDifferenceOptions {
   /** Step for component k at value x (default cbrt(eps) * max(1, |x|), as Stan). */
-  step?: (x: number, k: number) => number;
+  step?: ((x: number, k: number) => number) | undefined;
 }
 
 // Central 6-point stencil (sixth order): f' ≈ Σ c_j (f(x + j h) - f(x - j h)) / h.
@@ -102,19 +102,19 @@ export function normwiseError(g: ArrayLike<number>, ref: ArrayLike<number>): { e
 
 export interface GradcheckOptions extends FiniteDifferenceOptions {
   /** Backend to record on (default 'wasm'; the core must be loaded: `await init()`), see BackendChoice. */
-  backend?: BackendChoice;
+  backend?: BackendChoice | undefined;
   /** Largest normwise error accepted (default 1e-7). */
-  tolerance?: number;
+  tolerance?: number | undefined;
   /** Throw a TapegradError (code 'GRADCHECK_FAILED') describing the worst component instead of
    *  returning ok: false. */
-  raise?: boolean;
+  raise?: boolean | undefined;
   /** Pass an array x to f as one Vec instead of a Var[]. */
-  vector?: boolean;
+  vector?: boolean | undefined;
   /** 2 also checks second order, as jax's check_grads(order=2) or torch's gradgradcheck: the
    *  tape's Hessian-vector product along a fixed direction (forward over reverse, so custom rules'
    *  jvp and vjpTangent) against central differences of the tape gradient, input by input with
    *  each input's step. Default 1. */
-  order?: 1 | 2;
+  order?: 1 | 2 | undefined;
 }
 
 export interface GradcheckResult {

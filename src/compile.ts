@@ -27,24 +27,24 @@ export interface CompileOptions {
   /** Number of inputs; the function receives a Var[] of this length (or one Vec, see `vector`). */
   inputs: number;
   /** Pass the inputs to f as one Vec of length `inputs` (vector ops: one node per op). */
-  vector?: boolean;
+  vector?: boolean | undefined;
   /** Throw NonFiniteError at the first NaN or ±Infinity a replay produces (value or adjoint),
    *  naming the op and the node, as `createTape({ checkNaN: true })`. Batches then run row by row. */
-  checkNaN?: boolean;
+  checkNaN?: boolean | undefined;
   /** Engine (default 'wasm'; `await init()` first), see BackendChoice. */
-  backend?: BackendChoice;
+  backend?: BackendChoice | undefined;
   /** Throw BranchChangedError instead of re-recording when a guard fails. */
-  strict?: boolean;
+  strict?: boolean | undefined;
   /** Where to record; by default, at the inputs of the first call. */
-  at?: ArrayLike<number>;
+  at?: ArrayLike<number> | undefined;
   /** Batched replay with the SIMD kernel where the core has it (default true). */
-  simd?: boolean;
+  simd?: boolean | undefined;
   /** wasm: generate wasm for the tape's sweeps instead of interpreting it (default true). A tape
    *  that does not fold into a loop-structured program of at most 16,384 nodes replays by a
    *  schedule instead (runs of one op, stored partials); tapes with custom or vector ops are
    *  interpreted: `generatedSweepsReason` says why. 'require' throws that reason instead of
    *  interpreting node by node. Results are bit-identical either way. */
-  codegen?: boolean | 'require';
+  codegen?: boolean | 'require' | undefined;
 }
 
 /** @internal What a recording leaves behind, and what serialization stores. */

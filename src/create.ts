@@ -9,7 +9,7 @@ import { adoptCoreModule, coreModuleIfLoaded, loadCoreModule, wasmAvailable } fr
 export interface TapeOptions extends TapeLimits {
   /** 'wasm' (default), 'js' (the pure-JS mode), or 'auto': wasm where the runtime has
    *  WebAssembly, else js. Only 'auto' ever falls back. */
-  backend?: BackendChoice;
+  backend?: BackendChoice | undefined;
 }
 
 const TAPE_OPTIONS = { backend: BACKEND_RULE, maxNodes: 'number', maxMemoryBytes: 'number', checkNaN: 'boolean' } as const;
@@ -31,13 +31,13 @@ const CORE_EXPORTS = ['memory', 'reserve', 'forward', 'reverse', 'setRunFusion',
 export interface InitOptions {
   /** A core compiled elsewhere, e.g. `await coreModule()` posted to a worker: the worker then
    *  instantiates it without compiling again. */
-  module?: WebAssembly.Module;
+  module?: WebAssembly.Module | undefined;
   /** Also load the code generator that `compile` and the fused elementwise kernels use on the
    *  wasm backend (default true; a separate chunk, about 16 KB gzipped). `false` only defers it:
    *  `createTape` loads it, and so does a compiled function at first use, which interprets until
    *  it is there; until then elementwise runs are swept block by block (same results, slower).
    *  `compile(f, { codegen: false })` turns generated sweeps off. */
-  codegen?: boolean;
+  codegen?: boolean | undefined;
 }
 
 /** Compiles the wasm core once (later calls are free). `createTapeSync` and `compile` need it

@@ -124,15 +124,15 @@ export function toBytes(compiled: CompiledFunction): Uint8Array {
 
 export interface FromBytesOptions {
   /** Engine to replay on (default 'wasm'; `await init()` first), see BackendChoice. */
-  backend?: BackendChoice;
+  backend?: BackendChoice | undefined;
   /** Limits for the loaded tape, as `createTape`'s: bytes from elsewhere may describe a tape far
    *  larger than themselves (an outer product of two short vectors), and past a limit loading
    *  throws CapacityError instead of taking the memory. */
-  maxNodes?: number;
-  maxMemoryBytes?: number;
+  maxNodes?: number | undefined;
+  maxMemoryBytes?: number | undefined;
   /** Check every replay for NaN and ±Infinity, as `compile(f, { checkNaN: true })` (the bytes do
    *  not carry it). */
-  checkNaN?: boolean;
+  checkNaN?: boolean | undefined;
 }
 
 /** Loads bytes made by `toBytes` (on either backend, in any process) as a CompiledFunction.

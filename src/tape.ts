@@ -34,12 +34,12 @@ export type Operand = Var | number;
 
 export interface TapeLimits {
   /** Most nodes the tape may hold (default: as many as memory allows). */
-  maxNodes?: number;
+  maxNodes?: number | undefined;
   /** Most bytes of tape storage (all per-node regions together). */
-  maxMemoryBytes?: number;
+  maxMemoryBytes?: number | undefined;
   /** Throw NonFiniteError at the first NaN or ±Infinity an op produces (value or adjoint),
    *  naming the op and the node. Off by default: IEEE semantics, NaN propagates. */
-  checkNaN?: boolean;
+  checkNaN?: boolean | undefined;
 }
 
 /**

@@ -22,18 +22,18 @@ type AnyInputFunction<O> = ((x: Var) => O) | ((x: Var[]) => O) | ((x: Vec) => O)
 /** @internal Options whose `vector` is only known at run time (a `boolean`, or a variable of an
  *  options type): what the overloads taking f in any form accept. A literal `vector` (or none)
  *  picks the overload of its form, so f of the other form is a type error there. */
-export type RuntimeVector<O extends { vector?: boolean }> = 'vector' extends keyof O ? (boolean extends O['vector'] ? O : never) : never;
+export type RuntimeVector<O extends { vector?: boolean | undefined }> = 'vector' extends keyof O ? (boolean extends O['vector'] ? O : never) : never;
 
 export interface TransformOptions {
   /** Engine to record on (default 'wasm'; call `await init()` once first), see BackendChoice. */
-  backend?: BackendChoice;
+  backend?: BackendChoice | undefined;
   /** Pass an array input to f as one Vec (one node, vector ops) instead of a Var[]. */
-  vector?: boolean;
+  vector?: boolean | undefined;
 }
 
 export interface JacobianOptions extends TransformOptions {
   /** 'auto' (default): forward sweeps when inputs <= outputs, else reverse sweeps. */
-  mode?: 'auto' | 'forward' | 'reverse';
+  mode?: 'auto' | 'forward' | 'reverse' | undefined;
 }
 
 /** A dense matrix, row-major. */

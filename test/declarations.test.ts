@@ -103,7 +103,7 @@ describe.each(Object.entries(COMPILERS))('a strict consumer type-checks with %s'
     writeFileSync(config, JSON.stringify({
       compilerOptions: {
         target: 'es2022', module, moduleResolution, lib: ['es2022', 'dom'], types: [], strict: true,
-        noUncheckedIndexedAccess: true, skipLibCheck: false, noEmit: true,
+        noUncheckedIndexedAccess: true, exactOptionalPropertyTypes: true, skipLibCheck: false, noEmit: true,
       },
       files: ['index.ts'],
     }));
@@ -118,12 +118,15 @@ describe("README's TypeScript blocks, each copied into a strict consumer of the 
     expect(README_BLOCKS.length).toBeGreaterThanOrEqual(9);
   });
 
-  it('type-check with the project\'s TypeScript, library checking on', () => {
+  // With what `tsc --init --strict` turns on (TypeScript 5.9): a probe's README blocks failed
+  // under noUncheckedIndexedAccess, and the options under exactOptionalPropertyTypes.
+  it('type-check with the project\'s TypeScript, library checking on, as `tsc --init --strict` sets it', () => {
     const config = path.join(dir, 'tsconfig.readme.json');
     writeFileSync(config, JSON.stringify({
       compilerOptions: {
         target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', lib: ['es2022', 'dom'], types: ['node'],
         typeRoots: [path.join(ROOT, 'node_modules/@types')], strict: true, skipLibCheck: false, noEmit: true,
+        noUncheckedIndexedAccess: true, exactOptionalPropertyTypes: true, verbatimModuleSyntax: true,
       },
       files: README_BLOCKS.map((_, k) => `readme-${k}.ts`),
     }));

@@ -14,12 +14,12 @@ import { reviveError, type BatchMethod, type Registration, type Reply, type Task
 export interface PoolOptions {
   /** Worker threads (default: the machine's available parallelism). They start with the pool
    *  and stay until `close()`. */
-  threads?: number;
+  threads?: number | undefined;
   /** Engine in the workers (default 'wasm'), see BackendChoice. */
-  backend?: BackendChoice;
+  backend?: BackendChoice | undefined;
   /** A batch is split into at most one part per thread, and never into parts of fewer rows than
    *  this (default 1024): below it, posting a task costs more than the rows. */
-  minRowsPerTask?: number;
+  minRowsPerTask?: number | undefined;
 }
 
 const POOL_OPTIONS = { threads: 'number', backend: BACKEND_RULE, minRowsPerTask: 'number' } as const;
