@@ -29,6 +29,21 @@ describe('why replays are interpreted', () => {
     expect(compile((x) => twice(x[0]!).add(x[1]!), { inputs: 2, at: [1, 2] }).generatedSweepsReason).toMatch(/custom op/);
   });
 
+  it('checkNaN: no generated sweeps, which keep adjoints in locals where the check cannot see them', () => {
+    // A probe's sqrt(abs(x)) at 0 returned the gradient [0] unchecked through generated code,
+    // where the interpreter, the schedule and a tape report sqrt's infinite adjoint.
+    for (const [f, x, sender] of [
+      [(v: Var[]) => v[0]!.abs().sqrt(), [0], 'sqrt'],
+      [chain, [0.5, 0.1], null],
+    ] as const) {
+      const checked = compile(f, { inputs: x.length, checkNaN: true, at: x });
+      expect(checked.generatedSweeps).not.toBe('active');
+      expect(checked.generatedSweepsReason).toMatch(/^checkNaN reads every value and adjoint, which generated code keeps in locals; /);
+      if (sender) expect(() => checked.gradient(x)).toThrow(new RegExp(`^checkNaN: ${sender} at node \\d+ sent a non-finite adjoint`));
+      else expect(Array.from(checked.gradient(x))).toEqual(Array.from(compile(f, { inputs: x.length, at: x }).gradient(x)));
+    }
+  });
+
   it("{ codegen: 'require' } throws the reason, and never replays the interpreter", () => {
     const custom = compile((x) => twice(x[0]!).add(x[1]!), { inputs: 2, codegen: 'require' });
     for (let k = 0; k < 2; k++) {

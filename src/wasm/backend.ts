@@ -93,6 +93,10 @@ const NOT_ZEROED: Zeroed = { adjoints: false, tangentAdjoints: false };
 /** The wasm engine: the tape lives in the instance's linear memory; the views below are windows
  *  onto it, re-derived after every call that can grow memory (a grown memory detaches the old
  *  buffer, so a stale view would read zeros). */
+// checkNaN reads every value and every adjoint after a replay; generated code keeps many in wasm
+// locals and never writes them (a probe's sqrt(abs(x)) at 0 returned a finite gradient unchecked).
+const CHECKED_REPLAY = 'checkNaN reads every value and adjoint, which generated code keeps in locals';
+
 export class WasmBackend implements Backend {
   readonly kind = 'wasm' as const;
   views!: TapeViews;
@@ -178,6 +182,10 @@ export class WasmBackend implements Backend {
           this.generatedReason = 'the code generator failed to load';
         },
       );
+      return this.generated;
+    }
+    if (everyValue) {
+      this.generatedReason = `${CHECKED_REPLAY}; ${this.schedule(nInputs, count, scheduleBudget, null)}`;
       return this.generated;
     }
     let plan: SweepPlan | null = null;
@@ -396,8 +404,8 @@ export class WasmBackend implements Backend {
     sweeps: ShippedSweeps, nInputs: number, count: number, outputs: ArrayLike<number>, scheduleBudget = Infinity, everyValue = false,
   ): void {
     this.dropGeneratedSweeps();
-    if (!sweeps.replay) {
-      this.generatedReason = `the main thread scheduled the tape; here ${this.schedule(nInputs, count, scheduleBudget, everyValue ? null : outputs)}`;
+    if (!sweeps.replay || everyValue) {
+      this.generatedReason = `${everyValue ? CHECKED_REPLAY : 'the main thread scheduled the tape'}; here ${this.schedule(nInputs, count, scheduleBudget, everyValue ? null : outputs)}`;
       return;
     }
     this.installSweeps(sweeps.replay, 1);
