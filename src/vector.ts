@@ -36,6 +36,12 @@ function checkShape(shape: Shape, n: number, what: string, operand = 'shape', da
 
 /** NumPy's rule for trailing shapes: equal, a scalar, or the shorter shape is the other's tail. */
 export function broadcastShapes(op: string, shapes: readonly Shape[]): Shape {
+  // Shapes from a caller are checked as reshape checks them ([2, -3] came back as a result).
+  for (const s of shapes) checkShape(s, sizeOf(s), op);
+  return trailingBroadcast(op, shapes);
+}
+
+function trailingBroadcast(op: string, shapes: readonly Shape[]): Shape {
   let out: Shape = [];
   for (const s of shapes) {
     if (s.length > out.length) {
@@ -108,7 +114,7 @@ function precheck(tape: Tape, operands: readonly VecOperand[], op: string): Shap
     else if (isArrayLike(o) && typeof o !== 'string') { checkEntries(o, op); shapes.push([o.length]); }
     else throw new NotANumberError(`${op}: expected a Vec, a Var, a number or an array of numbers, got ${describe(o)}`);
   }
-  return broadcastShapes(op, shapes);
+  return trailingBroadcast(op, shapes);
 }
 
 /** @internal Records scalar op `s` elementwise over the operands (one to three). */

@@ -38,8 +38,8 @@ describe('package.json', () => {
     expect(pkg.sideEffects).toBe(false);
   });
 
-  it('files lists only dist and README.md, and npm pack ships nothing else', () => {
-    expect(pkg.files.filter((f) => !f.startsWith('!')).sort()).toEqual(['README.md', 'dist']);
+  it('files lists only dist, README.md and LICENSE, and npm pack ships nothing else', () => {
+    expect(pkg.files.filter((f) => !f.startsWith('!')).sort()).toEqual(['LICENSE', 'README.md', 'dist']);
     const pack = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8' });
     expect(pack.status, pack.stderr).toBe(0);
     const files = (JSON.parse(pack.stdout) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
@@ -47,6 +47,9 @@ describe('package.json', () => {
     const stray = files.filter((f) => !/^(package\.json|README\.md|LICEN[CS]E(\.\w+)?|dist\/.+)$/i.test(f));
     expect(stray).toEqual([]);
     expect(files.filter((f) => f.endsWith('.map'))).toEqual([]);
+    // ...and nothing points at one (35 files named a .map the package did not ship, a probe found).
+    for (const file of distJs) expect(readFileSync(file, 'utf8'), path.relative(ROOT, file)).not.toMatch(/sourceMappingURL/);
+    expect(files).toContain('LICENSE');
     expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/wasm/loader.js']));
   });
 });

@@ -54,6 +54,10 @@ describe('broadcastShapes: the trailing-shape rule', () => {
     for (const shapes of [[[1], [3]], [[2, 1], [2, 3]], [[2, 3], [2]], [[3], [4]], [[2, 3], [3, 2]]] as Shape[][]) {
       expect(() => broadcastShapes('mul', shapes)).toThrow(ShapeError);
     }
+    // A shape no op would take is refused as reshape refuses it (a probe got [2, -3] back).
+    for (const bad of [[2, -3], [1.5], [NaN]] as Shape[]) {
+      expect(() => broadcastShapes('add', [bad])).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^add: a shape is an array of non-negative integers/) }));
+    }
   });
 });
 
