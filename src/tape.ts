@@ -4,6 +4,7 @@ import {
   TapegradError, checkOut, describe, isArrayLike,
 } from './errors.ts';
 import { BINARY_OPS, OP_TABLE, Op, UNARY_OPS, opNameOf, scalarValued, type BinaryOpName, type UnaryOpName } from './ops.ts';
+import { partialZ, partials } from './js/rules.ts';
 import { Vec, VectorHandleApi, concatOn, elementwise, vectorOf, type Shape, type VecOperand } from './vector.ts';
 
 const {
@@ -910,7 +911,16 @@ export class Tape {
     // one it produced, and the consumer that sent it is the op whose rule is to blame.
     let j = to - 1;
     while (j >= from && adj[j]! - adj[j]! === 0 && badElement(j, xadj) < 0) j--;
+    // The sweep adds each consumer's adjoint times its partial, neither 0, and the consumers
+    // above j have finite adjoints: blame the one whose term is not finite, its partials
+    // recomputed by the JS engine's rules. Those are 0 for select, custom and vector ops, which
+    // fall back to the first consumer.
     let consumer = -1;
+    for (let i = j + 1; i < to && consumer < 0; i++) {
+      const g = adj[i]!, pa = partials(op[i]!, val[a[i]!]!, val[b[i]!]!, val[i]!), pb = partialZ[0]!;
+      const sent = (a[i] === j && pa !== 0 ? g * pa : 0) + (b[i] === j && pb !== 0 ? g * pb : 0);
+      if (g !== 0 && sent - sent !== 0) consumer = i;
+    }
     for (let i = j + 1; i < to && consumer < 0; i++) {
       const carried = op[i] === SELECT ? a[i - 1] === j : op[i] === ARG && (op[i + 1] === SELECT || op[i + 1] === CUSTOM);
       if (op[i]! > ARG && op[i] !== CUSTOM && op[i] !== VMETA && op[i] !== Op.vparam && (a[i] === j || b[i] === j)) consumer = i;
@@ -1254,6 +1264,8 @@ export class Var {
   declare readonly tape: Tape;
   /** The node handle, usable with `tape.handles`. */
   declare readonly id: number;
+  /** Not for use: Vars come from a tape (`variable`, the ops, `handles.toVar`), which checks the
+   *  id; this takes any id unchecked, and a Var made with it reads whatever node that is. */
   constructor(tape: Tape, id: number) {
     this.tape = tape;
     this.id = id;

@@ -188,6 +188,39 @@ describe.each(BACKENDS)('checkNaN names the op whose rule produced a non-finite 
   });
 });
 
+// A node's adjoint sums its consumers' terms: the error names the consumer whose term was not
+// finite, not the first one recorded, nor one the sweep never reached (adjoint 0).
+describe.each(BACKENDS)('checkNaN blames the consumer that sent the non-finite adjoint (%s)', (backend) => {
+  beforeAll(async () => {
+    await init();
+  });
+
+  it('a finite consumer recorded first is not named: sqrt is', async () => {
+    const tape = await tapeOn(backend, { checkNaN: true });
+    const a = tape.variable(0).add(1).sub(1);
+    const b = a.mul(2);
+    const s = a.sqrt();
+    const error = expectNonFinite(() => tape.backward(s.add(b)), s.id, 'sqrt');
+    expect(error.message).toBe(`checkNaN: sqrt at node #${s.id} sent a non-finite adjoint (Infinity) to node #${a.id} (sub)`);
+  });
+
+  it('a discarded consumer is not named', async () => {
+    const tape = await tapeOn(backend, { checkNaN: true });
+    const a = tape.variable(0).add(1).sub(1);
+    a.mul(3);
+    const s = a.sqrt();
+    expectNonFinite(() => tape.backward(s.mul(2)), s.id, 'sqrt');
+  });
+
+  it('in a compiled function too', () => {
+    const g = compile((x) => { const a = x[0]!.add(1).sub(1); a.mul(3); return a.mul(2).add(a.sqrt()); }, { inputs: 1, backend, checkNaN: true });
+    const error = thrownBy(() => g.gradient([0]));
+    expect(error).toBeInstanceOf(NonFiniteError);
+    expect(error).toMatchObject({ op: 'sqrt', message: expect.stringMatching(/^checkNaN: sqrt at node \d+ sent a non-finite adjoint \(Infinity\) to node \d+ \(sub\)$/) });
+    expect((error as NonFiniteError).message).toContain(`node ${(error as NonFiniteError).node} sent`);
+  });
+});
+
 // FAILING (bug): Tape docs promise checkNaN covers adjoints ("value or adjoint"), but only
 // backward/gradient check them: vjp and hvp return an Infinity gradient without throwing.
 describe.each(BACKENDS)('checkNaN covers every reverse sweep (%s)', (backend) => {
