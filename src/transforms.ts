@@ -19,7 +19,7 @@ export type VectorOutput = readonly (Var | number)[] | Vec;
 /** f in any of the three forms, for options whose `vector` is only known at run time. */
 type AnyInputFunction<O> = ((x: Var) => O) | ((x: Var[]) => O) | ((x: Vec) => O);
 
-/** @internal Options whose `vector` is only known at run time (a `boolean`, or a variable of an
+/** Options whose `vector` is only known at run time (a `boolean`, or a variable of an
  *  options type): what the overloads taking f in any form accept. A literal `vector` (or none)
  *  picks the overload of its form, so f of the other form is a type error there. */
 export type RuntimeVector<O extends { vector?: boolean | undefined }> = 'vector' extends keyof O ? (boolean extends O['vector'] ? O : never) : never;
