@@ -3,6 +3,7 @@ export { createTape, createTapeSync, init, coreModule, type TapeOptions, type In
 export { Tape, Var, HandleApi, type Operand, type TapeLimits } from './tape.ts';
 export { Vec, VectorHandleApi, broadcastShapes, type VecOperand, type Shape } from './vector.ts';
 export type { BackendKind, BackendChoice } from './backend.ts';
+export type { GeneratedSweeps } from './wasm/backend.ts';
 export {
   TapegradError, StaleHandleError, ForeignHandleError, InvalidHandleError, NotANumberError,
   CapacityError, BranchChangedError, FormatError, NonFiniteError, MissingRuleError, ShapeError,
