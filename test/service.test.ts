@@ -325,11 +325,11 @@ describe('the command line (serve.ts)', () => {
       [['--port=-5'], /--port must be an integer in \[0, 65535\], got "-5"/],
       [['--port=99999'], /--port must be an integer in \[0, 65535\], got "99999"/],
       [['--port='], /--port must be an integer/],
-      [['--port'], /--port needs a value/],
+      [['--port'], /Option '--port <value>' argument missing/],
       [['--workers=two'], /--workers must be an integer >= 0, got "two"/],
       [['--backend', 'gpu'], /--backend must be wasm or js, got "gpu"/],
-      [['--prot=9000'], /unknown option --prot; the options are --workers, --backend, --port, --host, --grace-ms/],
-      [['9000'], /unexpected argument "9000"/],
+      [['--prot=9000'], /Unknown option '--prot'; the options are --workers, --backend, --port, --host, --grace-ms/],
+      [['9000'], /Unexpected argument '9000'/],
     ];
     await Promise.all(cases.map(async ([args, message]) => {
       const { code, stdout, stderr } = await serve(args).exited;

@@ -1,11 +1,12 @@
 // `npm run serve [-- --workers=2 --backend=wasm --port=8080 --host=127.0.0.1 --grace-ms=5000]`
-// (or `--port 8080`): starts the gradient service (examples/service/app.ts) and stops it
-// gracefully on SIGINT or SIGTERM: no new connections, the requests in flight are answered, then
-// the workers stop. A client still sending its body after --grace-ms gets a 503 instead.
+// (or `--port 8080`; node:util's parseArgs reads them): starts the gradient service
+// (examples/service/app.ts) and stops it gracefully on SIGINT or SIGTERM: no new connections, the
+// requests in flight are answered, then the workers stop. A client still sending its body after --grace-ms gets a 503 instead.
 import { availableParallelism } from 'node:os';
+import { parseArgs } from 'node:util';
 import { startService } from './app.ts';
 
-const FLAGS = ['workers', 'backend', 'port', 'host', 'grace-ms'];
+const FLAGS = ['workers', 'backend', 'port', 'host', 'grace-ms'] as const;
 
 /** A usage error: one line, no stack, and the exit code of a bad command line. */
 function fail(message: string, code = 2): never {
@@ -13,18 +14,14 @@ function fail(message: string, code = 2): never {
   process.exit(code);
 }
 
+// Node's own parser: `--name=value` and `--name value`, unknown options and stray arguments refused.
 function parseFlags(args: string[]): Map<string, string> {
-  const flags = new Map<string, string>();
-  for (let k = 0; k < args.length; k++) {
-    const match = /^--([^=]+)(?:=(.*))?$/s.exec(args[k]!);
-    if (!match) fail(`unexpected argument ${JSON.stringify(args[k])}; the options are ${FLAGS.map((f) => `--${f}`).join(', ')}`);
-    const [, name, inline] = match;
-    if (!FLAGS.includes(name!)) fail(`unknown option --${name}; the options are ${FLAGS.map((f) => `--${f}`).join(', ')}`);
-    const value = inline ?? args[++k];
-    if (value === undefined) fail(`--${name} needs a value`);
-    flags.set(name!, value);
+  try {
+    const { values } = parseArgs({ args, strict: true, allowPositionals: false, options: Object.fromEntries(FLAGS.map((f) => [f, { type: 'string' }])) });
+    return new Map(Object.entries(values).filter((e): e is [string, string] => typeof e[1] === 'string'));
+  } catch (error) {
+    return fail(`${(error as Error).message.split('\n')[0]}; the options are ${FLAGS.map((f) => `--${f}`).join(', ')}`);
   }
-  return flags;
 }
 
 function integer(text: string, name: string, max?: number): number {
