@@ -420,7 +420,10 @@ export let partialZTangent: f64 = 0;
     case Op.Mul: partialZTangent = tx; return tz;
     // Divided by z twice, not by z·z, which underflows to 0 for |z| below 1e-162 (0/0 along a
     // zero tangent); the generated sweeps emit the same (SECOND_ORDER in codegen/rules.ts).
-    case Op.Div: partialZTangent = (y * tz / z - ty) / z; return -tz / z / z;
+    // y·tz/z left out where tz is 0: y overflows where x/z does (x = 1e308, z = 0.5), and y·0 was
+    // NaN where the other order of the Hessian gives the finite -1/z² (a probe found H01 ≠ H10);
+    // at 0/0 both orders are NaN, as the policy has it (dpa was -Infinity there).
+    case Op.Div: partialZTangent = ((tz == 0 ? 0 : y * tz / z) - ty) / z; return y != y ? NaN : -tz / z / z;
     case Op.Recip: return -2 * y * ty;
     case Op.Square: return 2 * tx;
     case Op.Sqrt: return -0.5 * ty / (y * y);
@@ -462,9 +465,12 @@ export let partialZTangent: f64 = 0;
     case Op.Atan2: {
       // In units of h = hypot(x, z), as the first partials: x^2 + z^2 overflowed from |x| near
       // 1e154 (a NaN Hessian where the gradient is finite) and underflowed below 1e-154.
-      const h = Math.hypot(x, z), u = x / h, w = z / h, m = 2 * (u * tx + w * tz);
-      partialZTangent = -(tx - u * m) / h / h;
-      return (tz - w * m) / h / h;
+      // With u² + w² = 1: tz − 2w(u·tx + w·tz) = −(w² − u²)·tz − 2uw·tx, and the same for tx. The
+      // differences of nearly equal terms left rounding that 1/h² then blew up (H01 = +Infinity,
+      // H10 = −Infinity at (1e-170, 1e-170), whose true value is 0).
+      const h = Math.hypot(x, z), u = x / h, w = z / h, c = 2 * u * w, d = w * w - u * u;
+      partialZTangent = (c * tz - d * tx) / h / h;
+      return -(d * tz + c * tx) / h / h;
     }
     case Op.Sinh: return tx * Math.sinh(x);
     case Op.Cosh: return tx * Math.cosh(x);

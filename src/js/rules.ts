@@ -190,7 +190,8 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
   switch (op) {
     case mul: partialZTangent[0] = tx; return tz;
     // As in the core: divided by z twice, not by z·z, which underflows below 1e-162.
-    case div: partialZTangent[0] = (y * tz / z - ty) / z; return -tz / z / z;
+    // y·tz/z left out where tz is 0 (see the core).
+    case div: partialZTangent[0] = ((tz === 0 ? 0 : y * tz / z) - ty) / z; return y !== y ? NaN : -tz / z / z;
     case recip: return -2 * y * ty;
     case square: return 2 * tx;
     case sqrt: return -0.5 * ty / (y * y);
@@ -229,9 +230,10 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
     case atan2: {
       // In units of h = hypot(x, z), as the first partials: x^2 + z^2 overflowed from |x| near
       // 1e154 (a NaN Hessian where the gradient is finite) and underflowed below 1e-154.
-      const h = Math.hypot(x, z), u = x / h, w = z / h, m = 2 * (u * tx + w * tz);
-      partialZTangent[0] = -(tx - u * m) / h / h;
-      return (tz - w * m) / h / h;
+      // Written with u² + w² = 1, so that nothing cancels (see the core).
+      const h = Math.hypot(x, z), u = x / h, w = z / h, c = 2 * u * w, d = w * w - u * u;
+      partialZTangent[0] = (c * tz - d * tx) / h / h;
+      return -(d * tz + c * tx) / h / h;
     }
     case sinh: return tx * Math.sinh(x);
     case cosh: return tx * Math.cosh(x);
