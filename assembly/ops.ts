@@ -435,9 +435,11 @@ export let partialZTangent: f64 = 0;
         partialZTangent = tx == 0 ? 0 : tx * mixed;
         return (tz == 0 ? 0 : tz * mixed) + (tx == 0 || z == 1 ? 0 : tx * (z * ((z - 1) * Math.pow(x, z - 2))));
       }
-      partialZTangent = (ty == 0 ? 0 : ty * Math.log(x)) + (tx == 0 ? 0 : y * tx / x);
+      // y/x as x^(z-1): y over- or underflows where the mixed term is finite (at (1e155, 2) it
+      // was Infinity against the other order's 7.1e157; at (1e-300, 2) 7e-4 off).
+      const xz1 = z == 0 ? 1 / x : Math.pow(x, z - 1);
+      partialZTangent = (ty == 0 ? 0 : ty * Math.log(x)) + (tx == 0 ? 0 : tx * xz1);
       if (z == 0) return tz == 0 ? 0 : tz / x;
-      const xz1 = Math.pow(x, z - 1);
       return (tz == 0 ? 0 : tz * (xz1 + z * xz1 * Math.log(x))) + (tx == 0 ? 0 : tx * (z * ((z - 1) * xz1) / x));
     }
     // z(z-1)x^(z-2) as z·((z-1)·x^(z-1))/x away from 0: x^(z-2) overflowed where the product is

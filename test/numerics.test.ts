@@ -419,6 +419,13 @@ describe.each(BACKENDS)('pow\'s second derivative at extreme exponents (%s)', (b
     const z = 1 + 2 ** -52;
     close(hvp((x: Var[]) => x[0]!.pow(z), [5e-324], [1], { backend })[0]!, z * (z - 1) * Math.pow(5e-324, z - 1) / 5e-324);
     close(hessian((x: Var[]) => x[0]!.pow(x[1]!), [1e-170, 1e-170], { backend }).data[0]!, tiny);
+    // The mixed term x^(c-1)(1 + c ln x), in both orders, where x^c over- or underflows (one order
+    // divided x^c by x: Infinity at (1e155, 2), 7e-4 off at (1e-300, 2); a probe found them apart).
+    for (const [x, c] of [[1e155, 2], [1e-300, 2], [1e-150, 3], [1e-160, 2]] as const) {
+      const H = hessian((v: Var[]) => v[0]!.pow(v[1]!), [x, c], { backend }).data;
+      expect(H[1], `(${x}, ${c})`).toBe(H[2]);
+      close(H[1]!, Math.pow(x, c - 1) * (1 + c * Math.log(x)));
+    }
     // and the ordinary case, against the closed form
     close(hvp((x: Var[]) => x[0]!.pow(3.5), [1.7], [1], { backend })[0]!, 3.5 * 2.5 * Math.pow(1.7, 1.5));
   });

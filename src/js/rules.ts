@@ -202,9 +202,10 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
         partialZTangent[0] = tx === 0 ? 0 : tx * mixed;
         return (tz === 0 ? 0 : tz * mixed) + (tx === 0 || z === 1 ? 0 : tx * (z * ((z - 1) * Math.pow(x, z - 2))));
       }
-      partialZTangent[0] = (ty === 0 ? 0 : ty * Math.log(x)) + (tx === 0 ? 0 : y * tx / x);
+      // y/x as x^(z-1) (see the core).
+      const xz1 = z === 0 ? 1 / x : Math.pow(x, z - 1);
+      partialZTangent[0] = (ty === 0 ? 0 : ty * Math.log(x)) + (tx === 0 ? 0 : tx * xz1);
       if (z === 0) return tz === 0 ? 0 : tz / x;
-      const xz1 = Math.pow(x, z - 1);
       return (tz === 0 ? 0 : tz * (xz1 + z * xz1 * Math.log(x))) + (tx === 0 ? 0 : tx * (z * ((z - 1) * xz1) / x));
     }
     // See powConst in assembly/ops.ts.
