@@ -146,7 +146,7 @@ const vecReplay = median(() => compiledLoss.gradient(w0, gradient));
 tapes.wasm.reset();
 const wv = tapes.wasm.vector(w0);
 const lv = loss(wv);
-console.log(`\nVector ops: logistic-regression loss over ${ROWS} x ${COLS} data (${tapes.wasm.size} nodes, not ${ROWS * COLS * 2}), median ms:`);
+console.log(`\nVector ops: logistic-regression loss over ${ROWS} x ${COLS} data (${tapes.wasm.size} nodes; the same loss with scalar Vars records about ${ROWS * COLS * 2}), median ms:`);
 line('wasm core, record + reverse', `${vecWasm.toFixed(3)} ms  (${(vecWasm / vecPlain).toFixed(1)}x the plain function)`);
 line('pure-JS mode, record + reverse', `${vecJs.toFixed(3)} ms  (wasm is ${(vecJs / vecWasm).toFixed(2)}x faster)`);
 line('compiled, one replayed gradient', `${vecReplay.toFixed(3)} ms  (${(vecReplay / vecPlain).toFixed(1)}x)`);
