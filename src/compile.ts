@@ -73,6 +73,10 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   private spareTape: Tape | null = null;
   private readonly row: Float64Array;
   private guardedInputs: Float64Array | null = null;
+  // The tape's handle base when the recording was adopted: f's Vars hold the tape, and a program
+  // that reset it and recorded something else there was replayed as if it were f (a probe got the
+  // other program's gradient, silently). Only reset() moves the base.
+  private recordedBase = -1;
   /** @internal The caller's row of a batch's first row, for the rows errors name: a pool's
    *  worker runs the rows from it on (they named the row within the worker's part). */
   rowBase = 0;
@@ -130,6 +134,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   private adopt(recording: Recording): Recording {
     this.recording = recording;
+    this.recordedBase = recording.tape.base;
     const engine = recording.tape.engine;
     // Just recorded (or loaded) there: the inputs at which every guard holds.
     this.guardedInputs = (recording.vectorInput ? engine.views.xval : engine.views.val).slice(0, this.inputs);
@@ -206,6 +211,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** The recorded tape as bytes (see `fromBytes` for the format), loadable in another process
    *  and on either backend. */
   toBytes(): Uint8Array {
+    // Mid-recording (from inside f) the tape is half rewritten, and after a program reset f's tape
+    // and recorded there it holds that program: both wrote bytes fromBytes refused, or another f.
+    if (this.recordingNow) throw new TapegradError('INVALID_ARGUMENT', 'toBytes: the function is recording (called from inside f); call toBytes() after it returns');
+    const rec = this.recording;
+    if (rec && rec.tape.base !== this.recordedBase) throw new TapegradError('INVALID_ARGUMENT', 'toBytes: its tape was reset since it recorded (f\'s Vars hold it): call the function once before toBytes()');
     return toBytes(this);
   }
 
@@ -487,7 +497,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // A custom rule of this tape calling the function again: its replay would write its inputs
     // over those of the replay running the rule.
     rec?.tape.refuseInsideRule('cannot replay the compiled function it belongs to');
-    if (rec && rec.tape.size > 0) return rec;
+    if (rec && rec.tape.size > 0 && rec.tape.base === this.recordedBase) return rec;
     if (rec && this.reload) return this.adopt(this.reload());
     return this.record(x.length === this.inputs ? x : x.subarray(0, this.inputs));
   }
@@ -540,7 +550,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const row = this.toRow(x);
     const rec = this.recording;
     // Recording at x computes its values at x: nothing to replay.
-    if (!rec || (rec.tape.size === 0 && !this.reload)) return this.record(row);
+    if (!rec || ((rec.tape.size === 0 || rec.tape.base !== this.recordedBase) && !this.reload)) return this.record(row);
     const live = this.live(row);
     if (live.tape.engine.replayForward(row, this.inputs, live.tape.size) < 0) return live;
     return this.onBranchChange(row);

@@ -108,6 +108,42 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
     expect(code(() => v.value([7, 8]))).toBe('INVALID_ARGUMENT');
   });
 
+  it('record again when a program reset its tape and recorded there after f, and refuse toBytes until then', () => {
+    // f's Vars hold the compiled function's tape: a probe reset it, recorded another program
+    // there, and the next gradient replayed that program ([1, 1] for sin(x0 x1) at (0.5, 3)).
+    for (const codegen of [true, false]) {
+      let tape: Var['tape'] | null = null;
+      const f = compile((x: Var[]) => { tape = x[0]!.tape; return x[0]!.mul(x[1]!).sin(); }, { inputs: 2, backend, codegen });
+      f.gradient([1, 2]);
+      tape!.reset();
+      const a = tape!.variable(10);
+      expect(a.mul(a).add(1).value).toBe(101);
+      expect(() => f.toBytes()).toThrow(/^toBytes: its tape was reset since it recorded/);
+      const want = [Math.cos(1.5) * 3, Math.cos(1.5) * 0.5];
+      expect(Array.from(f.gradient([0.5, 3]))).toEqual(want);
+      expect(f.value([0.5, 3])).toBe(Math.sin(1.5));
+      expect(f.toBytes().length).toBeGreaterThan(0);
+    }
+  });
+
+  it('refuse toBytes from inside f while it records (the bytes of a half-written tape did not load)', () => {
+    let inside = false;
+    let refused: unknown = null;
+    const f = compile((x: Var[]) => {
+      const y = x[0]!.gt(0).value ? x[0]!.mul(x[1]!) : x[0]!.square().mul(x[1]!);
+      if (inside) {
+        try { f.toBytes(); } catch (e) { refused = e; }
+      }
+      return y;
+    }, { inputs: 2, backend });
+    f.gradient([1, 2]);
+    inside = true;
+    expect(Array.from(f.gradient([-1, 2]))).toEqual([-4, 1]);
+    inside = false;
+    expect(refused).toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^toBytes: the function is recording/) });
+    expect(f.toBytes().length).toBeGreaterThan(0);
+  });
+
   it('record nothing for a batch of no rows, even as their first call', () => {
     // Found by a new-user probe: gradientBatch([], 0) as the first call recorded f at an empty
     // input list and kept that recording (a sum of squares then gave 1 and [1, 0] at [1, 2]).
