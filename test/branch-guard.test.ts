@@ -332,3 +332,30 @@ describe.each(BACKENDS)('gradientBatch with rows on both sides of a guard (%s)',
     expect(f.rerecords).toBe(rows - 1);
   });
 });
+
+describe('re-records between a few structures reuse their generated modules', () => {
+  it('alternating branches compile each structure once, with the same results', async () => {
+    await init();
+    // A probe: every re-record compiled a new module, whose code stayed in V8's code space (RSS
+    // +0.5 KB a re-record, without bound).
+    const f = compile((x: Var[]) => (x[0]!.gt(0).value ? x[0]!.mul(x[1]!).add(x[1]!.exp()) : x[0]!.sub(x[1]!).sin().mul(x[1]!)), { inputs: 2 });
+    const reference = compile((x: Var[]) => (x[0]!.gt(0).value ? x[0]!.mul(x[1]!).add(x[1]!.exp()) : x[0]!.sub(x[1]!).sin().mul(x[1]!)), { inputs: 2, codegen: false });
+    f.gradient([1, 2]);
+    f.gradient([-1, 2]);
+    expect(f.generatedSweeps).toBe('active');
+    const Original = WebAssembly.Module;
+    let compiled = 0;
+    const counting = function (this: unknown, bytes: BufferSource) { compiled++; return new Original(bytes); } as unknown as typeof WebAssembly.Module;
+    (WebAssembly as { Module: typeof WebAssembly.Module }).Module = counting;
+    try {
+      for (let k = 0; k < 40; k++) {
+        const x = [k % 2 ? 1 + k / 100 : -1 - k / 100, 2];
+        expect(Array.from(f.gradient(x))).toEqual(Array.from(reference.gradient(x)));
+      }
+    } finally {
+      (WebAssembly as { Module: typeof WebAssembly.Module }).Module = Original;
+    }
+    expect(f.rerecords).toBeGreaterThanOrEqual(40);
+    expect(compiled).toBe(0);
+  });
+});
