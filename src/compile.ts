@@ -213,9 +213,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   toBytes(): Uint8Array {
     // Mid-recording (from inside f) the tape is half rewritten, and after a program reset f's tape
     // and recorded there it holds that program: both wrote bytes fromBytes refused, or another f.
-    if (this.recordingNow) throw new TapegradError('INVALID_ARGUMENT', 'toBytes: the function is recording (called from inside f); call toBytes() after it returns');
+    if (this.recordingNow) throw new TapegradError('INVALID_ARGUMENT', 'toBytes: the function is recording (from inside f)');
     const rec = this.recording;
-    if (rec && rec.tape.base !== this.recordedBase) throw new TapegradError('INVALID_ARGUMENT', 'toBytes: its tape was reset since it recorded (f\'s Vars hold it): call the function once before toBytes()');
+    if (rec && rec.tape.base !== this.recordedBase) throw new TapegradError('INVALID_ARGUMENT', 'toBytes: its tape was reset since it recorded; call the function first');
     return toBytes(this);
   }
 
