@@ -1,6 +1,6 @@
 // The public surface of tapegrad. Everything users may import is listed here, nothing else.
 export { createTape, createTapeSync, init, coreModule, type TapeOptions, type InitOptions } from './create.ts';
-export { Tape, Var, HandleApi, type Operand, type TapeLimits } from './tape.ts';
+export { Tape, Var, HandleApi, opArity, type Operand, type TapeLimits } from './tape.ts';
 export { Vec, VectorHandleApi, broadcastShapes, type VecOperand, type Shape } from './vector.ts';
 export type { BackendKind, BackendChoice } from './backend.ts';
 export type { GeneratedSweeps } from './wasm/backend.ts';
@@ -8,7 +8,7 @@ export {
   TapegradError, StaleHandleError, ForeignHandleError, InvalidHandleError, NotANumberError,
   CapacityError, BranchChangedError, FormatError, NonFiniteError, MissingRuleError, ShapeError,
 } from './errors.ts';
-export { Op, OP_NAMES, OP_TABLE, SCALAR_OP_TABLE, ELEMENTWISE, opArity, opNameOf, type OpName, type VectorOpName, type UnaryOpName, type BinaryOpName } from './ops.ts';
+export { Op, OP_NAMES, OP_TABLE, SCALAR_OP_TABLE, ELEMENTWISE, opNameOf, type OpName, type VectorOpName, type UnaryOpName, type BinaryOpName } from './ops.ts';
 export {
   neg, recip, square, sqrt, cbrt, exp, expm1, log, log1p, log2, log10, sin, cos, tan, asin, acos,
   atan, sinh, cosh, tanh, asinh, acosh, atanh, abs, sigmoid, softplus, relu, floor, ceil, round,

@@ -48,10 +48,6 @@ export const Op = Object.freeze(
   Object.fromEntries(OP_NAMES.map((name, code) => [name, code])) as { readonly [K in OpName | VectorOpName]: number },
 );
 
-export function opArity(name: OpName | VectorOpName): number {
-  return OP_TABLE[Op[name]]![1];
-}
-
 /** The name of any op code, elementwise forms included (`exp[]`); `op 200` for a code no op has. */
 export function opNameOf(code: number): string {
   // Only scalar ops from add to before custom have elementwise forms: 128 + vconcat is no op.

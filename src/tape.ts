@@ -3,7 +3,7 @@ import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
   TapegradError, checkOut, describe, isArrayLike,
 } from './errors.ts';
-import { BINARY_OPS, OP_TABLE, Op, UNARY_OPS, opNameOf, scalarValued, type BinaryOpName, type UnaryOpName } from './ops.ts';
+import { BINARY_OPS, OP_TABLE, Op, UNARY_OPS, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
 import { partialZ, partials } from './js/rules.ts';
 import { Vec, VectorHandleApi, concatOn, elementwise, vectorOf, type Shape, type VecOperand } from './vector.ts';
 
@@ -1258,6 +1258,15 @@ export interface Var extends VarUnaryMethods, VarBinaryMethods {}
  * A recorded value: a thin wrapper around a node handle of its tape. Every op of the table is a
  * method (`x.exp()`, `x.mul(y)`, `x.pow(2.5)`); binary methods take a Var or a number.
  */
+/** The number of operands of an op, by name. Here rather than in ops.ts, which imports nothing
+ *  (the errors module there cost the bundle 232 bytes of chunking). */
+export function opArity(name: OpName | VectorOpName): number {
+  const row = OP_TABLE[Op[name]];
+  // From JS a misspelt name reached a raw TypeError.
+  if (!row) throw new TapegradError('INVALID_ARGUMENT', `opArity: no op is named ${describe(name)}`);
+  return row[1];
+}
+
 export class Var {
   // Declared, not class fields: a class with fields runs an initializer check in its constructor,
   // which takes the constructor over V8's small-function size (see the op methods, end of file).

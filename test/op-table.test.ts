@@ -1,7 +1,8 @@
 // The op list compiled into the wasm core and the one in src/ops.ts are written separately; this
 // is the test that fails when they drift (a new op added to one only, a renumbering, an arity).
 import { describe, expect, it } from 'vitest';
-import { Op, OP_NAMES, OP_TABLE, opArity } from '../src/ops.ts';
+import { Op, OP_NAMES, OP_TABLE } from '../src/ops.ts';
+import { opArity } from '../src/index.ts';
 import { instantiateCore, loadCoreModule, readCoreString, simdAvailable, type CoreExports } from '../src/wasm/loader.ts';
 
 // Every build of the core that ships; SIMD only where this runtime validates it.
@@ -32,4 +33,9 @@ it('Op, OP_NAMES and opArity are views of OP_TABLE', () => {
     expect(opArity(name)).toBe(arity);
   }
   expect(new Set(OP_NAMES).size).toBe(OP_NAMES.length);
+});
+
+it('opArity names a name no op has (from JS it reached a raw TypeError)', () => {
+  expect(opArity('add')).toBe(2);
+  expect(() => opArity('bogus' as never)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: 'opArity: no op is named the string "bogus"' }));
 });
