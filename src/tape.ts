@@ -943,12 +943,15 @@ export class Tape {
   assertFiniteTangents(from: number, to: number, byIndex = false): void {
     const { op, a, b, tan, xtan } = this.engine.views;
     for (let i = from; i < to; i++) {
-      let t = tan![i]!;
-      if (op[i]! >= VINPUT) {
-        for (let k = a[i - 1]!, end = k + b[i - 1]!; k < end && t - t === 0; k++) t = xtan![k]!;
-      }
+      let t = tan![i]!, k = -1;
+      // A vector names its element, as values and adjoints do; an input's tangent is the caller's
+      // direction, which no op produced (a probe found both reported as an op's).
+      if (op[i]! >= VINPUT) while (++k < b[i - 1]! && (t = xtan![a[i - 1]! + k]!) - t === 0);
       if (t - t !== 0) {
-        throw new NonFiniteError(`checkNaN: ${opNameOf(op[i]!)} at ${this.nodeLabel(i, byIndex)} produced a non-finite tangent (${t})`, this.nodeId(i, byIndex), opNameOf(op[i]!));
+        const at = k < 0 ? t : `${t} at element ${k}`, name = opNameOf(op[i]!);
+        throw new NonFiniteError(op[i] === INPUT || op[i] === VINPUT
+          ? `checkNaN: the tangent of ${this.nodeLabel(i, byIndex)} (${name}) is ${at}: the direction is not finite`
+          : `checkNaN: ${name} at ${this.nodeLabel(i, byIndex)} produced a non-finite tangent (${at})`, this.nodeId(i, byIndex), name);
       }
     }
   }

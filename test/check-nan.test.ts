@@ -2,7 +2,7 @@
 // the first NaN or ±Infinity an op produces, as a value or as an adjoint, naming the op and the
 // node; the tape stays usable. Without the option the same graphs follow IEEE silently.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { NonFiniteError, TapegradError, compile, type CompiledFunction, createTape, fromBytes, init, type Tape, type Var } from '../src/index.ts';
+import { NonFiniteError, TapegradError, compile, type CompiledFunction, createTape, fromBytes, init, type Tape, type Var, type Vec } from '../src/index.ts';
 import { BACKENDS, tapeOn } from './support.ts';
 
 function thrownBy(action: () => unknown): unknown {
@@ -298,6 +298,12 @@ describe.each(BACKENDS)('compile({ checkNaN: true }) (%s)', (backend) => {
     const tape = await createTape({ backend, checkNaN: true });
     const x = tape.variable(0), y = x.sqrt();
     expect(() => tape.jvp([x], [1], [y])).toThrow(/^checkNaN: sqrt at node #\d+ produced a non-finite tangent/);
+    // A vector's element is named, and a direction that is not finite is the caller's, not an
+    // op's (a probe found both reported as "vinput ... produced").
+    const v = compile((w: Vec) => w.sqrt(), { inputs: 3, vector: true, backend, checkNaN: true });
+    expect(() => v.jvp([1, 0, 2], [1, 1, 1])).toThrow(/^checkNaN: sqrt\[\] at node \d+ produced a non-finite tangent \(Infinity at element 1\)$/);
+    expect(() => v.jvp([1, 2, 3], [1, NaN, 1])).toThrow(/^checkNaN: the tangent of node \d+ \(vinput\) is NaN at element 1: the direction is not finite$/);
+    expect(() => g.jvp([1, 1], [Infinity, 0])).toThrow(/^checkNaN: the tangent of node 0 \(input\) is Infinity: the direction is not finite$/);
   });
 
   it('without the option, NaN propagates as IEEE says', () => {
