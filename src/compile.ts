@@ -337,7 +337,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const ds = toFloat64(D, rows * dWidth, `${what}: ${rows} rows of ${dWidth} ${directionOf === 'inputs' ? 'direction' : 'cotangent'} entries`);
     // hvp's rows have one output, or hvp refuses them (whatever the recording it starts from has).
     const hvp = what === 'hvpBatch';
-    const outputs = hvp ? 1 : this.outputsNow(xs, rows, what);
+    const outputs = hvp ? 1 : directionOf === 'outputs' ? dWidth : this.outputsNow(xs, rows, what);
     const w = width === 'inputs' ? this.inputs : outputs;
     out ??= new Float64Array(rows * w);
     checkOut(out, rows * w);

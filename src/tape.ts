@@ -915,17 +915,19 @@ export class Tape {
     // above j have finite adjoints: blame the one whose term is not finite, its partials
     // recomputed by the JS engine's rules. Those are 0 for select, custom and vector ops, which
     // fall back to the first consumer.
-    let consumer = -1;
+    // One pass: the first consumer by structure is kept as the fallback.
+    let consumer = -1, fallback = -1;
     for (let i = j + 1; i < to && consumer < 0; i++) {
       const g = adj[i]!, pa = partials(op[i]!, val[a[i]!]!, val[b[i]!]!, val[i]!), pb = partialZ[0]!;
       const sent = (a[i] === j && pa !== 0 ? g * pa : 0) + (b[i] === j && pb !== 0 ? g * pb : 0);
       if (g !== 0 && sent - sent !== 0) consumer = i;
+      else if (fallback < 0) {
+        const carried = op[i] === SELECT ? a[i - 1] === j : op[i] === ARG && (op[i + 1] === SELECT || op[i + 1] === CUSTOM);
+        if (op[i]! > ARG && op[i] !== CUSTOM && op[i] !== VMETA && op[i] !== Op.vparam && (a[i] === j || b[i] === j)) fallback = i;
+        else if (carried) fallback = op[i] === ARG ? i + 1 : i;
+      }
     }
-    for (let i = j + 1; i < to && consumer < 0; i++) {
-      const carried = op[i] === SELECT ? a[i - 1] === j : op[i] === ARG && (op[i + 1] === SELECT || op[i + 1] === CUSTOM);
-      if (op[i]! > ARG && op[i] !== CUSTOM && op[i] !== VMETA && op[i] !== Op.vparam && (a[i] === j || b[i] === j)) consumer = i;
-      else if (carried) consumer = op[i] === ARG ? i + 1 : i;
-    }
+    if (consumer < 0) consumer = fallback;
     const at = consumer < 0 ? j : consumer;
     const element = badElement(j, xadj);
     const shown = element < 0 ? `${adj[j]}` : `${xadj[a[j - 1]! + element]} at element ${element}`;
