@@ -11,7 +11,7 @@ import {
   TapegradError, compile, defineFunction, init, type CompilableFunction, type CompiledFunction, type Tape, type Var,
 } from '../src/index.ts';
 import { planSegments, planSweeps, MAX_SLOTS, type SweepPlan } from '../src/wasm/codegen/index.ts';
-import { STRAIGHT_CHUNK, jsPasses, nextLinks, planSearch, useCounts, type Body } from '../src/wasm/codegen/plan.ts';
+import { STRAIGHT_CHUNK, jsPasses, nextLinks, planSearch, useCounts, type Body, type Segment } from '../src/wasm/codegen/plan.ts';
 import type { WasmBackend } from '../src/wasm/backend.ts';
 import { DAG_OPS, DAG_OP_NAMES, dagArbitrary, dagSum, type DagOpName } from './dag-arbitrary.ts';
 import { anyInput, bothWays, checkRandomDags, dirtyAfterTape, expectSameBits, special } from './replay-ways.ts';
@@ -448,8 +448,8 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
           ways.check(Float64Array.from(xs), 3);
           expect(ways.generated.generatedSweeps).toBe('active');
           const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan;
-          if (plan.bodies.some((b) => b.copyOf)) withCopies++;
-          if (plan.bodies.some((b) => b.copyOf && b.copyOf.seg.count !== b.seg.count)) withOtherCounts++;
+          if (plan.copied.includes(1)) withCopies++;
+          if (plan.segments.some((seg, k) => plan.copied[k] && plan.bodies[k]!.seg.count !== seg.count)) withOtherCounts++;
         }),
       { numRuns: 60 },
     );
@@ -515,9 +515,9 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
     const ways = bothWays(f, 4, [0.3, -0.2, 0.5, 0.1]);
     ways.check(Float64Array.from([0.7, -0.4, 0.2, 0.9, -1, 2, 0.5, 0.25, 0, 1, -0, 3]), 3);
     const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan;
-    const loops = plan.bodies.filter((b) => b.seg.count > 1);
+    const loops = plan.segments.filter((seg) => seg.count > 1);
     expect(loops.length).toBeGreaterThanOrEqual(4);
-    expect(loops.every((b) => !b.copyOf)).toBe(true);
+    expect(plan.segments.every((seg, k) => seg.count === 1 || !plan.copied[k])).toBe(true);
   });
 
   // Runs of equal samples make loops whose lengths the data decide. A loop repeating the first two
@@ -549,9 +549,9 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
   const computed = (x: Var[], j: number): Var => (j % 3 === 0 ? x[1]!.sin() : j % 3 === 1 ? x[2]!.cos() : x[1]!.exp());
   // The loops of B that share the description of A's (whose loop runs 5 times: its first step reads
   // the run before's loss).
-  const sharingShorter = (ways: ReturnType<typeof bothWays>): Body[] => {
+  const sharingShorter = (ways: ReturnType<typeof bothWays>): Segment[] => {
     const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan;
-    return plan.bodies.filter((b) => b.copyOf && b.copyOf.seg.count === 5 && b.seg.count === 9);
+    return plan.segments.filter((seg, k) => plan.copied[k] && plan.bodies[k]!.seg.count === 5 && seg.count === 9);
   };
   const at = [0.3, -0.2, 0.5, 0.1];
   const rows = Float64Array.from([0.7, -0.4, 0.2, 0.9, -1, 2, 0.5, 0.25, 0, 1, -0, 3]);
@@ -609,7 +609,7 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
     const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan;
     expect(plan.shapes.length).toBeGreaterThan(0);
     // Bodies that repeat an earlier one node for node share its description.
-    expect(plan.bodies.some((b) => b.copyOf)).toBe(true);
+    expect(plan.copied.includes(1)).toBe(true);
     expect(plan.size).toBeLessThan(400);
     expect(ways.generated.size).toBeGreaterThan(10 * plan.size);
   });

@@ -272,7 +272,7 @@ export class WasmBackend implements Backend {
   plannerPasses(from: number, to: number, limits: { segments?: number; repeats?: number } = {}): PlannerPasses | null {
     const gen = codegen!;
     const n = to - from;
-    const span = Math.min(n, gen.linksSpan());
+    const span = gen.linksRoom(n);
     const linkBytes = 8 * span + 8 * gen.linksTableSize(span);
     const { maxPeriod, chunk } = gen.planSearch;
     // Room for the segments most tapes have (the branchy loss: one per 67 nodes), not for the

@@ -26,7 +26,7 @@
 // emit-replay.ts and emit-tangents.ts emit the sweeps' functions (emitNest walks a loop nest for
 // both), and module.ts assembles them into a module.
 export {
-  MAX_SLOTS, jsPasses, linksSpan, linksTableSize, nextLinks, planSearch, planSegments, planSweeps, whyNoPlan,
+  MAX_SLOTS, jsPasses, linksRoom, linksTableSize, nextLinks, planSearch, planSegments, planSweeps, whyNoPlan,
   type LinksOf, type PlannerPasses, type Segment, type SweepPlan,
 } from './plan.ts';
 export { MAX_REPEAT_NODES, MAX_REPEAT_TRIES, repeatsOf } from './shapes.ts';

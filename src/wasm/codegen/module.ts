@@ -3,7 +3,7 @@
 // and rule functions and exports them.
 import { emitForward, emitReverse } from './emit-replay.ts';
 import { emitForwardTangent, emitReverseTangent, emitTangent } from './emit-tangents.ts';
-import type { Body, SweepPlan } from './plan.ts';
+import type { Body, Order, SweepPlan } from './plan.ts';
 import { Bytes, F64, I32, W_Call, W_End, W_I32Const, W_LocalGet } from './wasm.ts';
 
 /** Functions a generated module imports before its own (the core's rules; see rules.ts's FN_*). */
@@ -54,37 +54,52 @@ export function emitSweeps({ parts, shapes, order }: SweepPlan, which: 'replay' 
 // The exported sweep of a plan with several units: for each step of `order` (backwards for a
 // reverse sweep), its parameters and a call of the step's function, a shape's with its body's
 // shift and count. A data-dependent plan has a step per body (the branchy loss: 1,862), so this
-// writes its bytes in one loop, which runs once per compile, before V8 has optimised it.
-function emitDispatcher(order: SweepPlan['order'], backwards: boolean, params: number, base: number, parts: number): Bytes {
+// writes its bytes in one loop over typed arrays, which runs once per compile, before V8 has
+// optimised it.
+function emitDispatcher(order: Order, backwards: boolean, params: number, base: number, parts: number): Bytes {
   const fn = new Bytes(16 + order.length * (2 * params + 16));
   const buf = fn.buf;
+  const { unit, shift, count } = order;
   let at = 0;
   buf[at++] = 0; // no locals
-  const leb = (x: number, signed: boolean): void => {
-    for (;;) {
-      const low = x & 0x7f;
-      x = signed ? x >> 7 : x >>> 7;
-      if (signed ? (x === 0 && !(low & 0x40)) || (x === -1 && low & 0x40) : x === 0) {
-        buf[at++] = low;
-        return;
-      }
-      buf[at++] = low | 0x80;
-    }
-  };
   for (let s = 0; s < order.length; s++) {
-    const step = order[backwards ? order.length - 1 - s : s]!;
+    const k = backwards ? order.length - 1 - s : s;
     for (let q = 0; q < params; q++) { buf[at++] = W_LocalGet; buf[at++] = q; }
-    if ('part' in step) {
-      buf[at++] = W_Call; leb(base + step.part, false);
-    } else {
-      buf[at++] = W_I32Const; leb(step.shift, true);
-      buf[at++] = W_I32Const; leb(step.count, true);
-      buf[at++] = W_Call; leb(base + parts + step.shape, false);
+    const u = unit[k]!;
+    if (u >= parts) {
+      buf[at++] = W_I32Const; at = writeSigned(buf, at, shift[k]!);
+      buf[at++] = W_I32Const; at = writeSigned(buf, at, count[k]!);
     }
+    buf[at++] = W_Call; at = writeUnsigned(buf, at, base + u);
   }
   buf[at++] = W_End;
   fn.len = at;
   return fn;
+}
+
+// LEB128 into `buf` at `at`; returns the index after it.
+function writeSigned(buf: Uint8Array, at: number, x: number): number {
+  for (;;) {
+    const low = x & 0x7f;
+    x >>= 7;
+    if ((x === 0 && !(low & 0x40)) || (x === -1 && low & 0x40)) {
+      buf[at++] = low;
+      return at;
+    }
+    buf[at++] = low | 0x80;
+  }
+}
+
+function writeUnsigned(buf: Uint8Array, at: number, x: number): number {
+  for (;;) {
+    const low = x & 0x7f;
+    x >>>= 7;
+    if (x === 0) {
+      buf[at++] = low;
+      return at;
+    }
+    buf[at++] = low | 0x80;
+  }
 }
 
 /** A module importing the core's memory and rule functions (`env`: memory, ruleForward,

@@ -4,7 +4,7 @@
 // turn into wasm. Also says why a tape gets no plan.
 import { Op, OP_TABLE } from '../../ops.ts';
 import type { TapeViews } from '../../backend.ts';
-import { describeBodies, foldShapes, repeatsOf, type Folded, type Shape } from './shapes.ts';
+import { describeBodies, foldShapes, repeatsOf, type Shape } from './shapes.ts';
 
 /** Most nodes of generated code per tape, after folding loops (about 60 bytes of wasm each). Past
  *  this the interpreter runs: straight-line code that long costs several times its recording to
@@ -39,11 +39,24 @@ export function mix(h: number): number {
 // the same four ops start (-1: none in the window). Hash collisions only give wrong candidates,
 // and every candidate is verified. Built per chunk (of `planSearch.chunk` nodes, with room for
 // three periods after it), so planning a tape that folds into a few long loops touches little
-// more than the chunks where loops start.
+// more than the chunks where loops start. A tape that one more chunk would cover to its end is
+// linked in one window: a second would link most of the first one's nodes again (the branchy
+// loss: 125 k nodes in one window instead of 115 k and 60 k; its first loop search 4.7 -> 4.0 ms,
+// medians of 6 fresh processes each, alternating).
 
-/** Most nodes one call of `nextLinks` covers. */
+/** Nodes one window of links covers at most. */
 export function linksSpan(): number {
   return planSearch.chunk + 3 * planSearch.maxPeriod;
+}
+
+/** Where the search's first window of links over nodes [from, to) ends (see above). */
+export function firstLinksEnd(from: number, to: number): number {
+  return to - from <= planSearch.chunk + linksSpan() ? to : from + linksSpan();
+}
+
+/** Most nodes one call of `nextLinks` covers in a search over `nodes` nodes. */
+export function linksRoom(nodes: number): number {
+  return Math.min(nodes, planSearch.chunk + linksSpan());
 }
 
 export interface Links { strict: Int32Array; window: Int32Array }
@@ -115,7 +128,7 @@ export function planSegments(
   // A native scan: this runs once per compile, before V8 has optimised the planner.
   if (op.subarray(from, to).includes(Op.custom)) return null;
   const { maxPeriod, chunk } = planSearch, span = linksSpan();
-  let linksFrom = from, linksTo = Math.min(to, from + span);
+  let linksFrom = from, linksTo = firstLinksEnd(from, to);
   let links = linksOf(linksFrom, linksTo);
   let strides = new Int32Array(0);
   // Verification work is bounded: a tape made to nearly repeat everywhere must not make
@@ -245,9 +258,6 @@ export interface Group {
 
 export interface Body {
   seg: Segment;
-  /** The earlier body whose description this one shares, at its own start (shapes.ts:
-   *  `describeBodies`), or null. */
-  copyOf: Body | null;
   /** How many loops enclose this one (0 at the top). */
   depth: number;
   parent: Body | null;
@@ -329,7 +339,7 @@ export function describeBody(
   const levels = [...outerLevels, { period: seg.count > 1 ? seg.period : 0, count: seg.count }];
   const depth = outerLevels.length;
   const body: Body = {
-    seg, copyOf: null, depth, parent, slots: [], items: [], groups: [], groupsBefore: 0, localBase: 0,
+    seg, depth, parent, slots: [], items: [], groups: [], groupsBefore: 0, localBase: 0,
     local: new Int32Array(0), adjointInLocal: new Uint8Array(0), valueInLocal: new Uint8Array(0), valueCarried: new Uint8Array(0), adjointCarried: new Uint8Array(0), size: 0,
   };
   const operandStrides = (i: number, k: number): number[] =>
@@ -595,16 +605,32 @@ export const FUNCTION_NODES = 512;
 /** The sizes planSweeps uses. Only bench/codegen-cliffs.ts changes them, to measure the choice. */
 export const planSizes = { maxSlots: MAX_SLOTS, straightChunk: STRAIGHT_CHUNK, functionNodes: FUNCTION_NODES };
 
+/** The steps of a sweep: `length` of them, each a unit (a part, or `parts.length` + a shape)
+ *  and, for a shape's function, its body's byte shift and its loop's count. */
+export interface Order {
+  length: number;
+  unit: Int32Array;
+  shift: Int32Array;
+  count: Int32Array;
+}
+
 /** A tape cut into loop nests, ready for emitting sweeps: `parts` are the top-level bodies each
  *  function of a sweep runs, in tape order. */
 export interface SweepPlan {
+  /** The top-level segments, straight code cut into bodies of at most STRAIGHT_CHUNK nodes. */
+  segments: Segment[];
+  /** Per segment, its description: for a copy folded into a shape, the one it shares
+   *  (shapes.ts: `Described`). */
   bodies: Body[];
+  /** Per segment, 1 where it shares an earlier segment's description. */
+  copied: Uint8Array;
   /** Top-level bodies of no shape, grouped into functions. */
   parts: Body[][];
   /** Bodies of one shape each share a function (shapes.ts). */
   shapes: Shape[];
-  /** What a sweep runs, in tape order: a part, or a shape's function at a body's shift. */
-  order: ({ part: number } | ({ shape: number } & Folded))[];
+  /** What a sweep runs, in tape order (typed arrays: a data-dependent plan has a step per body,
+   *  the branchy loss 1,862). */
+  order: Order;
   /** Nodes of code over all parts and shapes. */
   size: number;
 }
@@ -671,41 +697,49 @@ export function planSweeps(
   }
   const repeatOf = passes.repeatsOf(chunked, from, seeded);
   lap?.('repeats');
-  const bodies = describeBodies(views, chunked, from, uses, seeded, linksOf, repeatOf);
-  for (const body of bodies) if (!body.copyOf) layoutNest(body, 0, 0);
+  const described = describeBodies(views, chunked, from, uses, seeded, linksOf, repeatOf);
+  const { bodies, copied } = described;
+  for (let k = 0; k < bodies.length; k++) if (!copied[k]) layoutNest(bodies[k]!, 0, 0);
   lap?.('describe');
-  const { shapes, folded } = foldShapes(bodies);
+  const { shapes, shapeOf } = foldShapes(chunked, described);
   lap?.('fold');
-  // A copy stands in for its body only inside a shape; anywhere else it is described on its own.
-  for (let k = 0; k < bodies.length; k++) {
-    const body = bodies[k]!;
-    if (!body.copyOf || folded.has(body)) continue;
-    bodies[k] = describeBody(views, body.seg, null, [], uses, seeded, linksOf, body.seg.count === 1 ? from : -1);
-    layoutNest(bodies[k]!, 0, 0);
-  }
   const parts: Body[][] = [];
-  const order: SweepPlan['order'] = [];
+  // Parts are numbered as they end, so a step holds a shape's number until then (-1 - shape).
+  const steps = chunked.length;
+  const order: Order = { length: 0, unit: new Int32Array(steps), shift: new Int32Array(steps), count: new Int32Array(steps) };
   let part: Body[] = [], partSize = 0;
   const endPart = (): void => {
     if (!part.length) return;
-    order.push({ part: parts.length });
+    order.unit[order.length++] = parts.length;
     parts.push(part);
     part = [];
     partSize = 0;
   };
-  for (const body of bodies) {
-    const inShape = folded.get(body);
-    if (inShape) {
+  for (let k = 0; k < chunked.length; k++) {
+    const seg = chunked[k]!;
+    const shape = shapeOf[k]!;
+    if (shape >= 0) {
       endPart();
-      order.push({ ...inShape });
+      const step = order.length++;
+      order.unit[step] = -1 - shape;
+      order.shift[step] = 8 * (seg.start - shapes[shape]!.body.seg.start);
+      order.count[step] = seg.count;
       continue;
     }
+    // A copy stands in for its body only inside a shape; anywhere else it is described on its own.
+    if (copied[k]) {
+      bodies[k] = describeBody(views, seg, null, [], uses, seeded, linksOf, seg.count === 1 ? from : -1);
+      layoutNest(bodies[k]!, 0, 0);
+      copied[k] = 0;
+    }
+    const body = bodies[k]!;
     if (part.length && partSize + body.size > functionNodes) endPart();
     part.push(body);
     partSize += body.size;
   }
   endPart();
+  for (let k = 0; k < order.length; k++) if (order.unit[k]! < 0) order.unit[k] = parts.length - 1 - order.unit[k]!;
   const size = parts.flat().reduce((sum, b) => sum + b.size, 0) + shapes.reduce((sum, { body }) => sum + body.size, 0);
   if (size > maxSlots) return null;
-  return { bodies, parts, shapes, order, size };
+  return { segments: chunked, bodies, copied, parts, shapes, order, size };
 }

@@ -16,14 +16,6 @@ export interface Shape {
   relative: Uint8Array;
 }
 
-/** Where a body folded into a shape sits: its shape, its offset from the shape's body in bytes of
- *  a region, and its loop's count (runs of equal samples make loops of data-dependent length). */
-export interface Folded {
-  shape: number;
-  shift: number;
-  count: number;
-}
-
 /** A shape needs this many bodies: below it, a copy per body costs less than the calls. */
 const MIN_BODIES = 4;
 
@@ -85,19 +77,24 @@ export const MAX_REPEAT_TRIES = 4;
  *  than read. */
 export const MAX_REPEAT_NODES = 4096;
 
+// A multiply per item and one mix at the end: a mix per item cost most of the core's pass on a
+// first compile (the branchy loss: 2.3 -> 1.9 ms, medians of 8 fresh processes each); a collision
+// only costs a node-by-node check.
+const FNV_PRIME = 0x01000193;
+
 function fingerprint(views: TapeViews, seg: Segment, from: number, uses: Int32Array, seeded: Uint8Array): number {
   const { op } = views;
   const start = seg.start, end = start + seg.period * seg.count;
   let h = mix(Math.imul(seg.period, 0x9e3779b1) ^ seg.count);
   for (let i = start; i < end; i++) {
     const code = op[i]!;
-    h = mix(h ^ code ^ (seeded[i]! << 8) ^ Math.imul(uses[i]!, 0x7feb352d));
+    h = Math.imul(h ^ code ^ (seeded[i]! << 8) ^ Math.imul(uses[i]!, 0x7feb352d), FNV_PRIME);
     for (let k = 0, n = OPERANDS[code]!; k < n; k++) {
       const o = operand(views, i, k);
-      h = mix(h ^ Math.imul(o < from ? o : (o - start) ^ OTHER, 0x846ca68b) ^ (op[o] === Op.const ? 1 : 0));
+      h = Math.imul(h ^ Math.imul(o < from ? o : (o - start) ^ OTHER, 0x846ca68b) ^ (op[o] === Op.const ? 1 : 0), FNV_PRIME);
     }
   }
-  return h;
+  return mix(h);
 }
 
 function repeats(views: TapeViews, r: Segment, s: Segment, from: number, uses: Int32Array, seeded: Uint8Array): boolean {
@@ -218,35 +215,44 @@ function repeatsTwoIterations(views: TapeViews, r: Segment, s: Segment, from: nu
   return true;
 }
 
-// Whether `holds` is true of every node a ref (its first node and strides over `levels`) reaches,
-// `delta` nodes on; `spare` last iterations of the innermost loop left out.
-function atEveryIteration(first: number, strides: readonly number[], levels: readonly Level[], spare: number, holds: (node: number) => boolean): boolean {
-  const last = levels.length - 1;
-  const walk = (l: number, node: number): boolean => {
-    const count = levels[l]!.count - (l === last ? spare : 0), stride = strides[l]!;
-    for (let t = 0; t < count; t++, node += stride) if (!(l === last ? holds(node) : walk(l + 1, node))) return false;
-    return true;
-  };
-  return walk(0, first);
+// Where each run of the innermost loop starts for a ref (its first node and strides over
+// `levels`): the callers check a run's nodes in a loop of their own, with no call per node (this
+// runs on a first compile, before V8 has optimised it).
+function innermostRuns(first: number, strides: readonly number[], levels: readonly Level[]): number[] {
+  let starts = [first];
+  for (let l = 0; l < levels.length - 1; l++) {
+    const next: number[] = [], count = levels[l]!.count, stride = strides[l]!;
+    for (const start of starts) for (let t = 0; t < count; t++) next.push(start + t * stride);
+    starts = next;
+  }
+  return starts;
 }
 
 // Whether what `body` (at `levels`, the top loop's count that of the copy) holds at every
 // iteration holds `delta` nodes on (see above).
 function factsHold(views: TapeViews, body: Body, levels: readonly Level[], delta: number, uses: Int32Array, seeded: Uint8Array): boolean {
   const { op, val } = views;
+  const last = levels.length - 1, inner = levels[last]!.count;
   for (const { refs } of body.slots) {
     for (const r of refs) {
       if (!r.constant) continue;
-      const value = r.value;
-      if (!atEveryIteration(r.first + delta, r.strides, levels, 0, (n) => op[n] === Op.const && (value === undefined || Object.is(val[n], value)))) return false;
+      const value = r.value, step = r.strides[last]!;
+      for (const start of innermostRuns(r.first + delta, r.strides, levels)) {
+        for (let t = 0, n = start; t < inner; t++, n += step) {
+          if (op[n] !== Op.const || (value !== undefined && !Object.is(val[n], value))) return false;
+        }
+      }
     }
   }
   for (let s = 0; s < body.slots.length; s++) {
     const inLocal = body.adjointInLocal[s]!;
     if (!inLocal && !body.adjointCarried[s]) continue;
     // The uses it holds at every iteration (a carried one's: but the last) are its first node's.
-    const self = body.slots[s]!.self, want = uses[self.first]!;
-    if (!atEveryIteration(self.first + delta, self.strides, levels, inLocal ? 0 : 1, (n) => uses[n] === want && !seeded[n])) return false;
+    const self = body.slots[s]!.self, want = uses[self.first]!, step = self.strides[last]!;
+    const runs = inner - (inLocal ? 0 : 1);
+    for (const start of innermostRuns(self.first + delta, self.strides, levels)) {
+      for (let t = 0, n = start; t < runs; t++, n += step) if (uses[n] !== want || seeded[n]) return false;
+    }
   }
   for (const item of body.items) {
     if (typeof item !== 'number' && !factsHold(views, item, [...levels, { period: item.seg.period, count: item.seg.count }], delta, uses, seeded)) return false;
@@ -254,35 +260,49 @@ function factsHold(views: TapeViews, body: Body, levels: readonly Level[], delta
   return true;
 }
 
+/** The top-level segments' descriptions: `bodies[k]` is segment k's own, or where `copied[k]` is
+ *  1, that of an earlier segment it repeats, shared (no object per copy: on a tape of few shapes
+ *  repeated by the data, a copy each was most of describing and folding on a first compile, run
+ *  before V8 has optimised this code: the branchy loss's 1,850 copies took 2-4 ms). A copy sits
+ *  `segments[k].start - bodies[k].seg.start` nodes on; the top-level groups that move with it are
+ *  `moves.get(bodies[k])`. */
+export interface Described {
+  bodies: Body[];
+  copied: Uint8Array;
+  moves: Map<Body, Uint8Array>;
+}
+
 /** Describes the top-level segments of a plan, each body that repeats an earlier one as a copy
  *  of that one's description (see above). `repeatOf`: as `repeatsOf` gives it. */
 export function describeBodies(
   views: TapeViews, segments: readonly Segment[], from: number, uses: Int32Array, seeded: Uint8Array, linksOf: LinksOf,
   repeatOf = repeatsOf(views, segments, from, uses, seeded),
-): Body[] {
-  const moves = new Map<Body, Uint8Array | null>();
+): Described {
+  const moves = new Map<Body, Uint8Array>();
+  const unmovable = new Set<Body>();
   // Per body copied: the immediates a copy must match, null for straight code (which loads its
   // constants). Once per body, not per copy: `straight` reads every item.
   const baked = new Map<Body, { nodes: number[]; values: number[] } | null>();
-  // `rep`'s description at `seg`, its pointer groups moved there, where each walks only inputs
-  // or only other nodes (groupMoves); else null.
-  const moved = (rep: Body, seg: Segment): Body | null => {
-    let move = moves.get(rep);
-    if (move === undefined) moves.set(rep, (move = groupMoves(rep, from)));
-    if (!move) return null;
-    const delta = seg.start - rep.seg.start;
-    return { ...rep, seg, copyOf: rep, groups: rep.groups.map((g, k) => ({ strides: g.strides, origin: g.origin + (move[k] ? delta : 0) })) };
+  // Whether `rep`'s description moves to a copy: each of its pointer groups walks only inputs or
+  // only other nodes (groupMoves).
+  const movable = (rep: Body): boolean => {
+    if (moves.has(rep)) return true;
+    if (unmovable.has(rep)) return false;
+    const move = groupMoves(rep, from);
+    if (move) moves.set(rep, move);
+    else unmovable.add(rep);
+    return move !== null;
   };
-  // A copy of `rep` (whose nodes `seg` repeats) at `seg`, where the description moves with it.
-  const copyOf = (rep: Body, seg: Segment): Body | null => {
+  // Whether `seg`, whose nodes repeat `rep`'s, may share its description.
+  const copies = (rep: Body, seg: Segment): boolean => {
     const delta = seg.start - rep.seg.start;
     let own = baked.get(rep);
     if (own === undefined) baked.set(rep, (own = straight(rep) ? null : immediates(rep, [])));
     if (own) {
       const { nodes, values } = own;
-      for (let k = 0; k < nodes.length; k++) if (!Object.is(views.val[nodes[k]! + delta], values[k])) return null;
+      for (let k = 0; k < nodes.length; k++) if (!Object.is(views.val[nodes[k]! + delta], values[k])) return false;
     }
-    return moved(rep, seg);
+    return movable(rep);
   };
   // A loop of another length (see above): the latest own loop descriptions of each period.
   const loopsOfPeriod = new Map<number, Body[]>();
@@ -293,79 +313,97 @@ export function describeBodies(
       const rep = candidates[c]!, delta = seg.start - rep.seg.start;
       if (!repeatsTwoIterations(views, rep.seg, seg, from)) continue;
       if (!factsHold(views, rep, [{ period: seg.period, count: seg.count }], delta, uses, seeded)) continue;
-      const copy = moved(rep, seg);
-      if (copy) return copy;
+      if (movable(rep)) return rep;
     }
     return null;
   };
-  const bodies: Body[] = [];
-  segments.forEach((seg, k) => {
+  const bodies: Body[] = new Array(segments.length);
+  const copied = new Uint8Array(segments.length);
+  for (let k = 0; k < segments.length; k++) {
+    const seg = segments[k]!;
     const r = repeatOf[k]!;
     // Repeating node for node is transitive, so a repeat of a copy repeats the copy's body.
-    const copy = (r >= 0 ? copyOf(bodies[r]!.copyOf ?? bodies[r]!, seg) : null) ?? otherLength(seg);
-    if (copy) {
-      bodies.push(copy);
-      return;
+    const rep = r >= 0 && copies(bodies[r]!, seg) ? bodies[r]! : otherLength(seg);
+    if (rep) {
+      bodies[k] = rep;
+      copied[k] = 1;
+      continue;
     }
     const body = describeBody(views, seg, null, [], uses, seeded, linksOf, seg.count === 1 ? from : -1);
-    bodies.push(body);
+    bodies[k] = body;
     if (seg.count > 1 && seg.period * seg.count <= MAX_REPEAT_NODES) {
       const same = loopsOfPeriod.get(seg.period);
       if (same) same.push(body);
       else loopsOfPeriod.set(seg.period, [body]);
     }
-  });
-  return bodies;
+  }
+  return { bodies, copied, moves };
 }
 
 /** Groups top-level bodies into shapes: bodies with the same key whose pointer groups each either
- *  move with the body or stay put, the same way for all of them, at least MIN_BODIES of them. */
-export function foldShapes(bodies: readonly Body[]): { shapes: Shape[]; folded: Map<Body, Folded> } {
-  const buckets = new Map<string, Body[]>();
-  // A copy's key is its body's: the key leaves out where a top-level body sits.
+ *  move with the body or stay put, the same way for all of them, at least MIN_BODIES of them.
+ *  `shapeOf[k]`: the shape segment k's body folded into, or -1. */
+export function foldShapes(segments: readonly Segment[], { bodies, copied, moves }: Described): { shapes: Shape[]; shapeOf: Int32Array } {
+  // Segments by key; a copy's key is its description's (the key leaves out where a top-level body sits).
+  const buckets = new Map<string, number[]>();
   const keys = new Map<Body, string>();
-  for (const body of bodies) {
-    if (body.seg.period * body.seg.count < 2) continue;
-    const own = body.copyOf ?? body;
+  for (let k = 0; k < segments.length; k++) {
+    const seg = segments[k]!;
+    if (seg.period * seg.count < 2) continue;
+    const own = bodies[k]!;
     let key = keys.get(own);
     if (key === undefined) keys.set(own, (key = shapeKey(own)));
     const bucket = buckets.get(key);
-    if (bucket) bucket.push(body);
-    else buckets.set(key, [body]);
+    if (bucket) bucket.push(k);
+    else buckets.set(key, [k]);
   }
+  // Where segment k's groups start: its description's, moved with a copy where a group moves.
+  const originsOf = (k: number, out: Int32Array): Int32Array => {
+    const body = bodies[k]!, move = copied[k] ? moves.get(body)! : null, delta = segments[k]!.start - body.seg.start;
+    for (let g = 0; g < out.length; g++) out[g] = body.groups[g]!.origin + (move !== null && move[g] ? delta : 0);
+    return out;
+  };
   const shapes: Shape[] = [];
-  const folded = new Map<Body, Folded>();
+  const shapeOf = new Int32Array(segments.length).fill(-1);
   for (const bucket of buckets.values()) {
     if (bucket.length < MIN_BODIES) continue;
     // The first is never a copy (the body it copies comes before it, with the same key), so the
     // shape's function is emitted from a description of its own.
-    const [first, second] = bucket as [Body, Body];
-    const delta = second.seg.start - first.seg.start;
-    const relative = new Uint8Array(first.groups.length);
+    const [a, b] = bucket as [number, number];
+    const first = bodies[a]!;
+    const groups = first.groups.length;
+    const firstStart = segments[a]!.start, delta = segments[b]!.start - firstStart;
+    const firstOrigins = originsOf(a, new Int32Array(groups)), origins = originsOf(b, new Int32Array(groups));
+    const relative = new Uint8Array(groups);
     let foldable = true;
-    first.groups.forEach((g, k) => {
-      const d = second.groups[k]!.origin - g.origin;
-      if (d === delta) relative[k] = 1;
+    for (let g = 0; g < groups; g++) {
+      const d = origins[g]! - firstOrigins[g]!;
+      if (d === delta) relative[g] = 1;
       else if (d !== 0) foldable = false;
-    });
+    }
     if (!foldable) continue;
-    const members = bucket.filter((body) => {
-      const shift = body.seg.start - first.seg.start;
-      return body.groups.every((g, k) => g.origin - first.groups[k]!.origin === (relative[k] ? shift : 0));
-    });
+    const members: number[] = [];
+    for (const k of bucket) {
+      originsOf(k, origins);
+      const shift = segments[k]!.start - firstStart;
+      let member = true;
+      for (let g = 0; g < groups && member; g++) member = origins[g]! - firstOrigins[g]! === (relative[g] ? shift : 0);
+      if (member) members.push(k);
+    }
     if (members.length < MIN_BODIES) continue;
     if (straight(first)) {
       // Constants become loads through the pointer that moves with the body (its operands' group
       // of stride 0, the inputs having their own).
       const moving = first.groups.findIndex((g, k) => relative[k] === 1 && g.strides.every((v) => v === 0));
       if (moving < 0) continue;
-      // Copies share their body's slots: each description is rewritten once (the branchy loss:
-      // 1,857 members of 33 descriptions).
-      const rewritten = new Set<Slot[]>();
-      for (const { slots } of members) {
-        if (rewritten.has(slots)) continue;
-        rewritten.add(slots);
-        for (const { refs } of slots) {
+      // Copies share their body's description: each is rewritten once (the branchy loss: 1,857
+      // members of 33 descriptions).
+      const rewritten = new Set<Body>();
+      for (const k of members) {
+        const body = bodies[k]!;
+        if (rewritten.has(body)) continue;
+        rewritten.add(body);
+        for (const { refs } of body.slots) {
           for (const r of refs) {
             if (r.value === undefined) continue;
             r.value = undefined;
@@ -380,7 +418,7 @@ export function foldShapes(bodies: readonly Body[]): { shapes: Shape[]; folded: 
       for (const { refs } of first.slots) for (const r of refs) if (r.group === moving) group.origin = Math.min(group.origin, r.first);
     }
     const shape = shapes.push({ body: first, relative }) - 1;
-    for (const body of members) folded.set(body, { shape, shift: 8 * (body.seg.start - first.seg.start), count: body.seg.count });
+    for (const k of members) shapeOf[k] = shape;
   }
-  return { shapes, folded };
+  return { shapes, shapeOf };
 }
