@@ -14,14 +14,18 @@ const {
 
 // Handles are small integers (Smis in V8: no allocation per op). Each tape hands out a fresh
 // range after every reset, so a handle from before the reset falls below the live range and is
-// caught. Ranges restart at 0 once they near 2^30; a handle 2^30 nodes old could then alias.
-// Tapes start at scattered offsets (golden-ratio hashing of a serial number), so a raw handle
-// of another tape lands outside this tape's live range unless the two ranges happen to overlap
-// (odds about live nodes / 8e8). Vars carry their tape, so a Var of another tape is always
-// caught; a Var's id is its handle, so a stale one aliases after a wrap as a handle does (README,
-// Handle API).
+// caught. Tapes start at scattered offsets (golden-ratio hashing of a serial number), so a raw
+// handle of another tape lands outside this tape's live range unless the two ranges happen to
+// overlap (odds about live nodes / 8e8). Ranges restart once they near 2^30, at a scattered
+// offset of their own in [2^20, 2^28), not at 0: restarted tapes all at 0 took each other's
+// handles and small numbers (h.mul(x, 1)) as nodes. A handle of the cycle before is still
+// caught as stale until the live range reaches it again, at least 2^29 nodes later. Vars carry
+// their tape, so a Var of another tape is always caught; a Var's id is its handle, so a stale one
+// aliases after that as a handle does (README, Handle API).
 const HANDLE_LIMIT = 2 ** 30;
 const HANDLE_WRAP_AT = HANDLE_LIMIT - 2 ** 28;
+const RESTART_FROM = 2 ** 20, RESTART_SPREAD = 2 ** 28 - RESTART_FROM;
+const scattered = (serial: number): number => (serial * 0.6180339887498949) % 1;
 const DEFAULT_MAX_NODES = 2 ** 28;
 // Tape.lastSweep: none, a backward, a vjp.
 const NO_SWEEP = 0, BACKWARD_SWEEP = 1, VJP_SWEEP = 2;
@@ -81,10 +85,12 @@ export class Tape {
   private lastCotangent: Float64Array = new Float64Array(0);
   /** @internal */
   base: number;
-  // Where this tape's handles began, and whether they have wrapped since: a handle below the live
-  // range was of an earlier recording only if it lies in between.
-  private readonly firstBase: number;
-  private wrapped = false;
+  // Where this cycle of handles began, and the cycle before it ([previousStart, previousEnd), empty
+  // before the first restart): a handle not live now was of an earlier recording if it lies in
+  // either.
+  private cycleStart: number;
+  private previousStart = 0;
+  private previousEnd = 0;
   /** @internal */
   capacity = 0;
   /** @internal */
@@ -110,8 +116,8 @@ export class Tape {
     engine.onTrap = () => this.reset();
     // Serials from 1: the first tape's range starting at 0 made small numbers passed as handles
     // (h.mul(x, 1) for x times 1) valid nodes of it.
-    this.base = Math.floor(((++tapeSerial * 0.6180339887498949) % 1) * HANDLE_WRAP_AT);
-    this.firstBase = this.base;
+    this.base = Math.floor(scattered(++tapeSerial) * HANDLE_WRAP_AT);
+    this.cycleStart = this.base;
     this.handles = new HandleApi(this);
     this.cacheViews();
   }
@@ -525,8 +531,9 @@ export class Tape {
     this.refuseInsideRule('cannot reset');
     this.base += this.count;
     if (this.base >= HANDLE_WRAP_AT) {
-      this.base = 0;
-      this.wrapped = true;
+      this.previousStart = this.cycleStart;
+      this.previousEnd = this.base;
+      this.base = this.cycleStart = RESTART_FROM + Math.floor(scattered(++tapeSerial) * RESTART_SPREAD);
     }
     this.count = 0;
     this.evaluated = 0;
@@ -1212,7 +1219,7 @@ export class Tape {
   }
 
   private wasLive(h: number): boolean {
-    return this.wrapped ? h < this.base : h >= this.firstBase && h < this.base;
+    return (h >= this.cycleStart && h < this.base) || (h >= this.previousStart && h < this.previousEnd);
   }
 
   private liveRange(): string {
