@@ -29,7 +29,10 @@ function binary(name: BinaryOpName): BinaryFunction {
     const v = x instanceof Vec ? x : y instanceof Vec ? y : null;
     if (v) return elementwise(v.tape, code === Op.pow && typeof y === 'number' ? Op.powConst : code, name, [x, y]);
     if (x instanceof Var) return (x[name] as (o: Operand) => Var)(y as Operand);
-    if (y instanceof Var) return (y.tape.constant(x as number)[name] as (o: Operand) => Var)(y);
+    if (y instanceof Var) {
+      if (typeof x === 'number') return y.tape.recordNumberBinary(code, x, y);
+      throw new NotANumberError(`${name}: expected Vars, Vecs or numbers, got ${describe(x)} and ${describe(y)}`);
+    }
     if (typeof x === 'number' && typeof y === 'number') return forwardRule(code, x, y, 0);
     throw new NotANumberError(`${name}: expected Vars, Vecs or numbers, got ${describe(x)} and ${describe(y)}`);
   }) as BinaryFunction;

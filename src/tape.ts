@@ -111,6 +111,10 @@ export class Tape {
   constructor(readonly engine: Backend, limits: TapeLimits = {}) {
     this.maxNodes = checkLimit(limits.maxNodes, 'maxNodes') ?? DEFAULT_MAX_NODES;
     this.maxMemoryBytes = checkLimit(limits.maxMemoryBytes, 'maxMemoryBytes') ?? Infinity;
+    // A limit below one node could never record anything (and its CapacityError advised a reset).
+    if (this.maxMemoryBytes < engine.nodeBytes()) {
+      throw new TapegradError('INVALID_ARGUMENT', `maxMemoryBytes = ${this.maxMemoryBytes} holds no node: a node takes ${engine.nodeBytes()} bytes`);
+    }
     this.checkNaN = limits.checkNaN === true;
     // A trap replaced the engine's memory: what was recorded is gone, as after a reset.
     engine.onTrap = () => this.reset();
@@ -665,6 +669,15 @@ export class Tape {
       j = this.index(y);
     }
     return new Var(this, this.record(op, i, j));
+  }
+
+  /** @internal `c op y` for a number c (the free functions: `sub(1, y)`): y checked first, then
+   *  room for both nodes, so a failure records nothing, and c's constant node shared as `y.op(c)`
+   *  shares it. */
+  recordNumberBinary(op: number, c: number, y: Var): Var {
+    const j = this.index(y);
+    this.reserveNodes(2);
+    return new Var(this, this.record(op, this.sharedConstantIndex(c), j));
   }
 
   /** @internal `x op c` for a number c whose constant node the cache holds (see

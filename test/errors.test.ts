@@ -362,6 +362,16 @@ it('limits out of range are INVALID_ARGUMENT naming the option, on createTape an
       expect(() => fromBytes(bytes, { backend, [name]: value })).toThrow(`${name} must be a positive integer`);
     }
   }
+  // A limit below one node (a probe: 1 to 24 bytes were taken, and the first variable's
+  // CapacityError advised a reset that could not help).
+  for (const backend of BACKENDS) {
+    for (const value of [1, 24]) {
+      const error = await createTape({ backend, maxMemoryBytes: value }).then(() => null, (e: unknown) => e);
+      expect((error as TapegradError).code, `${backend} ${value}`).toBe('INVALID_ARGUMENT');
+      expect((error as Error).message).toBe(`maxMemoryBytes = ${value} holds no node: a node takes 25 bytes`);
+    }
+    expect((await createTape({ backend, maxMemoryBytes: 25 })).variable(3).value).toBe(3);
+  }
   const tape = await createTape({ maxNodes: Infinity, maxMemoryBytes: 1 << 20 });
   expect(tape.variable(2).exp().value).toBe(Math.exp(2));
 });

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError, TapegradError, compile, createTape, init,
-  type Tape, type Var,
+  mul, pow, sub, type Tape, type Var,
 } from '../src/index.ts';
 import { BINARY_OPS, Op, UNARY_OPS } from '../src/ops.ts';
 import { BACKENDS, tapeOn } from './support.ts';
@@ -131,6 +131,29 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     expect(tape.size).toBe(4);
     tape.reset();
     expect(tape.variable(1).mul(3).value).toBe(3);
+  });
+
+  // A new-user probe: sub(1, y) recorded a fresh constant before it checked y, so a full tape or a
+  // stale y left a node behind, and in a loop it cost two nodes a call where y.sub(1) costs one.
+  it('free functions with a number first check the Var first and share the constant as the methods do', async () => {
+    const full = await createTape({ backend, maxNodes: 3 });
+    const y = full.variable(2).sin();
+    expect(() => sub(1, y)).toThrow(CapacityError);
+    expect(full.size).toBe(2);
+    const tape = await tapeOn(backend);
+    const old = tape.variable(1);
+    tape.reset();
+    expect(() => mul(2, old)).toThrow(StaleHandleError);
+    expect(tape.size).toBe(0);
+    const x = tape.variable(2);
+    const first = mul(2, x);
+    const size = tape.size;
+    const again = [mul(2, x), x.mul(2), sub(1, x), pow(2, x)];
+    expect(tape.size - size).toBe(5); // one node each, and one constant for 1
+    expect(again.map((v) => v.value)).toEqual([4, 4, -1, 4]);
+    tape.backward(pow(2, x).add(sub(1, x)).add(first));
+    expect(x.grad).toBe(4 * Math.log(2) - 1 + 2);
+    expect(() => mul('2' as unknown as number, x)).toThrow(/mul: expected Vars, Vecs or numbers, got the string "2"/);
   });
 
   it('the op methods record node for node what the checked paths record, through Vars and handles, constants shared or not (random programs)', async () => {
