@@ -417,7 +417,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** J·t at x (one replay, one tangent sweep). */
   jvp(x: ArrayLike<number>, t: ArrayLike<number>, out?: Float64Array): Float64Array {
     const rec = this.forwardTangent(x, t) ?? this.replay(x);
-    const tan = rec === this.fused ? rec.tape.engine.views.tan! : this.seedTangents(rec, t);
+    const tan = rec === this.fused ? rec.tape.engine.views.tan! : this.seedTangents(rec, t, rec.outputs);
     if (this.checkNaN) rec.tape.assertFiniteTangents(0, rec.tape.size, true);
     const xtan = rec.tape.engine.views.xtan!;
     if (out !== undefined) checkOut(out, rec.outputs.length);
@@ -435,7 +435,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const top = this.scalarNode(rec, 'hvp');
     if (rec === this.fused) (rec.tape.engine as WasmBackend).reverseTangentFused(top, 1, rec.tape.size, this.inputs);
     else {
-      this.seedTangents(rec, v);
+      this.seedTangents(rec, v, [top]);
       rec.tape.engine.reverseTangentReplay(top, 1, rec.tape.size);
     }
     if (this.checkNaN) {
@@ -467,7 +467,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     return (this.fused = live);
   }
 
-  private seedTangents(rec: Recording, t: ArrayLike<number>): Float64Array {
+  // `targets`: the nodes whose tangents (jvp) or second-order results (hvp) the caller reads.
+  private seedTangents(rec: Recording, t: ArrayLike<number>, targets: ArrayLike<number>): Float64Array {
     checkEntries(t, this.inputs, 'tangent');
     const tan = rec.tape.ensureTangents();
     const engine = rec.tape.engine;
@@ -476,7 +477,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     xtan.fill(0, 0, rec.tape.elementCount);
     const seeded = rec.vectorInput ? xtan : tan;
     for (let k = 0; k < this.inputs; k++) seeded[k] = t[k]!;
-    rec.tape.engine.tangentReplay(rec.vectorInput ? 2 : this.inputs, rec.tape.size);
+    rec.tape.tangentSweep(targets, () => rec.tape.engine.tangentReplay(rec.vectorInput ? 2 : this.inputs, rec.tape.size));
     return tan;
   }
 

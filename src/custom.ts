@@ -109,7 +109,12 @@ export class CustomNodes implements CustomHandler {
       this.engine.views.tan![i] = 0;
       return;
     }
-    if (!rule.jvp) throw missing(rule, 'jvp', 'jvp, forward-mode jacobian and hvp');
+    if (!rule.jvp) {
+      if (this.tape.tangentReaches(i)) throw missing(rule, 'jvp', 'jvp, forward-mode jacobian and hvp');
+      // Its tangent reaches nothing the sweep serves (a comparison, stopGradient, no use at all).
+      this.engine.views.tan![i] = 0;
+      return;
+    }
     this.engine.views.tan![i] = checkResult(this.tape.insideRule(() => rule.jvp!(xs, this.engine.views.val[i]!, ts)), rule, 'jvp');
   }
 

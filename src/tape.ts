@@ -3,7 +3,7 @@ import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
   TapegradError, checkOut, describe, isArrayLike,
 } from './errors.ts';
-import { BINARY_OPS, OP_TABLE, Op, UNARY_OPS, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
+import { BINARY_OPS, OP_TABLE, Op, UNARY_OPS, ZERO_GRADIENT_OPS, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
 import { partialZ, partials } from './js/rules.ts';
 import { Vec, VectorHandleApi, concatOn, elementwise, vectorOf, type Shape, type VecOperand } from './vector.ts';
 
@@ -103,6 +103,11 @@ export class Tape {
   // Elements of array-valued nodes: the fill pointer into the engine's element regions.
   private elements = 0;
   private vectorNodes = false;
+  // The nodes whose tangents (or, for hvp, second-order results) the running tangent sweep serves,
+  // and which nodes' tangents can reach them (computed at the first custom node without a jvp
+  // rule; see tangentReaches).
+  private tangentTargets: ArrayLike<number> | null = null;
+  private tangentMask: Uint8Array | null = null;
   // Numbers passed as operands (`x.mul(2)`) share one constant node per value while it stays in
   // this small cache (direct-mapped by value; cleared by reset), instead of a node per use.
   private readonly constantValues = new Float64Array(CONSTANT_SLOTS);
@@ -369,7 +374,7 @@ export class Tape {
    *  directional derivatives of `outputs` when `inputs` move along `tangent`. */
   jvp(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>, outputs: readonly (Var | Vec)[]): Float64Array {
     const outs = this.nodesOf(outputs);
-    this.seedTangents(inputs, tangent);
+    this.seedTangents(inputs, tangent, outs);
     if (this.checkNaN) this.assertFiniteTangents(0, this.count);
     return this.gatherEntries(outs, this.engine.views.tan!, this.engine.views.xtan!, false);
   }
@@ -378,7 +383,7 @@ export class Tape {
    *  `inputs`, in one tangent sweep and one reverse sweep. Also leaves the gradient in `.grad`. */
   hvp(output: Var, inputs: readonly (Var | Vec)[], v: ArrayLike<number>, seed = 1): Float64Array {
     const out = this.index(output);
-    const nodes = this.seedTangents(inputs, v);
+    const nodes = this.seedTangents(inputs, v, [out]);
     this.swept = -1;
     this.lastSweep = NO_SWEEP;
     this.engine.reverseTangent(out, checkNumber(seed, 'seed'), this.count);
@@ -490,7 +495,7 @@ export class Tape {
     return this.engine.views.tan!;
   }
 
-  private seedTangents(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>): Int32Array {
+  private seedTangents(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>, targets: ArrayLike<number>): Int32Array {
     this.refuseInsideRule('cannot run a tangent sweep');
     const nodes = this.nodesOf(inputs);
     // The tangent sweep computes every other node's tangent from its operands': one seeded on a
@@ -525,8 +530,30 @@ export class Tape {
         pos++;
       }
     }
-    this.engine.tangent(0, this.count);
+    this.tangentSweep(targets, () => this.engine.tangent(0, this.count));
     return nodes;
+  }
+
+  /** @internal Runs a tangent sweep serving `targets` (see tangentReaches). */
+  tangentSweep(targets: ArrayLike<number>, sweep: () => void): void {
+    this.tangentTargets = targets;
+    try {
+      sweep();
+    } finally {
+      this.tangentTargets = null;
+      this.tangentMask = null;
+    }
+  }
+
+  /** @internal Whether node i's tangent can reach a node the running tangent sweep serves: only
+   *  then does a custom node need its jvp rule (one that only feeds a comparison, a select's
+   *  condition or stopGradient, or leads nowhere, gets tangent 0 instead, as README says a rule is
+   *  needed only where a sweep needs it). Conservative: true on tapes with vector nodes. */
+  tangentReaches(i: number): boolean {
+    const targets = this.tangentTargets;
+    if (targets === null || this.vectorNodes) return true;
+    this.tangentMask ??= tangentReach(this.opV, this.aV, this.bV, this.count, targets);
+    return this.tangentMask[i] === 1;
   }
 
   /** Forgets every node in O(1), keeping the memory for the next recording. Every Var and
@@ -1261,6 +1288,33 @@ function checkLength(values: ArrayLike<number>, expected: number, what: string, 
   if (values.length !== expected) {
     throw new TapegradError('INVALID_ARGUMENT', `${what} has ${values.length} entries but there are ${expected} ${against}`);
   }
+}
+
+const ZERO_TANGENT = new Uint8Array(256);
+for (const name of ZERO_GRADIENT_OPS) ZERO_TANGENT[Op[name]] = 1;
+
+// Which nodes' tangents reach `targets` through the operands a node's tangent depends on: not
+// those of ops of zero gradient (comparisons, stopGradient, floor...), nor a select's condition.
+// One pass from the last node down, as a reverse sweep visits them.
+function tangentReach(op: Uint8Array, a: Int32Array, b: Int32Array, count: number, targets: ArrayLike<number>): Uint8Array {
+  const reach = new Uint8Array(count);
+  for (let k = 0; k < targets.length; k++) if (targets[k]! >= 0) reach[targets[k]!] = 1;
+  for (let i = count - 1; i >= 0; i--) {
+    const code = op[i]!;
+    if (!reach[i] || code <= ARG || ZERO_TANGENT[code]) continue;
+    if (code === SELECT) {
+      reach[b[i]!] = 1;
+      reach[a[i - 1]!] = 1;
+    } else if (code === CUSTOM) {
+      // Its operands ride on the carrier nodes before it, two per carrier (custom.ts: operands).
+      const n = b[i]!, first = i - ((n + 1) >> 1);
+      for (let k = 0; k < n; k++) reach[(k & 1 ? b : a)[first + (k >> 1)]!] = 1;
+    } else {
+      reach[a[i]!] = 1;
+      reach[b[i]!] = 1;
+    }
+  }
+  return reach;
 }
 
 function checkLimit(value: number | undefined, name: 'maxNodes' | 'maxMemoryBytes'): number | undefined {

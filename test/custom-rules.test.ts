@@ -469,3 +469,38 @@ describe.each(BACKENDS)('second order through a custom node no tangent reaches (
     );
   });
 });
+
+// A new-user probe: a custom function without jvp that only feeds a comparison, a stopGradient
+// or nothing at all made jvp, hvp, hessian and forward jacobians throw MissingRuleError, though
+// no output's tangent depends on it (README: a rule is needed only where a sweep needs it). Its
+// tangent is now taken as 0 there; where it does reach an output the error stays.
+describe.each(BACKENDS)('second order past a custom node without jvp whose tangent reaches no output (%s)', (backend) => {
+  const dist = defineFunction({ name: 'dist', forward: (xs) => Math.abs(xs[0]!), vjp: (xs, _y, g) => [g * Math.sign(xs[0]!)] });
+  // Each with `abs` in dist's place: the same function, whose results it must give.
+  const cases: [string, (d: (x: Var) => Var) => (x: Var[]) => Var][] = [
+    ['condition', (d) => (x) => select(d(x[0]!).gt(1), x[0]!.square().mul(x[1]!), x[1]!.mul(3))],
+    ['dead', (d) => (x) => { d(x[1]!); return x[0]!.sin().mul(x[1]!); }],
+    ['stopped', (d) => (x) => x[0]!.square().mul(x[1]!).div(d(x[1]!).stopGradient())],
+  ];
+  const point = [2, -1.5], direction = [0.5, 1];
+  for (const [name, make] of cases) {
+    it(`${name}: jvp, hvp, hessian and the forward jacobian equal abs's, on a tape and compiled`, () => {
+      const f = make(dist), g = make((x) => x.abs());
+      expect(jvp(f, point, direction, { backend })).toEqual(jvp(g, point, direction, { backend }));
+      expect([...hvp(f, point, direction, { backend })]).toEqual([...hvp(g, point, direction, { backend })]);
+      expect(hessian(f, point, { backend })).toEqual(hessian(g, point, { backend }));
+      expect(jacobian((x: Var[]) => [f(x), x[0]!], point, { backend, mode: 'forward' })).toEqual(jacobian((x: Var[]) => [g(x), x[0]!], point, { backend, mode: 'forward' }));
+      const cf = compile(f, { inputs: 2, backend }), cg = compile(g, { inputs: 2, backend });
+      expect([...cf.jvp(point, direction)]).toEqual([...cg.jvp(point, direction)]);
+      expect([...cf.hvp(point, direction)]).toEqual([...cg.hvp(point, direction)]);
+    });
+  }
+
+  it('where its tangent reaches the output, each still names the missing jvp', () => {
+    const f = (x: Var[]): Var => select(x[1]!.gt(0), dist(x[0]!).square(), x[1]!);
+    const missingJvp = expect.objectContaining({ name: 'MissingRuleError', functionName: 'dist', rule: 'jvp' });
+    expect(() => jvp(f, point, direction, { backend })).toThrow(missingJvp);
+    expect(() => hvp(f, [2, 1], direction, { backend })).toThrow(missingJvp);
+    expect(() => compile(f, { inputs: 2, backend }).jvp([2, 1], direction)).toThrow(missingJvp);
+  });
+});
