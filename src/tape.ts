@@ -383,7 +383,7 @@ export class Tape {
    *  `inputs`, in one tangent sweep and one reverse sweep. Also leaves the gradient in `.grad`. */
   hvp(output: Var, inputs: readonly (Var | Vec)[], v: ArrayLike<number>, seed = 1): Float64Array {
     const out = this.index(output);
-    const nodes = this.seedTangents(inputs, v, [out]);
+    const nodes = this.seedTangents(inputs, v, [out], 'the direction');
     this.swept = -1;
     this.lastSweep = NO_SWEEP;
     this.engine.reverseTangent(out, checkNumber(seed, 'seed'), this.count);
@@ -495,7 +495,7 @@ export class Tape {
     return this.engine.views.tan!;
   }
 
-  private seedTangents(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>, targets: ArrayLike<number>): Int32Array {
+  private seedTangents(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>, targets: ArrayLike<number>, name = 'tangent'): Int32Array {
     this.refuseInsideRule('cannot run a tangent sweep');
     const nodes = this.nodesOf(inputs);
     // The tangent sweep computes every other node's tangent from its operands': one seeded on a
@@ -510,8 +510,8 @@ export class Tape {
         );
       }
     }
-    checkLength(tangent, this.entryCount(nodes), 'tangent', 'inputs');
-    for (let k = 0; k < tangent.length; k++) checkNumber(tangent[k], 'tangent');
+    checkLength(tangent, this.entryCount(nodes), name, 'inputs');
+    for (let k = 0; k < tangent.length; k++) checkNumber(tangent[k], name);
     this.evaluate();
     const tan = this.ensureTangents();
     tan.fill(0, 0, this.count);

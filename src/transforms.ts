@@ -3,7 +3,7 @@
 // Hessian-vector products). Nothing here uses finite differences.
 import type { BackendChoice, BackendKind } from './backend.ts';
 import { createTapeSync, resolveBackend } from './create.ts';
-import { NotANumberError, ShapeError, TapegradError, describe, isArrayLike } from './errors.ts';
+import { CapacityError, NotANumberError, ShapeError, TapegradError, describe, isArrayLike } from './errors.ts';
 import { Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
 import { BACKEND_RULE, checkOptions } from './options.ts';
@@ -222,7 +222,7 @@ export function jacobian(f: (x: never) => ScalarOutput | VectorOutput, x: Input,
   return withTape(options, (tape) => {
     const { inputs, output, n, m } = recordVector(tape, f, x, options, 'jacobian');
     const mode = options.mode === 'forward' || options.mode === 'reverse' ? options.mode : n <= m ? 'forward' : 'reverse';
-    const data = new Float64Array(m * n);
+    const data = matrixOf(m, n, 'jacobian');
     const unit = new Float64Array(mode === 'forward' ? n : m);
     if (mode === 'forward') {
       for (let k = 0; k < n; k++) {
@@ -265,9 +265,12 @@ export function hessian<O extends TransformOptions>(f: AnyInputFunction<ScalarOu
 export function hessian(f: (x: never) => ScalarOutput, x: Input, options?: TransformOptions): Matrix {
   checkFunction(f, 'hessian');
   checkOptions(options, 'hessian', TRANSFORM_OPTIONS);
+  // Its size is known before f runs: one too large for the runtime records nothing.
+  const length = typeof x === 'number' ? 1 : (x as { length?: unknown })?.length;
+  const early = typeof length === 'number' && length >= 0 && Number.isInteger(length) ? matrixOf(length, length, 'hessian') : null;
   return withTape(options, (tape) => {
     const { inputs, output, n } = recordScalar(tape, f, x, options, 'hessian');
-    const data = new Float64Array(n * n);
+    const data = early !== null && early.length === n * n ? early : matrixOf(n, n, 'hessian');
     const unit = new Float64Array(n);
     for (let k = 0; k < n; k++) {
       unit.fill(0);
@@ -277,4 +280,14 @@ export function hessian(f: (x: never) => ScalarOutput, x: Input, options?: Trans
     }
     return { data, shape: [n, n] };
   });
+}
+
+// A rows × cols result, or CapacityError where the runtime cannot allocate it (it threw a raw
+// RangeError: a jacobian of 10^5 inputs and outputs is 10^10 numbers).
+function matrixOf(rows: number, cols: number, name: string): Float64Array {
+  try {
+    return new Float64Array(rows * cols);
+  } catch {
+    throw new CapacityError(`${name}: the ${rows} × ${cols} result (${rows * cols} numbers) is more than the runtime allocates`, rows * cols);
+  }
 }

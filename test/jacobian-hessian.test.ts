@@ -231,6 +231,18 @@ describe.each(BACKENDS)('hessian and hvp (%s)', (backend) => {
   });
 
   it('wrong-length directions are rejected', () => {
-    expect(() => hvp(rosenbrock, [1, 2, 3], [1, 2], options)).toThrow(/tangent has 2 entries but there are 3 inputs/);
+    expect(() => hvp(rosenbrock, [1, 2, 3], [1, 2], options)).toThrow(/the direction has 2 entries but there are 3 inputs/);
+  });
+
+  // A new-user probe: a result larger than the runtime allocates threw a raw RangeError, and the
+  // hessian's only after recording f.
+  it('a jacobian or hessian too large to allocate is a CapacityError naming its size; the hessian records nothing', () => {
+    const tooLarge = expect.objectContaining({ name: 'CapacityError', code: 'CAPACITY', limit: 1e10 });
+    expect(() => jacobian((x: Var[]) => x, new Float64Array(100_000), options)).toThrow(tooLarge);
+    expect(() => jacobian((x: Var[]) => x, new Float64Array(100_000), options)).toThrow(/jacobian: the 100000 × 100000 result \(10000000000 numbers\)/);
+    let calls = 0;
+    expect(() => hessian((x: Var[]) => { calls++; return x[0]!.square(); }, new Float64Array(100_000), options)).toThrow(tooLarge);
+    expect(calls).toBe(0);
+    expect(hessian(rosenbrock, [1, 2], options).shape).toEqual([2, 2]);
   });
 });
