@@ -305,6 +305,7 @@ export class Tape {
    *  outputs[j] with respect to `wrt` (Vecs count as their elements, in order). */
   vjp(outputs: readonly (Var | Vec)[], cotangent: ArrayLike<number>, wrt: readonly (Var | Vec)[]): Float64Array {
     this.refuseInsideRule('cannot run a reverse sweep');
+    this.refuseWhileCompiling('a reverse sweep (vjp)');
     const outs = this.nodesOf(outputs);
     checkLength(cotangent, this.entryCount(outs), 'cotangent', 'outputs');
     for (let j = 0; j < cotangent.length; j++) checkNumber(cotangent[j], 'cotangent');
@@ -497,6 +498,7 @@ export class Tape {
 
   private seedTangents(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>, targets: ArrayLike<number>, name = 'tangent'): Int32Array {
     this.refuseInsideRule('cannot run a tangent sweep');
+    this.refuseWhileCompiling('a tangent sweep (jvp or hvp)');
     const nodes = this.nodesOf(inputs);
     // The tangent sweep computes every other node's tangent from its operands': one seeded on a
     // computed node would be overwritten, and its jvp read 0.
@@ -834,6 +836,20 @@ export class Tape {
     }
   }
 
+  /** @internal Throws INVALID_ARGUMENT while compile records onto this tape: the results of a
+   *  sweep run inside f would be baked into the recording as constants, and a replay at other
+   *  inputs would be silently wrong (a new-user probe: y·dy/dx from tape.gradient replayed as
+   *  y·(its value at the recording point)). */
+  refuseWhileCompiling(sweep: string): void {
+    if (this.observed !== null) {
+      throw new TapegradError(
+        'INVALID_ARGUMENT',
+        `compile: the function ran ${sweep} on the tape it records on; a replay at other inputs would reuse its results as constants. ` +
+          'Take derivatives of the compiled function outside f (its gradient, vjp, jvp, hvp), or give f a custom rule (defineFunction) for a derivative it needs inside',
+      );
+    }
+  }
+
   /** @internal */
   installCustomHandler(make: (engine: Backend) => CustomHandler): void {
     this.engine.custom ??= make(this.engine);
@@ -872,6 +888,7 @@ export class Tape {
   /** @internal */
   backwardIndex(out: number, seed: number): void {
     this.refuseInsideRule('cannot run a reverse sweep');
+    this.refuseWhileCompiling('a reverse sweep (backward or gradient)');
     if (typeof seed !== 'number') throw new NotANumberError(`the seed must be a number, got ${describe(seed)}`);
     this.evaluate();
     // A sweep that throws part-way (a custom rule, a trap) leaves partial adjoints: until the

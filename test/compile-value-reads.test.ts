@@ -80,3 +80,36 @@ describe.each(BACKENDS)('compiled functions refuse value reads (%s)', (backend) 
     expect(ok.gradient([2])[0]).toBe(12);
   });
 });
+
+// A new-user probe: y·dy/dx written with tape.gradient inside f replayed y·(dy/dx at the
+// recording point) at every other input, silently (f(1) = 6 for 2x³); so did backward then
+// .grad, vjp, jvp, hvp, the handle API's gradient and a Vec's grad.
+describe.each(BACKENDS)('compiled functions refuse sweeps of the tape they record on (%s)', (backend) => {
+  const twiceCubed: [string, (x: Var[]) => Var][] = [
+    ['gradient', (x) => { const y = x[0]!.square(); return y.mul(x[0]!.tape.gradient(y, [x[0]!])[0]!); }],
+    ['backward and .grad', (x) => { const y = x[0]!.square(); x[0]!.tape.backward(y); return y.mul(x[0]!.grad); }],
+    ['vjp', (x) => { const y = x[0]!.square(); return y.mul(x[0]!.tape.vjp([y], [1], [x[0]!])[0]!); }],
+    ['jvp', (x) => { const y = x[0]!.square(); return y.mul(x[0]!.tape.jvp([x[0]!], [1], [y])[0]!); }],
+    // (x² times its second derivative, 2: 2x² where the others give 2x³.)
+    ['hvp', (x) => { const y = x[0]!.square(); return y.mul(x[0]!.tape.hvp(y, [x[0]!], [1])[0]!).mul(x[0]!); }],
+    ['handles.gradient', (x) => { const y = x[0]!.square(); return y.mul(x[0]!.tape.handles.gradient(y.id, [x[0]!.id])[0]!); }],
+  ];
+  for (const [name, f] of twiceCubed) {
+    it(`${name}: INVALID_ARGUMENT on the call that records, naming the sweep; the function records again next time`, async () => {
+      const compiled = compile(f, { inputs: 1, backend });
+      for (let k = 0; k < 2; k++) {
+        expect(() => compiled.value([3])).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^compile: the function ran a (reverse|tangent) sweep/) }));
+      }
+      // Outside compile, the same function is fine: every call records afresh.
+      for (const x of [1, 3]) {
+        const tape = await createTape({ backend });
+        expect(f(tape.variables([x])).value).toBe(2 * x ** 3);
+      }
+    });
+  }
+
+  it("a Vec's gradient read after a sweep is refused too", () => {
+    const f = compile((v: Vec) => { const s = v.mul(v).sum(); v.tape.backward(s); return s.mul(v.grad[0]!); }, { inputs: 2, vector: true, backend });
+    expect(() => f.value([1, 2])).toThrow(/compile: the function ran a reverse sweep/);
+  });
+});
