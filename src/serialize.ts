@@ -1,8 +1,8 @@
-// The binary format of a compiled tape, version 3 (all integers little-endian):
+// The binary format of a compiled tape, version 4 (all integers little-endian):
 //
 //   offset  size            field
 //   0       4               magic "TGRD"
-//   4       2               format version (3; versions 1 and 2 are read too)
+//   4       2               format version (4; versions 1 to 3 are read too)
 //   6       2               flags: bit 0 = the inputs are one input vector (node 1); bit 1 =
 //                           the one output is an array of one scalar (f returned [y]: `value`
 //                           gives a Float64Array of one, not a number); set only then, so other
@@ -13,9 +13,10 @@
 //   16      4               outputs M (output nodes: a vector node stands for its elements)
 //   20      4               guards G
 //   24      4               leaves L (const and input nodes)
-//   28      4               FNV-1a 32 checksum of every byte from the header's end to the end
-//   32      4               E: element values of the vector leaves (versions 2 and 3)
-//   36      4               reserved, 0 (versions 2 and 3)
+//   28      4               FNV-1a 32 checksum of every other byte, the header's included
+//                           (versions 1 to 3: of every byte from the header's end)
+//   32      4               E: element values of the vector leaves (versions 2 to 4)
+//   36      4               reserved, 0 (versions 2 to 4)
 //   40      N, padded to 4  op codes (u8)                       (version 1: at 32)
 //           4N              first operand ids (i32)
 //           4N              second operand ids (i32)
@@ -25,8 +26,11 @@
 //           8G              guard values at recording (f64)
 //           8E              element values of the vinput and vconst nodes, in node order (v2, v3)
 //
-// Versions differ in the op codes, not the layout past the header: version 3 added scalar ops
-// (erf ... digamma, codes 51-57) before custom, so custom and every vector op moved up by 7.
+// Versions differ in the op codes and the checksum, not the layout past the header: version 3
+// added scalar ops (erf ... digamma, codes 51-57) before custom, so custom and every vector op
+// moved up by 7; version 4 has version 3's codes, and its checksum covers the header too (a
+// changed output count whose ids fit the padding before the leaves, a flag or the reserved word
+// loaded as another function, found by a new-user probe's fuzzer).
 // Loading translates version-1 and version-2 codes (custom = 51 then) to this build's before
 // checking anything; elementwise codes (128 + s) kept their values, s being at most select.
 //
@@ -45,8 +49,8 @@ import { BACKEND_RULE, checkOptions } from './options.ts';
 import type { ShippedSweeps } from './wasm/backend.ts';
 
 const MAGIC = 0x44524754; // "TGRD" read as u32 LE
-export const FORMAT_VERSION = 3;
-const HEADER_BYTES = { 1: 32, 2: 40, 3: 40 } as const;
+export const FORMAT_VERSION = 4;
+const HEADER_BYTES = { 1: 32, 2: 40, 3: 40, 4: 40 } as const;
 /** Op code of custom in versions 1 and 2: codes from there up to the elementwise ones move. */
 const CUSTOM_BEFORE_V3 = 51;
 const MAX_NODES = 2 ** 28;
@@ -56,7 +60,7 @@ const ARRAY_OF_ONE_FLAG = 2;
 
 const pad = (n: number, to: number): number => Math.ceil(n / to) * to;
 
-function layout(version: 1 | 2 | 3, n: number, m: number, g: number, l: number, e: number) {
+function layout(version: 1 | 2 | 3 | 4, n: number, m: number, g: number, l: number, e: number) {
   const ops = HEADER_BYTES[version];
   const a = ops + pad(n, 4);
   const b = a + 4 * n;
@@ -68,10 +72,15 @@ function layout(version: 1 | 2 | 3, n: number, m: number, g: number, l: number, 
   return { ops, a, b, outputs, guards, leaves, expected, elements, end: elements + 8 * e };
 }
 
-function fnv1a(bytes: Uint8Array, from: number): number {
-  let h = 0x811c9dc5;
-  for (let i = from; i < bytes.length; i++) h = Math.imul(h ^ bytes[i]!, 0x01000193);
+function fnv1a(bytes: Uint8Array, from: number, to: number, h = 0x811c9dc5): number {
+  for (let i = from; i < to; i++) h = Math.imul(h ^ bytes[i]!, 0x01000193);
   return h >>> 0;
+}
+
+// Versions 1 to 3: the bytes after the header; version 4: every byte but the checksum's own.
+function checksum(bytes: Uint8Array, version: 1 | 2 | 3 | 4): number {
+  const header = HEADER_BYTES[version];
+  return version < 4 ? fnv1a(bytes, header, bytes.length) : fnv1a(bytes, 32, bytes.length, fnv1a(bytes, 0, 28));
 }
 
 /** The compiled tape as bytes (format above). Custom functions cannot be stored. */
@@ -90,8 +99,13 @@ export function toBytes(compiled: CompiledFunction): Uint8Array {
   const leafIds: number[] = [];
   const elementRanges: [number, number][] = [];
   let e = 0;
+  const firstComputed = rec.vectorInput ? 2 : rec.inputs;
   for (let i = 0; i < n; i++) {
     if (op[i] === Op.custom) throw new TapegradError('INVALID_ARGUMENT', 'a tape with custom functions cannot be serialized: their rules are JS code');
+    // Recorded onto the function's tape from outside f after it returned (its bytes would not load).
+    if (i >= firstComputed && (op[i] === Op.input || op[i] === Op.vinput)) {
+      throw new TapegradError('INVALID_ARGUMENT', `toBytes: the compiled function's tape holds an input recorded outside f (node #${i}, after f returned), which its bytes cannot hold; record such nodes on a tape of your own (createTape)`);
+    }
     if (op[i]! <= Op.input) leafIds.push(i);
     if (op[i] === Op.vinput || op[i] === Op.vconst) {
       elementRanges.push([a[i - 1]!, b[i - 1]!]);
@@ -118,7 +132,7 @@ export function toBytes(compiled: CompiledFunction): Uint8Array {
   rec.expected.forEach((v, k) => view.setFloat64(at.expected + 8 * k, v, true));
   let p = at.elements;
   for (const [off, len] of elementRanges) for (let k = 0; k < len; k++, p += 8) view.setFloat64(p, xval[off + k]!, true);
-  view.setUint32(28, fnv1a(bytes, HEADER_BYTES[FORMAT_VERSION]), true);
+  view.setUint32(28, checksum(bytes, FORMAT_VERSION), true);
   return bytes;
 }
 
@@ -156,21 +170,24 @@ export function loadBytes(
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (view.getUint32(0, true) !== MAGIC) throw new FormatError('not a tapegrad tape (bad magic number)');
   const version = view.getUint16(4, true);
-  if (version !== 1 && version !== 2 && version !== 3) throw new FormatError(`unsupported format version ${version}; this build reads versions 1 to 3`);
+  if (version !== 1 && version !== 2 && version !== 3 && version !== 4) throw new FormatError(`unsupported format version ${version}; this build reads versions 1 to 4`);
   if (bytes.length < HEADER_BYTES[version]) throw new FormatError(`truncated: expected ${HEADER_BYTES[version]} bytes or more for a version ${version} header, got ${bytes.length}`);
   const flags = view.getUint16(6, true);
   const vectorInput = (flags & VECTOR_INPUT_FLAG) !== 0;
   const [n, inputs, m, g, l] = [8, 12, 16, 20, 24].map((o) => view.getUint32(o, true)) as [number, number, number, number, number];
   const e = version >= 2 ? view.getUint32(32, true) : 0;
   if (
-    n > MAX_NODES || inputs < 1 || (!vectorInput && inputs > n) || m < 1 || m > n || g > n || l > n || e > MAX_ELEMENTS ||
+    // Outputs may repeat nodes (f returned [y, x, y]) or be none (f returned []): as many as the
+    // bytes hold, which the length check below settles.
+    n > MAX_NODES || inputs < 1 || (!vectorInput && inputs > n) || m > MAX_NODES || g > n || l > n || e > MAX_ELEMENTS ||
     (flags & ~(VECTOR_INPUT_FLAG | ARRAY_OF_ONE_FLAG)) !== 0 || (version === 1 && flags !== 0) || (flags & ARRAY_OF_ONE_FLAG && (version < 3 || m !== 1))
   ) {
     throw new FormatError(`malformed header: ${n} nodes, ${inputs} inputs, ${m} outputs, ${g} guards, ${l} leaves, ${e} elements, flags ${flags}`);
   }
+  if (version >= 2 && view.getUint32(36, true) !== 0) throw new FormatError(`malformed header: the reserved word at offset 36 is ${view.getUint32(36, true)}, not 0`);
   const at = layout(version, n, m, g, l, e);
   if (bytes.length !== at.end) throw new FormatError(`${bytes.length < at.end ? 'truncated' : 'trailing bytes'}: expected ${at.end} bytes for this header, got ${bytes.length}`);
-  if (view.getUint32(28, true) !== fnv1a(bytes, HEADER_BYTES[version])) throw new FormatError('corrupted: checksum mismatch');
+  if (view.getUint32(28, true) !== checksum(bytes, version)) throw new FormatError('corrupted: checksum mismatch');
 
   const op = bytes.slice(at.ops, at.ops + n);
   if (version < 3) {

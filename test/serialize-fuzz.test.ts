@@ -19,12 +19,15 @@ function headerOf(bytes: Uint8Array): number {
   return bytes.length >= 6 && bytes[4] === 1 && bytes[5] === 0 ? 32 : 40;
 }
 
-/** FNV-1a, 32 bits, over the bytes after the header: the checksum the format stores at offset 28. */
+/** FNV-1a, 32 bits: the checksum the format stores at offset 28, of every other byte (version
+ *  4) or of the bytes after the header (versions 1 to 3). */
 function forgeChecksum(bytes: Uint8Array): Uint8Array {
   const header = headerOf(bytes);
   if (bytes.length < header) return bytes;
+  const whole = bytes[4]! >= 4 || bytes[5] !== 0;
   let h = 2166136261;
-  for (let i = header; i < bytes.length; i++) h = Math.imul(h ^ bytes[i]!, 16777619) >>> 0;
+  if (whole) for (let i = 0; i < 28; i++) h = Math.imul(h ^ bytes[i]!, 16777619) >>> 0;
+  for (let i = whole ? 32 : header; i < bytes.length; i++) h = Math.imul(h ^ bytes[i]!, 16777619) >>> 0;
   new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).setUint32(28, h, true);
   return bytes;
 }

@@ -17,20 +17,25 @@ beforeAll(async () => {
 
 // ---- the documented format, read independently of src/serialize.ts ----
 
-/** FNV-1a, 32 bits: offset basis 2166136261, prime 16777619, over bytes[from..]. */
-function fnv1a(bytes: Uint8Array, from: number): number {
-  let h = 2166136261;
-  for (let i = from; i < bytes.length; i++) h = Math.imul(h ^ bytes[i]!, 16777619) >>> 0;
+/** FNV-1a, 32 bits: offset basis 2166136261, prime 16777619, over bytes[from..to), from h. */
+function fnv1a(bytes: Uint8Array, from: number, to = bytes.length, h = 2166136261): number {
+  for (let i = from; i < to; i++) h = Math.imul(h ^ bytes[i]!, 16777619) >>> 0;
   return h;
 }
 
-/** Header bytes of a tape of the version stored at offset 4: 32 (version 1) or 40 (versions 2 and 3). */
+/** Header bytes of a tape of the version stored at offset 4: 32 (version 1) or 40 (versions 2 to 4). */
 function headerBytes(bytes: Uint8Array): number {
   return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint16(4, true) === 1 ? 32 : 40;
 }
 
+/** The checksum at offset 28: of every other byte (version 4), of the bytes after the header (1 to 3). */
+function checksumOf(bytes: Uint8Array): number {
+  const version = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint16(4, true);
+  return version >= 4 ? fnv1a(bytes, 32, bytes.length, fnv1a(bytes, 0, 28)) : fnv1a(bytes, headerBytes(bytes));
+}
+
 function forgeChecksum(bytes: Uint8Array): Uint8Array {
-  new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).setUint32(28, fnv1a(bytes, headerBytes(bytes)), true);
+  new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).setUint32(28, checksumOf(bytes), true);
   return bytes;
 }
 
@@ -108,7 +113,7 @@ describe('round trips across backends', () => {
     expect(onJs).toEqual(onWasm);
     expect(String.fromCharCode(...onWasm.subarray(0, 4))).toBe('TGRD');
     expect(new DataView(onWasm.buffer).getUint16(4, true)).toBe(FORMAT_VERSION);
-    expect(new DataView(onWasm.buffer).getUint32(28, true)).toBe(fnv1a(onWasm, 40));
+    expect(new DataView(onWasm.buffer).getUint32(28, true)).toBe(fnv1a(onWasm, 32, onWasm.length, fnv1a(onWasm, 0, 28)));
     for (const backend of BACKENDS) expect(fromBytes(onWasm, { backend }).toBytes()).toEqual(onWasm);
   });
 
@@ -345,10 +350,10 @@ describe('fromBytes refuses what is not a valid tape with FormatError', () => {
   });
 
   it('wrong version', () => {
-    for (const version of [0, 4, 0xffff]) {
+    for (const version of [0, 5, 0xffff]) {
       const bytes = validTape().slice();
       new DataView(bytes.buffer).setUint16(4, version, true);
-      expectFormatError(bytes, new RegExp(`unsupported format version ${version}; this build reads versions 1 to 3`));
+      expectFormatError(bytes, new RegExp(`unsupported format version ${version}; this build reads versions 1 to 4`));
     }
   });
 
@@ -360,7 +365,8 @@ describe('fromBytes refuses what is not a valid tape with FormatError', () => {
   });
 
   it('a header that cannot describe a tape', () => {
-    const cases: [number, number][] = [[12, 0], [16, 0], [12, 1000], [16, 1000], [20, 1000], [24, 1000], [8, 2 ** 30]];
+    // (No outputs is a header a tape can have: f returned [].)
+    const cases: [number, number][] = [[12, 0], [12, 1000], [16, 1000], [20, 1000], [24, 1000], [8, 2 ** 30], [16, 2 ** 30]];
     for (const [offset, value] of cases) {
       const bytes = validTape().slice();
       new DataView(bytes.buffer).setUint32(offset, value, true);
@@ -372,6 +378,35 @@ describe('fromBytes refuses what is not a valid tape with FormatError', () => {
       new DataView(bytes.buffer).setUint16(6, flags, true);
       expectFormatError(bytes, /malformed header/);
     }
+  });
+
+  // A new-user probe: f returning outputs that repeat nodes (more outputs than nodes) or none
+  // wrote bytes that fromBytes called malformed; and its fuzzer found header edits that loaded as
+  // another function, the checksum covering only what follows the header: an output count one
+  // higher whose id fit the padding before the leaves, the array-of-one flag, the reserved word.
+  it('outputs that repeat nodes, or none, round-trip; the checksum covers the header; the reserved word must be 0', () => {
+    for (const backend of BACKENDS) {
+      const repeated = compile((x: Var[]) => { const y = x[0]!.mul(x[1]!); return [y, x[0]!, y, x[1]!]; }, { inputs: 2, backend });
+      const none = compile(() => [], { inputs: 2, backend });
+      for (const f of [repeated, none]) {
+        const expected = f.value([2, 3]);
+        const loaded = fromBytes(f.toBytes(), { backend });
+        expect(loaded.value([2, 3])).toEqual(expected);
+        expect(loaded.toBytes()).toEqual(f.toBytes());
+      }
+      expect(repeated.vjp([2, 3], [1, 1, 1, 1])).toEqual(fromBytes(repeated.toBytes(), { backend }).vjp([2, 3], [1, 1, 1, 1]));
+    }
+    const one = compile((x: Var[]) => x[0]!.mul(x[1]!).sin().exp(), { inputs: 2, at: [3, 4] }).toBytes();
+    const moreOutputs = one.slice();
+    moreOutputs[16] = 2;
+    expectFormatError(moreOutputs, /corrupted: checksum mismatch/);
+    const arrayOfOne = one.slice();
+    arrayOfOne[6] |= 2;
+    expectFormatError(arrayOfOne, /corrupted: checksum mismatch/);
+    const reserved = one.slice();
+    reserved[36] = 1;
+    expectFormatError(reserved, /malformed header: the reserved word at offset 36 is 1, not 0/);
+    expectFormatError(forgeChecksum(reserved), /malformed header: the reserved word at offset 36 is 1, not 0/);
   });
 
   it('an operand that is not an earlier node (forward, self, negative)', () => {
