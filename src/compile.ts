@@ -312,11 +312,13 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     return this.perRow(X, rows, V, 'hvpBatch', 'inputs', (x, v, o) => this.hvp(x, v, o), 'inputs', out, values);
   }
 
-  // The outputs of the recording (recording at the first row if there is none yet: its errors are
-  // that row's, as a later row's are).
+  // The outputs of the function at the first row: of the recording, replayed there first where it
+  // has guards (a probe: a batch took the count of whatever call came before, and refused rows
+  // whose count was the same throughout), or recorded there if there is none yet. Its errors are
+  // that row's, as a later row's are.
   private outputsNow(xs: Float64Array, rows: number, what: string): number {
     try {
-      if (!this.recording && rows > 0) this.replay(xs.subarray(0, this.inputs));
+      if (rows > 0 && (!this.recording || this.recording.guards.length > 0)) this.replay(xs.subarray(0, this.inputs));
     } catch (e) {
       throw atRow(e, what, this.rowBase);
     }

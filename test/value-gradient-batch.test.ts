@@ -162,6 +162,14 @@ describe.each(['wasm', 'js'] as const)('batch arguments and output counts (%s)',
       expect(Array.from(f.vjpBatch([4, 5], 2, [1, 1, 1, 0]))).toEqual([8, 3]);
       expect(Array.from(f.jvp([-2], [1]))).toEqual([7]);
       expect(Array.from(f.jvpBatch([-2, -3], 2, [1, 1]))).toEqual([7, 7]);
+      // A batch is laid out for its first row's output count, whatever call came before (a probe:
+      // it took the last recording's, and refused rows whose count was the same throughout).
+      f.value([4]);
+      expect(Array.from(f.jvpBatch([-2, -3], 2, [1, 1]))).toEqual([7, 7]);
+      f.value([4]);
+      expect(Array.from(f.vjpBatch([-2, -3], 2, [1, 2]))).toEqual([7, 14]);
+      f.value([-4]);
+      expect(Array.from(f.vjpBatch([4, 5], 2, [1, 1, 1, 0]))).toEqual([8, 3]);
     }
     // hvpBatch's and the gradients' rows are laid out for one scalar output: a row whose recording
     // has two is refused, naming it. After it (the recording has two outputs), rows where f has
