@@ -129,8 +129,14 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** Settles once pending generated sweeps are installed. */
   whenGenerated(): Promise<void> {
     const engine = this.recording?.tape.engine;
-    return engine instanceof WasmBackend ? engine.generatedReady : Promise.resolve();
+    if (engine instanceof WasmBackend) return engine.generatedReady;
+    // Refused by { codegen: 'require' } while the generator loaded: no recording, but the wait is
+    // still there (a probe: this resolved at once, and the next call was refused again).
+    return this.generatorLoading ?? Promise.resolve();
   }
+
+  // See whenGenerated.
+  private generatorLoading: Promise<void> | null = null;
 
   private adopt(recording: Recording): Recording {
     this.recording = recording;
@@ -159,6 +165,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // main thread) is left pending: each new recording would wait for one again.
     if (this.codegen === 'require' && (this.generatedSweeps === 'none' || (engine instanceof WasmBackend && engine.waitsForGenerator))) {
       const reason = this.generatedSweepsReason;
+      if (engine instanceof WasmBackend && engine.waitsForGenerator) this.generatorLoading = engine.generatedReady;
       this.recording = null; // never replayed by the interpreter
       throw new TapegradError('INVALID_ARGUMENT', `compile: generated sweeps are required ({ codegen: 'require' }), but ${reason}`);
     }
