@@ -179,6 +179,29 @@ describe('deferred values and dropped adjoints of fused runs', async () => {
     expect(absorbs(agree(stencil([0, 1, 2], (x) => x.mul(0.5).sum())))).toBe(false);
   });
 
+  // A new-user probe: slices recorded with starts 0, 2, 1 (a product of all three) gave x.grad
+  // 1-3 ulp off the JS engine's, and reading a slice's gradient (a keeping sweep) then changed
+  // x.grad: the run absorbed the one slice whose own checks passed, beside the two that failed.
+  // Every order of three and four starts, each read twice around a slice's gradient.
+  it('absorb slices of a parent only when every one of them may be; any order of starts gives the JS engine\'s bits', () => {
+    const permutations = (xs: number[]): number[][] =>
+      xs.length <= 1 ? [xs] : xs.flatMap((v, k) => permutations([...xs.slice(0, k), ...xs.slice(k + 1)]).map((p) => [v, ...p]));
+    for (const order of [...permutations([0, 1, 2]), ...permutations([0, 1, 2, 3])]) {
+      agree((tape) => {
+        tape.reset();
+        const x = tape.vector(data(0.3));
+        const s = order.map((k) => x.slice(k, N - 3 + k));
+        let product = s[0]!;
+        for (let k = 1; k < s.length; k++) product = product.mul(s[k]!);
+        const f = product.sum();
+        tape.backward(f);
+        const first = x.grad, slice = s[0]!.grad, again = x.grad;
+        sameBits(Array.from(again), Array.from(first));
+        return Float64Array.from([f.value, ...first, ...slice]);
+      });
+    }
+  });
+
   it('sweep absorbed slices block by block where the run has no kernel (select)', () => {
     agree((tape) => {
       tape.reset();
