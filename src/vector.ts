@@ -36,8 +36,10 @@ function checkShape(shape: Shape, n: number, what: string, operand = 'shape', da
 
 /** NumPy's rule for trailing shapes: equal, a scalar, or the shorter shape is the other's tail. */
 export function broadcastShapes(op: string, shapes: readonly Shape[]): Shape {
-  // Shapes from a caller are checked as reshape checks them ([2, -3] came back as a result).
-  for (const s of shapes) checkShape(s, sizeOf(s), op);
+  // Shapes from a caller are checked as reshape checks them ([2, -3] came back as a result; a
+  // shape that was no array, or shapes that were none, threw a raw TypeError).
+  if (!Array.isArray(shapes)) throw new TapegradError('INVALID_ARGUMENT', `${op}: broadcastShapes takes an array of shapes, got ${describe(shapes)}`);
+  for (const s of shapes) checkShape(s, Array.isArray(s) ? sizeOf(s) : 0, op);
   return trailingBroadcast(op, shapes);
 }
 

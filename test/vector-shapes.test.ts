@@ -58,6 +58,13 @@ describe('broadcastShapes: the trailing-shape rule', () => {
     for (const bad of [[2, -3], [1.5], [NaN]] as Shape[]) {
       expect(() => broadcastShapes('add', [bad])).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^add: a shape is an array of non-negative integers/) }));
     }
+    // Shapes that are no arrays, or no array of shapes: raw TypeErrors before (a probe).
+    for (const shapes of [[[2, 3], 3], [null], [undefined], [{ length: 1 }]] as unknown as Shape[][]) {
+      expect(() => broadcastShapes('add', shapes)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^add: a shape is an array of non-negative integers/) }));
+    }
+    for (const shapes of [undefined, 3, 'ab', { 0: [3] }] as unknown as Shape[][]) {
+      expect(() => broadcastShapes('add', shapes)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^add: broadcastShapes takes an array of shapes/) }));
+    }
   });
 });
 
