@@ -94,7 +94,14 @@ export function recordOn(tape: Tape, x: Input, options: TransformOptions | undef
     return { inputs: [v], n: 1, arg: v, scalarInput: true };
   }
   if (!isArrayLike(x)) {
-    throw new NotANumberError(`${where}: inputs must be a number, an array of numbers or a Float64Array, got ${describe(x)}`);
+    throw new NotANumberError(`${where}: inputs must be a number, an array of numbers or a Float64Array, got ${describe(x)}${nestingHint(x)}`);
+  }
+  // Named here, with the transform and the entry (a probe got "input entries must be numbers").
+  if (!(x instanceof Float64Array)) {
+    for (let k = 0; k < x.length; k++) {
+      const v = x[k];
+      if (typeof v !== 'number') throw new NotANumberError(`${where}: entry ${k} of the input must be a number, got ${describe(v)}${nestingHint(v)}`);
+    }
   }
   if (options?.vector) {
     const v = tape.vector(x);
@@ -102,6 +109,11 @@ export function recordOn(tape: Tape, x: Input, options: TransformOptions | undef
   }
   const inputs = tape.variables(x);
   return { inputs, n: inputs.length, arg: inputs, scalarInput: false };
+}
+
+// A Var or Vec where a number is expected: most likely a transform called on another's Vars.
+function nestingHint(x: unknown): string {
+  return x instanceof Var || x instanceof Vec ? ' (transforms do not nest, as grad(grad(f)) would: hvp and hessian give second derivatives)' : '';
 }
 
 /** @internal The function's output as a scalar Var (a number becomes a constant). */
@@ -158,7 +170,7 @@ export function grad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions &
 export function grad<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput>, options: O & RuntimeVector<O>): (x: Input) => number | Float64Array;
 export function grad(f: (x: never) => ScalarOutput, options?: TransformOptions): (x: never) => number | Float64Array {
   const vg = valueAndGradNamed(f, options, 'grad');
-  return ((x: Input) => vg(x)[1]) as (x: never) => number | Float64Array;
+  return ((x: Input, ...more: unknown[]) => vg(x, ...more)[1]) as (x: never) => number | Float64Array;
 }
 
 /** `[f(x), grad f(x)]` from one recording and one reverse sweep. */
@@ -171,11 +183,13 @@ export function valueAndGrad(f: (x: never) => ScalarOutput, options?: TransformO
 }
 
 // valueAndGrad, its errors naming the transform the caller called (grad's named valueAndGrad).
-function valueAndGradNamed(f: (x: never) => ScalarOutput, options: TransformOptions | undefined, name: string): (x: Input) => [number, number | Float64Array] {
+function valueAndGradNamed(f: (x: never) => ScalarOutput, options: TransformOptions | undefined, name: string): (x: Input, ...more: unknown[]) => [number, number | Float64Array] {
   checkFunction(f, name);
   checkOptions(options, name, TRANSFORM_OPTIONS);
-  return (x: Input) =>
+  return (x: Input, ...more: unknown[]) =>
     withTape(options, (tape) => {
+      // Options there were ignored without a word (a probe: grad(f)(x, { backend: 'js' })).
+      if (more.length > 0) throw new TapegradError('INVALID_ARGUMENT', `${name}(f) takes the point alone, got ${more.length + 1} arguments; options go to ${name}(f, options)`);
       const { inputs, scalarInput, output } = recordScalar(tape, f, x, options, name);
       const g = tape.gradient(output, inputs);
       return [output.value, scalarInput ? g[0]! : g];

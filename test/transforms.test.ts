@@ -192,6 +192,20 @@ describe.each(BACKENDS)('transforms reject bad inputs with the documented errors
   });
 });
 
+// A new-user probe: a bad entry of the point read "input entries must be numbers, got the string
+// \"a\"", naming neither the transform nor the entry, and grad(grad(f)) gave no hint.
+it('a bad entry of the point names the transform and the entry; a Var there says transforms do not nest', () => {
+  const f = (x: Var[]): Var => x[0]!.mul(x[1]!);
+  expect(() => grad(f)([1, 'a' as unknown as number])).toThrow(new NotANumberError('grad: entry 1 of the input must be a number, got the string "a"'));
+  expect(() => hvp(f, [1, null as unknown as number], [1, 1])).toThrow('hvp: entry 1 of the input must be a number, got null');
+  expect(() => grad((x: Var[]) => grad(f)(x as unknown as number[]) as unknown as Var)([1, 2])).toThrow(/^grad: entry 0 of the input must be a number, got an object \(Var\) \(transforms do not nest, as grad\(grad\(f\)\) would: hvp and hessian give second derivatives\)$/);
+  const square = grad((x: Var) => x.square()) as unknown as (x: Var) => Var;
+  expect(() => grad(square)(2)).toThrow(/^grad: inputs must be a number, an array of numbers or a Float64Array, got an object \(Var\) \(transforms do not nest/);
+  // Options given to the returned function were ignored.
+  const g = grad(f) as unknown as (x: number[], options: object) => Float64Array;
+  expect(() => g([1, 2], { backend: 'js' })).toThrow(new TapegradError('INVALID_ARGUMENT', 'grad(f) takes the point alone, got 2 arguments; options go to grad(f, options)'));
+});
+
 // createTape rejects an unknown backend with INVALID_ARGUMENT; the transforms should say the same
 // rather than fail inside their tape pool with a TypeError ("reading 'pop'").
 it('a transform given an unknown backend name throws INVALID_ARGUMENT', () => {
