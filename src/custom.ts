@@ -2,7 +2,7 @@
 // order rule) written in plain TypeScript over numbers. Each call records n/2 arg nodes carrying
 // the operands and one custom node; the sweeps call back into these rules once per visit.
 import type { Backend, CustomHandler } from './backend.ts';
-import { MissingRuleError, NotANumberError, TapegradError, describe, isArrayLike } from './errors.ts';
+import { MissingRuleError, NotANumberError, ShapeError, TapegradError, describe, isArrayLike } from './errors.ts';
 import { checkOptions } from './options.ts';
 import { Var, type Operand, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
@@ -35,6 +35,10 @@ export function defineFunction(rule: CustomRule): CustomFunction {
   if (typeof rule?.forward !== 'function' || typeof rule.vjp !== 'function') {
     throw new TapegradError('INVALID_ARGUMENT', 'defineFunction needs at least forward(xs) and vjp(xs, y, g) functions');
   }
+  // Errors name the function by it (a probe got "custom function 'undefined' has no jvp rule").
+  if (typeof rule.name !== 'string' || rule.name === '') {
+    throw new TapegradError('INVALID_ARGUMENT', `defineFunction needs a name (a non-empty string its errors name the function by), got ${describe(rule.name)}`);
+  }
   // A misspelt rule (jpv for jvp) surfaced only at the first sweep that needed it.
   checkOptions(rule, 'defineFunction', { name: 'string', forward: 'function', vjp: 'function', jvp: 'function', vjpTangent: 'function' });
   const id = rules.push(rule) - 1;
@@ -42,6 +46,12 @@ export function defineFunction(rule: CustomRule): CustomFunction {
     // A Vec's tape refuses it in operandIds with the ShapeError f(x, v) gets.
     const anchor = operands.find((o: unknown) => o instanceof Var || o instanceof Vec) as Var | Vec | undefined;
     if (!anchor) throw new NotANumberError(`${rule.name}: needs at least one Var operand, got ${operands.length ? operands.map(describe).join(', ') : 'no arguments'}`);
+    // A Vec is refused naming the function (the tape's own check named neither it nor the operand).
+    const k = operands.findIndex((o: unknown) => o instanceof Vec);
+    if (k >= 0) {
+      const v = operands[k] as unknown as Vec;
+      throw new ShapeError(`${rule.name}: operand ${k} is a Vec of shape [${v.shape.join(', ')}]; a custom function takes scalar Vars and numbers (take .get(i), .sum() or another reduction)`, rule.name, [v.shape]);
+    }
     const tape = anchor.tape;
     tape.installCustomHandler((engine) => new CustomNodes(engine, tape));
     const ids = tape.operandIds(operands, ((operands.length + 1) >> 1) + 1);

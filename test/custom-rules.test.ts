@@ -419,8 +419,14 @@ describe.each(BACKENDS)('custom rules: errors, and the tape afterwards (%s)', (b
     expect(() => grad((x: Var[]) => badEntry(x[0]!, x[1]!), options)([1, 2])).toThrow(/badEntry\.vjp returned/);
   });
 
-  it('defineFunction needs forward and vjp, and a call needs at least one Var', () => {
+  it('defineFunction needs forward, vjp and a name, and a call needs at least one Var', () => {
     expect(() => defineFunction({ name: 'noVjp', forward: lseRules.forward } as unknown as CustomRule)).toThrow(TapegradError);
+    // Without a name its errors read "custom function 'undefined'" (a probe).
+    for (const name of [undefined, '']) {
+      expect(() => defineFunction({ name, forward: lseRules.forward, vjp: lseRules.vjp } as unknown as CustomRule)).toThrow(
+        expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^defineFunction needs a name \(a non-empty string its errors name the function by\), got /) }),
+      );
+    }
     expect(() => logSumExp(1, 2)).toThrow(NotANumberError);
     expect(() => logSumExp(1, 2)).toThrow(/^logSumExp: needs at least one Var operand, got number 1, number 2$/);
     // Called with nothing at all, the message says so (it ended in "got ").
@@ -438,7 +444,8 @@ describe.each(BACKENDS)('custom rules: errors, and the tape afterwards (%s)', (b
     for (const operands of [[v], [v, v], [v, 1], [x, v], [v, x]]) {
       const error = thrown(() => logSumExp(...(operands as Var[])));
       expect(error).toBeInstanceOf(ShapeError);
-      expect(error).toMatchObject({ code: 'SHAPE', message: 'expected a scalar Var here, got a Vec of shape [2]; take .get(i), .sum() or another reduction' });
+      const k = operands.indexOf(v);
+      expect(error).toMatchObject({ code: 'SHAPE', op: 'logSumExp', message: `logSumExp: operand ${k} is a Vec of shape [2]; a custom function takes scalar Vars and numbers (take .get(i), .sum() or another reduction)` });
       expect(tape.size).toBe(size);
     }
     const [s0, s1, s2] = softmax([3, 4, 3]) as [number, number, number];
