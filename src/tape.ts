@@ -289,7 +289,7 @@ export class Tape {
   /** Reverse sweep from `output`, seeded with `seed` (default 1). Afterwards `v.grad` is
    *  d(seed * output)/dv for every Var of this tape. Running it twice gives identical adjoints. */
   backward(output: Var, seed = 1): void {
-    this.backwardIndex(this.index(output), seed);
+    this.backwardIndex(this.index(output, 'backward'), seed);
   }
 
   /** Runs `backward(output, seed)` and returns the gradients of `wrt`, in order (a Vec in
@@ -297,7 +297,7 @@ export class Tape {
   gradient(output: Var, wrt: readonly (Var | Vec)[], seed = 1, out?: Float64Array): Float64Array {
     const nodes = this.nodesOf(wrt);
     if (out !== undefined) checkOut(out, this.entryCount(nodes));
-    this.backwardIndex(this.index(output), seed);
+    this.backwardIndex(this.index(output, 'gradient'), seed);
     return this.gatherEntries(nodes, this.engine.views.adj, this.engine.views.xadj, true, out);
   }
 
@@ -383,7 +383,7 @@ export class Tape {
   /** Hessian-vector product by forward over reverse: H·v of `seed * output` with respect to
    *  `inputs`, in one tangent sweep and one reverse sweep. Also leaves the gradient in `.grad`. */
   hvp(output: Var, inputs: readonly (Var | Vec)[], v: ArrayLike<number>, seed = 1): Float64Array {
-    const out = this.index(output);
+    const out = this.index(output, 'hvp');
     const nodes = this.seedTangents(inputs, v, [out], 'the direction');
     this.swept = -1;
     this.lastSweep = NO_SWEEP;
@@ -584,8 +584,8 @@ export class Tape {
 
   // ---- internals shared by Var and HandleApi (not part of the public surface) ----
 
-  /** @internal */
-  index(v: Var): number {
+  /** @internal `what`: the op or method its errors name. */
+  index(v: Var, what?: string): number {
     // Only a Var can hold this tape in `.tape` (the field is set by this module alone), so the
     // tape comparison doubles as the type check and instanceof stays on the error path.
     if (v != null && v.tape === this) {
@@ -593,7 +593,7 @@ export class Tape {
       if (i >= 0 && i < this.count) return i;
       if (v instanceof Var) throw new StaleHandleError(`Var #${v.id} was recorded before tape.reset(); record it again on the current tape`);
     }
-    throw this.notAVar(v);
+    throw this.notAVar(v, what);
   }
 
   /** @internal */
@@ -681,13 +681,13 @@ export class Tape {
 
   /** @internal */
   recordUnary(op: number, x: Var): Var {
-    const i = this.index(x);
+    const i = this.index(x, opNameOf(op));
     return new Var(this, this.record(op, i, i));
   }
 
   /** @internal */
   recordBinary(op: number, x: Var, y: Operand): Var {
-    const i = this.index(x);
+    const i = this.index(x, opNameOf(op));
     let j: number;
     if (typeof y === 'number') {
       // Room for the constant and the op together, so a full tape records neither.
@@ -695,7 +695,7 @@ export class Tape {
       j = this.sharedConstantIndex(y);
       if (op === POW) op = POW_CONST;
     } else {
-      j = this.index(y);
+      j = this.index(y, opNameOf(op));
     }
     return new Var(this, this.record(op, i, j));
   }
@@ -1242,12 +1242,14 @@ export class Tape {
     this.valV = v.val;
   }
 
-  private notAVar(v: unknown): Error {
+  private notAVar(v: unknown, what?: string): Error {
+    // A probe: in a long expression, a message naming no op left the failing call to guess.
+    const named = what === undefined ? '' : `${what}: `;
     if (v instanceof Vec) {
-      return new ShapeError(`expected a scalar Var here, got a Vec of shape [${v.shape.join(', ')}]; take .get(i), .sum() or another reduction`, 'scalar', [v.shape]);
+      return new ShapeError(`${named}expected a scalar Var here, got a Vec of shape [${v.shape.join(', ')}]; take .get(i), .sum() or another reduction${what === undefined ? '' : ' (the free functions broadcast a scalar over a Vec: mul(s, v))'}`, what ?? 'scalar', [v.shape]);
     }
     if (v instanceof Var) {
-      return new ForeignHandleError(`Var #${v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape`);
+      return new ForeignHandleError(`${named}Var #${v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape`);
     }
     if (typeof v === 'number') return new NotANumberError(`expected a Var of this tape here, got the number ${v}`);
     return new NotANumberError(`expected a Var or a number, got ${describe(v)}`);

@@ -3,7 +3,7 @@
 // Hessian-vector products). Nothing here uses finite differences.
 import type { BackendChoice, BackendKind } from './backend.ts';
 import { createTapeSync, resolveBackend } from './create.ts';
-import { CapacityError, NotANumberError, ShapeError, TapegradError, describe, isArrayLike } from './errors.ts';
+import { CapacityError, ForeignHandleError, NotANumberError, ShapeError, TapegradError, describe, isArrayLike } from './errors.ts';
 import { Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
 import { BACKEND_RULE, checkOptions } from './options.ts';
@@ -118,7 +118,11 @@ function nestingHint(x: unknown): string {
 
 /** @internal The function's output as a scalar Var (a number becomes a constant). */
 export function asVar(tape: Tape, y: unknown, what: string): Var {
-  if (y instanceof Var) return y;
+  if (y instanceof Var) {
+    // (It read as an operand of another tape: a probe.)
+    if (y.tape !== tape) throw new ForeignHandleError(`${what} returned Var #${y.id} of another tape, not one computed from its inputs`);
+    return y;
+  }
   if (typeof y === 'number') return tape.constant(y);
   if (y instanceof Vec) throw new ShapeError(`${what} must return a scalar Var, got a Vec of shape [${y.shape.join(', ')}] (reduce it, e.g. .sum())`, 'output', [y.shape]);
   throw new NotANumberError(`${what} must return a Var or a number, got ${describe(y)}`);

@@ -4,7 +4,7 @@
 // the wasm (musl) and V8 transcendental functions and summation order.
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  NotANumberError, TapegradError, grad, hvp, init, jvp, normwiseError, valueAndGrad, vjp, type Var,
+  NotANumberError, TapegradError, createTape, grad, hvp, init, jvp, normwiseError, valueAndGrad, vjp, type Var,
 } from '../src/index.ts';
 import { BACKENDS, expectClose, rosenbrock } from './support.ts';
 import { pooledTapes, transformPool } from '../src/transforms.ts';
@@ -194,13 +194,17 @@ describe.each(BACKENDS)('transforms reject bad inputs with the documented errors
 
 // A new-user probe: a bad entry of the point read "input entries must be numbers, got the string
 // \"a\"", naming neither the transform nor the entry, and grad(grad(f)) gave no hint.
-it('a bad entry of the point names the transform and the entry; a Var there says transforms do not nest', () => {
+it('a bad entry of the point names the transform and the entry; a Var there says transforms do not nest', async () => {
   const f = (x: Var[]): Var => x[0]!.mul(x[1]!);
   expect(() => grad(f)([1, 'a' as unknown as number])).toThrow(new NotANumberError('grad: entry 1 of the input must be a number, got the string "a"'));
   expect(() => hvp(f, [1, null as unknown as number], [1, 1])).toThrow('hvp: entry 1 of the input must be a number, got null');
   expect(() => grad((x: Var[]) => grad(f)(x as unknown as number[]) as unknown as Var)([1, 2])).toThrow(/^grad: entry 0 of the input must be a number, got an object \(Var\) \(transforms do not nest, as grad\(grad\(f\)\) would: hvp and hessian give second derivatives\)$/);
   const square = grad((x: Var) => x.square()) as unknown as (x: Var) => Var;
   expect(() => grad(square)(2)).toThrow(/^grad: inputs must be a number, an array of numbers or a Float64Array, got an object \(Var\) \(transforms do not nest/);
+  // A Var of another tape returned by f read as an operand of this one's.
+  const other = await createTape();
+  const alien = other.variable(3);
+  expect(() => grad((_x: Var) => alien)(1)).toThrow(/^grad: the function returned Var #\d+ of another tape, not one computed from its inputs$/);
   // Options given to the returned function were ignored.
   const g = grad(f) as unknown as (x: number[], options: object) => Float64Array;
   expect(() => g([1, 2], { backend: 'js' })).toThrow(new TapegradError('INVALID_ARGUMENT', 'grad(f) takes the point alone, got 2 arguments; options go to grad(f, options)'));
