@@ -87,5 +87,9 @@ export class ShapeError extends TapegradError {
 /** An array or typed array of (supposedly) numbers: an object with a length. A string has a
  *  length too, and is not one. */
 export function isArrayLike(value: unknown): value is ArrayLike<number> {
-  return value != null && typeof value === 'object' && typeof (value as ArrayLike<number>).length === 'number';
+  return value != null && typeof value === 'object' && typeof (value as ArrayLike<number>).length === 'number' && !(VEC_BRAND in value);
 }
+
+/** @internal On Vec's prototype: a Vec has a length, but is no array of numbers (a probe: one
+ *  passed as an array read as entries all undefined). */
+export const VEC_BRAND: unique symbol = Symbol('Vec');

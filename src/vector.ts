@@ -2,7 +2,7 @@
 // engine's element regions), so an op over n elements is one node and one dispatch. Elementwise
 // ops broadcast as NumPy does for trailing shapes; reductions return scalar Vars; matrices are
 // row-major with a shape. The rules live in assembly/vector.ts and src/js/vector.ts.
-import { NotANumberError, ShapeError, TapegradError, describe, isArrayLike } from './errors.ts';
+import { NotANumberError, ShapeError, TapegradError, VEC_BRAND, describe, isArrayLike } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
 import { checkOptions } from './options.ts';
 import { Var, type Tape } from './tape.ts';
@@ -433,6 +433,8 @@ export class Vec {
     return new Vec(t, t.recordVector(VMATMUL, t.vindex(this), t.vindex(w), m * p, [VPARAM], [m, k]), shape);
   }
 }
+
+Object.defineProperty(Vec.prototype, VEC_BRAND, { value: true });
 
 function clampIndex(i: number, n: number, what: string): number {
   if (!Number.isInteger(i)) throw new TapegradError('INVALID_ARGUMENT', `slice: ${what} must be an integer, got ${describe(i)}`);

@@ -275,6 +275,10 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     expectShapeError(tape, () => tape.gradient(asVar, [x]), 'gradient', [[3]], scalar('gradient'));
     expectShapeError(tape, () => tape.hvp(asVar, [x], [1]), 'hvp', [[3]], scalar('hvp'));
     expectShapeError(tape, () => tape.handles.toVar(x.id).sub(asVar), 'sub', [[3]], scalar('sub'));
+    // A Vec where an array of numbers is wanted read as an array of undefined entries (a probe).
+    for (const call of [() => tape.vector(v as unknown as number[]), () => tape.constantVector(v as unknown as number[]), () => v.gather(v as unknown as number[])]) {
+      expect(call).toThrow(/got an object \(Vec\)$/);
+    }
     // A scalar where a Vec operand is needed.
     expectShapeError(tape, () => v.dot(x as unknown as Vec), 'dot', [[3], []], /^dot: expects a Vec, got a scalar Var$/, false);
     expectShapeError(tape, () => v.matmul(x as unknown as Vec), 'matmul', [[3], []], /^matmul: expects a Vec, got a scalar Var$/, false);
