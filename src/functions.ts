@@ -67,7 +67,7 @@ export function select(cond: VecOperand, ifTrue: VecOperand, ifFalse: VecOperand
   // Without a Var or Vec there is no tape to hold an array as a constant vector.
   const operands = [cond, ifTrue, ifFalse];
   const bad = operands.findIndex((o) => typeof o !== 'number');
-  if (bad >= 0) throw new NotANumberError(`select: expected Vars, Vecs or numbers (an array needs a Var or Vec beside it), got ${describe(operands[bad])} as ${['cond', 'ifTrue', 'ifFalse'][bad]}`);
+  if (bad >= 0) throw new NotANumberError(`select: expected Vars, Vecs or numbers (an array needs a Vec beside it: only a Vec makes select elementwise), got ${describe(operands[bad])} as ${['cond', 'ifTrue', 'ifFalse'][bad]}`);
   return forwardRule(Op.select, cond as number, ifTrue as number, ifFalse as number);
 }
 

@@ -274,14 +274,18 @@ export class Tape {
   }
 
   /** `cond ? ifTrue : ifFalse` per value (true unless 0 or NaN). The branch not taken gets
-   *  exactly zero gradient, even where its value is NaN or Infinity. With a Vec (or an array)
-   *  among the operands it runs elementwise, broadcasting, and returns a Vec. */
+   *  exactly zero gradient, even where its value is NaN or Infinity. With a Vec among the
+   *  operands it runs elementwise, broadcasting (arrays then count as constant vectors), and
+   *  returns a Vec. */
   select(cond: Operand, ifTrue: Operand, ifFalse: Operand): Var;
   select(cond: VecOperand, ifTrue: VecOperand, ifFalse: VecOperand): Vec;
   select(cond: VecOperand, ifTrue: VecOperand, ifFalse: VecOperand): Var | Vec {
     if (isVectorOperand(cond) || isVectorOperand(ifTrue) || isVectorOperand(ifFalse)) {
       return elementwise(this, SELECT, 'select', [cond, ifTrue, ifFalse]);
     }
+    // An array without a Vec beside it: named here (the operand check names no op).
+    const operands = [cond, ifTrue, ifFalse], array = operands.findIndex((o) => isArrayLike(o));
+    if (array >= 0) throw new NotANumberError(`select: an array needs a Vec beside it (only a Vec makes select elementwise), got ${describe(operands[array])} as ${['cond', 'ifTrue', 'ifFalse'][array]}`);
     const [c, t, f] = this.operandIds([cond as Operand, ifTrue as Operand, ifFalse as Operand], 2);
     return new Var(this, this.recordSelect(c!, t!, f!));
   }

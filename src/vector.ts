@@ -330,7 +330,7 @@ export class Vec {
     if (a.length === 2 && b.length === 2 && a[1] === b[0]) dims = [a[0]!, a[1]!, b[1]!, [a[0]!, b[1]!]];
     else if (a.length === 2 && b.length === 1 && a[1] === b[0]) dims = [a[0]!, a[1]!, 1, [a[0]!]];
     else if (a.length === 1 && b.length === 2 && a[0] === b[0]) dims = [1, a[0]!, b[1]!, [b[1]!]];
-    else throw new ShapeError(`matmul: shapes ${show(a)} and ${show(b)} do not fit (${a.length === 1 && b.length === 1 ? 'two vectors: use dot' : 'inner dimensions must agree'})`, 'matmul', [a, b]);
+    else throw new ShapeError(`matmul: shapes ${show(a)} and ${show(b)} do not fit (${a.length === 1 && b.length === 1 ? 'two vectors: use dot' : a.length > 2 || b.length > 2 || a.length === 0 || b.length === 0 ? 'it takes operands of 1 or 2 dimensions' : 'inner dimensions must agree'})`, 'matmul', [a, b]);
     const [m, k, p, shape] = dims;
     const [kc, e] = recordCost(other);
     t.reserveVector(kc + 3, e + m * p);

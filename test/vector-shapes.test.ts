@@ -208,7 +208,7 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     expectShapeError(tape, () => v3.matmul(M), 'matmul', [[3], [2, 3]], /inner dimensions/);
     expectShapeError(tape, () => v3.matmul(v3), 'matmul', [[3], [3]], /do not fit \(two vectors: use dot\)/);
     expectShapeError(tape, () => M.matmul([1, 2]), 'matmul', [[2, 3], [2]], /inner dimensions/);
-    expectShapeError(tape, () => M.reshape([1, 2, 3]).matmul(v3), 'matmul', [[1, 2, 3], [3]], /do not fit/);
+    expectShapeError(tape, () => M.reshape([1, 2, 3]).matmul(v3), 'matmul', [[1, 2, 3], [3]], /do not fit \(it takes operands of 1 or 2 dimensions\)/);
     expectShapeError(tape, () => v3.dot(v2), 'dot', [[3], [2]], /lengths differ/);
     expectShapeError(tape, () => v3.dot([1, 2, 3, 4]), 'dot', [[3], [4]], /lengths differ/);
     expectShapeError(tape, () => M.dot([1, 2, 3, 4, 5, 6]), 'dot', [[2, 3], [6]], /shapes differ.*matvec or matmul/);
@@ -279,6 +279,9 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     for (const call of [() => tape.vector(v as unknown as number[]), () => tape.constantVector(v as unknown as number[]), () => v.gather(v as unknown as number[])]) {
       expect(call).toThrow(/got an object \(Vec\)$/);
     }
+    // An array in a select needs a Vec beside it, a Var is not enough: said so, naming select.
+    const s = tape.variable(1);
+    expect(() => tape.select([1, 0, 1], s, 0)).toThrow(/^select: an array needs a Vec beside it \(only a Vec makes select elementwise\), got an array as cond$/);
     // A scalar where a Vec operand is needed.
     expectShapeError(tape, () => v.dot(x as unknown as Vec), 'dot', [[3], []], /^dot: expects a Vec, got a scalar Var$/, false);
     expectShapeError(tape, () => v.matmul(x as unknown as Vec), 'matmul', [[3], []], /^matmul: expects a Vec, got a scalar Var$/, false);
