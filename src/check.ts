@@ -1,10 +1,9 @@
 // Finite differences and the gradient checker (like torch.autograd.gradcheck, jax check_grads).
 import type { BackendChoice } from './backend.ts';
-import { createTapeSync } from './create.ts';
 import { MissingRuleError, NotANumberError, TapegradError, describe, isArrayLike } from './errors.ts';
 import type { Tape, Var } from './tape.ts';
 import { BACKEND_RULE, checkOptions } from './options.ts';
-import { asVar, checkFunction, recordOn, type RuntimeVector, type ScalarOutput } from './transforms.ts';
+import { asVar, checkFunction, recordOn, withTape, type RuntimeVector, type ScalarOutput } from './transforms.ts';
 import type { Vec } from './vector.ts';
 
 /** A scalar function as every transform and checker takes it: a Var[] (one Var per input) in,
@@ -152,7 +151,11 @@ export function gradcheck(f: (x: never) => ScalarOutput, x: number | ArrayLike<n
   }
   const scalarInput = typeof x === 'number';
   if (!scalarInput && !isArrayLike(x)) throw new NotANumberError(`gradcheck: x must be a number or an array of numbers, got ${describe(x)}`);
-  const tape = createTapeSync({ backend: options.backend });
+  // On the transforms' pooled tapes: a tape of its own per call cost 2-3 ms on wasm (a probe).
+  return withTape(options, (tape) => checkOn(tape, f, x, options, scalarInput));
+}
+
+function checkOn(tape: Tape, f: (x: never) => ScalarOutput, x: number | ArrayLike<number>, options: GradcheckOptions, scalarInput: boolean): GradcheckResult {
   const record = (point: ArrayLike<number>): { inputs: (Var | Vec)[]; output: Var } => {
     const { inputs, arg } = recordOn(tape, scalarInput ? point[0]! : point, options, 'gradcheck');
     return { inputs, output: asVar(tape, (f as (x: unknown) => unknown)(arg), 'gradcheck: the function') };
@@ -161,7 +164,7 @@ export function gradcheck(f: (x: never) => ScalarOutput, x: number | ArrayLike<n
     tape.reset();
     return record(point).output.value;
   };
-  const point = scalarInput ? [x] : x;
+  const point: ArrayLike<number> = scalarInput ? [x as number] : (x as ArrayLike<number>);
   // Everything that reads the recording at the point runs before the stencils (which reset the
   // tape), and first: an error of f or of the input's form then shows the caller's x, not x + h.
   const { inputs, output } = record(point);

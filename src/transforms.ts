@@ -64,7 +64,8 @@ export function pooledTapes(kind: BackendKind): readonly Tape[] {
 
 const TRANSFORM_OPTIONS = { backend: BACKEND_RULE, vector: 'boolean' } as const;
 
-function withTape<T>(options: TransformOptions | undefined, body: (tape: Tape) => T): T {
+/** @internal Runs `body` on a pooled tape of the backend the options choose. */
+export function withTape<T>(options: TransformOptions | undefined, body: (tape: Tape) => T): T {
   const kind = resolveBackend(options?.backend);
   const tape = (Object.hasOwn(pools, kind) ? pools[kind].pop() : undefined) ?? createTapeSync({ backend: kind });
   try {
