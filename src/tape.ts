@@ -1403,6 +1403,11 @@ export class Var {
   toString(): string {
     return `Var(#${this.id})`;
   }
+
+  /** How Node's console and util.inspect show it (they printed its whole tape: a probe). */
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return this.toString();
+  }
 }
 
 for (const name of UNARY_OPS) Object.defineProperty(Var.prototype, name, { value: unaryVarMethod(Op[name]), writable: true, configurable: true });

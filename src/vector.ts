@@ -401,6 +401,11 @@ export class Vec {
     return `Vec(#${~this.id}, shape ${show(this.shape)})`;
   }
 
+  /** How Node's console and util.inspect show it (as Var's). */
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return this.toString();
+  }
+
   private reduce(op: number): Var {
     const t = this.tape, v = t.vindex(this);
     t.reserveNodes(1);

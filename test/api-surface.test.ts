@@ -210,3 +210,14 @@ describe('errors name what was expected and what arrived', () => {
     }
   });
 });
+
+// A new-user probe: console.log(x) of a Var printed its whole tape, typed arrays of a thousand
+// entries included.
+it.each(BACKENDS)('Node prints a Var or a Vec as its string (%s)', async (backend) => {
+  const { inspect } = await import('node:util');
+  const tape = await api.createTape({ backend });
+  const x = tape.variable(2), v = tape.vector([1, 2, 3]);
+  expect(inspect(x)).toBe(String(x));
+  expect(inspect({ v })).toBe(`{ v: ${String(v)} }`);
+  expect(String(v)).toMatch(/^Vec\(#\d+, shape \[3\]\)$/);
+});
