@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  BranchChangedError, FormatError, NonFiniteError, NotANumberError, TapegradError, compile, fromBytes, init, type CompiledFunction, type Var, type Vec,
+  BranchChangedError, FormatError, NonFiniteError, NotANumberError, TapegradError, compile, defineFunction, fromBytes, init, type CompiledFunction, type Var, type Vec,
 } from '../dist/index.js';
 import { WorkerExitError, createPool, sharedFloat64, type GradientPool } from '../dist/pool/index.js';
 
@@ -66,10 +66,11 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
       expect(firstDifference(await pf.hvpBatch(X, n, D), f.hvpBatch(X, n, D)), `hvpBatch, ${n} rows`).toBe(-1);
       expect(firstDifference(await pg.vjpBatch(X, n, W), g.vjpBatch(X, n, W)), `vjpBatch, ${n} rows`).toBe(-1);
       expect(firstDifference(await pg.jvpBatch(X, n, D), g.jvpBatch(X, n, D)), `jvpBatch, ${n} rows`).toBe(-1);
-      // Outputs in shared memory whether the rows went to the workers or stayed on this thread
-      // (fewer than minRowsPerTask = 7: they came back in plain arrays, a probe found).
+      // Outputs without `out` in new plain arrays whether the rows went to the workers or stayed
+      // on this thread (new shared arrays per call were freed so lazily that RSS kept rising: a
+      // probe).
       for (const result of [await pf.gradientBatch(X, n), ...(await pf.valueAndGradientBatch(X, n)), await pf.hvpBatch(X, n, D), await pg.vjpBatch(X, n, W), await pg.jvpBatch(X, n, D)]) {
-        expect(result.buffer, `${n} rows`).toBeInstanceOf(SharedArrayBuffer);
+        expect(result.buffer, `${n} rows`).toBeInstanceOf(ArrayBuffer);
       }
       // With values, as the single-threaded calls take them: plain arrays and shared memory.
       for (const [pooled, single, width] of [
@@ -100,7 +101,7 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     expect(firstDifference(outPlain, want)).toBe(-1);
   });
 
-  it('copies through scratch it reuses: results in new shared arrays no worker has seen, scratch bounded', async () => {
+  it('copies through scratch it reuses: results in new plain arrays, scratch bounded', async () => {
     // A worker keeps every SharedArrayBuffer it is sent until it collects garbage, which it rarely
     // does: a new buffer for each call's output grew memory by its size per call (a new-user probe).
     const f = compiled(tiny, [0.1, 0.2, 0.3]);
@@ -112,11 +113,11 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     let scratch = spare();
     for (let call = 0; call < 20; call++) {
       const G = await pf.gradientBatch(X, n);
-      expect(G.buffer).toBeInstanceOf(SharedArrayBuffer);
+      expect(G.buffer).toBeInstanceOf(ArrayBuffer);
       expect(firstDifference(G, want)).toBe(-1);
       results.add(G.buffer);
       const [values, G2] = await pf.valueAndGradientBatch(Float64Array.from(X), n);
-      expect(values.buffer).toBeInstanceOf(SharedArrayBuffer);
+      expect(values.buffer).toBeInstanceOf(ArrayBuffer);
       expect(firstDifference(G2, want)).toBe(-1);
       expect(firstDifference(await pf.hvpBatch(X, n, D), wantHv)).toBe(-1);
       // The scratch of the first round serves every later one.
@@ -127,6 +128,27 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     // Calls at once lease one buffer each; at most two per thread are kept after them.
     await Promise.all(Array.from({ length: 8 }, (_, k) => pf.gradientBatch(X.subarray(0, 3 * (n - 100 * k)), n - 100 * k)));
     expect(spare().buffers).toBeLessThanOrEqual(2 * pool.threads);
+    // A call whose scratch passes 64 MB gives it back to the runtime after it (one large call
+    // pinned its scratch for the pool's life: a probe).
+    const big = 3_000_000, bigX = new Float64Array(3 * big).fill(0.25);
+    const before = spare().bytes;
+    expect((await pf.gradientBatch(bigX, big)).length).toBe(3 * big);
+    expect(spare().bytes).toBe(before);
+  });
+
+  // A probe: a null direction through the workers threw a raw TypeError from the worker, where one
+  // thread names it; and a scratch the runtime could not allocate a raw RangeError.
+  it('a null direction, and a scratch past what the runtime allocates, are the errors one thread gives', async () => {
+    const f = compiled(tiny, [0.1, 0.2, 0.3]);
+    const pf = await pool.register(f);
+    const n = 100, X = rows(n, 3, 5);
+    for (const call of [() => pf.hvpBatch(X, n, null as unknown as number[]), () => pf.jvpBatch(X, n, null as unknown as number[]), () => pf.vjpBatch(X, n, null as unknown as number[])]) {
+      await expect(call()).rejects.toThrow(expect.objectContaining({ name: 'NotANumberError', message: expect.stringMatching(/Batch: 100 rows of \d+ (direction|cotangent) entries need an array of at least \d+ numbers, got null$/) }));
+    }
+    // A function with custom nodes cannot go to the workers: said by register, not by toBytes.
+    const square = defineFunction({ name: 'square', forward: (xs) => xs[0]! ** 2, vjp: (xs, _y, g) => [2 * xs[0]! * g] });
+    await expect(pool.register(compile((x: Var[]) => square(x[0]!).add(x[1]!), { inputs: 2, at: [1, 2] }))).rejects.toThrow(/^register: a function with custom functions \(defineFunction\) cannot go to the workers/);
+    await expect(pf.gradientBatch({ length: 3e9 } as unknown as number[], 1e9)).rejects.toThrow(expect.objectContaining({ name: 'CapacityError', message: expect.stringMatching(/^gradientBatch: the pool's scratch for this call/) }));
   });
 
   it('a vector tape (interpreted in the workers) too, with its Vec output', async () => {

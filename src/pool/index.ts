@@ -7,6 +7,7 @@ import { coreModule, resolveBackend } from '../create.ts';
 import { CapacityError, TapegradError, checkOut, describe } from '../errors.ts';
 import { BACKEND_RULE, checkOptions } from '../options.ts';
 import { fromBytes, loadBytes } from '../serialize.ts';
+import { Op } from '../ops.ts';
 import type { BackendChoice } from '../backend.ts';
 import type { GeneratedSweeps, ShippedSweeps } from '../wasm/backend.ts';
 import { reviveError, type BatchMethod, type Registration, type Reply, type Task, type WorkerData } from './protocol.ts';
@@ -23,6 +24,9 @@ export interface PoolOptions {
 }
 
 const POOL_OPTIONS = { threads: 'number', backend: BACKEND_RULE, minRowsPerTask: 'number' } as const;
+const CUSTOM_OP = Op.custom;
+/** Scratch buffers larger than this go back to the runtime after their call. */
+const MAX_SPARE_BYTES = 1 << 26;
 
 /** A Float64Array over a SharedArrayBuffer: fill batch inputs into one and the workers read them
  *  where they are. */
@@ -107,6 +111,10 @@ export class GradientPool {
     if (f instanceof CompiledFunction) {
       // toBytes's own message names toBytes, which the caller never called.
       if (!f.recorded) throw new TapegradError('INVALID_ARGUMENT', 'register: the compiled function has not recorded yet; call it once (or compile it with { at }) before registering it');
+      // (toBytes's own message named toBytes and said nothing of the pool: a probe.)
+      if (f.recorded.tape.engine.views.op.subarray(0, f.recorded.tape.size).includes(CUSTOM_OP)) {
+        throw new TapegradError('INVALID_ARGUMENT', 'register: a function with custom functions (defineFunction) cannot go to the workers: their rules are JS code, which bytes do not carry; run it on this thread');
+      }
       bytes = f.toBytes();
     } else if (f instanceof Uint8Array) bytes = f;
     else throw new TapegradError('INVALID_ARGUMENT', `register needs a compiled function or its bytes (a Uint8Array), got ${describe(f)}`);
@@ -159,6 +167,7 @@ export class GradientPool {
 
   private async stop(): Promise<void> {
     this.closed = true;
+    this.spare.length = 0;
     // piscina's close would end a worker whose task is still running: let the calls (and the
     // registrations loading) finish first.
     await Promise.allSettled(this.inFlight);
@@ -166,19 +175,27 @@ export class GradientPool {
   }
 
   /** @internal Shared scratch of at least `bytes` for one call, until `release`. */
-  lease(bytes: number): SharedArrayBuffer {
+  lease(bytes: number, method: string): SharedArrayBuffer {
     let best = -1;
     for (let k = 0; k < this.spare.length; k++) {
       const size = this.spare[k]!.byteLength;
       if (size >= bytes && (best < 0 || size < this.spare[best]!.byteLength)) best = k;
     }
     if (best >= 0) return this.spare.splice(best, 1)[0]!;
-    return new SharedArrayBuffer(2 ** Math.max(16, Math.ceil(Math.log2(bytes))));
+    const size = 2 ** Math.max(16, Math.ceil(Math.log2(bytes)));
+    try {
+      return new SharedArrayBuffer(size);
+    } catch {
+      // (A raw RangeError before: a probe.)
+      throw new CapacityError(`${method}: the pool's scratch for this call (${size} bytes of shared memory) is more than the runtime allocates`, size);
+    }
   }
 
   /** @internal Scratch back for the next call: as many as calls ran at once, up to two per
-   *  thread (the smallest go first). */
+   *  thread (the smallest go first), none over MAX_SPARE_BYTES (one large call pinned its
+   *  scratch for the pool's life: a probe). */
   release(buffer: SharedArrayBuffer): void {
+    if (this.closed || buffer.byteLength > MAX_SPARE_BYTES) return;
     this.spare.push(buffer);
     if (this.spare.length > 2 * this.threads) {
       this.spare.sort((p, q) => q.byteLength - p.byteLength);
@@ -274,22 +291,16 @@ export class PooledFunction {
     return rows < this.pool.minRowsPerTask;
   }
 
-  // A batch run on this thread fills shared memory too, as the workers' results come back (a
-  // probe found small batches returned plain arrays); bad rows or a short X are left to the
-  // batch's own check, before anything is allocated.
-  private sharedFor(X: ArrayLike<number>, rows: number, width: number, given: Float64Array | undefined): Float64Array | undefined {
-    return given ?? (Number.isInteger(rows) && rows >= 0 && X?.length >= rows * this.inputs ? sharedFloat64(rows * width) : undefined);
-  }
 
   /** Gradients of rows × inputs rows of X (row-major); rows × inputs out. */
   async gradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array): Promise<Float64Array> {
-    if (this.inline(rows)) return this.local.gradientBatch(X, rows, this.sharedFor(X, rows, this.inputs, out));
+    if (this.inline(rows)) return this.local.gradientBatch(X, rows, out);
     return (await this.run('gradientBatch', rows, X, null, 0, '', out, this.inputs, null, 0))[0];
   }
 
   /** [values (rows), gradients (rows × inputs)]. */
   async valueAndGradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array, values?: Float64Array): Promise<[Float64Array, Float64Array]> {
-    if (this.inline(rows)) return this.local.valueAndGradientBatch(X, rows, this.sharedFor(X, rows, this.inputs, out), this.sharedFor(X, rows, 1, values));
+    if (this.inline(rows)) return this.local.valueAndGradientBatch(X, rows, out, values);
     const [G, v] = await this.run('valueAndGradientBatch', rows, X, null, 0, '', out, this.inputs, values ?? 'new', 1);
     return [v!, G];
   }
@@ -316,7 +327,12 @@ export class PooledFunction {
     method: 'vjpBatch' | 'jvpBatch' | 'hvpBatch', X: ArrayLike<number>, rows: number, D: ArrayLike<number>, dWidth: number, dName: string, width: number,
     out: Float64Array | undefined, values: Float64Array | undefined, valueWidth: number,
   ): Promise<Float64Array> {
-    if (this.inline(rows)) return this.local[method](X, rows, D, this.sharedFor(X, rows, width, out), values);
+    if (this.inline(rows)) return this.local[method](X, rows, D, out, values);
+    // null is a direction the caller gave (run takes null for "none"): refused as on one thread.
+    if (D === null) {
+      checkRows(rows, method);
+      checkArrayLength(D as unknown as ArrayLike<number>, rows * dWidth, `${method}: ${rows} rows of ${dWidth} ${dName} entries`);
+    }
     return (await this.run(method, rows, X, D, dWidth, dName, out, width, values ?? null, valueWidth))[0];
   }
 
@@ -341,7 +357,7 @@ export class PooledFunction {
     const copied = (x: unknown): boolean => !isShared(x);
     const sizes = [copied(X) ? n : 0, D !== null && copied(D) ? dn : 0, copied(out) ? on : 0, values !== null && copied(values) ? vn : 0];
     const total = sizes.reduce((sum, k) => sum + k, 0);
-    const scratch = total > 0 ? this.pool.lease(8 * total) : null;
+    const scratch = total > 0 ? this.pool.lease(8 * total, method) : null;
     try {
       let at = 0;
       const part = (k: number): Float64Array => {
@@ -364,10 +380,12 @@ export class PooledFunction {
   }
 }
 
-// A call's output from the pool's scratch: into the caller's array, or a new shared one (which no
-// worker has seen).
+// A call's output from the pool's scratch: into the caller's array, or a new plain one. A new
+// shared one per call (no worker saw it) was freed only lazily on the main thread under Node 20:
+// 400,000-row batches without `out` grew RSS past 1.7 GB and rising (a probe); plain arrays are
+// collected as any. Pass `out` in shared memory to get results there.
 function copyInto(target: Float64Array | undefined, from: Float64Array): Float64Array {
-  const into = target ?? sharedFloat64(from.length);
+  const into = target ?? new Float64Array(from.length);
   into.set(from);
   return into;
 }
