@@ -369,8 +369,8 @@ export let partialZ: f64 = 0;
     case Op.Sin: return cos(x);
     case Op.Cos: return -sin(x);
     case Op.Tan: return 1 + y * y;
-    case Op.Asin: return 1 / Math.sqrt(1 - x * x);
-    case Op.Acos: return -1 / Math.sqrt(1 - x * x);
+    case Op.Asin: return 1 / Math.sqrt((1 - x) * (1 + x));
+    case Op.Acos: return -1 / Math.sqrt((1 - x) * (1 + x));
     case Op.Atan: return 1 / (1 + x * x);
     case Op.Atan2: {
       const h = Math.hypot(x, z);
@@ -386,7 +386,7 @@ export let partialZ: f64 = 0;
     }
     case Op.Asinh: return 1 / Math.hypot(x, 1);
     case Op.Acosh: return x >= 1 ? 1 / (Math.sqrt(x - 1) * Math.sqrt(x + 1)) : NaN;
-    case Op.Atanh: return Math.abs(x) <= 1 ? 1 / (1 - x * x) : NaN;
+    case Op.Atanh: return Math.abs(x) <= 1 ? 1 / ((1 - x) * (1 + x)) : NaN;
     case Op.Abs: return sgn(x);
     case Op.Min: partialZ = pickFirst(z, x, z < x); return pickFirst(x, z, x < z);
     case Op.Max: partialZ = pickFirst(z, x, z > x); return pickFirst(x, z, x > z);
@@ -459,11 +459,15 @@ export let partialZTangent: f64 = 0;
     case Op.Sin: return -tx * y;
     case Op.Cos: return -tx * y;
     case Op.Tan: return 2 * y * ty;
-    case Op.Asin: { const u = 1 - x * x; return tx * x / (u * Math.sqrt(u)); }
-    case Op.Acos: { const u = 1 - x * x; return -tx * x / (u * Math.sqrt(u)); }
+    case Op.Asin: { const u = (1 - x) * (1 + x); return tx * x / (u * Math.sqrt(u)); }
+    case Op.Acos: { const u = (1 - x) * (1 + x); return -tx * x / (u * Math.sqrt(u)); }
     // Where the denominator overflows the second derivative is a zero (its limit), never NaN
     // from Infinity / Infinity: -sign(x)·tx·0 keeps the sign the formula's underflow gives.
-    case Op.Atan: { const u = 1 + x * x, d = u * u; return d == Infinity ? -Math.sign(x) * tx * 0 : -2 * x * tx / d; }
+    // Far out in units of 1/x, as src/js/rules.ts (its comment says why).
+    case Op.Atan: {
+      if (Math.abs(x) > 1e38) { const r = 1 / x, q = 1 + r * r; return -2 * r * r * r * tx / (q * q); }
+      const u = 1 + x * x, d = u * u; return d == Infinity ? -Math.sign(x) * tx * 0 : -2 * x * tx / d;
+    }
     case Op.Atan2: {
       // In units of h = hypot(x, z), as the first partials: x^2 + z^2 overflowed from |x| near
       // 1e154 (a NaN Hessian where the gradient is finite) and underflowed below 1e-154.
@@ -477,9 +481,15 @@ export let partialZTangent: f64 = 0;
     case Op.Sinh: return tx * Math.sinh(x);
     case Op.Cosh: return tx * Math.cosh(x);
     case Op.Tanh: return -2 * y * ty;
-    case Op.Asinh: { const u = x * x + 1, d = u * Math.sqrt(u); return d == Infinity ? -Math.sign(x) * tx * 0 : -x * tx / d; }
-    case Op.Acosh: { const u = (x - 1) * (x + 1), d = u * Math.sqrt(u); return x >= 1 ? (d == Infinity ? -tx * 0 : -x * tx / d) : tx == 0 ? 0 : NaN; }
-    case Op.Atanh: { const u = 1 - x * x; return Math.abs(x) <= 1 ? 2 * x * tx / (u * u) : tx == 0 ? 0 : NaN; }
+    case Op.Asinh: {
+      if (Math.abs(x) > 1e50) { const r = 1 / x, q = 1 + r * r; return -Math.sign(x) * r * r * tx / (q * Math.sqrt(q)); }
+      const u = x * x + 1, d = u * Math.sqrt(u); return d == Infinity ? -Math.sign(x) * tx * 0 : -x * tx / d;
+    }
+    case Op.Acosh: {
+      if (x > 1e50) { const r = 1 / x, q = (1 - r) * (1 + r); return -r * r * tx / (q * Math.sqrt(q)); }
+      const u = (x - 1) * (x + 1), d = u * Math.sqrt(u); return x >= 1 ? (d == Infinity ? -tx * 0 : -x * tx / d) : tx == 0 ? 0 : NaN;
+    }
+    case Op.Atanh: { const u = (1 - x) * (1 + x); return Math.abs(x) <= 1 ? 2 * x * tx / (u * u) : tx == 0 ? 0 : NaN; }
     case Op.Hypot: {
       if (y == 0) return 0;
       // In units of y, as the first partials: y·y overflowed past 1e154 and underflowed below 1e-162.

@@ -460,3 +460,41 @@ describe.each(BACKENDS)('div and atan2: both orders of the mixed second derivati
     }
   });
 });
+
+// A new-user probe: asin, acos and atanh took 1 - x·x, whose rounding of x·x cancelled near ±1:
+// at x = 1 - 2^-27 their derivatives were off by 2-4e-9 and their second derivatives by 6-8e-9
+// (acosh already took (x - 1)(x + 1)). For x = ±(1 - 2^-k), 1 - x² = 2^(1-k) - 2^(-2k) is exact,
+// so each derivative is its formula's few correctly rounded operations on it.
+describe.each(BACKENDS)('asin, acos and atanh near ±1: derivatives without cancellation (%s)', (backend) => {
+  it('first and second derivatives at ±(1 - 2^-k), k = 10..50, as the formulas give them on the exact 1 - x²', () => {
+    for (let k = 10; k <= 50; k += 4) {
+      for (const sign of [1, -1]) {
+        const x = sign * (1 - 2 ** -k), u = 2 ** (1 - k) - 2 ** (-2 * k);
+        const d1 = { asin: 1 / Math.sqrt(u), acos: -1 / Math.sqrt(u), atanh: 1 / u };
+        const d2 = { asin: x / (u * Math.sqrt(u)), acos: -x / (u * Math.sqrt(u)), atanh: (2 * x) / (u * u) };
+        for (const name of ['asin', 'acos', 'atanh'] as const) {
+          expect(grad((v: Var) => v[name](), { backend })(x), `${name}' at ${x}`).toBe(d1[name]);
+          expect(hvp((v: Var) => v[name](), x, 1, { backend })[0], `${name}'' at ${x}`).toBe(d2[name]);
+        }
+      }
+    }
+  });
+});
+
+// The same probe: the second derivatives of atan, asinh and acosh became their limit 0 as soon as
+// (1 + x²)² or (x² + 1)^1.5 overflowed (|x| past 1.2e77 and 5.6e102), where the true values are
+// normal doubles up to about 2e102 and 6.7e153.
+describe.each(BACKENDS)('atan, asinh and acosh: second derivatives far out (%s)', (backend) => {
+  it('are -2/x³, -sign(x)/x² and -1/x² to a few ulps where those are normal, and 0 at ±Infinity', () => {
+    const second = (op: 'atan' | 'asinh' | 'acosh', x: number): number => hvp((v: Var) => v[op](), x, 1, { backend })[0]!;
+    for (const x of [1e39, 3e60, 1e80, 1e100, 1e120, 1e150]) {
+      const cases: [string, number, number][] = [['asinh', second('asinh', x), -1 / x / x], ['asinh', second('asinh', -x), 1 / x / x], ['acosh', second('acosh', x), -1 / x / x]];
+      if (x < 1e102) cases.push(['atan', second('atan', x), -2 / x / x / x], ['atan', second('atan', -x), 2 / x / x / x]);
+      for (const [op, got, want] of cases) {
+        if (Math.abs(want) < 2.3e-308) continue;
+        expect(Math.abs(got - want) / Math.abs(want), `${op}'' at ${x}`).toBeLessThan(1e-15);
+      }
+    }
+    for (const op of ['atan', 'asinh', 'acosh'] as const) expect(second(op, Infinity)).toBe(0);
+  });
+});

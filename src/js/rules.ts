@@ -140,8 +140,8 @@ export function partials(op: number, x: number, z: number, y: number): number {
     case sin: return Math.cos(x);
     case cos: return -Math.sin(x);
     case tan: return 1 + y * y;
-    case asin: return 1 / Math.sqrt(1 - x * x);
-    case acos: return -1 / Math.sqrt(1 - x * x);
+    case asin: return 1 / Math.sqrt((1 - x) * (1 + x));
+    case acos: return -1 / Math.sqrt((1 - x) * (1 + x));
     case atan: return 1 / (1 + x * x);
     case atan2: {
       const h = Math.hypot(x, z);
@@ -157,7 +157,7 @@ export function partials(op: number, x: number, z: number, y: number): number {
     }
     case asinh: return 1 / Math.hypot(x, 1);
     case acosh: return x >= 1 ? 1 / (Math.sqrt(x - 1) * Math.sqrt(x + 1)) : NaN;
-    case atanh: return Math.abs(x) <= 1 ? 1 / (1 - x * x) : NaN;
+    case atanh: return Math.abs(x) <= 1 ? 1 / ((1 - x) * (1 + x)) : NaN;
     case abs: return sgn(x);
     case min: partialZ[0] = pickFirst(z, x, z < x); return pickFirst(x, z, x < z);
     case max: partialZ[0] = pickFirst(z, x, z > x); return pickFirst(x, z, x > z);
@@ -223,11 +223,17 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
     case sin: return -tx * y;
     case cos: return -tx * y;
     case tan: return 2 * y * ty;
-    case asin: { const u = 1 - x * x; return tx * x / (u * Math.sqrt(u)); }
-    case acos: { const u = 1 - x * x; return -tx * x / (u * Math.sqrt(u)); }
+    case asin: { const u = (1 - x) * (1 + x); return tx * x / (u * Math.sqrt(u)); }
+    case acos: { const u = (1 - x) * (1 + x); return -tx * x / (u * Math.sqrt(u)); }
     // Where the denominator overflows the second derivative is a zero (its limit), never NaN
     // from Infinity / Infinity: -sign(x)·tx·0 keeps the sign the formula's underflow gives.
-    case atan: { const u = 1 + x * x, d = u * u; return d === Infinity ? -Math.sign(x) * tx * 0 : -2 * x * tx / d; }
+    // Far out (|x| past 1e38, 1e50) in units of 1/x: (1 + x²)² overflowed from |x| = 1.2e77, and the
+    // limit 0 stood in where the true value is a normal double up to 2e102 (asinh, acosh: from
+    // 5.6e102, normal up to 6.7e153; a probe). Nearer in the formulas stay as they were.
+    case atan: {
+      if (Math.abs(x) > 1e38) { const r = 1 / x, q = 1 + r * r; return -2 * r * r * r * tx / (q * q); }
+      const u = 1 + x * x, d = u * u; return d === Infinity ? -Math.sign(x) * tx * 0 : -2 * x * tx / d;
+    }
     case atan2: {
       // In units of h = hypot(x, z), as the first partials: x^2 + z^2 overflowed from |x| near
       // 1e154 (a NaN Hessian where the gradient is finite) and underflowed below 1e-154.
@@ -239,9 +245,15 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
     case sinh: return tx * Math.sinh(x);
     case cosh: return tx * Math.cosh(x);
     case tanh: return -2 * y * ty;
-    case asinh: { const u = x * x + 1, d = u * Math.sqrt(u); return d === Infinity ? -Math.sign(x) * tx * 0 : -x * tx / d; }
-    case acosh: { const u = (x - 1) * (x + 1), d = u * Math.sqrt(u); return x >= 1 ? (d === Infinity ? -tx * 0 : -x * tx / d) : tx === 0 ? 0 : NaN; }
-    case atanh: { const u = 1 - x * x; return Math.abs(x) <= 1 ? 2 * x * tx / (u * u) : tx === 0 ? 0 : NaN; }
+    case asinh: {
+      if (Math.abs(x) > 1e50) { const r = 1 / x, q = 1 + r * r; return -Math.sign(x) * r * r * tx / (q * Math.sqrt(q)); }
+      const u = x * x + 1, d = u * Math.sqrt(u); return d === Infinity ? -Math.sign(x) * tx * 0 : -x * tx / d;
+    }
+    case acosh: {
+      if (x > 1e50) { const r = 1 / x, q = (1 - r) * (1 + r); return -r * r * tx / (q * Math.sqrt(q)); }
+      const u = (x - 1) * (x + 1), d = u * Math.sqrt(u); return x >= 1 ? (d === Infinity ? -tx * 0 : -x * tx / d) : tx === 0 ? 0 : NaN;
+    }
+    case atanh: { const u = (1 - x) * (1 + x); return Math.abs(x) <= 1 ? 2 * x * tx / (u * u) : tx === 0 ? 0 : NaN; }
     case hypot: {
       if (y === 0) return 0;
       // As in the core: in units of y (y·y overflowed past 1e154 and underflowed below 1e-162).
