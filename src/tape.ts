@@ -848,8 +848,7 @@ export class Tape {
     if (this.observed !== null) {
       throw new TapegradError(
         'INVALID_ARGUMENT',
-        `compile: the function ran ${sweep} on the tape it records on; a replay at other inputs would reuse its results as constants. ` +
-          'Take derivatives of the compiled function outside f (its gradient, vjp, jvp, hvp), or give f a custom rule (defineFunction) for a derivative it needs inside',
+        `compile: the function ran ${sweep} on the tape it records on, whose results a replay would reuse as constants; take derivatives outside f (its gradient, vjp, jvp, hvp)`,
       );
     }
   }

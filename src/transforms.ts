@@ -114,7 +114,7 @@ export function recordOn(tape: Tape, x: Input, options: TransformOptions | undef
 
 // A Var or Vec where a number is expected: most likely a transform called on another's Vars.
 function nestingHint(x: unknown): string {
-  return x instanceof Var || x instanceof Vec ? ' (transforms do not nest, as grad(grad(f)) would: hvp and hessian give second derivatives)' : '';
+  return x instanceof Var || x instanceof Vec ? ' (transforms do not nest: for second derivatives use hvp or hessian)' : '';
 }
 
 /** @internal The function's output as a scalar Var (a number becomes a constant). */
