@@ -284,8 +284,10 @@ export class Tape {
       return elementwise(this, SELECT, 'select', [cond, ifTrue, ifFalse]);
     }
     // An array without a Vec beside it: named here (the operand check names no op).
-    const operands = [cond, ifTrue, ifFalse], array = operands.findIndex((o) => isArrayLike(o));
-    if (array >= 0) throw new NotANumberError(`select: an array needs a Vec beside it (only a Vec makes select elementwise), got ${describe(operands[array])} as ${['cond', 'ifTrue', 'ifFalse'][array]}`);
+    if (isArrayLike(cond) || isArrayLike(ifTrue) || isArrayLike(ifFalse)) {
+      const operands = [cond, ifTrue, ifFalse], array = operands.findIndex((o) => isArrayLike(o));
+      throw new NotANumberError(`select: an array needs a Vec beside it (only a Vec makes select elementwise), got ${describe(operands[array])} as ${['cond', 'ifTrue', 'ifFalse'][array]}`);
+    }
     const [c, t, f] = this.operandIds([cond as Operand, ifTrue as Operand, ifFalse as Operand], 2);
     return new Var(this, this.recordSelect(c!, t!, f!));
   }
@@ -588,8 +590,8 @@ export class Tape {
 
   // ---- internals shared by Var and HandleApi (not part of the public surface) ----
 
-  /** @internal `what`: the op or method its errors name. */
-  index(v: Var, what?: string): number {
+  /** @internal `what`: the op (its code) or method its errors name. */
+  index(v: Var, what?: string | number): number {
     // Only a Var can hold this tape in `.tape` (the field is set by this module alone), so the
     // tape comparison doubles as the type check and instanceof stays on the error path.
     if (v != null && v.tape === this) {
@@ -685,13 +687,13 @@ export class Tape {
 
   /** @internal */
   recordUnary(op: number, x: Var): Var {
-    const i = this.index(x, opNameOf(op));
+    const i = this.index(x, op);
     return new Var(this, this.record(op, i, i));
   }
 
   /** @internal */
   recordBinary(op: number, x: Var, y: Operand): Var {
-    const i = this.index(x, opNameOf(op));
+    const i = this.index(x, op);
     let j: number;
     if (typeof y === 'number') {
       // Room for the constant and the op together, so a full tape records neither.
@@ -699,7 +701,7 @@ export class Tape {
       j = this.sharedConstantIndex(y);
       if (op === POW) op = POW_CONST;
     } else {
-      j = this.index(y, opNameOf(op));
+      j = this.index(y, op);
     }
     return new Var(this, this.record(op, i, j));
   }
@@ -1245,8 +1247,9 @@ export class Tape {
     this.valV = v.val;
   }
 
-  private notAVar(v: unknown, what?: string): Error {
+  private notAVar(v: unknown, op?: string | number): Error {
     // A probe: in a long expression, a message naming no op left the failing call to guess.
+    const what = typeof op === 'number' ? opNameOf(op) : op;
     const named = what === undefined ? '' : `${what}: `;
     if (v instanceof Vec) {
       return new ShapeError(`${named}expected a scalar Var here, got a Vec of shape [${v.shape.join(', ')}]; take .get(i), .sum() or another reduction${what === undefined ? '' : ' (the free functions broadcast a scalar over a Vec: mul(s, v))'}`, what ?? 'scalar', [v.shape]);

@@ -97,19 +97,24 @@ export function recordOn(tape: Tape, x: Input, options: TransformOptions | undef
   if (!isArrayLike(x)) {
     throw new NotANumberError(`${where}: inputs must be a number, an array of numbers or a Float64Array, got ${describe(x)}${nestingHint(x)}`);
   }
-  // Named here, with the transform and the entry (a probe got "input entries must be numbers").
-  if (!(x instanceof Float64Array)) {
-    for (let k = 0; k < x.length; k++) {
-      const v = x[k];
-      if (typeof v !== 'number') throw new NotANumberError(`${where}: entry ${k} of the input must be a number, got ${describe(v)}${nestingHint(v)}`);
+  try {
+    if (options?.vector) {
+      const v = tape.vector(x);
+      return { inputs: [v], n: x.length, arg: v, scalarInput: false };
     }
+    const inputs = tape.variables(x);
+    return { inputs, n: inputs.length, arg: inputs, scalarInput: false };
+  } catch (error) {
+    // The tape's check names neither the transform nor the entry (a probe got "input entries
+    // must be numbers"): named again here, on the error path only.
+    if (error instanceof NotANumberError) {
+      for (let k = 0; k < x.length; k++) {
+        const v = x[k];
+        if (typeof v !== 'number') throw new NotANumberError(`${where}: entry ${k} of the input must be a number, got ${describe(v)}${nestingHint(v)}`);
+      }
+    }
+    throw error;
   }
-  if (options?.vector) {
-    const v = tape.vector(x);
-    return { inputs: [v], n: x.length, arg: v, scalarInput: false };
-  }
-  const inputs = tape.variables(x);
-  return { inputs, n: inputs.length, arg: inputs, scalarInput: false };
 }
 
 // A Var or Vec where a number is expected: most likely a transform called on another's Vars.
