@@ -37,7 +37,7 @@ export function defineFunction(rule: CustomRule): CustomFunction {
   }
   // Errors name the function by it (a probe got "custom function 'undefined' has no jvp rule").
   if (typeof rule.name !== 'string' || rule.name === '') {
-    throw new TapegradError('INVALID_ARGUMENT', `defineFunction needs a name (a non-empty string its errors name the function by), got ${describe(rule.name)}`);
+    throw new TapegradError('INVALID_ARGUMENT', `defineFunction needs a name (a non-empty string), got ${describe(rule.name)}`);
   }
   // A misspelt rule (jpv for jvp) surfaced only at the first sweep that needed it.
   checkOptions(rule, 'defineFunction', { name: 'string', forward: 'function', vjp: 'function', jvp: 'function', vjpTangent: 'function' });

@@ -850,7 +850,7 @@ export class Tape {
     if (this.observed !== null) {
       throw new TapegradError(
         'INVALID_ARGUMENT',
-        `compile: the function ran ${sweep} on the tape it records on, whose results a replay would reuse as constants; take derivatives outside f (its gradient, vjp, jvp, hvp)`,
+        `compile: the function ran ${sweep} on the tape it records on, whose results a replay would reuse as constants; take derivatives outside f`,
       );
     }
   }
@@ -1252,7 +1252,7 @@ export class Tape {
     const what = typeof op === 'number' ? opNameOf(op) : op;
     const named = what === undefined ? '' : `${what}: `;
     if (v instanceof Vec) {
-      return new ShapeError(`${named}expected a scalar Var here, got a Vec of shape [${v.shape.join(', ')}]; take .get(i), .sum() or another reduction${what === undefined ? '' : ' (the free functions broadcast a scalar over a Vec: mul(s, v))'}`, what ?? 'scalar', [v.shape]);
+      return new ShapeError(`${named}expected a scalar Var here, got a Vec of shape [${v.shape.join(', ')}]; take .get(i), .sum() or another reduction${typeof op === 'number' ? ` (${what}(s, v) broadcasts s)` : ''}`, what ?? 'scalar', [v.shape]);
     }
     if (v instanceof Var) {
       return new ForeignHandleError(`${named}Var #${v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape`);
