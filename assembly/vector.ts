@@ -748,13 +748,20 @@ function chooseAbsorbed(count: i32, lo: i32, hi: i32): void {
     }
     store<u8>(absorbedOk + <usize>m, ok ? 1 : 0);
   }
-  let kept = 0;
+  // A parent with a slice that failed drops all of its slices (flag 2: kept), decided over the
+  // whole list before it is packed (packing in the same loop overwrote entries it still read: a
+  // review probe found a slice kept alone again past two of other parents).
   for (let m = 0; m < absorbedCount; m++) {
-    const s = absorbed(m), parent = argA(s);
+    const parent = argA(absorbed(m));
     let ok = true;
     for (let o = 0; o < absorbedCount; o++) if (argA(absorbed(o)) == parent && load<u8>(absorbedOk + <usize>o) == 0) ok = false;
-    // (Compacting in place: entry kept <= m, already read.)
-    if (ok) { store<i32>(absorbedNodes + (<usize>kept << 2), s); kept++; }
+    if (ok) store<u8>(absorbedOk + <usize>m, 2);
+  }
+  let kept = 0;
+  for (let m = 0; m < absorbedCount; m++) {
+    if (load<u8>(absorbedOk + <usize>m) != 2) continue;
+    store<i32>(absorbedNodes + (<usize>kept << 2), absorbed(m));
+    kept++;
   }
   absorbedCount = kept;
   for (let m = 0; m < absorbedCount; m++) store<f64>(adjBase + (<usize>absorbed(m) << 3), ABSORBING);

@@ -122,8 +122,8 @@ export interface GradcheckResult {
   /** |<t, Jᵀc> - <J t, c>| / max(1, |<J t, c>|, Σ_k |t_k (Jᵀc)_k|) for a fixed direction t and
    *  cotangent c = 1: the forward (tangent) sweep against the reverse sweep, relative to the
    *  terms too (their rounding outlives their cancelling); Infinity where one side alone is NaN
-   *  or infinite. NaN when a custom rule in f has no jvp, so there is no tangent sweep to
-   *  compare. */
+   *  or infinite. NaN when the tangent of a custom node without jvp reaches f's output, so there
+   *  is no tangent sweep to compare. */
   dualityError: number;
   /** The normwise error and the input index where it is largest. */
   error: number;
@@ -177,7 +177,8 @@ function checkOn(tape: Tape, f: (x: never) => ScalarOutput, x: number | ArrayLik
     reverse += direction[k]! * analytic[k]!;
     terms += Math.abs(direction[k]! * analytic[k]!);
   }
-  // A custom rule may have no jvp; then only the finite differences judge (dualityError NaN).
+  // A custom node whose tangent reaches the output may have no jvp; then only the finite
+  // differences judge (dualityError NaN).
   const forward = hasTangents(tape, inputs, direction, output);
   // As normwiseError: NaN on both sides agrees, a NaN or an infinity on one side only is an
   // infinite error (a jvp returning NaN passed as NaN, which no `> tolerance` test fails).

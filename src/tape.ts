@@ -711,8 +711,10 @@ export class Tape {
    *  shares it. */
   recordNumberBinary(op: number, c: number, y: Var): Var {
     const j = this.index(y);
-    this.reserveNodes(2);
-    return new Var(this, this.record(op, this.sharedConstantIndex(c), j));
+    // One node where c's constant is cached, as y.op(c) needs (a review).
+    const cached = this.shareConstants ? this.cachedConstant(c) : -1;
+    this.reserveNodes(cached >= 0 ? 1 : 2);
+    return new Var(this, this.record(op, cached >= 0 ? cached : this.sharedConstantIndex(c), j));
   }
 
   /** @internal `x op c` for a number c whose constant node the cache holds (see

@@ -198,8 +198,12 @@ function valueAndGradNamed(f: (x: never) => ScalarOutput, options: TransformOpti
   checkOptions(options, name, TRANSFORM_OPTIONS);
   return (x: Input, ...more: unknown[]) =>
     withTape(options, (tape) => {
-      // Options there were ignored without a word (a probe: grad(f)(x, { backend: 'js' })).
-      if (more.length > 0) throw new TapegradError('INVALID_ARGUMENT', `${name}(f) takes the point alone, got ${more.length + 1} arguments; options go to ${name}(f, options)`);
+      // Options there were ignored without a word (a probe: grad(f)(x, { backend: 'js' })). Other
+      // extra arguments pass, as points.map(grad(f)) gives an index and the array (a review).
+      const second = more[0];
+      if (second !== null && typeof second === 'object' && !isArrayLike(second)) {
+        throw new TapegradError('INVALID_ARGUMENT', `${name}(f)(x) takes no options: pass them to ${name}(f, options)`);
+      }
       const { inputs, scalarInput, output } = recordScalar(tape, f, x, options, name);
       const g = tape.gradient(output, inputs);
       return [output.value, scalarInput ? g[0]! : g];
@@ -312,6 +316,6 @@ function matrixOf(rows: number, cols: number, name: string): Float64Array {
   try {
     return new Float64Array(rows * cols);
   } catch {
-    throw new CapacityError(`${name}: the ${rows} × ${cols} result (${rows * cols} numbers) is more than the runtime allocates`, rows * cols);
+    throw new CapacityError(`${name}: a ${rows} × ${cols} result is more than the runtime allocates`, rows * cols);
   }
 }

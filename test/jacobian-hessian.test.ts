@@ -239,7 +239,7 @@ describe.each(BACKENDS)('hessian and hvp (%s)', (backend) => {
   it('a jacobian or hessian too large to allocate is a CapacityError naming its size; the hessian records nothing', () => {
     const tooLarge = expect.objectContaining({ name: 'CapacityError', code: 'CAPACITY', limit: 1e10 });
     expect(() => jacobian((x: Var[]) => x, new Float64Array(100_000), options)).toThrow(tooLarge);
-    expect(() => jacobian((x: Var[]) => x, new Float64Array(100_000), options)).toThrow(/jacobian: the 100000 × 100000 result \(10000000000 numbers\)/);
+    expect(() => jacobian((x: Var[]) => x, new Float64Array(100_000), options)).toThrow(/^jacobian: a 100000 × 100000 result is more than the runtime allocates$/);
     let calls = 0;
     expect(() => hessian((x: Var[]) => { calls++; return x[0]!.square(); }, new Float64Array(100_000), options)).toThrow(tooLarge);
     expect(calls).toBe(0);

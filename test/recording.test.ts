@@ -154,6 +154,12 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     tape.backward(pow(2, x).add(sub(1, x)).add(first));
     expect(x.grad).toBe(4 * Math.log(2) - 1 + 2);
     expect(() => mul('2' as unknown as number, x)).toThrow(/mul: expected Vars, Vecs or numbers, got the string "2"/);
+    // With its constant cached, one free node is enough, as for x.sub(1) (a review).
+    const tight = await createTape({ backend, maxNodes: 4 });
+    const z = tight.variable(3);
+    z.mul(1);
+    expect(sub(1, z).value).toBe(-2);
+    expect(tight.size).toBe(4);
   });
 
   it('the op methods record node for node what the checked paths record, through Vars and handles, constants shared or not (random programs)', async () => {

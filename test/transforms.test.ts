@@ -207,7 +207,11 @@ it('a bad entry of the point names the transform and the entry; a Var there says
   expect(() => grad((_x: Var) => alien)(1)).toThrow(/^grad: the function returned Var #\d+ of another tape, not one computed from its inputs$/);
   // Options given to the returned function were ignored.
   const g = grad(f) as unknown as (x: number[], options: object) => Float64Array;
-  expect(() => g([1, 2], { backend: 'js' })).toThrow(new TapegradError('INVALID_ARGUMENT', 'grad(f) takes the point alone, got 2 arguments; options go to grad(f, options)'));
+  expect(() => g([1, 2], { backend: 'js' })).toThrow(new TapegradError('INVALID_ARGUMENT', 'grad(f)(x) takes no options: pass them to grad(f, options)'));
+  // What Array.prototype.map passes after the point (an index, the array) is fine (a review).
+  const df = grad((x: Var) => x.sin());
+  expect([0, 0.5].map(df)).toEqual([1, Math.cos(0.5)]);
+  expect([0].map(valueAndGrad((x: Var) => x.square()))).toEqual([[0, 0]]);
 });
 
 // createTape rejects an unknown backend with INVALID_ARGUMENT; the transforms should say the same

@@ -200,6 +200,22 @@ describe('deferred values and dropped adjoints of fused runs', async () => {
         return Float64Array.from([f.value, ...first, ...slice]);
       });
     }
+    // With slices of other parents among them (a review probe: the list was packed while it was
+    // still read, and a slice of the failing parent was kept alone again past two of others).
+    for (const order of ['x0 z1 y1 x2 x1', 'x0 y1 z1 x2 x1', 'z1 x0 y1 x2 x1', 'x0 x2 z1 y1 x1', 'x2 z1 x0 y1 x1']) {
+      agree((tape) => {
+        tape.reset();
+        const parents: Record<string, Vec> = { x: tape.vector(data(0.3)), y: tape.vector(data(1.1)), z: tape.vector(data(2.2)) };
+        const s = order.split(' ').map((p) => parents[p[0]!]!.slice(Number(p[1]), N - 3 + Number(p[1])));
+        let product = s[0]!;
+        for (let k = 1; k < s.length; k++) product = product.mul(s[k]!);
+        const f = product.sum();
+        tape.backward(f);
+        const first = parents.x!.grad, slice = s[0]!.grad, again = parents.x!.grad;
+        sameBits(Array.from(again), Array.from(first));
+        return Float64Array.from([f.value, ...first, ...slice, ...parents.y!.grad, ...parents.z!.grad]);
+      });
+    }
   });
 
   it('sweep absorbed slices block by block where the run has no kernel (select)', () => {

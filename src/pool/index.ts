@@ -340,7 +340,7 @@ export class PooledFunction {
   // (rows × width) into `out` and the values (rows × valueWidth) into `values` (or a new array
   // for 'new'). The caller's arrays in shared memory go to the workers as they are; any other is
   // checked and copied through the pool's scratch (see GradientPool.spare), and so is every
-  // output the caller did not give in shared memory, which then comes back in a new shared array.
+  // output the caller did not give in shared memory, which then comes back in a new plain array.
   private async run(
     method: BatchMethod, rows: number, X: ArrayLike<number>, D: ArrayLike<number> | null, dWidth: number, dName: string,
     out: Float64Array | undefined, width: number, values: Float64Array | 'new' | null, valueWidth: number,
