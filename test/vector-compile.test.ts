@@ -159,17 +159,18 @@ describe('format version 2', () => {
 
 describe('format version 3', () => {
   // Written by the build before version 4 (commit 355073f) from `special` below, compiled with
-  // { vector: true } at POINTS[0]: every vector op, special-function ops and a guard. Version 4
+  // { vector: true } at POINTS[0]: every vector op (min too, which the version-2 file lacks),
+  // special-function ops and a guard. Version 4
   // kept its layout and codes and moved the checksum over the header; these bytes' checksum
   // covers the body only. Values and gradients as that build printed them.
   const special = (x: Vec): ReturnType<Vec['sum']> => {
     const s = x.get(0).gt(0).value ? x.get(1).erfc() : x.get(1).normCdf();
-    return mixed(x).add(s).add(x.get(3).erf()).add(x.get(2).lgamma());
+    return mixed(x).add(s).add(x.get(3).erf()).add(x.get(2).lgamma()).add(x.min());
   };
   const bytes = new Uint8Array(readFileSync(new URL('./fixtures/format-v3.bin', import.meta.url)));
   const expected: [number[], number, number[]][] = [
-    [POINTS[0]!, 27.694144317017333, [2.041161361399102, -1.392210517849278, 5.445104277193073, 2.645644256924433, -0.5093843194236012, 4.112310721764372]],
-    [POINTS[1]!, 15.131942346590261, [1.2734920961532752, 0.4459278601460288, 2.032395644073593, 10.371921522786378, 5.933262101570231, -5.289190127578461]],
+    [POINTS[0]!, 26.694144317017333, [2.041161361399102, -0.3922105178492781, 5.445104277193073, 2.645644256924433, -0.5093843194236012, 4.112310721764372]],
+    [POINTS[1]!, 14.531942346590261, [1.2734920961532752, 0.4459278601460288, 2.032395644073593, 10.371921522786378, 5.933262101570231, -4.289190127578461]],
   ];
 
   it.each(BACKENDS)('still loads, on %s, replays the recorded values and gradients, and saves as version 4', (backend) => {
