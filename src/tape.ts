@@ -166,7 +166,18 @@ export class Tape {
    */
   variables(xs: ArrayLike<number>, reuse?: Var[]): Var[] {
     const first = this.recordInputs(xs, reuse), len = xs.length, base = this.base;
-    if (reuse !== undefined) return this.repoint(reuse, first + base, len);
+    if (reuse !== undefined) {
+      try {
+        return this.repoint(reuse, first + base, len);
+      } catch (error) {
+        // An array whose length or slots cannot be written in ways the checks before recording
+        // do not see (a read-only length or slot, a getter): the inputs are taken back (a probe
+        // got a TypeError with them recorded).
+        this.count = first;
+        if (this.evaluated > first) this.evaluated = first;
+        throw new TapegradError('INVALID_ARGUMENT', `variables: reuse could not be resized and written (${(error as Error).message}); nothing was recorded`);
+      }
+    }
     // Sized up front: growing the array by push copies it, and large input lists then cost
     // young-generation GC time on every recording.
     return this.newInputVars(new Array<Var>(len), first + base);
@@ -697,8 +708,7 @@ export class Tape {
     let j: number;
     if (typeof y === 'number') {
       // Room for the constant and the op together, so a full tape records neither.
-      this.reserveNodes(2);
-      j = this.sharedConstantIndex(y);
+      j = this.constantForOp(y);
       if (op === POW) op = POW_CONST;
     } else {
       j = this.index(y, op);
@@ -711,10 +721,16 @@ export class Tape {
    *  shares it. */
   recordNumberBinary(op: number, c: number, y: Var): Var {
     const j = this.index(y);
-    // One node where c's constant is cached, as y.op(c) needs (a review).
-    const cached = this.shareConstants ? this.cachedConstant(c) : -1;
+    return new Var(this, this.record(op, this.constantForOp(c), j));
+  }
+
+  /** @internal The node of constant c for an op recorded right after it, room for both made
+   *  first: one node where c's constant is cached (two were asked for, so a tape with one slot
+   *  left refused what the op's fast path records: a probe). */
+  constantForOp(c: number): number {
+    const cached = this.shareConstants && typeof c === 'number' ? this.cachedConstant(c) : -1;
     this.reserveNodes(cached >= 0 ? 1 : 2);
-    return new Var(this, this.record(op, cached >= 0 ? cached : this.sharedConstantIndex(c), j));
+    return cached >= 0 ? cached : this.sharedConstantIndex(c);
   }
 
   /** @internal `x op c` for a number c whose constant node the cache holds (see
@@ -1450,8 +1466,7 @@ export class HandleApi {
   powConst(h: number, c: number): number {
     const t = this.tape;
     const i = t.indexOfHandle(h);
-    t.reserveNodes(2);
-    return t.record(POW_CONST, i, t.sharedConstantIndex(c));
+    return t.record(POW_CONST, i, t.constantForOp(c));
   }
   /** `cond ? ifTrue : ifFalse`, see `Tape.select`. */
   select(cond: number, ifTrue: number, ifFalse: number): number {

@@ -154,12 +154,35 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     tape.backward(pow(2, x).add(sub(1, x)).add(first));
     expect(x.grad).toBe(4 * Math.log(2) - 1 + 2);
     expect(() => mul('2' as unknown as number, x)).toThrow(/mul: expected Vars, Vecs or numbers, got the string "2"/);
-    // With its constant cached, one free node is enough, as for x.sub(1) (a review).
+    // With its constant cached, one free node is enough, as for x.sub(1) (a review), and for
+    // handles.powConst and the checked path of a full tape's op (a probe: both asked for two).
     const tight = await createTape({ backend, maxNodes: 4 });
     const z = tight.variable(3);
     z.mul(1);
     expect(sub(1, z).value).toBe(-2);
     expect(tight.size).toBe(4);
+    tight.reset();
+    const w = tight.variable(3);
+    w.pow(2);
+    expect(tight.handles.value(tight.handles.powConst(w.id, 2))).toBe(9);
+    expect(tight.size).toBe(4);
+    expect(() => w.mul(2)).toThrow(/^tape is full: maxNodes = 4 with 4 nodes recorded; call tape\.reset\(\) to reuse it$/);
+  });
+
+  // A probe: a reuse array whose length or a slot is read-only passed the checks made before
+  // recording; the inputs were recorded, then a raw TypeError came out of the writes.
+  it('variables(x, reuse) with a read-only length or slot is INVALID_ARGUMENT and records nothing', async () => {
+    const tape = await tapeOn(backend);
+    const fixedLength: Var[] = [];
+    Object.defineProperty(fixedLength, 'length', { writable: false });
+    const fixedSlot = [0] as unknown as Var[];
+    Object.defineProperty(fixedSlot, 0, { value: 0, writable: false });
+    for (const reuse of [fixedLength, fixedSlot]) {
+      expect(() => tape.variables([1, 2, 3], reuse)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^variables: reuse could not be resized and written \(.*\); nothing was recorded$/) }));
+      expect(tape.size).toBe(0);
+    }
+    const [a, b] = tape.variables([2, 5]) as [Var, Var];
+    expect(tape.gradient(a.mul(b), [a, b])).toEqual(Float64Array.of(5, 2));
   });
 
   it('the op methods record node for node what the checked paths record, through Vars and handles, constants shared or not (random programs)', async () => {
