@@ -496,7 +496,8 @@ export let partialZTangent: f64 = 0;
       partialZTangent = (tz - z / y * ty) / y;
       return (tx - x / y * ty) / y;
     }
-    case Op.Sigmoid: return ty * (1 - 2 * y);
+    // 1 - 2y as -tanh(x/2), as src/js/rules.ts (y near 1/2 left only its rounding).
+    case Op.Sigmoid: return ty * -Math.tanh(0.5 * x);
     case Op.Softplus: return ty * Math.exp(-y);
     // The derivative vanishes at ±Inf: so does its own, not 0·Inf.
     case Op.Erf: { const d = erfDerivative(x); return d == 0 ? 0 : -2 * x * d * tx; }

@@ -498,3 +498,16 @@ describe.each(BACKENDS)('atan, asinh and acosh: second derivatives far out (%s)'
     for (const op of ['atan', 'asinh', 'acosh'] as const) expect(second(op, Infinity)).toBe(0);
   });
 });
+
+// A probe: sigmoid's second derivative y(1 - y)(1 - 2y) left only the rounding of y in 1 - 2y
+// near 0 (100% off at x = 1e-16, 9e-5 at 1e-12); 1 - 2y is -tanh(x/2).
+describe.each(BACKENDS)('sigmoid: the second derivative near 0 (%s)', (backend) => {
+  it('is -x/8 to 1e-15 relative for tiny x, and its closed form elsewhere', () => {
+    const second = (x: number): number => hvp((v: Var) => v.sigmoid(), x, 1, { backend })[0]!;
+    for (const x of [1e-300, -1e-16, 1e-12, 3e-9]) expect(Math.abs(second(x) / (-x / 8) - 1), `at ${x}`).toBeLessThan(1e-15);
+    for (const x of [0.5, -3, 20]) {
+      const y = 1 / (1 + Math.exp(-x));
+      expect(Math.abs(second(x) - y * (1 - y) * (1 - 2 * y)), `at ${x}`).toBeLessThan(1e-15);
+    }
+  });
+});

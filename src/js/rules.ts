@@ -260,7 +260,9 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
       partialZTangent[0] = (tz - z / y * ty) / y;
       return (tx - x / y * ty) / y;
     }
-    case sigmoid: return ty * (1 - 2 * y);
+    // 1 - 2y as -tanh(x/2): with y near 1/2 the subtraction left only y's rounding (100% off at
+    // x = 1e-16: a probe).
+    case sigmoid: return ty * -Math.tanh(0.5 * x);
     case softplus: return ty * Math.exp(-y);
     case erf: { const d = special.erfDerivative(x); return d === 0 ? 0 : -2 * x * d * tx; }
     case erfc: { const d = special.erfDerivative(x); return d === 0 ? 0 : 2 * x * d * tx; }
