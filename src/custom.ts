@@ -4,7 +4,7 @@
 import type { Backend, CustomHandler } from './backend.ts';
 import { MissingRuleError, NotANumberError, ShapeError, TapegradError, describe, isArrayLike } from './errors.ts';
 import { checkOptions } from './options.ts';
-import { Var, type Operand, type Tape } from './tape.ts';
+import { Var, customOperand, type Operand, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
 
 export interface CustomRule {
@@ -67,12 +67,10 @@ export class CustomNodes implements CustomHandler {
     const { a, b, val } = this.engine.views;
     const rule = rules[a[i]!]!;
     const n = b[i]!;
-    const first = i - ((n + 1) >> 1);
     const ids = new Int32Array(n);
     const xs = new Float64Array(n);
     for (let k = 0; k < n; k++) {
-      const carrier = first + (k >> 1);
-      ids[k] = (k & 1 ? b : a)[carrier]!;
+      ids[k] = customOperand(a, b, i, k);
       xs[k] = val[ids[k]!]!;
     }
     return { rule, ids, xs };

@@ -1349,15 +1349,19 @@ function tangentReach(op: Uint8Array, a: Int32Array, b: Int32Array, count: numbe
       reach[b[i]!] = 1;
       reach[a[i - 1]!] = 1;
     } else if (code === CUSTOM) {
-      // Its operands ride on the carrier nodes before it, two per carrier (custom.ts: operands).
-      const n = b[i]!, first = i - ((n + 1) >> 1);
-      for (let k = 0; k < n; k++) reach[(k & 1 ? b : a)[first + (k >> 1)]!] = 1;
+      for (let k = 0, n = b[i]!; k < n; k++) reach[customOperand(a, b, i, k)] = 1;
     } else {
       reach[a[i]!] = 1;
       reach[b[i]!] = 1;
     }
   }
   return reach;
+}
+
+/** @internal Operand k of custom node i: its operands ride on the carrier nodes recordCustom puts
+ *  before it, two per carrier (b[i] holds their count). */
+export function customOperand(a: Int32Array, b: Int32Array, i: number, k: number): number {
+  return (k & 1 ? b : a)[i - ((b[i]! + 1) >> 1) + (k >> 1)]!;
 }
 
 function checkLimit(value: number | undefined, name: 'maxNodes' | 'maxMemoryBytes'): number | undefined {

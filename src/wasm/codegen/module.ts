@@ -4,7 +4,7 @@
 import { emitForward, emitReverse } from './emit-replay.ts';
 import { emitForwardTangent, emitReverseTangent, emitTangent } from './emit-tangents.ts';
 import type { Body, Order, SweepPlan } from './plan.ts';
-import { Bytes, F64, I32, W_Call, W_End, W_I32Const, W_LocalGet } from './wasm.ts';
+import { Bytes, F64, I32, W_Call, W_End, W_I32Const, W_LocalGet, writeSigned, writeUnsigned } from './wasm.ts';
 
 /** Functions a generated module imports before its own (the core's rules; see rules.ts's FN_*). */
 export const IMPORTED = 5;
@@ -75,31 +75,6 @@ function emitDispatcher(order: Order, backwards: boolean, params: number, base: 
   buf[at++] = W_End;
   fn.len = at;
   return fn;
-}
-
-// LEB128 into `buf` at `at`; returns the index after it.
-function writeSigned(buf: Uint8Array, at: number, x: number): number {
-  for (;;) {
-    const low = x & 0x7f;
-    x >>= 7;
-    if ((x === 0 && !(low & 0x40)) || (x === -1 && low & 0x40)) {
-      buf[at++] = low;
-      return at;
-    }
-    buf[at++] = low | 0x80;
-  }
-}
-
-function writeUnsigned(buf: Uint8Array, at: number, x: number): number {
-  for (;;) {
-    const low = x & 0x7f;
-    x >>>= 7;
-    if (x === 0) {
-      buf[at++] = low;
-      return at;
-    }
-    buf[at++] = low | 0x80;
-  }
 }
 
 /** A module importing the core's memory and rule functions (`env`: memory, ruleForward,

@@ -269,7 +269,8 @@ function factsHold(views: TapeViews, body: Body, levels: readonly Level[], delta
 export interface Described {
   bodies: Body[];
   copied: Uint8Array;
-  moves: Map<Body, Uint8Array>;
+  /** Per description checked for copies: its moving groups, null where it cannot move. */
+  moves: Map<Body, Uint8Array | null>;
 }
 
 /** Describes the top-level segments of a plan, each body that repeats an earlier one as a copy
@@ -278,19 +279,15 @@ export function describeBodies(
   views: TapeViews, segments: readonly Segment[], from: number, uses: Int32Array, seeded: Uint8Array, linksOf: LinksOf,
   repeatOf = repeatsOf(views, segments, from, uses, seeded),
 ): Described {
-  const moves = new Map<Body, Uint8Array>();
-  const unmovable = new Set<Body>();
+  const moves = new Map<Body, Uint8Array | null>();
   // Per body copied: the immediates a copy must match, null for straight code (which loads its
   // constants). Once per body, not per copy: `straight` reads every item.
   const baked = new Map<Body, { nodes: number[]; values: number[] } | null>();
   // Whether `rep`'s description moves to a copy: each of its pointer groups walks only inputs or
   // only other nodes (groupMoves).
   const movable = (rep: Body): boolean => {
-    if (moves.has(rep)) return true;
-    if (unmovable.has(rep)) return false;
-    const move = groupMoves(rep, from);
-    if (move) moves.set(rep, move);
-    else unmovable.add(rep);
+    let move = moves.get(rep);
+    if (move === undefined) moves.set(rep, (move = groupMoves(rep, from)));
     return move !== null;
   };
   // Whether `seg`, whose nodes repeat `rep`'s, may share its description.

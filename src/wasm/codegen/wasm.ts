@@ -26,32 +26,24 @@ export class Bytes {
       for (let k = 0; k < xs.length; k++) this.byte(xs[k]!);
       return;
     }
-    if (this.len + xs.length > this.buf.length) {
-      const grown = new Uint8Array(Math.max(2 * this.buf.length, this.len + xs.length));
-      grown.set(this.buf.subarray(0, this.len));
-      this.buf = grown;
-    }
+    this.room(xs.length);
     this.buf.set(xs, this.len);
     this.len += xs.length;
   }
   u32(x: number): void {
-    do {
-      const low = x & 0x7f;
-      x >>>= 7;
-      this.byte(x ? low | 0x80 : low);
-    } while (x);
+    this.room(5);
+    this.len = writeUnsigned(this.buf, this.len, x);
   }
   i32(x: number): void {
-    x |= 0;
-    for (;;) {
-      const low = x & 0x7f;
-      x >>= 7;
-      if ((x === 0 && !(low & 0x40)) || (x === -1 && low & 0x40)) {
-        this.byte(low);
-        return;
-      }
-      this.byte(low | 0x80);
-    }
+    this.room(5);
+    this.len = writeSigned(this.buf, this.len, x | 0);
+  }
+  // Room for `n` more bytes.
+  private room(n: number): void {
+    if (this.len + n <= this.buf.length) return;
+    const grown = new Uint8Array(Math.max(2 * this.buf.length, this.len + n));
+    grown.set(this.buf.subarray(0, this.len));
+    this.buf = grown;
   }
   f64Const(v: number): void {
     this.byte(0x44);
@@ -70,6 +62,32 @@ export class Bytes {
     this.byte(id);
     this.u32(body.len);
     this.bytes(body.buf.subarray(0, body.len));
+  }
+}
+
+/** LEB128 of an unsigned 32-bit integer into `buf` at `at`; returns the index after it. */
+export function writeUnsigned(buf: Uint8Array, at: number, x: number): number {
+  for (;;) {
+    const low = x & 0x7f;
+    x >>>= 7;
+    if (x === 0) {
+      buf[at++] = low;
+      return at;
+    }
+    buf[at++] = low | 0x80;
+  }
+}
+
+/** LEB128 of a signed 32-bit integer into `buf` at `at`; returns the index after it. */
+export function writeSigned(buf: Uint8Array, at: number, x: number): number {
+  for (;;) {
+    const low = x & 0x7f;
+    x >>= 7;
+    if ((x === 0 && !(low & 0x40)) || (x === -1 && low & 0x40)) {
+      buf[at++] = low;
+      return at;
+    }
+    buf[at++] = low | 0x80;
   }
 }
 
