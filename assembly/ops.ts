@@ -251,6 +251,13 @@ function hypot(x: f64, z: f64): f64 {
   return Math.sqrt(p * p + q * q) * m;
 }
 
+/** Whether op is one of the ops with zero gradient (and tangent): floor, ceil, round, sign,
+ *  stopGradient and the comparisons, side by side in the op table. */
+// @ts-ignore: decorator
+@inline export function zeroGradient(op: i32): bool {
+  return <u32>(op - Op.Floor) <= <u32>(Op.Eq - Op.Floor);
+}
+
 /** y = f(x, z) for every op with at most two operands (select and custom are run by the
  *  sweeps themselves). */
 // @ts-ignore: decorator

@@ -307,8 +307,7 @@ function reverseList(lo: i32, hi: i32): void {
     const op = opAt(i);
     if (!computed(i, op)) continue;
     if (!hasGradient(op)) {
-      // No reverse step, but the tangent sweep multiplies by these zeros (as the interpreter's:
-      // an infinite tangent gives NaN).
+      // No reverse step; the tangent sweep sets its tangent to 0 (as the interpreter's).
       store<f64>(entry(pa, i), 0);
       store<f64>(entry(pb, i), 0);
       continue;
@@ -478,6 +477,11 @@ export function scheduledTangent(): void {
         const i = i32At(order, k);
         setF64At(tB, i, f64At(tB, selected(i)));
       }
+      continue;
+    }
+    // No tangent through the zero-gradient ops, even a NaN one (see `tangent` in sweeps.ts).
+    if (!hasGradient(op)) {
+      for (; k < end; k++) setF64At(tB, i32At(order, k), 0);
       continue;
     }
     for (; k < end; k++) {

@@ -1,4 +1,4 @@
-import { Op, forwardRule, partials, partialsCall, partialZ, partialsTangent, partialZTangent, truthy, isVectorOp } from './ops';
+import { Op, forwardRule, partials, partialsCall, partialZ, partialsTangent, partialZTangent, truthy, isVectorOp, zeroGradient } from './ops';
 import {
   val, argA, argB, opAt, adjBase, tanAdjBase, valBase, tanBase, aBase, bBase, opBase, f64At, setF64At, addF64At, i32At, u8At,
 } from './layout';
@@ -147,6 +147,10 @@ export function tangent(from: i32, to: i32): void {
     if (op >= Op.VMeta) { vectorTangent(i, op); continue; }
     if (op == Op.Select) { setF64At(tB, i, f64At(tB, selected(i))); continue; }
     if (op == Op.Custom) { customTangent(i); continue; }
+    // The zero-gradient ops (floor ... stopGradient ... eq) pass no tangent, not even a NaN or
+    // infinite one (which times their zero partial was NaN: a probe's jvp of x - sg(sqrt x) at 0
+    // was NaN where the reverse sweep, skipping the zero partial, gave 1).
+    if (zeroGradient(op)) { setF64At(tB, i, 0); continue; }
     const ia = i32At(aB, i);
     const ib = i32At(bB, i);
     const ta = f64At(tB, ia);

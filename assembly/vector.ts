@@ -3,7 +3,7 @@
 // one dispatch covers n elements and each rule is a tight loop. src/js/vector.ts is the JS twin,
 // loop for loop in the same order, which is what makes sums bit-identical between the engines.
 import {
-  Op, ELEMENTWISE, isVectorOp, forwardRule, forwardRuleCall, partials, partialZ, partialsCall, partialsTangentCall, partialZTangent, truthy,
+  Op, ELEMENTWISE, isVectorOp, forwardRule, forwardRuleCall, partials, partialZ, partialsCall, partialsTangentCall, partialZTangent, truthy, zeroGradient,
 } from './ops';
 import {
   val, setVal, adj, addAdj, argA, argB, opAt, tan, setTan, tanAdj, addTanAdj,
@@ -1078,6 +1078,8 @@ function elementwiseTangent(i: i32, s: i32, n: i32): void {
   const ia = argA(i), ib = argB(i);
   let out = at(xtanBase, offOf(i));
   if (s == Op.Select) { selectInto(i, n, 0, out, tanBase, xtanBase); return; }
+  // No tangent through the zero-gradient ops (see `tangent` in sweeps.ts).
+  if (zeroGradient(s)) { memory.fill(out, 0, <usize>n << 3); return; }
   setBlocks(n, ia, ib, ia);
   let py = at(xvalBase, offOf(i));
   let xa = addr(ia, valBase, xvalBase), ta = addr(ia, tanBase, xtanBase);

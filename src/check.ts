@@ -139,9 +139,9 @@ export interface GradcheckResult {
 /** Records `f` at `x`, differentiates it on the tape and compares with finite differences. `f`
  *  takes what the transforms' functions take: one Var for a number x, a Var[] for an array x, one
  *  Vec with `{ vector: true }`. */
-export function gradcheck(f: (x: Var) => ScalarOutput, x: number, options?: GradcheckOptions & { vector?: false }): GradcheckResult;
+export function gradcheck(f: (x: Var) => ScalarOutput, x: number, options?: GradcheckOptions & { vector?: false | undefined }): GradcheckResult;
 export function gradcheck(f: (x: Vec) => ScalarOutput, x: ArrayLike<number>, options: GradcheckOptions & { vector: true }): GradcheckResult;
-export function gradcheck(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, options?: GradcheckOptions & { vector?: false }): GradcheckResult;
+export function gradcheck(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, options?: GradcheckOptions & { vector?: false | undefined }): GradcheckResult;
 export function gradcheck<O extends GradcheckOptions>(f: ((x: Var) => ScalarOutput) | ((x: Var[]) => ScalarOutput) | ((x: Vec) => ScalarOutput), x: number | ArrayLike<number>, options: O & RuntimeVector<O>): GradcheckResult;
 export function gradcheck(f: (x: never) => ScalarOutput, x: number | ArrayLike<number>, options: GradcheckOptions = {}): GradcheckResult {
   checkFunction(f, 'gradcheck');

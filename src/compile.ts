@@ -4,7 +4,7 @@
 // recording are guards: a replay where one comes out the other way re-records (or throws).
 import type { BackendChoice, BackendKind } from './backend.ts';
 import { createTapeSync, resolveBackend } from './create.ts';
-import { BranchChangedError, NotANumberError, TapegradError, checkOut, describe, isArrayLike } from './errors.ts';
+import { BranchChangedError, NotANumberError, TapegradError, checkOut, describe, isArrayLike, overlaps } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, Op, opNameOf } from './ops.ts';
 import { BACKEND_RULE, CODEGEN_RULE, checkOptions } from './options.ts';
 import { toBytes } from './serialize.ts';
@@ -162,8 +162,10 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // A schedule satisfies 'require': it dispatches once per run of one op, not per node. Replays
     // that wait for the generator itself (after init({ codegen: false })) interpret: refused too (a
     // new-user probe got an interpreted answer). A module compiling in the background (a browser's
-    // main thread) is left pending: each new recording would wait for one again.
-    if (this.codegen === 'require' && (this.generatedSweeps === 'none' || (engine instanceof WasmBackend && engine.waitsForGenerator))) {
+    // main thread) is left pending: each new recording would wait for one again. A function with
+    // no node past its inputs (returning an input, or nothing) has nothing to interpret.
+    const nothingToRun = recording.tape.size <= this.inputs;
+    if (this.codegen === 'require' && !nothingToRun && (this.generatedSweeps === 'none' || (engine instanceof WasmBackend && engine.waitsForGenerator))) {
       const reason = this.generatedSweepsReason;
       if (engine instanceof WasmBackend && engine.waitsForGenerator) this.generatorLoading = engine.generatedReady;
       this.recording = null; // never replayed by the interpreter
@@ -236,7 +238,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // Loaded from bytes that do not say (an array of one does), one scalar output is a number.
     const scalar = this.scalarOutput ?? (rec.outputs.length === 1 && rec.outputs[0]! >= 0);
     if (scalar && out === undefined) return val[rec.outputs[0]!]!;
-    if (out !== undefined) checkOut(out, rec.outputs.length);
+    if (out !== undefined) checkOut(out, rec.outputs.length, 'value: out');
     const result = out ?? new Float64Array(rec.outputs.length);
     this.outputValues(rec, result, 0);
     return result;
@@ -244,14 +246,14 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   /** Gradient of a scalar function at x (forward replay + reverse sweep in one engine call). */
   gradient(x: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): Float64Array {
-    checkOut(out, this.inputs);
+    checkOut(out, this.inputs, 'gradient: out');
     this.gradientRows(this.toRow(x), 1, out, null, 'gradient');
     return out;
   }
 
   /** [f(x), gradient]; the gradient is `out` when given. */
   valueAndGradient(x: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): [number, Float64Array] {
-    checkOut(out, this.inputs);
+    checkOut(out, this.inputs, 'valueAndGradient: out');
     this.gradientRows(this.toRow(x), 1, out, null, 'valueAndGradient');
     const rec = this.recording!;
     return [rec.tape.engine.views.val[rec.outputs[0]!]!, out];
@@ -262,9 +264,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   gradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array): Float64Array {
     // X checked before out is allocated: a huge `rows` is X's length error, not the allocation's.
     const xs = this.batchRows(X, rows, 'gradientBatch');
-    out ??= new Float64Array(rows * this.inputs);
-    checkOut(out, rows * this.inputs);
-    this.gradientRows(xs, rows, out, null, 'gradientBatch');
+    if (out === undefined) out = new Float64Array(rows * this.inputs);
+    checkOut(out, rows * this.inputs, 'gradientBatch: out');
+    this.gradientRows(apart(xs, out), rows, out, null, 'gradientBatch');
     return out;
   }
 
@@ -292,11 +294,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
    *  `[values (rows), gradients (rows × inputs)]`, into `values` and `out` when given. */
   valueAndGradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array, values?: Float64Array): [Float64Array, Float64Array] {
     const xs = this.batchRows(X, rows, 'valueAndGradientBatch');
-    out ??= new Float64Array(rows * this.inputs);
-    values ??= new Float64Array(rows);
-    checkOut(out, rows * this.inputs);
-    checkOut(values, rows);
-    this.gradientRows(xs, rows, out, values, 'valueAndGradientBatch');
+    if (out === undefined) out = new Float64Array(rows * this.inputs);
+    if (values === undefined) values = new Float64Array(rows);
+    checkOut(out, rows * this.inputs, 'valueAndGradientBatch: out');
+    checkOut(values, rows, 'valueAndGradientBatch: values');
+    this.gradientRows(apart(xs, out, values), rows, out, values, 'valueAndGradientBatch');
     return [values, out];
   }
 
@@ -348,16 +350,18 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const hvp = what === 'hvpBatch';
     const outputs = hvp ? 1 : directionOf === 'outputs' ? dWidth : this.outputsNow(xs, rows, what);
     const w = width === 'inputs' ? this.inputs : outputs;
-    out ??= new Float64Array(rows * w);
-    checkOut(out, rows * w);
-    if (values !== undefined) checkOut(values, rows * outputs);
+    if (out === undefined) out = new Float64Array(rows * w);
+    checkOut(out, rows * w, `${what}: out`);
+    if (values !== undefined) checkOut(values, rows * outputs, `${what}: values`);
+    // Rows are read as they are run: results written over later rows would be read as input.
+    const [xRows, dRows] = [apart(xs, out, values), apart(ds, out, values)];
     // A guard recorded f again, returning another number of outputs than the rows of out, values
     // or the cotangents are laid out for: what the row wrote would be misplaced.
     const reshaped = () => !hvp && this.recording !== null && this.outputs !== outputs;
     let r = 0;
     try {
       for (; r < rows; r++) {
-        run(xs.subarray(r * this.inputs, (r + 1) * this.inputs), ds.subarray(r * dWidth, (r + 1) * dWidth), out.subarray(r * w, (r + 1) * w));
+        run(xRows.subarray(r * this.inputs, (r + 1) * this.inputs), dRows.subarray(r * dWidth, (r + 1) * dWidth), out.subarray(r * w, (r + 1) * w));
         if (reshaped()) break;
         if (values !== undefined) this.outputValues(this.recording!, values, r * outputs);
       }
@@ -411,7 +415,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     }
     engine.sweepReverseReplay(top);
     if (this.checkNaN) rec.tape.assertFinite(0, top + 1, false, true);
-    checkOut(out, this.inputs);
+    checkOut(out, this.inputs, 'vjp: out');
     out.set(this.inputSlots(rec, engine.views.adj, engine.views.xadj));
     return out;
   }
@@ -429,7 +433,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const tan = rec === this.fused ? rec.tape.engine.views.tan! : this.seedTangents(rec, t, rec.outputs);
     if (this.checkNaN) rec.tape.assertFiniteTangents(0, rec.tape.size, true);
     const xtan = rec.tape.engine.views.xtan!;
-    if (out !== undefined) checkOut(out, rec.outputs.length);
+    if (out !== undefined) checkOut(out, rec.outputs.length, 'jvp: out');
     const result = out ?? new Float64Array(rec.outputs.length);
     for (let j = 0; j < rec.outputs.length; j++) {
       const o = rec.outputs[j]!;
@@ -450,8 +454,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     if (this.checkNaN) {
       rec.tape.assertFiniteTangents(0, top + 1, true);
       rec.tape.assertFinite(0, top + 1, false, true);
+      rec.tape.assertFiniteTangentAdjoints(0, top + 1, true);
     }
-    checkOut(out, this.inputs);
+    checkOut(out, this.inputs, 'hvp: out');
     out.set(this.inputSlots(rec, rec.tape.engine.views.tanAdj!, rec.tape.engine.views.xtanAdj!));
     return out;
   }
@@ -517,9 +522,15 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     if (rows === 0) return;
     if (this.checkNaN) return this.checkedRows(X, rows, out, values, what);
     const n = this.inputs;
-    let rec = this.live(X);
-    // Recorded last where f returns other outputs: this first row may record a scalar one.
-    if (rec.outputs.length !== 1 || rec.outputs[0]! < 0) rec = this.replayUnchecked(X.subarray(0, n));
+    let rec: Recording;
+    // Recording there (the first call) or refusing to replay: row 0's error, as a later row's.
+    try {
+      rec = this.live(X);
+      // Recorded last where f returns other outputs: this first row may record a scalar one.
+      if (rec.outputs.length !== 1 || rec.outputs[0]! < 0) rec = this.replayUnchecked(X.subarray(0, n));
+    } catch (e) {
+      throw atRow(e, what, this.rowBase);
+    }
     let row = 0;
     while (row < rows) {
       row = rec.tape.engine.gradientBatch(X, row, rows, n, rec.tape.size, this.scalarNode(rec, what), out, values);
@@ -715,6 +726,11 @@ export function checkArrayLength(x: unknown, needed: number, what: string): asse
   if (x.length < needed) throw new TapegradError('INVALID_ARGUMENT', `${what} need at least ${needed} numbers, got ${x.length}`);
 }
 
+// A batch's input rows, copied where an output shares their memory (the caller's out over X).
+function apart(rows: Float64Array, ...outputs: (Float64Array | undefined | null)[]): Float64Array {
+  return outputs.some((o) => overlaps(rows, o)) ? rows.slice() : rows;
+}
+
 // The error of a batch's row (a guard a loaded function cannot record again, checkNaN), saying
 // which row (single-row calls share these paths and need not).
 function atRow(e: unknown, what: string, row: number): unknown {
@@ -756,7 +772,7 @@ function checkEntries(x: ArrayLike<number>, expected: number, what: string): voi
  * `if (x.value > 0)` is not seen by the tape and would replay the recorded branch.
  */
 export function compile<O extends CompiledOutput>(f: VectorCompilableFunction<O>, options: CompileOptions & { vector: true }): CompiledFunction<CompiledValue<O>>;
-export function compile<O extends CompiledOutput>(f: CompilableFunction<O>, options: CompileOptions & { vector?: false }): CompiledFunction<CompiledValue<O>>;
+export function compile<O extends CompiledOutput>(f: CompilableFunction<O>, options: CompileOptions & { vector?: false | undefined }): CompiledFunction<CompiledValue<O>>;
 export function compile<O extends CompileOptions>(f: CompilableFunction | VectorCompilableFunction, options: O & RuntimeVector<O>): CompiledFunction;
 export function compile(f: CompilableFunction | VectorCompilableFunction, options: CompileOptions): CompiledFunction {
   if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `compile needs a function as its first argument, got ${describe(f)}`);

@@ -36,11 +36,20 @@ export class CapacityError extends TapegradError {
   constructor(message: string, readonly limit: number) { super('CAPACITY', message); }
 }
 
-/** @internal An output array long enough for `needed` numbers. */
-export function checkOut(out: Float64Array | Int32Array, needed: number, type: typeof Float64Array | typeof Int32Array = Float64Array): void {
+/** @internal An output array long enough for `needed` numbers; `where` names the call and the
+ *  argument ("gradientBatch: out"), as a call may take two (out and values). */
+export function checkOut(out: Float64Array | Int32Array, needed: number, where: string, type: typeof Float64Array | typeof Int32Array = Float64Array): void {
   if (!(out instanceof type) || out.length < needed) {
-    throw new TapegradError('INVALID_ARGUMENT', `the output array must be a ${type.name} of at least ${needed} numbers, got ${describe(out)}${out instanceof type ? ` of length ${out.length}` : ''}`);
+    const got = out instanceof type ? ` of length ${out.length}` : out == null ? ' (leave it out for a new array)' : '';
+    throw new TapegradError('INVALID_ARGUMENT', `${where} must be a ${type.name} of at least ${needed} numbers, got ${describe(out)}${got}`);
   }
+}
+
+/** @internal Whether two arrays share memory: a batch's output written over rows it has still to
+ *  read (the JS engine's gradients and every engine's vjp rows read them row by row). */
+export function overlaps(p: unknown, q: unknown): boolean {
+  if (!ArrayBuffer.isView(p) || !ArrayBuffer.isView(q) || p.buffer !== q.buffer) return false;
+  return p.byteOffset < q.byteOffset + q.byteLength && q.byteOffset < p.byteOffset + p.byteLength;
 }
 
 export function describe(value: unknown): string {

@@ -313,7 +313,7 @@ export class Tape {
    *  `wrt` contributes its elements), written into `out` when given (no allocation). */
   gradient(output: Var, wrt: readonly (Var | Vec)[], seed = 1, out?: Float64Array): Float64Array {
     const nodes = this.nodesOf(wrt);
-    if (out !== undefined) checkOut(out, this.entryCount(nodes));
+    if (out !== undefined) checkOut(out, this.entryCount(nodes), 'gradient: out');
     this.backwardIndex(this.index(output, 'gradient'), seed);
     return this.gatherEntries(nodes, this.engine.views.adj, this.engine.views.xadj, true, out);
   }
@@ -409,6 +409,7 @@ export class Tape {
     if (this.checkNaN) {
       this.assertFiniteTangents(0, out + 1);
       this.assertFinite(0, out + 1, false);
+      this.assertFiniteTangentAdjoints(0, out + 1);
     }
     return this.gatherEntries(nodes, this.engine.views.tanAdj!, this.engine.views.xtanAdj!, true);
   }
@@ -1045,6 +1046,37 @@ export class Tape {
     }
   }
 
+  /** @internal Throws NonFiniteError where hvp's reverse sweep with tangents left a non-finite
+   *  adjoint tangent in [from, to) (what hvp returns: a second derivative that overflowed, as
+   *  pow(x, 1.5)'' at 0, where values, adjoints and tangents are all finite). As for adjoints,
+   *  the highest such node is the first the sweep produced; its first consumer is named. */
+  assertFiniteTangentAdjoints(from: number, to: number, byIndex = false): void {
+    const { op, a, b, adj, tanAdj, xtanAdj } = this.engine.views;
+    const notFinite = (i: number): number | null => {
+      const t = tanAdj![i]!;
+      if (t - t !== 0) return t;
+      // A vector's element tangents, where the sweep claimed it (its adjoint flag).
+      if (op[i]! >= VINPUT && adj[i] !== 0) {
+        for (let k = 0, off = a[i - 1]!; k < b[i - 1]!; k++) if (xtanAdj![off + k]! - xtanAdj![off + k]! !== 0) return xtanAdj![off + k]!;
+      }
+      return null;
+    };
+    let j = to - 1, t: number | null = null;
+    while (j >= from && (t = notFinite(j)) === null) j--;
+    if (t === null) return;
+    // Its consumer: the first later node reading it (a select's or custom op's third operand and
+    // on sits on the arg node before it).
+    let c = j + 1;
+    while (c < to && a[c] !== j && b[c] !== j) c++;
+    while (c < to && op[c] === ARG) c++;
+    const at = Math.min(c, to - 1), name = opNameOf(op[at]!);
+    throw new NonFiniteError(
+      c < to
+        ? `checkNaN: ${name} at ${this.nodeLabel(at, byIndex)} produced a non-finite second-order adjoint (${t}) for ${this.nodeLabel(j, byIndex)} (hvp)`
+        : `checkNaN: the second-order adjoint of ${this.nodeLabel(j, byIndex)} (${opNameOf(op[j]!)}) is ${t} (hvp)`,
+      this.nodeId(at, byIndex), name);
+  }
+
   // How checkNaN's errors name node i: by handle, or by index for a compiled function.
   private nodeId(i: number, byIndex: boolean): number {
     return byIndex ? i : i + this.base;
@@ -1460,7 +1492,7 @@ export class HandleApi {
   /** Records an input per number of `xs` (all checked first); returns their handles in order,
    *  consecutive integers, written into `into` when given (no allocation). */
   variables(xs: ArrayLike<number>, into?: Int32Array): Int32Array {
-    if (into !== undefined) checkOut(into, isArrayLike(xs) ? xs.length : 0, Int32Array);
+    if (into !== undefined) checkOut(into, isArrayLike(xs) ? xs.length : 0, 'handles.variables: into', Int32Array);
     const t = this.tape, first = t.recordInputs(xs) + t.base, len = xs.length;
     return writeRange(into ?? new Int32Array(len), first, len);
   }
@@ -1490,7 +1522,7 @@ export class HandleApi {
     const t = this.tape;
     if (!isArrayLike(wrt)) throw new NotANumberError(`expected an array of handles, got ${describe(wrt)}`);
     const len = wrt.length;
-    if (into !== undefined) checkOut(into, len);
+    if (into !== undefined) checkOut(into, len, 'handles.gradient: into');
     // indexOfHandle's test in the loop (a gradient reads every input: two calls per input were
     // a fifth of a gradient's reverse phase on the bench's Rosenbrock); the call names the fault.
     const base = t.base, count = t.count;

@@ -174,9 +174,9 @@ function toVector(x: ArrayLike<number> | number, name: string): ArrayLike<number
 
 /** Gradient of a scalar function: `grad(f)(2)` is a number when f takes one Var, `grad(f)([1, 2])`
  *  a Float64Array when f takes a Var[]. */
-export function grad(f: (x: Var) => ScalarOutput, options?: TransformOptions & { vector?: false }): (x: number) => number;
+export function grad(f: (x: Var) => ScalarOutput, options?: TransformOptions & { vector?: false | undefined }): (x: number) => number;
 export function grad(f: (x: Vec) => ScalarOutput, options: TransformOptions & { vector: true }): (x: ArrayLike<number>) => Float64Array;
-export function grad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions & { vector?: false }): (x: ArrayLike<number>) => Float64Array;
+export function grad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions & { vector?: false | undefined }): (x: ArrayLike<number>) => Float64Array;
 export function grad<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput>, options: O & RuntimeVector<O>): (x: Input) => number | Float64Array;
 export function grad(f: (x: never) => ScalarOutput, options?: TransformOptions): (x: never) => number | Float64Array {
   const vg = valueAndGradNamed(f, options, 'grad');
@@ -184,9 +184,9 @@ export function grad(f: (x: never) => ScalarOutput, options?: TransformOptions):
 }
 
 /** `[f(x), grad f(x)]` from one recording and one reverse sweep. */
-export function valueAndGrad(f: (x: Var) => ScalarOutput, options?: TransformOptions & { vector?: false }): (x: number) => [number, number];
+export function valueAndGrad(f: (x: Var) => ScalarOutput, options?: TransformOptions & { vector?: false | undefined }): (x: number) => [number, number];
 export function valueAndGrad(f: (x: Vec) => ScalarOutput, options: TransformOptions & { vector: true }): (x: ArrayLike<number>) => [number, Float64Array];
-export function valueAndGrad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions & { vector?: false }): (x: ArrayLike<number>) => [number, Float64Array];
+export function valueAndGrad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions & { vector?: false | undefined }): (x: ArrayLike<number>) => [number, Float64Array];
 export function valueAndGrad<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput>, options: O & RuntimeVector<O>): (x: Input) => [number, number | Float64Array];
 export function valueAndGrad(f: (x: never) => ScalarOutput, options?: TransformOptions): (x: never) => [number, number | Float64Array] {
   return valueAndGradNamed(f, options, 'valueAndGrad') as (x: never) => [number, number | Float64Array];
@@ -211,9 +211,9 @@ function valueAndGradNamed(f: (x: never) => ScalarOutput, options: TransformOpti
 }
 
 /** Vector-Jacobian product vᵀJ of f at x, for any cotangent v (one reverse sweep). */
-export function vjp(f: (x: Var) => ScalarOutput | VectorOutput, x: number, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
+export function vjp(f: (x: Var) => ScalarOutput | VectorOutput, x: number, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false | undefined }): Float64Array;
 export function vjp(f: (x: Vec) => ScalarOutput | VectorOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options: TransformOptions & { vector: true }): Float64Array;
-export function vjp(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
+export function vjp(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false | undefined }): Float64Array;
 export function vjp<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, v: ArrayLike<number> | number, options: O & RuntimeVector<O>): Float64Array;
 export function vjp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
   checkFunction(f, 'vjp');
@@ -225,9 +225,9 @@ export function vjp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, v: A
 }
 
 /** Jacobian-vector product J·t of f at x (one forward tangent sweep over the tape). */
-export function jvp(f: (x: Var) => ScalarOutput | VectorOutput, x: number, t: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
+export function jvp(f: (x: Var) => ScalarOutput | VectorOutput, x: number, t: ArrayLike<number> | number, options?: TransformOptions & { vector?: false | undefined }): Float64Array;
 export function jvp(f: (x: Vec) => ScalarOutput | VectorOutput, x: ArrayLike<number>, t: ArrayLike<number> | number, options: TransformOptions & { vector: true }): Float64Array;
-export function jvp(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<number>, t: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
+export function jvp(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<number>, t: ArrayLike<number> | number, options?: TransformOptions & { vector?: false | undefined }): Float64Array;
 export function jvp<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, t: ArrayLike<number> | number, options: O & RuntimeVector<O>): Float64Array;
 export function jvp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, t: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
   checkFunction(f, 'jvp');
@@ -240,9 +240,9 @@ export function jvp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, t: A
 
 /** The Jacobian of f at x, rows = outputs, by forward sweeps (one per input) when there are no
  *  more inputs than outputs, else by reverse sweeps (one per output); `mode` forces either. */
-export function jacobian(f: (x: Var) => ScalarOutput | VectorOutput, x: number, options?: JacobianOptions & { vector?: false }): JacobianResult;
+export function jacobian(f: (x: Var) => ScalarOutput | VectorOutput, x: number, options?: JacobianOptions & { vector?: false | undefined }): JacobianResult;
 export function jacobian(f: (x: Vec) => ScalarOutput | VectorOutput, x: ArrayLike<number>, options: JacobianOptions & { vector: true }): JacobianResult;
-export function jacobian(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<number>, options?: JacobianOptions & { vector?: false }): JacobianResult;
+export function jacobian(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<number>, options?: JacobianOptions & { vector?: false | undefined }): JacobianResult;
 export function jacobian<O extends JacobianOptions>(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, options: O & RuntimeVector<O>): JacobianResult;
 export function jacobian(f: (x: never) => ScalarOutput | VectorOutput, x: Input, options: JacobianOptions = {}): JacobianResult {
   checkFunction(f, 'jacobian');
@@ -272,9 +272,9 @@ export function jacobian(f: (x: never) => ScalarOutput | VectorOutput, x: Input,
 
 /** Exact Hessian-vector product H·v of a scalar f at x, by forward over reverse: one tangent
  *  sweep and one reverse sweep, a small constant times the cost of a gradient. */
-export function hvp(f: (x: Var) => ScalarOutput, x: number, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
+export function hvp(f: (x: Var) => ScalarOutput, x: number, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false | undefined }): Float64Array;
 export function hvp(f: (x: Vec) => ScalarOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options: TransformOptions & { vector: true }): Float64Array;
-export function hvp(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false }): Float64Array;
+export function hvp(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false | undefined }): Float64Array;
 export function hvp<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput>, x: Input, v: ArrayLike<number> | number, options: O & RuntimeVector<O>): Float64Array;
 export function hvp(f: (x: never) => ScalarOutput, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
   checkFunction(f, 'hvp');
@@ -286,9 +286,9 @@ export function hvp(f: (x: never) => ScalarOutput, x: Input, v: ArrayLike<number
 }
 
 /** The Hessian of a scalar f at x: n Hessian-vector products on one recording. */
-export function hessian(f: (x: Var) => ScalarOutput, x: number, options?: TransformOptions & { vector?: false }): Matrix;
+export function hessian(f: (x: Var) => ScalarOutput, x: number, options?: TransformOptions & { vector?: false | undefined }): Matrix;
 export function hessian(f: (x: Vec) => ScalarOutput, x: ArrayLike<number>, options: TransformOptions & { vector: true }): Matrix;
-export function hessian(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, options?: TransformOptions & { vector?: false }): Matrix;
+export function hessian(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, options?: TransformOptions & { vector?: false | undefined }): Matrix;
 export function hessian<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput>, x: Input, options: O & RuntimeVector<O>): Matrix;
 export function hessian(f: (x: never) => ScalarOutput, x: Input, options?: TransformOptions): Matrix {
   checkFunction(f, 'hessian');

@@ -365,7 +365,7 @@ export class Vec {
   }
 
   /** L·x with L [m, m] triangular: only the lower (default) or upper triangle of L is used. */
-  trmv(x: Vec | ArrayLike<number>, options: { lower?: boolean } = {}): Vec {
+  trmv(x: Vec | ArrayLike<number>, options: { lower?: boolean | undefined } = {}): Vec {
     checkOptions(options, 'trmv', { lower: 'boolean' });
     const b = this.operandShape(x, 'trmv');
     const m = this.shape[0]!;

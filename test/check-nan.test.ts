@@ -306,6 +306,26 @@ describe.each(BACKENDS)('compile({ checkNaN: true }) (%s)', (backend) => {
     expect(() => g.jvp([1, 1], [Infinity, 0])).toThrow(/^checkNaN: the tangent of node 0 \(input\) is Infinity: the direction is not finite$/);
   });
 
+  // pow(x, 1.5) at 0: value, adjoint and tangent finite, its second derivative not; hvp returns
+  // the second-order adjoints, which a probe got back as [Infinity] unchecked.
+  it('a non-finite second-order adjoint is caught after hvp: compiled, batched, and on the tape', async () => {
+    const g = compile((x) => x[0]!.pow(1.5), { inputs: 1, backend, checkNaN: true });
+    expect(Array.from(g.gradient([0]))).toEqual([0]);
+    const message = /checkNaN: powConst at node 2 produced a non-finite second-order adjoint \(Infinity\) for node 0 \(hvp\)$/;
+    expect(() => g.hvp([0], [1])).toThrow(NonFiniteError);
+    expect(() => g.hvp([0], [1])).toThrow(message);
+    expect(() => g.hvpBatch([1, 0], 2, [1, 1])).toThrow(/^hvpBatch, row 1: checkNaN: powConst/);
+    // A zero direction there is finite, and the function stays usable.
+    expect(Array.from(g.hvp([0], [0]))).toEqual([0]);
+    expect(Array.from(g.hvp([1], [1]))).toEqual([0.75]);
+    // Without the option, IEEE: the infinite second derivative is returned.
+    expect(Array.from(compile((x) => x[0]!.pow(1.5), { inputs: 1, backend }).hvp([0], [1]))).toEqual([Infinity]);
+    const tape = await createTape({ backend, checkNaN: true });
+    const x = tape.variable(0), y = x.pow(1.5);
+    expect(() => tape.hvp(y, [x], [1])).toThrow(/^checkNaN: powConst at node #\d+ produced a non-finite second-order adjoint \(Infinity\) for node #\d+ \(hvp\)$/);
+    expect(() => tape.hvp(y, [x], [1])).toThrow(expect.objectContaining({ op: 'powConst' }));
+  });
+
   it('without the option, NaN propagates as IEEE says', () => {
     const g = compile(f, { inputs: 2, backend });
     expect(Number.isNaN(g.gradient([-1, 4])[0])).toBe(true);

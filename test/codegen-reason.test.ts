@@ -62,4 +62,15 @@ describe('why replays are interpreted', () => {
     expect(ok.gradient([0.5, 0.1]).length).toBe(2);
     expect(ok.generatedSweeps).toBe('active');
   });
+
+  // A probe: an input returned as it is (or nothing) was refused as "nothing to replay", though
+  // nothing is interpreted either.
+  it("{ codegen: 'require' } accepts a function with no node past its inputs", () => {
+    const identity = compile((x) => x[1]!, { inputs: 2, codegen: 'require' });
+    expect(identity.value([1, 2])).toBe(2);
+    expect(Array.from(identity.gradient([1, 2]))).toEqual([0, 1]);
+    expect(identity.generatedSweepsReason).toMatch(/no nodes past its inputs/);
+    const nothing = compile(() => [], { inputs: 2, codegen: 'require' });
+    expect(Array.from(nothing.vjpBatch([1, 2, 3, 4], 2, []))).toEqual([0, 0, 0, 0]);
+  });
 });

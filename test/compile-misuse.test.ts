@@ -215,8 +215,8 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
 it.each(BACKENDS)('value and jvp check their out array as the other methods do (%s)', (backend) => {
   const f = compile((x: Var[]) => [x[0]!.mul(x[1]!), x[0]!.sin(), x[1]!.exp()], { inputs: 2, backend });
   for (const bad of [new Float64Array(2), [0, 0, 0] as unknown as Float64Array, new Int32Array(3) as unknown as Float64Array]) {
-    expect(() => f.value([1, 2], bad)).toThrow('the output array must be a Float64Array of at least 3 numbers');
-    expect(() => f.jvp([1, 2], [1, 0], bad)).toThrow('the output array must be a Float64Array of at least 3 numbers');
+    expect(() => f.value([1, 2], bad)).toThrow('value: out must be a Float64Array of at least 3 numbers');
+    expect(() => f.jvp([1, 2], [1, 0], bad)).toThrow('jvp: out must be a Float64Array of at least 3 numbers');
   }
   const out = new Float64Array(3);
   expect(f.value([1, 2], out)).toBe(out);

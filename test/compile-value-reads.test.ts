@@ -47,6 +47,22 @@ describe.each(BACKENDS)('compiled functions refuse value reads (%s)', (backend) 
     }
   });
 
+  // A probe: gradientBatch and valueAndGradientBatch gave the refusal without its row, the
+  // directional batches with it.
+  it("a batch's refusal at its first row names row 0, on every batch", () => {
+    const compiled = compile(branchOnValue, { inputs: 1, backend });
+    const batches: [string, () => unknown][] = [
+      ['gradientBatch', () => compiled.gradientBatch([2, 3], 2)],
+      ['valueAndGradientBatch', () => compiled.valueAndGradientBatch([2, 3], 2)],
+      ['vjpBatch', () => compiled.vjpBatch([2, 3], 2, [1, 1])],
+      ['jvpBatch', () => compiled.jvpBatch([2, 3], 2, [1, 1])],
+      ['hvpBatch', () => compiled.hvpBatch([2, 3], 2, [1, 1])],
+    ];
+    for (const [what, batch] of batches) {
+      expect(batch).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(new RegExp(`^${what}, row 0: compile: the function read the value of node`)) }));
+    }
+  });
+
   it('a Vec value read is refused too', () => {
     const f = compile((x: Vec) => (x.value[0]! > 0 ? x.square().sum() : x.sum()), { inputs: 2, vector: true, backend });
     expectRefused(() => f.gradient([1, 2]), 'Vec value');

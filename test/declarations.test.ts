@@ -44,7 +44,13 @@ const gv: Float64Array = grad((z) => z.sum(), { vector: true })([1, 2]);
 const vg: [number, Float64Array] = valueAndGrad((z) => z.sum(), { vector: true })([1, 2]);
 const options: TransformOptions = { vector: true };
 const wide: number | Float64Array = grad((z: Vec) => z.sum(), options)([1, 2]);
-export const used = [y, w, g, d, value, values, ok, gv, vg, wide, tape.gradient(y, [x])];
+// exactOptionalPropertyTypes: every option also takes undefined, as at run time (a probe found
+// \`vector: undefined\` refused by every overload).
+const gu: Float64Array = grad((z: Var[]) => z[0]!.sin(), { vector: undefined })([1]);
+const cu: CompiledFunction<number> = compile((z) => z[0]!.sin(), { inputs: 1, vector: undefined, checkNaN: undefined });
+const oku: boolean = gradcheck((z) => z[0]!.exp(), [0.5], { vector: undefined }).ok;
+const lu: Vec = tape.vector([1, 0, 2, 3], [2, 2]).trmv([1, 1], { lower: undefined });
+export const used = [y, w, g, d, value, values, ok, gv, vg, wide, gu, cu, oku, lu, tape.gradient(y, [x])];
 // Types that fell back to \`any\` would accept this, and the unused directive would be the error.
 // @ts-expect-error: a scalar function's compiled value is a number
 export const wrong: string = compile((z) => z[0]!.sin(), { inputs: 1 }).value([1]);
@@ -86,6 +92,20 @@ describe('dist/*.d.ts', () => {
     for (const file of files) {
       expect(readFileSync(file, 'utf8'), path.relative(ROOT, file)).not.toMatch(/['"]\.\.?\/[^'"\n]+\.ts['"]/);
     }
+  });
+
+  // Under exactOptionalPropertyTypes a property declared `name?: T` refuses an explicit
+  // undefined, which every option takes at run time (a probe: `vector?: false`, the pool's
+  // `checkNaN?: boolean`).
+  it('declare every optional property as also taking undefined', () => {
+    const missing: string[] = [];
+    for (const file of declarationFiles()) {
+      readFileSync(file, 'utf8').split('\n').forEach((line, k) => {
+        const property = /^\s+(?:readonly )?[A-Za-z_$][\w$]*\?: (.*);$/.exec(line);
+        if (property && !/\bundefined\b|^unknown$|^any$/.test(property[1]!)) missing.push(`${path.relative(ROOT, file)}:${k + 1}: ${line.trim()}`);
+      });
+    }
+    expect(missing).toEqual([]);
   });
 
   it('type the embedded wasm as a string, not as a literal of the whole module', () => {

@@ -3,7 +3,7 @@
 // softplus and sigmoid, the zero-adjoint skip rule, and each op's boundary points. Expected
 // values are closed forms (limits, exact small integers), never outputs copied from a run.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { compile, grad, hessian, hvp, type Tape, type Var, type Vec } from '../src/index.ts';
+import { compile, defineFunction, grad, hessian, hvp, jacobian, jvp, type Tape, type Var, type Vec } from '../src/index.ts';
 import { UNARY_OPS, ZERO_GRADIENT_OPS, type UnaryOpName } from '../src/ops.ts';
 import { sameNumber, show } from './op-cases.ts';
 import { BACKENDS, tapeOn } from './support.ts';
@@ -396,6 +396,42 @@ describe.each(BACKENDS)('a zero tangent adds nothing, for every op (%s)', (backe
     const v = tape.vector([0, 4, -1]);
     const y = v.sqrt().sum();
     expect(Array.from(tape.hvp(y, [v], [0, 1, 0]))).toEqual([0, -0.25 * 4 ** -1.5, 0]);
+  });
+});
+
+// A new-user probe: through stopGradient, floor and the other zero-gradient ops the reverse sweep
+// passed nothing, but the tangent sweeps multiplied an infinite tangent (sqrt's at 0) by the zero
+// partial, so jvp, hvp and forward-mode Jacobians were NaN where the gradient was finite.
+describe.each(BACKENDS)('no tangent passes the zero-gradient ops, not even a NaN one (%s)', (backend) => {
+  beforeAll(async () => {
+    await tapeOn(backend);
+  });
+  const apply = (op: string, x: Var): Var => (['lt', 'le', 'gt', 'ge', 'eq'].includes(op) ? (x[op as 'lt'] as (y: number) => Var)(1) : (x[op as 'floor'] as () => Var)());
+  it.each(ZERO_GRADIENT_OPS.map((op) => [op]))('%s', (op) => {
+    // x·op(sqrt x) + y at x = 0: sqrt's tangent is Infinity there.
+    const f = (x: Var[]): Var => x[0]!.mul(apply(op, x[0]!.sqrt())).add(x[1]!);
+    const at = [0, 2];
+    const g = Array.from(grad(f, { backend })(at));
+    expect(Array.from(jvp(f, at, [1, 1], { backend })), 'jvp').toEqual([g[0]! + g[1]!]);
+    expect(Array.from(jacobian((x) => [f(x)], at, { backend, mode: 'forward' }).data), 'forward Jacobian').toEqual(g);
+    expect(Array.from(hvp(f, at, [1, 0], { backend })).every(Number.isFinite), 'hvp').toBe(true);
+    for (const codegen of [true, false]) {
+      const c = compile(f, { inputs: 2, backend, codegen, at: [0.5, 2] });
+      expect(Array.from(c.jvp(at, [1, 1])), `compiled jvp, codegen ${codegen}`).toEqual([g[0]! + g[1]!]);
+      expect(Array.from(c.jvpBatch([...at, 4, 2], 2, [1, 1, 1, 1])).every(Number.isFinite), `compiled jvpBatch, codegen ${codegen}`).toBe(true);
+      expect(Array.from(c.hvp(at, [1, 0])).every(Number.isFinite), `compiled hvp, codegen ${codegen}`).toBe(true);
+    }
+  });
+
+  it('elementwise on a vector too, and a NaN tangent from a custom jvp', async () => {
+    const tape = await tapeOn(backend);
+    const v = tape.vector([0, 4]);
+    const y = v.mul(v.sqrt().floor()).sum();
+    expect(Array.from(tape.jvp([v], [1, 1], [y]))).toEqual([2]);
+    const nanJvp = defineFunction({ name: 'nanJvp', forward: (xs) => xs[0]!, vjp: (_xs, _y, g) => [g], jvp: () => NaN });
+    tape.reset();
+    const x = tape.variable(1), z = x.add(nanJvp(x).stopGradient());
+    expect(Array.from(tape.jvp([x], [1], [z]))).toEqual([1]);
   });
 });
 

@@ -138,6 +138,27 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
 
   // A probe: a null direction through the workers threw a raw TypeError from the worker, where one
   // thread names it; and a scratch the runtime could not allocate a raw RangeError.
+  // A probe: out in the same shared memory as X went to the workers as it was, and rows were read
+  // after another worker's results overwrote them; and null was "none" for values in the workers,
+  // refused on the main thread.
+  it('results over their own rows in shared memory, and a null out or values refused, as on one thread', async () => {
+    const f = compiled(tiny, [0.1, 0.2, 0.3]);
+    const pf = await pool.register(f);
+    const n = 40, X = rows(n, 3, 11);
+    const want = f.gradientBatch(X, n), wantH = f.hvpBatch(X, n, X);
+    const shared = sharedFloat64(3 * n + 3);
+    shared.set(X);
+    expect(firstDifference(await pf.gradientBatch(shared.subarray(0, 3 * n), n, shared.subarray(3)), want)).toBe(-1);
+    shared.set(X);
+    expect(firstDifference(await pf.hvpBatch(shared.subarray(0, 3 * n), n, shared.subarray(0, 3 * n), shared.subarray(3)), wantH)).toBe(-1);
+    const bad = null as unknown as Float64Array;
+    for (const rowsOf of [n, 2]) {
+      await expect(pf.gradientBatch(X, rowsOf, bad)).rejects.toThrow(/^gradientBatch: out must be a Float64Array of at least \d+ numbers, got null/);
+      await expect(pf.valueAndGradientBatch(X, rowsOf, undefined, bad)).rejects.toThrow(/^valueAndGradientBatch: values must be/);
+      await expect(pf.hvpBatch(X, rowsOf, X, undefined, bad)).rejects.toThrow(/^hvpBatch: values must be/);
+    }
+  });
+
   it('a null direction, and a scratch past what the runtime allocates, are the errors one thread gives', async () => {
     const f = compiled(tiny, [0.1, 0.2, 0.3]);
     const pf = await pool.register(f);
@@ -209,6 +230,10 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
       await expect(pf.gradientBatch(X.subarray(34), 1)).rejects.toThrow(NonFiniteError);
       expect(firstDifference(await pf.gradientBatch(X.subarray(0, 16), 8), f.gradientBatch(X.subarray(0, 16), 8))).toBe(-1);
     }
+    // hvp's second-order adjoints are checked too (pow(x, 1.5) at 0: all else finite).
+    const p = await pool.register(compile((x) => x[0]!.pow(1.5), { inputs: 1, at: [1], backend, checkNaN: true }));
+    const H = Float64Array.from({ length: 20 }, (_, k) => (k === 17 ? 0 : 1 + k));
+    await expect(p.hvpBatch(H, 20, new Float64Array(20).fill(1))).rejects.toThrow(/^hvpBatch, row 17: checkNaN: powConst at node 2 produced a non-finite second-order adjoint/);
     // Off: NaN rows, as IEEE says.
     const off = await pool.register(f, { checkNaN: false });
     expect(Number.isNaN((await off.gradientBatch(X, 20))[34])).toBe(true);

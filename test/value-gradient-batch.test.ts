@@ -63,6 +63,52 @@ describe('valueAndGradientBatch equals row-by-row valueAndGradient, bit for bit'
     }
     expect(f.gradientBatch(X, 1).length).toBe(3);
   });
+
+  // A probe: null was a new array for gradientBatch and a refusal for the others, and a bad
+  // `values` read as "the output array".
+  it('a missing or short out or values is refused naming the call and the argument, null too', () => {
+    const f = compile(piecewise, { inputs: 3 });
+    const bad = null as unknown as Float64Array;
+    expect(() => f.gradientBatch(X, 1, bad)).toThrow('gradientBatch: out must be a Float64Array of at least 3 numbers, got null (leave it out for a new array)');
+    expect(() => f.valueAndGradientBatch(X, 1, undefined, bad)).toThrow('valueAndGradientBatch: values must be a Float64Array of at least 1 numbers, got null');
+    expect(() => f.jvpBatch(X, 2, X, new Float64Array(2), new Float64Array(1))).toThrow('jvpBatch: values must be a Float64Array of at least 2 numbers, got an object (Float64Array) of length 1');
+    expect(() => f.vjpBatch(X, 1, [1], undefined, bad)).toThrow(/^vjpBatch: values must be/);
+    expect(() => f.hvpBatch(X, 1, X, bad)).toThrow(/^hvpBatch: out must be/);
+    expect(() => f.gradient([1, 2, 3], bad)).toThrow(/^gradient: out must be/);
+  });
+});
+
+// Results written over the rows they are computed from (out sharing X's or V's memory): a probe
+// found the JS engine's gradients and every engine's vjpBatch reading rows already overwritten.
+describe('batch outputs over their own input rows', () => {
+  const f = (x: Var[]): Var => x[0]!.mul(x[1]!).add(x[1]!.square());
+  for (const backend of ['wasm', 'js'] as const) {
+    it(backend, () => {
+      const g = compile(f, { inputs: 2, backend });
+      const rows = [1, 2, 3, 4, 5, 6];
+      const expected = g.gradientBatch(rows, 3);
+      expect(Array.from(expected)).toEqual([2, 5, 4, 11, 6, 17]);
+      // H = [[0, 1], [1, 2]] everywhere: H·(1, 0) = (0, 1).
+      const calls: [string, (buf: Float64Array) => Float64Array, ArrayLike<number>][] = [
+        ['gradientBatch', (buf) => g.gradientBatch(buf.subarray(0, 6), 3, buf.subarray(2, 8)), expected],
+        ['valueAndGradientBatch', (buf) => g.valueAndGradientBatch(buf.subarray(0, 6), 3, buf.subarray(2, 8))[1], expected],
+        ['vjpBatch', (buf) => g.vjpBatch(buf.subarray(0, 6), 3, [1, 1, 1], buf.subarray(2, 8)), expected],
+        ['hvpBatch', (buf) => g.hvpBatch(buf.subarray(0, 6), 3, [1, 0, 1, 0, 1, 0], buf.subarray(2, 8)), [0, 1, 0, 1, 0, 1]],
+        ['gradientBatch in place', (buf) => g.gradientBatch(buf.subarray(0, 6), 3, buf.subarray(0, 6)), expected],
+      ];
+      for (const [name, call, want] of calls) {
+        const buf = new Float64Array([...rows, 0, 0]);
+        expect([name, ...call(buf)]).toEqual([name, ...Array.from(want)]);
+      }
+      // The values too, over the rows.
+      const buf = new Float64Array([...rows, 0, 0]);
+      const [values] = g.valueAndGradientBatch(buf.subarray(0, 6), 3, undefined, buf.subarray(1, 4));
+      expect(Array.from(values)).toEqual([6, 28, 66]);
+      // Directions overwritten by jvpBatch's results.
+      const t = new Float64Array([1, 0, 0, 1, 1, 1]);
+      expect(Array.from(g.jvpBatch(rows, 3, t, t.subarray(1, 4)))).toEqual([2, 11, 23]);
+    });
+  }
 });
 
 describe('vjpBatch, jvpBatch and hvpBatch equal their row-by-row forms, bit for bit', () => {

@@ -1,6 +1,6 @@
 import type { Backend, CustomHandler, TapeViews } from '../backend.ts';
 import { Op } from '../ops.ts';
-import { forwardRule, partials, partialZ, partialsTangent, partialZTangent, truthy } from './rules.ts';
+import { forwardRule, partials, partialZ, partialsTangent, partialZTangent, truthy, zeroGradient } from './rules.ts';
 import { VectorRules, isVectorOp } from './vector.ts';
 
 const {
@@ -290,6 +290,11 @@ export class JsBackend implements Backend {
       }
       if (code === CUSTOM) {
         this.custom!.tangent(i);
+        continue;
+      }
+      // As in the core: no tangent, not even a NaN one, through the zero-gradient ops.
+      if (zeroGradient(code)) {
+        tan[i] = 0;
         continue;
       }
       const ib = b[i];

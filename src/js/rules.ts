@@ -17,6 +17,13 @@ export function truthy(c: number): boolean {
   return c !== 0 && c === c;
 }
 
+/** Whether op is one of the ops with zero gradient (and tangent): floor, ceil, round, sign,
+ *  stopGradient and the comparisons, side by side in the op table (as zeroGradient in the core's
+ *  ops.ts). */
+export function zeroGradient(op: number): boolean {
+  return op >= floor && op <= eq;
+}
+
 function sgn(x: number): number {
   return x > 0 ? 1 : x < 0 ? -1 : x * 0;
 }

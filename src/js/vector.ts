@@ -3,7 +3,7 @@
 // address there is a pointer; here it is an array and an index.
 import type { TapeViews } from '../backend.ts';
 import { Op } from '../ops.ts';
-import { forwardRule, partials, partialZ, partialsTangent, partialZTangent, truthy } from './rules.ts';
+import { forwardRule, partials, partialZ, partialsTangent, partialZTangent, truthy, zeroGradient } from './rules.ts';
 
 const {
   const: CONST, vmeta: VMETA, vparam: VPARAM, vget: VGET, vsum: VSUM, vmax: VMAX, vmin: VMIN, vlogSumExp: VLSE,
@@ -626,6 +626,11 @@ export class VectorRules {
     let out = this.off(i);
     if (s === SELECT) {
       this.selectInto(i, n, xtan, out, tan, xtan);
+      return;
+    }
+    // No tangent through the zero-gradient ops (as the scalar tangent sweep).
+    if (zeroGradient(s)) {
+      xtan.fill(0, out, out + n);
       return;
     }
     this.setBlocks(n, ia, ib, ia);

@@ -4,7 +4,7 @@ import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { CompiledFunction, checkArrayLength, checkRows, toFloat64 } from '../compile.ts';
 import { coreModule, resolveBackend } from '../create.ts';
-import { CapacityError, TapegradError, checkOut, describe } from '../errors.ts';
+import { CapacityError, TapegradError, checkOut, describe, overlaps } from '../errors.ts';
 import { BACKEND_RULE, checkOptions } from '../options.ts';
 import { fromBytes, loadBytes } from '../serialize.ts';
 import { Op } from '../ops.ts';
@@ -103,7 +103,7 @@ export class GradientPool {
    * `checkNaN` (default: the compiled function's own, false for bytes) checks every row as
    * `compile(f, { checkNaN: true })` does, in every thread.
    */
-  async register(f: CompiledFunction | Uint8Array, options: { checkNaN?: boolean } = {}): Promise<PooledFunction> {
+  async register(f: CompiledFunction | Uint8Array, options: { checkNaN?: boolean | undefined } = {}): Promise<PooledFunction> {
     this.checkOpen();
     checkOptions(options, 'register', { checkNaN: 'boolean' });
     const checkNaN = options.checkNaN ?? (f instanceof CompiledFunction && f.checkNaN);
@@ -258,8 +258,8 @@ export interface WorkerLoad {
 
 /** A compiled function registered with a pool: the batch calls of `CompiledFunction`, split
  *  across the workers, returning promises. Results are bit-identical to the single-threaded
- *  calls, rows in the caller's order; outputs live in shared memory (pass `out` to reuse one).
- *  A batch of fewer than `minRowsPerTask` rows runs on the calling thread, on the same tape and
+ *  calls, rows in the caller's order; each output is a new plain Float64Array (pass `out` to
+ *  fill one of your own). A batch of fewer than `minRowsPerTask` rows runs on the calling thread, on the same tape and
  *  sweeps: posting it to a worker would cost more than its rows. */
 export class PooledFunction {
   readonly inputs: number;
@@ -295,13 +295,13 @@ export class PooledFunction {
   /** Gradients of rows × inputs rows of X (row-major); rows × inputs out. */
   async gradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array): Promise<Float64Array> {
     if (this.inline(rows)) return this.local.gradientBatch(X, rows, out);
-    return (await this.run('gradientBatch', rows, X, null, 0, '', out, this.inputs, null, 0))[0];
+    return (await this.run('gradientBatch', rows, X, null, 0, '', out, this.inputs, 'none', 0))[0];
   }
 
   /** [values (rows), gradients (rows × inputs)]. */
   async valueAndGradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array, values?: Float64Array): Promise<[Float64Array, Float64Array]> {
     if (this.inline(rows)) return this.local.valueAndGradientBatch(X, rows, out, values);
-    const [G, v] = await this.run('valueAndGradientBatch', rows, X, null, 0, '', out, this.inputs, values ?? 'new', 1);
+    const [G, v] = await this.run('valueAndGradientBatch', rows, X, null, 0, '', out, this.inputs, values === undefined ? 'new' : values, 1);
     return [v!, G];
   }
 
@@ -333,17 +333,18 @@ export class PooledFunction {
       checkRows(rows, method);
       checkArrayLength(D as unknown as ArrayLike<number>, rows * dWidth, `${method}: ${rows} rows of ${dWidth} ${dName} entries`);
     }
-    return (await this.run(method, rows, X, D, dWidth, dName, out, width, values ?? null, valueWidth))[0];
+    return (await this.run(method, rows, X, D, dWidth, dName, out, width, values === undefined ? 'none' : values, valueWidth))[0];
   }
 
   // `method` over the rows in the workers: X (rows × inputs) and D (rows × dWidth) in, results
   // (rows × width) into `out` and the values (rows × valueWidth) into `values` (or a new array
-  // for 'new'). The caller's arrays in shared memory go to the workers as they are; any other is
-  // checked and copied through the pool's scratch (see GradientPool.spare), and so is every
-  // output the caller did not give in shared memory, which then comes back in a new plain array.
+  // for 'new', none for 'none'). The caller's arrays in shared memory go to the workers as they
+  // are; any other is checked and copied through the pool's scratch (see GradientPool.spare), and
+  // so is every output the caller did not give in shared memory, which then comes back in a new
+  // plain array.
   private async run(
     method: BatchMethod, rows: number, X: ArrayLike<number>, D: ArrayLike<number> | null, dWidth: number, dName: string,
-    out: Float64Array | undefined, width: number, values: Float64Array | 'new' | null, valueWidth: number,
+    out: Float64Array | undefined, width: number, values: Float64Array | 'new' | 'none', valueWidth: number,
   ): Promise<[Float64Array, Float64Array | null]> {
     checkRows(rows, method);
     const n = rows * this.inputs, dn = rows * dWidth, on = rows * width, vn = rows * valueWidth;
@@ -351,11 +352,14 @@ export class PooledFunction {
     const xWhat = `${method}: ${rows} rows of ${this.inputs} inputs`, dWhat = `${method}: ${rows} rows of ${dWidth} ${dName} entries`;
     checkArrayLength(X, n, xWhat);
     if (D !== null) checkArrayLength(D, dn, dWhat);
-    if (out !== undefined) checkOut(out, on);
-    if (values !== null && values !== 'new') checkOut(values, vn);
+    if (out !== undefined) checkOut(out, on, `${method}: out`);
+    if (values !== 'none' && values !== 'new') checkOut(values, vn, `${method}: values`);
     // Scratch for what is not in shared memory: X, D, the output and the values, in that order.
     const copied = (x: unknown): boolean => !isShared(x);
-    const sizes = [copied(X) ? n : 0, D !== null && copied(D) ? dn : 0, copied(out) ? on : 0, values !== null && copied(values) ? vn : 0];
+    // An output over the rows (the caller's out sharing X's memory) is written through the scratch
+    // too: the workers read their rows while others write theirs.
+    const inPlace = (o: unknown): boolean => isShared(o) && !overlaps(o, X) && !overlaps(o, D);
+    const sizes = [copied(X) ? n : 0, D !== null && copied(D) ? dn : 0, inPlace(out) ? 0 : on, values === 'none' || inPlace(values) ? 0 : vn];
     const total = sizes.reduce((sum, k) => sum + k, 0);
     const scratch = total > 0 ? this.pool.lease(8 * total, method) : null;
     try {
@@ -368,11 +372,11 @@ export class PooledFunction {
       // Checked as the single-threaded calls check them, with their messages.
       const xs = toFloat64(X, n, xWhat, { holds: isShared, make: () => part(0) });
       const ds = D === null ? null : toFloat64(D, dn, dWhat, { holds: isShared, make: () => part(1) });
-      const o = out !== undefined && isShared(out) ? out : part(2);
-      const v = values === null ? null : values !== 'new' && isShared(values) ? values : part(3);
+      const o = out !== undefined && inPlace(out) ? out : part(2);
+      const v = values === 'none' ? null : values !== 'new' && inPlace(values) ? values : part(3);
       if (rows > 0) await this.pool.runBatch(this.id, method, rows, xs, ds, o, v);
       const result = o === out ? out : copyInto(out, o);
-      const valuesOut = v === null || v === values ? v : copyInto(values === 'new' ? undefined : values!, v);
+      const valuesOut = v === null || v === values ? v : copyInto(values === 'new' || values === 'none' ? undefined : values, v);
       return [result, valuesOut];
     } finally {
       if (scratch) this.pool.release(scratch);

@@ -39,7 +39,7 @@ export type Task =
     values: Float64Array | null;
   };
 
-export type Reply = { ok: true; ms: number; generatedSweeps?: GeneratedSweeps } | { missing: true } | { error: SerializedError };
+export type Reply = { ok: true; ms: number; generatedSweeps?: GeneratedSweeps | undefined } | { missing: true } | { error: SerializedError };
 
 export interface SerializedError {
   name: string;

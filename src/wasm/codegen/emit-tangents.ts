@@ -217,6 +217,11 @@ function tangentRule(fn: Bytes, body: Body, L: Layout, E: ReturnType<typeof tang
       tangentOf(z!); tangentOf(w!); emitTruthy(fn, () => load(VAL, x), L.c); fn.byte(W_Select);
       return;
     }
+    // No tangent through the zero-gradient ops, not even a NaN one (as the interpreter).
+    if (ZERO_GRADIENT.has(op)) {
+      fn.f64Const(0);
+      return;
+    }
     const ta = tangentTerm(x, L.ta);
     const binary = OPERANDS[op] === 2;
     const tb = binary ? tangentTerm(z!, L.tb) : ta;
