@@ -86,6 +86,13 @@ export class CustomNodes implements CustomHandler {
   /** The node whose rule's own failure stopped the last forward sweep (see Tape.evaluate), or -1. */
   failedForward = -1;
 
+  // Nodes whose forward failed (their value NaN, as an invalid IEEE operation gives): their rules
+  // are not asked for derivatives at a point the forward refused, and give NaN as such an
+  // operation's partials would (a probe's log that refused x <= 0 got a finite gradient from its
+  // vjp). A node's entry goes when its forward next succeeds; each sweep runs after the forward of
+  // every custom node it meets, so an entry left by an earlier recording is gone by then.
+  private readonly failed = new Set<number>();
+
   forward(i: number): void {
     const { rule, xs } = this.operands(i);
     let y: unknown;
@@ -95,16 +102,29 @@ export class CustomNodes implements CustomHandler {
     } catch (error) {
       // The rule's own failure, for Tape.evaluate to go on past; a TapegradError is a refusal of
       // what the rule did to its tape, and leaves the node to compute at the next read.
-      if (!(error instanceof TapegradError)) this.failedForward = i;
+      if (!(error instanceof TapegradError)) this.fail(i);
       throw error;
     } finally {
       this.tape.ruleForwardAt = -1;
     }
-    if (typeof y !== 'number') this.failedForward = i;
+    if (typeof y !== 'number') this.fail(i);
+    else if (this.failed.size > 0) this.failed.delete(i);
     this.engine.views.val[i] = checkResult(y, rule, 'forward');
   }
 
+  private fail(i: number): void {
+    this.failedForward = i;
+    this.failed.add(i);
+  }
+
+  // NaN into each operand's entry of `target` (adjoints, or their tangents).
+  private poison(i: number, target: Float64Array): void {
+    const { ids } = this.operands(i);
+    for (let k = 0; k < ids.length; k++) target[ids[k]!] += NaN;
+  }
+
   reverse(i: number, g: number): void {
+    if (this.failed.has(i)) return this.poison(i, this.engine.views.adj);
     const { rule, ids, xs } = this.operands(i);
     addInto(this.engine.views.adj, ids, this.tape.insideRule(() => rule.vjp(xs, this.engine.views.val[i]!, g)), rule, 'vjp');
   }
@@ -115,6 +135,10 @@ export class CustomNodes implements CustomHandler {
     // As for primitive ops: no tangent in, no tangent out, and no need for a jvp rule.
     if (ts.every((t) => t === 0)) {
       this.engine.views.tan![i] = 0;
+      return;
+    }
+    if (this.failed.has(i)) {
+      this.engine.views.tan![i] = NaN;
       return;
     }
     if (!rule.jvp) {
@@ -134,6 +158,11 @@ export class CustomNodes implements CustomHandler {
     // g·H·ts vanishes where no tangent reaches the node: then it needs no vjpTangent rule (as
     // the tangent sweep needs no jvp there).
     const curved = g !== 0 && ts.some((t) => t !== 0);
+    if (this.failed.has(i)) {
+      if (g !== 0) this.poison(i, adj);
+      if (curved || gTangent !== 0) this.poison(i, tanAdj!);
+      return;
+    }
     if (curved && !rule.vjpTangent) throw missing(rule, 'vjpTangent', 'hvp and hessian');
     if (g !== 0) {
       addInto(adj, ids, this.tape.insideRule(() => rule.vjp(xs, y, g)), rule, 'vjp');

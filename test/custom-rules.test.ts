@@ -260,6 +260,40 @@ describe.each(BACKENDS)('custom rules: errors, and the tape afterwards (%s)', (b
     expect(f.value([Math.E, 2])).toBe(2);
   });
 
+  // A probe: the vjp, asked at the point the forward refused, gave a finite gradient (0.5 for
+  // safeLog(x) + x at -2) under a NaN value.
+  it("a node whose forward failed has NaN derivatives: its rules are not asked at the refused point", async () => {
+    const asked: string[] = [];
+    const safeLog = defineFunction({
+      name: 'safeLog',
+      forward: (xs) => {
+        if (xs[0]! <= 0) throw new RangeError('safeLog: x must be positive');
+        return Math.log(xs[0]!);
+      },
+      vjp: (xs, _y, g) => (asked.push('vjp'), [g / xs[0]!]),
+      jvp: (xs, _y, ts) => (asked.push('jvp'), ts[0]! / xs[0]!),
+      vjpTangent: (xs, _y, g, ts) => (asked.push('vjpTangent'), [-g * ts[0]! / xs[0]! ** 2]),
+    });
+    const tape = await createTape(options);
+    const x = tape.variable(-2), other = tape.variable(3);
+    const y = safeLog(x).add(x).add(other.square());
+    expect(() => y.value).toThrow(RangeError);
+    tape.backward(y);
+    expect([x.grad, other.grad]).toEqual([NaN, 6]);
+    expect(Array.from(tape.jvp([x, other], [1, 0], [y]))).toEqual([NaN]);
+    expect(Array.from(tape.hvp(y, [x, other], [1, 1]))).toEqual([NaN, 2]);
+    expect(asked).toEqual([]);
+    // The same rule at an accepted point, on the next recording and compiled.
+    tape.reset();
+    const z = tape.variable(2), w = safeLog(z).add(z);
+    tape.backward(w);
+    expect(z.grad).toBe(1.5);
+    const f = compile((v: Var[]) => safeLog(v[0]!).add(v[0]!), { ...options, inputs: 1 });
+    expect(Array.from(f.gradient([2]))).toEqual([1.5]);
+    expect(() => f.gradient([-2])).toThrow(RangeError);
+    expect(Array.from(f.gradient([4]))).toEqual([1.25]);
+  });
+
   it('a rule may not read a value of its tape the running sweep has not computed, nor replay the compiled function it is in', async () => {
     // Found by a new-user probe: the first ran the forward sweep, and the rule, again until the
     // stack overflowed; the second wrote the nested replay's input over the running one's (f(200)
