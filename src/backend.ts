@@ -36,6 +36,8 @@ export interface CustomHandler {
   reverse(i: number, g: number): void;
   tangent(i: number): void;
   reverseTangent(i: number, g: number, gTangent: number): void;
+  /** The name of custom node i's function, for errors. */
+  ruleName(i: number): string;
 }
 
 export interface Backend {

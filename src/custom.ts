@@ -112,6 +112,10 @@ export class CustomNodes implements CustomHandler {
     this.engine.views.val[i] = checkResult(y, rule, 'forward');
   }
 
+  ruleName(i: number): string {
+    return rules[this.engine.views.a[i]!]!.name;
+  }
+
   private fail(i: number): void {
     this.failedForward = i;
     this.failed.add(i);

@@ -1001,28 +1001,36 @@ export class Tape {
     while (j >= from && adj[j]! - adj[j]! === 0 && badElement(j, xadj) < 0) j--;
     // The sweep adds each consumer's adjoint times its partial, neither 0, and the consumers
     // above j have finite adjoints: blame the one whose term is not finite, its partials
-    // recomputed by the JS engine's rules. Those are 0 for select, custom and vector ops, which
-    // fall back to the first consumer.
-    // One pass: the first consumer by structure is kept as the fallback.
-    let consumer = -1, fallback = -1;
+    // recomputed by the JS engine's rules. Those are 0 for select, custom and vector ops, whose
+    // terms cannot be recomputed here: the first of them reading j is blamed next, and only then
+    // the first plain consumer, whose term was finite (terms each finite whose sum overflowed; a
+    // probe saw mul named for the Infinity a custom vjp sent).
+    let consumer = -1, opaque = -1, plain = -1;
     for (let i = j + 1; i < to && consumer < 0; i++) {
       const g = adj[i]!, pa = partials(op[i]!, val[a[i]!]!, val[b[i]!]!, val[i]!), pb = partialZ[0]!;
       const sent = (a[i] === j && pa !== 0 ? g * pa : 0) + (b[i] === j && pb !== 0 ? g * pb : 0);
-      if (g !== 0 && sent - sent !== 0) consumer = i;
-      else if (fallback < 0) {
-        const carried = op[i] === SELECT ? a[i - 1] === j : op[i] === ARG && (op[i + 1] === SELECT || op[i + 1] === CUSTOM);
-        if (op[i]! > ARG && op[i] !== CUSTOM && op[i] !== VMETA && op[i] !== Op.vparam && (a[i] === j || b[i] === j)) fallback = i;
-        else if (carried) fallback = op[i] === ARG ? i + 1 : i;
+      if (g !== 0 && sent - sent !== 0) {
+        consumer = i;
+        continue;
       }
+      const reads = a[i] === j || b[i] === j;
+      if (op[i] === ARG) {
+        // An operand carried for the select or custom op after the run of arg nodes.
+        let c = i + 1;
+        while (c < to && op[c] === ARG) c++;
+        if (reads && opaque < 0 && c < to) opaque = c;
+      } else if (op[i] === SELECT || op[i] === CUSTOM || (op[i]! > VMETA && op[i] !== Op.vparam)) {
+        if (reads && opaque < 0) opaque = i;
+      } else if (op[i]! > ARG && op[i] !== VMETA && reads && plain < 0) plain = i;
     }
-    if (consumer < 0) consumer = fallback;
+    if (consumer < 0) consumer = opaque >= 0 ? opaque : plain;
     const at = consumer < 0 ? j : consumer;
     const element = badElement(j, xadj);
     const shown = element < 0 ? `${adj[j]}` : `${xadj[a[j - 1]! + element]} at element ${element}`;
     throw new NonFiniteError(
       consumer < 0
         ? `checkNaN: the adjoint of ${node(j)} (${name(j)}) is ${shown}: the seed is not finite`
-        : `checkNaN: ${name(consumer)} at ${node(consumer)} sent a non-finite adjoint (${shown}) to ${node(j)} (${name(j)})`,
+        : `checkNaN: ${op[consumer] === CUSTOM ? `custom function '${this.engine.custom!.ruleName(consumer)}'` : name(consumer)} at ${node(consumer)} sent a non-finite adjoint (${shown}) to ${node(j)} (${name(j)})`,
       id(at),
       name(at),
     );

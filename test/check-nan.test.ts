@@ -2,7 +2,7 @@
 // the first NaN or ±Infinity an op produces, as a value or as an adjoint, naming the op and the
 // node; the tape stays usable. Without the option the same graphs follow IEEE silently.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { NonFiniteError, TapegradError, compile, type CompiledFunction, createTape, fromBytes, init, type Tape, type Var, type Vec } from '../src/index.ts';
+import { NonFiniteError, TapegradError, compile, type CompiledFunction, createTape, defineFunction, fromBytes, init, type Tape, type Var, type Vec } from '../src/index.ts';
 import { BACKENDS, tapeOn } from './support.ts';
 
 function thrownBy(action: () => unknown): unknown {
@@ -210,6 +210,20 @@ describe.each(BACKENDS)('checkNaN blames the consumer that sent the non-finite a
     a.mul(3);
     const s = a.sqrt();
     expectNonFinite(() => tape.backward(s.mul(2)), s.id, 'sqrt');
+  });
+
+  // A probe: mul, recorded first, was named for the Infinity a custom function's vjp sent, though
+  // its own term (2) was finite; a select's branch likewise.
+  it("a consumer whose term cannot be recomputed (a custom function's, a select's) before a plain one whose term was finite", async () => {
+    const tape = await tapeOn(backend, { checkNaN: true });
+    const root = defineFunction({ name: 'root', forward: (xs) => Math.sqrt(xs[0]!), vjp: (_xs, y, g) => [g / (2 * y)] });
+    const x = tape.variable(0), doubled = x.mul(2), r = root(x);
+    expect(doubled.add(r).value).toBe(0);
+    const error = expectNonFinite(() => tape.backward(doubled.add(r)), r.id, 'custom');
+    expect(error.message).toBe(`checkNaN: custom function 'root' at node #${r.id} sent a non-finite adjoint (Infinity) to node #${x.id} (input)`);
+    tape.reset();
+    const z = tape.variable(0), twice = z.mul(2), taken = z.sqrt(), s = tape.select(z.gt(-1), taken, z.neg());
+    expectNonFinite(() => tape.backward(twice.add(s)), taken.id, 'sqrt');
   });
 
   it('in a compiled function too', () => {
