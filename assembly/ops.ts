@@ -381,6 +381,11 @@ export let partialZ: f64 = 0;
     case Op.Atan: return 1 / (1 + x * x);
     case Op.Atan2: {
       const h = Math.hypot(x, z);
+      // One operand infinite: both partials tend to 0, where Infinity / Infinity gave NaN (a probe).
+      if (h == Infinity && (isFinite(x) || isFinite(z))) {
+        partialZ = isFinite(x) ? -x / h / h : 0;
+        return isFinite(z) ? z / h / h : 0;
+      }
       partialZ = -x / h / h;
       return z / h / h;
     }
@@ -399,6 +404,11 @@ export let partialZ: f64 = 0;
     case Op.Max: partialZ = pickFirst(z, x, z > x); return pickFirst(x, z, x > z);
     case Op.Hypot: {
       if (y == 0) return 0;
+      // One operand infinite: its partial is its sign, the other's 0 (Infinity / Infinity was NaN).
+      if (y == Infinity && (isFinite(x) || isFinite(z))) {
+        partialZ = isFinite(z) ? z / y : Math.sign(z);
+        return isFinite(x) ? x / y : Math.sign(x);
+      }
       partialZ = z / y;
       return x / y;
     }
@@ -429,8 +439,10 @@ export let partialZTangent: f64 = 0;
     // zero tangent); the generated sweeps emit the same (SECOND_ORDER in codegen/rules.ts).
     // y·tz/z left out where tz is 0: y overflows where x/z does (x = 1e308, z = 0.5), and y·0 was
     // NaN where the other order of the Hessian gives the finite -1/z² (a probe found H01 ≠ H10);
-    // at 0/0 both orders are NaN, as the policy has it (dpa was -Infinity there).
-    case Op.Div: partialZTangent = ((tz == 0 ? 0 : y * tz / z) - ty) / z; return y != y ? NaN : -tz / z / z;
+    // at 0/0 both orders are NaN, as the policy has it (dpa was -Infinity there). dpa, the change
+    // of 1/z, is 0 where tz is: -0/z/z was NaN at z = 0, and H00 of x/z NaN though x/z is linear
+    // in x (a probe).
+    case Op.Div: partialZTangent = ((tz == 0 ? 0 : y * tz / z) - ty) / z; return y != y ? NaN : tz == 0 ? 0 : -tz / z / z;
     case Op.Recip: return -2 * y * ty;
     case Op.Square: return 2 * tx;
     case Op.Sqrt: return -0.5 * ty / (y * y);
@@ -481,7 +493,11 @@ export let partialZTangent: f64 = 0;
       // With u² + w² = 1: tz − 2w(u·tx + w·tz) = −(w² − u²)·tz − 2uw·tx, and the same for tx. The
       // differences of nearly equal terms left rounding that 1/h² then blew up (H01 = +Infinity,
       // H10 = −Infinity at (1e-170, 1e-170), whose true value is 0).
-      const h = Math.hypot(x, z), u = x / h, w = z / h, c = 2 * u * w, d = w * w - u * u;
+      // One operand infinite: its unit component is its sign (Infinity / Infinity was NaN), and
+      // the terms over h² go to 0, their limit.
+      const h = Math.hypot(x, z), far = h == Infinity && (isFinite(x) || isFinite(z));
+      const u = far && !isFinite(x) ? Math.sign(x) : x / h, w = far && !isFinite(z) ? Math.sign(z) : z / h;
+      const c = 2 * u * w, d = w * w - u * u;
       partialZTangent = (c * tz - d * tx) / h / h;
       return -(d * tz + c * tx) / h / h;
     }
@@ -500,8 +516,10 @@ export let partialZTangent: f64 = 0;
     case Op.Hypot: {
       if (y == 0) return 0;
       // In units of y, as the first partials: y·y overflowed past 1e154 and underflowed below 1e-162.
-      partialZTangent = (tz - z / y * ty) / y;
-      return (tx - x / y * ty) / y;
+      // One operand infinite: its unit component is its sign, and the terms over y go to 0.
+      const far = y == Infinity && (isFinite(x) || isFinite(z));
+      partialZTangent = (tz - (far && !isFinite(z) ? Math.sign(z) : z / y) * ty) / y;
+      return (tx - (far && !isFinite(x) ? Math.sign(x) : x / y) * ty) / y;
     }
     // 1 - 2y as -tanh(x/2), as src/js/rules.ts (y near 1/2 left only its rounding).
     case Op.Sigmoid: return ty * -Math.tanh(0.5 * x);

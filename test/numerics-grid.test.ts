@@ -132,14 +132,27 @@ const BINARY: Record<string, BinarySpec> = {
     value: Math.pow, exact: false,
     partials: (x, z) => [z === 0 ? 0 : z * Math.pow(x, z - 1), x === 0 || Math.pow(x, z) === 0 ? 0 : Math.pow(x, z) * Math.log(x)],
   },
+  // One operand infinite: the limits, 0 for atan2 and the infinite one's sign for hypot (not
+  // Infinity / Infinity).
   atan2: {
     value: Math.atan2, exact: false,
-    partials: (x, z) => { const h = Math.hypot(x, z); return [z / h / h, -x / h / h]; },
+    partials: (x, z) => {
+      const h = Math.hypot(x, z);
+      if (h === Infinity && (Number.isFinite(x) || Number.isFinite(z))) return [Number.isFinite(z) ? z / h / h : 0, Number.isFinite(x) ? -x / h / h : 0];
+      return [z / h / h, -x / h / h];
+    },
   },
   min: { value: Math.min, exact: true, partials: (x, z) => (x === z ? [0.5, 0.5] : choose(x < z, z < x)) },
   max: { value: Math.max, exact: true, partials: (x, z) => (x === z ? [0.5, 0.5] : choose(x > z, z > x)) },
   // hypot'(0, 0) = (0, 0): the minimum-norm subgradient at the cone's tip.
-  hypot: { value: Math.hypot, exact: false, partials: (x, z) => { const h = Math.hypot(x, z); return h === 0 ? [0, 0] : [x / h, z / h]; } },
+  hypot: {
+    value: Math.hypot, exact: false,
+    partials: (x, z) => {
+      const h = Math.hypot(x, z);
+      if (h === Infinity && (Number.isFinite(x) || Number.isFinite(z))) return [Number.isFinite(x) ? x / h : Math.sign(x), Number.isFinite(z) ? z / h : Math.sign(z)];
+      return h === 0 ? [0, 0] : [x / h, z / h];
+    },
+  },
   lt: { value: (x, z) => (x < z ? 1 : 0), exact: true, partials: () => [0, 0] },
   le: { value: (x, z) => (x <= z ? 1 : 0), exact: true, partials: () => [0, 0] },
   gt: { value: (x, z) => (x > z ? 1 : 0), exact: true, partials: () => [0, 0] },

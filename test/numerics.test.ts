@@ -399,6 +399,38 @@ describe.each(BACKENDS)('a zero tangent adds nothing, for every op (%s)', (backe
   });
 });
 
+// A new-user probe: at one infinite operand hypot's and atan2's partials were Infinity / Infinity
+// (NaN) where their limits are its sign and 0, and their second derivatives NaN where the limit is
+// 0; and x / z at z = 0 had H00 NaN, though it is linear in x.
+describe.each(BACKENDS)('hypot and atan2 at an infinite operand, div at a zero divisor (%s)', (backend) => {
+  beforeAll(async () => {
+    await tapeOn(backend);
+  });
+  it.each([[1, Infinity], [Infinity, 1], [-Infinity, 2], [3, -Infinity]])('at (%s, %s)', (x0, z0) => {
+    const at = [x0, z0];
+    const sign = (v: number): number => (Number.isFinite(v) ? 0 : Math.sign(v));
+    expect(Array.from(grad((x) => x[0]!.hypot(x[1]!), { backend })(at)), 'hypot').toEqual([sign(x0), sign(z0)]);
+    expect(Array.from(grad((x) => x[0]!.atan2(x[1]!), { backend })(at)).map(Math.abs), 'atan2').toEqual([0, 0]);
+    for (const f of [(x: Var[]) => x[0]!.hypot(x[1]!), (x: Var[]) => x[0]!.atan2(x[1]!)]) {
+      expect(Array.from(hessian(f, at, { backend }).data).map(Math.abs), 'Hessian').toEqual([0, 0, 0, 0]);
+    }
+  });
+  it('both infinite, or NaN with an infinity: NaN, as the limit depends on the way there', () => {
+    for (const at of [[Infinity, Infinity], [NaN, Infinity]]) {
+      expect(Array.from(grad((x) => x[0]!.hypot(x[1]!), { backend })(at)).every(Number.isNaN)).toBe(true);
+      expect(Array.from(grad((x) => x[0]!.atan2(x[1]!), { backend })(at)).every(Number.isNaN)).toBe(true);
+    }
+  });
+  it('div at z = 0: H00 is 0, the mixed terms -Infinity, on a tape and compiled', () => {
+    const f = (x: Var[]): Var => x[0]!.div(x[1]!);
+    expect(Array.from(hessian(f, [1, 0], { backend }).data)).toEqual([0, -Infinity, -Infinity, Infinity]);
+    expect(Array.from(hessian(f, [0, 0], { backend }).data).every(Number.isNaN)).toBe(true);
+    for (const codegen of [true, false]) {
+      expect(Array.from(compile(f, { inputs: 2, backend, codegen, at: [1, 2] }).hvp([1, 0], [1, 0])), `codegen ${codegen}`).toEqual([0, -Infinity]);
+    }
+  });
+});
+
 // A new-user probe: through stopGradient, floor and the other zero-gradient ops the reverse sweep
 // passed nothing, but the tangent sweeps multiplied an infinite tangent (sqrt's at 0) by the zero
 // partial, so jvp, hvp and forward-mode Jacobians were NaN where the gradient was finite.

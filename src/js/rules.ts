@@ -152,6 +152,11 @@ export function partials(op: number, x: number, z: number, y: number): number {
     case atan: return 1 / (1 + x * x);
     case atan2: {
       const h = Math.hypot(x, z);
+      // As in the core: one operand infinite, both partials 0 (Infinity / Infinity was NaN).
+      if (h === Infinity && (Number.isFinite(x) || Number.isFinite(z))) {
+        partialZ[0] = Number.isFinite(x) ? -x / h / h : 0;
+        return Number.isFinite(z) ? z / h / h : 0;
+      }
       partialZ[0] = -x / h / h;
       return z / h / h;
     }
@@ -170,6 +175,11 @@ export function partials(op: number, x: number, z: number, y: number): number {
     case max: partialZ[0] = pickFirst(z, x, z > x); return pickFirst(x, z, x > z);
     case hypot: {
       if (y === 0) return 0;
+      // As in the core: one operand infinite, its partial its sign and the other's 0.
+      if (y === Infinity && (Number.isFinite(x) || Number.isFinite(z))) {
+        partialZ[0] = Number.isFinite(z) ? z / y : Math.sign(z);
+        return Number.isFinite(x) ? x / y : Math.sign(x);
+      }
       partialZ[0] = z / y;
       return x / y;
     }
@@ -198,7 +208,7 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
     case mul: partialZTangent[0] = tx; return tz;
     // As in the core: divided by z twice, not by z·z, which underflows below 1e-162.
     // y·tz/z left out where tz is 0 (see the core).
-    case div: partialZTangent[0] = ((tz === 0 ? 0 : y * tz / z) - ty) / z; return y !== y ? NaN : -tz / z / z;
+    case div: partialZTangent[0] = ((tz === 0 ? 0 : y * tz / z) - ty) / z; return y !== y ? NaN : tz === 0 ? 0 : -tz / z / z;
     case recip: return -2 * y * ty;
     case square: return 2 * tx;
     case sqrt: return -0.5 * ty / (y * y);
@@ -245,7 +255,9 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
       // In units of h = hypot(x, z), as the first partials: x^2 + z^2 overflowed from |x| near
       // 1e154 (a NaN Hessian where the gradient is finite) and underflowed below 1e-154.
       // Written with u² + w² = 1, so that nothing cancels (see the core).
-      const h = Math.hypot(x, z), u = x / h, w = z / h, c = 2 * u * w, d = w * w - u * u;
+      const h = Math.hypot(x, z), far = h === Infinity && (Number.isFinite(x) || Number.isFinite(z));
+      const u = far && !Number.isFinite(x) ? Math.sign(x) : x / h, w = far && !Number.isFinite(z) ? Math.sign(z) : z / h;
+      const c = 2 * u * w, d = w * w - u * u;
       partialZTangent[0] = (c * tz - d * tx) / h / h;
       return -(d * tz + c * tx) / h / h;
     }
@@ -263,9 +275,11 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
     case atanh: { const u = (1 - x) * (1 + x); return Math.abs(x) <= 1 ? 2 * x * tx / (u * u) : tx === 0 ? 0 : NaN; }
     case hypot: {
       if (y === 0) return 0;
-      // As in the core: in units of y (y·y overflowed past 1e154 and underflowed below 1e-162).
-      partialZTangent[0] = (tz - z / y * ty) / y;
-      return (tx - x / y * ty) / y;
+      // As in the core: in units of y (y·y overflowed past 1e154 and underflowed below 1e-162), an
+      // infinite operand's unit component its sign.
+      const far = y === Infinity && (Number.isFinite(x) || Number.isFinite(z));
+      partialZTangent[0] = (tz - (far && !Number.isFinite(z) ? Math.sign(z) : z / y) * ty) / y;
+      return (tx - (far && !Number.isFinite(x) ? Math.sign(x) : x / y) * ty) / y;
     }
     // 1 - 2y as -tanh(x/2): with y near 1/2 the subtraction left only y's rounding (100% off at
     // x = 1e-16: a probe).
