@@ -203,7 +203,32 @@ export function opArity(op: i32): i32 {
 
 // d/dx x^z without 0*Inf at z = 0 (x^0 is constant).
 // @ts-ignore: decorator
-@inline function powBaseDerivative(x: f64, z: f64): f64 { return z == 0 ? 0 : z * Math.pow(x, z - 1); }
+@inline function powBaseDerivative(x: f64, z: f64): f64 {
+  if (z == 0) return 0;
+  // A non-integer z so small that z - 1 rounds to -1 (|z| < 2^-53): x^(z-1) was then finite for
+  // x < 0, where x^z is NaN (a probe: a finite gradient under a NaN value), and -Infinity at -0,
+  // whose limit is +Infinity as for any other non-integer z.
+  if (z != Math.floor(z)) {
+    if (x < 0) return NaN;
+    if (x == 0) x = 0;
+  }
+  const p = Math.pow(x, z - 1);
+  // x^(z-1) overflows where z·x^(z-1) is finite (x = 1e-310, z = 1e-170: about 1e140): (z/x)·x^z.
+  if (p == Infinity && x > 0) {
+    const r = z / x * Math.pow(x, z);
+    if (isFinite(r)) return r;
+  }
+  return z * p;
+}
+
+// z(z-1)x^(z-2), the second derivative in x: as z·((z-1)·x^(z-2)) at 0 and where |x| >= 1, and as
+// z·((z-1)·x^(z-1))/x between: x^(z-2) overflowed there where the product is finite (x = z =
+// 1e-170: about -1e170), and z·((z-1)·x^(z-1)) where |x| is large (2 at x = 1e308 for z = 2: a
+// probe got Infinity, and NaN at x = Infinity).
+// @ts-ignore: decorator
+@inline function powSecondDerivative(x: f64, z: f64): f64 {
+  return x == 0 || Math.abs(x) >= 1 ? z * ((z - 1) * Math.pow(x, z - 2)) : z * ((z - 1) * Math.pow(x, z - 1)) / x;
+}
 
 // d/dz x^z = y ln x; 0 at x = 0 (the numerics policy: d/dc x^c at x = 0 is 0, for every z, where
 // y ln x gave -Inf at z <= 0) and where y = 0 (y ln x would be 0 * -Inf there).
@@ -459,12 +484,13 @@ export let partialZTangent: f64 = 0;
       const xz1 = z == 0 ? 1 / x : Math.pow(x, z - 1);
       partialZTangent = (ty == 0 ? 0 : ty * Math.log(x)) + (tx == 0 ? 0 : tx * xz1);
       if (z == 0) return tz == 0 ? 0 : tz / x;
-      return (tz == 0 ? 0 : tz * (xz1 + z * xz1 * Math.log(x))) + (tx == 0 ? 0 : tx * (z * ((z - 1) * xz1) / x));
+      // The mixed term x^(z-1)(1 + z ln x) is 0 where the power is (x = Infinity, z < 1: 0·∞ gave
+      // NaN against the other order's 0, a probe), as at x = 0.
+      return (tz == 0 || xz1 == 0 ? 0 : tz * (xz1 + z * xz1 * Math.log(x))) + (tx == 0 || z == 1 ? 0 : tx * powSecondDerivative(x, z));
     }
-    // z(z-1)x^(z-2) as z·((z-1)·x^(z-1))/x away from 0: x^(z-2) overflowed where the product is
-    // finite (x = z = 1e-170: about -1e170), and z(z-1) before a zero power gave ∞·0 (z = 1e155 at
-    // 0, whose limit is 0). At 0 the limit from x > 0, with the power taken first.
-    case Op.PowConst: return z == 0 || z == 1 ? 0 : x == 0 ? tx * (z * ((z - 1) * Math.pow(x, z - 2))) : tx * (z * ((z - 1) * Math.pow(x, z - 1)) / x);
+    // z(z-1)x^(z-2) (see powSecondDerivative); z(z-1) before a zero power gave ∞·0 (z = 1e155 at
+    // 0, whose limit is 0): at 0 the limit from x > 0, with the power taken first.
+    case Op.PowConst: return z == 0 || z == 1 ? 0 : tx * powSecondDerivative(x, z);
     case Op.Exp: return ty;
     case Op.Expm1: return ty;
     // Outside the domain NaN, as the first partial is (the formulas alone are finite there), but

@@ -121,6 +121,16 @@ interface BinarySpec {
 /** max/min send the adjoint to the chosen operand, half each at a tie, NaN when unordered. */
 const choose = (first: boolean, second: boolean): [number, number] => (first ? [1, 0] : second ? [0, 1] : [NaN, NaN]);
 
+// z x^(z-1) where z - 1 does not round away what matters: a non-integer z is NaN below 0 and the
+// limit from x > 0 at -0 (z - 1 rounds to the integer -1 for |z| < 2^-53), and where x^(z-1)
+// overflows but the product does not (tiny x and z), (z / x)·x^z.
+function powBase(x: number, z: number): number {
+  if (z !== Math.floor(z) && x < 0) return NaN;
+  const p = Math.pow(z !== Math.floor(z) && x === 0 ? 0 : x, z - 1);
+  if (p === Infinity && x > 0 && Number.isFinite(z / x * Math.pow(x, z))) return z / x * Math.pow(x, z);
+  return z * p;
+}
+
 const BINARY: Record<string, BinarySpec> = {
   add: { value: (x, z) => x + z, exact: true, partials: () => [1, 1] },
   sub: { value: (x, z) => x - z, exact: true, partials: () => [1, -1] },
@@ -130,7 +140,7 @@ const BINARY: Record<string, BinarySpec> = {
   // d/dx = z x^(z-1) (0 for the constant x^0); d/dz = x^z ln x, with the limit 0 where x^z = 0, and 0 at x = 0 for every z (section 4).
   pow: {
     value: Math.pow, exact: false,
-    partials: (x, z) => [z === 0 ? 0 : z * Math.pow(x, z - 1), x === 0 || Math.pow(x, z) === 0 ? 0 : Math.pow(x, z) * Math.log(x)],
+    partials: (x, z) => [z === 0 ? 0 : powBase(x, z), x === 0 || Math.pow(x, z) === 0 ? 0 : Math.pow(x, z) * Math.log(x)],
   },
   // One operand infinite: the limits, 0 for atan2 and the infinite one's sign for hypot (not
   // Infinity / Infinity).

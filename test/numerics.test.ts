@@ -497,6 +497,24 @@ describe.each(BACKENDS)('pow\'s second derivative at extreme exponents (%s)', (b
     // and the ordinary case, against the closed form
     close(hvp((x: Var[]) => x[0]!.pow(3.5), [1.7], [1], { backend })[0]!, 3.5 * 2.5 * Math.pow(1.7, 1.5));
   });
+  // A probe: z·((z-1)·x^(z-1))/x overflowed in its product where |x| is large, and took
+  // Infinity / Infinity at x = Infinity; and the mixed term 0·∞ at x = Infinity for z < 1.
+  it('finite where the true value is, far out and at Infinity', () => {
+    const second = (c: number, x0: number): number => hvp((x: Var[]) => x[0]!.pow(c), [x0], [1], { backend })[0]!;
+    expect([second(2, 1e308), second(2, Infinity), second(2, -Infinity), second(3, Infinity), second(0.5, Infinity)]).toEqual([2, 2, 2, Infinity, 0]);
+    close(second(3, 1e200), 6e200);
+    close(hessian((x: Var[]) => x[0]!.pow(x[1]!), [1e200, 3], { backend }).data[0]!, 6e200);
+    expect(Array.from(hessian((x: Var[]) => x[0]!.pow(x[1]!), [Infinity, 0.5], { backend }).data)).toEqual([0, 0, 0, Infinity]);
+  });
+  // A probe: with |c| < 2^-53, c - 1 rounds to -1, so x^(c-1) was finite for x < 0 (under a NaN
+  // value) and -Infinity at -0; and it overflowed where c·x^(c-1) is finite.
+  it('the first derivative of a tiny non-integer exponent: NaN below 0, +Infinity at ±0, finite where it is', () => {
+    const d = (c: number, x0: number): number => grad((x: Var[]) => x[0]!.pow(c), { backend })([x0])[0]!;
+    expect([d(1e-300, -1), d(1e-300, -0), d(1e-300, 0), d(0.5, -0)]).toEqual([NaN, Infinity, Infinity, Infinity]);
+    close(d(1e-170, 1e-310), 1e-170 / 1e-310 * Math.pow(1e-310, 1e-170));
+    // Integer exponents keep their signs at -0 and below 0.
+    expect([d(3, -2), d(-1, -0), d(2, -1)]).toEqual([12, -Infinity, -2]);
+  });
 });
 
 // A probe found Hessians of div and atan2 whose two orders disagreed at extreme points: y·0 = NaN

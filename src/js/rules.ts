@@ -29,7 +29,24 @@ function sgn(x: number): number {
 }
 
 function powBaseDerivative(x: number, z: number): number {
-  return z === 0 ? 0 : z * Math.pow(x, z - 1);
+  if (z === 0) return 0;
+  // As in the core: a non-integer z whose z - 1 rounds to -1, and x^(z-1) overflowing where the
+  // product is finite.
+  if (z !== Math.floor(z)) {
+    if (x < 0) return NaN;
+    if (x === 0) x = 0;
+  }
+  const p = Math.pow(x, z - 1);
+  if (p === Infinity && x > 0) {
+    const r = z / x * Math.pow(x, z);
+    if (Number.isFinite(r)) return r;
+  }
+  return z * p;
+}
+
+// z(z-1)x^(z-2), as powSecondDerivative in assembly/ops.ts.
+function powSecondDerivative(x: number, z: number): number {
+  return x === 0 || Math.abs(x) >= 1 ? z * ((z - 1) * Math.pow(x, z - 2)) : z * ((z - 1) * Math.pow(x, z - 1)) / x;
 }
 
 // As assembly/ops.ts: 0 at x = 0 (the numerics policy) and where y = 0.
@@ -223,10 +240,10 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
       const xz1 = z === 0 ? 1 / x : Math.pow(x, z - 1);
       partialZTangent[0] = (ty === 0 ? 0 : ty * Math.log(x)) + (tx === 0 ? 0 : tx * xz1);
       if (z === 0) return tz === 0 ? 0 : tz / x;
-      return (tz === 0 ? 0 : tz * (xz1 + z * xz1 * Math.log(x))) + (tx === 0 ? 0 : tx * (z * ((z - 1) * xz1) / x));
+      return (tz === 0 || xz1 === 0 ? 0 : tz * (xz1 + z * xz1 * Math.log(x))) + (tx === 0 || z === 1 ? 0 : tx * powSecondDerivative(x, z));
     }
     // See powConst in assembly/ops.ts.
-    case powConst: return z === 0 || z === 1 ? 0 : x === 0 ? tx * (z * ((z - 1) * Math.pow(x, z - 2))) : tx * (z * ((z - 1) * Math.pow(x, z - 1)) / x);
+    case powConst: return z === 0 || z === 1 ? 0 : tx * powSecondDerivative(x, z);
     case exp: return ty;
     case expm1: return ty;
     // Outside the domain NaN, as the first partial is (the formulas alone are finite there), but
