@@ -163,8 +163,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // that wait for the generator itself (after init({ codegen: false })) interpret: refused too (a
     // new-user probe got an interpreted answer). A module compiling in the background (a browser's
     // main thread) is left pending: each new recording would wait for one again. A function with
-    // no node past its inputs (returning an input, or nothing) has nothing to interpret.
-    const nothingToRun = recording.tape.size <= this.inputs;
+    // no node but leaves (returning an input, a constant, or nothing) has nothing to interpret.
+    const nothingToRun = this.codegen === 'require' && onlyLeaves(engine.views.op, recording.tape.size);
     if (this.codegen === 'require' && !nothingToRun && (this.generatedSweeps === 'none' || (engine instanceof WasmBackend && engine.waitsForGenerator))) {
       const reason = this.generatedSweepsReason;
       if (engine instanceof WasmBackend && engine.waitsForGenerator) this.generatorLoading = engine.generatedReady;
@@ -266,7 +266,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const xs = this.batchRows(X, rows, 'gradientBatch');
     if (out === undefined) out = new Float64Array(rows * this.inputs);
     checkOut(out, rows * this.inputs, 'gradientBatch: out');
-    this.gradientRows(apart(xs, out), rows, out, null, 'gradientBatch');
+    this.gradientRows(apart(xs, rows * this.inputs, out), rows, out, null, 'gradientBatch');
     return out;
   }
 
@@ -298,7 +298,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     if (values === undefined) values = new Float64Array(rows);
     checkOut(out, rows * this.inputs, 'valueAndGradientBatch: out');
     checkOut(values, rows, 'valueAndGradientBatch: values');
-    this.gradientRows(apart(xs, out, values), rows, out, values, 'valueAndGradientBatch');
+    this.gradientRows(apart(xs, rows * this.inputs, out, values), rows, out, values, 'valueAndGradientBatch');
     return [values, out];
   }
 
@@ -354,7 +354,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     checkOut(out, rows * w, `${what}: out`);
     if (values !== undefined) checkOut(values, rows * outputs, `${what}: values`);
     // Rows are read as they are run: results written over later rows would be read as input.
-    const [xRows, dRows] = [apart(xs, out, values), apart(ds, out, values)];
+    const [xRows, dRows] = [apart(xs, rows * this.inputs, out, values), apart(ds, rows * dWidth, out, values)];
     // A guard recorded f again, returning another number of outputs than the rows of out, values
     // or the cotangents are laid out for: what the row wrote would be misplaced.
     const reshaped = () => !hvp && this.recording !== null && this.outputs !== outputs;
@@ -726,15 +726,32 @@ export function checkArrayLength(x: unknown, needed: number, what: string): asse
   if (x.length < needed) throw new TapegradError('INVALID_ARGUMENT', `${what} need at least ${needed} numbers, got ${x.length}`);
 }
 
-// A batch's input rows, copied where an output shares their memory (the caller's out over X).
-function apart(rows: Float64Array, ...outputs: (Float64Array | undefined | null)[]): Float64Array {
-  return outputs.some((o) => overlaps(rows, o)) ? rows.slice() : rows;
+// A batch's input rows (only the `length` the batch reads: X may be a longer reused buffer whose
+// tail holds out), copied where an output shares their memory (the caller's out over X).
+function apart(rows: Float64Array, length: number, ...outputs: (Float64Array | undefined | null)[]): Float64Array {
+  const used = rows.subarray(0, length);
+  return outputs.some((o) => overlaps(used, o)) ? used.slice() : rows;
 }
+
+// Whether nodes [0, size) are all leaves (inputs, constants, a vector's metadata).
+function onlyLeaves(op: Uint8Array, size: number): boolean {
+  for (let i = 0; i < size; i++) {
+    const code = op[i]!;
+    if (code > Op.arg && code !== Op.vmeta && code !== Op.vparam && code !== Op.vinput && code !== Op.vconst) return false;
+  }
+  return true;
+}
+
+// Errors whose message already names a batch's row (a batch run inside f: the inner call's).
+const rowNamed = new WeakSet<object>();
 
 // The error of a batch's row (a guard a loaded function cannot record again, checkNaN), saying
 // which row (single-row calls share these paths and need not).
 function atRow(e: unknown, what: string, row: number): unknown {
-  if (e instanceof TapegradError && what.endsWith('Batch')) e.message = `${what}, row ${row}: ${e.message}`;
+  if (e instanceof TapegradError && what.endsWith('Batch') && !rowNamed.has(e)) {
+    e.message = `${what}, row ${row}: ${e.message}`;
+    rowNamed.add(e);
+  }
   return e;
 }
 

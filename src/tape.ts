@@ -3,8 +3,8 @@ import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
   TapegradError, checkOut, describe, isArrayLike,
 } from './errors.ts';
-import { BINARY_OPS, OP_TABLE, Op, UNARY_OPS, ZERO_GRADIENT_OPS, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
-import { partialZ, partials } from './js/rules.ts';
+import { BINARY_OPS, ELEMENTWISE, OP_TABLE, Op, UNARY_OPS, ZERO_GRADIENT_OPS, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
+import { partialZ, partialZTangent, partials, partialsTangent } from './js/rules.ts';
 import { Vec, VectorHandleApi, concatOn, elementwise, vectorOf, type Shape, type VecOperand } from './vector.ts';
 
 const {
@@ -1013,15 +1013,11 @@ export class Tape {
         consumer = i;
         continue;
       }
-      const reads = a[i] === j || b[i] === j;
-      if (op[i] === ARG) {
-        // An operand carried for the select or custom op after the run of arg nodes.
-        let c = i + 1;
-        while (c < to && op[c] === ARG) c++;
-        if (reads && opaque < 0 && c < to) opaque = c;
-      } else if (op[i] === SELECT || op[i] === CUSTOM || (op[i]! > VMETA && op[i] !== Op.vparam)) {
-        if (reads && opaque < 0) opaque = i;
-      } else if (op[i]! > ARG && op[i] !== VMETA && reads && plain < 0) plain = i;
+      const reader = this.operandReader(i, j, to);
+      if (reader < 0) continue;
+      if (op[reader] === SELECT || op[reader] === CUSTOM || op[reader]! >= VMETA) {
+        if (opaque < 0) opaque = reader;
+      } else if (plain < 0) plain = reader;
     }
     if (consumer < 0) consumer = opaque >= 0 ? opaque : plain;
     const at = consumer < 0 ? j : consumer;
@@ -1057,32 +1053,71 @@ export class Tape {
   /** @internal Throws NonFiniteError where hvp's reverse sweep with tangents left a non-finite
    *  adjoint tangent in [from, to) (what hvp returns: a second derivative that overflowed, as
    *  pow(x, 1.5)'' at 0, where values, adjoints and tangents are all finite). As for adjoints,
-   *  the highest such node is the first the sweep produced; its first consumer is named. */
+   *  the highest such node is the first the sweep produced, and the consumer whose term (its
+   *  adjoint's tangent times the partial, plus its adjoint times the partial's tangent, recomputed
+   *  by the JS engine's rules) is not finite is blamed; then one whose term is not recomputed (a
+   *  select's, a custom function's, a vector op's), then the first plain one. */
   assertFiniteTangentAdjoints(from: number, to: number, byIndex = false): void {
-    const { op, a, b, adj, tanAdj, xtanAdj } = this.engine.views;
-    const notFinite = (i: number): number | null => {
+    const { op, a, b, val, adj, tan, tanAdj, xtanAdj } = this.engine.views;
+    const notFinite = (i: number): [number, number] | null => {
       const t = tanAdj![i]!;
-      if (t - t !== 0) return t;
+      if (t - t !== 0) return [t, -1];
       // A vector's element tangents, where the sweep claimed it (its adjoint flag).
       if (op[i]! >= VINPUT && adj[i] !== 0) {
-        for (let k = 0, off = a[i - 1]!; k < b[i - 1]!; k++) if (xtanAdj![off + k]! - xtanAdj![off + k]! !== 0) return xtanAdj![off + k]!;
+        for (let k = 0, off = a[i - 1]!; k < b[i - 1]!; k++) if (xtanAdj![off + k]! - xtanAdj![off + k]! !== 0) return [xtanAdj![off + k]!, k];
       }
       return null;
     };
-    let j = to - 1, t: number | null = null;
-    while (j >= from && (t = notFinite(j)) === null) j--;
-    if (t === null) return;
-    // Its consumer: the first later node reading it (a select's or custom op's third operand and
-    // on sits on the arg node before it).
-    let c = j + 1;
-    while (c < to && a[c] !== j && b[c] !== j) c++;
-    while (c < to && op[c] === ARG) c++;
-    const at = Math.min(c, to - 1), name = opNameOf(op[at]!);
+    let j = to - 1, bad: [number, number] | null = null;
+    while (j >= from && (bad = notFinite(j)) === null) j--;
+    if (bad === null) return;
+    let consumer = -1, opaque = -1, plain = -1;
+    for (let i = j + 1; i < to && consumer < 0; i++) {
+      const reader = this.operandReader(i, j, to);
+      if (reader < 0) continue;
+      const code = op[reader]!;
+      if (code === SELECT || code === CUSTOM || code >= VMETA) {
+        if (opaque < 0) opaque = reader;
+        continue;
+      }
+      const g = adj[i]!, gt = tanAdj![i]!, x = val[a[i]!]!, z = val[b[i]!]!, y = val[i]!;
+      const pa = partials(code, x, z, y), pb = partialZ[0]!;
+      const dpa = partialsTangent(code, x, z, y, tan![a[i]!]!, tan![b[i]!]!, tan![i]!), dpb = partialZTangent[0]!;
+      const term = (p: number, dp: number): number => (gt !== 0 && p !== 0 ? gt * p : 0) + (g !== 0 && dp !== 0 ? g * dp : 0);
+      const sent = (a[i] === j ? term(pa, dpa) : 0) + (b[i] === j && OP_TABLE[code]?.[1] === 2 ? term(pb, dpb) : 0);
+      if (sent - sent !== 0) consumer = i;
+      else if (plain < 0) plain = i;
+    }
+    if (consumer < 0) consumer = opaque >= 0 ? opaque : plain;
+    const [t, element] = bad;
+    const shown = element < 0 ? `${t}` : `${t} at element ${element}`;
+    const at = consumer < 0 ? j : consumer, name = opNameOf(op[at]!);
+    const who = op[at] === CUSTOM ? `custom function '${this.engine.custom!.ruleName(at)}'` : name;
     throw new NonFiniteError(
-      c < to
-        ? `checkNaN: ${name} at ${this.nodeLabel(at, byIndex)} produced a non-finite second-order adjoint (${t}) for ${this.nodeLabel(j, byIndex)} (hvp)`
-        : `checkNaN: the second-order adjoint of ${this.nodeLabel(j, byIndex)} (${opNameOf(op[j]!)}) is ${t} (hvp)`,
+      consumer >= 0
+        ? `checkNaN: ${who} at ${this.nodeLabel(at, byIndex)} produced a non-finite second-order adjoint (${shown}) for ${this.nodeLabel(j, byIndex)} (hvp)`
+        : `checkNaN: the second-order adjoint of ${this.nodeLabel(j, byIndex)} (${name}) is ${shown} (hvp)`,
       this.nodeId(at, byIndex), name);
+  }
+
+  // The node that reads node j as an operand through node i, or -1: i itself, or for an arg node
+  // the select or custom op its run of arg nodes carries operands for. Only operand fields count
+  // (a vector's metadata holds element offsets and lengths, a vget an element index, which a
+  // probe saw matched as node numbers); a select reads its branches (its condition gets no
+  // adjoint).
+  private operandReader(i: number, j: number, to: number): number {
+    const { op, a, b } = this.engine.views;
+    const code = op[i]!;
+    if (code === ARG) {
+      if (a[i] !== j && b[i] !== j) return -1;
+      let c = i + 1;
+      while (c < to && op[c] === ARG) c++;
+      return c < to && (op[c] === CUSTOM || (op[c] === SELECT && c === i + 1 && a[i] === j)) ? c : -1;
+    }
+    if (code >= ELEMENTWISE) return a[i] === j || b[i] === j ? i : -1;
+    if (code === SELECT) return b[i] === j ? i : -1;
+    const arity = code === CUSTOM ? 0 : OP_TABLE[code]?.[1] ?? 0;
+    return (arity >= 1 && a[i] === j) || (arity === 2 && b[i] === j) ? i : -1;
   }
 
   // How checkNaN's errors name node i: by handle, or by index for a compiled function.

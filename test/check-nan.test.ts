@@ -338,6 +338,17 @@ describe.each(BACKENDS)('compile({ checkNaN: true }) (%s)', (backend) => {
     const x = tape.variable(0), y = x.pow(1.5);
     expect(() => tape.hvp(y, [x], [1])).toThrow(/^checkNaN: powConst at node #\d+ produced a non-finite second-order adjoint \(Infinity\) for node #\d+ \(hvp\)$/);
     expect(() => tape.hvp(y, [x], [1])).toThrow(expect.objectContaining({ op: 'powConst' }));
+    // With other consumers recorded first: a plain one whose term is finite, a select (whose
+    // condition reads x but gets nothing), a vector's get (whose element index 0 is not node 0):
+    // pow is named each time (a review probe saw mul, lt and vmeta named).
+    const h = compile((v) => v[0]!.mul(2).add(v[0]!.pow(1.5)), { inputs: 1, backend, checkNaN: true });
+    expect(() => h.hvp([0], [1])).toThrow(/^checkNaN: powConst at node \d+ produced a non-finite second-order adjoint \(Infinity\) for node 0 \(hvp\)$/);
+    tape.reset();
+    const u = tape.variable(0), s = tape.select(u.lt(5), 1, u).add(u.pow(1.5));
+    expect(() => tape.hvp(s, [u], [1])).toThrow(expect.objectContaining({ op: 'powConst' }));
+    tape.reset();
+    const w = tape.variable(0), e = tape.vector([5, 6, 7]).get(0).add(w.pow(1.5));
+    expect(() => tape.hvp(e, [w], [1])).toThrow(expect.objectContaining({ op: 'powConst' }));
   });
 
   it('without the option, NaN propagates as IEEE says', () => {

@@ -72,5 +72,10 @@ describe('why replays are interpreted', () => {
     expect(identity.generatedSweepsReason).toMatch(/no nodes past its inputs/);
     const nothing = compile(() => [], { inputs: 2, codegen: 'require' });
     expect(Array.from(nothing.vjpBatch([1, 2, 3, 4], 2, []))).toEqual([0, 0, 0, 0]);
+    // A vector function with nodes to interpret is refused whatever its input count (a review
+    // probe: 10 inputs passed the count test).
+    for (const inputs of [2, 10]) {
+      expect(() => compile((x: Vec) => x.sin().mul(x).sum(), { inputs, vector: true, codegen: 'require' }).gradient(new Float64Array(inputs).fill(1))).toThrow(/vector nodes/);
+    }
   });
 });

@@ -2,7 +2,7 @@
 // replayed as the constant it was at the first inputs, a silently wrong gradient; so any read
 // but a comparison's (those become guards) is refused when recording, through every entry point.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { TapegradError, compile, createTape, grad, init, type Var, type Vec } from '../src/index.ts';
+import { TapegradError, compile, createTape, grad, init, type CompiledFunction, type Var, type Vec } from '../src/index.ts';
 import { BACKENDS } from './support.ts';
 
 beforeAll(async () => {
@@ -60,6 +60,15 @@ describe.each(BACKENDS)('compiled functions refuse value reads (%s)', (backend) 
     ];
     for (const [what, batch] of batches) {
       expect(batch).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(new RegExp(`^${what}, row 0: compile: the function read the value of node`)) }));
+    }
+    // A batch inside f calling its own function: the inner call's row, named once (a review
+    // probe saw "valueAndGradientBatch, row 0: gradientBatch, row 0: ...").
+    const self: CompiledFunction = compile((x: Var[]) => {
+      self.gradientBatch([1, 2], 2);
+      return x[0]!.sin();
+    }, { inputs: 1, backend });
+    for (const batch of [() => self.valueAndGradientBatch([1, 2], 2), () => self.hvpBatch([1, 2], 2, [1, 1])]) {
+      expect(batch).toThrow(/^gradientBatch, row 0: compile: f called its own compiled function while recording it/);
     }
   });
 

@@ -409,16 +409,16 @@ describe.each(BACKENDS)('hypot and atan2 at an infinite operand, div at a zero d
   it.each([[1, Infinity], [Infinity, 1], [-Infinity, 2], [3, -Infinity]])('at (%s, %s)', (x0, z0) => {
     const at = [x0, z0];
     const sign = (v: number): number => (Number.isFinite(v) ? 0 : Math.sign(v));
-    expect(Array.from(grad((x) => x[0]!.hypot(x[1]!), { backend })(at)), 'hypot').toEqual([sign(x0), sign(z0)]);
-    expect(Array.from(grad((x) => x[0]!.atan2(x[1]!), { backend })(at)).map(Math.abs), 'atan2').toEqual([0, 0]);
+    expect(Array.from(grad((x: Var[]) => x[0]!.hypot(x[1]!), { backend })(at)), 'hypot').toEqual([sign(x0), sign(z0)]);
+    expect(Array.from(grad((x: Var[]) => x[0]!.atan2(x[1]!), { backend })(at)).map(Math.abs), 'atan2').toEqual([0, 0]);
     for (const f of [(x: Var[]) => x[0]!.hypot(x[1]!), (x: Var[]) => x[0]!.atan2(x[1]!)]) {
       expect(Array.from(hessian(f, at, { backend }).data).map(Math.abs), 'Hessian').toEqual([0, 0, 0, 0]);
     }
   });
   it('both infinite, or NaN with an infinity: NaN, as the limit depends on the way there', () => {
     for (const at of [[Infinity, Infinity], [NaN, Infinity]]) {
-      expect(Array.from(grad((x) => x[0]!.hypot(x[1]!), { backend })(at)).every(Number.isNaN)).toBe(true);
-      expect(Array.from(grad((x) => x[0]!.atan2(x[1]!), { backend })(at)).every(Number.isNaN)).toBe(true);
+      expect(Array.from(grad((x: Var[]) => x[0]!.hypot(x[1]!), { backend })(at)).every(Number.isNaN)).toBe(true);
+      expect(Array.from(grad((x: Var[]) => x[0]!.atan2(x[1]!), { backend })(at)).every(Number.isNaN)).toBe(true);
     }
   });
   it('div at z = 0: H00 is 0, the mixed terms -Infinity, on a tape and compiled', () => {

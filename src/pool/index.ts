@@ -358,7 +358,7 @@ export class PooledFunction {
     const copied = (x: unknown): boolean => !isShared(x);
     // An output over the rows (the caller's out sharing X's memory) is written through the scratch
     // too: the workers read their rows while others write theirs.
-    const inPlace = (o: unknown): boolean => isShared(o) && !overlaps(o, X) && !overlaps(o, D);
+    const inPlace = (o: unknown): boolean => isShared(o) && !overlaps(o, head(X, n)) && !overlaps(o, head(D, dn));
     const sizes = [copied(X) ? n : 0, D !== null && copied(D) ? dn : 0, inPlace(out) ? 0 : on, values === 'none' || inPlace(values) ? 0 : vn];
     const total = sizes.reduce((sum, k) => sum + k, 0);
     const scratch = total > 0 ? this.pool.lease(8 * total, method) : null;
@@ -382,6 +382,11 @@ export class PooledFunction {
       if (scratch) this.pool.release(scratch);
     }
   }
+}
+
+// The first n entries of a typed array (the rows a call reads of a longer buffer), or x itself.
+function head(x: unknown, n: number): unknown {
+  return ArrayBuffer.isView(x) && 'subarray' in x ? (x as Float64Array).subarray(0, n) : x;
 }
 
 // A call's output from the pool's scratch: into the caller's array, or a new plain one. A new
