@@ -160,14 +160,15 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       else engine.generateSweeps(this.inputs, size, recording.outputs, budget, this.checkNaN);
     }
     // A schedule satisfies 'require': it dispatches once per run of one op, not per node. Replays
-    // that wait for the generator itself (after init({ codegen: false })) interpret: refused too (a
-    // new-user probe got an interpreted answer). A module compiling in the background (a browser's
-    // main thread) is left pending: each new recording would wait for one again. A function with
-    // no node but leaves (returning an input, a constant, or nothing) has nothing to interpret.
+    // that wait for the generator itself (after init({ codegen: false })) or for a module
+    // compiling in the background (a browser's main thread) interpret: refused too (new-user
+    // probes got interpreted answers); `whenGenerated` waits, and the next call records again and
+    // finds the module compiled (kept by its bytes). A function with no node but leaves
+    // (returning an input, a constant, or nothing) has nothing to interpret.
     const nothingToRun = this.codegen === 'require' && onlyLeaves(engine.views.op, recording.tape.size);
-    if (this.codegen === 'require' && !nothingToRun && (this.generatedSweeps === 'none' || (engine instanceof WasmBackend && engine.waitsForGenerator))) {
+    if (this.codegen === 'require' && !nothingToRun && (this.generatedSweeps === 'none' || this.generatedSweeps === 'pending')) {
       const reason = this.generatedSweepsReason;
-      if (engine instanceof WasmBackend && engine.waitsForGenerator) this.generatorLoading = engine.generatedReady;
+      if (engine instanceof WasmBackend && this.generatedSweeps === 'pending') this.generatorLoading = engine.generatedReady;
       this.recording = null; // never replayed by the interpreter
       throw new TapegradError('INVALID_ARGUMENT', `compile: generated sweeps are required ({ codegen: 'require' }), but ${reason}`);
     }

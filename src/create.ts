@@ -4,7 +4,7 @@ import { BACKEND_RULE, checkOptions } from './options.ts';
 import { JsBackend } from './js/backend.ts';
 import { Tape, type TapeLimits } from './tape.ts';
 import { WasmBackend, loadCodegen } from './wasm/backend.ts';
-import { adoptCoreModule, coreModuleIfLoaded, loadCoreModule, wasmAvailable } from './wasm/loader.ts';
+import { adoptCoreModule, coreLoadFailure, coreModuleIfLoaded, loadCoreModule, wasmAvailable } from './wasm/loader.ts';
 
 export interface TapeOptions extends TapeLimits {
   /** 'wasm' (default), 'js' (the pure-JS mode), or 'auto': wasm where the runtime has
@@ -44,7 +44,9 @@ export interface InitOptions {
  *  first. */
 export async function init(options: InitOptions = {}): Promise<void> {
   checkOptions(options, 'init', { module: 'module', codegen: 'boolean' });
-  const codegen = options.codegen !== false && wasmAvailable() ? loadCodegen() : null;
+  // The generator is optional: a chunk that fails to load leaves compiled functions interpreting
+  // (generatedSweepsReason says so, and their next recording loads it again), not the core.
+  const codegen = options.codegen !== false && wasmAvailable() ? loadCodegen().catch(() => {}) : null;
   if (options.module) {
     if (!(options.module instanceof WebAssembly.Module)) throw new TapegradError('INVALID_ARGUMENT', 'init({ module }) needs a WebAssembly.Module');
     // Checked before it replaces the process's core: any module was adopted, and every wasm tape
@@ -73,7 +75,7 @@ export async function coreModule(): Promise<WebAssembly.Module> {
 export async function createTape(options: TapeOptions = {}): Promise<Tape> {
   if (resolveKind(options) === 'wasm') {
     if (!wasmAvailable()) throw noWasm();
-    await Promise.all([loadCoreModule(), loadCodegen()]);
+    await Promise.all([loadCoreModule(), loadCodegen().catch(() => {})]);
   }
   return createTapeSync(options);
 }
@@ -92,6 +94,9 @@ export function createBackend(kind: BackendKind): Backend {
   if (kind === 'js') return new JsBackend();
   if (!wasmAvailable()) throw noWasm();
   const module = coreModuleIfLoaded();
-  if (!module) throw new TapegradError('INVALID_ARGUMENT', 'the wasm core is not loaded yet: await init() (or use the async createTape) first');
+  if (!module) {
+    const failed = coreLoadFailure ? ` (the last load failed: ${coreLoadFailure.message})` : '';
+    throw new TapegradError('INVALID_ARGUMENT', `the wasm core is not loaded yet: await init() (or use the async createTape) first${failed}`);
+  }
   return new WasmBackend(module);
 }

@@ -6,34 +6,35 @@ export class TapegradError extends Error {
     options?: { cause?: unknown },
   ) {
     super(message, options);
-    this.name = new.target.name;
+    // Each class names itself: new.target.name is whatever a minifier renamed the class to.
+    this.name = 'TapegradError';
   }
 }
 
 /** A Var or handle recorded before the last `reset()` of its tape. */
 export class StaleHandleError extends TapegradError {
-  constructor(message: string) { super('STALE_HANDLE', message); }
+  constructor(message: string) { super('STALE_HANDLE', message); this.name = 'StaleHandleError'; }
 }
 
 /** A Var recorded on a different tape. */
 export class ForeignHandleError extends TapegradError {
-  constructor(message: string) { super('FOREIGN_HANDLE', message); }
+  constructor(message: string) { super('FOREIGN_HANDLE', message); this.name = 'ForeignHandleError'; }
 }
 
 /** A handle that is not one of this tape's nodes (not an integer, or never recorded). */
 export class InvalidHandleError extends TapegradError {
-  constructor(message: string) { super('INVALID_HANDLE', message); }
+  constructor(message: string) { super('INVALID_HANDLE', message); this.name = 'InvalidHandleError'; }
 }
 
 /** Something other than a number (or a Var) where one is expected. NaN and Infinity are numbers. */
 export class NotANumberError extends TapegradError {
-  constructor(message: string) { super('NOT_A_NUMBER', message); }
+  constructor(message: string) { super('NOT_A_NUMBER', message); this.name = 'NotANumberError'; }
 }
 
 /** The tape would exceed `maxNodes`, `maxMemoryBytes` or the memory the runtime gives it.
  *  Nothing was recorded; `reset()` frees the tape for the next graph. */
 export class CapacityError extends TapegradError {
-  constructor(message: string, readonly limit: number) { super('CAPACITY', message); }
+  constructor(message: string, readonly limit: number) { super('CAPACITY', message); this.name = 'CapacityError'; }
 }
 
 /** @internal An output array long enough for `needed` numbers; `where` names the call and the
@@ -65,24 +66,25 @@ export function describe(value: unknown): string {
 export class MissingRuleError extends TapegradError {
   constructor(message: string, readonly functionName: string, readonly rule: 'jvp' | 'vjpTangent') {
     super('INVALID_ARGUMENT', message);
+    this.name = 'MissingRuleError';
   }
 }
 
 /** A compiled function in strict mode was replayed at inputs where a comparison it recorded
  *  comes out the other way. */
 export class BranchChangedError extends TapegradError {
-  constructor(message: string, readonly node: number) { super('BRANCH_CHANGED', message); }
+  constructor(message: string, readonly node: number) { super('BRANCH_CHANGED', message); this.name = 'BranchChangedError'; }
 }
 
 /** Bytes given to `fromBytes` are not a tape this version can load (truncated, corrupted, wrong
  *  version, or structurally invalid). */
 export class FormatError extends TapegradError {
-  constructor(message: string) { super('INVALID_FORMAT', message); }
+  constructor(message: string) { super('INVALID_FORMAT', message); this.name = 'FormatError'; }
 }
 
 /** checkNaN mode: an op produced NaN or ±Infinity (or an adjoint became one). */
 export class NonFiniteError extends TapegradError {
-  constructor(message: string, readonly node: number, readonly op: string) { super('NON_FINITE', message); }
+  constructor(message: string, readonly node: number, readonly op: string) { super('NON_FINITE', message); this.name = 'NonFiniteError'; }
 }
 
 /** Operands whose shapes do not fit the op (lengths, broadcasting, matrix dimensions), or a
@@ -90,6 +92,7 @@ export class NonFiniteError extends TapegradError {
 export class ShapeError extends TapegradError {
   constructor(message: string, readonly op: string, readonly shapes: readonly (readonly number[])[]) {
     super('SHAPE', message);
+    this.name = 'ShapeError';
   }
 }
 

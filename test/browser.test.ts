@@ -307,6 +307,55 @@ describe('browser suite', () => {
       expect(errors).toEqual([]);
     });
 
+    // A browser probe: a chunk that failed to download once (a 503) failed init(), createTape and
+    // every later call for the page's life, though the browser fetches a failed import again, and
+    // the optional generator's failure took the core down with it.
+    it('a chunk that fails to download once is fetched again: the core by the next init(), the generator by the next recording', async () => {
+      const failOnce = async (p: CheckedPage, pattern: string): Promise<void> => {
+        let first = true;
+        await p.page.route(pattern, (route) => {
+          if (!first) return route.continue();
+          first = false;
+          return route.fulfill({ status: 503, body: 'busy' });
+        });
+      };
+      const core = await openPage(browser);
+      open.push(core);
+      await failOnce(core, '**/dist/wasm/core*.generated.js');
+      await core.page.goto(`${server.url}/blank.html`);
+      // As source text: vitest rewrites an import() written in this file for Node.
+      const c = await core.page.evaluate(`(async () => {
+        const m = await import('/dist/index.js');
+        const out = {};
+        await m.init().then(() => (out.first = 'resolved'), (e) => (out.first = [e.name, e.message]));
+        try { m.createTapeSync(); } catch (e) { out.sync = e.message; }
+        await m.init();
+        const tape = await m.createTape();
+        const x = tape.variable(2);
+        out.grad = tape.gradient(x.square(), [x])[0];
+        return out;
+      })()`) as Record<string, unknown>;
+      expect(c.first).toEqual(['TapegradError', expect.stringMatching(/^the wasm core could not be loaded \(.*\); the next init\(\) or createTape tries again/)]);
+      expect(c.sync).toMatch(/not loaded yet: await init\(\).*\(the last load failed: the wasm core could not be loaded/);
+      expect(c.grad).toBe(4);
+      const generator = await openPage(browser);
+      open.push(generator);
+      await failOnce(generator, '**/dist/wasm/codegen/index.js');
+      await generator.page.goto(`${server.url}/blank.html`);
+      const g = await generator.page.evaluate(`(async () => {
+        const m = await import('/dist/index.js');
+        await m.init();
+        const tape = m.createTapeSync();
+        const x = tape.variable(3);
+        const f = m.compile((v) => v[0].sin().mul(v[1]), { inputs: 2 });
+        f.value([1, 2]);
+        const first = [f.generatedSweeps, f.generatedSweepsReason];
+        await f.whenGenerated();
+        return { grad: tape.gradient(x.square(), [x])[0], first, after: f.generatedSweeps };
+      })()`);
+      expect(g).toEqual({ grad: 6, first: ['pending', expect.stringMatching(/still loading/)], after: 'active' });
+    });
+
     it("without WebAssembly: 'auto' falls back to JS, the default refuses with a clear error", async () => {
       const p = await load(`${server.url}/nowasm.html`, () => (window as unknown as { result?: unknown }).result !== undefined);
       const r = await p.page.evaluate(() => (window as unknown as { result: Record<string, unknown> }).result);

@@ -831,6 +831,21 @@ describe('generated sweeps follow the recording', () => {
     await compiled.whenGenerated();
     expect(compiled.generatedSweeps).toBe('active');
     expectSameBits(compiled.gradient([0.25, 0.75]), interpreted.gradient([0.25, 0.75]), 'once installed');
+    // A browser probe: the module compiled in the background was not kept, so the same function
+    // compiled again went back to pending; and 'require' interpreted while it was pending.
+    (WebAssembly as { Module: typeof WebAssembly.Module }).Module = refusing;
+    try {
+      const again = compile(f, { inputs: 2, at: [0.5, 0.9] });
+      expect([again.generatedSweeps, refused]).toEqual(['active', 1]);
+      const g = (x: Var[]): Var => f(x).mul(x[1]!);
+      const required = compile(g, { inputs: 2, codegen: 'require' });
+      expect(() => required.gradient([0.25, 0.75])).toThrow(/generated sweeps are required .* but the module compiles in the background/);
+      await required.whenGenerated();
+      expectSameBits(required.gradient([0.25, 0.75]), compile(g, { inputs: 2, codegen: false }).gradient([0.25, 0.75]), "'require' once compiled");
+      expect([required.generatedSweeps, refused]).toEqual(['active', 2]);
+    } finally {
+      (WebAssembly as { Module: typeof WebAssembly.Module }).Module = original;
+    }
   });
 });
 

@@ -44,7 +44,7 @@ const isShared = (x: unknown): x is Float64Array => x instanceof Float64Array &&
 /** A worker ended while it ran part of a call (a crash, or `terminate()`); the pool replaces it,
  *  and the next call works. */
 export class WorkerExitError extends TapegradError {
-  constructor(message: string, options?: { cause?: unknown }) { super('WORKER_EXIT', message, options); }
+  constructor(message: string, options?: { cause?: unknown }) { super('WORKER_EXIT', message, options); this.name = 'WorkerExitError'; }
 }
 
 /**

@@ -15,9 +15,16 @@ let codegenLoading: Promise<void> | null = null;
 
 /** Loads the code generator for compiled functions (once). */
 export function loadCodegen(): Promise<void> {
-  return (codegenLoading ??= import('./codegen/index.ts').then((module) => {
-    codegen = module;
-  }));
+  return (codegenLoading ??= import('./codegen/index.ts').then(
+    (module) => {
+      codegen = module;
+    },
+    (error: unknown) => {
+      // Not kept: the next call imports it again (a failed download stayed failed for the page).
+      codegenLoading = null;
+      throw error;
+    },
+  ));
 }
 
 /** @internal Compiled generated-sweep modules of one tape, to install on another instance of the
@@ -195,10 +202,10 @@ export class WasmBackend implements Backend {
           if (generation === this.generation) this.generateSweeps(nInputs, count, outputs, scheduleBudget, everyValue);
           return this.generatedReady;
         },
-        () => {
+        (error: unknown) => {
           if (generation !== this.generation) return;
           this.generated = 'none';
-          this.generatedReason = 'the code generator failed to load';
+          this.generatedReason = `the code generator failed to load (${error instanceof Error ? error.message : String(error)}); the next recording loads it again`;
         },
       );
       return this.generated;
@@ -353,7 +360,12 @@ export class WasmBackend implements Backend {
         this.generatedReason = 'the module compiles in the background (this runtime compiles only small modules synchronously)';
       }
       this.generatedReady = WebAssembly.compile(bytes).then(
-        (module) => { if (generation === this.generation) install(module); },
+        (module) => {
+          // Kept by its bytes, as a module compiled synchronously is: the next recording of the
+          // same function finds it (a probe's second compile went back to pending).
+          cacheModule(bytes, module);
+          if (generation === this.generation) install(module);
+        },
         () => {
           if (generation !== this.generation || slot !== 1) return;
           this.generated = 'none';

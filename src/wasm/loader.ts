@@ -3,6 +3,7 @@
 // two builds of the core: with SIMD (batched replay two rows at a time) and without, for
 // runtimes that lack wasm SIMD (or DecompressionStream: the SIMD build is embedded gzipped).
 // Each is its own module, imported on demand, so a bundle only downloads the one it runs.
+import { TapegradError } from '../errors.ts';
 
 export type CoreVariant = 'simd' | 'scalar';
 
@@ -72,6 +73,8 @@ export interface CoreExports {
 const compiled: Partial<Record<CoreVariant, WebAssembly.Module>> = {};
 const compiling: Partial<Record<CoreVariant, Promise<WebAssembly.Module>>> = {};
 let defaultVariant: CoreVariant | null = null;
+/** The error of the last failed load of the core, or null (for the message of a later call). */
+export let coreLoadFailure: TapegradError | null = null;
 
 // The smallest module using a SIMD instruction (i8x16.splat + i8x16.popcnt): validates only
 // where the runtime has wasm SIMD.
@@ -131,7 +134,22 @@ export function loadCoreModule(variant: CoreVariant = simdAvailable() && canInfl
   if (done) return Promise.resolve(done);
   return (compiling[variant] ??= coreBytes(variant)
     .then((bytes) => WebAssembly.compile(bytes))
-    .then((module) => (compiled[variant] = module)));
+    .then(
+      (module) => (compiled[variant] = module),
+      (error: unknown) => {
+        // Not kept: a chunk that failed to download once is fetched again by the next call (a
+        // probe's page kept the rejection for its whole life, init() and createTape alike).
+        delete compiling[variant];
+        throw (coreLoadFailure = loadError(error));
+      },
+    ));
+}
+
+function loadError(error: unknown): TapegradError {
+  const why = error instanceof Error ? error.message : String(error);
+  // A page whose Content-Security-Policy lacks 'wasm-unsafe-eval' refuses to compile any wasm.
+  const policy = /content.security/i.test(why) ? "; a Content-Security-Policy must allow 'wasm-unsafe-eval' for WebAssembly," : ';';
+  return new TapegradError('INVALID_ARGUMENT', `the wasm core could not be loaded (${why})${policy} the next init() or createTape tries again, and { backend: 'js' } needs no wasm`, { cause: error });
 }
 
 /** The default compiled core if it has been loaded, else null. */
