@@ -533,9 +533,18 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       throw atRow(e, what, this.rowBase);
     }
     let row = 0;
+    // A custom function's rules run user code, which may throw: row by row, so its error names the
+    // row as vjpBatch's does (a probe); its calls into JS cost more than a call per row.
+    const step = rec.tape.engine.custom ? 1 : rows;
     while (row < rows) {
-      row = rec.tape.engine.gradientBatch(X, row, rows, n, rec.tape.size, this.scalarNode(rec, what), out, values);
+      const output = this.scalarNode(rec, what), to = Math.min(rows, row + step);
+      try {
+        row = rec.tape.engine.gradientBatch(X, row, to, n, rec.tape.size, output, out, values);
+      } catch (e) {
+        throw step === 1 ? atRow(e, what, this.rowBase + row) : e;
+      }
       if (row === rows) break;
+      if (row === to) continue;
       // A guard failed at this row: record there, take its gradient from the fresh tape.
       let top: number;
       try {

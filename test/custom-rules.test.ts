@@ -294,6 +294,16 @@ describe.each(BACKENDS)('custom rules: errors, and the tape afterwards (%s)', (b
     expect(Array.from(f.gradient([4]))).toEqual([1.25]);
   });
 
+  // A probe: vjpBatch named the row of a rule's error, gradientBatch and valueAndGradientBatch not.
+  it("a rule's error in a batch names the row, on every batch", () => {
+    const picky = defineFunction({ name: 'picky', forward: (xs) => 2 * xs[0]!, vjp: (xs, _y, g) => (xs[0]! > 5 ? ['x' as unknown as number] : [2 * g]) });
+    const f = compile((x: Var[]) => picky(x[0]!).add(x[1]!), { ...options, inputs: 2 });
+    expect(() => f.gradientBatch([1, 1, 2, 2, 7, 7], 3)).toThrow('gradientBatch, row 2: picky.vjp returned the string "x", not a number');
+    expect(() => f.valueAndGradientBatch([1, 1, 7, 7], 2)).toThrow(/^valueAndGradientBatch, row 1: picky\.vjp/);
+    expect(() => f.vjpBatch([1, 1, 7, 7], 2, [1, 1])).toThrow(/^vjpBatch, row 1: picky\.vjp/);
+    expect(Array.from(f.gradientBatch([1, 1, 2, 2], 2))).toEqual([2, 1, 2, 1]);
+  });
+
   it('a rule may not read a value of its tape the running sweep has not computed, nor replay the compiled function it is in', async () => {
     // Found by a new-user probe: the first ran the forward sweep, and the rule, again until the
     // stack overflowed; the second wrote the nested replay's input over the running one's (f(200)
