@@ -331,7 +331,7 @@ describe.each(BACKENDS)('custom rules: errors, and the tape afterwards (%s)', (b
     self = compile((x: Var[]) => S(x[0]!).mul(x[0]!), { inputs: 1, ...options });
     expect(self.value([3])).toBe(9);
     for (const call of [() => self!.value([200]), () => self!.gradient([200]), () => self!.gradientBatch([200], 1), () => self!.hvp([200], [1])]) {
-      expect(call).toThrow(/^cannot replay the compiled function it belongs to while a sweep of this tape runs a custom rule/);
+      expect(call).toThrow(/^(gradientBatch, row 0: )?cannot replay the compiled function it belongs to while a sweep of this tape runs a custom rule/);
     }
     expect(self.value([3])).toBe(9);
     expect(Array.from(self.gradient([4]))).toEqual([8]);
