@@ -48,8 +48,10 @@ export async function classifierPanel() {
     const out = [];
     const t0 = performance.now();
     for (let i = 0; i < n; i++) out.push(trainer.step());
-    timing[backend].ms += performance.now() - t0;
-    timing[backend].steps += n;
+    // A moving window, as the curve panel's (demo.js): the cold first steps fade from the label.
+    const t = timing[backend];
+    t.ms = 0.9 * t.ms + (performance.now() - t0);
+    t.steps = 0.9 * t.steps + n;
     losses.push(...out);
     return out;
   }
