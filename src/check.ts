@@ -51,27 +51,57 @@ function stepAt(options: FiniteDifferenceOptions, x: number, k: number, where: s
   return h;
 }
 
-function stencil(f: (x: Float64Array) => number, x: ArrayLike<number>, options: FiniteDifferenceOptions, where = 'finiteDifferenceGradient'): Float64Array {
+// The stencil's gradient, and per component its rounding: each value of f carries up to an ulp
+// of itself, so the sum of the terms' magnitudes times ε over h bounds what the differences
+// cannot resolve (f = x + 1e7: about 7e-4, where a probe's exact gradient 1 failed at 8e-7).
+function stencil(
+  f: (x: Float64Array) => number, x: ArrayLike<number>, options: FiniteDifferenceOptions, where = 'finiteDifferenceGradient', noise?: Float64Array,
+): Float64Array {
   if (!isArrayLike(x)) throw new NotANumberError(`${where}: the point must be a number or an array of numbers, got ${describe(x)}`);
   for (let k = 0; k < x.length; k++) {
     if (typeof x[k] !== 'number') throw new NotANumberError(`${where}: entry ${k} of the point must be a number, got ${describe(x[k])}`);
   }
   const point = Float64Array.from(x);
   const out = new Float64Array(point.length);
+  // What f returns is a number, or the stencil is no gradient (null read as 0, '4' as 4: a probe).
+  const value = (): number => {
+    const v: unknown = f(point);
+    if (typeof v !== 'number') throw new NotANumberError(`${where}: f must return a number, got ${describe(v)}`);
+    return v;
+  };
   for (let k = 0; k < point.length; k++) {
     const xk = point[k]!;
     const h = stepAt(options, xk, k, where);
-    let sum = 0;
+    let sum = 0, magnitude = 0;
     for (const [j, c] of STENCIL) {
       point[k] = xk + j * h;
-      const up = f(point);
+      const up = value();
       point[k] = xk - j * h;
-      sum += c * (up - f(point));
+      const down = value();
+      sum += c * (up - down);
+      magnitude += Math.abs(c) * (Math.abs(up) + Math.abs(down));
     }
     point[k] = xk;
     out[k] = sum / h;
+    if (noise) noise[k] = (Number.EPSILON * magnitude) / h;
   }
   return out;
+}
+
+// normwiseError's error with each component's difference reduced by what the finite differences
+// cannot resolve there (`noise`, on the same scale): 0 where the two agree within it.
+function errorBeyond(g: ArrayLike<number>, ref: ArrayLike<number>, noise: ArrayLike<number>): number {
+  let scale = 1;
+  for (let k = 0; k < ref.length; k++) if (Number.isFinite(ref[k]!)) scale = Math.max(scale, Math.abs(ref[k]!));
+  let error = 0;
+  for (let k = 0; k < ref.length; k++) {
+    const a = g[k]!, b = ref[k]!;
+    // NaN on both sides agrees here, as in normwiseError (the caller refuses a NaN gradient).
+    if (a === b || (Number.isNaN(a) && Number.isNaN(b))) continue;
+    const d = Number.isFinite(a - b) ? Math.max(0, Math.abs(a - b) - noise[k]!) / scale : Infinity;
+    if (d > error) error = d;
+  }
+  return error;
 }
 
 /** max|g - ref| / max(1, max|ref|): the normwise error the checks use. NaN where both are NaN
@@ -190,19 +220,29 @@ function checkOn(tape: Tape, f: (x: never) => ScalarOutput, x: number | ArrayLik
   // its MissingRuleError here rather than passing unchecked.
   const second = options.order === 2 ? checkSecondOrder(tape, record, point, direction, inputs, output, options) : undefined;
   const secondOrderError = second?.error ?? NaN;
-  const numeric = stencil(valueAt, point, options, 'gradcheck');
+  const noise = new Float64Array(point.length);
+  const numeric = stencil(valueAt, point, options, 'gradcheck', noise);
   const { error, worst } = normwiseError(analytic, numeric);
-  const ok = error <= tolerance && !(dualityError > 1e-12) && !(secondOrderError > tolerance);
+  // Judged beyond the finite differences' rounding (a function of size 1e7 failed an exact
+  // gradient at 8e-7, a probe), and a NaN gradient never passes (sqrt at -1 was ok: NaN agreed
+  // with NaN).
+  const firstFails = errorBeyond(analytic, numeric, noise) > tolerance || analytic.some(Number.isNaN);
+  const secondFails = second !== undefined && (second.beyond > tolerance || second.analytic.some(Number.isNaN));
+  const ok = !firstFails && !(dualityError > 1e-12) && !secondFails;
   if (!ok && options.raise) {
+    const nan = analytic.findIndex(Number.isNaN);
     throw new TapegradError(
       'GRADCHECK_FAILED',
-      error > tolerance
-        ? `gradcheck failed: normwise error ${error.toExponential(3)} at input ${worst} ` +
-            `(analytic ${analytic[worst]}, finite difference ${numeric[worst]})`
+      firstFails
+        ? nan >= 0 && !(errorBeyond(analytic, numeric, noise) > tolerance)
+          ? `gradcheck failed: the gradient is NaN at input ${nan} (a point outside f's domain checks nothing)`
+          : `gradcheck failed: normwise error ${error.toExponential(3)} at input ${worst} ` +
+            `(analytic ${analytic[worst]}, finite difference ${numeric[worst]}, whose rounding there is up to ${noise[worst]!.toExponential(1)})`
         : dualityError > 1e-12
           ? `gradcheck failed: the tangent sweep disagrees with the reverse sweep (<J t, 1> = ${forward}, <t, Jᵀ1> = ${reverse})`
           : `gradcheck failed: hvp off the finite differences of the gradient: normwise error ${secondOrderError.toExponential(3)} ` +
-            `at input ${second!.worst} (hvp ${second!.analytic[second!.worst]}, finite difference ${second!.numeric[second!.worst]})`,
+            `at input ${second!.worst} (hvp ${second!.analytic[second!.worst]}, finite difference ${second!.numeric[second!.worst]}, ` +
+            `whose rounding there is up to ${second!.noise[second!.worst]!.toExponential(1)})`,
     );
   }
   return { ok, error, worst, dualityError, analytic, numeric, secondOrderError };
@@ -215,8 +255,9 @@ function checkOn(tape: Tape, f: (x: never) => ScalarOutput, x: number | ArrayLik
 function checkSecondOrder(
   tape: Tape, record: (point: ArrayLike<number>) => { inputs: (Var | Vec)[]; output: Var }, point: ArrayLike<number>,
   direction: Float64Array, inputs: (Var | Vec)[], output: Var, options: GradcheckOptions,
-): { error: number; worst: number; analytic: Float64Array; numeric: Float64Array } {
+): { error: number; worst: number; beyond: number; analytic: Float64Array; numeric: Float64Array; noise: Float64Array } {
   const analytic = tape.hvp(output, inputs, direction);
+  const noise = new Float64Array(analytic.length);
   const moved = Float64Array.from(point);
   const gradientAt = (): Float64Array => {
     tape.reset();
@@ -234,11 +275,14 @@ function checkSecondOrder(
       const up = gradientAt();
       moved[k] = xk - j * h;
       const down = gradientAt();
-      for (let q = 0; q < numeric.length; q++) numeric[q]! += scale * c * (up[q]! - down[q]!);
+      for (let q = 0; q < numeric.length; q++) {
+        numeric[q]! += scale * c * (up[q]! - down[q]!);
+        noise[q]! += Number.EPSILON * Math.abs(scale * c) * (Math.abs(up[q]!) + Math.abs(down[q]!));
+      }
     }
     moved[k] = xk;
   }
-  return { ...normwiseError(analytic, numeric), analytic, numeric };
+  return { ...normwiseError(analytic, numeric), beyond: errorBeyond(analytic, numeric, noise), analytic, numeric, noise };
 }
 
 function hasTangents(tape: Tape, inputs: (Var | Vec)[], direction: Float64Array, output: Var): number | null {

@@ -11,11 +11,16 @@ export function checkOptions(options: unknown, where: string, rules: Readonly<Re
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new TapegradError('INVALID_ARGUMENT', `${where}: options must be an object, got ${describe(options)}`);
   }
-  for (const [key, value] of Object.entries(options)) {
-    const rule = rules[key];
-    if (rule === undefined) {
+  // Unknown keys: own and inherited enumerable ones (for...in).
+  for (const key in options) {
+    if (rules[key] === undefined) {
       throw new TapegradError('INVALID_ARGUMENT', `${where}: unknown option '${key}' (it takes ${Object.keys(rules).join(', ')})`);
     }
+  }
+  // Values as the functions read them: through the prototype and getters too (a probe's
+  // Object.create({ mode: 'bogus' }) went unchecked and was ignored).
+  for (const key of Object.keys(rules)) {
+    const rule = rules[key]!, value = (options as Record<string, unknown>)[key];
     if (value === undefined || accepts(rule, value)) continue;
     const wanted = typeof rule === 'string' ? `${rule === 'array' ? 'an' : 'a'} ${rule}` : `one of ${rule.map((v) => (typeof v === 'string' ? `'${v}'` : String(v))).join(', ')}`;
     throw new TapegradError('INVALID_ARGUMENT', `${where}: option '${key}' must be ${wanted}, got ${describe(value)}`);

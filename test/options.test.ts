@@ -64,6 +64,16 @@ describe('options', () => {
     expectInvalid(() => compile(f, 'fast' as never), /^compile: options must be an object/);
   });
 
+  // A probe: only own keys were checked, but the functions read through the prototype, so an
+  // inherited or getter 'mode' of 'bogus' ran the auto mode and an inherited order 5 was ignored.
+  it('values are checked as the functions read them: inherited and getter ones too', () => {
+    expectInvalid(() => jacobian((x: Var[]) => [x[0]!], [1], Object.create({ mode: 'bogus' }) as object), /^jacobian: option 'mode' must be one of/);
+    const getter = new (class { get mode(): string { return 'bogus'; } })();
+    expectInvalid(() => jacobian((x: Var[]) => [x[0]!], [1], getter as object), /^jacobian: option 'mode' must be one of/);
+    expectInvalid(() => jacobian((x: Var[]) => [x[0]!], [1], Object.create({ step: () => 1 }) as object), /^jacobian: unknown option 'step'/);
+    expect(jacobian((x: Var[]) => [x[0]!.mul(3)], [1], Object.create({ mode: 'reverse' }) as object).mode).toBe('reverse');
+  });
+
   it("backend 'auto' is taken wherever a backend is: wasm where the runtime has WebAssembly (here), as createTape's", async () => {
     const x = [0.7, -1.3];
     const same = (a: ArrayLike<number>, b: ArrayLike<number>): void => expect(Array.from(a)).toEqual(Array.from(b));
