@@ -98,10 +98,18 @@ function errorBeyond(g: ArrayLike<number>, ref: ArrayLike<number>, noise: ArrayL
     const a = g[k]!, b = ref[k]!;
     // NaN on both sides agrees here, as in normwiseError (the caller refuses a NaN gradient).
     if (a === b || (Number.isNaN(a) && Number.isNaN(b))) continue;
-    const d = Number.isFinite(a - b) ? Math.max(0, Math.abs(a - b) - noise[k]!) / scale : Infinity;
+    const d = Math.max(0, difference(a, b, scale) - noise[k]! / scale);
     if (d > error) error = d;
   }
   return error;
+}
+
+// |a - b| / scale; Infinity where one is NaN or infinite; where a - b alone overflows (1.7e308
+// against -1.7e308: 2, not Infinity, for a scale of 1.7e308), in units of the scale.
+function difference(a: number, b: number, scale: number): number {
+  const d = Math.abs(a - b);
+  if (d < Infinity) return d / scale;
+  return Number.isFinite(a) && Number.isFinite(b) ? Math.abs(a / scale - b / scale) : Infinity;
 }
 
 /** max|g - ref| / max(1, max|ref|): the normwise error the checks use. NaN where both are NaN
@@ -113,6 +121,11 @@ export function normwiseError(g: ArrayLike<number>, ref: ArrayLike<number>): { e
   // Compared entry by entry over ref alone, a short g read undefined (no error) and a long one
   // went unchecked past ref's end.
   if (g.length !== ref.length) throw new TapegradError('INVALID_ARGUMENT', `normwiseError: g has ${g.length} entries and ref ${ref.length}; they must have the same length`);
+  for (const [what, v] of [['g', g], ['ref', ref]] as const) {
+    for (let k = 0; k < v.length; k++) {
+      if (typeof v[k] !== 'number') throw new NotANumberError(`normwiseError: entry ${k} of ${what} must be a number, got ${describe(v[k])}`);
+    }
+  }
   let scale = 1;
   for (let k = 0; k < ref.length; k++) if (Number.isFinite(ref[k]!)) scale = Math.max(scale, Math.abs(ref[k]!));
   let error = 0;
@@ -120,7 +133,7 @@ export function normwiseError(g: ArrayLike<number>, ref: ArrayLike<number>): { e
   for (let k = 0; k < ref.length; k++) {
     const a = g[k]!, b = ref[k]!;
     const same = a === b || (Number.isNaN(a) && Number.isNaN(b));
-    const e = same ? 0 : Number.isFinite(a - b) ? Math.abs(a - b) / scale : Infinity;
+    const e = same ? 0 : difference(a, b, scale);
     if (e > error) {
       error = e;
       worst = k;

@@ -385,4 +385,7 @@ it('normwiseError refuses arrays of different lengths, and measures the error of
   expect(() => normwiseError(3 as unknown as number[], [1])).toThrow('g must be an array of numbers');
   expect(normwiseError([1, 2.5], [1, 2])).toEqual({ error: 0.25, worst: 1 });
   expect(normwiseError([NaN, 1], [NaN, 1])).toEqual({ error: 0, worst: 0 });
+  // A probe: a - b overflowed between two finite extremes, and strings were compared as equal.
+  expect(normwiseError([1.7e308], [-1.7e308])).toEqual({ error: 2, worst: 0 });
+  expect(() => normwiseError(['a'] as unknown as number[], ['a'] as unknown as number[])).toThrow('normwiseError: entry 0 of g must be a number, got the string "a"');
 });
