@@ -3,7 +3,7 @@
 // Hessian-vector products). Nothing here uses finite differences.
 import type { BackendChoice, BackendKind } from './backend.ts';
 import { createTapeSync, resolveBackend } from './create.ts';
-import { CapacityError, ForeignHandleError, NotANumberError, ShapeError, TapegradError, describe, isArrayLike } from './errors.ts';
+import { CapacityError, ForeignHandleError, MissingRuleError, NotANumberError, ShapeError, TapegradError, describe, isArrayLike } from './errors.ts';
 import { Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
 import { BACKEND_RULE, checkOptions } from './options.ts';
@@ -249,17 +249,26 @@ export function jacobian(f: (x: never) => ScalarOutput | VectorOutput, x: Input,
   checkOptions(options, 'jacobian', { ...TRANSFORM_OPTIONS, mode: ['auto', 'forward', 'reverse'] });
   return withTape(options, (tape) => {
     const { inputs, output, n, m } = recordVector(tape, f, x, options, 'jacobian');
-    const mode = options.mode === 'forward' || options.mode === 'reverse' ? options.mode : n <= m ? 'forward' : 'reverse';
+    let mode = options.mode === 'forward' || options.mode === 'reverse' ? options.mode : n <= m ? 'forward' : 'reverse';
     const data = matrixOf(m, n, 'jacobian');
-    const unit = new Float64Array(mode === 'forward' ? n : m);
+    let unit = new Float64Array(mode === 'forward' ? n : m);
     if (mode === 'forward') {
-      for (let k = 0; k < n; k++) {
-        unit.fill(0);
-        unit[k] = 1;
-        const column = tape.jvp(inputs, unit, output);
-        for (let j = 0; j < m; j++) data[j * n + k] = column[j]!;
+      try {
+        for (let k = 0; k < n; k++) {
+          unit.fill(0);
+          unit[k] = 1;
+          const column = tape.jvp(inputs, unit, output);
+          for (let j = 0; j < m; j++) data[j * n + k] = column[j]!;
+        }
+      } catch (error) {
+        // The automatic choice takes reverse mode where a custom function has no jvp (a probe:
+        // MissingRuleError where { mode: 'reverse' } worked); asked for by name, it throws.
+        if (options.mode === 'forward' || !(error instanceof MissingRuleError) || error.rule !== 'jvp') throw error;
+        mode = 'reverse';
+        unit = new Float64Array(m);
       }
-    } else {
+    }
+    if (mode === 'reverse') {
       for (let j = 0; j < m; j++) {
         unit.fill(0);
         unit[j] = 1;

@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  finiteDifferenceGradient, grad, hessian, hvp, init, jacobian, normwiseError, type Matrix, type Var,
+  MissingRuleError, defineFunction, finiteDifferenceGradient, grad, hessian, hvp, init, jacobian, normwiseError, type Matrix, type Var,
 } from '../src/index.ts';
 import { dagArbitrary, dagFunction, type Dag } from './dag-arbitrary.ts';
 import { BACKENDS, expectClose, rosenbrock } from './support.ts';
@@ -116,6 +116,16 @@ describe.each(BACKENDS)('jacobian (%s)', (backend) => {
     const wide = jacobian((x: Var[]) => [x[0]!.add(x[1]!).add(x[2]!), x[0]!.mul(x[2]!)], [1, 2, 3], { backend });
     expect([wide.mode, wide.sweeps]).toEqual(['reverse', 2]);
     expect(Array.from(wide.data)).toEqual([1, 1, 1, 3, 0, 1]);
+  });
+
+  // A probe: auto picked forward mode for n <= m and threw the custom function's MissingRuleError,
+  // where { mode: 'reverse' } worked.
+  it("auto mode takes reverse sweeps where a custom function has no jvp; asked for forward, it throws", () => {
+    const triple = defineFunction({ name: 'triple', forward: (xs) => 3 * xs[0]!, vjp: (_xs, _y, g) => [3 * g] });
+    const f = (x: Var[]): Var[] => [triple(x[0]!), x[0]!.square()];
+    const J = jacobian(f, [0.3], { backend });
+    expect([J.mode, J.sweeps, ...J.data]).toEqual(['reverse', 2, 3, 0.6]);
+    expect(() => jacobian(f, [0.3], { backend, mode: 'forward' })).toThrow(MissingRuleError);
   });
 
   it('forward and reverse Jacobians of random DAGs with several outputs agree to 1e-12', () => {
