@@ -211,9 +211,33 @@ export function setLiveElements(n: i32): void {
  *  not allow it, 1 otherwise. */
 export function enableTangents(live: i32): i32 {
   if (regionCount == REGION_COUNT_TANGENT) return 1;
-  if (!ensurePages(capacity, REGION_COUNT_TANGENT, elemCapacity)) return 0;
+  if (!ensurePages(capacity, REGION_COUNT_TANGENT, elemCapacity)) {
+    // The capacity is the largest recording's (reset keeps it), and with tangents it may not fit
+    // where the live nodes would: it shrinks to what fits (a probe: 68 M nodes of a 2^27
+    // capacity refused, and after a reset a jvp of 2 nodes too).
+    const byMemory = <i64>((MAX_BYTES - totalBytes(0, REGION_COUNT_TANGENT, elemCapacity)) / <u64>bytesBefore(REGION_COUNT_TANGENT)) & ~7;
+    if (byMemory < <i64>live || byMemory >= <i64>capacity) return 0;
+    shrink(<i32>byMemory, live);
+    if (!ensurePages(capacity, REGION_COUNT_TANGENT, elemCapacity)) return 0;
+  }
   relayout(capacity, REGION_COUNT_TANGENT, elemCapacity, live);
   return 1;
+}
+
+// The same regions at a smaller capacity, keeping the first `live` nodes: every region moves down
+// or stays, so they are copied first to last (relayout, which grows, copies last to first).
+function shrink(newCap: i32, live: i32): void {
+  const oldCap = capacity;
+  for (let r = 0; r < regionCount; r++) memory.copy(regionOffset(newCap, r), regionOffset(oldCap, r), <usize>live * slotSize(r));
+  for (let r = 0; r < elementRegionCount(regionCount); r++) {
+    memory.copy(
+      elementOffset(newCap, regionCount, elemCapacity, r), elementOffset(oldCap, regionCount, elemCapacity, r),
+      <usize>liveElements << 3,
+    );
+  }
+  memory.copy(scheduleOffset(newCap, regionCount, elemCapacity), scheduleOffset(oldCap, regionCount, elemCapacity), scheduleBytes);
+  capacity = newCap;
+  setBases();
 }
 
 /** Makes the schedule region at least `bytes` long (its content undefined), or drops it with 0.

@@ -38,7 +38,7 @@ let tapeSerial = 0;
 export type Operand = Var | number;
 
 export interface TapeLimits {
-  /** Most nodes the tape may hold (default: as many as memory allows). */
+  /** Most nodes the tape may hold (default 2^28 = 268,435,456, and never more than memory allows). */
   maxNodes?: number | undefined;
   /** Most bytes of tape storage (all per-node regions together). */
   maxMemoryBytes?: number | undefined;
@@ -503,10 +503,10 @@ export class Tape {
       const ok = this.engine.enableTangents(this.count);
       this.cacheViews();
       if (!ok) {
-        // Room is laid out for the tape's capacity, which its largest recording set and reset keeps.
+        // The engines shrink a capacity a larger recording left to what fits: these nodes alone do not.
         throw new CapacityError(
-          `out of memory: no room for tangents of ${this.count} nodes: the tape has room for ${this.capacity} (its largest recording), ` +
-            `${this.engine.nodeBytes() + TANGENT_BYTES} bytes each with tangents; a new tape has room`,
+          `out of memory: no room for tangents of ${this.count} nodes, ${this.engine.nodeBytes() + TANGENT_BYTES} bytes each with them ` +
+            `(and the elements'): the runtime gives no more memory; a smaller graph fits`,
           this.capacity,
         );
       }

@@ -255,9 +255,11 @@ describe.each(BACKENDS)('10^7 nodes (%s)', (backend: BackendKind) => {
 // Found by a new-user probe: the core computed its regions' ends in 32 bits, so tangents for a
 // tape of 2^27 nodes' capacity (41 bytes each: 5.5 GB) passed the size check with a wrapped end
 // and were laid over the other regions: a raw RangeError, then wrong gradients with no error, and
-// jvp and vector nodes refused until the process ended. The capacity is reserved as a recording
-// of 7·10^7 nodes would grow it (untouched pages cost no memory).
-it('wasm: tangents past 4 GiB of memory are a CapacityError, and the tape keeps its values and gradients', async () => {
+// jvp and vector nodes refused until the process ended. Then a CapacityError, for the tape's
+// life, though its live nodes would fit (another probe): the capacity now shrinks to what fits
+// with tangents, keeping the nodes and the vector elements. The capacity is reserved as a
+// recording of 7·10^7 nodes would grow it (untouched pages cost no memory).
+it('wasm: tangents for a capacity past 4 GiB shrink it to what fits, and the tape keeps its values and gradients', async () => {
   const tape = await tapeOn('wasm');
   const v = tape.vector([1, 2, 3]), w = v.mul(2);
   const x = tape.variable(1);
@@ -265,9 +267,8 @@ it('wasm: tangents past 4 GiB of memory are a CapacityError, and the tape keeps 
   const y = x.square().add(w.sum());
   tape.backward(y);
   expect([x.grad, ...v.grad]).toEqual([2, 2, 2, 2]);
-  const e = (() => { try { tape.jvp([x], [1], [y]); } catch (error) { return error; } })();
-  expect(e).toBeInstanceOf(CapacityError);
-  expect((e as Error).message).toMatch(/^out of memory: no room for tangents of \d+ nodes: the tape has room for 134217728 \(its largest recording\)/);
+  expect(Array.from(tape.jvp([x], [1], [y]))).toEqual([2]);
+  expect(Array.from(tape.jvp([v], [1, 1, 1], [y]))).toEqual([6]);
   tape.backward(y);
   expect([x.grad, ...v.grad]).toEqual([2, 2, 2, 2]);
   const y3 = x.square().add(w.sum().mul(3));

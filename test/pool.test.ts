@@ -236,6 +236,11 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     await expect(p.hvpBatch(H, 20, new Float64Array(20).fill(1))).rejects.toThrow(/^hvpBatch, row 17: checkNaN: powConst at node 2 produced a non-finite second-order adjoint/);
     // Off: NaN rows, as IEEE says.
     const off = await pool.register(f, { checkNaN: false });
+    // Limits for the tape every thread loads, as fromBytes's (a probe: no way to bound untrusted bytes).
+    const outer = compile((v: Vec) => v.outer(v).sum(), { inputs: 1500, vector: true, at: new Float64Array(1500), backend });
+    await expect(pool.register(outer.toBytes(), { maxMemoryBytes: 16 << 20 })).rejects.toThrow(expect.objectContaining({ name: 'CapacityError' }));
+    const small = await pool.register(f.toBytes(), { maxMemoryBytes: 1 << 20, maxNodes: 64 });
+    expect(firstDifference(await small.gradientBatch(X.subarray(0, 16), 8), f.gradientBatch(X.subarray(0, 16), 8))).toBe(-1);
     expect(Number.isNaN((await off.gradientBatch(X, 20))[34])).toBe(true);
     await expect(pool.register(f, { checkNan: true } as never)).rejects.toThrow(TapegradError);
   });

@@ -136,7 +136,9 @@ export class JsBackend implements Backend {
   }
 
   enableTangents(live: number): boolean {
-    return this.views.tan !== null || this.reallocate(this.capacity, true, live);
+    // At the capacity the largest recording set, or where that is too much with tangents, at the
+    // live nodes' (as the core shrinks to what fits).
+    return this.views.tan !== null || this.reallocate(this.capacity, true, live) || (live < this.capacity && this.reallocate(Math.max(live, MIN_CAPACITY), true, live));
   }
 
   private reallocate(capacity: number, tangents: boolean, live: number): boolean {

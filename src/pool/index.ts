@@ -8,6 +8,7 @@ import { CapacityError, TapegradError, checkOut, describe, overlaps } from '../e
 import { BACKEND_RULE, checkOptions } from '../options.ts';
 import { fromBytes, loadBytes } from '../serialize.ts';
 import { Op } from '../ops.ts';
+import type { TapeLimits } from '../tape.ts';
 import type { BackendChoice } from '../backend.ts';
 import type { GeneratedSweeps, ShippedSweeps } from '../wasm/backend.ts';
 import { reviveError, type BatchMethod, type Registration, type Reply, type Task, type WorkerData } from './protocol.ts';
@@ -101,12 +102,22 @@ export class GradientPool {
    * wasm backend, generates its sweeps; every worker receives the bytes and the compiled sweeps,
    * so no worker records or generates code. Settles when every live worker holds the function.
    * `checkNaN` (default: the compiled function's own, false for bytes) checks every row as
-   * `compile(f, { checkNaN: true })` does, in every thread.
+   * `compile(f, { checkNaN: true })` does, in every thread. `maxNodes` and `maxMemoryBytes` limit
+   * the tape loaded in every thread, as `fromBytes`'s do: bytes from elsewhere may describe a
+   * tape far larger than themselves.
    */
-  async register(f: CompiledFunction | Uint8Array, options: { checkNaN?: boolean | undefined } = {}): Promise<PooledFunction> {
+  async register(
+    f: CompiledFunction | Uint8Array,
+    options: { checkNaN?: boolean | undefined; maxNodes?: number | undefined; maxMemoryBytes?: number | undefined } = {},
+  ): Promise<PooledFunction> {
     this.checkOpen();
-    checkOptions(options, 'register', { checkNaN: 'boolean' });
+    checkOptions(options, 'register', { checkNaN: 'boolean', maxNodes: 'number', maxMemoryBytes: 'number' });
     const checkNaN = options.checkNaN ?? (f instanceof CompiledFunction && f.checkNaN);
+    // Bytes untrusted: a probe's 24 KB of bytes took 500 MB across the threads, with no limit to give.
+    const limits: TapeLimits = {
+      ...(options.maxNodes === undefined ? {} : { maxNodes: options.maxNodes }),
+      ...(options.maxMemoryBytes === undefined ? {} : { maxMemoryBytes: options.maxMemoryBytes }),
+    };
     let bytes: Uint8Array;
     if (f instanceof CompiledFunction) {
       // toBytes's own message names toBytes, which the caller never called.
@@ -127,15 +138,15 @@ export class GradientPool {
     let sweeps: ShippedSweeps | null;
     if (f instanceof CompiledFunction && f.recorded?.tape.backend === this.backend && this.backend === 'wasm' && f.generatedSweeps === 'active') {
       const shipped = sweeps = f.shipSweeps();
-      local = () => loadBytes(bytes, 'wasm', shipped, true, {}, checkNaN);
+      local = () => loadBytes(bytes, 'wasm', shipped, true, limits, checkNaN);
     } else {
-      local = fromBytes(bytes, { backend: this.backend, checkNaN });
+      local = fromBytes(bytes, { backend: this.backend, checkNaN, ...limits });
       await local.whenGenerated();
       sweeps = this.backend === 'wasm' ? local.shipSweeps() : null;
     }
     // close() may have begun while the copy generated its sweeps.
     this.checkOpen();
-    const registration: Registration = { id: this.nextId++, bytes, sweeps, checkNaN };
+    const registration: Registration = { id: this.nextId++, bytes, sweeps, checkNaN, limits };
     const about = typeof local === 'function' ? { inputs: (f as CompiledFunction).inputs, outputs: (f as CompiledFunction).outputs, generatedSweeps: 'active' as const } : local;
     this.registrations.set(registration.id, registration);
     // One task per thread: each idle thread takes one. A thread that takes none (it was busy, or

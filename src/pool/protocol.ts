@@ -5,6 +5,7 @@ import {
   NotANumberError, ShapeError, StaleHandleError, TapegradError,
 } from '../errors.ts';
 import type { GeneratedSweeps, ShippedSweeps } from '../wasm/backend.ts';
+import type { TapeLimits } from '../tape.ts';
 
 export type BatchMethod = 'gradientBatch' | 'valueAndGradientBatch' | 'vjpBatch' | 'jvpBatch' | 'hvpBatch';
 
@@ -15,6 +16,8 @@ export interface Registration {
   bytes: Uint8Array;
   sweeps: ShippedSweeps | null;
   checkNaN: boolean;
+  /** The loaded tape's limits (register's maxNodes and maxMemoryBytes). */
+  limits: TapeLimits;
 }
 
 export interface WorkerData {

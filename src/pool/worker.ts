@@ -13,7 +13,7 @@ let ready: Promise<void> | null = null;
 const functions = new Map<number, CompiledFunction>();
 
 function load(registration: Registration): CompiledFunction {
-  const f = loadBytes(registration.bytes, data.backend, registration.sweeps, registration.sweeps !== null, {}, registration.checkNaN);
+  const f = loadBytes(registration.bytes, data.backend, registration.sweeps, registration.sweeps !== null, registration.limits, registration.checkNaN);
   functions.set(registration.id, f);
   return f;
 }
