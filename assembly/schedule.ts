@@ -35,7 +35,7 @@
 //   separate arrays); the targets are the tape's own operands, but for a select's;
 //   then the forward order i32×n, the reverse list i32×m (node ids, descending), and the runs
 //   (op, end) i32×2 × ≤ n
-import { Op, forwardRule, forwardRuleCall, partials, partialsCall, partialZ } from './ops';
+import { Op, forwardRule, forwardRuleCall, partials, partialsCall, partialZ, zeroGradient } from './ops';
 import {
   valBase, adjBase, aBase, bBase, tanBase, f64At, setF64At, addF64At, i32At, argA, argB, opAt, scratch, scheduleBase,
   setScheduleBytes,
@@ -64,8 +64,6 @@ const readyCount = memory.data(256 * 4);
 // The predictor's table (see survey): the op last seen after each history of three ops, hashed.
 const predicted = memory.data(4096);
 
-// @ts-ignore: decorator
-@inline function hasGradient(op: i32): bool { return op < Op.Floor || op > Op.Eq; }
 
 // A node's pair of partials, the one at `base` (paBase, pbBase).
 // @ts-ignore: decorator
@@ -230,7 +228,7 @@ function markLive(lo: i32, hi: i32): void {
     const op = opAt(i);
     if (!computed(i, op)) continue;
     scheduled++;
-    if (hasGradient(op)) withGradient++;
+    if (!zeroGradient(op)) withGradient++;
     if (!pruning) continue;
     const k = operandCount(op);
     setF64At(adjBase, argA(i), 1);
@@ -306,7 +304,7 @@ function reverseList(lo: i32, hi: i32): void {
   for (let i = hi - 1; i >= lo; i--) {
     const op = opAt(i);
     if (!computed(i, op)) continue;
-    if (!hasGradient(op)) {
+    if (zeroGradient(op)) {
       // No reverse step; the tangent sweep sets its tangent to 0 (as the interpreter's).
       store<f64>(entry(pa, i), 0);
       store<f64>(entry(pb, i), 0);
@@ -449,7 +447,7 @@ export function scheduledForward(): void {
 // Any other op: the rules' own switches, which see one op for the whole run.
 function forwardRun(op: i32, k: i32, end: i32, pa: usize, pb: usize, order: usize): i32 {
   const vB = valBase, aB = aBase, bB = bBase;
-  const gradient = hasGradient(op), binary = operandCount(op) == 2;
+  const gradient = !zeroGradient(op), binary = operandCount(op) == 2;
   for (; k < end; k++) {
     const i = i32At(order, k);
     const x = f64At(vB, i32At(aB, i)), z = f64At(vB, i32At(bB, i));
@@ -480,7 +478,7 @@ export function scheduledTangent(): void {
       continue;
     }
     // No tangent through the zero-gradient ops, even a NaN one (see `tangent` in sweeps.ts).
-    if (!hasGradient(op)) {
+    if (zeroGradient(op)) {
       for (; k < end; k++) setF64At(tB, i32At(order, k), 0);
       continue;
     }

@@ -91,8 +91,7 @@ function stencil(
 // normwiseError's error with each component's difference reduced by what the finite differences
 // cannot resolve there (`noise`, on the same scale): 0 where the two agree within it.
 function errorBeyond(g: ArrayLike<number>, ref: ArrayLike<number>, noise: ArrayLike<number>): number {
-  let scale = 1;
-  for (let k = 0; k < ref.length; k++) if (Number.isFinite(ref[k]!)) scale = Math.max(scale, Math.abs(ref[k]!));
+  const scale = scaleOf(ref);
   let error = 0;
   for (let k = 0; k < ref.length; k++) {
     const a = g[k]!, b = ref[k]!;
@@ -102,6 +101,13 @@ function errorBeyond(g: ArrayLike<number>, ref: ArrayLike<number>, noise: ArrayL
     if (d > error) error = d;
   }
   return error;
+}
+
+// max(1, max|ref|) over ref's finite entries: what the normwise errors divide by.
+function scaleOf(ref: ArrayLike<number>): number {
+  let scale = 1;
+  for (let k = 0; k < ref.length; k++) if (Number.isFinite(ref[k]!)) scale = Math.max(scale, Math.abs(ref[k]!));
+  return scale;
 }
 
 // |a - b| / scale; Infinity where one is NaN or infinite; where a - b alone overflows (1.7e308
@@ -126,8 +132,7 @@ export function normwiseError(g: ArrayLike<number>, ref: ArrayLike<number>): { e
       if (typeof v[k] !== 'number') throw new NotANumberError(`normwiseError: entry ${k} of ${what} must be a number, got ${describe(v[k])}`);
     }
   }
-  let scale = 1;
-  for (let k = 0; k < ref.length; k++) if (Number.isFinite(ref[k]!)) scale = Math.max(scale, Math.abs(ref[k]!));
+  const scale = scaleOf(ref);
   let error = 0;
   let worst = 0;
   for (let k = 0; k < ref.length; k++) {

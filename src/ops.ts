@@ -63,6 +63,10 @@ export const COMPARISON_OPS: ReadonlySet<number> = new Set([Op.lt, Op.le, Op.gt,
 export const ZERO_GRADIENT_OPS: readonly OpName[] = [
   'floor', 'ceil', 'round', 'sign', 'stopGradient', 'lt', 'le', 'gt', 'ge', 'eq',
 ];
+/** 1 at the op codes of ZERO_GRADIENT_OPS: they pass no gradient and no tangent (zeroGradient in
+ *  the core's ops.ts, a range of the same codes). */
+export const ZERO_GRADIENT = new Uint8Array(256);
+for (const name of ZERO_GRADIENT_OPS) ZERO_GRADIENT[Op[name]] = 1;
 
 export type NodeKind = 'scalar' | 'vector' | 'carrier';
 

@@ -3,7 +3,7 @@ import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
   TapegradError, checkOut, describe, isArrayLike,
 } from './errors.ts';
-import { BINARY_OPS, ELEMENTWISE, OP_TABLE, Op, UNARY_OPS, ZERO_GRADIENT_OPS, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
+import { BINARY_OPS, ELEMENTWISE, OP_TABLE, Op, UNARY_OPS, ZERO_GRADIENT, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
 import { partialZ, partialZTangent, partials, partialsTangent } from './js/rules.ts';
 import { Vec, VectorHandleApi, concatOn, elementwise, vectorOf, type Shape, type VecOperand } from './vector.ts';
 
@@ -1000,26 +1000,11 @@ export class Tape {
     let j = to - 1;
     while (j >= from && adj[j]! - adj[j]! === 0 && badElement(j, xadj) < 0) j--;
     // The sweep adds each consumer's adjoint times its partial, neither 0, and the consumers
-    // above j have finite adjoints: blame the one whose term is not finite, its partials
-    // recomputed by the JS engine's rules. Those are 0 for select, custom and vector ops, whose
-    // terms cannot be recomputed here: the first of them reading j is blamed next, and only then
-    // the first plain consumer, whose term was finite (terms each finite whose sum overflowed; a
-    // probe saw mul named for the Infinity a custom vjp sent).
-    let consumer = -1, opaque = -1, plain = -1;
-    for (let i = j + 1; i < to && consumer < 0; i++) {
+    // above j have finite adjoints: blame the one whose term is not finite (blameConsumer).
+    const consumer = this.blameConsumer(j, to, (i) => {
       const g = adj[i]!, pa = partials(op[i]!, val[a[i]!]!, val[b[i]!]!, val[i]!), pb = partialZ[0]!;
-      const sent = (a[i] === j && pa !== 0 ? g * pa : 0) + (b[i] === j && pb !== 0 ? g * pb : 0);
-      if (g !== 0 && sent - sent !== 0) {
-        consumer = i;
-        continue;
-      }
-      const reader = this.operandReader(i, j, to);
-      if (reader < 0) continue;
-      if (op[reader] === SELECT || op[reader] === CUSTOM || op[reader]! >= VMETA) {
-        if (opaque < 0) opaque = reader;
-      } else if (plain < 0) plain = reader;
-    }
-    if (consumer < 0) consumer = opaque >= 0 ? opaque : plain;
+      return g === 0 ? 0 : (a[i] === j && pa !== 0 ? g * pa : 0) + (b[i] === j && pb !== 0 ? g * pb : 0);
+    });
     const at = consumer < 0 ? j : consumer;
     const element = badElement(j, xadj);
     const shown = element < 0 ? `${adj[j]}` : `${xadj[a[j - 1]! + element]} at element ${element}`;
@@ -1071,24 +1056,15 @@ export class Tape {
     let j = to - 1, bad: [number, number] | null = null;
     while (j >= from && (bad = notFinite(j)) === null) j--;
     if (bad === null) return;
-    let consumer = -1, opaque = -1, plain = -1;
-    for (let i = j + 1; i < to && consumer < 0; i++) {
-      const reader = this.operandReader(i, j, to);
-      if (reader < 0) continue;
-      const code = op[reader]!;
-      if (code === SELECT || code === CUSTOM || code >= VMETA) {
-        if (opaque < 0) opaque = reader;
-        continue;
-      }
-      const g = adj[i]!, gt = tanAdj![i]!, x = val[a[i]!]!, z = val[b[i]!]!, y = val[i]!;
+    // Each consumer's term: its adjoint's tangent times the partial plus its adjoint times the
+    // partial's tangent, recomputed by the JS engine's rules.
+    const consumer = this.blameConsumer(j, to, (i) => {
+      const code = op[i]!, g = adj[i]!, gt = tanAdj![i]!, x = val[a[i]!]!, z = val[b[i]!]!, y = val[i]!;
       const pa = partials(code, x, z, y), pb = partialZ[0]!;
       const dpa = partialsTangent(code, x, z, y, tan![a[i]!]!, tan![b[i]!]!, tan![i]!), dpb = partialZTangent[0]!;
       const term = (p: number, dp: number): number => (gt !== 0 && p !== 0 ? gt * p : 0) + (g !== 0 && dp !== 0 ? g * dp : 0);
-      const sent = (a[i] === j ? term(pa, dpa) : 0) + (b[i] === j && OP_TABLE[code]?.[1] === 2 ? term(pb, dpb) : 0);
-      if (sent - sent !== 0) consumer = i;
-      else if (plain < 0) plain = i;
-    }
-    if (consumer < 0) consumer = opaque >= 0 ? opaque : plain;
+      return (a[i] === j ? term(pa, dpa) : 0) + (b[i] === j && OP_TABLE[code]?.[1] === 2 ? term(pb, dpb) : 0);
+    });
     const [t, element] = bad;
     const shown = element < 0 ? `${t}` : `${t} at element ${element}`;
     const at = consumer < 0 ? j : consumer, name = opNameOf(op[at]!);
@@ -1098,6 +1074,29 @@ export class Tape {
         ? `checkNaN: ${who} at ${this.nodeLabel(at, byIndex)} produced a non-finite second-order adjoint (${shown}) for ${this.nodeLabel(j, byIndex)} (hvp)`
         : `checkNaN: the second-order adjoint of ${this.nodeLabel(j, byIndex)} (${name}) is ${shown} (hvp)`,
       this.nodeId(at, byIndex), name);
+  }
+
+  // The consumer of node j in (j, to) to blame for its non-finite adjoint (or adjoint tangent):
+  // the first plain op whose term `sent(i)` is not finite; else the first select, custom function
+  // or vector op reading j, whose terms are not recomputed; else the first plain consumer (terms
+  // each finite whose sum overflowed; a probe saw mul named for the Infinity a custom vjp sent);
+  // -1 with none.
+  private blameConsumer(j: number, to: number, sent: (i: number) => number): number {
+    const op = this.engine.views.op;
+    let opaque = -1, plain = -1;
+    for (let i = j + 1; i < to; i++) {
+      const reader = this.operandReader(i, j, to);
+      if (reader < 0) continue;
+      const code = op[reader]!;
+      if (code === SELECT || code === CUSTOM || code >= VMETA) {
+        if (opaque < 0) opaque = reader;
+        continue;
+      }
+      const term = sent(i);
+      if (term - term !== 0) return i;
+      if (plain < 0) plain = i;
+    }
+    return opaque >= 0 ? opaque : plain;
   }
 
   // The node that reads node j as an operand through node i, or -1: i itself, or for an arg node
@@ -1408,8 +1407,6 @@ function checkLength(values: ArrayLike<number>, expected: number, what: string, 
   }
 }
 
-const ZERO_TANGENT = new Uint8Array(256);
-for (const name of ZERO_GRADIENT_OPS) ZERO_TANGENT[Op[name]] = 1;
 
 // Which nodes' tangents reach `targets` through the operands a node's tangent depends on: not
 // those of ops of zero gradient (comparisons, stopGradient, floor...), nor a select's condition.
@@ -1419,7 +1416,7 @@ function tangentReach(op: Uint8Array, a: Int32Array, b: Int32Array, count: numbe
   for (let k = 0; k < targets.length; k++) if (targets[k]! >= 0) reach[targets[k]!] = 1;
   for (let i = count - 1; i >= 0; i--) {
     const code = op[i]!;
-    if (!reach[i] || code <= ARG || ZERO_TANGENT[code]) continue;
+    if (!reach[i] || code <= ARG || ZERO_GRADIENT[code]) continue;
     if (code === SELECT) {
       reach[b[i]!] = 1;
       reach[a[i - 1]!] = 1;

@@ -1,7 +1,7 @@
 // The op list compiled into the wasm core and the one in src/ops.ts are written separately; this
 // is the test that fails when they drift (a new op added to one only, a renumbering, an arity).
 import { describe, expect, it } from 'vitest';
-import { Op, OP_NAMES, OP_TABLE } from '../src/ops.ts';
+import { Op, OP_NAMES, OP_TABLE, ZERO_GRADIENT, ZERO_GRADIENT_OPS } from '../src/ops.ts';
 import { opArity } from '../src/index.ts';
 import { instantiateCore, loadCoreModule, readCoreString, simdAvailable, type CoreExports } from '../src/wasm/loader.ts';
 
@@ -33,6 +33,14 @@ it('Op, OP_NAMES and opArity are views of OP_TABLE', () => {
     expect(opArity(name)).toBe(arity);
   }
   expect(new Set(OP_NAMES).size).toBe(OP_NAMES.length);
+});
+
+// The core tells the zero-gradient ops by a range of codes (zeroGradient in assembly/ops.ts); JS by
+// the list. An op added inside the range, or one of the list moved out of it, would part them.
+it('the zero-gradient ops are exactly the codes from floor to eq, and ZERO_GRADIENT marks them', () => {
+  const codes = ZERO_GRADIENT_OPS.map((name) => Op[name]).sort((p, q) => p - q);
+  expect(codes).toEqual(Array.from({ length: Op.eq - Op.floor + 1 }, (_, k) => Op.floor + k));
+  expect(Array.from(ZERO_GRADIENT.keys()).filter((code) => ZERO_GRADIENT[code])).toEqual(codes);
 });
 
 it('opArity names a name no op has (from JS it reached a raw TypeError)', () => {

@@ -1,6 +1,6 @@
 // The pure-JS twin of assembly/ops.ts: the same forward rules and local partials, op for op, in
 // the same order, with the same numerics (DESIGN.md section 4). Notes on each rule live there.
-import { Op } from '../ops.ts';
+import { Op, ZERO_GRADIENT } from '../ops.ts';
 import * as special from './special.ts';
 
 const {
@@ -17,11 +17,9 @@ export function truthy(c: number): boolean {
   return c !== 0 && c === c;
 }
 
-/** Whether op is one of the ops with zero gradient (and tangent): floor, ceil, round, sign,
- *  stopGradient and the comparisons, side by side in the op table (as zeroGradient in the core's
- *  ops.ts). */
+/** Whether op passes no gradient and no tangent (ZERO_GRADIENT_OPS). */
 export function zeroGradient(op: number): boolean {
-  return op >= floor && op <= eq;
+  return ZERO_GRADIENT[op] === 1;
 }
 
 function sgn(x: number): number {
