@@ -4,7 +4,7 @@
 // recording are guards: a replay where one comes out the other way re-records (or throws).
 import type { BackendChoice, BackendKind } from './backend.ts';
 import { createTapeSync, resolveBackend } from './create.ts';
-import { BranchChangedError, NotANumberError, TapegradError, checkOut, describe, isArrayLike, overlaps } from './errors.ts';
+import { BranchChangedError, NotANumberError, TapegradError, checkOut, describe, isArrayLike, notAnOutput, overlaps } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, Op, opNameOf } from './ops.ts';
 import { BACKEND_RULE, CODEGEN_RULE, checkOptions } from './options.ts';
 import { toBytes } from './serialize.ts';
@@ -772,7 +772,7 @@ export function checkRows(rows: number, what: string): number {
 }
 
 function badOutput(v: unknown): never {
-  throw new NotANumberError(`a compiled function must return a Var, a number or an array of them, got ${describe(v)}`);
+  throw new NotANumberError(`a compiled function must return a Var, a number or an array of them, got ${notAnOutput(v)}`);
 }
 
 

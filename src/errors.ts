@@ -46,6 +46,16 @@ export function checkOut(out: Float64Array | Int32Array, needed: number, where: 
   }
 }
 
+/** @internal What a function returned that is no output: an async function's Promise is named as
+ *  such, and its rejection (a stale Var once the transform has reset its tape) is caught here, or
+ *  it ended the process as an unhandled rejection after the caller had caught this error (a probe). */
+export function notAnOutput(value: unknown): string {
+  const then = (value as { then?: unknown } | null)?.then;
+  if (typeof then !== 'function') return describe(value);
+  (then as (ok: unknown, fail: () => void) => unknown).call(value, undefined, () => {});
+  return `a Promise: an async function cannot be differentiated (its operations run after the call returns); make it synchronous`;
+}
+
 /** @internal Whether two arrays share memory: a batch's output written over rows it has still to
  *  read (the JS engine's gradients and every engine's vjp rows read them row by row). */
 export function overlaps(p: unknown, q: unknown): boolean {

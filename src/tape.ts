@@ -1,7 +1,7 @@
 import { DEFERRED_VALUES, DROPPED_ADJOINT, type Backend, type BackendKind, type CustomHandler } from './backend.ts';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
-  TapegradError, checkOut, describe, isArrayLike,
+  TapegradError, checkOut, describe, isArrayLike, overlaps,
 } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, OP_TABLE, Op, UNARY_OPS, ZERO_GRADIENT, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
 import { partialZ, partialZTangent, partials, partialsTangent } from './js/rules.ts';
@@ -175,6 +175,7 @@ export class Tape {
         // got a TypeError with them recorded).
         this.count = first;
         if (this.evaluated > first) this.evaluated = first;
+        this.unpoint(reuse, first + base, len);
         throw new TapegradError('INVALID_ARGUMENT', `variables: reuse could not be resized and written (${(error as Error).message}); nothing was recorded`);
       }
     }
@@ -230,6 +231,21 @@ export class Tape {
   private repoint(reuse: Var[], firstId: number, len: number): Var[] {
     reuse.length = len;
     return this.repointEach(reuse, firstId, len);
+  }
+
+  // After a failed repoint: Vars of `reuse` already pointed at the inputs taken back would read
+  // the nodes recorded next (a probe: two stale Vars took part in a new gradient). They go stale
+  // again, at an id no recording holds (their old ids were stale too: reuse holds none of the
+  // current recording).
+  private unpoint(reuse: Var[], firstId: number, len: number): void {
+    for (let k = 0; k < Math.min(len, reuse.length); k++) {
+      try {
+        const v: unknown = reuse[k];
+        if ((v as Var)?.tape === this && ((v as Var).id - firstId) >>> 0 < len) (v as { id: number }).id = -1;
+      } catch {
+        // A slot that cannot be read or a Var that cannot be written was not pointed either.
+      }
+    }
   }
 
   // repoint's loop, alone (see inputRunLength).
@@ -1563,6 +1579,9 @@ export class HandleApi {
     if (!isArrayLike(wrt)) throw new NotANumberError(`expected an array of handles, got ${describe(wrt)}`);
     const len = wrt.length;
     if (into !== undefined) checkOut(into, len, 'handles.gradient: into');
+    // Handles read while `into` is written: apart where they share memory (a probe's Int32Array
+    // of handles over the same buffer read gradients as handles, and gave NaN).
+    if (into !== undefined && wrt !== (into as unknown) && overlaps(wrt, into)) wrt = Int32Array.from(wrt);
     // indexOfHandle's test in the loop (a gradient reads every input: two calls per input were
     // a fifth of a gradient's reverse phase on the bench's Rosenbrock); the call names the fault.
     const base = t.base, count = t.count;

@@ -3,7 +3,7 @@
 // Hessian-vector products). Nothing here uses finite differences.
 import type { BackendChoice, BackendKind } from './backend.ts';
 import { createTapeSync, resolveBackend } from './create.ts';
-import { CapacityError, ForeignHandleError, MissingRuleError, NotANumberError, ShapeError, TapegradError, describe, isArrayLike } from './errors.ts';
+import { CapacityError, ForeignHandleError, MissingRuleError, NotANumberError, ShapeError, TapegradError, describe, isArrayLike, notAnOutput } from './errors.ts';
 import { Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
 import { BACKEND_RULE, checkOptions } from './options.ts';
@@ -131,7 +131,7 @@ export function asVar(tape: Tape, y: unknown, what: string): Var {
   }
   if (typeof y === 'number') return tape.constant(y);
   if (y instanceof Vec) throw new ShapeError(`${what} must return a scalar Var, got a Vec of shape [${y.shape.join(', ')}] (reduce it, e.g. .sum())`, 'output', [y.shape]);
-  throw new NotANumberError(`${what} must return a Var or a number, got ${describe(y)}`);
+  throw new NotANumberError(`${what} must return a Var or a number, got ${notAnOutput(y)}`);
 }
 
 /** @internal Transforms and checkers take a function first; anything else is named. */

@@ -185,6 +185,30 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     expect(tape.gradient(a.mul(b), [a, b])).toEqual(Float64Array.of(5, 2));
   });
 
+  // A probe: Vars repointed before the slot that failed kept their new ids, which the nodes
+  // recorded next took: two stale Vars read them and took part in a new gradient.
+  it('a reuse array that fails part-way leaves its Vars stale, never aliasing what is recorded next', async () => {
+    const tape = await tapeOn(backend);
+    const reuse = tape.variables([1, 2]);
+    Object.defineProperty(reuse, 2, { value: undefined, writable: false, configurable: true, enumerable: true });
+    const [v0, v1] = reuse as [Var, Var];
+    tape.reset();
+    expect(() => tape.variables([10, 20, 30], reuse)).toThrow(/^variables: reuse could not be resized and written/);
+    const a = tape.variable(111), b = tape.variable(222);
+    for (const v of [v0, v1]) expect(() => v.value).toThrow(expect.objectContaining({ code: 'STALE_HANDLE' }));
+    expect(tape.gradient(a.mul(b), [a, b])).toEqual(Float64Array.of(222, 111));
+  });
+
+  // A probe: handles read after into had been written over them (one buffer), giving NaN.
+  it('h.gradient with its handles in the same memory as into', async () => {
+    const tape = await tapeOn(backend), h = tape.handles;
+    const xs = h.variables([1, 2, 3, 4]);
+    const y = h.add(h.mul(xs[0]!, xs[1]!), h.mul(xs[2]!, xs[3]!));
+    const buffer = new ArrayBuffer(32), wrt = new Int32Array(buffer, 0, 4), into = new Float64Array(buffer);
+    wrt.set([xs[2]!, xs[0]!, xs[3]!, xs[1]!]);
+    expect(Array.from(h.gradient(y, wrt, 1, into))).toEqual([4, 2, 3, 1]);
+  });
+
   it('the op methods record node for node what the checked paths record, through Vars and handles, constants shared or not (random programs)', async () => {
     const fast = await tapeOn(backend), checked = await tapeOn(backend), handles = await tapeOn(backend), handlesChecked = await tapeOn(backend);
     fc.assert(

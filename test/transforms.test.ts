@@ -4,7 +4,7 @@
 // the wasm (musl) and V8 transcendental functions and summation order.
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  NotANumberError, TapegradError, createTape, grad, hvp, init, jvp, normwiseError, valueAndGrad, vjp, type Var,
+  NotANumberError, TapegradError, compile, createTape, grad, hvp, init, jvp, normwiseError, valueAndGrad, vjp, type Var,
 } from '../src/index.ts';
 import { BACKENDS, expectClose, rosenbrock } from './support.ts';
 import { pooledTapes, transformPool } from '../src/transforms.ts';
@@ -68,6 +68,23 @@ describe.each(BACKENDS)('grad, valueAndGrad, vjp, jvp on closed forms (%s)', (ba
   it('grad of a function that ignores its input (or returns a number) is exactly zero', () => {
     expect(grad((x: Var[]) => x[0]!.tape.constant(2).exp(), options)([1, 2])).toEqual(new Float64Array(2));
     expect(grad((_x: Var) => 7, options)(3)).toBe(0);
+  });
+
+  // A probe: the caught refusal of an async f was followed by an unhandled rejection of its
+  // Promise (a stale Var once the tape was reset), which ends a Node process by default.
+  it('an async function is refused by name, and its Promise rejects into nothing', async () => {
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown): void => void unhandled.push(reason);
+    process.on('unhandledRejection', record);
+    try {
+      const asyncF = async (x: Var): Promise<Var> => { await null; return x.sin(); };
+      expect(() => grad(asyncF as unknown as (x: Var) => Var, { backend })(1)).toThrow(/must return a Var or a number, got a Promise: an async function cannot be differentiated/);
+      expect(() => compile(asyncF as unknown as (x: Var[]) => Var, { inputs: 1, backend }).value([1])).toThrow(/got a Promise/);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', record);
+    }
   });
 
   it('valueAndGrad gives f(x) and its gradient from one recording', () => {
