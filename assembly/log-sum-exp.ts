@@ -96,15 +96,25 @@ export function logSumExpValue(off: i32, n: i32, m: f64): f64 {
   return m + Math.log(sumOfExp(off, n, m, 0));
 }
 
+// The softmax weights are e^(x_k - y), y the value, which rounds at its own scale: at large |y|
+// that rounding reached every weight (a probe: gradients [1, 1] at logits 1e16, 1e16, 0.47 each
+// at 1e15, where the softmax op gave 0.5). There the weights are divided by their sum, which makes
+// them the softmax at any scale (one pass of exp more); below 2^10 y's rounding is under 1.2e-13
+// of each weight and the sum is 1 as it stands.
+function softmaxScale(off: i32, n: i32, y: f64): f64 {
+  return Math.abs(y) < 1024 || y - y != 0 ? 1 : sumOfExp(off, n, y, 0);
+}
+
 /** Σ softmax_k tx_k, the tangent (y the value). */
 export function softmaxDot(off: i32, n: i32, y: f64): f64 {
-  return sumOfExp(off, n, y, xtanBase);
+  return sumOfExp(off, n, y, xtanBase) / softmaxScale(off, n, y);
 }
 
 /** adj_k += g · softmax_k, skipped where softmax_k is 0 (an infinite g must not make 0·∞);
  *  `fresh`: the adjoints are not cleared yet, and are set to what that gives on +0 instead. */
 export function softmaxBack(off: i32, n: i32, y: f64, g: f64, fresh: bool): void {
   const x = at(xvalBase, off), a = at(xadjBase, off);
+  g /= softmaxScale(off, n, y);
   let k = 0;
   if (ASC_FEATURE_SIMD) {
     const yv = f64x2.splat(y), gv = f64x2.splat(g), zero = f64x2.splat(0), skip = f64x2.splat(-0.0);
@@ -126,8 +136,9 @@ export function softmaxBack(off: i32, n: i32, y: f64, g: f64, fresh: bool): void
 
 /** softmaxBack with tangents: adjoints and their tangents (ty the value's tangent). */
 export function softmaxBackTangent(off: i32, n: i32, y: f64, ty: f64, g: f64, gt: f64): void {
+  const s = softmaxScale(off, n, y);
   for (let k = 0; k < n; k++) {
-    const p = exp(load<f64>(at(xvalBase, off + k)) - y);
+    const p = exp(load<f64>(at(xvalBase, off + k)) - y) / s;
     if (g != 0 && p != 0) store<f64>(at(xadjBase, off + k), load<f64>(at(xadjBase, off + k)) + g * p);
     const dp = g != 0 ? p * (load<f64>(at(xtanBase, off + k)) - ty) : 0;
     const r = (gt != 0 && p != 0 ? gt * p : 0) + (dp != 0 ? g * dp : 0);

@@ -291,8 +291,8 @@ export class Vec {
     return this.sumSquares().sqrt();
   }
   /** x − logSumExp(x), as (x − m) − logSumExp(x − m) with m the largest element (whose gradient
-   *  is stopped: the result does not move with it). Computed from x − logSumExp(x), the rounding
-   *  of the log-sum-exp at large logits carried into every entry. */
+   *  is stopped: the result does not move with it), so that the rounding of the log-sum-exp at
+   *  large logits does not reach every entry, as x − logSumExp(x) would. */
   logSoftmax(): Vec {
     this.tape.reserveVector(7, 2 * this.size);
     const shifted = this.shiftedByMax();

@@ -4,7 +4,8 @@
 // within 1 ulp) over the whole range it sees, from 0 down past the subnormals, in the vector
 // body and in the tails; and the value, gradient, tangent and hvp against the scalar build.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Tape } from '../src/index.ts';
+import { Tape, compile, createTapeSync, hvp, init, jvp, type Vec } from '../src/index.ts';
+import { BACKENDS } from './support.ts';
 import { WasmBackend } from '../src/wasm/backend.ts';
 import { loadCoreModule, simdAvailable } from '../src/wasm/loader.ts';
 
@@ -104,5 +105,25 @@ describe.runIf(simdAvailable())("logSumExp's two-lane exp (SIMD build)", () => {
     let worst = 0;
     a.forEach((value, k) => { worst = Math.max(worst, Math.abs(value - b[k]!) / Math.max(Math.abs(b[k]!), 1e-300)); });
     expect(worst).toBeLessThanOrEqual(1e-15);
+  });
+});
+
+// A probe: the weights e^(x_k - y) carried y's rounding, which at large logits is most of a
+// weight: gradients [1, 1] at 1e16, 1e16 (summing to 2), 0.47 each at 1e15, jvp 2 and hvp
+// [0, -1]. From |y| = 2^10 the weights are divided by their sum: the softmax at any scale.
+describe.each(BACKENDS)('logSumExp at large logits (%s)', (backend) => {
+  const cases = [[1e16, 1e16], [1e15, 1e15], [1e12, 1e12, 1e12], [-1e16, -1e16], [1e6, 1e6 + 1], [2000, 2001, 2003]];
+  it.each(cases)('gradient, jvp and hvp are the softmax\'s at %s, %s', (...x) => {
+    const e = x.map((v) => Math.exp(v - Math.max(...x))), sum = e.reduce((s, v) => s + v, 0), p = e.map((v) => v / sum);
+    const tape = createTapeSync({ backend });
+    const v = tape.vector(x), y = v.logSumExp();
+    tape.backward(y);
+    for (let k = 0; k < x.length; k++) expect(Math.abs(v.grad[k]! - p[k]!), `gradient ${k}`).toBeLessThanOrEqual(1e-15);
+    const t = x.map((_, k) => (k === 0 ? 1 : 0));
+    expect(Math.abs(jvp((w: Vec) => w.logSumExp(), x, x.map(() => 1), { vector: true, backend })[0]! - 1)).toBeLessThanOrEqual(1e-15);
+    const h = hvp((w: Vec) => w.logSumExp(), x, t, { vector: true, backend });
+    // H e_0 = p_0 e_0 - p_0 p
+    for (let k = 0; k < x.length; k++) expect(Math.abs(h[k]! - ((k === 0 ? p[0]! : 0) - p[0]! * p[k]!)), `hvp ${k}`).toBeLessThanOrEqual(1e-15);
+    expect(Array.from(compile((w: Vec) => w.logSumExp(), { inputs: x.length, vector: true, backend }).gradient(x))).toEqual(Array.from(v.grad));
   });
 });

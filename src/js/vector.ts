@@ -254,6 +254,7 @@ export class VectorRules {
       }
       case VLSE: {
         const off = this.off(ia), n = this.len(ia), y = val[i]!;
+        g /= this.softmaxScale(off, n, y);
         if (this.fresh) {
           for (let k = 0; k < n; k++) {
             const p = Math.exp(xval[off + k]! - y);
@@ -365,9 +366,9 @@ export class VectorRules {
         return;
       }
       case VLSE: {
-        const off = this.off(ia), n = this.len(ia), y = val[i]!, ty = tan[i]!;
+        const off = this.off(ia), n = this.len(ia), y = val[i]!, ty = tan[i]!, s = this.softmaxScale(off, n, y);
         for (let k = 0; k < n; k++) {
-          const p = Math.exp(xval[off + k]! - y);
+          const p = Math.exp(xval[off + k]! - y) / s;
           if (g !== 0 && p !== 0) xadj[off + k] += g * p;
           const dp = g !== 0 ? p * (xtan[off + k]! - ty) : 0;
           const r = (gt !== 0 && p !== 0 ? gt * p : 0) + (dp !== 0 ? g * dp : 0);
@@ -453,17 +454,29 @@ export class VectorRules {
   }
 
   private softmaxDot(off: number, n: number, y: number): number {
-    const xval = this.views.xval, xtan = this.views.xtan!;
-    if (n === 1) return Math.exp(xval[off]! - y) * xtan[off]!;
+    return this.sumOfExp(off, n, y, this.views.xtan!) / this.softmaxScale(off, n, y);
+  }
+
+  // As softmaxScale in assembly/log-sum-exp.ts: the weights' sum where y's rounding would reach
+  // them (|y| from 2^10), else 1.
+  private softmaxScale(off: number, n: number, y: number): number {
+    return Math.abs(y) < 1024 || y - y !== 0 ? 1 : this.sumOfExp(off, n, y, null);
+  }
+
+  // Σ e^(x_k - y)·w_k (w_k = 1 without weights) in dot4's order, as sumOfExp in the core.
+  private sumOfExp(off: number, n: number, y: number, w: Float64Array | null): number {
+    const xval = this.views.xval;
+    const term = (k: number): number => (w ? Math.exp(xval[k]! - y) * w[k]! : Math.exp(xval[k]! - y));
+    if (n === 1) return term(off);
     let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     let l = 0;
     for (; l + 4 <= n; l += 4) {
-      s0 += Math.exp(xval[off + l]! - y) * xtan[off + l]!; s1 += Math.exp(xval[off + l + 1]! - y) * xtan[off + l + 1]!;
-      s2 += Math.exp(xval[off + l + 2]! - y) * xtan[off + l + 2]!; s3 += Math.exp(xval[off + l + 3]! - y) * xtan[off + l + 3]!;
+      s0 += term(off + l); s1 += term(off + l + 1);
+      s2 += term(off + l + 2); s3 += term(off + l + 3);
     }
-    if (l < n) { s0 += Math.exp(xval[off + l]! - y) * xtan[off + l]!; l++; }
-    if (l < n) { s1 += Math.exp(xval[off + l]! - y) * xtan[off + l]!; l++; }
-    if (l < n) s2 += Math.exp(xval[off + l]! - y) * xtan[off + l]!;
+    if (l < n) { s0 += term(off + l); l++; }
+    if (l < n) { s1 += term(off + l); l++; }
+    if (l < n) s2 += term(off + l);
     return (s0 + s2) + (s1 + s3);
   }
 
