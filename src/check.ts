@@ -97,7 +97,10 @@ function errorBeyond(g: ArrayLike<number>, ref: ArrayLike<number>, noise: ArrayL
     const a = g[k]!, b = ref[k]!;
     // NaN on both sides agrees here, as in normwiseError (the caller refuses a NaN gradient).
     if (a === b || (Number.isNaN(a) && Number.isNaN(b))) continue;
-    const d = Math.max(0, difference(a, b, scale) - noise[k]! / scale);
+    // NaN or an infinity on one side stays an infinite error, whatever the rounding (a NaN f
+    // value makes that NaN too, and NaN - NaN counted nothing).
+    const e = difference(a, b, scale), rounding = noise[k]! / scale;
+    const d = e === Infinity ? Infinity : Math.max(0, rounding > 0 ? e - rounding : e);
     if (d > error) error = d;
   }
   return error;

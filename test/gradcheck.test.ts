@@ -3,7 +3,7 @@
 // with raise: true. Both backends.
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { MissingRuleError, NotANumberError, TapegradError, defineFunction, finiteDifferenceGradient, gradcheck, init, normwiseError, type Var, type Vec } from '../src/index.ts';
+import { MissingRuleError, NotANumberError, TapegradError, defineFunction, finiteDifferenceGradient, gradcheck, init, normwiseError, select, type Var, type Vec } from '../src/index.ts';
 import { DAG_OPS, dagArbitrary, operandIndex, type Dag } from './dag-arbitrary.ts';
 import { BACKENDS } from './support.ts';
 
@@ -137,6 +137,10 @@ describe.each(BACKENDS)('gradcheck judges beyond the finite differences\' roundi
   });
   it('a NaN gradient never passes, and f must return a number', () => {
     expect(gradcheck((x: Var) => x.sqrt(), -1, { backend }).ok).toBe(false);
+    // NaN values on one side of the stencil: a NaN finite difference against a finite gradient
+    // (its rounding estimate is NaN too, which must not excuse it).
+    const edge = gradcheck((x: Var) => select(x.gt(1 + 1e-7), x.mul(0).log().mul(0), 0).add(x), 1, { backend });
+    expect([edge.ok, edge.error, Number.isNaN(edge.numeric[0])]).toEqual([false, Infinity, true]);
     expect(() => gradcheck((x: Var) => x.log(), -1, { backend, raise: true })).toThrow('gradcheck failed: the gradient is NaN at input 0');
     expect(() => finiteDifferenceGradient(() => null as unknown as number, [2])).toThrow(NotANumberError);
     expect(() => finiteDifferenceGradient(() => '4' as unknown as number, 2)).toThrow('finiteDifferenceGradient: f must return a number, got the string "4"');
