@@ -213,12 +213,17 @@ export function enableTangents(live: i32): i32 {
   if (regionCount == REGION_COUNT_TANGENT) return 1;
   if (!ensurePages(capacity, REGION_COUNT_TANGENT, elemCapacity)) {
     // The capacity is the largest recording's (reset keeps it), and with tangents it may not fit
-    // where the live nodes would: it shrinks to what fits (a probe: 68 M nodes of a 2^27
-    // capacity refused, and after a reset a jvp of 2 nodes too).
+    // where the live nodes would: it shrinks to the most that fits in wasm32 (a probe: 68 M nodes
+    // of a 2^27 capacity refused, and after a reset a jvp of 2 nodes too), and where the runtime
+    // gives less than that, to the live nodes' own (a review: refused for the tape's life).
     const byMemory = <i64>((MAX_BYTES - totalBytes(0, REGION_COUNT_TANGENT, elemCapacity)) / <u64>bytesBefore(REGION_COUNT_TANGENT)) & ~7;
-    if (byMemory < <i64>live || byMemory >= <i64>capacity) return 0;
-    shrink(<i32>byMemory, live);
-    if (!ensurePages(capacity, REGION_COUNT_TANGENT, elemCapacity)) return 0;
+    if (byMemory >= <i64>live && byMemory < <i64>capacity) shrink(<i32>byMemory, live);
+    if (!ensurePages(capacity, REGION_COUNT_TANGENT, elemCapacity)) {
+      const least = max((live + 7) & ~7, MIN_CAPACITY);
+      if (least >= capacity) return 0;
+      shrink(least, live);
+      if (!ensurePages(capacity, REGION_COUNT_TANGENT, elemCapacity)) return 0;
+    }
   }
   relayout(capacity, REGION_COUNT_TANGENT, elemCapacity, live);
   return 1;

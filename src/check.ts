@@ -90,9 +90,9 @@ function stencil(
 
 // normwiseError's error with each component's difference reduced by what the finite differences
 // cannot resolve there (`noise`, on the same scale): 0 where the two agree within it.
-function errorBeyond(g: ArrayLike<number>, ref: ArrayLike<number>, noise: ArrayLike<number>): number {
+function errorBeyond(g: ArrayLike<number>, ref: ArrayLike<number>, noise: ArrayLike<number>): { error: number; worst: number } {
   const scale = scaleOf(ref);
-  let error = 0;
+  let error = 0, worst = 0;
   for (let k = 0; k < ref.length; k++) {
     const a = g[k]!, b = ref[k]!;
     // NaN on both sides agrees here, as in normwiseError (the caller refuses a NaN gradient).
@@ -101,9 +101,12 @@ function errorBeyond(g: ArrayLike<number>, ref: ArrayLike<number>, noise: ArrayL
     // value makes that NaN too, and NaN - NaN counted nothing).
     const e = difference(a, b, scale), rounding = noise[k]! / scale;
     const d = e === Infinity ? Infinity : Math.max(0, rounding > 0 ? e - rounding : e);
-    if (d > error) error = d;
+    if (d > error) {
+      error = d;
+      worst = k;
+    }
   }
-  return error;
+  return { error, worst };
 }
 
 // max(1, max|ref|) over ref's finite entries: what the normwise errors divide by.
@@ -247,23 +250,27 @@ function checkOn(tape: Tape, f: (x: never) => ScalarOutput, x: number | ArrayLik
   // Judged beyond the finite differences' rounding (a function of size 1e7 failed an exact
   // gradient at 8e-7, a probe), and a NaN gradient never passes (sqrt at -1 was ok: NaN agreed
   // with NaN).
-  const firstFails = errorBeyond(analytic, numeric, noise) > tolerance || analytic.some(Number.isNaN);
-  const secondFails = second !== undefined && (second.beyond > tolerance || second.analytic.some(Number.isNaN));
+  const beyond = errorBeyond(analytic, numeric, noise);
+  const firstFails = beyond.error > tolerance || analytic.some(Number.isNaN);
+  const secondFails = second !== undefined && (second.beyond.error > tolerance || second.analytic.some(Number.isNaN));
   const ok = !firstFails && !(dualityError > 1e-12) && !secondFails;
   if (!ok && options.raise) {
     const nan = analytic.findIndex(Number.isNaN);
+    // The component that fails beyond its rounding (the plain normwise worst may be within its
+    // own: a review probe's message named an input that passed).
+    const at = beyond.worst, at2 = second?.beyond.worst ?? 0;
     throw new TapegradError(
       'GRADCHECK_FAILED',
       firstFails
-        ? nan >= 0 && !(errorBeyond(analytic, numeric, noise) > tolerance)
+        ? nan >= 0 && !(beyond.error > tolerance)
           ? `gradcheck failed: the gradient is NaN at input ${nan} (a point outside f's domain checks nothing)`
-          : `gradcheck failed: normwise error ${error.toExponential(3)} at input ${worst} ` +
-            `(analytic ${analytic[worst]}, finite difference ${numeric[worst]}, whose rounding there is up to ${noise[worst]!.toExponential(1)})`
+          : `gradcheck failed: normwise error ${error.toExponential(3)}, beyond the finite differences' rounding at input ${at} ` +
+            `(analytic ${analytic[at]}, finite difference ${numeric[at]}, whose rounding there is up to ${noise[at]!.toExponential(1)})`
         : dualityError > 1e-12
           ? `gradcheck failed: the tangent sweep disagrees with the reverse sweep (<J t, 1> = ${forward}, <t, Jᵀ1> = ${reverse})`
-          : `gradcheck failed: hvp off the finite differences of the gradient: normwise error ${secondOrderError.toExponential(3)} ` +
-            `at input ${second!.worst} (hvp ${second!.analytic[second!.worst]}, finite difference ${second!.numeric[second!.worst]}, ` +
-            `whose rounding there is up to ${second!.noise[second!.worst]!.toExponential(1)})`,
+          : `gradcheck failed: hvp off the finite differences of the gradient: normwise error ${secondOrderError.toExponential(3)}, ` +
+            `beyond their rounding at input ${at2} (hvp ${second!.analytic[at2]}, finite difference ${second!.numeric[at2]}, ` +
+            `whose rounding there is up to ${second!.noise[at2]!.toExponential(1)})`,
     );
   }
   return { ok, error, worst, dualityError, analytic, numeric, secondOrderError };
@@ -276,7 +283,7 @@ function checkOn(tape: Tape, f: (x: never) => ScalarOutput, x: number | ArrayLik
 function checkSecondOrder(
   tape: Tape, record: (point: ArrayLike<number>) => { inputs: (Var | Vec)[]; output: Var }, point: ArrayLike<number>,
   direction: Float64Array, inputs: (Var | Vec)[], output: Var, options: GradcheckOptions,
-): { error: number; worst: number; beyond: number; analytic: Float64Array; numeric: Float64Array; noise: Float64Array } {
+): { error: number; worst: number; beyond: { error: number; worst: number }; analytic: Float64Array; numeric: Float64Array; noise: Float64Array } {
   const analytic = tape.hvp(output, inputs, direction);
   const noise = new Float64Array(analytic.length);
   const moved = Float64Array.from(point);

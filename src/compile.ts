@@ -138,6 +138,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   // See whenGenerated.
   private generatorLoading: Promise<void> | null = null;
 
+  // The recording holds custom nodes (their rules are user code: batches run a row per call).
+  private customNodes = false;
+
   private adopt(recording: Recording): Recording {
     this.recording = recording;
     this.recordedBase = recording.tape.base;
@@ -166,6 +169,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // finds the module compiled (kept by its bytes). A function with no node but leaves
     // (returning an input, a constant, or nothing) has nothing to interpret.
     const nothingToRun = this.codegen === 'require' && onlyLeaves(engine.views.op, recording.tape.size);
+    // Of this recording: the engine keeps its custom handler past a reset (a review probe: batches
+    // ran row by row for the life of a function that once recorded a custom node).
+    this.customNodes = engine.custom !== null && engine.views.op.subarray(0, recording.tape.size).includes(Op.custom);
     if (this.codegen === 'require' && !nothingToRun && (this.generatedSweeps === 'none' || this.generatedSweeps === 'pending')) {
       const reason = this.generatedSweepsReason;
       if (engine instanceof WasmBackend && this.generatedSweeps === 'pending') this.generatorLoading = engine.generatedReady;
@@ -535,7 +541,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     let row = 0;
     // A custom function's rules run user code, which may throw: row by row, so its error names the
     // row as vjpBatch's does (a probe); its calls into JS cost more than a call per row.
-    const step = rec.tape.engine.custom ? 1 : rows;
+    const step = this.customNodes ? 1 : rows;
     while (row < rows) {
       const output = this.scalarNode(rec, what), to = Math.min(rows, row + step);
       try {

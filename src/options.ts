@@ -13,7 +13,7 @@ export function checkOptions(options: unknown, where: string, rules: Readonly<Re
   }
   // Unknown keys: own and inherited enumerable ones (for...in).
   for (const key in options) {
-    if (rules[key] === undefined) {
+    if (!Object.hasOwn(rules, key)) {
       throw new TapegradError('INVALID_ARGUMENT', `${where}: unknown option '${key}' (it takes ${Object.keys(rules).join(', ')})`);
     }
   }

@@ -1419,7 +1419,7 @@ function checkNumber(x: unknown, what: string): number {
 function checkLength(values: ArrayLike<number>, expected: number, what: string, against: string): void {
   if (!isArrayLike(values)) throw new NotANumberError(`${what} must be an array of numbers, got ${describe(values)}`);
   if (values.length !== expected) {
-    throw new TapegradError('INVALID_ARGUMENT', `${what} has ${values.length} ${values.length === 1 ? 'entry' : 'entries'} but there are ${expected} ${against}`);
+    throw new TapegradError('INVALID_ARGUMENT', `${what} has ${values.length} ${values.length === 1 ? 'entry' : 'entries'} but there ${expected === 1 ? `is 1 ${against.slice(0, -1)}` : `are ${expected} ${against}`}`);
   }
 }
 

@@ -2,10 +2,14 @@
 // CapacityError naming the limit that binds, records nothing of the op that did not fit, keeps
 // what it holds intact, and after reset() records the next graph as a fresh tape would. And a
 // tape of 10^7 nodes records and differentiates correctly on both backends.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CapacityError, defineFunction, type BackendKind, type Tape, type Var } from '../src/index.ts';
 import { dagArbitrary, recordDag } from './dag-arbitrary.ts';
+import { ROOT } from './browser/harness.ts';
 import { BACKENDS, tapeOn } from './support.ts';
 
 const sum3 = defineFunction({
@@ -259,6 +263,23 @@ describe.each(BACKENDS)('10^7 nodes (%s)', (backend: BackendKind) => {
 // life, though its live nodes would fit (another probe): the capacity now shrinks to what fits
 // with tangents, keeping the nodes and the vector elements. The capacity is reserved as a
 // recording of 7·10^7 nodes would grow it (untouched pages cost no memory).
+// A review probe: where the runtime caps wasm memory below what tangents at the capacity need (a
+// browser's limit, Node's --wasm-max-mem-pages), the shrink to wasm32's bound was not enough and a
+// jvp of 2 nodes was refused for the tape's life. The capacity now shrinks to the live nodes'.
+it('wasm: tangents where the runtime gives less memory than the capacity needs shrink it to the live nodes', () => {
+  const script = `
+    const { createTapeSync, init } = await import(${JSON.stringify(pathToFileURL(path.join(ROOT, 'dist/index.js')).href)});
+    await init();
+    const tape = createTapeSync();
+    tape.reserveNodes(1 << 26);
+    tape.reset();
+    const x = tape.variable(2);
+    console.log(JSON.stringify([...tape.jvp([x], [1], [x.mul(x)]), ...tape.hvp(x.mul(x), [x], [1])]));`;
+  const run = spawnSync(process.execPath, ['--wasm-max-mem-pages=40000', '--input-type=module', '-e', script], { encoding: 'utf8' });
+  expect(run.stderr).toBe('');
+  expect(run.stdout.trim()).toBe('[4,2]');
+});
+
 it('wasm: tangents for a capacity past 4 GiB shrink it to what fits, and the tape keeps its values and gradients', async () => {
   const tape = await tapeOn('wasm');
   const v = tape.vector([1, 2, 3]), w = v.mul(2);

@@ -72,6 +72,8 @@ describe('options', () => {
     expectInvalid(() => jacobian((x: Var[]) => [x[0]!], [1], getter as object), /^jacobian: option 'mode' must be one of/);
     expectInvalid(() => jacobian((x: Var[]) => [x[0]!], [1], Object.create({ step: () => 1 }) as object), /^jacobian: unknown option 'step'/);
     expect(jacobian((x: Var[]) => [x[0]!.mul(3)], [1], Object.create({ mode: 'reverse' }) as object).mode).toBe('reverse');
+    // Keys the rules object inherits are no options (a review: toString and constructor passed).
+    expectInvalid(() => jacobian((x: Var[]) => [x[0]!], [1], { toString: 5 } as object), /^jacobian: unknown option 'toString'/);
   });
 
   it("backend 'auto' is taken wherever a backend is: wasm where the runtime has WebAssembly (here), as createTape's", async () => {

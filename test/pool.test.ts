@@ -151,6 +151,12 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     expect(firstDifference(await pf.gradientBatch(shared.subarray(0, 3 * n), n, shared.subarray(3)), want)).toBe(-1);
     shared.set(X);
     expect(firstDifference(await pf.hvpBatch(shared.subarray(0, 3 * n), n, shared.subarray(0, 3 * n), shared.subarray(3)), wantH)).toBe(-1);
+    // A registration the workers refused (its limits, checked where it loads) is not kept: it
+    // was, for the pool's life (a review probe).
+    const held = (): number => (pool as unknown as { registrations: Map<number, unknown> }).registrations.size;
+    const before = held();
+    await expect(pool.register(f, { maxNodes: 3 })).rejects.toThrow(expect.objectContaining({ name: 'CapacityError' }));
+    expect(held()).toBe(before);
     const bad = null as unknown as Float64Array;
     for (const rowsOf of [n, 2]) {
       await expect(pf.gradientBatch(X, rowsOf, bad)).rejects.toThrow(/^gradientBatch: out must be a Float64Array of at least \d+ numbers, got null/);

@@ -196,6 +196,7 @@ describe.each(BACKENDS)('transforms reject bad inputs with the documented errors
 
   it('a tangent of the wrong length throws INVALID_ARGUMENT naming both counts', () => {
     expect(() => jvp(threeOutputs, [1, 2], [1, 2, 3], options)).toThrow(/tangent has 3 entries but there are 2 inputs/);
+    expect(() => jvp((x: Var) => x.sin(), 1, [1, 2], options)).toThrow(/tangent has 2 entries but there is 1 input$/);
     expect(() => jvp(threeOutputs, [1, 2], [1, 'b'] as unknown as number[], options)).toThrow(NotANumberError);
   });
 

@@ -157,11 +157,17 @@ export class GradientPool {
     this.inFlight.add(loading);
     const replies = await loading.finally(() => this.inFlight.delete(loading));
     const loads: WorkerLoad[] = [];
-    for (const reply of replies) {
-      if (reply.status === 'rejected') throw new WorkerExitError(`a worker ended while loading the function: ${String(reply.reason)}`, { cause: reply.reason });
-      const r = reply.value;
-      if ('error' in r) throw reviveError(r.error);
-      if ('ok' in r) loads.push({ ms: r.ms, generatedSweeps: r.generatedSweeps ?? 'none' });
+    try {
+      for (const reply of replies) {
+        if (reply.status === 'rejected') throw new WorkerExitError(`a worker ended while loading the function: ${String(reply.reason)}`, { cause: reply.reason });
+        const r = reply.value;
+        if ('error' in r) throw reviveError(r.error);
+        if ('ok' in r) loads.push({ ms: r.ms, generatedSweeps: r.generatedSweeps ?? 'none' });
+      }
+    } catch (error) {
+      // A registration no worker holds is never called: kept, it was a leak (a review probe).
+      this.registrations.delete(registration.id);
+      throw error;
     }
     return new PooledFunction(this, registration.id, local, about, loads);
   }

@@ -148,7 +148,7 @@ export function loadCoreModule(variant: CoreVariant = simdAvailable() && canInfl
 function loadError(error: unknown): TapegradError {
   const why = error instanceof Error ? error.message : String(error);
   // A page whose Content-Security-Policy lacks 'wasm-unsafe-eval' refuses to compile any wasm.
-  const policy = /content.security/i.test(why) ? "; a Content-Security-Policy must allow 'wasm-unsafe-eval' for WebAssembly," : ';';
+  const policy = /content.security|\bCSP\b|unsafe-eval/i.test(why) ? "; a Content-Security-Policy must allow 'wasm-unsafe-eval' for WebAssembly," : ';';
   return new TapegradError('INVALID_ARGUMENT', `the wasm core could not be loaded (${why})${policy} the next init() or createTape tries again, and { backend: 'js' } needs no wasm`, { cause: error });
 }
 
