@@ -10,7 +10,7 @@ import { BACKEND_RULE, CODEGEN_RULE, checkOptions } from './options.ts';
 import { toBytes } from './serialize.ts';
 import { TANGENT_BYTES, Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
-import { WasmBackend, type GeneratedSweeps, type ShippedSweeps } from './wasm/backend.ts';
+import { MODULE_CACHE_SIZE, WasmBackend, type GeneratedSweeps, type ShippedSweeps } from './wasm/backend.ts';
 import type { RuntimeVector } from './transforms.ts';
 
 /** What a compiled function may return: a Var or number, an array of them, or a Vec. */
@@ -153,7 +153,16 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // nodes replays in the interpreter, whose vector rules are loops over the elements already.
     const vectors = recording.tape.hasVectorNodes;
     if (engine instanceof WasmBackend) engine.simd = this.simd && !vectors;
-    if (this.codegen && !vectors && engine instanceof WasmBackend) {
+    // Guards that keep choosing among more paths than the modules kept by their bytes compile a new
+    // module at nearly every re-record, whose code V8 keeps (a probe: 9 paths of a data-dependent
+    // loop, RSS 80 -> 222 MB over 200,000 calls, still rising; 8 paths level off): past that many
+    // compiled, this function's recordings are interpreted ('require' still asks for code).
+    const tooManyPaths = this.codegen === true && engine instanceof WasmBackend && engine.freshModules > MODULE_CACHE_SIZE;
+    if (tooManyPaths) {
+      engine.dropGeneratedSweeps();
+      engine.generated = 'none';
+      engine.generatedReason = `its guards chose among more than ${MODULE_CACHE_SIZE} paths, each a module compiled again and again (a re-record takes many times a replay's time: where guards flip on most calls, { codegen: false } is faster): interpreted`;
+    } else if (this.codegen && !vectors && engine instanceof WasmBackend) {
       // A schedule, for a tape that does not fold into code, stays within the tape's memory limit
       // with room left for the tangents of a later jvp or hvp.
       const { size, maxMemoryBytes } = recording.tape;

@@ -103,7 +103,7 @@ const NOT_ZEROED: Zeroed = { adjoints: false, tangentAdjoints: false };
 // Generated modules by their bytes, the last few: a function whose guards flip records again on
 // every call, between a few structures, and each new module's code stayed in V8's code space (a
 // probe: RSS +0.5 KB a re-record, 94 -> 382 MB over 600,000 calls, with two structures).
-const MODULE_CACHE_SIZE = 8;
+export const MODULE_CACHE_SIZE = 8;
 const moduleCache: { bytes: Uint8Array; module: WebAssembly.Module }[] = [];
 
 function cachedModule(bytes: Uint8Array): WebAssembly.Module | undefined {
@@ -352,7 +352,9 @@ export class WasmBackend implements Backend {
       installed();
     };
     try {
-      install(cachedModule(bytes) ?? cacheModule(bytes, new WebAssembly.Module(bytes)));
+      const cached = cachedModule(bytes);
+      if (!cached && slot === 1) this.freshModules++;
+      install(cached ?? cacheModule(bytes, new WebAssembly.Module(bytes)));
     } catch (error) {
       if (!(error instanceof RangeError)) throw error;
       if (slot === 1) {
@@ -374,6 +376,9 @@ export class WasmBackend implements Backend {
       );
     }
   }
+
+  /** @internal Replay modules this engine compiled (not found among those compiled before). */
+  freshModules = 0;
 
   /** Whether elementwise runs use fused kernels (on by default; the tests compare both ways). */
   runFusion = true;
