@@ -155,7 +155,7 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     // was, for the pool's life (a review probe).
     const held = (): number => (pool as unknown as { registrations: Map<number, unknown> }).registrations.size;
     const before = held();
-    await expect(pool.register(f, { maxNodes: 3 })).rejects.toThrow(expect.objectContaining({ name: 'CapacityError' }));
+    await expect(pool.register(f, { maxNodes: 3 })).rejects.toThrow(expect.objectContaining({ name: 'CapacityError', message: expect.stringMatching(/^register: the serialized tape .*; pass register a larger maxNodes$/) }));
     expect(held()).toBe(before);
     const bad = null as unknown as Float64Array;
     for (const rowsOf of [n, 2]) {

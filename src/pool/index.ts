@@ -140,7 +140,11 @@ export class GradientPool {
       const shipped = sweeps = f.shipSweeps();
       local = () => loadBytes(bytes, 'wasm', shipped, true, limits, checkNaN);
     } else {
-      local = fromBytes(bytes, { backend: this.backend, checkNaN, ...limits });
+      try {
+        local = fromBytes(bytes, { backend: this.backend, checkNaN, ...limits });
+      } catch (error) {
+        throw asRegister(error);
+      }
       await local.whenGenerated();
       sweeps = this.backend === 'wasm' ? local.shipSweeps() : null;
     }
@@ -167,7 +171,7 @@ export class GradientPool {
     } catch (error) {
       // A registration no worker holds is never called: kept, it was a leak (a review probe).
       this.registrations.delete(registration.id);
-      throw error;
+      throw asRegister(error);
     }
     return new PooledFunction(this, registration.id, local, about, loads);
   }
@@ -401,6 +405,13 @@ export class PooledFunction {
       if (scratch) this.pool.release(scratch);
     }
   }
+}
+
+// A limit's error of loading the bytes, as register's: the caller passed the limit to register,
+// and the message said "pass fromBytes a larger maxNodes" (a review probe).
+function asRegister(error: unknown): unknown {
+  if (error instanceof CapacityError && error.message.startsWith('fromBytes: ')) error.message = `register: ${error.message.slice(11).replaceAll('pass fromBytes', 'pass register')}`;
+  return error;
 }
 
 // The first n entries of a typed array (the rows a call reads of a longer buffer), or x itself.
