@@ -90,16 +90,17 @@ function stencil(
 
 // normwiseError's error with each component's difference reduced by what the finite differences
 // cannot resolve there (`noise`, on the same scale): 0 where the two agree within it.
-function errorBeyond(g: ArrayLike<number>, ref: ArrayLike<number>, noise: ArrayLike<number>): { error: number; worst: number } {
+// Without `noise`, normwiseError's measure itself.
+function errorBeyond(g: ArrayLike<number>, ref: ArrayLike<number>, noise: ArrayLike<number> | null): { error: number; worst: number } {
   const scale = scaleOf(ref);
   let error = 0, worst = 0;
   for (let k = 0; k < ref.length; k++) {
     const a = g[k]!, b = ref[k]!;
-    // NaN on both sides agrees here, as in normwiseError (the caller refuses a NaN gradient).
+    // NaN on both sides agrees (gradcheck refuses a NaN gradient on its own).
     if (a === b || (Number.isNaN(a) && Number.isNaN(b))) continue;
     // NaN or an infinity on one side stays an infinite error, whatever the rounding (a NaN f
     // value makes that NaN too, and NaN - NaN counted nothing).
-    const e = difference(a, b, scale), rounding = noise[k]! / scale;
+    const e = difference(a, b, scale), rounding = noise ? noise[k]! / scale : 0;
     const d = e === Infinity ? Infinity : Math.max(0, rounding > 0 ? e - rounding : e);
     if (d > error) {
       error = d;
@@ -138,19 +139,7 @@ export function normwiseError(g: ArrayLike<number>, ref: ArrayLike<number>): { e
       if (typeof v[k] !== 'number') throw new NotANumberError(`normwiseError: entry ${k} of ${what} must be a number, got ${describe(v[k])}`);
     }
   }
-  const scale = scaleOf(ref);
-  let error = 0;
-  let worst = 0;
-  for (let k = 0; k < ref.length; k++) {
-    const a = g[k]!, b = ref[k]!;
-    const same = a === b || (Number.isNaN(a) && Number.isNaN(b));
-    const e = same ? 0 : difference(a, b, scale);
-    if (e > error) {
-      error = e;
-      worst = k;
-    }
-  }
-  return { error, worst };
+  return errorBeyond(g, ref, null);
 }
 
 export interface GradcheckOptions extends FiniteDifferenceOptions {

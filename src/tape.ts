@@ -994,12 +994,7 @@ export class Tape {
     const node = (i: number): string => this.nodeLabel(i, byIndex);
     const { xval, xadj } = this.engine.views;
     // The first element of vector node i that is not finite, in values or adjoints.
-    const badElement = (i: number, data: Float64Array): number => {
-      if (op[i]! < VINPUT || (data === xadj && adj[i] === 0)) return -1; // adjoints: where a sweep reached
-      const off = a[i - 1]!, n = b[i - 1]!;
-      for (let k = 0; k < n; k++) if (data[off + k]! - data[off + k]! !== 0) return k;
-      return -1;
-    };
+    const badElement = (i: number, data: Float64Array): number => this.badElement(i, data, data === xadj);
     if (values) {
       const i = this.engine.firstNonFinite(from, to, true);
       const k = badElement(i, xval);
@@ -1063,11 +1058,8 @@ export class Tape {
     const notFinite = (i: number): [number, number] | null => {
       const t = tanAdj![i]!;
       if (t - t !== 0) return [t, -1];
-      // A vector's element tangents, where the sweep claimed it (its adjoint flag).
-      if (op[i]! >= VINPUT && adj[i] !== 0) {
-        for (let k = 0, off = a[i - 1]!; k < b[i - 1]!; k++) if (xtanAdj![off + k]! - xtanAdj![off + k]! !== 0) return [xtanAdj![off + k]!, k];
-      }
-      return null;
+      const k = this.badElement(i, xtanAdj!, true);
+      return k < 0 ? null : [xtanAdj![a[i - 1]! + k]!, k];
     };
     let j = to - 1, bad: [number, number] | null = null;
     while (j >= from && (bad = notFinite(j)) === null) j--;
@@ -1090,6 +1082,16 @@ export class Tape {
         ? `checkNaN: ${who} at ${this.nodeLabel(at, byIndex)} produced a non-finite second-order adjoint (${shown}) for ${this.nodeLabel(j, byIndex)} (hvp)`
         : `checkNaN: the second-order adjoint of ${this.nodeLabel(j, byIndex)} (${name}) is ${shown} (hvp)`,
       this.nodeId(at, byIndex), name);
+  }
+
+  // The first element of vector node i that is not finite in `data` (values, adjoints or their
+  // tangents), or -1; with `reached`, only where a sweep reached the node (its adjoint flag).
+  private badElement(i: number, data: Float64Array, reached: boolean): number {
+    const { op, a, b, adj } = this.engine.views;
+    if (op[i]! < VINPUT || (reached && adj[i] === 0)) return -1;
+    const off = a[i - 1]!, n = b[i - 1]!;
+    for (let k = 0; k < n; k++) if (data[off + k]! - data[off + k]! !== 0) return k;
+    return -1;
   }
 
   // The consumer of node j in (j, to) to blame for its non-finite adjoint (or adjoint tangent):

@@ -1,9 +1,9 @@
 // The replay emitter: the function bodies of the forward sweep and the reverse sweep (values and
 // adjoints), with the loop-nest walker, local layout, truthiness helper and carried locals' starts
 // that the tangent emitter shares.
-import { Op } from '../../ops.ts';
+import { Op, ZERO_GRADIENT } from '../../ops.ts';
 import { enclosingGroup, nestNeeds, type Body, type Ref } from './plan.ts';
-import { COMPARISON, FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, NATIVE_BINARY, NATIVE_PARTIAL, ZERO_GRADIENT } from './rules.ts';
+import { COMPARISON, FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, NATIVE_BINARY, NATIVE_PARTIAL } from './rules.ts';
 import {
   Bytes, memarg, F64, I32, W_BrIf, W_Call, W_Else, W_End, W_F64Abs, W_F64Add, W_F64Div, W_F64Eq, W_F64FromU32,
   W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg, W_F64Sqrt, W_F64Store, W_I32Add, W_I32And, W_I32Eq, W_I32Mul, W_I32Sub, W_If, W_Loop,
@@ -359,7 +359,7 @@ export function emitReverse(bodies: Body[], relative: Uint8Array | null = null):
       if (op <= Op.arg) return;
       // A node that passes nothing on may still have been given an adjoint (a comparison used
       // as a number): reset, it cannot pile up over the rows of a batch.
-      if (ZERO_GRADIENT.has(op) || refs.every((r) => r.constant)) return reset(self);
+      if (ZERO_GRADIENT[op] || refs.every((r) => r.constant)) return reset(self);
       const [x, z, w] = refs as [Ref, Ref?, Ref?];
       // An adjoint in a local that no consumer feeds (they all have zero gradient) is exactly 0:
       // the interpreter skips such a node, and so does this code. (The local may still hold

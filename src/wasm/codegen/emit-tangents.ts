@@ -1,13 +1,13 @@
 // The tangent emitter: the function bodies of the tangent sweep (jvp) and the reverse tangent
 // sweep (hvp), made on the first jvp or hvp only.
-import { Op } from '../../ops.ts';
+import { Op, ZERO_GRADIENT } from '../../ops.ts';
 import {
   carriedAdjointsStart, carriedValuesStart, emitAddToLocal, emitAddToMemory, emitCarriedTerm, emitNest, emitTruthy, emitValue,
   nestLayout,
 } from './emit-replay.ts';
 import { nestNeeds, OPERANDS, type Body, type Ref } from './plan.ts';
 import {
-  FN_PARTIAL_Z, FN_PARTIAL_Z_TANGENT, FN_PARTIALS, FN_PARTIALS_TANGENT, LINEAR, SECOND_ORDER, TANGENT_PARTIAL, ZERO_GRADIENT,
+  FN_PARTIAL_Z, FN_PARTIAL_Z_TANGENT, FN_PARTIALS, FN_PARTIALS_TANGENT, LINEAR, SECOND_ORDER, TANGENT_PARTIAL,
 } from './rules.ts';
 import {
   Bytes, memarg, F64, W_Call, W_Else, W_End, W_F64Add, W_F64Eq, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg, W_F64Store, W_F64Sub,
@@ -218,7 +218,7 @@ function tangentRule(fn: Bytes, body: Body, L: Layout, E: ReturnType<typeof tang
       return;
     }
     // No tangent through the zero-gradient ops, not even a NaN one (as the interpreter).
-    if (ZERO_GRADIENT.has(op)) {
+    if (ZERO_GRADIENT[op]) {
       fn.f64Const(0);
       return;
     }
@@ -380,7 +380,7 @@ export function emitReverseTangent(bodies: Body[], relative: Uint8Array | null =
     return (s: number): void => {
       const { op, self, refs } = body.slots[s]!;
       if (op <= Op.arg) return;
-      if (ZERO_GRADIENT.has(op) || refs.every((r) => r.constant)) {
+      if (ZERO_GRADIENT[op] || refs.every((r) => r.constant)) {
         if (body.adjointCarried[s]) reset(self);
         return;
       }

@@ -31,14 +31,12 @@ export function emitSweeps({ parts, shapes, order }: SweepPlan, which: 'replay' 
   const direct = shapes.length === 0 && parts.length <= 1;
   const functionBodies: Bytes[] = [];
   const functionTypes: number[] = [];
-  const __t0 = performance.now();
   if (!direct) {
     sweeps.forEach(([, , backwards, params], k) => {
       functionBodies.push(emitDispatcher(order, backwards, params, IMPORTED + sweeps.length + k * units, parts.length));
       functionTypes.push(typeOf(params));
     });
   }
-  const __t1 = performance.now();
   for (const [, emit, , params] of sweeps) {
     for (const part of direct ? [parts[0] ?? []] : parts) {
       functionBodies.push(emit(part));
@@ -49,8 +47,6 @@ export function emitSweeps({ parts, shapes, order }: SweepPlan, which: 'replay' 
       functionTypes.push(typeOf(params + 2));
     }
   }
-  const __t2 = performance.now();
-  (globalThis as any).__emitTimes = [__t1 - __t0, __t2 - __t1];
   // The dispatchers come first; without them, each sweep's one function.
   return assembleModule(types, functionTypes, sweeps.map(([name], k) => [name, IMPORTED + k]), functionBodies);
 }

@@ -2,7 +2,7 @@
 // comparisons, which have zero gradient, the first partials spelled out in wasm (and the tangent
 // sweeps' variant), the ops with linear partials, the partials' directional derivatives, and the
 // indices of the core's rule functions the module imports for every other op.
-import { Op, ZERO_GRADIENT_OPS } from '../../ops.ts';
+import { Op } from '../../ops.ts';
 import {
   type Bytes, W_If, W_Else, W_End, W_Void, W_F64Eq, W_F64Ne, W_F64Lt, W_F64Gt, W_F64Le, W_F64Ge, W_F64Abs, W_F64Neg,
   W_F64Add, W_F64Sub, W_F64Mul, W_F64Div, W_Select, W_I32Or, W_Call,
@@ -17,7 +17,6 @@ export const NATIVE_BINARY: Partial<Record<number, number>> = {
 export const COMPARISON: Partial<Record<number, number>> = {
   [Op.lt]: W_F64Lt, [Op.le]: W_F64Le, [Op.gt]: W_F64Gt, [Op.ge]: W_F64Ge, [Op.eq]: W_F64Eq,
 };
-export const ZERO_GRADIENT = new Set<number>(ZERO_GRADIENT_OPS.map((name) => Op[name]));
 
 // The locals a partials emitter sets (pa, pb) or may use as scratch (c).
 type Locals = { pa: number; pb: number; c: number };
