@@ -55,6 +55,8 @@ const HEADER_BYTES = { 1: 32, 2: 40, 3: 40, 4: 40 } as const;
 const CUSTOM_BEFORE_V3 = 51;
 const MAX_NODES = 2 ** 28;
 const MAX_ELEMENTS = 2 ** 28;
+/** compile's bound on `inputs`. */
+const MAX_INPUTS = 2 ** 28;
 const VECTOR_INPUT_FLAG = 1;
 const ARRAY_OF_ONE_FLAG = 2;
 
@@ -165,7 +167,7 @@ export function fromBytes(bytes: Uint8Array, options: FromBytesOptions = {}): Co
 export function loadBytes(
   bytes: Uint8Array, backend: BackendKind, sweeps: ShippedSweeps | null, codegen: boolean, limits: TapeLimits = {}, checkNaN = false,
 ): CompiledFunction {
-  if (!(bytes instanceof Uint8Array)) throw new FormatError(`fromBytes needs a Uint8Array, got ${describe(bytes)}`);
+  if (!isUint8Array(bytes)) throw new TapegradError('INVALID_ARGUMENT', `fromBytes needs a Uint8Array, got ${describe(bytes)}`);
   if (bytes.length < HEADER_BYTES[1]) throw new FormatError(`truncated: ${bytes.length} bytes, a tape has at least ${HEADER_BYTES[1]}`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (view.getUint32(0, true) !== MAGIC) throw new FormatError('not a tapegrad tape (bad magic number)');
@@ -179,7 +181,9 @@ export function loadBytes(
   if (
     // Outputs may repeat nodes (f returned [y, x, y]) or be none (f returned []): as many as the
     // bytes hold, which the length check below settles.
-    n > MAX_NODES || inputs < 1 || (!vectorInput && inputs > n) || m > MAX_NODES || g > n || l > n || e > MAX_ELEMENTS ||
+    // An input vector is nodes 0 and 1 and holds at most what compile takes (a 40-byte file of no
+    // nodes claiming 2^31 inputs had its input buffers allocated: a probe).
+    n > MAX_NODES || inputs < 1 || (vectorInput ? n < 2 || inputs > MAX_INPUTS : inputs > n) || m > MAX_NODES || g > n || l > n || e > MAX_ELEMENTS ||
     (flags & ~(VECTOR_INPUT_FLAG | ARRAY_OF_ONE_FLAG)) !== 0 || (version === 1 && flags !== 0) || (flags & ARRAY_OF_ONE_FLAG && (version < 3 || m !== 1))
   ) {
     throw new FormatError(`malformed header: ${n} nodes, ${inputs} inputs, ${m} outputs, ${g} guards, ${l} leaves, ${e} elements, flags ${flags}`);
@@ -189,7 +193,10 @@ export function loadBytes(
   if (bytes.length !== at.end) throw new FormatError(`${bytes.length < at.end ? 'truncated' : 'trailing bytes'}: expected ${at.end} bytes for this header, got ${bytes.length}`);
   if (view.getUint32(28, true) !== checksum(bytes, version)) throw new FormatError('corrupted: checksum mismatch');
 
-  const op = bytes.slice(at.ops, at.ops + n);
+  // A copy, never a view of the caller's bytes: a Node Buffer's slice is a view, so old op codes
+  // were translated in the caller's file, and a rebuild read bytes no check had seen (a probe).
+  const op = new Uint8Array(n);
+  op.set(bytes.subarray(at.ops, at.ops + n));
   if (version < 3) {
     const shift = Op.custom - CUSTOM_BEFORE_V3;
     for (let i = 0; i < n; i++) if (op[i]! >= CUSTOM_BEFORE_V3 && op[i]! < ELEMENTWISE) op[i] = Math.min(op[i]! + shift, ELEMENTWISE - 1);
@@ -214,7 +221,9 @@ export function loadBytes(
     tape.load(op, a, b, leafValues, elementValues);
     const val = tape.engine.views.val;
     guards.forEach((node, k) => {
-      if (val[node] !== expected[k]) throw new FormatError(`malformed: guard at node ${node} does not hold at the recorded inputs`);
+      if (val[node] !== expected[k] && !roundingTie(val[a[node]!]!, val[b[node]!]!)) {
+        throw new FormatError(`malformed: guard at node ${node} does not hold at the recorded inputs`);
+      }
     });
     const views = tape.engine.views;
     const outputs = Int32Array.from([...outputNodes].flatMap((i) => {
@@ -227,6 +236,13 @@ export function loadBytes(
   const loaded = new CompiledFunction(null, inputs, tape.backend, true, build(), true, build, codegen, vectorInput, checkNaN, sweeps);
   if (flags & ARRAY_OF_ONE_FLAG) loaded.markArrayOfOne();
   return loaded;
+}
+
+// Whether a guard's operands are equal but for rounding, as the two engines' math differs in the
+// last bits (README, Numerics): bytes another engine wrote at a tie load, and a call at that point
+// then crosses the guard on this engine (a probe's valid bytes were called malformed).
+function roundingTie(x: number, y: number): boolean {
+  return Math.abs(x - y) <= 2 ** -40 * Math.max(Math.abs(x), Math.abs(y));
 }
 
 function kindOf(op: Uint8Array, j: number): NodeKind {
@@ -396,4 +412,12 @@ function checkStructure(
     }
   }
   return leaves;
+}
+
+const typedArrayName = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), Symbol.toStringTag)!.get!;
+
+/** @internal Whether `x` is a Uint8Array (a Node Buffer included) of any realm: one from a `vm`
+ *  context (as test runners make) failed `instanceof` with a message saying it was one. */
+export function isUint8Array(x: unknown): x is Uint8Array {
+  return ArrayBuffer.isView(x) && typedArrayName.call(x) === 'Uint8Array';
 }

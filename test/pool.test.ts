@@ -326,6 +326,26 @@ describe('worker crashes and closing', () => {
     }
   });
 
+  // A probe: register kept the caller's array, and a caller that reused it had the workers that
+  // replaced a dead one load another function.
+  it('registered bytes are copied: a worker that replaces a dead one loads what was registered', async () => {
+    const pool = await createPool({ threads: 2, minRowsPerTask: 1 });
+    try {
+      const f = compile(tiny, { inputs: 3, at: [0.1, 0.2, 0.3] });
+      const other = compile((x: Var[]) => x[0]!.mul(1000).add(x[1]!).add(x[2]!), { inputs: 3, at: [0.1, 0.2, 0.3] }).toBytes();
+      const buffer = new Uint8Array(f.toBytes());
+      const pf = await pool.register(buffer);
+      const X = rows(256, 3, 7);
+      expect(firstDifference(await pf.gradientBatch(X, 256), f.gradientBatch(X, 256))).toBe(-1);
+      buffer.fill(0);
+      buffer.set(other.subarray(0, Math.min(other.length, buffer.length)));
+      await Promise.all(pool.workers.map((w) => w.terminate()));
+      for (let k = 0; k < 2; k++) expect(firstDifference(await pf.gradientBatch(X, 256), f.gradientBatch(X, 256))).toBe(-1);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('close() waits for the calls in flight, then every call is refused', async () => {
     const pool = await createPool({ threads: 2, minRowsPerTask: 1 });
     const f = compile(tiny, { inputs: 3, at: [0.1, 0.2, 0.3] });

@@ -6,7 +6,7 @@ import { CompiledFunction, checkArrayLength, checkRows, toFloat64 } from '../com
 import { coreModule, resolveBackend } from '../create.ts';
 import { CapacityError, TapegradError, checkOut, describe, overlaps } from '../errors.ts';
 import { BACKEND_RULE, checkOptions } from '../options.ts';
-import { fromBytes, loadBytes } from '../serialize.ts';
+import { fromBytes, isUint8Array, loadBytes } from '../serialize.ts';
 import { Op } from '../ops.ts';
 import type { TapeLimits } from '../tape.ts';
 import type { BackendChoice } from '../backend.ts';
@@ -127,7 +127,11 @@ export class GradientPool {
         throw new TapegradError('INVALID_ARGUMENT', 'register: a function with custom functions (defineFunction) cannot go to the workers: their rules are JS code, which bytes do not carry; run it on this thread');
       }
       bytes = f.toBytes();
-    } else if (f instanceof Uint8Array) bytes = f;
+    } else if (isUint8Array(f)) {
+      // A copy: the workers that replace one that died load these bytes later, and a caller who
+      // reused its buffer had them load another function (a probe).
+      bytes = new Uint8Array(f);
+    }
     else throw new TapegradError('INVALID_ARGUMENT', `register needs a compiled function or its bytes (a Uint8Array), got ${describe(f)}`);
     // The main thread keeps a copy loaded from the same bytes, as the workers load it (small
     // batches run on it, and like theirs it cannot record again). A function with active
