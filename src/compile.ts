@@ -13,15 +13,16 @@ import { Vec } from './vector.ts';
 import { MODULE_CACHE_SIZE, WasmBackend, type GeneratedSweeps, type ShippedSweeps } from './wasm/backend.ts';
 import type { RuntimeVector } from './transforms.ts';
 
-/** What a compiled function may return: a Var or number, an array of them, or a Vec. */
-export type CompiledOutput = Var | number | readonly (Var | number)[] | Vec;
+/** What a compiled function may return: a Var or number, a Vec, or an array of them (Vecs
+ *  flattened in order). */
+export type CompiledOutput = Var | number | readonly (Var | number | Vec)[] | Vec;
 export type CompilableFunction<O extends CompiledOutput = CompiledOutput> = (x: Var[]) => O;
 /** A function of one Vec, compiled with `{ vector: true }`. */
 export type VectorCompilableFunction<O extends CompiledOutput = CompiledOutput> = (x: Vec) => O;
 /** What `value` returns for a function returning O: a number for a Var or a number, a
  *  Float64Array for an array or a Vec, either when the type does not tell. */
 export type CompiledValue<O extends CompiledOutput> =
-  [O] extends [Var | number] ? number : [O] extends [readonly (Var | number)[] | Vec] ? Float64Array : number | Float64Array;
+  [O] extends [Var | number] ? number : [O] extends [readonly (Var | number | Vec)[] | Vec] ? Float64Array : number | Float64Array;
 
 export interface CompileOptions {
   /** Number of inputs; the function receives a Var[] of this length (or one Vec, see `vector`). */
@@ -248,6 +249,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
    *  one (an array or a Vec out) and whenever `out` is given. */
   value(x: ArrayLike<number>): V;
   value(x: ArrayLike<number>, out: Float64Array): Float64Array;
+  value(x: ArrayLike<number>, out?: Float64Array): V | Float64Array;
   value(x: ArrayLike<number>, out?: Float64Array): number | Float64Array {
     const rec = this.replay(x);
     const { val, xval } = rec.tape.engine.views;
@@ -809,9 +811,10 @@ function checkEntries(x: ArrayLike<number>, expected: number, what: string): voi
 
 /**
  * Records `f` once and returns a CompiledFunction that replays it at new inputs:
- * `const g = compile((x) => x[0].mul(x[1]).sin(), { inputs: 2 }); g.gradient([1, 2], out)`.
- * Data-dependent control flow must go through comparisons (`x.gt(0).value`) or `select`; plain
- * `if (x.value > 0)` is not seen by the tape and would replay the recorded branch.
+ * `const g = compile((x) => x[0]!.mul(x[1]!).sin(), { inputs: 2 }); g.gradient([1, 2], out)`.
+ * Data-dependent control flow must go through comparisons (`x.gt(0).value`, a guard that
+ * records again where it comes out the other way) or `select`; reading any other node's value
+ * while recording (`x.value > 0`, `Number(x)`) is an `INVALID_ARGUMENT` error.
  */
 export function compile<O extends CompiledOutput>(f: VectorCompilableFunction<O>, options: CompileOptions & { vector: true }): CompiledFunction<CompiledValue<O>>;
 export function compile<O extends CompiledOutput>(f: CompilableFunction<O>, options: CompileOptions & { vector?: false | undefined }): CompiledFunction<CompiledValue<O>>;

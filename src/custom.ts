@@ -21,7 +21,8 @@ export interface CustomRule {
   vjpTangent?(xs: Float64Array, y: number, g: number, ts: Float64Array): ArrayLike<number>;
 }
 
-/** A recorded function made by `defineFunction`: call it with Vars (and numbers). */
+/** A recorded function made by `defineFunction`: call it with Vars and numbers, at least one of
+ *  them a Var (its tape records the node; numbers alone are a `NotANumberError`). */
 export type CustomFunction = (...operands: Operand[]) => Var;
 
 const rules: CustomRule[] = [];

@@ -7,10 +7,17 @@ import { NotANumberError, describe } from './errors.ts';
 import { Var, type Operand } from './tape.ts';
 import { Vec, elementwise, type VecOperand } from './vector.ts';
 
-type UnaryFunction = { (x: Var): Var; (x: Vec): Vec; (x: number): number; (x: Operand): Operand };
+// What a function of operands typed by a type parameter returns (`function sq<T extends Operand>(x:
+// T) { return mul(x, x) }` is a number for numbers, a Var for Vars: one body serves both), and what
+// operands typed `Var | Vec` give.
+type Scalar<T extends Operand> = [T] extends [number] ? number : Var;
+type UnaryFunction = {
+  (x: Var): Var; (x: Vec): Vec; (x: number): number; <T extends Operand>(x: T): Scalar<T>; (x: Operand | Vec): Operand | Vec;
+};
 type BinaryFunction = {
   (x: Vec, y: VecOperand): Vec; (x: VecOperand, y: Vec): Vec;
-  (x: Var, y: Operand): Var; (x: Operand, y: Var): Var; (x: number, y: number): number; (x: Operand, y: Operand): Operand;
+  (x: Var, y: Operand): Var; (x: Operand, y: Var): Var; (x: number, y: number): number;
+  <T extends Operand, U extends Operand>(x: T, y: U): Scalar<T | U>; (x: Operand | Vec, y: Operand | Vec): Operand | Vec;
 };
 
 function unary(name: UnaryOpName): UnaryFunction {
@@ -58,12 +65,12 @@ export function select(cond: Var, ifTrue: Operand, ifFalse: Operand): Var;
 export function select(cond: Operand, ifTrue: Var, ifFalse: Operand): Var;
 export function select(cond: Operand, ifTrue: Operand, ifFalse: Var): Var;
 export function select(cond: number, ifTrue: number, ifFalse: number): number;
-export function select(cond: Operand, ifTrue: Operand, ifFalse: Operand): Operand;
-export function select(cond: VecOperand, ifTrue: VecOperand, ifFalse: VecOperand): Operand | Vec;
+export function select<T extends Operand, U extends Operand, W extends Operand>(cond: T, ifTrue: U, ifFalse: W): Scalar<T | U | W>;
+export function select(cond: Operand | Vec, ifTrue: Operand | Vec, ifFalse: Operand | Vec): Operand | Vec;
 export function select(cond: VecOperand, ifTrue: VecOperand, ifFalse: VecOperand): Operand | Vec {
   // A Vec first: an object is truthy, so forwardRule would silently return ifTrue.
   const v = [cond, ifTrue, ifFalse].find((o): o is Vec | Var => o instanceof Vec || o instanceof Var);
-  if (v) return v.tape.select(cond, ifTrue, ifFalse);
+  if (v) return v.tape.select(cond as Vec, ifTrue, ifFalse);
   // Without a Var or Vec there is no tape to hold an array as a constant vector.
   const operands = [cond, ifTrue, ifFalse];
   const bad = operands.findIndex((o) => typeof o !== 'number');

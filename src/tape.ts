@@ -113,7 +113,12 @@ export class Tape {
   private readonly constantValues = new Float64Array(CONSTANT_SLOTS);
   private readonly constantHandles = new Int32Array(CONSTANT_SLOTS).fill(-1);
 
+  /** @internal Tapes come from createTape and createTapeSync, each with an engine of its own. */
   constructor(readonly engine: Backend, limits: TapeLimits = {}) {
+    // Two tapes over one engine wrote each other's nodes (a probe: `new Tape(t1.engine)` gave t1
+    // wrong values and gradients, without an error).
+    if (ownedEngines.has(engine)) throw new TapegradError('INVALID_ARGUMENT', 'this engine belongs to another tape: make each tape with createTape or createTapeSync');
+    ownedEngines.add(engine);
     this.maxNodes = checkLimit(limits.maxNodes, 'maxNodes') ?? DEFAULT_MAX_NODES;
     this.maxMemoryBytes = checkLimit(limits.maxMemoryBytes, 'maxMemoryBytes') ?? Infinity;
     // A limit below one node could never record anything (and its CapacityError advised a reset).
@@ -305,7 +310,11 @@ export class Tape {
    *  operands it runs elementwise, broadcasting (arrays then count as constant vectors), and
    *  returns a Vec. */
   select(cond: Operand, ifTrue: Operand, ifFalse: Operand): Var;
-  select(cond: VecOperand, ifTrue: VecOperand, ifFalse: VecOperand): Vec;
+  select(cond: Vec, ifTrue: VecOperand, ifFalse: VecOperand): Vec;
+  select(cond: VecOperand, ifTrue: Vec, ifFalse: VecOperand): Vec;
+  select(cond: VecOperand, ifTrue: VecOperand, ifFalse: Vec): Vec;
+  // Operands typed `Var | Vec`: either, as the values decide (arrays need a Vec beside them).
+  select(cond: Operand | Vec, ifTrue: Operand | Vec, ifFalse: Operand | Vec): Var | Vec;
   select(cond: VecOperand, ifTrue: VecOperand, ifFalse: VecOperand): Var | Vec {
     if (isVectorOperand(cond) || isVectorOperand(ifTrue) || isVectorOperand(ifFalse)) {
       return elementwise(this, SELECT, 'select', [cond, ifTrue, ifFalse]);
@@ -1482,6 +1491,9 @@ export function opArity(name: OpName | VectorOpName): number {
   if (!row) throw new TapegradError('INVALID_ARGUMENT', `opArity: no op is named ${describe(name)}`);
   return row[1];
 }
+
+// The engines a tape was made over.
+const ownedEngines = new WeakSet<Backend>();
 
 export class Var {
   // Declared, not class fields: a class with fields runs an initializer check in its constructor,

@@ -24,7 +24,8 @@ const RESOLUTIONS = [
 // Strict user code meeting the API: every assignment must type without a cast.
 const CONSUMER = `
 import {
-  compile, createTape, grad, gradcheck, init, select, valueAndGrad, where, type CompiledFunction, type TransformOptions, type Var, type Vec,
+  CompiledFunction, Tape, Vec, compile, createTape, grad, gradcheck, init, mul, exp, add, select, sin, valueAndGrad, where,
+  type Operand, type TransformOptions, type Var,
 } from 'tapegrad';
 
 await init();
@@ -50,7 +51,30 @@ const gu: Float64Array = grad((z: Var[]) => z[0]!.sin(), { vector: undefined })(
 const cu: CompiledFunction<number> = compile((z) => z[0]!.sin(), { inputs: 1, vector: undefined, checkNaN: undefined });
 const oku: boolean = gradcheck((z) => z[0]!.exp(), [0.5], { vector: undefined }).ok;
 const lu: Vec = tape.vector([1, 0, 2, 3], [2, 2]).trmv([1, 1], { lower: undefined });
-export const used = [y, w, g, d, value, values, ok, gv, vg, wide, gu, cu, oku, lu, tape.gradient(y, [x])];
+// A type parameter's operands: one body for numbers and Vars; operands typed Var | Vec (a probe).
+function sq<T extends Operand>(z: T) { return mul(z, z); }
+const sqn: number = sq(3);
+const sqv: Var = sq(x);
+const either: Var | Vec = Math.random() > 2 ? v : x;
+const ue: Operand | Vec = exp(either);
+const ua: Operand | Vec = add(either, 1);
+const us: Var | Vec = tape.select(x.gt(0), either, 0);
+const sn: number = select(1, 2, 3);
+const sv: Var = select(x, sin(2), 3);
+// A vector function returning a Vec beside a Var; value's out, possibly undefined.
+const mixed: Float64Array = compile((z: Vec) => [z, z.sum()], { inputs: 2, vector: true }).value([1, 2]);
+const maybe = (out?: Float64Array): number | Float64Array => scalar.value([1, 2], out);
+export const used = [y, w, g, d, value, values, ok, gv, vg, wide, gu, cu, oku, lu, tape.gradient(y, [x]), sqn, sqv, ue, ua, us, sn, sv, mixed, maybe];
+// @ts-expect-error: an array needs a Vec beside it (it threw NotANumberError at run time)
+export const arrayAlone = () => tape.select(x, [1, 2], 0);
+// @ts-expect-error: the same for the free function
+export const arrayAloneFree = () => select(1, [1, 2], x);
+// @ts-expect-error: a tape comes from createTape (two tapes over one engine wrote each other's nodes)
+export const newTape = () => new Tape(tape.engine);
+// @ts-expect-error: a Vec comes from a tape
+export const newVec = () => new Vec();
+// @ts-expect-error: a compiled function comes from compile
+export const newCompiled = () => new CompiledFunction();
 // Types that fell back to \`any\` would accept this, and the unused directive would be the error.
 // @ts-expect-error: a scalar function's compiled value is a number
 export const wrong: string = compile((z) => z[0]!.sin(), { inputs: 1 }).value([1]);
@@ -106,6 +130,17 @@ describe('dist/*.d.ts', () => {
       });
     }
     expect(missing).toEqual([]);
+  });
+
+  // A probe: stripInternal left these classes TypeScript's default constructor, public and of no
+  // parameters (`new PooledFunction()` type-checked and threw a raw TypeError).
+  it('declare the internal constructors private, the pool\'s among them', () => {
+    const constructors = (file: string): string[] =>
+      [...readFileSync(path.join(DIST, file), 'utf8').matchAll(/^export declare class (\w+)[^{]*\{\n    private constructor\(\);$/gm)].map((m) => m[1]!);
+    expect(constructors('tape.d.ts')).toEqual(['Tape']);
+    expect(constructors('vector.d.ts')).toEqual(['Vec']);
+    expect(constructors('compile.d.ts')).toEqual(['CompiledFunction']);
+    expect(constructors('pool/index.d.ts')).toEqual(['GradientPool', 'PooledFunction']);
   });
 
   it('type the embedded wasm as a string, not as a literal of the whole module', () => {

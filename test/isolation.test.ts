@@ -51,6 +51,18 @@ async function alone(backend: BackendKind, dag: Dag): Promise<Result> {
 const smallDag = dagArbitrary({ maxInputs: 4, maxNodes: 40 });
 
 describe('isolation', () => {
+  // A probe: the constructor was public, and a second tape over t1's engine gave t1 wrong values
+  // and gradients without an error.
+  it.each(['wasm', 'js'] as const)('a tape over another tape\'s engine is refused, and that tape works on (%s)', async (backend) => {
+    const t1 = await tapeOn(backend);
+    const TapeClass = t1.constructor as new (engine: Tape['engine']) => Tape;
+    expect(() => new TapeClass(t1.engine)).toThrow(TapegradError);
+    expect(() => new TapeClass(t1.engine)).toThrow(/^this engine belongs to another tape: make each tape with createTape or createTapeSync$/);
+    const a = t1.variable(2), fa = a.mul(a);
+    expect(fa.value).toBe(4);
+    expect(t1.gradient(fa, [a])).toEqual(Float64Array.of(4));
+  });
+
   it('50 tapes recording at once, op by op, each differentiate their own graph only', async () => {
     const backends: BackendKind[] = Array.from({ length: 50 }, (_, k) => (k % 2 ? 'js' : 'wasm'));
     await fc.assert(

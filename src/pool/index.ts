@@ -279,7 +279,7 @@ export interface WorkerLoad {
   ms: number;
   /** 'active' when the main thread's generated sweeps were installed; 'scheduled' for a tape too
    *  large to fold into code, which each worker schedules for itself; 'none' on the JS backend or
-   *  for a tape that is interpreted (vector or custom nodes). */
+   *  for a tape that is interpreted (vector nodes; `register` refuses custom ones). */
   generatedSweeps: GeneratedSweeps;
 }
 
