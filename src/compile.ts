@@ -4,7 +4,7 @@
 // recording are guards: a replay where one comes out the other way re-records (or throws).
 import type { BackendChoice, BackendKind } from './backend.ts';
 import { createTapeSync, resolveBackend } from './create.ts';
-import { BranchChangedError, NotANumberError, TapegradError, checkOut, describe, isArrayLike, notAnOutput, overlaps } from './errors.ts';
+import { BranchChangedError, NotANumberError, TapegradError, checkApart, checkOut, describe, isArrayLike, newFloat64, notAnOutput, overlaps } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, Op, opNameOf } from './ops.ts';
 import { BACKEND_RULE, CODEGEN_RULE, checkOptions } from './options.ts';
 import { toBytes } from './serialize.ts';
@@ -282,7 +282,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   gradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array): Float64Array {
     // X checked before out is allocated: a huge `rows` is X's length error, not the allocation's.
     const xs = this.batchRows(X, rows, 'gradientBatch');
-    if (out === undefined) out = new Float64Array(rows * this.inputs);
+    if (out === undefined) out = newFloat64(rows * this.inputs, 'gradientBatch: out');
     checkOut(out, rows * this.inputs, 'gradientBatch: out');
     this.gradientRows(apart(xs, rows * this.inputs, out), rows, out, null, 'gradientBatch');
     return out;
@@ -312,10 +312,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
    *  `[values (rows), gradients (rows × inputs)]`, into `values` and `out` when given. */
   valueAndGradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array, values?: Float64Array): [Float64Array, Float64Array] {
     const xs = this.batchRows(X, rows, 'valueAndGradientBatch');
-    if (out === undefined) out = new Float64Array(rows * this.inputs);
-    if (values === undefined) values = new Float64Array(rows);
+    if (out === undefined) out = newFloat64(rows * this.inputs, 'valueAndGradientBatch: out');
+    if (values === undefined) values = newFloat64(rows, 'valueAndGradientBatch: values');
     checkOut(out, rows * this.inputs, 'valueAndGradientBatch: out');
     checkOut(values, rows, 'valueAndGradientBatch: values');
+    checkApart(out, rows * this.inputs, values, rows, 'valueAndGradientBatch');
     this.gradientRows(apart(xs, rows * this.inputs, out, values), rows, out, values, 'valueAndGradientBatch');
     return [values, out];
   }
@@ -368,9 +369,10 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const hvp = what === 'hvpBatch';
     const outputs = hvp ? 1 : directionOf === 'outputs' ? dWidth : this.outputsNow(xs, rows, what);
     const w = width === 'inputs' ? this.inputs : outputs;
-    if (out === undefined) out = new Float64Array(rows * w);
+    if (out === undefined) out = newFloat64(rows * w, `${what}: out`);
     checkOut(out, rows * w, `${what}: out`);
     if (values !== undefined) checkOut(values, rows * outputs, `${what}: values`);
+    checkApart(out, rows * w, values, rows * outputs, what);
     // Rows are read as they are run: results written over later rows would be read as input.
     const [xRows, dRows] = [apart(xs, rows * this.inputs, out, values), apart(ds, rows * dWidth, out, values)];
     // A guard recorded f again, returning another number of outputs than the rows of out, values
@@ -733,7 +735,7 @@ const ORDINARY: Float64Home = { holds: () => true, make: (length) => new Float64
 export function toFloat64(x: ArrayLike<number>, needed: number, what: string, home: Float64Home = ORDINARY): Float64Array {
   checkArrayLength(x, needed, what);
   if (x instanceof Float64Array && home.holds(x)) return x;
-  const copy = home.make(needed);
+  const copy = home === ORDINARY ? newFloat64(needed, what) : home.make(needed);
   if (x instanceof Float64Array) {
     copy.set(x.subarray(0, needed));
     return copy;

@@ -37,6 +37,17 @@ export class CapacityError extends TapegradError {
   constructor(message: string, readonly limit: number) { super('CAPACITY', message); this.name = 'CapacityError'; }
 }
 
+/** @internal A new Float64Array of `length`, or a CapacityError naming `what` where the runtime
+ *  refuses it (a batch of 2^31 rows threw a raw RangeError: a probe). */
+export function newFloat64(length: number, what: string): Float64Array {
+  try {
+    return new Float64Array(length);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    throw new CapacityError(`${what}: ${length} numbers (${8 * length} bytes) are more than the runtime allocates`, 8 * length);
+  }
+}
+
 /** @internal An output array long enough for `needed` numbers; `where` names the call and the
  *  argument ("gradientBatch: out"), as a call may take two (out and values). */
 export function checkOut(out: Float64Array | Int32Array, needed: number, where: string, type: typeof Float64Array | typeof Int32Array = Float64Array): void {
@@ -58,6 +69,14 @@ export function notAnOutput(value: unknown): string {
 
 /** @internal Whether two arrays share memory: a batch's output written over rows it has still to
  *  read (the JS engine's gradients and every engine's vjp rows read them row by row). */
+/** @internal A batch's `out` and `values` over rows of the same memory: refused, as each call
+ *  writes them in its own order (a probe: the pool's results differed from one thread's). */
+export function checkApart(out: Float64Array, outLength: number, values: Float64Array | undefined, valuesLength: number, where: string): void {
+  if (values !== undefined && overlaps(out.subarray(0, outLength), values.subarray(0, valuesLength))) {
+    throw new TapegradError('INVALID_ARGUMENT', `${where}: out and values share memory; give them arrays apart`);
+  }
+}
+
 export function overlaps(p: unknown, q: unknown): boolean {
   if (!ArrayBuffer.isView(p) || !ArrayBuffer.isView(q) || p.buffer !== q.buffer) return false;
   return p.byteOffset < q.byteOffset + q.byteLength && q.byteOffset < p.byteOffset + p.byteLength;

@@ -128,12 +128,46 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     // Calls at once lease one buffer each; at most two per thread are kept after them.
     await Promise.all(Array.from({ length: 8 }, (_, k) => pf.gradientBatch(X.subarray(0, 3 * (n - 100 * k)), n - 100 * k)));
     expect(spare().buffers).toBeLessThanOrEqual(2 * pool.threads);
-    // A call whose scratch passes 64 MB gives it back to the runtime after it (one large call
-    // pinned its scratch for the pool's life: a probe).
-    const big = 3_000_000, bigX = new Float64Array(3 * big).fill(0.25);
-    const before = spare().bytes;
-    expect((await pf.gradientBatch(bigX, big)).length).toBe(3 * big);
-    expect(spare().bytes).toBe(before);
+  });
+
+  // A probe: a call copying more than 64 MB leased a new buffer of its size each time, never kept
+  // for the next, and the workers held every one they were sent: 1.5 M rows grew RSS by 72 MB a
+  // call. Such a call now runs in pieces through one lease of at most the limit (lowered here).
+  it('a call that would copy more than the scratch limit runs in pieces through one reused lease, as one thread would', async () => {
+    const internal = pool as unknown as { scratchLimit: number; spareScratch: { buffers: number; bytes: number } };
+    const f = compiled(tiny, [0.1, 0.2, 0.3]), g = compiled(pair, [0.5, -1, 2]);
+    const pf = await pool.register(f), pg = await pool.register(g);
+    const saved = internal.scratchLimit;
+    internal.scratchLimit = 1 << 16;
+    try {
+      const n = 4000, X = rows(n, 3, 21), D = rows(n, 3, 22), W = rows(n, 2, 23);
+      for (let round = 0; round < 3; round++) {
+        expect(firstDifference(await pf.gradientBatch(Array.from(X), n), f.gradientBatch(X, n))).toBe(-1);
+        const [values, G] = await pf.valueAndGradientBatch(X, n), [values1, G1] = f.valueAndGradientBatch(X, n);
+        expect(firstDifference(values, values1)).toBe(-1);
+        expect(firstDifference(G, G1)).toBe(-1);
+        const out = new Float64Array(3 * n), hv = f.hvpBatch(X, n, D);
+        expect(await pf.hvpBatch(X, n, D, out)).toBe(out);
+        expect(firstDifference(out, hv)).toBe(-1);
+        expect(firstDifference(await pg.vjpBatch(X, n, W), g.vjpBatch(X, n, W))).toBe(-1);
+        expect(firstDifference(await pg.jvpBatch(X, n, D), g.jvpBatch(X, n, D))).toBe(-1);
+        // One lease of the limit serves every piece, and is the one kept.
+        expect(internal.spareScratch.bytes).toBeLessThanOrEqual(2 * pool.threads * (1 << 16));
+      }
+      // Errors name the caller's entry and row, in a later piece too.
+      const plain: unknown[] = Array.from(X);
+      plain[3 * 3000 + 1] = 'x';
+      expect(() => f.gradientBatch(plain as number[], n)).toThrow('gradientBatch: 4000 rows of 3 inputs: entry 9001 must be a number, got the string "x"');
+      await expect(pf.gradientBatch(plain as number[], n)).rejects.toThrow(expect.objectContaining({ name: 'NotANumberError', message: 'gradientBatch: 4000 rows of 3 inputs: entry 9001 must be a number, got the string "x"' }));
+      const logs = compile((x: Var[]) => x[0]!.log(), { inputs: 1, at: [1], backend });
+      const pl = await pool.register(logs, { checkNaN: true });
+      // 16 bytes a row: pieces of 4096 rows, the bad row in the third.
+      const L = new Float64Array(10_000).fill(2);
+      L[9000] = -1;
+      await expect(pl.gradientBatch(L, 10_000)).rejects.toThrow(/^gradientBatch, row 9000: /);
+    } finally {
+      internal.scratchLimit = saved;
+    }
   });
 
   // A probe: a null direction through the workers threw a raw TypeError from the worker, where one
@@ -165,7 +199,18 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     }
   });
 
-  it('a null direction, and a scratch past what the runtime allocates, are the errors one thread gives', async () => {
+  // A probe: out and values over the same shared rows gave other numbers than one thread.
+  it('out and values sharing memory are refused as on one thread, on the workers\' path too', async () => {
+    const f = compiled(tiny, [0.1, 0.2, 0.3]);
+    const pf = await pool.register(f);
+    const n = 40, X = rows(n, 3, 9), shared = sharedFloat64(200), plain = new Float64Array(200);
+    for (const s of [shared, plain]) {
+      await expect(pf.valueAndGradientBatch(X, n, s.subarray(0, 3 * n), s.subarray(3 * n - 5, 4 * n - 5))).rejects.toThrow('valueAndGradientBatch: out and values share memory; give them arrays apart');
+      await expect(pf.hvpBatch(X, n, X, s.subarray(0, 3 * n), s.subarray(0, n))).rejects.toThrow('hvpBatch: out and values share memory; give them arrays apart');
+    }
+  });
+
+  it('a null direction, and a billion rows of nothing, are the errors one thread gives', async () => {
     const f = compiled(tiny, [0.1, 0.2, 0.3]);
     const pf = await pool.register(f);
     const n = 100, X = rows(n, 3, 5);
@@ -175,7 +220,12 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     // A function with custom nodes cannot go to the workers: said by register, not by toBytes.
     const square = defineFunction({ name: 'square', forward: (xs) => xs[0]! ** 2, vjp: (xs, _y, g) => [2 * xs[0]! * g] });
     await expect(pool.register(compile((x: Var[]) => square(x[0]!).add(x[1]!), { inputs: 2, at: [1, 2] }))).rejects.toThrow(/^register: a function with custom functions \(defineFunction\) cannot go to the workers/);
-    await expect(pf.gradientBatch({ length: 3e9 } as unknown as number[], 1e9)).rejects.toThrow(expect.objectContaining({ name: 'CapacityError', message: expect.stringMatching(/^gradientBatch: the pool's scratch for this call/) }));
+    // A billion rows copy in pieces through bounded scratch: their first entry is the error, as on
+    // one thread (the scratch for all of them was a CapacityError before pieces).
+    const huge = { length: 3e9 } as unknown as number[];
+    const oneThread = (() => { try { f.gradientBatch(huge, 1e9); } catch (e) { return e as Error; } return null; })();
+    expect(oneThread).toBeInstanceOf(NotANumberError);
+    await expect(pf.gradientBatch(huge, 1e9)).rejects.toThrow(expect.objectContaining({ name: 'NotANumberError', message: oneThread!.message }));
   });
 
   it('a vector tape (interpreted in the workers) too, with its Vec output', async () => {

@@ -324,7 +324,10 @@ describe('the command line (serve.ts)', () => {
     child.stderr.on('data', (d: Buffer) => (stderr += d));
     const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
     const listening = async (): Promise<string> => {
-      while (!/on (http:\S+)/.test(stdout)) await pause(20);
+      while (!/on (http:\S+)/.test(stdout)) {
+        if (child.exitCode !== null) throw new Error(`serve exited (${child.exitCode}): ${stderr}`);
+        await pause(20);
+      }
       return /on (http:\S+)/.exec(stdout)![1]!;
     };
     return { child, exited, listening };
@@ -349,6 +352,9 @@ describe('the command line (serve.ts)', () => {
       [['--backend', 'gpu'], /--backend must be wasm or js, got "gpu"/],
       [['--prot=9000'], /Unknown option '--prot'; the options are --workers, --backend, --port, --host, --grace-ms/],
       [['9000'], /Unexpected argument '9000'/],
+      // setTimeout made a longer grace 1 ms; a name that resolves nowhere threw with a stack (a probe).
+      [['--grace-ms=3000000000'], /^serve: --grace-ms must be an integer in \[0, 2147483647\], got "3000000000"$/],
+      [['--host=nonexistent.invalid', '--workers=0', '--port=0'], /^serve: --host "nonexistent\.invalid" is not an address of this machine or a name that resolves \(\w+\)$/],
     ];
     await Promise.all(cases.map(async ([args, message]) => {
       const { code, stdout, stderr } = await serve(args).exited;
@@ -357,6 +363,24 @@ describe('the command line (serve.ts)', () => {
       expect(stderr.trimEnd().split('\n'), args.join(' ')).toHaveLength(1);
       expect(stderr.trim()).toMatch(message);
     }));
+  });
+
+  // A probe: the URL it printed for --host=::1 was http://::1:port, which is no URL.
+  it('gives an IPv6 host in brackets', async () => {
+    const service = serve(['--workers=0', '--port=0', '--host=::1']);
+    const raced = await Promise.race([service.listening().then((url) => ({ url })), service.exited]);
+    try {
+      if ('url' in raced) {
+        expect(raced.url).toMatch(/^http:\/\/\[::1\]:\d+$/);
+        expect(new URL(raced.url).hostname).toBe('[::1]');
+      } else {
+        // A machine without IPv6 loopback: the one-line refusal of the listen.
+        expect(raced.code).toBe(1);
+        expect(raced.stderr.trim()).toMatch(/^serve: cannot listen on ::1:0: /);
+      }
+    } finally {
+      service.child.kill('SIGKILL');
+    }
   });
 
   it('says so in one line when the port is taken', async () => {

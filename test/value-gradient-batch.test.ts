@@ -62,6 +62,12 @@ describe('valueAndGradientBatch equals row-by-row valueAndGradient, bit for bit'
       expect(batch).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/: 10000000000 rows of 3 inputs need at least 30000000000 numbers, got 3$/) }));
     }
     expect(f.gradientBatch(X, 1).length).toBe(3);
+    // An X that claims more entries than a typed array holds: the copy the call makes of it is a
+    // CapacityError, not a raw RangeError (a pool probe's side note).
+    const claims = { length: 2 ** 31 * 3 } as unknown as number[];
+    for (const batch of [() => f.gradientBatch(claims, 2 ** 31), () => f.valueAndGradientBatch(claims, 2 ** 31)]) {
+      expect(batch).toThrow(expect.objectContaining({ name: 'CapacityError', code: 'CAPACITY', message: expect.stringMatching(/Batch: 2147483648 rows of 3 inputs: 6442450944 numbers \(51539607552 bytes\) are more than the runtime allocates$/) }));
+    }
   });
 
   // A probe: null was a new array for gradientBatch and a refusal for the others, and a bad
@@ -75,6 +81,22 @@ describe('valueAndGradientBatch equals row-by-row valueAndGradient, bit for bit'
     expect(() => f.vjpBatch(X, 1, [1], undefined, bad)).toThrow(/^vjpBatch: values must be/);
     expect(() => f.hvpBatch(X, 1, X, bad)).toThrow(/^hvpBatch: out must be/);
     expect(() => f.gradient([1, 2, 3], bad)).toThrow(/^gradient: out must be/);
+  });
+
+  // A pool probe: out and values over the same rows gave the pool's numbers and one thread's
+  // apart; each call writes them in an order of its own, so the overlap is refused.
+  it('out and values sharing memory are refused, naming the call; side by side in one buffer they work', () => {
+    const f = compile(piecewise, { inputs: 3 });
+    const s = new Float64Array(40);
+    const message = (call: string): string => `${call}: out and values share memory; give them arrays apart`;
+    expect(() => f.valueAndGradientBatch(X, 2, s.subarray(0, 6), s.subarray(5, 7))).toThrow(message('valueAndGradientBatch'));
+    expect(() => f.jvpBatch(X, 2, X, s.subarray(0, 2), s.subarray(1, 3))).toThrow(message('jvpBatch'));
+    expect(() => f.hvpBatch(X, 2, X, s.subarray(0, 6), s.subarray(0, 2))).toThrow(message('hvpBatch'));
+    expect(() => f.vjpBatch(X, 2, [1, 1], s.subarray(0, 6), s.subarray(4, 6))).toThrow(message('vjpBatch'));
+    const [values, G] = f.valueAndGradientBatch(X, 2, s.subarray(0, 6), s.subarray(6, 8));
+    const [values1, G1] = f.valueAndGradientBatch(X, 2);
+    expect(Array.from(values)).toEqual(Array.from(values1));
+    expect(Array.from(G)).toEqual(Array.from(G1));
   });
 });
 

@@ -348,7 +348,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   }
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://${options.host ?? '127.0.0.1'}:${port}`,
+    // An IPv6 address in brackets (http://::1:8080 is no URL: a probe).
+    url: `http://${(options.host ?? '127.0.0.1').includes(':') ? `[${options.host}]` : options.host ?? '127.0.0.1'}:${port}`,
     close: () => closing ??= (async () => {
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();

@@ -39,11 +39,14 @@ if (backend !== 'wasm' && backend !== 'js') fail(`--backend must be wasm or js, 
 const portText = flags.get('port') ?? process.env.PORT;
 const port = portText === undefined ? 8080 : integer(portText, flags.has('port') ? '--port' : 'PORT', 65535);
 const host = flags.get('host') ?? '127.0.0.1';
-const shutdownGraceMs = integer(flags.get('grace-ms') ?? '5000', '--grace-ms');
+// setTimeout takes at most 2^31 - 1 ms, and made a longer grace 1 ms (a probe).
+const shutdownGraceMs = integer(flags.get('grace-ms') ?? '5000', '--grace-ms', 2 ** 31 - 1);
 
 const service = await startService({ workers, backend, port, host, shutdownGraceMs }).catch((error: NodeJS.ErrnoException) => {
   if (error.code === 'EADDRINUSE') fail(`port ${port} on ${host} is in use; stop what listens there or choose another --port`, 1);
   if (error.syscall === 'listen') fail(`cannot listen on ${host}:${port}: ${error.message}`, 1);
+  // A host that names no address is a bad value (it threw with a stack: a probe).
+  if (error.syscall === 'getaddrinfo') fail(`--host ${JSON.stringify(host)} is not an address of this machine or a name that resolves (${error.code})`);
   throw error;
 });
 console.log(`tapegrad service on ${service.url} (${workers === 0 ? 'main thread' : `${workers} worker${workers > 1 ? 's' : ''}`}, ${backend})`);

@@ -4,7 +4,7 @@ import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { CompiledFunction, checkArrayLength, checkRows, toFloat64 } from '../compile.ts';
 import { coreModule, resolveBackend } from '../create.ts';
-import { CapacityError, TapegradError, checkOut, describe, overlaps } from '../errors.ts';
+import { CapacityError, NotANumberError, TapegradError, checkApart, checkOut, describe, newFloat64, overlaps } from '../errors.ts';
 import { BACKEND_RULE, checkOptions } from '../options.ts';
 import { fromBytes, isUint8Array, loadBytes } from '../serialize.ts';
 import { Op } from '../ops.ts';
@@ -26,8 +26,6 @@ export interface PoolOptions {
 
 const POOL_OPTIONS = { threads: 'number', backend: BACKEND_RULE, minRowsPerTask: 'number' } as const;
 const CUSTOM_OP = Op.custom;
-/** Scratch buffers larger than this go back to the runtime after their call. */
-const MAX_SPARE_BYTES = 1 << 26;
 
 /** A Float64Array over a SharedArrayBuffer: fill batch inputs into one and the workers read them
  *  where they are. */
@@ -76,6 +74,9 @@ export class GradientPool {
   // rows, to 3 GB; a new-user probe). Calls copy through these instead, sized in powers of two,
   // so the workers see few buffers.
   private readonly spare: SharedArrayBuffer[] = [];
+  /** @internal The most scratch a call leases, and the largest buffer kept for the next (tests
+   *  lower it); a call that would copy more runs in pieces (PooledFunction.inPieces). */
+  scratchLimit = 1 << 26;
 
   /** @internal */
   constructor(readonly threads: number, readonly backend: 'wasm' | 'js', readonly minRowsPerTask: number, workerData: WorkerData) {
@@ -219,10 +220,10 @@ export class GradientPool {
   }
 
   /** @internal Scratch back for the next call: as many as calls ran at once, up to two per
-   *  thread (the smallest go first), none over MAX_SPARE_BYTES (one large call pinned its
+   *  thread (the smallest go first), none over scratchLimit (one large call pinned its
    *  scratch for the pool's life: a probe). */
   release(buffer: SharedArrayBuffer): void {
-    if (this.closed || buffer.byteLength > MAX_SPARE_BYTES) return;
+    if (this.closed || buffer.byteLength > this.scratchLimit) return;
     this.spare.push(buffer);
     if (this.spare.length > 2 * this.threads) {
       this.spare.sort((p, q) => q.byteLength - p.byteLength);
@@ -242,14 +243,14 @@ export class GradientPool {
 
   /** @internal Runs `method` over `rows` rows split across the threads, in shared memory. */
   async runBatch(
-    id: number, method: BatchMethod, rows: number, X: Float64Array, D: Float64Array | null, out: Float64Array, values: Float64Array | null,
+    id: number, method: BatchMethod, rows: number, X: Float64Array, D: Float64Array | null, out: Float64Array, values: Float64Array | null, firstRow = 0,
   ): Promise<void> {
     this.checkOpen();
     const parts = Math.max(1, Math.min(this.threads, Math.floor(rows / this.minRowsPerTask)));
     const tasks: Promise<void>[] = [];
     for (let k = 0; k < parts; k++) {
       const from = Math.floor((rows * k) / parts), to = Math.floor((rows * (k + 1)) / parts);
-      tasks.push(this.runPart({ kind: 'run', id, registration: null, method, from, to, X, D, out, values }));
+      tasks.push(this.runPart({ kind: 'run', id, registration: null, method, from, to, firstRow, X, D, out, values }));
     }
     const all = Promise.allSettled(tasks);
     this.inFlight.add(all);
@@ -266,7 +267,7 @@ export class GradientPool {
       reply = await this.piscina.run(task);
       if ('missing' in reply) reply = await this.piscina.run({ ...task, registration: this.registrations.get(task.id)! });
     } catch (error) {
-      throw new WorkerExitError(`a worker ended while it computed rows ${task.from}..${task.to - 1} of ${task.method} (${String((error as Error)?.message ?? error)}); it is replaced, later calls work`, { cause: error });
+      throw new WorkerExitError(`a worker ended while it computed rows ${task.firstRow + task.from}..${task.firstRow + task.to - 1} of ${task.method} (${String((error as Error)?.message ?? error)}); it is replaced, later calls work`, { cause: error });
     }
     if ('error' in reply) throw reviveError(reply.error);
     if ('missing' in reply) throw new WorkerExitError('a worker lost the function while loading it');
@@ -380,13 +381,22 @@ export class PooledFunction {
     checkArrayLength(X, n, xWhat);
     if (D !== null) checkArrayLength(D, dn, dWhat);
     if (out !== undefined) checkOut(out, on, `${method}: out`);
-    if (values !== 'none' && values !== 'new') checkOut(values, vn, `${method}: values`);
+    if (values !== 'none' && values !== 'new') {
+      checkOut(values, vn, `${method}: values`);
+      if (out !== undefined) checkApart(out, on, values, vn, method);
+    }
     // Scratch for what is not in shared memory: X, D, the output and the values, in that order.
     const copied = (x: unknown): boolean => !isShared(x);
     // An output over the rows (the caller's out sharing X's memory) is written through the scratch
     // too: the workers read their rows while others write theirs.
     const inPlace = (o: unknown): boolean => isShared(o) && !overlaps(o, head(X, n)) && !overlaps(o, head(D, dn));
-    const sizes = [copied(X) ? n : 0, D !== null && copied(D) ? dn : 0, inPlace(out) ? 0 : on, values === 'none' || inPlace(values) ? 0 : vn];
+    const perRow = [copied(X) ? this.inputs : 0, D !== null && copied(D) ? dWidth : 0, inPlace(out) ? 0 : width, values === 'none' || inPlace(values) ? 0 : valueWidth];
+    const rowBytes = 8 * perRow.reduce((sum, k) => sum + k, 0);
+    const limit = this.pool.scratchLimit;
+    if (rowBytes * rows > limit) {
+      return this.inPieces(method, rows, X, D, dWidth, out, width, values, valueWidth, perRow, Math.max(1, Math.floor(limit / rowBytes)), xWhat, dWhat);
+    }
+    const sizes = perRow.map((k) => k * rows);
     const total = sizes.reduce((sum, k) => sum + k, 0);
     const scratch = total > 0 ? this.pool.lease(8 * total, method) : null;
     try {
@@ -409,6 +419,61 @@ export class PooledFunction {
       if (scratch) this.pool.release(scratch);
     }
   }
+
+  // `run` for a call whose copies would take more than the pool's scratchLimit: its rows go
+  // through one lease of at most that, `pieceRows` at a time. A new buffer per call that size was
+  // never reused, and the workers kept each one they were sent until they collected garbage,
+  // which they seldom do: 1.5 M rows grew RSS by 72 MB a call, to 4.2 GB (a probe). Entries are
+  // checked as toFloat64 checks them, named by the caller's index.
+  private async inPieces(
+    method: BatchMethod, rows: number, X: ArrayLike<number>, D: ArrayLike<number> | null, dWidth: number,
+    out: Float64Array | undefined, width: number, values: Float64Array | 'new' | 'none', valueWidth: number,
+    perRow: readonly number[], pieceRows: number, xWhat: string, dWhat: string,
+  ): Promise<[Float64Array, Float64Array | null]> {
+    const [xRow, dRow, outRow, valuesRow] = perRow as [number, number, number, number];
+    // The outputs are made once the first piece's entries are checked: a bad X is its own error,
+    // before gigabytes are asked for.
+    let result = out ?? null, valuesOut = values === 'none' ? null : values === 'new' ? null : values;
+    const scratch = this.pool.lease(8 * pieceRows * (xRow + dRow + outRow + valuesRow), method);
+    try {
+      for (let first = 0; first < rows; first += pieceRows) {
+        const k = Math.min(pieceRows, rows - first);
+        let at = 0;
+        const part = (length: number): Float64Array => {
+          const view = new Float64Array(scratch, 8 * at, length);
+          at += length;
+          return view;
+        };
+        const xs = xRow ? copyRows(X, first * xRow, k * xRow, part(k * xRow), xWhat) : (X as Float64Array).subarray(first * this.inputs, (first + k) * this.inputs);
+        const ds = D === null ? null : dRow ? copyRows(D, first * dRow, k * dRow, part(k * dRow), dWhat) : (D as Float64Array).subarray(first * dWidth, (first + k) * dWidth);
+        result ??= newFloat64(rows * width, `${method}: out`);
+        if (values === 'new') valuesOut ??= newFloat64(rows * valueWidth, `${method}: values`);
+        const o = outRow ? part(k * width) : result.subarray(first * width, (first + k) * width);
+        const v = valuesOut === null ? null : valuesRow ? part(k * valueWidth) : valuesOut.subarray(first * valueWidth, (first + k) * valueWidth);
+        await this.pool.runBatch(this.id, method, k, xs, ds, o, v, first);
+        if (outRow) result.set(o, first * width);
+        if (valuesRow && v && valuesOut) valuesOut.set(v, first * valueWidth);
+      }
+      return [result ?? new Float64Array(0), valuesOut];
+    } finally {
+      this.pool.release(scratch);
+    }
+  }
+}
+
+// Entries [from, from + length) of x into `into`, each a number (toFloat64's check and message,
+// with the caller's index).
+function copyRows(x: ArrayLike<number>, from: number, length: number, into: Float64Array, what: string): Float64Array {
+  if (x instanceof Float64Array) {
+    into.set(x.subarray(from, from + length));
+    return into;
+  }
+  for (let k = 0; k < length; k++) {
+    const v = x[from + k];
+    if (typeof v !== 'number') throw new NotANumberError(`${what}: entry ${from + k} must be a number, got ${describe(v)}`);
+    into[k] = v;
+  }
+  return into;
 }
 
 // A limit's error of loading the bytes, as register's: the caller passed the limit to register,

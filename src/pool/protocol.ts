@@ -35,6 +35,8 @@ export type Task =
     method: BatchMethod;
     from: number;
     to: number;
+    /** The caller's row of row 0 of these arrays (a large call runs in pieces), for errors. */
+    firstRow: number;
     X: Float64Array;
     /** Directions (jvp, hvp) or cotangents (vjp), row-major. */
     D: Float64Array | null;

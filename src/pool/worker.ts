@@ -31,11 +31,11 @@ export default async function run(task: Task): Promise<Reply> {
     }
     const f = functions.get(task.id) ?? (task.registration ? load(task.registration) : null);
     if (!f) return { missing: true };
-    const { from, to, X, D, out, values } = task;
+    const { from, to, X, D, out, values, firstRow } = task;
     const rows = to - from, n = f.inputs, m = f.outputs;
     const xs = X.subarray(from * n, to * n);
     // Errors name the caller's row (see rowBase).
-    f.rowBase = from;
+    f.rowBase = firstRow + from;
     try {
       switch (task.method) {
         case 'gradientBatch':
