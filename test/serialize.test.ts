@@ -322,7 +322,7 @@ describe('fromBytes refuses what is not a valid tape with FormatError', () => {
     for (const [input, message] of [[bytes.buffer, /needs a Uint8Array.*ArrayBuffer/], [Array.from(bytes), /needs a Uint8Array.*array/], [null, /needs a Uint8Array/],
       [new DataView(bytes.buffer), /needs a Uint8Array/], [new Int8Array(bytes.buffer), /needs a Uint8Array/]] as const) {
       for (const backend of BACKENDS) {
-        const thrown = (() => { try { fromBytes(input as Uint8Array, { backend }); } catch (e) { return e; } return null; })();
+        const thrown = (() => { try { fromBytes(input as unknown as Uint8Array, { backend }); } catch (e) { return e; } return null; })();
         expect(thrown).toBeInstanceOf(TapegradError);
         expect(thrown).not.toBeInstanceOf(FormatError);
         expect((thrown as TapegradError).code).toBe('INVALID_ARGUMENT');

@@ -281,7 +281,7 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     }
     // An array in a select needs a Vec beside it, a Var is not enough: said so, naming select.
     const s = tape.variable(1);
-    expect(() => tape.select([1, 0, 1], s, 0)).toThrow(/^select: an array needs a Vec beside it \(only a Vec makes select elementwise\), got an array as cond$/);
+    expect(() => tape.select([1, 0, 1] as unknown as Vec, s, 0)).toThrow(/^select: an array needs a Vec beside it \(only a Vec makes select elementwise\), got an array as cond$/);
     // A scalar where a Vec operand is needed.
     expectShapeError(tape, () => v.dot(x as unknown as Vec), 'dot', [[3], []], /^dot: expects a Vec, got a scalar Var$/, false);
     expectShapeError(tape, () => v.matmul(x as unknown as Vec), 'matmul', [[3], []], /^matmul: expects a Vec, got a scalar Var$/, false);
