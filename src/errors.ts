@@ -51,10 +51,21 @@ export function newFloat64(length: number, what: string): Float64Array {
 /** @internal An output array long enough for `needed` numbers; `where` names the call and the
  *  argument ("gradientBatch: out"), as a call may take two (out and values). */
 export function checkOut(out: Float64Array | Int32Array, needed: number, where: string, type: typeof Float64Array | typeof Int32Array = Float64Array): void {
-  if (!(out instanceof type) || out.length < needed) {
-    const got = out instanceof type ? ` of length ${out.length}` : out == null ? ' (leave it out for a new array)' : '';
-    throw new TapegradError('INVALID_ARGUMENT', `${where} must be a ${type.name} of at least ${needed} numbers, got ${describe(out)}${got}`);
+  // By its kind, not instanceof: an array of another realm (a vm context) was refused with a
+  // message calling it one (a probe).
+  const right = typedArrayKind(out) === type.name;
+  if (!right || out.length < needed) {
+    const got = right ? ` of length ${out.length}` : out == null ? ' (leave it out for a new array)' : '';
+    throw new TapegradError('INVALID_ARGUMENT', `${where} must be ${type === Int32Array ? 'an' : 'a'} ${type.name} of at least ${needed} numbers, got ${describe(out)}${got}`);
   }
+}
+
+const typedArrayTag = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), Symbol.toStringTag)!.get!;
+
+/** @internal The kind of a typed array of any realm ('Float64Array', 'Uint8Array'…; a Node Buffer
+ *  is a Uint8Array), or undefined for anything else. */
+export function typedArrayKind(x: unknown): string | undefined {
+  return ArrayBuffer.isView(x) ? (typedArrayTag.call(x) as string | undefined) : undefined;
 }
 
 /** @internal What a function returned that is no output: an async function's Promise is named as
@@ -128,7 +139,11 @@ export class ShapeError extends TapegradError {
 /** An array or typed array of (supposedly) numbers: an object with a length. A string has a
  *  length too, and is not one. */
 export function isArrayLike(value: unknown): value is ArrayLike<number> {
-  return value != null && typeof value === 'object' && typeof (value as ArrayLike<number>).length === 'number' && !(VEC_BRAND in value);
+  if (value == null || typeof value !== 'object' || VEC_BRAND in value) return false;
+  // A length that is no count ({ length: -1 }, -0.5) recorded a negative number of inputs, and a
+  // fractional one left the handle range fractional for the tape's life (a probe).
+  const length = (value as ArrayLike<number>).length;
+  return typeof length === 'number' && length >= 0 && Number.isSafeInteger(length);
 }
 
 /** @internal On Vec's prototype: a Vec has a length, but is no array of numbers (a probe: one

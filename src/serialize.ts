@@ -43,7 +43,7 @@ import type { BackendChoice, BackendKind } from './backend.ts';
 import { CompiledFunction, type Recording } from './compile.ts';
 import { createTapeSync, resolveBackend } from './create.ts';
 import type { TapeLimits } from './tape.ts';
-import { FormatError, TapegradError, describe } from './errors.ts';
+import { FormatError, TapegradError, describe, typedArrayKind } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, Op, SCALAR_OP_TABLE, nodeKind, opNameOf, type NodeKind } from './ops.ts';
 import { BACKEND_RULE, checkOptions } from './options.ts';
 import type { ShippedSweeps } from './wasm/backend.ts';
@@ -414,10 +414,8 @@ function checkStructure(
   return leaves;
 }
 
-const typedArrayName = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), Symbol.toStringTag)!.get!;
-
 /** @internal Whether `x` is a Uint8Array (a Node Buffer included) of any realm: one from a `vm`
  *  context (as test runners make) failed `instanceof` with a message saying it was one. */
 export function isUint8Array(x: unknown): x is Uint8Array {
-  return ArrayBuffer.isView(x) && typedArrayName.call(x) === 'Uint8Array';
+  return typedArrayKind(x) === 'Uint8Array';
 }

@@ -27,8 +27,10 @@ const show = (shape: readonly (number | string)[]): string => `[${shape.join(', 
  *  and its handle in the message. */
 function checkShape(shape: Shape, n: number, what: string, operand = 'shape', data = 'the data'): Shape {
   if (!Array.isArray(shape) || shape.some((d) => !Number.isInteger(d) || d < 0)) {
-    // No dimension is inferred: NumPy's -1 is refused with the rest.
-    throw new TapegradError('INVALID_ARGUMENT', `${what}: a shape is an array of non-negative integers, got ${Array.isArray(shape) ? show(shape.map((d) => (typeof d === 'number' ? d : describe(d)))) : describe(shape)}`);
+    // No dimension is inferred: NumPy's -1 is refused with the rest. A dimension that is no
+    // number at all is a NotANumberError, as everywhere a number is expected.
+    const message = `${what}: a shape is an array of non-negative integers, got ${Array.isArray(shape) ? show(shape.map((d) => (typeof d === 'number' ? d : describe(d)))) : describe(shape)}`;
+    throw Array.isArray(shape) && shape.some((d) => typeof d !== 'number') ? new NotANumberError(message) : new TapegradError('INVALID_ARGUMENT', message);
   }
   if (sizeOf(shape) !== n) throw new ShapeError(`${what}: ${operand} ${show(shape)} holds ${sizeOf(shape)} elements, ${data} has ${n}`, what, [shape, [n]]);
   return Object.freeze(shape.slice());
@@ -222,6 +224,7 @@ export class Vec {
   get(i: number): Var {
     const t = this.tape, v = t.vindex(this), n = t.elementLength(v);
     const k = i < 0 ? n + i : i;
+    if (typeof i !== 'number') throw new NotANumberError(`get: the index must be an integer, got ${describe(i)}`);
     if (!Number.isInteger(i)) throw new TapegradError('INVALID_ARGUMENT', `get: the index must be an integer, got ${describe(i)}`);
     if (k < 0 || k >= n) throw new TapegradError('INVALID_ARGUMENT', `get(${i}): index out of range for ${n} elements`);
     t.reserveNodes(1);
@@ -554,16 +557,16 @@ export class VectorHandleApi {
   /** A constant vector; returns its handle. */
   constant(values: ArrayLike<number>): number { return this.handle(vectorOf(this.tape, VCONST, values, undefined, 'constant vector')); }
   /** Element k as a scalar handle. */
-  get(h: number, k: number): number { return this.scalar(this.wrap(h).get(k)); }
+  get(h: number, k: number): number { return this.scalar(this.wrap(h, undefined, 'get').get(k)); }
   /** Number of elements. */
-  length(h: number): number { return this.tape.elementLength(this.tape.vindexOfHandle(h)); }
-  sum(h: number): number { return this.scalar(this.wrap(h).sum()); }
+  length(h: number): number { return this.tape.elementLength(this.tape.vindexOfHandle(h, 'length')); }
+  sum(h: number): number { return this.scalar(this.wrap(h, undefined, 'sum').sum()); }
   /** With one handle the largest element (a scalar handle); with two the elementwise maximum. */
-  max(h: number, h2?: number): number { return h2 === undefined ? this.scalar(this.wrap(h).max()) : this.elementwise(Op.max, 'max', [h, h2]); }
+  max(h: number, h2?: number): number { return h2 === undefined ? this.scalar(this.wrap(h, undefined, 'max').max()) : this.elementwise(Op.max, 'max', [h, h2]); }
   /** With one handle the smallest element (a scalar handle); with two the elementwise minimum. */
-  min(h: number, h2?: number): number { return h2 === undefined ? this.scalar(this.wrap(h).min()) : this.elementwise(Op.min, 'min', [h, h2]); }
-  logSumExp(h: number): number { return this.scalar(this.wrap(h).logSumExp()); }
-  dot(h1: number, h2: number): number { return this.scalar(this.wrap(h1).dot(this.wrap(h2))); }
+  min(h: number, h2?: number): number { return h2 === undefined ? this.scalar(this.wrap(h, undefined, 'min').min()) : this.elementwise(Op.min, 'min', [h, h2]); }
+  logSumExp(h: number): number { return this.scalar(this.wrap(h, undefined, 'logSumExp').logSumExp()); }
+  dot(h1: number, h2: number): number { return this.scalar(this.wrap(h1, undefined, 'dot').dot(this.wrap(h2, undefined, 'dot'))); }
   /** A [m, k] times x [k] → [m]. */
   matvec(a: number, x: number, m: number, k: number): number {
     return this.handle(this.wrap(a, [m, k], 'matvec', 'matrix [m, k] =').matvec(this.wrap(x, [k], 'matvec', 'vector [k] =')));
@@ -578,20 +581,20 @@ export class VectorHandleApi {
     return this.elementwise(SELECT, 'select', [cond, ifTrue, ifFalse]);
   }
   /** The values (a copy). */
-  value(h: number): Float64Array { return this.tape.vectorValues(this.tape.vindexOfHandle(h)); }
+  value(h: number): Float64Array { return this.tape.vectorValues(this.tape.vindexOfHandle(h, 'value')); }
   /** The adjoints from the last reverse sweep (a copy). */
-  grad(h: number): Float64Array { return this.tape.vectorGrads(this.tape.vindexOfHandle(h)); }
+  grad(h: number): Float64Array { return this.tape.vectorGrads(this.tape.vindexOfHandle(h, 'grad')); }
   /** Wraps a vector handle as a Vec (shape [n] unless given). */
   toVec(h: number, shape?: Shape): Vec { return this.wrap(h, shape); }
 
   private wrap(h: number, shape?: Shape, op = 'toVec', operand?: string): Vec {
-    const i = this.tape.vindexOfHandle(h);
+    const i = this.tape.vindexOfHandle(h, op);
     const n = this.tape.elementLength(i);
     return new Vec(this.tape, i, shape === undefined ? [n] : checkShape(shape, n, op, operand, `vector handle ${h}`));
   }
   /** A vector handle as a Vec, a scalar handle as a Var (for broadcasting). */
-  private any(h: number): Vec | Var {
-    if (typeof h === 'number' && h < 0) return this.wrap(h);
+  private any(h: number, op: string): Vec | Var {
+    if (typeof h === 'number' && h < 0) return this.wrap(h, undefined, op);
     return this.tape.handles.toVar(h);
   }
   private handle(v: Vec): number { return v.id; }
@@ -599,7 +602,7 @@ export class VectorHandleApi {
 
   /** @internal Elementwise op over handles: lengths equal, scalar, or a divisor (repeated). */
   elementwise(s: number, name: string, hs: readonly number[]): number {
-    const operands = hs.map((h) => this.any(h));
+    const operands = hs.map((h) => this.any(h, name));
     // The longest vector's length, 0 included (an empty vector with scalars is an empty result).
     const sizes = operands.flatMap((o) => (o instanceof Vec ? [o.size] : []));
     // Scalars alone made a 1-element vector (found by a new-user probe).

@@ -102,13 +102,13 @@ describe.each(BACKENDS)('stale Vars and handles across the range restart (%s)', 
   const chunk = new Float64Array(1 << 22).fill(1.5);
   // Resets until the tape's range has restarted, recording `chunk` each time; returns the handle
   // and the Var recorded last before the restart.
-  const restart = (tape: Tape): { handle: number; v: Var } => {
+  const restart = (tape: Tape): { handle: number; v: Var; vector: number } => {
     for (let resets = 0; resets < 400; resets++) {
       const before = tape.base;
-      const handle = tape.handles.variable(2), v = tape.variable(3);
+      const handle = tape.handles.variable(2), v = tape.variable(3), vector = tape.handles.vec.variable([1, 2]);
       tape.handles.variables(chunk);
       tape.reset();
-      if (tape.base < before) return { handle, v };
+      if (tape.base < before) return { handle, v, vector };
     }
     throw new Error('the range did not restart');
   };
@@ -121,6 +121,11 @@ describe.each(BACKENDS)('stale Vars and handles across the range restart (%s)', 
     expect(Math.min(a.base, b.base)).toBeGreaterThanOrEqual(2 ** 20);
     expect(() => a.handles.value(fromA.handle)).toThrow(StaleHandleError);
     expect(() => fromA.v.value).toThrow(StaleHandleError);
+    // A vector handle of the cycle before lies above the new base: stale through tape.handles.vec
+    // too (a probe: InvalidHandleError there, StaleHandleError through the scalar ops).
+    expect(() => a.handles.vec.value(fromA.vector)).toThrow(StaleHandleError);
+    expect(() => a.handles.vec.sum(fromA.vector)).toThrow(StaleHandleError);
+    expect(() => a.handles.exp(fromA.vector)).toThrow(StaleHandleError);
     const x = a.handles.variable(2), y = b.handles.variable(1000);
     // Each tape's handle is no node of the other (it may lie in the other's earlier ranges), and
     // small numbers are no handles.

@@ -57,15 +57,56 @@ describe.each(BACKENDS)('the vector handle API (%s)', (backend) => {
     const h = tape.handles;
     const a = h.vec.variable([1, 2]);
     const s = h.vec.sum(a);
-    for (const action of [() => h.value(a), () => h.grad(a), () => h.backward(a), () => h.gradient(s, [a]), () => h.exp(a)]) {
+    for (const action of [() => h.value(a), () => h.grad(a), () => h.backward(a), () => h.gradient(s, [a])]) {
       const size = tape.size;
       expect(action).toThrow(ShapeError);
       expect(action).toThrow(new RegExp(`^handle ${a} is a vector, where a scalar handle is needed`));
       expect(tape.size).toBe(size);
     }
+    // An op's operand: the error names the op, in the message and as `op` (a probe: "scalar").
+    const x = h.variable(2);
+    for (const [action, op] of [[() => h.exp(a), 'exp'], [() => h.add(x, a), 'add'], [() => h.mul(a, x), 'mul'], [() => h.powConst(a, 2), 'powConst'], [() => h.select(x, a, x), 'select']] as const) {
+      const size = tape.size;
+      expect(action).toThrow(expect.objectContaining({ name: 'ShapeError', op, message: expect.stringMatching(new RegExp(`^${op}: handle ${a} is a vector, where a scalar handle is needed`)) }));
+      expect(tape.size).toBe(size);
+    }
+    // A scalar where a vector handle is read: named by the reader.
+    for (const [action, op] of [[() => h.vec.sum(x), 'sum'], [() => h.vec.value(x), 'value'], [() => h.vec.dot(a, x), 'dot'], [() => h.vec.get(x, 0), 'get']] as const) {
+      expect(action).toThrow(expect.objectContaining({ name: 'ShapeError', op, message: `${op}: handle ${x} is a scalar; a vector handle is expected here` }));
+    }
     // Not a vector: -1.5 and stale negative integers keep the handle errors.
     expect(() => h.value(-1.5)).toThrow(TapegradError);
     expect(() => h.value(-1.5)).not.toThrow(ShapeError);
+  });
+
+  // A probe: a negative or fractional length was taken as a count (a negative number of inputs
+  // recorded; a fractional one made every later handle fractional, for the tape's life).
+  it('an array-like whose length is no count is no array: nothing recorded, the tape as it was', async () => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles;
+    const x = h.variable(3), v = h.vec.variable([1, 2, 3]);
+    for (const length of [-1, -0.5, 1.5, NaN, Infinity, 2 ** 53]) {
+      const bad = { length } as unknown as number[];
+      for (const call of [() => h.variables(bad), () => h.variables(bad, new Int32Array(1)), () => tape.variables(bad), () => h.vec.variable(bad), () => tape.vector(bad), () => tape.constantVector(bad)]) {
+        const size = tape.size;
+        expect(call).toThrow(expect.objectContaining({ name: 'NotANumberError' }));
+        expect(tape.size).toBe(size);
+      }
+    }
+    expect(h.value(x)).toBe(3);
+    expect(Array.from(h.vec.value(v))).toEqual([1, 2, 3]);
+    tape.reset();
+    expect(Number.isInteger(tape.base)).toBe(true);
+    const hs = h.variables([1, 2]);
+    expect(h.value(hs[1]!)).toBe(2);
+  });
+
+  // A probe: checkNaN's `node` of a vector op was ~handle, a number the API refuses.
+  it('checkNaN names a vector op by its vector handle', async () => {
+    const tape = await tapeOn(backend, { checkNaN: true });
+    const h = tape.handles;
+    const lv = h.vec.log(h.vec.variable([1, -1]));
+    expect(() => h.vec.value(lv)).toThrow(expect.objectContaining({ name: 'NonFiniteError', node: lv, op: 'log[]', message: expect.stringMatching(new RegExp(`at vector handle ${lv} \\(a vector\\) produced NaN at element 1`)) }));
   });
 
   it("ids the API never hands out as scalar handles (a vector's node, a carrier) are refused where a handle is read", async () => {

@@ -247,11 +247,13 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     expectShapeError(tape, () => tape.constantVector([1, 2, 3], [2]), 'constantVector', [[2], [3]], /^constantVector: shape \[2\] holds 2 elements, the data has 3$/, false);
     // A dimension that is no non-negative integer (NumPy's -1 included) is no shape at all: the
     // message shows the shape given (it said "got an array").
-    for (const [shape, shown] of [[[-1, 2], '[-1, 2]'], [[1.5, 4], '[1.5, 4]'], [['2', 3], '[the string "2", 3]']] as const) {
+    // A dimension that is no number at all is a NotANumberError, as README's table says of every
+    // place a number is expected (a probe).
+    for (const [shape, shown, code] of [[[-1, 2], '[-1, 2]', 'INVALID_ARGUMENT'], [[1.5, 4], '[1.5, 4]', 'INVALID_ARGUMENT'], [['2', 3], '[the string "2", 3]', 'NOT_A_NUMBER']] as const) {
       const e = thrownWithoutRecording(tape, () => v.reshape(shape as unknown as Shape), 'reshape');
       expect(e).toBeInstanceOf(TapegradError);
       expect(e).not.toBeInstanceOf(ShapeError);
-      expect((e as TapegradError).code).toBe('INVALID_ARGUMENT');
+      expect((e as TapegradError).code).toBe(code);
       expect((e as Error).message).toBe(`reshape: a shape is an array of non-negative integers, got ${shown}`);
     }
     expect(() => tape.vector([1, 2], 2 as unknown as Shape)).toThrow(/^vector: a shape is an array of non-negative integers, got number 2$/);
@@ -286,7 +288,7 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     expectShapeError(tape, () => v.dot(x as unknown as Vec), 'dot', [[3], []], /^dot: expects a Vec, got a scalar Var$/, false);
     expectShapeError(tape, () => v.matmul(x as unknown as Vec), 'matmul', [[3], []], /^matmul: expects a Vec, got a scalar Var$/, false);
     expectShapeError(tape, () => v.outer(x as unknown as Vec), 'outer', [[3], []], /^outer: expects a Vec, got a scalar Var$/, false);
-    expectShapeError(tape, () => tape.handles.vec.sum(x.id), 'vector', [[]], /^handle \d+ is a scalar; a vector handle is expected here$/, false);
+    expectShapeError(tape, () => tape.handles.vec.sum(x.id), 'sum', [[]], /^sum: handle \d+ is a scalar; a vector handle is expected here$/, false);
   });
 
   it('stack of vectors of different lengths, concat of a matrix with a vector or a scalar', async () => {
