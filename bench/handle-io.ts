@@ -1,6 +1,6 @@
 // Inputs in and gradients out through the handle API, one call per entry against one call per
 // array: `h.variable` in a loop against `h.variables`, and `h.backward` with `h.grad` in a loop
-// against `h.gradient`, on a tape of 125,001 inputs and one op each. Each pair alternates in one
+// against `h.gradient`, on a tape of 125,001 inputs and two ops each (a square and an add). Each pair alternates in one
 // process (the same tape, the same hour); three processes, ns per input, the process of median
 // difference:
 //   npx tsx bench/handle-io.ts

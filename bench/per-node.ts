@@ -1,7 +1,7 @@
 // Cost per node of a fresh recording, phase by phase, on mixed scalar code (issue 13's
 // measurements): record (the façade writing nodes), forward (the first read of the output's
-// value), reverse (backward and reading every gradient), for the handle API and the Var API on
-// both engines, from 10^3 to 10^7 nodes; plus the transcendental chain through the Var API over
+// value), reverse (backward and reading every gradient), for the Var API on both engines from
+// 10^3 to 10^7 nodes and the handle API at 10^5 and 10^6; plus the transcendental chain through the Var API over
 // the plain function. Processes per (case, engine, size), nothing carried over between them;
 // each row is the one of median total among PROCESSES (see main).
 //
@@ -194,7 +194,7 @@ function jobs(quick: boolean): Job[] {
   const out: Job[] = [];
   const runsFor = (terms: number): number => (quick ? 5 : terms >= 1e6 ? 5 : terms >= 1e5 ? 9 : 15);
   for (const backend of ['wasm', 'js'] as const) {
-    // Handles: 8 nodes per term; 1.25e4 and 1.25e5 terms are 10^5 and 10^6 nodes.
+    // Handles: 9 nodes per term (8 ops and the input); 1.25e4 and 1.25e5 terms are about 10^5 and 10^6 nodes.
     for (const terms of quick ? [12_500] : [12_500, 125_000]) out.push({ case: 'mixed', api: 'handle', backend, n: terms, runs: runsFor(terms) });
     for (const terms of quick ? [100, 12_500] : [100, 1_000, 10_000, 100_000, 1_000_000]) out.push({ case: 'mixed', api: 'var', backend, n: terms, runs: runsFor(terms) });
     const reusedTerms = backend === 'wasm' ? [100, 1_000, 10_000, 100_000, 1_000_000] : [100_000, 1_000_000];

@@ -1,5 +1,5 @@
-// What recording costs without the API: the mixed Rosenbrock tape of bench/per-node.ts (eight
-// nodes a term) written by one loop through one small function with the façade's checks (a
+// What recording costs without the API: the mixed Rosenbrock tape of bench/per-node.ts (nine
+// nodes a term through the API; the loops below write `one - x` twice, ten) written by one loop through one small function with the façade's checks (a
 // handle is a number, an integer, a live node; room left), its state in three places:
 //   small  a small object whose arrays V8 may treat as constants
 //   tape   the tape's own fields and views (which are replaced whenever memory grows)

@@ -10,6 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { execFileSync } from 'node:child_process';
 import { renderSvg } from './chart.ts';
 import { IMPLS, type Impl } from './impls.ts';
@@ -30,19 +31,46 @@ interface Options {
   out: string;
 }
 
+// Node's own parser: `--name=value` and `--name value`; an unknown flag, a misspelt workload or
+// implementation, or a count that is none exits with one line, before anything runs (a misspelt
+// --only made no jobs and overwrote latest.json with nothing; `--only chain` ran everything).
 function parseOptions(argv: string[]): Options {
-  const value = (name: string): string | undefined => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-  const list = (name: string): string[] | null => value(name)?.split(',').filter(Boolean) ?? null;
+  const usage = (message: string): never => {
+    console.error(`bench/run.ts: ${message}`);
+    process.exit(2);
+  };
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: argv, strict: true, allowPositionals: false,
+      options: { quick: { type: 'boolean' }, only: { type: 'string' }, impl: { type: 'string' }, n: { type: 'string' }, processes: { type: 'string' }, out: { type: 'string' } },
+    }));
+  } catch (error) {
+    return usage((error as Error).message.split('\n')[0]!);
+  }
+  const list = (name: string, known: readonly string[]): string[] | null => {
+    const ids = typeof values[name] === 'string' ? (values[name] as string).split(',').filter(Boolean) : null;
+    const unknown = ids?.filter((id) => !known.includes(id)) ?? [];
+    if (unknown.length > 0) usage(`--${name}: no ${name === 'only' ? 'workload' : 'implementation'} ${unknown.join(', ')} (there are ${known.join(', ')})`);
+    return ids;
+  };
+  const count = (name: string): number | null => {
+    const text = values[name] as string | undefined;
+    if (text === undefined) return null;
+    if (!/^[1-9]\d*$/.test(text)) usage(`--${name} must be a positive integer, got ${JSON.stringify(text)}`);
+    return Number(text);
+  };
+  const quick = values.quick === true;
   return {
-    quick: argv.includes('--quick'),
-    only: list('only'),
-    impls: list('impl'),
-    n: value('n') !== undefined ? Number(value('n')) : null,
+    quick,
+    only: list('only', WORKLOADS.map((w) => w.id)),
+    impls: list('impl', IMPLS.map((i) => i.id)),
+    n: count('n'),
     // On the bench VM now and then a child ran about twice as slow throughout, and decided its
     // cell: a full run takes each cell from the median of three processes.
-    processes: value('processes') !== undefined ? Math.max(1, Math.floor(Number(value('processes')))) : argv.includes('--quick') ? 1 : 3,
+    processes: count('processes') ?? (quick ? 1 : 3),
     // Quick runs keep their own file, so they never overwrite the full results.
-    out: value('out') ?? join(here, 'results', argv.includes('--quick') ? 'quick.json' : 'latest.json'),
+    out: (values.out as string | undefined) ?? join(here, 'results', quick ? 'quick.json' : 'latest.json'),
   };
 }
 
@@ -375,7 +403,7 @@ async function main(): Promise<void> {
   console.log('x/ours: a peer\'s time per unit of n over tapegrad wasm handles\' (above 1: tapegrad is faster)\n');
   console.log(`${ratioTable(ratioRows)}\n`);
   if (ratioRows.some((r) => r.what.includes('vec'))) {
-    console.log('vector forms (Vec API; targets on rosenbrock, lse, llsq, mlp, logreg: vec/plain <= 3, replay/plain <= 2, wasm/JS >= 2,');
+    console.log('vector forms (Vec API; targets on rosenbrock, lse, llsq, mlp, logreg: vec/plain <= 3, replay/plain <= 2; wasm/JS >= 2 there and on gmm,');
     console.log('jax-jit/vec and tfjs-wasm/vec > 1; <= 16 B per element everywhere). x/vec: a peer\'s time per unit of n over wasm-vec\'s\n');
     console.log(`${ratioTable(ratioRows, true)}\n`);
   }

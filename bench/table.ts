@@ -7,6 +7,8 @@ interface Results {
   generated: string;
   /** Processes per cell (bench/run.ts --processes; absent: one). */
   processes?: number;
+  /** bench/run.ts --quick or not. */
+  mode?: 'quick' | 'full';
   machine: { cpu: string; cores: number; memoryBytes: number; node: string; platform: string };
   loadAverage?: { before: number[]; after: number[] } | unknown;
   results: (ChildResult & { gradientsPerSecond?: number })[];
@@ -49,9 +51,10 @@ const peers = ['micrograd', 'tfjs-cpu', 'tfjs-wasm', 'jax-eager', 'jax-jit'];
 const { machine } = data;
 console.log(
   `Measured ${data.generated.slice(0, 10)} on ${machine.cpu}, ${machine.cores} cores, ` +
-    `${Math.round(machine.memoryBytes / 2 ** 30)} GiB, Node ${machine.node} (\`npm run bench\`, ` +
+    `${Math.round(machine.memoryBytes / 2 ** 30)} GiB, Node ${machine.node} (\`${data.mode === 'quick' ? 'npm run bench:quick' : 'npm run bench'}\`, ` +
     `${(data.processes ?? 1) > 1 ? `the median of ${data.processes} processes` : 'one process'} per implementation, ` +
-    'median of 7–25 runs after warm-up in each; times per gradient, tiny: per 20,000 gradients).\n',
+    // The runs each child times (bench/child.ts, FULL and QUICK).
+    `median of ${data.mode === 'quick' ? '5–8' : '7–25'} runs after warm-up in each; times per gradient, tiny: per 20,000 gradients).\n`,
 );
 
 console.log('| workload | plain (no AD) | wasm Var | wasm handles | JS Var | JS handles | wasm replay | JS replay | record+reverse / plain (Var, handles) | replay / plain |');

@@ -625,8 +625,10 @@ export const advectionLW = advectionWorkload(false);
 export const advectionToon = advectionWorkload(true);
 
 // ───────────────────────────── MLP training step (micrograd's moons demo) ─────────────────────────────
-// A 2-16-16-1 MLP (tanh hidden layers, linear output) on a two-moons set; micrograd's loss: mean
-// hinge relu(1 - y score) + 1e-4 Σ p², then one SGD step p -= 0.05 g. A timed run is one step.
+// A 2-16-16-1 MLP on a two-moons set with micrograd's loss: mean hinge relu(1 - y score) + 1e-4
+// Σ p², then one SGD step p -= 0.05 g. A timed run is one step. Not micrograd's demo to the letter:
+// its hidden layers are ReLU, its biases start at 0 and its rate falls from 1.0; here tanh (every
+// op differentiable everywhere, for the gradient checks), uniform biases and a fixed rate.
 
 export const MLP_LAYERS = [2, 16, 16, 1] as const;
 export const MLP_ALPHA = 1e-4;
@@ -650,7 +652,7 @@ export function moons(n: number, seed = 1): { X: Float64Array; y: Float64Array }
   return { X, y };
 }
 
-/** Uniform(-1, 1) weights and biases, as micrograd's Neuron. */
+/** Uniform(-1, 1) weights, as micrograd's Neuron, and biases (micrograd's start at 0). */
 export function mlpInit(seed = 7): Float64Array {
   const rand = mulberry32(seed);
   const p = new Float64Array(MLP_PARAMS);
@@ -1677,7 +1679,7 @@ function gmmHandle(tape: Tape, p: Float64Array, g: GmmData, grad: Float64Array, 
 }
 
 // Vector form, over points × components with the fewest nodes the Vec API allows (about 50 vector
-// nodes, independent of n and K). With Q_k = diag(exp q_k) + L_k,
+// nodes, independent of n; the halving tree over K adds a few as K grows: 38 at K = 5, 46 at 25). With Q_k = diag(exp q_k) + L_k,
 //   Q_k (x_i − μ_k) = Q_k x_i − Q_k μ_k,
 // so all n·K of them are one matmul X [n, d] · Qall [d, K d] (column block k = Q_kᵀ) minus c
 // [K d] (c_k = Q_k μ_k, broadcast over the rows). Qall is one gather from concat(exp q, l, 0); c

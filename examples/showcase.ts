@@ -166,4 +166,4 @@ line('pure-JS mode, record + reverse', `${vecJs.toFixed(3)} ms  (wasm is ${(vecJ
 line('compiled, one replayed gradient', `${vecReplay.toFixed(3)} ms  (${(vecReplay / vecPlain).toFixed(1)}x)`);
 line('plain JS function, no derivative', `${vecPlain.toFixed(3)} ms; loss ${lv.value.toFixed(6)}`);
 
-console.log('\nFull benchmarks, one process per implementation: npm run bench');
+console.log('\nFull benchmarks, each implementation in processes of its own: npm run bench');
