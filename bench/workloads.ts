@@ -410,7 +410,10 @@ function sumSquares(q: Float64Array): number {
 // ───────────────────────────── advection (Hogan 2014, the Adept paper) ─────────────────────────────
 // Linear advection of q on NX = 100 periodic boxes for nt steps at Courant number c, by the
 // Lax-Wendroff scheme (linear) or Toon et al.'s scheme (exp/log per flux). J = Σ q_final²,
-// gradient w.r.t. q_init. The same loops as Adept's benchmark, including its boundary copies.
+// gradient w.r.t. q_init. The same loops as Adept 2's benchmark (benchmark/advection_schemes.h),
+// including its boundary copies and its Toon flux without the upwind branch for neighbours equal to
+// 1e-6 (commented out there; Adept 1.1's benchmark takes it): here 8 of 198,000 fluxes lie in that
+// zone, the near 0/0 the float32 peers return NaN on.
 
 export const NX = 100;
 export const COURANT = 0.125;
