@@ -8,9 +8,10 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  TapegradError, compile, defineFunction, init, type CompilableFunction, type CompiledFunction, type Tape, type Var,
+  TapegradError, compile, createTape, defineFunction, init, type CompilableFunction, type CompiledFunction, type Tape, type Var,
 } from '../src/index.ts';
-import { planSegments, planSweeps, MAX_SLOTS, type SweepPlan } from '../src/wasm/codegen/index.ts';
+import { emitSweeps, planSegments, planSweeps, MAX_SLOTS, type SweepPlan } from '../src/wasm/codegen/index.ts';
+import { emitDispatcher } from '../src/wasm/codegen/module.ts';
 import { STRAIGHT_CHUNK, jsPasses, nextLinks, planSearch, useCounts, type Body, type Segment } from '../src/wasm/codegen/plan.ts';
 import type { WasmBackend } from '../src/wasm/backend.ts';
 import { DAG_OPS, DAG_OP_NAMES, dagArbitrary, dagSum, type DagOpName } from './dag-arbitrary.ts';
@@ -1064,3 +1065,49 @@ describe('the planner', () => {
     for (const o of outputs) seeded[o] = 1;
     expect(Array.from(inCore.repeatsOf(segments, d + 1, seeded))).toEqual(Array.from(js.repeatsOf(segments, d + 1, seeded)));
   });});
+
+// A data-dependent plan's exported sweeps call a shape's function once per body (the branchy loss:
+// 1,862 steps); the wasm engine's core writes them, as the generator's JS loop was code V8 had not
+// compiled yet at every first generation. Byte for byte the JS's, whatever the steps.
+describe("the core writes a module's dispatcher", () => {
+  it('byte for byte as the generator does, forwards and backwards, any units, shifts and counts', async () => {
+    const tape = await createTape();
+    const engine = tape.engine as WasmBackend;
+    const step = fc.record({ unit: fc.nat({ max: 300 }), shift: fc.integer(), count: fc.integer({ min: 0, max: 1 << 20 }) });
+    fc.assert(fc.property(fc.array(step, { maxLength: 200 }), fc.integer({ min: 2, max: 7 }), fc.nat({ max: 40 }), fc.integer({ min: 0, max: 100_000 }), fc.boolean(), (steps, params, parts, base, backwards) => {
+      const order = {
+        length: steps.length,
+        unit: Int32Array.from(steps, (s) => s.unit), shift: Int32Array.from(steps, (s) => s.shift), count: Int32Array.from(steps, (s) => s.count),
+      };
+      const js = emitDispatcher(order, backwards, params, base, parts);
+      const core = engine.writeDispatcher(order, backwards, params, base, parts);
+      expect(core).not.toBeNull();
+      expect(Array.from(core!)).toEqual(Array.from(js.buf.subarray(0, js.len)));
+    }), { numRuns: 300 });
+  });
+
+  it('the branchy loss generates the same module with the core writing its dispatchers as with the JS', async () => {
+    const n = 120, d = 4;
+    const X = Float64Array.from({ length: n * d }, (_, k) => Math.sin(1.3 * k));
+    const label = (i: number): boolean => ((Math.imul(i + 1, 2654435761) >>> 13) & 1) === 1;
+    const fn = (w: Var[]): Var => {
+      let loss = w[0]!.mul(0);
+      for (let i = 0; i < n; i++) {
+        let z = w[d]!;
+        for (let j = 0; j < d; j++) z = z.add(w[j]!.mul(X[i * d + j]!));
+        loss = loss.add(label(i) ? z.softplus().sub(z) : z.softplus());
+      }
+      return loss;
+    };
+    const f = compile(fn, { inputs: d + 1, at: [0.1, 0.2, 0.3, 0.4, 0.5] });
+    expect(f.generatedSweeps).toBe('active');
+    const { tape, outputs } = f.recorded!;
+    const engine = tape.engine as WasmBackend;
+    const plan = planSweeps(tape.engine.views, d + 1, tape.size, outputs)!;
+    expect(plan.shapes.length).toBeGreaterThan(0);
+    expect(plan.order.length).toBeGreaterThan(10);
+    for (const which of ['replay', 'tangents'] as const) {
+      expect(Array.from(emitSweeps(plan, which, engine.writeDispatcher))).toEqual(Array.from(emitSweeps(plan, which)));
+    }
+  });
+});

@@ -11,6 +11,7 @@ type SweepPlan = import('./codegen/index.ts').SweepPlan;
 type LinksOf = import('./codegen/index.ts').LinksOf;
 type PlannerPasses = import('./codegen/index.ts').PlannerPasses;
 type Segment = import('./codegen/index.ts').Segment;
+type Order = import('./codegen/index.ts').Order;
 let codegenLoading: Promise<void> | null = null;
 
 /** Loads the code generator for compiled functions (once). */
@@ -225,7 +226,7 @@ export class WasmBackend implements Backend {
       return this.generated;
     }
     this.plan = plan;
-    this.compileSweeps(codegen.emitSweeps(plan, 'replay'), 1, () => {
+    this.compileSweeps(codegen.emitSweeps(plan, 'replay', this.writeDispatcher), 1, () => {
       this.generated = 'active';
       this.generatedReason = null;
     });
@@ -340,7 +341,7 @@ export class WasmBackend implements Backend {
   private generateTangentSweeps(): void {
     if (this.generated !== 'active' || this.tangentsGenerated || !this.plan || !codegen) return;
     this.tangentsGenerated = true;
-    this.compileSweeps(codegen.emitSweeps(this.plan, 'tangents'), 3, () => {});
+    this.compileSweeps(codegen.emitSweeps(this.plan, 'tangents', this.writeDispatcher), 3, () => {});
   }
 
   // Compiles a module of two sweeps into table slots `slot` and `slot + 1`: synchronously, or in
@@ -583,6 +584,25 @@ export class WasmBackend implements Backend {
   private guardBytes(): number {
     return (this.guardNodes.length * 12 + 15) & ~15;
   }
+
+  /** @internal A generated module's dispatcher written by the core (assembly/dispatch.ts), byte
+   *  for byte codegen's emitDispatcher; null where memory has no room (the generator writes it). */
+  readonly writeDispatcher = (order: Order, backwards: boolean, params: number, base: number, parts: number): Uint8Array | null => {
+    const steps = order.length, room = 16 + steps * (2 * params + 16);
+    let at: number;
+    try {
+      at = this.scratchFor(12 * steps + room);
+    } catch {
+      return null;
+    }
+    const buffer = this.core.memory.buffer;
+    new Int32Array(buffer, at, steps).set(order.unit.subarray(0, steps));
+    new Int32Array(buffer, at + 4 * steps, steps).set(order.shift.subarray(0, steps));
+    new Int32Array(buffer, at + 8 * steps, steps).set(order.count.subarray(0, steps));
+    const out = at + 12 * steps;
+    const length = this.run(() => this.core.writeDispatcher(steps, at, backwards ? 1 : 0, params, base, parts, out));
+    return new Uint8Array(this.core.memory.buffer, out, length).slice();
+  };
 
   /** Scratch with room for the guards plus `bytes`; returns the address after the guards. */
   private scratchFor(bytes: number): number {

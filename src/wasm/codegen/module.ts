@@ -14,7 +14,11 @@ export const IMPORTED = 5;
  *  'tangents' exports `tangent` and `forwardTangent(valBase, adjBase, tanBase, tanAdjBase)` (the
  *  second computes values too, for jvp and hvp once these exist) and `reverseTangent(valBase,
  *  adjBase, tanBase, tanAdjBase, reset)`, made on the first jvp or hvp only. */
-export function emitSweeps({ parts, shapes, order }: SweepPlan, which: 'replay' | 'tangents'): Uint8Array<ArrayBuffer> {
+/** Writes a dispatcher's body as `emitDispatcher` does (the wasm engine's core does, see
+ *  assembly/dispatch.ts), or returns null where it cannot, and the JavaScript writes it. */
+export type DispatcherWriter = (order: Order, backwards: boolean, params: number, base: number, parts: number) => Uint8Array | null;
+
+export function emitSweeps({ parts, shapes, order }: SweepPlan, which: 'replay' | 'tangents', writeDispatcher?: DispatcherWriter): Uint8Array<ArrayBuffer> {
   // [name, emitter, runs backwards, parameters]
   const sweeps: [string, (bodies: Body[], relative?: Uint8Array | null) => Bytes, boolean, number][] = which === 'replay'
     ? [['forward', emitForward, false, 2], ['reverse', emitReverse, true, 3]]
@@ -33,7 +37,9 @@ export function emitSweeps({ parts, shapes, order }: SweepPlan, which: 'replay' 
   const functionTypes: number[] = [];
   if (!direct) {
     sweeps.forEach(([, , backwards, params], k) => {
-      functionBodies.push(emitDispatcher(order, backwards, params, IMPORTED + sweeps.length + k * units, parts.length));
+      const base = IMPORTED + sweeps.length + k * units;
+      const written = writeDispatcher?.(order, backwards, params, base, parts.length);
+      functionBodies.push(written ? Bytes.of(written) : emitDispatcher(order, backwards, params, base, parts.length));
       functionTypes.push(typeOf(params));
     });
   }
@@ -53,10 +59,11 @@ export function emitSweeps({ parts, shapes, order }: SweepPlan, which: 'replay' 
 
 // The exported sweep of a plan with several units: for each step of `order` (backwards for a
 // reverse sweep), its parameters and a call of the step's function, a shape's with its body's
-// shift and count. A data-dependent plan has a step per body (the branchy loss: 1,862), so this
-// writes its bytes in one loop over typed arrays, which runs once per compile, before V8 has
-// optimised it.
-function emitDispatcher(order: Order, backwards: boolean, params: number, base: number, parts: number): Bytes {
+// shift and count. A data-dependent plan has a step per body (the branchy loss: 1,862): the wasm
+// engine has its core write these bytes (writeDispatcher), as this loop ran once per compile
+// before V8 had compiled it (1.5 ms); this is what the core's are checked against, and the way
+// where the core has no scratch for them.
+export function emitDispatcher(order: Order, backwards: boolean, params: number, base: number, parts: number): Bytes {
   const fn = new Bytes(16 + order.length * (2 * params + 16));
   const buf = fn.buf;
   const { unit, shift, count } = order;

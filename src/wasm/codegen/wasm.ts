@@ -10,6 +10,13 @@ export class Bytes {
   constructor(capacity = 1024) {
     this.buf = new Uint8Array(capacity);
   }
+  /** Bytes written elsewhere, as written. */
+  static of(bytes: Uint8Array): Bytes {
+    const b = new Bytes(0);
+    b.buf = bytes as Uint8Array<ArrayBuffer>;
+    b.len = bytes.length;
+    return b;
+  }
   private readonly f64 = new Float64Array(1);
   private readonly f64Bytes = new Uint8Array(this.f64.buffer);
 
