@@ -341,13 +341,37 @@ function repeats(r: i32, s: i32, period: i32, times: i32, from: i32, seeded: usi
  *  `hashMask`, so that they collide and the node-by-node check decides. */
 export function repeatsOf(count: i32, at: usize, from: i32, seeded: usize, maxNodes: i32, tries: i32, tableSize: i32, hashMask: u32): void {
   prepareOperandCounts();
-  const hashes = at + <usize>(12 * count);
-  const previous = hashes + (<usize>count << 2);
-  const out = previous + (<usize>count << 2);
-  const latest = out + (<usize>count << 2);
-  memory.fill(latest, 0xff, <usize>tableSize << 2);
-  const mask = <u32>(tableSize - 1);
-  for (let k = 0; k < count; k++) {
+  repeatAt = at;
+  repeatHashes = at + <usize>(12 * count);
+  repeatPrevious = repeatHashes + (<usize>count << 2);
+  repeatOut = repeatPrevious + (<usize>count << 2);
+  repeatLatest = repeatOut + (<usize>count << 2);
+  memory.fill(repeatLatest, 0xff, <usize>tableSize << 2);
+  repeatMask = <u32>(tableSize - 1);
+  repeatFrom = from;
+  repeatSeeded = seeded;
+  repeatMaxNodes = maxNodes;
+  repeatTries = tries;
+  repeatHashMask = hashMask;
+  // In short calls, as the passes above: as one call, the pass ran in V8's baseline code from start
+  // to end, the largest of the core's passes in the branchy loss's first compile.
+  for (let k = 0; k < count; k += REPEAT_STEP) repeatsUntil(k, min(count, k + REPEAT_STEP));
+}
+
+/** Segments per call of `repeatsUntil`. */
+// @ts-ignore: decorator
+@inline const REPEAT_STEP: i32 = 64;
+
+// repeatsOf's state between calls of repeatsUntil.
+let repeatAt: usize = 0, repeatHashes: usize = 0, repeatPrevious: usize = 0, repeatOut: usize = 0, repeatLatest: usize = 0, repeatSeeded: usize = 0;
+let repeatMask: u32 = 0, repeatHashMask: u32 = 0;
+let repeatFrom = 0, repeatMaxNodes = 0, repeatTries = 0;
+
+// Segments [k0, k1) of repeatsOf.
+function repeatsUntil(k0: i32, k1: i32): void {
+  const at = repeatAt, hashes = repeatHashes, previous = repeatPrevious, out = repeatOut, latest = repeatLatest, seeded = repeatSeeded;
+  const mask = repeatMask, hashMask = repeatHashMask, from = repeatFrom, maxNodes = repeatMaxNodes, tries = repeatTries;
+  for (let k = k0; k < k1; k++) {
     const p = at + <usize>(12 * k);
     const start = load<i32>(p), period = load<i32>(p, 4), times = load<i32>(p, 8);
     let found = -1;
