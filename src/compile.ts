@@ -726,6 +726,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   }
 }
 
+/** @internal The most inputs a compiled function takes (a tape's default node limit). */
+export const MAX_INPUTS = 2 ** 28;
+
 /** @internal Where `toFloat64` puts its copy, and which Float64Arrays it takes as they are. */
 export interface Float64Home { holds(x: Float64Array): boolean; make(length: number): Float64Array }
 const ORDINARY: Float64Home = { holds: () => true, make: (length) => new Float64Array(length) };
@@ -829,7 +832,7 @@ export function compile(f: CompilableFunction | VectorCompilableFunction, option
   });
   const n = options?.inputs;
   // At most a tape's default maxNodes, which the bytes store too: 1e12 failed allocating a row (a RangeError).
-  if (!Number.isInteger(n) || n < 1 || n > 2 ** 28) throw new TapegradError('INVALID_ARGUMENT', `compile needs { inputs: n } with 1 <= n <= ${2 ** 28}, got ${describe(n)}`);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_INPUTS) throw new TapegradError('INVALID_ARGUMENT', `compile needs { inputs: n } with 1 <= n <= ${MAX_INPUTS}, got ${describe(n)}`);
   const compiled = new CompiledFunction(
     f, n, resolveBackend(options.backend), options.strict ?? false, null, options.simd ?? true, null, options.codegen ?? true, options.vector === true,
     options.checkNaN === true,

@@ -78,8 +78,6 @@ export function notAnOutput(value: unknown): string {
   return `a Promise: an async function cannot be differentiated (its operations run after the call returns); make it synchronous`;
 }
 
-/** @internal Whether two arrays share memory: a batch's output written over rows it has still to
- *  read (the JS engine's gradients and every engine's vjp rows read them row by row). */
 /** @internal A batch's `out` and `values` over rows of the same memory: refused, as each call
  *  writes them in its own order (a probe: the pool's results differed from one thread's). */
 export function checkApart(out: Float64Array, outLength: number, values: Float64Array | undefined, valuesLength: number, where: string): void {
@@ -88,6 +86,8 @@ export function checkApart(out: Float64Array, outLength: number, values: Float64
   }
 }
 
+/** @internal Whether two arrays share memory: a batch's output written over rows it has still to
+ *  read (the JS engine's gradients and every engine's vjp rows read them row by row). */
 export function overlaps(p: unknown, q: unknown): boolean {
   if (!ArrayBuffer.isView(p) || !ArrayBuffer.isView(q) || p.buffer !== q.buffer) return false;
   return p.byteOffset < q.byteOffset + q.byteLength && q.byteOffset < p.byteOffset + p.byteLength;

@@ -10,7 +10,7 @@ import { Vec, elementwise, type VecOperand } from './vector.ts';
 // What a function of operands typed by a type parameter returns (`function sq<T extends Operand>(x:
 // T) { return mul(x, x) }` is a number for numbers, a Var for Vars: one body serves both), and what
 // operands typed `Var | Vec` give.
-type Scalar<T extends Operand> = [T] extends [number] ? number : Var;
+type Scalar<T extends Operand> = [T] extends [number] ? number : [T] extends [Var] ? Var : Operand;
 type UnaryFunction = {
   (x: Var): Var; (x: Vec): Vec; (x: number): number; <T extends Operand>(x: T): Scalar<T>; (x: Operand | Vec): Operand | Vec;
 };

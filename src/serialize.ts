@@ -40,7 +40,7 @@
 // every vector length consistent with its op: see checkVectorNode), so no byte string can make
 // the core read outside the tape.
 import type { BackendChoice, BackendKind } from './backend.ts';
-import { CompiledFunction, type Recording } from './compile.ts';
+import { CompiledFunction, MAX_INPUTS, type Recording } from './compile.ts';
 import { createTapeSync, resolveBackend } from './create.ts';
 import type { TapeLimits } from './tape.ts';
 import { FormatError, TapegradError, describe, typedArrayKind } from './errors.ts';
@@ -55,8 +55,6 @@ const HEADER_BYTES = { 1: 32, 2: 40, 3: 40, 4: 40 } as const;
 const CUSTOM_BEFORE_V3 = 51;
 const MAX_NODES = 2 ** 28;
 const MAX_ELEMENTS = 2 ** 28;
-/** compile's bound on `inputs`. */
-const MAX_INPUTS = 2 ** 28;
 const VECTOR_INPUT_FLAG = 1;
 const ARRAY_OF_ONE_FLAG = 2;
 

@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  TapegradError, compile, createTape, defineFunction, init, type CompilableFunction, type CompiledFunction, type Tape, type Var,
+  TapegradError, compile, createTapeSync, defineFunction, init, type CompilableFunction, type CompiledFunction, type Tape, type Var,
 } from '../src/index.ts';
 import { emitSweeps, planSegments, planSweeps, MAX_SLOTS, type SweepPlan } from '../src/wasm/codegen/index.ts';
 import { emitDispatcher } from '../src/wasm/codegen/module.ts';
@@ -1070,9 +1070,11 @@ describe('the planner', () => {
 // 1,862 steps); the wasm engine's core writes them, as the generator's JS loop was code V8 had not
 // compiled yet at every first generation. Byte for byte the JS's, whatever the steps.
 describe("the core writes a module's dispatcher", () => {
-  it('byte for byte as the generator does, forwards and backwards, any units, shifts and counts', async () => {
-    const tape = await createTape();
-    const engine = tape.engine as WasmBackend;
+  it('byte for byte as the generator does, forwards and backwards, any units, shifts and counts', () => {
+    // An engine whose planner reserved scratch (a compiled function of a few thousand nodes): the
+    // core writes into that, and nowhere else (a fresh tape's engine has none, and gets null).
+    const f = compile((x: Var[]) => { let s = x[0]!; for (let k = 0; k < 1500; k++) s = s.mul(x[1]!).sin(); return s; }, { inputs: 2, at: [0.5, 0.7] });
+    const engine = f.recorded!.tape.engine as WasmBackend;
     const step = fc.record({ unit: fc.nat({ max: 300 }), shift: fc.integer(), count: fc.integer({ min: 0, max: 1 << 20 }) });
     fc.assert(fc.property(fc.array(step, { maxLength: 200 }), fc.integer({ min: 2, max: 7 }), fc.nat({ max: 40 }), fc.integer({ min: 0, max: 100_000 }), fc.boolean(), (steps, params, parts, base, backwards) => {
       const order = {
@@ -1084,7 +1086,49 @@ describe("the core writes a module's dispatcher", () => {
       expect(core).not.toBeNull();
       expect(Array.from(core!)).toEqual(Array.from(js.buf.subarray(0, js.len)));
     }), { numRuns: 300 });
+    const fresh = createTapeSync().engine as WasmBackend, memory = fresh.memoryBytes();
+    expect(fresh.writeDispatcher({ length: 1, unit: Int32Array.of(3), shift: Int32Array.of(8), count: Int32Array.of(2) }, false, 2, 7, 1)).toBeNull();
+    expect(fresh.memoryBytes()).toBe(memory);
   });
+
+  // A review probe: with the core writing the tangents module's dispatchers, their scratch grew
+  // memory in the middle of the first jvp, whose tangent seeds' view it detached: NaN, and an hvp
+  // of zeros. The core writes them only into scratch the planner reserved, never a new one.
+  it('never grows memory: the first jvp and hvp of a function whose capacity a larger recording set are right', () => {
+    const n = 2000, d = 20, big = 1_100_000;
+    let seed = 12345;
+    const rnd = (): number => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    const X = Float64Array.from({ length: n * d }, () => rnd() - 0.5), y = Array.from({ length: n }, () => (rnd() < 0.5 ? 1 : 0));
+    const fn = (w: Var[]): Var => {
+      if (w[0]!.gt(100).value) {
+        let s = w[0]!;
+        for (let i = 0; i < big; i++) s = s.mul(0.999999).add(w[i % d]!);
+        return s;
+      }
+      let loss = w[0]!.mul(0);
+      for (let i = 0; i < n; i++) {
+        let z = w[d]!;
+        for (let j = 0; j < d; j++) z = z.add(w[j]!.mul(X[i * d + j]!));
+        loss = loss.add(y[i] === 1 ? z.softplus().sub(z) : z.softplus());
+      }
+      return loss;
+    };
+    const x = Array.from({ length: d + 1 }, (_, k) => 0.01 * (k + 1)), t = Array.from({ length: d + 1 }, (_, k) => (k % 3) - 1);
+    const reference = compile(fn, { inputs: d + 1, codegen: false });
+    const want = { jvp: reference.jvp(x, t), hvp: reference.hvp(x, t) };
+    for (const first of ['jvp', 'hvp'] as const) {
+      const g = compile(fn, { inputs: d + 1 });
+      g.value(Array.from({ length: d + 1 }, () => 200));
+      g.gradient(x);
+      expect(g.generatedSweeps).toBe('active');
+      const engine = g.recorded!.tape.engine as WasmBackend;
+      expect((engine as unknown as { plan: SweepPlan }).plan.order.length).toBeGreaterThan(1000);
+      if (first === 'jvp') expectSameBits(g.jvp(x, t), want.jvp, 'first jvp');
+      else expectSameBits(g.hvp(x, t), want.hvp, 'first hvp');
+      expectSameBits(g.hvp(x, t), want.hvp, 'hvp');
+      expectSameBits(g.jvp(x, t), want.jvp, 'jvp');
+    }
+  }, 60_000);
 
   it('the branchy loss generates the same module with the core writing its dispatchers as with the JS', async () => {
     const n = 120, d = 4;

@@ -65,6 +65,14 @@ const sv: Var = select(x, sin(2), 3);
 const mixed: Float64Array = compile((z: Vec) => [z, z.sum()], { inputs: 2, vector: true }).value([1, 2]);
 const maybe = (out?: Float64Array): number | Float64Array => scalar.value([1, 2], out);
 export const used = [y, w, g, d, value, values, ok, gv, vg, wide, gu, cu, oku, lu, tape.gradient(y, [x]), sqn, sqv, ue, ua, us, sn, sv, mixed, maybe];
+// An Operand argument may be a number: its result is an Operand, never typed a Var (a review probe).
+declare const someOperand: Operand;
+const maybeNumber: Operand = sin(someOperand);
+// @ts-expect-error: sin of a number is a number
+export const notAVar: Var = sin(someOperand);
+// @ts-expect-error: likewise mul of two Operands
+export const notAVar2: Var = mul(someOperand, 2 as Operand);
+export const usedToo = [maybeNumber];
 // @ts-expect-error: an array needs a Vec beside it (it threw NotANumberError at run time)
 export const arrayAlone = () => tape.select(x, [1, 2], 0);
 // @ts-expect-error: the same for the free function

@@ -154,6 +154,17 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
         // One lease of the limit serves every piece, and is the one kept.
         expect(internal.spareScratch.bytes).toBeLessThanOrEqual(2 * pool.threads * (1 << 16));
       }
+      // An output over the input rows (a jvp of 3 outputs per input, `out` over X): later pieces
+      // read X as it was, as one thread does (a review probe: they read earlier pieces' results).
+      const g3 = compile((x: Var[]) => [x[0]!.sin(), x[0]!.mul(2), x[0]!.square()], { inputs: 1, at: [0.5], backend });
+      const p3 = await pool.register(g3);
+      const ones = new Float64Array(3000).fill(1);
+      for (const make of [(k: number) => new Float64Array(k), (k: number) => sharedFloat64(k)]) {
+        const filled = (): Float64Array => { const b = make(9000); for (let r = 0; r < 3000; r++) b[r] = 0.001 * (r + 1); return b; };
+        const one = filled(), want = g3.jvpBatch(one.subarray(0, 3000), 3000, ones, one).slice();
+        const mine = filled();
+        expect(firstDifference(await p3.jvpBatch(mine.subarray(0, 3000), 3000, ones, mine), want)).toBe(-1);
+      }
       // Errors name the caller's entry and row, in a later piece too.
       const plain: unknown[] = Array.from(X);
       plain[3 * 3000 + 1] = 'x';

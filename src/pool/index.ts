@@ -394,7 +394,16 @@ export class PooledFunction {
     const rowBytes = 8 * perRow.reduce((sum, k) => sum + k, 0);
     const limit = this.pool.scratchLimit;
     if (rowBytes * rows > limit) {
-      return this.inPieces(method, rows, X, D, dWidth, out, width, values, valueWidth, perRow, Math.max(1, Math.floor(limit / rowBytes)), xWhat, dWhat);
+      // In pieces, each piece's results are written before the next piece reads its rows: an
+      // input an output shares memory with is read from a snapshot of its own, through the
+      // scratch, as one thread reads it apart (a review probe: a jvp with `out` over X).
+      const outputs = [out, values === 'none' || values === 'new' ? undefined : values];
+      const snapshot = (input: ArrayLike<number> | null, length: number): ArrayLike<number> | null =>
+        input !== null && outputs.some((o) => o !== undefined && overlaps(head(input, length), o)) ? (input as Float64Array).slice(0, length) : input;
+      const xs = snapshot(X, n)!, ds = snapshot(D, dn);
+      const pieceRow = [xs !== X ? this.inputs : perRow[0]!, ds !== D ? dWidth : perRow[1]!, perRow[2]!, perRow[3]!];
+      const pieceBytes = 8 * pieceRow.reduce((sum, k) => sum + k, 0);
+      return this.inPieces(method, rows, xs, ds, dWidth, out, width, values, valueWidth, pieceRow, Math.max(1, Math.floor(limit / pieceBytes)), xWhat, dWhat);
     }
     const sizes = perRow.map((k) => k * rows);
     const total = sizes.reduce((sum, k) => sum + k, 0);
@@ -431,6 +440,7 @@ export class PooledFunction {
     perRow: readonly number[], pieceRows: number, xWhat: string, dWhat: string,
   ): Promise<[Float64Array, Float64Array | null]> {
     const [xRow, dRow, outRow, valuesRow] = perRow as [number, number, number, number];
+
     // The outputs are made once the first piece's entries are checked: a bad X is its own error,
     // before gigabytes are asked for.
     let result = out ?? null, valuesOut = values === 'none' ? null : values === 'new' ? null : values;

@@ -586,15 +586,15 @@ export class WasmBackend implements Backend {
   }
 
   /** @internal A generated module's dispatcher written by the core (assembly/dispatch.ts), byte
-   *  for byte codegen's emitDispatcher; null where memory has no room (the generator writes it). */
+   *  for byte codegen's emitDispatcher; null where the scratch the planner reserved has no room
+   *  for it (the generator writes it then). Never a new scratch: growing memory here detached the
+   *  views a caller held across the generation (a review probe: the first jvp of a compiled
+   *  function, whose tangent sweeps are generated after its tangent seeds' view is taken,
+   *  returned NaN). */
   readonly writeDispatcher = (order: Order, backwards: boolean, params: number, base: number, parts: number): Uint8Array | null => {
     const steps = order.length, room = 16 + steps * (2 * params + 16);
-    let at: number;
-    try {
-      at = this.scratchFor(12 * steps + room);
-    } catch {
-      return null;
-    }
+    if (this.guardsAt < 0 || 12 * steps + room > this.scratchRoom) return null;
+    const at = this.scratchFor(12 * steps + room);
     const buffer = this.core.memory.buffer;
     new Int32Array(buffer, at, steps).set(order.unit.subarray(0, steps));
     new Int32Array(buffer, at + 4 * steps, steps).set(order.shift.subarray(0, steps));
