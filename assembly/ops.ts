@@ -523,7 +523,12 @@ export let partialZTangent: f64 = 0;
       // the terms over h² go to 0, their limit.
       const h = Math.hypot(x, z), far = h == Infinity && (isFinite(x) || isFinite(z));
       const u = far && !isFinite(x) ? Math.sign(x) : x / h, w = far && !isFinite(z) ? Math.sign(z) : z / h;
-      const c = 2 * u * w, d = w * w - u * u;
+      // w² − u² as (w − u)(w + u), the factor that would cancel taken from the operands
+      // themselves (z − x is exact where they are close, and no larger than h where their signs
+      // agree): u and w each rounded, w² − u² lost up to all of its value where |x| ≈ |z| (H01
+      // −1.67e-16 at (1, 1 + 2^-52), whose true value is −1.11e-16: a probe).
+      const same = (x < 0) == (z < 0);
+      const c = 2 * u * w, d = far ? (w - u) * (w + u) : same ? ((z - x) / h) * (w + u) : (w - u) * ((z + x) / h);
       partialZTangent = (c * tz - d * tx) / h / h;
       return -(d * tz + c * tx) / h / h;
     }
@@ -543,9 +548,13 @@ export let partialZTangent: f64 = 0;
       if (y == 0) return 0;
       // In units of y, as the first partials: y·y overflowed past 1e154 and underflowed below 1e-162.
       // One operand infinite: its unit component is its sign, and the terms over y go to 0.
+      // With u = x/y, w = z/y: d(u) = (tx − u·ty)/y = w·(w·tx − u·tz)/y, as u² + w² = 1; the
+      // difference tx − u·ty cancelled to 1 − u² where |z| ≪ |x| (H00 0 at (1, 1e-8), whose true
+      // value is 1e-16: a probe), and the same for d(w).
       const far = y == Infinity && (isFinite(x) || isFinite(z));
-      partialZTangent = (tz - (far && !isFinite(z) ? Math.sign(z) : z / y) * ty) / y;
-      return (tx - (far && !isFinite(x) ? Math.sign(x) : x / y) * ty) / y;
+      const u = far && !isFinite(x) ? Math.sign(x) : x / y, w = far && !isFinite(z) ? Math.sign(z) : z / y;
+      partialZTangent = u * (u * tz - w * tx) / y;
+      return w * (w * tx - u * tz) / y;
     }
     // 1 - 2y as -tanh(x/2), as src/js/rules.ts (y near 1/2 left only its rounding).
     case Op.Sigmoid: return ty * -Math.tanh(0.5 * x);

@@ -311,10 +311,12 @@ function partialsTangentOf(op: number): void {
     case atan2: {
       // In units of h = hypot(x, z), as the first partials: x^2 + z^2 overflowed from |x| near
       // 1e154 (a NaN Hessian where the gradient is finite) and underflowed below 1e-154.
-      // Written with u² + w² = 1, so that nothing cancels (see the core).
+      // Written with u² + w² = 1, and w² − u² as a product whose cancelling factor comes from the
+      // operands, so that nothing cancels (see the core).
       const h = Math.hypot(x, z), far = h === Infinity && (Number.isFinite(x) || Number.isFinite(z));
       const u = far && !Number.isFinite(x) ? Math.sign(x) : x / h, w = far && !Number.isFinite(z) ? Math.sign(z) : z / h;
-      const c = 2 * u * w, d = w * w - u * u;
+      const same = (x < 0) === (z < 0);
+      const c = 2 * u * w, d = far ? (w - u) * (w + u) : same ? ((z - x) / h) * (w + u) : (w - u) * ((z + x) / h);
       partialZTangent[0] = (c * tz - d * tx) / h / h;
       { result = -(d * tz + c * tx) / h / h; break; }
     }
@@ -334,9 +336,11 @@ function partialsTangentOf(op: number): void {
       if (y === 0) { result = 0; break; }
       // As in the core: in units of y (y·y overflowed past 1e154 and underflowed below 1e-162), an
       // infinite operand's unit component its sign.
+      // d(x/y) as w·(w·tx − u·tz)/y, which does not cancel where |z| ≪ |x| (see the core).
       const far = y === Infinity && (Number.isFinite(x) || Number.isFinite(z));
-      partialZTangent[0] = (tz - (far && !Number.isFinite(z) ? Math.sign(z) : z / y) * ty) / y;
-      { result = (tx - (far && !Number.isFinite(x) ? Math.sign(x) : x / y) * ty) / y; break; }
+      const u = far && !Number.isFinite(x) ? Math.sign(x) : x / y, w = far && !Number.isFinite(z) ? Math.sign(z) : z / y;
+      partialZTangent[0] = u * (u * tz - w * tx) / y;
+      { result = w * (w * tx - u * tz) / y; break; }
     }
     // 1 - 2y as -tanh(x/2): with y near 1/2 the subtraction left only y's rounding (100% off at
     // x = 1e-16: a probe).

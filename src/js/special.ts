@@ -350,8 +350,10 @@ export function tetragamma(x: number): number {
     const rem = offInteger(x);
     if (rem === 0) return NaN;
     // ψ''(x) = ψ''(1 - x) - 2π³ cot(πx)/sin²(πx)
-    const s = Math.sin(PI * rem);
-    return tetragammaPositive(1.0 - x) - 2.0 * PI * PI * PI * Math.cos(PI * rem) / (s * s * s);
+    // cos(πr) as sin(π(1/2 − |r|)) from |r| = 1/4 (cos(π/2) is not 0: see the core).
+    const s = Math.sin(PI * rem), a = Math.abs(rem);
+    const c = a > 0.25 ? Math.sin(PI * (0.5 - a)) : Math.cos(PI * rem);
+    return tetragammaPositive(1.0 - x) - 2.0 * PI * PI * PI * c / (s * s * s);
   }
   return tetragammaPositive(x);
 }
