@@ -328,7 +328,8 @@ describe.each(BACKENDS)('the binding limit named with vector elements (%s)', (ba
 // A probe counted 218 bytes a call of h.gradient with `into` on the wasm engine (a closure per
 // call into the core, a view of the adjoints), where README says it allocates nothing. A young
 // generation of 1 MB: 85 scavenges in these 4·10^5 gradients before on wasm, more on the JS
-// engine; now none, or one where V8's own work (a tier-up under load) allocates.
+// engine (a 16-byte allocation a call would make 6); now none alone, one in 4·10^6, and up to
+// two under the test suite's load, where V8's own work (tier-ups, in the background) allocates.
 it.each(BACKENDS)('%s: a handle gradient into a buffer allocates nothing', (backend) => {
   const script = `
     const { createTapeSync, init } = await import(${JSON.stringify(pathToFileURL(path.join(ROOT, 'dist/index.js')).href)});
@@ -348,5 +349,5 @@ it.each(BACKENDS)('%s: a handle gradient into a buffer allocates nothing', (back
   const from = lines.indexOf('start'), to = lines.indexOf('end true');
   expect(from).toBeGreaterThan(-1);
   expect(to).toBeGreaterThan(from);
-  expect(lines.slice(from, to).filter((line) => line.includes('Scavenge')).length).toBeLessThanOrEqual(1);
+  expect(lines.slice(from, to).filter((line) => line.includes('Scavenge')).length).toBeLessThanOrEqual(3);
 });
