@@ -4,6 +4,9 @@
 
 // ───────────────────────────── wasm encoding ─────────────────────────────
 
+// An f64 immediate's bytes, through one scratch for every writer (two buffers a writer before).
+const F64_SCRATCH = new Float64Array(1), F64_BYTES = new Uint8Array(F64_SCRATCH.buffer);
+
 export class Bytes {
   buf: Uint8Array<ArrayBuffer>;
   len = 0;
@@ -17,8 +20,6 @@ export class Bytes {
     b.len = bytes.length;
     return b;
   }
-  private readonly f64 = new Float64Array(1);
-  private readonly f64Bytes = new Uint8Array(this.f64.buffer);
 
   byte(x: number): void {
     if (this.len === this.buf.length) {
@@ -54,8 +55,8 @@ export class Bytes {
   }
   f64Const(v: number): void {
     this.byte(0x44);
-    this.f64[0] = v;
-    this.bytes(this.f64Bytes);
+    F64_SCRATCH[0] = v;
+    this.bytes(F64_BYTES);
   }
   name(s: string): void {
     this.u32(s.length);
