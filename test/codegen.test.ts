@@ -596,16 +596,7 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
     const n = 400, d = 12;
     const X = Float64Array.from({ length: n * d }, (_, k) => Math.sin(k * 1.3));
     const y = Array.from({ length: n }, (_, i) => (Math.sin(i * 2.1) > 0 ? 1 : 0));
-    const f = (w: Var[]): Var => {
-      let loss = w[0]!.mul(0);
-      for (let i = 0; i < n; i++) {
-        let z = w[d]!;
-        for (let j = 0; j < d; j++) z = z.add(w[j]!.mul(X[i * d + j]!));
-        loss = loss.add(y[i] === 1 ? z.softplus().sub(z) : z.softplus());
-      }
-      return loss;
-    };
-    const ways = bothWays(f, d + 1, Array.from({ length: d + 1 }, (_, k) => 0.1 * k - 0.2));
+    const ways = bothWays(branchyLoss(y, d, X), d + 1, Array.from({ length: d + 1 }, (_, k) => 0.1 * k - 0.2));
     ways.check(Float64Array.from({ length: 3 * (d + 1) }, (_, k) => Math.cos(k)), 3);
     const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan;
     expect(plan.shapes.length).toBeGreaterThan(0);
@@ -880,15 +871,16 @@ describe('a function whose guards choose among more paths than the module cache 
   });
 });
 
-// A logistic loss with a branch on each label: samples of two step lists in the order of the data.
-function branchyLoss(labels: boolean[], d: number): CompilableFunction {
+// A logistic loss with a branch on each label (true or 1): samples of two step lists in the order
+// of the data, features sin(i + j) or the rows of X.
+function branchyLoss(labels: ArrayLike<boolean | number>, d: number, X?: Float64Array): CompilableFunction {
   return (w: Var[]) => {
     let loss = w[0]!.mul(0);
-    labels.forEach((label, i) => {
+    for (let i = 0; i < labels.length; i++) {
       let z = w[d]!;
-      for (let j = 0; j < d; j++) z = z.add(w[j]!.mul(Math.sin(i + j)));
-      loss = loss.add(label ? z.softplus().sub(z) : z.softplus());
-    });
+      for (let j = 0; j < d; j++) z = z.add(w[j]!.mul(X ? X[i * d + j]! : Math.sin(i + j)));
+      loss = loss.add(labels[i] === true || labels[i] === 1 ? z.softplus().sub(z) : z.softplus());
+    }
     return loss;
   };
 }
@@ -1099,19 +1091,12 @@ describe("the core writes a module's dispatcher", () => {
     let seed = 12345;
     const rnd = (): number => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
     const X = Float64Array.from({ length: n * d }, () => rnd() - 0.5), y = Array.from({ length: n }, () => (rnd() < 0.5 ? 1 : 0));
+    const loss = branchyLoss(y, d, X) as (w: Var[]) => Var;
     const fn = (w: Var[]): Var => {
-      if (w[0]!.gt(100).value) {
-        let s = w[0]!;
-        for (let i = 0; i < big; i++) s = s.mul(0.999999).add(w[i % d]!);
-        return s;
-      }
-      let loss = w[0]!.mul(0);
-      for (let i = 0; i < n; i++) {
-        let z = w[d]!;
-        for (let j = 0; j < d; j++) z = z.add(w[j]!.mul(X[i * d + j]!));
-        loss = loss.add(y[i] === 1 ? z.softplus().sub(z) : z.softplus());
-      }
-      return loss;
+      if (!w[0]!.gt(100).value) return loss(w);
+      let s = w[0]!;
+      for (let i = 0; i < big; i++) s = s.mul(0.999999).add(w[i % d]!);
+      return s;
     };
     const x = Array.from({ length: d + 1 }, (_, k) => 0.01 * (k + 1)), t = Array.from({ length: d + 1 }, (_, k) => (k % 3) - 1);
     const reference = compile(fn, { inputs: d + 1, codegen: false });
@@ -1133,17 +1118,8 @@ describe("the core writes a module's dispatcher", () => {
   it('the branchy loss generates the same module with the core writing its dispatchers as with the JS', async () => {
     const n = 120, d = 4;
     const X = Float64Array.from({ length: n * d }, (_, k) => Math.sin(1.3 * k));
-    const label = (i: number): boolean => ((Math.imul(i + 1, 2654435761) >>> 13) & 1) === 1;
-    const fn = (w: Var[]): Var => {
-      let loss = w[0]!.mul(0);
-      for (let i = 0; i < n; i++) {
-        let z = w[d]!;
-        for (let j = 0; j < d; j++) z = z.add(w[j]!.mul(X[i * d + j]!));
-        loss = loss.add(label(i) ? z.softplus().sub(z) : z.softplus());
-      }
-      return loss;
-    };
-    const f = compile(fn, { inputs: d + 1, at: [0.1, 0.2, 0.3, 0.4, 0.5] });
+    const y = Array.from({ length: n }, (_, i) => (Math.imul(i + 1, 2654435761) >>> 13) & 1);
+    const f = compile(branchyLoss(y, d, X), { inputs: d + 1, at: [0.1, 0.2, 0.3, 0.4, 0.5] });
     expect(f.generatedSweeps).toBe('active');
     const { tape, outputs } = f.recorded!;
     const engine = tape.engine as WasmBackend;
