@@ -119,14 +119,26 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
     expect(hv((x) => x[0]!.div(x[1]!).add(x[2]!.square()), [0, 1e-170, 1], [0, 0, 1])).toEqual([0, 0, 2]);
     expect(hv((x) => x[0]!.lgamma().add(x[1]!.square()), [1e-170, 1], [0, 1])).toEqual([0, 2]);
     expect(hv((x) => x[0]!.ndtri().add(x[1]!.square()), [0, 1], [0, 1])).toEqual([0, 2]);
-    // hypot(x, z)'' = [z^2, -xz; -xz, x^2] / r^3, at scales where r^2 or r^3 leave the range.
+    // hypot(x, z)'' = [z^2, -xz; -xz, x^2] / r^3, at scales where r^2 or r^3 leave the range, and
+    // where one operand is far smaller: the diagonal was 1 − (x/r)² over r and cancelled (0 at
+    // (1, 1e-8) and (1e-106, 3e-122), a probe), then underflowed as (x/r)² past a ratio of 1e-154
+    // (0 at (1e-210, 1e-40): a review probe). References: mpmath at 60 digits, rounded once.
     const hypot = (p: number[]): number[] => H((x) => x[0]!.hypot(x[1]!), p);
-    // Where one operand is far smaller, z²/r³ was 1 − (x/r)² over r and cancelled: 0 at (1, 1e-8)
-    // and at (1e-106, 3e-122), whose true values are 1e-16 and 9e74 (a probe).
-    for (const [x, z] of [[1e-200, 2e-200], [1e200, 2e200], [3, 4], [1e-170, 0], [1, 1e-6], [1, 1e-8], [1e-106, 3e-122], [2e-9, -7], [-1e300, 1e290]]) {
-      const r = Math.hypot(x, z);
-      const want = [z / r * (z / r) / r, -(x / r) * (z / r) / r, -(x / r) * (z / r) / r, x / r * (x / r) / r];
-      hypot([x, z]).forEach((got, k) => expect(Math.abs(got - want[k]!), `(${x}, ${z}) [${k}]: ${got} vs ${want[k]}`).toBeLessThanOrEqual(1e-14 * Math.abs(want[k]!) + 1e-300));
+    const cases: [number[], number[]][] = [
+      [[1e-200, 2e-200], [3.5777087639996638e+199, -1.7888543819998319e+199, -1.7888543819998319e+199, 8.944271909999159e+198]],
+      [[1e+200, 2e+200], [3.577708763999664e-201, -1.788854381999832e-201, -1.788854381999832e-201, 8.94427190999916e-202]],
+      [[3, 4], [0.128, -0.096, -0.096, 0.072]],
+      [[1e-170, 0], [0, 0, 0, 1e+170]],
+      [[1, 1e-6], [9.999999999985e-13, -9.999999999984999e-07, -9.999999999984999e-07, 0.9999999999985]],
+      [[1, 1e-8], [9.999999999999999e-17, -9.999999999999999e-09, -9.999999999999999e-09, 0.9999999999999999]],
+      [[1e-106, 3e-122], [9.000000000000002e+74, -3.0000000000000002e+90, -3.0000000000000002e+90, 1e+106]],
+      [[2e-9, -7], [0.14285714285714285, 4.0816326530612245e-11, 4.0816326530612245e-11, 1.1661807580174929e-20]],
+      [[1e-200, 1e-40], [1e+40, -1.0000000000000002e-120, -1.0000000000000002e-120, 1.0000000000000002e-280]],
+      [[1e-40, 1e-210], [1.0000000000000004e-300, -1e-130, -1e-130, 1e+40]],
+      [[-1.0948963935502022e-279, -1.1981659726042455e-113], [8.346089130093333e+112, -7.626742118978581e-54, -7.626742118978581e-54, 6.969395418947726e-220]],
+    ];
+    for (const [point, want] of cases) {
+      hypot(point).forEach((got, k) => expect(Math.abs(got - want[k]!), `${point} [${k}]: ${got} vs ${want[k]}`).toBeLessThanOrEqual(1e-14 * Math.abs(want[k]!)));
     }
   });
 

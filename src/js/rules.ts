@@ -337,10 +337,15 @@ function partialsTangentOf(op: number): void {
       // As in the core: in units of y (y·y overflowed past 1e154 and underflowed below 1e-162), an
       // infinite operand's unit component its sign.
       // d(x/y) as w·(w·tx − u·tz)/y, which does not cancel where |z| ≪ |x| (see the core).
+      // Divided by a normal y before the second factor (see the core).
       const far = y === Infinity && (Number.isFinite(x) || Number.isFinite(z));
       const u = far && !Number.isFinite(x) ? Math.sign(x) : x / y, w = far && !Number.isFinite(z) ? Math.sign(z) : z / y;
-      partialZTangent[0] = u * (u * tz - w * tx) / y;
-      { result = w * (w * tx - u * tz) / y; break; }
+      if (y < 2.2250738585072014e-308) {
+        partialZTangent[0] = u * (u * tz - w * tx) / y;
+        { result = w * (w * tx - u * tz) / y; break; }
+      }
+      partialZTangent[0] = u * ((u * tz - w * tx) / y);
+      { result = w * ((w * tx - u * tz) / y); break; }
     }
     // 1 - 2y as -tanh(x/2): with y near 1/2 the subtraction left only y's rounding (100% off at
     // x = 1e-16: a probe).
