@@ -443,7 +443,7 @@ export class PooledFunction {
 
     // The outputs are made once the first piece's entries are checked: a bad X is its own error,
     // before gigabytes are asked for.
-    let result = out ?? null, valuesOut = values === 'none' ? null : values === 'new' ? null : values;
+    let result = out ?? null, valuesOut = values === 'none' || values === 'new' ? null : values;
     const scratch = this.pool.lease(8 * pieceRows * (xRow + dRow + outRow + valuesRow), method);
     try {
       for (let first = 0; first < rows; first += pieceRows) {
@@ -464,7 +464,8 @@ export class PooledFunction {
         if (outRow) result.set(o, first * width);
         if (valuesRow && v && valuesOut) valuesOut.set(v, first * valueWidth);
       }
-      return [result ?? new Float64Array(0), valuesOut];
+      // (A call in pieces has rows: the outputs were made by the first.)
+      return [result!, valuesOut];
     } finally {
       this.pool.release(scratch);
     }

@@ -593,8 +593,8 @@ export class WasmBackend implements Backend {
    *  returned NaN). */
   readonly writeDispatcher = (order: Order, backwards: boolean, params: number, base: number, parts: number): Uint8Array | null => {
     const steps = order.length, room = 16 + steps * (2 * params + 16);
-    if (this.guardsAt < 0 || 12 * steps + room > this.scratchRoom) return null;
-    const at = this.scratchFor(12 * steps + room);
+    const at = this.reservedScratch(12 * steps + room);
+    if (at < 0) return null;
     const buffer = this.core.memory.buffer;
     new Int32Array(buffer, at, steps).set(order.unit.subarray(0, steps));
     new Int32Array(buffer, at + 4 * steps, steps).set(order.shift.subarray(0, steps));
@@ -604,10 +604,17 @@ export class WasmBackend implements Backend {
     return new Uint8Array(this.core.memory.buffer, out, length).slice();
   };
 
+  // The scratch already reserved, where it has room for `bytes` (the address after the guards),
+  // else -1: no memory grows.
+  private reservedScratch(bytes: number): number {
+    return this.guardsAt >= 0 && bytes <= this.scratchRoom ? this.guardsAt + this.guardBytes() : -1;
+  }
+
   /** Scratch with room for the guards plus `bytes`; returns the address after the guards. */
   private scratchFor(bytes: number): number {
+    const reserved = this.reservedScratch(bytes);
+    if (reserved >= 0) return reserved;
     const guardBytes = this.guardBytes();
-    if (this.guardsAt >= 0 && bytes <= this.scratchRoom) return this.guardsAt + guardBytes;
     // An address is a u32 in the core; past 2 GiB of memory the i32 the export returns is negative.
     const base = this.core.scratch(guardBytes + bytes);
     if (base === 0) throw new RangeError(`out of memory: no room for ${bytes} bytes of replay buffers`);
