@@ -4,7 +4,8 @@
 // may move or reallocate them.
 
 export type BackendKind = 'wasm' | 'js';
-/** A `backend` option: an engine, or 'auto' (wasm where the runtime has WebAssembly, else js). */
+/** A `backend` option: an engine, or 'auto' (wasm where the runtime has WebAssembly and compiles
+ *  the core, else js). */
 export type BackendChoice = BackendKind | 'auto';
 
 export interface TapeViews {

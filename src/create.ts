@@ -4,11 +4,12 @@ import { BACKEND_RULE, checkOptions } from './options.ts';
 import { JsBackend } from './js/backend.ts';
 import { Tape, type TapeLimits } from './tape.ts';
 import { WasmBackend, loadCodegen } from './wasm/backend.ts';
-import { adoptCoreModule, coreLoadFailure, coreModuleIfLoaded, loadCoreModule, wasmAvailable } from './wasm/loader.ts';
+import { adoptCoreModule, coreLoadFailure, coreModuleIfLoaded, loadCoreModule, refusedByPolicy, wasmAvailable } from './wasm/loader.ts';
 
 export interface TapeOptions extends TapeLimits {
   /** 'wasm' (default), 'js' (the pure-JS mode), or 'auto': wasm where the runtime has
-   *  WebAssembly, else js. Only 'auto' ever falls back. */
+   *  WebAssembly and compiles the core, else js (a page whose Content-Security-Policy refuses
+   *  WebAssembly, say). Only 'auto' ever falls back. */
   backend?: BackendChoice | undefined;
 }
 
@@ -20,9 +21,16 @@ function resolveKind(options: TapeOptions): BackendKind {
 }
 
 /** @internal The engine a `backend` option names (already checked): 'auto' is wasm where the
- *  runtime has WebAssembly, else js; the default is wasm. */
+ *  runtime has WebAssembly and its last load of the core did not fail, else js; the default is
+ *  wasm. */
 export function resolveBackend(backend: BackendChoice | undefined): BackendKind {
-  return backend === 'auto' ? (wasmAvailable() ? 'wasm' : 'js') : backend ?? 'wasm';
+  return backend === 'auto' ? (wasmAvailable() && !coreRefused() ? 'wasm' : 'js') : backend ?? 'wasm';
+}
+
+// A Content-Security-Policy without 'wasm-unsafe-eval' refuses every compile of the page's life,
+// and 'auto' is there so that such a page still works. A core loaded since counts again.
+function coreRefused(): boolean {
+  return coreLoadFailure !== null && coreModuleIfLoaded() === null;
 }
 
 // Exports every core build has, one of each kind of call the façade makes into it.
@@ -73,9 +81,16 @@ export async function coreModule(): Promise<WebAssembly.Module> {
 /** Creates a tape on the wasm core (default) or the pure-JS mode: `createTape({ backend: 'js' })`.
  *  On the wasm core it loads the code generator too, as `init()` does. */
 export async function createTape(options: TapeOptions = {}): Promise<Tape> {
-  if (resolveKind(options) === 'wasm') {
+  const auto = options.backend === 'auto';
+  if (resolveKind(options) === 'wasm' || (auto && wasmAvailable() && !refusedByPolicy)) {
     if (!wasmAvailable()) throw noWasm();
-    await Promise.all([loadCoreModule(), loadCodegen().catch(() => {})]);
+    try {
+      await Promise.all([loadCoreModule(), loadCodegen().catch(() => {})]);
+    } catch (error) {
+      // 'auto' takes the JS mode while the core fails to load, and tries it again next time
+      // (a failed download may come back) unless the page's policy refused it.
+      if (!auto) throw error;
+    }
   }
   return createTapeSync(options);
 }

@@ -376,6 +376,25 @@ describe('browser suite', () => {
       expect(fallback.message).toMatch(/'js'|'auto'/);
     });
 
+    it("under a Content-Security-Policy without 'wasm-unsafe-eval': init() and the default name the directive, 'auto' falls back to JS", async () => {
+      const p = await load(`${server.url}/csp.html`, () => (window as unknown as { result?: unknown }).result !== undefined);
+      const r = await p.page.evaluate(() => (window as unknown as { result: Record<string, unknown> }).result);
+      expect(r.error).toBeUndefined();
+      expect(r.wasmGlobal).toBe('object');
+      for (const key of ['init', 'default']) {
+        const refused = r[key] as { threw: boolean; isTapegradError: boolean; code: string; message: string };
+        expect(refused.threw, `${key} must refuse`).toBe(true);
+        expect(refused, refused.message).toMatchObject({ isTapegradError: true, code: 'INVALID_ARGUMENT' });
+        expect(refused.message).toContain("'wasm-unsafe-eval'");
+      }
+      const auto = r.auto as { backend: string; grad: number[] };
+      expect(auto.backend).toBe('js');
+      expect(auto.grad[0]).toBe(5.5);
+      expect(auto.grad[1]).toBeCloseTo(2 - Math.cos(5), 14);
+      expect(r.autoSync).toEqual({ tape: 'js', grad: auto.grad, compiled: auto.grad, compiledBackend: 'js' });
+      expect(r.again).toEqual({ backend: 'js', value: 9 });
+    });
+
     describe('demo page (examples/demo)', () => {
       let demo: { url: string; close(): Promise<void> };
       beforeAll(async () => {

@@ -76,6 +76,9 @@ const compiling: Partial<Record<CoreVariant, Promise<WebAssembly.Module>>> = {};
 let defaultVariant: CoreVariant | null = null;
 /** The error of the last failed load of the core, or null (for the message of a later call). */
 export let coreLoadFailure: TapegradError | null = null;
+/** The page's Content-Security-Policy refused to compile WebAssembly: every later compile would be
+ *  refused too. */
+export let refusedByPolicy = false;
 
 // The smallest module using a SIMD instruction (i8x16.splat + i8x16.popcnt): validates only
 // where the runtime has wasm SIMD.
@@ -149,8 +152,11 @@ export function loadCoreModule(variant: CoreVariant = simdAvailable() && canInfl
 function loadError(error: unknown): TapegradError {
   const why = error instanceof Error ? error.message : String(error);
   // A page whose Content-Security-Policy lacks 'wasm-unsafe-eval' refuses to compile any wasm.
-  const policy = /content.security|\bCSP\b|unsafe-eval/i.test(why) ? "; a Content-Security-Policy must allow 'wasm-unsafe-eval' for WebAssembly," : ';';
-  return new TapegradError('INVALID_ARGUMENT', `the wasm core could not be loaded (${why})${policy} the next init() or createTape tries again, and { backend: 'js' } needs no wasm`, { cause: error });
+  if (/content.security|\bCSP\b|unsafe-eval/i.test(why)) refusedByPolicy = true;
+  const next = refusedByPolicy
+    ? "; a Content-Security-Policy must allow 'wasm-unsafe-eval' for WebAssembly, and without it { backend: 'auto' } takes the JS mode"
+    : '; the next init() or createTape tries again';
+  return new TapegradError('INVALID_ARGUMENT', `the wasm core could not be loaded (${why})${next}, and { backend: 'js' } needs no wasm`, { cause: error });
 }
 
 /** The default compiled core if it has been loaded, else null. */
