@@ -64,7 +64,8 @@ export interface Recording {
 
 /**
  * A function recorded once and replayed at new inputs. Inputs are Float64Array or arrays;
- * methods that take `out` write into it and allocate nothing.
+ * methods that take `out` write into it: `gradient`, `vjp`, `jvp` and `hvp` then allocate
+ * nothing (a replay), and the batches nothing per row.
  */
 export class CompiledFunction<V extends number | Float64Array = number | Float64Array> {
   /** How many times a failed guard made it record again. */
@@ -301,7 +302,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
         engine.views.adj[top] = 1;
         engine.sweepReverseReplay(top);
         rec.tape.assertFinite(0, top + 1, false, true);
-        out.set(this.inputSlots(rec, engine.views.adj, engine.views.xadj), r * n);
+        this.copyInputSlots(rec, engine.views.adj, engine.views.xadj, out, r * n);
       }
     } catch (e) {
       throw atRow(e, what, this.rowBase + r);
@@ -354,8 +355,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   }
 
   // A per-row method over rows: X rows × inputs, D rows × (inputs or outputs) directions, as many
-  // numbers out per row as `width` says. Rows run one call into the core at a time, with no
-  // allocation per row.
+  // numbers out per row as `width` says. Rows run one call into the core at a time, through three
+  // row buffers made once per call (a subarray per row allocated about 300 bytes a row: a probe).
   private perRow(
     X: ArrayLike<number>, rows: number, D: ArrayLike<number>, what: string, directionOf: 'inputs' | 'outputs',
     run: (x: Float64Array, d: Float64Array, out: Float64Array) => unknown, width: 'inputs' | 'outputs', out?: Float64Array,
@@ -378,11 +379,16 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // A guard recorded f again, returning another number of outputs than the rows of out, values
     // or the cotangents are laid out for: what the row wrote would be misplaced.
     const reshaped = () => !hvp && this.recording !== null && this.outputs !== outputs;
+    const n = this.inputs;
+    const xRow = new Float64Array(n), dRow = new Float64Array(dWidth), outRow = new Float64Array(w);
     let r = 0;
     try {
       for (; r < rows; r++) {
-        run(xRows.subarray(r * this.inputs, (r + 1) * this.inputs), dRows.subarray(r * dWidth, (r + 1) * dWidth), out.subarray(r * w, (r + 1) * w));
+        copyRow(xRows, r * n, n, xRow);
+        copyRow(dRows, r * dWidth, dWidth, dRow);
+        run(xRow, dRow, outRow);
         if (reshaped()) break;
+        for (let k = 0; k < w; k++) out[r * w + k] = outRow[k]!;
         if (values !== undefined) this.outputValues(this.recording!, values, r * outputs);
       }
     } catch (e) {
@@ -436,15 +442,23 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     engine.sweepReverseReplay(top);
     if (this.checkNaN) rec.tape.assertFinite(0, top + 1, false, true);
     checkOut(out, this.inputs, 'vjp: out');
-    out.set(this.inputSlots(rec, engine.views.adj, engine.views.xadj));
+    this.copyInputSlots(rec, engine.views.adj, engine.views.xadj, out, 0);
     return out;
   }
 
   // The inputs' entries of a node region (or, for a vector input, of its element region; zeros
-  // when the sweep never reached the input vector, whose adjoints are then not written).
-  private inputSlots(rec: Recording, nodes: Float64Array, elements: Float64Array): Float64Array {
-    if (!rec.vectorInput) return nodes.subarray(0, this.inputs);
-    return rec.tape.engine.views.adj[1] === 0 ? new Float64Array(this.inputs) : elements.subarray(0, this.inputs);
+  // when the sweep never reached the input vector, whose adjoints are then not written), into
+  // `out` from `at`, without a subarray or a zero array per call (a compiled gradient or hvp with
+  // `out` allocates nothing).
+  private copyInputSlots(rec: Recording, nodes: Float64Array, elements: Float64Array, out: Float64Array, at: number): void {
+    const n = this.inputs;
+    if (rec.vectorInput && rec.tape.engine.views.adj[1] === 0) {
+      out.fill(0, at, at + n);
+      return;
+    }
+    const from = rec.vectorInput ? elements : nodes;
+    if (n >= 256) out.set(from.subarray(0, n), at);
+    else for (let k = 0; k < n; k++) out[at + k] = from[k]!;
   }
 
   /** J·t at x (one replay, one tangent sweep). */
@@ -468,7 +482,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const top = this.scalarNode(rec, 'hvp');
     if (rec === this.fused) (rec.tape.engine as WasmBackend).reverseTangentFused(top, 1, rec.tape.size, this.inputs);
     else {
-      this.seedTangents(rec, v, [top]);
+      this.topTarget[0] = top;
+      this.seedTangents(rec, v, this.topTarget);
       rec.tape.engine.reverseTangentReplay(top, 1, rec.tape.size);
     }
     if (this.checkNaN) {
@@ -477,9 +492,12 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       rec.tape.assertFiniteTangentAdjoints(0, top + 1, true);
     }
     checkOut(out, this.inputs, 'hvp: out');
-    out.set(this.inputSlots(rec, rec.tape.engine.views.tanAdj!, rec.tape.engine.views.xtanAdj!));
+    this.copyInputSlots(rec, rec.tape.engine.views.tanAdj!, rec.tape.engine.views.xtanAdj!, out, 0);
     return out;
   }
+
+  // hvp's one target, in a slot of its own rather than an array a call.
+  private readonly topTarget = new Int32Array(1);
 
   // The recording whose values and tangents `forwardTangent` has just computed.
   private fused: Recording | null = null;
@@ -511,7 +529,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     xtan.fill(0, 0, rec.tape.elementCount);
     const seeded = rec.vectorInput ? xtan : tan;
     for (let k = 0; k < this.inputs; k++) seeded[k] = t[k]!;
-    rec.tape.tangentSweep(targets, () => rec.tape.engine.tangentReplay(rec.vectorInput ? 2 : this.inputs, rec.tape.size));
+    rec.tape.tangentSweep(targets, true, rec.vectorInput ? 2 : this.inputs);
     return tan;
   }
 
@@ -574,7 +592,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       }
       if (values) values[row] = rec.tape.engine.views.val[top]!;
       rec.tape.engine.reverse(top, 1, rec.tape.size);
-      out.set(this.inputSlots(rec, rec.tape.engine.views.adj, rec.tape.engine.views.xadj), row * n);
+      this.copyInputSlots(rec, rec.tape.engine.views.adj, rec.tape.engine.views.xadj, out, row * n);
       row++;
     }
   }
@@ -760,6 +778,11 @@ export function checkArrayLength(x: unknown, needed: number, what: string): asse
 
 // A batch's input rows (only the `length` the batch reads: X may be a longer reused buffer whose
 // tail holds out), copied where an output shares their memory (the caller's out over X).
+// from[first, first + length) into row.
+function copyRow(from: Float64Array, first: number, length: number, row: Float64Array): void {
+  for (let k = 0; k < length; k++) row[k] = from[first + k]!;
+}
+
 function apart(rows: Float64Array, length: number, ...outputs: (Float64Array | undefined | null)[]): Float64Array {
   const used = rows.subarray(0, length);
   return outputs.some((o) => overlaps(used, o)) ? used.slice() : rows;

@@ -575,15 +575,18 @@ export class Tape {
         pos++;
       }
     }
-    this.tangentSweep(targets, () => this.engine.tangent(0, this.count));
+    this.tangentSweep(targets, false, 0);
     return nodes;
   }
 
-  /** @internal Runs a tangent sweep serving `targets` (see tangentReaches). */
-  tangentSweep(targets: ArrayLike<number>, sweep: () => void): void {
+  /** @internal Runs a tangent sweep serving `targets` (see tangentReaches): the engine's over the
+   *  whole tape, or with `replay` a compiled function's from node `from` (no closure: a compiled
+   *  jvp or hvp with `out` allocates nothing). */
+  tangentSweep(targets: ArrayLike<number>, replay: boolean, from: number): void {
     this.tangentTargets = targets;
     try {
-      sweep();
+      if (replay) this.engine.tangentReplay(from, this.count);
+      else this.engine.tangent(from, this.count);
     } finally {
       this.tangentTargets = null;
       this.tangentMask = null;

@@ -414,13 +414,18 @@ export class JsBackend implements Backend {
   }
 
   replayForward(x: ArrayLike<number>, nInputs: number, count: number): number {
+    return this.replayRow(x, 0, nInputs, count);
+  }
+
+  // The inputs from x[first]: a batch's row without a subarray (an allocation a row: a probe).
+  private replayRow(x: ArrayLike<number>, first: number, nInputs: number, count: number): number {
     const val = this.views.val;
     if (this.vectorInput) {
       const xval = this.views.xval;
-      for (let k = 0; k < nInputs; k++) xval[k] = x[k]!;
+      for (let k = 0; k < nInputs; k++) xval[k] = x[first + k]!;
       this.forward(2, count);
     } else {
-      for (let k = 0; k < nInputs; k++) val[k] = x[k]!;
+      for (let k = 0; k < nInputs; k++) val[k] = x[first + k]!;
       this.forward(nInputs, count);
     }
     const nodes = this.guardNodes, expected = this.guardExpected;
@@ -430,11 +435,11 @@ export class JsBackend implements Backend {
 
   gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array, values: Float64Array | null): number {
     for (let r = fromRow; r < toRow; r++) {
-      if (this.replayForward(X.subarray(r * nInputs, (r + 1) * nInputs), nInputs, count) >= 0) return r;
+      if (this.replayRow(X, r * nInputs, nInputs, count) >= 0) return r;
       if (values) values[r] = this.views.val[out]!;
       this.reverse(out, 1, count);
       if (this.vectorInput && this.views.adj[1] === 0) G.fill(0, r * nInputs, (r + 1) * nInputs); // no rule reached the input
-      else G.set((this.vectorInput ? this.views.xadj : this.views.adj).subarray(0, nInputs), r * nInputs);
+      else copyInto(this.vectorInput ? this.views.xadj : this.views.adj, nInputs, G, r * nInputs);
     }
     return toRow;
   }
@@ -450,4 +455,13 @@ export class JsBackend implements Backend {
     }
     return -1;
   }
+}
+
+// from[0, length) into out at `at`: a loop for a short row, as a subarray would allocate its view.
+function copyInto(from: Float64Array, length: number, out: Float64Array, at: number): void {
+  if (length >= 256) {
+    out.set(from.subarray(0, length), at);
+    return;
+  }
+  for (let k = 0; k < length; k++) out[at + k] = from[k]!;
 }

@@ -97,6 +97,9 @@ const BATCH_BYTES = 1 << 20;
 // Which adjoint regions the last calls into the core left at +0 (see WasmBackend.zeroed).
 interface Zeroed { readonly adjoints: boolean; readonly tangentAdjoints: boolean }
 const NOT_ZEROED: Zeroed = { adjoints: false, tangentAdjoints: false };
+// Every state one object, so that a batch or hvp allocates nothing to record it.
+const ZEROED_STATES: readonly Zeroed[] = [NOT_ZEROED, { adjoints: true, tangentAdjoints: false }, { adjoints: false, tangentAdjoints: true }, { adjoints: true, tangentAdjoints: true }];
+const zeroedState = (adjoints: boolean, tangentAdjoints: boolean): Zeroed => ZEROED_STATES[(adjoints ? 1 : 0) + (tangentAdjoints ? 2 : 0)]!;
 
 /** The wasm engine: the tape lives in the instance's linear memory; the views below are windows
  *  onto it, re-derived after every call that can grow memory (a grown memory detaches the old
@@ -633,7 +636,13 @@ export class WasmBackend implements Backend {
     const at = this.scratchFor(nInputs * 8);
     const f64 = this.memoryF64;
     for (let k = 0, p = at >>> 3; k < nInputs; k++) f64[p + k] = x[k]!;
-    return this.run(() => this.core.replayForward(at, nInputs, count, this.guardsAt, this.guardNodes.length));
+    // As `run` does, without its closure (a compiled gradient allocated nothing else: a probe).
+    this.zeroed = NOT_ZEROED;
+    try {
+      return this.core.replayForward(at, nInputs, count, this.guardsAt, this.guardNodes.length);
+    } catch (error) {
+      throw this.recover(error);
+    }
   }
 
   gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array, values: Float64Array | null): number {
@@ -658,10 +667,16 @@ export class WasmBackend implements Backend {
       // touches their tangents.
       const { adjoints, tangentAdjoints } = this.zeroed;
       const resets = this.generated === 'active';
-      const done = this.run(() => simd
-        ? this.core.gradientBatchSimd!(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, (vAt + rows) * 8, valuesAt)
-        : this.core.gradientBatch(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, valuesAt, adjoints ? 1 : 0));
-      this.zeroed = { adjoints: resets, tangentAdjoints };
+      this.zeroed = NOT_ZEROED;
+      let done: number;
+      try {
+        done = simd
+          ? this.core.gradientBatchSimd!(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, (vAt + rows) * 8, valuesAt)
+          : this.core.gradientBatch(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, valuesAt, adjoints ? 1 : 0);
+      } catch (error) {
+        throw this.recover(error);
+      }
+      this.zeroed = zeroedState(resets, tangentAdjoints);
       const doneSpan = done * nInputs;
       if (doneSpan <= 64) for (let k = 0; k < doneSpan; k++) G[first + k] = f64[gAt + k]!;
       else G.set(f64.subarray(gAt, gAt + doneSpan), first);
@@ -680,9 +695,13 @@ export class WasmBackend implements Backend {
     const { xval, xadj } = this.views;
     const first = row * nInputs;
     xval.set(X.subarray(first, first + nInputs), 0);
-    const done = this.run(() => this.core.gradientBatch(
-      xval.byteOffset, 1, nInputs, count, out, xadj.byteOffset, this.guardsAt, this.guardNodes.length, valueAt, 0,
-    ));
+    this.zeroed = NOT_ZEROED;
+    let done: number;
+    try {
+      done = this.core.gradientBatch(xval.byteOffset, 1, nInputs, count, out, xadj.byteOffset, this.guardsAt, this.guardNodes.length, valueAt, 0);
+    } catch (error) {
+      throw this.recover(error);
+    }
     if (done === 0) return row;
     G.set(this.views.xadj.subarray(0, nInputs), first);
     if (values) values[row] = this.memoryF64[valueAt >>> 3]!;
@@ -791,8 +810,13 @@ export class WasmBackend implements Backend {
    *  at `out`, clearing only the inputs' adjoints when the last sweep left the rest at +0. */
   reverseTangentFused(out: number, seed: number, count: number, nInputs: number): void {
     const { adjoints, tangentAdjoints } = this.zeroed;
-    this.run(() => this.core.reverseTangentFused(out, seed, count, nInputs, adjoints && tangentAdjoints ? 1 : 0));
-    this.zeroed = { adjoints: true, tangentAdjoints: true };
+    this.zeroed = NOT_ZEROED;
+    try {
+      this.core.reverseTangentFused(out, seed, count, nInputs, adjoints && tangentAdjoints ? 1 : 0);
+    } catch (error) {
+      throw this.recover(error);
+    }
+    this.zeroed = zeroedState(true, true);
   }
 
   /** `reverseTangent` through the generated sweep when one is installed. */
