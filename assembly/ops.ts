@@ -221,13 +221,17 @@ export function opArity(op: i32): i32 {
   return z * p;
 }
 
-// z(z-1)x^(z-2), the second derivative in x: as z·((z-1)·x^(z-2)) at 0 and where |x| >= 1, and as
-// z·((z-1)·x^(z-1))/x between: x^(z-2) overflowed there where the product is finite (x = z =
-// 1e-170: about -1e170), and z·((z-1)·x^(z-1)) where |x| is large (2 at x = 1e308 for z = 2: a
-// probe got Infinity, and NaN at x = Infinity).
+// z(z-1)x^(z-2), the second derivative in x: as z·((z-1)·x^(z-2)) at 0, where |x| >= 1 and where
+// z >= 2, and as z·((z-1)·x^(z-1))/x for 0 < |x| < 1 and z < 2: x^(z-2) overflowed there where the
+// product is finite (x = z = 1e-170: about -1e170), and z·((z-1)·x^(z-1)) where |x| is large (2
+// at x = 1e308 for z = 2: a probe got Infinity, and NaN at x = Infinity), while for z >= 2 x^(z-1)
+// underflowed where the product is a normal double (x = 1e-300, z = 3: 0 for 6e-300, a probe).
+// NaN where the first derivative is (x < 0, z no integer: it was finite where z - 2 rounds to an
+// integer, and 0 at -Infinity).
 // @ts-ignore: decorator
 @inline function powSecondDerivative(x: f64, z: f64): f64 {
-  return x == 0 || Math.abs(x) >= 1 ? z * ((z - 1) * Math.pow(x, z - 2)) : z * ((z - 1) * Math.pow(x, z - 1)) / x;
+  if (x < 0 && z != Math.floor(z)) return NaN;
+  return x != 0 && Math.abs(x) < 1 && z < 2 ? z * ((z - 1) * Math.pow(x, z - 1)) / x : z * ((z - 1) * Math.pow(x, z - 2));
 }
 
 // d/dz x^z = y ln x; 0 at x = 0 (the numerics policy: d/dc x^c at x = 0 is 0, for every z, where
@@ -476,6 +480,12 @@ export let partialZTangent: f64 = 0;
     case Op.Cbrt: return -2 * ty / (3 * y * y * y);
     case Op.Pow: {
       // pa = z x^(z-1), pb = y ln x (0 at x = 0: see powExponentDerivative)
+      // Outside the domain (x < 0, z no integer) both partials are NaN, and so is every second
+      // partial (the mixed one was 0 at x = -Infinity, 0 < |z| < 1, where x^(z-1) is: a probe).
+      if (x < 0 && z != Math.floor(z)) {
+        partialZTangent = NaN;
+        return NaN;
+      }
       if (x == 0 && z != 0) {
         const mixed = powMixedAtZero(z);
         partialZTangent = tx == 0 ? 0 : tx * mixed;
@@ -488,7 +498,11 @@ export let partialZTangent: f64 = 0;
       if (z == 0) return tz == 0 ? 0 : tz / x;
       // The mixed term x^(z-1)(1 + z ln x) is 0 where the power is (x = Infinity, z < 1: 0·∞ gave
       // NaN against the other order's 0, a probe), as at x = 0.
-      return (tz == 0 || xz1 == 0 ? 0 : tz * (xz1 + z * xz1 * Math.log(x))) + (tx == 0 || z == 1 ? 0 : tx * powSecondDerivative(x, z));
+      // As a sum, the other order's terms (so the two agree bit for bit), but factored where the
+      // sum is ∞ − ∞ (x^(z-1) overflowing: x = 1e-310, z = 1e-8, NaN against the other order's
+      // +Infinity, a probe); NaN, as the x-partial z·x^(z-1) = ∞·0 is, where z is infinite.
+      const mixed = xz1 == 0 && isFinite(z) ? 0 : xz1 + z * xz1 * Math.log(x);
+      return (tz == 0 ? 0 : tz * (mixed == mixed ? mixed : xz1 * (1 + z * Math.log(x)))) + (tx == 0 || z == 1 ? 0 : tx * powSecondDerivative(x, z));
     }
     // z(z-1)x^(z-2) (see powSecondDerivative); z(z-1) before a zero power gave ∞·0 (z = 1e155 at
     // 0, whose limit is 0): at 0 the limit from x > 0, with the power taken first.

@@ -532,6 +532,49 @@ describe.each(BACKENDS)('pow\'s second derivative at extreme exponents (%s)', (b
   });
 });
 
+// A probe (2026-12-05): pow's second derivatives finite where its value and gradient are NaN
+// (x < 0 with a tiny non-integer exponent, x = -Infinity), its mixed term NaN in one order and
+// +Infinity in the other where x^(c-1) overflows (∞ − ∞ in a sum), or 0 against NaN at infinite
+// exponents (∞·0 in the x-partial), and its second derivative in x 0 where x^(c-1) underflowed
+// although the true value is a normal double.
+describe.each(BACKENDS)('pow\'s second derivatives: NaN with the gradient, both orders alike, no early underflow (%s)', (backend) => {
+  beforeAll(async () => {
+    await tapeOn(backend);
+  });
+  const P = (v: Var[]): Var => v[0]!.pow(v[1]!);
+  const same = (got: number[], want: number[]): void => expect(got.map(String)).toEqual(want.map(String));
+  it('NaN wherever the first derivative is NaN', () => {
+    for (const [c, x0] of [[1e-17, -2], [-1e-17, -2], [0.5, -Infinity], [1.5, -Infinity], [-0.5, -Infinity], [1 / 3, -Infinity]] as const) {
+      expect(grad((x: Var[]) => x[0]!.pow(c), { backend })([x0])[0], `grad at (${x0}, ${c})`).toBeNaN();
+      expect(hvp((x: Var[]) => x[0]!.pow(c), [x0], [1], { backend })[0], `hvp at (${x0}, ${c})`).toBeNaN();
+    }
+    for (const point of [[-2, 1e-17], [-Infinity, 0.5], [-Infinity, -0.5]]) same(Array.from(hessian(P, point, { backend }).data), [NaN, NaN, NaN, NaN]);
+  });
+  it('both orders of the mixed term alike where x^(c-1) overflows or the exponent is infinite', () => {
+    // x^(c-1)(1 + c ln x) at (1e-310, 1e-8) is about 1e310: +Infinity both ways.
+    same(Array.from(hessian(P, [1e-310, 1e-8], { backend }).data).slice(1, 3), [Infinity, Infinity]);
+    // An infinite exponent with a zero power: the x-partial c·x^(c-1) is ∞·0 = NaN (IEEE), and so
+    // is every second partial through it, in both orders (the mixed one was 0 against NaN).
+    for (const point of [[0.5, Infinity], [3, -Infinity]]) {
+      same(Array.from(grad(P, { backend })(point)), [NaN, 0]);
+      same(Array.from(hessian(P, point, { backend }).data), [NaN, NaN, NaN, 0]);
+    }
+  });
+  it('the second derivative in x is not lost to an early underflow', () => {
+    const close = (got: number, want: number): void => expect(Math.abs(got - want) / want, `${got} vs ${want}`).toBeLessThanOrEqual(1e-14);
+    const second = (c: number, x0: number): number => hvp((x: Var[]) => x[0]!.pow(c), [x0], [1], { backend })[0]!;
+    close(second(2.5, 1e-300), 3.75e-150);
+    close(second(3, 1e-300), 6e-300);
+    close(second(3, 1e-160), 6e-160);
+    close(hessian(P, [1e-300, 2.5], { backend }).data[0]!, 3.75e-150);
+    // compiled, generated and interpreted: the tape's bits.
+    for (const codegen of [true, false]) {
+      const f = compile(P, { inputs: 2, backend, codegen, at: [1e-300, 3] });
+      expect(f.hvp([1e-300, 3], [1, 0])[0], `codegen ${codegen}`).toBe(hessian(P, [1e-300, 3], { backend }).data[0]);
+    }
+  });
+});
+
 // A probe found Hessians of div and atan2 whose two orders disagreed at extreme points: y·0 = NaN
 // in div's mixed term where x/y overflows, -Infinity against NaN at 0/0, and ±Infinity from
 // cancelling rounding in atan2's mixed term where the true value is 0. Both orders now agree, on

@@ -44,7 +44,8 @@ function powBaseDerivative(x: number, z: number): number {
 
 // z(z-1)x^(z-2), as powSecondDerivative in assembly/ops.ts.
 function powSecondDerivative(x: number, z: number): number {
-  return x === 0 || Math.abs(x) >= 1 ? z * ((z - 1) * Math.pow(x, z - 2)) : z * ((z - 1) * Math.pow(x, z - 1)) / x;
+  if (x < 0 && z !== Math.floor(z)) return NaN;
+  return x !== 0 && Math.abs(x) < 1 && z < 2 ? z * ((z - 1) * Math.pow(x, z - 1)) / x : z * ((z - 1) * Math.pow(x, z - 2));
 }
 
 // As assembly/ops.ts: 0 at x = 0 (the numerics policy) and where y = 0.
@@ -271,6 +272,11 @@ function partialsTangentOf(op: number): void {
     case sqrt: { result = -0.5 * ty / (y * y); break; }
     case cbrt: { result = -2 * ty / (3 * y * y * y); break; }
     case pow: {
+      // As in the core: NaN outside the domain, every second partial.
+      if (x < 0 && z !== Math.floor(z)) {
+        partialZTangent[0] = NaN;
+        { result = NaN; break; }
+      }
       if (x === 0 && z !== 0) {
         const mixed = powMixedAtZero(z);
         partialZTangent[0] = tx === 0 ? 0 : tx * mixed;
@@ -280,7 +286,8 @@ function partialsTangentOf(op: number): void {
       const xz1 = z === 0 ? 1 / x : Math.pow(x, z - 1);
       partialZTangent[0] = (ty === 0 ? 0 : ty * Math.log(x)) + (tx === 0 ? 0 : tx * xz1);
       if (z === 0) { result = tz === 0 ? 0 : tz / x; break; }
-      { result = (tz === 0 || xz1 === 0 ? 0 : tz * (xz1 + z * xz1 * Math.log(x))) + (tx === 0 || z === 1 ? 0 : tx * powSecondDerivative(x, z)); break; }
+      const mixed = xz1 === 0 && Number.isFinite(z) ? 0 : xz1 + z * xz1 * Math.log(x);
+      { result = (tz === 0 ? 0 : tz * (mixed === mixed ? mixed : xz1 * (1 + z * Math.log(x)))) + (tx === 0 || z === 1 ? 0 : tx * powSecondDerivative(x, z)); break; }
     }
     // See powConst in assembly/ops.ts.
     case powConst: { result = z === 0 || z === 1 ? 0 : tx * powSecondDerivative(x, z); break; }
