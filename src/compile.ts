@@ -812,6 +812,7 @@ function atRow(e: unknown, what: string, row: number): unknown {
 
 /** @internal A batch's row count, named by the call that got it. */
 export function checkRows(rows: number, what: string): number {
+  if (typeof rows !== 'number') throw new NotANumberError(`${what}: rows must be a non-negative integer, got ${describe(rows)}`);
   if (!Number.isInteger(rows) || rows < 0) throw new TapegradError('INVALID_ARGUMENT', `${what}: rows must be a non-negative integer, got ${describe(rows)}`);
   return rows;
 }

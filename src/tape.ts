@@ -290,6 +290,11 @@ export class Tape {
     if (first instanceof Vec || (Array.isArray(parts) && parts.some((p) => p instanceof Vec))) {
       const shape = first instanceof Vec ? first.shape : [];
       for (const p of parts as readonly Vec[]) {
+        // Neither a Vec nor a Var or number: NOT_A_NUMBER, as among scalars (it was shown as a
+        // scalar of shape []: a probe).
+        if (!(p instanceof Vec) && !((p as unknown) instanceof Var) && typeof p !== 'number') {
+          throw new NotANumberError(`stack: expected Vecs, Vars or numbers, got ${describe(p)}`);
+        }
         if (!(p instanceof Vec) || p.shape.length !== shape.length || p.shape.some((d, k) => d !== shape[k])) {
           const shapes = (parts as readonly Vec[]).map((q) => (q instanceof Vec ? q.shape : []));
           throw new ShapeError(`stack: every operand needs shape [${shape.join(', ')}], got ${shapes.map((q) => `[${q.join(', ')}]`).join(', ')}`, 'stack', shapes);

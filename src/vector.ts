@@ -186,14 +186,20 @@ function scalarOut(tape: Tape, op: number, ia: number, ib: number): Var {
  * broadcasting); reductions (`sum`, `dot`, `logSumExp`…) return scalar Vars.
  */
 export class Vec {
+  /** [n] for a vector, [rows, cols] for a matrix. */
+  readonly shape: Shape;
+
   /** @internal */
   constructor(
     readonly tape: Tape,
     index: number,
-    /** [n] for a vector, [rows, cols] for a matrix. */
-    readonly shape: Shape,
+    shape: Shape,
   ) {
     this.id = ~(index + tape.base);
+    // Frozen, as the shapes a caller passes are: ops trust a Vec's shape, and one changed in
+    // place (a computed Vec's, which its elementwise results share) read past the elements (a
+    // probe: a trap of the core, and garbage on the JS engine).
+    this.shape = Object.isFrozen(shape) ? shape : Object.freeze(shape.slice());
     Object.freeze(this);
   }
 
@@ -253,7 +259,9 @@ export class Vec {
     for (let k = 0; k < indices.length; k++) {
       const j = indices[k]!;
       if (!Number.isInteger(j) || j < 0 || j >= n) {
-        throw new TapegradError('INVALID_ARGUMENT', `gather: index ${describe(j)} at position ${k} ${Number.isInteger(j) ? `is out of range for ${n} elements` : 'is not an integer'}`);
+        const message = `gather: index ${describe(j)} at position ${k} ${Number.isInteger(j) ? `is out of range for ${n} elements` : 'is not an integer'}`;
+        // Something else than a number is NOT_A_NUMBER, as README's errors table says of indices.
+        throw typeof j === 'number' ? new TapegradError('INVALID_ARGUMENT', message) : new NotANumberError(message);
       }
     }
     t.reserveVector(4, 2 * indices.length);
@@ -445,6 +453,7 @@ export class Vec {
 Object.defineProperty(Vec.prototype, VEC_BRAND, { value: true });
 
 function clampIndex(i: number, n: number, what: string): number {
+  if (typeof i !== 'number') throw new NotANumberError(`slice: ${what} must be an integer, got ${describe(i)}`);
   if (!Number.isInteger(i)) throw new TapegradError('INVALID_ARGUMENT', `slice: ${what} must be an integer, got ${describe(i)}`);
   return Math.min(n, Math.max(0, i < 0 ? n + i : i));
 }

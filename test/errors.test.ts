@@ -390,3 +390,29 @@ it("README's Errors table has a row for every code and every error class, with t
   expect(classes.map((c) => c.name)).toContain('MissingRuleError');
   for (const Class of classes) expect(rows, Class.name).toContain(`${Class.name} ${new Class('m').code}`);
 });
+
+// A probe: non-numbers as slice bounds, gather indices, a batch's row count or among a stack's
+// Vecs were INVALID_ARGUMENT (or a ShapeError showing them as scalars), where README's errors
+// table promises NOT_A_NUMBER for anything but a number where one is expected, an index
+// included; numbers that are no integers stay INVALID_ARGUMENT.
+describe.each(BACKENDS)('non-numbers as indices and counts are NOT_A_NUMBER (%s)', (backend) => {
+  it('slice, gather, stack, a batch\'s rows', async () => {
+    const { compile, init } = await import('../src/index.ts');
+    await init();
+    const tape = await tapeOn(backend);
+    const v = tape.vector([10, 20, 30, 40]);
+    const f = compile((x: Var[]) => x[0]!.mul(x[1]!), { inputs: 2, backend });
+    const size = tape.size;
+    const notNumbers: [string, () => unknown][] = [
+      ['slice', () => v.slice('1' as never)], ['slice', () => v.slice(0, 2n as never)], ['gather', () => v.gather(['1'] as never)],
+      ['gather', () => v.gather([undefined] as never)], ['stack', () => tape.stack([v, 'a'] as never)], ['stack', () => tape.stack([v, null] as never)],
+      ['gradientBatch', () => f.gradientBatch([1, 2], '1' as never)],
+    ];
+    for (const [name, action] of notNumbers) expectError(action, NotANumberError, 'NOT_A_NUMBER', new RegExp(`^${name}: `));
+    for (const [name, action] of [['slice', () => v.slice(1.5)], ['gather', () => v.gather([1.5])], ['gradientBatch', () => f.gradientBatch([1, 2], 1.5)]] as const) {
+      expectError(action, TapegradError, 'INVALID_ARGUMENT', new RegExp(`^${name}: `));
+    }
+    expect(tape.size).toBe(size);
+    expect(Array.from(v.slice(1, 3).value)).toEqual([20, 30]);
+  });
+});

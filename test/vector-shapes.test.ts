@@ -328,3 +328,24 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     expect(() => v.gather([0, 3])).toThrow(/^gather: index number 3 at position 1 is out of range for 3 elements$/);
   });
 });
+
+// A probe: computed Vecs had plain shape arrays, shared by their elementwise results, and a shape
+// changed in place made the ops read past the elements (a trap of the core, garbage on the JS
+// engine). Every Vec's shape is frozen now, the ones a caller passes as before.
+describe.each(BACKENDS)('every shape is frozen (%s)', (backend) => {
+  it('computed Vecs included, and a write to one throws', async () => {
+    const tape = await tapeOn(backend);
+    const A = tape.vector([1, 2, 3, 4, 5, 6], [2, 3]);
+    const v = tape.vector([1, 2, 3]);
+    const made: [string, Vec][] = [
+      ['vector', A], ['T', A.T], ['exp', A.T.exp()], ['matvec', A.matvec(v)], ['slice', v.slice(1)], ['gather', v.gather([0, 0])],
+      ['stack', tape.stack([v, v])], ['concat', tape.concat([v, v])], ['outer', v.outer(v)], ['matmul', A.matmul(A.T)],
+      ['reshape', v.reshape([3, 1])], ['add', A.add(v)], ['softmax', v.softmax()], ['handles.vec', tape.handles.vec.toVec(v.id)],
+    ];
+    for (const [name, vec] of made) {
+      expect(Object.isFrozen(vec.shape), name).toBe(true);
+      expect(() => { (vec.shape as number[])[0] = 7; }, name).toThrow(TypeError);
+    }
+    expect(Array.from(A.T.exp().matvec(tape.vector([1, 1])).value)).toEqual([Math.E + Math.exp(4), Math.exp(2) + Math.exp(5), Math.exp(3) + Math.exp(6)]);
+  });
+});
