@@ -29,6 +29,9 @@ const scattered = (serial: number): number => (serial * 0.6180339887498949) % 1;
 const DEFAULT_MAX_NODES = 2 ** 28;
 // Tape.lastSweep: none, a backward, a vjp.
 const NO_SWEEP = 0, BACKWARD_SWEEP = 1, VJP_SWEEP = 2;
+// Tape.swept besides a node count: no sweep yet; the last one failed and the one before runs
+// again on the next read; the last one failed with none before it to run.
+const NOT_SWEPT = -1, SWEEP_AGAIN = -2, FAILED_SWEEP = -3;
 /** @internal Bytes a node of the tangent regions (jvp, hvp). */
 export const TANGENT_BYTES = 16;
 const CONSTANT_SLOTS = 64;
@@ -83,6 +86,10 @@ export class Tape {
   private lastCount = 0;
   private lastOuts: Int32Array = new Int32Array(0);
   private lastCotangent: Float64Array = new Float64Array(0);
+  // After a sweep that threw part-way (a custom rule, a trap): swept is SWEEP_AGAIN where the last
+  // complete first-order sweep (its fields restored above) runs again on the next read of an
+  // adjoint, whose `swept` this was; NO_GRADIENT_FAILED where there is none to run.
+  private sweptBeforeFailure = -1;
   /** @internal */
   base: number;
   // Where this cycle of handles began, and the cycle before it ([previousStart, previousEnd), empty
@@ -358,13 +365,20 @@ export class Tape {
     for (let j = 0; j < cotangent.length; j++) checkNumber(cotangent[j], 'cotangent');
     const nodes = this.nodesOf(wrt);
     this.evaluate();
-    this.swept = -1;
+    const sweep = this.lastSweep, out = this.lastOut, seed = this.lastSeed, count = this.lastCount, before = this.lastOuts, cotangentBefore = this.lastCotangent;
+    const swept = this.completeSwept();
+    this.swept = NOT_SWEPT;
     // (The cotangent copied: a sweep run again must not see the caller's later writes.)
     const seeds = Float64Array.from(cotangent);
     this.lastSweep = VJP_SWEEP;
     this.lastOuts = outs;
     this.lastCotangent = seeds;
-    this.sweepKeeping(this.checkNaN);
+    try {
+      this.sweepKeeping(this.checkNaN);
+    } catch (error) {
+      this.sweepFailed(sweep, out, seed, count, before, cotangentBefore, swept);
+      throw error;
+    }
     this.swept = this.count;
     if (this.checkNaN) {
       let top = 0;
@@ -432,9 +446,17 @@ export class Tape {
   hvp(output: Var, inputs: readonly (Var | Vec)[], v: ArrayLike<number>, seed = 1): Float64Array {
     const out = this.index(output, 'hvp');
     const nodes = this.seedTangents(inputs, v, [out], 'the direction');
-    this.swept = -1;
+    checkNumber(seed, 'seed');
+    const sweep = this.lastSweep, last = this.lastOut, lastSeed = this.lastSeed, count = this.lastCount, outs = this.lastOuts, cotangent = this.lastCotangent;
+    const swept = this.completeSwept();
+    this.swept = NOT_SWEPT;
     this.lastSweep = NO_SWEEP;
-    this.engine.reverseTangent(out, checkNumber(seed, 'seed'), this.count);
+    try {
+      this.engine.reverseTangent(out, seed, this.count);
+    } catch (error) {
+      this.sweepFailed(sweep, last, lastSeed, count, outs, cotangent, swept);
+      throw error;
+    }
     this.swept = this.count;
     if (this.checkNaN) {
       this.assertFiniteTangents(0, out + 1);
@@ -621,7 +643,7 @@ export class Tape {
     }
     this.count = 0;
     this.evaluated = 0;
-    this.swept = -1;
+    this.swept = NOT_SWEPT;
     this.lastSweep = NO_SWEEP;
     this.vectorNodes = false;
     this.constantHandles.fill(-1);
@@ -936,9 +958,7 @@ export class Tape {
 
   /** @internal */
   gradAt(i: number): number {
-    if (this.swept < 0) {
-      throw new TapegradError('NO_GRADIENT', 'no gradient yet: call tape.backward(output) after recording, before reading .grad');
-    }
+    if (this.swept < 0) this.checkSwept();
     return i < this.swept && this.opV[i] !== CONST ? this.engine.views.adj[i]! : 0;
   }
 
@@ -948,16 +968,65 @@ export class Tape {
     this.refuseWhileCompiling('a reverse sweep (backward or gradient)');
     if (typeof seed !== 'number') throw new NotANumberError(`the seed must be a number, got ${describe(seed)}`);
     this.evaluate();
-    // A sweep that throws part-way (a custom rule, a trap) leaves partial adjoints: until the
-    // next complete sweep, .grad says there is no gradient rather than returning them.
-    this.swept = -1;
+    // A sweep that throws part-way (a custom rule, a trap) leaves partial adjoints, which .grad
+    // never returns: the complete sweep before it runs again when an adjoint is read (its
+    // gradients were lost before: a probe), or, with none, .grad says so.
+    const sweep = this.lastSweep, lastOut = this.lastOut, lastSeed = this.lastSeed, lastCount = this.lastCount, swept = this.completeSwept();
+    this.swept = NOT_SWEPT;
     this.lastSweep = BACKWARD_SWEEP;
     this.lastOut = out;
     this.lastSeed = seed;
     this.lastCount = this.count;
-    this.sweepKeeping(this.checkNaN);
+    try {
+      this.sweepKeeping(this.checkNaN);
+    } catch (error) {
+      this.sweepFailed(sweep, lastOut, lastSeed, lastCount, this.lastOuts, this.lastCotangent, swept);
+      throw error;
+    }
     this.swept = this.count;
     if (this.checkNaN) this.assertFinite(0, out + 1, false);
+  }
+
+  // After a sweep that threw: the complete first-order sweep before it (these were its fields)
+  // is what the adjoints hold again, once it runs on the next read (SWEEP_AGAIN).
+  private sweepFailed(sweep: number, out: number, seed: number, count: number, outs: Int32Array, cotangent: Float64Array, swept: number): void {
+    if (sweep === NO_SWEEP || swept < 0) {
+      this.swept = FAILED_SWEEP;
+      this.lastSweep = NO_SWEEP;
+      return;
+    }
+    this.lastSweep = sweep;
+    this.lastOut = out;
+    this.lastSeed = seed;
+    this.lastCount = count;
+    this.lastOuts = outs;
+    this.lastCotangent = cotangent;
+    this.sweptBeforeFailure = swept;
+    this.swept = SWEEP_AGAIN;
+  }
+
+  // The `swept` of the last complete sweep, whose fields lastSweep... hold: before a failed one
+  // interrupted, the one that will run again.
+  private completeSwept(): number {
+    return this.swept === SWEEP_AGAIN ? this.sweptBeforeFailure : this.swept;
+  }
+
+  // Runs the sweep a failed one interrupted, if one waits (see sweepFailed), before an adjoint is
+  // read.
+  private settleSweep(): void {
+    if (this.swept !== SWEEP_AGAIN) return;
+    this.swept = FAILED_SWEEP;
+    this.sweepKeeping(this.checkNaN);
+    this.swept = this.sweptBeforeFailure;
+  }
+
+  // For reads of adjoints: a complete sweep's, or NO_GRADIENT.
+  private checkSwept(): void {
+    this.settleSweep();
+    if (this.swept >= 0) return;
+    throw new TapegradError('NO_GRADIENT', this.swept === FAILED_SWEEP
+      ? 'no gradient: the last reverse sweep stopped part-way (it threw), with no complete one before it; call tape.backward(output) again'
+      : 'no gradient yet: call tape.backward(output) after recording, before reading .grad');
   }
 
   /** @internal Computes every value recorded since the last evaluation. */
@@ -1270,9 +1339,7 @@ export class Tape {
 
   /** @internal Adjoints of vector node i from the last reverse sweep (zeros for constants). */
   vectorGrads(i: number, from: 'adj' | 'tanAdj' = 'adj'): Float64Array {
-    if (this.swept < 0) {
-      throw new TapegradError('NO_GRADIENT', 'no gradient yet: call tape.backward(output) after recording, before reading .grad');
-    }
+    if (this.swept < 0) this.checkSwept();
     const off = this.aV[i - 1]!, n = this.bV[i - 1]!;
     if (from === 'adj') this.keepAdjointsOf([i]);
     // A constant, or a vector no rule reached in the last sweep, has no adjoint written: 0.

@@ -555,3 +555,48 @@ describe.each(BACKENDS)('second order past a custom node without jvp whose tange
     expect(() => compile(f, { inputs: 2, backend }).jvp([2, 1], direction)).toThrow(missingJvp);
   });
 });
+
+// A probe: a reverse sweep that threw part-way (a rule's error, a rule recording onto its tape, a
+// missing vjpTangent in hvp) left .grad throwing NO_GRADIENT "no gradient yet", the gradients of
+// the complete sweep before it lost. Now .grad gives those (the sweep runs again when read), and
+// says what happened where there was none.
+describe.each(BACKENDS)('a reverse sweep that throws loses no earlier gradient (%s)', (backend) => {
+  it('after backward, vjp or hvp fails, .grad holds the last complete sweep\'s gradients', async () => {
+    const tape = await createTape({ backend });
+    let failing = false;
+    const sq = defineFunction({
+      name: 'sq', forward: (xs) => xs[0]! ** 2, jvp: (xs, _y, ts) => 2 * xs[0]! * ts[0]!,
+      vjp: (xs, _y, g) => {
+        if (failing) throw new RangeError('vjp failed');
+        return [2 * g * xs[0]!];
+      },
+    });
+    const w = tape.variable(5), v = tape.vector([1, 2]), a = w.mul(w).add(v.mul(w).sum()), b = sq(w).add(v.square().sum());
+    tape.backward(a, 2);
+    const before = [w.grad, ...v.grad];
+    expect(before).toEqual([2 * (10 + 3), 10, 10]);
+    failing = true;
+    for (const fail of [() => tape.backward(b), () => tape.vjp([b], [1], [w]), () => tape.backward(b)]) {
+      expect(fail).toThrow(RangeError);
+      expect([w.grad, ...v.grad]).toEqual(before);
+    }
+    expect(() => tape.hvp(b, [w], [1])).toThrow(MissingRuleError);
+    expect([w.grad, ...v.grad]).toEqual(before);
+    // A complete sweep after them is the one .grad gives.
+    failing = false;
+    tape.backward(b);
+    expect([w.grad, ...v.grad]).toEqual([10, 2, 4]);
+  });
+
+  it('with no complete sweep before, .grad says the last one stopped part-way', async () => {
+    const tape = await createTape({ backend });
+    const bad = defineFunction({ name: 'bad', forward: (xs) => xs[0]!, vjp: () => { throw new RangeError('no'); } });
+    const w = tape.variable(1), y = bad(w);
+    expect(() => tape.backward(y)).toThrow(RangeError);
+    expect(() => w.grad).toThrow(expect.objectContaining({ code: 'NO_GRADIENT', message: expect.stringMatching(/stopped part-way/) }));
+    tape.reset();
+    const x = tape.variable(3);
+    tape.backward(x.square());
+    expect(x.grad).toBe(6);
+  });
+});
