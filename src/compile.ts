@@ -120,7 +120,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** Why replays do not run generated code (yet): null when `generatedSweeps` is 'active'. */
   get generatedSweepsReason(): string | null {
     const rec = this.recording;
-    if (!rec) return 'nothing recorded yet';
+    if (!rec) return this.refusedBecause ?? 'nothing recorded yet';
     const engine = rec.tape.engine;
     if (!(engine instanceof WasmBackend)) return 'the JS backend interprets every tape';
     if (this.codegen === false) return 'compile was asked for { codegen: false }';
@@ -139,6 +139,10 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   // See whenGenerated.
   private generatorLoading: Promise<void> | null = null;
+
+  // Why { codegen: 'require' } refused the last recording (it is not kept, so the reason is kept
+  // instead: a probe read 'nothing recorded yet' after the refusal).
+  private refusedBecause: string | null = null;
 
   // The recording holds custom nodes (their rules are user code: batches run a row per call).
   private customNodes = false;
@@ -187,8 +191,10 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       const reason = this.generatedSweepsReason;
       if (engine instanceof WasmBackend && this.generatedSweeps === 'pending') this.generatorLoading = engine.generatedReady;
       this.recording = null; // never replayed by the interpreter
+      this.refusedBecause = reason;
       throw new TapegradError('INVALID_ARGUMENT', `compile: generated sweeps are required ({ codegen: 'require' }), but ${reason}`);
     }
+    this.refusedBecause = null;
     return recording;
   }
 
@@ -338,7 +344,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** H·v for many rows: row r of `V` (rows × inputs) at row r of `X`; rows × inputs out. With
    *  `values` (rows), the function's value at each row too. */
   hvpBatch(X: ArrayLike<number>, rows: number, V: ArrayLike<number>, out?: Float64Array, values?: Float64Array): Float64Array {
-    return this.perRow(X, rows, V, 'hvpBatch', 'inputs', (x, v, o) => this.hvp(x, v, o), 'inputs', out, values);
+    return this.perRow(X, rows, V, 'hvpBatch', 'inputs', (x, v, o) => this.hvpAt(x, v, o, 'hvpBatch'), 'inputs', out, values);
   }
 
   // The outputs of the function at the first row: of the recording, replayed there first where it
@@ -478,8 +484,13 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   /** H·v at x for a scalar function (replay, tangent sweep, reverse sweep with tangents). */
   hvp(x: ArrayLike<number>, v: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): Float64Array {
+    return this.hvpAt(x, v, out, 'hvp');
+  }
+
+  // `what`: the call its errors name (hvpBatch's rows said 'hvp needs...': a probe).
+  private hvpAt(x: ArrayLike<number>, v: ArrayLike<number>, out: Float64Array, what: string): Float64Array {
     const rec = this.forwardTangent(x, v) ?? this.replay(x);
-    const top = this.scalarNode(rec, 'hvp');
+    const top = this.scalarNode(rec, what);
     if (rec === this.fused) (rec.tape.engine as WasmBackend).reverseTangentFused(top, 1, rec.tape.size, this.inputs);
     else {
       this.topTarget[0] = top;
@@ -491,7 +502,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       rec.tape.assertFinite(0, top + 1, false, true);
       rec.tape.assertFiniteTangentAdjoints(0, top + 1, true);
     }
-    checkOut(out, this.inputs, 'hvp: out');
+    checkOut(out, this.inputs, what === 'hvp' ? 'hvp: out' : 'hvpBatch: out');
     this.copyInputSlots(rec, rec.tape.engine.views.tanAdj!, rec.tape.engine.views.xtanAdj!, out, 0);
     return out;
   }
@@ -857,8 +868,12 @@ export function compile(f: CompilableFunction | VectorCompilableFunction, option
   const n = options?.inputs;
   // At most a tape's default maxNodes, which the bytes store too: 1e12 failed allocating a row (a RangeError).
   if (!Number.isInteger(n) || n < 1 || n > MAX_INPUTS) throw new TapegradError('INVALID_ARGUMENT', `compile needs { inputs: n } with 1 <= n <= ${MAX_INPUTS}, got ${describe(n)}`);
+  const backend = resolveBackend(options.backend);
+  // What no recording can change refuses 'require' now, not at every call (a probe).
+  const never = backend === 'js' ? 'the JS backend interprets every tape' : options.vector === true ? 'a vector input makes vector nodes, whose rules are element loops already' : null;
+  if (options.codegen === 'require' && never) throw new TapegradError('INVALID_ARGUMENT', `compile: generated sweeps are required ({ codegen: 'require' }), but ${never}`);
   const compiled = new CompiledFunction(
-    f, n, resolveBackend(options.backend), options.strict ?? false, null, options.simd ?? true, null, options.codegen ?? true, options.vector === true,
+    f, n, backend, options.strict ?? false, null, options.simd ?? true, null, options.codegen ?? true, options.vector === true,
     options.checkNaN === true,
   );
   if (options.at) {

@@ -56,7 +56,12 @@ describe('why replays are interpreted', () => {
       expect(error).toBeInstanceOf(TapegradError);
       expect((error as TapegradError).code).toBe('INVALID_ARGUMENT');
       expect((error as Error).message).toMatch(/generated sweeps are required .*custom op/);
+      // The reason stays readable after the refusal (a probe read 'nothing recorded yet').
+      expect(custom.generatedSweepsReason).toMatch(/custom op/);
     }
+    // What no recording can change refuses at compile, not at every call (a probe).
+    expect(() => compile(chain, { inputs: 2, backend: 'js', codegen: 'require' })).toThrow(/generated sweeps are required .*JS backend/);
+    expect(() => compile((x: Vec) => x.sum(), { inputs: 2, vector: true, codegen: 'require' })).toThrow(/vector nodes/);
     expect(() => compile((x: Vec) => x.sum(), { inputs: 2, vector: true, codegen: 'require', at: [1, 2] })).toThrow(/vector nodes/);
     const ok = compile(chain, { inputs: 2, codegen: 'require' });
     expect(ok.gradient([0.5, 0.1]).length).toBe(2);

@@ -247,7 +247,7 @@ describe.each(['wasm', 'js'] as const)('batch arguments and output counts (%s)',
     const values = new Float64Array(2);
     const e = errorOf(() => h.hvpBatch([1, -1], 2, [1, 1], undefined, values));
     expect(e.code).toBe('INVALID_ARGUMENT');
-    expect(e.message.startsWith('hvpBatch, row 1: hvp needs a function with one scalar output; this one returns 2 outputs')).toBe(true);
+    expect(e.message.startsWith('hvpBatch, row 1: hvpBatch needs a function with one scalar output; this one returns 2 outputs')).toBe(true);
     expect(Array.from(values)).toEqual([1, 0]);
     // hvp's values are one per row, whatever the recording the batch starts from returns.
     expect(Array.from(h.hvpBatch([3, 4], 2, [1, 1], undefined, values))).toEqual([2, 2]);
