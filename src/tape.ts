@@ -32,6 +32,8 @@ const NO_SWEEP = 0, BACKWARD_SWEEP = 1, VJP_SWEEP = 2;
 // Tape.swept besides a node count: no sweep yet; the last one failed and the one before runs
 // again on the next read; the last one failed with none before it to run.
 const NOT_SWEPT = -1, SWEEP_AGAIN = -2, FAILED_SWEEP = -3;
+// Tape.repointedFrom: a slot whose Var variables made (no id to restore).
+const NEW_VAR = NaN;
 /** @internal Bytes a node of the tangent regions (jvp, hvp). */
 export const TANGENT_BYTES = 16;
 const CONSTANT_SLOTS = 64;
@@ -246,29 +248,43 @@ export class Tape {
   }
 
   // After a failed repoint: Vars of `reuse` already pointed at the inputs taken back would read
-  // the nodes recorded next (a probe: two stale Vars took part in a new gradient). They go stale
-  // again, at an id no recording holds (their old ids were stale too: reuse holds none of the
-  // current recording).
+  // the nodes recorded next (a probe: two stale Vars took part in a new gradient). They go back
+  // to the ids they had (stale ones: reuse holds none of the current recording; they were all -1,
+  // which error messages then named, a probe), and a Var made for a slot to the id before this
+  // recording's first, stale as well.
   private unpoint(reuse: Var[], firstId: number, len: number): void {
     for (let k = 0; k < Math.min(len, reuse.length); k++) {
       try {
         const v: unknown = reuse[k];
-        if ((v as Var)?.tape === this && ((v as Var).id - firstId) >>> 0 < len) (v as { id: number }).id = -1;
+        const at = (v as Var)?.tape === this ? (v as Var).id - firstId : -1;
+        const old = this.repointedFrom[at]!; // NaN (NEW_VAR) for a Var repointEach made
+        if (at >>> 0 < len) (v as { id: number }).id = old === old ? old : this.base - 1;
       } catch {
         // A slot that cannot be read or a Var that cannot be written was not pointed either.
       }
     }
   }
 
+  // The ids the Vars repointEach pointed had before (NEW_VAR: a Var it made), for unpoint; kept
+  // from one call to the next.
+  private repointedFrom = new Float64Array(0);
+
   // repoint's loop, alone (see inputRunLength).
   private repointEach(reuse: Var[], firstId: number, len: number): Var[] {
+    if (this.repointedFrom.length < len) this.repointedFrom = new Float64Array(Math.max(len, 2 * this.repointedFrom.length));
+    const before = this.repointedFrom;
     for (let k = 0; k < len; k++) {
       const v: unknown = reuse[k];
       // `constructor === Var`, not instanceof: through tsx (esbuild keeping class names) each
       // instanceof Var took about 8 ns here. A Var already pointed at an earlier slot's input (one
       // Var in several slots) stays there, and this slot gets a Var of its own.
-      if ((v as Var)?.tape === this && (v as Var).constructor === Var && ((v as Var).id - firstId) >>> 0 >= k) (v as { id: number }).id = firstId + k;
-      else reuse[k] = new Var(this, firstId + k);
+      if ((v as Var)?.tape === this && (v as Var).constructor === Var && ((v as Var).id - firstId) >>> 0 >= k) {
+        before[k] = (v as Var).id;
+        (v as { id: number }).id = firstId + k;
+      } else {
+        before[k] = NEW_VAR;
+        reuse[k] = new Var(this, firstId + k);
+      }
     }
     return reuse;
   }
