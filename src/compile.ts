@@ -5,7 +5,7 @@
 import type { BackendChoice, BackendKind } from './backend.ts';
 import { createTapeSync, resolveBackend } from './create.ts';
 import { BranchChangedError, NotANumberError, TapegradError, checkApart, checkOut, describe, isArrayLike, newFloat64, notAnOutput, overlaps } from './errors.ts';
-import { COMPARISON_OPS, ELEMENTWISE, Op, opNameOf } from './ops.ts';
+import { COMPARISON_OPS, ELEMENTWISE, OP_TABLE, Op, opNameOf } from './ops.ts';
 import { BACKEND_RULE, CODEGEN_RULE, checkOptions } from './options.ts';
 import { toBytes } from './serialize.ts';
 import { TANGENT_BYTES, Var, type Tape } from './tape.ts';
@@ -720,7 +720,12 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // A value read in JS is baked into the recording: on replay at other inputs nothing would
     // recompute what the code did with it. Comparisons are the exception (they become guards);
     // any other read is refused here rather than replayed wrong.
+    // So is a node computed from constants alone, whose value every replay has (a probe: a
+    // constant's own value was refused, 'reused as a constant').
+    const { a, b } = tape.engine.views;
     const read = [...observed].filter((i) => !COMPARISON_OPS.has(op[i]!)).sort((p, q) => p - q);
+    const fixed = read.length > 0 ? constantsOnly(op, a, b, read[read.length - 1]! + 1) : null;
+    while (read.length > 0 && fixed![read[0]!]) read.shift();
     if (read.length > 0) {
       const i = read[0]!;
       this.giveUp(tape);
@@ -729,7 +734,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       throw new TapegradError(
         'INVALID_ARGUMENT',
         `compile: the function read the value of node #${i} (${opNameOf(op[i]!)}) while recording${read.length > 1 ? ` (and ${read.length - 1} more)` : ''}; ` +
-          'a replay at other inputs would reuse it as a constant. ' +
+          'it depends on the inputs, and a replay at other inputs would reuse this value as a constant. ' +
           (vectorComparison
             ? 'Only scalar comparisons become guards: compare elements (v.get(k).gt(0).value), or use where, which replays both branches.'
             : 'Branch on a comparison instead (x.gt(0).value: compiled functions guard those and record again when one changes), or use select/where, which replays both branches.'),
@@ -753,6 +758,19 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const expected = Float64Array.from(guards, (i) => val[i]!);
     return this.adopt({ tape, inputs: this.inputs, outputs, guards, expected, vectorInput: this.vector, outputNodes });
   }
+}
+
+// Per node below `end`: 1 where its value is fixed by constants alone (a constant, or a scalar
+// op of one or two operands that are), the same at every replay; vector nodes, selects, custom
+// nodes and inputs count as depending on the inputs.
+function constantsOnly(op: Uint8Array, a: Int32Array, b: Int32Array, end: number): Uint8Array {
+  const fixed = new Uint8Array(end);
+  for (let i = 0; i < end; i++) {
+    const code = op[i]!;
+    if (code === Op.const) fixed[i] = 1;
+    else if (code >= Op.add && code < Op.select && OP_TABLE[code]![1] <= 2) fixed[i] = fixed[a[i]!]! & fixed[b[i]!]!;
+  }
+  return fixed;
 }
 
 /** @internal The most inputs a compiled function takes (a tape's default node limit). */

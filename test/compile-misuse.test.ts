@@ -68,7 +68,7 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
       ['gradientBatch', () => two.gradientBatch([1, 2], 1)],
       ['valueAndGradientBatch', () => two.valueAndGradientBatch([1, 2], 1)],
       ['hvp', () => two.hvp([1, 2], [1, 0])],
-      ['hvp', () => two.hvpBatch([1, 2], 1, [1, 0])],
+      ['hvpBatch', () => two.hvpBatch([1, 2], 1, [1, 0])],
     ] as const) {
       expect(code(call), name).toBe('INVALID_ARGUMENT');
       expect(call, name).toThrow(`${name} needs a function with one scalar output; this one returns 2 outputs: use vjp`);

@@ -138,3 +138,19 @@ describe.each(BACKENDS)('compiled functions refuse sweeps of the tape they recor
     expect(() => f.value([1, 2])).toThrow(/compile: the function ran a reverse sweep/);
   });
 });
+
+// A probe: the value of a constant, or of a node computed from constants alone, was refused as a
+// value that 'a replay at other inputs would reuse as a constant', which it is at every input.
+describe.each(BACKENDS)('values fixed by constants alone may be read (%s)', (backend) => {
+  it('a constant, and ops of constants; a node that depends on an input still refused', () => {
+    const f = compile((x: Var[]) => {
+      const c = x[0]!.tape.constant(3);
+      const k = c.mul(2).sqrt().add(x[0]!.tape.constant(1)).value; // sqrt(6) + 1
+      return x[0]!.mul(c.value).add(k);
+    }, { inputs: 1, backend });
+    expect(f.value([2])).toBe(6 + Math.sqrt(6) + 1);
+    expect(f.value([5])).toBe(15 + Math.sqrt(6) + 1);
+    expect(Array.from(f.gradient([5]))).toEqual([3]);
+    expectRefused(() => compile((x: Var[]) => x[0]!.mul(x[0]!.tape.constant(2).add(x[0]!).value), { inputs: 1, backend }).value([1]), 'a sum with an input');
+  });
+});
