@@ -149,6 +149,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   private adopt(recording: Recording): Recording {
     this.recording = recording;
+    recording.tape.close(
+      "this tape holds a compiled function's recording, which takes no more nodes: a Var that escaped the function can be read, not recorded onto (record onto a tape of your own, or inside the function)",
+    );
     this.recordedBase = recording.tape.base;
     const engine = recording.tape.engine;
     // Just recorded (or loaded) there: the inputs at which every guard holds.

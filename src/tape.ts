@@ -659,6 +659,10 @@ export class Tape {
     }
     this.count = 0;
     this.evaluated = 0;
+    if (this.closedBecause !== null) {
+      this.closedBecause = null;
+      this.capacity = this.room();
+    }
     this.swept = NOT_SWEPT;
     this.lastSweep = NO_SWEEP;
     this.vectorNodes = false;
@@ -903,6 +907,23 @@ export class Tape {
     }
     this.count = n;
     this.evaluate();
+  }
+
+  // A compiled function's recording is closed to more nodes (close): a Var that escaped f recorded
+  // onto it, growing its size and its bytes (a probe), where a transform's escaped Vars go stale.
+  // The op methods' fast paths see no room (capacity = count) and take the checked path, which
+  // refuses in grow(); reset() opens the tape again.
+  private closedBecause: string | null = null;
+
+  /** @internal Refuses every node recorded from now until the next reset, saying `why`. */
+  close(why: string): void {
+    this.closedBecause = why;
+    this.capacity = this.count;
+  }
+
+  // The nodes the façade may record up to: none past the count while closed.
+  private room(): number {
+    return this.closedBecause !== null ? this.count : Math.min(this.engine.capacity, this.nodeLimit());
   }
 
   // Custom rules run user JS from inside a sweep, which reads the regions where they were when
@@ -1379,7 +1400,7 @@ export class Tape {
     const off = this.elements;
     this.elements = needed;
     this.engine.setLiveElements(needed);
-    if (this.maxMemoryBytes !== Infinity) this.capacity = Math.min(this.engine.capacity, this.nodeLimit());
+    if (this.maxMemoryBytes !== Infinity) this.capacity = this.room();
     return off;
   }
 
@@ -1424,6 +1445,7 @@ export class Tape {
 
   private grow(extra = 1): void {
     this.refuseInsideRule('cannot record');
+    if (this.closedBecause !== null) throw new TapegradError('INVALID_ARGUMENT', this.closedBecause);
     const needed = this.count + extra;
     const limit = this.nodeLimit();
     if (needed > limit) {
@@ -1453,7 +1475,7 @@ export class Tape {
 
   private cacheViews(): void {
     const v = this.engine.views;
-    this.capacity = Math.min(this.engine.capacity, this.nodeLimit());
+    this.capacity = this.room();
     this.opV = v.op;
     this.aV = v.a;
     this.bV = v.b;

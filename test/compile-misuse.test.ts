@@ -223,3 +223,29 @@ it.each(BACKENDS)('value and jvp check their out array as the other methods do (
   expect(Array.from(out)).toEqual([2, Math.sin(1), Math.exp(2)]);
   expect(Array.from(f.jvp([1, 2], [1, 0], out))).toEqual([2, Math.cos(1), 0]);
 });
+
+// A probe: a Var that escaped f stayed live on the compiled function's tape, and recording
+// through it grew the recording (size 3 to 203, its bytes 88 to 2,688); a transform's escaped
+// Vars go stale. The recording is closed to more nodes now; escaped Vars still read.
+describe.each(BACKENDS)('a compiled recording takes no more nodes (%s)', (backend) => {
+  it('recording through an escaped Var is INVALID_ARGUMENT, and the function is unchanged', () => {
+    let kept: Var | undefined;
+    const f = compile((x: Var[]) => {
+      kept = x[0]!;
+      return x[0]!.mul(x[1]!).sin();
+    }, { inputs: 2, backend });
+    const g = Array.from(f.gradient([2, 3]));
+    const size = f.size, bytes = f.toBytes().length;
+    const tape = kept!.tape;
+    for (const record of [() => kept!.mul(1.5), () => kept!.square(), () => tape.handles.exp(kept!.id), () => tape.constant(2), () => tape.variables([1]), () => tape.vector([1, 2])]) {
+      expect(record).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/compiled function's recording, which takes no more nodes/) }));
+    }
+    expect([f.size, f.toBytes().length]).toEqual([size, bytes]);
+    expect(Array.from(f.gradient([2, 3]))).toEqual(g);
+    expect(kept!.value).toBe(2);
+    // A re-record (a guard's, or after a reset of that tape) opens it for f, and closes it again.
+    tape.reset();
+    expect(Array.from(f.gradient([2, 3]))).toEqual(g);
+    expect(() => kept!.mul(2)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+  });
+});
