@@ -351,3 +351,17 @@ it.each(BACKENDS)('%s: a handle gradient into a buffer allocates nothing', (back
   expect(to).toBeGreaterThan(from);
   expect(lines.slice(from, to).filter((line) => line.includes('Scavenge')).length).toBeLessThanOrEqual(3);
 });
+
+// A probe: the JS engine took a 46,000² outer product (34 GB of regions on a 23 GB machine), its
+// typed arrays given lazily, where the wasm core, whose memory holds 4 GiB, refused it. Both
+// engines hold at most 4 GiB of tape now and refuse the same way, the tape usable after.
+describe.each(BACKENDS)('a tape past 4 GiB (%s)', (backend) => {
+  it('is a CapacityError that records nothing', async () => {
+    const tape = await tapeOn(backend);
+    const v = tape.vector(new Float64Array(46_000).fill(1));
+    const size = tape.size, elements = tape.elementCount;
+    expect(() => v.outer(v)).toThrow(expect.objectContaining({ name: 'CapacityError', code: 'CAPACITY', message: expect.stringMatching(/could not grow its element regions to 2116046000 elements/) }));
+    expect([tape.size, tape.elementCount]).toEqual([size, elements]);
+    expect(v.dot(v).value).toBe(46_000);
+  });
+});

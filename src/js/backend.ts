@@ -9,6 +9,11 @@ const {
 } = Op;
 const MIN_CAPACITY = 1024;
 
+// The most bytes a tape's regions take on this engine: what the wasm core's memory holds (4 GiB),
+// so both engines refuse the same tapes. Larger typed arrays were given lazily, so a 34 GB outer
+// product recorded on a 23 GB machine, to fail only when its pages were touched (a probe).
+const MAX_TAPE_BYTES = 2 ** 32;
+
 // As trigSibling in assembly/sweeps.ts: a sin and a cos of one operand recorded side by side hold
 // each other's partials. For a sin or cos node i, the node next to it (after, up to `top`, or
 // before) that is the other function of operand ia, or -1 (always for any other op).
@@ -103,7 +108,8 @@ export class JsBackend implements Backend {
 
   reserveElements(minElements: number, live: number, maxElements: number): boolean {
     if (minElements <= this.elementCapacity) return true;
-    const capacity = grownCapacity(this.elementCapacity, minElements, maxElements);
+    const room = Math.floor((MAX_TAPE_BYTES - this.capacity * this.nodeBytes()) / this.elementBytes());
+    const capacity = grownCapacity(this.elementCapacity, minElements, Math.min(maxElements, room));
     if (capacity === 0) return false;
     let next: TapeViews;
     try {
@@ -131,7 +137,8 @@ export class JsBackend implements Backend {
 
   reserve(minCapacity: number, live: number, maxCapacity: number): boolean {
     if (minCapacity <= this.capacity) return true;
-    const capacity = grownCapacity(this.capacity, minCapacity, maxCapacity);
+    const room = Math.floor((MAX_TAPE_BYTES - this.elementCapacity * this.elementBytes()) / this.nodeBytes());
+    const capacity = grownCapacity(this.capacity, minCapacity, Math.min(maxCapacity, room));
     return capacity !== 0 && this.reallocate(capacity, this.views.tan !== null, live);
   }
 
@@ -142,6 +149,7 @@ export class JsBackend implements Backend {
   }
 
   private reallocate(capacity: number, tangents: boolean, live: number): boolean {
+    if (capacity * (BASE_NODE_BYTES + (tangents ? TANGENT_NODE_BYTES : 0)) + this.elementCapacity * (tangents ? 32 : 16) > MAX_TAPE_BYTES) return false;
     let next: TapeViews;
     try {
       next = allocate(capacity, tangents, this.elementCapacity);
