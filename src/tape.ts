@@ -32,6 +32,11 @@ const NO_SWEEP = 0, BACKWARD_SWEEP = 1, VJP_SWEEP = 2;
 // Tape.swept besides a node count: no sweep yet; the last one failed and the one before runs
 // again on the next read; the last one failed with none before it to run.
 const NOT_SWEPT = -1, SWEEP_AGAIN = -2, FAILED_SWEEP = -3;
+// Tape.index's `what` for an entry of a list of Vars and Vecs: this, then the call's name if any.
+const LIST = '\u0000list ';
+// The op or call a `what` of Tape.index names, if any.
+const nameOf = (what: string | number | undefined): string | undefined =>
+  typeof what === 'number' ? opNameOf(what) : what?.startsWith(LIST) ? what.slice(LIST.length) || undefined : what;
 // Tape.repointedFrom: a slot whose Var variables made (no id to restore).
 const NEW_VAR = NaN;
 /** @internal Bytes a node of the tangent regions (jvp, hvp). */
@@ -352,7 +357,7 @@ export class Tape {
       const operands = [cond, ifTrue, ifFalse], array = operands.findIndex((o) => isArrayLike(o));
       throw new NotANumberError(`select: an array needs a Vec beside it (only a Vec makes select elementwise), got ${describe(operands[array])} as ${['cond', 'ifTrue', 'ifFalse'][array]}`);
     }
-    const [c, t, f] = this.operandIds([cond as Operand, ifTrue as Operand, ifFalse as Operand], 2);
+    const [c, t, f] = this.operandIds([cond as Operand, ifTrue as Operand, ifFalse as Operand], 2, Op.select);
     return new Var(this, this.recordSelect(c!, t!, f!));
   }
 
@@ -365,7 +370,7 @@ export class Tape {
   /** Runs `backward(output, seed)` and returns the gradients of `wrt`, in order (a Vec in
    *  `wrt` contributes its elements), written into `out` when given (no allocation). */
   gradient(output: Var, wrt: readonly (Var | Vec)[], seed = 1, out?: Float64Array): Float64Array {
-    const nodes = this.nodesOf(wrt);
+    const nodes = this.nodesOf(wrt, 'gradient');
     if (out !== undefined) checkOut(out, this.entryCount(nodes), 'gradient: out');
     this.backwardIndex(this.index(output, 'gradient'), seed);
     return this.gatherEntries(nodes, this.engine.views.adj, this.engine.views.xadj, true, out);
@@ -376,10 +381,10 @@ export class Tape {
   vjp(outputs: readonly (Var | Vec)[], cotangent: ArrayLike<number>, wrt: readonly (Var | Vec)[]): Float64Array {
     this.refuseInsideRule('cannot run a reverse sweep');
     this.refuseWhileCompiling('a reverse sweep (vjp)');
-    const outs = this.nodesOf(outputs);
-    checkLength(cotangent, this.entryCount(outs), 'cotangent', 'outputs');
-    for (let j = 0; j < cotangent.length; j++) checkNumber(cotangent[j], 'cotangent');
-    const nodes = this.nodesOf(wrt);
+    const outs = this.nodesOf(outputs, 'vjp');
+    checkLength(cotangent, this.entryCount(outs), 'vjp: cotangent', 'outputs');
+    for (let j = 0; j < cotangent.length; j++) checkNumber(cotangent[j], 'vjp: cotangent');
+    const nodes = this.nodesOf(wrt, 'vjp');
     this.evaluate();
     const sweep = this.lastSweep, out = this.lastOut, seed = this.lastSeed, count = this.lastCount, before = this.lastOuts, cotangentBefore = this.lastCotangent;
     const swept = this.completeSwept();
@@ -451,7 +456,7 @@ export class Tape {
   /** Jacobian-vector product in one forward (tangent) sweep over the recorded tape: the
    *  directional derivatives of `outputs` when `inputs` move along `tangent`. */
   jvp(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>, outputs: readonly (Var | Vec)[]): Float64Array {
-    const outs = this.nodesOf(outputs);
+    const outs = this.nodesOf(outputs, 'jvp');
     this.seedTangents(inputs, tangent, outs);
     if (this.checkNaN) this.assertFiniteTangents(0, this.count);
     return this.gatherEntries(outs, this.engine.views.tan!, this.engine.views.xtan!, false);
@@ -462,7 +467,7 @@ export class Tape {
   hvp(output: Var, inputs: readonly (Var | Vec)[], v: ArrayLike<number>, seed = 1): Float64Array {
     const out = this.index(output, 'hvp');
     const nodes = this.seedTangents(inputs, v, [out], 'the direction');
-    checkNumber(seed, 'seed');
+    if (typeof seed !== 'number') throw new NotANumberError(`hvp: the seed must be a number, got ${describe(seed)}`);
     const sweep = this.lastSweep, last = this.lastOut, lastSeed = this.lastSeed, count = this.lastCount, outs = this.lastOuts, cotangent = this.lastCotangent;
     const swept = this.completeSwept();
     this.swept = NOT_SWEPT;
@@ -485,20 +490,20 @@ export class Tape {
   /** @internal The node of each Var and Vec of `list`, every one checked before anything runs.
    *  Its callers index it: `for...of` over an Int32Array made V8 deoptimise jvp's seeding three
    *  times a call, each time (jvp 4.3 against 3.4 ns/node on the bench's Rosenbrock). */
-  nodesOf(list: readonly (Var | Vec)[]): Int32Array {
-    if (!Array.isArray(list)) throw new NotANumberError(`expected an array of Vars, got ${describe(list)}`);
+  nodesOf(list: readonly (Var | Vec)[], what?: string): Int32Array {
+    if (!Array.isArray(list)) throw new NotANumberError(`${what === undefined ? '' : `${what}: `}expected an array of Vars and Vecs, got ${describe(list)}`);
     // An Int32Array, not a number[]: an array of 10^5 entries is a large object in fresh pages
     // on every call (filling it took 7.6 ns per entry there, this 2.7 with its allocation).
-    return this.writeNodes(list, new Int32Array(list.length), this.count, this.base);
+    return this.writeNodes(list, new Int32Array(list.length), this.count, this.base, what);
   }
 
   // nodesOf's loop, alone (see inputRunLength).
-  private writeNodes(list: readonly (Var | Vec)[], nodes: Int32Array, n: number, base: number): Int32Array {
+  private writeNodes(list: readonly (Var | Vec)[], nodes: Int32Array, n: number, base: number, what: string | undefined): Int32Array {
     for (let k = 0; k < list.length; k++) {
       const v = list[k]!;
       // A live Var of this tape (a Vec's id is negative): the checks of index() in a few loads.
       const i = v?.tape === this ? v.id - base : -1;
-      nodes[k] = i >= 0 && i < n ? i : v instanceof Vec ? this.vindex(v) : this.index(v as Var);
+      nodes[k] = i >= 0 && i < n ? i : v instanceof Vec ? this.vindex(v) : this.index(v as Var, LIST + (what ?? ''));
     }
     return nodes;
   }
@@ -585,7 +590,7 @@ export class Tape {
   private seedTangents(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>, targets: ArrayLike<number>, name = 'tangent'): Int32Array {
     this.refuseInsideRule('cannot run a tangent sweep');
     this.refuseWhileCompiling('a tangent sweep (jvp or hvp)');
-    const nodes = this.nodesOf(inputs);
+    const nodes = this.nodesOf(inputs, targets.length === 1 && name === 'the direction' ? 'hvp' : 'jvp');
     // The tangent sweep computes every other node's tangent from its operands': one seeded on a
     // computed node would be overwritten, and its jvp read 0.
     for (let k = 0; k < nodes.length; k++) {
@@ -684,7 +689,7 @@ export class Tape {
     if (v != null && v.tape === this) {
       const i = v.id - this.base;
       if (i >= 0 && i < this.count) return i;
-      if (v instanceof Var) throw new StaleHandleError(`Var #${v.id} was recorded before tape.reset(); record it again on the current tape`);
+      if (v instanceof Var) throw new StaleHandleError(this.stale(`Var #${v.id}`, what));
     }
     throw this.notAVar(v, what);
   }
@@ -704,11 +709,11 @@ export class Tape {
 
   /** @internal Node indices for several operands, all or nothing: every operand is checked
    *  and room made for its constants and `extra` more nodes before anything is recorded. */
-  operandIds(operands: readonly Operand[], extra: number): number[] {
+  operandIds(operands: readonly Operand[], extra: number, what?: string | number): number[] {
     let constants = 0;
     for (const o of operands) {
       if (typeof o === 'number') constants++;
-      else this.index(o);
+      else this.index(o, what);
     }
     this.reserveNodes(constants + extra);
     return operands.map((o) => this.operandId(o));
@@ -1278,7 +1283,7 @@ export class Tape {
     if (v != null && v.tape === this) {
       const i = ~v.id - this.base;
       if (i >= 0 && i < this.count) return i;
-      throw new StaleHandleError(`Vec #${~v.id} was recorded before tape.reset(); record it again on the current tape`);
+      throw new StaleHandleError(this.stale(`Vec #${~v.id}`, undefined));
     }
     if (v instanceof Vec) throw new ForeignHandleError(`Vec #${~v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape`);
     if ((v as unknown) instanceof Var) throw new ShapeError(`expected a Vec here, got a scalar Var; stack([...]) makes a vector of scalars`, 'vector', [[]]);
@@ -1482,9 +1487,20 @@ export class Tape {
     this.valV = v.val;
   }
 
+  /** @internal Set on the transforms' pooled tapes, which they reset after each call. */
+  transformTape = false;
+
+  private stale(which: string, op: string | number | undefined): string {
+    const what = nameOf(op);
+    // A Var kept from an earlier transform call reached the next one on the same pooled tape: the
+    // user never called reset (a probe).
+    const why = this.transformTape ? ' (a transform resets its tape after each call: it is from an earlier grad, vjp, jvp or hvp call)' : '';
+    return `${what === undefined ? '' : `${what}: `}${which} was recorded before tape.reset()${why}; record it again on the current tape`;
+  }
+
   private notAVar(v: unknown, op?: string | number): Error {
     // A probe: in a long expression, a message naming no op left the failing call to guess.
-    const what = typeof op === 'number' ? opNameOf(op) : op;
+    const what = nameOf(op);
     const named = what === undefined ? '' : `${what}: `;
     if (v instanceof Vec) {
       return new ShapeError(`${named}expected a scalar Var here, got a Vec of shape [${v.shape.join(', ')}]; take .get(i), .sum() or another reduction${typeof op === 'number' ? ` (${what}(s, v) broadcasts s)` : ''}`, what ?? 'scalar', [v.shape]);
@@ -1492,8 +1508,10 @@ export class Tape {
     if (v instanceof Var) {
       return new ForeignHandleError(`${named}Var #${v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape`);
     }
-    if (typeof v === 'number') return new NotANumberError(`expected a Var of this tape here, got the number ${v}`);
-    return new NotANumberError(`expected a Var or a number, got ${describe(v)}`);
+    if (typeof v === 'number') return new NotANumberError(`${named}expected a Var of this tape here, got the number ${v}`);
+    // An op takes numbers; a list of nodes (gradient's, vjp's) takes Vecs; a method's output (backward's) neither.
+    const list = typeof op === 'string' && op.startsWith(LIST);
+    return new NotANumberError(`${named}expected a Var${typeof op === 'number' || op === undefined ? ' or a number' : list ? ' or a Vec' : ''}, got ${describe(v)}`);
   }
 
   // `op`: the op the handle is an operand of, which a ShapeError names (-1: none).

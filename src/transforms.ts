@@ -68,6 +68,7 @@ const TRANSFORM_OPTIONS = { backend: BACKEND_RULE, vector: 'boolean' } as const;
 export function withTape<T>(options: TransformOptions | undefined, body: (tape: Tape) => T): T {
   const kind = resolveBackend(options?.backend);
   const tape = (Object.hasOwn(pools, kind) ? pools[kind].pop() : undefined) ?? createTapeSync({ backend: kind });
+  tape.transformTape = true;
   try {
     tape.reset();
     return body(tape);

@@ -416,3 +416,30 @@ describe.each(BACKENDS)('non-numbers as indices and counts are NOT_A_NUMBER (%s)
     expect(Array.from(v.slice(1, 3).value)).toEqual([20, 30]);
   });
 });
+
+// Probes: a bad operand's error named no op or call ('expected a Var or a number, got the string
+// "2"'), offered numbers where none are taken, and a Var kept from an earlier transform call was
+// 'recorded before tape.reset()', a reset the user never called.
+describe.each(BACKENDS)('errors name the op or call, and what it takes (%s)', (backend) => {
+  it('operands, lists of nodes, seeds, a transform\'s stale Var', async () => {
+    const { add, grad } = await import('../src/index.ts');
+    const tape = await tapeOn(backend);
+    const a = tape.variable(2), v = tape.vector([1, 2]), y = v.sum();
+    const cases: [() => unknown, ErrorClass, TapegradError['code'], RegExp][] = [
+      [() => a.pow('2' as never), NotANumberError, 'NOT_A_NUMBER', /^pow: expected a Var or a number, got the string "2"$/],
+      [() => add(a, [1, 2] as never), NotANumberError, 'NOT_A_NUMBER', /^add: expected a Var or a number, got an array$/],
+      [() => tape.select(a, a, undefined as never), NotANumberError, 'NOT_A_NUMBER', /^select: expected a Var or a number, got undefined$/],
+      [() => (tape.backward as (o?: unknown) => void)(), NotANumberError, 'NOT_A_NUMBER', /^backward: expected a Var, got undefined$/],
+      [() => tape.hvp(a.square(), [a], [1], null as never), NotANumberError, 'NOT_A_NUMBER', /^hvp: the seed must be a number, got null$/],
+      [() => tape.gradient(y, v as never), NotANumberError, 'NOT_A_NUMBER', /^gradient: expected an array of Vars and Vecs, got an object \(Vec\)$/],
+      [() => tape.gradient(y, [v, undefined as never]), NotANumberError, 'NOT_A_NUMBER', /^gradient: expected a Var or a Vec, got undefined$/],
+      [() => tape.gradient(y, [5 as never]), NotANumberError, 'NOT_A_NUMBER', /^gradient: expected a Var of this tape here, got the number 5$/],
+      [() => tape.vjp([v], [1], [v]), TapegradError, 'INVALID_ARGUMENT', /^vjp: cotangent has 1 entry but there are 2 outputs$/],
+    ];
+    for (const [action, kind, code, message] of cases) expectError(action, kind, code, message);
+    let kept: Var | undefined;
+    grad((x: Var) => (kept = x).square(), { backend })(2);
+    expectError(() => grad((x: Var) => kept!.mul(x), { backend })(3), StaleHandleError, 'STALE_HANDLE', /^mul: Var #\d+ was recorded before tape\.reset\(\) \(a transform resets its tape after each call: it is from an earlier grad, vjp, jvp or hvp call\)/);
+    expect(Array.from(tape.gradient(y, [v]))).toEqual([1, 1]);
+  });
+});
