@@ -648,7 +648,7 @@ export class Tape {
   tangentReaches(i: number): boolean {
     const targets = this.tangentTargets;
     if (targets === null || this.vectorNodes) return true;
-    this.tangentMask ??= tangentReach(this.opV, this.aV, this.bV, this.count, targets);
+    this.tangentMask ??= tangentReach(this.opV, this.aV, this.bV, this.engine.views.val, this.count, targets);
     return this.tangentMask[i] === 1;
   }
 
@@ -1574,15 +1574,17 @@ function checkLength(values: ArrayLike<number>, expected: number, what: string, 
 // Which nodes' tangents reach `targets` through the operands a node's tangent depends on: not
 // those of ops of zero gradient (comparisons, stopGradient, floor...), nor a select's condition.
 // One pass from the last node down, as a reverse sweep visits them.
-function tangentReach(op: Uint8Array, a: Int32Array, b: Int32Array, count: number, targets: ArrayLike<number>): Uint8Array {
+function tangentReach(op: Uint8Array, a: Int32Array, b: Int32Array, val: Float64Array, count: number, targets: ArrayLike<number>): Uint8Array {
   const reach = new Uint8Array(count);
   for (let k = 0; k < targets.length; k++) if (targets[k]! >= 0) reach[targets[k]!] = 1;
   for (let i = count - 1; i >= 0; i--) {
     const code = op[i]!;
     if (!reach[i] || code <= ARG || ZERO_GRADIENT[code]) continue;
     if (code === SELECT) {
-      reach[b[i]!] = 1;
-      reach[a[i - 1]!] = 1;
+      // The branch taken alone, as the tangent sweep reads it: a custom function without a jvp
+      // rule in the other one needs none (a probe got MissingRuleError from jvp and hvp there).
+      const c = val[a[i]!]!;
+      reach[c !== 0 && c === c ? b[i]! : a[i - 1]!] = 1;
     } else if (code === CUSTOM) {
       for (let k = 0, n = b[i]!; k < n; k++) reach[customOperand(a, b, i, k)] = 1;
     } else {

@@ -550,7 +550,9 @@ describe.each(BACKENDS)('second order past a custom node without jvp whose tange
   it('where its tangent reaches the output, each still names the missing jvp', () => {
     const f = (x: Var[]): Var => select(x[1]!.gt(0), dist(x[0]!).square(), x[1]!);
     const missingJvp = expect.objectContaining({ name: 'MissingRuleError', functionName: 'dist', rule: 'jvp' });
-    expect(() => jvp(f, point, direction, { backend })).toThrow(missingJvp);
+    expect(() => jvp(f, [2, 1], direction, { backend })).toThrow(missingJvp);
+    // At point (x[1] < 0) the select takes x[1]: no tangent from dist reaches the output.
+    expect(Array.from(jvp(f, point, direction, { backend }))).toEqual([1]);
     expect(() => hvp(f, [2, 1], direction, { backend })).toThrow(missingJvp);
     expect(() => compile(f, { inputs: 2, backend }).jvp([2, 1], direction)).toThrow(missingJvp);
   });
@@ -598,5 +600,19 @@ describe.each(BACKENDS)('a reverse sweep that throws loses no earlier gradient (
     const x = tape.variable(3);
     tape.backward(x.square());
     expect(x.grad).toBe(6);
+  });
+});
+
+// A probe: a custom function without a jvp rule in the branch a select does not take made jvp and
+// hvp throw MissingRuleError, though no tangent flows from that branch.
+describe.each(BACKENDS)('a rule the untaken branch of a select would need is not asked for (%s)', (backend) => {
+  it('jvp and hvp on a tape, through the transforms and compiled; the taken branch still needs it', () => {
+    const noJvp = defineFunction({ name: 'noJvp', forward: ([x]) => Math.exp(x!), vjp: ([_x], y, g) => [g * y] });
+    const f = (x: Var): Var => select(x.gt(0), x.mul(x), noJvp(x));
+    const o = { backend };
+    expect([...jvp(f, 1.5, 1, o), ...hvp(f, 1.5, 1, o)]).toEqual([3, 2]);
+    const c = compile((v: Var[]) => f(v[0]!), { inputs: 1, backend });
+    expect([...c.jvp([1.5], [1]), ...c.hvp([1.5], [1])]).toEqual([3, 2]);
+    for (const call of [() => jvp(f, -1, 1, o), () => c.jvp([-1], [1])]) expect(call).toThrow(MissingRuleError);
   });
 });
