@@ -102,6 +102,35 @@ const CASES: Record<string, Case> = {
       return steps;
     },
   },
+  'tiny-gradient': {
+    what: 'a 20-node function recorded through Vars and differentiated (tape.gradient), 1,000 times a call', unit: 'ns/gradient', calls: 400,
+    setup: (api, { backend }) => api.createTape({ backend }),
+    run: (tape, { p }) => {
+      const t = tape as InstanceType<Api['Tape']>;
+      for (let r = 0; r < 1000; r++) {
+        t.reset();
+        const [a, b, c] = t.variables(p.subarray(0, 3)) as [InstanceType<Api['Var']>, InstanceType<Api['Var']>, InstanceType<Api['Var']>];
+        let y = a.mul(b).add(c.sin()).mul(a.exp()).sub(b.square().mul(0.5));
+        y = y.add(a.mul(c).tanh()).mul(y.sigmoid()).add(b.log1p().mul(c)).sub(a.sqrt().mul(b)).add(c.cos().square());
+        t.gradient(y, [a, b, c]);
+      }
+      return 1000;
+    },
+  },
+  'tiny-compiled': {
+    what: 'the same function compiled, gradient(x, out), 10,000 times a call', unit: 'ns/gradient', calls: 400,
+    setup: async (api, { backend }) => api.compile((v) => {
+      const [a, b, c] = v as [InstanceType<Api['Var']>, InstanceType<Api['Var']>, InstanceType<Api['Var']>];
+      let y = a.mul(b).add(c.sin()).mul(a.exp()).sub(b.square().mul(0.5));
+      return y.add(a.mul(c).tanh()).mul(y.sigmoid()).add(b.log1p().mul(c)).sub(a.sqrt().mul(b)).add(c.cos().square());
+    }, { inputs: 3, backend }),
+    run: (f, { p }) => {
+      const g = f as ReturnType<Api['compile']>;
+      const x = p.subarray(0, 3), out = new Float64Array(3);
+      for (let r = 0; r < 10_000; r++) g.gradient(x, out);
+      return 10_000;
+    },
+  },
   'chain-jvp': compiledChain('without codegen, a jvp', { codegen: false }, (f) => {
     (f as ReturnType<typeof CHAIN>).jvp([0.3], [1]);
     return 100_000;
