@@ -230,7 +230,8 @@ export function opArity(op: i32): i32 {
 // integer, and 0 at -Infinity).
 // @ts-ignore: decorator
 @inline function powSecondDerivative(x: f64, z: f64): f64 {
-  if (x < 0 && z != Math.floor(z)) return NaN;
+  // (x = NaN took the x^(z-2) form, 2 for z = 2 under a NaN gradient: a review.)
+  if (x != x || (x < 0 && z != Math.floor(z))) return NaN;
   return x != 0 && Math.abs(x) < 1 && z < 2 ? z * ((z - 1) * Math.pow(x, z - 1)) / x : z * ((z - 1) * Math.pow(x, z - 2));
 }
 

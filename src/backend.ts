@@ -104,3 +104,8 @@ export interface Backend {
   /** Where custom ops go; null until a tape installs one. */
   custom: CustomHandler | null;
 }
+
+/** @internal Inputs and gradients up to this many numbers are copied by loops, which allocate
+ *  nothing; past it by a subarray's set, a few hundred bytes a call next to microseconds of
+ *  copying (a compiled gradient with `out` allocated a subarray a call: a review). */
+export const COPY_LOOP = 4096;

@@ -2,7 +2,7 @@
 // on a tape of its own; every later call writes new inputs into the tape and runs the sweeps in
 // the engine, with no JS work per node. Comparisons whose values the function read while
 // recording are guards: a replay where one comes out the other way re-records (or throws).
-import type { BackendChoice, BackendKind } from './backend.ts';
+import { COPY_LOOP, type BackendChoice, type BackendKind } from './backend.ts';
 import { createTapeSync, resolveBackend } from './create.ts';
 import { BranchChangedError, NotANumberError, TapegradError, checkApart, checkOut, describe, isArrayLike, newFloat64, notAnOutput, overlaps } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, OP_TABLE, Op, opNameOf } from './ops.ts';
@@ -304,7 +304,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     let r = 0;
     try {
       for (; r < rows; r++) {
-        const rec = this.replay(X.subarray(r * n, (r + 1) * n));
+        const rec = this.replay(rows === 1 ? X : X.subarray(r * n, (r + 1) * n));
         const engine = rec.tape.engine, top = this.scalarNode(rec, what);
         if (values) values[r] = engine.views.val[top]!;
         engine.clearAdjoints(rec.tape.size, false);
@@ -466,7 +466,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       return;
     }
     const from = rec.vectorInput ? elements : nodes;
-    if (n >= 256) out.set(from.subarray(0, n), at);
+    if (n > COPY_LOOP) out.set(from.subarray(0, n), at);
     else for (let k = 0; k < n; k++) out[at + k] = from[k]!;
   }
 
@@ -726,9 +726,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // So is a node computed from constants alone, whose value every replay has (a probe: a
     // constant's own value was refused, 'reused as a constant').
     const { a, b } = tape.engine.views;
-    const read = [...observed].filter((i) => !COMPARISON_OPS.has(op[i]!)).sort((p, q) => p - q);
-    const fixed = read.length > 0 ? constantsOnly(op, a, b, read[read.length - 1]! + 1) : null;
-    while (read.length > 0 && fixed![read[0]!]) read.shift();
+    const observedValues = [...observed].filter((i) => !COMPARISON_OPS.has(op[i]!)).sort((p, q) => p - q);
+    const fixed = observedValues.length > 0 ? constantsOnly(op, a, b, observedValues[observedValues.length - 1]! + 1) : null;
+    const read = observedValues.filter((i) => !fixed![i]);
     if (read.length > 0) {
       const i = read[0]!;
       this.giveUp(tape);
@@ -737,7 +737,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       throw new TapegradError(
         'INVALID_ARGUMENT',
         `compile: the function read the value of node #${i} (${opNameOf(op[i]!)}) while recording${read.length > 1 ? ` (and ${read.length - 1} more)` : ''}; ` +
-          'it depends on the inputs, and a replay at other inputs would reuse this value as a constant. ' +
+          'it may depend on the inputs, and a replay at other inputs would reuse this value as a constant. ' +
           (vectorComparison
             ? 'Only scalar comparisons become guards: compare elements (v.get(k).gt(0).value), or use where, which replays both branches.'
             : 'Branch on a comparison instead (x.gt(0).value: compiled functions guard those and record again when one changes), or use select/where, which replays both branches.'),
@@ -808,13 +808,13 @@ export function checkArrayLength(x: unknown, needed: number, what: string): asse
   if (x.length < needed) throw new TapegradError('INVALID_ARGUMENT', `${what} need at least ${needed} numbers, got ${x.length}`);
 }
 
-// A batch's input rows (only the `length` the batch reads: X may be a longer reused buffer whose
-// tail holds out), copied where an output shares their memory (the caller's out over X).
 // from[first, first + length) into row.
 function copyRow(from: Float64Array, first: number, length: number, row: Float64Array): void {
   for (let k = 0; k < length; k++) row[k] = from[first + k]!;
 }
 
+// A batch's input rows (only the `length` the batch reads: X may be a longer reused buffer whose
+// tail holds out), copied where an output shares their memory (the caller's out over X).
 function apart(rows: Float64Array, length: number, ...outputs: (Float64Array | undefined | null)[]): Float64Array {
   const used = rows.subarray(0, length);
   return outputs.some((o) => overlaps(used, o)) ? used.slice() : rows;

@@ -99,13 +99,8 @@ export function toBytes(compiled: CompiledFunction): Uint8Array {
   const leafIds: number[] = [];
   const elementRanges: [number, number][] = [];
   let e = 0;
-  const firstComputed = rec.vectorInput ? 2 : rec.inputs;
   for (let i = 0; i < n; i++) {
     if (op[i] === Op.custom) throw new TapegradError('INVALID_ARGUMENT', 'a tape with custom functions cannot be serialized: their rules are JS code');
-    // Recorded onto the function's tape from outside f after it returned (its bytes would not load).
-    if (i >= firstComputed && (op[i] === Op.input || op[i] === Op.vinput)) {
-      throw new TapegradError('INVALID_ARGUMENT', `toBytes: the compiled function's tape holds an input recorded outside f (node #${i}, after f returned), which its bytes cannot hold; record such nodes on a tape of your own (createTape)`);
-    }
     if (op[i]! <= Op.input) leafIds.push(i);
     if (op[i] === Op.vinput || op[i] === Op.vconst) {
       elementRanges.push([a[i - 1]!, b[i - 1]!]);

@@ -37,8 +37,6 @@ const LIST = '\u0000list ';
 // The op or call a `what` of Tape.index names, if any.
 const nameOf = (what: string | number | undefined): string | undefined =>
   typeof what === 'number' ? opNameOf(what) : what?.startsWith(LIST) ? what.slice(LIST.length) || undefined : what;
-// Tape.repointedFrom: a slot whose Var variables made (no id to restore).
-const NEW_VAR = NaN;
 /** @internal Bytes a node of the tangent regions (jvp, hvp). */
 export const TANGENT_BYTES = 16;
 const CONSTANT_SLOTS = 64;
@@ -95,7 +93,7 @@ export class Tape {
   private lastCotangent: Float64Array = new Float64Array(0);
   // After a sweep that threw part-way (a custom rule, a trap): swept is SWEEP_AGAIN where the last
   // complete first-order sweep (its fields restored above) runs again on the next read of an
-  // adjoint, whose `swept` this was; NO_GRADIENT_FAILED where there is none to run.
+  // adjoint, whose `swept` this was; FAILED_SWEEP where there is none to run.
   private sweptBeforeFailure = -1;
   /** @internal */
   base: number;
@@ -253,43 +251,31 @@ export class Tape {
   }
 
   // After a failed repoint: Vars of `reuse` already pointed at the inputs taken back would read
-  // the nodes recorded next (a probe: two stale Vars took part in a new gradient). They go back
-  // to the ids they had (stale ones: reuse holds none of the current recording; they were all -1,
-  // which error messages then named, a probe), and a Var made for a slot to the id before this
-  // recording's first, stale as well.
+  // the nodes recorded next (a probe: two stale Vars took part in a new gradient). They go stale
+  // again, at the last id of the recording before (their old ids were stale too: reuse holds none
+  // of the current recording; -1, which they took before, is a vector handle's, and the stale
+  // error named a Var that never was: a probe). Their own ids are not kept: a store per input
+  // slowed every reuse by 7-25% (a review).
   private unpoint(reuse: Var[], firstId: number, len: number): void {
     for (let k = 0; k < Math.min(len, reuse.length); k++) {
       try {
         const v: unknown = reuse[k];
-        const at = (v as Var)?.tape === this ? (v as Var).id - firstId : -1;
-        const old = this.repointedFrom[at]!; // NaN (NEW_VAR) for a Var repointEach made
-        if (at >>> 0 < len) (v as { id: number }).id = old === old ? old : this.base - 1;
+        if ((v as Var)?.tape === this && ((v as Var).id - firstId) >>> 0 < len) (v as { id: number }).id = Math.max(0, this.base - 1);
       } catch {
         // A slot that cannot be read or a Var that cannot be written was not pointed either.
       }
     }
   }
 
-  // The ids the Vars repointEach pointed had before (NEW_VAR: a Var it made), for unpoint; kept
-  // from one call to the next.
-  private repointedFrom = new Float64Array(0);
-
   // repoint's loop, alone (see inputRunLength).
   private repointEach(reuse: Var[], firstId: number, len: number): Var[] {
-    if (this.repointedFrom.length < len) this.repointedFrom = new Float64Array(Math.max(len, 2 * this.repointedFrom.length));
-    const before = this.repointedFrom;
     for (let k = 0; k < len; k++) {
       const v: unknown = reuse[k];
       // `constructor === Var`, not instanceof: through tsx (esbuild keeping class names) each
       // instanceof Var took about 8 ns here. A Var already pointed at an earlier slot's input (one
       // Var in several slots) stays there, and this slot gets a Var of its own.
-      if ((v as Var)?.tape === this && (v as Var).constructor === Var && ((v as Var).id - firstId) >>> 0 >= k) {
-        before[k] = (v as Var).id;
-        (v as { id: number }).id = firstId + k;
-      } else {
-        before[k] = NEW_VAR;
-        reuse[k] = new Var(this, firstId + k);
-      }
+      if ((v as Var)?.tape === this && (v as Var).constructor === Var && ((v as Var).id - firstId) >>> 0 >= k) (v as { id: number }).id = firstId + k;
+      else reuse[k] = new Var(this, firstId + k);
     }
     return reuse;
   }
@@ -387,7 +373,7 @@ export class Tape {
     const nodes = this.nodesOf(wrt, 'vjp');
     this.evaluate();
     const sweep = this.lastSweep, out = this.lastOut, seed = this.lastSeed, count = this.lastCount, before = this.lastOuts, cotangentBefore = this.lastCotangent;
-    const swept = this.completeSwept();
+    const swept = this.completeSwept(), base = this.base;
     this.swept = NOT_SWEPT;
     // (The cotangent copied: a sweep run again must not see the caller's later writes.)
     const seeds = Float64Array.from(cotangent);
@@ -397,7 +383,7 @@ export class Tape {
     try {
       this.sweepKeeping(this.checkNaN);
     } catch (error) {
-      this.sweepFailed(sweep, out, seed, count, before, cotangentBefore, swept);
+      if (this.base === base) this.sweepFailed(sweep, out, seed, count, before, cotangentBefore, swept);
       throw error;
     }
     this.swept = this.count;
@@ -469,15 +455,21 @@ export class Tape {
     const nodes = this.seedTangents(inputs, v, [out], 'the direction');
     if (typeof seed !== 'number') throw new NotANumberError(`hvp: the seed must be a number, got ${describe(seed)}`);
     const sweep = this.lastSweep, last = this.lastOut, lastSeed = this.lastSeed, count = this.lastCount, outs = this.lastOuts, cotangent = this.lastCotangent;
-    const swept = this.completeSwept();
+    const swept = this.completeSwept(), base = this.base;
     this.swept = NOT_SWEPT;
     this.lastSweep = NO_SWEEP;
     try {
       this.engine.reverseTangent(out, seed, this.count);
     } catch (error) {
-      this.sweepFailed(sweep, last, lastSeed, count, outs, cotangent, swept);
+      if (this.base === base) this.sweepFailed(sweep, last, lastSeed, count, outs, cotangent, swept);
       throw error;
     }
+    // Its adjoints are backward(output, seed)'s, and it runs again as that sweep (to store every
+    // adjoint, or after a failed sweep): a failed backward after an hvp lost them (a review).
+    this.lastSweep = BACKWARD_SWEEP;
+    this.lastOut = out;
+    this.lastSeed = seed;
+    this.lastCount = this.count;
     this.swept = this.count;
     if (this.checkNaN) {
       this.assertFiniteTangents(0, out + 1);
@@ -1013,7 +1005,7 @@ export class Tape {
     // A sweep that throws part-way (a custom rule, a trap) leaves partial adjoints, which .grad
     // never returns: the complete sweep before it runs again when an adjoint is read (its
     // gradients were lost before: a probe), or, with none, .grad says so.
-    const sweep = this.lastSweep, lastOut = this.lastOut, lastSeed = this.lastSeed, lastCount = this.lastCount, swept = this.completeSwept();
+    const sweep = this.lastSweep, lastOut = this.lastOut, lastSeed = this.lastSeed, lastCount = this.lastCount, swept = this.completeSwept(), base = this.base;
     this.swept = NOT_SWEPT;
     this.lastSweep = BACKWARD_SWEEP;
     this.lastOut = out;
@@ -1022,7 +1014,8 @@ export class Tape {
     try {
       this.sweepKeeping(this.checkNaN);
     } catch (error) {
-      this.sweepFailed(sweep, lastOut, lastSeed, lastCount, this.lastOuts, this.lastCotangent, swept);
+      // A trap of the core resets the tape (recover): nothing of the sweep before is left.
+      if (this.base === base) this.sweepFailed(sweep, lastOut, lastSeed, lastCount, this.lastOuts, this.lastCotangent, swept);
       throw error;
     }
     this.swept = this.count;
@@ -1413,6 +1406,8 @@ export class Tape {
    *  changes nothing recorded. Returns the element count after taking them. */
   private reserveElements(n: number, nodes: number): number {
     this.refuseInsideRule('cannot record');
+    // Before the regions grow, as grow() refuses the nodes after (a refused op grew them: a review).
+    if (this.closedBecause !== null) throw new TapegradError('INVALID_ARGUMENT', this.closedBecause);
     const needed = this.elements + n;
     const elementBytes = this.engine.elementBytes();
     if (needed * elementBytes + (this.count + nodes) * this.engine.nodeBytes() > this.maxMemoryBytes) {

@@ -154,7 +154,7 @@ export function elementwise(tape: Tape, s: number, name: string, operands: reado
   let i: number;
   if (s === SELECT) i = tape.recordVector(ELEMENTWISE + s, a!.index, b!.index, n, [ARG], [c!.index, c!.index]);
   else i = tape.recordVector(ELEMENTWISE + s, a!.index, (b ?? a)!.index, n);
-  return new Vec(tape, i, shape);
+  return new Vec(tape, i, frozen(shape));
 }
 
 /** The commonest case in one pass, or null: a Vec, then nothing, a Vec of its shape, a Var or a
@@ -187,7 +187,8 @@ function scalarOut(tape: Tape, op: number, ia: number, ib: number): Var {
  */
 export class Vec {
   /** [n] for a vector, [rows, cols] for a matrix. */
-  readonly shape: Shape;
+  // Declared, not a class field, as Var's are: a field's initializer runs in the constructor.
+  declare readonly shape: Shape;
 
   /** @internal */
   constructor(
@@ -196,10 +197,11 @@ export class Vec {
     shape: Shape,
   ) {
     this.id = ~(index + tape.base);
-    // Frozen, as the shapes a caller passes are: ops trust a Vec's shape, and one changed in
-    // place (a computed Vec's, which its elementwise results share) read past the elements (a
-    // probe: a trap of the core, and garbage on the JS engine).
-    this.shape = Object.isFrozen(shape) ? shape : Object.freeze(shape.slice());
+    // Frozen by every caller (checkShape copies a caller's, `frozen` takes an op's own array): ops
+    // trust a Vec's shape, and one changed in place (a computed Vec's, which its elementwise
+    // results share) read past the elements (a probe: a trap of the core, and garbage on the JS
+    // engine). Checked here, it cost every op about 30 ns (a review).
+    this.shape = shape;
     Object.freeze(this);
   }
 
@@ -243,7 +245,7 @@ export class Vec {
     if (this.shape.length > 1) throw new ShapeError(`slice: expects a vector, got shape ${show(this.shape)} (reshape it first)`, 'slice', [this.shape]);
     const from = clampIndex(start, n, 'start'), to = end === undefined ? n : clampIndex(end, n, 'end');
     const len = Math.max(0, to - from);
-    return new Vec(t, t.recordVector(VSLICE, v, from, len), [len]);
+    return new Vec(t, t.recordVector(VSLICE, v, from, len), frozen([len]));
   }
 
   /** The same elements with another shape (no node recorded). */
@@ -266,7 +268,7 @@ export class Vec {
     }
     t.reserveVector(4, 2 * indices.length);
     const idx = t.recordVectorLeaf(VCONST, indices);
-    return new Vec(t, t.recordVector(VGATHER, v, idx, indices.length), [indices.length]);
+    return new Vec(t, t.recordVector(VGATHER, v, idx, indices.length), frozen([indices.length]));
   }
 
   /** Σ x. */
@@ -400,7 +402,7 @@ export class Vec {
     if (this.shape.length < 2) return this;
     if (this.shape.length > 2) throw new ShapeError(`transpose: expects a matrix, got shape ${show(this.shape)}`, 'transpose', [this.shape]);
     const [m, k] = this.shape as [number, number];
-    return new Vec(t, t.recordVector(VTRANSPOSE, v, v, m * k, [VPARAM], [m, k]), [k, m]);
+    return new Vec(t, t.recordVector(VTRANSPOSE, v, v, m * k, [VPARAM], [m, k]), frozen([k, m]));
   }
 
   /** Alias of `transpose`. */
@@ -446,7 +448,7 @@ export class Vec {
 
   private contract(w: Vec, m: number, k: number, p: number, shape: Shape): Vec {
     const t = this.tape;
-    return new Vec(t, t.recordVector(VMATMUL, t.vindex(this), t.vindex(w), m * p, [VPARAM], [m, k]), shape);
+    return new Vec(t, t.recordVector(VMATMUL, t.vindex(this), t.vindex(w), m * p, [VPARAM], [m, k]), frozen(shape));
   }
 }
 
@@ -524,11 +526,17 @@ export function concatOn(tape: Tape, parts: readonly (Vec | Var | number)[], wha
     pairs.push(ids[2 * c]!, ids[2 * c + 1] ?? ids[2 * c]!);
   }
   const i = tape.recordVector(VCONCAT, parts.length, 0, n, ops, pairs);
-  return new Vec(tape, i, tail !== null && tail.length > 0 ? [rows, ...tail] : [n]);
+  return new Vec(tape, i, frozen(tail !== null && tail.length > 0 ? [rows, ...tail] : [n]));
 }
 
+// An op's own shape array, frozen for its Vec (a shape that is frozen already stays as it is).
+const frozen = (shape: Shape): Shape => (Object.isFrozen(shape) ? shape : Object.freeze(shape as number[]));
+
+// A loop: `every` over the frozen shapes took about 60 ns an op (a review).
 function sameShape(a: Shape, b: Shape): boolean {
-  return a.length === b.length && a.every((d, k) => d === b[k]);
+  if (a.length !== b.length) return false;
+  for (let k = 0; k < a.length; k++) if (a[k] !== b[k]) return false;
+  return true;
 }
 
 function shapeOf(p: unknown): Shape {
@@ -543,7 +551,7 @@ function showAll(parts: readonly unknown[]): string {
 export function vectorOf(tape: Tape, op: number, values: ArrayLike<number>, shape: Shape | undefined, what: string): Vec {
   if (!isArrayLike(values) || typeof values === 'string') throw new NotANumberError(`${what}: expected an array of numbers or a Float64Array, got ${describe(values)}`);
   const s = shape === undefined ? [values.length] : checkShape(shape, values.length, what);
-  return new Vec(tape, tape.recordVectorLeaf(op, values), s);
+  return new Vec(tape, tape.recordVectorLeaf(op, values), frozen(s));
 }
 
 // ───────────────────────────── handles ─────────────────────────────
@@ -599,7 +607,7 @@ export class VectorHandleApi {
   private wrap(h: number, shape?: Shape, op = 'toVec', operand?: string): Vec {
     const i = this.tape.vindexOfHandle(h, op);
     const n = this.tape.elementLength(i);
-    return new Vec(this.tape, i, shape === undefined ? [n] : checkShape(shape, n, op, operand, `vector handle ${h}`));
+    return new Vec(this.tape, i, shape === undefined ? frozen([n]) : checkShape(shape, n, op, operand, `vector handle ${h}`));
   }
   /** A vector handle as a Vec, a scalar handle as a Var (for broadcasting). */
   private any(h: number, op: string): Vec | Var {

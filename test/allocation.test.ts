@@ -6,7 +6,7 @@
 // new-user probe), where a single call's closures and subarrays now take none.
 import { Session } from 'node:inspector/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compile, createTape, init, type Var } from '../src/index.ts';
+import { compile, createTape, init, type Var, type Vec } from '../src/index.ts';
 import { BACKENDS } from './support.ts';
 
 let session: Session;
@@ -20,21 +20,26 @@ afterAll(() => session.disconnect());
 
 interface SamplingNode { selfSize: number; children: SamplingNode[] }
 
-// Bytes allocated per call of `call`, after a warm-up that lets V8 optimise it.
+// Bytes allocated per call of `call`, after a warm-up that lets V8 optimise it: the least of three
+// windows of calls/3, as what the test runner allocates meanwhile comes in bursts.
 async function bytesPerCall(call: () => unknown, calls: number): Promise<number> {
   for (let k = 0; k < 3000; k++) call();
-  await session.post('HeapProfiler.startSampling', {
-    samplingInterval: 64, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true,
-  } as never);
-  for (let k = 0; k < calls; k++) call();
-  const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: SamplingNode } };
-  let bytes = 0;
-  const walk = (node: SamplingNode): void => {
-    bytes += node.selfSize;
-    node.children.forEach(walk);
-  };
-  walk(profile.head);
-  return bytes / calls;
+  let least = Infinity;
+  for (let window = 0; window < 3; window++) {
+    await session.post('HeapProfiler.startSampling', {
+      samplingInterval: 64, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true,
+    } as never);
+    for (let k = 0; k < calls / 3; k++) call();
+    const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: SamplingNode } };
+    let bytes = 0;
+    const walk = (node: SamplingNode): void => {
+      bytes += node.selfSize;
+      node.children.forEach(walk);
+    };
+    walk(profile.head);
+    least = Math.min(least, bytes / (calls / 3));
+  }
+  return least;
 }
 
 const f3 = (x: Var[]): Var => x[0]!.mul(x[1]!).sin().add(x[2]!.exp()).mul(x[2]!);
@@ -63,6 +68,25 @@ describe('calls with out allocate nothing', () => {
       for (const name of Object.keys(measured)) expect(measured[name], `${name}: ${JSON.stringify(measured)}`).toBeLessThanOrEqual(32);
       // And the results are the right ones.
       expect(f.gradient(x, out)).toEqual(h.gradient(hy, hx, 1, new Float64Array(3)));
+    });
+
+    // A review: past 64 inputs (300 here), with a vector input and with checkNaN, subarrays were
+    // left in those paths (about 100-200 bytes a call).
+    it(`${backend}: 300 inputs, a vector input, checkNaN`, async () => {
+      const wide = compile((x: Var[]) => x.reduce((s, v, k) => s.add(v.mul(k + 1).sin()), x[0]!.mul(0)), { inputs: 300, backend });
+      const x = Float64Array.from({ length: 300 }, (_, k) => Math.sin(k)), t = Float64Array.from({ length: 300 }, (_, k) => Math.cos(k));
+      const out = new Float64Array(300), one = new Float64Array(1), seed = new Float64Array([1]);
+      const vec = compile((v: Vec) => v.sin().mul(v).sum(), { inputs: 3, vector: true, backend });
+      const checked = compile(f3, { inputs: 3, backend, checkNaN: true });
+      const x3 = new Float64Array([0.5, 2, -0.3]), t3 = new Float64Array([1, -1, 0.5]), out3 = new Float64Array(3);
+      const calls: [string, () => unknown][] = [
+        ['wide gradient', () => wide.gradient(x, out)], ['wide vjp', () => wide.vjp(x, seed, out)], ['wide jvp', () => wide.jvp(x, t, one)],
+        ['wide hvp', () => wide.hvp(x, t, out)], ['vector gradient', () => vec.gradient(x3, out3)], ['vector hvp', () => vec.hvp(x3, t3, out3)],
+        ['checkNaN gradient', () => checked.gradient(x3, out3)],
+      ];
+      const measured: Record<string, number> = {};
+      for (const [name, call] of calls) measured[name] = Math.round(await bytesPerCall(call, 9_000));
+      for (const name of Object.keys(measured)) expect(measured[name], `${name}: ${JSON.stringify(measured)}`).toBeLessThanOrEqual(32);
     });
 
     it(`${backend}: a batch allocates per call, not per row`, async () => {

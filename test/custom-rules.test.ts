@@ -584,6 +584,13 @@ describe.each(BACKENDS)('a reverse sweep that throws loses no earlier gradient (
     }
     expect(() => tape.hvp(b, [w], [1])).toThrow(MissingRuleError);
     expect([w.grad, ...v.grad]).toEqual(before);
+    // An hvp's gradient is kept the same way (a review: it was lost, 'no complete one before').
+    const c = w.square().mul(3).add(v.sum().mul(w));
+    expect(Array.from(tape.hvp(c, [w], [1]))).toEqual([6]);
+    const afterHvp = [w.grad, ...v.grad];
+    expect(afterHvp).toEqual([30 + 3, 5, 5]);
+    expect(() => tape.backward(b)).toThrow(RangeError);
+    expect([w.grad, ...v.grad]).toEqual(afterHvp);
     // A complete sweep after them is the one .grad gives.
     failing = false;
     tape.backward(b);

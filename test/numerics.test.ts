@@ -549,6 +549,8 @@ describe.each(BACKENDS)('pow\'s second derivatives: NaN with the gradient, both 
       expect(hvp((x: Var[]) => x[0]!.pow(c), [x0], [1], { backend })[0], `hvp at (${x0}, ${c})`).toBeNaN();
     }
     for (const point of [[-2, 1e-17], [-Infinity, 0.5], [-Infinity, -0.5]]) same(Array.from(hessian(P, point, { backend }).data), [NaN, NaN, NaN, NaN]);
+    // x = NaN: the second derivative too (a review: 2 for c = 2 under a NaN gradient).
+    for (const c of [2, 3, 0.5]) expect(hvp((x: Var[]) => x[0]!.pow(c), [NaN], [1], { backend })[0], `c = ${c}`).toBeNaN();
   });
   it('both orders of the mixed term alike where x^(c-1) overflows or the exponent is infinite', () => {
     // x^(c-1)(1 + c ln x) at (1e-310, 1e-8) is about 1e310: +Infinity both ways.

@@ -192,11 +192,10 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     const reuse = tape.variables([1, 2]);
     Object.defineProperty(reuse, 2, { value: undefined, writable: false, configurable: true, enumerable: true });
     const [v0, v1] = reuse as [Var, Var];
-    const ids = [v0.id, v1.id];
     tape.reset();
     expect(() => tape.variables([10, 20, 30], reuse)).toThrow(/^variables: reuse could not be resized and written/);
-    // ...back at the ids they had (they were all -1, which the stale error then named: a probe).
-    expect([v0.id, v1.id]).toEqual(ids);
+    // ...at an id of the recording before, not -1, a vector handle's (a probe).
+    for (const v of [v0, v1]) expect(v.id >= 0 && v.id < tape.base).toBe(true);
     const a = tape.variable(111), b = tape.variable(222);
     for (const v of [v0, v1]) expect(() => v.value).toThrow(expect.objectContaining({ code: 'STALE_HANDLE', message: expect.stringContaining(`Var #${v.id} `) }));
     expect(tape.gradient(a.mul(b), [a, b])).toEqual(Float64Array.of(222, 111));

@@ -280,3 +280,25 @@ describe('views are never stale across growth', () => {
     await growAndCheck(tape, 1_000_000);
   });
 });
+
+// A review: a trap in a reverse sweep resets the tape, but the sweep's failure path then put the
+// sweep before it back to run again, and .grad on a new recording ran that old sweep over new
+// nodes (486 for a Var never swept). After a trap there is no gradient until the next sweep.
+describe('a trap in a reverse sweep leaves no gradient to run again', () => {
+  it('backward after a complete one: NO_GRADIENT on the new recording, not the old sweep', async () => {
+    const tape = await createTape();
+    const { f } = recordF(tape, 0.5, 2);
+    tape.backward(f);
+    const { f: g, product } = recordF(tape, 0.7, 1.5);
+    expect(g.value).toBeCloseTo(fValue(0.7, 1.5), 14); // the forward sweep done: the trap is the reverse's
+    corrupt(tape, product);
+    trapOf(() => tape.backward(g));
+    expect(tape.size).toBe(0);
+    const x = tape.variable(3);
+    let y = x;
+    for (let k = 0; k < 5; k++) y = y.mul(x);
+    expect(() => x.grad).toThrow(expect.objectContaining({ code: 'NO_GRADIENT' }));
+    tape.backward(y);
+    expect(x.grad).toBe(6 * 3 ** 5);
+  });
+});

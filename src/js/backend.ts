@@ -1,4 +1,4 @@
-import type { Backend, CustomHandler, TapeViews } from '../backend.ts';
+import { COPY_LOOP, type Backend, type CustomHandler, type TapeViews } from '../backend.ts';
 import { Op } from '../ops.ts';
 import { forwardRule, partials, partialZ, partialsTangent, partialZTangent, truthy, zeroGradient } from './rules.ts';
 import { VectorRules, isVectorOp } from './vector.ts';
@@ -467,7 +467,7 @@ export class JsBackend implements Backend {
 
 // from[0, length) into out at `at`: a loop for a short row, as a subarray would allocate its view.
 function copyInto(from: Float64Array, length: number, out: Float64Array, at: number): void {
-  if (length >= 256) {
+  if (length > COPY_LOOP) {
     out.set(from.subarray(0, length), at);
     return;
   }

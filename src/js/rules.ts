@@ -44,7 +44,7 @@ function powBaseDerivative(x: number, z: number): number {
 
 // z(z-1)x^(z-2), as powSecondDerivative in assembly/ops.ts.
 function powSecondDerivative(x: number, z: number): number {
-  if (x < 0 && z !== Math.floor(z)) return NaN;
+  if (x !== x || (x < 0 && z !== Math.floor(z))) return NaN;
   return x !== 0 && Math.abs(x) < 1 && z < 2 ? z * ((z - 1) * Math.pow(x, z - 1)) / x : z * ((z - 1) * Math.pow(x, z - 2));
 }
 

@@ -1,4 +1,4 @@
-import type { Backend, CustomHandler, TapeViews } from '../backend.ts';
+import { COPY_LOOP, type Backend, type CustomHandler, type TapeViews } from '../backend.ts';
 import { TapegradError } from '../errors.ts';
 import { instantiateCore, simdAvailable, type CoreExports, type CoreImports } from './loader.ts';
 import { WARM_AT, warmOnce } from './warm.ts';
@@ -660,7 +660,8 @@ export class WasmBackend implements Backend {
       const f64 = this.memoryF64;
       const xAt = at >>> 3, gAt = xAt + span, vAt = gAt + span, first = row * nInputs;
       const valuesAt = values ? vAt * 8 : 0;
-      if (span <= 64) for (let k = 0; k < span; k++) f64[xAt + k] = X[first + k]!;
+      // Loops up to COPY_LOOP numbers: a subarray is an allocation a call (a review).
+      if (span <= COPY_LOOP) for (let k = 0; k < span; k++) f64[xAt + k] = X[first + k]!;
       else f64.set(X.subarray(first, first + span), xAt);
       // With generated sweeps (a tape with them has scalar inputs), the core's batch leaves the
       // adjoints at +0 but the inputs' and needs no clearing pass after such a batch; it never
@@ -678,7 +679,7 @@ export class WasmBackend implements Backend {
       }
       this.zeroed = zeroedState(resets, tangentAdjoints);
       const doneSpan = done * nInputs;
-      if (doneSpan <= 64) for (let k = 0; k < doneSpan; k++) G[first + k] = f64[gAt + k]!;
+      if (doneSpan <= COPY_LOOP) for (let k = 0; k < doneSpan; k++) G[first + k] = f64[gAt + k]!;
       else G.set(f64.subarray(gAt, gAt + doneSpan), first);
       if (values) values.set(f64.subarray(vAt, vAt + done), row);
       row += done;
@@ -694,7 +695,8 @@ export class WasmBackend implements Backend {
     const valueAt = this.scratchFor(8);
     const { xval, xadj } = this.views;
     const first = row * nInputs;
-    xval.set(X.subarray(first, first + nInputs), 0);
+    if (nInputs <= COPY_LOOP) for (let k = 0; k < nInputs; k++) xval[k] = X[first + k]!;
+    else xval.set(X.subarray(first, first + nInputs), 0);
     this.zeroed = NOT_ZEROED;
     let done: number;
     try {
@@ -703,7 +705,9 @@ export class WasmBackend implements Backend {
       throw this.recover(error);
     }
     if (done === 0) return row;
-    G.set(this.views.xadj.subarray(0, nInputs), first);
+    const xadjNow = this.views.xadj;
+    if (nInputs <= COPY_LOOP) for (let k = 0; k < nInputs; k++) G[first + k] = xadjNow[k]!;
+    else G.set(xadjNow.subarray(0, nInputs), first);
     if (values) values[row] = this.memoryF64[valueAt >>> 3]!;
     return row + 1;
   }
