@@ -304,7 +304,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     let r = 0;
     try {
       for (; r < rows; r++) {
-        const rec = this.replay(rows === 1 ? X : X.subarray(r * n, (r + 1) * n));
+        const rec = this.replay(rows === 1 && X.length === n ? X : X.subarray(r * n, (r + 1) * n));
         const engine = rec.tape.engine, top = this.scalarNode(rec, what);
         if (values) values[r] = engine.views.val[top]!;
         engine.clearAdjoints(rec.tape.size, false);

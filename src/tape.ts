@@ -1050,7 +1050,8 @@ export class Tape {
   // read.
   private settleSweep(): void {
     if (this.swept !== SWEEP_AGAIN) return;
-    this.swept = FAILED_SWEEP;
+    // A rule that throws again leaves SWEEP_AGAIN, and the next read tries again (it said there
+    // had been no complete sweep: an audit); a trap's reset leaves NOT_SWEPT.
     this.sweepKeeping(this.checkNaN);
     this.swept = this.sweptBeforeFailure;
   }
@@ -1428,7 +1429,7 @@ export class Tape {
       if (!ok) {
         throw new CapacityError(
           `out of memory: the ${this.engine.kind} backend could not grow its element regions to ${needed} elements ` +
-            `(${this.engine.memoryBytes()} bytes in use); call tape.reset() to reuse it`,
+            `(${this.engine.memoryBytes()} bytes in use; a tape holds at most 4 GiB, and the runtime may give less); call tape.reset() to reuse it`,
           this.engine.elementCapacity,
         );
       }
@@ -1467,7 +1468,7 @@ export class Tape {
     if (!ok) {
       throw new CapacityError(
         `out of memory: the ${this.engine.kind} backend could not grow the tape past ${this.capacity} nodes ` +
-          `(${this.engine.memoryBytes()} bytes); call tape.reset() to reuse it`,
+          `(${this.engine.memoryBytes()} bytes; a tape holds at most 4 GiB, and the runtime may give less); call tape.reset() to reuse it`,
         this.capacity,
       );
     }
@@ -1646,7 +1647,8 @@ export class Var {
     return this.tape.valueAt(this.tape.index(this));
   }
 
-  /** d(seed * output)/d(this) from the last `tape.backward`. */
+  /** d(seed * output)/d(this) from the last complete reverse sweep (`backward`, `gradient`, `vjp`,
+   *  `hvp`); one that threw part-way leaves the one before it. */
   get grad(): number {
     return this.tape.gradAt(this.tape.index(this));
   }

@@ -223,7 +223,7 @@ export class Vec {
     return this.tape.vectorValues(this.tape.vindex(this));
   }
 
-  /** d(seed * output)/d(this) per element from the last reverse sweep (a copy). */
+  /** d(seed * output)/d(this) per element from the last complete reverse sweep (a copy). */
   get grad(): Float64Array {
     return this.tape.vectorGrads(this.tape.vindex(this));
   }

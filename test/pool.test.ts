@@ -477,3 +477,25 @@ console.log(JSON.stringify(refused));`);
   expect(pooled).toBe(single);
   expect(JSON.parse(pooled!)).toHaveLength(4);
 });
+
+// An audit: createPool({ backend: 'auto' }) loads the core itself, and where that failed it threw
+// (a second call then took js). A process whose WebAssembly refuses every compile stands in for a
+// page's policy: 'auto' takes the JS mode at once, and the default names the failure.
+it("createPool with 'auto' takes the JS mode where the core fails to load", () => {
+  const root = new URL('../', import.meta.url);
+  const script = join(mkdtempSync(join(tmpdir(), 'tapegrad-pool-')), 'pool-refused.mjs');
+  writeFileSync(script, `
+// Node's own fetch compiles its HTTP parser to wasm too: only tapegrad's core is refused.
+const compileWasm = WebAssembly.compile;
+WebAssembly.compile = (bytes) => Buffer.from(bytes).includes('gradientBatch') ? Promise.reject(new Error('refused: no compiling here')) : compileWasm(bytes);
+const { createPool } = await import(${JSON.stringify(new URL('dist/pool/index.js', root).href)});
+const { compile } = await import(${JSON.stringify(new URL('dist/index.js', root).href)});
+const refused = await createPool({ threads: 1 }).then(() => null, (e) => [e.code, /refused: no compiling here/.test(e.message)]);
+const pool = await createPool({ threads: 1, backend: 'auto' });
+const g = await (await pool.register(compile((x) => x[0].mul(x[1]), { inputs: 2, at: [1, 2], backend: 'js' }))).gradientBatch([3, 4], 1);
+await pool.close();
+console.log(JSON.stringify([refused, pool.backend, Array.from(g)]));`);
+  const child = spawnSync(process.execPath, [script], { cwd: fileURLToPath(root), encoding: 'utf8' });
+  expect(child.stderr).toBe('');
+  expect(JSON.parse(child.stdout.trim())).toEqual([['INVALID_ARGUMENT', true], 'js', [4, 3]]);
+});

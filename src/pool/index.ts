@@ -57,8 +57,17 @@ export async function createPool(options: PoolOptions = {}): Promise<GradientPoo
   if (!Number.isInteger(threads) || threads < 1) throw new TapegradError('INVALID_ARGUMENT', `createPool: threads must be an integer >= 1, got ${describe(threads)}`);
   const minRows = options.minRowsPerTask ?? 1024;
   if (!Number.isInteger(minRows) || minRows < 1) throw new TapegradError('INVALID_ARGUMENT', `createPool: minRowsPerTask must be an integer >= 1, got ${describe(minRows)}`);
-  const backend = resolveBackend(options.backend);
-  const data: WorkerData = { backend, module: backend === 'wasm' ? await coreModule() : null };
+  let backend = resolveBackend(options.backend);
+  let module: WebAssembly.Module | null = null;
+  try {
+    if (backend === 'wasm') module = await coreModule();
+  } catch (error) {
+    // 'auto' takes the JS mode where the core fails to load, as createTape does (an audit: the
+    // first pool threw, the second took js).
+    if (options.backend !== 'auto') throw error;
+    backend = 'js';
+  }
+  const data: WorkerData = { backend, module };
   return new GradientPool(threads, backend, minRows, data);
 }
 
