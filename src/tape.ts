@@ -582,7 +582,7 @@ export class Tape {
   private seedTangents(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>, targets: ArrayLike<number>, name = 'tangent'): Int32Array {
     this.refuseInsideRule('cannot run a tangent sweep');
     this.refuseWhileCompiling('a tangent sweep (jvp or hvp)');
-    const nodes = this.nodesOf(inputs, targets.length === 1 && name === 'the direction' ? 'hvp' : 'jvp');
+    const nodes = this.nodesOf(inputs, name === 'the direction' ? 'hvp' : 'jvp');
     // The tangent sweep computes every other node's tangent from its operands': one seeded on a
     // computed node would be overwritten, and its jvp read 0.
     for (let k = 0; k < nodes.length; k++) {
