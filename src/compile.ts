@@ -65,7 +65,8 @@ export interface Recording {
 /**
  * A function recorded once and replayed at new inputs. Inputs are Float64Array or arrays;
  * methods that take `out` write into it: `gradient`, `vjp`, `jvp` and `hvp` then allocate
- * nothing (a replay), and the batches nothing per row.
+ * nothing on a replay of up to 64 inputs (past that a view or two, about 100-200 bytes), and the
+ * batches nothing per row.
  */
 export class CompiledFunction<V extends number | Float64Array = number | Float64Array> {
   /** How many times a failed guard made it record again. */

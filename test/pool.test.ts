@@ -487,7 +487,8 @@ it("createPool with 'auto' takes the JS mode where the core fails to load", () =
   writeFileSync(script, `
 // Node's own fetch compiles its HTTP parser to wasm too: only tapegrad's core is refused.
 const compileWasm = WebAssembly.compile;
-WebAssembly.compile = (bytes) => Buffer.from(bytes).includes('gradientBatch') ? Promise.reject(new Error('refused: no compiling here')) : compileWasm(bytes);
+let refuse = true;
+WebAssembly.compile = (bytes) => refuse && Buffer.from(bytes).includes('gradientBatch') ? Promise.reject(new Error('refused: no compiling here')) : compileWasm(bytes);
 const { createPool } = await import(${JSON.stringify(new URL('dist/pool/index.js', root).href)});
 const { compile } = await import(${JSON.stringify(new URL('dist/index.js', root).href)});
 // 'auto' first: after any failed load every 'auto' takes js (the default's refusal would decide it).
@@ -495,8 +496,12 @@ const pool = await createPool({ threads: 1, backend: 'auto' });
 const refused = await createPool({ threads: 1 }).then(() => null, (e) => [e.code, /refused: no compiling here/.test(e.message)]);
 const g = await (await pool.register(compile((x) => x[0].mul(x[1]), { inputs: 2, at: [1, 2], backend: 'js' }))).gradientBatch([3, 4], 1);
 await pool.close();
-console.log(JSON.stringify([refused, pool.backend, Array.from(g)]));`);
+// A failure that passes: the next 'auto' pool tries the core again, as createTape does.
+refuse = false;
+const again = await createPool({ threads: 1, backend: 'auto' });
+await again.close();
+console.log(JSON.stringify([refused, pool.backend, Array.from(g), again.backend]));`);
   const child = spawnSync(process.execPath, [script], { cwd: fileURLToPath(root), encoding: 'utf8' });
   expect(child.stderr).toBe('');
-  expect(JSON.parse(child.stdout.trim())).toEqual([['INVALID_ARGUMENT', true], 'js', [4, 3]]);
+  expect(JSON.parse(child.stdout.trim())).toEqual([['INVALID_ARGUMENT', true], 'js', [4, 3], 'wasm']);
 });

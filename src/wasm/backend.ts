@@ -660,9 +660,9 @@ export class WasmBackend implements Backend {
       const f64 = this.memoryF64;
       const xAt = at >>> 3, gAt = xAt + span, vAt = gAt + span, first = row * nInputs;
       const valuesAt = values ? vAt * 8 : 0;
-      // Loops up to COPY_LOOP numbers: a subarray is an allocation a call (a review).
+      // Loops up to COPY_LOOP numbers; X itself where it is exactly the rows (no view).
       if (span <= COPY_LOOP) for (let k = 0; k < span; k++) f64[xAt + k] = X[first + k]!;
-      else f64.set(X.subarray(first, first + span), xAt);
+      else f64.set(first === 0 && X.length === span ? X : X.subarray(first, first + span), xAt);
       // With generated sweeps (a tape with them has scalar inputs), the core's batch leaves the
       // adjoints at +0 but the inputs' and needs no clearing pass after such a batch; it never
       // touches their tangents.
@@ -696,7 +696,7 @@ export class WasmBackend implements Backend {
     const { xval, xadj } = this.views;
     const first = row * nInputs;
     if (nInputs <= COPY_LOOP) for (let k = 0; k < nInputs; k++) xval[k] = X[first + k]!;
-    else xval.set(X.subarray(first, first + nInputs), 0);
+    else xval.set(first === 0 && X.length === nInputs ? X : X.subarray(first, first + nInputs), 0);
     this.zeroed = NOT_ZEROED;
     let done: number;
     try {
