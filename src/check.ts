@@ -1,6 +1,6 @@
 // Finite differences and the gradient checker (like torch.autograd.gradcheck, jax check_grads).
 import type { BackendChoice } from './backend.ts';
-import { MissingRuleError, NotANumberError, TapegradError, describe, isArrayLike } from './errors.ts';
+import { GradcheckError, MissingRuleError, NotANumberError, TapegradError, describe, isArrayLike } from './errors.ts';
 import type { Tape, Var } from './tape.ts';
 import { BACKEND_RULE, checkOptions } from './options.ts';
 import { asVar, checkFunction, recordOn, withTape, type RuntimeVector, type ScalarOutput } from './transforms.ts';
@@ -147,7 +147,7 @@ export interface GradcheckOptions extends FiniteDifferenceOptions {
   backend?: BackendChoice | undefined;
   /** Largest normwise error accepted (default 1e-7). */
   tolerance?: number | undefined;
-  /** Throw a TapegradError (code 'GRADCHECK_FAILED') describing the worst component instead of
+  /** Throw a GradcheckError (code 'GRADCHECK_FAILED', the result in `result`) describing the worst component instead of
    *  returning ok: false. */
   raise?: boolean | undefined;
   /** Pass an array x to f as one Vec instead of a Var[]. */
@@ -243,13 +243,13 @@ function checkOn(tape: Tape, f: (x: never) => ScalarOutput, x: number | ArrayLik
   const firstFails = beyond.error > tolerance || analytic.some(Number.isNaN);
   const secondFails = second !== undefined && (second.beyond.error > tolerance || second.analytic.some(Number.isNaN));
   const ok = !firstFails && !(dualityError > 1e-12) && !secondFails;
+  const result: GradcheckResult = { ok, error, worst, dualityError, analytic, numeric, secondOrderError };
   if (!ok && options.raise) {
     const nan = analytic.findIndex(Number.isNaN);
     // The component that fails beyond its rounding (the plain normwise worst may be within its
     // own: a review probe's message named an input that passed).
     const at = beyond.worst, at2 = second?.beyond.worst ?? 0;
-    throw new TapegradError(
-      'GRADCHECK_FAILED',
+    throw new GradcheckError(
       firstFails
         ? nan >= 0 && !(beyond.error > tolerance)
           ? `gradcheck failed: the gradient is NaN at input ${nan} (a point outside f's domain checks nothing)`
@@ -260,9 +260,10 @@ function checkOn(tape: Tape, f: (x: never) => ScalarOutput, x: number | ArrayLik
           : `gradcheck failed: hvp off the finite differences of the gradient: normwise error ${secondOrderError.toExponential(3)}, ` +
             `beyond their rounding at input ${at2} (hvp ${second!.analytic[at2]}, finite difference ${second!.numeric[at2]}, ` +
             `whose rounding there is up to ${second!.noise[at2]!.toExponential(1)})`,
+      result,
     );
   }
-  return { ok, error, worst, dualityError, analytic, numeric, secondOrderError };
+  return result;
 }
 
 // H·t from the tape (on the recording at the point, still on it) against Σ_k t_k·(H e_k), each

@@ -1,3 +1,5 @@
+import type { GradcheckResult } from './check.ts';
+
 /** Every error tapegrad throws on purpose. `code` tells the kind; the tape stays usable. */
 export class TapegradError extends Error {
   constructor(
@@ -100,6 +102,12 @@ export function describe(value: unknown): string {
   if (typeof value === 'object') return `an object (${value.constructor?.name ?? 'Object'})`;
   if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 20 ? value.slice(0, 20) + '…' : value)}`;
   return `${typeof value} ${String(value)}`;
+}
+
+/** `gradcheck(f, x, { raise: true })` found the derivatives off; `result` is what it would have
+ *  returned (the worst input, both gradients, every error). */
+export class GradcheckError extends TapegradError {
+  constructor(message: string, readonly result: GradcheckResult) { super('GRADCHECK_FAILED', message); this.name = 'GradcheckError'; }
 }
 
 /** A custom function lacks the rule a sweep needs (jvp, or vjpTangent for second order). */

@@ -6,7 +6,7 @@ export type { BackendKind, BackendChoice } from './backend.ts';
 export type { GeneratedSweeps } from './wasm/backend.ts';
 export {
   TapegradError, StaleHandleError, ForeignHandleError, InvalidHandleError, NotANumberError,
-  CapacityError, BranchChangedError, FormatError, NonFiniteError, MissingRuleError, ShapeError,
+  CapacityError, BranchChangedError, FormatError, NonFiniteError, MissingRuleError, ShapeError, GradcheckError,
 } from './errors.ts';
 export { Op, OP_NAMES, OP_TABLE, SCALAR_OP_TABLE, ELEMENTWISE, opNameOf, type OpName, type VectorOpName, type UnaryOpName, type BinaryOpName } from './ops.ts';
 export {

@@ -3,7 +3,7 @@
 // with raise: true. Both backends.
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { MissingRuleError, NotANumberError, TapegradError, defineFunction, finiteDifferenceGradient, gradcheck, init, normwiseError, select, type Var, type Vec } from '../src/index.ts';
+import { GradcheckError, MissingRuleError, NotANumberError, TapegradError, defineFunction, finiteDifferenceGradient, gradcheck, init, normwiseError, select, type Var, type Vec } from '../src/index.ts';
 import { DAG_OPS, dagArbitrary, operandIndex, type Dag } from './dag-arbitrary.ts';
 import { BACKENDS } from './support.ts';
 
@@ -218,6 +218,11 @@ describe.each(BACKENDS)('gradcheck on wrong rules (%s)', (backend) => {
     expect(caught).toBeInstanceOf(TapegradError);
     // A wrong gradient is no bad argument: its own code, not INVALID_ARGUMENT.
     expect((caught as TapegradError).code).toBe('GRADCHECK_FAILED');
+    // ...and the result gradcheck would have returned, for code that inspects it (it had no fields).
+    expect(caught).toBeInstanceOf(GradcheckError);
+    const { result } = caught as GradcheckError;
+    expect(result).toEqual(gradcheck(f, [0.7, -0.4, 0.3], { backend }));
+    expect([result.ok, result.worst, result.analytic[2], result.numeric[2]]).toEqual([false, 2, Math.sin(0.3), expect.closeTo(Math.cos(0.3), 8)]);
     const message = (caught as Error).message;
     expect(message).toMatch(/gradcheck failed: normwise error \S+, beyond the finite differences. rounding at input 2 /);
     // analytic sin 0.3 = 0.29552..., finite difference cos 0.3 = 0.95533...
