@@ -147,8 +147,8 @@ export interface GradcheckOptions extends FiniteDifferenceOptions {
   backend?: BackendChoice | undefined;
   /** Largest normwise error accepted (default 1e-7). */
   tolerance?: number | undefined;
-  /** Throw a GradcheckError (code 'GRADCHECK_FAILED', the result in `result`) describing the worst component instead of
-   *  returning ok: false. */
+  /** Throw a GradcheckError (code 'GRADCHECK_FAILED', the result in `result`) describing the
+   *  worst component instead of returning ok: false. */
   raise?: boolean | undefined;
   /** Pass an array x to f as one Vec instead of a Var[]. */
   vector?: boolean | undefined;

@@ -2,7 +2,7 @@
 // on a tape of its own; every later call writes new inputs into the tape and runs the sweeps in
 // the engine, with no JS work per node. Comparisons whose values the function read while
 // recording are guards: a replay where one comes out the other way re-records (or throws).
-import { COPY_LOOP, type BackendChoice, type BackendKind } from './backend.ts';
+import { copyNumbers, type BackendChoice, type BackendKind } from './backend.ts';
 import { createTapeSync, resolveBackend } from './create.ts';
 import { BranchChangedError, NotANumberError, TapegradError, checkApart, checkOut, describe, isArrayLike, newFloat64, notAnOutput, overlaps } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, OP_TABLE, Op, opNameOf } from './ops.ts';
@@ -466,9 +466,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       out.fill(0, at, at + n);
       return;
     }
-    const from = rec.vectorInput ? elements : nodes;
-    if (n > COPY_LOOP) out.set(from.subarray(0, n), at);
-    else for (let k = 0; k < n; k++) out[at + k] = from[k]!;
+    copyNumbers(rec.vectorInput ? elements : nodes, 0, out, at, n);
   }
 
   /** J·t at x (one replay, one tangent sweep). */

@@ -81,18 +81,25 @@ export async function coreModule(): Promise<WebAssembly.Module> {
 /** Creates a tape on the wasm core (default) or the pure-JS mode: `createTape({ backend: 'js' })`.
  *  On the wasm core it loads the code generator too, as `init()` does. */
 export async function createTape(options: TapeOptions = {}): Promise<Tape> {
-  const auto = options.backend === 'auto';
-  if (resolveKind(options) === 'wasm' || (auto && wasmAvailable() && !refusedByPolicy)) {
-    if (!wasmAvailable()) throw noWasm();
-    try {
-      await Promise.all([loadCoreModule(), loadCodegen().catch(() => {})]);
-    } catch (error) {
-      // 'auto' takes the JS mode while the core fails to load, and tries it again next time
-      // (a failed download may come back) unless the page's policy refused it.
-      if (!auto) throw error;
-    }
+  checkOptions(options, 'createTape', TAPE_OPTIONS);
+  const kind = await loadBackend(options.backend, () => loadCodegen().catch(() => {}));
+  return new Tape(createBackend(kind), options);
+}
+
+/** @internal The engine a `backend` option names, with the wasm core loaded for it (and `also`
+ *  awaited beside it): 'auto' takes the JS mode where the core fails to load, and tries it again
+ *  next time (a failed download may come back) unless the page's policy refused it. */
+export async function loadBackend(backend: BackendChoice | undefined, also?: () => Promise<unknown>): Promise<BackendKind> {
+  const auto = backend === 'auto';
+  if (!(auto ? wasmAvailable() && !refusedByPolicy : resolveBackend(backend) === 'wasm')) return resolveBackend(backend);
+  if (!wasmAvailable()) throw noWasm();
+  try {
+    await Promise.all([loadCoreModule(), also?.()]);
+    return 'wasm';
+  } catch (error) {
+    if (!auto) throw error;
+    return 'js';
   }
-  return createTapeSync(options);
 }
 
 /** Like `createTape`, without awaiting: the wasm core must be loaded (`await init()`) first. */

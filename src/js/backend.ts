@@ -1,4 +1,4 @@
-import { COPY_LOOP, type Backend, type CustomHandler, type TapeViews } from '../backend.ts';
+import { copyNumbers, type Backend, type CustomHandler, type TapeViews } from '../backend.ts';
 import { Op } from '../ops.ts';
 import { forwardRule, partials, partialZ, partialsTangent, partialZTangent, truthy, zeroGradient } from './rules.ts';
 import { VectorRules, isVectorOp } from './vector.ts';
@@ -447,7 +447,7 @@ export class JsBackend implements Backend {
       if (values) values[r] = this.views.val[out]!;
       this.reverse(out, 1, count);
       if (this.vectorInput && this.views.adj[1] === 0) G.fill(0, r * nInputs, (r + 1) * nInputs); // no rule reached the input
-      else copyInto(this.vectorInput ? this.views.xadj : this.views.adj, nInputs, G, r * nInputs);
+      else copyNumbers(this.vectorInput ? this.views.xadj : this.views.adj, 0, G, r * nInputs, nInputs);
     }
     return toRow;
   }
@@ -463,13 +463,4 @@ export class JsBackend implements Backend {
     }
     return -1;
   }
-}
-
-// from[0, length) into out at `at`: a loop for a short row, as a subarray would allocate its view.
-function copyInto(from: Float64Array, length: number, out: Float64Array, at: number): void {
-  if (length > COPY_LOOP) {
-    out.set(from.subarray(0, length), at);
-    return;
-  }
-  for (let k = 0; k < length; k++) out[at + k] = from[k]!;
 }

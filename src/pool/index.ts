@@ -3,8 +3,7 @@
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { CompiledFunction, checkArrayLength, checkRows, toFloat64 } from '../compile.ts';
-import { coreModule, resolveBackend } from '../create.ts';
-import { refusedByPolicy, wasmAvailable } from '../wasm/loader.ts';
+import { coreModule, loadBackend } from '../create.ts';
 import { CapacityError, NotANumberError, TapegradError, checkApart, checkOut, describe, newFloat64, overlaps } from '../errors.ts';
 import { BACKEND_RULE, checkOptions } from '../options.ts';
 import { fromBytes, isUint8Array, loadBytes } from '../serialize.ts';
@@ -58,19 +57,10 @@ export async function createPool(options: PoolOptions = {}): Promise<GradientPoo
   if (!Number.isInteger(threads) || threads < 1) throw new TapegradError('INVALID_ARGUMENT', `createPool: threads must be an integer >= 1, got ${describe(threads)}`);
   const minRows = options.minRowsPerTask ?? 1024;
   if (!Number.isInteger(minRows) || minRows < 1) throw new TapegradError('INVALID_ARGUMENT', `createPool: minRowsPerTask must be an integer >= 1, got ${describe(minRows)}`);
-  // 'auto' tries the core as createTape does (again after a failed load, unless the page's policy
-  // refused it) and takes the JS mode where it fails to load (an audit: the first pool threw, the
-  // second took js; a review: later pools never tried the core again).
-  const auto = options.backend === 'auto';
-  let backend = auto && wasmAvailable() && !refusedByPolicy ? 'wasm' : resolveBackend(options.backend);
-  let module: WebAssembly.Module | null = null;
-  try {
-    if (backend === 'wasm') module = await coreModule();
-  } catch (error) {
-    if (!auto) throw error;
-    backend = 'js';
-  }
-  const data: WorkerData = { backend, module };
+  // 'auto' as createTape takes it (an audit: the first pool threw, the second took js; a review:
+  // later pools never tried the core again).
+  const backend = await loadBackend(options.backend);
+  const data: WorkerData = { backend, module: backend === 'wasm' ? await coreModule() : null };
   return new GradientPool(threads, backend, minRows, data);
 }
 

@@ -1,4 +1,4 @@
-import { COPY_LOOP, type Backend, type CustomHandler, type TapeViews } from '../backend.ts';
+import { copyNumbers, type Backend, type CustomHandler, type TapeViews } from '../backend.ts';
 import { TapegradError } from '../errors.ts';
 import { instantiateCore, simdAvailable, type CoreExports, type CoreImports } from './loader.ts';
 import { WARM_AT, warmOnce } from './warm.ts';
@@ -636,13 +636,7 @@ export class WasmBackend implements Backend {
     const at = this.scratchFor(nInputs * 8);
     const f64 = this.memoryF64;
     for (let k = 0, p = at >>> 3; k < nInputs; k++) f64[p + k] = x[k]!;
-    // As `run` does, without its closure (a compiled gradient allocated nothing else: a probe).
-    this.zeroed = NOT_ZEROED;
-    try {
-      return this.core.replayForward(at, nInputs, count, this.guardsAt, this.guardNodes.length);
-    } catch (error) {
-      throw this.recover(error);
-    }
+    return this.callCore(this.core.replayForward, at, nInputs, count, this.guardsAt, this.guardNodes.length);
   }
 
   gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array, values: Float64Array | null): number {
@@ -660,27 +654,18 @@ export class WasmBackend implements Backend {
       const f64 = this.memoryF64;
       const xAt = at >>> 3, gAt = xAt + span, vAt = gAt + span, first = row * nInputs;
       const valuesAt = values ? vAt * 8 : 0;
-      // Loops up to COPY_LOOP numbers; X itself where it is exactly the rows (no view).
-      if (span <= COPY_LOOP) for (let k = 0; k < span; k++) f64[xAt + k] = X[first + k]!;
-      else f64.set(first === 0 && X.length === span ? X : X.subarray(first, first + span), xAt);
+      copyNumbers(X, first, f64, xAt, span);
       // With generated sweeps (a tape with them has scalar inputs), the core's batch leaves the
       // adjoints at +0 but the inputs' and needs no clearing pass after such a batch; it never
       // touches their tangents.
       const { adjoints, tangentAdjoints } = this.zeroed;
       const resets = this.generated === 'active';
-      this.zeroed = NOT_ZEROED;
-      let done: number;
-      try {
-        done = simd
-          ? this.core.gradientBatchSimd!(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, (vAt + rows) * 8, valuesAt)
-          : this.core.gradientBatch(at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, valuesAt, adjoints ? 1 : 0);
-      } catch (error) {
-        throw this.recover(error);
-      }
+      const done = simd
+        ? this.callCore(this.core.gradientBatchSimd!, at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, (vAt + rows) * 8, valuesAt)
+        : this.callCore(this.core.gradientBatch, at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, valuesAt, adjoints ? 1 : 0);
       this.zeroed = zeroedState(resets, tangentAdjoints);
       const doneSpan = done * nInputs;
-      if (doneSpan <= COPY_LOOP) for (let k = 0; k < doneSpan; k++) G[first + k] = f64[gAt + k]!;
-      else G.set(f64.subarray(gAt, gAt + doneSpan), first);
+      copyNumbers(f64, gAt, G, first, doneSpan);
       if (values) values.set(f64.subarray(vAt, vAt + done), row);
       row += done;
       if (done < rows) return row;
@@ -695,19 +680,10 @@ export class WasmBackend implements Backend {
     const valueAt = this.scratchFor(8);
     const { xval, xadj } = this.views;
     const first = row * nInputs;
-    if (nInputs <= COPY_LOOP) for (let k = 0; k < nInputs; k++) xval[k] = X[first + k]!;
-    else xval.set(first === 0 && X.length === nInputs ? X : X.subarray(first, first + nInputs), 0);
-    this.zeroed = NOT_ZEROED;
-    let done: number;
-    try {
-      done = this.core.gradientBatch(xval.byteOffset, 1, nInputs, count, out, xadj.byteOffset, this.guardsAt, this.guardNodes.length, valueAt, 0);
-    } catch (error) {
-      throw this.recover(error);
-    }
+    copyNumbers(X, first, xval, 0, nInputs);
+    const done = this.callCore(this.core.gradientBatch, xval.byteOffset, 1, nInputs, count, out, xadj.byteOffset, this.guardsAt, this.guardNodes.length, valueAt, 0);
     if (done === 0) return row;
-    const xadjNow = this.views.xadj;
-    if (nInputs <= COPY_LOOP) for (let k = 0; k < nInputs; k++) G[first + k] = xadjNow[k]!;
-    else G.set(xadjNow.subarray(0, nInputs), first);
+    copyNumbers(this.views.xadj, 0, G, first, nInputs);
     if (values) values[row] = this.memoryF64[valueAt >>> 3]!;
     return row + 1;
   }
@@ -783,13 +759,15 @@ export class WasmBackend implements Backend {
   // Every call into the core goes through here but the fused hvp pair's: any of them may write
   // adjoints (so the next fused hvp or batch clears them all), and a trap replaces the instance
   // (recover).
-  // `run` for the calls every gradient makes, without a closure: one a call was the only
-  // allocation of a handle gradient on the wasm engine (a probe: 120 bytes a call). A core export
-  // ignores the arguments it does not take.
-  private callCore(fn: (a: number, b: number, c: number) => unknown, a: number, b: number, c: number): void {
+  // `run` for the calls every gradient, replay and batch makes, without a closure: one a call was
+  // the only allocation of a handle gradient and of a compiled gradient on the wasm engine
+  // (probes: 120 and 250 bytes a call). A core export ignores the arguments it does not take.
+  private callCore(
+    fn: (...args: number[]) => number | void, a: number, b: number, c: number, d = 0, e = 0, f = 0, g = 0, h = 0, i = 0, j = 0,
+  ): number {
     this.zeroed = NOT_ZEROED;
     try {
-      fn(a, b, c);
+      return fn(a, b, c, d, e, f, g, h, i, j) ?? 0;
     } catch (error) {
       throw this.recover(error);
     }
@@ -814,12 +792,7 @@ export class WasmBackend implements Backend {
    *  at `out`, clearing only the inputs' adjoints when the last sweep left the rest at +0. */
   reverseTangentFused(out: number, seed: number, count: number, nInputs: number): void {
     const { adjoints, tangentAdjoints } = this.zeroed;
-    this.zeroed = NOT_ZEROED;
-    try {
-      this.core.reverseTangentFused(out, seed, count, nInputs, adjoints && tangentAdjoints ? 1 : 0);
-    } catch (error) {
-      throw this.recover(error);
-    }
+    this.callCore(this.core.reverseTangentFused, out, seed, count, nInputs, adjoints && tangentAdjoints ? 1 : 0);
     this.zeroed = zeroedState(true, true);
   }
 
