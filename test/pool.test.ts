@@ -170,6 +170,24 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
       plain[3 * 3000 + 1] = 'x';
       expect(() => f.gradientBatch(plain as number[], n)).toThrow('gradientBatch: 4000 rows of 3 inputs: entry 9001 must be a number, got the string "x"');
       await expect(pf.gradientBatch(plain as number[], n)).rejects.toThrow(expect.objectContaining({ name: 'NotANumberError', message: 'gradientBatch: 4000 rows of 3 inputs: entry 9001 must be a number, got the string "x"' }));
+      // Every entry is checked before any piece runs, as one thread checks them before any row:
+      // nothing written, and no earlier row's error first (a new-user probe: the pieces before
+      // the bad entry wrote their results, or a guard crossed there was the error).
+      const untouched = new Float64Array(3 * n).fill(7);
+      await expect(pf.gradientBatch(plain as number[], n, untouched)).rejects.toThrow(NotANumberError);
+      expect(untouched.every((v) => v === 7)).toBe(true);
+      const guarded = compile((x: Var[]) => (x[0]!.gt(0).value ? x[0]!.mul(x[1]!) : x[1]!.sin()), { inputs: 2, at: [1, 1], backend });
+      const pgd = await pool.register(guarded);
+      const crossing: unknown[] = Array.from({ length: 2 * n }, () => 0.5);
+      crossing[2 * 10] = -1;
+      crossing[2 * n - 1] = 'oops';
+      expect(() => guarded.gradientBatch(crossing as number[], n)).toThrow(NotANumberError);
+      await expect(pgd.gradientBatch(crossing as number[], n)).rejects.toThrow(expect.objectContaining({ name: 'NotANumberError', message: `gradientBatch: ${n} rows of 2 inputs: entry ${2 * n - 1} must be a number, got the string "oops"` }));
+      const badDirection: unknown[] = Array.from(D);
+      badDirection[3 * n - 1] = undefined;
+      const untouchedH = new Float64Array(3 * n).fill(7);
+      await expect(pf.hvpBatch(X, n, badDirection as number[], untouchedH)).rejects.toThrow(`hvpBatch: ${n} rows of 3 direction entries: entry ${3 * n - 1} must be a number, got undefined`);
+      expect(untouchedH.every((v) => v === 7)).toBe(true);
       const logs = compile((x: Var[]) => x[0]!.log(), { inputs: 1, at: [1], backend });
       const pl = await pool.register(logs, { checkNaN: true });
       // 16 bytes a row: pieces of 4096 rows, the bad row in the third.
@@ -425,6 +443,17 @@ describe('worker crashes and closing', () => {
     const late = await registering;
     expect(late.inputs).toBe(3);
     expect(firstDifference(await inFlight, f.gradientBatch(X, 20_000))).toBe(-1);
+    // A call large enough to run in pieces finishes every piece, and bytes still loading on this
+    // thread finish registering (a new-user probe: both failed as "this pool is closed").
+    const pieces = await createPool({ threads: 2, minRowsPerTask: 1 });
+    (pieces as unknown as { scratchLimit: number }).scratchLimit = 1 << 16;
+    const pp = await pieces.register(f);
+    const large = pp.gradientBatch(Array.from(X), 20_000);
+    const registeringBytes = pieces.register(compile(tiny, { inputs: 3, at: [0.2, 0.2, 0.2], codegen: false }).toBytes());
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    await pieces.close();
+    expect(firstDifference(await large, f.gradientBatch(X, 20_000))).toBe(-1);
+    expect((await registeringBytes).inputs).toBe(3);
     await expect(pf.gradientBatch(X, 1)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: 'this pool is closed' });
     await expect(pool.register(f)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     await pool.close(); // twice is fine
@@ -437,6 +466,8 @@ describe('worker crashes and closing', () => {
     // More than the runtime allocates is a CapacityError, not a raw RangeError.
     expect(() => sharedFloat64(1e12)).toThrow(expect.objectContaining({ code: 'CAPACITY', message: expect.stringMatching(/could not allocate 1000000000000 numbers/) }));
     expect(() => sharedFloat64(-1)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    // A non-number is NOT_A_NUMBER, as the pool's rows are (a new-user probe: INVALID_ARGUMENT).
+    for (const bad of ['8', undefined]) expect(() => sharedFloat64(bad as unknown as number)).toThrow(expect.objectContaining({ code: 'NOT_A_NUMBER' }));
     // 'auto', as createTape's: Node has WebAssembly, so the workers run the core.
     const auto = await createPool({ threads: 1, backend: 'auto' });
     try {

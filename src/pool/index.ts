@@ -30,6 +30,7 @@ const CUSTOM_OP = Op.custom;
 /** A Float64Array over a SharedArrayBuffer: fill batch inputs into one and the workers read them
  *  where they are. */
 export function sharedFloat64(length: number): Float64Array {
+  if (typeof length !== 'number') throw new NotANumberError(`sharedFloat64 needs a non-negative integer length, got ${describe(length)}`);
   if (!Number.isInteger(length) || length < 0) throw new TapegradError('INVALID_ARGUMENT', `sharedFloat64 needs a non-negative integer length, got ${describe(length)}`);
   try {
     return new Float64Array(new SharedArrayBuffer(length * 8));
@@ -109,11 +110,28 @@ export class GradientPool {
    * the tape loaded in every thread, as `fromBytes`'s do: bytes from elsewhere may describe a
    * tape far larger than themselves.
    */
-  async register(
+  register(
     f: CompiledFunction | Uint8Array,
     options: { checkNaN?: boolean | undefined; maxNodes?: number | undefined; maxMemoryBytes?: number | undefined } = {},
   ): Promise<PooledFunction> {
-    this.checkOpen();
+    // In flight from its start, as a batch call: close() waits for it (it ended the workers under
+    // the loads, and register failed with WORKER_EXIT; later, bytes still generating their
+    // sweeps when close() began failed as "closed": two new-user probes).
+    return this.closed ? Promise.reject(closedError()) : this.track(this.load(f, options));
+  }
+
+  /** @internal `work` in flight: close() waits for it to settle. */
+  track<T>(work: Promise<T>): Promise<T> {
+    this.inFlight.add(work);
+    const untrack = (): void => void this.inFlight.delete(work);
+    work.then(untrack, untrack);
+    return work;
+  }
+
+  private async load(
+    f: CompiledFunction | Uint8Array,
+    options: { checkNaN?: boolean | undefined; maxNodes?: number | undefined; maxMemoryBytes?: number | undefined },
+  ): Promise<PooledFunction> {
     checkOptions(options, 'register', { checkNaN: 'boolean', maxNodes: 'number', maxMemoryBytes: 'number' });
     const checkNaN = options.checkNaN ?? (f instanceof CompiledFunction && f.checkNaN);
     // Bytes untrusted: a probe's 24 KB of bytes took 500 MB across the threads, with no limit to give.
@@ -155,18 +173,12 @@ export class GradientPool {
       await local.whenGenerated();
       sweeps = this.backend === 'wasm' ? local.shipSweeps() : null;
     }
-    // close() may have begun while the copy generated its sweeps.
-    this.checkOpen();
     const registration: Registration = { id: this.nextId++, bytes, sweeps, checkNaN, limits };
     const about = typeof local === 'function' ? { inputs: (f as CompiledFunction).inputs, outputs: (f as CompiledFunction).outputs, generatedSweeps: 'active' as const } : local;
     this.registrations.set(registration.id, registration);
     // One task per thread: each idle thread takes one. A thread that takes none (it was busy, or
     // started later) is sent the function with its first task instead.
-    // In flight like a batch call: close() waits for it (it ended the workers under the loads, and
-    // register failed with WORKER_EXIT, a new-user probe).
-    const loading = Promise.allSettled(Array.from({ length: this.threads }, () => this.piscina.run({ kind: 'register', registration })));
-    this.inFlight.add(loading);
-    const replies = await loading.finally(() => this.inFlight.delete(loading));
+    const replies = await this.everyThread({ kind: 'register', registration });
     const loads: WorkerLoad[] = [];
     try {
       for (const reply of replies) {
@@ -176,11 +188,18 @@ export class GradientPool {
         if ('ok' in r) loads.push({ ms: r.ms, generatedSweeps: r.generatedSweeps ?? 'none' });
       }
     } catch (error) {
-      // A registration no worker holds is never called: kept, it was a leak (a review probe).
+      // A registration that failed is never called: kept, it was a leak (a review probe), and so
+      // were the tapes of the workers that had loaded it (a new-user probe).
       this.registrations.delete(registration.id);
+      await this.everyThread({ kind: 'forget', id: registration.id });
       throw asRegister(error);
     }
     return new PooledFunction(this, registration.id, local, about, loads);
+  }
+
+  // One task per thread, settled (each idle thread takes one).
+  private everyThread(task: Task): Promise<PromiseSettledResult<Reply>[]> {
+    return Promise.allSettled(Array.from({ length: this.threads }, () => this.piscina.run(task)));
   }
 
   /** Stops the workers once the calls in flight are done. Later calls throw. */
@@ -240,23 +259,20 @@ export class GradientPool {
 
   /** @internal */
   checkOpen(): void {
-    if (this.closed) throw new TapegradError('INVALID_ARGUMENT', 'this pool is closed');
+    if (this.closed) throw closedError();
   }
 
   /** @internal Runs `method` over `rows` rows split across the threads, in shared memory. */
   async runBatch(
     id: number, method: BatchMethod, rows: number, X: Float64Array, D: Float64Array | null, out: Float64Array, values: Float64Array | null, firstRow = 0,
   ): Promise<void> {
-    this.checkOpen();
     const parts = Math.max(1, Math.min(this.threads, Math.floor(rows / this.minRowsPerTask)));
     const tasks: Promise<void>[] = [];
     for (let k = 0; k < parts; k++) {
       const from = Math.floor((rows * k) / parts), to = Math.floor((rows * (k + 1)) / parts);
       tasks.push(this.runPart({ kind: 'run', id, registration: null, method, from, to, firstRow, X, D, out, values }));
     }
-    const all = Promise.allSettled(tasks);
-    this.inFlight.add(all);
-    const settled = await all.finally(() => this.inFlight.delete(all));
+    const settled = await Promise.allSettled(tasks);
     // Every part has stopped writing before the call settles; the error is the first row's, as
     // one thread going through the rows in order would have met it.
     const failed = settled.find((s) => s.status === 'rejected');
@@ -371,8 +387,13 @@ export class PooledFunction {
   // for 'new', none for 'none'). The caller's arrays in shared memory go to the workers as they
   // are; any other is checked and copied through the pool's scratch (see GradientPool.spare), and
   // so is every output the caller did not give in shared memory, which then comes back in a new
-  // plain array.
-  private async run(
+  // plain array. In flight as a whole: close() lets every piece of a large call run (it failed
+  // the pieces after the one running: a new-user probe).
+  private run(...args: Parameters<PooledFunction['compute']>): ReturnType<PooledFunction['compute']> {
+    return this.pool.track(this.compute(...args));
+  }
+
+  private async compute(
     method: BatchMethod, rows: number, X: ArrayLike<number>, D: ArrayLike<number> | null, dWidth: number, dName: string,
     out: Float64Array | undefined, width: number, values: Float64Array | 'new' | 'none', valueWidth: number,
   ): Promise<[Float64Array, Float64Array | null]> {
@@ -442,6 +463,11 @@ export class PooledFunction {
     perRow: readonly number[], pieceRows: number, xWhat: string, dWhat: string,
   ): Promise<[Float64Array, Float64Array | null]> {
     const [xRow, dRow, outRow, valuesRow] = perRow as [number, number, number, number];
+    // Every entry checked before any piece runs, as one thread checks them before any row: a bad
+    // entry in a later piece was reported after the earlier pieces had run (another error of
+    // theirs first, or their results written: a new-user probe).
+    if (xRow) checkNumbers(X, rows * this.inputs, xWhat);
+    if (D !== null && dRow) checkNumbers(D, rows * dWidth, dWhat);
 
     // The outputs are made once the first piece's entries are checked: a bad X is its own error,
     // before gigabytes are asked for.
@@ -476,6 +502,17 @@ export class PooledFunction {
 
 // Entries [from, from + length) of x into `into`, each a number (toFloat64's check and message,
 // with the caller's index).
+function closedError(): TapegradError {
+  return new TapegradError('INVALID_ARGUMENT', 'this pool is closed');
+}
+
+function checkNumbers(x: ArrayLike<number>, length: number, what: string): void {
+  if (x instanceof Float64Array) return;
+  for (let k = 0; k < length; k++) {
+    if (typeof x[k] !== 'number') throw new NotANumberError(`${what}: entry ${k} must be a number, got ${describe(x[k])}`);
+  }
+}
+
 function copyRows(x: ArrayLike<number>, from: number, length: number, into: Float64Array, what: string): Float64Array {
   if (x instanceof Float64Array) {
     into.set(x.subarray(from, from + length));

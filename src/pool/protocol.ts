@@ -27,6 +27,8 @@ export interface WorkerData {
 
 export type Task =
   | { kind: 'register'; registration: Registration }
+  /** Drops a registration that failed in another thread. */
+  | { kind: 'forget'; id: number }
   | {
     kind: 'run';
     id: number;

@@ -29,6 +29,10 @@ export default async function run(task: Task): Promise<Reply> {
       const f = load(task.registration);
       return { ok: true, ms: performance.now() - start, generatedSweeps: f.generatedSweeps };
     }
+    if (task.kind === 'forget') {
+      functions.delete(task.id);
+      return { ok: true, ms: performance.now() - start };
+    }
     const f = functions.get(task.id) ?? (task.registration ? load(task.registration) : null);
     if (!f) return { missing: true };
     const { from, to, X, D, out, values, firstRow } = task;
