@@ -294,6 +294,11 @@ function checkStructure(
       // A scalar op: operands are earlier scalar nodes; select carries its third on an arg.
       earlier(i, a[i]!, 'scalar');
       earlier(i, b[i]!, 'scalar');
+      // As recorded: a unary op's second operand is its first, powConst's exponent a constant (a
+      // probe's sin with a second operand made the engines' tangents differ; an input exponent
+      // gave the gradient of a constant power).
+      if (SCALAR_OP_TABLE[code]![1] === 1 && b[i] !== a[i]) fail(i, 'is unary but has two operands');
+      if (code === Op.powConst && op[b[i]!] !== Op.const) fail(i, 'needs a constant exponent');
       if (code === Op.select) {
         claim(i, i - 1, Op.arg);
         earlier(i, a[i - 1]!, 'scalar');
@@ -332,8 +337,10 @@ function checkStructure(
         continue;
       }
       earlier(i, b[i]!, 'vector');
-      const p = m === 0 ? 0 : size / m;
-      if (!Number.isInteger(p) || len[a[i]!] !== m * k || len[b[i]!] !== k * p) fail(i, `multiplies ${len[a[i]!]} by ${len[b[i]!]} elements as [${m}, ${k}]·[${k}, ${p}]`);
+      // With no rows the product has no elements, whatever B's columns (a probe's [0, 0]·[0, p]
+      // claimed 5; and a recorded [0, k]·[k, p] with k, p > 0 did not load).
+      const p = m === 0 ? (k === 0 ? 0 : len[b[i]!]! / k) : size / m;
+      if (!Number.isInteger(p) || len[a[i]!] !== m * k || len[b[i]!] !== k * p || size !== m * p) fail(i, `multiplies ${len[a[i]!]} by ${len[b[i]!]} elements as [${m}, ${k}]·[${k}, ${p}] into ${size}`);
       continue;
     }
     if (code === Op.vslice) {

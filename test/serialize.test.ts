@@ -447,6 +447,34 @@ describe('fromBytes refuses what is not a valid tape with FormatError', () => {
     }
   });
 
+  // A probe: a unary op with a second operand loaded, and the engines' tangent sweeps then
+  // differed (NaN on the JS engine, from the unused operand's tangent); powConst with an input
+  // as its exponent loaded and gave the gradient of a constant power. Neither is recordable.
+  it('a unary scalar op with a second operand, and powConst with an exponent that is no constant', () => {
+    expectFormatError(
+      forged((s, bytes) => s.view.setInt32(s.b + 4 * nodeOf(s, bytes, Op.exp), 0, true)),
+      /malformed: node \d+ \(exp\) is unary but has two operands/,
+    );
+    const power = compile((x: Var[]) => x[0]!.pow(3).add(x[1]!), { inputs: 2, backend: 'js', at: [2, 3] }).toBytes();
+    expectFormatError(
+      forgedFrom(power, (s, bytes) => s.view.setInt32(s.b + 4 * nodeOf(s, bytes, Op.powConst), 1, true)),
+      /malformed: node \d+ \(powConst\) needs a constant exponent/,
+    );
+  });
+
+  // A probe: with no rows, a matmul's result could claim any length (p was taken as 0), and a
+  // recorded [0, k]·[k, p] with k, p > 0 was refused.
+  it('a matmul of no rows: no elements, whatever its columns', () => {
+    const empty = compile((v: Vec) => v.slice(0, 0).reshape([0, 3]).matmul(v.slice(0, 6).reshape([3, 2])).sum().add(v.get(0)), { inputs: 6, vector: true, backend: 'js', at: [1, 2, 3, 4, 5, 6] });
+    const bytes = empty.toBytes();
+    for (const backend of BACKENDS) expectSameBits(fromBytes(bytes, { backend }).gradient([1, 2, 3, 4, 5, 6]), empty.gradient([1, 2, 3, 4, 5, 6]), `${backend}: gradient`);
+    const vmetaOfMatmul = (s: ReturnType<typeof sections>, raw: Uint8Array): number => nodeOf(s, raw, Op.vmatmul) - 1;
+    expectFormatError(
+      forgedFrom(bytes, (s, raw) => s.view.setInt32(s.b + 4 * vmetaOfMatmul(s, raw), 5, true)),
+      /malformed: node \d+ \(vmatmul\) multiplies 0 by 6 elements as \[0, 3\]·\[3, 2\] into 5/,
+    );
+  });
+
   it('an unknown op code, or a custom one (its rule is JS code that was not stored)', () => {
     expectFormatError(forged((s, bytes) => (bytes[s.ops + nodeOf(s, bytes, Op.exp)] = Op.custom)), /malformed: node \d+ \(custom\) has an unknown op code: custom functions cannot be stored/);
     // The code itself: no op has it, so no name (200 was "vconcat[]", 255 "op 127[]").
