@@ -1315,6 +1315,16 @@ function matmulReverse(i: i32, ia: i32, ib: i32, out: i32, n: i32, gc: usize, ds
   }
 }
 
+/** Σ t[k]·v[k] over the k whose tangent t[k] is not 0, in order. */
+function dotOfTangents(t: usize, v: usize, n: i32): f64 {
+  let s = 0.0;
+  for (let k = 0; k < n; k++) {
+    const x = ld(t + (<usize>k << 3));
+    if (x != 0) s += x * ld(v + (<usize>k << 3));
+  }
+  return s;
+}
+
 /** Whether the n values from p are all finite. */
 function allFinite(p: usize, n: i32): bool {
   for (let k = 0; k < n; k++) {
@@ -1412,8 +1422,10 @@ export function vectorTangent(i: i32, op: i32): void {
     }
     case Op.VLogSumExp: setTan(i, softmaxDot(offOf(ia), lenOf(ia), val(i))); return;
     case Op.VDot: {
-      const n = lenOf(ia);
-      setTan(i, dot4(at(xtanBase, offOf(ia)), 8, at(xvalBase, offOf(ib)), 8, n) + dot4(at(xvalBase, offOf(ia)), 8, at(xtanBase, offOf(ib)), 8, n));
+      const n = lenOf(ia), ta = at(xtanBase, offOf(ia)), tb = at(xtanBase, offOf(ib)), a = at(xvalBase, offOf(ia)), b = at(xvalBase, offOf(ib));
+      // A finite dot has finite factors; else a term with a zero tangent is left out, as mul's
+      // tangent leaves it (an infinite entry whose tangent was 0 made the tangent NaN: a probe).
+      setTan(i, isFinite(val(i)) ? dot4(ta, 8, b, 8, n) + dot4(a, 8, tb, 8, n) : dotOfTangents(ta, b, n) + dotOfTangents(tb, a, n));
       return;
     }
   }

@@ -731,8 +731,10 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     if (read.length > 0) {
       const i = read[0]!;
       this.giveUp(tape);
-      // An elementwise comparison is a comparison too, but only scalar ones become guards.
-      const vectorComparison = op[i]! >= ELEMENTWISE && COMPARISON_OPS.has(op[i]! - ELEMENTWISE);
+      // An elementwise comparison is a comparison too, but only scalar ones become guards (read
+      // whole, or an element of it: that advised x.gt(0).value, refused for a Vec, a probe).
+      const compared = op[i] === Op.vget ? a[i]! : i;
+      const vectorComparison = op[compared]! >= ELEMENTWISE && COMPARISON_OPS.has(op[compared]! - ELEMENTWISE);
       throw new TapegradError(
         'INVALID_ARGUMENT',
         `compile: the function read the value of node #${i} (${opNameOf(op[i]!)}) while recording${read.length > 1 ? ` (and ${read.length - 1} more)` : ''}; ` +

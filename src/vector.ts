@@ -497,7 +497,8 @@ export function concatOn(tape: Tape, parts: readonly (Vec | Var | number)[], wha
       n += p.size;
       const t = p.shape.slice(1);
       if (p.shape.length >= 2) {
-        if (tail !== null && !sameShape(tail, t)) throw new ShapeError(`${what}: rows of shape ${show(tail)} and ${show(t)} do not stack (shapes ${showAll(parts)})`, what, parts.map(shapeOf));
+        // After vectors or scalars (tail []), the same error as before them (a probe: "rows of shape []").
+        if (tail !== null && !sameShape(tail, t)) throw new ShapeError(`${what}: ${tail.length ? `rows of shape ${show(tail)} and ${show(t)} do not stack` : 'cannot join a matrix and a vector or scalar'} (shapes ${showAll(parts)})`, what, parts.map(shapeOf));
         tail = t;
         rows += p.shape[0]!;
       } else {

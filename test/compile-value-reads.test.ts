@@ -80,6 +80,9 @@ describe.each(BACKENDS)('compiled functions refuse value reads (%s)', (backend) 
   it("an elementwise comparison's values are refused, the message pointing to scalar ones", () => {
     const f = compile((x: Vec) => (x.gt(0).value[0]! ? x.square().sum() : x.sum()), { inputs: 2, vector: true, backend });
     expect(() => f.gradient([1, 2])).toThrow(/\(gt\[\]\) while recording; .*Only scalar comparisons become guards: compare elements \(v\.get\(k\)\.gt\(0\)\.value\), or use where/);
+    // An element of one read likewise (a probe: the advice was x.gt(0).value, refused for a Vec).
+    const g = compile((x: Vec) => (x.gt(0).get(1).value ? x.sum() : x.sumSquares()), { inputs: 3, vector: true, backend });
+    expect(() => g.gradient([1, 2, 3])).toThrow(/\(vget\) while recording; .*Only scalar comparisons become guards: compare elements \(v\.get\(k\)\.gt\(0\)\.value\)/);
   });
 
   it('comparisons stay guards: the same function written with x.gt(0) records again across the branch', () => {

@@ -82,3 +82,31 @@ describe.each(BACKENDS)('matrix products at infinite adjoints and entries equal 
     });
   }
 });
+
+// A new-user probe: dot's tangent added 0·∞ where an infinite entry's tangent was 0, so a jvp, an
+// hvp and a forward Jacobian were NaN where the gradient was finite; mul's tangent skips a zero
+// tangent. dot, and sumSquares (x·x), against the scalar program, at infinite and NaN entries.
+describe.each(BACKENDS)('dot and sumSquares at infinite entries equal their scalar twins (%s)', (backend) => {
+  const same = (a: ArrayLike<number>, b: ArrayLike<number>): boolean =>
+    a.length === b.length && Array.from(a).every((x, k) => Object.is(x, b[k]) || (Number.isNaN(x) && Number.isNaN(b[k])) || Math.abs(x - b[k]!) <= 1e-13 * Math.max(1, Math.abs(x)));
+  const forms = {
+    dot: [(x: Vec) => x.dot([2, 3]).sigmoid(), ([a, b]: Var[]) => a!.mul(2).add(b!.mul(3)).sigmoid()],
+    sumSquares: [(x: Vec) => x.sumSquares().neg().exp(), ([a, b]: Var[]) => a!.mul(a!).add(b!.mul(b!)).neg().exp()],
+  } as const;
+  for (const [name, [vector, scalar]] of Object.entries(forms)) {
+    it(name, async () => {
+      for (const point of [[Infinity, 1], [1, -Infinity], [NaN, 1], [0, 4], [-Infinity, Infinity]]) {
+        const vt = await tapeOn(backend), st = await tapeOn(backend);
+        const x = vt.vector(point), xs = st.variables(point);
+        const vy = vector(x), sy = scalar(xs);
+        expect(same(vt.gradient(vy, [x]), st.gradient(sy, xs)), `${name} gradient at [${point}]`).toBe(true);
+        for (const dir of [[1, 0], [0, 1]]) {
+          const vj = vt.jvp([x], dir, [vy]), sj = st.jvp(xs, dir, [sy]);
+          expect(same(vj, sj), `${name} jvp at [${point}] along [${dir}]: [${vj}] vs [${sj}]`).toBe(true);
+          const vh = vt.hvp(vy, [x], dir), sh = st.hvp(sy, xs, dir);
+          expect(same(vh, sh), `${name} hvp at [${point}] along [${dir}]: [${vh}] vs [${sh}]`).toBe(true);
+        }
+      }
+    });
+  }
+});

@@ -304,6 +304,9 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     // A Vec among scalars is no stack of scalars (it was joined in).
     expectShapeError(tape, () => tape.stack([x, v2] as unknown as Vec[]), 'stack', [[], [2]], /^stack: every operand needs shape \[\], got \[\], \[2\]$/);
     expectShapeError(tape, () => tape.concat([M, v3]), 'concat', [[2, 3], [3]], /cannot join a matrix and a vector/);
+    // In the other order too (a probe: "rows of shape [] and [3] do not stack").
+    expectShapeError(tape, () => tape.concat([v3, M]), 'concat', [[3], [2, 3]], /^concat: cannot join a matrix and a vector or scalar \(shapes \[3\], \[2, 3\]\)$/);
+    expectShapeError(tape, () => tape.concat([x, M]), 'concat', [[], [2, 3]], /cannot join a matrix and a vector or scalar/);
     expectShapeError(tape, () => tape.concat([M, x]), 'concat', [[2, 3], []], /cannot join a matrix and a scalar/);
     expectShapeError(tape, () => tape.concat([M, 1]), 'concat', [[2, 3], []], /cannot join a matrix and a scalar/);
     const row = tape.vector([1, 2], [1, 2]);

@@ -89,6 +89,16 @@ function contract(
   }
 }
 
+/** Σ T[t + k]·V[v + k] over the k whose tangent is not 0, in order. */
+function dotOfTangents(T: F64, t: number, V: F64, v: number, n: number): number {
+  let s = 0;
+  for (let k = 0; k < n; k++) {
+    const x = T[t + k]!;
+    if (x !== 0) s += x * V[v + k]!;
+  }
+  return s;
+}
+
 /** Whether X[from, from + n) are all finite. */
 function allFinite(X: F64, from: number, n: number): boolean {
   for (let k = from; k < from + n; k++) if (X[k]! - X[k]! !== 0) return false;
@@ -312,8 +322,9 @@ export class VectorRules {
       }
       case VLSE: tan[i] = this.softmaxDot(this.off(ia), this.len(ia), val[i]!); return;
       case VDOT: {
-        const n = this.len(ia);
-        tan[i] = dot4(xtan, this.off(ia), 1, xval, this.off(ib), 1, n) + dot4(xval, this.off(ia), 1, xtan, this.off(ib), 1, n);
+        const n = this.len(ia), pa = this.off(ia), pb = this.off(ib);
+        // A term with a zero tangent left out where the dot is not finite (see the core's rule).
+        tan[i] = Number.isFinite(val[i]) ? dot4(xtan, pa, 1, xval, pb, 1, n) + dot4(xval, pa, 1, xtan, pb, 1, n) : dotOfTangents(xtan, pa, xval, pb, n) + dotOfTangents(xtan, pb, xval, pa, n);
         return;
       }
     }
