@@ -1172,7 +1172,9 @@ function extreme(off: i32, n: i32, isMax: bool): f64 {
   for (let k = 0; k < n; k++) {
     const x = xval(off + k);
     if (x != x) return NaN;
-    if (isMax ? x > m : x < m) m = x;
+    // As the scalar ops: max(−0, 0) is 0 and min(0, −0) is −0 in either order (the first of the
+    // tie was kept: a probe).
+    m = isMax ? Math.max(m, x) : Math.min(m, x);
   }
   return m;
 }

@@ -110,3 +110,20 @@ describe.each(BACKENDS)('dot and sumSquares at infinite entries equal their scal
     });
   }
 });
+
+// A probe: max() and min() of a vector kept the first of tied zeros (max of [−0, 0] was −0),
+// where the scalar ops give max(−0, 0) = 0 and min(0, −0) = −0 in either order.
+describe.each(BACKENDS)('max() and min() of signed zeros equal the scalar ops (%s)', (backend) => {
+  it('every order of ±0, among other elements too', async () => {
+    const t = await tapeOn(backend);
+    for (const [p, q] of [[-0, 0], [0, -0], [-0, -0], [0, 0]] as const) {
+      for (const rest of [[], [-1], [-2, -3]]) {
+        const v = t.vector([...rest, p, q]);
+        const [x, y] = [t.variable(p), t.variable(q)];
+        const wantMax = rest.reduce((m, r) => m.max(r), x.max(y)).value, wantMin = rest.reduce((m, r) => m.min(r), x.min(y)).value;
+        expect(Object.is(v.max().value, wantMax), `max of [${[...rest, p, q].map((z) => Object.is(z, -0) ? '-0' : z)}]`).toBe(true);
+        expect(Object.is(v.min().value, wantMin), `min of [${[...rest, p, q].map((z) => Object.is(z, -0) ? '-0' : z)}]`).toBe(true);
+      }
+    }
+  });
+});

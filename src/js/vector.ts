@@ -435,7 +435,7 @@ export class VectorRules {
     for (let k = 0; k < n; k++) {
       const x = xval[off + k]!;
       if (x !== x) return NaN;
-      if (isMax ? x > m : x < m) m = x;
+      m = isMax ? Math.max(m, x) : Math.min(m, x); // see the core's extreme
     }
     return m;
   }
