@@ -137,9 +137,11 @@
   const u = -x * SQRTH;
   const au = Math.abs(u);
   if (au < 0.84375) {
-    const y = erfSmall(u);
-    if (u < 0.25) return 0.5 * (1.0 - (u + u * y));
-    return 0.5 * (0.5 - (u * y + (u - 0.5)));
+    // Φ changes up to about 2u² times as fast as u here, relatively: the rounding of u, taken
+    // back by Φ' (below), made Φ 4.3 ulps off at −1.1714 and log Φ 4.3 at 1.1891 (a probe).
+    const y = erfSmall(u), back = 0.5641895835477563 * expMinusSmall(u * u) * roundingOfU(x, u);
+    if (u < 0.25) return 0.5 * (1.0 - (u + u * y)) - back;
+    return 0.5 * (0.5 - (u * y + (u - 0.5))) - back;
   }
   if (au < 1.25) {
     // Φ changes about 3u² times as fast as u here, relatively: the rounding of u, taken back by
@@ -159,6 +161,13 @@
   const a = -x, c = 134217729.0 * a, ah = c - (c - a), al = a - ah;
   const bh = 0.7071067839860916, bl = SQRTH - 0.7071067839860916;
   return (((ah * bh - u) + ah * bl) + al * bh) + al * bl + a * -4.833646656726457e-17;
+}
+
+// e^(−t) for t = u² in [0, 0.72), to about 3e-6, as expMinusNearOne (below) on its range.
+// @ts-ignore: decorator
+@inline function expMinusSmall(t: f64): f64 {
+  const d = t - 0.356;
+  return 0.7004726202352524 * (1.0 - d * (1.0 - d * (0.5 - d * (1.0 / 6.0 - d * (1.0 / 24.0 - d / 120.0)))));
 }
 
 // e^(−t) for t = u² in [0.71, 1.57], to about 1e-5: the weight of that rounding error, which needs
@@ -187,7 +196,8 @@
 // @ts-ignore: decorator
 @noinline export function normLogCdfDerivative(x: f64, y: f64): f64 {
   const u = -x * SQRTH;
-  if (u >= 1.25) return -x * Math.exp(0.5625 - erfcTailRatio(u)) * INV_SQRTPI;
+  // About −x: the factor of −x first about 1, so that it does not overflow past |x| = 1.01e308 (a probe).
+  if (u >= 1.25) return -x * (Math.exp(0.5625 - erfcTailRatio(u)) * INV_SQRTPI);
   return normPdf(x) / Math.exp(y);
 }
 

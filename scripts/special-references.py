@@ -185,12 +185,14 @@ def digamma_rows(x):
     return [x, mp.psi(0, X), mp.psi(1, X), mp.psi(2, X)]
 
 
-# The worst points a probe found on denser grids against mpmath (2026-12-05), and the range where
-# Φ and log Φ reach erfc's branch on [0.84375, 1.25) through a rounded −x/√2.
+# The worst points probes found on denser grids against mpmath (2026-12-05, two of them), and the
+# ranges where Φ and log Φ take a rounded −x/√2 (erf's branches for |x|/√2 < 1.25).
 PROBE = {
     'erfc': [2.204051066218596],
-    'normCdf': [-1.5559251769289055] + spread(-1.77, -1.2, 120),
-    'normLogCdf': [1.5637108342209782] + spread(1.2, 1.77, 120),
+    'normCdf': [-1.5559251769289055, -1.1714108990716936] + spread(-1.77, -1.2, 120) + spread(-1.2, -0.8, 80),
+    'normLogCdf': [1.5637108342209782, 1.189112914686203, 2.8876795113086704] + spread(1.2, 1.77, 120) + spread(0.8, 1.2, 80),
+    'ndtri': [6.457387579353667e-195, 4.716879057422048e-297],
+    'lgamma': [10.632431268692017],
     'digamma': [0.9459389569798057],
 }
 
@@ -206,9 +208,9 @@ OPS = {
     'normLogCdf': (nlcdf_rows, grid(SPECIAL, PHI_EDGES, spread(-40, 10, 700), spread(-100, -30, 140), [-30.0, -30.000000000000004, -29.999999999999996],
                                     [-x for x in logspread(40, 1e150, 200)], [-1e154, -1.8e154], [38.0, 39.0, 100.0], PROBE['normLogCdf'])),
     'ndtri': (ndtri_rows, grid([0.0, 1.0, -0.0, 5e-324, -5e-324, 1e-300, 2.2e-308, -2.2e-308, -1.0, 1e308, -1e308, 0.5, 0.075, 0.925, 1 - 2 ** -53, 2 ** -53, -0.5, 1.5, math.nan, math.inf, -math.inf],
-                               spread(0, 1, 500), logspread(1e-300, 0.5, 400), [1 - p for p in logspread(1e-16, 0.5, 200)])),
+                               spread(0, 1, 500), logspread(1e-300, 0.5, 400), [1 - p for p in logspread(1e-16, 0.5, 200)], PROBE['ndtri'])),
     'lgamma': (lgamma_rows, grid(SPECIAL, [2.0, 3.0, 0.5, 1.5, 1.4616321449683622, 0.9, 0.7315998077392578, 0.23163998126983643, 1.7316312789916992, 1.2316322326660156, 8.0, 2.0 ** 58, 2.0 ** 52, -2.0 ** 52, -3.0, -2.5],
-                                 spread(0, 30, 600), logspread(30, 1e300, 200), logspread(1e-30, 1, 100), spread(-30, 0, 300), NEG)),
+                                 spread(0, 30, 600), logspread(30, 1e300, 200), logspread(1e-30, 1, 100), spread(-30, 0, 300), NEG, PROBE['lgamma'])),
     'digamma': (digamma_rows, grid(SPECIAL, [2.0, 3.0, 0.5, 1.5, 1.4616321449683622, 10.0, 9.999999999999998, -3.0, -2.5],
                                    spread(0, 30, 600), logspread(30, 1e300, 200), logspread(1e-30, 1, 100), spread(-30, 0, 300), NEG, PROBE['digamma'])),
 }

@@ -100,6 +100,11 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
     expect([second('atan', Infinity), second('atan', -1e308), second('asinh', 1e308), second('asinh', -Infinity), second('acosh', Infinity)]).toEqual([0, 0, 0, 0, 0]);
     expect(second('normLogCdf', -Infinity)).toBe(-1);
     expect(second('normLogCdf', -1e200)).toBe(-1);
+    // Its gradient, about −x, overflowed past |x| = 1.01e308 (−x times √π first: a probe).
+    for (const x of [-1.5e308, -Number.MAX_VALUE]) {
+      expect(grad((v: Var) => v.normLogCdf(), { backend })(x)).toBe(-x);
+      expect(second('normLogCdf', x)).toBeCloseTo(-1, 12);
+    }
     // atan2 in units of hypot(x, z): no NaN where x^2 + z^2 overflows, and the closed form in range
     // (d2/dx2 = -2xz / h^4, d2/dxdz = (x^2 - z^2) / h^4, d2/dz2 = 2xz / h^4).
     const atan2 = (p: number[]): number[] => Array.from(hessian((v: Var[]) => v[0]!.atan2(v[1]!), p, { backend }).data);

@@ -114,9 +114,10 @@ export function normCdf(x: number): number {
   const u = -x * SQRTH;
   const au = Math.abs(u);
   if (au < 0.84375) {
-    const y = erfSmall(u);
-    if (u < 0.25) return 0.5 * (1.0 - (u + u * y));
-    return 0.5 * (0.5 - (u * y + (u - 0.5)));
+    // The rounding of u taken back by Φ' here too (see the core).
+    const y = erfSmall(u), back = 0.5641895835477563 * expMinusSmall(u * u) * roundingOfU(x, u);
+    if (u < 0.25) return 0.5 * (1.0 - (u + u * y)) - back;
+    return 0.5 * (0.5 - (u * y + (u - 0.5))) - back;
   }
   if (au < 1.25) {
     // The rounding of u taken back by Φ' (see the core).
@@ -133,6 +134,12 @@ function roundingOfU(x: number, u: number): number {
   const a = -x, c = 134217729.0 * a, ah = c - (c - a), al = a - ah;
   const bh = 0.7071067839860916, bl = SQRTH - 0.7071067839860916;
   return (((ah * bh - u) + ah * bl) + al * bh) + al * bl + a * -4.833646656726457e-17;
+}
+
+// e^(−t) for t = u² in [0, 0.72), to about 3e-6 (see the core).
+function expMinusSmall(t: number): number {
+  const d = t - 0.356;
+  return 0.7004726202352524 * (1.0 - d * (1.0 - d * (0.5 - d * (1.0 / 6.0 - d * (1.0 / 24.0 - d / 120.0)))));
 }
 
 // e^(−t) for t = u² in [0.71, 1.57], to about 1e-5 (see the core).
@@ -157,7 +164,7 @@ export function normLogCdf(x: number): number {
  *  exponentials cancel analytically: -x · exp(0.5625 - R/S) / √π. */
 export function normLogCdfDerivative(x: number, y: number): number {
   const u = -x * SQRTH;
-  if (u >= 1.25) return -x * Math.exp(0.5625 - erfcTailRatio(u)) * INV_SQRTPI;
+  if (u >= 1.25) return -x * (Math.exp(0.5625 - erfcTailRatio(u)) * INV_SQRTPI); // see the core
   return normPdf(x) / Math.exp(y);
 }
 
