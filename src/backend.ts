@@ -39,6 +39,8 @@ export interface CustomHandler {
   reverseTangent(i: number, g: number, gTangent: number): void;
   /** The name of custom node i's function, for errors. */
   ruleName(i: number): string;
+  /** Forgets the rules of the nodes a reset dropped. */
+  clear(): void;
 }
 
 export interface Backend {

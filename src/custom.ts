@@ -25,8 +25,6 @@ export interface CustomRule {
  *  them a Var (its tape records the node; numbers alone are a `NotANumberError`). */
 export type CustomFunction = (...operands: Operand[]) => Var;
 
-const rules: CustomRule[] = [];
-
 /**
  * Defines a new differentiable function from its own rules, e.g. a stable logSumExp or a call
  * into an external solver. Calling it records one node; every sweep that reaches the node calls
@@ -42,7 +40,6 @@ export function defineFunction(rule: CustomRule): CustomFunction {
   }
   // A misspelt rule (jpv for jvp) surfaced only at the first sweep that needed it.
   checkOptions(rule, 'defineFunction', { name: 'string', forward: 'function', vjp: 'function', jvp: 'function', vjpTangent: 'function' });
-  const id = rules.push(rule) - 1;
   return (...operands: Operand[]): Var => {
     // A Vec's tape refuses it in operandIds with the ShapeError f(x, v) gets.
     const anchor = operands.find((o: unknown) => o instanceof Var || o instanceof Vec) as Var | Vec | undefined;
@@ -54,9 +51,9 @@ export function defineFunction(rule: CustomRule): CustomFunction {
       throw new ShapeError(`${rule.name}: operand ${k} is a Vec of shape [${v.shape.join(', ')}]; a custom function takes scalar Vars and numbers (take .get(i), .sum() or another reduction)`, rule.name, [v.shape]);
     }
     const tape = anchor.tape;
-    tape.installCustomHandler((engine) => new CustomNodes(engine, tape));
+    const nodes = tape.installCustomHandler((engine) => new CustomNodes(engine, tape)) as CustomNodes;
     const ids = tape.operandIds(operands, ((operands.length + 1) >> 1) + 1);
-    return tape.recordCustom(id, ids);
+    return tape.recordCustom(nodes.idOf(rule), ids);
   };
 }
 
@@ -64,9 +61,27 @@ export function defineFunction(rule: CustomRule): CustomFunction {
 export class CustomNodes implements CustomHandler {
   constructor(private readonly engine: Backend, private readonly tape: Tape) {}
 
+  // The rules of this tape's custom nodes (a node holds its rule's index), until a reset drops
+  // the nodes: one list for the process kept every rule defined, and what its closures held,
+  // for the life of the process (a probe: a rule per request over 1 MB of data grew RSS 1 MB a
+  // request).
+  private readonly rules: CustomRule[] = [];
+  private readonly ids = new Map<CustomRule, number>();
+
+  idOf(rule: CustomRule): number {
+    let id = this.ids.get(rule);
+    if (id === undefined) this.ids.set(rule, (id = this.rules.push(rule) - 1));
+    return id;
+  }
+
+  clear(): void {
+    this.rules.length = 0;
+    this.ids.clear();
+  }
+
   private operands(i: number): { rule: CustomRule; ids: Int32Array; xs: Float64Array } {
     const { a, b, val } = this.engine.views;
-    const rule = rules[a[i]!]!;
+    const rule = this.rules[a[i]!]!;
     const n = b[i]!;
     const ids = new Int32Array(n);
     const xs = new Float64Array(n);
@@ -114,7 +129,7 @@ export class CustomNodes implements CustomHandler {
   }
 
   ruleName(i: number): string {
-    return rules[this.engine.views.a[i]!]!.name;
+    return this.rules[this.engine.views.a[i]!]!.name;
   }
 
   private fail(i: number): void {

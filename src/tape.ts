@@ -656,6 +656,7 @@ export class Tape {
     }
     this.count = 0;
     this.evaluated = 0;
+    this.engine.custom?.clear();
     if (this.closedBecause !== null) {
       this.closedBecause = null;
       this.capacity = this.room();
@@ -964,8 +965,8 @@ export class Tape {
   }
 
   /** @internal */
-  installCustomHandler(make: (engine: Backend) => CustomHandler): void {
-    this.engine.custom ??= make(this.engine);
+  installCustomHandler(make: (engine: Backend) => CustomHandler): CustomHandler {
+    return (this.engine.custom ??= make(this.engine));
   }
 
   /** @internal A custom node: its operands ride on the arg nodes recorded just before it. */

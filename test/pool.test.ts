@@ -425,6 +425,27 @@ describe('worker crashes and closing', () => {
     }
   });
 
+  // A review probe: the tasks that told the workers to drop a failed registration went to
+  // whichever threads were idle, and a busy worker that had loaded it kept its tape. Every task
+  // now names the failed registrations, and the worker that takes it drops them.
+  it('a registration that failed is dropped by every worker that had loaded it, at its next task', async () => {
+    const pool = await createPool({ threads: 2, minRowsPerTask: 1 });
+    try {
+      const f = compile(tiny, { inputs: 3, at: [0.1, 0.2, 0.3] });
+      const held = await pool.register(f), other = await pool.register(compile(tiny, { inputs: 3, at: [0.3, 0.2, 0.1] }));
+      // As register does when a worker ends under it after the others loaded the function.
+      const internal = pool as unknown as { failed: number[]; registrations: Map<number, unknown>; piscina: { run(task: unknown): Promise<Record<string, unknown>> } };
+      const id = (held as unknown as { id: number }).id;
+      internal.registrations.delete(id);
+      internal.failed.push(id);
+      await other.gradientBatch(rows(64, 3, 1), 64); // a part for each worker
+      const probe = (): Promise<Record<string, unknown>> => internal.piscina.run({ kind: 'run', id, registration: null, method: 'gradientBatch', from: 0, to: 1, firstRow: 0, X: sharedFloat64(3).fill(0.5), D: null, out: sharedFloat64(3), values: null, failed: [] });
+      expect((await Promise.all([probe(), probe()])).map((reply) => 'missing' in reply)).toEqual([true, true]);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('close() waits for the calls in flight, then every call is refused', async () => {
     const pool = await createPool({ threads: 2, minRowsPerTask: 1 });
     const f = compile(tiny, { inputs: 3, at: [0.1, 0.2, 0.3] });

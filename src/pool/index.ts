@@ -178,7 +178,7 @@ export class GradientPool {
     this.registrations.set(registration.id, registration);
     // One task per thread: each idle thread takes one. A thread that takes none (it was busy, or
     // started later) is sent the function with its first task instead.
-    const replies = await this.everyThread({ kind: 'register', registration });
+    const replies = await this.everyThread({ kind: 'register', registration, failed: this.failed });
     const loads: WorkerLoad[] = [];
     try {
       for (const reply of replies) {
@@ -191,11 +191,16 @@ export class GradientPool {
       // A registration that failed is never called: kept, it was a leak (a review probe), and so
       // were the tapes of the workers that had loaded it (a new-user probe).
       this.registrations.delete(registration.id);
-      await this.everyThread({ kind: 'forget', id: registration.id });
+      this.failed.push(registration.id);
       throw asRegister(error);
     }
     return new PooledFunction(this, registration.id, local, about, loads);
   }
+
+  // Registrations that failed: every task names them, and the worker that takes it drops any it
+  // holds (tasks of their own for that went to whichever threads were idle, and a busy worker
+  // kept the tape: a review probe). Ids are never reused, so the list only grows by failures.
+  private readonly failed: number[] = [];
 
   // One task per thread, settled (each idle thread takes one).
   private everyThread(task: Task): Promise<PromiseSettledResult<Reply>[]> {
@@ -270,7 +275,7 @@ export class GradientPool {
     const tasks: Promise<void>[] = [];
     for (let k = 0; k < parts; k++) {
       const from = Math.floor((rows * k) / parts), to = Math.floor((rows * (k + 1)) / parts);
-      tasks.push(this.runPart({ kind: 'run', id, registration: null, method, from, to, firstRow, X, D, out, values }));
+      tasks.push(this.runPart({ kind: 'run', id, registration: null, method, from, to, firstRow, X, D, out, values, failed: this.failed }));
     }
     const settled = await Promise.allSettled(tasks);
     // Every part has stopped writing before the call settles; the error is the first row's, as

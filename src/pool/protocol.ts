@@ -26,9 +26,7 @@ export interface WorkerData {
 }
 
 export type Task =
-  | { kind: 'register'; registration: Registration }
-  /** Drops a registration that failed in another thread. */
-  | { kind: 'forget'; id: number }
+  | { kind: 'register'; registration: Registration; failed: readonly number[] }
   | {
     kind: 'run';
     id: number;
@@ -44,6 +42,8 @@ export type Task =
     D: Float64Array | null;
     out: Float64Array;
     values: Float64Array | null;
+    /** Registrations that failed, which the worker drops if it loaded them. */
+    failed: readonly number[];
   };
 
 export type Reply = { ok: true; ms: number; generatedSweeps?: GeneratedSweeps | undefined } | { missing: true } | { error: SerializedError };

@@ -23,15 +23,12 @@ export default async function run(task: Task): Promise<Reply> {
   try {
     // codegen: false: this worker never generates sweeps, so it never loads the generator.
     if (data.backend === 'wasm') await (ready ??= init({ module: data.module!, codegen: false }));
+    for (const id of task.failed) functions.delete(id);
     if (task.kind === 'register') {
       // 'active' right after loading, in a worker whose code generator never loaded, means the
       // shipped sweeps were installed (generating them would have left it 'pending').
       const f = load(task.registration);
       return { ok: true, ms: performance.now() - start, generatedSweeps: f.generatedSweeps };
-    }
-    if (task.kind === 'forget') {
-      functions.delete(task.id);
-      return { ok: true, ms: performance.now() - start };
     }
     const f = functions.get(task.id) ?? (task.registration ? load(task.registration) : null);
     if (!f) return { missing: true };
