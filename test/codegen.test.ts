@@ -869,6 +869,26 @@ describe('a function whose guards choose among more paths than the module cache 
     for (let i = 0; i < 12; i++) few.gradient([2 ** (i % 4) * 1.1, 0.7]);
     expect(few.generatedSweeps).toBe('active');
   });
+
+  // A probe: the cache was one for the process, so five functions of two paths each, called in
+  // turn, evicted each other's modules: each counted as more than 8 paths and was interpreted for
+  // good, and with 'require' compiled a module a call (RSS without bound). Each keeps its own.
+  it('counts the paths of each function: five functions of two paths each, in turn, stay generated', () => {
+    const ops = ['sin', 'cos', 'exp', 'tanh', 'atan'] as const;
+    const make = (codegen: true | 'require') => ops.map((op, j) => compile((x: Var[]) => (x[1]!.gt(0).value ? x[0]![op]().mul(x[0]!).add(j) : x[0]![op]().add(x[0]!.square()).mul(j + 1)), { inputs: 2, codegen }));
+    const fns = make(true), required = make('require');
+    const fresh = (f: CompiledFunction): number => (f.recorded!.tape.engine as unknown as { freshModules: number }).freshModules;
+    for (let i = 0; i < 60; i++) {
+      const x = [0.5, Math.floor(i / 5) % 2 ? 1 : -1];
+      fns[i % 5]!.gradient(x);
+      required[i % 5]!.gradient(x);
+    }
+    for (const f of fns) {
+      expect(f.generatedSweeps, f.generatedSweepsReason).toBe('active');
+      expect(fresh(f)).toBe(2);
+    }
+    for (const f of required) expect(fresh(f)).toBe(2);
+  });
 });
 
 // A logistic loss with a branch on each label (true or 1): samples of two step lists in the order

@@ -107,19 +107,24 @@ const zeroedState = (adjoints: boolean, tangentAdjoints: boolean): Zeroed => ZER
 // Generated modules by their bytes, the last few: a function whose guards flip records again on
 // every call, between a few structures, and each new module's code stayed in V8's code space (a
 // probe: RSS +0.5 KB a re-record, 94 -> 382 MB over 600,000 calls, with two structures).
+// Each function keeps the last few of its own, and the process the last few of all (a second
+// compile of a function finds its modules there): one cache for the process alone had five
+// functions of two paths each evict each other's, which counted as more than 8 paths of each
+// and interpreted them all, and with codegen 'require' compiled a module a call (a probe).
 export const MODULE_CACHE_SIZE = 8;
-const moduleCache: { bytes: Uint8Array; module: WebAssembly.Module }[] = [];
+type ModuleCache = { bytes: Uint8Array; module: WebAssembly.Module }[];
+const moduleCache: ModuleCache = [];
 
-function cachedModule(bytes: Uint8Array): WebAssembly.Module | undefined {
-  const k = moduleCache.findIndex((e) => e.bytes.length === bytes.length && e.bytes.every((b, i) => b === bytes[i]));
+function cachedModule(cache: ModuleCache, bytes: Uint8Array): WebAssembly.Module | undefined {
+  const k = cache.findIndex((e) => e.bytes.length === bytes.length && e.bytes.every((b, i) => b === bytes[i]));
   if (k < 0) return undefined;
-  const [entry] = moduleCache.splice(k, 1);
-  moduleCache.push(entry!);
+  const [entry] = cache.splice(k, 1);
+  cache.push(entry!);
   return entry!.module;
 }
 
-function cacheModule(bytes: Uint8Array, module: WebAssembly.Module): WebAssembly.Module {
-  if (moduleCache.push({ bytes, module }) > MODULE_CACHE_SIZE) moduleCache.shift();
+function cacheModule(cache: ModuleCache, bytes: Uint8Array, module: WebAssembly.Module): WebAssembly.Module {
+  if (cache.push({ bytes, module }) > MODULE_CACHE_SIZE) cache.shift();
   return module;
 }
 
@@ -356,9 +361,9 @@ export class WasmBackend implements Backend {
       installed();
     };
     try {
-      const cached = cachedModule(bytes);
-      if (!cached && slot === 1) this.freshModules++;
-      install(cached ?? cacheModule(bytes, new WebAssembly.Module(bytes)));
+      const own = cachedModule(this.ownModules, bytes);
+      if (!own && slot === 1) this.freshModules++;
+      install(own ?? cacheModule(this.ownModules, bytes, cachedModule(moduleCache, bytes) ?? cacheModule(moduleCache, bytes, new WebAssembly.Module(bytes))));
     } catch (error) {
       if (!(error instanceof RangeError)) throw error;
       if (slot === 1) {
@@ -369,7 +374,7 @@ export class WasmBackend implements Backend {
         (module) => {
           // Kept by its bytes, as a module compiled synchronously is: the next recording of the
           // same function finds it (a probe's second compile went back to pending).
-          cacheModule(bytes, module);
+          cacheModule(moduleCache, bytes, cacheModule(this.ownModules, bytes, module));
           if (generation === this.generation) install(module);
         },
         () => {
@@ -381,8 +386,9 @@ export class WasmBackend implements Backend {
     }
   }
 
-  /** @internal Replay modules this engine compiled (not found among those compiled before). */
+  /** @internal Replay modules this engine did not find among its own last ones (see moduleCache). */
   freshModules = 0;
+  private readonly ownModules: ModuleCache = [];
 
   /** Whether elementwise runs use fused kernels (on by default; the tests compare both ways). */
   runFusion = true;
