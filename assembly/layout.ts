@@ -209,8 +209,13 @@ export function setLiveElements(n: i32): void {
 
 /** Adds the tangent regions (forward mode, Hessian-vector products). Returns 0 if memory does
  *  not allow it, 1 otherwise. */
-export function enableTangents(live: i32): i32 {
+export function enableTangents(live: i32, maxCapacity: i32): i32 {
   if (regionCount == REGION_COUNT_TANGENT) return 1;
+  // Within the tape's memory limit, which the tangents of the largest recording's capacity may
+  // pass where the live nodes' do not (a probe: 1.64 times maxMemoryBytes after a reset and a
+  // jvp of 2 nodes). The façade gives the limit in nodes, at least the live ones.
+  const most = max(max((live + 7) & ~7, maxCapacity & ~7), MIN_CAPACITY);
+  if (most < capacity) shrink(most, live);
   if (!ensurePages(capacity, REGION_COUNT_TANGENT, elemCapacity)) {
     // The capacity is the largest recording's (reset keeps it), and with tangents it may not fit
     // where the live nodes would: it shrinks to the most that fits in wasm32 (a probe: 68 M nodes

@@ -67,7 +67,7 @@ export interface Backend {
   /** Compiled replay: inputs are the elements of one input vector (node 1), not nodes
    *  [0, nInputs); replayForward writes them there and gradientBatch reads their adjoints. */
   setVectorInput(on: boolean): void;
-  enableTangents(live: number): boolean;
+  enableTangents(live: number, maxCapacity: number): boolean;
   forward(from: number, to: number): void;
   /** clearAdjoints + seed `out` + sweepReverse, in one call. */
   reverse(out: number, seed: number, count: number): void;

@@ -565,7 +565,9 @@ export class Tape {
           this.maxMemoryBytes,
         );
       }
-      const ok = this.engine.enableTangents(this.count);
+      // At most the nodes the limit holds with tangents (the capacity a larger recording left passed it).
+      const most = Math.floor((this.maxMemoryBytes - this.elements * (this.engine.elementBytes() + TANGENT_BYTES)) / (this.engine.nodeBytes() + TANGENT_BYTES));
+      const ok = this.engine.enableTangents(this.count, Math.min(most, 2 ** 31 - 8));
       this.cacheViews();
       if (!ok) {
         // The engines shrink a capacity a larger recording left to what fits: these nodes alone do not.

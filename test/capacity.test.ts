@@ -208,6 +208,33 @@ describe.each(BACKENDS)('tangents stay within maxMemoryBytes (%s)', (backend) =>
     }
     expect(tape.engine.capacity * tape.nodeBytes).toBeLessThanOrEqual(maxMemoryBytes);
   });
+
+  // A probe: after a recording filled the limit and a reset, a jvp of 2 nodes added tangents for
+  // the capacity that recording left, 1.64 times maxMemoryBytes, which no later recording could use.
+  it('a small jvp after a reset from a full tape: the capacity shrinks to what the limit holds with tangents', async () => {
+    const maxMemoryBytes = 1_000_000;
+    const tape = await tapeOn(backend, { maxMemoryBytes });
+    const h = tape.handles;
+    const hx = h.variable(2), c = h.constant(1.0000001);
+    let hy = hx;
+    expect(() => { for (;;) hy = h.add(h.mul(hy, c), hx); }).toThrow(CapacityError);
+    const full = tape.memoryBytes;
+    tape.reset();
+    const a = tape.variable(1);
+    expect(tape.jvp([a], [1], [a.sin()])[0]).toBeCloseTo(Math.cos(1), 15);
+    // Within the limit but for the 8-node alignment of the engines' capacity.
+    expect(tape.engine.capacity * tape.nodeBytes).toBeLessThanOrEqual(maxMemoryBytes + 8 * tape.nodeBytes);
+    // (A wasm memory never shrinks: it holds the tangents in what it has.)
+    expect(tape.memoryBytes).toBeLessThanOrEqual(backend === 'js' ? maxMemoryBytes + 8 * tape.nodeBytes : full);
+    // And a recording fills it again up to the limit, with its tangents.
+    tape.reset();
+    let n = 0;
+    const y = tape.variable(2);
+    let w = y;
+    expect(() => { for (;;) { w = w.mul(1.0000001); n++; } }).toThrow(CapacityError);
+    expect(n).toBeGreaterThan(Math.floor(maxMemoryBytes / tape.nodeBytes) - 10);
+    expect(tape.jvp([y], [1], [w])[0]).toBeGreaterThan(0);
+  });
 });
 
 // ---- 10^7 nodes ----

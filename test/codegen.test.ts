@@ -884,7 +884,7 @@ describe('a function whose guards choose among more paths than the module cache 
       required[i % 5]!.gradient(x);
     }
     for (const f of fns) {
-      expect(f.generatedSweeps, f.generatedSweepsReason).toBe('active');
+      expect(f.generatedSweeps, f.generatedSweepsReason ?? '').toBe('active');
       expect(fresh(f)).toBe(2);
     }
     for (const f of required) expect(fresh(f)).toBe(2);

@@ -142,10 +142,11 @@ export class JsBackend implements Backend {
     return capacity !== 0 && this.reallocate(capacity, this.views.tan !== null, live);
   }
 
-  enableTangents(live: number): boolean {
-    // At the capacity the largest recording set, or where that is too much with tangents, at the
-    // live nodes' (as the core shrinks to what fits).
-    return this.views.tan !== null || this.reallocate(this.capacity, true, live) || (live < this.capacity && this.reallocate(Math.max(live, MIN_CAPACITY), true, live));
+  enableTangents(live: number, maxCapacity: number): boolean {
+    // At the capacity the largest recording set, within the memory limit (see the core's), or
+    // where that is too much with tangents, at the live nodes' (as the core shrinks to what fits).
+    const capacity = Math.min(this.capacity, Math.max(live, maxCapacity, MIN_CAPACITY));
+    return this.views.tan !== null || this.reallocate(capacity, true, live) || (live < capacity && this.reallocate(Math.max(live, MIN_CAPACITY), true, live));
   }
 
   private reallocate(capacity: number, tangents: boolean, live: number): boolean {

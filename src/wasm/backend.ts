@@ -559,10 +559,10 @@ export class WasmBackend implements Backend {
     return ok;
   }
 
-  enableTangents(live: number): boolean {
+  enableTangents(live: number, maxCapacity: number): boolean {
     const fresh = this.views.tan === null;
     this.guardsAt = -1;
-    const ok = this.run(() => this.core.enableTangents(live)) !== 0;
+    const ok = this.run(() => this.core.enableTangents(live, maxCapacity)) !== 0;
     this.refreshViews();
     // The new regions lie over whatever memory followed the tape (scratch: input rows, the
     // planner's links). Generated tangent sweeps never write a constant's slots (its tangent is an
