@@ -657,7 +657,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   private giveUp(tape: Tape): void {
     tape.reset();
     this.recording = null;
-    this.spareTape = tape;
+    // Not the peak of a large recording that failed, which the next may not need (a probe: 400 MB
+    // kept by a function then holding 10 nodes); the transforms' pool draws the same line.
+    this.spareTape = tape.memoryBytes <= 64 * 2 ** 20 ? tape : null;
   }
 
   /** @internal Records f at x (inputs are the first nodes), and its guards. */

@@ -42,6 +42,22 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
     expect(f.size).toBe(6);
   });
 
+  // A probe: a function whose large recording failed kept that tape's memory (400 MB while it
+  // held 10 nodes), with nothing to release it but dropping the function.
+  it('a large recording that fails leaves its memory to the garbage collector', () => {
+    let huge = true;
+    const f = compile((x: Var[]) => {
+      let z = x[0]!;
+      for (let k = 0; k < (huge ? 2e6 : 3); k++) z = z.mul(1.0000001).add(x[0]!);
+      if (huge) throw new Error('rejected');
+      return z;
+    }, { inputs: 1, backend });
+    expect(() => f.gradient([1])).toThrow('rejected');
+    huge = false;
+    expect(f.gradient([1])[0]).toBeGreaterThan(3);
+    expect(f.recorded!.tape.memoryBytes).toBeLessThanOrEqual(64 * 2 ** 20);
+  });
+
   it('record again after f reads a value it may not, and after it throws on the first call', () => {
     let calls = 0;
     const f = compile((x: Var[]) => {
