@@ -473,7 +473,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   jvp(x: ArrayLike<number>, t: ArrayLike<number>, out?: Float64Array): Float64Array {
     const rec = this.forwardTangent(x, t) ?? this.replay(x);
     const tan = rec === this.fused ? rec.tape.engine.views.tan! : this.seedTangents(rec, t, rec.outputs);
-    if (this.checkNaN) rec.tape.assertFiniteTangents(0, rec.tape.size, true);
+    if (this.checkNaN) rec.tape.assertFiniteTangents(0, rec.tape.size, true, rec.outputs);
     const xtan = rec.tape.engine.views.xtan!;
     if (out !== undefined) checkOut(out, rec.outputs.length, 'jvp: out');
     const result = out ?? new Float64Array(rec.outputs.length);
@@ -493,14 +493,14 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   private hvpAt(x: ArrayLike<number>, v: ArrayLike<number>, out: Float64Array, what: string): Float64Array {
     const rec = this.forwardTangent(x, v) ?? this.replay(x);
     const top = this.scalarNode(rec, what);
+    this.topTarget[0] = top;
     if (rec === this.fused) (rec.tape.engine as WasmBackend).reverseTangentFused(top, 1, rec.tape.size, this.inputs);
     else {
-      this.topTarget[0] = top;
       this.seedTangents(rec, v, this.topTarget);
       rec.tape.engine.reverseTangentReplay(top, 1, rec.tape.size);
     }
     if (this.checkNaN) {
-      rec.tape.assertFiniteTangents(0, top + 1, true);
+      rec.tape.assertFiniteTangents(0, top + 1, true, this.topTarget);
       rec.tape.assertFinite(0, top + 1, false, true);
       rec.tape.assertFiniteTangentAdjoints(0, top + 1, true);
     }

@@ -117,6 +117,8 @@ export function createBackend(kind: BackendKind): Backend {
   if (!wasmAvailable()) throw noWasm();
   const module = coreModuleIfLoaded();
   if (!module) {
+    // Where the page's policy refused it, init() cannot help: that error alone (a probe).
+    if (refusedByPolicy) throw coreLoadFailure!;
     const failed = coreLoadFailure ? ` (the last load failed: ${coreLoadFailure.message})` : '';
     throw new TapegradError('INVALID_ARGUMENT', `the wasm core is not loaded yet: await init() (or use the async createTape) first${failed}`);
   }

@@ -444,7 +444,7 @@ export class Tape {
   jvp(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>, outputs: readonly (Var | Vec)[]): Float64Array {
     const outs = this.nodesOf(outputs, 'jvp');
     this.seedTangents(inputs, tangent, outs);
-    if (this.checkNaN) this.assertFiniteTangents(0, this.count);
+    if (this.checkNaN) this.assertFiniteTangents(0, this.count, false, outs);
     return this.gatherEntries(outs, this.engine.views.tan!, this.engine.views.xtan!, false);
   }
 
@@ -472,7 +472,7 @@ export class Tape {
     this.lastCount = this.count;
     this.swept = this.count;
     if (this.checkNaN) {
-      this.assertFiniteTangents(0, out + 1);
+      this.assertFiniteTangents(0, out + 1, false, [out]);
       this.assertFinite(0, out + 1, false);
       this.assertFiniteTangentAdjoints(0, out + 1);
     }
@@ -1154,19 +1154,25 @@ export class Tape {
   }
 
   /** @internal Throws NonFiniteError at the first node in [from, to) whose tangent (or a tangent
-   *  element) is NaN or ±Infinity, after a tangent sweep (jvp, hvp); names as assertFinite. */
-  assertFiniteTangents(from: number, to: number, byIndex = false): void {
-    const { op, a, b, tan, xtan } = this.engine.views;
+   *  element) is NaN or ±Infinity, after a tangent sweep (jvp, hvp) serving `targets`; names as
+   *  assertFinite. */
+  assertFiniteTangents(from: number, to: number, byIndex: boolean, targets: ArrayLike<number>): void {
+    const { op, a, b, val, tan, xtan } = this.engine.views;
+    let reach: Uint8Array | null = null;
     for (let i = from; i < to; i++) {
       let t = tan![i]!, k = -1;
       // A vector names its element, as values and adjoints do; an input's tangent is the caller's
       // direction, which no op produced (a probe found both reported as an op's).
       if (op[i]! >= VINPUT) while (++k < b[i - 1]! && (t = xtan![a[i - 1]! + k]!) - t === 0);
       if (t - t !== 0) {
+        // Not a tangent that reaches no target (the branch a select did not take, one behind floor,
+        // a node nothing uses), which the sweep takes as none (a probe: checkNaN refused the jvp of
+        // where(x > 0, sqrt(x), 2x) at 0, whose value and gradient it passed).
+        if (op[i] !== INPUT && !this.vectorNodes && !(reach ??= tangentReach(op, a, b, val, this.count, targets))[i]) continue;
         const at = k < 0 ? t : `${t} at element ${k}`, name = opNameOf(op[i]!);
         throw new NonFiniteError(op[i] === INPUT || op[i] === VINPUT
           ? `checkNaN: the tangent of ${this.nodeLabel(i, byIndex)} (${name}) is ${at}: the direction is not finite`
-          : `checkNaN: ${name} at ${this.nodeLabel(i, byIndex)} produced a non-finite tangent (${at})`, this.nodeId(i, byIndex), name);
+          : `checkNaN: ${op[i] === CUSTOM ? `custom function '${this.engine.custom!.ruleName(i)}'` : name} at ${this.nodeLabel(i, byIndex)} produced a non-finite tangent (${at})`, this.nodeId(i, byIndex), name);
       }
     }
   }

@@ -104,7 +104,9 @@ export function recordOn(tape: Tape, x: Input, options: TransformOptions | undef
       return { inputs: [v], n: x.length, arg: v, scalarInput: false };
     }
     const inputs = tape.variables(x);
-    return { inputs, n: inputs.length, arg: inputs, scalarInput: false };
+    // f gets an array of its own: one it reordered or wrote into (x.reverse(), x[0] = ...) was the
+    // list the gradient was taken for, and every transform answered for other inputs (a probe).
+    return { inputs, n: inputs.length, arg: inputs.slice(), scalarInput: false };
   } catch (error) {
     // The tape's check names neither the transform nor the entry (a probe got "input entries
     // must be numbers"): named again here, on the error path only.

@@ -381,11 +381,12 @@ describe('browser suite', () => {
       const r = await p.page.evaluate(() => (window as unknown as { result: Record<string, unknown> }).result);
       expect(r.error).toBeUndefined();
       expect(r.wasmGlobal).toBe('object');
-      for (const key of ['init', 'default']) {
+      for (const key of ['init', 'default', 'sync']) {
         const refused = r[key] as { threw: boolean; isTapegradError: boolean; code: string; message: string };
         expect(refused.threw, `${key} must refuse`).toBe(true);
         expect(refused, refused.message).toMatchObject({ isTapegradError: true, code: 'INVALID_ARGUMENT' });
         expect(refused.message).toContain("'wasm-unsafe-eval'");
+        expect(refused.message).not.toMatch(/await init\(\)/);
       }
       const auto = r.auto as { backend: string; grad: number[] };
       expect(auto.backend).toBe('js');

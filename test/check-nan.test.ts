@@ -115,6 +115,27 @@ describe.each(BACKENDS)('checkNaN (%s)', (backend) => {
     expectUsable(tape);
   });
 
+  // A probe: the tangent check looked at every node, so the jvp of where(x > 0, sqrt(x), 2x) at 0
+  // (the branch not taken: tangent Infinity) and of x·floor(sqrt(x)) threw, where the value and
+  // the gradient passed and the results are finite. A tangent that reaches no output is none, as the sweeps take it.
+  it('jvp and hvp check only the tangents that reach their outputs; one that does is still named', async () => {
+    const tape = await tapeOn(backend, { checkNaN: true });
+    const x = tape.variable(0);
+    const guarded = tape.select(x.gt(0), x.sqrt(), x.mul(2));
+    expect(Array.from(tape.jvp([x], [1], [guarded]))).toEqual([2]);
+    expect(Array.from(tape.hvp(guarded, [x], [1]))).toEqual([0]);
+    expect(Array.from(tape.jvp([x], [1], [x.mul(x.sqrt().floor())]))).toEqual([0]);
+    tape.reset();
+    const w = tape.variable(0);
+    expect(() => tape.jvp([w], [1], [w.sqrt().add(1)])).toThrow(/^checkNaN: sqrt at node #\d+ produced a non-finite tangent \(Infinity\)/);
+    // A custom function's tangent is named by the function, as its adjoint is (it said 'custom').
+    const bad = defineFunction({ name: 'bad', forward: ([v]) => v!, vjp: (_xs, _y, g) => [g], jvp: () => NaN });
+    expect(() => tape.jvp([w], [1], [bad(w)])).toThrow(/^checkNaN: custom function 'bad' at node #\d+ produced a non-finite tangent \(NaN\)/);
+    const f = compile((v: Var[]) => v[0]!.tape.select(v[0]!.gt(0), v[0]!.sqrt(), v[0]!.mul(2)), { inputs: 1, backend, checkNaN: true });
+    expect(Array.from(f.jvp([0], [1]))).toEqual([2]);
+    expect(Array.from(f.hvp([0], [1]))).toEqual([0]);
+  });
+
   it("sqrt'(0): the value is finite, the adjoint Infinity: backward throws and names the node", async () => {
     const tape = await tapeOn(backend, { checkNaN: true });
     const z = tape.variable(0);

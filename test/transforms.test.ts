@@ -4,7 +4,7 @@
 // the wasm (musl) and V8 transcendental functions and summation order.
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  NotANumberError, TapegradError, compile, createTape, grad, hvp, init, jvp, normwiseError, valueAndGrad, vjp, type Var,
+  NotANumberError, TapegradError, compile, createTape, grad, gradcheck, hessian, hvp, init, jacobian, jvp, normwiseError, valueAndGrad, vjp, type Var,
 } from '../src/index.ts';
 import { BACKENDS, expectClose, rosenbrock } from './support.ts';
 import { pooledTapes, transformPool } from '../src/transforms.ts';
@@ -150,6 +150,26 @@ describe.each(BACKENDS)('grad, valueAndGrad, vjp, jvp on closed forms (%s)', (ba
       e[j] = 1;
       expectClose(vjp(threeOutputs, x, e, options), J[j]!, 1e-15);
     }
+  });
+});
+
+// A probe: f reordering or writing into the array it receives changed the list the gradient was
+// taken for, so every transform (and gradcheck) answered silently for other inputs; compile gave
+// the right answer. f now gets an array of its own.
+describe.each(BACKENDS)('f may reorder or write into the array it receives (%s)', (backend) => {
+  it('grad, vjp, jvp, hvp, jacobian, hessian and gradcheck answer for the inputs given', () => {
+    const o = { backend };
+    const reversed = (x: Var[]): Var => { x.reverse(); return x[0]!.mul(x[1]!.square()); }; // x1·x0²
+    expect(Array.from(grad(reversed, o)([2, 3]))).toEqual([12, 4]);
+    expect(Array.from(jvp((x: Var[]) => [reversed(x)], [2, 3], [1, 0], o))).toEqual([12]);
+    expect(Array.from(vjp((x: Var[]) => [reversed(x)], [2, 3], [1], o))).toEqual([12, 4]);
+    expect(Array.from(hvp(reversed, [2, 3], [1, 0], o))).toEqual([6, 4]);
+    expect(Array.from(hessian(reversed, [2, 3], o).data)).toEqual([6, 4, 4, 0]);
+    expect(Array.from(jacobian((x: Var[]) => [reversed(x)], [2, 3], o).data)).toEqual([12, 4]);
+    expect(gradcheck(reversed, [2, 3], o).ok).toBe(true);
+    const scaled = (x: Var[]): Var => { x[0] = x[0]!.mul(2); return x[0]!.mul(x[1]!.square()); }; // 2·x0·x1²
+    expect(Array.from(grad(scaled, o)([2, 3]))).toEqual([18, 24]);
+    expect(Array.from(grad((x: Var[]) => { const a = x.shift()!; x.push(a); return a.mul(x[0]!.square()); }, o)([2, 3]))).toEqual([9, 12]);
   });
 });
 

@@ -205,7 +205,7 @@ export class WasmBackend implements Backend {
     const generation = this.generation;
     if (!codegen) {
       this.generated = 'pending';
-      this.generatedReason = 'the code generator is still loading (init() loads it)';
+      this.generatedReason = 'the code generator is still loading (init() loads it, unless told { codegen: false }: then the first compile does)';
       this.generatedReady = loadCodegen().then(
         () => {
           if (generation === this.generation) this.generateSweeps(nInputs, count, outputs, scheduleBudget, everyValue);
