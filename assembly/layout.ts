@@ -209,24 +209,26 @@ export function setLiveElements(n: i32): void {
 
 /** Adds the tangent regions (forward mode, Hessian-vector products). Returns 0 if memory does
  *  not allow it, 1 otherwise. */
-export function enableTangents(live: i32, maxCapacity: i32): i32 {
+export function enableTangents(live: i32, maxCapacity: i32, maxElements: i32): i32 {
   if (regionCount == REGION_COUNT_TANGENT) return 1;
-  // Within the tape's memory limit, which the tangents of the largest recording's capacity may
-  // pass where the live nodes' do not (a probe: 1.64 times maxMemoryBytes after a reset and a
-  // jvp of 2 nodes). The façade gives the limit in nodes, at least the live ones.
-  const most = max(max((live + 7) & ~7, maxCapacity & ~7), MIN_CAPACITY);
-  if (most < capacity) shrink(most, live);
+  // Within the tape's memory limit, which the tangents of the largest recording's capacities may
+  // pass where the live nodes' and elements' do not (a probe: 1.64 times maxMemoryBytes after a
+  // reset and a jvp of 2 nodes; a review: twice it after a large vector). The façade gives the
+  // limits in nodes and elements, at least the live ones.
+  const most = min(capacity, max(max((live + 7) & ~7, maxCapacity & ~7), MIN_CAPACITY));
+  const mostElements = min(elemCapacity, max(max((liveElements + 7) & ~7, maxElements & ~7), MIN_CAPACITY));
+  if (most < capacity || mostElements < elemCapacity) shrink(most, mostElements, live);
   if (!ensurePages(capacity, REGION_COUNT_TANGENT, elemCapacity)) {
     // The capacity is the largest recording's (reset keeps it), and with tangents it may not fit
     // where the live nodes would: it shrinks to the most that fits in wasm32 (a probe: 68 M nodes
     // of a 2^27 capacity refused, and after a reset a jvp of 2 nodes too), and where the runtime
     // gives less than that, to the live nodes' own (a review: refused for the tape's life).
     const byMemory = <i64>((MAX_BYTES - totalBytes(0, REGION_COUNT_TANGENT, elemCapacity)) / <u64>bytesBefore(REGION_COUNT_TANGENT)) & ~7;
-    if (byMemory >= <i64>live && byMemory < <i64>capacity) shrink(<i32>byMemory, live);
+    if (byMemory >= <i64>live && byMemory < <i64>capacity) shrink(<i32>byMemory, elemCapacity, live);
     if (!ensurePages(capacity, REGION_COUNT_TANGENT, elemCapacity)) {
       const least = max((live + 7) & ~7, MIN_CAPACITY);
       if (least >= capacity) return 0;
-      shrink(least, live);
+      shrink(least, elemCapacity, live);
       if (!ensurePages(capacity, REGION_COUNT_TANGENT, elemCapacity)) return 0;
     }
   }
@@ -234,19 +236,21 @@ export function enableTangents(live: i32, maxCapacity: i32): i32 {
   return 1;
 }
 
-// The same regions at a smaller capacity, keeping the first `live` nodes: every region moves down
-// or stays, so they are copied first to last (relayout, which grows, copies last to first).
-function shrink(newCap: i32, live: i32): void {
-  const oldCap = capacity;
+// The same regions at smaller (or the same) capacities, keeping the first `live` nodes: every
+// region moves down or stays, so they are copied first to last (relayout, which grows, copies
+// last to first).
+function shrink(newCap: i32, newElemCap: i32, live: i32): void {
+  const oldCap = capacity, oldElemCap = elemCapacity;
   for (let r = 0; r < regionCount; r++) memory.copy(regionOffset(newCap, r), regionOffset(oldCap, r), <usize>live * slotSize(r));
   for (let r = 0; r < elementRegionCount(regionCount); r++) {
     memory.copy(
-      elementOffset(newCap, regionCount, elemCapacity, r), elementOffset(oldCap, regionCount, elemCapacity, r),
+      elementOffset(newCap, regionCount, newElemCap, r), elementOffset(oldCap, regionCount, oldElemCap, r),
       <usize>liveElements << 3,
     );
   }
-  memory.copy(scheduleOffset(newCap, regionCount, elemCapacity), scheduleOffset(oldCap, regionCount, elemCapacity), scheduleBytes);
+  memory.copy(scheduleOffset(newCap, regionCount, newElemCap), scheduleOffset(oldCap, regionCount, oldElemCap), scheduleBytes);
   capacity = newCap;
+  elemCapacity = newElemCap;
   setBases();
 }
 

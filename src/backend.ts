@@ -67,7 +67,9 @@ export interface Backend {
   /** Compiled replay: inputs are the elements of one input vector (node 1), not nodes
    *  [0, nInputs); replayForward writes them there and gradientBatch reads their adjoints. */
   setVectorInput(on: boolean): void;
-  enableTangents(live: number, maxCapacity: number): boolean;
+  /** Adds the tangent regions, within `maxCapacity` nodes and `maxElements` elements where the
+   *  capacities a larger recording left pass them (never below the live ones). */
+  enableTangents(live: number, maxCapacity: number, maxElements: number): boolean;
   forward(from: number, to: number): void;
   /** clearAdjoints + seed `out` + sweepReverse, in one call. */
   reverse(out: number, seed: number, count: number): void;

@@ -242,8 +242,12 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   /** @internal Whether its last recording was given up (f threw, or recorded what compile refuses). */
   get lastRecordingFailed(): boolean {
-    return this.recording === null && this.spareTape !== null;
+    return this.recording === null && this.gaveUp;
   }
+
+  // (Not spareTape !== null: a large failed recording's tape is not kept, and toBytes then said
+  // "nothing recorded yet": a review.)
+  private gaveUp = false;
 
   /** The recorded tape as bytes (see `fromBytes` for the format), loadable in another process
    *  and on either backend. */
@@ -660,6 +664,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // Not the peak of a large recording that failed, which the next may not need (a probe: 400 MB
     // kept by a function then holding 10 nodes); the transforms' pool draws the same line.
     this.spareTape = tape.memoryBytes <= 64 * 2 ** 20 ? tape : null;
+    this.gaveUp = true;
   }
 
   /** @internal Records f at x (inputs are the first nodes), and its guards. */

@@ -565,9 +565,13 @@ export class Tape {
           this.maxMemoryBytes,
         );
       }
-      // At most the nodes the limit holds with tangents (the capacity a larger recording left passed it).
-      const most = Math.floor((this.maxMemoryBytes - this.elements * (this.engine.elementBytes() + TANGENT_BYTES)) / (this.engine.nodeBytes() + TANGENT_BYTES));
-      const ok = this.engine.enableTangents(this.count, Math.min(most, 2 ** 31 - 8));
+      // Within the limit with tangents, where the capacities a larger recording left pass it: the
+      // elements down to the live ones, and the nodes to what the rest holds.
+      const perNode = this.engine.nodeBytes() + TANGENT_BYTES, perElement = this.engine.elementBytes() + TANGENT_BYTES;
+      const over = this.engine.capacity * perNode + this.engine.elementCapacity * perElement > this.maxMemoryBytes;
+      const elements = over ? this.elements : this.engine.elementCapacity;
+      const most = Math.floor((this.maxMemoryBytes - elements * perElement) / perNode);
+      const ok = this.engine.enableTangents(this.count, Math.min(most, 2 ** 31 - 8), Math.min(elements, 2 ** 31 - 8));
       this.cacheViews();
       if (!ok) {
         // The engines shrink a capacity a larger recording left to what fits: these nodes alone do not.

@@ -235,6 +235,24 @@ describe.each(BACKENDS)('tangents stay within maxMemoryBytes (%s)', (backend) =>
     expect(n).toBeGreaterThan(Math.floor(maxMemoryBytes / tape.nodeBytes) - 10);
     expect(tape.jvp([y], [1], [w])[0]).toBeGreaterThan(0);
   });
+
+  // A review: the same after a large vector, whose element capacity the tangents doubled (a jvp
+  // of 3 elements held twice the limit).
+  it('and after a large vector: the element capacity shrinks to the live elements', async () => {
+    const maxMemoryBytes = 8 * 2 ** 20;
+    const tape = await tapeOn(backend, { maxMemoryBytes });
+    tape.vector(new Float64Array(maxMemoryBytes / 16 - 64)).sum().value;
+    const full = tape.memoryBytes;
+    tape.reset();
+    const w = tape.vector([1, 2, 3]);
+    expect(Array.from(tape.jvp([w], [1, 1, 1], [w.mul(w).sum()]))).toEqual([12]);
+    expect(tape.memoryBytes).toBeLessThanOrEqual(backend === 'js' ? maxMemoryBytes : full);
+    expect(tape.engine.elementCapacity * (tape.engine.elementBytes() + 16) + tape.engine.capacity * tape.nodeBytes).toBeLessThanOrEqual(maxMemoryBytes + 8 * tape.nodeBytes);
+    // Vectors grow again as far as the limit allows, tangents included.
+    tape.reset();
+    const v = tape.vector(new Float64Array(100_000).fill(1));
+    expect(tape.jvp([v], new Float64Array(100_000).fill(1), [v.mul(v).sum()])[0]).toBe(200_000);
+  });
 });
 
 // ---- 10^7 nodes ----

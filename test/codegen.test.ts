@@ -888,6 +888,23 @@ describe('a function whose guards choose among more paths than the module cache 
       expect(fresh(f)).toBe(2);
     }
     for (const f of required) expect(fresh(f)).toBe(2);
+    // With jvp and hvp too, whose tangent modules sat in the same cache: 5 paths filled its 8 (a review).
+    const paths = (x: Var[]): Var => {
+      let p = 0;
+      for (let k = 1; k < 5; k++) if (x[0]!.gt(k).value) p = k;
+      let y = x[1]!;
+      for (let i = 0; i <= p; i++) y = y.mul(x[0]!).sin();
+      return y;
+    };
+    for (const codegen of [true, 'require'] as const) {
+      const f = compile(paths, { inputs: 2, codegen });
+      for (let call = 0; call < 40; call++) {
+        f.jvp([(call % 5) + 0.5, 0.3], [1, 1]);
+        f.hvp([(call % 5) + 0.5, 0.3], [1, 1]);
+      }
+      expect(f.generatedSweeps, `${codegen}: ${f.generatedSweepsReason ?? ''}`).toBe('active');
+      expect(fresh(f)).toBe(5);
+    }
   });
 });
 

@@ -56,6 +56,15 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
     huge = false;
     expect(f.gradient([1])[0]).toBeGreaterThan(3);
     expect(f.recorded!.tape.memoryBytes).toBeLessThanOrEqual(64 * 2 ** 20);
+    // toBytes after such a failure says it failed, not that nothing was recorded (a review).
+    huge = true;
+    const g = compile((x: Var[]) => {
+      let z = x[0]!;
+      for (let k = 0; k < 2e6; k++) z = z.mul(1.0000001).add(x[0]!);
+      throw new Error('rejected');
+    }, { inputs: 1, backend });
+    expect(() => g.gradient([1])).toThrow('rejected');
+    expect(() => g.toBytes()).toThrow(/^its last recording failed/);
   });
 
   it('record again after f reads a value it may not, and after it throws on the first call', () => {

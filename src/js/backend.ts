@@ -142,18 +142,19 @@ export class JsBackend implements Backend {
     return capacity !== 0 && this.reallocate(capacity, this.views.tan !== null, live);
   }
 
-  enableTangents(live: number, maxCapacity: number): boolean {
-    // At the capacity the largest recording set, within the memory limit (see the core's), or
+  enableTangents(live: number, maxCapacity: number, maxElements: number): boolean {
+    // At the capacities the largest recording set, within the memory limit (see the core's), or
     // where that is too much with tangents, at the live nodes' (as the core shrinks to what fits).
     const capacity = Math.min(this.capacity, Math.max(live, maxCapacity, MIN_CAPACITY));
-    return this.views.tan !== null || this.reallocate(capacity, true, live) || (live < capacity && this.reallocate(Math.max(live, MIN_CAPACITY), true, live));
+    const elements = Math.min(this.elementCapacity, Math.max(this.liveElements, maxElements, MIN_CAPACITY));
+    return this.views.tan !== null || this.reallocate(capacity, true, live, elements) || (live < capacity && this.reallocate(Math.max(live, MIN_CAPACITY), true, live, elements));
   }
 
-  private reallocate(capacity: number, tangents: boolean, live: number): boolean {
-    if (capacity * (BASE_NODE_BYTES + (tangents ? TANGENT_NODE_BYTES : 0)) + this.elementCapacity * (tangents ? 32 : 16) > MAX_TAPE_BYTES) return false;
+  private reallocate(capacity: number, tangents: boolean, live: number, elements = this.elementCapacity): boolean {
+    if (capacity * (BASE_NODE_BYTES + (tangents ? TANGENT_NODE_BYTES : 0)) + elements * (tangents ? 32 : 16) > MAX_TAPE_BYTES) return false;
     let next: TapeViews;
     try {
-      next = allocate(capacity, tangents, this.elementCapacity);
+      next = allocate(capacity, tangents, elements);
     } catch {
       return false; // RangeError: the JS heap will not give us that much
     }
@@ -161,6 +162,7 @@ export class JsBackend implements Backend {
     copyLiveElements(this.views, next, this.liveElements);
     this.setViews(next);
     this.capacity = capacity;
+    this.elementCapacity = elements;
     return true;
   }
 

@@ -361,9 +361,9 @@ export class WasmBackend implements Backend {
       installed();
     };
     try {
-      const own = cachedModule(this.ownModules, bytes);
+      const mine = slot === 1 ? this.ownModules : this.ownTangentModules, own = cachedModule(mine, bytes);
       if (!own && slot === 1) this.freshModules++;
-      install(own ?? cacheModule(this.ownModules, bytes, cachedModule(moduleCache, bytes) ?? cacheModule(moduleCache, bytes, new WebAssembly.Module(bytes))));
+      install(own ?? cacheModule(mine, bytes, cachedModule(moduleCache, bytes) ?? cacheModule(moduleCache, bytes, new WebAssembly.Module(bytes))));
     } catch (error) {
       if (!(error instanceof RangeError)) throw error;
       if (slot === 1) {
@@ -374,7 +374,7 @@ export class WasmBackend implements Backend {
         (module) => {
           // Kept by its bytes, as a module compiled synchronously is: the next recording of the
           // same function finds it (a probe's second compile went back to pending).
-          cacheModule(moduleCache, bytes, cacheModule(this.ownModules, bytes, module));
+          cacheModule(moduleCache, bytes, cacheModule(slot === 1 ? this.ownModules : this.ownTangentModules, bytes, module));
           if (generation === this.generation) install(module);
         },
         () => {
@@ -388,7 +388,9 @@ export class WasmBackend implements Backend {
 
   /** @internal Replay modules this engine did not find among its own last ones (see moduleCache). */
   freshModules = 0;
+  // Replay and tangent modules apart: with jvp or hvp, 5 paths filled one cache of 8 (a review).
   private readonly ownModules: ModuleCache = [];
+  private readonly ownTangentModules: ModuleCache = [];
 
   /** Whether elementwise runs use fused kernels (on by default; the tests compare both ways). */
   runFusion = true;
@@ -559,10 +561,10 @@ export class WasmBackend implements Backend {
     return ok;
   }
 
-  enableTangents(live: number, maxCapacity: number): boolean {
+  enableTangents(live: number, maxCapacity: number, maxElements: number): boolean {
     const fresh = this.views.tan === null;
     this.guardsAt = -1;
-    const ok = this.run(() => this.core.enableTangents(live, maxCapacity)) !== 0;
+    const ok = this.run(() => this.core.enableTangents(live, maxCapacity, maxElements)) !== 0;
     this.refreshViews();
     // The new regions lie over whatever memory followed the tape (scratch: input rows, the
     // planner's links). Generated tangent sweeps never write a constant's slots (its tangent is an

@@ -23,7 +23,7 @@ export interface CoreExports {
   xadjPtr(): number;
   xtanPtr(): number;
   xtanAdjPtr(): number;
-  enableTangents(live: number, maxCapacity: number): number;
+  enableTangents(live: number, maxCapacity: number, maxElements: number): number;
   nodeBytes(): number;
   forward(from: number, to: number): void;
   reverse(out: number, seed: number, count: number): void;
