@@ -592,17 +592,21 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const step = this.customNodes ? 1 : rows;
     while (row < rows) {
       const output = this.scalarNode(rec, what), to = Math.min(rows, row + step);
+      let flipped = -1;
+      if (step === 1) rec.tape.engine.custom!.failedForward = -1;
       try {
         row = rec.tape.engine.gradientBatch(X, row, to, n, rec.tape.size, output, out, values);
       } catch (e) {
-        throw step === 1 ? atRow(e, what, this.rowBase + row) : e;
+        // A rule of the branch a guard leaves at this row (see replayUnchecked).
+        if (step === 1) flipped = flippedGuard(rec, rec.tape.engine.custom?.failedForward ?? -1);
+        if (flipped < 0) throw step === 1 ? atRow(e, what, this.rowBase + row) : e;
       }
       if (row === rows) break;
       if (row === to) continue;
       // A guard failed at this row: record there, take its gradient from the fresh tape.
       let top: number;
       try {
-        rec = this.onBranchChange(X.subarray(row * n, (row + 1) * n));
+        rec = this.onBranchChange(X.subarray(row * n, (row + 1) * n), flipped);
         top = this.scalarNode(rec, what);
       } catch (e) {
         throw atRow(e, what, this.rowBase + row);
@@ -637,14 +641,27 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // Recording at x computes its values at x: nothing to replay.
     if (!rec || ((rec.tape.size === 0 || rec.tape.base !== this.recordedBase) && !this.reload)) return this.record(row);
     const live = this.live(row);
-    if (live.tape.engine.replayForward(row, this.inputs, live.tape.size) < 0) return live;
-    return this.onBranchChange(row);
+    let node: number;
+    const custom = live.tape.engine.custom;
+    if (custom) custom.failedForward = -1;
+    try {
+      node = live.tape.engine.replayForward(row, this.inputs, live.tape.size);
+    } catch (error) {
+      // A custom rule refusing these inputs may be one of the branch the guards leave (a review:
+      // safeLog(-2) of the branch recorded at 2 threw, and the function never recorded again): a
+      // guard computed before it that comes out the other way is a branch change. (Custom nodes
+      // replay in the interpreter, so those guards' values are in the tape.)
+      node = flippedGuard(live, custom?.failedForward ?? -1);
+      if (node < 0) throw error;
+    }
+    if (node < 0) return live;
+    return this.onBranchChange(row, node);
   }
 
-  private onBranchChange(x: Float64Array): Recording {
+  private onBranchChange(x: Float64Array, flipped = -1): Recording {
     const rec = this.recording!;
     if (this.strict || !this.f) {
-      const node = rec.tape.engine.replayForward(x, this.inputs, rec.tape.size);
+      const node = flipped >= 0 ? flipped : rec.tape.engine.replayForward(x, this.inputs, rec.tape.size);
       // Back to inputs where the guards hold: the failed replay left x's values in the tape, and
       // toBytes() would write a tape that fromBytes rejects.
       rec.tape.engine.replayForward(this.guardedInputs!, this.inputs, rec.tape.size);
@@ -910,4 +927,15 @@ export function compile(f: CompilableFunction | VectorCompilableFunction, option
     compiled.record(options.at);
   }
   return compiled;
+}
+
+// The first guard before node `before` whose comparison, in the tape's values, comes out other
+// than recorded, or -1.
+function flippedGuard(rec: Recording, before: number): number {
+  const val = rec.tape.engine.views.val;
+  for (let k = 0; k < rec.guards.length; k++) {
+    const g = rec.guards[k]!;
+    if (g < before && val[g] !== rec.expected[k]) return g;
+  }
+  return -1;
 }

@@ -657,3 +657,31 @@ describe('rules are released with the nodes that use them', () => {
     expect(Number(out.trim())).toBeLessThanOrEqual(1);
   });
 });
+
+// A review: a replay computes the recorded branch's rules before it checks the guards, so a rule
+// refusing the inputs of the branch the guards leave (safeLog(−2) of the branch recorded at 2)
+// threw its error, and the function never recorded again. A guard computed before the rule that
+// comes out the other way is a branch change: the function records again (strict: throws
+// BranchChangedError), in single calls and row by row in batches.
+describe.each(BACKENDS)('a rule refusing the inputs of the branch a guard leaves (%s)', (backend) => {
+  const safeLog = defineFunction({
+    name: 'safeLog',
+    forward: (xs) => { if (!(xs[0]! > 0)) throw new RangeError(`safeLog: ${xs[0]} <= 0`); return Math.log(xs[0]!); },
+    vjp: (xs, _y, g) => [g / xs[0]!],
+  });
+  const body = (x: Var[]): Var => (x[0]!.gt(0).value ? safeLog(x[0]!) : safeLog(x[0]!.neg()));
+  it('records again there, or in strict mode throws BranchChangedError; a rule refusing with its guards holding still throws', () => {
+    const f = compile(body, { inputs: 1, backend });
+    expect([2, -2, 2, -3].map((x) => f.value([x]))).toEqual([Math.log(2), Math.log(2), Math.log(2), Math.log(3)]);
+    expect(f.rerecords).toBe(3); // at -2, 2 and -3
+    expect(Array.from(f.gradientBatch([2, -2, -4, 4], 4))).toEqual([0.5, -0.5, -0.25, 0.25]);
+    const strict = compile(body, { inputs: 1, backend, strict: true });
+    expect(strict.value([2])).toBe(Math.log(2));
+    expect(() => strict.value([-2])).toThrow(expect.objectContaining({ name: 'BranchChangedError' }));
+    expect(() => strict.gradientBatch([2, -2], 2)).toThrow(expect.objectContaining({ name: 'BranchChangedError' }));
+    const g = compile((x: Var[]) => safeLog(x[0]!), { inputs: 1, backend });
+    expect(g.value([2])).toBe(Math.log(2));
+    expect(() => g.value([-2])).toThrow('safeLog: -2 <= 0');
+    expect(g.rerecords).toBe(0);
+  });
+});
