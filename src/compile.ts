@@ -593,12 +593,13 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     while (row < rows) {
       const output = this.scalarNode(rec, what), to = Math.min(rows, row + step);
       let flipped = -1;
-      if (step === 1) rec.tape.engine.custom!.failedForward = -1;
+      const custom = this.customNodes ? rec.tape.engine.custom : null;
+      if (custom) custom.failedForward = -1;
       try {
         row = rec.tape.engine.gradientBatch(X, row, to, n, rec.tape.size, output, out, values);
       } catch (e) {
         // A rule of the branch a guard leaves at this row (see replayUnchecked).
-        if (step === 1) flipped = flippedGuard(rec, rec.tape.engine.custom?.failedForward ?? -1);
+        if (custom) flipped = flippedGuard(rec, custom.failedForward);
         if (flipped < 0) throw step === 1 ? atRow(e, what, this.rowBase + row) : e;
       }
       if (row === rows) break;
