@@ -164,6 +164,8 @@ function recordVector(tape: Tape, f: (x: never) => ScalarOutput | VectorOutput, 
     });
     return { inputs, n, scalarInput, output, m: y.length };
   }
+  // (Not "a Var or a number", which a function of several outputs read as all it may return: a probe.)
+  if (!(y instanceof Var) && typeof y !== 'number') throw new NotANumberError(`${where}: the function must return a Var, a number, a Vec or an array of Vars and numbers, got ${notAnOutput(y)}`);
   return { inputs, n, scalarInput, output: [asVar(tape, y, `${where}: the function`)], m: 1 };
 }
 

@@ -189,6 +189,8 @@ describe.each(BACKENDS)('transforms reject bad inputs with the documented errors
 
   it('a function that returns something other than a Var or a number throws NotANumberError', () => {
     expect(() => grad((() => 'y') as unknown as (x: Var) => Var, options)(1)).toThrow(/the function must return a Var or a number/);
+    // Where several outputs may come back, the message lists them all (a probe: "a Var or a number").
+    expect(() => jacobian((() => new Float64Array([1, 2])) as unknown as (x: Var[]) => Var[], [1], options)).toThrow(/^jacobian: the function must return a Var, a number, a Vec or an array of Vars and numbers, got an object \(Float64Array\)/);
     // An array where one scalar output is needed names the transform, and a Vec inside an array
     // says to return it on its own (both found by a new-user probe: NOT_A_NUMBER, "a scalar Var").
     expect(() => hvp(((x: Var[]) => [x[0]!, x[1]!]) as unknown as (x: Var[]) => Var, [1, 2], [1, 0], options)).toThrow(/^hvp: the function returned an array of 2; hvp needs one scalar output/);
