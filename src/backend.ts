@@ -33,6 +33,9 @@ export const DROPPED_ADJOINT = 2;
 export interface CustomHandler {
   /** The node whose forward rule threw last, or -1 (Tape.evaluate resets and reads it). */
   failedForward: number;
+  /** The node whose forward rule threw last, a refusal of the library's included (compiled
+   *  replays reset and read it), or -1. */
+  thrownAt: number;
   forward(i: number): void;
   reverse(i: number, g: number): void;
   tangent(i: number): void;

@@ -61,11 +61,14 @@ function stencil(
   for (let k = 0; k < x.length; k++) {
     if (typeof x[k] !== 'number') throw new NotANumberError(`${where}: entry ${k} of the point must be a number, got ${describe(x[k])}`);
   }
-  const point = Float64Array.from(x);
+  const point = Float64Array.from(x), given = new Float64Array(point.length);
   const out = new Float64Array(point.length);
   // What f returns is a number, or the stencil is no gradient (null read as 0, '4' as 4: a probe).
+  // f gets an array of its own each time, as the transforms give theirs (one that reordered the
+  // stencil's point moved every later step: a review).
   const value = (): number => {
-    const v: unknown = f(point);
+    given.set(point);
+    const v: unknown = f(given);
     if (typeof v !== 'number') throw new NotANumberError(`${where}: f must return a number, got ${describe(v)}`);
     return v;
   };

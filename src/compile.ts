@@ -594,12 +594,12 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       const output = this.scalarNode(rec, what), to = Math.min(rows, row + step);
       let flipped = -1;
       const custom = this.customNodes ? rec.tape.engine.custom : null;
-      if (custom) custom.failedForward = -1;
+      if (custom) custom.thrownAt = -1;
       try {
         row = rec.tape.engine.gradientBatch(X, row, to, n, rec.tape.size, output, out, values);
       } catch (e) {
         // A rule of the branch a guard leaves at this row (see replayUnchecked).
-        if (custom) flipped = flippedGuard(rec, custom.failedForward);
+        if (custom) flipped = flippedGuard(rec, custom.thrownAt);
         if (flipped < 0) throw step === 1 ? atRow(e, what, this.rowBase + row) : e;
       }
       if (row === rows) break;
@@ -644,7 +644,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const live = this.live(row);
     let node: number;
     const custom = live.tape.engine.custom;
-    if (custom) custom.failedForward = -1;
+    if (custom) custom.thrownAt = -1;
     try {
       node = live.tape.engine.replayForward(row, this.inputs, live.tape.size);
     } catch (error) {
@@ -652,7 +652,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       // safeLog(-2) of the branch recorded at 2 threw, and the function never recorded again): a
       // guard computed before it that comes out the other way is a branch change. (Custom nodes
       // replay in the interpreter, so those guards' values are in the tape.)
-      node = flippedGuard(live, custom?.failedForward ?? -1);
+      node = flippedGuard(live, custom?.thrownAt ?? -1);
       if (node < 0) throw error;
     }
     if (node < 0) return live;

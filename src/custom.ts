@@ -101,6 +101,7 @@ export class CustomNodes implements CustomHandler {
 
   /** The node whose rule's own failure stopped the last forward sweep (see Tape.evaluate), or -1. */
   failedForward = -1;
+  thrownAt = -1;
 
   // Nodes whose forward failed (their value NaN, as an invalid IEEE operation gives): their rules
   // are not asked for derivatives at a point the forward refused, and give NaN as such an
@@ -118,6 +119,7 @@ export class CustomNodes implements CustomHandler {
     } catch (error) {
       // The rule's own failure, for Tape.evaluate to go on past; a TapegradError is a refusal of
       // what the rule did to its tape, and leaves the node to compute at the next read.
+      this.thrownAt = i;
       if (!(error instanceof TapegradError)) this.fail(i);
       throw error;
     } finally {

@@ -679,6 +679,16 @@ describe.each(BACKENDS)('a rule refusing the inputs of the branch a guard leaves
     expect(strict.value([2])).toBe(Math.log(2));
     expect(() => strict.value([-2])).toThrow(expect.objectContaining({ name: 'BranchChangedError' }));
     expect(() => strict.gradientBatch([2, -2], 2)).toThrow(expect.objectContaining({ name: 'BranchChangedError' }));
+    // A rule refusing by a TapegradError of its own (one calling a strict compiled function) too
+    // (a review: only other errors counted).
+    const refusing = defineFunction({
+      name: 'refusing',
+      forward: (xs) => { if (!(xs[0]! > 0)) throw new TapegradError('INVALID_ARGUMENT', 'refusing refuses'); return Math.log(xs[0]!); },
+      vjp: (xs, _y, g) => [g / xs[0]!],
+    });
+    const h = compile((x: Var[]) => (x[0]!.gt(0).value ? refusing(x[0]!) : x[0]!.mul(2)), { inputs: 1, backend, at: [2] });
+    expect(h.value([-2])).toBe(-4);
+    expect(Array.from(h.gradientBatch([2, -2], 2))).toEqual([0.5, 2]);
     const g = compile((x: Var[]) => safeLog(x[0]!), { inputs: 1, backend });
     expect(g.value([2])).toBe(Math.log(2));
     expect(() => g.value([-2])).toThrow('safeLog: -2 <= 0');

@@ -4,7 +4,7 @@
 // the wasm (musl) and V8 transcendental functions and summation order.
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  NotANumberError, TapegradError, compile, createTape, grad, gradcheck, hessian, hvp, init, jacobian, jvp, normwiseError, valueAndGrad, vjp, type Var,
+  NotANumberError, TapegradError, compile, createTape, finiteDifferenceGradient, grad, gradcheck, hessian, hvp, init, jacobian, jvp, normwiseError, valueAndGrad, vjp, type Var,
 } from '../src/index.ts';
 import { BACKENDS, expectClose, rosenbrock } from './support.ts';
 import { pooledTapes, transformPool } from '../src/transforms.ts';
@@ -170,6 +170,9 @@ describe.each(BACKENDS)('f may reorder or write into the array it receives (%s)'
     const scaled = (x: Var[]): Var => { x[0] = x[0]!.mul(2); return x[0]!.mul(x[1]!.square()); }; // 2·x0·x1²
     expect(Array.from(grad(scaled, o)([2, 3]))).toEqual([18, 24]);
     expect(Array.from(grad((x: Var[]) => { const a = x.shift()!; x.push(a); return a.mul(x[0]!.square()); }, o)([2, 3]))).toEqual([9, 12]);
+    // finiteDifferenceGradient's f likewise (a review: it reordered the stencil's own point).
+    const fd = finiteDifferenceGradient((x: Float64Array) => { x.reverse(); return x[0]! + 2 * x[1]! + 3 * x[2]!; }, [1, 2, 3]);
+    Array.from(fd).forEach((g, k) => expect(g).toBeCloseTo([3, 2, 1][k]!, 8));
   });
 });
 
