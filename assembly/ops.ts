@@ -212,6 +212,12 @@ export function opArity(op: i32): i32 {
     if (x < 0) return NaN;
     if (x == 0) x = 0;
   }
+  // Past 2^53, z - 1 rounds to z, an even integer where z - 1 is odd: x^(z-1) had the wrong sign
+  // for x < 0 (a probe: +2^54 for (-1)^(2^54)); (z/x)·x^z keeps it.
+  if (z - 1 == z && isFinite(z) && x < 0 && x > -Infinity) {
+    const p = Math.pow(x, z);
+    return p == 0 || p == Infinity ? -(z * p) : z / x * p;
+  }
   const p = Math.pow(x, z - 1);
   // x^(z-1) overflows where z·x^(z-1) is finite (x = 1e-310, z = 1e-170: about 1e140): (z/x)·x^z.
   if (p == Infinity && x > 0) {
@@ -440,6 +446,13 @@ export let partialZ: f64 = 0;
       if (y == Infinity && (isFinite(x) || isFinite(z))) {
         partialZ = isFinite(z) ? z / y : Math.sign(z);
         return isFinite(x) ? x / y : Math.sign(x);
+      }
+      // A subnormal radius keeps few digits: in units of the operands scaled by 2^600 (exact), as
+      // x/y gave (1, 1) at (5e-324, 5e-324), a probe.
+      if (y < 2.2250738585072014e-308) {
+        const xs = x * 4.149515568880993e180, zs = z * 4.149515568880993e180, r = hypot(xs, zs);
+        partialZ = zs / r;
+        return xs / r;
       }
       partialZ = z / y;
       return x / y;

@@ -126,6 +126,12 @@ const choose = (first: boolean, second: boolean): [number, number] => (first ? [
 // overflows but the product does not (tiny x and z), (z / x)·x^z.
 function powBase(x: number, z: number): number {
   if (z !== Math.floor(z) && x < 0) return NaN;
+  // Past 2^53 z - 1 rounds to z, an even integer, where z - 1 is odd: x^(z-1) is -|x|^z / |x| for
+  // x < 0 (a probe found the gradient's sign wrong there, and this reference wrong alike).
+  if (z - 1 === z && Number.isFinite(z) && x < 0 && x > -Infinity) {
+    const m = Math.pow(-x, z);
+    return m === 0 || m === Infinity ? -z * m : (-z * m) / -x;
+  }
   const p = Math.pow(z !== Math.floor(z) && x === 0 ? 0 : x, z - 1);
   if (p === Infinity && x > 0 && Number.isFinite(z / x * Math.pow(x, z))) return z / x * Math.pow(x, z);
   return z * p;
@@ -160,6 +166,9 @@ const BINARY: Record<string, BinarySpec> = {
     partials: (x, z) => {
       const h = Math.hypot(x, z);
       if (h === Infinity && (Number.isFinite(x) || Number.isFinite(z))) return [Number.isFinite(x) ? x / h : Math.sign(x), Number.isFinite(z) ? z / h : Math.sign(z)];
+      // A subnormal radius keeps few digits: the partials of the operands scaled up exactly (a
+      // probe found (1, 1) at (5e-324, 5e-324), and this reference alike).
+      if (h !== 0 && h < 2 ** -1022) return [x * 2 ** 600 / Math.hypot(x * 2 ** 600, z * 2 ** 600), z * 2 ** 600 / Math.hypot(x * 2 ** 600, z * 2 ** 600)];
       return h === 0 ? [0, 0] : [x / h, z / h];
     },
   },

@@ -85,6 +85,24 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
     }
   });
 
+  // A probe: past 2^53 an exponent's c − 1 rounds to c, even where c − 1 is odd, so c·x^(c−1) had
+  // the wrong sign for x < 0; and hypot's partials divided by a subnormal radius ((1, 1) at
+  // (5e-324, 5e-324)). Tape, compiled (generated and interpreted) alike.
+  it('pow past 2^53 keeps the sign of its gradient, and hypot its partials at subnormal radii', () => {
+    const cases: [(v: Var[]) => Var, number[], number[]][] = [
+      [(v) => v[0]!.pow(2 ** 54), [-1], [-(2 ** 54)]],
+      [(v) => v[0]!.pow(v[1]!), [-1, 2 ** 54], [-(2 ** 54), NaN]],
+      [(v) => v[0]!.pow(2 ** 53), [-1], [-(2 ** 53)]],
+      [(v) => v[0]!.hypot(v[1]!), [5e-324, 5e-324], [Math.SQRT1_2, Math.SQRT1_2]],
+      [(v) => v[0]!.hypot(v[1]!), [3e-320, -4e-320], [0.6, -0.8]],
+    ];
+    for (const [f, x, want] of cases) {
+      const got = [Array.from(grad(f, { backend })(x))];
+      for (const codegen of [true, false]) got.push(Array.from(compile(f, { inputs: x.length, backend, codegen, at: x }).gradient(x)));
+      for (const g of got) g.forEach((v, k) => (Number.isNaN(want[k]!) ? expect(v).toBeNaN() : expect(v, `${x} ${k}`).toBeCloseTo(want[k]!, 12)));
+    }
+  });
+
   // The second-order formulas of atan, asinh and acosh divide by a power of 1 + x^2, which
   // overflows far out (Infinity / Infinity), and log Phi's at -Infinity multiplied Infinity by -0.
   it('where the gradient is finite so is the second derivative: its limit far out and at ±Infinity', () => {

@@ -34,6 +34,10 @@ function powBaseDerivative(x: number, z: number): number {
     if (x < 0) return NaN;
     if (x === 0) x = 0;
   }
+  if (z - 1 === z && Number.isFinite(z) && x < 0 && x > -Infinity) {
+    const p = Math.pow(x, z);
+    return p === 0 || p === Infinity ? -(z * p) : z / x * p;
+  }
   const p = Math.pow(x, z - 1);
   if (p === Infinity && x > 0) {
     const r = z / x * Math.pow(x, z);
@@ -224,6 +228,11 @@ function partialsOf(op: number): void {
       if (y === Infinity && (Number.isFinite(x) || Number.isFinite(z))) {
         partialZ[0] = Number.isFinite(z) ? z / y : Math.sign(z);
         { result = Number.isFinite(x) ? x / y : Math.sign(x); break; }
+      }
+      if (y < 2.2250738585072014e-308) {
+        const xs = x * 4.149515568880993e180, zs = z * 4.149515568880993e180, r = Math.hypot(xs, zs);
+        partialZ[0] = zs / r;
+        { result = xs / r; break; }
       }
       partialZ[0] = z / y;
       { result = x / y; break; }
