@@ -508,8 +508,10 @@ export let partialZTangent: f64 = 0;
       // y/x as x^(z-1): y over- or underflows where the mixed term is finite (at (1e155, 2) it
       // was Infinity against the other order's 7.1e157; at (1e-300, 2) 7e-4 off).
       const xz1 = z == 0 ? 1 / x : Math.pow(x, z - 1);
-      partialZTangent = (ty == 0 ? 0 : ty * Math.log(x)) + (tx == 0 ? 0 : tx * xz1);
-      if (z == 0) return tz == 0 ? 0 : tz / x;
+      // Below 0 the partial in z, y·ln x, is NaN, and so is each second partial with z in it, also
+      // where its terms alone are finite (at z = 0: tx/x and tz/x, a probe).
+      partialZTangent = x < 0 && (tx != 0 || tz != 0) ? NaN : (ty == 0 ? 0 : ty * Math.log(x)) + (tx == 0 ? 0 : tx * xz1);
+      if (z == 0) return tz == 0 ? 0 : x < 0 ? NaN : tz / x;
       // The mixed term x^(z-1)(1 + z ln x) is 0 where the power is (x = Infinity, z < 1: 0·∞ gave
       // NaN against the other order's 0, a probe), as at x = 0.
       // As a sum, the other order's terms (so the two agree bit for bit), but factored where the

@@ -88,6 +88,18 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
   // A probe: past 2^53 an exponent's c − 1 rounds to c, even where c − 1 is odd, so c·x^(c−1) had
   // the wrong sign for x < 0; and hypot's partials divided by a subnormal radius ((1, 1) at
   // (5e-324, 5e-324)). Tape, compiled (generated and interpreted) alike.
+  // A probe: at x < 0 the partial in c is NaN, but the mixed second partial at c = 0 came out
+  // -0.5 (tx/x and tz/x alone are finite) in both orders.
+  it('pow below 0: every second partial with the exponent in it is NaN, as its first partial is', () => {
+    for (const [x, c] of [[-2, 0], [-2, 2], [-0.5, -3]]) {
+      const f = (v: Var[]): Var => v[0]!.pow(v[1]!);
+      expect(grad(f, { backend })([x, c])[1]).toBeNaN();
+      const h = hessian(f, [x, c], { backend }).data;
+      expect([h[1], h[2], h[3]].every(Number.isNaN), `${x}, ${c}: [${Array.from(h)}]`).toBe(true);
+      expect(h[0]).toBeCloseTo(c * (c - 1) * x ** (c - 2), 12);
+    }
+  });
+
   it('pow past 2^53 keeps the sign of its gradient, and hypot its partials at subnormal radii', () => {
     const cases: [(v: Var[]) => Var, number[], number[]][] = [
       [(v) => v[0]!.pow(2 ** 54), [-1], [-(2 ** 54)]],
