@@ -212,9 +212,10 @@ export function opArity(op: i32): i32 {
     if (x < 0) return NaN;
     if (x == 0) x = 0;
   }
-  // Past 2^53, z - 1 rounds to z, an even integer where z - 1 is odd: x^(z-1) had the wrong sign
-  // for x < 0 (a probe: +2^54 for (-1)^(2^54)); (z/x)·x^z keeps it.
-  if (z - 1 == z && isFinite(z) && x < 0 && x > -Infinity) {
+  // From 2^53 every double is an even integer and z - 1 odd, but z - 1 rounds to an even one: x^(z-1)
+  // had the wrong sign for x < 0 (a probe: +2^54 for (-1)^(2^54); a review: 2^53 + 2 too); (z/x)·x^z
+  // keeps it.
+  if (Math.abs(z) >= 9007199254740992 && isFinite(z) && x < 0 && x > -Infinity) {
     const p = Math.pow(x, z);
     return p == 0 || p == Infinity ? -(z * p) : z / x * p;
   }
@@ -238,6 +239,9 @@ export function opArity(op: i32): i32 {
 @inline function powSecondDerivative(x: f64, z: f64): f64 {
   // (x = NaN took the x^(z-2) form, 2 for z = 2 under a NaN gradient: a review.)
   if (x != x || (x < 0 && z != Math.floor(z))) return NaN;
+  // From 2^53 z - 2 is even, and z - 1 rounds to an even integer: the value at |x| (the z < 2 form
+  // had the wrong sign for -1 < x < 0, a review).
+  if (x < 0 && Math.abs(z) >= 9007199254740992) x = -x;
   return x != 0 && Math.abs(x) < 1 && z < 2 ? z * ((z - 1) * Math.pow(x, z - 1)) / x : z * ((z - 1) * Math.pow(x, z - 2));
 }
 
@@ -517,7 +521,7 @@ export let partialZTangent: f64 = 0;
       // As a sum, the other order's terms (so the two agree bit for bit), but factored where the
       // sum is ∞ − ∞ (x^(z-1) overflowing: x = 1e-310, z = 1e-8, NaN against the other order's
       // +Infinity, a probe); NaN, as the x-partial z·x^(z-1) = ∞·0 is, where z is infinite.
-      const mixed = xz1 == 0 && isFinite(z) ? 0 : xz1 + z * xz1 * Math.log(x);
+      const mixed = x < 0 ? NaN : xz1 == 0 && isFinite(z) ? 0 : xz1 + z * xz1 * Math.log(x);
       return (tz == 0 ? 0 : tz * (mixed == mixed ? mixed : xz1 * (1 + z * Math.log(x)))) + (tx == 0 || z == 1 ? 0 : tx * powSecondDerivative(x, z));
     }
     // z(z-1)x^(z-2) (see powSecondDerivative); z(z-1) before a zero power gave ∞·0 (z = 1e155 at

@@ -126,9 +126,9 @@ const choose = (first: boolean, second: boolean): [number, number] => (first ? [
 // overflows but the product does not (tiny x and z), (z / x)·x^z.
 function powBase(x: number, z: number): number {
   if (z !== Math.floor(z) && x < 0) return NaN;
-  // Past 2^53 z - 1 rounds to z, an even integer, where z - 1 is odd: x^(z-1) is -|x|^z / |x| for
-  // x < 0 (a probe found the gradient's sign wrong there, and this reference wrong alike).
-  if (z - 1 === z && Number.isFinite(z) && x < 0 && x > -Infinity) {
+  // From 2^53 z is an even integer and z - 1 odd, but z - 1 rounds to an even one: x^(z-1) is
+  // -|x|^z / |x| for x < 0 (a probe found the gradient's sign wrong there, and this reference wrong alike).
+  if (Math.abs(z) >= 2 ** 53 && Number.isFinite(z) && x < 0 && x > -Infinity) {
     const m = Math.pow(-x, z);
     return m === 0 || m === Infinity ? -z * m : (-z * m) / -x;
   }

@@ -98,6 +98,14 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
       expect([h[1], h[2], h[3]].every(Number.isNaN), `${x}, ${c}: [${Array.from(h)}]`).toBe(true);
       expect(h[0]).toBeCloseTo(c * (c - 1) * x ** (c - 2), 12);
     }
+    // Symmetric where x^(c-1) underflows too (one order was 0, the other NaN: a review).
+    for (const p of [[-1e-300, 3], [-2, -(2 ** 52)]]) {
+      const h = hessian((v: Var[]) => v[0]!.pow(v[1]!), p, { backend }).data;
+      expect([h[1], h[2], h[3]].every(Number.isNaN), `${p}: [${Array.from(h)}]`).toBe(true);
+    }
+    // From 2^53, c - 2 is even: the second derivative in x at -1 < x < 0 is positive (a review).
+    const second = hvp((v: Var[]) => v[0]!.pow(-(2 ** 53)), [-(1 - 2 ** -53)], [1], { backend })[0]!;
+    expect(second / 2.2053322185187834e32).toBeCloseTo(1, 12);
   });
 
   it('pow past 2^53 keeps the sign of its gradient, and hypot its partials at subnormal radii', () => {
@@ -105,6 +113,9 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
       [(v) => v[0]!.pow(2 ** 54), [-1], [-(2 ** 54)]],
       [(v) => v[0]!.pow(v[1]!), [-1, 2 ** 54], [-(2 ** 54), NaN]],
       [(v) => v[0]!.pow(2 ** 53), [-1], [-(2 ** 53)]],
+      // 2^53 + 2: z - 1 is a tie that rounds down to an even integer (a review).
+      [(v) => v[0]!.pow(2 ** 53 + 2), [-1], [-(2 ** 53 + 2)]],
+      [(v) => v[0]!.pow(-(2 ** 53 + 2)), [-1], [2 ** 53 + 2]],
       [(v) => v[0]!.hypot(v[1]!), [5e-324, 5e-324], [Math.SQRT1_2, Math.SQRT1_2]],
       [(v) => v[0]!.hypot(v[1]!), [3e-320, -4e-320], [0.6, -0.8]],
     ];

@@ -34,7 +34,7 @@ function powBaseDerivative(x: number, z: number): number {
     if (x < 0) return NaN;
     if (x === 0) x = 0;
   }
-  if (z - 1 === z && Number.isFinite(z) && x < 0 && x > -Infinity) {
+  if (Math.abs(z) >= 9007199254740992 && Number.isFinite(z) && x < 0 && x > -Infinity) {
     const p = Math.pow(x, z);
     return p === 0 || p === Infinity ? -(z * p) : z / x * p;
   }
@@ -49,6 +49,7 @@ function powBaseDerivative(x: number, z: number): number {
 // z(z-1)x^(z-2), as powSecondDerivative in assembly/ops.ts.
 function powSecondDerivative(x: number, z: number): number {
   if (x !== x || (x < 0 && z !== Math.floor(z))) return NaN;
+  if (x < 0 && Math.abs(z) >= 9007199254740992) x = -x; // see the core
   return x !== 0 && Math.abs(x) < 1 && z < 2 ? z * ((z - 1) * Math.pow(x, z - 1)) / x : z * ((z - 1) * Math.pow(x, z - 2));
 }
 
@@ -295,7 +296,7 @@ function partialsTangentOf(op: number): void {
       const xz1 = z === 0 ? 1 / x : Math.pow(x, z - 1);
       partialZTangent[0] = x < 0 && (tx !== 0 || tz !== 0) ? NaN : (ty === 0 ? 0 : ty * Math.log(x)) + (tx === 0 ? 0 : tx * xz1);
       if (z === 0) { result = tz === 0 ? 0 : x < 0 ? NaN : tz / x; break; }
-      const mixed = xz1 === 0 && Number.isFinite(z) ? 0 : xz1 + z * xz1 * Math.log(x);
+      const mixed = x < 0 ? NaN : xz1 === 0 && Number.isFinite(z) ? 0 : xz1 + z * xz1 * Math.log(x);
       { result = (tz === 0 ? 0 : tz * (mixed === mixed ? mixed : xz1 * (1 + z * Math.log(x)))) + (tx === 0 || z === 1 ? 0 : tx * powSecondDerivative(x, z)); break; }
     }
     // See powConst in assembly/ops.ts.
