@@ -593,8 +593,11 @@ export let partialZTangent: f64 = 0;
       const far = y == Infinity && (isFinite(x) || isFinite(z));
       const u = far && !isFinite(x) ? Math.sign(x) : x / y, w = far && !isFinite(z) ? Math.sign(z) : z / y;
       if (y < 2.2250738585072014e-308) {
-        partialZTangent = u * (u * tz - w * tx) / y;
-        return w * (w * tx - u * tz) / y;
+        // A subnormal y keeps few digits: the unit vector and 1/y from the operands scaled by 2^600
+        // (exact), as the first partials (a read-through: u = x/y was 7e-5 off at (3e-320, 4e-320)).
+        const xs = x * 4.149515568880993e180, zs = z * 4.149515568880993e180, r = hypot(xs, zs), us = xs / r, ws = zs / r;
+        partialZTangent = us * (us * tz - ws * tx) * 4.149515568880993e180 / r;
+        return ws * (ws * tx - us * tz) * 4.149515568880993e180 / r;
       }
       partialZTangent = u * ((u * tz - w * tx) / y);
       return w * ((w * tx - u * tz) / y);

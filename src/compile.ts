@@ -11,7 +11,7 @@ import { toBytes } from './serialize.ts';
 import { TANGENT_BYTES, Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
 import { MODULE_CACHE_SIZE, WasmBackend, type GeneratedSweeps, type ShippedSweeps } from './wasm/backend.ts';
-import type { RuntimeVector } from './transforms.ts';
+import { transformPool, type RuntimeVector } from './transforms.ts';
 
 /** What a compiled function may return: a Var or number, a Vec, or an array of them (Vecs
  *  flattened in order). */
@@ -681,7 +681,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     this.recording = null;
     // Not the peak of a large recording that failed, which the next may not need (a probe: 400 MB
     // kept by a function then holding 10 nodes); the transforms' pool draws the same line.
-    this.spareTape = tape.memoryBytes <= 64 * 2 ** 20 ? tape : null;
+    this.spareTape = tape.memoryBytes <= transformPool.bytes ? tape : null;
     this.gaveUp = true;
   }
 

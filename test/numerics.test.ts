@@ -124,6 +124,11 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
       for (const codegen of [true, false]) got.push(Array.from(compile(f, { inputs: x.length, backend, codegen, at: x }).gradient(x)));
       for (const g of got) g.forEach((v, k) => (Number.isNaN(want[k]!) ? expect(v).toBeNaN() : expect(v, `${x} ${k}`).toBeCloseTo(want[k]!, 12)));
     }
+    // Its second partials too (a read-through: the unit vector from a subnormal radius was 7e-5 off).
+    // (mpmath at 50 digits: w²/r and −u·w/r along 1e-20, at the doubles nearest these decimals.)
+    const h = hvp((v: Var[]) => v[0]!.hypot(v[1]!), [6.55111e-318, 1.64746e-319], [1e-20, 0], { backend });
+    expect(h[0]! / 9.644387463303526e293).toBeCloseTo(1, 12);
+    expect(h[1]! / -3.835076430185779e295).toBeCloseTo(1, 12);
   });
 
   // The second-order formulas of atan, asinh and acosh divide by a power of 1 + x^2, which

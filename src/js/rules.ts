@@ -358,8 +358,9 @@ function partialsTangentOf(op: number): void {
       const far = y === Infinity && (Number.isFinite(x) || Number.isFinite(z));
       const u = far && !Number.isFinite(x) ? Math.sign(x) : x / y, w = far && !Number.isFinite(z) ? Math.sign(z) : z / y;
       if (y < 2.2250738585072014e-308) {
-        partialZTangent[0] = u * (u * tz - w * tx) / y;
-        { result = w * (w * tx - u * tz) / y; break; }
+        const xs = x * 4.149515568880993e180, zs = z * 4.149515568880993e180, r = Math.hypot(xs, zs), us = xs / r, ws = zs / r;
+        partialZTangent[0] = us * (us * tz - ws * tx) * 4.149515568880993e180 / r;
+        { result = ws * (ws * tx - us * tz) * 4.149515568880993e180 / r; break; }
       }
       partialZTangent[0] = u * ((u * tz - w * tx) / y);
       { result = w * ((w * tx - u * tz) / y); break; }

@@ -117,7 +117,7 @@ export function normCdf(x: number): number {
     // The rounding of u taken back by Φ' here too (see the core).
     // Taken back inside erfc's sum, before its last roundings (subtracted from the rounded Φ,
     // consecutive doubles gave values 1 ulp apart the wrong way round: a review).
-    const y = erfSmall(u), back = 1.1283791670955126 * expMinusSmall(u * u) * roundingOfU(x, u);
+    const y = erfSmall(u), back = TWO_OVER_SQRTPI * expMinusSmall(u * u) * roundingOfU(x, u);
     if (u < 0.25) return 0.5 * (1.0 - (u + (u * y + back)));
     return 0.5 * (0.5 - ((u * y + back) + (u - 0.5)));
   }

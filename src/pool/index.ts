@@ -505,12 +505,12 @@ export class PooledFunction {
   }
 }
 
-// Entries [from, from + length) of x into `into`, each a number (toFloat64's check and message,
-// with the caller's index).
 function closedError(): TapegradError {
   return new TapegradError('INVALID_ARGUMENT', 'this pool is closed');
 }
 
+// Each of x's first `length` entries a number (toFloat64's check and message): a call in pieces
+// checks them all before its first piece.
 function checkNumbers(x: ArrayLike<number>, length: number, what: string): void {
   if (x instanceof Float64Array) return;
   for (let k = 0; k < length; k++) {
@@ -518,6 +518,8 @@ function checkNumbers(x: ArrayLike<number>, length: number, what: string): void 
   }
 }
 
+// Entries [from, from + length) of x into `into`, each a number (toFloat64's check and message,
+// with the caller's index: the caller may change x while the pieces run).
 function copyRows(x: ArrayLike<number>, from: number, length: number, into: Float64Array, what: string): Float64Array {
   if (x instanceof Float64Array) {
     into.set(x.subarray(from, from + length));
