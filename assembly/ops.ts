@@ -509,19 +509,24 @@ export let partialZTangent: f64 = 0;
         partialZTangent = tx == 0 ? 0 : tx * mixed;
         return (tz == 0 ? 0 : tz * mixed) + (tx == 0 || z == 1 ? 0 : tx * (z * ((z - 1) * Math.pow(x, z - 2))));
       }
+      // Below 0 the partial in z, y·ln x, is NaN, and so is each second partial with z in it, also
+      // where its terms alone are finite (at z = 0: tx/x and tz/x, a probe; where x^(z-1)
+      // underflows, one order gave 0: a review).
+      if (x < 0) {
+        partialZTangent = tx != 0 || tz != 0 ? NaN : 0;
+        return (tz == 0 ? 0 : NaN) + (tx == 0 || z == 0 || z == 1 ? 0 : tx * powSecondDerivative(x, z));
+      }
       // y/x as x^(z-1): y over- or underflows where the mixed term is finite (at (1e155, 2) it
       // was Infinity against the other order's 7.1e157; at (1e-300, 2) 7e-4 off).
       const xz1 = z == 0 ? 1 / x : Math.pow(x, z - 1);
-      // Below 0 the partial in z, y·ln x, is NaN, and so is each second partial with z in it, also
-      // where its terms alone are finite (at z = 0: tx/x and tz/x, a probe).
-      partialZTangent = x < 0 && (tx != 0 || tz != 0) ? NaN : (ty == 0 ? 0 : ty * Math.log(x)) + (tx == 0 ? 0 : tx * xz1);
-      if (z == 0) return tz == 0 ? 0 : x < 0 ? NaN : tz / x;
+      partialZTangent = (ty == 0 ? 0 : ty * Math.log(x)) + (tx == 0 ? 0 : tx * xz1);
+      if (z == 0) return tz == 0 ? 0 : tz / x;
       // The mixed term x^(z-1)(1 + z ln x) is 0 where the power is (x = Infinity, z < 1: 0·∞ gave
       // NaN against the other order's 0, a probe), as at x = 0.
       // As a sum, the other order's terms (so the two agree bit for bit), but factored where the
       // sum is ∞ − ∞ (x^(z-1) overflowing: x = 1e-310, z = 1e-8, NaN against the other order's
       // +Infinity, a probe); NaN, as the x-partial z·x^(z-1) = ∞·0 is, where z is infinite.
-      const mixed = x < 0 ? NaN : xz1 == 0 && isFinite(z) ? 0 : xz1 + z * xz1 * Math.log(x);
+      const mixed = xz1 == 0 && isFinite(z) ? 0 : xz1 + z * xz1 * Math.log(x);
       return (tz == 0 ? 0 : tz * (mixed == mixed ? mixed : xz1 * (1 + z * Math.log(x)))) + (tx == 0 || z == 1 ? 0 : tx * powSecondDerivative(x, z));
     }
     // z(z-1)x^(z-2) (see powSecondDerivative); z(z-1) before a zero power gave ∞·0 (z = 1e155 at

@@ -168,16 +168,21 @@
 // e^(−t) for t = u² in [0, 0.72), to about 3e-6, as expMinusNearOne (below) on its range.
 // @ts-ignore: decorator
 @inline function expMinusSmall(t: f64): f64 {
-  const d = t - 0.356;
-  return 0.7004726202352524 * (1.0 - d * (1.0 - d * (0.5 - d * (1.0 / 6.0 - d * (1.0 / 24.0 - d / 120.0)))));
+  return expMinusAround(t, 0.356, 0.7004726202352524);
 }
 
 // e^(−t) for t = u² in [0.71, 1.57], to about 1e-5: the weight of that rounding error, which needs
 // no more (a polynomial, so both engines compute it alike, bit for bit).
 // @ts-ignore: decorator
 @inline function expMinusNearOne(t: f64): f64 {
-  const d = t - 1.137;
-  return 0.3207799195076166 * (1.0 - d * (1.0 - d * (0.5 - d * (1.0 / 6.0 - d * (1.0 / 24.0 - d / 120.0)))));
+  return expMinusAround(t, 1.137, 0.3207799195076166);
+}
+
+// e^(−t) as e^(−c)·e^(−(t − c)), the second factor by its Taylor polynomial of degree 5.
+// @ts-ignore: decorator
+@inline function expMinusAround(t: f64, c: f64, expMinusC: f64): f64 {
+  const d = t - c;
+  return expMinusC * (1.0 - d * (1.0 - d * (0.5 - d * (1.0 / 6.0 - d * (1.0 / 24.0 - d / 120.0)))));
 }
 
 /** log Φ(x), in the log domain in the left tail (no underflow: -x²/2 - log(-x) - ...). */

@@ -292,11 +292,16 @@ function partialsTangentOf(op: number): void {
         partialZTangent[0] = tx === 0 ? 0 : tx * mixed;
         { result = (tz === 0 ? 0 : tz * mixed) + (tx === 0 || z === 1 ? 0 : tx * (z * ((z - 1) * Math.pow(x, z - 2)))); break; }
       }
+      // Below 0 every second partial with z in it NaN, as the partial in z (see the core).
+      if (x < 0) {
+        partialZTangent[0] = tx !== 0 || tz !== 0 ? NaN : 0;
+        { result = (tz === 0 ? 0 : NaN) + (tx === 0 || z === 0 || z === 1 ? 0 : tx * powSecondDerivative(x, z)); break; }
+      }
       // y/x as x^(z-1) (see the core).
       const xz1 = z === 0 ? 1 / x : Math.pow(x, z - 1);
-      partialZTangent[0] = x < 0 && (tx !== 0 || tz !== 0) ? NaN : (ty === 0 ? 0 : ty * Math.log(x)) + (tx === 0 ? 0 : tx * xz1);
-      if (z === 0) { result = tz === 0 ? 0 : x < 0 ? NaN : tz / x; break; }
-      const mixed = x < 0 ? NaN : xz1 === 0 && Number.isFinite(z) ? 0 : xz1 + z * xz1 * Math.log(x);
+      partialZTangent[0] = (ty === 0 ? 0 : ty * Math.log(x)) + (tx === 0 ? 0 : tx * xz1);
+      if (z === 0) { result = tz === 0 ? 0 : tz / x; break; }
+      const mixed = xz1 === 0 && Number.isFinite(z) ? 0 : xz1 + z * xz1 * Math.log(x);
       { result = (tz === 0 ? 0 : tz * (mixed === mixed ? mixed : xz1 * (1 + z * Math.log(x)))) + (tx === 0 || z === 1 ? 0 : tx * powSecondDerivative(x, z)); break; }
     }
     // See powConst in assembly/ops.ts.
