@@ -1344,7 +1344,7 @@ export class Tape {
   /** @internal Records a vector node of n elements: `carriers` (pairs of integers: arg or vparam
    *  nodes, in order) then its vmeta node, then the node. All or nothing: room for the nodes and
    *  the elements is made before anything is written. Returns the node index. */
-  recordVector(op: number, ia: number, ib: number, n: number, carrierOps: readonly number[] = [], carriers: readonly number[] = []): number {
+  recordVector(op: number, ia: number, ib: number, n: number, carrierOps: readonly number[] = NO_CARRIERS, carriers: readonly number[] = NO_CARRIERS): number {
     this.reserveNodes(carrierOps.length + 2);
     const off = this.allocateElements(n, carrierOps.length + 2);
     this.vectorNodes = true;
@@ -1423,8 +1423,9 @@ export class Tape {
     // Before the regions grow, as grow() refuses the nodes after (a refused op grew them: a review).
     if (this.closedBecause !== null) throw new TapegradError('INVALID_ARGUMENT', this.closedBecause);
     const needed = this.elements + n;
-    const elementBytes = this.engine.elementBytes();
-    if (needed * elementBytes + (this.count + nodes) * this.engine.nodeBytes() > this.maxMemoryBytes) {
+    // Without a limit, no call into the core for the sizes (every vector op comes here).
+    if (this.maxMemoryBytes !== Infinity && needed * this.engine.elementBytes() + (this.count + nodes) * this.engine.nodeBytes() > this.maxMemoryBytes) {
+      const elementBytes = this.engine.elementBytes();
       throw new CapacityError(
         `tape is full: ${n} more elements (${elementBytes} bytes each) with ${this.elements} elements and ${this.count} nodes recorded exceed maxMemoryBytes = ${this.maxMemoryBytes}; call tape.reset() to reuse it`,
         this.maxMemoryBytes,
@@ -1436,7 +1437,7 @@ export class Tape {
       throw new CapacityError(`tape is full: ${n} more elements with ${this.elements} recorded pass the ${2 ** 31 - 8} a tape holds; call tape.reset() to reuse it`, 2 ** 31 - 8);
     }
     if (needed > this.engine.elementCapacity) {
-      const limit = Math.min(2 ** 31 - 8, Math.floor(this.maxMemoryBytes / elementBytes));
+      const limit = Math.min(2 ** 31 - 8, Math.floor(this.maxMemoryBytes / this.engine.elementBytes()));
       const ok = this.engine.reserveElements(needed, this.elements, Math.ceil(limit / 8) * 8);
       this.cacheViews();
       if (!ok) {
@@ -1641,6 +1642,9 @@ export function opArity(name: OpName | VectorOpName): number {
 
 // The engines a tape was made over.
 const ownedEngines = new WeakSet<Backend>();
+
+// A vector node without carriers (a `[]` default made two arrays a call).
+const NO_CARRIERS: readonly number[] = Object.freeze([]);
 
 export class Var {
   // Declared, not class fields: a class with fields runs an initializer check in its constructor,
