@@ -266,7 +266,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   value(x: ArrayLike<number>, out: Float64Array): Float64Array;
   value(x: ArrayLike<number>, out?: Float64Array): V | Float64Array;
   value(x: ArrayLike<number>, out?: Float64Array): number | Float64Array {
-    const rec = this.replay(x);
+    const rec = this.replay(x, 'value');
     const { val, xval } = rec.tape.engine.views;
     // Loaded from bytes that do not say (an array of one does), one scalar output is a number.
     const scalar = this.scalarOutput ?? (rec.outputs.length === 1 && rec.outputs[0]! >= 0);
@@ -280,14 +280,14 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** Gradient of a scalar function at x (forward replay + reverse sweep in one engine call). */
   gradient(x: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): Float64Array {
     checkOut(out, this.inputs, 'gradient: out');
-    this.gradientRows(this.toRow(x), 1, out, null, 'gradient');
+    this.gradientRows(this.toRow(x, 'gradient'), 1, out, null, 'gradient');
     return out;
   }
 
   /** [f(x), gradient]; the gradient is `out` when given. */
   valueAndGradient(x: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): [number, Float64Array] {
     checkOut(out, this.inputs, 'valueAndGradient: out');
-    this.gradientRows(this.toRow(x), 1, out, null, 'valueAndGradient');
+    this.gradientRows(this.toRow(x, 'valueAndGradient'), 1, out, null, 'valueAndGradient');
     const rec = this.recording!;
     return [rec.tape.engine.views.val[rec.outputs[0]!]!, out];
   }
@@ -309,7 +309,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     let r = 0;
     try {
       for (; r < rows; r++) {
-        const rec = this.replay(rows === 1 && X.length === n ? X : X.subarray(r * n, (r + 1) * n));
+        const rec = this.replay(rows === 1 && X.length === n ? X : X.subarray(r * n, (r + 1) * n), what);
         const engine = rec.tape.engine, top = this.scalarNode(rec, what);
         if (values) values[r] = engine.views.val[top]!;
         engine.clearAdjoints(rec.tape.size, false);
@@ -361,7 +361,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   // that row's, as a later row's are.
   private outputsNow(xs: Float64Array, rows: number, what: string): number {
     try {
-      if (rows > 0 && (!this.recording || this.recording.guards.length > 0)) this.replay(xs.subarray(0, this.inputs));
+      if (rows > 0 && (!this.recording || this.recording.guards.length > 0)) this.replay(xs.subarray(0, this.inputs), what);
     } catch (e) {
       throw atRow(e, what, this.rowBase);
     }
@@ -432,8 +432,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   /** vᵀJ at x for a vector function (one replay, one reverse sweep). */
   vjp(x: ArrayLike<number>, v: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): Float64Array {
-    const rec = this.replay(x);
-    checkEntries(v, rec.outputs.length, 'cotangent');
+    const rec = this.replay(x, 'vjp');
+    checkEntries(v, rec.outputs.length, 'vjp: the cotangent');
     const engine = rec.tape.engine;
     engine.clearAdjoints(rec.tape.size, false);
     const { adj, xadj } = engine.views;
@@ -475,8 +475,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   /** J·t at x (one replay, one tangent sweep). */
   jvp(x: ArrayLike<number>, t: ArrayLike<number>, out?: Float64Array): Float64Array {
-    const rec = this.forwardTangent(x, t) ?? this.replay(x);
-    const tan = rec === this.fused ? rec.tape.engine.views.tan! : this.seedTangents(rec, t, rec.outputs);
+    const rec = this.forwardTangent(x, t, 'jvp') ?? this.replay(x, 'jvp');
+    const tan = rec === this.fused ? rec.tape.engine.views.tan! : this.seedTangents(rec, t, rec.outputs, 'jvp');
     if (this.checkNaN) rec.tape.assertFiniteTangents(0, rec.tape.size, true, rec.outputs);
     const xtan = rec.tape.engine.views.xtan!;
     if (out !== undefined) checkOut(out, rec.outputs.length, 'jvp: out');
@@ -495,12 +495,12 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   // `what`: the call its errors name (hvpBatch's rows said 'hvp needs...': a probe).
   private hvpAt(x: ArrayLike<number>, v: ArrayLike<number>, out: Float64Array, what: string): Float64Array {
-    const rec = this.forwardTangent(x, v) ?? this.replay(x);
+    const rec = this.forwardTangent(x, v, what) ?? this.replay(x, what);
     const top = this.scalarNode(rec, what);
     this.topTarget[0] = top;
     if (rec === this.fused) (rec.tape.engine as WasmBackend).reverseTangentFused(top, 1, rec.tape.size, this.inputs);
     else {
-      this.seedTangents(rec, v, this.topTarget);
+      this.seedTangents(rec, v, this.topTarget, what);
       rec.tape.engine.reverseTangentReplay(top, 1, rec.tape.size);
     }
     if (this.checkNaN) {
@@ -523,22 +523,22 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   // at x along t in one generated sweep: the recording, or null where that does not apply (no
   // generated sweeps, a vector input, checkNaN, which checks the replayed values on their own) or
   // a guard failed (the general path then records again at x).
-  private forwardTangent(x: ArrayLike<number>, t: ArrayLike<number>): Recording | null {
+  private forwardTangent(x: ArrayLike<number>, t: ArrayLike<number>, what: string): Recording | null {
     this.fused = null;
     const live = this.recording;
     live?.tape.refuseInsideRule('cannot replay the compiled function it belongs to');
     const engine = live?.tape.engine;
     if (!live || live.tape.size === 0 || live.vectorInput || this.checkNaN || !(engine instanceof WasmBackend) || !engine.forwardTangentReady()) return null;
-    const row = this.toRow(x);
-    checkEntries(t, this.inputs, 'tangent');
+    const row = this.toRow(x, what);
+    checkEntries(t, this.inputs, direction(what));
     live.tape.ensureTangents();
     if (engine.replayForwardTangent(row, t, this.inputs) >= 0) return null;
     return (this.fused = live);
   }
 
   // `targets`: the nodes whose tangents (jvp) or second-order results (hvp) the caller reads.
-  private seedTangents(rec: Recording, t: ArrayLike<number>, targets: ArrayLike<number>): Float64Array {
-    checkEntries(t, this.inputs, 'tangent');
+  private seedTangents(rec: Recording, t: ArrayLike<number>, targets: ArrayLike<number>, what: string): Float64Array {
+    checkEntries(t, this.inputs, direction(what));
     const tan = rec.tape.ensureTangents();
     const engine = rec.tape.engine;
     if (!(engine instanceof WasmBackend && engine.tangentSweepsGenerated())) tan.fill(0, 0, rec.tape.size);
@@ -550,12 +550,17 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     return tan;
   }
 
-  private toRow(x: ArrayLike<number>): Float64Array {
-    checkLength(x, this.inputs, 'input');
+  // `what`: the call its errors name (a probe: "the input has 1 entries, expected 2" said not which).
+  private toRow(x: ArrayLike<number>, what: string): Float64Array {
+    checkLength(x, this.inputs, `${what}: the input`);
     if (x instanceof Float64Array) return x;
     for (let k = 0; k < this.inputs; k++) {
       const v = x[k];
-      if (typeof v !== 'number') throw new NotANumberError(`input ${k} must be a number, got ${describe(v)}`);
+      if (typeof v !== 'number') {
+        // A compiled function called on Vars: inside a transform (a probe: a bare "must be a number").
+        const hint = (v as unknown) instanceof Var ? ': a compiled function takes numbers and records its own tape, so it cannot be called on Vars (inside grad, hvp and the other transforms, call the function it compiles)' : '';
+        throw new NotANumberError(`${what}: input ${k} must be a number, got ${describe(v)}${hint}`);
+      }
       this.row[k] = v;
     }
     return this.row;
@@ -582,7 +587,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     try {
       rec = this.live(X);
       // Recorded last where f returns other outputs: this first row may record a scalar one.
-      if (rec.outputs.length !== 1 || rec.outputs[0]! < 0) rec = this.replayUnchecked(X.subarray(0, n));
+      if (rec.outputs.length !== 1 || rec.outputs[0]! < 0) rec = this.replayUnchecked(X.subarray(0, n), what);
+      // Not one scalar output at row 0 either: that row's error, as hvpBatch's (a probe).
+      this.scalarNode(rec, what);
     } catch (e) {
       throw atRow(e, what, this.rowBase);
     }
@@ -630,14 +637,14 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     );
   }
 
-  private replay(x: ArrayLike<number>): Recording {
-    const rec = this.replayUnchecked(x);
+  private replay(x: ArrayLike<number>, what: string): Recording {
+    const rec = this.replayUnchecked(x, what);
     if (this.checkNaN) rec.tape.assertFinite(0, rec.tape.size, true, true);
     return rec;
   }
 
-  private replayUnchecked(x: ArrayLike<number>): Recording {
-    const row = this.toRow(x);
+  private replayUnchecked(x: ArrayLike<number>, what: string): Recording {
+    const row = this.toRow(x, what);
     const rec = this.recording;
     // Recording at x computes its values at x: nothing to replay.
     if (!rec || ((rec.tape.size === 0 || rec.tape.base !== this.recordedBase) && !this.reload)) return this.record(row);
@@ -880,10 +887,14 @@ function badOutput(v: unknown): never {
 }
 
 
+// `what` names the array with its call: "gradient: the input".
 function checkLength(x: ArrayLike<number>, expected: number, what: string): void {
-  if (!isArrayLike(x)) throw new NotANumberError(`the ${what} must be an array of numbers, got ${describe(x)}`);
-  if (x.length !== expected) throw new TapegradError('INVALID_ARGUMENT', `the ${what} has ${x.length} entries, expected ${expected}`);
+  if (!isArrayLike(x)) throw new NotANumberError(`${what} must be an array of numbers, got ${describe(x)}`);
+  if (x.length !== expected) throw new TapegradError('INVALID_ARGUMENT', `${what} has ${x.length} entries, expected ${expected}`);
 }
+
+// A jvp's direction is its tangent, an hvp's the vector H multiplies.
+const direction = (what: string): string => `${what}: the ${what.startsWith('jvp') ? 'tangent' : 'direction'}`;
 
 // checkLength, and every entry a number (a Float64Array holds numbers by construction): a
 // cotangent or tangent is written into the tape as it is, where '2' would count as 2 and
@@ -892,7 +903,7 @@ function checkEntries(x: ArrayLike<number>, expected: number, what: string): voi
   checkLength(x, expected, what);
   if (x instanceof Float64Array) return;
   for (let k = 0; k < expected; k++) {
-    if (typeof x[k] !== 'number') throw new NotANumberError(`the ${what}'s entry ${k} must be a number, got ${describe(x[k])}`);
+    if (typeof x[k] !== 'number') throw new NotANumberError(`${what}'s entry ${k} must be a number, got ${describe(x[k])}`);
   }
 }
 
@@ -924,7 +935,7 @@ export function compile(f: CompilableFunction | VectorCompilableFunction, option
     options.checkNaN === true,
   );
   if (options.at) {
-    checkLength(options.at, n, "'at' point");
+    checkLength(options.at, n, "compile: the 'at' point");
     compiled.record(options.at);
   }
   return compiled;

@@ -176,7 +176,7 @@ describe('errors name what was expected and what arrived', () => {
     const c = compile(f, { inputs: 2 });
     expectError(() => c.gradientBatch(undefined as never, 2), NotANumberError, /^gradientBatch: 2 rows of 2 inputs need an array of at least 4 numbers, got undefined$/);
     expectError(() => c.gradientBatch([1, 2], undefined as never), TapegradError, /^gradientBatch: rows must be a non-negative integer, got undefined$/);
-    expectError(() => c.gradient([1, undefined] as never), NotANumberError, /^input 1 must be a number, got undefined$/);
+    expectError(() => c.gradient([1, undefined] as never), NotANumberError, /^gradient: input 1 must be a number, got undefined$/);
     expectError(() => select(undefined as never, 1, 2), NotANumberError, /^select: expected Vars, Vecs or numbers .*got undefined as cond$/);
   });
 

@@ -198,7 +198,7 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
         expect(code(() => f.jvpBatch(x, 1, d))).toBe('NOT_A_NUMBER');
       }
     }
-    expect(() => f.hvp(x, [1, 'abc' as unknown as number, 0])).toThrow("the tangent's entry 1 must be a number, got");
+    expect(() => f.hvp(x, [1, 'abc' as unknown as number, 0])).toThrow("hvp: the direction's entry 1 must be a number, got");
     // After the first jvp and hvp (the generated tangent sweeps' fused path on wasm) too.
     expect(f.jvp(x, [1, 0, 0])[0]).toBe(2);
     expect(code(() => f.jvp(x, [1, '0' as unknown as number, 0]))).toBe('NOT_A_NUMBER');
@@ -211,10 +211,33 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
     const sum = (x: Var[]): Var => x.reduce((s, v) => s.add(v));
     for (const at of [[1, 2, 3], [1], []]) {
       expect(code(() => compile(sum, { inputs: 2, at, backend }))).toBe('INVALID_ARGUMENT');
-      expect(() => compile(sum, { inputs: 2, at, backend })).toThrow(`the 'at' point has ${at.length} entries, expected 2`);
+      expect(() => compile(sum, { inputs: 2, at, backend })).toThrow(`compile: the 'at' point has ${at.length} entries, expected 2`);
     }
     expect(code(() => compile(sum, { inputs: 2, at: [1, 'x' as unknown as number], backend }))).toBe('NOT_A_NUMBER');
     expect(compile(sum, { inputs: 2, at: [1, 2], backend }).value([1, 1])).toBe(2);
+  });
+
+  // A probe: "the input has 1 entries, expected 2" said not which call; a compiled function
+  // called on Vars (inside grad) said only "must be a number"; gradientBatch and
+  // valueAndGradientBatch named no row for a function without one scalar output, as hvpBatch did.
+  it('errors name the call, Vars get a hint, and every batch names row 0 for outputs it cannot take', () => {
+    const c = compile((x: Var[]) => x[0]!.mul(x[1]!).sin(), { inputs: 2, backend });
+    expect(() => c.gradient([1])).toThrow(/^gradient: the input has 1 entries, expected 2$/);
+    expect(() => c.valueAndGradient([1, 2, 3])).toThrow(/^valueAndGradient: the input has 3 entries, expected 2$/);
+    expect(() => c.value([1])).toThrow(/^value: the input has 1 entries/);
+    expect(() => c.hvp([1, 2], [1])).toThrow(/^hvp: the direction has 1 entries, expected 2$/);
+    expect(() => c.jvp([1, 2], [1])).toThrow(/^jvp: the tangent has 1 entries, expected 2$/);
+    expect(() => c.vjp([1, 2], [1, 2])).toThrow(/^vjp: the cotangent has 2 entries, expected 1$/);
+    expect(() => c.jvp([1], [1, 2])).toThrow(/^jvp: the input has 1 entries/);
+    expect(() => grad((x: Var[]) => c.value(x as unknown as number[]) as unknown as Var, { backend })([1, 2]))
+      .toThrow(/^value: input 0 must be a number, got .*Var.*: a compiled function takes numbers .* call the function it compiles\)$/);
+    const twoOutputs = (x: Var[]): Var[] => (x[0]!.gt(0).value ? [x[0]!.mul(2)] : [x[0]!.mul(3), x[0]!.sin()]);
+    for (const call of ['gradientBatch', 'valueAndGradientBatch', 'hvpBatch'] as const) {
+      const f = compile(twoOutputs, { inputs: 1, backend });
+      const run = (): unknown => (call === 'hvpBatch' ? f.hvpBatch([-1, 1], 2, [1, 1]) : f[call]([-1, 1], 2));
+      expect(run).toThrow(new RegExp(`^${call}, row 0: ${call} needs a function with one scalar output; this one returns 2 outputs`));
+      expect(Array.from(f.gradient([2]))).toEqual([2]);
+    }
   });
 
   // More inputs than a tape holds failed allocating the input row: a bare RangeError.
