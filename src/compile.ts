@@ -433,7 +433,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** vᵀJ at x for a vector function (one replay, one reverse sweep). */
   vjp(x: ArrayLike<number>, v: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): Float64Array {
     const rec = this.replay(x, 'vjp');
-    checkEntries(v, rec.outputs.length, 'vjp: the cotangent');
+    checkEntries(v, rec.outputs.length, 'vjp', 'cotangent');
     const engine = rec.tape.engine;
     engine.clearAdjoints(rec.tape.size, false);
     const { adj, xadj } = engine.views;
@@ -530,7 +530,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const engine = live?.tape.engine;
     if (!live || live.tape.size === 0 || live.vectorInput || this.checkNaN || !(engine instanceof WasmBackend) || !engine.forwardTangentReady()) return null;
     const row = this.toRow(x, what);
-    checkEntries(t, this.inputs, direction(what));
+    checkEntries(t, this.inputs, what, DIRECTION);
     live.tape.ensureTangents();
     if (engine.replayForwardTangent(row, t, this.inputs) >= 0) return null;
     return (this.fused = live);
@@ -538,7 +538,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   // `targets`: the nodes whose tangents (jvp) or second-order results (hvp) the caller reads.
   private seedTangents(rec: Recording, t: ArrayLike<number>, targets: ArrayLike<number>, what: string): Float64Array {
-    checkEntries(t, this.inputs, direction(what));
+    checkEntries(t, this.inputs, what, DIRECTION);
     const tan = rec.tape.ensureTangents();
     const engine = rec.tape.engine;
     if (!(engine instanceof WasmBackend && engine.tangentSweepsGenerated())) tan.fill(0, 0, rec.tape.size);
@@ -552,7 +552,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   // `what`: the call its errors name (a probe: "the input has 1 entries, expected 2" said not which).
   private toRow(x: ArrayLike<number>, what: string): Float64Array {
-    checkLength(x, this.inputs, `${what}: the input`);
+    checkLength(x, this.inputs, what, 'input');
     if (x instanceof Float64Array) return x;
     for (let k = 0; k < this.inputs; k++) {
       const v = x[k];
@@ -887,23 +887,25 @@ function badOutput(v: unknown): never {
 }
 
 
-// `what` names the array with its call: "gradient: the input".
-function checkLength(x: ArrayLike<number>, expected: number, what: string): void {
-  if (!isArrayLike(x)) throw new NotANumberError(`${what} must be an array of numbers, got ${describe(x)}`);
-  if (x.length !== expected) throw new TapegradError('INVALID_ARGUMENT', `${what} has ${x.length} entries, expected ${expected}`);
+// The array named with its call ("gradient: the input"), the message made only on an error: a
+// string a call would allocate (a compiled gradient with `out` allocates nothing).
+function checkLength(x: ArrayLike<number>, expected: number, call: string, noun: string): void {
+  if (!isArrayLike(x)) throw new NotANumberError(`${named(call, noun)} must be an array of numbers, got ${describe(x)}`);
+  if (x.length !== expected) throw new TapegradError('INVALID_ARGUMENT', `${named(call, noun)} has ${x.length} entries, expected ${expected}`);
 }
 
 // A jvp's direction is its tangent, an hvp's the vector H multiplies.
-const direction = (what: string): string => `${what}: the ${what.startsWith('jvp') ? 'tangent' : 'direction'}`;
+const DIRECTION = '';
+const named = (call: string, noun: string): string => `${call}: the ${noun === DIRECTION ? (call.startsWith('jvp') ? 'tangent' : 'direction') : noun}`;
 
 // checkLength, and every entry a number (a Float64Array holds numbers by construction): a
 // cotangent or tangent is written into the tape as it is, where '2' would count as 2 and
 // undefined as NaN.
-function checkEntries(x: ArrayLike<number>, expected: number, what: string): void {
-  checkLength(x, expected, what);
+function checkEntries(x: ArrayLike<number>, expected: number, call: string, noun: string): void {
+  checkLength(x, expected, call, noun);
   if (x instanceof Float64Array) return;
   for (let k = 0; k < expected; k++) {
-    if (typeof x[k] !== 'number') throw new NotANumberError(`${what}'s entry ${k} must be a number, got ${describe(x[k])}`);
+    if (typeof x[k] !== 'number') throw new NotANumberError(`${named(call, noun)}'s entry ${k} must be a number, got ${describe(x[k])}`);
   }
 }
 
@@ -935,7 +937,7 @@ export function compile(f: CompilableFunction | VectorCompilableFunction, option
     options.checkNaN === true,
   );
   if (options.at) {
-    checkLength(options.at, n, "compile: the 'at' point");
+    checkLength(options.at, n, 'compile', "'at' point");
     compiled.record(options.at);
   }
   return compiled;

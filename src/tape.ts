@@ -182,7 +182,8 @@ export class Tape {
    * recording in `reuse` is refused (`INVALID_ARGUMENT`), since its nodes would change meaning.
    */
   variables(xs: ArrayLike<number>, reuse?: Var[]): Var[] {
-    const first = this.recordInputs(xs, reuse), len = xs.length, base = this.base;
+    // The count recorded, not xs.length read again (a getter could answer otherwise).
+    const first = this.recordInputs(xs, reuse), len = this.count - first, base = this.base;
     if (reuse !== undefined) {
       try {
         return this.repoint(reuse, first + base, len);
@@ -212,15 +213,13 @@ export class Tape {
   recordInputs(xs: ArrayLike<number>, reuse?: Var[]): number {
     if (!isArrayLike(xs)) throw new NotANumberError(`expected an array of numbers, got ${describe(xs)}`);
     const len = xs.length;
-    // A Float64Array holds numbers by construction.
-    if (!(xs instanceof Float64Array)) for (let k = 0; k < len; k++) checkNumber(xs[k], 'input');
+    const values = readNumbers(xs, len, 'input');
     if (reuse !== undefined) this.checkReusable(reuse, len);
     this.reserveNodes(len);
     const { opV: op, aV: a, bV: b, valV: val } = this;
     const first = this.count;
     op.fill(INPUT, first, first + len);
-    if (xs instanceof Float64Array) val.set(xs, first);
-    else for (let k = 0; k < len; k++) val[first + k] = xs[k]!;
+    val.set(values, first);
     writeSelfOperands(a, b, first, first + len);
     if (this.evaluated === first) this.evaluated = first + len;
     this.count = first + len;
@@ -369,14 +368,13 @@ export class Tape {
     this.refuseWhileCompiling('a reverse sweep (vjp)');
     const outs = this.nodesOf(outputs, 'vjp');
     checkLength(cotangent, this.entryCount(outs), 'vjp: cotangent', 'outputs');
-    for (let j = 0; j < cotangent.length; j++) checkNumber(cotangent[j], 'vjp: cotangent');
+    // (Copied: a sweep run again must not see the caller's later writes.)
+    const seeds = readNumbers(cotangent, cotangent.length, 'vjp: cotangent', true);
     const nodes = this.nodesOf(wrt, 'vjp');
     this.evaluate();
     const sweep = this.lastSweep, out = this.lastOut, seed = this.lastSeed, count = this.lastCount, before = this.lastOuts, cotangentBefore = this.lastCotangent;
     const swept = this.completeSwept(), base = this.base;
     this.swept = NOT_SWEPT;
-    // (The cotangent copied: a sweep run again must not see the caller's later writes.)
-    const seeds = Float64Array.from(cotangent);
     this.lastSweep = VJP_SWEEP;
     this.lastOuts = outs;
     this.lastCotangent = seeds;
@@ -602,7 +600,7 @@ export class Tape {
       }
     }
     checkLength(tangent, this.entryCount(nodes), name, 'inputs');
-    for (let k = 0; k < tangent.length; k++) checkNumber(tangent[k], name);
+    const t = readNumbers(tangent, tangent.length, name);
     this.evaluate();
     const tan = this.ensureTangents();
     tan.fill(0, 0, this.count);
@@ -614,10 +612,10 @@ export class Tape {
       const op = this.opV[i]!;
       if (op >= VINPUT) {
         const off = this.aV[i - 1]!, n = this.bV[i - 1]!;
-        if (op !== VCONST) for (let e = 0; e < n; e++) xtan[off + e] += tangent[pos + e]!;
+        if (op !== VCONST) for (let e = 0; e < n; e++) xtan[off + e] += t[pos + e]!;
         pos += n;
       } else {
-        if (op !== CONST) tan[i] += tangent[pos]!;
+        if (op !== CONST) tan[i] += t[pos]!;
         pos++;
       }
     }
@@ -1356,16 +1354,11 @@ export class Tape {
   /** @internal A vector leaf (input or constant) holding `values`; its values are known now. */
   recordVectorLeaf(op: number, values: ArrayLike<number>): number {
     const n = values.length;
-    // A Float64Array holds numbers by construction: only other array-likes are checked.
-    if (!(values instanceof Float64Array)) {
-      for (let k = 0; k < n; k++) if (typeof values[k] !== 'number') throw new NotANumberError(`vector entries must be numbers, got ${describe(values[k])} at index ${k}`);
-    }
+    const entries = readNumbers(values, n, 'vector');
     const caughtUp = this.evaluated === this.count;
     const i = this.recordVector(op, 0, 0, n);
     const { xval } = this.engine.views;
-    const off = this.aV[i - 1]!;
-    if (values instanceof Float64Array) xval.set(values, off);
-    else for (let k = 0; k < n; k++) xval[off + k] = values[k]!;
+    xval.set(entries, this.aV[i - 1]!);
     this.aV[i] = i;
     this.bV[i] = i;
     if (caughtUp) this.evaluated = this.count;
@@ -1568,9 +1561,21 @@ function constantSlot(c: number): number {
   return ((c * 1_000_003) ^ (c * 0.0009765625)) & (CONSTANT_SLOTS - 1);
 }
 
-function checkNumber(x: unknown, what: string): number {
-  if (typeof x !== 'number') throw new NotANumberError(`${what} entries must be numbers, got ${describe(x)}`);
-  return x;
+// The entries as a Float64Array, each read once and checked as it is copied (a Float64Array as it
+// is, or a copy with `copy`). Read twice, checked and then copied, an accessor or a Proxy ran
+// user code in between (probes: a getter recording a Var took the first input's node; a vector's
+// copy went to regions a valueOf had moved; an entry turned BigInt threw a raw TypeError after a
+// vector's nodes were recorded).
+function readNumbers(xs: ArrayLike<number>, len: number, what: string, copy = false): Float64Array {
+  // isView: a Proxy of a Float64Array passes instanceof but reads through its traps.
+  if (xs instanceof Float64Array && ArrayBuffer.isView(xs)) return copy ? xs.slice(0, len) : xs;
+  const out = new Float64Array(len);
+  for (let k = 0; k < len; k++) {
+    const v = xs[k];
+    if (typeof v !== 'number') throw new NotANumberError(`${what} entries must be numbers, got ${describe(v)} at index ${k}`);
+    out[k] = v;
+  }
+  return out;
 }
 
 function checkLength(values: ArrayLike<number>, expected: number, what: string, against: string): void {
@@ -1715,7 +1720,7 @@ export class HandleApi {
    *  consecutive integers, written into `into` when given (no allocation). */
   variables(xs: ArrayLike<number>, into?: Int32Array): Int32Array {
     if (into !== undefined) checkOut(into, isArrayLike(xs) ? xs.length : 0, 'handles.variables: into', Int32Array);
-    const t = this.tape, first = t.recordInputs(xs) + t.base, len = xs.length;
+    const t = this.tape, at = t.recordInputs(xs), first = at + t.base, len = t.count - at;
     return writeRange(into ?? new Int32Array(len), first, len);
   }
   /** Records a constant; returns its handle. */

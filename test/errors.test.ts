@@ -111,6 +111,44 @@ describe.each(BACKENDS)('errors (%s)', (backend) => {
     expectUsable(tape);
   });
 
+  // A probe: entries were checked, then read again to copy them, and an accessor ran between.
+  // A getter recording a Var took the first input's node (inputs [100, 2, 3], y 209); a valueOf
+  // growing the element regions sent a vector's copy to the old ones ([1, 0, 0]); an entry that
+  // turned BigInt threw a raw TypeError with a vector's nodes recorded.
+  it('array-likes are read once, each entry checked as it is copied', async () => {
+    const tape = await tapeOn(backend);
+    const side: Var[] = [];
+    const withGetter = (): ArrayLike<number> => ({ length: 3, 0: 1, 2: 3, get 1() { side.push(tape.variable(100)); return 2; } });
+    for (const record of [(xs: ArrayLike<number>) => tape.variables(xs), (xs: ArrayLike<number>) => Array.from(tape.handles.variables(xs), (h) => tape.handles.toVar(h))]) {
+      tape.reset();
+      side.length = 0;
+      const out = record(withGetter());
+      const y = out[0]!.mul(out[1]!).add(out[2]!.square());
+      tape.backward(y);
+      expect([out.map((v) => v.value), y.value, out.map((v) => v.grad)]).toEqual([[1, 2, 3], 11, [2, 1, 6]]);
+      expect(side.map((v) => v.value)).toEqual([100]);
+      expect(side.some((v) => out.some((o) => o.id === v.id))).toBe(false);
+    }
+    tape.reset();
+    let reads = 0;
+    const moving = { length: 3, 0: 1, 2: 3, get 1() { reads++; tape.vector(new Float64Array(200_000).fill(0.5)); return 2; } };
+    expect(Array.from(tape.vector(moving).value)).toEqual([1, 2, 3]);
+    expect(reads).toBe(1);
+    let calls = 0;
+    const turning = { length: 2, 0: 1, get 1() { return calls++ === 0 ? 2 : 3n; } } as unknown as number[];
+    for (const make of [() => tape.vector(turning), () => tape.constantVector(turning), () => tape.variables(turning)]) {
+      calls = 0;
+      const size = tape.size;
+      const v = make() as { value: unknown } | Var[];
+      expect(Array.isArray(v) ? v.map((x) => x.value) : Array.from(v.value as Float64Array)).toEqual([1, 2]);
+      expect(tape.size).toBeGreaterThan(size);
+      calls = 1;
+      const before = tape.size;
+      expect(thrownBy(make)).toBeInstanceOf(NotANumberError);
+      expect(tape.size).toBe(before);
+    }
+  });
+
   it('a number where a Var is expected is not reported as if a number would do', async () => {
     const tape = await tapeOn(backend);
     const x = tape.variable(2);
