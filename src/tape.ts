@@ -559,7 +559,7 @@ export class Tape {
       const bytes = this.count * (this.engine.nodeBytes() + TANGENT_BYTES) + this.elements * (this.engine.elementBytes() + TANGENT_BYTES);
       if (bytes > this.maxMemoryBytes) {
         throw new CapacityError(
-          `tape is full: tangents need ${this.engine.nodeBytes() + TANGENT_BYTES} bytes per node, ${bytes} for ${this.count} nodes, over maxMemoryBytes = ${this.maxMemoryBytes}`,
+          `tape is full: tangents need ${this.engine.nodeBytes() + TANGENT_BYTES} bytes per node${this.elements > 0 ? ` and ${this.engine.elementBytes() + TANGENT_BYTES} per element` : ''}, ${bytes} for ${this.count} nodes${this.elements > 0 ? ` and ${this.elements} elements` : ''}, over maxMemoryBytes = ${this.maxMemoryBytes}`,
           this.maxMemoryBytes,
         );
       }

@@ -190,10 +190,21 @@ describe.each(BACKENDS)('multi-node records that do not fit record nothing (%s)'
   });
 });
 
-// FAILING (bug): tangents (jvp, hvp) add 16 bytes per node without looking at maxMemoryBytes: a
-// tape filled to its byte budget grows 64% past it (25 -> 41 bytes per node over the same
-// capacity). It should throw CapacityError (or never have taken the room tangents cannot get).
+// Tangents (jvp, hvp) add 16 bytes per node and per element: a tape filled to its byte budget
+// grew 64% past it (25 -> 41 bytes per node over the same capacity) before they looked at
+// maxMemoryBytes; now they throw CapacityError where they do not fit.
 describe.each(BACKENDS)('tangents stay within maxMemoryBytes (%s)', (backend) => {
+  // A probe: "41 bytes per node, 2765 for 5 nodes" counted the elements' bytes without a word.
+  it('the CapacityError counts nodes and elements', async () => {
+    const tape = await tapeOn(backend, { maxMemoryBytes: 1850 });
+    const v = tape.vector(Array.from({ length: 40 }, (_, k) => k / 40));
+    const y = v.mul(v).sum();
+    expect(() => tape.jvp([v], new Float64Array(40).fill(1), [y])).toThrow(
+      /^tape is full: tangents need 41 bytes per node and 32 per element, \d+ for 5 nodes and 80 elements, over maxMemoryBytes = 1850$/,
+    );
+    expect(y.value).toBeCloseTo(Array.from({ length: 40 }, (_, k) => (k / 40) ** 2).reduce((s, x) => s + x), 12);
+  });
+
   it('jvp on a tape filled to maxMemoryBytes = 100000', async () => {
     const maxMemoryBytes = 100_000;
     const tape = await tapeOn(backend, { maxMemoryBytes });
