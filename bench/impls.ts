@@ -293,6 +293,7 @@ const micrograd: Impl = {
     'advection-toon': { full: 500, quick: 100 },
     llsq: { full: 512, quick: 128 },
     gmm: { full: 50, quick: 20 },
+    ode: { full: 1000, quick: 1000 },
   },
   async prepare(_w, inst) {
     const { prepareMicrograd } = await import('./peers/micrograd.ts');

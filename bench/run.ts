@@ -219,39 +219,65 @@ const VEC_TARGETED = new Set(['rosenbrock', 'lse', 'llsq', 'mlp', 'logreg']);
 /** Peers a targeted vector form must beat. */
 const VEC_PEERS = ['jax-jit', 'tfjs-wasm'];
 
+/** The vector implementations a workload is judged on: its first form, or, for the kinds listed in
+ *  PRIMITIVE_JUDGED, its second form. GradBench's lse README asks for lse written from its
+ *  primitives (max, sub, exp, sum, log), "not by calling a builtin LSE function with a hand-written
+ *  derivative", which is what the one-node `x.logSumExp()` (lse's first form) is: the targets and
+ *  the peer comparison use the primitive form there, the built-in is reported beside it as info. */
+interface VecForms { rec: string; js: string; replay: string; jsReplay: string; label: string }
+const FIRST_FORM: VecForms = { rec: 'wasm-vec', js: 'js-vec', replay: 'wasm-vec-replay', jsReplay: 'js-vec-replay', label: 'vector form' };
+const SECOND_FORM: VecForms = {
+  rec: 'wasm-vec-literal', js: 'js-vec-literal', replay: 'wasm-vec-literal-replay', jsReplay: 'js-vec-literal-replay', label: 'literal form',
+};
+const PRIMITIVE_JUDGED = new Set(['lse']);
+export function judgedVecForms(workloadId: string): { judged: VecForms; other: VecForms } {
+  const kind = WORKLOADS.find((x) => x.id === workloadId)?.kind ?? '';
+  return PRIMITIVE_JUDGED.has(kind) ? { judged: SECOND_FORM, other: FIRST_FORM } : { judged: FIRST_FORM, other: SECOND_FORM };
+}
+
 /** The vector forms against their targets: record + reverse <= 3x plain, replay <= 2x plain,
- *  wasm >= 2x the JS mode, faster than jax-js jit(grad) and TF.js wasm, <= 16 B per element. */
+ *  wasm >= 2x the JS mode, faster than jax-js jit(grad) and TF.js wasm, <= 16 B per element; each
+ *  on the workload's judged form (`judgedVecForms`), the other form reported as info. */
 function vectorRatios(results: ChildResult[]): RatioRow[] {
   const rows: RatioRow[] = [];
   const get = (w: string, impl: string): ChildResult | undefined =>
     results.find((r) => r.workload === w && r.impl === impl && r.status === 'ok');
   for (const w of [...new Set(results.map((r) => r.workload))]) {
     const targeted = VEC_TARGETED.has(WORKLOADS.find((x) => x.id === w)?.kind ?? '');
+    const { judged } = judgedVecForms(w);
     const add = (what: string, value: number | undefined, target: string, met: (v: number) => boolean, on = targeted): void => {
       if (value !== undefined && Number.isFinite(value)) rows.push({ workload: w, what, value, target: on ? target : '(info)', met: on ? met(value) : null });
     };
     for (const impl of ['wasm-vec', 'js-vec', 'wasm-vec-literal', 'js-vec-literal']) {
       const r = get(w, impl);
-      add(`${impl} / plain function`, r && vsPlain(results, r), '<= 3', (v) => v <= 3, targeted && impl === 'wasm-vec');
+      add(`${impl} / plain function`, r && vsPlain(results, r), '<= 3', (v) => v <= 3, targeted && impl === judged.rec);
     }
     for (const impl of ['wasm-vec-replay', 'js-vec-replay', 'wasm-vec-literal-replay', 'js-vec-literal-replay']) {
       const r = get(w, impl);
-      add(`${impl} / plain function`, r && vsPlain(results, r), '<= 2', (v) => v <= 2, targeted && impl === 'wasm-vec-replay');
+      add(`${impl} / plain function`, r && vsPlain(results, r), '<= 2', (v) => v <= 2, targeted && impl === judged.replay);
     }
-    for (const [wasmId, jsId, label] of [['wasm-vec', 'js-vec', 'record + reverse'], ['wasm-vec-replay', 'js-vec-replay', 'replay'], ['wasm-vec-literal', 'js-vec-literal', 'literal form']] as const) {
-      const wasm = get(w, wasmId), js = get(w, jsId);
-      if (wasm && js) add(`wasm vs JS mode, Vec API ${label} (speedup)`, js.medianMs! / wasm.medianMs!, '>= 2', (v) => v >= 2, label !== 'literal form');
+    for (const f of [FIRST_FORM, SECOND_FORM]) {
+      const label = f === FIRST_FORM ? 'record + reverse' : 'literal form';
+      const replayLabel = f === FIRST_FORM ? 'replay' : 'literal form replay';
+      const wasm = get(w, f.rec), js = get(w, f.js);
+      if (wasm && js) add(`wasm vs JS mode, Vec API ${label} (speedup)`, js.medianMs! / wasm.medianMs!, '>= 2', (v) => v >= 2, f === judged);
+      const wasmR = get(w, f.replay), jsR = get(w, f.jsReplay);
+      if (wasmR && jsR) add(`wasm vs JS mode, Vec API ${replayLabel} (speedup)`, jsR.medianMs! / wasmR.medianMs!, '>= 2', (v) => v >= 2, f === judged);
     }
-    const ours = get(w, 'wasm-vec');
-    for (const peer of PEERS) {
-      const r = get(w, peer);
-      if (!ours || !r) continue;
-      add(`${peer} / wasm-vec`, r.medianMs! / r.n / (ours.medianMs! / ours.n), '> 1', (v) => v > 1, targeted && VEC_PEERS.includes(peer));
+    for (const f of [FIRST_FORM, SECOND_FORM]) {
+      const ours = get(w, f.rec);
+      for (const peer of PEERS) {
+        const r = get(w, peer);
+        if (!ours || !r) continue;
+        add(`${peer} / ${f.rec}`, r.medianMs! / r.n / (ours.medianMs! / ours.n), '> 1', (v) => v > 1, targeted && f === judged && VEC_PEERS.includes(peer));
+      }
     }
-    const eb = get(w, 'wasm-vec')?.info?.elementBytes;
-    if (typeof eb === 'number') add('wasm-vec tape bytes per element', eb, '<= 16', (v) => v <= 16, true);
-    const tb = get(w, 'wasm-vec')?.info?.tapeBytesPerElement;
-    if (typeof tb === 'number') add('wasm-vec tape bytes (nodes too) per element', tb, '<= 16', (v) => v <= 16, false);
+    for (const f of [FIRST_FORM, SECOND_FORM]) {
+      const eb = get(w, f.rec)?.info?.elementBytes;
+      if (typeof eb === 'number') add(`${f.rec} tape bytes per element`, eb, '<= 16', (v) => v <= 16, f === judged);
+      const tb = get(w, f.rec)?.info?.tapeBytesPerElement;
+      if (typeof tb === 'number') add(`${f.rec} tape bytes (nodes too) per element`, tb, '<= 16', (v) => v <= 16, false);
+    }
   }
   return rows;
 }
@@ -298,31 +324,35 @@ function ratios(results: ChildResult[]): RatioRow[] {
 }
 
 function ratioTable(rows: RatioRow[], vector = false): string {
-  const columns: [string, string][] = vector ? [
-    ['vec/plain', 'wasm-vec / plain function'],
-    ['JS vec/plain', 'js-vec / plain function'],
-    ['replay/plain', 'wasm-vec-replay / plain function'],
-    ['wasm/JS vec', 'wasm vs JS mode, Vec API record + reverse (speedup)'],
-    ['wasm/JS replay', 'wasm vs JS mode, Vec API replay (speedup)'],
-    ['literal/plain', 'wasm-vec-literal / plain function'],
-    ['B/elem', 'wasm-vec tape bytes per element'],
-    ['B/elem all', 'wasm-vec tape bytes (nodes too) per element'],
-    ...PEERS.map((p): [string, string] => [`${p}/vec`, `${p} / wasm-vec`]),
+  // Vector columns follow each workload's judged form (lse: GradBench's primitive form, its row
+  // marked so); 'other/plain' is the other form (lse: the one-node logSumExp), info only.
+  type Column = [string, (w: string) => string];
+  const columns: Column[] = vector ? [
+    ['vec/plain', (w) => `${judgedVecForms(w).judged.rec} / plain function`],
+    ['JS vec/plain', (w) => `${judgedVecForms(w).judged.js} / plain function`],
+    ['replay/plain', (w) => `${judgedVecForms(w).judged.replay} / plain function`],
+    ['wasm/JS vec', (w) => `wasm vs JS mode, Vec API ${judgedVecForms(w).judged === FIRST_FORM ? 'record + reverse' : 'literal form'} (speedup)`],
+    ['wasm/JS replay', (w) => `wasm vs JS mode, Vec API ${judgedVecForms(w).judged === FIRST_FORM ? 'replay' : 'literal form replay'} (speedup)`],
+    ['other/plain', (w) => `${judgedVecForms(w).other.rec} / plain function`],
+    ['B/elem', (w) => `${judgedVecForms(w).judged.rec} tape bytes per element`],
+    ['B/elem all', (w) => `${judgedVecForms(w).judged.rec} tape bytes (nodes too) per element`],
+    ...PEERS.map((p): Column => [`${p}/vec`, (w) => `${p} / ${judgedVecForms(w).judged.rec}`]),
   ] : [
-    ['wasm/JS var', 'wasm vs JS mode, var API (speedup)'],
-    ['wasm/JS handle', 'wasm vs JS mode, handle API (speedup)'],
-    ['var/plain', 'wasm-var / plain function'],
-    ['handle/plain', 'wasm-handle / plain function'],
-    ['B/node', 'wasm-handle tape bytes per node'],
-    ...PEERS.map((p): [string, string] => [`${p}/ours`, `${p} / wasm-handle`]),
+    ['wasm/JS var', () => 'wasm vs JS mode, var API (speedup)'],
+    ['wasm/JS handle', () => 'wasm vs JS mode, handle API (speedup)'],
+    ['var/plain', () => 'wasm-var / plain function'],
+    ['handle/plain', () => 'wasm-handle / plain function'],
+    ['B/node', () => 'wasm-handle tape bytes per node'],
+    ...PEERS.map((p): Column => [`${p}/ours`, () => `${p} / wasm-handle`]),
   ];
   const out = [['workload', ...columns.map(([h]) => h)]];
   for (const w of [...new Set(rows.map((r) => r.workload))]) {
-    if (!columns.some(([, what]) => rows.some((x) => x.workload === w && x.what === what))) continue;
+    if (!columns.some(([, what]) => rows.some((x) => x.workload === w && x.what === what(w)))) continue;
+    const primitive = vector && judgedVecForms(w).judged !== FIRST_FORM;
     out.push([
-      w,
+      primitive ? `${w} (primitive form)` : w,
       ...columns.map(([, what]) => {
-        const r = rows.find((x) => x.workload === w && x.what === what);
+        const r = rows.find((x) => x.workload === w && x.what === what(w));
         return r ? `${fmtRatio(r.value)}${r.met === false ? ' MISSED' : ''}` : '-';
       }),
     ]);
@@ -403,8 +433,10 @@ async function main(): Promise<void> {
   console.log('x/ours: a peer\'s time per unit of n over tapegrad wasm handles\' (above 1: tapegrad is faster)\n');
   console.log(`${ratioTable(ratioRows)}\n`);
   if (ratioRows.some((r) => r.what.includes('vec'))) {
-    console.log('vector forms (Vec API; targets on rosenbrock, lse, llsq, mlp, logreg: vec/plain <= 3, replay/plain <= 2; wasm/JS >= 2 there and on gmm,');
-    console.log('jax-jit/vec and tfjs-wasm/vec > 1; <= 16 B per element everywhere). x/vec: a peer\'s time per unit of n over wasm-vec\'s\n');
+    console.log('vector forms (Vec API; targets on rosenbrock, lse, llsq, mlp, logreg: vec/plain <= 3, replay/plain <= 2; wasm/JS >= 2 there and on gmm and ode,');
+    console.log('jax-jit/vec and tfjs-wasm/vec > 1; <= 16 B per element everywhere). x/vec: a peer\'s time per unit of n over wasm-vec\'s.');
+    console.log('lse is judged on GradBench\'s primitive form (max, sub, exp, sum, log: wasm-vec-literal), as its README asks; other/plain is');
+    console.log('then the one-node built-in x.logSumExp() (wasm-vec), info only. Elsewhere other/plain is the second form where there is one\n');
     console.log(`${ratioTable(ratioRows, true)}\n`);
   }
 

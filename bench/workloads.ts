@@ -105,7 +105,7 @@ function vecFields(x: Float64Array, vec: VecForm, vecAlt?: VecForm): Pick<Instan
   };
 }
 
-export type WorkloadKind = 'chain' | 'rosenbrock' | 'advection-lw' | 'advection-toon' | 'mlp' | 'lse' | 'llsq' | 'logreg' | 'gmm' | 'tiny';
+export type WorkloadKind = 'chain' | 'rosenbrock' | 'advection-lw' | 'advection-toon' | 'mlp' | 'lse' | 'llsq' | 'logreg' | 'gmm' | 'ode' | 'tiny';
 
 export interface Workload {
   readonly id: string;
@@ -1036,8 +1036,10 @@ function lseWorkload(id: string, full: number, quick: number, optIn: boolean): W
   };
 }
 
-/** n = 1e5 in full runs (any of GradBench's sizes with `run.ts --only=lse --n=...`). */
-export const lse = lseWorkload('lse', 100_000, 20_000, false);
+/** n = 80,000 in full runs and 20,000 in quick ones, both GradBench sizes (2500 · 2^k), so their
+ *  inputs are GradBench's (the stream after the earlier sizes' draws); any other of its sizes with
+ *  `run.ts --only=lse --n=...`. */
+export const lse = lseWorkload('lse', 80_000, 20_000, false);
 /** GradBench's sizes 1e4 and 1.28e6 (its largest), run only when named in --only. */
 export const lse1e4 = lseWorkload('lse-1e4', 10_000, 10_000, true);
 export const lse128e4 = lseWorkload('lse-1.28e6', 1_280_000, 160_000, true);
@@ -1163,14 +1165,17 @@ function llsqHandle(tape: Tape, x: Float64Array, n: number, g: Float64Array, pha
 }
 
 /** Vector form: the n×m power matrix T (t_i^j by repeated multiplication, as the scalar form)
- *  and s = sign(t) are data, built once; f = ½ Σ (s − T x)². */
+ *  and s = sign(t) are built inside the function, as GradBench's primal gets only x and n: a fresh
+ *  recording builds and copies them every run; a replay recorded them once, at compile time, as
+ *  constants (what a compiled replay legitimately keeps). f = ½ Σ (s − T x)². */
 function llsqVecForm(n: number): VecForm {
-  const T = llsqPowers(n, LLSQ_M);
-  const s = Float64Array.from({ length: n }, (_, i) => Math.sign(llsqT(i, n)));
   return {
-    how: `constantVector(T, [${n}, ${LLSQ_M}]) (built once, copied onto the tape each recording); constantVector(s).sub(T.matvec(x)).square().sum().div(2)`,
+    how: `T = llsqPowers(n, ${LLSQ_M}), s = sign(t) built in the function (timed); constantVector(s).sub(constantVector(T, [${n}, ${LLSQ_M}]).matvec(x)).square().sum().div(2)`,
     fn(x) {
       const t = x.tape;
+      const T = llsqPowers(n, LLSQ_M);
+      const s = new Float64Array(n);
+      for (let i = 0; i < n; i++) s[i] = Math.sign(llsqT(i, n));
       return t.constantVector(s).sub(t.constantVector(T, [n, LLSQ_M]).matvec(x)).square().sum().div(2);
     },
   };
@@ -1214,6 +1219,255 @@ function llsqWorkload(id: string, full: number, quick: number, optIn: boolean): 
 export const llsq = llsqWorkload('llsq', 1024, 256, false);
 /** GradBench's largest llsq size (16392 points, as its list has it), run only when named. */
 export const llsq16392 = llsqWorkload('llsq-16392', 16_392, 2048, true);
+
+// ───────────────────────────── an ODE solve (GradBench ode) ─────────────────────────────
+// GradBench evals/ode (cmpad's an_ode), as cpp/gradbench/evals/ode.hpp `primal` computes it:
+// y' = F(y) with F(y)_0 = x_0, F(y)_i = x_i y_{i−1}, y(0) = 0, integrated to tf = 2 by s steps
+// of classical Runge-Kutta (h = tf/s; y_tmp = y + h k1/2, y + h k2/2, y + h k3; y += h (k1 + 2 k2 +
+// 2 k3 + k4)/6, each in that order of operations); the output is the last element of y(tf), the
+// gradient is w.r.t. all of x. GradBench's sizes: n ∈ {1000, 10000, 100000} × s ∈ {1, 10, 100},
+// x = np.random.rand(n) per combination, drawn in the order of the combinations sorted by n·s
+// (evals/ode/run.py; Python's sort is stable, so ties keep n-major order). Here s = 10, n = 10^4
+// (2·10^6 scalar tape nodes, about gmm's size), quick n = 10^3 (also one of GradBench's pairs).
+// Each RK4 step spreads nonzeros by four indices (y after s steps is nonzero below index 4s only),
+// so at every GradBench pair (n > 8s) the last element and its whole gradient are exactly 0; the
+// work is the same as for any x, but the gradient check compares zeros: reference() therefore also
+// checks the hand-written adjoint against central differences at a small n where they are not.
+
+export const ODE_S = 10;
+export const ODE_TF = 2;
+export const ODE_GRADBENCH_N = [1000, 10000, 100000] as const;
+export const ODE_GRADBENCH_S = [1, 10, 100] as const;
+
+/** GradBench's x for (n, s) in its grid; for another pair, the first n values of the stream. */
+export function odePoint(n: number, s = ODE_S): Float64Array {
+  const pairs: [number, number][] = [];
+  for (const pn of ODE_GRADBENCH_N) for (const ps of ODE_GRADBENCH_S) pairs.push([pn, ps]);
+  pairs.sort((a, b) => a[0] * a[1] - b[0] * b[1]); // stable, as Python's sorted
+  const k = pairs.findIndex(([pn, ps]) => pn === n && ps === s);
+  let skip = 0;
+  for (let j = 0; j < k; j++) skip += pairs[j]![0];
+  return gradbenchUniform(skip, n);
+}
+
+/** z = F(v): z_0 = x_0, z_i = x_i v_{i−1} (ode.hpp's ode_fun). */
+function odeF(x: Float64Array, v: Float64Array, z: Float64Array): void {
+  z[0] = x[0]!;
+  for (let i = 1; i < x.length; i++) z[i] = x[i]! * v[i - 1]!;
+}
+
+/** One RK4 step from y into y (k1..k4, tmp: scratch of length n). */
+function odeStep(x: Float64Array, h: number, y: Float64Array, k1: Float64Array, k2: Float64Array, k3: Float64Array, k4: Float64Array, tmp: Float64Array): void {
+  const n = x.length;
+  odeF(x, y, k1);
+  for (let i = 0; i < n; i++) tmp[i] = y[i]! + (h * k1[i]!) / 2;
+  odeF(x, tmp, k2);
+  for (let i = 0; i < n; i++) tmp[i] = y[i]! + (h * k2[i]!) / 2;
+  odeF(x, tmp, k3);
+  for (let i = 0; i < n; i++) tmp[i] = y[i]! + h * k3[i]!;
+  odeF(x, tmp, k4);
+  for (let i = 0; i < n; i++) y[i]! += (h * (k1[i]! + 2 * k2[i]! + 2 * k3[i]! + k4[i]!)) / 6;
+}
+
+export function odePlain(x: Float64Array, s: number): number {
+  const n = x.length, h = ODE_TF / s;
+  const y = new Float64Array(n), k1 = new Float64Array(n), k2 = new Float64Array(n), k3 = new Float64Array(n), k4 = new Float64Array(n), tmp = new Float64Array(n);
+  for (let step = 0; step < s; step++) odeStep(x, h, y, k1, k2, k3, k4, tmp);
+  return y[n - 1]!;
+}
+
+/** Adjoint of z = F(v): xb += ∂/∂x, vb += ∂/∂v, for the adjoint zb of z. */
+function odeFAdjoint(x: Float64Array, v: Float64Array, zb: Float64Array, xb: Float64Array, vb: Float64Array): void {
+  xb[0]! += zb[0]!;
+  for (let i = 1; i < x.length; i++) {
+    xb[i]! += zb[i]! * v[i - 1]!;
+    vb[i - 1]! += zb[i]! * x[i]!;
+  }
+}
+
+/** Reverse mode by hand through the RK4 steps (the discrete scheme's gradient; GradBench's
+ *  tools/manual/ode.cpp returns the exact ODE solution's instead, x_0 ∏ x_i tf^n/n! over x_i,
+ *  which differs from it at small n and underflows to 0 at GradBench's n). The states before each
+ *  step are kept (s·n numbers); the stages are recomputed from them in the reverse pass. */
+function odeHand(x: Float64Array, s: number, g: Float64Array): number {
+  const n = x.length, h = ODE_TF / s;
+  const ys = new Float64Array(s * n);
+  const y = new Float64Array(n), k1 = new Float64Array(n), k2 = new Float64Array(n), k3 = new Float64Array(n), k4 = new Float64Array(n);
+  const t2 = new Float64Array(n), t3 = new Float64Array(n), t4 = new Float64Array(n);
+  for (let step = 0; step < s; step++) {
+    ys.set(y, step * n);
+    odeStep(x, h, y, k1, k2, k3, k4, t2);
+  }
+  const value = y[n - 1]!;
+  g.fill(0);
+  const yb = new Float64Array(n), kb1 = new Float64Array(n), kb2 = new Float64Array(n), kb3 = new Float64Array(n), kb4 = new Float64Array(n), tb = new Float64Array(n);
+  yb[n - 1] = 1;
+  for (let step = s - 1; step >= 0; step--) {
+    const y0 = ys.subarray(step * n, (step + 1) * n);
+    odeF(x, y0, k1);
+    for (let i = 0; i < n; i++) t2[i] = y0[i]! + (h * k1[i]!) / 2;
+    odeF(x, t2, k2);
+    for (let i = 0; i < n; i++) t3[i] = y0[i]! + (h * k2[i]!) / 2;
+    odeF(x, t3, k3);
+    for (let i = 0; i < n; i++) t4[i] = y0[i]! + h * k3[i]!;
+    // y1 = y0 + h (k1 + 2 k2 + 2 k3 + k4)/6: y0 keeps yb (identity), the stages get their shares.
+    for (let i = 0; i < n; i++) {
+      const c = (h / 6) * yb[i]!;
+      kb1[i] = c;
+      kb2[i] = 2 * c;
+      kb3[i] = 2 * c;
+      kb4[i] = c;
+    }
+    // k4 = F(t4), t4 = y0 + h k3; k3 = F(t3), t3 = y0 + h k2/2; k2 = F(t2), t2 = y0 + h k1/2; k1 = F(y0).
+    tb.fill(0);
+    odeFAdjoint(x, t4, kb4, g, tb);
+    for (let i = 0; i < n; i++) { yb[i]! += tb[i]!; kb3[i]! += h * tb[i]!; }
+    tb.fill(0);
+    odeFAdjoint(x, t3, kb3, g, tb);
+    for (let i = 0; i < n; i++) { yb[i]! += tb[i]!; kb2[i]! += (h / 2) * tb[i]!; }
+    tb.fill(0);
+    odeFAdjoint(x, t2, kb2, g, tb);
+    for (let i = 0; i < n; i++) { yb[i]! += tb[i]!; kb1[i]! += (h / 2) * tb[i]!; }
+    odeFAdjoint(x, y0, kb1, g, yb);
+  }
+  return value;
+}
+
+/** The solve on Vars (the operations of ode.hpp, one node each); y(0) = 0 is one constant. */
+function odeFn(xs: Var[], s: number): Var {
+  const n = xs.length, h = ODE_TF / s;
+  const zero = xs[0]!.tape.constant(0);
+  const y: Var[] = new Array<Var>(n).fill(zero);
+  const k1: Var[] = new Array<Var>(n), k2: Var[] = new Array<Var>(n), k3: Var[] = new Array<Var>(n), k4: Var[] = new Array<Var>(n), tmp: Var[] = new Array<Var>(n);
+  const F = (v: Var[], z: Var[]): void => {
+    z[0] = xs[0]!;
+    for (let i = 1; i < n; i++) z[i] = xs[i]!.mul(v[i - 1]!);
+  };
+  for (let step = 0; step < s; step++) {
+    F(y, k1);
+    for (let i = 0; i < n; i++) tmp[i] = y[i]!.add(k1[i]!.mul(h).div(2));
+    F(tmp, k2);
+    for (let i = 0; i < n; i++) tmp[i] = y[i]!.add(k2[i]!.mul(h).div(2));
+    F(tmp, k3);
+    for (let i = 0; i < n; i++) tmp[i] = y[i]!.add(k3[i]!.mul(h));
+    F(tmp, k4);
+    for (let i = 0; i < n; i++) y[i] = y[i]!.add(k1[i]!.add(k2[i]!.mul(2)).add(k3[i]!.mul(2)).add(k4[i]!).mul(h).div(6));
+  }
+  return y[n - 1]!;
+}
+
+function odeVar(tape: Tape, x: Float64Array, s: number, g: Float64Array, phase?: Phase): number {
+  tape.reset();
+  const xs = tape.variables(x);
+  const f = odeFn(xs, s);
+  if (phase) phase.recordEnd = now();
+  const value = f.value;
+  if (phase) phase.forwardEnd = now();
+  g.set(tape.gradient(f, xs));
+  return value;
+}
+
+function odeHandle(tape: Tape, x: Float64Array, s: number, g: Float64Array, phase?: Phase): number {
+  tape.reset();
+  const h = tape.handles;
+  const n = x.length;
+  const xs = h.variables(x);
+  const cH = h.constant(ODE_TF / s), c2 = h.constant(2), c6 = h.constant(6);
+  const y = new Int32Array(n).fill(h.constant(0));
+  const k1 = new Int32Array(n), k2 = new Int32Array(n), k3 = new Int32Array(n), k4 = new Int32Array(n), tmp = new Int32Array(n);
+  const F = (v: Int32Array, z: Int32Array): void => {
+    z[0] = xs[0]!;
+    for (let i = 1; i < n; i++) z[i] = h.mul(xs[i]!, v[i - 1]!);
+  };
+  for (let step = 0; step < s; step++) {
+    F(y, k1);
+    for (let i = 0; i < n; i++) tmp[i] = h.add(y[i]!, h.div(h.mul(k1[i]!, cH), c2));
+    F(tmp, k2);
+    for (let i = 0; i < n; i++) tmp[i] = h.add(y[i]!, h.div(h.mul(k2[i]!, cH), c2));
+    F(tmp, k3);
+    for (let i = 0; i < n; i++) tmp[i] = h.add(y[i]!, h.mul(k3[i]!, cH));
+    F(tmp, k4);
+    for (let i = 0; i < n; i++) {
+      const sum = h.add(h.add(h.add(k1[i]!, h.mul(k2[i]!, c2)), h.mul(k3[i]!, c2)), k4[i]!);
+      y[i] = h.add(y[i]!, h.div(h.mul(sum, cH), c6));
+    }
+  }
+  const f = y[n - 1]!;
+  if (phase) phase.recordEnd = now();
+  const value = h.value(f);
+  if (phase) phase.forwardEnd = now();
+  h.gradient(f, xs, 1, g);
+  return value;
+}
+
+/** Vector form: F(v) = x · concat([1, v[:-1]]) (the shift as a slice and a concat, as GradBench's
+ *  JAX tool's roll and where), the stages and the update elementwise, s steps unrolled; y(0) is a
+ *  constant vector of zeros (data, built once); the output is y.get(n − 1). */
+function odeVecForm(n: number, s: number): VecForm {
+  const h = ODE_TF / s;
+  const zeros = new Float64Array(n);
+  return {
+    how: `F(v) = x.mul(concat([1, v.slice(0, -1)])); ${s} steps of y.add(k1.mul(h).div(2)) ... y.add(k1.add(k2.mul(2)).add(k3.mul(2)).add(k4).mul(h).div(6)); y.get(n - 1)`,
+    fn(x) {
+      const t = x.tape;
+      const F = (v: Vec): Vec => x.mul(t.concat([1, v.slice(0, -1)]));
+      let y = t.constantVector(zeros);
+      for (let step = 0; step < s; step++) {
+        const k1 = F(y);
+        const k2 = F(y.add(k1.mul(h).div(2)));
+        const k3 = F(y.add(k2.mul(h).div(2)));
+        const k4 = F(y.add(k3.mul(h)));
+        y = y.add(k1.add(k2.mul(2)).add(k3.mul(2)).add(k4).mul(h).div(6));
+      }
+      return y.get(n - 1);
+    },
+  };
+}
+
+export const ode: Workload = {
+  id: 'ode',
+  kind: 'ode',
+  title: `ODE, RK4 (s=${ODE_S})`,
+  description:
+    `GradBench ode (cpp/gradbench/evals/ode.hpp): y' = (x_0, x_i y_{i-1}), y(0) = 0, ${ODE_S} classical Runge-Kutta steps to tf = 2; ` +
+    'gradient of the last element of y(tf) w.r.t. x; x = GradBench\'s np.random.rand(n) (seed 31337, its (n, s) order)',
+  size: { full: 10_000, quick: 1000 },
+  sizeUnit: 'values',
+  tolerance: 1e-12,
+  // Linear in n at fixed s.
+  linearInN: true,
+  make(n) {
+    const s = ODE_S;
+    const x = odePoint(n, s);
+    return {
+      kind: 'ode',
+      n,
+      x,
+      runLabel: '1 gradient',
+      evalsPerRun: 1,
+      plain: () => odePlain(x, s),
+      hand: (g) => odeHand(x, s, g),
+      tapeVar: (tape, g, phase) => odeVar(tape, x, s, g, phase),
+      tapeHandle: (tape, g, phase) => odeHandle(tape, x, s, g, phase),
+      compiled: { fn: (xs) => odeFn(xs, s), inputs: n },
+      ...vecFields(x, odeVecForm(n, s)),
+      reference() {
+        const grad = new Float64Array(n);
+        const value = odeHand(x, s, grad);
+        // At GradBench's sizes value and gradient are 0 (see above): check the adjoint where they
+        // are not, on the first 24 values of x (4s > 23: every component matters).
+        // There y_23(tf) is ~1e-26: both sides are scaled by 1/|y_23| so the check is relative.
+        const small = x.slice(0, 24), smallGrad = new Float64Array(small.length);
+        const unit = 1 / Math.abs(odeHand(small, s, smallGrad));
+        for (let i = 0; i < smallGrad.length; i++) smallGrad[i]! *= unit;
+        const idx = Array.from(small, (_, i) => i);
+        const fd = centralDifferences((q) => odePlain(q, s) * unit, small, idx, 1e-6);
+        checkedAgainstFd('ode (n = 24)', smallGrad, fd, idx, 1e-8);
+        return { value, grad, source: 'hand-written adjoint of the RK4 steps, itself checked against central differences at n = 24 (all components)' };
+      },
+    };
+  },
+};
 
 // ───────────────────────────── logistic regression ─────────────────────────────
 // L(w, b) = (1/N) Σ_i softplus(z_i) − y_i z_i, z_i = b + Σ_j X_ij w_j: the mean negative
@@ -1941,7 +2195,7 @@ export const tiny: Workload = {
 
 /** Every workload, in table order. */
 export const WORKLOADS: readonly Workload[] = [
-  chain, rosenbrock, rosenbrock1e4, advectionLW, advectionToon, mlp, lse, lse1e4, lse128e4, llsq, llsq16392, logreg, gmm, tiny,
+  chain, rosenbrock, rosenbrock1e4, advectionLW, advectionToon, mlp, lse, lse1e4, lse128e4, llsq, llsq16392, logreg, gmm, ode, tiny,
 ];
 
 export function workloadById(id: string): Workload {

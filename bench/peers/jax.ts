@@ -5,7 +5,7 @@
 // an array used k times is passed k-1 times as `x.ref` and once as itself.
 import type { Runner } from '../impls.ts';
 import {
-  CHAIN_H, COURANT, LLSQ_M, LOGREG_D, MLP_ALPHA, MLP_LR, NX, TINY_POINTS, gmmConstants, gmmData, gmmLowerScatter, llsqPowers, llsqT,
+  CHAIN_H, COURANT, LLSQ_M, LOGREG_D, MLP_ALPHA, MLP_LR, NX, ODE_S, ODE_TF, TINY_POINTS, gmmConstants, gmmData, gmmLowerScatter,
   logregData, mlpData, tinyPoints, type Instance,
 } from '../workloads.ts';
 
@@ -88,11 +88,15 @@ export async function prepareJax(inst: Instance, mode: 'eager' | 'jit'): Promise
         const a = np.max(v.ref);
         return np.log(np.sum(np.exp(v.sub(a.ref)))).add(a);
       }, () => x);
-    case 'llsq': {
-      const T = np.array(llsqPowers(n, LLSQ_M), f64).reshape([n, LLSQ_M]);
-      const s = np.array(Float64Array.from({ length: n }, (_, i) => Math.sign(llsqT(i, n))), f64);
-      return single((v: Arr) => np.sum(np.square(s.ref.sub(np.matmul(T.ref, v)))).mul(0.5), () => x);
-    }
+    case 'llsq':
+      // t, sign(t) and the powers built inside the function, as GradBench's JAX tool
+      // (tools/jax/llsq.py: cumprod of [1, t, t, ...] per point), then a matvec.
+      return single((v: Arr) => {
+        const t = np.arange(n).astype(np.float64).mul(2).div(n - 1).add(-1);
+        const s = np.sign(t.ref);
+        const T = np.cumprod(np.concatenate([np.ones([n, 1], f64), np.tile(t.reshape([n, 1]), [1, LLSQ_M - 1])], 1), 1);
+        return np.sum(np.square(s.sub(np.matmul(T, v)))).mul(0.5);
+      }, () => x);
     case 'logreg': {
       const { X, y } = logregData(n);
       const d = LOGREG_D;
@@ -194,6 +198,26 @@ export async function prepareJax(inst: Instance, mode: 'eager' | 'jit'): Promise
           return value;
         },
       };
+    }
+    case 'ode': {
+      // GradBench's own JAX tool (tools/jax/ode.py): F(y) = where(i == 0, x, x · roll(y, 1)), the
+      // RK4 body with its grouping; its lax.scan over the s steps is a loop here (jax-js has no
+      // scan), so jit traces the steps unrolled. Output: the last element of y.
+      const s = ODE_S, h = ODE_TF / s;
+      const first = np.equal(np.arange(n), 0);
+      return single((v: Arr) => {
+        // v's last use (the last k4) consumes it.
+        const F = (y: Arr, last = false): Arr => np.where(first.ref, v.ref, (last ? v : v.ref).mul(np.roll(y, 1)));
+        let y = np.zeros([n], f64);
+        for (let step = 0; step < s; step++) {
+          const k1 = F(y.ref);
+          const k2 = F(y.ref.add(k1.ref.mul(h / 2)));
+          const k3 = F(y.ref.add(k2.ref.mul(h / 2)));
+          const k4 = F(y.ref.add(k3.ref.mul(h)), step === s - 1);
+          y = y.add(k1.add(k2.mul(2).add(k3.mul(2)).add(k4)).mul(h / 6));
+        }
+        return np.sum(y.slice([n - 1, n]));
+      }, () => x);
     }
     case 'tiny': {
       const pts = tinyPoints();

@@ -6,7 +6,7 @@
 // Ops micrograd lacks (sin, cos, log, log1p) are added in its style.
 import type { Runner } from '../impls.ts';
 import {
-  CHAIN_H, COURANT, LLSQ_M, LOGREG_D, MLP_ALPHA, MLP_LR, MLP_PARAMS, NX, TINY_POINTS, W1, B1, W2, B2, W3, B3,
+  CHAIN_H, COURANT, LLSQ_M, LOGREG_D, MLP_ALPHA, MLP_LR, MLP_PARAMS, NX, ODE_S, ODE_TF, TINY_POINTS, W1, B1, W2, B2, W3, B3,
   gmmConstants, gmmData, llsqT, logregData, mlpData, tinyPoints, type GmmData, type Instance,
 } from '../workloads.ts';
 
@@ -325,6 +325,26 @@ function gmm(G: GmmData, g: Float64Array): number {
   return f.data;
 }
 
+/** GradBench's ode, the RK4 steps on Values (ode.hpp's operations; micrograd's div is mul(pow(-1))). */
+function ode(x: Float64Array, s: number, g: Float64Array): number {
+  const n = x.length, h = ODE_TF / s;
+  const xs = Array.from(x, (v) => new Value(v));
+  const zero = new Value(0);
+  let y: Value[] = new Array<Value>(n).fill(zero);
+  const F = (v: Value[]): Value[] => v.map((_, i) => (i === 0 ? xs[0]! : xs[i]!.mul(v[i - 1]!)));
+  for (let step = 0; step < s; step++) {
+    const k1 = F(y);
+    const k2 = F(y.map((yi, i) => yi.add(k1[i]!.mul(h).div(2))));
+    const k3 = F(y.map((yi, i) => yi.add(k2[i]!.mul(h).div(2))));
+    const k4 = F(y.map((yi, i) => yi.add(k3[i]!.mul(h))));
+    y = y.map((yi, i) => yi.add(k1[i]!.add(k2[i]!.mul(2)).add(k3[i]!.mul(2)).add(k4[i]!).mul(h).div(6)));
+  }
+  const f = y[n - 1]!;
+  f.backward();
+  for (let i = 0; i < n; i++) g[i] = xs[i]!.grad;
+  return f.data;
+}
+
 function tiny(pts: Float64Array, n: number, g: Float64Array): number {
   let s = 0, gx = 0, gy = 0, gz = 0;
   for (let k = 0; k < n; k++) {
@@ -375,6 +395,7 @@ export function prepareMicrograd(inst: Instance): Runner {
       run = () => gmm(G, g);
       break;
     }
+    case 'ode': run = () => ode(x, ODE_S, g); break;
     case 'tiny': {
       const pts = tinyPoints();
       run = () => tiny(pts, n, g);

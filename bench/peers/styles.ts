@@ -12,6 +12,7 @@ export const TFJS_STYLE: Record<WorkloadKind, string> = {
   llsq: 'vectorised (matvec)',
   logreg: 'vectorised (matvec, softplus)',
   gmm: 'vectorised over points x components (batched matmul, logSumExp)',
+  ode: 'vectorised over the n values (shift by slice and concat), loop over the RK4 steps',
   tiny: 'scalar (0-d tensors)',
 };
 
@@ -25,5 +26,6 @@ export const JAX_STYLE: Record<WorkloadKind, string> = {
   llsq: 'vectorised (matvec)',
   logreg: 'vectorised (matvec, nn.softplus)',
   gmm: 'vectorised over points x components (batched matmul for GradBench\'s einsum, nn.logsumexp), as GradBench\'s JAX gmm',
+  ode: 'vectorised as GradBench\'s JAX ode (roll and where for the shift), the RK4 steps unrolled (jax-js has no lax.scan)',
   tiny: 'scalar (0-d arrays)',
 };
