@@ -3,7 +3,7 @@ import type { BackendChoice } from './backend.ts';
 import { GradcheckError, MissingRuleError, NotANumberError, TapegradError, describe, isArrayLike } from './errors.ts';
 import type { Tape, Var } from './tape.ts';
 import { BACKEND_RULE, checkOptions } from './options.ts';
-import { asVar, checkFunction, recordOn, withTape, type RuntimeVector, type ScalarOutput } from './transforms.ts';
+import { checkFunction, recordOn, scalarOutput, withTape, type RuntimeVector, type ScalarOutput } from './transforms.ts';
 import type { Vec } from './vector.ts';
 
 /** A scalar function as every transform and checker takes it: a Var[] (one Var per input) in,
@@ -204,7 +204,7 @@ export function gradcheck(f: (x: never) => ScalarOutput, x: number | ArrayLike<n
 function checkOn(tape: Tape, f: (x: never) => ScalarOutput, x: number | ArrayLike<number>, options: GradcheckOptions, scalarInput: boolean): GradcheckResult {
   const record = (point: ArrayLike<number>): { inputs: (Var | Vec)[]; output: Var } => {
     const { inputs, arg } = recordOn(tape, scalarInput ? point[0]! : point, options, 'gradcheck');
-    return { inputs, output: asVar(tape, (f as (x: unknown) => unknown)(arg), 'gradcheck: the function') };
+    return { inputs, output: scalarOutput(tape, (f as (x: unknown) => unknown)(arg), 'gradcheck') };
   };
   const valueAt = (point: ArrayLike<number>): number => {
     tape.reset();

@@ -144,11 +144,16 @@ export function checkFunction(f: unknown, where: string): void {
 
 function recordScalar(tape: Tape, f: (x: never) => ScalarOutput, x: Input, options: TransformOptions | undefined, where: string): Recorded<Var> {
   const { inputs, n, arg, scalarInput } = recordOn(tape, x, options, where);
-  const y = (f as (x: unknown) => unknown)(arg);
+  return { inputs, n, scalarInput, output: scalarOutput(tape, (f as (x: unknown) => unknown)(arg), where) };
+}
+
+/** @internal f's output where one scalar is needed (grad, hvp, gradcheck...): an array is
+ *  INVALID_ARGUMENT alike in each (gradcheck called it NOT_A_NUMBER: a probe). */
+export function scalarOutput(tape: Tape, y: unknown, where: string): Var {
   if (Array.isArray(y)) {
     throw new TapegradError('INVALID_ARGUMENT', `${where}: the function returned an array of ${y.length}; ${where} needs one scalar output (vjp, jvp and jacobian take several)`);
   }
-  return { inputs, n, scalarInput, output: asVar(tape, y, `${where}: the function`) };
+  return asVar(tape, y, `${where}: the function`);
 }
 
 function recordVector(tape: Tape, f: (x: never) => ScalarOutput | VectorOutput, x: Input, options: TransformOptions | undefined, where: string): Recorded<(Var | Vec)[]> & { m: number } {

@@ -144,6 +144,10 @@ describe.each(BACKENDS)('gradcheck judges beyond the finite differences\' roundi
     expect(() => gradcheck((x: Var) => x.log(), -1, { backend, raise: true })).toThrow('gradcheck failed: the gradient is NaN at input 0');
     expect(() => finiteDifferenceGradient(() => null as unknown as number, [2])).toThrow(NotANumberError);
     expect(() => finiteDifferenceGradient(() => '4' as unknown as number, 2)).toThrow('finiteDifferenceGradient: f must return a number, got the string "4"');
+    // An array of one output is what grad calls it, INVALID_ARGUMENT (it was NOT_A_NUMBER here: a probe).
+    const arrayOut = (x: Var[]): Var => [x[0]!.square()] as unknown as Var;
+    expect(() => gradcheck(arrayOut, [1], { backend })).toThrow(/^gradcheck: the function returned an array of 1; gradcheck needs one scalar output/);
+    expect(() => gradcheck(arrayOut, [1], { backend })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }) as never);
   });
 });
 
