@@ -965,11 +965,7 @@ function lseVar(tape: Tape, x: Float64Array, g: Float64Array, phase?: Phase): nu
   let s = xs[0]!.sub(A).exp();
   for (let i = 1; i < n; i++) s = s.add(xs[i]!.sub(A).exp());
   const f = s.log().add(A);
-  if (phase) phase.recordEnd = now();
-  const value = f.value;
-  if (phase) phase.forwardEnd = now();
-  g.set(tape.gradient(f, xs));
-  return value;
+  return valueAndGradientOf(tape, f, xs, g, phase);
 }
 
 function lseHandle(tape: Tape, x: Float64Array, g: Float64Array, phase?: Phase): number {
@@ -1134,11 +1130,7 @@ function llsqVar(tape: Tape, x: Float64Array, n: number, g: Float64Array, phase?
     s = s ? s.add(r.square()) : r.square();
   }
   const f = s!.div(2);
-  if (phase) phase.recordEnd = now();
-  const value = f.value;
-  if (phase) phase.forwardEnd = now();
-  g.set(tape.gradient(f, xs));
-  return value;
+  return valueAndGradientOf(tape, f, xs, g, phase);
 }
 
 function llsqHandle(tape: Tape, x: Float64Array, n: number, g: Float64Array, phase?: Phase): number {
@@ -1357,15 +1349,20 @@ function odeFn(xs: Var[], s: number): Var {
   return y[n - 1]!;
 }
 
-function odeVar(tape: Tape, x: Float64Array, s: number, g: Float64Array, phase?: Phase): number {
-  tape.reset();
-  const xs = tape.variables(x);
-  const f = odeFn(xs, s);
+// The end of a Var form: recording done, the value (the forward sweep), then the gradient into g.
+function valueAndGradientOf(tape: Tape, f: Var, xs: Var[], g: Float64Array, phase?: Phase): number {
   if (phase) phase.recordEnd = now();
   const value = f.value;
   if (phase) phase.forwardEnd = now();
   g.set(tape.gradient(f, xs));
   return value;
+}
+
+function odeVar(tape: Tape, x: Float64Array, s: number, g: Float64Array, phase?: Phase): number {
+  tape.reset();
+  const xs = tape.variables(x);
+  const f = odeFn(xs, s);
+  return valueAndGradientOf(tape, f, xs, g, phase);
 }
 
 function odeHandle(tape: Tape, x: Float64Array, s: number, g: Float64Array, phase?: Phase): number {
