@@ -70,7 +70,11 @@ export interface Recording {
  */
 export class CompiledFunction<V extends number | Float64Array = number | Float64Array> {
   /** How many times a failed guard made it record again. */
-  rerecords = 0;
+  get rerecords(): number {
+    return this.recordedAgain;
+  }
+  // (A public field was writable through the declarations: a probe.)
+  private recordedAgain = 0;
   private recording: Recording | null = null;
   // The tape of a recording given up (f threw while recording again): the next one reuses it.
   private spareTape: Tape | null = null;
@@ -679,7 +683,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
         node,
       );
     }
-    this.rerecords++;
+    this.recordedAgain++;
     return this.record(x);
   }
 

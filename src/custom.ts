@@ -15,10 +15,12 @@ export interface CustomRule {
   /** g * dy/dxs, one entry per operand. */
   vjp(xs: Float64Array, y: number, g: number): ArrayLike<number>;
   /** Optional: dy = sum_k dy/dx_k * ts[k]. Needed for jvp, forward-mode jacobian and hvp. */
-  jvp?(xs: Float64Array, y: number, ts: Float64Array): number;
+  // Properties, not optional methods: with exactOptionalPropertyTypes an explicit undefined (a
+  // rule built with `cond ? rule : undefined`) was refused (a probe), where the runtime takes it.
+  jvp?: ((xs: Float64Array, y: number, ts: Float64Array) => number) | undefined;
   /** Optional: d/dt of vjp(xs + t*ts, y(t), g) at t = 0, i.e. g * (Hessian of f) · ts. Needed
    *  with jvp for hvp and hessian through this function. */
-  vjpTangent?(xs: Float64Array, y: number, g: number, ts: Float64Array): ArrayLike<number>;
+  vjpTangent?: ((xs: Float64Array, y: number, g: number, ts: Float64Array) => ArrayLike<number>) | undefined;
 }
 
 /** A recorded function made by `defineFunction`: call it with Vars and numbers, at least one of

@@ -1,9 +1,13 @@
 import type { GradcheckResult } from './check.ts';
 
+/** What `code` of a TapegradError can be; each subclass has one (`StaleHandleError`'s is
+ *  `'STALE_HANDLE'`), so `instanceof` narrows it. */
+export type TapegradErrorCode = 'STALE_HANDLE' | 'FOREIGN_HANDLE' | 'INVALID_HANDLE' | 'NOT_A_NUMBER' | 'CAPACITY' | 'NO_GRADIENT' | 'CORE_TRAP' | 'INVALID_ARGUMENT' | 'BRANCH_CHANGED' | 'INVALID_FORMAT' | 'NON_FINITE' | 'SHAPE' | 'WORKER_EXIT' | 'GRADCHECK_FAILED';
+
 /** Every error tapegrad throws on purpose. `code` tells the kind; the tape stays usable. */
 export class TapegradError extends Error {
   constructor(
-    readonly code: 'STALE_HANDLE' | 'FOREIGN_HANDLE' | 'INVALID_HANDLE' | 'NOT_A_NUMBER' | 'CAPACITY' | 'NO_GRADIENT' | 'CORE_TRAP' | 'INVALID_ARGUMENT' | 'BRANCH_CHANGED' | 'INVALID_FORMAT' | 'NON_FINITE' | 'SHAPE' | 'WORKER_EXIT' | 'GRADCHECK_FAILED',
+    readonly code: TapegradErrorCode,
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -15,27 +19,32 @@ export class TapegradError extends Error {
 
 /** A Var or handle recorded before the last `reset()` of its tape. */
 export class StaleHandleError extends TapegradError {
+  declare readonly code: 'STALE_HANDLE';
   constructor(message: string) { super('STALE_HANDLE', message); this.name = 'StaleHandleError'; }
 }
 
 /** A Var recorded on a different tape. */
 export class ForeignHandleError extends TapegradError {
+  declare readonly code: 'FOREIGN_HANDLE';
   constructor(message: string) { super('FOREIGN_HANDLE', message); this.name = 'ForeignHandleError'; }
 }
 
 /** A handle that is not one of this tape's nodes (not an integer, or never recorded). */
 export class InvalidHandleError extends TapegradError {
+  declare readonly code: 'INVALID_HANDLE';
   constructor(message: string) { super('INVALID_HANDLE', message); this.name = 'InvalidHandleError'; }
 }
 
 /** Something other than a number (or a Var) where one is expected. NaN and Infinity are numbers. */
 export class NotANumberError extends TapegradError {
+  declare readonly code: 'NOT_A_NUMBER';
   constructor(message: string) { super('NOT_A_NUMBER', message); this.name = 'NotANumberError'; }
 }
 
 /** The tape would exceed `maxNodes`, `maxMemoryBytes` or the memory the runtime gives it.
  *  Nothing was recorded; `reset()` frees the tape for the next graph. */
 export class CapacityError extends TapegradError {
+  declare readonly code: 'CAPACITY';
   constructor(message: string, readonly limit: number) { super('CAPACITY', message); this.name = 'CapacityError'; }
 }
 
@@ -107,11 +116,13 @@ export function describe(value: unknown): string {
 /** `gradcheck(f, x, { raise: true })` found the derivatives off; `result` is what it would have
  *  returned (the worst input, both gradients, every error). */
 export class GradcheckError extends TapegradError {
+  declare readonly code: 'GRADCHECK_FAILED';
   constructor(message: string, readonly result: GradcheckResult) { super('GRADCHECK_FAILED', message); this.name = 'GradcheckError'; }
 }
 
 /** A custom function lacks the rule a sweep needs (jvp, or vjpTangent for second order). */
 export class MissingRuleError extends TapegradError {
+  declare readonly code: 'INVALID_ARGUMENT';
   constructor(message: string, readonly functionName: string, readonly rule: 'jvp' | 'vjpTangent') {
     super('INVALID_ARGUMENT', message);
     this.name = 'MissingRuleError';
@@ -121,23 +132,27 @@ export class MissingRuleError extends TapegradError {
 /** A compiled function in strict mode was replayed at inputs where a comparison it recorded
  *  comes out the other way. */
 export class BranchChangedError extends TapegradError {
+  declare readonly code: 'BRANCH_CHANGED';
   constructor(message: string, readonly node: number) { super('BRANCH_CHANGED', message); this.name = 'BranchChangedError'; }
 }
 
 /** Bytes given to `fromBytes` are not a tape this version can load (truncated, corrupted, wrong
  *  version, or structurally invalid). */
 export class FormatError extends TapegradError {
+  declare readonly code: 'INVALID_FORMAT';
   constructor(message: string) { super('INVALID_FORMAT', message); this.name = 'FormatError'; }
 }
 
 /** checkNaN mode: an op produced NaN or ±Infinity (or an adjoint became one). */
 export class NonFiniteError extends TapegradError {
+  declare readonly code: 'NON_FINITE';
   constructor(message: string, readonly node: number, readonly op: string) { super('NON_FINITE', message); this.name = 'NonFiniteError'; }
 }
 
 /** Operands whose shapes do not fit the op (lengths, broadcasting, matrix dimensions), or a
  *  vector where a scalar is needed. Names the op and the shapes; nothing was recorded. */
 export class ShapeError extends TapegradError {
+  declare readonly code: 'SHAPE';
   constructor(message: string, readonly op: string, readonly shapes: readonly (readonly number[])[]) {
     super('SHAPE', message);
     this.name = 'ShapeError';

@@ -7,6 +7,7 @@ export type { GeneratedSweeps } from './wasm/backend.ts';
 export {
   TapegradError, StaleHandleError, ForeignHandleError, InvalidHandleError, NotANumberError,
   CapacityError, BranchChangedError, FormatError, NonFiniteError, MissingRuleError, ShapeError, GradcheckError,
+  type TapegradErrorCode,
 } from './errors.ts';
 export { Op, OP_NAMES, OP_TABLE, SCALAR_OP_TABLE, ELEMENTWISE, opNameOf, type OpName, type VectorOpName, type UnaryOpName, type BinaryOpName } from './ops.ts';
 export {

@@ -125,8 +125,13 @@ export class Tape {
   private readonly constantValues = new Float64Array(CONSTANT_SLOTS);
   private readonly constantHandles = new Int32Array(CONSTANT_SLOTS).fill(-1);
 
+  /** @internal The regions and sweeps (the wasm core's or the JS engine's): not a parameter
+   *  property, whose declaration kept it public in the .d.ts (a probe wrote into its views). */
+  readonly engine: Backend;
+
   /** @internal Tapes come from createTape and createTapeSync, each with an engine of its own. */
-  constructor(readonly engine: Backend, limits: TapeLimits = {}) {
+  constructor(engine: Backend, limits: TapeLimits = {}) {
+    this.engine = engine;
     // Two tapes over one engine wrote each other's nodes (a probe: `new Tape(t1.engine)` gave t1
     // wrong values and gradients, without an error).
     if (ownedEngines.has(engine)) throw new TapegradError('INVALID_ARGUMENT', 'this engine belongs to another tape: make each tape with createTape or createTapeSync');

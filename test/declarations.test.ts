@@ -24,8 +24,8 @@ const RESOLUTIONS = [
 // Strict user code meeting the API: every assignment must type without a cast.
 const CONSUMER = `
 import {
-  CompiledFunction, Tape, Vec, compile, createTape, grad, gradcheck, init, mul, exp, add, select, sin, valueAndGrad, where,
-  type Operand, type TransformOptions, type Var,
+  CompiledFunction, StaleHandleError, Tape, TapegradError, Vec, compile, createTape, grad, gradcheck, init, mul, exp, add, select, sin, valueAndGrad, where,
+  type CustomRule, type Operand, type TapegradErrorCode, type TransformOptions, type Var,
 } from 'tapegrad';
 
 await init();
@@ -83,6 +83,16 @@ export const newTape = () => new Tape(tape.engine);
 export const newVec = () => new Vec();
 // @ts-expect-error: a compiled function comes from compile
 export const newCompiled = () => new CompiledFunction();
+// A probe: the engine, a parameter property, stayed public in the declarations (and writable
+// through them), rerecords was a writable field, a subclass's code was the whole union, and a
+// custom rule's optional rules refused an explicit undefined.
+// @ts-expect-error: the engine is internal
+export const engineOf = () => tape.engine;
+// @ts-expect-error: rerecords is read-only
+export const setRerecords = () => { scalar.rerecords = 1; };
+declare const caught: unknown;
+export const codeOf = (): TapegradErrorCode | undefined => (caught instanceof StaleHandleError ? (caught.code satisfies 'STALE_HANDLE') : caught instanceof TapegradError ? caught.code : undefined);
+export const rule: CustomRule = { name: 'sq', forward: (a) => a[0]! * a[0]!, vjp: (a, _y, gr) => [2 * a[0]! * gr], jvp: undefined, vjpTangent: undefined };
 // Types that fell back to \`any\` would accept this, and the unused directive would be the error.
 // @ts-expect-error: a scalar function's compiled value is a number
 export const wrong: string = compile((z) => z[0]!.sin(), { inputs: 1 }).value([1]);

@@ -421,7 +421,7 @@ it("README's Errors table has a row for every code and every error class, with t
   const table = readme.slice(readme.indexOf('### Errors'), readme.indexOf('### Memory'));
   const rows = [...table.matchAll(/^\| `(\w+)`[^|]*\| `(\w+)` \|/gm)].map((m) => `${m[1]} ${m[2]}`);
   const source = readFileSync(new URL('../src/errors.ts', import.meta.url), 'utf8');
-  const codes = [.../readonly code: ([^\n]+)/.exec(source)![1]!.matchAll(/'(\w+)'/g)].map((m) => m[1]!);
+  const codes = [.../export type TapegradErrorCode = ([^\n]+)/.exec(source)![1]!.matchAll(/'(\w+)'/g)].map((m) => m[1]!);
   expect(codes).toContain('GRADCHECK_FAILED');
   expect(new Set(rows.map((r) => r.split(' ')[1]))).toEqual(new Set(codes));
   const classes = (Object.values(api) as unknown[]).filter((v): v is new (message: string) => TapegradError => typeof v === 'function' && v.prototype instanceof TapegradError);

@@ -44,6 +44,7 @@ const isShared = (x: unknown): x is Float64Array => x instanceof Float64Array &&
 /** A worker ended while it ran part of a call (a crash, or `terminate()`); the pool replaces it,
  *  and the next call works. */
 export class WorkerExitError extends TapegradError {
+  declare readonly code: 'WORKER_EXIT';
   constructor(message: string, options?: { cause?: unknown }) { super('WORKER_EXIT', message, options); this.name = 'WorkerExitError'; }
 }
 
