@@ -109,6 +109,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
      *  generating them here. */
     private readonly shipped: ShippedSweeps | null = null,
   ) {
+    // The constructor is private in the declarations; from JavaScript `new CompiledFunction()`
+    // made an object that failed later with "expected undefined" (a probe).
+    if (!Number.isInteger(inputs) || inputs < 1 || (f === null && recording === null)) {
+      throw new TapegradError('INVALID_ARGUMENT', 'a CompiledFunction comes from compile(f, { inputs }) or fromBytes(bytes)');
+    }
     this.row = new Float64Array(inputs);
     if (recording) this.adopt(recording);
   }

@@ -697,7 +697,7 @@ export class Tape {
   }
 
   /** @internal */
-  indexOfHandle(h: number, op = -1): number {
+  indexOfHandle(h: number, op: number | string = -1): number {
     if (typeof h !== 'number') throw this.badHandle(h, op);
     const i = h - this.base;
     if (i >= 0 && i < this.count && (i | 0) === i && scalarValued(this.opV[i]!)) return i;
@@ -1424,8 +1424,10 @@ export class Tape {
     // Without a limit, no call into the core for the sizes (every vector op comes here).
     if (this.maxMemoryBytes !== Infinity && needed * this.engine.elementBytes() + (this.count + nodes) * this.engine.nodeBytes() > this.maxMemoryBytes) {
       const elementBytes = this.engine.elementBytes();
+      // Room for nodes alone (a composite's, mean's) named as such (a probe: "0 more elements").
+      const more = n > 0 ? `${n} more elements (${elementBytes} bytes each)${nodes > 0 ? ` and ${nodes} nodes` : ''}` : `${nodes} more nodes (${this.engine.nodeBytes()} bytes each)`;
       throw new CapacityError(
-        `tape is full: ${n} more elements (${elementBytes} bytes each) with ${this.elements} elements and ${this.count} nodes recorded exceed maxMemoryBytes = ${this.maxMemoryBytes}; call tape.reset() to reuse it`,
+        `tape is full: ${more} with ${this.elements} elements and ${this.count} nodes recorded exceed maxMemoryBytes = ${this.maxMemoryBytes}; call tape.reset() to reuse it`,
         this.maxMemoryBytes,
       );
     }
@@ -1523,14 +1525,15 @@ export class Tape {
   }
 
   // `op`: the op the handle is an operand of, which a ShapeError names (-1: none).
-  private badHandle(h: unknown, op = -1): Error {
+  // `op`: the op code, or the name of the call reading the handle ('value', 'gradient'...).
+  private badHandle(h: unknown, op: number | string = -1): Error {
     if (typeof h !== 'number') return new NotANumberError(`expected a handle (integer), got ${describe(h)}`);
     // Reached with a negative integer only where a scalar handle is needed, as Var methods give a
     // Vec there (tape.backward(vec)).
     const v = ~h - this.base;
     if (h < 0 && Number.isInteger(h) && v >= 0 && v < this.count && this.isVector(v)) {
-      const what = op < 0 ? 'scalar' : opNameOf(op);
-      return new ShapeError(`${op < 0 ? '' : `${what}: `}handle ${h} is a vector, where a scalar handle is needed (tape.handles.vec reads vectors: value, grad, sum)`, what, [[this.elementLength(v)]]);
+      const what = typeof op === 'string' ? op : op < 0 ? 'scalar' : opNameOf(op);
+      return new ShapeError(`${what === 'scalar' ? '' : `${what}: `}handle ${h} is a vector, where a scalar handle is needed (tape.handles.vec reads vectors: value, grad, sum)`, what, [[this.elementLength(v)]]);
     }
     if (h < 0 && Number.isInteger(h) && this.wasLive(~h)) {
       return new StaleHandleError(`vector handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
@@ -1742,11 +1745,11 @@ export class HandleApi {
     return t.recordSelect(t.indexOfHandle(cond, SELECT), t.indexOfHandle(ifTrue, SELECT), t.indexOfHandle(ifFalse, SELECT));
   }
   /** The value of a node. */
-  value(h: number): number { return this.tape.valueAt(this.tape.indexOfHandle(h)); }
+  value(h: number): number { return this.tape.valueAt(this.tape.indexOfHandle(h, 'value')); }
   /** The adjoint of a node from the last backward sweep. */
-  grad(h: number): number { return this.tape.gradAt(this.tape.indexOfHandle(h)); }
+  grad(h: number): number { return this.tape.gradAt(this.tape.indexOfHandle(h, 'grad')); }
   /** Reverse sweep from `h`, seeded with `seed`. */
-  backward(h: number, seed = 1): void { this.tape.backwardIndex(this.tape.indexOfHandle(h), seed); }
+  backward(h: number, seed = 1): void { this.tape.backwardIndex(this.tape.indexOfHandle(h, 'backward'), seed); }
   /** Runs `backward(output, seed)` and returns the adjoints of the handles `wrt`, in order (what
    *  `grad` reads, in one call), written into `into` when given (no allocation). Every handle is
    *  checked before the sweep runs. */
@@ -1765,9 +1768,9 @@ export class HandleApi {
     const run = leadingInputRun(wrt, base, count, op);
     for (let k = run; k < len; k++) {
       const h = wrt[k]!;
-      if (typeof h !== 'number' || !((h - base) >>> 0 === h - base && h - base < count && scalarValued(op[h - base]!))) t.indexOfHandle(h);
+      if (typeof h !== 'number' || !((h - base) >>> 0 === h - base && h - base < count && scalarValued(op[h - base]!))) t.indexOfHandle(h, 'gradient');
     }
-    t.backwardIndex(t.indexOfHandle(output), seed);
+    t.backwardIndex(t.indexOfHandle(output, 'gradient'), seed);
     // What gradAt reads after a sweep of the whole tape, through views read after it (a custom
     // rule's JS runs inside it).
     const out = into ?? new Float64Array(len), ops = t.opV, adj = t.engine.views.adj;
@@ -1780,7 +1783,7 @@ export class HandleApi {
   }
   /** Wraps a handle as a Var. */
   toVar(h: number): Var {
-    this.tape.indexOfHandle(h);
+    this.tape.indexOfHandle(h, 'toVar');
     return new Var(this.tape, h);
   }
 }

@@ -331,7 +331,7 @@ export class Vec {
   dot(other: Vec | ArrayLike<number>): Var {
     const t = this.tape, v = t.vindex(this);
     const b = this.operandShape(other, 'dot');
-    if (sizeOf(b) !== this.size) throw new ShapeError(`dot: lengths differ, shapes ${show(this.shape)} and ${show(b)}`, 'dot', [this.shape, b]);
+    if (sizeOf(b) !== this.size) throw new ShapeError(`dot: lengths differ, shapes ${show(this.shape)} and ${show(b)}${this.shape.length > 1 || b.length > 1 ? ': use matvec or matmul for a matrix' : ''}`, 'dot', [this.shape, b]);
     // Equal sizes are not enough: a [2, 3] matrix with a [6] vector is no inner product (NumPy's
     // dot refuses it too).
     if (!sameShape(this.shape, b)) throw new ShapeError(`dot: shapes differ, ${show(this.shape)} and ${show(b)}: reshape one, or use matvec or matmul`, 'dot', [this.shape, b]);

@@ -2,7 +2,7 @@
 // while it records again, gradients of functions with several outputs or a Vec out, and an `at`
 // point of the wrong length. Each must throw a clear error or give what a fresh recording gives.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { TapegradError, compile, grad, init, valueAndGrad, type Var, type Vec } from '../src/index.ts';
+import { CompiledFunction, TapegradError, compile, grad, init, valueAndGrad, type Var, type Vec } from '../src/index.ts';
 import { BACKENDS } from './support.ts';
 
 beforeAll(async () => {
@@ -238,6 +238,13 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
       expect(run).toThrow(new RegExp(`^${call}, row 0: ${call} needs a function with one scalar output; this one returns 2 outputs`));
       expect(Array.from(f.gradient([2]))).toEqual([2]);
     }
+  });
+
+  // A probe: from JavaScript `new CompiledFunction()` made an object that failed later.
+  it('a CompiledFunction is not made with new', () => {
+    const Made = CompiledFunction as unknown as new (...args: unknown[]) => unknown;
+    expect(() => new Made()).toThrow(/^a CompiledFunction comes from compile\(f, \{ inputs \}\) or fromBytes\(bytes\)$/);
+    expect(() => new Made(null, 2, backend, false)).toThrow(TapegradError);
   });
 
   // More inputs than a tape holds failed allocating the input row: a bare RangeError.

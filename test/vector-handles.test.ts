@@ -57,10 +57,11 @@ describe.each(BACKENDS)('the vector handle API (%s)', (backend) => {
     const h = tape.handles;
     const a = h.vec.variable([1, 2]);
     const s = h.vec.sum(a);
-    for (const action of [() => h.value(a), () => h.grad(a), () => h.backward(a), () => h.gradient(s, [a])]) {
+    // Named by the call (a probe: these said op 'scalar' and no call).
+    for (const [action, op] of [[() => h.value(a), 'value'], [() => h.grad(a), 'grad'], [() => h.backward(a), 'backward'], [() => h.gradient(s, [a]), 'gradient'], [() => h.gradient(a, [s]), 'gradient'], [() => h.toVar(a), 'toVar']] as const) {
       const size = tape.size;
       expect(action).toThrow(ShapeError);
-      expect(action).toThrow(new RegExp(`^handle ${a} is a vector, where a scalar handle is needed`));
+      expect(action).toThrow(expect.objectContaining({ op, message: expect.stringMatching(new RegExp(`^${op}: handle ${a} is a vector, where a scalar handle is needed`)) }));
       expect(tape.size).toBe(size);
     }
     // An op's operand: the error names the op, in the message and as `op` (a probe: "scalar").

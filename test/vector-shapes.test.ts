@@ -211,6 +211,9 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     expectShapeError(tape, () => M.reshape([1, 2, 3]).matmul(v3), 'matmul', [[1, 2, 3], [3]], /do not fit \(it takes operands of 1 or 2 dimensions\)/);
     expectShapeError(tape, () => v3.dot(v2), 'dot', [[3], [2]], /lengths differ/);
     expectShapeError(tape, () => v3.dot([1, 2, 3, 4]), 'dot', [[3], [4]], /lengths differ/);
+    // A matrix and a vector of another length: the message points at matvec (a probe).
+    expectShapeError(tape, () => M.dot(v3), 'dot', [[2, 3], [3]], /lengths differ, shapes \[2, 3\] and \[3\]: use matvec or matmul for a matrix$/);
+    expectShapeError(tape, () => v3.dot(v2), 'dot', [[3], [2]], /lengths differ, shapes \[3\] and \[2\]$/);
     expectShapeError(tape, () => M.dot([1, 2, 3, 4, 5, 6]), 'dot', [[2, 3], [6]], /shapes differ.*matvec or matmul/);
     expectShapeError(tape, () => M.dot(M.reshape([3, 2])), 'dot', [[2, 3], [3, 2]], /shapes differ/);
     // Same shapes: the sum of the elementwise product.
