@@ -110,7 +110,7 @@ function tapegradImpl(backend: BackendKind, api: 'var' | 'handle'): Impl {
   };
 }
 
-type ReplayMode = 'call' | 'interpreted' | 'batch' | 'batch-simd' | 'batch-scalar' | 'hvp';
+type ReplayMode = 'call' | 'interpreted' | 'batch' | 'batch-simd' | 'batch-scalar' | 'hvp' | 'hvp-batch';
 
 const REPLAY: Record<ReplayMode, { suffix: string; label: string; options: { simd?: boolean; codegen?: boolean }; how: string }> = {
   call: { suffix: 'replay', label: 'replay', options: {}, how: 'gradient(x, out) per evaluation' },
@@ -119,6 +119,7 @@ const REPLAY: Record<ReplayMode, { suffix: string; label: string; options: { sim
   'batch-simd': { suffix: 'batch-simd', label: 'batched replay (SIMD kernel)', options: { codegen: false, simd: true }, how: 'gradientBatch(X, rows, out) with the interpreter\'s two-row SIMD kernel' },
   'batch-scalar': { suffix: 'batch-scalar', label: 'batched replay (scalar kernel)', options: { codegen: false, simd: false }, how: 'gradientBatch(X, rows, out) with the interpreter\'s scalar kernel' },
   hvp: { suffix: 'hvp', label: 'replay hvp', options: {}, how: 'hvp(x, v, out)' },
+  'hvp-batch': { suffix: 'hvp-batch', label: 'batched hvp', options: {}, how: 'hvpBatch(X, rows, V, out), a direction per row' },
 };
 
 /** Record once (compile), then every run replays forward + reverse inside the engine. For the
@@ -128,7 +129,7 @@ const REPLAY: Record<ReplayMode, { suffix: string; label: string; options: { sim
 function tapegradReplay(backend: BackendKind, mode: ReplayMode): Impl {
   const { suffix, label, options, how } = REPLAY[mode];
   const perCall = mode === 'call' || mode === 'interpreted';
-  const batch = mode.startsWith('batch');
+  const batch = mode.startsWith('batch') || mode === 'hvp-batch';
   return {
     id: `${backend}-${suffix}`,
     label: `tapegrad ${backend} ${label}`,
@@ -137,7 +138,7 @@ function tapegradReplay(backend: BackendKind, mode: ReplayMode): Impl {
     note: `compile(f, ${JSON.stringify(options)}) once, then ${how} on the ${backend} backend; no JS work per node`,
     supports: (w, inst) =>
       inst.compiled !== undefined &&
-      (backend === 'wasm' || mode === 'call' || mode === 'batch' || mode === 'hvp') &&
+      (backend === 'wasm' || mode === 'call' || mode === 'batch' || mode === 'hvp' || mode === 'hvp-batch') &&
       (perCall || (mode === 'hvp' ? w.id === 'rosenbrock-1e4' : batch && inst.compiled.rows !== undefined)),
     async prepare(_w, inst) {
       await init();
@@ -157,6 +158,29 @@ function tapegradReplay(backend: BackendKind, mode: ReplayMode): Impl {
           g.fill(0);
           for (let r = 0; r < count; r++) for (let k = 0; k < inputs; k++) g[k] += G[r * inputs + k]!;
         };
+        if (mode === 'hvp-batch') {
+          // Timed: the Hessian-vector products alone. Checked: the rows against one hvp call
+          // each (bit for bit, as README promises), and the gradient, which the batch does not
+          // return, from gradientBatch untimed.
+          const V = Float64Array.from(rows, (_, k) => Math.cos(k));
+          const HV = new Float64Array(rows.length), one = new Float64Array(inputs);
+          f.hvpBatch(rows, count, V, HV);
+          for (let r = 0; r < count; r++) {
+            f.hvp(rows.subarray(r * inputs, (r + 1) * inputs), V.subarray(r * inputs, (r + 1) * inputs), one);
+            for (let k = 0; k < inputs; k++) {
+              if (!Object.is(one[k], HV[r * inputs + k])) throw new Error(`hvpBatch row ${r} differs from hvp: ${HV[r * inputs + k]} against ${one[k]}`);
+            }
+          }
+          f.gradientBatch(rows, count, G);
+          sum();
+          return {
+            grad: g,
+            run() {
+              f.hvpBatch(rows, count, V, HV);
+              return value;
+            },
+          };
+        }
         return perCall
           ? {
               grad: g,
@@ -381,6 +405,8 @@ export const IMPLS: readonly Impl[] = [
   tapegradReplay('js', 'batch'),
   tapegradReplay('wasm', 'hvp'),
   tapegradReplay('js', 'hvp'),
+  tapegradReplay('wasm', 'hvp-batch'),
+  tapegradReplay('js', 'hvp-batch'),
   tapegradVec('wasm', false, false),
   tapegradVec('js', false, false),
   tapegradVec('wasm', true, false),

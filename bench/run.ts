@@ -311,6 +311,12 @@ function ratios(results: ChildResult[]): RatioRow[] {
       const nb = get(w, impl)?.info?.nodeBytes;
       if (typeof nb === 'number') rows.push({ workload: w, what: `${impl} tape bytes per node`, value: nb, target: '<= 32', met: nb <= 32 });
     }
+    // Issue 12's batch target: Hessian-vector products per second on the 20-node function.
+    const hvpRows = get(w, 'wasm-hvp-batch');
+    if (hvpRows && hvpRows.evalsPerRun > 1) {
+      const v = (hvpRows.evalsPerRun * 1000) / hvpRows.medianMs!;
+      rows.push({ workload: w, what: 'wasm hvpBatch, Hessian-vector products per second', value: v, target: '>= 1e6', met: v >= 1e6 });
+    }
     // Peers against tapegrad's handle API, per unit of n (peers may have run a smaller n).
     const ours = get(w, 'wasm-handle');
     for (const peer of PEERS) {

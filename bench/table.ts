@@ -224,7 +224,8 @@ if (byKey.has('tiny/plain') || [...byKey.keys()].some((k) => k.startsWith('tiny/
   `\nTiny function (20 nodes, 3 inputs), gradients per second on one core: plain value only ${rate('plain')}; ` +
     `wasm Var API ${rate('wasm-var')}, handles ${rate('wasm-handle')}, replay \`gradient(x, out)\` ${rate('wasm-replay')} ` +
     `(interpreted ${rate('wasm-replay-interpreted')}), ` +
-    `\`gradientBatch\` ${rate('wasm-batch')} (generated sweeps; interpreted: SIMD kernel ${rate('wasm-batch-simd')}, scalar kernel ${rate('wasm-batch-scalar')}); JS mode replay ${rate('js-replay')}; ` +
+    `\`gradientBatch\` ${rate('wasm-batch')} (generated sweeps; interpreted: SIMD kernel ${rate('wasm-batch-simd')}, scalar kernel ${rate('wasm-batch-scalar')}); ` +
+    `Hessian-vector products by \`hvpBatch\` ${rate('wasm-hvp-batch')} (JS mode ${rate('js-hvp-batch')}); JS mode replay ${rate('js-replay')}; ` +
     `micrograd-style ${rate('micrograd')}.`,
 );
 const hvp = time('rosenbrock-1e4', 'wasm-hvp'), g = time('rosenbrock-1e4', 'wasm-replay'), gi = time('rosenbrock-1e4', 'wasm-replay-interpreted');
