@@ -199,7 +199,7 @@ export function opArity(op: i32): i32 {
 @inline export function truthy(c: f64): bool { return c != 0 && c == c; }
 
 // @ts-ignore: decorator
-@inline function sgn(x: f64): f64 { return x > 0 ? 1 : x < 0 ? -1 : x * 0; }
+@inline export function sgn(x: f64): f64 { return x > 0 ? 1 : x < 0 ? -1 : x * 0; }
 
 // d/dx x^z without 0*Inf at z = 0 (x^0 is constant).
 // @ts-ignore: decorator

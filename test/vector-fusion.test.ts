@@ -11,9 +11,11 @@ import { createTape, init, type Tape, type Var, type Vec } from '../src/index.ts
 import type { WasmBackend } from '../src/wasm/backend.ts';
 
 const SEED = 20_261_130;
-const UNARY = ['neg', 'square', 'exp', 'sin', 'tanh', 'sigmoid', 'softplus', 'sqrt', 'abs', 'relu', 'log1p'] as const;
-const BINARY = ['add', 'sub', 'mul', 'div', 'max', 'hypot', 'atan2'] as const;
-const ARITHMETIC = new Set<string>(['neg', 'square', 'add', 'sub', 'mul', 'div']);
+// (floor, ceil, stopGradient, recip, log, min and lt too: the kernels spell out their values,
+// and the partials the generated sweeps spell out, where they called the core per element.)
+const UNARY = ['neg', 'square', 'exp', 'sin', 'tanh', 'sigmoid', 'softplus', 'sqrt', 'abs', 'relu', 'log1p', 'floor', 'ceil', 'stopGradient', 'recip', 'log'] as const;
+const BINARY = ['add', 'sub', 'mul', 'div', 'max', 'hypot', 'atan2', 'min', 'lt'] as const;
+const ARITHMETIC = new Set<string>(['neg', 'square', 'add', 'sub', 'mul', 'div', 'floor', 'ceil', 'stopGradient', 'min', 'lt']);
 
 interface Step { unary: boolean; op: number; a: number; b: number; form: number }
 interface Program { n: number; steps: Step[]; arithmetic: boolean; special: boolean; slices: number[] }
@@ -130,6 +132,42 @@ describe('fused run kernels', async () => {
     // The kernels did run (a run of two or more nodes met the generator).
     expect(fusedRuns).toBeGreaterThan(0);
     expect(absorbing).toBeGreaterThan(0);
+  });
+
+  // The ops whose values (relu, abs, max, min, floor, ceil, stopGradient) and partials (those
+  // NATIVE_PARTIAL spells, and none for the zero-gradient ones) the kernels spell out instead of
+  // calling the core per element: a run of each, in kernels once they are compiled, against the
+  // block sweep, bit for bit, with zeros, infinities and a NaN among the elements.
+  it('spell out the cheap ops and the zero-gradient ones as the block sweep computes them', async () => {
+    const xs = data(3001, 0.4);
+    for (let i = 3; i < xs.length; i += 7) xs[i] = 0;
+    xs[5] = Infinity; xs[8] = -Infinity; xs[13] = NaN; xs[17] = -0;
+    const ops: [string, (v: Vec) => Vec][] = [
+      ['relu', (v) => v.relu()], ['abs', (v) => v.abs()], ['max', (v) => v.max(v.mul(-0.5))], ['min', (v) => v.min(0.25)],
+      ['floor', (v) => v.floor()], ['ceil', (v) => v.ceil()], ['stopGradient', (v) => v.stopGradient()], ['lt', (v) => v.lt(0.1)],
+      ['recip', (v) => v.recip()], ['log', (v) => v.log()], ['sqrt', (v) => v.sqrt()], ['div', (v) => v.div(v.square().add(1))],
+    ];
+    for (const [name, op] of ops) {
+      const own = await createTape({ backend: 'wasm' });
+      const ownEngine = (own as unknown as { engine: WasmBackend }).engine;
+      const sweep = (): Float64Array => {
+        own.reset();
+        const x = own.vector(xs);
+        const y = op(x.mul(1.5)).mul(x).add(x).sum();
+        return Float64Array.from([y.value, ...own.gradient(y, [x])]);
+      };
+      ownEngine.setRunFusion(false);
+      const blocked = sweep();
+      ownEngine.setRunFusion(true);
+      // The kernels compile in the background: sweep until both are in their slots.
+      const slots = (ownEngine as unknown as { runSlots: Map<string, number> }).runSlots;
+      for (let tries = 0; tries < 200 && [...slots.values()].filter((slot) => slot > 0).length < 2; tries++) {
+        sweep();
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect([...slots.values()].filter((slot) => slot > 0).length, `${name}: kernels`).toBe(2);
+      expect(sameBits(sweep(), blocked), name).toBe(true);
+    }
   });
 
   it('sweep Rosenbrock in kernels with the block sweep\'s results', async () => {

@@ -24,13 +24,13 @@
 // node's values in the order of the core's sum4 (four interleaved partial sums over groups of four
 // elements, the rest into the first three, (s0 + s2) + (s1 + s3)) and stores the sum there; a
 // reverse kernel with a sum reads the last node's adjoint there, the same for every element.
-import { Op, SCALAR_OP_TABLE } from '../../ops.ts';
+import { Op, SCALAR_OP_TABLE, ZERO_GRADIENT } from '../../ops.ts';
 import {
   Bytes, memarg, F64, I32, W_Block, W_Br, W_BrIf, W_Call, W_Else, W_End, W_F64Add, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg,
   W_F64Store, W_I32Add, W_I32And, W_I32Eqz, W_I32GtU, W_I32Load, W_I32Mul, W_If, W_Loop, W_Select, W_Void,
 } from './wasm.ts';
 import { assembleModule, IMPORTED } from './module.ts';
-import { FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, NATIVE_BINARY } from './rules.ts';
+import { FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, NATIVE_BINARY, NATIVE_PARTIAL } from './rules.ts';
 
 // SIMD (f64x2) opcodes, after the 0xfd prefix.
 const V128 = 0x7b;
@@ -38,6 +38,12 @@ const S_Load = 0x00, S_Store = 0x0b, S_Shuffle = 0x0d, S_Splat = 0x14, S_Extract
 const S_Or = 0x50, S_AnyTrue = 0x53;
 const S_Neg = 0xed, S_Add = 0xf0, S_Sub = 0xf1, S_Mul = 0xf2, S_Div = 0xf3;
 const SIMD_NATIVE: Partial<Record<number, number>> = { [Op.add]: S_Add, [Op.sub]: S_Sub, [Op.mul]: S_Mul, [Op.div]: S_Div };
+
+// The core's Math.max(x, 0), Math.abs, Math.max, Math.min, Math.floor and Math.ceil, which are
+// f64.max, abs, min, floor, ceil there; stopGradient's x (0: no instruction).
+const NATIVE_FORWARD: Partial<Record<number, number>> = {
+  [Op.relu]: 0xa5, [Op.abs]: 0x99, [Op.max]: 0xa5, [Op.min]: 0xa4, [Op.floor]: 0x9c, [Op.ceil]: 0x9b, [Op.stopGradient]: 0,
+};
 
 const KIND_VECTOR = -1, KIND_VECTOR_CONSTANT = -2, KIND_SCALAR = -3, KIND_SCALAR_CONSTANT = -4;
 // A slice the reverse kernel absorbs (assembly/vector.ts, "Slices"): KIND_SLICE - m for the m-th,
@@ -376,6 +382,15 @@ function emitValue(
   else if (s === Op.square) { operand(false); fn.tee(R.x); fn.get(R.x); V.mul(); }
   else {
     V.eachLane([() => operand(false), () => operand(true)], [L.lane.x, L.lane.z], () => {
+      // relu, abs, max and min as the core computes them (Math.max is f64.max there): a call per
+      // element into the core's rule made them 10-15 times a mul (a new-user probe).
+      const native = NATIVE_FORWARD[s];
+      if (native !== undefined) {
+        fn.get(L.lane.x);
+        if (s === Op.relu) fn.f64Const(0); else if (s === Op.max || s === Op.min) fn.get(L.lane.z);
+        if (native !== 0) fn.byte(native);
+        return;
+      }
       fn.i32Const(s); fn.get(L.lane.x); fn.get(L.lane.z); fn.byte(W_Call); fn.u32(FN_FORWARD);
     });
   }
@@ -613,8 +628,17 @@ function emitReverseTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: bo
       V.masked(R.p, s === Op.neg); send(k, false);
     } else {
       if (!wantA && !wantB) continue;
-      // Per lane: p, q = g != 0 ? the rule's partials : 0, 0 (the rule leaves q in partialZ).
+      if (ZERO_GRADIENT[s]) {
+        // No term (comparisons, floor, stopGradient...), but a fresh adjoint still starts at +0.
+        V.zero(); fn.set(R.t);
+        if (wantA) send(k, false);
+        if (wantB) send(k, true);
+        continue;
+      }
+      // Per lane: p, q = g != 0 ? the rule's partials : 0, 0 (the rule leaves q in partialZ),
+      // spelled out where the generated sweeps spell them (NATIVE_PARTIAL), else by a call.
       const simd = V.width === 2;
+      const partial = NATIVE_PARTIAL[s];
       value(k, false); fn.set(R.x);
       value(k, true); fn.set(R.z);
       runValue(k); fn.set(R.t);
@@ -622,9 +646,14 @@ function emitReverseTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: bo
         const get = (local: number): void => { fn.get(local); if (simd) { simdOp(fn, S_Extract); fn.byte(lane); } };
         get(R.g); fn.f64Const(0); fn.byte(W_F64Ne);
         fn.byte(W_If); fn.byte(W_Void);
-        fn.i32Const(s); get(R.x); get(R.z); get(R.t);
-        fn.byte(W_Call); fn.u32(FN_PARTIALS); fn.set(L.lane.p);
-        fn.byte(W_Call); fn.u32(FN_PARTIAL_Z); fn.set(L.lane.q);
+        if (partial) {
+          fn.f64Const(0); fn.set(L.lane.q);
+          partial(fn, () => get(R.x), () => get(R.z), () => get(R.t), { pa: L.lane.p, pb: L.lane.q, c: L.lane.x });
+        } else {
+          fn.i32Const(s); get(R.x); get(R.z); get(R.t);
+          fn.byte(W_Call); fn.u32(FN_PARTIALS); fn.set(L.lane.p);
+          fn.byte(W_Call); fn.u32(FN_PARTIAL_Z); fn.set(L.lane.q);
+        }
         fn.byte(W_Else);
         fn.f64Const(0); fn.set(L.lane.p); fn.f64Const(0); fn.set(L.lane.q);
         fn.byte(W_End);
