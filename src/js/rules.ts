@@ -97,65 +97,65 @@ export function forwardRule(op: number, x: number, z: number, w: number): number
 
 function forwardOf(op: number): void {
   const x = reg[X]!, z = reg[Z]!, w = reg[Y]!;
-  let result = 0;
   switch (op) {
-    case add: { result = x + z; break; }
-    case sub: { result = x - z; break; }
-    case mul: { result = x * z; break; }
-    case div: { result = x / z; break; }
-    case neg: { result = -x; break; }
-    case recip: { result = 1 / x; break; }
-    case square: { result = x * x; break; }
-    case sqrt: { result = Math.sqrt(x); break; }
-    case cbrt: { result = Math.cbrt(x); break; }
-    case pow: { result = Math.pow(x, z); break; }
-    case powConst: { result = Math.pow(x, z); break; }
-    case exp: { result = Math.exp(x); break; }
-    case expm1: { result = Math.expm1(x); break; }
-    case log: { result = Math.log(x); break; }
-    case log1p: { result = Math.log1p(x); break; }
-    case log2: { result = Math.log2(x); break; }
-    case log10: { result = Math.log10(x); break; }
-    case sin: { result = Math.sin(x); break; }
-    case cos: { result = Math.cos(x); break; }
-    case tan: { result = Math.tan(x); break; }
-    case asin: { result = Math.asin(x); break; }
-    case acos: { result = Math.acos(x); break; }
-    case atan: { result = Math.atan(x); break; }
-    case atan2: { result = Math.atan2(x, z); break; }
-    case sinh: { result = Math.sinh(x); break; }
-    case cosh: { result = Math.cosh(x); break; }
-    case tanh: { result = Math.tanh(x); break; }
-    case asinh: { result = Math.asinh(x); break; }
-    case acosh: { result = Math.acosh(x); break; }
-    case atanh: { result = Math.atanh(x); break; }
-    case abs: { result = Math.abs(x); break; }
-    case min: { result = Math.min(x, z); break; }
-    case max: { result = Math.max(x, z); break; }
-    case hypot: { result = Math.hypot(x, z); break; }
-    case sigmoid: { result = sigmoidOf(x); break; }
-    case softplus: { result = softplusOf(x); break; }
-    case relu: { result = Math.max(x, 0); break; }
-    case floor: { result = Math.floor(x); break; }
-    case ceil: { result = Math.ceil(x); break; }
-    case round: { result = Math.round(x); break; }
-    case sign: { result = Math.sign(x); break; }
-    case stopGradient: { result = x; break; }
-    case lt: { result = x < z ? 1 : 0; break; }
-    case le: { result = x <= z ? 1 : 0; break; }
-    case gt: { result = x > z ? 1 : 0; break; }
-    case ge: { result = x >= z ? 1 : 0; break; }
-    case eq: { result = x === z ? 1 : 0; break; }
-    case select: { result = truthy(x) ? z : w; break; }
-    case erf: { result = special.erf(x); break; }
-    case erfc: { result = special.erfc(x); break; }
-    case normCdf: { result = special.normCdf(x); break; }
-    case normLogCdf: { result = special.normLogCdf(x); break; }
-    case ndtri: { result = special.ndtri(x); break; }
-    case lgamma: { result = special.lgamma(x); break; }
-    case digamma: { result = special.digamma(x); break; }
+    case add: { reg[OUT] = x + z; return; }
+    case sub: { reg[OUT] = x - z; return; }
+    case mul: { reg[OUT] = x * z; return; }
+    case div: { reg[OUT] = x / z; return; }
+    case neg: { reg[OUT] = -x; return; }
+    case recip: { reg[OUT] = 1 / x; return; }
+    case square: { reg[OUT] = x * x; return; }
+    case sqrt: { reg[OUT] = Math.sqrt(x); return; }
+    case cbrt: { reg[OUT] = Math.cbrt(x); return; }
+    case pow: { reg[OUT] = Math.pow(x, z); return; }
+    case powConst: { reg[OUT] = Math.pow(x, z); return; }
+    case exp: { reg[OUT] = Math.exp(x); return; }
+    case expm1: { reg[OUT] = Math.expm1(x); return; }
+    case log: { reg[OUT] = Math.log(x); return; }
+    case log1p: { reg[OUT] = Math.log1p(x); return; }
+    case log2: { reg[OUT] = Math.log2(x); return; }
+    case log10: { reg[OUT] = Math.log10(x); return; }
+    case sin: { reg[OUT] = Math.sin(x); return; }
+    case cos: { reg[OUT] = Math.cos(x); return; }
+    case tan: { reg[OUT] = Math.tan(x); return; }
+    case asin: { reg[OUT] = Math.asin(x); return; }
+    case acos: { reg[OUT] = Math.acos(x); return; }
+    case atan: { reg[OUT] = Math.atan(x); return; }
+    case atan2: { reg[OUT] = Math.atan2(x, z); return; }
+    case sinh: { reg[OUT] = Math.sinh(x); return; }
+    case cosh: { reg[OUT] = Math.cosh(x); return; }
+    case tanh: { reg[OUT] = Math.tanh(x); return; }
+    case asinh: { reg[OUT] = Math.asinh(x); return; }
+    case acosh: { reg[OUT] = Math.acosh(x); return; }
+    case atanh: { reg[OUT] = Math.atanh(x); return; }
+    case abs: { reg[OUT] = Math.abs(x); return; }
+    case min: { reg[OUT] = Math.min(x, z); return; }
+    case max: { reg[OUT] = Math.max(x, z); return; }
+    case hypot: { reg[OUT] = Math.hypot(x, z); return; }
+    case sigmoid: { reg[OUT] = sigmoidOf(x); return; }
+    case softplus: { reg[OUT] = softplusOf(x); return; }
+    case relu: { reg[OUT] = Math.max(x, 0); return; }
+    case floor: { reg[OUT] = Math.floor(x); return; }
+    case ceil: { reg[OUT] = Math.ceil(x); return; }
+    case round: { reg[OUT] = Math.round(x); return; }
+    case sign: { reg[OUT] = Math.sign(x); return; }
+    case stopGradient: { reg[OUT] = x; return; }
+    case lt: { reg[OUT] = x < z ? 1 : 0; return; }
+    case le: { reg[OUT] = x <= z ? 1 : 0; return; }
+    case gt: { reg[OUT] = x > z ? 1 : 0; return; }
+    case ge: { reg[OUT] = x >= z ? 1 : 0; return; }
+    case eq: { reg[OUT] = x === z ? 1 : 0; return; }
+    case select: { reg[OUT] = truthy(x) ? z : w; return; }
+    case erf: { reg[OUT] = special.erf(x); return; }
+    case erfc: { reg[OUT] = special.erfc(x); return; }
+    case normCdf: { reg[OUT] = special.normCdf(x); return; }
+    case normLogCdf: { reg[OUT] = special.normLogCdf(x); return; }
+    case ndtri: { reg[OUT] = special.ndtri(x); return; }
+    case lgamma: { reg[OUT] = special.lgamma(x); return; }
+    case digamma: { reg[OUT] = special.digamma(x); return; }
   }
-  reg[OUT] = result;
+  // No case: 0 (the zero-gradient ops' partials, their second-order terms).
+  reg[OUT] = 0;
 }
 
 /** d/dz of the last `partials` call (a typed slot: no allocation per call). */
@@ -172,84 +172,84 @@ export function partials(op: number, x: number, z: number, y: number): number {
 function partialsOf(op: number): void {
   const x = reg[X]!, z = reg[Z]!, y = reg[Y]!;
   partialZ[0] = 0;
-  let result = 0;
   switch (op) {
-    case add: partialZ[0] = 1; { result = 1; break; }
-    case sub: partialZ[0] = -1; { result = 1; break; }
-    case mul: partialZ[0] = x; { result = z; break; }
+    case add: partialZ[0] = 1; { reg[OUT] = 1; return; }
+    case sub: partialZ[0] = -1; { reg[OUT] = 1; return; }
+    case mul: partialZ[0] = x; { reg[OUT] = z; return; }
     case div:
-      if (y !== y) { partialZ[0] = NaN; { result = NaN; break; } }
+      if (y !== y) { partialZ[0] = NaN; { reg[OUT] = NaN; return; } }
       partialZ[0] = -y / z;
-      { result = 1 / z; break; }
-    case neg: { result = -1; break; }
-    case recip: { result = -y * y; break; }
-    case square: { result = 2 * x; break; }
-    case sqrt: { result = 0.5 / Math.abs(y); break; }
-    case cbrt: { result = 1 / (3 * y * y); break; }
-    case pow: partialZ[0] = powExponentDerivative(x, y); { result = powBaseDerivative(x, z); break; }
-    case powConst: { result = powBaseDerivative(x, z); break; }
-    case exp: { result = y; break; }
-    case expm1: { result = y > -0.5 ? y + 1 : Math.exp(x); break; } // y + 1 cancels as y nears -1
-    case log: { result = x > 0 ? 1 / x : x === 0 ? Infinity : NaN; break; }
-    case log1p: { result = x > -1 ? 1 / (1 + x) : x === -1 ? Infinity : NaN; break; }
-    case log2: { result = x > 0 ? 1 / x / LN2 : x === 0 ? Infinity : NaN; break; }
-    case log10: { result = x > 0 ? 1 / x / LN10 : x === 0 ? Infinity : NaN; break; }
-    case sin: { result = Math.cos(x); break; }
-    case cos: { result = -Math.sin(x); break; }
-    case tan: { result = 1 + y * y; break; }
-    case asin: { result = 1 / Math.sqrt((1 - x) * (1 + x)); break; }
-    case acos: { result = -1 / Math.sqrt((1 - x) * (1 + x)); break; }
-    case atan: { result = 1 / (1 + x * x); break; }
+      { reg[OUT] = 1 / z; return; }
+    case neg: { reg[OUT] = -1; return; }
+    case recip: { reg[OUT] = -y * y; return; }
+    case square: { reg[OUT] = 2 * x; return; }
+    case sqrt: { reg[OUT] = 0.5 / Math.abs(y); return; }
+    case cbrt: { reg[OUT] = 1 / (3 * y * y); return; }
+    case pow: partialZ[0] = powExponentDerivative(x, y); { reg[OUT] = powBaseDerivative(x, z); return; }
+    case powConst: { reg[OUT] = powBaseDerivative(x, z); return; }
+    case exp: { reg[OUT] = y; return; }
+    case expm1: { reg[OUT] = y > -0.5 ? y + 1 : Math.exp(x); return; } // y + 1 cancels as y nears -1
+    case log: { reg[OUT] = x > 0 ? 1 / x : x === 0 ? Infinity : NaN; return; }
+    case log1p: { reg[OUT] = x > -1 ? 1 / (1 + x) : x === -1 ? Infinity : NaN; return; }
+    case log2: { reg[OUT] = x > 0 ? 1 / x / LN2 : x === 0 ? Infinity : NaN; return; }
+    case log10: { reg[OUT] = x > 0 ? 1 / x / LN10 : x === 0 ? Infinity : NaN; return; }
+    case sin: { reg[OUT] = Math.cos(x); return; }
+    case cos: { reg[OUT] = -Math.sin(x); return; }
+    case tan: { reg[OUT] = 1 + y * y; return; }
+    case asin: { reg[OUT] = 1 / Math.sqrt((1 - x) * (1 + x)); return; }
+    case acos: { reg[OUT] = -1 / Math.sqrt((1 - x) * (1 + x)); return; }
+    case atan: { reg[OUT] = 1 / (1 + x * x); return; }
     case atan2: {
       const h = Math.hypot(x, z);
       // As in the core: one operand infinite, both partials 0 (Infinity / Infinity was NaN).
       if (h === Infinity && (Number.isFinite(x) || Number.isFinite(z))) {
         partialZ[0] = Number.isFinite(x) ? -x / h / h : 0;
-        { result = Number.isFinite(z) ? z / h / h : 0; break; }
+        { reg[OUT] = Number.isFinite(z) ? z / h / h : 0; return; }
       }
       partialZ[0] = -x / h / h;
-      { result = z / h / h; break; }
+      { reg[OUT] = z / h / h; return; }
     }
-    case sinh: { result = Math.cosh(x); break; }
-    case cosh: { result = Math.sinh(x); break; }
+    case sinh: { reg[OUT] = Math.cosh(x); return; }
+    case cosh: { reg[OUT] = Math.sinh(x); return; }
     case tanh: {
-      if (Math.abs(y) < 0.5) { result = 1 - y * y; break; }
+      if (Math.abs(y) < 0.5) { reg[OUT] = 1 - y * y; return; }
       const c = Math.cosh(x); // 1 - y² cancels as |y| nears 1
-      { result = 1 / (c * c); break; }
+      { reg[OUT] = 1 / (c * c); return; }
     }
-    case asinh: { result = 1 / Math.hypot(x, 1); break; }
-    case acosh: { result = x >= 1 ? 1 / (Math.sqrt(x - 1) * Math.sqrt(x + 1)) : NaN; break; }
-    case atanh: { result = Math.abs(x) <= 1 ? 1 / ((1 - x) * (1 + x)) : NaN; break; }
-    case abs: { result = sgn(x); break; }
-    case min: partialZ[0] = pickFirst(z, x, z < x); { result = pickFirst(x, z, x < z); break; }
-    case max: partialZ[0] = pickFirst(z, x, z > x); { result = pickFirst(x, z, x > z); break; }
+    case asinh: { reg[OUT] = 1 / Math.hypot(x, 1); return; }
+    case acosh: { reg[OUT] = x >= 1 ? 1 / (Math.sqrt(x - 1) * Math.sqrt(x + 1)) : NaN; return; }
+    case atanh: { reg[OUT] = Math.abs(x) <= 1 ? 1 / ((1 - x) * (1 + x)) : NaN; return; }
+    case abs: { reg[OUT] = sgn(x); return; }
+    case min: partialZ[0] = pickFirst(z, x, z < x); { reg[OUT] = pickFirst(x, z, x < z); return; }
+    case max: partialZ[0] = pickFirst(z, x, z > x); { reg[OUT] = pickFirst(x, z, x > z); return; }
     case hypot: {
-      if (y === 0) { result = 0; break; }
+      if (y === 0) { reg[OUT] = 0; return; }
       // As in the core: one operand infinite, its partial its sign and the other's 0.
       if (y === Infinity && (Number.isFinite(x) || Number.isFinite(z))) {
         partialZ[0] = Number.isFinite(z) ? z / y : Math.sign(z);
-        { result = Number.isFinite(x) ? x / y : Math.sign(x); break; }
+        { reg[OUT] = Number.isFinite(x) ? x / y : Math.sign(x); return; }
       }
       if (y < 2.2250738585072014e-308) {
         const xs = x * 4.149515568880993e180, zs = z * 4.149515568880993e180, r = Math.hypot(xs, zs);
         partialZ[0] = zs / r;
-        { result = xs / r; break; }
+        { reg[OUT] = xs / r; return; }
       }
       partialZ[0] = z / y;
-      { result = x / y; break; }
+      { reg[OUT] = x / y; return; }
     }
-    case sigmoid: { result = y < 0.5 ? y * (1 - y) : y * sigmoidOf(-x); break; } // 1 - y cancels as y nears 1
-    case softplus: { result = -Math.expm1(-y); break; }
-    case relu: { result = x > 0 ? 1 : x === x ? 0 : NaN; break; }
-    case erf: { result = special.erfDerivative(x); break; }
-    case erfc: { result = -special.erfDerivative(x); break; }
-    case normCdf: { result = special.normPdf(x); break; }
-    case normLogCdf: { result = special.normLogCdfDerivative(x, y); break; }
-    case ndtri: { result = special.ndtriDerivative(y); break; }
-    case lgamma: { result = special.digamma(x); break; }
-    case digamma: { result = y === y ? special.trigamma(x) : NaN; break; }
+    case sigmoid: { reg[OUT] = y < 0.5 ? y * (1 - y) : y * sigmoidOf(-x); return; } // 1 - y cancels as y nears 1
+    case softplus: { reg[OUT] = -Math.expm1(-y); return; }
+    case relu: { reg[OUT] = x > 0 ? 1 : x === x ? 0 : NaN; return; }
+    case erf: { reg[OUT] = special.erfDerivative(x); return; }
+    case erfc: { reg[OUT] = -special.erfDerivative(x); return; }
+    case normCdf: { reg[OUT] = special.normPdf(x); return; }
+    case normLogCdf: { reg[OUT] = special.normLogCdfDerivative(x, y); return; }
+    case ndtri: { reg[OUT] = special.ndtriDerivative(y); return; }
+    case lgamma: { reg[OUT] = special.digamma(x); return; }
+    case digamma: { reg[OUT] = y === y ? special.trigamma(x) : NaN; return; }
   }
-  reg[OUT] = result;
+  // No case: 0 (the zero-gradient ops' partials, their second-order terms).
+  reg[OUT] = 0;
 }
 
 /** d(pb)/dt of the last `partialsTangent` call. */
@@ -271,64 +271,63 @@ function partialsTangentOf(op: number): void {
   partialZTangent[0] = 0;
   // A zero tangent adds nothing (see partialsTangent in assembly/ops.ts).
   if (tx === 0 && tz === 0) { reg[OUT] = 0; return; }
-  let result = 0;
   switch (op) {
-    case mul: partialZTangent[0] = tx; { result = tz; break; }
+    case mul: partialZTangent[0] = tx; { reg[OUT] = tz; return; }
     // As in the core: divided by z twice, not by z·z, which underflows below 1e-162.
     // y·tz/z left out where tz is 0 (see the core).
-    case div: partialZTangent[0] = ((tz === 0 ? 0 : y * tz / z) - ty) / z; { result = y !== y ? NaN : tz === 0 ? 0 : -tz / z / z; break; }
-    case recip: { result = -2 * y * ty; break; }
-    case square: { result = 2 * tx; break; }
-    case sqrt: { result = -0.5 * ty / (y * y); break; }
-    case cbrt: { result = -2 * ty / (3 * y * y * y); break; }
+    case div: partialZTangent[0] = ((tz === 0 ? 0 : y * tz / z) - ty) / z; { reg[OUT] = y !== y ? NaN : tz === 0 ? 0 : -tz / z / z; return; }
+    case recip: { reg[OUT] = -2 * y * ty; return; }
+    case square: { reg[OUT] = 2 * tx; return; }
+    case sqrt: { reg[OUT] = -0.5 * ty / (y * y); return; }
+    case cbrt: { reg[OUT] = -2 * ty / (3 * y * y * y); return; }
     case pow: {
       // As in the core: NaN outside the domain, every second partial.
       if (x < 0 && z !== Math.floor(z)) {
         partialZTangent[0] = NaN;
-        { result = NaN; break; }
+        { reg[OUT] = NaN; return; }
       }
       if (x === 0 && z !== 0) {
         const mixed = powMixedAtZero(z);
         partialZTangent[0] = tx === 0 ? 0 : tx * mixed;
-        { result = (tz === 0 ? 0 : tz * mixed) + (tx === 0 || z === 1 ? 0 : tx * (z * ((z - 1) * Math.pow(x, z - 2)))); break; }
+        { reg[OUT] = (tz === 0 ? 0 : tz * mixed) + (tx === 0 || z === 1 ? 0 : tx * (z * ((z - 1) * Math.pow(x, z - 2)))); return; }
       }
       // Below 0 every second partial with z in it NaN, as the partial in z (see the core).
       if (x < 0) {
         partialZTangent[0] = tx !== 0 || tz !== 0 ? NaN : 0;
-        { result = (tz === 0 ? 0 : NaN) + (tx === 0 || z === 0 || z === 1 ? 0 : tx * powSecondDerivative(x, z)); break; }
+        { reg[OUT] = (tz === 0 ? 0 : NaN) + (tx === 0 || z === 0 || z === 1 ? 0 : tx * powSecondDerivative(x, z)); return; }
       }
       // y/x as x^(z-1) (see the core).
       const xz1 = z === 0 ? 1 / x : Math.pow(x, z - 1);
       partialZTangent[0] = (ty === 0 ? 0 : ty * Math.log(x)) + (tx === 0 ? 0 : tx * xz1);
-      if (z === 0) { result = tz === 0 ? 0 : tz / x; break; }
+      if (z === 0) { reg[OUT] = tz === 0 ? 0 : tz / x; return; }
       const mixed = xz1 === 0 && Number.isFinite(z) ? 0 : xz1 + z * xz1 * Math.log(x);
-      { result = (tz === 0 ? 0 : tz * (mixed === mixed ? mixed : xz1 * (1 + z * Math.log(x)))) + (tx === 0 || z === 1 ? 0 : tx * powSecondDerivative(x, z)); break; }
+      { reg[OUT] = (tz === 0 ? 0 : tz * (mixed === mixed ? mixed : xz1 * (1 + z * Math.log(x)))) + (tx === 0 || z === 1 ? 0 : tx * powSecondDerivative(x, z)); return; }
     }
     // See powConst in assembly/ops.ts.
-    case powConst: { result = z === 0 || z === 1 ? 0 : tx * powSecondDerivative(x, z); break; }
-    case exp: { result = ty; break; }
-    case expm1: { result = ty; break; }
+    case powConst: { reg[OUT] = z === 0 || z === 1 ? 0 : tx * powSecondDerivative(x, z); return; }
+    case exp: { reg[OUT] = ty; return; }
+    case expm1: { reg[OUT] = ty; return; }
     // Outside the domain NaN, as the first partial is (the formulas alone are finite there), but
     // 0 along a zero tangent, as the tangent sweep adds nothing for one: a NaN element of a vector
     // leaves the Hessian's cross terms with the others 0, as the gradient keeps theirs.
-    case log: { result = tx === 0 ? 0 : x >= 0 ? -tx / (x * x) : NaN; break; }
-    case log1p: { result = tx === 0 ? 0 : x >= -1 ? -tx / ((1 + x) * (1 + x)) : NaN; break; }
-    case log2: { result = tx === 0 ? 0 : x >= 0 ? -tx / (x * x * LN2) : NaN; break; }
-    case log10: { result = tx === 0 ? 0 : x >= 0 ? -tx / (x * x * LN10) : NaN; break; }
+    case log: { reg[OUT] = tx === 0 ? 0 : x >= 0 ? -tx / (x * x) : NaN; return; }
+    case log1p: { reg[OUT] = tx === 0 ? 0 : x >= -1 ? -tx / ((1 + x) * (1 + x)) : NaN; return; }
+    case log2: { reg[OUT] = tx === 0 ? 0 : x >= 0 ? -tx / (x * x * LN2) : NaN; return; }
+    case log10: { reg[OUT] = tx === 0 ? 0 : x >= 0 ? -tx / (x * x * LN10) : NaN; return; }
     // As in the core: the node's own value y is sin x (cos x), no second evaluation.
-    case sin: { result = -tx * y; break; }
-    case cos: { result = -tx * y; break; }
-    case tan: { result = 2 * y * ty; break; }
-    case asin: { const u = (1 - x) * (1 + x); { result = tx * x / (u * Math.sqrt(u)); break; } }
-    case acos: { const u = (1 - x) * (1 + x); { result = -tx * x / (u * Math.sqrt(u)); break; } }
+    case sin: { reg[OUT] = -tx * y; return; }
+    case cos: { reg[OUT] = -tx * y; return; }
+    case tan: { reg[OUT] = 2 * y * ty; return; }
+    case asin: { const u = (1 - x) * (1 + x); { reg[OUT] = tx * x / (u * Math.sqrt(u)); return; } }
+    case acos: { const u = (1 - x) * (1 + x); { reg[OUT] = -tx * x / (u * Math.sqrt(u)); return; } }
     // Where the denominator overflows the second derivative is a zero (its limit), never NaN
     // from Infinity / Infinity: -sign(x)·tx·0 keeps the sign the formula's underflow gives.
     // Far out (|x| past 1e38, 1e50) in units of 1/x: (1 + x²)² overflowed from |x| = 1.2e77, and the
     // limit 0 stood in where the true value is a normal double up to 2e102 (asinh, acosh: from
     // 5.6e102, normal up to 6.7e153; a probe). Nearer in the formulas stay as they were.
     case atan: {
-      if (Math.abs(x) > 1e38) { const r = 1 / x, q = 1 + r * r; { result = -2 * r * r * r * tx / (q * q); break; } }
-      const u = 1 + x * x, d = u * u; { result = d === Infinity ? -Math.sign(x) * tx * 0 : -2 * x * tx / d; break; }
+      if (Math.abs(x) > 1e38) { const r = 1 / x, q = 1 + r * r; { reg[OUT] = -2 * r * r * r * tx / (q * q); return; } }
+      const u = 1 + x * x, d = u * u; { reg[OUT] = d === Infinity ? -Math.sign(x) * tx * 0 : -2 * x * tx / d; return; }
     }
     case atan2: {
       // In units of h = hypot(x, z), as the first partials: x^2 + z^2 overflowed from |x| near
@@ -340,22 +339,22 @@ function partialsTangentOf(op: number): void {
       const same = (x < 0) === (z < 0);
       const c = 2 * u * w, d = far ? (w - u) * (w + u) : same ? ((z - x) / h) * (w + u) : (w - u) * ((z + x) / h);
       partialZTangent[0] = (c * tz - d * tx) / h / h;
-      { result = -(d * tz + c * tx) / h / h; break; }
+      { reg[OUT] = -(d * tz + c * tx) / h / h; return; }
     }
-    case sinh: { result = tx * Math.sinh(x); break; }
-    case cosh: { result = tx * Math.cosh(x); break; }
-    case tanh: { result = -2 * y * ty; break; }
+    case sinh: { reg[OUT] = tx * Math.sinh(x); return; }
+    case cosh: { reg[OUT] = tx * Math.cosh(x); return; }
+    case tanh: { reg[OUT] = -2 * y * ty; return; }
     case asinh: {
-      if (Math.abs(x) > 1e50) { const r = 1 / x, q = 1 + r * r; { result = -Math.sign(x) * r * r * tx / (q * Math.sqrt(q)); break; } }
-      const u = x * x + 1, d = u * Math.sqrt(u); { result = d === Infinity ? -Math.sign(x) * tx * 0 : -x * tx / d; break; }
+      if (Math.abs(x) > 1e50) { const r = 1 / x, q = 1 + r * r; { reg[OUT] = -Math.sign(x) * r * r * tx / (q * Math.sqrt(q)); return; } }
+      const u = x * x + 1, d = u * Math.sqrt(u); { reg[OUT] = d === Infinity ? -Math.sign(x) * tx * 0 : -x * tx / d; return; }
     }
     case acosh: {
-      if (x > 1e50) { const r = 1 / x, q = (1 - r) * (1 + r); { result = -r * r * tx / (q * Math.sqrt(q)); break; } }
-      const u = (x - 1) * (x + 1), d = u * Math.sqrt(u); { result = x >= 1 ? (d === Infinity ? -tx * 0 : -x * tx / d) : tx === 0 ? 0 : NaN; break; }
+      if (x > 1e50) { const r = 1 / x, q = (1 - r) * (1 + r); { reg[OUT] = -r * r * tx / (q * Math.sqrt(q)); return; } }
+      const u = (x - 1) * (x + 1), d = u * Math.sqrt(u); { reg[OUT] = x >= 1 ? (d === Infinity ? -tx * 0 : -x * tx / d) : tx === 0 ? 0 : NaN; return; }
     }
-    case atanh: { const u = (1 - x) * (1 + x); { result = Math.abs(x) <= 1 ? 2 * x * tx / (u * u) : tx === 0 ? 0 : NaN; break; } }
+    case atanh: { const u = (1 - x) * (1 + x); { reg[OUT] = Math.abs(x) <= 1 ? 2 * x * tx / (u * u) : tx === 0 ? 0 : NaN; return; } }
     case hypot: {
-      if (y === 0) { result = 0; break; }
+      if (y === 0) { reg[OUT] = 0; return; }
       // As in the core: in units of y (y·y overflowed past 1e154 and underflowed below 1e-162), an
       // infinite operand's unit component its sign.
       // d(x/y) as w·(w·tx − u·tz)/y, which does not cancel where |z| ≪ |x| (see the core).
@@ -365,22 +364,24 @@ function partialsTangentOf(op: number): void {
       if (y < 2.2250738585072014e-308) {
         const xs = x * 4.149515568880993e180, zs = z * 4.149515568880993e180, r = Math.hypot(xs, zs), us = xs / r, ws = zs / r;
         partialZTangent[0] = us * (us * tz - ws * tx) * 4.149515568880993e180 / r;
-        { result = ws * (ws * tx - us * tz) * 4.149515568880993e180 / r; break; }
+        { reg[OUT] = ws * (ws * tx - us * tz) * 4.149515568880993e180 / r; return; }
       }
       partialZTangent[0] = u * ((u * tz - w * tx) / y);
-      { result = w * ((w * tx - u * tz) / y); break; }
+      { reg[OUT] = w * ((w * tx - u * tz) / y); return; }
     }
     // 1 - 2y as -tanh(x/2): with y near 1/2 the subtraction left only y's rounding (100% off at
     // x = 1e-16: a probe).
-    case sigmoid: { result = ty * -Math.tanh(0.5 * x); break; }
-    case softplus: { result = ty * Math.exp(-y); break; }
-    case erf: { const d = special.erfDerivative(x); { result = d === 0 ? 0 : -2 * x * d * tx; break; } }
-    case erfc: { const d = special.erfDerivative(x); { result = d === 0 ? 0 : 2 * x * d * tx; break; } }
-    case normCdf: { const d = special.normPdf(x); { result = d === 0 ? 0 : -x * d * tx; break; } }
-    case normLogCdf: { const d = special.normLogCdfDerivative(x, y); { result = d === 0 ? 0 : special.normLogCdfSecond(x, d) * tx; break; } }
-    case ndtri: { const d = special.ndtriDerivative(y); { result = tx === 0 ? 0 : y * d * d * tx; break; } }
-    case lgamma: { result = tx === 0 ? 0 : special.trigamma(x) * tx; break; }
-    case digamma: { result = tx === 0 ? 0 : special.tetragamma(x) * tx; break; }
+    case sigmoid: { reg[OUT] = ty * -Math.tanh(0.5 * x); return; }
+    case softplus: { reg[OUT] = ty * Math.exp(-y); return; }
+    case erf: { const d = special.erfDerivative(x); { reg[OUT] = d === 0 ? 0 : -2 * x * d * tx; return; } }
+    case erfc: { const d = special.erfDerivative(x); { reg[OUT] = d === 0 ? 0 : 2 * x * d * tx; return; } }
+    case normCdf: { const d = special.normPdf(x); { reg[OUT] = d === 0 ? 0 : -x * d * tx; return; } }
+    case normLogCdf: { const d = special.normLogCdfDerivative(x, y); { reg[OUT] = d === 0 ? 0 : special.normLogCdfSecond(x, d) * tx; return; } }
+    case ndtri: { const d = special.ndtriDerivative(y); { reg[OUT] = tx === 0 ? 0 : y * d * d * tx; return; } }
+    case lgamma: { reg[OUT] = tx === 0 ? 0 : special.trigamma(x) * tx; return; }
+    case digamma: { reg[OUT] = tx === 0 ? 0 : special.tetragamma(x) * tx; return; }
   }
-  reg[OUT] = result;
+  // No case: 0 (the zero-gradient ops' partials, their second-order terms).
+  reg[OUT] = 0;
 }
+
