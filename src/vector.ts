@@ -169,7 +169,13 @@ function elementwiseSimple(tape: Tape, s: number, operands: readonly VecOperand[
     ib = tape.vindex(b);
     if (!sameShape(a.shape, b.shape)) return null;
   } else if (b instanceof Var) ib = tape.index(b);
-  else if (typeof b !== 'number') return null;
+  else if (b instanceof Float64Array && ArrayBuffer.isView(b) && b.length === n && a.shape.length === 1 && operands.length === 2) {
+    // A Float64Array of a vector's length, the constant vector the general path records with
+    // the same nodes, without its checks of shapes in arrays (8.5 times a number operand there,
+    // 1.7 KB an op: a new-user probe).
+    tape.reserveVector(4, 2 * n);
+    return new Vec(tape, tape.recordVector(ELEMENTWISE + s, ia, tape.recordVectorLeaf(VCONST, b), n), a.shape);
+  } else if (typeof b !== 'number') return null;
   // Room for the op (and a number's constant node) first, so a full tape records nothing.
   tape.reserveVector(typeof b === 'number' ? 3 : 2, n);
   if (typeof b === 'number') ib = tape.constantIndex(b);

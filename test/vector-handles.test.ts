@@ -305,6 +305,26 @@ describe.each(BACKENDS)('the vector handle API (%s)', (backend) => {
     expect(() => hv.sum(x)).toThrow(/was recorded before tape.reset\(\)/);
   });
 
+  // A probe: a Float64Array operand took the general path (8.5 times a number operand, 1.7 KB an
+  // op); the common case records the constant vector and the op directly, the same nodes.
+  it('a Float64Array operand of a vector\'s length records what constantVector and the op record', async () => {
+    const nodes = (tape: Tape): number[][] => {
+      const t = tape as unknown as { count: number; opV: Uint8Array; aV: Int32Array; bV: Int32Array };
+      return [[...t.opV.subarray(0, t.count)], [...t.aV.subarray(0, t.count)], [...t.bV.subarray(0, t.count)]];
+    };
+    const direct = await tapeOn(backend), explicit = await tapeOn(backend);
+    const w = Float64Array.from(Y);
+    const a = direct.vector(X), b = explicit.vector(X);
+    const ys = [a.mul(w), a.sub(w), a.pow(w.map(Math.abs)), a.max(w)];
+    const zs = [b.mul(explicit.constantVector(w)), b.sub(explicit.constantVector(w)), b.pow(explicit.constantVector(w.map(Math.abs))), b.max(explicit.constantVector(w))];
+    expect(nodes(direct)).toEqual(nodes(explicit));
+    expect(ys.map((y) => bits(y.value))).toEqual(zs.map((z) => bits(z.value)));
+    expect(ys.every((y) => y.shape.length === 1 && y.shape[0] === X.length)).toBe(true);
+    // Other lengths and matrices keep the general path's broadcasting and errors.
+    expect(() => a.mul(new Float64Array(4))).toThrow(ShapeError);
+    expect(Array.from(direct.vector([1, 2, 3, 4], [2, 2]).mul(Float64Array.from([10, 100])).value)).toEqual([10, 200, 30, 400]);
+  });
+
   it('a program through handles equals the same program through Vecs, bit for bit', async () => {
     const record = (tape: Tape, viaHandles: boolean): number[] => {
       tape.reset();
