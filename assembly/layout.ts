@@ -125,8 +125,10 @@ function ensurePages(cap: i32, regions: i32, ecap: i32): bool {
   return pagesNeeded <= current || memory.grow(pagesNeeded - current) >= 0;
 }
 
-// Live elements: the façade's fill pointer into the element regions, kept here so a relayout
-// knows how much to move and the sweeps how much to clear.
+// Live elements: the façade's fill pointer into the element regions, so that a relayout knows how
+// much to move. Only relayouts read it, and the façade sets it just before each call that may
+// relayout (reserve, reserveElements, enableTangents), not on every vector op: between those
+// calls it may be behind the façade's.
 export let liveElements: i32 = 0;
 
 function relayout(newCap: i32, newRegions: i32, newElemCap: i32, live: i32): void {

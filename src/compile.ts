@@ -442,7 +442,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** vᵀJ at x for a vector function (one replay, one reverse sweep). */
   vjp(x: ArrayLike<number>, v: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): Float64Array {
     const rec = this.replay(x, 'vjp');
-    checkEntries(v, rec.outputs.length, 'vjp', 'cotangent');
+    v = this.entries(v, rec.outputs.length, 'vjp', 'cotangent');
     const engine = rec.tape.engine;
     engine.clearAdjoints(rec.tape.size, false);
     const { adj, xadj } = engine.views;
@@ -539,7 +539,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const engine = live?.tape.engine;
     if (!live || live.tape.size === 0 || live.vectorInput || this.checkNaN || !(engine instanceof WasmBackend) || !engine.forwardTangentReady()) return null;
     const row = this.toRow(x, what);
-    checkEntries(t, this.inputs, what, DIRECTION);
+    t = this.entries(t, this.inputs, what, DIRECTION);
     live.tape.ensureTangents();
     if (engine.replayForwardTangent(row, t, this.inputs) >= 0) return null;
     return (this.fused = live);
@@ -547,7 +547,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   // `targets`: the nodes whose tangents (jvp) or second-order results (hvp) the caller reads.
   private seedTangents(rec: Recording, t: ArrayLike<number>, targets: ArrayLike<number>, what: string): Float64Array {
-    checkEntries(t, this.inputs, what, DIRECTION);
+    t = this.entries(t, this.inputs, what, DIRECTION);
     const tan = rec.tape.ensureTangents();
     const engine = rec.tape.engine;
     if (!(engine instanceof WasmBackend && engine.tangentSweepsGenerated())) tan.fill(0, 0, rec.tape.size);
@@ -558,6 +558,23 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     rec.tape.tangentSweep(targets, true, rec.vectorInput ? 2 : this.inputs);
     return tan;
   }
+
+  // A tangent's or cotangent's entries, each read once and checked as it is copied (a Float64Array
+  // as it is): read to check and again to use, a getter could hand over a BigInt the second time
+  // (a review: a raw TypeError). Into a buffer kept for the next call, which then allocates nothing.
+  private entries(x: ArrayLike<number>, expected: number, call: string, noun: string): Float64Array {
+    checkLength(x, expected, call, noun);
+    if (x instanceof Float64Array && ArrayBuffer.isView(x)) return x;
+    if (this.entryBuffer.length < expected) this.entryBuffer = new Float64Array(expected);
+    const copy = this.entryBuffer;
+    for (let k = 0; k < expected; k++) {
+      const v = x[k];
+      if (typeof v !== 'number') throw new NotANumberError(`${named(call, noun)}'s entry ${k} must be a number, got ${describe(v)}`);
+      copy[k] = v;
+    }
+    return copy;
+  }
+  private entryBuffer = new Float64Array(0);
 
   // `what`: the call its errors name (a probe: "the input has 1 entries, expected 2" said not which).
   private toRow(x: ArrayLike<number>, what: string): Float64Array {
@@ -907,16 +924,6 @@ function checkLength(x: ArrayLike<number>, expected: number, call: string, noun:
 const DIRECTION = '';
 const named = (call: string, noun: string): string => `${call}: the ${noun === DIRECTION ? (call.startsWith('jvp') ? 'tangent' : 'direction') : noun}`;
 
-// checkLength, and every entry a number (a Float64Array holds numbers by construction): a
-// cotangent or tangent is written into the tape as it is, where '2' would count as 2 and
-// undefined as NaN.
-function checkEntries(x: ArrayLike<number>, expected: number, call: string, noun: string): void {
-  checkLength(x, expected, call, noun);
-  if (x instanceof Float64Array) return;
-  for (let k = 0; k < expected; k++) {
-    if (typeof x[k] !== 'number') throw new NotANumberError(`${named(call, noun)}'s entry ${k} must be a number, got ${describe(x[k])}`);
-  }
-}
 
 /**
  * Records `f` once and returns a CompiledFunction that replays it at new inputs:

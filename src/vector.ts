@@ -169,7 +169,7 @@ function elementwiseSimple(tape: Tape, s: number, operands: readonly VecOperand[
     ib = tape.vindex(b);
     if (!sameShape(a.shape, b.shape)) return null;
   } else if (b instanceof Var) ib = tape.index(b);
-  else if (b instanceof Float64Array && ArrayBuffer.isView(b) && b.length === n && a.shape.length === 1 && operands.length === 2) {
+  else if (b instanceof Float64Array && ArrayBuffer.isView(b) && b.length === n && a.shape.length === 1) {
     // A Float64Array of a vector's length, the constant vector the general path records with
     // the same nodes, without its checks of shapes in arrays (8.5 times a number operand there,
     // 1.7 KB an op: a new-user probe).
@@ -645,6 +645,13 @@ export class VectorHandleApi {
    *  or a scalar handle: the node the general path below records, without wrapping the operands
    *  in Vecs (which cost 82-192 bytes and 0.7-1 µs an op, ten times a Vec op). */
   elementwise2(s: number, name: string, h1: number, h2: number): number {
+    // A scalar handle, then a vector handle: the general path records the same node.
+    if (typeof h1 === 'number' && h1 >= 0 && typeof h2 === 'number' && h2 < 0) {
+      const t = this.tape;
+      const ia = t.indexOfHandle(h1), ib = t.vindexOfHandle(h2, name), n = t.elementLength(ib);
+      t.reserveVector(2, n);
+      return ~(t.recordVector(ELEMENTWISE + s, ia, ib, n) + t.base);
+    }
     if (typeof h1 === 'number' && h1 < 0 && typeof h2 === 'number') {
       const t = this.tape;
       const ia = t.vindexOfHandle(h1, name), n = t.elementLength(ia);

@@ -240,6 +240,23 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
     }
   });
 
+  // A review: a tangent's or cotangent's entries were checked, then read again to use, and a
+  // getter answering 1 and then 2n threw a raw TypeError.
+  it('tangents and cotangents are read once, each entry checked as it is copied', () => {
+    const f = compile((x: Var[]) => x[0]!.mul(x[1]!).sin(), { inputs: 2, backend });
+    const turning = (): ArrayLike<number> => {
+      let reads = 0;
+      return { length: 2, 0: 1, get 1() { return reads++ === 0 ? 0.5 : 2n; } } as unknown as ArrayLike<number>;
+    };
+    const x = [0.3, 0.7];
+    const expected = { jvp: Array.from(f.jvp(x, [1, 0.5])), hvp: Array.from(f.hvp(x, [1, 0.5])), vjp: Array.from(f.vjp(x, [0.5])) };
+    for (let round = 0; round < 2; round++) {
+      expect(Array.from(f.jvp(x, turning()))).toEqual(expected.jvp);
+      expect(Array.from(f.hvp(x, turning()))).toEqual(expected.hvp);
+      expect(Array.from(f.vjp(x, { length: 1, get 0() { return 0.5; } } as ArrayLike<number>))).toEqual(expected.vjp);
+    }
+  });
+
   // A probe: from JavaScript `new CompiledFunction()` made an object that failed later.
   it('a CompiledFunction is not made with new', () => {
     const Made = CompiledFunction as unknown as new (...args: unknown[]) => unknown;

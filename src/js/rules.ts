@@ -154,7 +154,7 @@ function forwardOf(op: number): void {
     case lgamma: { reg[OUT] = special.lgamma(x); return; }
     case digamma: { reg[OUT] = special.digamma(x); return; }
   }
-  // No case: 0 (the zero-gradient ops' partials, their second-order terms).
+  // No case: 0 (const, input, arg and custom nodes never come here).
   reg[OUT] = 0;
 }
 
@@ -381,7 +381,7 @@ function partialsTangentOf(op: number): void {
     case lgamma: { reg[OUT] = tx === 0 ? 0 : special.trigamma(x) * tx; return; }
     case digamma: { reg[OUT] = tx === 0 ? 0 : special.tetragamma(x) * tx; return; }
   }
-  // No case: 0 (the zero-gradient ops' partials, their second-order terms).
+  // No case: 0 (the piecewise-linear and zero-gradient ops: their partials do not change).
   reg[OUT] = 0;
 }
 
