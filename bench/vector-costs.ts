@@ -1,0 +1,74 @@
+// What vector ops cost per element once recorded and swept, op by op, and what the second-order
+// calls cost on a vector tape: (1) record + forward + backward of `f(x).sum()` on 10^5 elements
+// with x copied in, for ops the fused kernels compute inline (mul, neg, relu, abs, max(0),
+// stopGradient) or through a rule (div, div by a number); (2) a compiled vector Rosenbrock of 10^5
+// elements: gradient, jvp and hvp. Per engine a process, the cases alternating within it, medians
+// of 9 rounds; the median process of 3:
+//   npx tsx bench/vector-costs.ts
+import { execFileSync } from 'node:child_process';
+import { cpus } from 'node:os';
+import { compile, createTape, type BackendKind, type Vec } from '../src/index.ts';
+import { RESULT_MARKER, median } from './protocol.ts';
+
+const N = 100_000;
+const ROUNDS = 9;
+const PROCESSES = 3;
+const OPS: [string, (x: Vec) => Vec][] = [
+  ['mul', (x) => x.mul(x)], ['neg', (x) => x.neg()], ['relu', (x) => x.relu()], ['abs', (x) => x.abs()],
+  ['max(0)', (x) => x.max(0)], ['stopGradient', (x) => x.stopGradient()], ['div', (x) => x.div(x)], ['div(3)', (x) => x.div(3)],
+];
+
+type Measured = Record<string, number>;
+
+async function child(backend: BackendKind): Promise<Measured> {
+  const a = Float64Array.from({ length: N }, (_, i) => -0.5 + (i % 97) / 97);
+  const tape = await createTape({ backend });
+  const cases: [string, () => void][] = OPS.map(([name, op]) => [`${name}, ns an element`, () => {
+    tape.reset();
+    const x = tape.vector(a);
+    const s = op(x).sum();
+    tape.backward(s);
+  }]);
+  const rosenbrock = (x: Vec): Vec => {
+    const p = x.slice(0, N - 1), q = x.slice(1);
+    return q.sub(p.square()).square().mul(100).add(p.neg().add(1).square()).sum() as unknown as Vec;
+  };
+  const f = compile(rosenbrock as never, { inputs: N, vector: true, backend });
+  const X = Float64Array.from({ length: N }, (_, i) => 1 + 0.01 * (i % 10)), V = Float64Array.from({ length: N }, (_, i) => (i % 3) - 1);
+  const out = new Float64Array(N);
+  cases.push(['Rosenbrock gradient, ms', () => void f.gradient(X, out)], ['Rosenbrock jvp, ms', () => void f.jvp(X, V)], ['Rosenbrock hvp, ms', () => void f.hvp(X, V, out)]);
+  const times: Record<string, number[]> = {};
+  for (let round = 0; round < ROUNDS + 2; round++) {
+    for (const [name, run] of cases) {
+      const reps = name.startsWith('Rosenbrock') ? 10 : 20;
+      const t0 = performance.now();
+      for (let r = 0; r < reps; r++) run();
+      const ms = (performance.now() - t0) / reps;
+      if (round >= 2) (times[name] ??= []).push(name.startsWith('Rosenbrock') ? ms : (ms * 1e6) / N);
+    }
+  }
+  return Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
+}
+
+async function main(): Promise<void> {
+  const childArg = process.argv.find((a) => a.startsWith('--child='));
+  if (childArg) {
+    process.stdout.write(`${RESULT_MARKER}${JSON.stringify(await child(childArg.slice(8) as BackendKind))}\n`);
+    return;
+  }
+  const results: Record<string, Measured> = {};
+  for (const backend of ['wasm', 'js'] as const) {
+    const runs: Measured[] = [];
+    for (let p = 0; p < PROCESSES; p++) {
+      const out = execFileSync(process.execPath, ['--import', 'tsx', 'bench/vector-costs.ts', `--child=${backend}`], { encoding: 'utf8' });
+      runs.push(JSON.parse(out.split('\n').find((l) => l.startsWith(RESULT_MARKER))!.slice(RESULT_MARKER.length)) as Measured);
+    }
+    const key = 'Rosenbrock hvp, ms';
+    results[backend] = [...runs].sort((x, y) => x[key]! - y[key]!)[runs.length >> 1]!;
+  }
+  console.log(`Measured ${new Date().toISOString().slice(0, 10)} on ${cpus()[0]?.model.trim()}, ${cpus().length} cores, Node ${process.version} (\`npx tsx bench/vector-costs.ts\`; ${N.toLocaleString('en-US')} elements, medians of ${ROUNDS} rounds, the median of ${PROCESSES} processes by hvp).\n`);
+  console.log('| case | wasm | js |\n| --- | ---: | ---: |');
+  for (const name of Object.keys(results.wasm!)) console.log(`| ${name} | ${results.wasm![name]!.toFixed(2)} | ${results.js![name]!.toFixed(2)} |`);
+}
+
+await main();
