@@ -774,6 +774,18 @@ function reverseBlock(
     }
   } else if (zeroGradient(s)) {
     // No terms (comparisons, floor, stopGradient...): nothing to add.
+  } else if (s === Op.max || s === Op.min) {
+    // The winner's partial 1, a tie's 1/2 each, NaN where either is NaN (pickFirst in rules.ts).
+    const isMax = s === Op.max;
+    for (let k = 0; k < len; k++, pa += sa, pb += sb) {
+      const g = G[pg + k]!;
+      if (g === 0) continue;
+      const x = XA[pa]!, z = XB[pb]!;
+      const e = x === z ? 0.5 : x !== x || z !== z ? NaN : 0;
+      const p = (isMax ? x > z : x < z) ? 1 : e, q = (isMax ? z > x : z < x) ? 1 : e;
+      if (wantA && p !== 0) { const t = g * p; if (oneA) ta += t; else GA[pa] += t; }
+      if (wantB && q !== 0) { const t = g * q; if (oneB) tb += t; else GB[pb] += t; }
+    }
   } else if (s === Op.relu || s === Op.abs) {
     // Their partials written out, as the core's reverseBlock (and the JS rules) give them.
     const relu = s === Op.relu;
