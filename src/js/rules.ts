@@ -22,7 +22,7 @@ export function zeroGradient(op: number): boolean {
   return ZERO_GRADIENT[op] === 1;
 }
 
-function sgn(x: number): number {
+export function sgn(x: number): number {
   return x > 0 ? 1 : x < 0 ? -1 : x * 0;
 }
 

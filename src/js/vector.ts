@@ -3,7 +3,7 @@
 // address there is a pointer; here it is an array and an index.
 import type { TapeViews } from '../backend.ts';
 import { Op } from '../ops.ts';
-import { forwardRule, partials, partialZ, partialsTangent, partialZTangent, truthy, zeroGradient } from './rules.ts';
+import { forwardRule, partials, partialZ, partialsTangent, partialZTangent, sgn, truthy, zeroGradient } from './rules.ts';
 
 const {
   const: CONST, vmeta: VMETA, vparam: VPARAM, vget: VGET, vsum: VSUM, vmax: VMAX, vmin: VMIN, vlogSumExp: VLSE,
@@ -793,7 +793,7 @@ function reverseBlock(
       const g = G[pg + k]!;
       if (g === 0 || !wantA) continue;
       const x = XA[pa]!;
-      const p = relu ? (x > 0 ? 1 : x === x ? 0 : NaN) : x > 0 ? 1 : x < 0 ? -1 : x * 0;
+      const p = relu ? (x > 0 ? 1 : x === x ? 0 : NaN) : sgn(x);
       if (p !== 0) { const t = g * p; if (oneA) ta += t; else GA[pa] += t; }
     }
   } else {
