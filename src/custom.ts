@@ -59,6 +59,8 @@ export function defineFunction(rule: CustomRule): CustomFunction {
   };
 }
 
+type RuleMethod = (this: CustomRule, ...args: unknown[]) => unknown;
+
 /** @internal The handler a tape installs on its engine for custom nodes. */
 export class CustomNodes implements CustomHandler {
   constructor(private readonly engine: Backend, private readonly tape: Tape) {}
@@ -81,24 +83,42 @@ export class CustomNodes implements CustomHandler {
     this.ids.clear();
   }
 
-  private operands(i: number): { rule: CustomRule; ids: Int32Array; xs: Float64Array } {
+  // Node i's operand values, a fresh array each visit (the rule may keep it). Its operands' node
+  // ids are read again where terms go to them (`operandOf`), not kept in an array across the
+  // rule's call, which may run a forward sweep of this tape's other custom nodes.
+  private operandValues(i: number): Float64Array {
     const { a, b, val } = this.engine.views;
-    const rule = this.rules[a[i]!]!;
     const n = b[i]!;
-    const ids = new Int32Array(n);
     const xs = new Float64Array(n);
-    for (let k = 0; k < n; k++) {
-      ids[k] = customOperand(a, b, i, k);
-      xs[k] = val[ids[k]!]!;
-    }
-    return { rule, ids, xs };
+    for (let k = 0; k < n; k++) xs[k] = val[customOperand(a, b, i, k)]!;
+    return xs;
   }
 
-  private tangentsOf(ids: Int32Array): Float64Array {
-    const tan = this.engine.views.tan!;
-    const ts = new Float64Array(ids.length);
-    for (let k = 0; k < ids.length; k++) ts[k] = tan[ids[k]!]!;
+  private ruleOf(i: number): CustomRule {
+    return this.rules[this.engine.views.a[i]!]!;
+  }
+
+  private operandCount(i: number): number {
+    return this.engine.views.b[i]!;
+  }
+
+  private tangentsOf(i: number): Float64Array {
+    const { a, b } = this.engine.views, tan = this.engine.views.tan!;
+    const ts = new Float64Array(b[i]!);
+    for (let k = 0; k < ts.length; k++) ts[k] = tan[customOperand(a, b, i, k)]!;
     return ts;
+  }
+
+  // A rule's method called with the tape closed to recording, as insideRule does, without a
+  // closure per visit (a probe: 1.15 KB a custom node a replay, with the arrays above).
+  // The rule sees the arguments its method is documented with: `arity` of them.
+  private call(method: RuleMethod, rule: CustomRule, arity: 1 | 3 | 4, xs: Float64Array, y = 0, g = 0, ts?: Float64Array): unknown {
+    const saved = this.tape.enterRule();
+    try {
+      return arity === 1 ? method.call(rule, xs) : arity === 3 ? method.call(rule, xs, y, ts ?? g) : method.call(rule, xs, y, g, ts);
+    } finally {
+      this.tape.leaveRule(saved);
+    }
   }
 
   /** The node whose rule's own failure stopped the last forward sweep (see Tape.evaluate), or -1. */
@@ -113,11 +133,11 @@ export class CustomNodes implements CustomHandler {
   private readonly failed = new Set<number>();
 
   forward(i: number): void {
-    const { rule, xs } = this.operands(i);
+    const rule = this.ruleOf(i), xs = this.operandValues(i);
     let y: unknown;
     this.tape.ruleForwardAt = i;
     try {
-      y = this.tape.insideRule(() => rule.forward(xs));
+      y = this.call(rule.forward as RuleMethod, rule, 1, xs);
     } catch (error) {
       // The rule's own failure, for Tape.evaluate to go on past; a TapegradError is a refusal of
       // what the rule did to its tape, and leaves the node to compute at the next read.
@@ -143,19 +163,30 @@ export class CustomNodes implements CustomHandler {
 
   // NaN into each operand's entry of `target` (adjoints, or their tangents).
   private poison(i: number, target: Float64Array): void {
-    const { ids } = this.operands(i);
-    for (let k = 0; k < ids.length; k++) target[ids[k]!] += NaN;
+    const { a, b } = this.engine.views;
+    for (let k = 0, n = b[i]!; k < n; k++) target[customOperand(a, b, i, k)] += NaN;
+  }
+
+  // The rule's terms into each operand's entry of `target` (adjoints, or their tangents).
+  private addInto(target: Float64Array, i: number, values: ArrayLike<number>, rule: CustomRule, what: string): void {
+    const n = this.operandCount(i);
+    if (values == null || values.length !== n) {
+      throw new TapegradError('INVALID_ARGUMENT', `${rule.name}.${what} must return ${n} numbers (one per operand), got ${isArrayLike(values) ? values.length : describe(values)}`);
+    }
+    const { a, b } = this.engine.views;
+    for (let k = 0; k < n; k++) target[customOperand(a, b, i, k)] += checkResult(values[k]!, rule, what);
   }
 
   reverse(i: number, g: number): void {
     if (this.failed.has(i)) return this.poison(i, this.engine.views.adj);
-    const { rule, ids, xs } = this.operands(i);
-    addInto(this.engine.views.adj, ids, this.tape.insideRule(() => rule.vjp(xs, this.engine.views.val[i]!, g)), rule, 'vjp');
+    const rule = this.ruleOf(i), xs = this.operandValues(i);
+    const values = this.call(rule.vjp as RuleMethod, rule, 3, xs, this.engine.views.val[i]!, g) as ArrayLike<number>;
+    this.addInto(this.engine.views.adj, i, values, rule, 'vjp');
   }
 
   tangent(i: number): void {
-    const { rule, ids, xs } = this.operands(i);
-    const ts = this.tangentsOf(ids);
+    const rule = this.ruleOf(i), xs = this.operandValues(i);
+    const ts = this.tangentsOf(i);
     // As for primitive ops: no tangent in, no tangent out, and no need for a jvp rule.
     if (ts.every((t) => t === 0)) {
       this.engine.views.tan![i] = 0;
@@ -171,14 +202,14 @@ export class CustomNodes implements CustomHandler {
       this.engine.views.tan![i] = 0;
       return;
     }
-    this.engine.views.tan![i] = checkResult(this.tape.insideRule(() => rule.jvp!(xs, this.engine.views.val[i]!, ts)), rule, 'jvp');
+    this.engine.views.tan![i] = checkResult(this.call(rule.jvp as RuleMethod, rule, 3, xs, this.engine.views.val[i]!, 0, ts), rule, 'jvp');
   }
 
   reverseTangent(i: number, g: number, gTangent: number): void {
-    const { rule, ids, xs } = this.operands(i);
+    const rule = this.ruleOf(i), xs = this.operandValues(i);
     const { adj, tanAdj, val } = this.engine.views;
     const y = val[i]!;
-    const ts = this.tangentsOf(ids);
+    const ts = this.tangentsOf(i);
     // g·H·ts vanishes where no tangent reaches the node: then it needs no vjpTangent rule (as
     // the tangent sweep needs no jvp there).
     const curved = g !== 0 && ts.some((t) => t !== 0);
@@ -189,19 +220,13 @@ export class CustomNodes implements CustomHandler {
     }
     if (curved && !rule.vjpTangent) throw missing(rule, 'vjpTangent', 'hvp and hessian');
     if (g !== 0) {
-      addInto(adj, ids, this.tape.insideRule(() => rule.vjp(xs, y, g)), rule, 'vjp');
-      if (curved) addInto(tanAdj!, ids, this.tape.insideRule(() => rule.vjpTangent!(xs, y, g, ts)), rule, 'vjpTangent');
+      this.addInto(adj, i, this.call(rule.vjp as RuleMethod, rule, 3, xs, y, g) as ArrayLike<number>, rule, 'vjp');
+      if (curved) this.addInto(tanAdj!, i, this.call(rule.vjpTangent as RuleMethod, rule, 4, xs, y, g, ts) as ArrayLike<number>, rule, 'vjpTangent');
     }
-    if (gTangent !== 0) addInto(tanAdj!, ids, this.tape.insideRule(() => rule.vjp(xs, y, gTangent)), rule, 'vjp');
+    if (gTangent !== 0) this.addInto(tanAdj!, i, this.call(rule.vjp as RuleMethod, rule, 3, xs, y, gTangent) as ArrayLike<number>, rule, 'vjp');
   }
 }
 
-function addInto(target: Float64Array, ids: Int32Array, values: ArrayLike<number>, rule: CustomRule, what: string): void {
-  if (values == null || values.length !== ids.length) {
-    throw new TapegradError('INVALID_ARGUMENT', `${rule.name}.${what} must return ${ids.length} numbers (one per operand), got ${isArrayLike(values) ? values.length : describe(values)}`);
-  }
-  for (let k = 0; k < ids.length; k++) target[ids[k]!] += checkResult(values[k]!, rule, what);
-}
 
 function checkResult(y: unknown, rule: CustomRule, what: string): number {
   if (typeof y !== 'number') throw new NotANumberError(`${rule.name}.${what} returned ${describe(y)}, not a number`);
