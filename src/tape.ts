@@ -611,7 +611,7 @@ export class Tape {
       if (op !== INPUT && op !== CONST && op !== VINPUT && op !== VCONST) {
         throw new TapegradError(
           'INVALID_ARGUMENT',
-          `jvp and hvp take the tape's inputs (variable, variables, vector) as their inputs; #${this.nodeId(i, false)} (${opNameOf(op)}) is computed from other nodes (its tangent follows from theirs; a gradient with respect to it is a vjp)`,
+          `jvp and hvp take the tape's inputs (variable, variables, vector) as their inputs; ${this.nodeLabel(i, false)} (${opNameOf(op)}) is computed from other nodes (its tangent follows from theirs; a gradient with respect to it is a vjp)`,
         );
       }
     }

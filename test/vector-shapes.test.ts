@@ -147,6 +147,8 @@ describe.each(BACKENDS)('broadcasting and result shapes (%s)', (backend) => {
     expectVec(tape.concat([M, tape.vector([7, 8, 9], [1, 3])]), [3, 3], [1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expectVec(tape.stack([v, v.neg()]), [2, 3], [1, 2, 3, -1, -2, -3]);
     expectVec(tape.stack([1, tape.variable(2), 3]), [3], [1, 2, 3]);
+    // Nothing to stack: an empty vector (README says so; NumPy raises).
+    expectVec(tape.stack([]), [0], []);
     // Matrices as NumPy stacks them, along a new first axis (they were joined end to end: two
     // [2, 3] gave [4, 3], a new-user probe).
     expectVec(tape.stack([M, M.neg()]), [2, 2, 3], [1, 2, 3, 4, 5, 6, -1, -2, -3, -4, -5, -6]);
