@@ -1112,6 +1112,17 @@ function loadTerms(k: i32): usize {
 @inline function cheapPartialZ(s: i32, x: f64): f64 {
   return s == Op.Mul ? x : s == Op.Add ? 1.0 : s == Op.Sub ? -1.0 : 0.0;
 }
+// Their changes along the operands' tangents (partialsTangent's): mul's through its operands,
+// square's 2 tx, none for the linear ones. Where partialsTangent gives 0 (both tangents 0) these
+// give a zero too, which adds nothing either way.
+// @ts-ignore: decorator
+@inline function cheapPartialTangent(s: i32, tx: f64, tz: f64): f64 {
+  return s == Op.Mul ? tz : s == Op.Square ? 2 * tx : 0.0;
+}
+// @ts-ignore: decorator
+@inline function cheapPartialZTangent(s: i32, tx: f64): f64 {
+  return s == Op.Mul ? tx : 0.0;
+}
 
 function elementwiseTangent(i: i32, s: i32, n: i32): void {
   const ia = argA(i), ib = argB(i);
@@ -1190,12 +1201,9 @@ function elementwiseReverseTangent(i: i32, s: i32, n: i32): void {
       const q = cheap ? cheapPartialZ(s, x) : partialZ;
       if (g != 0 && p != 0) { const t = g * p; if (oneA) sA += t; else acc(ga + ka, t); }
       if (g != 0 && q != 0) { const t = g * q; if (oneB) sB += t; else acc(gb + kb, t); }
-      // The cheap ops' partials change only through mul's operands (tz, tx) and square's (2 tx);
-      // a value they give where partialsTangent gives 0 (both tangents 0) is a zero, which
-      // adds nothing either way.
       const tx = ld(ta + ka), tz = ld(tb + kb);
-      const dp = g == 0 ? 0 : cheap ? (s == Op.Mul ? tz : s == Op.Square ? 2 * tx : 0.0) : partialsTangentCall(s, x, z, y, tx, tz, ld(at(pty, k)));
-      const dq = g == 0 ? 0 : cheap ? (s == Op.Mul ? tx : 0.0) : partialZTangent;
+      const dp = g == 0 ? 0 : cheap ? cheapPartialTangent(s, tx, tz) : partialsTangentCall(s, x, z, y, tx, tz, ld(at(pty, k)));
+      const dq = g == 0 ? 0 : cheap ? cheapPartialZTangent(s, tx) : partialZTangent;
       const ra = (gt != 0 && p != 0 ? gt * p : 0) + (dp != 0 ? g * dp : 0);
       const rb = (gt != 0 && q != 0 ? gt * q : 0) + (dq != 0 ? g * dq : 0);
       if (ra != 0) { if (oneA) stA += ra; else acc(gta + ka, ra); }

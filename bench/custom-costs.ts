@@ -3,10 +3,8 @@
 // gradient per call with `out`. Per engine a process, the two alternating within it, medians of
 // 9 rounds; the median process of 3:
 //   npx tsx bench/custom-costs.ts
-import { execFileSync } from 'node:child_process';
-import { cpus } from 'node:os';
 import { compile, defineFunction, init, type BackendKind, type Var } from '../src/index.ts';
-import { RESULT_MARKER, median } from './protocol.ts';
+import { childOrParent, median, measuredOn, medianProcess } from './protocol.ts';
 
 const K = 500;
 const ROUNDS = 9;
@@ -38,23 +36,13 @@ async function child(backend: BackendKind): Promise<Measured> {
   return { builtin: median(times.map((m) => m.builtin)), custom: median(times.map((m) => m.custom)) };
 }
 
-async function main(): Promise<void> {
-  const childArg = process.argv.find((a) => a.startsWith('--child='));
-  if (childArg) {
-    process.stdout.write(`${RESULT_MARKER}${JSON.stringify(await child(childArg.slice(8) as BackendKind))}\n`);
-    return;
-  }
-  console.log(`Measured ${new Date().toISOString().slice(0, 10)} on ${cpus()[0]?.model.trim()}, ${cpus().length} cores, Node ${process.version} (\`npx tsx bench/custom-costs.ts\`; µs per compiled gradient of ${K} nodes, medians of ${ROUNDS} rounds, the median of ${PROCESSES} processes).\n`);
+async function parent(): Promise<void> {
+  console.log(`Measured ${measuredOn()} (\`npx tsx bench/custom-costs.ts\`; µs per compiled gradient of ${K} nodes, medians of ${ROUNDS} rounds, the median of ${PROCESSES} processes).\n`);
   console.log('| engine | built-in tanh | custom softclip |\n| --- | ---: | ---: |');
   for (const backend of ['wasm', 'js'] as const) {
-    const runs: Measured[] = [];
-    for (let p = 0; p < PROCESSES; p++) {
-      const out = execFileSync(process.execPath, ['--import', 'tsx', 'bench/custom-costs.ts', `--child=${backend}`], { encoding: 'utf8' });
-      runs.push(JSON.parse(out.split('\n').find((l) => l.startsWith(RESULT_MARKER))!.slice(RESULT_MARKER.length)) as Measured);
-    }
-    const m = [...runs].sort((a, b) => a.custom - b.custom)[runs.length >> 1]!;
+    const m = medianProcess<Measured>('bench/custom-costs.ts', backend, PROCESSES, (r) => r.custom);
     console.log(`| ${backend} | ${m.builtin.toFixed(1)} | ${m.custom.toFixed(1)} |`);
   }
 }
 
-await main();
+await childOrParent((backend) => child(backend as BackendKind), parent);

@@ -1,4 +1,6 @@
 // What a child process reports to the runner: one line `RESULT <json>` on stdout.
+import { execFileSync } from 'node:child_process';
+import { cpus } from 'node:os';
 
 export const RESULT_MARKER = 'RESULT ';
 
@@ -60,4 +62,31 @@ export interface ChildResult {
   loadBefore?: number;
   /** Throughput workloads (several gradients per run): gradients per second at the median. */
   gradientsPerSecond?: number;
+}
+
+/** A script measuring in children of its own: with `--child=<arg>` this process runs
+ *  `measure(arg)` and reports the result to its parent; otherwise it runs `parent`. */
+export async function childOrParent(measure: (arg: string) => Promise<unknown>, parent: () => void | Promise<void>): Promise<void> {
+  const arg = process.argv.find((a) => a.startsWith('--child='));
+  if (arg) process.stdout.write(`${RESULT_MARKER}${JSON.stringify(await measure(arg.slice('--child='.length)))}\n`);
+  else await parent();
+}
+
+/** `script` run with `--child=<arg>` in `processes` fresh processes, one after another: the
+ *  result of the process whose `key` is the median (single processes on the bench VM moved by
+ *  up to 40%). */
+export function medianProcess<T>(script: string, arg: string, processes: number, key: (result: T) => number): T {
+  const runs: T[] = [];
+  for (let p = 0; p < processes; p++) {
+    const out = execFileSync(process.execPath, ['--import', 'tsx', script, `--child=${arg}`], { encoding: 'utf8' });
+    const line = out.split('\n').find((l) => l.startsWith(RESULT_MARKER));
+    if (!line) throw new Error(`${script} --child=${arg} reported nothing:\n${out}`);
+    runs.push(JSON.parse(line.slice(RESULT_MARKER.length)) as T);
+  }
+  return runs.sort((a, b) => key(a) - key(b))[runs.length >> 1]!;
+}
+
+/** "2026-12-06 on <CPU>, <n> cores, Node <version>", for a table's heading. */
+export function measuredOn(): string {
+  return `${new Date().toISOString().slice(0, 10)} on ${cpus()[0]?.model.trim()}, ${cpus().length} cores, Node ${process.version}`;
 }

@@ -5,10 +5,8 @@
 // elements: gradient, jvp and hvp. Per engine a process, the cases alternating within it, medians
 // of 9 rounds; the median process of 3:
 //   npx tsx bench/vector-costs.ts
-import { execFileSync } from 'node:child_process';
-import { cpus } from 'node:os';
 import { compile, createTape, type BackendKind, type Vec } from '../src/index.ts';
-import { RESULT_MARKER, median } from './protocol.ts';
+import { childOrParent, median, measuredOn, medianProcess } from './protocol.ts';
 
 const N = 100_000;
 const ROUNDS = 9;
@@ -50,25 +48,13 @@ async function child(backend: BackendKind): Promise<Measured> {
   return Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
 }
 
-async function main(): Promise<void> {
-  const childArg = process.argv.find((a) => a.startsWith('--child='));
-  if (childArg) {
-    process.stdout.write(`${RESULT_MARKER}${JSON.stringify(await child(childArg.slice(8) as BackendKind))}\n`);
-    return;
-  }
-  const results: Record<string, Measured> = {};
-  for (const backend of ['wasm', 'js'] as const) {
-    const runs: Measured[] = [];
-    for (let p = 0; p < PROCESSES; p++) {
-      const out = execFileSync(process.execPath, ['--import', 'tsx', 'bench/vector-costs.ts', `--child=${backend}`], { encoding: 'utf8' });
-      runs.push(JSON.parse(out.split('\n').find((l) => l.startsWith(RESULT_MARKER))!.slice(RESULT_MARKER.length)) as Measured);
-    }
-    const key = 'Rosenbrock hvp, ms';
-    results[backend] = [...runs].sort((x, y) => x[key]! - y[key]!)[runs.length >> 1]!;
-  }
-  console.log(`Measured ${new Date().toISOString().slice(0, 10)} on ${cpus()[0]?.model.trim()}, ${cpus().length} cores, Node ${process.version} (\`npx tsx bench/vector-costs.ts\`; ${N.toLocaleString('en-US')} elements, medians of ${ROUNDS} rounds, the median of ${PROCESSES} processes by hvp).\n`);
+async function parent(): Promise<void> {
+  const byHvp = (r: Measured): number => r['Rosenbrock hvp, ms']!;
+  const wasm = medianProcess<Measured>('bench/vector-costs.ts', 'wasm', PROCESSES, byHvp);
+  const js = medianProcess<Measured>('bench/vector-costs.ts', 'js', PROCESSES, byHvp);
+  console.log(`Measured ${measuredOn()} (\`npx tsx bench/vector-costs.ts\`; ${N.toLocaleString('en-US')} elements, medians of ${ROUNDS} rounds, the median of ${PROCESSES} processes by hvp).\n`);
   console.log('| case | wasm | js |\n| --- | ---: | ---: |');
-  for (const name of Object.keys(results.wasm!)) console.log(`| ${name} | ${results.wasm![name]!.toFixed(2)} | ${results.js![name]!.toFixed(2)} |`);
+  for (const name of Object.keys(wasm)) console.log(`| ${name} | ${wasm[name]!.toFixed(2)} | ${js[name]!.toFixed(2)} |`);
 }
 
-await main();
+await childOrParent((backend) => child(backend as BackendKind), parent);

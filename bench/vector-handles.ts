@@ -3,10 +3,8 @@
 // elements' arithmetic), 10^5 steps. In each process the two APIs alternate on one tape; a
 // process per engine, three passes, ns per op, the median process:
 //   npx tsx bench/vector-handles.ts
-import { execFileSync } from 'node:child_process';
-import { cpus } from 'node:os';
 import { createTape, type BackendKind } from '../src/index.ts';
-import { RESULT_MARKER, median } from './protocol.ts';
+import { childOrParent, median, measuredOn, medianProcess } from './protocol.ts';
 
 const STEPS = 100_000;
 const RUNS = 15;
@@ -39,25 +37,13 @@ async function child(backend: BackendKind): Promise<Measured> {
   return { handles: median(kept.map((m) => m.handles)), vecs: median(kept.map((m) => m.vecs)) };
 }
 
-async function main(): Promise<void> {
-  const childArg = process.argv.find((a) => a.startsWith('--child='));
-  if (childArg) {
-    process.stdout.write(`${RESULT_MARKER}${JSON.stringify(await child(childArg.slice(8) as BackendKind))}\n`);
-    return;
-  }
-  const rows: string[] = [];
-  for (const backend of ['wasm', 'js'] as const) {
-    const runs: Measured[] = [];
-    for (let p = 0; p < PROCESSES; p++) {
-      const out = execFileSync(process.execPath, ['--import', 'tsx', 'bench/vector-handles.ts', `--child=${backend}`], { encoding: 'utf8' });
-      runs.push(JSON.parse(out.split('\n').find((l) => l.startsWith(RESULT_MARKER))!.slice(RESULT_MARKER.length)) as Measured);
-    }
-    const m = [...runs].sort((a, b) => a.handles - b.handles)[runs.length >> 1]!;
-    rows.push(`| ${backend} | ${m.handles.toFixed(1)} | ${m.vecs.toFixed(1)} |`);
-  }
-  console.log(`Measured ${new Date().toISOString().slice(0, 10)} on ${cpus()[0]?.model.trim()}, ${cpus().length} cores, Node ${process.version} (\`npx tsx bench/vector-handles.ts\`; ns per op, ${STEPS.toLocaleString('en-US')} steps of sin and mul by a scalar on 4 elements, median of ${RUNS} runs, the median of ${PROCESSES} processes).\n`);
+async function parent(): Promise<void> {
+  console.log(`Measured ${measuredOn()} (\`npx tsx bench/vector-handles.ts\`; ns per op, ${STEPS.toLocaleString('en-US')} steps of sin and mul by a scalar on 4 elements, median of ${RUNS} runs, the median of ${PROCESSES} processes).\n`);
   console.log('| engine | tape.handles.vec | Vec methods |\n| --- | ---: | ---: |');
-  console.log(rows.join('\n'));
+  for (const backend of ['wasm', 'js'] as const) {
+    const m = medianProcess<Measured>('bench/vector-handles.ts', backend, PROCESSES, (r) => r.handles);
+    console.log(`| ${backend} | ${m.handles.toFixed(1)} | ${m.vecs.toFixed(1)} |`);
+  }
 }
 
-await main();
+await childOrParent((backend) => child(backend as BackendKind), parent);

@@ -645,23 +645,23 @@ export class VectorHandleApi {
    *  or a scalar handle: the node the general path below records, without wrapping the operands
    *  in Vecs (which cost 82-192 bytes and 0.7-1 µs an op, ten times a Vec op). */
   elementwise2(s: number, name: string, h1: number, h2: number): number {
-    // A scalar handle, then a vector handle: the general path records the same node.
-    if (typeof h1 === 'number' && h1 >= 0 && typeof h2 === 'number' && h2 < 0) {
+    if (typeof h1 === 'number' && typeof h2 === 'number' && (h1 < 0 || (h1 >= 0 && h2 < 0))) {
       const t = this.tape;
-      const ia = t.indexOfHandle(h1), ib = t.vindexOfHandle(h2, name), n = t.elementLength(ib);
-      t.reserveVector(2, n);
-      return ~(t.recordVector(ELEMENTWISE + s, ia, ib, n) + t.base);
-    }
-    if (typeof h1 === 'number' && h1 < 0 && typeof h2 === 'number') {
-      const t = this.tape;
-      const ia = t.vindexOfHandle(h1, name), n = t.elementLength(ia);
-      let ib = ia;
-      if (h2 < 0) {
-        if (h2 !== h1) {
+      let ia: number, ib: number, n: number;
+      if (h1 < 0) {
+        ia = ib = t.vindexOfHandle(h1, name);
+        n = t.elementLength(ia);
+        if (h2 >= 0) ib = t.indexOfHandle(h2);
+        else if (h2 !== h1) {
           ib = t.vindexOfHandle(h2, name);
           if (t.elementLength(ib) !== n) return this.elementwise(s, name, [h1, h2]);
         }
-      } else ib = t.indexOfHandle(h2);
+      } else {
+        // A scalar handle, then a vector handle: the general path records the same node.
+        ia = t.indexOfHandle(h1);
+        ib = t.vindexOfHandle(h2, name);
+        n = t.elementLength(ib);
+      }
       t.reserveVector(2, n);
       return ~(t.recordVector(ELEMENTWISE + s, ia, ib, n) + t.base);
     }

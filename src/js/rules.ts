@@ -64,7 +64,7 @@ function powMixedAtZero(z: number): number {
   return xz1 === 0 ? 0 : xz1 * (1 + z * Math.log(0));
 }
 
-function pickFirst(x: number, z: number, firstWins: boolean): number {
+export function pickFirst(x: number, z: number, firstWins: boolean): number {
   return firstWins ? 1 : x === z ? 0.5 : x !== x || z !== z ? NaN : 0;
 }
 

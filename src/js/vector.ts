@@ -3,7 +3,7 @@
 // address there is a pointer; here it is an array and an index.
 import type { TapeViews } from '../backend.ts';
 import { Op } from '../ops.ts';
-import { forwardRule, partials, partialZ, partialsTangent, partialZTangent, sgn, truthy, zeroGradient } from './rules.ts';
+import { forwardRule, partials, partialZ, partialsTangent, partialZTangent, pickFirst, sgn, truthy, zeroGradient } from './rules.ts';
 
 const {
   const: CONST, vmeta: VMETA, vparam: VPARAM, vget: VGET, vsum: VSUM, vmax: VMAX, vmin: VMIN, vlogSumExp: VLSE,
@@ -775,14 +775,13 @@ function reverseBlock(
   } else if (zeroGradient(s)) {
     // No terms (comparisons, floor, stopGradient...): nothing to add.
   } else if (s === Op.max || s === Op.min) {
-    // The winner's partial 1, a tie's 1/2 each, NaN where either is NaN (pickFirst in rules.ts).
+    // The winner's partial 1, a tie's 1/2 each, NaN where either is NaN, as the rules give them.
     const isMax = s === Op.max;
     for (let k = 0; k < len; k++, pa += sa, pb += sb) {
       const g = G[pg + k]!;
       if (g === 0) continue;
       const x = XA[pa]!, z = XB[pb]!;
-      const e = x === z ? 0.5 : x !== x || z !== z ? NaN : 0;
-      const p = (isMax ? x > z : x < z) ? 1 : e, q = (isMax ? z > x : z < x) ? 1 : e;
+      const p = pickFirst(x, z, isMax ? x > z : x < z), q = pickFirst(z, x, isMax ? z > x : z < x);
       if (wantA && p !== 0) { const t = g * p; if (oneA) ta += t; else GA[pa] += t; }
       if (wantB && q !== 0) { const t = g * q; if (oneB) tb += t; else GB[pb] += t; }
     }
