@@ -177,18 +177,22 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // loop, RSS 80 -> 222 MB over 200,000 calls, still rising; 8 paths level off): past that many
     // compiled, this function's recordings are interpreted ('require' still asks for code).
     const tooManyPaths = this.codegen === true && engine instanceof WasmBackend && engine.freshModules > MODULE_CACHE_SIZE;
+    this.served = 0;
+    this.generationDeferred = false;
     if (tooManyPaths) {
       engine.dropGeneratedSweeps();
       engine.generated = 'none';
       engine.generatedReason = `its guards chose among more than ${MODULE_CACHE_SIZE} paths, each a module compiled again and again (a re-record takes many times a replay's time: where guards flip on most calls, { codegen: false } is faster): interpreted`;
+    } else if (this.codegen === true && !vectors && engine instanceof WasmBackend && this.churn >= CHURNING_RECORDINGS) {
+      // Generating costs several times a recording (planning and emitting, even where the module
+      // is cached by its bytes), which a path that holds for a few calls never earns back: guards
+      // flipping on every call took 43-46 µs a call against 3.3 interpreted (new-user probes).
+      engine.dropGeneratedSweeps();
+      engine.generated = 'none';
+      engine.generatedReason = `its guards changed path on most calls (${CHURNING_RECORDINGS} recordings in a row each served fewer than ${SETTLED_REPLAYS} replays), where generating costs more than a short-lived path saves: this recording is interpreted until it has served ${SETTLED_REPLAYS} replays, then generated ({ codegen: 'require' } generates at once)`;
+      this.generationDeferred = true;
     } else if (this.codegen && !vectors && engine instanceof WasmBackend) {
-      // A schedule, for a tape that does not fold into code, stays within the tape's memory limit
-      // with room left for the tangents of a later jvp or hvp.
-      const { size, maxMemoryBytes } = recording.tape;
-      const budget = maxMemoryBytes - size * (engine.nodeBytes() + (engine.views.tan ? 0 : TANGENT_BYTES));
-      // checkNaN reads every node's value after a replay, so its replays compute every node.
-      if (this.shipped) engine.installShippedSweeps(this.shipped, this.inputs, size, recording.outputs, budget, this.checkNaN);
-      else engine.generateSweeps(this.inputs, size, recording.outputs, budget, this.checkNaN);
+      this.generateSweeps(recording, engine);
     }
     // A schedule satisfies 'require': it dispatches once per run of one op, not per node. Replays
     // that wait for the generator itself (after init({ codegen: false })) or for a module
@@ -209,6 +213,32 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     }
     this.refusedBecause = null;
     return recording;
+  }
+
+  private generateSweeps(recording: Recording, engine: WasmBackend): void {
+    // A schedule, for a tape that does not fold into code, stays within the tape's memory limit
+    // with room left for the tangents of a later jvp or hvp.
+    const { size, maxMemoryBytes } = recording.tape;
+    const budget = maxMemoryBytes - size * (engine.nodeBytes() + (engine.views.tan ? 0 : TANGENT_BYTES));
+    // checkNaN reads every node's value after a replay, so its replays compute every node.
+    if (this.shipped) engine.installShippedSweeps(this.shipped, this.inputs, size, recording.outputs, budget, this.checkNaN);
+    else engine.generateSweeps(this.inputs, size, recording.outputs, budget, this.checkNaN);
+  }
+
+  // Replays served by the current recording; re-records in a row whose recording served fewer
+  // than SETTLED_REPLAYS; whether the current one waits for that many before it is generated.
+  private served = 0;
+  private churn = 0;
+  private generationDeferred = false;
+
+  // `rows` replays served by the current recording (a deferred one is generated once it has
+  // served SETTLED_REPLAYS).
+  private replayed(rows: number): void {
+    this.served += rows;
+    if (!this.generationDeferred || this.served < SETTLED_REPLAYS) return;
+    this.generationDeferred = false;
+    const rec = this.recording, engine = rec?.tape.engine;
+    if (rec && engine instanceof WasmBackend) this.generateSweeps(rec, engine);
   }
 
   /** @internal The generated sweeps' compiled modules, to ship with `toBytes()` to a core that
@@ -542,6 +572,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     t = this.entries(t, this.inputs, what, DIRECTION);
     live.tape.ensureTangents();
     if (engine.replayForwardTangent(row, t, this.inputs) >= 0) return null;
+    this.replayed(1);
     return (this.fused = live);
   }
 
@@ -629,7 +660,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       const custom = this.customNodes ? rec.tape.engine.custom : null;
       if (custom) custom.thrownAt = -1;
       try {
+        const from = row;
         row = rec.tape.engine.gradientBatch(X, row, to, n, rec.tape.size, output, out, values);
+        this.replayed(row - from);
       } catch (e) {
         // A rule of the branch a guard leaves at this row (see replayUnchecked).
         if (custom) flipped = flippedGuard(rec, custom.thrownAt);
@@ -688,7 +721,10 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       node = flippedGuard(live, custom?.thrownAt ?? -1);
       if (node < 0) throw error;
     }
-    if (node < 0) return live;
+    if (node < 0) {
+      this.replayed(1);
+      return live;
+    }
     return this.onBranchChange(row, node);
   }
 
@@ -706,6 +742,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       );
     }
     this.recordedAgain++;
+    this.churn = this.served < SETTLED_REPLAYS ? this.churn + 1 : 0;
     return this.record(x);
   }
 
@@ -837,6 +874,14 @@ function constantsOnly(op: Uint8Array, a: Int32Array, b: Int32Array, end: number
 
 /** @internal The most inputs a compiled function takes (a tape's default node limit). */
 export const MAX_INPUTS = 2 ** 28;
+
+// A function whose last CHURNING_RECORDINGS re-records each came before SETTLED_REPLAYS replays of
+// the recording they replaced has its new recordings interpreted until one serves SETTLED_REPLAYS
+// (see adopt). A generated replay saves about 0.2 µs on a small function and generating costs
+// tens of µs; on a tape of 10^5 nodes a replay saves about 0.4 ms against a generation of about a
+// recording's 20 ms: 64 replays is near where either pays.
+const CHURNING_RECORDINGS = 4;
+const SETTLED_REPLAYS = 64;
 
 /** @internal Where `toFloat64` puts its copy, and which Float64Arrays it takes as they are. */
 export interface Float64Home { holds(x: Float64Array): boolean; make(length: number): Float64Array }

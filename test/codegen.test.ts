@@ -844,6 +844,10 @@ describe('generated sweeps follow the recording', () => {
 // A probe: a data-dependent loop over 9 trip counts cycled through the 8 modules kept by their
 // bytes, compiling one per re-record, whose code V8 keeps: RSS rose without bound (80 -> 222 MB
 // over 200,000 calls), and each re-record took 15 times an interpreted one.
+// Calls per path where a test wants each recording generated at once (more than SETTLED_REPLAYS
+// in src/compile.ts).
+const HOLD = 66;
+
 describe('a function whose guards choose among more paths than the module cache holds', () => {
   const halvings = (x: Var[]): Var => {
     let y = x[0]!, s = x[1]!;
@@ -853,6 +857,8 @@ describe('a function whose guards choose among more paths than the module cache 
     }
     return y.mul(s);
   };
+  // Each path held for HOLD calls, so that its recording is generated at once (guards that flip
+  // on most calls are interpreted for another reason: see the next describe).
   it('is interpreted once it has compiled more than that many, with the same results; require keeps its code', () => {
     const c = compile(halvings, { inputs: 2 }), plain = compile(halvings, { inputs: 2, codegen: false });
     const required = compile(halvings, { inputs: 2, codegen: 'require' });
@@ -860,13 +866,14 @@ describe('a function whose guards choose among more paths than the module cache 
       const x = [2 ** (i % 9) * 1.1, 0.7];
       expectSameBits(c.gradient(x), plain.gradient(x), `call ${i}`);
       expectSameBits(required.gradient(x), plain.gradient(x), `require, call ${i}`);
+      for (let k = 1; k < HOLD; k++) c.gradient(x);
     }
     expect(c.generatedSweeps).toBe('none');
     expect(c.generatedSweepsReason).toMatch(/^its guards chose among more than 8 paths/);
     expect(required.generatedSweeps).toBe('active');
     // Four paths stay generated.
     const few = compile(halvings, { inputs: 2 });
-    for (let i = 0; i < 12; i++) few.gradient([2 ** (i % 4) * 1.1, 0.7]);
+    for (let i = 0; i < 12; i++) for (let k = 0; k < HOLD; k++) few.gradient([2 ** (i % 4) * 1.1, 0.7]);
     expect(few.generatedSweeps).toBe('active');
   });
 
@@ -880,7 +887,7 @@ describe('a function whose guards choose among more paths than the module cache 
     const fresh = (f: CompiledFunction): number => (f.recorded!.tape.engine as unknown as { freshModules: number }).freshModules;
     for (let i = 0; i < 60; i++) {
       const x = [0.5, Math.floor(i / 5) % 2 ? 1 : -1];
-      fns[i % 5]!.gradient(x);
+      for (let k = 0; k < HOLD; k++) fns[i % 5]!.gradient(x);
       required[i % 5]!.gradient(x);
     }
     for (const f of fns) {
@@ -899,12 +906,67 @@ describe('a function whose guards choose among more paths than the module cache 
     for (const codegen of [true, 'require'] as const) {
       const f = compile(paths, { inputs: 2, codegen });
       for (let call = 0; call < 40; call++) {
-        f.jvp([(call % 5) + 0.5, 0.3], [1, 1]);
+        for (let k = 0; k < (codegen === true ? HOLD : 1); k++) f.jvp([(call % 5) + 0.5, 0.3], [1, 1]);
         f.hvp([(call % 5) + 0.5, 0.3], [1, 1]);
       }
       expect(f.generatedSweeps, `${codegen}: ${f.generatedSweepsReason ?? ''}`).toBe('active');
       expect(fresh(f)).toBe(5);
     }
+  });
+});
+
+// New-user probes: guards flipping on every call took 43-46 µs a call with generated code (each
+// re-record planned and emitted its module, cached or not) against 3.3 interpreted.
+describe('a function whose guards change path on most calls', () => {
+  const twoGuards = (v: Var[]): Var => {
+    let o = v[0]!.square().add(v[1]!.square());
+    if (v[0]!.gt(0).value) o = o.add(v[0]!.mul(3));
+    if (v[1]!.gt(0).value) o = o.add(v[1]!.sin());
+    return o;
+  };
+  const points = [[1, 1], [-1, 1], [1, -1], [-1, -1]];
+
+  it('interprets its recordings, with the same results, until a path holds; then generates again', () => {
+    const f = compile(twoGuards, { inputs: 2 }), plain = compile(twoGuards, { inputs: 2, codegen: false });
+    const required = compile(twoGuards, { inputs: 2, codegen: 'require' });
+    const fresh = (c: CompiledFunction): number => (c.recorded!.tape.engine as unknown as { freshModules: number }).freshModules;
+    for (let i = 0; i < 40; i++) {
+      const x = points[i % 4]!;
+      expectSameBits(f.gradient(x), plain.gradient(x), `call ${i}`);
+      expectSameBits(required.gradient(x), plain.gradient(x), `require, call ${i}`);
+      if (i >= 4) {
+        expect(f.generatedSweeps).toBe('none');
+        expect(f.generatedSweepsReason).toMatch(/^its guards changed path on most calls/);
+      }
+    }
+    // Only the recordings before the churn was seen were generated; require generates every one.
+    expect(fresh(f)).toBeLessThanOrEqual(4);
+    expect(required.generatedSweeps).toBe('active');
+    // One path held: recorded, interpreted for 63 replays, generated at the 64th, same results.
+    const x = [0.5, -2];
+    for (let k = 0; k <= 64; k++) {
+      expectSameBits(f.gradient(x), plain.gradient(x), `held, call ${k}`);
+      expect(f.generatedSweeps, `held, call ${k}`).toBe(k < 64 ? 'none' : 'active');
+    }
+    expectSameBits(f.hvp(x, [1, -1]), plain.hvp(x, [1, -1]), 'hvp');
+    expect(f.generatedSweeps).toBe('active');
+    // And the next flips start from a path that held: generated again at once.
+    f.gradient(points[0]!);
+    expect(f.generatedSweeps).toBe('active');
+  });
+
+  it('counts batch rows and directional calls as replays', () => {
+    const f = compile(twoGuards, { inputs: 2 });
+    for (let i = 0; i < 8; i++) f.gradient(points[i % 4]!);
+    expect(f.generatedSweeps).toBe('none');
+    // Row 0 records (its path is new), rows 1-39 replay; then 24 jvps make 63 replays, one more 64.
+    const rows = new Float64Array(2 * 40).fill(0.5);
+    f.gradientBatch(rows, 40);
+    expect(f.generatedSweeps).toBe('none');
+    for (let k = 0; k < 24; k++) f.jvp([0.5, 0.5], [1, 0]);
+    expect(f.generatedSweeps).toBe('none');
+    f.hvp([0.5, 0.5], [1, 0]);
+    expect(f.generatedSweeps).toBe('active');
   });
 });
 
