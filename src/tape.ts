@@ -1562,7 +1562,10 @@ export class Tape {
     if (h < 0 && Number.isInteger(h) && this.wasLive(~h)) {
       return new StaleHandleError(`vector handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
     }
-    if (!Number.isInteger(h) || h < 0) return new InvalidHandleError(`${h} is not a handle: handles are non-negative integers`);
+    // An op's operand: the handle ops take handles only, where Var's take numbers too (a new-user
+    // probe wrote h.mul(a, 3) and read only that 3 was no node).
+    const asNumber = typeof op === 'number' && op >= 0 ? `; a number as an operand is recorded first: tape.handles.constant(${h})` : '';
+    if (!Number.isInteger(h) || h < 0) return new InvalidHandleError(`${h} is not a handle: handles are non-negative integers${asNumber}`);
     if (this.wasLive(h)) return new StaleHandleError(`handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
     const i = h - this.base;
     if (i >= 0 && i < this.count) {
@@ -1570,7 +1573,7 @@ export class Tape {
       if (this.isVector(i)) return new ShapeError(`handle ${h} is the node of vector handle ${~h}, where a scalar handle is needed`, 'scalar', [[this.elementLength(i)]]);
       return new InvalidHandleError(`handle ${h} is no value: it carries operands for the node after it (a select, a custom function or a vector)`);
     }
-    return new InvalidHandleError(`handle ${h} is not a node of this tape (${this.liveRange()})`);
+    return new InvalidHandleError(`handle ${h} is not a node of this tape (${this.liveRange()})${asNumber}`);
   }
 
   private wasLive(h: number): boolean {

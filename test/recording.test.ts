@@ -464,6 +464,21 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     );
   });
 
+  // A new-user probe wrote h.mul(a, 3), as Var's a.mul(3), and read only that 3 was no node.
+  it('a number where a handle op wants a handle points to handles.constant', async () => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles;
+    const a = h.variable(2);
+    const size = tape.size;
+    expect(() => h.mul(a, 3)).toThrow(/handle 3 is not a node of this tape .*; a number as an operand is recorded first: tape\.handles\.constant\(3\)/);
+    expect(() => h.add(a, 2.5)).toThrow(/2\.5 is not a handle.*tape\.handles\.constant\(2\.5\)/);
+    expect(() => h.sin(7)).toThrow(InvalidHandleError);
+    // A read takes handles only: no such hint there.
+    expect(() => h.value(12345)).toThrow(/is not a node of this tape \([^)]*\)$/);
+    expect(tape.size).toBe(size);
+    expect(h.value(h.mul(a, h.constant(3)))).toBe(6);
+  });
+
   it('handles.variables and handles.gradient refuse bad input whole, naming it, and the tape stays usable', async () => {
     const tape = await tapeOn(backend, { maxNodes: 12 }), other = await tapeOn(backend);
     const h = tape.handles;
