@@ -229,34 +229,60 @@ export class GradientPool {
     await this.piscina.destroy();
   }
 
-  /** @internal Shared scratch of at least `bytes` for one call, until `release`. */
-  lease(bytes: number, method: string): SharedArrayBuffer {
-    let best = -1;
-    for (let k = 0; k < this.spare.length; k++) {
-      const size = this.spare[k]!.byteLength;
-      if (size >= bytes && (best < 0 || size < this.spare[best]!.byteLength)) best = k;
-    }
-    if (best >= 0) return this.spare.splice(best, 1)[0]!;
-    const size = 2 ** Math.max(16, Math.ceil(Math.log2(bytes)));
-    try {
-      return new SharedArrayBuffer(size);
-    } catch {
-      // (A raw RangeError before: a probe.)
-      throw new CapacityError(`${method}: the pool's scratch for this call (${size} bytes of shared memory) is more than the runtime allocates`, size);
+  /** @internal Shared scratch of at least `bytes` for one call, until `release`. At most two
+   *  buffers per thread exist, leased or spare: a call that finds none waits for one (the
+   *  workers run `threads` parts at a time, so the queue is piscina's or this). Leasing a new
+   *  buffer for each call beyond them, and dropping it after, grew memory by the calls' scratch
+   *  with every burst of calls at once, since the workers keep each buffer they were sent until
+   *  they collect garbage (16 calls of 10^6 rows at once: +550 MB of RSS a burst, to 8.4 GB; a
+   *  probe). */
+  async lease(bytes: number, method: string): Promise<SharedArrayBuffer> {
+    for (;;) {
+      let best = -1;
+      for (let k = 0; k < this.spare.length; k++) {
+        const size = this.spare[k]!.byteLength;
+        if (size >= bytes && (best < 0 || size < this.spare[best]!.byteLength)) best = k;
+      }
+      if (best >= 0) {
+        this.leased++;
+        return this.spare.splice(best, 1)[0]!;
+      }
+      if (this.leased + this.spare.length < 2 * this.threads || this.spare.length > 0) {
+        // None large enough: a new one, in place of the smallest spare where they are all made
+        // (sizes only grow, by powers of two, so the buffers dropped so are few).
+        if (this.leased + this.spare.length >= 2 * this.threads) {
+          this.spare.sort((p, q) => q.byteLength - p.byteLength);
+          this.spare.length--;
+        }
+        const size = 2 ** Math.max(16, Math.ceil(Math.log2(bytes)));
+        let buffer: SharedArrayBuffer;
+        try {
+          buffer = new SharedArrayBuffer(size);
+        } catch {
+          // (A raw RangeError before: a probe.)
+          throw new CapacityError(`${method}: the pool's scratch for this call (${size} bytes of shared memory) is more than the runtime allocates`, size);
+        }
+        this.leased++;
+        this.scratchMade++;
+        return buffer;
+      }
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
     }
   }
 
-  /** @internal Scratch back for the next call: as many as calls ran at once, up to two per
-   *  thread (the smallest go first), none over scratchLimit (one large call pinned its
-   *  scratch for the pool's life: a probe). */
+  /** @internal Scratch back for the next call (none over scratchLimit is kept: one large call
+   *  pinned its scratch for the pool's life, a probe), and the call waiting longest woken. */
   release(buffer: SharedArrayBuffer): void {
-    if (this.closed || buffer.byteLength > this.scratchLimit) return;
-    this.spare.push(buffer);
-    if (this.spare.length > 2 * this.threads) {
-      this.spare.sort((p, q) => q.byteLength - p.byteLength);
-      this.spare.length = 2 * this.threads;
-    }
+    this.leased--;
+    if (!this.closed && buffer.byteLength <= this.scratchLimit) this.spare.push(buffer);
+    this.waiting.shift()?.();
   }
+
+  // Buffers calls hold, and the calls waiting for one (see lease).
+  private leased = 0;
+  /** @internal Scratch buffers made over the pool's life (for tests). */
+  scratchMade = 0;
+  private readonly waiting: (() => void)[] = [];
 
   /** @internal Scratch no call holds now: buffers and bytes (for tests). */
   get spareScratch(): { buffers: number; bytes: number } {
@@ -436,7 +462,7 @@ export class PooledFunction {
     }
     const sizes = perRow.map((k) => k * rows);
     const total = sizes.reduce((sum, k) => sum + k, 0);
-    const scratch = total > 0 ? this.pool.lease(8 * total, method) : null;
+    const scratch = total > 0 ? await this.pool.lease(8 * total, method) : null;
     try {
       let at = 0;
       const part = (k: number): Float64Array => {
@@ -478,7 +504,7 @@ export class PooledFunction {
     // The outputs are made once the first piece's entries are checked: a bad X is its own error,
     // before gigabytes are asked for.
     let result = out ?? null, valuesOut = values === 'none' || values === 'new' ? null : values;
-    const scratch = this.pool.lease(8 * pieceRows * (xRow + dRow + outRow + valuesRow), method);
+    const scratch = await this.pool.lease(8 * pieceRows * (xRow + dRow + outRow + valuesRow), method);
     try {
       for (let first = 0; first < rows; first += pieceRows) {
         const k = Math.min(pieceRows, rows - first);
