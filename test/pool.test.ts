@@ -421,6 +421,38 @@ describe('worker crashes and closing', () => {
     }
   });
 
+  // A probe: after a replacement worker ended while it started, piscina started none (so as not
+  // to restart failing workers for ever) until a new task came, and the calls queued for a worker
+  // and close() waited for ever. They fail now, and the next call starts new workers.
+  it('calls queued when every worker has ended, the last while starting, fail with WorkerExitError; the next call works', async () => {
+    const pool = await createPool({ threads: 1, minRowsPerTask: 1 });
+    try {
+      const f = compile(tiny, { inputs: 3, at: [0.1, 0.2, 0.3] });
+      const pf = await pool.register(f);
+      const n = 400_000, X = sharedFloat64(n * 3).fill(0.5);
+      const calls = Array.from({ length: 3 }, () => pf.gradientBatch(X, n).then(() => null, (e: unknown) => e));
+      const first = pool.workers[0]!;
+      await first.terminate();
+      // Its replacement, ended as soon as it is there (before it has started).
+      let replacement: (typeof pool.workers)[number] | undefined;
+      for (let k = 0; k < 5000 && replacement === undefined; k++) {
+        await new Promise((resolve) => setImmediate(resolve));
+        replacement = pool.workers.find((w) => w !== first);
+      }
+      expect(replacement).toBeDefined();
+      await replacement!.terminate();
+      const settled = await Promise.race([Promise.all(calls), new Promise((resolve) => setTimeout(() => resolve('pending'), 5000))]);
+      expect(settled).not.toBe('pending');
+      // (A call a worker took before it ended fails too; one the replacement ran, had it started
+      // first, would succeed.)
+      for (const e of settled as unknown[]) if (e !== null) expect(e).toBeInstanceOf(WorkerExitError);
+      expect((settled as unknown[])[0]).toBeInstanceOf(WorkerExitError);
+      expect(firstDifference(await pf.gradientBatch(X, 2000), f.gradientBatch(X.subarray(0, 6000), 2000))).toBe(-1);
+    } finally {
+      await pool.close();
+    }
+  });
+
   // A probe: register kept the caller's array, and a caller that reused it had the workers that
   // replaced a dead one load another function.
   it('registered bytes are copied: a worker that replaces a dead one loads what was registered', async () => {

@@ -1,5 +1,6 @@
 // tapegrad/pool: compiled functions evaluated on worker threads (Node; built on piscina). The core
 // entry does not import this module, so it stays free of dependencies and of `node:` imports.
+import { setMaxListeners } from 'node:events';
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { CompiledFunction, checkArrayLength, checkRows, toFloat64 } from '../compile.ts';
@@ -94,6 +95,27 @@ export class GradientPool {
     // A worker that fails to start or dies also fails the task it held (WorkerExitError); piscina
     // emits the error too, and an 'error' event nobody listens to ended the whole process.
     this.piscina.on('error', () => {});
+    this.piscina.on('workerDestroy', () => setImmediate(() => this.failStranded()));
+  }
+
+  // Tasks wait in piscina's queue for a worker. After a worker fails while it starts, piscina
+  // starts no replacement (so as not to start failing workers over and over) until a new task
+  // comes: with every worker gone, the queued calls and close() waited for ever (a probe ended
+  // each replacement as it started). They fail instead, with WorkerExitError; the next call
+  // starts new workers.
+  private failStranded(): void {
+    if (this.closed || this.piscina.threads.length > 0 || this.piscina.queueSize === 0) return;
+    const queued = this.queued;
+    this.queued = unlimited(new AbortController());
+    queued.abort(new WorkerExitError('every worker of the pool ended, the last while starting, and none replaced them: the calls waiting for a worker fail; the next call starts new workers'));
+  }
+
+  // The signal of every task: aborted (failStranded) only when no worker is left to run one.
+  private queued = unlimited(new AbortController());
+
+  /** @internal A task on a worker. */
+  runTask(task: Task): Promise<Reply> {
+    return this.piscina.run(task, { signal: this.queued.signal });
   }
 
   /** The worker threads (piscina's), e.g. to watch their resource use. */
@@ -205,7 +227,7 @@ export class GradientPool {
 
   // One task per thread, settled (each idle thread takes one).
   private everyThread(task: Task): Promise<PromiseSettledResult<Reply>[]> {
-    return Promise.allSettled(Array.from({ length: this.threads }, () => this.piscina.run(task)));
+    return Promise.allSettled(Array.from({ length: this.threads }, () => this.runTask(task)));
   }
 
   /** Stops the workers once the calls in flight are done. Later calls throw. */
@@ -314,10 +336,13 @@ export class GradientPool {
   private async runPart(task: Task & { kind: 'run' }): Promise<void> {
     let reply: Reply;
     try {
-      reply = await this.piscina.run(task);
-      if ('missing' in reply) reply = await this.piscina.run({ ...task, registration: this.registrations.get(task.id)! });
+      reply = await this.runTask(task);
+      if ('missing' in reply) reply = await this.runTask({ ...task, registration: this.registrations.get(task.id)! });
     } catch (error) {
-      throw new WorkerExitError(`a worker ended while it computed rows ${task.firstRow + task.from}..${task.firstRow + task.to - 1} of ${task.method} (${String((error as Error)?.message ?? error)}); it is replaced, later calls work`, { cause: error });
+      const stranded = (error as { cause?: unknown })?.cause;
+      const rows = `rows ${task.firstRow + task.from}..${task.firstRow + task.to - 1} of ${task.method}`;
+      if (stranded instanceof WorkerExitError) throw new WorkerExitError(`${rows} waited for a worker: ${stranded.message}`, { cause: error });
+      throw new WorkerExitError(`a worker ended while it computed ${rows} (${String((error as Error)?.message ?? error)})${this.closed ? '' : '; it is replaced, later calls work'}`, { cause: error });
     }
     if ('error' in reply) throw reviveError(reply.error);
     if ('missing' in reply) throw new WorkerExitError('a worker lost the function while loading it');
@@ -530,6 +555,13 @@ export class PooledFunction {
       this.pool.release(scratch);
     }
   }
+}
+
+// Every task listens on the signal while it waits or runs: past 10 at once Node warns of a
+// listener leak (they are removed as tasks finish).
+function unlimited(controller: AbortController): AbortController {
+  setMaxListeners(0, controller.signal);
+  return controller;
 }
 
 function closedError(): TapegradError {
