@@ -1124,6 +1124,47 @@ function loadTerms(k: i32): usize {
   return s == Op.Mul ? tx : 0.0;
 }
 
+// Elements of elementwise op s's tangent, `(ta != 0 ? ta·pa : +0) + (tb != 0 ? tb·pb : +0)`: with
+// s a constant (the cheap ops' cases below) its partials fold into the loop; the zero tests are
+// integer masks, so a tangent's zeros (a constant operand's, a direction's) cost no mispredicted
+// branch. Both tangents 0 give +0, the stored 0 of the rule.
+// @ts-ignore: decorator
+@inline function tangentLoop(s: i32, o: usize, pa: usize, qa: usize, sa: usize, pb: usize, qb: usize, sb: usize, y: usize, len: i32): void {
+  const cheap = isCheap(s);
+  for (let k = 0; k < len; k++) {
+    const dta = ld(qa), dtb = ld(qb);
+    const p = cheap ? cheapPartial(s, ld(pa), ld(pb)) : dta == 0 && dtb == 0 ? 0 : partialsCall(s, ld(pa), ld(pb), ld(y));
+    const q = cheap ? cheapPartialZ(s, ld(pa)) : partialZ;
+    st(o, masked(dta * p, dta != 0) + masked(dtb * q, dtb != 0));
+    pa += sa; qa += sa; pb += sb; qb += sb; o += 8; y += 8;
+  }
+}
+
+// tangentLoop's pairs of elements in f64x2 lanes, each lane the scalar loop's operations (a full
+// vector a, b a full vector or a broadcast scalar): returns how many elements it did.
+// @ts-ignore: decorator
+@inline function tangentPairs(s: i32, o: usize, pa: usize, qa: usize, pb: usize, qb: usize, sb: usize, len: i32): i32 {
+  const zero = f64x2.splat(0), z1 = f64x2.splat(ld(pb)), tz1 = f64x2.splat(ld(qb));
+  // add, sub, neg (s not a constant here): their constant partials, splatted once.
+  const linearP = f64x2.splat(s == Op.Neg ? -1.0 : 1.0), linearQ = f64x2.splat(s == Op.Add ? 1.0 : s == Op.Sub ? -1.0 : 0.0);
+  let k = 0;
+  for (; k + 2 <= len; k += 2) {
+    const e = <usize>k << 3;
+    const dta = v128.load(qa + e), dtb = sb == 0 ? tz1 : v128.load(qb + e);
+    const x = v128.load(pa + e), z = sb == 0 ? z1 : v128.load(pb + e);
+    const p = s == Op.Mul ? z : s == Op.Square ? f64x2.mul(f64x2.splat(2), x) : linearP;
+    const q = s == Op.Mul ? x : s == Op.Square ? zero : linearQ;
+    v128.store(o + e, f64x2.add(v128.and(f64x2.mul(dta, p), f64x2.ne(dta, zero)), v128.and(f64x2.mul(dtb, q), f64x2.ne(dtb, zero))));
+  }
+  return k;
+}
+
+// v if keep, else +0 (an integer mask: no branch).
+// @ts-ignore: decorator
+@inline function masked(v: f64, keep: bool): f64 {
+  return reinterpret<f64>(reinterpret<i64>(v) & -<i64>keep);
+}
+
 function elementwiseTangent(i: i32, s: i32, n: i32): void {
   const ia = argA(i), ib = argB(i);
   let out = at(xtanBase, offOf(i));
@@ -1135,19 +1176,17 @@ function elementwiseTangent(i: i32, s: i32, n: i32): void {
   let xa = addr(ia, valBase, xvalBase), ta = addr(ia, tanBase, xtanBase);
   let xb = addr(ib, valBase, xvalBase), tb = addr(ib, tanBase, xtanBase);
   const sa = stepOf(ia), sb = stepOf(ib), da = blockStep(ia, n), db = blockStep(ib, n);
-  const cheap = isCheap(s);
   for (let blk = 0; blk < blocks; blk++) {
-    let pa = xa, qa = ta, pb = xb, qb = tb, o = out, y = py;
-    for (let k = 0; k < blockLen; k++) {
-      const dta = ld(qa), dtb = ld(qb);
-      if (dta == 0 && dtb == 0) st(o, 0);
-      else {
-        const p = cheap ? cheapPartial(s, ld(pa), ld(pb)) : partialsCall(s, ld(pa), ld(pb), ld(y));
-        const q = cheap ? cheapPartialZ(s, ld(pa)) : partialZ;
-        st(o, (dta != 0 ? dta * p : 0) + (dtb != 0 ? dtb * q : 0));
-      }
-      pa += sa; qa += sa; pb += sb; qb += sb; o += 8; y += 8;
+    let k = 0;
+    if (ASC_FEATURE_SIMD && sa == 8 && isCheap(s)) {
+      // add, sub and neg by one loop of their constant partials (SIMD code is large).
+      k = s == Op.Mul ? tangentPairs(Op.Mul, out, xa, ta, xb, tb, sb, blockLen)
+        : s == Op.Square ? tangentPairs(Op.Square, out, xa, ta, xb, tb, sb, blockLen)
+        : tangentPairs(s, out, xa, ta, xb, tb, sb, blockLen);
     }
+    // The rest (an odd last element, or all of them) by the scalar loop.
+    const skip = <usize>k << 3, skipB = <usize>k * sb;
+    if (k < blockLen) tangentLoop(s, out + skip, xa + skip, ta + skip, sa, xb + skipB, tb + skipB, sb, py + skip, blockLen - k);
     const step = <usize>blockLen << 3;
     out += step; py += step; xa += da; ta += da; xb += db; tb += db;
   }
@@ -1187,34 +1226,110 @@ function elementwiseReverseTangent(i: i32, s: i32, n: i32): void {
   let xb = addr(ib, valBase, xvalBase), tb = addr(ib, tanBase, xtanBase);
   let gb = addr(ib, adjBase, xadjBase), gtb = addr(ib, tanAdjBase, xtanAdjBase);
   const sa = stepOf(ia), sb = stepOf(ib), da = blockStep(ia, n), db = blockStep(ib, n);
-  const oneA = sa == 0, oneB = sb == 0;
-  const cheap = isCheap(s);
   // A broadcast scalar operand's terms (adjoint and adjoint tangent), added once, as in reverse.
-  let sA = 0.0, stA = 0.0, sB = 0.0, stB = 0.0;
+  memory.fill(scalarTerms, 0, 32);
+  // Constants take no terms, as in reverse (their adjoints are read as 0): a broadcast constant's
+  // sums ran one dependent add per element.
+  const wantA = wantsAdjoint(ia), wantB = wantsAdjoint(ib);
+  const pairs = ASC_FEATURE_SIMD && isCheap(s) && sa == 8 && (sb == 8 || !wantB);
   for (let blk = 0; blk < blocks; blk++) {
-    for (let k = 0; k < blockLen; k++) {
-      const g = ld(at(pg, k)), gt = ld(at(pgt, k));
-      if (g == 0 && gt == 0) continue;
-      const ka = <usize>k * sa, kb = <usize>k * sb;
-      const x = ld(xa + ka), z = ld(xb + kb), y = ld(at(py, k));
-      const p = cheap ? cheapPartial(s, x, z) : partialsCall(s, x, z, y);
-      const q = cheap ? cheapPartialZ(s, x) : partialZ;
-      if (g != 0 && p != 0) { const t = g * p; if (oneA) sA += t; else acc(ga + ka, t); }
-      if (g != 0 && q != 0) { const t = g * q; if (oneB) sB += t; else acc(gb + kb, t); }
-      const tx = ld(ta + ka), tz = ld(tb + kb);
-      const dp = g == 0 ? 0 : cheap ? cheapPartialTangent(s, tx, tz) : partialsTangentCall(s, x, z, y, tx, tz, ld(at(pty, k)));
-      const dq = g == 0 ? 0 : cheap ? cheapPartialZTangent(s, tx) : partialZTangent;
-      const ra = (gt != 0 && p != 0 ? gt * p : 0) + (dp != 0 ? g * dp : 0);
-      const rb = (gt != 0 && q != 0 ? gt * q : 0) + (dq != 0 ? g * dq : 0);
-      if (ra != 0) { if (oneA) stA += ra; else acc(gta + ka, ra); }
-      if (rb != 0) { if (oneB) stB += rb; else acc(gtb + kb, rb); }
+    let k = 0;
+    if (pairs) {
+      k = s == Op.Mul ? reverseTangentPairs(Op.Mul, pg, pgt, xa, ta, ga, gta, xb, tb, gb, gtb, sb, blockLen, wantA, wantB)
+        : s == Op.Square ? reverseTangentPairs(Op.Square, pg, pgt, xa, ta, ga, gta, xb, tb, gb, gtb, sb, blockLen, wantA, wantB)
+        : reverseTangentPairs(s, pg, pgt, xa, ta, ga, gta, xb, tb, gb, gtb, sb, blockLen, wantA, wantB);
+    }
+    // The rest (an odd last element, or all of them) by the scalar loop.
+    if (k < blockLen) {
+      const e = <usize>k << 3, eb = <usize>k * sb;
+      reverseTangentLoop(s, pg + e, pgt + e, py + e, pty + e, xa + e, ta + e, ga + e, gta + e, sa, xb + eb, tb + eb, gb + eb, gtb + eb, sb, blockLen - k, wantA, wantB);
     }
     const step = <usize>blockLen << 3;
     pg += step; pgt += step; py += step; pty += step;
     xa += da; ta += da; ga += da; gta += da; xb += db; tb += db; gb += db; gtb += db;
   }
-  if (oneA) { acc(ga, sA); acc(gta, stA); }
-  if (oneB) { acc(gb, sB); acc(gtb, stB); }
+  if (sa == 0 && wantA) { acc(ga, ld(scalarTerms)); acc(gta, ld(scalarTerms + 8)); }
+  if (sb == 0 && wantB) { acc(gb, ld(scalarTerms + 16)); acc(gtb, ld(scalarTerms + 24)); }
+}
+
+// reverseTangentLoop's pairs of elements for the cheap ops in f64x2 lanes (a full vector a; b a
+// full vector, or a scalar that takes no terms): the rule's skips as masks, so a skipped term adds
+// +0, which changes no adjoint (never -0: adjoints start at +0 and only gain sums), and a sum of
+// terms that is ±0, which the rule skips too, is added as it is for the same reason; per lane the
+// scalar loop's operations in its order. Returns how many elements it did.
+// @ts-ignore: decorator
+@inline function reverseTangentPairs(
+  s: i32, pg: usize, pgt: usize, xa: usize, ta: usize, ga: usize, gta: usize, xb: usize, tb: usize, gb: usize, gtb: usize, sb: usize, len: i32,
+  wantA: bool, wantB: bool,
+): i32 {
+  const zero = f64x2.splat(0), z1 = f64x2.splat(ld(xb)), tz1 = f64x2.splat(ld(tb));
+  const unary = s == Op.Neg || s == Op.Square;
+  // add, sub, neg (s not a constant here): their constant partials, splatted once.
+  const linearP = f64x2.splat(s == Op.Neg ? -1.0 : 1.0), linearQ = f64x2.splat(s == Op.Sub ? -1.0 : 1.0);
+  let k = 0;
+  for (; k + 2 <= len; k += 2) {
+    const e = <usize>k << 3;
+    const g = v128.load(pg + e), gt = v128.load(pgt + e);
+    const x = v128.load(xa + e), tx = v128.load(ta + e);
+    const z = sb == 0 ? z1 : v128.load(xb + e), tz = sb == 0 ? tz1 : v128.load(tb + e);
+    const gLive = f64x2.ne(g, zero), gtLive = f64x2.ne(gt, zero);
+    const p = s == Op.Mul ? z : s == Op.Square ? f64x2.mul(f64x2.splat(2), x) : linearP;
+    const dp = s == Op.Mul ? tz : s == Op.Square ? f64x2.mul(f64x2.splat(2), tx) : zero;
+    const pLive = f64x2.ne(p, zero);
+    if (wantA) {
+      v128.store(ga + e, f64x2.add(v128.load(ga + e), v128.and(f64x2.mul(g, p), v128.and(gLive, pLive))));
+    }
+    if (!unary && wantB) {
+      const q = s == Op.Mul ? x : linearQ;
+      v128.store(gb + e, f64x2.add(v128.load(gb + e), v128.and(f64x2.mul(g, q), v128.and(gLive, f64x2.ne(q, zero)))));
+    }
+    if (wantA) {
+      const ra = f64x2.add(v128.and(f64x2.mul(gt, p), v128.and(gtLive, pLive)), v128.and(f64x2.mul(g, dp), v128.and(gLive, f64x2.ne(dp, zero))));
+      v128.store(gta + e, f64x2.add(v128.load(gta + e), ra));
+    }
+    if (!unary && wantB) {
+      const q = s == Op.Mul ? x : linearQ;
+      const dq = s == Op.Mul ? tx : zero;
+      const rb = f64x2.add(v128.and(f64x2.mul(gt, q), v128.and(gtLive, f64x2.ne(q, zero))), v128.and(f64x2.mul(g, dq), v128.and(gLive, f64x2.ne(dq, zero))));
+      v128.store(gtb + e, f64x2.add(v128.load(gtb + e), rb));
+    }
+  }
+  return k;
+}
+
+// A broadcast scalar operand's sums across a node's blocks: a's adjoint and adjoint tangent, b's.
+const scalarTerms = memory.data(32);
+
+// Elements of elementwise op s's reverse sweep with tangents (s a constant in the cheap ops'
+// cases, so their partials fold into the loop, as in tangentLoop). A broadcast scalar operand
+// (stride 0) sums its terms in scalarTerms, added once per node.
+// @ts-ignore: decorator
+@inline function reverseTangentLoop(
+  s: i32, pg: usize, pgt: usize, py: usize, pty: usize,
+  xa: usize, ta: usize, ga: usize, gta: usize, sa: usize, xb: usize, tb: usize, gb: usize, gtb: usize, sb: usize, len: i32,
+  wantA: bool, wantB: bool,
+): void {
+  const oneA = sa == 0, oneB = sb == 0;
+  const cheap = isCheap(s);
+  let sA = ld(scalarTerms), stA = ld(scalarTerms + 8), sB = ld(scalarTerms + 16), stB = ld(scalarTerms + 24);
+  for (let k = 0; k < len; k++) {
+    const g = ld(at(pg, k)), gt = ld(at(pgt, k));
+    if (g == 0 && gt == 0) continue;
+    const ka = <usize>k * sa, kb = <usize>k * sb;
+    const x = ld(xa + ka), z = ld(xb + kb);
+    const p = cheap ? cheapPartial(s, x, z) : partialsCall(s, x, z, ld(at(py, k)));
+    const q = cheap ? cheapPartialZ(s, x) : partialZ;
+    if (wantA && g != 0 && p != 0) { const t = g * p; if (oneA) sA += t; else acc(ga + ka, t); }
+    if (wantB && g != 0 && q != 0) { const t = g * q; if (oneB) sB += t; else acc(gb + kb, t); }
+    const tx = ld(ta + ka), tz = ld(tb + kb);
+    const dp = g == 0 ? 0 : cheap ? cheapPartialTangent(s, tx, tz) : partialsTangentCall(s, x, z, ld(at(py, k)), tx, tz, ld(at(pty, k)));
+    const dq = g == 0 ? 0 : cheap ? cheapPartialZTangent(s, tx) : partialZTangent;
+    const ra = (gt != 0 && p != 0 ? gt * p : 0) + (dp != 0 ? g * dp : 0);
+    const rb = (gt != 0 && q != 0 ? gt * q : 0) + (dq != 0 ? g * dq : 0);
+    if (wantA && ra != 0) { if (oneA) stA += ra; else acc(gta + ka, ra); }
+    if (wantB && rb != 0) { if (oneB) stB += rb; else acc(gtb + kb, rb); }
+  }
+  st(scalarTerms, sA); st(scalarTerms + 8, stA); st(scalarTerms + 16, sB); st(scalarTerms + 24, stB);
 }
 
 // ─── reductions ───

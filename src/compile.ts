@@ -189,7 +189,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       // flipping on every call took 43-46 µs a call against 3.3 interpreted (new-user probes).
       engine.dropGeneratedSweeps();
       engine.generated = 'none';
-      engine.generatedReason = `its guards changed path on most calls (${CHURNING_RECORDINGS} recordings in a row each served fewer than ${SETTLED_REPLAYS} replays), where generating costs more than a short-lived path saves: this recording is interpreted until it has served ${SETTLED_REPLAYS} replays, then generated ({ codegen: 'require' } generates at once)`;
+      engine.generatedReason = `its guards changed path on most calls (${CHURNING_RECORDINGS} recordings in a row served fewer than ${SETTLED_REPLAYS} replays each), where generating costs more than it saves: interpreted until it has served ${SETTLED_REPLAYS}, then generated ({ codegen: 'require' } generates at once)`;
       this.generationDeferred = true;
     } else if (this.codegen && !vectors && engine instanceof WasmBackend) {
       this.generateSweeps(recording, engine);
@@ -577,15 +577,16 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   }
 
   // `targets`: the nodes whose tangents (jvp) or second-order results (hvp) the caller reads.
-  private seedTangents(rec: Recording, t: ArrayLike<number>, targets: ArrayLike<number>, what: string): Float64Array {
-    t = this.entries(t, this.inputs, what, DIRECTION);
+  private seedTangents(rec: Recording, direction: ArrayLike<number>, targets: ArrayLike<number>, what: string): Float64Array {
+    const t = this.entries(direction, this.inputs, what, DIRECTION);
     const tan = rec.tape.ensureTangents();
     const engine = rec.tape.engine;
     if (!(engine instanceof WasmBackend && engine.tangentSweepsGenerated())) tan.fill(0, 0, rec.tape.size);
     const xtan = rec.tape.engine.views.xtan!;
     xtan.fill(0, 0, rec.tape.elementCount);
     const seeded = rec.vectorInput ? xtan : tan;
-    for (let k = 0; k < this.inputs; k++) seeded[k] = t[k]!;
+    // One copy, not a loop over 10^5 (entries' kept buffer may be longer than the inputs).
+    seeded.set(t.length === this.inputs ? t : t.subarray(0, this.inputs));
     rec.tape.tangentSweep(targets, true, rec.vectorInput ? 2 : this.inputs);
     return tan;
   }
