@@ -196,12 +196,15 @@ export class CustomNodes implements CustomHandler {
       this.engine.views.tan![i] = NaN;
       return;
     }
-    if (!rule.jvp) {
-      if (this.tape.tangentReaches(i)) throw missing(rule, 'jvp', 'jvp, forward-mode jacobian and hvp');
-      // Its tangent reaches nothing the sweep serves (a comparison, stopGradient, no use at all).
+    // Its tangent reaches nothing the sweep serves (a comparison, stopGradient, the branch a
+    // select does not take, no use at all): 0, with or without a jvp rule, which is not asked at
+    // a point the function's own branch may keep it from (a probe's safe log threw from its jvp
+    // at -1 in the untaken branch, where grad never asked its vjp).
+    if (!this.tape.tangentReaches(i)) {
       this.engine.views.tan![i] = 0;
       return;
     }
+    if (!rule.jvp) throw missing(rule, 'jvp', 'jvp, forward-mode jacobian and hvp');
     this.engine.views.tan![i] = checkResult(this.call(rule.jvp as RuleMethod, rule, 3, xs, this.engine.views.val[i]!, 0, ts), rule, 'jvp');
   }
 

@@ -5,7 +5,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   MissingRuleError, NotANumberError, ShapeError, TapegradError, compile, createTape, defineFunction, type CompiledFunction, finiteDifferenceGradient, grad, hessian, hvp,
-  init, jacobian, jvp, normwiseError, select, valueAndGrad, vjp, type CustomRule, type Var,
+  gradcheck, init, jacobian, jvp, normwiseError, select, valueAndGrad, vjp, type CustomRule, type Var,
 } from '../src/index.ts';
 import { BACKENDS, expectClose } from './support.ts';
 
@@ -621,6 +621,29 @@ describe.each(BACKENDS)('a rule the untaken branch of a select would need is not
     const c = compile((v: Var[]) => f(v[0]!), { inputs: 1, backend });
     expect([...c.jvp([1.5], [1]), ...c.hvp([1.5], [1])]).toEqual([3, 2]);
     for (const call of [() => jvp(f, -1, 1, o), () => c.jvp([-1], [1])]) expect(call).toThrow(MissingRuleError);
+  });
+
+  // A new-user probe: a rule with a jvp was asked it there all the same, at a point the select
+  // keeps it from (a safe log's jvp threw at -1, where grad never asks its vjp).
+  it('nor is a jvp rule it has: jvp, hvp, gradcheck and the forward jacobian at a point only the other branch serves', () => {
+    let asked = 0;
+    const safeLog = defineFunction({
+      name: 'safeLog',
+      forward: ([x]) => Math.log(Math.max(x!, 1e-300)),
+      vjp: ([x], _y, g) => { if (!(x! > 0)) throw new RangeError(`vjp at ${x}`); return [g / x!]; },
+      jvp: ([x], _y, [t]) => { asked++; if (!(x! > 0)) throw new RangeError(`jvp at ${x}`); return t! / x!; },
+    });
+    const f = (x: Var): Var => select(x.gt(0), safeLog(x), x.mul(3));
+    const o = { backend };
+    expect([...jvp(f, -1, 1, o), ...hvp(f, -1, 1, o), grad(f, o)(-1)]).toEqual([3, 0, 3]);
+    expect(gradcheck((v: Var[]) => f(v[0]!), [-1], o).ok).toBe(true);
+    expect([...jacobian((v: Var[]) => [f(v[0]!)], [-1], { ...o, mode: 'forward' }).data]).toEqual([3]);
+    const c = compile((v: Var[]) => f(v[0]!), { inputs: 1, backend });
+    expect([...c.jvp([-1], [1]), ...c.hvp([-1], [1])]).toEqual([3, 0]);
+    expect(asked).toBe(0);
+    // Where the branch is taken it is asked, and its error is the caller's.
+    expect([...jvp(f, 2, 1, o)]).toEqual([0.5]);
+    expect(asked).toBeGreaterThan(0);
   });
 });
 
