@@ -272,17 +272,19 @@ export class GradientPool {
       if (this.leased + this.spare.length < 2 * this.threads || this.spare.length > 0) {
         // None large enough: a new one, in place of the smallest spare where they are all made
         // (sizes only grow, by powers of two, so the buffers dropped so are few).
-        if (this.leased + this.spare.length >= 2 * this.threads) {
-          this.spare.sort((p, q) => q.byteLength - p.byteLength);
-          this.spare.length--;
-        }
         const size = 2 ** Math.max(16, Math.ceil(Math.log2(bytes)));
         let buffer: SharedArrayBuffer;
         try {
           buffer = new SharedArrayBuffer(size);
         } catch {
-          // (A raw RangeError before: a probe.)
+          // The wake-up this call took passes on, or the calls behind it (and close()) waited for
+          // ever once no lease was left to release (a review). (A raw RangeError before: a probe.)
+          this.waiting.shift()?.();
           throw new CapacityError(`${method}: the pool's scratch for this call (${size} bytes of shared memory) is more than the runtime allocates`, size);
+        }
+        if (this.leased + this.spare.length >= 2 * this.threads) {
+          this.spare.sort((p, q) => q.byteLength - p.byteLength);
+          this.spare.length--;
         }
         this.leased++;
         this.scratchMade++;
@@ -300,7 +302,8 @@ export class GradientPool {
     this.waiting.shift()?.();
   }
 
-  // Buffers calls hold, and the calls waiting for one (see lease).
+  // Counted against the two buffers a thread (see lease): those calls hold, and the wake-ups of
+  // the calls waiting for one.
   private leased = 0;
   /** @internal Scratch buffers made over the pool's life (for tests). */
   scratchMade = 0;
