@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  TapegradError, compile, createTapeSync, defineFunction, init, type CompilableFunction, type CompiledFunction, type Tape, type Var,
+  TapegradError, compile, createTapeSync, defineFunction, init, type CompilableFunction, type CompiledFunction, type Tape, type Var, type Vec,
 } from '../src/index.ts';
 import { emitSweeps, planSegments, planSweeps, MAX_SLOTS, type SweepPlan } from '../src/wasm/codegen/index.ts';
 import { emitDispatcher } from '../src/wasm/codegen/module.ts';
@@ -967,6 +967,38 @@ describe('a function whose guards change path on most calls', () => {
     expect(f.generatedSweeps).toBe('none');
     f.hvp([0.5, 0.5], [1, 0]);
     expect(f.generatedSweeps).toBe('active');
+  });
+});
+
+// A browser probe: a page whose Content-Security-Policy refused generated modules after the core
+// had loaded (or a worker handed the compiled core) got a raw CompileError from a compiled
+// function's first call, then interpreted replays with no reason, even under 'require'.
+describe('a runtime that refuses generated modules', () => {
+  it('interprets, says why, and refuses under require; fused vector runs sweep block by block', () => {
+    const Module = WebAssembly.Module;
+    (WebAssembly as { Module: unknown }).Module = function refusing(): never {
+      throw new WebAssembly.CompileError("WebAssembly.Module(): Refused to compile or instantiate WebAssembly module because 'unsafe-eval' is not an allowed source");
+    };
+    try {
+      const body = (x: Var[]): Var => x[0]!.mul(x[1]!).sin().add(x[0]!.mul(0.123456789));
+      const f = compile(body, { inputs: 2 }), plain = compile(body, { inputs: 2, codegen: false });
+      expectSameBits(f.gradient([0.3, 0.7]), plain.gradient([0.3, 0.7]), 'first call');
+      expectSameBits(f.gradient([0.5, 0.2]), plain.gradient([0.5, 0.2]), 'replay');
+      expect(f.generatedSweeps).toBe('none');
+      expect(f.generatedSweepsReason).toMatch(/^the runtime refused to compile the generated module \(.*Refused.*\); a Content-Security-Policy must allow 'wasm-unsafe-eval'/);
+      const required = compile(body, { inputs: 2, codegen: 'require' });
+      for (let call = 0; call < 2; call++) expect(() => required.gradient([0.3, 0.7])).toThrow(/generated sweeps are required .*refused to compile/);
+      const n = 5000, x = Float64Array.from({ length: n }, (_, k) => Math.sin(k) * 0.9);
+      const vec = (v: Vec): Var => v.mul(v).sub(v.mul(0.987654321)).square().sum();
+      const gradientOn = (backend: 'wasm' | 'js'): Float64Array => {
+        const tape = createTapeSync({ backend });
+        const input = tape.vector(x);
+        return tape.gradient(vec(input), [input]);
+      };
+      expectSameBits(gradientOn('wasm'), gradientOn('js'), 'vector run');
+    } finally {
+      (WebAssembly as { Module: unknown }).Module = Module;
+    }
   });
 });
 

@@ -76,6 +76,12 @@ function runKernel(key: string, signature: Int32Array, simd: boolean): WebAssemb
     runModules.set(key, module);
     return module;
   } catch (error) {
+    // Refused (a Content-Security-Policy without 'wasm-unsafe-eval' that the core got past, such
+    // as a worker handed the compiled core): no kernel, the block sweep runs (a probe).
+    if (error instanceof WebAssembly.CompileError) {
+      runModules.set(key, null);
+      return null;
+    }
     if (!(error instanceof RangeError)) throw error;
     runModules.set(key, undefined);
     void WebAssembly.compile(bytes).then((module) => runModules.set(key, module), () => runModules.set(key, null));
@@ -365,6 +371,13 @@ export class WasmBackend implements Backend {
       if (!own && slot === 1) this.freshModules++;
       install(own ?? cacheModule(mine, bytes, cachedModule(moduleCache, bytes) ?? cacheModule(moduleCache, bytes, new WebAssembly.Module(bytes))));
     } catch (error) {
+      if (error instanceof WebAssembly.CompileError) {
+        // The core runs, but this module is refused: a page whose Content-Security-Policy came
+        // after init(), or a worker handed the compiled core (new-user probe: a raw CompileError
+        // from the first call, then interpretation with no reason, even under 'require').
+        if (slot === 1) this.refused(error);
+        return;
+      }
       if (!(error instanceof RangeError)) throw error;
       if (slot === 1) {
         this.generated = 'pending';
@@ -377,13 +390,16 @@ export class WasmBackend implements Backend {
           cacheModule(moduleCache, bytes, cacheModule(slot === 1 ? this.ownModules : this.ownTangentModules, bytes, module));
           if (generation === this.generation) install(module);
         },
-        () => {
-          if (generation !== this.generation || slot !== 1) return;
-          this.generated = 'none';
-          this.generatedReason = 'the runtime refused to compile the generated module';
+        (refusal: unknown) => {
+          if (generation === this.generation && slot === 1) this.refused(refusal);
         },
       );
     }
+  }
+
+  private refused(error: unknown): void {
+    this.generated = 'none';
+    this.generatedReason = `the runtime refused to compile the generated module (${String((error as Error)?.message ?? error)}); a Content-Security-Policy must allow 'wasm-unsafe-eval' for it: interpreted`;
   }
 
   /** @internal Replay modules this engine did not find among its own last ones (see moduleCache). */
