@@ -1145,7 +1145,8 @@ function loadTerms(k: i32): usize {
 // @ts-ignore: decorator
 @inline function tangentPairs(s: i32, o: usize, pa: usize, qa: usize, pb: usize, qb: usize, sb: usize, len: i32): i32 {
   const zero = f64x2.splat(0), z1 = f64x2.splat(ld(pb)), tz1 = f64x2.splat(ld(qb));
-  // add, sub, neg (s not a constant here): their constant partials, splatted once.
+  // add, sub and neg share this loop (s is not a constant for them: SIMD code is large), their
+  // partials constants splatted before it.
   const linearP = f64x2.splat(s == Op.Neg ? -1.0 : 1.0), linearQ = f64x2.splat(s == Op.Add ? 1.0 : s == Op.Sub ? -1.0 : 0.0);
   let k = 0;
   for (; k + 2 <= len; k += 2) {
@@ -1184,7 +1185,8 @@ function elementwiseTangent(i: i32, s: i32, n: i32): void {
         : s == Op.Square ? tangentPairs(Op.Square, out, xa, ta, xb, tb, sb, blockLen)
         : tangentPairs(s, out, xa, ta, xb, tb, sb, blockLen);
     }
-    // The rest (an odd last element, or all of them) by the scalar loop.
+    // The pairs need a full vector a and a cheap op; an odd last element, or every element where
+    // they do not apply, goes through the scalar loop.
     const skip = <usize>k << 3, skipB = <usize>k * sb;
     if (k < blockLen) tangentLoop(s, out + skip, xa + skip, ta + skip, sa, xb + skipB, tb + skipB, sb, py + skip, blockLen - k);
     const step = <usize>blockLen << 3;
@@ -1239,7 +1241,8 @@ function elementwiseReverseTangent(i: i32, s: i32, n: i32): void {
         : s == Op.Square ? reverseTangentPairs(Op.Square, pg, pgt, xa, ta, ga, gta, xb, tb, gb, gtb, sb, blockLen, wantA, wantB)
         : reverseTangentPairs(s, pg, pgt, xa, ta, ga, gta, xb, tb, gb, gtb, sb, blockLen, wantA, wantB);
     }
-    // The rest (an odd last element, or all of them) by the scalar loop.
+    // The pairs need a full vector a and a cheap op; an odd last element, or every element where
+    // they do not apply, goes through the scalar loop.
     if (k < blockLen) {
       const e = <usize>k << 3, eb = <usize>k * sb;
       reverseTangentLoop(s, pg + e, pgt + e, py + e, pty + e, xa + e, ta + e, ga + e, gta + e, sa, xb + eb, tb + eb, gb + eb, gtb + eb, sb, blockLen - k, wantA, wantB);
@@ -1264,7 +1267,8 @@ function elementwiseReverseTangent(i: i32, s: i32, n: i32): void {
 ): i32 {
   const zero = f64x2.splat(0), z1 = f64x2.splat(ld(xb)), tz1 = f64x2.splat(ld(tb));
   const unary = s == Op.Neg || s == Op.Square;
-  // add, sub, neg (s not a constant here): their constant partials, splatted once.
+  // add, sub and neg share this loop (s is not a constant for them: SIMD code is large), their
+  // partials constants splatted before it.
   const linearP = f64x2.splat(s == Op.Neg ? -1.0 : 1.0), linearQ = f64x2.splat(s == Op.Sub ? -1.0 : 1.0);
   let k = 0;
   for (; k + 2 <= len; k += 2) {

@@ -197,6 +197,20 @@ describe.each(BACKENDS)('checkNaN (%s)', (backend) => {
 // non-finite one: the deepest ancestor (typically an input), not the node where the sweep first
 // produced it nor the op whose rule did. Here t = x * 1 feeds sqrt at t = 0: the sweep makes
 // adj(t) = +Infinity through sqrt'(0), and only then adj(x); the error names x, an 'input'.
+// A review: the core's hvp sent no terms to constants, the JS engine's did, and checkNaN read a
+// scalar constant's adjoint tangent: 1e300 · 1e10 there made the JS engine throw alone.
+describe.each(BACKENDS)('checkNaN in hvp reads no constant\'s terms (%s)', (backend) => {
+  it('a vector times a scalar or array constant', async () => {
+    const tape = await tapeOn(backend, { checkNaN: true });
+    for (const constant of ['scalar', 'array'] as const) {
+      tape.reset();
+      const v = tape.vector([1, 2, 3]);
+      const y = (constant === 'scalar' ? v.mul(tape.constant(1e-300)) : v.mul([1e-300, 1e-300, 1e-300])).sum().mul(1e10);
+      expect([...tape.hvp(y, [v], [1e300, 1, 1])], constant).toEqual([0, 0, 0]);
+    }
+  });
+});
+
 describe.each(BACKENDS)('checkNaN names the op whose rule produced a non-finite adjoint (%s)', (backend) => {
   it("sqrt'(0) behind an intermediate node: the error names sqrt", async () => {
     const tape = await tapeOn(backend, { checkNaN: true });

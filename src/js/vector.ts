@@ -712,6 +712,10 @@ export class VectorRules {
     const sa = this.step(ia), sb = this.step(ib), da = this.blockStep(ia, n), db = this.blockStep(ib, n);
     const len = this.blockLen;
     const oneA = sa === 0, oneB = sb === 0;
+    // Constants take no terms, as in reverse and in the core (checkNaN reads a scalar constant's
+    // adjoint tangent: a term of 1e300 there made the JS engine's hvp throw where the core's did
+    // not, a review).
+    const wantA = this.wants(ia), wantB = this.wants(ib);
     let sA = 0, stA = 0, sB = 0, stB = 0; // a broadcast scalar operand's terms, added once
     for (let blk = 0; blk < this.blocks; blk++) {
       let qa = pa, qb = pb;
@@ -721,19 +725,19 @@ export class VectorRules {
         const x = XA[qa]!, z = XB[qb]!, y = xval[pg + k]!;
         const p = partials(s, x, z, y);
         const q = partialZ[0]!;
-        if (g !== 0 && p !== 0) { const t = g * p; if (oneA) sA += t; else GA[qa] += t; }
-        if (g !== 0 && q !== 0) { const t = g * q; if (oneB) sB += t; else GB[qb] += t; }
+        if (wantA && g !== 0 && p !== 0) { const t = g * p; if (oneA) sA += t; else GA[qa] += t; }
+        if (wantB && g !== 0 && q !== 0) { const t = g * q; if (oneB) sB += t; else GB[qb] += t; }
         const dp = g !== 0 ? partialsTangent(s, x, z, y, TA[qa]!, TB[qb]!, xtan[pg + k]!) : 0;
         const dq = g !== 0 ? partialZTangent[0]! : 0;
         const ra = (gt !== 0 && p !== 0 ? gt * p : 0) + (dp !== 0 ? g * dp : 0);
         const rb = (gt !== 0 && q !== 0 ? gt * q : 0) + (dq !== 0 ? g * dq : 0);
-        if (ra !== 0) { if (oneA) stA += ra; else GTA[qa] += ra; }
-        if (rb !== 0) { if (oneB) stB += rb; else GTB[qb] += rb; }
+        if (wantA && ra !== 0) { if (oneA) stA += ra; else GTA[qa] += ra; }
+        if (wantB && rb !== 0) { if (oneB) stB += rb; else GTB[qb] += rb; }
       }
       pg += len; pa += da; pb += db;
     }
-    if (oneA) { GA[pa] += sA; GTA[pa] += stA; }
-    if (oneB) { GB[pb] += sB; GTB[pb] += stB; }
+    if (oneA && wantA) { GA[pa] += sA; GTA[pa] += stA; }
+    if (oneB && wantB) { GB[pb] += sB; GTB[pb] += stB; }
   }
 }
 
