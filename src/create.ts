@@ -1,5 +1,5 @@
 import type { Backend, BackendChoice, BackendKind } from './backend.ts';
-import { TapegradError } from './errors.ts';
+import { CapacityError, TapegradError } from './errors.ts';
 import { BACKEND_RULE, checkOptions } from './options.ts';
 import { JsBackend } from './js/backend.ts';
 import { Tape, type TapeLimits } from './tape.ts';
@@ -83,7 +83,7 @@ export async function coreModule(): Promise<WebAssembly.Module> {
 export async function createTape(options: TapeOptions = {}): Promise<Tape> {
   checkOptions(options, 'createTape', TAPE_OPTIONS);
   const kind = await loadBackend(options.backend, () => loadCodegen().catch(() => {}));
-  return new Tape(createBackend(kind), options);
+  return new Tape(createBackend(kind, options.backend === 'auto'), options);
 }
 
 /** @internal The engine a `backend` option names, with the wasm core loaded for it (and `also`
@@ -104,7 +104,7 @@ export async function loadBackend(backend: BackendChoice | undefined, also?: () 
 
 /** Like `createTape`, without awaiting: the wasm core must be loaded (`await init()`) first. */
 export function createTapeSync(options: TapeOptions = {}): Tape {
-  return new Tape(createBackend(resolveKind(options)), options);
+  return new Tape(createBackend(resolveKind(options), options.backend === 'auto'), options);
 }
 
 function noWasm(): TapegradError {
@@ -112,7 +112,7 @@ function noWasm(): TapegradError {
 }
 
 /** @internal A fresh engine of the given kind (the wasm one needs the module loaded). */
-export function createBackend(kind: BackendKind): Backend {
+export function createBackend(kind: BackendKind, auto = false): Backend {
   if (kind === 'js') return new JsBackend();
   if (!wasmAvailable()) throw noWasm();
   const module = coreModuleIfLoaded();
@@ -122,5 +122,17 @@ export function createBackend(kind: BackendKind): Backend {
     const failed = coreLoadFailure ? ` (the last load failed: ${coreLoadFailure.message})` : '';
     throw new TapegradError('INVALID_ARGUMENT', `the wasm core is not loaded yet: await init() (or use the async createTape) first${failed}`);
   }
-  return new WasmBackend(module);
+  try {
+    return new WasmBackend(module);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    // Each wasm tape (and compiled function) owns a WebAssembly.Memory, and browsers cap how many
+    // live at once (Chromium: about 125 a page, whatever their size): the next one was a raw
+    // RangeError, and 'auto' did not fall back (a browser probe).
+    if (auto) return new JsBackend();
+    throw new CapacityError(
+      `the runtime would not allocate another WebAssembly.Memory for this tape (${error.message}): each wasm tape and compiled function owns one, and browsers cap how many live at once (Chromium: about 125 a page); reuse tapes (reset()), drop the ones you no longer need, or use { backend: 'auto' } to fall back to the JS mode`,
+      0,
+    );
+  }
 }

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError,
-  TapegradError, type Tape, type Var,
+  TapegradError, compile, createTape, createTapeSync, init, type Tape, type Var,
 } from '../src/index.ts';
 import { BACKENDS, tapeOn } from './support.ts';
 
@@ -479,5 +479,27 @@ describe.each(BACKENDS)('errors name the op or call, and what it takes (%s)', (b
     grad((x: Var) => (kept = x).square(), { backend })(2);
     expectError(() => grad((x: Var) => kept!.mul(x), { backend })(3), StaleHandleError, 'STALE_HANDLE', /^mul: Var #\d+ was recorded before tape\.reset\(\) \(a transform resets its tape after each call: it is from an earlier grad, vjp, jvp or hvp call\)/);
     expect(Array.from(tape.gradient(y, [v]))).toEqual([1, 1]);
+  });
+});
+
+// A browser probe: Chromium lets a page hold about 125 WebAssembly memories at once, one per wasm
+// tape or compiled function, and the next tape was a raw RangeError, 'auto' included.
+describe('a runtime that allocates no more WebAssembly memories', () => {
+  it("makes 'wasm' a CapacityError that says why, and 'auto' the JS mode", async () => {
+    await init();
+    const Memory = WebAssembly.Memory;
+    (WebAssembly as { Memory: unknown }).Memory = function refusing(): never {
+      throw new RangeError('WebAssembly.Memory(): could not allocate memory');
+    };
+    try {
+      expect(() => createTapeSync()).toThrow(expect.objectContaining({ name: 'CapacityError', code: 'CAPACITY', message: expect.stringMatching(/another WebAssembly\.Memory .*browsers cap how many live at once.*backend: 'auto'/) }));
+      await expect(createTape()).rejects.toThrow(CapacityError);
+      expect(createTapeSync({ backend: 'auto' }).backend).toBe('js');
+      expect((await createTape({ backend: 'auto' })).backend).toBe('js');
+      expect(() => compile((x: Var[]) => x[0]!.square(), { inputs: 1 }).gradient([3])).toThrow(CapacityError);
+    } finally {
+      (WebAssembly as { Memory: unknown }).Memory = Memory;
+    }
+    expect(createTapeSync().backend).toBe('wasm');
   });
 });
