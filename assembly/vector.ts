@@ -1124,10 +1124,10 @@ function loadTerms(k: i32): usize {
   return s == Op.Mul ? tx : 0.0;
 }
 
-// Elements of elementwise op s's tangent, `(ta != 0 ? ta·pa : +0) + (tb != 0 ? tb·pb : +0)`: with
-// s a constant (the cheap ops' cases below) its partials fold into the loop; the zero tests are
-// integer masks, so a tangent's zeros (a constant operand's, a direction's) cost no mispredicted
-// branch. Both tangents 0 give +0, the stored 0 of the rule.
+// Elements of elementwise op s's tangent, `(ta != 0 ? ta·pa : +0) + (tb != 0 ? tb·pb : +0)`, one
+// at a time (the scalar build, and what the SIMD pairs leave): the zero tests are integer masks,
+// so a tangent's zeros (a constant operand's, a direction's) cost no mispredicted branch. Both
+// tangents 0 give +0, the stored 0 of the rule.
 // @ts-ignore: decorator
 @inline function tangentLoop(s: i32, o: usize, pa: usize, qa: usize, sa: usize, pb: usize, qb: usize, sb: usize, y: usize, len: i32): void {
   const cheap = isCheap(s);
@@ -1304,9 +1304,9 @@ function elementwiseReverseTangent(i: i32, s: i32, n: i32): void {
 // A broadcast scalar operand's sums across a node's blocks: a's adjoint and adjoint tangent, b's.
 const scalarTerms = memory.data(32);
 
-// Elements of elementwise op s's reverse sweep with tangents (s a constant in the cheap ops'
-// cases, so their partials fold into the loop, as in tangentLoop). A broadcast scalar operand
-// (stride 0) sums its terms in scalarTerms, added once per node.
+// Elements of elementwise op s's reverse sweep with tangents, one at a time (the scalar build, and
+// what the SIMD pairs leave). A broadcast scalar operand (stride 0) sums its terms in
+// scalarTerms, added once per node.
 // @ts-ignore: decorator
 @inline function reverseTangentLoop(
   s: i32, pg: usize, pgt: usize, py: usize, pty: usize,
