@@ -665,8 +665,8 @@ export class WasmBackend implements Backend {
   replayForward(x: ArrayLike<number>, nInputs: number, count: number): number {
     const at = this.scratchFor(nInputs * 8);
     const f64 = this.memoryF64;
-    // A Float64Array row in one copy: per entry, 10^5 inputs of a vector tape took 0.37 ms (a
-    // fifth of a jvp of the vector Rosenbrock), against a memcpy's few µs.
+    // A Float64Array row in one copy: 10^5 inputs of a vector tape, entry by entry, took 61 µs
+    // against 9 (more where the call site had seen other kinds of arrays).
     if (x instanceof Float64Array && x.length === nInputs) f64.set(x, at >>> 3);
     else for (let k = 0, p = at >>> 3; k < nInputs; k++) f64[p + k] = x[k]!;
     return this.callCore(this.core.replayForward, at, nInputs, count, this.guardsAt, this.guardNodes.length);
