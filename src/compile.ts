@@ -189,7 +189,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       // flipping on every call took 43-46 µs a call against 3.3 interpreted (new-user probes).
       engine.dropGeneratedSweeps();
       engine.generated = 'none';
-      engine.generatedReason = `its guards changed path on most calls (${CHURNING_RECORDINGS} recordings in a row served fewer than ${SETTLED_REPLAYS} replays each), where generating costs more than it saves: interpreted until it has served ${SETTLED_REPLAYS}, then generated ({ codegen: 'require' } generates at once)`;
+      const settled = settledReplays(recording.tape.size);
+      engine.generatedReason = `its guards changed path on most calls (${CHURNING_RECORDINGS} recordings in a row each served fewer replays than generating their sweeps costs): interpreted until it has served ${settled} replays, then as any recording ({ codegen: 'require' } generates at once)`;
       this.generationDeferred = true;
     } else if (this.codegen && !vectors && engine instanceof WasmBackend) {
       this.generateSweeps(recording, engine);
@@ -226,19 +227,19 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   }
 
   // Replays served by the current recording; re-records in a row whose recording served fewer
-  // than SETTLED_REPLAYS; whether the current one waits for that many before it is generated.
+  // than its settledReplays; whether the current one waits for them before it is generated.
   private served = 0;
   private churn = 0;
   private generationDeferred = false;
 
   // `rows` replays served by the current recording (a deferred one is generated once it has
-  // served SETTLED_REPLAYS).
+  // served its settledReplays).
   private replayed(rows: number): void {
     this.served += rows;
-    if (!this.generationDeferred || this.served < SETTLED_REPLAYS) return;
+    const rec = this.recording;
+    if (!this.generationDeferred || !rec || this.served < settledReplays(rec.tape.size)) return;
     this.generationDeferred = false;
-    const rec = this.recording, engine = rec?.tape.engine;
-    if (rec && engine instanceof WasmBackend) this.generateSweeps(rec, engine);
+    if (rec.tape.engine instanceof WasmBackend) this.generateSweeps(rec, rec.tape.engine);
   }
 
   /** @internal The generated sweeps' compiled modules, to ship with `toBytes()` to a core that
@@ -743,7 +744,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       );
     }
     this.recordedAgain++;
-    this.churn = this.served < SETTLED_REPLAYS ? this.churn + 1 : 0;
+    this.churn = this.served < settledReplays(rec.tape.size) ? this.churn + 1 : 0;
     return this.record(x);
   }
 
@@ -876,13 +877,20 @@ function constantsOnly(op: Uint8Array, a: Int32Array, b: Int32Array, end: number
 /** @internal The most inputs a compiled function takes (a tape's default node limit). */
 export const MAX_INPUTS = 2 ** 28;
 
-// A function whose last CHURNING_RECORDINGS re-records each came before SETTLED_REPLAYS replays of
-// the recording they replaced has its new recordings interpreted until one serves SETTLED_REPLAYS
-// (see adopt). A generated replay saves about 0.2 µs on a small function and generating costs
-// tens of µs; on a tape of 10^5 nodes a replay saves about 0.4 ms against a generation of about a
-// recording's 20 ms: 64 replays is near where either pays.
+// A function whose last CHURNING_RECORDINGS re-records each came before the recording they
+// replaced had served its settledReplays has its new recordings interpreted until one serves them
+// (see adopt).
 const CHURNING_RECORDINGS = 4;
-const SETTLED_REPLAYS = 64;
+
+/** @internal The replays a recording of `nodes` nodes serves before generating its sweeps pays
+ *  for itself: a re-record that generates costs about 30 µs more, plus 15 ns a node, and a
+ *  generated replay saves about 2.5 ns a node (measured with module caches warm: 11 nodes, +30
+ *  µs against 0.024 µs a replay, 1,291 replays; 511, 53; 5,011, 18; 50,011, 6). A fixed 64 made
+ *  a small function whose path held for 65 calls regenerate at every change, 10-14 times the
+ *  interpreter's time (a probe). */
+export function settledReplays(nodes: number): number {
+  return Math.ceil(24_000 / Math.max(1, nodes)) + 8;
+}
 
 /** @internal Where `toFloat64` puts its copy, and which Float64Arrays it takes as they are. */
 export interface Float64Home { holds(x: Float64Array): boolean; make(length: number): Float64Array }

@@ -13,6 +13,7 @@ import {
 import { emitSweeps, planSegments, planSweeps, MAX_SLOTS, type SweepPlan } from '../src/wasm/codegen/index.ts';
 import { emitDispatcher } from '../src/wasm/codegen/module.ts';
 import { STRAIGHT_CHUNK, jsPasses, nextLinks, planSearch, useCounts, type Body, type Segment } from '../src/wasm/codegen/plan.ts';
+import { settledReplays } from '../src/compile.ts';
 import type { WasmBackend } from '../src/wasm/backend.ts';
 import { DAG_OPS, DAG_OP_NAMES, dagArbitrary, dagSum, type DagOpName } from './dag-arbitrary.ts';
 import { anyInput, bothWays, checkRandomDags, dirtyAfterTape, expectSameBits, special } from './replay-ways.ts';
@@ -844,9 +845,13 @@ describe('generated sweeps follow the recording', () => {
 // A probe: a data-dependent loop over 9 trip counts cycled through the 8 modules kept by their
 // bytes, compiling one per re-record, whose code V8 keeps: RSS rose without bound (80 -> 222 MB
 // over 200,000 calls), and each re-record took 15 times an interpreted one.
-// Calls per path where a test wants each recording generated at once (more than SETTLED_REPLAYS
-// in src/compile.ts).
-const HOLD = 66;
+// Calls at x after the one that records there, so that the recording serves its settledReplays
+// and the next re-record generates at once (guards that flip sooner are interpreted for another
+// reason: see 'a function whose guards change path on most calls').
+function hold(f: CompiledFunction, x: number[], call: (x: number[]) => unknown = (p) => f.gradient(p)): void {
+  call(x);
+  for (let k = settledReplays(f.size); k > 0; k--) call(x);
+}
 
 describe('a function whose guards choose among more paths than the module cache holds', () => {
   const halvings = (x: Var[]): Var => {
@@ -866,14 +871,14 @@ describe('a function whose guards choose among more paths than the module cache 
       const x = [2 ** (i % 9) * 1.1, 0.7];
       expectSameBits(c.gradient(x), plain.gradient(x), `call ${i}`);
       expectSameBits(required.gradient(x), plain.gradient(x), `require, call ${i}`);
-      for (let k = 1; k < HOLD; k++) c.gradient(x);
+      hold(c, x);
     }
     expect(c.generatedSweeps).toBe('none');
     expect(c.generatedSweepsReason).toMatch(/^its guards chose among more than 8 paths/);
     expect(required.generatedSweeps).toBe('active');
     // Four paths stay generated.
     const few = compile(halvings, { inputs: 2 });
-    for (let i = 0; i < 12; i++) for (let k = 0; k < HOLD; k++) few.gradient([2 ** (i % 4) * 1.1, 0.7]);
+    for (let i = 0; i < 12; i++) hold(few, [2 ** (i % 4) * 1.1, 0.7]);
     expect(few.generatedSweeps).toBe('active');
   });
 
@@ -887,7 +892,7 @@ describe('a function whose guards choose among more paths than the module cache 
     const fresh = (f: CompiledFunction): number => (f.recorded!.tape.engine as unknown as { freshModules: number }).freshModules;
     for (let i = 0; i < 60; i++) {
       const x = [0.5, Math.floor(i / 5) % 2 ? 1 : -1];
-      for (let k = 0; k < HOLD; k++) fns[i % 5]!.gradient(x);
+      hold(fns[i % 5]!, x);
       required[i % 5]!.gradient(x);
     }
     for (const f of fns) {
@@ -906,7 +911,8 @@ describe('a function whose guards choose among more paths than the module cache 
     for (const codegen of [true, 'require'] as const) {
       const f = compile(paths, { inputs: 2, codegen });
       for (let call = 0; call < 40; call++) {
-        for (let k = 0; k < (codegen === true ? HOLD : 1); k++) f.jvp([(call % 5) + 0.5, 0.3], [1, 1]);
+        if (codegen === true) hold(f, [(call % 5) + 0.5, 0.3], (p) => f.jvp(p, [1, 1]));
+        else f.jvp([(call % 5) + 0.5, 0.3], [1, 1]);
         f.hvp([(call % 5) + 0.5, 0.3], [1, 1]);
       }
       expect(f.generatedSweeps, `${codegen}: ${f.generatedSweepsReason ?? ''}`).toBe('active');
@@ -942,11 +948,16 @@ describe('a function whose guards change path on most calls', () => {
     // Only the recordings before the churn was seen were generated; require generates every one.
     expect(fresh(f)).toBeLessThanOrEqual(4);
     expect(required.generatedSweeps).toBe('active');
-    // One path held: recorded, interpreted for 63 replays, generated at the 64th, same results.
+    // One path held: recorded, interpreted for its settled replays but one, generated at the last
+    // (a tape of this size: hundreds), same results.
     const x = [0.5, -2];
-    for (let k = 0; k <= 64; k++) {
+    expectSameBits(f.gradient(x), plain.gradient(x), 'held, recorded');
+    const settled = settledReplays(f.size);
+    expect(settled).toBeGreaterThan(100);
+    expect(f.generatedSweepsReason).toContain(`interpreted until it has served ${settled} replays`);
+    for (let k = 1; k <= settled; k++) {
       expectSameBits(f.gradient(x), plain.gradient(x), `held, call ${k}`);
-      expect(f.generatedSweeps, `held, call ${k}`).toBe(k < 64 ? 'none' : 'active');
+      expect(f.generatedSweeps, `held, call ${k}`).toBe(k < settled ? 'none' : 'active');
     }
     expectSameBits(f.hvp(x, [1, -1]), plain.hvp(x, [1, -1]), 'hvp');
     expect(f.generatedSweeps).toBe('active');
@@ -959,11 +970,12 @@ describe('a function whose guards change path on most calls', () => {
     const f = compile(twoGuards, { inputs: 2 });
     for (let i = 0; i < 8; i++) f.gradient(points[i % 4]!);
     expect(f.generatedSweeps).toBe('none');
-    // Row 0 records (its path is new), rows 1-39 replay; then 24 jvps make 63 replays, one more 64.
+    // Row 0 records (its path is new), the rest replay; then jvps up to one short, and an hvp.
     const rows = new Float64Array(2 * 40).fill(0.5);
     f.gradientBatch(rows, 40);
     expect(f.generatedSweeps).toBe('none');
-    for (let k = 0; k < 24; k++) f.jvp([0.5, 0.5], [1, 0]);
+    const settled = settledReplays(f.size);
+    for (let k = 39; k < settled - 1; k++) f.jvp([0.5, 0.5], [1, 0]);
     expect(f.generatedSweeps).toBe('none');
     f.hvp([0.5, 0.5], [1, 0]);
     expect(f.generatedSweeps).toBe('active');
