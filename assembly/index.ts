@@ -1,6 +1,6 @@
 // The exports the façade calls. Memory is exported as `memory`; the façade derives its
 // typed-array views from the *Ptr getters after every call that may grow memory.
-export { reserve, enableTangents, nodeBytes, reserveElements, setLiveElements, elementBytes } from './layout';
+export { reserve, enableTangents, fitCapacities, nodeBytes, reserveElements, setLiveElements, elementBytes } from './layout';
 export {
   forward, reverse, tangent, reverseTangent, clearAdjoints, sweepReverse, sweepReverseTangent,
   firstNonFinite,

@@ -238,6 +238,15 @@ export function enableTangents(live: i32, maxCapacity: i32, maxElements: i32): i
   return 1;
 }
 
+/** Shrinks the node and element capacities to at most `maxCapacity` and `maxElements` (never below
+ *  the live ones), before the other grows within a memory limit: a tape keeps its capacities
+ *  across reset, and a scalar peak then a vector one held both (a probe: twice maxMemoryBytes). */
+export function fitCapacities(maxCapacity: i32, maxElements: i32, live: i32): void {
+  const cap = min(capacity, max(max((live + 7) & ~7, maxCapacity & ~7), MIN_CAPACITY));
+  const ecap = min(elemCapacity, max(max((liveElements + 7) & ~7, maxElements & ~7), MIN_CAPACITY));
+  if (cap < capacity || ecap < elemCapacity) shrink(cap, ecap, live);
+}
+
 // The same regions at smaller (or the same) capacities, keeping the first `live` nodes: every
 // region moves down or stays, so they are copied first to last (relayout, which grows, copies
 // last to first).

@@ -73,6 +73,9 @@ export interface Backend {
   /** Adds the tangent regions, within `maxCapacity` nodes and `maxElements` elements where the
    *  capacities a larger recording left pass them (never below the live ones). */
   enableTangents(live: number, maxCapacity: number, maxElements: number): boolean;
+  /** Shrinks the node and element capacities to at most these (never below the live ones), so
+   *  that the other may grow within a memory limit; replaces the views where it moves them. */
+  fitCapacities(maxCapacity: number, maxElements: number, live: number): void;
   forward(from: number, to: number): void;
   /** clearAdjoints + seed `out` + sweepReverse, in one call. */
   reverse(out: number, seed: number, count: number): void;

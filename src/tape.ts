@@ -1461,6 +1461,7 @@ export class Tape {
       throw new CapacityError(`tape is full: ${n} more elements with ${this.elements} recorded pass the ${2 ** 31 - 8} a tape holds; call tape.reset() to reuse it`, 2 ** 31 - 8);
     }
     if (needed > this.engine.elementCapacity) {
+      this.fitWithin(this.count + nodes, needed);
       const limit = Math.min(2 ** 31 - 8, Math.floor(this.maxMemoryBytes / this.engine.elementBytes()));
       const ok = this.engine.reserveElements(needed, this.elements, Math.ceil(limit / 8) * 8);
       this.cacheViews();
@@ -1473,6 +1474,21 @@ export class Tape {
       }
     }
     return needed;
+  }
+
+  /** Before the nodes' or the elements' region grows to hold `nodes` and `elements` (which the
+   *  limits allow, counted as recorded): where the other region's capacity, kept across reset
+   *  from a larger recording, would take the two past maxMemoryBytes, it shrinks to what is live
+   *  (recordings alternating a scalar peak and a vector one held both, twice the limit: a probe).
+   *  The limit itself still counts what is recorded, to the byte. */
+  private fitWithin(nodes: number, elements: number): void {
+    if (this.maxMemoryBytes === Infinity) return;
+    const nb = this.engine.nodeBytes(), eb = this.engine.elementBytes();
+    const cap = this.engine.capacity, ecap = this.engine.elementCapacity;
+    if (Math.max(cap, nodes) * nb + Math.max(ecap, elements) * eb <= this.maxMemoryBytes) return;
+    if (elements > ecap) this.engine.fitCapacities(0, ecap, this.count);
+    else this.engine.fitCapacities(cap, 0, this.count);
+    this.cacheViews();
   }
 
   /** Most nodes the limits allow at the current bytes per node (elements take their share of
@@ -1501,6 +1517,7 @@ export class Tape {
     }
     // Engines allocate in multiples of 8 nodes (f64 alignment); `capacity` below keeps the
     // façade at the exact limit.
+    this.fitWithin(needed, this.elements);
     const ok = this.engine.reserve(needed, this.count, Math.ceil(limit / 8) * 8);
     this.cacheViews();
     if (!ok) {
@@ -1564,7 +1581,7 @@ export class Tape {
     }
     // An op's operand: the handle ops take handles only, where Var's take numbers too (a new-user
     // probe wrote h.mul(a, 3) and read only that 3 was no node).
-    const asNumber = typeof op === 'number' && op >= 0 ? `; a number as an operand is recorded first: tape.handles.constant(${h})` : '';
+    const asNumber = typeof op === 'number' && op >= 0 ? `; record a number first: tape.handles.constant(${h})` : '';
     if (!Number.isInteger(h) || h < 0) return new InvalidHandleError(`${h} is not a handle: handles are non-negative integers${asNumber}`);
     if (this.wasLive(h)) return new StaleHandleError(`handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
     const i = h - this.base;

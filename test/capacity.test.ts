@@ -421,3 +421,34 @@ describe.each(BACKENDS)('a tape past 4 GiB (%s)', (backend) => {
     expect(v.dot(v).value).toBe(46_000);
   });
 });
+
+// A probe: a tape keeps its capacities across reset, so a scalar recording to maxMemoryBytes, then
+// a vector one as large, held both regions: twice the limit, on both engines, for the tape's life.
+describe.each(BACKENDS)('capacities kept across reset stay within maxMemoryBytes (%s)', (backend) => {
+  it('scalar, then vector, then scalar recordings each fill the limit, and the tape never holds more', async () => {
+    const limit = 4 << 20;
+    const tape = await tapeOn(backend, { maxMemoryBytes: limit });
+    // The regions' bytes at their capacities (the wasm engine's memoryBytes is its whole memory,
+    // 32 MiB reserved from the start).
+    const engine = (tape as unknown as { engine: { capacity: number; elementCapacity: number; nodeBytes(): number; elementBytes(): number } }).engine;
+    const held = (): number => engine.capacity * engine.nodeBytes() + engine.elementCapacity * engine.elementBytes();
+    const fillScalars = (): number => {
+      tape.reset();
+      const h = tape.handles;
+      let x = h.variable(0.5);
+      expect(() => { for (;;) x = h.cos(x); }).toThrow(CapacityError);
+      return tape.size;
+    };
+    const first = fillScalars();
+    expect(held()).toBeLessThanOrEqual(limit * 1.01);
+    for (const n of [60_000, 120_000]) {
+      tape.reset();
+      const v = tape.vector(new Float64Array(n).fill(0.25));
+      tape.backward(v.exp().sum());
+      expect(v.grad[0]).toBe(Math.exp(0.25));
+      expect(held(), `vector of ${n}`).toBeLessThanOrEqual(limit * 1.01);
+    }
+    expect(fillScalars()).toBe(first);
+    expect(held()).toBeLessThanOrEqual(limit * 1.01);
+  });
+});

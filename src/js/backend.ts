@@ -150,6 +150,12 @@ export class JsBackend implements Backend {
     return this.views.tan !== null || this.reallocate(capacity, true, live, elements) || (live < capacity && this.reallocate(Math.max(live, MIN_CAPACITY), true, live, elements));
   }
 
+  fitCapacities(maxCapacity: number, maxElements: number, live: number): void {
+    const capacity = Math.min(this.capacity, Math.max(live, maxCapacity, MIN_CAPACITY));
+    const elements = Math.min(this.elementCapacity, Math.max(this.liveElements, maxElements, MIN_CAPACITY));
+    if (capacity < this.capacity || elements < this.elementCapacity) this.reallocate(capacity, this.views.tan !== null, live, elements);
+  }
+
   private reallocate(capacity: number, tangents: boolean, live: number, elements = this.elementCapacity): boolean {
     if (capacity * (BASE_NODE_BYTES + (tangents ? TANGENT_NODE_BYTES : 0)) + elements * (tangents ? 32 : 16) > MAX_TAPE_BYTES) return false;
     let next: TapeViews;

@@ -24,6 +24,7 @@ export interface CoreExports {
   xtanPtr(): number;
   xtanAdjPtr(): number;
   enableTangents(live: number, maxCapacity: number, maxElements: number): number;
+  fitCapacities(maxCapacity: number, maxElements: number, live: number): void;
   nodeBytes(): number;
   forward(from: number, to: number): void;
   reverse(out: number, seed: number, count: number): void;
