@@ -182,7 +182,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     if (tooManyPaths) {
       engine.dropGeneratedSweeps();
       engine.generated = 'none';
-      engine.generatedReason = `its guards chose among more than ${MODULE_CACHE_SIZE} paths, each a module compiled again and again (a re-record takes many times a replay's time: where guards flip on most calls, { codegen: false } is faster): interpreted`;
+      engine.generatedReason = `its guards chose among more than ${MODULE_CACHE_SIZE} paths, each a module compiled again and again: interpreted`;
     } else if (this.codegen === true && !vectors && engine instanceof WasmBackend && this.churn >= CHURNING_RECORDINGS) {
       // Generating costs several times a recording (planning and emitting, even where the module
       // is cached by its bytes), which a path that holds for a few calls never earns back: guards
@@ -190,7 +190,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       engine.dropGeneratedSweeps();
       engine.generated = 'none';
       const settled = settledReplays(recording.tape.size);
-      engine.generatedReason = `its guards changed path on most calls (${CHURNING_RECORDINGS} recordings in a row each served fewer replays than generating their sweeps costs): interpreted until it has served ${settled} replays, then as any recording ({ codegen: 'require' } generates at once)`;
+      engine.generatedReason = `its guards changed path on most calls (${CHURNING_RECORDINGS} recordings in a row served fewer replays than generating costs): interpreted until it has served ${settled}, then as any recording`;
       this.generationDeferred = true;
     } else if (this.codegen && !vectors && engine instanceof WasmBackend) {
       this.generateSweeps(recording, engine);

@@ -131,7 +131,7 @@ export function createBackend(kind: BackendKind, auto = false): Backend {
     // RangeError, and 'auto' did not fall back (a browser probe).
     if (auto) return new JsBackend();
     throw new CapacityError(
-      `the runtime would not allocate another WebAssembly.Memory for this tape (${error.message}): each wasm tape and compiled function owns one, and browsers cap how many live at once (Chromium: about 125 a page); reuse tapes (reset()), drop the ones you no longer need, or use { backend: 'auto' } to fall back to the JS mode`,
+      `no WebAssembly.Memory for another wasm tape (${error.message}): browsers cap them, one a tape or compiled function (Chromium: about 125 a page); reuse tapes (reset()), or use { backend: 'auto' }`,
       0,
     );
   }

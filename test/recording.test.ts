@@ -470,7 +470,7 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     const h = tape.handles;
     const a = h.variable(2);
     const size = tape.size;
-    expect(() => h.mul(a, 3)).toThrow(/handle 3 is not a node of this tape .*; a number as an operand is recorded first: tape\.handles\.constant\(3\)/);
+    expect(() => h.mul(a, 3)).toThrow(/handle 3 is not a node of this tape .*; record a number first: tape\.handles\.constant\(3\)/);
     expect(() => h.add(a, 2.5)).toThrow(/2\.5 is not a handle.*tape\.handles\.constant\(2\.5\)/);
     expect(() => h.sin(7)).toThrow(InvalidHandleError);
     // A read takes handles only: no such hint there.

@@ -399,7 +399,7 @@ export class WasmBackend implements Backend {
 
   private refused(error: unknown): void {
     this.generated = 'none';
-    this.generatedReason = `the runtime refused to compile the generated module (${String((error as Error)?.message ?? error)}); a Content-Security-Policy must allow 'wasm-unsafe-eval' for it: interpreted`;
+    this.generatedReason = `the runtime refused the generated module (${String((error as Error)?.message ?? error)}; a Content-Security-Policy needs 'wasm-unsafe-eval'): interpreted`;
   }
 
   /** @internal Replay modules this engine did not find among its own last ones (see moduleCache). */
@@ -581,6 +581,12 @@ export class WasmBackend implements Backend {
     const ok = this.run(() => (this.core.setLiveElements(this.liveElements), this.core.reserve(minCapacity, live, maxCapacity))) !== 0;
     this.refreshViews();
     return ok;
+  }
+
+  fitCapacities(maxCapacity: number, maxElements: number, live: number): void {
+    this.guardsAt = -1;
+    this.run(() => (this.core.setLiveElements(this.liveElements), this.core.fitCapacities(maxCapacity, maxElements, live)));
+    this.refreshViews();
   }
 
   enableTangents(live: number, maxCapacity: number, maxElements: number): boolean {
