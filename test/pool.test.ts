@@ -264,6 +264,9 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     const held = (): number => (pool as unknown as { registrations: Map<number, unknown> }).registrations.size;
     const before = held();
     await expect(pool.register(f, { maxNodes: 3 })).rejects.toThrow(expect.objectContaining({ name: 'CapacityError', message: expect.stringMatching(/^register: the serialized tape .*; pass register a larger maxNodes$/) }));
+    // A limit out of range names register too (a probe: a bare "maxNodes must be ...").
+    await expect(pool.register(f, { maxNodes: 0 })).rejects.toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^register: maxNodes must be a positive integer/) }));
+    await expect(pool.register(f, { maxMemoryBytes: 10 })).rejects.toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^register: maxMemoryBytes = 10 holds no node/) }));
     expect(held()).toBe(before);
     const bad = null as unknown as Float64Array;
     for (const rowsOf of [n, 2]) {

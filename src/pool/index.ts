@@ -599,6 +599,8 @@ function copyRows(x: ArrayLike<number>, from: number, length: number, into: Floa
 // and the message said "pass fromBytes a larger maxNodes" (a review probe).
 function asRegister(error: unknown): unknown {
   if (error instanceof CapacityError && error.message.startsWith('fromBytes: ')) error.message = `register: ${error.message.slice(11).replaceAll('pass fromBytes', 'pass register')}`;
+  // A limit out of range (maxNodes: 0) named no call, where the CapacityErrors say register (a probe).
+  else if (error instanceof TapegradError && error.code === 'INVALID_ARGUMENT' && /^max(Nodes|MemoryBytes) /.test(error.message)) error.message = `register: ${error.message}`;
   return error;
 }
 
