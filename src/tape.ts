@@ -1160,7 +1160,9 @@ export class Tape {
       // A unary op records its operand twice: name it once.
       const unary = OP_TABLE[op[i]!]?.[1] === 1;
       const operands = op[i] === CUSTOM || op[i]! >= VMETA ? '' : unary ? ` from operand ${val[a[i]!]}` : ` from operands ${val[a[i]!]}, ${val[b[i]!]}`;
-      throw new NonFiniteError(`checkNaN: ${name(i)} at ${node(i)} produced ${val[i]}${operands}`, id(i), name(i));
+      // A custom node by its function's name, as the adjoint and tangent messages give it (a probe).
+      const who = op[i] === CUSTOM ? `custom function '${this.engine.custom!.ruleName(i)}'` : name(i);
+      throw new NonFiniteError(`checkNaN: ${who} at ${node(i)} produced ${val[i]}${operands}`, id(i), name(i));
     }
     // The reverse sweep runs downwards: the highest node with a non-finite adjoint is the first
     // one it produced, and the consumer that sent it is the op whose rule is to blame.

@@ -256,6 +256,11 @@ describe.each(BACKENDS)('checkNaN blames the consumer that sent the non-finite a
     expect(doubled.add(r).value).toBe(0);
     const error = expectNonFinite(() => tape.backward(doubled.add(r)), r.id, 'custom');
     expect(error.message).toBe(`checkNaN: custom function 'root' at node #${r.id} sent a non-finite adjoint (Infinity) to node #${x.id} (input)`);
+    // Its value too is named by the function (a probe read "custom at node ...").
+    tape.reset();
+    const rw = root(tape.variable(-1));
+    const valueError = expectNonFinite(() => rw.mul(2).value, rw.id, 'custom');
+    expect(valueError.message).toBe(`checkNaN: custom function 'root' at node #${rw.id} produced NaN`);
     tape.reset();
     const z = tape.variable(0), twice = z.mul(2), taken = z.sqrt(), s = tape.select(z.gt(-1), taken, z.neg());
     expectNonFinite(() => tape.backward(twice.add(s)), taken.id, 'sqrt');
