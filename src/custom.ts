@@ -171,7 +171,7 @@ export class CustomNodes implements CustomHandler {
   private addInto(target: Float64Array, i: number, values: ArrayLike<number>, rule: CustomRule, what: string): void {
     const n = this.operandCount(i);
     if (values == null || values.length !== n) {
-      throw new TapegradError('INVALID_ARGUMENT', `${rule.name}.${what} must return ${n} numbers (one per operand), got ${isArrayLike(values) ? values.length : describe(values)}`);
+      throw new TapegradError('INVALID_ARGUMENT', `${rule.name}.${what} must return ${n} ${n === 1 ? 'number' : 'numbers'} (one per operand), got ${isArrayLike(values) ? values.length : describe(values)}`);
     }
     const { a, b } = this.engine.views;
     for (let k = 0; k < n; k++) target[customOperand(a, b, i, k)] += checkResult(values[k]!, rule, what);

@@ -615,8 +615,10 @@ export class Tape {
         );
       }
     }
-    checkLength(tangent, this.entryCount(nodes), name, 'inputs');
-    const t = readNumbers(tangent, tangent.length, name);
+    // Named by the call, as vjp's cotangent (a probe read a bare "tangent has 1 entry").
+    const what = name === 'the direction' ? 'hvp: the direction' : `jvp: the ${name}`;
+    checkLength(tangent, this.entryCount(nodes), what, 'inputs');
+    const t = readNumbers(tangent, tangent.length, what);
     this.evaluate();
     const tan = this.ensureTangents();
     tan.fill(0, 0, this.count);

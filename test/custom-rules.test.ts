@@ -422,6 +422,9 @@ describe.each(BACKENDS)('custom rules: errors, and the tape afterwards (%s)', (b
 
     const notArray = defineFunction({ name: 'scalarVjp', forward: lseRules.forward, vjp: () => 1 as unknown as number[] });
     expect(thrown(() => grad((x: Var[]) => notArray(x[0]!, x[1]!), options)([1, 2])).message).toBe('scalarVjp.vjp must return 2 numbers (one per operand), got number 1');
+    // One operand, one number (a probe read "must return 1 numbers").
+    const two = defineFunction({ name: 'twoTerms', forward: (xs) => xs[0]!, vjp: (_xs, _y, g) => [g, g] });
+    expect(thrown(() => grad((x: Var) => two(x), options)(1)).message).toBe('twoTerms.vjp must return 1 number (one per operand), got 2');
 
     // The tape that threw mid-sweep works afterwards.
     const tape = await createTape(options);

@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  MissingRuleError, defineFunction, finiteDifferenceGradient, grad, hessian, hvp, init, jacobian, normwiseError, type Matrix, type Var,
+  MissingRuleError, defineFunction, finiteDifferenceGradient, grad, hessian, hvp, init, jacobian, jvp, normwiseError, type Matrix, type Var,
 } from '../src/index.ts';
 import { dagArbitrary, dagFunction, type Dag } from './dag-arbitrary.ts';
 import { BACKENDS, expectClose, rosenbrock } from './support.ts';
@@ -241,7 +241,9 @@ describe.each(BACKENDS)('hessian and hvp (%s)', (backend) => {
   });
 
   it('wrong-length directions are rejected', () => {
-    expect(() => hvp(rosenbrock, [1, 2, 3], [1, 2], options)).toThrow(/the direction has 2 entries but there are 3 inputs/);
+    expect(() => hvp(rosenbrock, [1, 2, 3], [1, 2], options)).toThrow(/^hvp: the direction has 2 entries but there are 3 inputs$/);
+    // jvp's names its call too (a probe read a bare "tangent has 1 entry").
+    expect(() => jvp(rosenbrock, [1, 2, 3], [1], options)).toThrow(/^jvp: the tangent has 1 entry but there are 3 inputs$/);
   });
 
   // A new-user probe: a result larger than the runtime allocates threw a raw RangeError, and the
