@@ -130,6 +130,8 @@ export function asVar(tape: Tape, y: unknown, what: string): Var {
   if (y instanceof Var) {
     // (It read as an operand of another tape: a probe.)
     if (y.tape !== tape) throw new ForeignHandleError(`${what} returned Var #${y.id} of another tape, not one computed from its inputs`);
+    // A stale one named by the transform, not by the sweep it would reach (jacobian's said 'jvp:').
+    tape.index(y, what.split(':')[0]);
     return y;
   }
   if (typeof y === 'number') return tape.constant(y);

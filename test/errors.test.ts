@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError,
-  TapegradError, compile, createTape, createTapeSync, init, type Tape, type Var,
+  TapegradError, compile, createTape, createTapeSync, init, jacobian, type Tape, type Var,
 } from '../src/index.ts';
 import { BACKENDS, tapeOn } from './support.ts';
 
@@ -478,6 +478,10 @@ describe.each(BACKENDS)('errors name the op or call, and what it takes (%s)', (b
     let kept: Var | undefined;
     grad((x: Var) => (kept = x).square(), { backend })(2);
     expectError(() => grad((x: Var) => kept!.mul(x), { backend })(3), StaleHandleError, 'STALE_HANDLE', /^mul: Var #\d+ was recorded before tape\.reset\(\) \(a transform resets its tape after each call: it is from an earlier grad, vjp, jvp or hvp call\)/);
+    // Returned as an output, it is named by the transform, not by the sweep it would reach (a
+    // probe read 'jvp:' from jacobian and 'gradient:' from grad).
+    expectError(() => jacobian((x: Var) => [x, kept!], 1, { backend }), StaleHandleError, 'STALE_HANDLE', /^jacobian: Var #\d+ was recorded before tape\.reset\(\)/);
+    expectError(() => grad(() => kept!, { backend })(1), StaleHandleError, 'STALE_HANDLE', /^grad: Var #\d+ was recorded before tape\.reset\(\)/);
     expect(Array.from(tape.gradient(y, [v]))).toEqual([1, 1]);
   });
 });
