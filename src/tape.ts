@@ -585,7 +585,11 @@ export class Tape {
       const over = this.engine.capacity * perNode + this.engine.elementCapacity * perElement > this.maxMemoryBytes;
       const elements = over ? this.elements : this.engine.elementCapacity;
       const most = Math.floor((this.maxMemoryBytes - elements * perElement) / perNode);
-      const ok = this.engine.enableTangents(this.count, Math.min(most, 2 ** 31 - 8), Math.min(elements, 2 ** 31 - 8));
+      // And at most 4 times what is live (at least 2^16), where a larger recording left them far
+      // above it: tangents at those capacities are written whole once (a probe: a jvp of 2 nodes
+      // after a reset from 5·10^6 took 128 MB more RSS). A later large recording grows them again.
+      const roomy = (live: number, capacity: number): number => Math.min(capacity, Math.max(4 * live, 1 << 16));
+      const ok = this.engine.enableTangents(this.count, Math.min(most, roomy(this.count, this.engine.capacity), 2 ** 31 - 8), Math.min(elements, roomy(this.elements, this.engine.elementCapacity), 2 ** 31 - 8));
       this.cacheViews();
       if (!ok) {
         // The engines shrink a capacity a larger recording left to what fits: these nodes alone do not.
