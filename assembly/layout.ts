@@ -217,9 +217,7 @@ export function enableTangents(live: i32, maxCapacity: i32, maxElements: i32): i
   // pass where the live nodes' and elements' do not (a probe: 1.64 times maxMemoryBytes after a
   // reset and a jvp of 2 nodes; a review: twice it after a large vector). The façade gives the
   // limits in nodes and elements, at least the live ones.
-  const most = min(capacity, max(max((live + 7) & ~7, maxCapacity & ~7), MIN_CAPACITY));
-  const mostElements = min(elemCapacity, max(max((liveElements + 7) & ~7, maxElements & ~7), MIN_CAPACITY));
-  if (most < capacity || mostElements < elemCapacity) shrink(most, mostElements, live);
+  fitCapacities(maxCapacity, maxElements, live);
   if (!ensurePages(capacity, REGION_COUNT_TANGENT, elemCapacity)) {
     // The capacity is the largest recording's (reset keeps it), and with tangents it may not fit
     // where the live nodes would: it shrinks to the most that fits in wasm32 (a probe: 68 M nodes
@@ -295,6 +293,13 @@ export function nodeBytes(): i32 {
 
 export function elementBytes(): i32 {
   return 8 * elementRegionCount(regionCount);
+}
+
+/** v where keep holds, else +0: an integer mask, no branch (a zero tangent's test mispredicts as
+ *  often as an op jump does). */
+// @ts-ignore: decorator
+@inline export function masked(v: f64, keep: bool): f64 {
+  return reinterpret<f64>(reinterpret<i64>(v) & -<i64>keep);
 }
 
 // Accesses to a node's slot in a region whose base is passed in. The bases are mutable globals,

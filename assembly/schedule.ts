@@ -38,7 +38,7 @@
 import { Op, forwardRule, forwardRuleCall, partials, partialsCall, partialZ, zeroGradient } from './ops';
 import {
   valBase, adjBase, aBase, bBase, tanBase, f64At, setF64At, addF64At, i32At, argA, argB, opAt, scratch, scheduleBase,
-  setScheduleBytes,
+  setScheduleBytes, masked,
 } from './layout';
 import { operandCount, prepareOperandCounts } from './planning';
 import { selected } from './sweeps';
@@ -487,9 +487,7 @@ export function scheduledTangent(): void {
       const ta = f64At(tB, i32At(aB, i)), tb = f64At(tB, i32At(bB, i));
       // (ta != 0 ? ta·pa : +0) + (tb != 0 ? tb·pb : +0) with integer masks: a branch on a zero
       // tangent (every constant operand's) mispredicts as often as the op jump did.
-      const u = reinterpret<i64>(ta * load<f64>(entry(pa, i))) & -<i64>(ta != 0);
-      const v = reinterpret<i64>(tb * load<f64>(entry(pb, i))) & -<i64>(tb != 0);
-      setF64At(tB, i, reinterpret<f64>(u) + reinterpret<f64>(v));
+      setF64At(tB, i, masked(ta * load<f64>(entry(pa, i)), ta != 0) + masked(tb * load<f64>(entry(pb, i)), tb != 0));
     }
   }
 }

@@ -7,7 +7,7 @@ import {
 } from './ops';
 import {
   val, setVal, adj, addAdj, argA, argB, opAt, tan, setTan, tanAdj, addTanAdj,
-  valBase, adjBase, tanBase, tanAdjBase, xvalBase, xadjBase, xtanBase, xtanAdjBase, xval, xadj, xtan, xtanAdj,
+  valBase, adjBase, tanBase, tanAdjBase, xvalBase, xadjBase, xtanBase, xtanAdjBase, xval, xadj, xtan, xtanAdj, masked,
 } from './layout';
 import { largest, logSumExpValue, softmaxDot, softmaxBack, softmaxBackTangent } from './log-sum-exp';
 
@@ -1158,12 +1158,6 @@ function loadTerms(k: i32): usize {
     v128.store(o + e, f64x2.add(v128.and(f64x2.mul(dta, p), f64x2.ne(dta, zero)), v128.and(f64x2.mul(dtb, q), f64x2.ne(dtb, zero))));
   }
   return k;
-}
-
-// v if keep, else +0 (an integer mask: no branch).
-// @ts-ignore: decorator
-@inline function masked(v: f64, keep: bool): f64 {
-  return reinterpret<f64>(reinterpret<i64>(v) & -<i64>keep);
 }
 
 function elementwiseTangent(i: i32, s: i32, n: i32): void {

@@ -145,15 +145,18 @@ export class JsBackend implements Backend {
   enableTangents(live: number, maxCapacity: number, maxElements: number): boolean {
     // At the capacities the largest recording set, within the memory limit (see the core's), or
     // where that is too much with tangents, at the live nodes' (as the core shrinks to what fits).
-    const capacity = Math.min(this.capacity, Math.max(live, maxCapacity, MIN_CAPACITY));
-    const elements = Math.min(this.elementCapacity, Math.max(this.liveElements, maxElements, MIN_CAPACITY));
+    const capacity = this.fitted(this.capacity, live, maxCapacity), elements = this.fitted(this.elementCapacity, this.liveElements, maxElements);
     return this.views.tan !== null || this.reallocate(capacity, true, live, elements) || (live < capacity && this.reallocate(Math.max(live, MIN_CAPACITY), true, live, elements));
   }
 
   fitCapacities(maxCapacity: number, maxElements: number, live: number): void {
-    const capacity = Math.min(this.capacity, Math.max(live, maxCapacity, MIN_CAPACITY));
-    const elements = Math.min(this.elementCapacity, Math.max(this.liveElements, maxElements, MIN_CAPACITY));
+    const capacity = this.fitted(this.capacity, live, maxCapacity), elements = this.fitted(this.elementCapacity, this.liveElements, maxElements);
     if (capacity < this.capacity || elements < this.elementCapacity) this.reallocate(capacity, this.views.tan !== null, live, elements);
+  }
+
+  // A capacity shrunk to at most `most`, never below what is live (nor MIN_CAPACITY).
+  private fitted(capacity: number, live: number, most: number): number {
+    return Math.min(capacity, Math.max(live, most, MIN_CAPACITY));
   }
 
   private reallocate(capacity: number, tangents: boolean, live: number, elements = this.elementCapacity): boolean {
