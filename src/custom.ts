@@ -53,6 +53,14 @@ export function defineFunction(rule: CustomRule): CustomFunction {
       throw new ShapeError(`${rule.name}: operand ${k} is a Vec of shape [${v.shape.join(', ')}]; a custom function takes scalar Vars and numbers (take .get(i), .sum() or another reduction)`, rule.name, [v.shape]);
     }
     const tape = anchor.tape;
+    // Each operand checked naming the function and the operand (the tape's own errors named
+    // neither: a probe's f(a, b, 'x') read "expected a Var or a number, got the string").
+    for (let j = 0; j < operands.length; j++) {
+      const o: unknown = operands[j];
+      if (typeof o === 'number') continue;
+      if (!(o instanceof Var)) throw new NotANumberError(`${rule.name}: operand ${j} must be a Var or a number, got ${describe(o)}`);
+      tape.index(o, `${rule.name}: operand ${j}`);
+    }
     const nodes = tape.installCustomHandler((engine) => new CustomNodes(engine, tape)) as CustomNodes;
     const ids = tape.operandIds(operands, ((operands.length + 1) >> 1) + 1);
     return tape.recordCustom(nodes.idOf(rule), ids);

@@ -1,7 +1,7 @@
 import { DEFERRED_VALUES, DROPPED_ADJOINT, type Backend, type BackendKind, type CustomHandler } from './backend.ts';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
-  TapegradError, checkOut, describe, isArrayLike, overlaps,
+  TapegradError, checkOut, describe, isArrayLike, newFloat64, overlaps,
 } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, OP_TABLE, Op, UNARY_OPS, ZERO_GRADIENT, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
 import { partialZ, partialZTangent, partials, partialsTangent } from './js/rules.ts';
@@ -218,6 +218,9 @@ export class Tape {
   recordInputs(xs: ArrayLike<number>, reuse?: Var[]): number {
     if (!isArrayLike(xs)) throw new NotANumberError(`expected an array of numbers, got ${describe(xs)}`);
     const len = xs.length;
+    // More inputs than the tape may hold: its CapacityError before the values are read into a
+    // buffer of that length (a probe's { length: 1e10 } threw the runtime's RangeError).
+    if (this.count + len > this.nodeLimit()) this.grow(len);
     const values = readNumbers(xs, len, 'input');
     if (reuse !== undefined) this.checkReusable(reuse, len);
     this.reserveNodes(len);
@@ -986,7 +989,7 @@ export class Tape {
    *  runs a custom rule. */
   refuseInsideRule(what: string): void {
     if (this.rulesRunning > 0) {
-      throw new TapegradError('INVALID_ARGUMENT', `${what} while a sweep of this tape runs a custom rule: a rule computes with the numbers it is given, and may not record onto, reset or sweep the tape it is part of`);
+      throw new TapegradError('INVALID_ARGUMENT', `${what} while a sweep of this tape runs a custom rule: a rule computes with the numbers it is given, and may not record onto, reset or sweep the tape it is part of, nor read its gradients before the sweep ends`);
     }
   }
 
@@ -1100,6 +1103,9 @@ export class Tape {
   private checkSwept(): void {
     this.settleSweep();
     if (this.swept >= 0) return;
+    // A rule reading .grad of its own tape mid-sweep: its adjoints are partial (a probe got
+    // "no gradient yet: call tape.backward", after complete sweeps).
+    this.refuseInsideRule('cannot read a gradient (.grad)');
     throw new TapegradError('NO_GRADIENT', this.swept === FAILED_SWEEP
       ? 'no gradient: the last reverse sweep stopped part-way (it threw), with no complete one before it; call tape.backward(output) again'
       : 'no gradient yet: call tape.backward(output) after recording, before reading .grad');
@@ -1321,15 +1327,16 @@ export class Tape {
   // ---- array-valued nodes (the Vec façade lives in vector.ts) ----
 
   /** @internal Node index of a Vec of this tape (Vec handles are ~(node + base): negative). */
-  vindex(v: Vec): number {
+  vindex(v: Vec, what?: string): number {
     if (v != null && v.tape === this) {
       const i = ~v.id - this.base;
       if (i >= 0 && i < this.count) return i;
-      throw new StaleHandleError(this.stale(`Vec #${~v.id}`, undefined));
+      throw new StaleHandleError(this.stale(`Vec #${~v.id}`, what));
     }
-    if (v instanceof Vec) throw new ForeignHandleError(`Vec #${~v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape`);
-    if ((v as unknown) instanceof Var) throw new ShapeError(`expected a Vec here, got a scalar Var; stack([...]) makes a vector of scalars`, 'vector', [[]]);
-    throw new NotANumberError(`expected a Vec, got ${describe(v)}`);
+    const named = what === undefined ? '' : `${what}: `;
+    if (v instanceof Vec) throw new ForeignHandleError(`${named}Vec #${~v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape`);
+    if ((v as unknown) instanceof Var) throw new ShapeError(`${named}expected a Vec here, got a scalar Var; stack([...]) makes a vector of scalars`, what ?? 'vector', [[]]);
+    throw new NotANumberError(`${named}expected a Vec, got ${describe(v)}`);
   }
 
   /** @internal Node index of a vector handle (as vindex). */
@@ -1517,9 +1524,13 @@ export class Tape {
       const elementBytes = this.elements * this.engine.elementBytes();
       const byNodes = this.maxNodes <= Math.floor((this.maxMemoryBytes - elementBytes) / this.engine.nodeBytes());
       const memory = `maxMemoryBytes = ${this.maxMemoryBytes} (${this.engine.nodeBytes()} bytes per node${elementBytes > 0 ? `, ${elementBytes} taken by ${this.elements} vector elements` : ''})`;
+      // An empty tape that cannot take the nodes asked for at once: resetting it changes nothing
+      // (a probe: "with 0 nodes recorded ...; call tape.reset()" for 10^10 inputs).
       throw new CapacityError(
-        `tape is full: ${byNodes ? `maxNodes = ${this.maxNodes}` : memory} ` +
-          `with ${this.count} nodes recorded${extra > 1 ? ` and ${extra} more needed` : ''}; call tape.reset() to reuse it`,
+        this.count === 0
+          ? `tape cannot hold ${extra} nodes: ${byNodes ? `maxNodes = ${this.maxNodes}` : memory}`
+          : `tape is full: ${byNodes ? `maxNodes = ${this.maxNodes}` : memory} ` +
+            `with ${this.count} nodes recorded${extra > 1 ? ` and ${extra} more needed` : ''}; call tape.reset() to reuse it`,
         byNodes ? this.maxNodes : this.maxMemoryBytes,
       );
     }
@@ -1530,8 +1541,9 @@ export class Tape {
     this.cacheViews();
     if (!ok) {
       throw new CapacityError(
-        `out of memory: the ${this.engine.kind} backend could not grow the tape past ${this.capacity} nodes ` +
-          `(${this.engine.memoryBytes()} bytes; a tape holds at most 4 GiB, and the runtime may give less); call tape.reset() to reuse it`,
+        `out of memory: the ${this.engine.kind} backend could not grow the tape to ${needed} nodes (it holds ${this.capacity}, ` +
+          `in ${this.engine.memoryBytes()} bytes; a tape holds at most 4 GiB, and the runtime may give less)` +
+          `${this.count > 0 ? '; call tape.reset() to reuse it' : ''}`,
         this.capacity,
       );
     }
@@ -1584,21 +1596,24 @@ export class Tape {
       const what = typeof op === 'string' ? op : op < 0 ? 'scalar' : opNameOf(op);
       return new ShapeError(`${what === 'scalar' ? '' : `${what}: `}handle ${h} is a vector, where a scalar handle is needed (tape.handles.vec reads vectors: value, grad, sum)`, what, [[this.elementLength(v)]]);
     }
+    // The call or op the handle reached, named first as the Var API's errors are (a probe: a stale
+    // handle to h.mul said nothing of mul).
+    const where = typeof op === 'string' ? `${op}: ` : op >= 0 ? `${opNameOf(op)}: ` : '';
     if (h < 0 && Number.isInteger(h) && this.wasLive(~h)) {
-      return new StaleHandleError(`vector handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
+      return new StaleHandleError(`${where}vector handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
     }
     // An op's operand: the handle ops take handles only, where Var's take numbers too (a new-user
     // probe wrote h.mul(a, 3) and read only that 3 was no node).
     const asNumber = typeof op === 'number' && op >= 0 ? `; record a number first: tape.handles.constant(${h})` : '';
-    if (!Number.isInteger(h) || h < 0) return new InvalidHandleError(`${h} is not a handle: handles are non-negative integers${asNumber}`);
-    if (this.wasLive(h)) return new StaleHandleError(`handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
+    if (!Number.isInteger(h) || h < 0) return new InvalidHandleError(`${where}${h} is not a handle: handles are non-negative integers${asNumber}`);
+    if (this.wasLive(h)) return new StaleHandleError(`${where}handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
     const i = h - this.base;
     if (i >= 0 && i < this.count) {
       // Ids the API never hands out as scalar handles, reached by arithmetic on handles.
       if (this.isVector(i)) return new ShapeError(`handle ${h} is the node of vector handle ${~h}, where a scalar handle is needed`, 'scalar', [[this.elementLength(i)]]);
       return new InvalidHandleError(`handle ${h} is no value: it carries operands for the node after it (a select, a custom function or a vector)`);
     }
-    return new InvalidHandleError(`handle ${h} is not a node of this tape (${this.liveRange()})${asNumber}`);
+    return new InvalidHandleError(`${where}handle ${h} is not a node of this tape (${this.liveRange()})${asNumber}`);
   }
 
   private wasLive(h: number): boolean {
@@ -1629,7 +1644,7 @@ function constantSlot(c: number): number {
 function readNumbers(xs: ArrayLike<number>, len: number, what: string, copy = false): Float64Array {
   // isView: a Proxy of a Float64Array passes instanceof but reads through its traps.
   if (xs instanceof Float64Array && ArrayBuffer.isView(xs)) return copy ? xs.slice(0, len) : xs;
-  const out = new Float64Array(len);
+  const out = newFloat64(len, what);
   for (let k = 0; k < len; k++) {
     const v = xs[k];
     if (typeof v !== 'number') throw new NotANumberError(`${what} entries must be numbers, got ${describe(v)} at index ${k}`);

@@ -505,7 +505,7 @@ export function concatOn(tape: Tape, parts: readonly (Vec | Var | number)[], wha
   let constants = 0;
   for (const p of parts) {
     if (p instanceof Vec) {
-      tape.vindex(p);
+      tape.vindex(p, what);
       n += p.size;
       const t = p.shape.slice(1);
       if (p.shape.length >= 2) {
@@ -519,7 +519,7 @@ export function concatOn(tape: Tape, parts: readonly (Vec | Var | number)[], wha
         tail = [];
       }
     } else if (p instanceof Var) {
-      tape.index(p); n++; rows++;
+      tape.index(p, what); n++; rows++;
       if (tail !== null && tail.length > 0) throw new ShapeError(`${what}: cannot join a matrix and a scalar (shapes ${showAll(parts)})`, what, parts.map(shapeOf));
       tail = [];
     } else if (typeof p === 'number') {

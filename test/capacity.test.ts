@@ -478,3 +478,29 @@ describe.each(BACKENDS)('tangents enabled after a reset from a large recording (
     expect(Number.isFinite(tape.handles.value(top))).toBe(true);
   });
 });
+
+// Found by a probe: an array-like of 10^10 entries (or a sparse Array of 2^32 - 1) was read into
+// a buffer of that length first, and the runtime's RangeError came out, not a TapegradError; an
+// empty tape's error advised tape.reset(), which cannot help it.
+describe.each(BACKENDS)('inputs more than a tape holds (%s)', (backend) => {
+  it('variables, handles.variables and vector refuse them with a CapacityError, record nothing, and the tape goes on', async () => {
+    const tape = await tapeOn(backend);
+    const huge = { length: 1e10 } as ArrayLike<number>;
+    for (const [what, act] of [
+      ['variables', () => tape.variables(huge)],
+      ['handles.variables', () => tape.handles.variables(huge)],
+      ['variables, a sparse Array', () => tape.variables(new Array<number>(2 ** 32 - 1))],
+    ] as const) {
+      const error = (() => { try { act(); } catch (e) { return e as CapacityError; } })();
+      expect(error, what).toBeInstanceOf(CapacityError);
+      expect(error!.message, what).toMatch(/^tape cannot hold \d+ nodes: maxNodes = 268435456$/);
+      expect(tape.size, what).toBe(0);
+    }
+    expect(() => tape.vector(huge)).toThrow(expect.objectContaining({ code: 'CAPACITY', message: expect.stringMatching(/^vector: 10000000000 numbers .* are more than the runtime allocates$/) }));
+    expect(tape.size).toBe(0);
+    const [x, y] = tape.variables([2, 5]) as [Var, Var];
+    expect(Array.from(tape.gradient(x.mul(y), [x, y]))).toEqual([5, 2]);
+    // With nodes recorded, the error still advises a reset.
+    expect(() => tape.variables(huge)).toThrow(/^tape is full: maxNodes = 268435456 with 3 nodes recorded and 10000000000 more needed; call tape\.reset\(\) to reuse it$/);
+  });
+});

@@ -177,6 +177,8 @@ describe.each(BACKENDS)('a custom logSumExp (%s)', (backend) => {
       [/cannot reset/, () => tape.reset()],
       [/cannot run a reverse sweep/, () => tape.backward(a)],
       [/cannot run a tangent sweep/, () => void tape.jvp([a], [1], [b])],
+      // Mid-sweep adjoints are partial (it said "no gradient yet: call tape.backward": a probe).
+      [/cannot read a gradient \(\.grad\) while a sweep of this tape runs a custom rule/, () => void a.grad],
     ];
     for (const [message, act] of misuses) {
       misuse = act;
@@ -497,6 +499,27 @@ describe.each(BACKENDS)('custom rules: errors, and the tape afterwards (%s)', (b
     }
     const [s0, s1, s2] = softmax([3, 4, 3]) as [number, number, number];
     expectClose(tape.gradient(logSumExp(x, y, v.sum()), [x, y, v]), [s0, s1, s2, s2], 1e-15);
+  });
+  // Found by a probe: a non-number, a Var of another tape and a stale Var were refused with the
+  // tape's messages, which named neither the function nor the operand.
+  it('a bad operand is refused naming the function and the operand, and nothing is recorded', async () => {
+    const tape = await createTape(options), other = await createTape(options);
+    const stale = tape.variable(9);
+    tape.reset();
+    const [x, y] = tape.variables([3, 4]) as [Var, Var];
+    const size = tape.size;
+    const cases: [unknown[], string, RegExp][] = [
+      [[x, y, 'x'], 'NOT_A_NUMBER', /^logSumExp: operand 2 must be a Var or a number, got the string "x"$/],
+      [[x, null], 'NOT_A_NUMBER', /^logSumExp: operand 1 must be a Var or a number, got null$/],
+      [[x, other.variable(1)], 'FOREIGN_HANDLE', /^logSumExp: operand 1: Var #\d+ belongs to another tape/],
+      [[stale, x], 'STALE_HANDLE', /^logSumExp: operand 0: Var #\d+ was recorded before tape\.reset\(\)/],
+    ];
+    for (const [operands, code, message] of cases) {
+      expect(thrown(() => logSumExp(...(operands as Var[])))).toMatchObject({ code, message: expect.stringMatching(message) });
+      expect(tape.size).toBe(size);
+    }
+    const [s0, s1] = softmax([3, 4]) as [number, number];
+    expectClose(tape.gradient(logSumExp(x, y), [x, y]), [s0, s1], 1e-15);
   });
 });
 

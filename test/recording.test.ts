@@ -479,6 +479,23 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     expect(h.value(h.mul(a, h.constant(3)))).toBe(6);
   });
 
+  // A probe: a stale handle given to h.mul was refused without naming mul (the Var API's did).
+  it('a stale or foreign handle names the op or call it reached', async () => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles;
+    const old = h.variable(1), oldVec = h.vec.variable([1, 2]);
+    tape.reset();
+    const a = h.variable(3);
+    const size = tape.size;
+    expect(() => h.mul(a, old)).toThrow(expect.objectContaining({ code: 'STALE_HANDLE', message: expect.stringMatching(/^mul: handle \d+ was recorded before tape\.reset\(\)/) }));
+    expect(() => h.sin(old)).toThrow(expect.objectContaining({ code: 'STALE_HANDLE', message: expect.stringMatching(/^sin: handle /) }));
+    expect(() => h.value(old)).toThrow(expect.objectContaining({ code: 'STALE_HANDLE', message: expect.stringMatching(/^value: handle /) }));
+    expect(() => h.vec.sum(oldVec)).toThrow(expect.objectContaining({ code: 'STALE_HANDLE', message: expect.stringMatching(/vector handle -?\d+ was recorded before tape\.reset\(\)/) }));
+    expect(() => h.add(a, -0.5)).toThrow(/^add: -0\.5 is not a handle/);
+    expect(tape.size).toBe(size);
+    expect(h.gradient(h.mul(a, a), [a])[0]).toBe(6);
+  });
+
   it('handles.variables and handles.gradient refuse bad input whole, naming it, and the tape stays usable', async () => {
     const tape = await tapeOn(backend, { maxNodes: 12 }), other = await tapeOn(backend);
     const h = tape.handles;

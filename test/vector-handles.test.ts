@@ -138,7 +138,7 @@ describe.each(BACKENDS)('the vector handle API (%s)', (backend) => {
     expect(Array.from(h.vec.grad(vh))).toEqual([2, 4, 6]);
     // A stale vector handle where a scalar one is read says it is stale.
     tape.reset();
-    expect(() => h.value(vh)).toThrow(new RegExp(`^vector handle ${vh} was recorded before tape.reset\\(\\)`));
+    expect(() => h.value(vh)).toThrow(new RegExp(`^value: vector handle ${vh} was recorded before tape.reset\\(\\)`));
   });
 
   it.each(UNARY_OPS)('unary %s by name equals the Vec method, bit for bit', async (op: UnaryOpName) => {

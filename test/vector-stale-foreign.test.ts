@@ -95,6 +95,22 @@ describe.each(BACKENDS)('stale and foreign vectors (%s)', (backend) => {
     expect(Array.from(tape.gradient(y, [w]))).toEqual([2, 2, 2]);
   });
 
+  // Found by a probe: a Var of another tape among stack's scalars was refused without naming stack.
+  it('concat and stack name themselves when a part is stale or of another tape', async () => {
+    const tape = await tapeOn(backend), other = await tapeOn(backend);
+    const oldVar = tape.variable(1), oldVec = tape.vector([1, 2]);
+    tape.reset();
+    const s = tape.variable(2), w = tape.vector([3, 4]);
+    for (const what of ['concat', 'stack'] as const) {
+      const join = (parts: (Var | Vec)[]): unknown => (what === 'concat' ? tape.concat(parts) : tape.stack(parts as Var[]));
+      expectRejected(tape, () => join([s, other.variable(1)]), ForeignHandleError, 'FOREIGN_HANDLE', new RegExp(`^${what}: Var #\\d+ belongs to another tape`), `${what}, foreign Var`);
+      expectRejected(tape, () => join([s, oldVar]), StaleHandleError, 'STALE_HANDLE', new RegExp(`^${what}: Var #\\d+ was recorded before tape\\.reset\\(\\)`), `${what}, stale Var`);
+      expectRejected(tape, () => join([w, other.vector([1, 2])]), ForeignHandleError, 'FOREIGN_HANDLE', new RegExp(`^${what}: Vec #\\d+ belongs to another tape`), `${what}, foreign Vec`);
+      expectRejected(tape, () => join([w, oldVec]), StaleHandleError, 'STALE_HANDLE', new RegExp(`^${what}: Vec #\\d+ was recorded before tape\\.reset\\(\\)`), `${what}, stale Vec`);
+    }
+    expect(Array.from(tape.gradient(tape.concat([s, w]).sumSquares(), [s, w]))).toEqual([4, 6, 8]);
+  });
+
   it('vector handles: stale after reset, rejected when they name no vector node of this tape', async () => {
     const tape = await tapeOn(backend);
     const h = tape.handles.vec;
