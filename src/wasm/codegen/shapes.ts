@@ -19,6 +19,9 @@ export interface Shape {
 /** A shape needs this many bodies: below it, a copy per body costs less than the calls. */
 const MIN_BODIES = 4;
 
+// foldShapes' search within a bucket: members tried as the leader's partner, and leaders tried.
+const PARTNER_TRIES = 8, LEADER_TRIES = 4;
+
 const number = (v: number): string => (Object.is(v, -0) ? '-0' : String(v));
 
 // Straight top-level code: its constants, immediates in the code of one body, can be loaded from
@@ -360,25 +363,25 @@ export function foldShapes(segments: readonly Segment[], { bodies, copied, moves
     for (let g = 0; g < out.length; g++) out[g] = body.groups[g]!.origin + (move !== null && move[g] ? delta : 0);
     return out;
   };
-  const shapes: Shape[] = [];
-  const shapeOf = new Int32Array(segments.length).fill(-1);
-  for (const bucket of buckets.values()) {
-    if (bucket.length < MIN_BODIES) continue;
-    // The first is never a copy (the body it copies comes before it, with the same key), so the
-    // shape's function is emitted from a description of its own.
-    const [a, b] = bucket as [number, number];
-    const first = bodies[a]!;
-    const groups = first.groups.length;
-    const firstStart = segments[a]!.start, delta = segments[b]!.start - firstStart;
-    const firstOrigins = originsOf(a, new Int32Array(groups)), origins = originsOf(b, new Int32Array(groups));
+  // Which groups of bucket[0]'s body move with a body (relative) and which stay, as the first
+  // later member whose origins differ from bucket[0]'s each by its shift or by nothing says
+  // (after at most PARTNER_TRIES members), and the members that agree; null where none does.
+  const fold = (bucket: readonly number[]): { relative: Uint8Array; members: number[] } | null => {
+    const a = bucket[0]!, groups = bodies[a]!.groups.length, firstStart = segments[a]!.start;
+    const firstOrigins = originsOf(a, new Int32Array(groups)), origins = new Int32Array(groups);
     const relative = new Uint8Array(groups);
-    let foldable = true;
-    for (let g = 0; g < groups; g++) {
-      const d = origins[g]! - firstOrigins[g]!;
-      if (d === delta) relative[g] = 1;
-      else if (d !== 0) foldable = false;
+    let found = false;
+    for (let t = 1; t < bucket.length && t <= PARTNER_TRIES && !found; t++) {
+      const b = bucket[t]!, delta = segments[b]!.start - firstStart;
+      originsOf(b, origins);
+      found = true;
+      for (let g = 0; g < groups && found; g++) {
+        const d = origins[g]! - firstOrigins[g]!;
+        relative[g] = d === delta ? 1 : 0;
+        found = d === delta || d === 0;
+      }
     }
-    if (!foldable) continue;
+    if (!found) return null;
     const members: number[] = [];
     for (const k of bucket) {
       originsOf(k, origins);
@@ -387,12 +390,42 @@ export function foldShapes(segments: readonly Segment[], { bodies, copied, moves
       for (let g = 0; g < groups && member; g++) member = origins[g]! - firstOrigins[g]! === (relative[g] ? shift : 0);
       if (member) members.push(k);
     }
-    if (members.length < MIN_BODIES) continue;
+    return { relative, members };
+  };
+  const shapes: Shape[] = [];
+  const shapeOf = new Int32Array(segments.length).fill(-1);
+  // A bucket may hold bodies whose pointers start apart where the code is the same: a loop
+  // entered one iteration later (an accumulator started at the first sample, `loss ? loss.add(t)
+  // : t`: its first inner loop ran 20 times from input 0, the 1,860 others 19 from input 1). The
+  // first two members decided for the whole bucket, and 790 bodies were emitted as straight code
+  // (a probe: the first call 135-232 ms against 52-58). So the members that agree with the
+  // bucket's first make a shape, and the rest are tried again, up to LEADER_TRIES times.
+  // A description belongs to one shape at most (a straight one is rewritten for it), so the
+  // segments sharing a shape's descriptions leave the bucket with its members (planSweeps
+  // describes such a copy on its own).
+  for (const whole of buckets.values()) {
+    let bucket = whole;
+    for (let tries = 0; tries < LEADER_TRIES && bucket.length >= MIN_BODIES; tries++) {
+      const folded = fold(bucket);
+      const members = folded?.members ?? [bucket[0]!];
+      const shaped = folded !== null && members.length >= MIN_BODIES && addShape(folded.relative, members);
+      const taken = new Set<number | Body>(members);
+      if (shaped) for (const k of members) taken.add(bodies[k]!);
+      bucket = bucket.filter((k) => !taken.has(k) && !taken.has(bodies[k]!));
+    }
+  }
+  return { shapes, shapeOf };
+
+  // Makes the shape of `members` (true), or leaves them (a straight body with no moving pointer).
+  function addShape(relative: Uint8Array, members: number[]): boolean {
+    // The function is emitted from the leader's description (a copy's is its body's own, at the
+    // body's start; order.shift counts from there).
+    const first = bodies[members[0]!]!;
     if (straight(first)) {
       // Constants become loads through the pointer that moves with the body (its operands' group
       // of stride 0, the inputs having their own).
       const moving = first.groups.findIndex((g, k) => relative[k] === 1 && g.strides.every((v) => v === 0));
-      if (moving < 0) continue;
+      if (moving < 0) return false;
       // Copies share their body's description: each is rewritten once (the branchy loss: 1,857
       // members of 33 descriptions).
       const rewritten = new Set<Body>();
@@ -416,6 +449,6 @@ export function foldShapes(segments: readonly Segment[], { bodies, copied, moves
     }
     const shape = shapes.push({ body: first, relative }) - 1;
     for (const k of members) shapeOf[k] = shape;
+    return true;
   }
-  return { shapes, shapeOf };
 }
