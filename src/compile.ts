@@ -179,6 +179,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const tooManyPaths = this.codegen === true && engine instanceof WasmBackend && engine.freshModules > MODULE_CACHE_SIZE;
     this.served = 0;
     this.generationDeferred = false;
+    this.generationNs = 0;
     if (tooManyPaths) {
       engine.dropGeneratedSweeps();
       engine.generated = 'none';
@@ -189,8 +190,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       // flipping on every call took 43-46 µs a call against 3.3 interpreted (new-user probes).
       engine.dropGeneratedSweeps();
       engine.generated = 'none';
-      const settled = settledReplays(recording.tape.size);
-      engine.generatedReason = `its guards changed path on most calls (${CHURNING_RECORDINGS} recordings in a row served fewer replays than generating costs): interpreted until it has served ${settled}, then as any recording`;
+      // What generating cost this function last, as the estimate for this recording.
+      this.deferredUntil = this.replaysToPay(recording.tape.size, this.lastGenerationNs);
+      engine.generatedReason = `its guards changed path on most calls (${CHURNING_RECORDINGS} recordings in a row served fewer replays than generating costs): interpreted until it has served ${this.deferredUntil}, then as any recording`;
       this.generationDeferred = true;
     } else if (this.codegen && !vectors && engine instanceof WasmBackend) {
       this.generateSweeps(recording, engine);
@@ -221,23 +223,47 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // with room left for the tangents of a later jvp or hvp.
     const { size, maxMemoryBytes } = recording.tape;
     const budget = maxMemoryBytes - size * (engine.nodeBytes() + (engine.views.tan ? 0 : TANGENT_BYTES));
+    const started = performance.now();
     // checkNaN reads every node's value after a replay, so its replays compute every node.
     if (this.shipped) engine.installShippedSweeps(this.shipped, this.inputs, size, recording.outputs, budget, this.checkNaN);
     else engine.generateSweeps(this.inputs, size, recording.outputs, budget, this.checkNaN);
+    this.generationNs = this.lastGenerationNs = (performance.now() - started) * 1e6;
   }
 
   // Replays served by the current recording; re-records in a row whose recording served fewer
-  // than its settledReplays; whether the current one waits for them before it is generated.
+  // than generating it cost (replaysToPay); whether the current one waits for that many
+  // (deferredUntil) before it is generated.
   private served = 0;
   private churn = 0;
   private generationDeferred = false;
+  private deferredUntil = 0;
+  // What generating the current recording took (0: not generated), and the last one generated.
+  private generationNs = 0;
+  private lastGenerationNs = 0;
+
+  // The replays a recording of `nodes` nodes serves before generating it, at `costNs`, has paid
+  // for itself: settledReplays's model, or more where generating measured dearer than the model
+  // says (a probe's loss of 1,000 guarded samples, 12 k nodes: 8-10 ms a re-record while V8 warms
+  // the generator, 1.5-2 after, against the model's 0.2; its paths held for 30 calls each and
+  // were generated every time, 8x the JS mode's time).
+  private replaysToPay(nodes: number, costNs: number): number {
+    return Math.max(settledReplays(nodes), Math.ceil(costNs / (GENERATED_SAVING_NS * Math.max(1, nodes))) + 8);
+  }
+
+  /** @internal The replays the current recording serves before its generation has paid for
+   *  itself (replaysToPay: at what generating it cost, or the last one). */
+  get replaysToSettle(): number {
+    const rec = this.recording;
+    if (!rec) return 0;
+    return this.generationDeferred ? this.deferredUntil : this.replaysToPay(rec.tape.size, this.generationNs || this.lastGenerationNs);
+  }
 
   // `rows` replays served by the current recording (a deferred one is generated once it has
-  // served its settledReplays).
+  // served deferredUntil).
   private replayed(rows: number): void {
     this.served += rows;
     const rec = this.recording;
-    if (!this.generationDeferred || !rec || this.served < settledReplays(rec.tape.size)) return;
+    if (!this.generationDeferred || !rec || this.served < this.deferredUntil) return;
     this.generationDeferred = false;
     if (rec.tape.engine instanceof WasmBackend) this.generateSweeps(rec, rec.tape.engine);
   }
@@ -744,7 +770,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       );
     }
     this.recordedAgain++;
-    this.churn = this.served < settledReplays(rec.tape.size) ? this.churn + 1 : 0;
+    this.churn = this.served < this.replaysToSettle ? this.churn + 1 : 0;
     return this.record(x);
   }
 
@@ -891,6 +917,9 @@ const CHURNING_RECORDINGS = 4;
 export function settledReplays(nodes: number): number {
   return Math.ceil(24_000 / Math.max(1, nodes)) + 8;
 }
+
+// What a generated replay saves over the interpreter per node (settledReplays's measurements).
+const GENERATED_SAVING_NS = 2.5;
 
 /** @internal Where `toFloat64` puts its copy, and which Float64Arrays it takes as they are. */
 export interface Float64Home { holds(x: Float64Array): boolean; make(length: number): Float64Array }
