@@ -21,8 +21,8 @@ import { nestNeeds, planSizes, planSweeps, type SweepPlan } from '../src/wasm/co
 import { emitSweeps } from '../src/wasm/codegen/module.ts';
 import { LOGREG_D, gmmData, gmmObjectiveVar, gmmPlain, logregData, logregPlain, mulberry32 } from './workloads.ts';
 
-type CaseId = 'gmm' | 'nested' | 'straight' | 'straight-live' | 'branchy';
-const CASES: CaseId[] = ['gmm', 'nested', 'straight', 'straight-live', 'branchy'];
+type CaseId = 'gmm' | 'nested' | 'straight' | 'straight-live' | 'branchy' | 'branchy-10k';
+const CASES: CaseId[] = ['gmm', 'nested', 'straight', 'straight-live', 'branchy', 'branchy-10k'];
 
 // plain: the function without AD on plain numbers (the non-periodic tape has none: its ops are
 // drawn while recording).
@@ -81,8 +81,8 @@ function nestedCase(): Case {
 // The logistic-regression loss of the bench's logreg workload (2,000 × 20) written as issue 12
 // quotes it, with a branch on each label: the per-sample bodies come in two shapes, interleaved
 // by the data, so no loop spans the samples.
-function branchyCase(): Case {
-  const n = 2000;
+// (branchy-10k: 10,000 samples, whose short straight runs between loops pass MAX_SLOTS: see SHORT_RUN.)
+function branchyCase(n = 2000): Case {
   const { X, y, p } = logregData(n);
   const d = LOGREG_D;
   const fn = (w: Var[]): Var => {
@@ -95,7 +95,7 @@ function branchyCase(): Case {
     return loss;
   };
   // The bench's plain logreg: the same per-sample work without the branch (and the mean).
-  return { fn, inputs: d + 1, x: p, what: 'logistic regression, 2,000 × 20, a branch on each label', plain: (q) => logregPlain(q, X, y, n) };
+  return { fn, inputs: d + 1, x: p, what: `logistic regression, ${n.toLocaleString('en-US')} × 20, a branch on each label`, plain: (q) => logregPlain(q, X, y, n) };
 }
 
 // 10^5 random ops on random recent nodes or inputs (seeded): no period anywhere. The ops keep
@@ -139,7 +139,8 @@ function straightCase(ops = 100_000, live = false): Case {
 }
 
 function caseOf(id: CaseId, ops: number): Case {
-  return id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : id === 'branchy' ? branchyCase() : straightCase(ops, id === 'straight-live');
+  return id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : id === 'branchy' ? branchyCase() : id === 'branchy-10k' ? branchyCase(10_000)
+    : straightCase(ops, id === 'straight-live');
 }
 
 const now = (): number => performance.now();

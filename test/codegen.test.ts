@@ -1189,8 +1189,8 @@ describe('the planner', () => {
           expect(Array.from(got.strict)).toEqual(Array.from(expected.strict));
           expect(Array.from(got.window)).toEqual(Array.from(expected.window));
         }
-        // Limits on straight code: none, the default, and one that fails most tapes (null).
-        for (const maxSlots of [Infinity, MAX_SLOTS, 12]) expect(inCore.segmentsOf(from, tape.size, maxSlots)).toEqual(js.segmentsOf(from, tape.size, maxSlots));
+        // Limits on straight code: none, the default, and ones that fail most tapes (null).
+        for (const maxSlots of [Infinity, MAX_SLOTS, 12, 3]) expect(inCore.segmentsOf(from, tape.size, maxSlots)).toEqual(js.segmentsOf(from, tape.size, maxSlots));
         const segments = js.segmentsOf(from, tape.size, Infinity)!;
         // Outputs, and as many nodes again marked as if seeded, which repeats must match too.
         const seeded = new Uint8Array(tape.size);

@@ -642,7 +642,7 @@ export function whyNoPlan(views: TapeViews, from: number, to: number): string {
   for (let i = from; i < to; i++) {
     if (OPERANDS[views.op[i]!] === 1 && views.b[i] !== views.a[i]) return `node ${i} is a unary op with two different operands (a hand-made tape)`;
   }
-  return `the tape does not fold into at most ${MAX_SLOTS} nodes of code (loops, loops nested in their bodies, straight-line code): ` +
+  return `the tape does not fold into at most ${planSizes.maxSlots} nodes of code (loops, loops nested in their bodies, straight-line code): ` +
     'longer straight-line code costs several times its recording to generate and runs its first gradients slower than the interpreter';
 }
 
