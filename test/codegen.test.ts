@@ -632,6 +632,27 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
     expect(plan.parts.flat().length).toBeLessThan(20);
     expect(plan.size).toBeLessThan(400);
   });
+  // A review of the change above: a bucket's later leader may be a copy of another body, whose
+  // hoisted node moves with the copy; the shape kept it in place, at the described body's node,
+  // and every replay read the first stage's node for the second stage's bodies (wrong values).
+  it('a shape led by a copy reads each body\'s own nodes', () => {
+    const stages = [[13, 14, 15], [13, 14, 15, 16, 13, 14, 15]];
+    const f = (w: Var[]): Var => {
+      let acc: Var | null = null;
+      stages.forEach((trips, s) => {
+        const h = w[s]!.mul(w[s + 5]!);
+        for (const n of trips) {
+          let u = w[2]!.mul(w[3]!);
+          for (let j = 0; j < n; j++) u = u.add(w[j]!.mul(h));
+          acc = acc ? acc.add(u.sin()) : u.sin();
+        }
+      });
+      return acc!;
+    };
+    const ways = bothWays(f, 20, Array.from({ length: 20 }, (_, k) => 0.1 * (k + 1)));
+    expect(ways.generated.generatedSweeps).toBe('active');
+    ways.check(Float64Array.from({ length: 3 * 20 }, (_, k) => 0.1 * ((k % 20) + 1) + 0.03 * Math.floor(k / 20 + 1)), 3);
+  });
 });
 
 describe('non-periodic tapes: straight code cut into bodies and functions', () => {

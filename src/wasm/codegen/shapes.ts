@@ -363,16 +363,22 @@ export function foldShapes(segments: readonly Segment[], { bodies, copied, moves
     for (let g = 0; g < out.length; g++) out[g] = body.groups[g]!.origin + (move !== null && move[g] ? delta : 0);
     return out;
   };
-  // Which groups of bucket[0]'s body move with a body (relative) and which stay, as the first
-  // later member whose origins differ from bucket[0]'s each by its shift or by nothing says
-  // (after at most PARTNER_TRIES members), and the members that agree; null where none does.
+  // Which groups of bucket[0]'s description move with a body (relative) and which stay, as the
+  // first member whose origins differ from the description's each by its shift from the
+  // description's start or by nothing says (after at most PARTNER_TRIES members), and the members
+  // that agree; null where none does. Measured from the description itself, not from bucket[0]:
+  // the shape's function is emitted from the description, at its own start, and bucket[0] may be
+  // a copy of it, whose groups that move with a copy a shape may keep in place (a review: such a
+  // shape read a hoisted node of the description's place for every member, wrong values).
   const fold = (bucket: readonly number[]): { relative: Uint8Array; members: number[] } | null => {
-    const a = bucket[0]!, groups = bodies[a]!.groups.length, firstStart = segments[a]!.start;
-    const firstOrigins = originsOf(a, new Int32Array(groups)), origins = new Int32Array(groups);
+    const body = bodies[bucket[0]!]!, groups = body.groups.length, firstStart = body.seg.start;
+    const firstOrigins = Int32Array.from(body.groups, (g) => g.origin), origins = new Int32Array(groups);
     const relative = new Uint8Array(groups);
     let found = false;
-    for (let t = 1; t < bucket.length && t <= PARTNER_TRIES && !found; t++) {
+    for (let t = 0; t < bucket.length && t <= PARTNER_TRIES && !found; t++) {
       const b = bucket[t]!, delta = segments[b]!.start - firstStart;
+      // The description's own segment tells nothing.
+      if (delta === 0) continue;
       originsOf(b, origins);
       found = true;
       for (let g = 0; g < groups && found; g++) {
