@@ -29,7 +29,6 @@ function unary(name: UnaryOpName): UnaryFunction {
     if (typeof x === 'number') return forwardRule(code, x, 0, 0);
     if (x instanceof Var) return (x[name] as () => Var)();
     if (x instanceof Vec) return elementwise(x.tape, code, name, [x]);
-    if (typeof x === 'number') return forwardRule(code, x, 0, 0);
     throw new NotANumberError(`${name}: expected a Var, a Vec or a number, got ${describe(x)}`);
   }) as UnaryFunction;
 }
@@ -45,7 +44,6 @@ function binary(name: BinaryOpName): BinaryFunction {
       if (typeof x === 'number') return y.tape.recordNumberBinary(code, x, y);
       throw new NotANumberError(`${name}: expected Vars, Vecs or numbers, got ${describe(x)} and ${describe(y)}`);
     }
-    if (typeof x === 'number' && typeof y === 'number') return forwardRule(code, x, y, 0);
     throw new NotANumberError(`${name}: expected Vars, Vecs or numbers, got ${describe(x)} and ${describe(y)}`);
   }) as BinaryFunction;
 }
