@@ -4,7 +4,7 @@
 // recording are guards: a replay where one comes out the other way re-records (or throws).
 import { copyNumbers, type BackendChoice, type BackendKind } from './backend.ts';
 import { createTapeSync, resolveBackend } from './create.ts';
-import { BranchChangedError, NotANumberError, TapegradError, checkApart, checkOut, describe, isArrayLike, newFloat64, notAnOutput, overlaps } from './errors.ts';
+import { BranchChangedError, NotANumberError, TapegradError, checkApart, checkOut, describe, isArrayLike, lockFields, newFloat64, notAnOutput, overlaps } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, OP_TABLE, Op, opNameOf } from './ops.ts';
 import { BACKEND_RULE, CODEGEN_RULE, checkOptions } from './options.ts';
 import { toBytes } from './serialize.ts';
@@ -115,6 +115,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       throw new TapegradError('INVALID_ARGUMENT', 'a CompiledFunction comes from compile(f, { inputs }) or fromBytes(bytes)');
     }
     this.row = new Float64Array(inputs);
+    lockFields(this, ['inputs', 'strict', 'vector', 'checkNaN']);
     if (recording) this.adopt(recording);
   }
 

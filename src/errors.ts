@@ -48,6 +48,14 @@ export class CapacityError extends TapegradError {
   constructor(message: string, readonly limit: number) { super('CAPACITY', message); this.name = 'CapacityError'; }
 }
 
+/** @internal Makes the named own fields of `target` read-only at run time too: TypeScript's
+ *  `readonly` is the types' alone, and a probe's `tape.maxNodes = 'x'` changed the limit the tape
+ *  enforced and broke every later recording (an assignment now throws a TypeError in strict code
+ *  and changes nothing in sloppy code). */
+export function lockFields<T extends object>(target: T, names: readonly (keyof T & string)[]): void {
+  for (const name of names) Object.defineProperty(target, name, { writable: false });
+}
+
 /** @internal A new Float64Array of `length`, or a CapacityError naming `what` where the runtime
  *  refuses it (a batch of 2^31 rows threw a raw RangeError: a probe). */
 export function newFloat64(length: number, what: string): Float64Array {

@@ -1,7 +1,7 @@
 import { DEFERRED_VALUES, DROPPED_ADJOINT, type Backend, type BackendKind, type CustomHandler } from './backend.ts';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
-  TapegradError, checkOut, describe, isArrayLike, newFloat64, overlaps,
+  TapegradError, checkOut, describe, isArrayLike, lockFields, newFloat64, overlaps,
 } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, OP_TABLE, Op, UNARY_OPS, ZERO_GRADIENT, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
 import { partialZ, partialZTangent, partials, partialsTangent } from './js/rules.ts';
@@ -143,6 +143,7 @@ export class Tape {
       throw new TapegradError('INVALID_ARGUMENT', `maxMemoryBytes = ${this.maxMemoryBytes} holds no node: a node takes ${engine.nodeBytes()} bytes`);
     }
     this.checkNaN = limits.checkNaN === true;
+    lockFields(this, ['engine', 'maxNodes', 'maxMemoryBytes', 'checkNaN']);
     // A trap replaced the engine's memory: what was recorded is gone, as after a reset.
     engine.onTrap = () => this.reset();
     // Serials from 1: the first tape's range starting at 0 made small numbers passed as handles
@@ -215,13 +216,13 @@ export class Tape {
 
   /** @internal Records the numbers of `xs` as inputs and returns the first one's node. All or
    *  nothing: every value (and `reuse`) is checked and room is made before the first is written. */
-  recordInputs(xs: ArrayLike<number>, reuse?: Var[]): number {
-    if (!isArrayLike(xs)) throw new NotANumberError(`expected an array of numbers, got ${describe(xs)}`);
+  recordInputs(xs: ArrayLike<number>, reuse?: Var[], what = 'variables'): number {
+    if (!isArrayLike(xs)) throw new NotANumberError(`${what}: expected an array of numbers, got ${describe(xs)}`);
     const len = xs.length;
     // More inputs than the tape may hold: its CapacityError before the values are read into a
     // buffer of that length (a probe's { length: 1e10 } threw the runtime's RangeError).
     if (this.count + len > this.nodeLimit()) this.grow(len);
-    const values = readNumbers(xs, len, 'input');
+    const values = readNumbers(xs, len, `${what}: input`);
     if (reuse !== undefined) this.checkReusable(reuse, len);
     this.reserveNodes(len);
     const { opV: op, aV: a, bV: b, valV: val } = this;
@@ -365,7 +366,7 @@ export class Tape {
   gradient(output: Var, wrt: readonly (Var | Vec)[], seed = 1, out?: Float64Array): Float64Array {
     const nodes = this.nodesOf(wrt, 'gradient', true);
     if (out !== undefined) checkOut(out, this.entryCount(nodes), 'gradient: out');
-    this.backwardIndex(this.index(output, 'gradient'), seed);
+    this.backwardIndex(this.index(output, 'gradient'), seed, 'gradient');
     return this.gatherEntries(nodes, this.engine.views.adj, this.engine.views.xadj, true, out);
   }
 
@@ -776,7 +777,7 @@ export class Tape {
 
   /** @internal */
   leaf(op: number, x: number): number {
-    if (typeof x !== 'number') throw new NotANumberError(`expected a number, got ${describe(x)}`);
+    if (typeof x !== 'number') throw new NotANumberError(`${op === INPUT ? 'variable' : 'constant'}: expected a number, got ${describe(x)}`);
     const n = this.count;
     if (n === this.capacity) this.grow();
     this.opV[n] = op;
@@ -1040,10 +1041,10 @@ export class Tape {
   }
 
   /** @internal */
-  backwardIndex(out: number, seed: number): void {
+  backwardIndex(out: number, seed: number, what = 'backward'): void {
     this.refuseInsideRule('cannot run a reverse sweep');
     this.refuseWhileCompiling('a reverse sweep (backward or gradient)');
-    if (typeof seed !== 'number') throw new NotANumberError(`the seed must be a number, got ${describe(seed)}`);
+    if (typeof seed !== 'number') throw new NotANumberError(`${what}: the seed must be a number, got ${describe(seed)}`);
     this.evaluate();
     // A sweep that throws part-way (a custom rule, a trap) leaves partial adjoints, which .grad
     // never returns: the complete sweep before it runs again when an adjoint is read (its
@@ -1398,7 +1399,7 @@ export class Tape {
   /** @internal A vector leaf (input or constant) holding `values`; its values are known now. */
   recordVectorLeaf(op: number, values: ArrayLike<number>): number {
     const n = values.length;
-    const entries = readNumbers(values, n, 'vector');
+    const entries = readNumbers(values, n, op === VCONST ? 'constantVector' : 'vector');
     const caughtUp = this.evaluated === this.count;
     const i = this.recordVector(op, 0, 0, n);
     const { xval } = this.engine.views;
@@ -1588,7 +1589,7 @@ export class Tape {
   // `op`: the op the handle is an operand of, which a ShapeError names (-1: none).
   // `op`: the op code, or the name of the call reading the handle ('value', 'gradient'...).
   private badHandle(h: unknown, op: number | string = -1): Error {
-    if (typeof h !== 'number') return new NotANumberError(`expected a handle (integer), got ${describe(h)}`);
+    if (typeof h !== 'number') return new NotANumberError(`${typeof op === 'string' ? `${op}: ` : op >= 0 ? `${opNameOf(op)}: ` : ''}expected a handle (integer), got ${describe(h)}`);
     // Reached with a negative integer only where a scalar handle is needed, as Var methods give a
     // Vec there (tape.backward(vec)).
     const v = ~h - this.base;
@@ -1644,7 +1645,8 @@ function constantSlot(c: number): number {
 function readNumbers(xs: ArrayLike<number>, len: number, what: string, copy = false): Float64Array {
   // isView: a Proxy of a Float64Array passes instanceof but reads through its traps.
   if (xs instanceof Float64Array && ArrayBuffer.isView(xs)) return copy ? xs.slice(0, len) : xs;
-  const out = newFloat64(len, what);
+  // (Named by the call alone: `what` may name the argument after it, 'variables: input'.)
+  const out = newFloat64(len, what.replace(/:.*$/, ''));
   for (let k = 0; k < len; k++) {
     const v = xs[k];
     if (typeof v !== 'number') throw new NotANumberError(`${what} entries must be numbers, got ${describe(v)} at index ${k}`);
@@ -1795,7 +1797,7 @@ export class HandleApi {
    *  consecutive integers, written into `into` when given (no allocation). */
   variables(xs: ArrayLike<number>, into?: Int32Array): Int32Array {
     if (into !== undefined) checkOut(into, isArrayLike(xs) ? xs.length : 0, 'handles.variables: into', Int32Array);
-    const t = this.tape, at = t.recordInputs(xs), first = at + t.base, len = t.count - at;
+    const t = this.tape, at = t.recordInputs(xs, undefined, 'handles.variables'), first = at + t.base, len = t.count - at;
     return writeRange(into ?? new Int32Array(len), first, len);
   }
   /** Records a constant; returns its handle. */
@@ -1816,7 +1818,7 @@ export class HandleApi {
   /** The adjoint of a node from the last backward sweep. */
   grad(h: number): number { return this.tape.gradAt(this.tape.indexOfHandle(h, 'grad')); }
   /** Reverse sweep from `h`, seeded with `seed`. */
-  backward(h: number, seed = 1): void { this.tape.backwardIndex(this.tape.indexOfHandle(h, 'backward'), seed); }
+  backward(h: number, seed = 1): void { this.tape.backwardIndex(this.tape.indexOfHandle(h, 'backward'), seed, 'handles.backward'); }
   /** Runs `backward(output, seed)` and returns the adjoints of the handles `wrt`, in order (what
    *  `grad` reads, in one call), written into `into` when given (no allocation). Every handle is
    *  checked before the sweep runs. */
@@ -1837,7 +1839,7 @@ export class HandleApi {
       const h = wrt[k]!;
       if (typeof h !== 'number' || !((h - base) >>> 0 === h - base && h - base < count && scalarValued(op[h - base]!))) t.indexOfHandle(h, 'gradient');
     }
-    t.backwardIndex(t.indexOfHandle(output, 'gradient'), seed);
+    t.backwardIndex(t.indexOfHandle(output, 'gradient'), seed, 'handles.gradient');
     // What gradAt reads after a sweep of the whole tape, through views read after it (a custom
     // rule's JS runs inside it).
     const out = into ?? new Float64Array(len), ops = t.opV, adj = t.engine.views.adj;

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CapacityError, defineFunction, type BackendKind, type Tape, type Var } from '../src/index.ts';
+import { CapacityError, compile, defineFunction, type BackendKind, type Tape, type Var } from '../src/index.ts';
 import { dagArbitrary, recordDag } from './dag-arbitrary.ts';
 import { ROOT } from './browser/harness.ts';
 import { BACKENDS, tapeOn } from './support.ts';
@@ -502,5 +502,25 @@ describe.each(BACKENDS)('inputs more than a tape holds (%s)', (backend) => {
     expect(Array.from(tape.gradient(x.mul(y), [x, y]))).toEqual([5, 2]);
     // With nodes recorded, the error still advises a reset.
     expect(() => tape.variables(huge)).toThrow(/^tape is full: maxNodes = 268435456 with 3 nodes recorded and 10000000000 more needed; call tape\.reset\(\) to reuse it$/);
+  });
+});
+
+// A README check: the limits were writable own properties, and tape.maxNodes = 5 changed the limit
+// the tape enforced ('x' broke every later recording); a compiled function's inputs likewise.
+describe.each(BACKENDS)('a tape\'s limits and a compiled function\'s sizes (%s)', (backend) => {
+  it('are read-only at run time, not only in the types', async () => {
+    const tape = await tapeOn(backend, { maxNodes: 10, checkNaN: false });
+    for (const field of ['maxNodes', 'maxMemoryBytes', 'checkNaN', 'engine'] as const) {
+      expect(() => { (tape as unknown as Record<string, unknown>)[field] = 5; }, field).toThrow(TypeError);
+    }
+    expect([tape.maxNodes, tape.maxMemoryBytes, tape.checkNaN]).toEqual([10, Infinity, false]);
+    const xs = tape.variables([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(() => tape.variable(11)).toThrow(CapacityError);
+    expect(xs.length).toBe(10);
+    const f = compile((x: Var[]) => x[0]!.mul(x[1]!), { inputs: 2, backend });
+    for (const field of ['inputs', 'strict', 'vector', 'checkNaN'] as const) {
+      expect(() => { (f as unknown as Record<string, unknown>)[field] = 3; }, field).toThrow(TypeError);
+    }
+    expect(Array.from(f.gradient([3, 4]))).toEqual([4, 3]);
   });
 });

@@ -479,6 +479,32 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     expect(h.value(h.mul(a, h.constant(3)))).toBe(6);
   });
 
+  // A README check: these messages named nothing, where README says a message begins with the
+  // op or call that refused the value.
+  it('a non-number names the call that refused it', async () => {
+    const tape = await tapeOn(backend);
+    const h = tape.handles;
+    const x = h.variable(1), y = tape.variable(2);
+    const size = tape.size;
+    const cases: [() => unknown, RegExp][] = [
+      [() => tape.variable('a' as unknown as number), /^variable: expected a number, got the string "a"$/],
+      [() => tape.constant('a' as unknown as number), /^constant: expected a number/],
+      [() => h.constant('a' as unknown as number), /^constant: expected a number/],
+      [() => tape.variables(['a'] as unknown as number[]), /^variables: input entries must be numbers, got the string "a" at index 0$/],
+      [() => h.variables(['a'] as unknown as number[]), /^handles\.variables: input entries must be numbers/],
+      [() => tape.variables({ length: -0.5 } as unknown as number[]), /^variables: expected an array of numbers/],
+      [() => tape.vector(['a'] as unknown as number[]), /^vector entries must be numbers/],
+      [() => tape.constantVector(['a'] as unknown as number[]), /^constantVector entries must be numbers/],
+      [() => tape.backward(y, 'a' as unknown as number), /^backward: the seed must be a number/],
+      [() => tape.gradient(y, [y], 'a' as unknown as number), /^gradient: the seed must be a number/],
+      [() => h.gradient(x, [x], 'a' as unknown as number), /^handles\.gradient: the seed must be a number/],
+      [() => h.mul(x, 'a' as unknown as number), /^mul: expected a handle \(integer\), got the string "a"$/],
+    ];
+    for (const [act, message] of cases) expect(act).toThrow(expect.objectContaining({ code: 'NOT_A_NUMBER', message: expect.stringMatching(message) }));
+    expect(tape.size).toBe(size);
+    expect(h.gradient(h.mul(x, x), [x])[0]).toBe(2);
+  });
+
   // A probe: a stale handle given to h.mul was refused without naming mul (the Var API's did).
   it('a stale or foreign handle names the op or call it reached', async () => {
     const tape = await tapeOn(backend);
