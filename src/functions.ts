@@ -14,13 +14,17 @@ import { Vec, elementwise, type VecOperand } from './vector.ts';
 // T) { return mul(x, x) }` is a number for numbers, a Var for Vars: one body serves both), and what
 // operands typed `Var | Vec` give.
 type Scalar<T extends Operand> = [T] extends [number] ? number : [T] extends [Var] ? Var : Operand;
+// Of several operands: any typed a Var makes a Var (the op records a node), numbers alone a number
+// (a types probe: `add(mul(x, x), 1)` in a generic model was an Operand for a Var x).
+type Combined<T extends Operand, U extends Operand, W extends Operand = number> =
+  [T] extends [Var] ? Var : [U] extends [Var] ? Var : [W] extends [Var] ? Var : [T | U | W] extends [number] ? number : Operand;
 type UnaryFunction = {
   (x: Var): Var; (x: Vec): Vec; (x: number): number; <T extends Operand>(x: T): Scalar<T>; (x: Operand | Vec): Operand | Vec;
 };
 type BinaryFunction = {
   (x: Vec, y: VecOperand): Vec; (x: VecOperand, y: Vec): Vec;
   (x: Var, y: Operand): Var; (x: Operand, y: Var): Var; (x: number, y: number): number;
-  <T extends Operand, U extends Operand>(x: T, y: U): Scalar<T | U>; (x: Operand | Vec, y: Operand | Vec): Operand | Vec;
+  <T extends Operand, U extends Operand>(x: T, y: U): Combined<T, U>; (x: Operand | Vec, y: Operand | Vec): Operand | Vec;
 };
 
 function unary(name: UnaryOpName): UnaryFunction {
@@ -68,7 +72,7 @@ export function select(cond: Var, ifTrue: Operand, ifFalse: Operand): Var;
 export function select(cond: Operand, ifTrue: Var, ifFalse: Operand): Var;
 export function select(cond: Operand, ifTrue: Operand, ifFalse: Var): Var;
 export function select(cond: number, ifTrue: number, ifFalse: number): number;
-export function select<T extends Operand, U extends Operand, W extends Operand>(cond: T, ifTrue: U, ifFalse: W): Scalar<T | U | W>;
+export function select<T extends Operand, U extends Operand, W extends Operand>(cond: T, ifTrue: U, ifFalse: W): Combined<T, U, W>;
 export function select(cond: Operand | Vec, ifTrue: Operand | Vec, ifFalse: Operand | Vec): Operand | Vec;
 export function select(cond: VecOperand, ifTrue: VecOperand, ifFalse: VecOperand): Operand | Vec {
   if (typeof cond === 'number' && typeof ifTrue === 'number' && typeof ifFalse === 'number') return forwardRule(Op.select, cond, ifTrue, ifFalse);

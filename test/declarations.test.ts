@@ -24,7 +24,7 @@ const RESOLUTIONS = [
 // Strict user code meeting the API: every assignment must type without a cast.
 const CONSUMER = `
 import {
-  CompiledFunction, StaleHandleError, Tape, TapegradError, Vec, compile, createTape, grad, gradcheck, init, mul, exp, add, select, sin, valueAndGrad, where,
+  CompiledFunction, StaleHandleError, Tape, TapegradError, Vec, compile, createTape, grad, gradcheck, init, mul, exp, add, sub, select, sin, valueAndGrad, where,
   type CustomRule, type Operand, type TapegradErrorCode, type TransformOptions, type Var,
 } from 'tapegrad';
 
@@ -93,6 +93,12 @@ export const setRerecords = () => { scalar.rerecords = 1; };
 declare const caught: unknown;
 export const codeOf = (): TapegradErrorCode | undefined => (caught instanceof StaleHandleError ? (caught.code satisfies 'STALE_HANDLE') : caught instanceof TapegradError ? caught.code : undefined);
 export const rule: CustomRule = { name: 'sq', forward: (a) => a[0]! * a[0]!, vjp: (a, _y, gr) => [2 * a[0]! * gr], jvp: undefined, vjpTangent: undefined };
+// A types probe: a generic model with a number among the operands lost Var (an Operand for a Var).
+function model<T extends Operand>(m: T) { return add(mul(m, m), 1); }
+function gate<T extends Operand>(m: T) { return select(m, exp(sub(m, 3)), 0); }
+export const modelOfVar: Var = model(x), modelOfNumber: number = model(3), gateOfVar: Var = gate(x), gateOfNumber: number = gate(2);
+// @ts-expect-error: a number's model is no Var
+export const modelNotVar: Var = model(3);
 // Types that fell back to \`any\` would accept this, and the unused directive would be the error.
 // @ts-expect-error: a scalar function's compiled value is a number
 export const wrong: string = compile((z) => z[0]!.sin(), { inputs: 1 }).value([1]);
