@@ -14,10 +14,12 @@ import { Vec, elementwise, type VecOperand } from './vector.ts';
 // T) { return mul(x, x) }` is a number for numbers, a Var for Vars: one body serves both), and what
 // operands typed `Var | Vec` give.
 type Scalar<T extends Operand> = [T] extends [number] ? number : [T] extends [Var] ? Var : Operand;
-// Of several operands: any typed a Var makes a Var (the op records a node), numbers alone a number
-// (a types probe: `add(mul(x, x), 1)` in a generic model was an Operand for a Var x).
+// Of several operands: numbers alone a number, else any typed a Var makes a Var (the op records a
+// node) (a types probe: `add(mul(x, x), 1)` in a generic model was an Operand for a Var x). Numbers
+// are asked first: an operand typed `any` (JSON.parse's) passes both tests, and is a number far
+// more often (a review: `add(data.a, 1)` typed a Var).
 type Combined<T extends Operand, U extends Operand, W extends Operand = number> =
-  [T] extends [Var] ? Var : [U] extends [Var] ? Var : [W] extends [Var] ? Var : [T | U | W] extends [number] ? number : Operand;
+  [T | U | W] extends [number] ? number : [T] extends [Var] ? Var : [U] extends [Var] ? Var : [W] extends [Var] ? Var : Operand;
 type UnaryFunction = {
   (x: Var): Var; (x: Vec): Vec; (x: number): number; <T extends Operand>(x: T): Scalar<T>; (x: Operand | Vec): Operand | Vec;
 };

@@ -1399,7 +1399,7 @@ export class Tape {
   /** @internal A vector leaf (input or constant) holding `values`; its values are known now. */
   recordVectorLeaf(op: number, values: ArrayLike<number>): number {
     const n = values.length;
-    const entries = readNumbers(values, n, op === VCONST ? 'constantVector' : 'vector');
+    const entries = readNumbers(values, n, op === VCONST ? 'constant vector' : 'vector');
     const caughtUp = this.evaluated === this.count;
     const i = this.recordVector(op, 0, 0, n);
     const { xval } = this.engine.views;

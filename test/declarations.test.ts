@@ -99,6 +99,9 @@ function gate<T extends Operand>(m: T) { return select(m, exp(sub(m, 3)), 0); }
 export const modelOfVar: Var = model(x), modelOfNumber: number = model(3), gateOfVar: Var = gate(x), gateOfNumber: number = gate(2);
 // @ts-expect-error: a number's model is no Var
 export const modelNotVar: Var = model(3);
+// Operands typed any (JSON.parse's) stay numbers, as they were (a review).
+declare const parsed: any;
+export const anyAdd: number = add(parsed.a, 1), anySelect: number = select(parsed.a, 1, 2), anyMul: string = mul(parsed.a, 2).toFixed(2);
 // Types that fell back to \`any\` would accept this, and the unused directive would be the error.
 // @ts-expect-error: a scalar function's compiled value is a number
 export const wrong: string = compile((z) => z[0]!.sin(), { inputs: 1 }).value([1]);
