@@ -623,14 +623,20 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   // as it is): read to check and again to use, a getter could hand over a BigInt the second time
   // (a review: a raw TypeError). Into a buffer kept for the next call, which then allocates nothing.
   private entries(x: ArrayLike<number>, expected: number, call: string, noun: string): Float64Array {
+    this.refuseWhileReading(call);
     checkLength(x, expected, call, noun);
     if (x instanceof Float64Array && ArrayBuffer.isView(x)) return x;
     if (this.entryBuffer.length < expected) this.entryBuffer = new Float64Array(expected);
     const copy = this.entryBuffer;
-    for (let k = 0; k < expected; k++) {
-      const v = x[k];
-      if (typeof v !== 'number') throw new NotANumberError(`${named(call, noun)}'s entry ${k} must be a number, got ${describe(v)}`);
-      copy[k] = v;
+    this.readingArguments = true;
+    try {
+      for (let k = 0; k < expected; k++) {
+        const v = x[k];
+        if (typeof v !== 'number') throw new NotANumberError(`${named(call, noun)}'s entry ${k} must be a number, got ${describe(v)}`);
+        copy[k] = v;
+      }
+    } finally {
+      this.readingArguments = false;
     }
     return copy;
   }
@@ -638,18 +644,36 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   // `what`: the call its errors name (a probe: "the input has 1 entries, expected 2" said not which).
   private toRow(x: ArrayLike<number>, what: string): Float64Array {
+    this.refuseWhileReading(what);
     checkLength(x, this.inputs, what, 'input');
     if (x instanceof Float64Array) return x;
-    for (let k = 0; k < this.inputs; k++) {
-      const v = x[k];
-      if (typeof v !== 'number') {
-        // A compiled function called on Vars: inside a transform (a probe: a bare "must be a number").
-        const hint = (v as unknown) instanceof Var ? ': a compiled function takes numbers and records its own tape, so it cannot be called on Vars (inside grad, hvp and the other transforms, call the function it compiles)' : '';
-        throw new NotANumberError(`${what}: input ${k} must be a number, got ${describe(v)}${hint}`);
+    this.readingArguments = true;
+    try {
+      for (let k = 0; k < this.inputs; k++) {
+        const v = x[k];
+        if (typeof v !== 'number') {
+          // A compiled function called on Vars: inside a transform (a probe: a bare "must be a number").
+          const hint = (v as unknown) instanceof Var ? ': a compiled function takes numbers and records its own tape, so it cannot be called on Vars (inside grad, hvp and the other transforms, call the function it compiles)' : '';
+          throw new NotANumberError(`${what}: input ${k} must be a number, got ${describe(v)}${hint}`);
+        }
+        this.row[k] = v;
       }
-      this.row[k] = v;
+    } finally {
+      this.readingArguments = false;
     }
     return this.row;
+  }
+
+  // Whether a call is reading its arguments' entries, which may run code (a getter, a Proxy): a
+  // call of this function from there would write its own over the kept row and entry buffers, or
+  // replay the tape between this call's writing x and its reading the direction (a probe: jvp,
+  // vjp and hvp answered at the getter's point, without an error).
+  private readingArguments = false;
+
+  private refuseWhileReading(what: string): void {
+    if (this.readingArguments) {
+      throw new TapegradError('INVALID_ARGUMENT', `${what}: this compiled function was called again while a call of it read its arguments (a getter or Proxy among them calls it); read them into an array first`);
+    }
   }
 
   /** The recording, or a new one at x if there is none or a trap in the core took it. */

@@ -257,6 +257,29 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
     }
   });
 
+  // A probe: a direction's getter that called the same compiled function at another point made
+  // jvp, vjp and hvp answer at that point (x was written before the direction was read), and
+  // the kept row and entry buffers could be written over by the inner call.
+  it('a getter among the arguments that calls the function again is refused, and nothing is lost', () => {
+    const f = compile((x: Var[]) => x[0]!.mul(x[1]!).mul(x[0]!), { inputs: 2, backend });
+    const x = [1, 2];
+    const expected = { jvp: Array.from(f.jvp(x, [1, 0])), vjp: Array.from(f.vjp(x, [1])), hvp: Array.from(f.hvp(x, [1, 0])), gradient: Array.from(f.gradient(x)) };
+    const calling = (first: number, length = 2): ArrayLike<number> =>
+      ({ length, get 0() { f.gradient([10, 20]); return first; }, 1: 0 }) as unknown as ArrayLike<number>;
+    const refused = /called again while a call of it read its arguments/;
+    expect(() => f.jvp(x, calling(1))).toThrow(refused);
+    expect(() => f.vjp(x, calling(1, 1))).toThrow(refused);
+    expect(() => f.hvp(x, calling(1))).toThrow(refused);
+    expect(() => f.gradient({ length: 2, get 0() { f.value([5, 5]); return 1; }, 1: 2 } as unknown as ArrayLike<number>)).toThrow(refused);
+    expect(Array.from(f.jvp(x, [1, 0]))).toEqual(expected.jvp);
+    expect(Array.from(f.vjp(x, [1]))).toEqual(expected.vjp);
+    expect(Array.from(f.hvp(x, [1, 0]))).toEqual(expected.hvp);
+    expect(Array.from(f.gradient(x))).toEqual(expected.gradient);
+    // Another compiled function from a getter is fine.
+    const g = compile((y: Var[]) => y[0]!.square(), { inputs: 1, backend });
+    expect(Array.from(f.jvp(x, { length: 2, get 0() { g.gradient([3]); return 1; }, 1: 0 } as unknown as ArrayLike<number>))).toEqual(expected.jvp);
+  });
+
   // A probe: from JavaScript `new CompiledFunction()` made an object that failed later.
   it('a CompiledFunction is not made with new', () => {
     const Made = CompiledFunction as unknown as new (...args: unknown[]) => unknown;
