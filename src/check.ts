@@ -1,6 +1,6 @@
 // Finite differences and the gradient checker (like torch.autograd.gradcheck, jax check_grads).
 import type { BackendChoice } from './backend.ts';
-import { GradcheckError, MissingRuleError, NotANumberError, TapegradError, describe, isArrayLike } from './errors.ts';
+import { GradcheckError, MissingRuleError, NotANumberError, TapegradError, describe, isArrayLike, notAnOutput } from './errors.ts';
 import type { Tape, Var } from './tape.ts';
 import { BACKEND_RULE, checkOptions } from './options.ts';
 import { checkFunction, recordOn, scalarOutput, withTape, type RuntimeVector, type ScalarOutput } from './transforms.ts';
@@ -69,7 +69,9 @@ function stencil(
   const value = (): number => {
     given.set(point);
     const v: unknown = f(given);
-    if (typeof v !== 'number') throw new NotANumberError(`${where}: f must return a number, got ${describe(v)}`);
+    // notAnOutput handles an async f's rejection, which ended the process after the caller had
+    // caught this error (a probe).
+    if (typeof v !== 'number') throw new NotANumberError(`${where}: f must return a number, got ${notAnOutput(v)}`);
     return v;
   };
   for (let k = 0; k < point.length; k++) {

@@ -80,6 +80,9 @@ describe.each(BACKENDS)('grad, valueAndGrad, vjp, jvp on closed forms (%s)', (ba
       const asyncF = async (x: Var): Promise<Var> => { await null; return x.sin(); };
       expect(() => grad(asyncF as unknown as (x: Var) => Var, { backend })(1)).toThrow(/must return a Var or a number, got a Promise: an async function cannot be differentiated/);
       expect(() => compile(asyncF as unknown as (x: Var[]) => Var, { inputs: 1, backend }).value([1])).toThrow(/got a Promise/);
+      // finiteDifferenceGradient too (a probe: a rejecting async f ended the process).
+      const rejecting = async (): Promise<number> => { throw new Error('boom'); };
+      expect(() => finiteDifferenceGradient(rejecting as unknown as (x: Float64Array) => number, [1])).toThrow(/f must return a number, got a Promise: an async function cannot be differentiated/);
       await new Promise((resolve) => setTimeout(resolve, 20));
       expect(unhandled).toEqual([]);
     } finally {
