@@ -7,7 +7,15 @@ type Rule = 'boolean' | 'number' | 'string' | 'array' | 'function' | 'module' | 
 
 /** Checks `options` (undefined is fine) against the known keys and what each accepts. */
 export function checkOptions(options: unknown, where: string, rules: Readonly<Record<string, Rule>>): void {
-  if (options === undefined) return;
+  readOptions(options as object | undefined, where, rules);
+}
+
+/** Checks `options` as checkOptions does and returns the values it read, in an object of its own:
+ *  for a function kept for later calls (grad(f, options)), which read the caller's object again
+ *  at every call and took what was changed since unchecked (a probe: `vector: 'yes'` set after
+ *  was taken for true). */
+export function readOptions<T extends object>(options: T | undefined, where: string, rules: Readonly<Record<string, Rule>>): T | undefined {
+  if (options === undefined) return undefined;
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new TapegradError('INVALID_ARGUMENT', `${where}: options must be an object, got ${describe(options)}`);
   }
@@ -19,12 +27,16 @@ export function checkOptions(options: unknown, where: string, rules: Readonly<Re
   }
   // Values as the functions read them: through the prototype and getters too (a probe's
   // Object.create({ mode: 'bogus' }) went unchecked and was ignored).
+  const read: Record<string, unknown> = {};
   for (const key of Object.keys(rules)) {
     const rule = rules[key]!, value = (options as Record<string, unknown>)[key];
-    if (value === undefined || accepts(rule, value)) continue;
+    if (value === undefined) continue;
+    read[key] = value;
+    if (accepts(rule, value)) continue;
     const wanted = typeof rule === 'string' ? `${rule === 'array' ? 'an' : 'a'} ${rule}` : `one of ${rule.map((v) => (typeof v === 'string' ? `'${v}'` : String(v))).join(', ')}`;
     throw new TapegradError('INVALID_ARGUMENT', `${where}: option '${key}' must be ${wanted}, got ${describe(value)}`);
   }
+  return read as T;
 }
 
 function accepts(rule: Rule, value: unknown): boolean {

@@ -6,7 +6,7 @@ import { createTapeSync, resolveBackend } from './create.ts';
 import { CapacityError, ForeignHandleError, MissingRuleError, NotANumberError, ShapeError, TapegradError, describe, isArrayLike, notAnOutput } from './errors.ts';
 import { Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
-import { BACKEND_RULE, checkOptions } from './options.ts';
+import { BACKEND_RULE, checkOptions, readOptions } from './options.ts';
 
 /** A number for a scalar input (the function then gets one Var), or an array / Float64Array
  *  (the function gets a Var[] of the same length). */
@@ -205,9 +205,9 @@ export function valueAndGrad(f: (x: never) => ScalarOutput, options?: TransformO
 }
 
 // valueAndGrad, its errors naming the transform the caller called (grad's named valueAndGrad).
-function valueAndGradNamed(f: (x: never) => ScalarOutput, options: TransformOptions | undefined, name: string): (x: Input, ...more: unknown[]) => [number, number | Float64Array] {
+function valueAndGradNamed(f: (x: never) => ScalarOutput, given: TransformOptions | undefined, name: string): (x: Input, ...more: unknown[]) => [number, number | Float64Array] {
   checkFunction(f, name);
-  checkOptions(options, name, TRANSFORM_OPTIONS);
+  const options = readOptions(given, name, TRANSFORM_OPTIONS);
   return (x: Input, ...more: unknown[]) =>
     withTape(options, (tape) => {
       // Options there were ignored without a word (a probe: grad(f)(x, { backend: 'js' })). Other

@@ -90,6 +90,16 @@ describe.each(BACKENDS)('grad, valueAndGrad, vjp, jvp on closed forms (%s)', (ba
     }
   });
 
+  // A probe: grad(f, options) read the caller's object again at every call, so a value changed
+  // after (vector: 'yes', an unknown key, backend: 'gpu') went unchecked or failed by another name.
+  it('grad and valueAndGrad keep the options they were given, as checked then', () => {
+    const given: Record<string, unknown> = { backend };
+    const g = grad((x: Var) => x.square().mul(x), given), vg = valueAndGrad((x: Var) => x.square(), given);
+    Object.assign(given, { vector: 'yes', bogus: 1, backend: 'gpu' });
+    expect(g(2)).toBe(12);
+    expect(vg(3)).toEqual([9, 6]);
+  });
+
   it('valueAndGrad gives f(x) and its gradient from one recording', () => {
     // f = x0^2 x1 + exp(x1): grad = [2 x0 x1, x0^2 + exp(x1)].
     const vg = valueAndGrad((x: Var[]) => x[0]!.square().mul(x[1]!).add(x[1]!.exp()), options);
