@@ -163,7 +163,9 @@ function recordVector(tape: Tape, f: (x: never) => ScalarOutput | VectorOutput, 
   const y = (f as (x: unknown) => unknown)(arg);
   if (y instanceof Vec) return { inputs, n, scalarInput, output: [y], m: y.size };
   if (Array.isArray(y)) {
-    const output = y.map((v: unknown, k) => {
+    // Array.from, not map: map skips a sparse array's holes, which reached the sweep as undefined
+    // and were refused there under its name (a probe: jacobian's said 'jvp:').
+    const output = Array.from(y as unknown[], (v: unknown, k) => {
       if (v instanceof Vec) {
         throw new ShapeError(`${where}: output ${k} of the function's array is a Vec of shape [${v.shape.join(', ')}]; return the Vec on its own (its elements are the outputs), or an array of Vars and numbers`, 'output', [v.shape]);
       }

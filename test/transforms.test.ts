@@ -90,6 +90,20 @@ describe.each(BACKENDS)('grad, valueAndGrad, vjp, jvp on closed forms (%s)', (ba
     }
   });
 
+  // A probe: a hole in the function's array of outputs reached the sweep as undefined, refused
+  // there under its name ('jvp:' for jacobian).
+  it('a hole in the array of outputs is refused by the transform, naming the output', () => {
+    // eslint-disable-next-line no-sparse-arrays
+    const holed = (x: Var): Var[] => [x, , x] as Var[];
+    for (const [what, act] of [
+      ['jacobian', () => jacobian(holed, 0.5, options)], ['jacobian', () => jacobian(holed, 0.5, { ...options, mode: 'reverse' })],
+      ['vjp', () => vjp(holed, 0.5, [1, 1, 1], options)], ['jvp', () => jvp(holed, 0.5, 1, options)],
+    ] as const) {
+      expect(act, what).toThrow(new RegExp(`^${what}: output 1 of the function's array must return a Var or a number, got undefined$`));
+    }
+    expect(Array.from(jacobian((x: Var) => [x, x.square()], 0.5, options).data)).toEqual([1, 1]);
+  });
+
   // A probe: grad(f, options) read the caller's object again at every call, so a value changed
   // after (vector: 'yes', an unknown key, backend: 'gpu') went unchecked or failed by another name.
   it('grad and valueAndGrad keep the options they were given, as checked then', () => {
