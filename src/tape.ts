@@ -1589,7 +1589,10 @@ export class Tape {
   // `op`: the op the handle is an operand of, which a ShapeError names (-1: none).
   // `op`: the op code, or the name of the call reading the handle ('value', 'gradient'...).
   private badHandle(h: unknown, op: number | string = -1): Error {
-    if (typeof h !== 'number') return new NotANumberError(`${typeof op === 'string' ? `${op}: ` : op >= 0 ? `${opNameOf(op)}: ` : ''}expected a handle (integer), got ${describe(h)}`);
+    // The call or op the handle reached, named first as the Var API's errors are (a probe: a stale
+    // handle to h.mul said nothing of mul).
+    const where = typeof op === 'string' ? `${op}: ` : op >= 0 ? `${opNameOf(op)}: ` : '';
+    if (typeof h !== 'number') return new NotANumberError(`${where}expected a handle (integer), got ${describe(h)}`);
     // Reached with a negative integer only where a scalar handle is needed, as Var methods give a
     // Vec there (tape.backward(vec)).
     const v = ~h - this.base;
@@ -1597,9 +1600,6 @@ export class Tape {
       const what = typeof op === 'string' ? op : op < 0 ? 'scalar' : opNameOf(op);
       return new ShapeError(`${what === 'scalar' ? '' : `${what}: `}handle ${h} is a vector, where a scalar handle is needed (tape.handles.vec reads vectors: value, grad, sum)`, what, [[this.elementLength(v)]]);
     }
-    // The call or op the handle reached, named first as the Var API's errors are (a probe: a stale
-    // handle to h.mul said nothing of mul).
-    const where = typeof op === 'string' ? `${op}: ` : op >= 0 ? `${opNameOf(op)}: ` : '';
     if (h < 0 && Number.isInteger(h) && this.wasLive(~h)) {
       return new StaleHandleError(`${where}vector handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
     }
@@ -1645,8 +1645,7 @@ function constantSlot(c: number): number {
 function readNumbers(xs: ArrayLike<number>, len: number, what: string, copy = false): Float64Array {
   // isView: a Proxy of a Float64Array passes instanceof but reads through its traps.
   if (xs instanceof Float64Array && ArrayBuffer.isView(xs)) return copy ? xs.slice(0, len) : xs;
-  // (Named by the call alone: `what` may name the argument after it, 'variables: input'.)
-  const out = newFloat64(len, what.replace(/:.*$/, ''));
+  const out = newFloat64(len, what);
   for (let k = 0; k < len; k++) {
     const v = xs[k];
     if (typeof v !== 'number') throw new NotANumberError(`${what} entries must be numbers, got ${describe(v)} at index ${k}`);
