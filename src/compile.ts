@@ -191,8 +191,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       // flipping on every call took 43-46 µs a call against 3.3 interpreted (new-user probes).
       engine.dropGeneratedSweeps();
       engine.generated = 'none';
-      // What generating cost this function last, as the estimate for this recording.
-      this.deferredUntil = this.replaysToPay(recording.tape.size, this.lastGenerationNs);
+      // The least generating has cost this function, as the estimate for this recording.
+      this.deferredUntil = this.replaysToPay(recording.tape.size, this.cheapestGenerationNs);
       engine.generatedReason = `its guards changed path on most calls (${CHURNING_RECORDINGS} recordings in a row served fewer replays than generating costs): interpreted until it has served ${this.deferredUntil}, then as any recording`;
       this.generationDeferred = true;
     } else if (this.codegen && !vectors && engine instanceof WasmBackend) {
@@ -228,7 +228,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // checkNaN reads every node's value after a replay, so its replays compute every node.
     if (this.shipped) engine.installShippedSweeps(this.shipped, this.inputs, size, recording.outputs, budget, this.checkNaN);
     else engine.generateSweeps(this.inputs, size, recording.outputs, budget, this.checkNaN);
-    this.generationNs = this.lastGenerationNs = (performance.now() - started) * 1e6;
+    this.generationNs = (performance.now() - started) * 1e6;
+    // The least measured: a first generation in a fresh process runs cold, and any may be slowed
+    // by a busy machine (a probe's deferred threshold came from a 19.7 ms generation of a tape
+    // that took 1.6-11 ms in warmer calls, and no generation came to correct it while deferred).
+    this.cheapestGenerationNs = this.cheapestGenerationNs === 0 ? this.generationNs : Math.min(this.cheapestGenerationNs, this.generationNs);
   }
 
   // Replays served by the current recording; re-records in a row whose recording served fewer
@@ -238,9 +242,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   private churn = 0;
   private generationDeferred = false;
   private deferredUntil = 0;
-  // What generating the current recording took (0: not generated), and the last one generated.
+  // What generating the current recording took (0: not generated), and the least any took.
   private generationNs = 0;
-  private lastGenerationNs = 0;
+  private cheapestGenerationNs = 0;
 
   // The replays a recording of `nodes` nodes serves before generating it, at `costNs`, has paid
   // for itself: settledReplays's model, or more where generating measured dearer than the model
@@ -252,11 +256,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   }
 
   /** @internal The replays the current recording serves before its generation has paid for
-   *  itself (replaysToPay: at what generating it cost, or the last one). */
+   *  itself (replaysToPay: at what generating it cost, or the least a generation cost). */
   get replaysToSettle(): number {
     const rec = this.recording;
     if (!rec) return 0;
-    return this.generationDeferred ? this.deferredUntil : this.replaysToPay(rec.tape.size, this.generationNs || this.lastGenerationNs);
+    return this.generationDeferred ? this.deferredUntil : this.replaysToPay(rec.tape.size, this.generationNs || this.cheapestGenerationNs);
   }
 
   // `rows` replays served by the current recording (a deferred one is generated once it has

@@ -1090,10 +1090,13 @@ describe('a function whose guards change path on most calls', () => {
       return loss;
     };
     const real = performance.now.bind(performance), generate = WasmBackend.prototype.generateSweeps;
-    let skew = 0;
+    // 5 ms a generation, but 50 for the fourth (the last before the churn is seen): the wait
+    // before generating again comes from the least a generation cost (a probe's came from a cold
+    // or slowed one, and stayed).
+    let skew = 0, generations = 0;
     performance.now = () => real() + skew;
     WasmBackend.prototype.generateSweeps = function (this: WasmBackend, ...args: Parameters<typeof generate>) {
-      skew += 5;
+      skew += ++generations === 4 ? 50 : 5;
       return generate.apply(this, args);
     };
     try {
@@ -1108,6 +1111,9 @@ describe('a function whose guards change path on most calls', () => {
       }
       expect(f.generatedSweeps).toBe('none');
       expect(f.generatedSweepsReason).toMatch(/^its guards changed path on most calls/);
+      const waits = Number(/interpreted until it has served (\d+),/.exec(f.generatedSweepsReason!)![1]);
+      expect(waits).toBeGreaterThanOrEqual(Math.ceil(5e6 / (2.5 * f.size)) + 8);
+      expect(waits).toBeLessThan(Math.ceil(50e6 / (2.5 * f.size)) + 8);
     } finally {
       performance.now = real;
       WasmBackend.prototype.generateSweeps = generate;
