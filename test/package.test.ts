@@ -52,6 +52,12 @@ describe('package.json', () => {
     expect(files).toContain('LICENSE');
     expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/wasm/loader.js']));
   });
+
+  // A probe: dist/ is not in git, and a fresh clone's `npm pack` shipped README, LICENSE and
+  // package.json alone, main and exports pointing nowhere.
+  it('builds dist before npm pack', () => {
+    expect((pkg as { scripts: Record<string, string> }).scripts.prepack).toBe('npm run build');
+  });
 });
 
 describe('dist/ runs anywhere', () => {
