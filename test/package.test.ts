@@ -15,6 +15,7 @@ interface PackageJson {
   exports: Record<string, Record<string, string> | string>;
   files: string[];
   sideEffects: unknown;
+  scripts: Record<string, string>;
 }
 const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as PackageJson;
 
@@ -56,7 +57,7 @@ describe('package.json', () => {
   // A probe: dist/ is not in git, and a fresh clone's `npm pack` shipped README, LICENSE and
   // package.json alone, main and exports pointing nowhere.
   it('builds dist before npm pack', () => {
-    expect((pkg as { scripts: Record<string, string> }).scripts.prepack).toBe('npm run build');
+    expect(pkg.scripts.prepack).toBe('npm run build');
   });
 });
 
