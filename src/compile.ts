@@ -270,7 +270,12 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const rec = this.recording;
     if (!this.generationDeferred || !rec || this.served < this.deferredUntil) return;
     this.generationDeferred = false;
-    if (rec.tape.engine instanceof WasmBackend) this.generateSweeps(rec, rec.tape.engine);
+    if (!(rec.tape.engine instanceof WasmBackend)) return;
+    this.generateSweeps(rec, rec.tape.engine);
+    // Its wait paid for it: the next re-record's check reads the estimate it waited for, not this
+    // measurement, which a cold or slowed generation made count as churn again (a path that held
+    // was interpreted on).
+    this.generationNs = 0;
   }
 
   /** @internal The generated sweeps' compiled modules, to ship with `toBytes()` to a core that
