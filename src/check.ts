@@ -48,6 +48,11 @@ function stepAt(options: FiniteDifferenceOptions, x: number, k: number, where: s
   if (!(typeof h === 'number' && h > 0 && h < Infinity)) {
     throw new TapegradError('INVALID_ARGUMENT', `${where}: step(${x}, ${k}) must return a finite positive number, got ${typeof h === 'number' ? h : describe(h)}`);
   }
+  // A step x ± h rounds away resolves nothing: the differences were 0 and their rounding bound
+  // huge, so gradcheck passed any gradient (a probe: ok at x = 1e7 with h = 1e-10).
+  if (x + h === x || x - h === x) {
+    throw new TapegradError('INVALID_ARGUMENT', `${where}: step(${x}, ${k}) = ${h} does not move input ${k}: ${x} ± ${h} rounds to ${x}`);
+  }
   return h;
 }
 
@@ -256,7 +261,9 @@ function checkOn(tape: Tape, f: (x: never) => ScalarOutput, x: number | ArrayLik
     const at = beyond.worst, at2 = second?.beyond.worst ?? 0;
     throw new GradcheckError(
       firstFails
-        ? nan >= 0 && !(beyond.error > tolerance)
+        // NaN where f is NaN around the point names the input whose gradient is NaN (a probe's
+        // named input 1, whose finite difference was NaN for f's, and not its gradient).
+        ? nan >= 0 && (!(beyond.error > tolerance) || Number.isNaN(numeric[at]!))
           ? `gradcheck failed: the gradient is NaN at input ${nan} (a point outside f's domain checks nothing)`
           : `gradcheck failed: normwise error ${error.toExponential(3)}, beyond the finite differences' rounding at input ${at} ` +
             `(analytic ${analytic[at]}, finite difference ${numeric[at]}, whose rounding there is up to ${noise[at]!.toExponential(1)})`

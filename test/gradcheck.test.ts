@@ -185,6 +185,29 @@ describe.each(BACKENDS)('gradcheck errors name gradcheck and the caller\'s point
       );
     }
   });
+
+  // A probe: a step that x ± h rounds away gave finite differences of 0 and a rounding bound so
+  // large that a gradient twice the true one passed, at both orders.
+  it('a step that does not move the input is refused, not taken for a check that passed', () => {
+    const twice = defineFunction({
+      name: 'twice', forward: ([a]) => a! * a!, vjp: ([a], _y, g) => [g * 4 * a!], jvp: ([a], _y, [t]) => 4 * a! * t!, vjpTangent: (_xs, _y, g, [t]) => [g * 4 * t!],
+    });
+    for (const order of [1, 2] as const) {
+      expect(() => gradcheck((x: Var) => twice(x), 1e7, { backend, order, step: () => 1e-10 })).toThrow(
+        /^gradcheck: step\(10000000, 0\) = 1e-10 does not move input 0: 10000000 ± 1e-10 rounds to 10000000$/,
+      );
+    }
+    expect(() => finiteDifferenceGradient((x: number) => x * x, 1e7, { step: () => 1e-10 })).toThrow(/^finiteDifferenceGradient: step\(10000000, 0\) = 1e-10 does not move input 0/);
+    expect(gradcheck((x: Var) => twice(x), 1e7, { backend, step: () => 1 }).ok).toBe(false);
+  });
+
+  // A probe: f NaN around the point (sqrt at -1) made every finite difference NaN, and raise named
+  // input 1, whose gradient was right, instead of input 0, whose gradient is NaN.
+  it('a point outside f\'s domain names the input whose gradient is NaN', () => {
+    expect(() => gradcheck((x: Var[]) => x[0]!.sqrt().add(x[1]!), [-1, 2], { backend, raise: true })).toThrow(
+      /^gradcheck failed: the gradient is NaN at input 0 \(a point outside f's domain checks nothing\)$/,
+    );
+  });
 });
 
 describe.each(BACKENDS)('gradcheck on wrong rules (%s)', (backend) => {
