@@ -187,6 +187,9 @@ export interface GradcheckResult {
    *  dualityError) against Σ_k t_k·(H e_k), each column the central differences of the gradient
    *  in input k; NaN with order 1. */
   secondOrderError: number;
+  /** With `order: 2`, the input where H·t is furthest beyond its finite differences' rounding
+   *  (the one a failure names), else -1 (a probe read `worst`, the first order's, for it). */
+  secondOrderWorst: number;
 }
 
 /** Records `f` at `x`, differentiates it on the tape and compares with finite differences. `f`
@@ -253,7 +256,7 @@ function checkOn(tape: Tape, f: (x: never) => ScalarOutput, x: number | ArrayLik
   const firstFails = beyond.error > tolerance || analytic.some(Number.isNaN);
   const secondFails = second !== undefined && (second.beyond.error > tolerance || second.analytic.some(Number.isNaN));
   const ok = !firstFails && !(dualityError > 1e-12) && !secondFails;
-  const result: GradcheckResult = { ok, error, worst, dualityError, analytic, numeric, secondOrderError };
+  const result: GradcheckResult = { ok, error, worst, dualityError, analytic, numeric, secondOrderError, secondOrderWorst: second?.beyond.worst ?? -1 };
   if (!ok && options.raise) {
     const nan = analytic.findIndex(Number.isNaN);
     // The component that fails beyond its rounding (the plain normwise worst may be within its

@@ -358,6 +358,9 @@ describe.each(BACKENDS)('gradcheck with order: 2 (%s)', (backend) => {
     // H·t = (-sin a·b·ta + cos a·tb, cos a·ta); the rule's first entry lacks cos a·tb.
     const exact = [-Math.sin(a) * b * ta + Math.cos(a) * tb, Math.cos(a) * ta];
     expect(r.secondOrderError).toBeCloseTo((Math.cos(a) * tb) / Math.max(1, ...exact.map(Math.abs)), 8);
+    // The input the failure names, in the result too (a probe read `worst`, the first order's).
+    expect(r.secondOrderWorst).toBe(0);
+    expect(first.secondOrderWorst).toBe(-1);
     let caught: unknown;
     try {
       gradcheck(f, [a, b], { backend, order: 2, raise: true });
