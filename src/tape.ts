@@ -1342,21 +1342,23 @@ export class Tape {
 
   /** @internal Node index of a vector handle (as vindex). */
   vindexOfHandle(h: number, what = 'vector'): number {
+    // The op or call, named first as elsewhere (a probe: a stale vector handle to exp named nothing).
+    const where = what === 'vector' ? '' : `${what}: `;
     if (typeof h !== 'number' || !Number.isInteger(h) || h >= 0) {
-      if (typeof h !== 'number') throw this.badHandle(h);
-      if (!Number.isInteger(h)) throw new InvalidHandleError(`${h} is not a vector handle of this tape: vector handles are negative integers`);
+      if (typeof h !== 'number') throw this.badHandle(h, what === 'vector' ? -1 : what);
+      if (!Number.isInteger(h)) throw new InvalidHandleError(`${where}${h} is not a vector handle of this tape: vector handles are negative integers`);
       // A live scalar is the wrong shape; any other non-negative integer is no node to read here
       // (a new-user probe: 5 and 12345 on a tape of three nodes were "a scalar").
       const i = h - this.base;
       if (i >= 0 && i < this.count && scalarValued(this.opV[i]!)) throw new ShapeError(`${what}: handle ${h} is a scalar; a vector handle is expected here`, what, [[]]);
-      if (i >= 0 && i < this.count && this.isVector(i)) throw new InvalidHandleError(`handle ${h} is vector handle ${~h}'s node`);
-      throw this.badHandle(h);
+      if (i >= 0 && i < this.count && this.isVector(i)) throw new InvalidHandleError(`${where}handle ${h} is vector handle ${~h}'s node`);
+      throw this.badHandle(h, what === 'vector' ? -1 : what);
     }
     const i = ~h - this.base;
     if (i >= 0 && i < this.count && this.opV[i]! >= VINPUT) return i;
     // Past a restart of the handle range, a handle of the cycle before may lie above the base.
-    if (this.wasLive(~h)) throw new StaleHandleError(`vector handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
-    throw new InvalidHandleError(`${h} is not a vector handle of this tape`);
+    if (this.wasLive(~h)) throw new StaleHandleError(`${where}vector handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
+    throw new InvalidHandleError(`${where}${h} is not a vector handle of this tape`);
   }
 
   /** @internal Whether node i is array-valued. */

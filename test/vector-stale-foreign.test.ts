@@ -129,11 +129,11 @@ describe.each(BACKENDS)('stale and foreign vectors (%s)', (backend) => {
     }
     // ~(a scalar node) is no vector handle; fractions and positive numbers are no vector handles.
     expectRejected(tape, () => h.sum(~x.id), InvalidHandleError, 'INVALID_HANDLE', /is not a vector handle of this tape/, 'scalar node');
-    expectRejected(tape, () => h.value(-1.5), InvalidHandleError, 'INVALID_HANDLE', /^-1\.5 is not a vector handle of this tape: vector handles are negative integers$/, 'fraction');
+    expectRejected(tape, () => h.value(-1.5), InvalidHandleError, 'INVALID_HANDLE', /^value: -1\.5 is not a vector handle of this tape: vector handles are negative integers$/, 'fraction');
     // A non-negative integer that is no live scalar is no node, not "a scalar" (a new-user probe);
     // a vector's own node id names its vector handle.
     for (const id of [5, x.id + 1000]) expectRejected(tape, () => h.sum(id), InvalidHandleError, 'INVALID_HANDLE', /is not a node of this tape/, `id ${id}`);
-    expectRejected(tape, () => h.value(~fresh), InvalidHandleError, 'INVALID_HANDLE', new RegExp(`^handle ${~fresh} is vector handle ${fresh}'s node$`), 'vector node');
+    expectRejected(tape, () => h.value(~fresh), InvalidHandleError, 'INVALID_HANDLE', new RegExp(`^value: handle ${~fresh} is vector handle ${fresh}'s node$`), 'vector node');
     expectRejected(tape, () => h.value(fresh - 1000), InvalidHandleError, 'INVALID_HANDLE', /not a vector handle of this tape/, 'beyond the tape');
     expectRejected(tape, () => h.value('a' as unknown as number), NotANumberError, 'NOT_A_NUMBER', /expected a handle/, 'string');
     // A vector handle given to the scalar handle API is a ShapeError, as a Vec given to a Var method is.
