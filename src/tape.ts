@@ -220,9 +220,12 @@ export class Tape {
     if (!isArrayLike(xs)) throw new NotANumberError(`${what}: expected an array of numbers, got ${describe(xs)}`);
     const len = xs.length;
     // More inputs than the tape may hold: its CapacityError before the values are read into a
-    // buffer of that length (a probe's { length: 1e10 } threw the runtime's RangeError).
-    if (this.count + len > this.nodeLimit()) this.grow(len);
-    const values = readNumbers(xs, len, `${what}: input`);
+    // buffer of that length (a probe's { length: 1e10 } threw the runtime's RangeError). Only past
+    // the capacity: nodeLimit's double on every call cost 32 bytes of garbage (a probe).
+    if (this.count + len > this.capacity && this.count + len > this.nodeLimit()) this.grow(len);
+    // Literals: a template here cost 32 bytes a call (a probe; handles.variables with `into`
+    // allocates nothing).
+    const values = readNumbers(xs, len, what === 'variables' ? 'variables: input' : 'handles.variables: input');
     if (reuse !== undefined) this.checkReusable(reuse, len);
     this.reserveNodes(len);
     const { opV: op, aV: a, bV: b, valV: val } = this;
@@ -1342,23 +1345,21 @@ export class Tape {
 
   /** @internal Node index of a vector handle (as vindex). */
   vindexOfHandle(h: number, what = 'vector'): number {
-    // The op or call, named first as elsewhere (a probe: a stale vector handle to exp named nothing).
-    const where = what === 'vector' ? '' : `${what}: `;
     if (typeof h !== 'number' || !Number.isInteger(h) || h >= 0) {
       if (typeof h !== 'number') throw this.badHandle(h, what === 'vector' ? -1 : what);
-      if (!Number.isInteger(h)) throw new InvalidHandleError(`${where}${h} is not a vector handle of this tape: vector handles are negative integers`);
+      if (!Number.isInteger(h)) throw new InvalidHandleError(`${vectorWhere(what)}${h} is not a vector handle of this tape: vector handles are negative integers`);
       // A live scalar is the wrong shape; any other non-negative integer is no node to read here
       // (a new-user probe: 5 and 12345 on a tape of three nodes were "a scalar").
       const i = h - this.base;
       if (i >= 0 && i < this.count && scalarValued(this.opV[i]!)) throw new ShapeError(`${what}: handle ${h} is a scalar; a vector handle is expected here`, what, [[]]);
-      if (i >= 0 && i < this.count && this.isVector(i)) throw new InvalidHandleError(`${where}handle ${h} is vector handle ${~h}'s node`);
+      if (i >= 0 && i < this.count && this.isVector(i)) throw new InvalidHandleError(`${vectorWhere(what)}handle ${h} is vector handle ${~h}'s node`);
       throw this.badHandle(h, what === 'vector' ? -1 : what);
     }
     const i = ~h - this.base;
     if (i >= 0 && i < this.count && this.opV[i]! >= VINPUT) return i;
     // Past a restart of the handle range, a handle of the cycle before may lie above the base.
-    if (this.wasLive(~h)) throw new StaleHandleError(`${where}vector handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
-    throw new InvalidHandleError(`${where}${h} is not a vector handle of this tape`);
+    if (this.wasLive(~h)) throw new StaleHandleError(`${vectorWhere(what)}vector handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
+    throw new InvalidHandleError(`${vectorWhere(what)}${h} is not a vector handle of this tape`);
   }
 
   /** @internal Whether node i is array-valued. */
@@ -1632,6 +1633,12 @@ export class Tape {
 // operands (as jnp.where), and otherwise the NotANumberError they always were.
 function isVectorOperand(o: unknown): boolean {
   return o instanceof Vec;
+}
+
+// The op or call a vector handle reached, named first as elsewhere (a probe: a stale vector handle
+// to exp named nothing); built only for an error, as vector handle ops allocate nothing.
+function vectorWhere(what: string): string {
+  return what === 'vector' ? '' : `${what}: `;
 }
 
 // The cache slot of a constant: any mix of its bits does (equality decides a hit).

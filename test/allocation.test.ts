@@ -120,6 +120,15 @@ describe('calls with out allocate nothing', () => {
       expect(made).toBe(0);
     });
 
+    // A probe: a template string for an error message built on every call cost 32 bytes a
+    // handles.variables call with `into` (its message names the call).
+    it(`${backend}: handles.variables with into, after a reset, allocates nothing`, async () => {
+      const tape = await createTape({ backend });
+      const h = tape.handles, xs = new Float64Array(8).fill(1), into = new Int32Array(8);
+      const bytes = await bytesPerCall(() => { tape.reset(); h.variables(xs, into); }, 30_000);
+      expect(bytes).toBeLessThanOrEqual(16);
+    });
+
     // A probe measured 82-192 bytes an op when every op wrapped its operands in Vecs.
     it(`${backend}: vector handle ops (elementwise, reductions, get) allocate nothing`, async () => {
       const tape = await createTape({ backend });
