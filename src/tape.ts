@@ -1814,6 +1814,8 @@ export class HandleApi {
   powConst(h: number, c: number): number {
     const t = this.tape;
     const i = t.indexOfHandle(h, POW_CONST);
+    // Named here: the constant's own check named no op (a probe).
+    if (typeof c !== 'number') throw new NotANumberError(`powConst: the exponent must be a number, got ${describe(c)}`);
     return t.record(POW_CONST, i, t.constantForOp(c));
   }
   /** `cond ? ifTrue : ifFalse`, see `Tape.select`. */
@@ -1832,7 +1834,7 @@ export class HandleApi {
    *  checked before the sweep runs. */
   gradient(output: number, wrt: ArrayLike<number>, seed = 1, into?: Float64Array): Float64Array {
     const t = this.tape;
-    if (!isArrayLike(wrt)) throw new NotANumberError(`expected an array of handles, got ${describe(wrt)}`);
+    if (!isArrayLike(wrt)) throw new NotANumberError(`handles.gradient: expected an array of handles, got ${describe(wrt)}`);
     const len = wrt.length;
     if (into !== undefined) checkOut(into, len, 'handles.gradient: into');
     // Handles read while `into` is written: apart where they share memory (a probe's Int32Array

@@ -499,6 +499,8 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
       [() => tape.gradient(y, [y], 'a' as unknown as number), /^gradient: the seed must be a number/],
       [() => h.gradient(x, [x], 'a' as unknown as number), /^handles\.gradient: the seed must be a number/],
       [() => h.mul(x, 'a' as unknown as number), /^mul: expected a handle \(integer\), got the string "a"$/],
+      [() => h.powConst(x, '2' as unknown as number), /^powConst: the exponent must be a number, got the string "2"$/],
+      [() => h.gradient(x, { length: -0.5 } as unknown as number[]), /^handles\.gradient: expected an array of handles/],
     ];
     for (const [act, message] of cases) expect(act).toThrow(expect.objectContaining({ code: 'NOT_A_NUMBER', message: expect.stringMatching(message) }));
     expect(tape.size).toBe(size);
