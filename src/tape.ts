@@ -37,6 +37,11 @@ const LIST = '\u0000list ';
 // The op or call a `what` of Tape.index names, if any.
 const nameOf = (what: string | number | undefined): string | undefined =>
   typeof what === 'number' ? opNameOf(what) : what?.startsWith(LIST) ? what.slice(LIST.length) || undefined : what;
+// That name and ': ', the start of an error's message ('' for none: undefined, or an op code of -1).
+const prefixOf = (what: string | number | undefined): string => {
+  const name = typeof what === 'number' && what < 0 ? undefined : nameOf(what);
+  return name === undefined ? '' : `${name}: `;
+};
 /** @internal Bytes a node of the tangent regions (jvp, hvp). */
 export const TANGENT_BYTES = 16;
 const CONSTANT_SLOTS = 64;
@@ -1337,7 +1342,7 @@ export class Tape {
       if (i >= 0 && i < this.count) return i;
       throw new StaleHandleError(this.stale(`Vec #${~v.id}`, what));
     }
-    const named = what === undefined ? '' : `${what}: `;
+    const named = prefixOf(what);
     if (v instanceof Vec) throw new ForeignHandleError(`${named}Vec #${~v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape`);
     if ((v as unknown) instanceof Var) throw new ShapeError(`${named}expected a Vec here, got a scalar Var; stack([...]) makes a vector of scalars`, what ?? 'vector', [[]]);
     throw new NotANumberError(`${named}expected a Vec, got ${describe(v)}`);
@@ -1575,8 +1580,7 @@ export class Tape {
 
   private notAVar(v: unknown, op?: string | number): Error {
     // A probe: in a long expression, a message naming no op left the failing call to guess.
-    const what = nameOf(op);
-    const named = what === undefined ? '' : `${what}: `;
+    const what = nameOf(op), named = prefixOf(op);
     if (v instanceof Vec) {
       return new ShapeError(`${named}expected a scalar Var here, got a Vec of shape [${v.shape.join(', ')}]; take .get(i), .sum() or another reduction${typeof op === 'number' ? ` (${what}(s, v) broadcasts s)` : ''}`, what ?? 'scalar', [v.shape]);
     }
@@ -1594,7 +1598,7 @@ export class Tape {
   private badHandle(h: unknown, op: number | string = -1): Error {
     // The call or op the handle reached, named first as the Var API's errors are (a probe: a stale
     // handle to h.mul said nothing of mul).
-    const where = typeof op === 'string' ? `${op}: ` : op >= 0 ? `${opNameOf(op)}: ` : '';
+    const where = prefixOf(op);
     if (typeof h !== 'number') return new NotANumberError(`${where}expected a handle (integer), got ${describe(h)}`);
     // Reached with a negative integer only where a scalar handle is needed, as Var methods give a
     // Vec there (tape.backward(vec)).
@@ -1636,9 +1640,10 @@ function isVectorOperand(o: unknown): boolean {
 }
 
 // The op or call a vector handle reached, named first as elsewhere (a probe: a stale vector handle
-// to exp named nothing); built only for an error, as vector handle ops allocate nothing.
+// to exp named nothing; 'vector', the default, names none); built only for an error, as vector
+// handle ops allocate nothing.
 function vectorWhere(what: string): string {
-  return what === 'vector' ? '' : `${what}: `;
+  return prefixOf(what === 'vector' ? undefined : what);
 }
 
 // The cache slot of a constant: any mix of its bits does (equality decides a hit).
