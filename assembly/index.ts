@@ -34,5 +34,4 @@ export {
 export { scratch } from './layout';
 export { setRunFusion, setKeepAdjoints, materialize, forgetRunKernels } from './vector';
 export { countUses, nextLinks, planSegments, repeatsOf } from './planning';
-export { writeDispatcher } from './dispatch';
-export { buildSchedule, dropSchedule } from './schedule';
+export { buildSchedule, dropSchedule, reserveStepTable, scheduleCellAddress } from './schedule';

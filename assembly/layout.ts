@@ -56,6 +56,10 @@ export let xtanAdjBase: usize = 0;
 /** Bytes of the schedule region (0: none) and where it starts. */
 export let scheduleBytes: usize = 0;
 export let scheduleBase: usize = 0;
+/** A cell at a fixed address holding scheduleBase: generated code with a table of steps (in the
+ *  schedule region, see schedule.ts) reads the table's address here at each call, as the region
+ *  moves whenever the tape grows or tangents are enabled. */
+export const scheduleCell: usize = memory.data(8);
 
 // @ts-ignore: decorator
 @inline function slotSize(region: i32): usize {
@@ -107,6 +111,7 @@ function setBases(): void {
   xtanBase = regionCount > 5 ? elementOffset(capacity, regionCount, elemCapacity, 2) : 0;
   xtanAdjBase = regionCount > 5 ? elementOffset(capacity, regionCount, elemCapacity, 3) : 0;
   scheduleBase = scheduleOffset(capacity, regionCount, elemCapacity);
+  store<u32>(scheduleCell, <u32>scheduleBase);
 }
 
 function totalBytes(cap: i64, regions: i32, ecap: i64): u64 {

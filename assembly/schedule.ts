@@ -38,7 +38,7 @@
 import { Op, forwardRule, forwardRuleCall, partials, partialsCall, partialZ, zeroGradient } from './ops';
 import {
   valBase, adjBase, aBase, bBase, tanBase, f64At, setF64At, addF64At, i32At, argA, argB, opAt, scratch, scheduleBase,
-  setScheduleBytes, masked,
+  setScheduleBytes, masked, scheduleCell,
 } from './layout';
 import { operandCount, prepareOperandCounts } from './planning';
 import { selected } from './sweeps';
@@ -87,6 +87,17 @@ export function dropSchedule(): void {
   active = false;
   setScheduleBytes(0);
 }
+
+/** The schedule region as `bytes` for a generated module's table of steps (codegen's
+ *  module.ts): its base, which the cell at `scheduleCellAddress()` follows wherever the region
+ *  moves, or 0 when memory does not allow it. */
+export function reserveStepTable(bytes: i32): usize {
+  active = false;
+  return setScheduleBytes(<usize>bytes);
+}
+
+/** Where generated code reads the schedule region's base (layout.ts, scheduleCell). */
+export function scheduleCellAddress(): usize { return scheduleCell; }
 
 // V8 runs a wasm call to its end in the code it started in (baseline code, the first time: wasm
 // has no on-stack replacement) and optimises a function once it has run enough. So each pass

@@ -139,7 +139,9 @@ function straightCase(ops = 100_000, live = false): Case {
 }
 
 function caseOf(id: CaseId, ops: number): Case {
-  return id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : id === 'branchy' ? branchyCase() : id === 'branchy-10k' ? branchyCase(10_000)
+  // --samples=n: the branchy loss at n samples (the table dispatcher's threshold was measured so).
+  const samples = arg('samples');
+  return id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : id === 'branchy' ? branchyCase(samples ? Number(samples) : undefined) : id === 'branchy-10k' ? branchyCase(10_000)
     : straightCase(ops, id === 'straight-live');
 }
 

@@ -11,9 +11,11 @@ import {
   TapegradError, compile, createTapeSync, defineFunction, init, type CompilableFunction, type CompiledFunction, type Tape, type Var, type Vec,
 } from '../src/index.ts';
 import { emitSweeps, planSegments, planSweeps, MAX_SLOTS, type SweepPlan } from '../src/wasm/codegen/index.ts';
-import { emitDispatcher } from '../src/wasm/codegen/module.ts';
+import { IMPORTED, TABLE_STEPS, assembleModule, emitTableDispatcher, stepTable } from '../src/wasm/codegen/module.ts';
+import { Bytes } from '../src/wasm/codegen/wasm.ts';
 import { STRAIGHT_CHUNK, jsPasses, nextLinks, planSearch, useCounts, type Body, type Segment } from '../src/wasm/codegen/plan.ts';
 import { settledReplays } from '../src/compile.ts';
+import { loadBytes } from '../src/serialize.ts';
 import { WasmBackend } from '../src/wasm/backend.ts';
 import { DAG_OPS, DAG_OP_NAMES, dagArbitrary, dagSum, type DagOpName } from './dag-arbitrary.ts';
 import { anyInput, bothWays, checkRandomDags, dirtyAfterTape, expectSameBits, special } from './replay-ways.ts';
@@ -1370,29 +1372,67 @@ describe('the planner', () => {
     expect(Array.from(inCore.repeatsOf(segments, d + 1, seeded))).toEqual(Array.from(js.repeatsOf(segments, d + 1, seeded)));
   });});
 
-// A data-dependent plan's exported sweeps call a shape's function once per body (the branchy loss:
-// 1,862 steps); the wasm engine's core writes them, as the generator's JS loop was code V8 had not
-// compiled yet at every first generation. Byte for byte the JS's, whatever the steps.
-describe("the core writes a module's dispatcher", () => {
-  it('byte for byte as the generator does, forwards and backwards, any units, shifts and counts', () => {
-    // An engine whose planner reserved scratch (a compiled function of a few thousand nodes): the
-    // core writes into that, and nowhere else (a fresh tape's engine has none, and gets null).
-    const f = compile((x: Var[]) => { let s = x[0]!; for (let k = 0; k < 1500; k++) s = s.mul(x[1]!).sin(); return s; }, { inputs: 2, at: [0.5, 0.7] });
-    const engine = f.recorded!.tape.engine as WasmBackend;
-    const step = fc.record({ unit: fc.nat({ max: 300 }), shift: fc.integer(), count: fc.integer({ min: 0, max: 1 << 20 }) });
-    fc.assert(fc.property(fc.array(step, { maxLength: 200 }), fc.integer({ min: 2, max: 7 }), fc.nat({ max: 40 }), fc.integer({ min: 0, max: 100_000 }), fc.boolean(), (steps, params, parts, base, backwards) => {
+// A data-dependent plan has a step per body (the branchy loss: 1,862; at 10,000 samples over
+// 9,000): past TABLE_STEPS its dispatchers walk a table of the steps in the schedule region,
+// whose address they read from the core's schedule cell (the region moves with the tape).
+describe('dispatchers that walk a table of steps', () => {
+  // A module of `units` functions that log each call (unit, shift, count) into memory from byte
+  // LOG on, dispatched by a table at TABLE: the calls must be the table's steps in order.
+  const LOG = 1 << 16, TABLE = 1 << 12, CELL = 8;
+  const loggingModule = (units: number, parts: number, params: number, steps: number, backwards: boolean): { sweep: (...bases: number[]) => void; memory: Int32Array } => {
+    const arities = [2, 3, 4, 5, 6, 7];
+    const types = arities.map((k) => [0x60, k, ...new Array<number>(k).fill(0x7f), 0]);
+    const bodies: Bytes[] = [emitTableDispatcher(steps, backwards, params, IMPORTED + 1, parts, units)];
+    const functionTypes = [arities.indexOf(params)];
+    for (let u = 0; u < units; u++) {
+      const fn = new Bytes();
+      // locals: the log's next free byte
+      fn.bytes([1, 1, 0x7f]);
+      fn.i32Const(0); fn.byte(0x28); fn.byte(2); fn.u32(LOG); fn.set(params + (u >= parts ? 2 : 0));
+      const at = params + (u >= parts ? 2 : 0);
+      const word = (offset: number, push: () => void): void => { fn.get(at); push(); fn.byte(0x36); fn.byte(2); fn.u32(LOG + 4 + offset); };
+      word(0, () => fn.i32Const(u));
+      word(4, () => (u >= parts ? fn.get(params) : fn.i32Const(-1)));
+      word(8, () => (u >= parts ? fn.get(params + 1) : fn.i32Const(-1)));
+      fn.i32Const(0); fn.get(at); fn.i32Const(12); fn.byte(0x6a); fn.byte(0x36); fn.byte(2); fn.u32(LOG);
+      fn.byte(0x0b);
+      bodies.push(fn);
+      functionTypes.push(arities.indexOf(params + (u >= parts ? 2 : 0)));
+    }
+    const bytes = assembleModule(types, functionTypes, [['sweep', IMPORTED]], bodies, true);
+    const memory = new WebAssembly.Memory({ initial: 4 });
+    new Int32Array(memory.buffer)[CELL / 4] = TABLE;
+    const rule = (): number => 0;
+    const instance = new WebAssembly.Instance(new WebAssembly.Module(bytes), {
+      env: {
+        memory, ruleForward: rule, rulePartials: rule, rulePartialZ: rule, rulePartialsTangent: rule, rulePartialZTangent: rule,
+        scheduleCell: new WebAssembly.Global({ value: 'i32', mutable: false }, CELL),
+      },
+    });
+    return { sweep: instance.exports.sweep as (...bases: number[]) => void, memory: new Int32Array(memory.buffer) };
+  };
+
+  it('calls the steps of its table in order, backwards for a reverse sweep, a shape with its shift and count', () => {
+    const step = fc.record({ unit: fc.nat(), shift: fc.integer(), count: fc.integer({ min: 0, max: 1 << 20 }) });
+    fc.assert(fc.property(fc.integer({ min: 1, max: 40 }), fc.array(step, { minLength: 1, maxLength: 300 }), fc.integer({ min: 2, max: 5 }), fc.nat({ max: 40 }), fc.boolean(), (units, raw, params, partsWanted, backwards) => {
+      const parts = Math.min(partsWanted, units);
+      const steps = raw.map((s) => ({ ...s, unit: s.unit % units }));
       const order = {
         length: steps.length,
         unit: Int32Array.from(steps, (s) => s.unit), shift: Int32Array.from(steps, (s) => s.shift), count: Int32Array.from(steps, (s) => s.count),
       };
-      const js = emitDispatcher(order, backwards, params, base, parts);
-      const core = engine.writeDispatcher(order, backwards, params, base, parts);
-      expect(core).not.toBeNull();
-      expect(Array.from(core!)).toEqual(Array.from(js.buf.subarray(0, js.len)));
-    }), { numRuns: 300 });
-    const fresh = createTapeSync().engine as WasmBackend, memory = fresh.memoryBytes();
-    expect(fresh.writeDispatcher({ length: 1, unit: Int32Array.of(3), shift: Int32Array.of(8), count: Int32Array.of(2) }, false, 2, 7, 1)).toBeNull();
-    expect(fresh.memoryBytes()).toBe(memory);
+      const { sweep, memory: mem } = loggingModule(units, parts, params, steps.length, backwards);
+      mem.set(stepTable(order), TABLE / 4);
+      sweep(...new Array<number>(params).fill(0));
+      const calls = mem[LOG / 4]! / 12;
+      expect(calls).toBe(steps.length);
+      const want = backwards ? [...steps].reverse() : steps;
+      for (let k = 0; k < calls; k++) {
+        const [u, shift, count] = mem.subarray(LOG / 4 + 1 + 3 * k, LOG / 4 + 4 + 3 * k);
+        const w = want[k]!;
+        expect([u, shift, count]).toEqual([w.unit, w.unit >= parts ? w.shift : -1, w.unit >= parts ? w.count : -1]);
+      }
+    }), { numRuns: 200 });
   });
 
   // A review probe: with the core writing the tangents module's dispatchers, their scratch grew
@@ -1427,19 +1467,57 @@ describe("the core writes a module's dispatcher", () => {
     }
   }, 60_000);
 
-  it('the branchy loss generates the same module with the core writing its dispatchers as with the JS', async () => {
-    const n = 120, d = 4;
-    const X = Float64Array.from({ length: n * d }, (_, k) => Math.sin(1.3 * k));
-    const y = Array.from({ length: n }, (_, i) => (Math.imul(i + 1, 2654435761) >>> 13) & 1);
-    const f = compile(branchyLoss(y, d, X), { inputs: d + 1, at: [0.1, 0.2, 0.3, 0.4, 0.5] });
-    expect(f.generatedSweeps).toBe('active');
+  const labelsOf = (n: number, seed: number): number[] => Array.from({ length: n }, () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 30) & 1);
+  const featuresOf = (n: number, d: number): Float64Array => Float64Array.from({ length: n * d }, (_, k) => Math.sin(1.3 * k));
+
+  // Before folding, the search took at most MAX_SLOTS nodes of straight code: at 10,000 samples
+  // the branchy loss's short runs between its loops passed that and it was interpreted.
+  it('a loss whose straight runs pass MAX_SLOTS before they fold generates code, bit for bit the interpreter', () => {
+    const n = 8000, d = 8;
+    const ways = bothWays(branchyLoss(labelsOf(n, 1), d, featuresOf(n, d)), d + 1, Array.from({ length: d + 1 }, (_, k) => 0.05 * k - 0.2));
+    expect(ways.generated.generatedSweeps).toBe('active');
+    const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan;
+    const straight = plan.segments.reduce((sum, s) => sum + (s.count === 1 ? s.period : 0), 0);
+    expect(straight).toBeGreaterThan(MAX_SLOTS);
+    expect(plan.size).toBeLessThan(1000);
+    expect(plan.order.length).toBeGreaterThan(TABLE_STEPS);
+    ways.check(Float64Array.from({ length: 3 * (d + 1) }, (_, k) => Math.cos(k)), 3);
+  }, 60_000);
+
+  // Random straight code is refused before any of it is described: its distinct op sequences
+  // alone pass MAX_SLOTS.
+  it('straight code of distinct op sequences past MAX_SLOTS is refused, as before', () => {
+    const ops = 3 * MAX_SLOTS;
+    const f = compile((x: Var[]) => {
+      let seed = 7;
+      const rnd = (): number => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+      const nodes = x.slice();
+      while (nodes.length < ops) {
+        const a = nodes[nodes.length - 1 - Math.floor(rnd() * Math.min(nodes.length, 20))]!, b = nodes[Math.floor(rnd() * nodes.length)]!;
+        const r = rnd();
+        nodes.push(r < 0.3 ? a.add(b) : r < 0.6 ? a.mul(b) : r < 0.8 ? a.sub(b) : a.tanh());
+      }
+      return nodes[nodes.length - 1]!;
+    }, { inputs: 2, at: [0.3, 0.4] });
+    expect(f.generatedSweeps).not.toBe('active');
     const { tape, outputs } = f.recorded!;
-    const engine = tape.engine as WasmBackend;
-    const plan = planSweeps(tape.engine.views, d + 1, tape.size, outputs)!;
-    expect(plan.shapes.length).toBeGreaterThan(0);
-    expect(plan.order.length).toBeGreaterThan(10);
-    for (const which of ['replay', 'tangents'] as const) {
-      expect(Array.from(emitSweeps(plan, which, engine.writeDispatcher))).toEqual(Array.from(emitSweeps(plan, which)));
-    }
+    expect(planSweeps(tape.engine.views, 2, tape.size, outputs)).toBeNull();
+  });
+
+  it('ships with its table to another core (a worker loading the tape), bit for bit', () => {
+    const n = 2500, d = 8;
+    const f = compile(branchyLoss(labelsOf(n, 3), d, featuresOf(n, d)), { inputs: d + 1, at: Array.from({ length: d + 1 }, (_, k) => 0.05 * k) });
+    expect(f.generatedSweeps).toBe('active');
+    const sweeps = f.shipSweeps()!;
+    expect(sweeps.steps!.length).toBeGreaterThan(3 * TABLE_STEPS);
+    expect(sweeps.steps!.length).toBe(3 * (f.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan.order.length);
+    const loaded = loadBytes(f.toBytes(), 'wasm', sweeps, true);
+    const x = Array.from({ length: d + 1 }, (_, k) => 0.1 - 0.03 * k), v = Array.from({ length: d + 1 }, (_, k) => (k % 3) - 1);
+    // The first hvp adds the tangent regions, which moves the schedule region: the table moves
+    // with it.
+    expect(loaded.generatedSweeps).toBe('active');
+    expectSameBits(loaded.gradient(x), f.gradient(x), 'gradient');
+    expectSameBits(loaded.hvp(x, v), f.hvp(x, v), 'hvp');
+    expectSameBits(loaded.jvp(x, v), f.jvp(x, v), 'jvp');
   });
 });

@@ -11,7 +11,6 @@ type SweepPlan = import('./codegen/index.ts').SweepPlan;
 type LinksOf = import('./codegen/index.ts').LinksOf;
 type PlannerPasses = import('./codegen/index.ts').PlannerPasses;
 type Segment = import('./codegen/index.ts').Segment;
-type Order = import('./codegen/index.ts').Order;
 let codegenLoading: Promise<void> | null = null;
 
 /** Loads the code generator for compiled functions (once). */
@@ -35,6 +34,8 @@ export interface ShippedSweeps {
   /** null: the tape replays by its schedule, which each core builds for itself. */
   replay: WebAssembly.Module | null;
   tangents: WebAssembly.Module | null;
+  /** The plan's table of steps its modules' dispatchers read (codegen's `stepTable`), or null. */
+  steps: Int32Array | null;
 }
 
 /** State of the generated sweeps of a compiled tape. 'pending': the generator chunk is still
@@ -94,6 +95,7 @@ function generatedImports(core: CoreExports): WebAssembly.ModuleImports {
   return {
     memory: core.memory, ruleForward: core.ruleForward, rulePartials: core.rulePartials, rulePartialZ: core.rulePartialZ,
     rulePartialsTangent: core.rulePartialsTangent, rulePartialZTangent: core.rulePartialZTangent,
+    scheduleCell: new WebAssembly.Global({ value: 'i32', mutable: false }, core.scheduleCellAddress()),
   };
 }
 
@@ -239,8 +241,12 @@ export class WasmBackend implements Backend {
       this.generatedReason = `${why}; ${this.schedule(nInputs, count, scheduleBudget, everyValue ? null : outputs)}`;
       return this.generated;
     }
+    if (codegen.usesStepTable(plan.order) && !this.writeStepTable(codegen.stepTable(plan.order))) {
+      this.generatedReason = `memory has no room for the table of its generated code's ${plan.order.length} steps; ${this.schedule(nInputs, count, scheduleBudget, outputs)}`;
+      return this.generated;
+    }
     this.plan = plan;
-    this.compileSweeps(codegen.emitSweeps(plan, 'replay', this.writeDispatcher), 1, () => {
+    this.compileSweeps(codegen.emitSweeps(plan, 'replay'), 1, () => {
       this.generated = 'active';
       this.generatedReason = null;
     });
@@ -355,7 +361,7 @@ export class WasmBackend implements Backend {
   private generateTangentSweeps(): void {
     if (this.generated !== 'active' || this.tangentsGenerated || !this.plan || !codegen) return;
     this.tangentsGenerated = true;
-    this.compileSweeps(codegen.emitSweeps(this.plan, 'tangents', this.writeDispatcher), 3, () => {});
+    this.compileSweeps(codegen.emitSweeps(this.plan, 'tangents'), 3, () => {});
   }
 
   // Compiles a module of two sweeps into table slots `slot` and `slot + 1`: synchronously, or in
@@ -457,10 +463,25 @@ export class WasmBackend implements Backend {
    *  here if they were not yet), for `installShippedSweeps` on another core; null when the
    *  replay is not generated. */
   shipSweeps(): ShippedSweeps | null {
-    if (this.generated === 'scheduled') return { replay: null, tangents: null };
+    if (this.generated === 'scheduled') return { replay: null, tangents: null, steps: null };
     this.generateTangentSweeps();
     if (this.generated !== 'active' || !this.modules.replay) return null;
-    return { replay: this.modules.replay, tangents: this.modules.tangents };
+    return { replay: this.modules.replay, tangents: this.modules.tangents, steps: this.steps };
+  }
+
+  /** The table of steps of the active plan's dispatchers, where it has one. */
+  private steps: Int32Array | null = null;
+
+  // The table into the schedule region (the scratch after it moves: guards and rows are written
+  // again); false when memory has no room for it.
+  private writeStepTable(table: Int32Array): boolean {
+    this.guardsAt = -1;
+    const at = this.core.reserveStepTable(4 * table.length) >>> 0;
+    if (at === 0) return false;
+    if (this.views.val.buffer !== this.core.memory.buffer) this.refreshViews();
+    new Int32Array(this.core.memory.buffer, at, table.length).set(table);
+    this.steps = table;
+    return true;
   }
 
   /** @internal Installs sweeps another core generated for the same tape (see `shipSweeps`). */
@@ -470,6 +491,10 @@ export class WasmBackend implements Backend {
     this.dropGeneratedSweeps();
     if (!sweeps.replay || everyValue) {
       this.generatedReason = `${everyValue ? CHECKED_REPLAY : 'the main thread scheduled the tape'}; here ${this.schedule(nInputs, count, scheduleBudget, everyValue ? null : outputs)}`;
+      return;
+    }
+    if (sweeps.steps && !this.writeStepTable(sweeps.steps)) {
+      this.generatedReason = `memory has no room for the table of the generated code's ${sweeps.steps.length / 3} steps; here ${this.schedule(nInputs, count, scheduleBudget, outputs)}`;
       return;
     }
     this.installSweeps(sweeps.replay, 1);
@@ -488,6 +513,7 @@ export class WasmBackend implements Backend {
     this.generatedReason = null;
     this.generatedReady = Promise.resolve();
     this.plan = null;
+    this.steps = null;
     this.tangentsGenerated = false;
     this.modules = { replay: null, tangents: null };
     this.core.setGeneratedSweeps(0, 0, 0, 0, 0);
@@ -623,25 +649,6 @@ export class WasmBackend implements Backend {
   private guardBytes(): number {
     return (this.guardNodes.length * 12 + 15) & ~15;
   }
-
-  /** @internal A generated module's dispatcher written by the core (assembly/dispatch.ts), byte
-   *  for byte codegen's emitDispatcher; null where the scratch the planner reserved has no room
-   *  for it (the generator writes it then). Never a new scratch: growing memory here detached the
-   *  views a caller held across the generation (a review probe: the first jvp of a compiled
-   *  function, whose tangent sweeps are generated after its tangent seeds' view is taken,
-   *  returned NaN). */
-  readonly writeDispatcher = (order: Order, backwards: boolean, params: number, base: number, parts: number): Uint8Array | null => {
-    const steps = order.length, room = 16 + steps * (2 * params + 16);
-    const at = this.reservedScratch(12 * steps + room);
-    if (at < 0) return null;
-    const buffer = this.core.memory.buffer;
-    new Int32Array(buffer, at, steps).set(order.unit.subarray(0, steps));
-    new Int32Array(buffer, at + 4 * steps, steps).set(order.shift.subarray(0, steps));
-    new Int32Array(buffer, at + 8 * steps, steps).set(order.count.subarray(0, steps));
-    const out = at + 12 * steps;
-    const length = this.run(() => this.core.writeDispatcher(steps, at, backwards ? 1 : 0, params, base, parts, out));
-    return new Uint8Array(this.core.memory.buffer, out, length).slice();
-  };
 
   // The scratch already reserved, where it has room for `bytes` (the address after the guards),
   // else -1: no memory grows.

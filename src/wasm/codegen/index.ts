@@ -30,5 +30,5 @@ export {
   type LinksOf, type Order, type PlannerPasses, type Segment, type SweepPlan,
 } from './plan.ts';
 export { MAX_REPEAT_NODES, MAX_REPEAT_TRIES, repeatsOf } from './shapes.ts';
-export { emitSweeps } from './module.ts';
+export { emitSweeps, stepTable, usesStepTable } from './module.ts';
 export { emitRunKernel } from './emit-runs.ts';

@@ -597,6 +597,10 @@ export function useCounts(views: TapeViews, from: number, to: number): Int32Arra
  *  µs/node. */
 export const STRAIGHT_CHUNK = 128;
 
+/** The straight code the loop search takes, in units of maxSlots, before it gives up (see
+ *  planSweeps). */
+export const STRAIGHT_SCAN = 8;
+
 /** Nodes of code per generated function (top-level bodies are grouped up to this). V8 compiles
  *  wasm lazily and per function, first with Liftoff, then optimises each hot function on its own
  *  (figures above). */
@@ -685,7 +689,11 @@ export function planSweeps(
   // Unary ops record their operand twice (b = a), which the tangent rules below rely on; only a
   // hand-made byte string could say otherwise, and then the interpreter runs it.
   if (!uses) return null;
-  const segments = passes.segmentsOf(from, to, maxSlots);
+  // Straight code that repeats earlier straight code folds into a shape's function, so the search
+  // takes up to STRAIGHT_SCAN times maxSlots of it (the branchy loss at 10,000 samples: 9,000
+  // short runs between its loops, 518 nodes of code once folded); past that no tape the bench
+  // holds has folded, and the search stops early.
+  const segments = passes.segmentsOf(from, to, STRAIGHT_SCAN * maxSlots);
   lap?.('segments');
   if (!segments) return null;
   const seeded = new Uint8Array(to);
@@ -697,6 +705,26 @@ export function planSweeps(
   }
   const repeatOf = passes.repeatsOf(chunked, from, seeded);
   lap?.('repeats');
+  // Straight bodies of different op sequences never share a shape's function, so past maxSlots
+  // ops over the distinct sequences there is no plan (random straight code: found before
+  // describing any of it). A collision of two sequences' hashes only lowers the count.
+  const sequences = new Set<number>();
+  let unique = 0;
+  for (let k = 0; k < chunked.length && unique <= maxSlots; k++) {
+    const { start, period, count } = chunked[k]!;
+    if (count !== 1) continue;
+    let hash = period, ops = 0;
+    for (let i = start; i < start + period; i++) {
+      const code = views.op[i]!;
+      hash = Math.imul(hash ^ code, 0x9e3779b1) >>> 0;
+      if (code > Op.arg) ops++;
+    }
+    if (!sequences.has(hash)) {
+      sequences.add(hash);
+      unique += ops;
+    }
+  }
+  if (unique > maxSlots) return null;
   const described = describeBodies(views, chunked, from, uses, seeded, linksOf, repeatOf);
   const { bodies, copied } = described;
   for (let k = 0; k < bodies.length; k++) if (!copied[k]) layoutNest(bodies[k]!, 0, 0);
