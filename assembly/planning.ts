@@ -190,7 +190,7 @@ export function planSegments(from: i32, to: i32, maxSlots: i32, at: usize, linkB
   searchMaxPeriod = maxPeriod;
   searchChunk = chunk;
   searchOutCap = outCap;
-  searchSpan = chunk + 3 * maxPeriod;
+  searchSpan = chunk + maxPeriod;
   searchFailsUntil = at + <usize>linkBytes;
   searchStrides = searchFailsUntil + ((<usize>(maxPeriod + 1) << 2) + 7 & ~7);
   searchOut = searchStrides + <usize>(12 * maxPeriod);
@@ -300,8 +300,10 @@ function searchUntil(limit: i32): i32 {
 // 2.5-4.9 ms either way).
 function fingerprint(start: i32, period: i32, times: i32, from: i32, seeded: usize): u32 {
   const end = start + period * times;
+  // A loop's first two iterations and its last (fingerprint in shapes.ts says why).
+  const headEnd = min(end, start + 2 * period), tail = max(headEnd, end - period);
   let h = mix((<u32>period * 0x9e3779b1) ^ <u32>times);
-  for (let i = start; i < end; i++) {
+  for (let i = start; i < end; i = i + 1 == headEnd ? tail : i + 1) {
     const code = opAt(i);
     h = (h ^ <u32>code ^ (<u32>load<u8>(seeded + <usize>i) << 8) ^ (<u32>load<i32>(adjBase + (<usize>i << 2)) * 0x7feb352d)) * FNV_PRIME;
     const n = operandCount(code);
