@@ -190,7 +190,7 @@ export function planSegments(from: i32, to: i32, maxSlots: i32, at: usize, linkB
   searchMaxPeriod = maxPeriod;
   searchChunk = chunk;
   searchOutCap = outCap;
-  searchSpan = chunk + maxPeriod;
+  searchSpan = chunk + maxPeriod + 3;
   searchFailsUntil = at + <usize>linkBytes;
   searchStrides = searchFailsUntil + ((<usize>(maxPeriod + 1) << 2) + 7 & ~7);
   searchOut = searchStrides + <usize>(12 * maxPeriod);

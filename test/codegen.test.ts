@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  TapegradError, compile, createTapeSync, defineFunction, init, type CompilableFunction, type CompiledFunction, type Tape, type Var, type Vec,
+  TapegradError, compile, createTapeSync, defineFunction, fromBytes, init, type CompilableFunction, type CompiledFunction, type Tape, type Var, type Vec,
 } from '../src/index.ts';
 import { emitSweeps, planSegments, planSweeps, MAX_SLOTS, type SweepPlan } from '../src/wasm/codegen/index.ts';
 import { IMPORTED, TABLE_STEPS, assembleModule, emitTableDispatcher, stepTable } from '../src/wasm/codegen/module.ts';
@@ -1502,6 +1502,24 @@ describe('dispatchers that walk a table of steps', () => {
     expect(f.generatedSweeps).not.toBe('active');
     const { tape, outputs } = f.recorded!;
     expect(planSweeps(tape.engine.views, 2, tape.size, outputs)).toBeNull();
+  });
+
+  // A review: the table (12 bytes a step) was written past what maxMemoryBytes leaves.
+  it('a table maxMemoryBytes leaves no room for is not written: the function replays without it, and says why', () => {
+    const n = 2500, d = 8;
+    const fn = branchyLoss(labelsOf(n, 3), d, featuresOf(n, d)), at = Array.from({ length: d + 1 }, (_, k) => 0.05 * k);
+    const free = compile(fn, { inputs: d + 1, at });
+    const steps = (free.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan.order.length;
+    expect(steps).toBeGreaterThan(TABLE_STEPS);
+    // The tape with its tangents (41 bytes a node) and half the table.
+    const f = fromBytes(free.toBytes(), { maxMemoryBytes: 41 * free.size + 6 * steps });
+    expect(f.generatedSweeps).not.toBe('active');
+    expect(f.generatedSweepsReason).toContain(`maxMemoryBytes leaves no room for the table of its generated code's ${steps} steps`);
+    const x = Array.from({ length: d + 1 }, (_, k) => 0.1 - 0.03 * k), v = Array.from({ length: d + 1 }, (_, k) => (k % 3) - 1);
+    expectSameBits(f.gradient(x), free.gradient(x), 'gradient');
+    expectSameBits(f.hvp(x, v), free.hvp(x, v), 'hvp');
+    const room = fromBytes(free.toBytes(), { maxMemoryBytes: 41 * free.size + 12 * steps + 64 });
+    expect(room.generatedSweeps).toBe('active');
   });
 
   it('ships with its table to another core (a worker loading the tape), bit for bit', () => {

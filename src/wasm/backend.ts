@@ -241,8 +241,8 @@ export class WasmBackend implements Backend {
       this.generatedReason = `${why}; ${this.schedule(nInputs, count, scheduleBudget, everyValue ? null : outputs)}`;
       return this.generated;
     }
-    if (codegen.usesStepTable(plan.order) && !this.writeStepTable(codegen.stepTable(plan.order))) {
-      this.generatedReason = `memory has no room for the table of its generated code's ${plan.order.length} steps; ${this.schedule(nInputs, count, scheduleBudget, outputs)}`;
+    if (codegen.usesStepTable(plan.order) && !this.writeStepTable(codegen.stepTable(plan.order), scheduleBudget)) {
+      this.generatedReason = `${this.noRoomForSteps(plan.order.length, scheduleBudget)}; ${this.schedule(nInputs, count, scheduleBudget, outputs)}`;
       return this.generated;
     }
     this.plan = plan;
@@ -469,12 +469,17 @@ export class WasmBackend implements Backend {
     return { replay: this.modules.replay, tangents: this.modules.tangents, steps: this.steps };
   }
 
+  private noRoomForSteps(steps: number, budget: number): string {
+    return `${4 * 3 * steps > budget ? 'maxMemoryBytes leaves' : 'memory has'} no room for the table of its generated code's ${steps} steps (12 bytes each)`;
+  }
+
   /** The table of steps of the active plan's dispatchers, where it has one. */
   private steps: Int32Array | null = null;
 
   // The table into the schedule region (the scratch after it moves: guards and rows are written
-  // again); false when memory has no room for it.
-  private writeStepTable(table: Int32Array): boolean {
+  // again); false where `budget` (what maxMemoryBytes leaves past the tape) or memory has no room.
+  private writeStepTable(table: Int32Array, budget: number): boolean {
+    if (4 * table.length > budget) return false;
     this.guardsAt = -1;
     const at = this.core.reserveStepTable(4 * table.length) >>> 0;
     if (at === 0) return false;
@@ -493,8 +498,8 @@ export class WasmBackend implements Backend {
       this.generatedReason = `${everyValue ? CHECKED_REPLAY : 'the main thread scheduled the tape'}; here ${this.schedule(nInputs, count, scheduleBudget, everyValue ? null : outputs)}`;
       return;
     }
-    if (sweeps.steps && !this.writeStepTable(sweeps.steps)) {
-      this.generatedReason = `memory has no room for the table of the generated code's ${sweeps.steps.length / 3} steps; here ${this.schedule(nInputs, count, scheduleBudget, outputs)}`;
+    if (sweeps.steps && !this.writeStepTable(sweeps.steps, scheduleBudget)) {
+      this.generatedReason = `${this.noRoomForSteps(sweeps.steps.length / 3, scheduleBudget)}; here ${this.schedule(nInputs, count, scheduleBudget, outputs)}`;
       return;
     }
     this.installSweeps(sweeps.replay, 1);

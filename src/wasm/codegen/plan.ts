@@ -38,9 +38,9 @@ export function mix(h: number): number {
 // the next node after i with the same op and operand offsets, window[i - lo] the next one where
 // the same four ops start (-1: none in the window). Hash collisions only give wrong candidates,
 // and every candidate is verified. Built per chunk (of `planSearch.chunk` nodes, with room for
-// a period after it: the search follows links only to nodes within a period of the node it is
-// at, and those links are the same in any longer window; room for three periods linked 1.75x
-// the tape's nodes instead of 1.25x), so planning a tape that folds into a few long loops touches little
+// a period and the three ops a window link reads after it: the search follows links only to
+// nodes within a period of the node it is at, and those links are the same in any longer
+// window; room for three periods linked 1.75x the tape's nodes instead of 1.25x), so planning a tape that folds into a few long loops touches little
 // more than the chunks where loops start. A tape that one more chunk would cover to its end is
 // linked in one window: a second would link most of the first one's nodes again (the branchy
 // loss: 125 k nodes in one window instead of 115 k and 60 k; its first loop search 4.7 -> 4.0 ms,
@@ -48,7 +48,7 @@ export function mix(h: number): number {
 
 /** Nodes one window of links covers at most. */
 export function linksSpan(): number {
-  return planSearch.chunk + planSearch.maxPeriod;
+  return planSearch.chunk + planSearch.maxPeriod + 3;
 }
 
 /** Where the search's first window of links over nodes [from, to) ends (see above). */
