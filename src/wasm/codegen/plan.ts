@@ -709,12 +709,13 @@ export function planSweeps(
   lap?.('repeats');
   // Straight bodies of different op sequences never share a shape's function, so past maxSlots
   // ops over the distinct sequences there is no plan (random straight code: found before
-  // describing any of it). A collision of two sequences' hashes only lowers the count.
+  // describing any of it). A collision of two sequences' hashes only lowers the count, and a
+  // body that repeats an earlier one node for node has its ops.
   const sequences = new Set<number>();
   let unique = 0;
   for (let k = 0; k < chunked.length && unique <= maxSlots; k++) {
     const { start, period, count } = chunked[k]!;
-    if (count !== 1) continue;
+    if (count !== 1 || repeatOf[k]! >= 0) continue;
     let hash = period, ops = 0;
     for (let i = start; i < start + period; i++) {
       const code = views.op[i]!;
