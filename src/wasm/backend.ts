@@ -655,17 +655,11 @@ export class WasmBackend implements Backend {
     return (this.guardNodes.length * 12 + 15) & ~15;
   }
 
-  // The scratch already reserved, where it has room for `bytes` (the address after the guards),
-  // else -1: no memory grows.
-  private reservedScratch(bytes: number): number {
-    return this.guardsAt >= 0 && bytes <= this.scratchRoom ? this.guardsAt + this.guardBytes() : -1;
-  }
-
   /** Scratch with room for the guards plus `bytes`; returns the address after the guards. */
   private scratchFor(bytes: number): number {
-    const reserved = this.reservedScratch(bytes);
-    if (reserved >= 0) return reserved;
     const guardBytes = this.guardBytes();
+    // The scratch already reserved, where it has room.
+    if (this.guardsAt >= 0 && bytes <= this.scratchRoom) return this.guardsAt + guardBytes;
     // An address is a u32 in the core; past 2 GiB of memory the i32 the export returns is negative.
     const base = this.core.scratch(guardBytes + bytes);
     if (base === 0) throw new RangeError(`out of memory: no room for ${bytes} bytes of replay buffers`);

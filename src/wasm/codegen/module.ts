@@ -82,7 +82,7 @@ export function emitSweeps({ parts, shapes, order }: SweepPlan, which: 'replay' 
   return assembleModule(types, functionTypes, sweeps.map(([name], k) => [name, IMPORTED + k]), functionBodies, table);
 }
 
-// The exported sweep of a plan with a few units: for each step of `order` (backwards for a
+// The exported sweep of a plan of at most TABLE_STEPS steps: for each step of `order` (backwards for a
 // reverse sweep), its parameters and a call of the step's function, a shape's with its body's
 // shift and count.
 export function emitDispatcher(order: Order, backwards: boolean, params: number, base: number, parts: number): Bytes {

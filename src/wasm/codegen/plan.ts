@@ -40,8 +40,8 @@ export function mix(h: number): number {
 // and every candidate is verified. Built per chunk (of `planSearch.chunk` nodes, with room for
 // a period and the three ops a window link reads after it: the search follows links only to
 // nodes within a period of the node it is at, and those links are the same in any longer
-// window; room for three periods linked 1.75x the tape's nodes instead of 1.25x), so planning a tape that folds into a few long loops touches little
-// more than the chunks where loops start. A tape that one more chunk would cover to its end is
+// window; room for three periods linked 1.75x the tape's nodes instead of 1.25x), so planning a
+// tape that folds into a few long loops touches little more than the chunks where loops start. A tape that one more chunk would cover to its end is
 // linked in one window: a second would link most of the first one's nodes again (the branchy
 // loss: 125 k nodes in one window instead of 115 k and 60 k; its first loop search 4.7 -> 4.0 ms,
 // medians of 6 fresh processes each, alternating).
@@ -679,6 +679,29 @@ export function jsPasses(views: TapeViews, from: number, to: number): PlannerPas
   };
 }
 
+/** Computed ops over the straight segments of distinct op sequences, counted until past
+ *  `limit`. A collision of two sequences' hashes only lowers the count, and a segment that
+ *  repeats an earlier one node for node (`repeatOf`) has its ops. */
+function distinctStraightOps(views: TapeViews, segments: readonly Segment[], repeatOf: Int32Array, limit: number): number {
+  const sequences = new Set<number>();
+  let unique = 0;
+  for (let k = 0; k < segments.length && unique <= limit; k++) {
+    const { start, period, count } = segments[k]!;
+    if (count !== 1 || repeatOf[k]! >= 0) continue;
+    let hash = period, ops = 0;
+    for (let i = start; i < start + period; i++) {
+      const code = views.op[i]!;
+      hash = Math.imul(hash ^ code, 0x9e3779b1) >>> 0;
+      if (code > Op.arg) ops++;
+    }
+    if (!sequences.has(hash)) {
+      sequences.add(hash);
+      unique += ops;
+    }
+  }
+  return unique;
+}
+
 /** Plans generated sweeps for nodes [from, to) of the tape in `views`, or returns null when the
  *  tape does not suit generated code. `outputs`: the nodes a reverse sweep may be seeded at (their
  *  adjoints stay in memory). `passes`: the whole-tape passes (the wasm engine's run in its core). */
@@ -708,25 +731,8 @@ export function planSweeps(
   const repeatOf = passes.repeatsOf(chunked, from, seeded);
   lap?.('repeats');
   // Straight bodies of different op sequences never share a shape's function, so past maxSlots
-  // ops over the distinct sequences there is no plan (random straight code: found before
-  // describing any of it). A collision of two sequences' hashes only lowers the count, and a
-  // body that repeats an earlier one node for node has its ops.
-  const sequences = new Set<number>();
-  let unique = 0;
-  for (let k = 0; k < chunked.length && unique <= maxSlots; k++) {
-    const { start, period, count } = chunked[k]!;
-    if (count !== 1 || repeatOf[k]! >= 0) continue;
-    let hash = period, ops = 0;
-    for (let i = start; i < start + period; i++) {
-      const code = views.op[i]!;
-      hash = Math.imul(hash ^ code, 0x9e3779b1) >>> 0;
-      if (code > Op.arg) ops++;
-    }
-    if (!sequences.has(hash)) {
-      sequences.add(hash);
-      unique += ops;
-    }
-  }
+  // ops of them there is no plan (random straight code: found before describing any of it).
+  const unique = distinctStraightOps(views, chunked, repeatOf, maxSlots);
   if (unique > maxSlots) return null;
   const described = describeBodies(views, chunked, from, uses, seeded, linksOf, repeatOf);
   const { bodies, copied } = described;

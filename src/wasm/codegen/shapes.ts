@@ -87,8 +87,8 @@ const FNV_PRIME = 0x01000193;
 
 // A loop's fingerprint reads its first two iterations and its last (where the use counts of what
 // follows show), not every one: equal segments still share it, and the node-by-node check
-// decides. Reading every node was half of the pass on the branchy loss at 10,000 samples (its
-// 4,600 inner loops of 20 iterations).
+// decides. On the branchy loss at 10,000 samples (4,600 inner loops of 20 iterations) the pass
+// went from 4.8 to 3.9-4.2 ms warm.
 function fingerprint(views: TapeViews, seg: Segment, from: number, uses: Int32Array, seeded: Uint8Array): number {
   const { op } = views;
   const start = seg.start, end = start + seg.period * seg.count;
