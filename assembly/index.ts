@@ -34,4 +34,5 @@ export {
 export { scratch } from './layout';
 export { setRunFusion, setKeepAdjoints, materialize, forgetRunKernels } from './vector';
 export { countUses, nextLinks, planSegments, repeatsOf } from './planning';
+export { writeDispatcher } from './dispatch';
 export { buildSchedule, dropSchedule, reserveStepTable, scheduleCellAddress } from './schedule';

@@ -11,7 +11,7 @@ import {
   TapegradError, compile, createTapeSync, defineFunction, fromBytes, init, type CompilableFunction, type CompiledFunction, type Tape, type Var, type Vec,
 } from '../src/index.ts';
 import { emitSweeps, planSegments, planSweeps, MAX_SLOTS, type SweepPlan } from '../src/wasm/codegen/index.ts';
-import { IMPORTED, TABLE_STEPS, assembleModule, emitTableDispatcher, stepTable } from '../src/wasm/codegen/module.ts';
+import { IMPORTED, TABLE_STEPS, assembleModule, emitDispatcher, emitTableDispatcher, stepTable } from '../src/wasm/codegen/module.ts';
 import { Bytes } from '../src/wasm/codegen/wasm.ts';
 import { STRAIGHT_CHUNK, jsPasses, nextLinks, planSearch, useCounts, type Body, type Segment } from '../src/wasm/codegen/plan.ts';
 import { settledReplays } from '../src/compile.ts';
@@ -1373,9 +1373,10 @@ describe('the planner', () => {
   });});
 
 // A data-dependent plan has a step per body (the branchy loss: 1,862; at 10,000 samples over
-// 9,000): past TABLE_STEPS its dispatchers walk a table of the steps in the schedule region,
-// whose address they read from the core's schedule cell (the region moves with the tape).
-describe('dispatchers that walk a table of steps', () => {
+// 9,000): up to TABLE_STEPS its dispatchers call them in turn (bytes the core writes), past that
+// they walk a table of the steps in the schedule region, whose address they read from the core's
+// schedule cell (the region moves with the tape).
+describe("a module's dispatchers: calls the core writes, or a walk over a table of steps", () => {
   // A module of `units` functions that log each call (unit, shift, count) into memory from byte
   // LOG on, dispatched by a table at TABLE: the calls must be the table's steps in order.
   const LOG = 1 << 16, TABLE = 1 << 12, CELL = 8;
@@ -1433,6 +1434,46 @@ describe('dispatchers that walk a table of steps', () => {
         expect([u, shift, count]).toEqual([w.unit, w.unit >= parts ? w.shift : -1, w.unit >= parts ? w.count : -1]);
       }
     }), { numRuns: 200 });
+  });
+
+  // Up to TABLE_STEPS steps the dispatchers are straight calls, which the wasm engine's core
+  // writes (the generator's JS loop was code V8 had not compiled yet at every first generation),
+  // byte for byte the JS's, whatever the steps.
+  it('byte for byte as the generator does, forwards and backwards, any units, shifts and counts', () => {
+    // An engine whose planner reserved scratch (a compiled function of a few thousand nodes): the
+    // core writes into that, and nowhere else (a fresh tape's engine has none, and gets null).
+    const f = compile((x: Var[]) => { let s = x[0]!; for (let k = 0; k < 1500; k++) s = s.mul(x[1]!).sin(); return s; }, { inputs: 2, at: [0.5, 0.7] });
+    const engine = f.recorded!.tape.engine as WasmBackend;
+    const step = fc.record({ unit: fc.nat({ max: 300 }), shift: fc.integer(), count: fc.integer({ min: 0, max: 1 << 20 }) });
+    fc.assert(fc.property(fc.array(step, { maxLength: 200 }), fc.integer({ min: 2, max: 7 }), fc.nat({ max: 40 }), fc.integer({ min: 0, max: 100_000 }), fc.boolean(), (steps, params, parts, base, backwards) => {
+      const order = {
+        length: steps.length,
+        unit: Int32Array.from(steps, (s) => s.unit), shift: Int32Array.from(steps, (s) => s.shift), count: Int32Array.from(steps, (s) => s.count),
+      };
+      const js = emitDispatcher(order, backwards, params, base, parts);
+      const core = engine.writeDispatcher(order, backwards, params, base, parts);
+      expect(core).not.toBeNull();
+      expect(Array.from(core!)).toEqual(Array.from(js.buf.subarray(0, js.len)));
+    }), { numRuns: 300 });
+    const fresh = createTapeSync().engine as WasmBackend, memory = fresh.memoryBytes();
+    expect(fresh.writeDispatcher({ length: 1, unit: Int32Array.of(3), shift: Int32Array.of(8), count: Int32Array.of(2) }, false, 2, 7, 1)).toBeNull();
+    expect(fresh.memoryBytes()).toBe(memory);
+  });
+
+  it('the branchy loss generates the same module with the core writing its dispatchers as with the JS', async () => {
+    const n = 120, d = 4;
+    const X = Float64Array.from({ length: n * d }, (_, k) => Math.sin(1.3 * k));
+    const y = Array.from({ length: n }, (_, i) => (Math.imul(i + 1, 2654435761) >>> 13) & 1);
+    const f = compile(branchyLoss(y, d, X), { inputs: d + 1, at: [0.1, 0.2, 0.3, 0.4, 0.5] });
+    expect(f.generatedSweeps).toBe('active');
+    const { tape, outputs } = f.recorded!;
+    const engine = tape.engine as WasmBackend;
+    const plan = planSweeps(tape.engine.views, d + 1, tape.size, outputs)!;
+    expect(plan.shapes.length).toBeGreaterThan(0);
+    expect(plan.order.length).toBeGreaterThan(10);
+    for (const which of ['replay', 'tangents'] as const) {
+      expect(Array.from(emitSweeps(plan, which, engine.writeDispatcher))).toEqual(Array.from(emitSweeps(plan, which)));
+    }
   });
 
   // A review probe: with the core writing the tangents module's dispatchers, their scratch grew

@@ -11,6 +11,7 @@ type SweepPlan = import('./codegen/index.ts').SweepPlan;
 type LinksOf = import('./codegen/index.ts').LinksOf;
 type PlannerPasses = import('./codegen/index.ts').PlannerPasses;
 type Segment = import('./codegen/index.ts').Segment;
+type Order = import('./codegen/index.ts').Order;
 let codegenLoading: Promise<void> | null = null;
 
 /** Loads the code generator for compiled functions (once). */
@@ -246,7 +247,7 @@ export class WasmBackend implements Backend {
       return this.generated;
     }
     this.plan = plan;
-    this.compileSweeps(codegen.emitSweeps(plan, 'replay'), 1, () => {
+    this.compileSweeps(codegen.emitSweeps(plan, 'replay', this.writeDispatcher), 1, () => {
       this.generated = 'active';
       this.generatedReason = null;
     });
@@ -361,7 +362,7 @@ export class WasmBackend implements Backend {
   private generateTangentSweeps(): void {
     if (this.generated !== 'active' || this.tangentsGenerated || !this.plan || !codegen) return;
     this.tangentsGenerated = true;
-    this.compileSweeps(codegen.emitSweeps(this.plan, 'tangents'), 3, () => {});
+    this.compileSweeps(codegen.emitSweeps(this.plan, 'tangents', this.writeDispatcher), 3, () => {});
   }
 
   // Compiles a module of two sweeps into table slots `slot` and `slot + 1`: synchronously, or in
@@ -655,11 +656,36 @@ export class WasmBackend implements Backend {
     return (this.guardNodes.length * 12 + 15) & ~15;
   }
 
+  /** @internal A generated module's dispatcher written by the core (assembly/dispatch.ts), byte
+   *  for byte codegen's emitDispatcher; null where the scratch the planner reserved has no room
+   *  for it (the generator writes it then). Never a new scratch: growing memory here detached the
+   *  views a caller held across the generation (a review probe: the first jvp of a compiled
+   *  function, whose tangent sweeps are generated after its tangent seeds' view is taken,
+   *  returned NaN). */
+  readonly writeDispatcher = (order: Order, backwards: boolean, params: number, base: number, parts: number): Uint8Array | null => {
+    const steps = order.length, room = 16 + steps * (2 * params + 16);
+    const at = this.reservedScratch(12 * steps + room);
+    if (at < 0) return null;
+    const buffer = this.core.memory.buffer;
+    new Int32Array(buffer, at, steps).set(order.unit.subarray(0, steps));
+    new Int32Array(buffer, at + 4 * steps, steps).set(order.shift.subarray(0, steps));
+    new Int32Array(buffer, at + 8 * steps, steps).set(order.count.subarray(0, steps));
+    const out = at + 12 * steps;
+    const length = this.run(() => this.core.writeDispatcher(steps, at, backwards ? 1 : 0, params, base, parts, out));
+    return new Uint8Array(this.core.memory.buffer, out, length).slice();
+  };
+
+  // The scratch already reserved, where it has room for `bytes` (the address after the guards),
+  // else -1: no memory grows.
+  private reservedScratch(bytes: number): number {
+    return this.guardsAt >= 0 && bytes <= this.scratchRoom ? this.guardsAt + this.guardBytes() : -1;
+  }
+
   /** Scratch with room for the guards plus `bytes`; returns the address after the guards. */
   private scratchFor(bytes: number): number {
+    const reserved = this.reservedScratch(bytes);
+    if (reserved >= 0) return reserved;
     const guardBytes = this.guardBytes();
-    // The scratch already reserved, where it has room.
-    if (this.guardsAt >= 0 && bytes <= this.scratchRoom) return this.guardsAt + guardBytes;
     // An address is a u32 in the core; past 2 GiB of memory the i32 the export returns is negative.
     const base = this.core.scratch(guardBytes + bytes);
     if (base === 0) throw new RangeError(`out of memory: no room for ${bytes} bytes of replay buffers`);

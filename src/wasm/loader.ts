@@ -40,6 +40,7 @@ export interface CoreExports {
   nextLinks(lo: number, hi: number, at: number, size: number): void;
   planSegments(from: number, to: number, maxSlots: number, at: number, linkBytes: number, maxPeriod: number, chunk: number, outCap: number): number;
   repeatsOf(count: number, at: number, from: number, seeded: number, maxNodes: number, tries: number, tableSize: number, hashMask: number): void;
+  writeDispatcher(steps: number, order: number, backwards: number, params: number, base: number, parts: number, out: number): number;
   reserveStepTable(bytes: number): number;
   scheduleCellAddress(): number;
   firstNonFinite(from: number, to: number, values: number): number;

@@ -43,7 +43,11 @@ export function stepTable({ length, unit, shift, count }: Order): Int32Array {
  *  adjBase, tanBase, tanAdjBase, reset)`, made on the first jvp or hvp only. A plan of more than
  *  TABLE_STEPS steps imports `env.scheduleCell` (an i32 global: the address of the cell that
  *  holds the table's). */
-export function emitSweeps({ parts, shapes, order }: SweepPlan, which: 'replay' | 'tangents'): Uint8Array<ArrayBuffer> {
+/** Writes a dispatcher's body as `emitDispatcher` does (the wasm engine's core does, see
+ *  assembly/dispatch.ts), or returns null where it cannot, and the JavaScript writes it. */
+export type DispatcherWriter = (order: Order, backwards: boolean, params: number, base: number, parts: number) => Uint8Array | null;
+
+export function emitSweeps({ parts, shapes, order }: SweepPlan, which: 'replay' | 'tangents', writeDispatcher?: DispatcherWriter): Uint8Array<ArrayBuffer> {
   // [name, emitter, runs backwards, parameters]
   const sweeps: [string, (bodies: Body[], relative?: Uint8Array | null) => Bytes, boolean, number][] = which === 'replay'
     ? [['forward', emitForward, false, 2], ['reverse', emitReverse, true, 3]]
@@ -64,7 +68,11 @@ export function emitSweeps({ parts, shapes, order }: SweepPlan, which: 'replay' 
   if (!direct) {
     sweeps.forEach(([, , backwards, params], k) => {
       const base = IMPORTED + sweeps.length + k * units;
-      functionBodies.push(table ? emitTableDispatcher(order.length, backwards, params, base, parts.length, units) : emitDispatcher(order, backwards, params, base, parts.length));
+      const written = table ? null : writeDispatcher?.(order, backwards, params, base, parts.length);
+      functionBodies.push(
+        table ? emitTableDispatcher(order.length, backwards, params, base, parts.length, units)
+          : written ? Bytes.of(written) : emitDispatcher(order, backwards, params, base, parts.length),
+      );
       functionTypes.push(typeOf(params));
     });
   }
@@ -82,9 +90,12 @@ export function emitSweeps({ parts, shapes, order }: SweepPlan, which: 'replay' 
   return assembleModule(types, functionTypes, sweeps.map(([name], k) => [name, IMPORTED + k]), functionBodies, table);
 }
 
-// The exported sweep of a plan of at most TABLE_STEPS steps: for each step of `order` (backwards for a
-// reverse sweep), its parameters and a call of the step's function, a shape's with its body's
-// shift and count.
+// The exported sweep of a plan of at most TABLE_STEPS steps: for each step of `order` (backwards
+// for a reverse sweep), its parameters and a call of the step's function, a shape's with its
+// body's shift and count. A data-dependent plan has a step per body (the branchy loss: 1,862):
+// the wasm engine has its core write these bytes (writeDispatcher), as this loop ran once per
+// compile before V8 had compiled it (1.5 ms); this is what the core's are checked against, and
+// the way where the core has no scratch for them.
 export function emitDispatcher(order: Order, backwards: boolean, params: number, base: number, parts: number): Bytes {
   const fn = new Bytes(16 + order.length * (2 * params + 16));
   const buf = fn.buf;

@@ -13,6 +13,13 @@ export class Bytes {
   constructor(capacity = 1024) {
     this.buf = new Uint8Array(capacity);
   }
+  /** Bytes written elsewhere, as written. */
+  static of(bytes: Uint8Array): Bytes {
+    const b = new Bytes(0);
+    b.buf = bytes as Uint8Array<ArrayBuffer>;
+    b.len = bytes.length;
+    return b;
+  }
   byte(x: number): void {
     if (this.len === this.buf.length) {
       const grown = new Uint8Array(this.buf.length * 2);
