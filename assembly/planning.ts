@@ -223,6 +223,10 @@ export function planSegments(from: i32, to: i32, maxSlots: i32, at: usize, linkB
   return segments;
 }
 
+/** SHORT_RUN of src/wasm/codegen/plan.ts. */
+// @ts-ignore: decorator
+@inline const SHORT_RUN: i32 = 32;
+
 /** Positions the search advances over per call of `searchUntil` (a loop found may take it past). */
 // @ts-ignore: decorator
 @inline const SEARCH_STEP: i32 = 4096;
@@ -275,7 +279,8 @@ function searchUntil(limit: i32): i32 {
       }
       const p = out + <usize>(12 * segments++);
       store<i32>(p, pos); store<i32>(p, bestPeriod, 4); store<i32>(p, bestCount, 8);
-      slots += pos - runStart;
+      // Short runs between loops count as no code (SHORT_RUN in plan.ts says why).
+      if (pos - runStart > SHORT_RUN) slots += pos - runStart;
       pos += bestPeriod * bestCount;
       runStart = pos;
     } else {

@@ -42,9 +42,10 @@ export interface CompileOptions {
   simd?: boolean | undefined;
   /** wasm: generate wasm for the tape's sweeps instead of interpreting it (default true). A tape
    *  that does not fold into a loop-structured program of at most 16,384 nodes replays by a
-   *  schedule instead (runs of one op, stored partials); tapes with custom or vector ops are
-   *  interpreted: `generatedSweepsReason` says why. 'require' throws that reason instead of
-   *  interpreting node by node. Results are bit-identical either way. */
+   *  schedule instead (runs of one op, stored partials) where the interpreter's op jump would
+   *  mispredict, else by the interpreter; tapes with custom or vector ops are interpreted:
+   *  `generatedSweepsReason` says why. 'require' throws that reason instead of interpreting node
+   *  by node. Results are bit-identical either way. */
   codegen?: boolean | 'require' | undefined;
 }
 
@@ -121,8 +122,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   /** Whether replays run generated wasm ('active'), will once the generator has loaded or the
    *  module has compiled in the background ('pending'), run a schedule of the tape's nodes
-   *  ('scheduled': a tape too long to fold into code), or interpret the tape ('none': JS backend,
-   *  codegen off, custom or vector nodes). */
+   *  ('scheduled': a tape too long to fold into code whose ops the interpreter's jump would
+   *  mispredict), or interpret the tape ('none': JS backend, codegen off, custom or vector nodes,
+   *  a tape too long to fold whose ops follow a pattern the interpreter predicts, guards that
+   *  change path on most calls, no room under maxMemoryBytes). `generatedSweepsReason` says
+   *  which. */
   get generatedSweeps(): GeneratedSweeps {
     const engine = this.recording?.tape.engine;
     return engine instanceof WasmBackend ? engine.generated : 'none';

@@ -1525,6 +1525,19 @@ describe("a module's dispatchers: calls the core writes, or a walk over a table 
     ways.check(Float64Array.from({ length: 3 * (d + 1) }, (_, k) => Math.cos(k)), 3);
   }, 60_000);
 
+  // A probe: while the search took 8x MAX_SLOTS of any straight code, a logistic loss with 5
+  // features (its inner loop too short to be one, so every sample straight code) took 99-150 ms
+  // to its first call against 26-36 before. Only short runs between loops are let through.
+  it('straight code without loops counts in the search: a loss with no inner loop is refused there, before any folding', () => {
+    const n = 4000, d = 5;
+    const { tape, outputs } = compile(branchyLoss(labelsOf(n, 1), d, featuresOf(n, d)), { inputs: d + 1, at: [0.1, -0.2, 0.3, 0.05, 0.2, -0.1], codegen: false }).recorded!;
+    const laps: string[] = [];
+    const passes = (tape.engine as WasmBackend).plannerPasses(d + 1, tape.size)!;
+    expect(planSweeps(tape.engine.views, d + 1, tape.size, outputs, passes, MAX_SLOTS, (step) => laps.push(step))).toBeNull();
+    expect(laps).toEqual(['segments']);
+    expect(planSegments(tape.engine.views, d + 1, tape.size, MAX_SLOTS)).toBeNull();
+  });
+
   // Random straight code is refused before any of it is described: its distinct op sequences
   // alone pass MAX_SLOTS.
   it('straight code of distinct op sequences past MAX_SLOTS is refused, as before', () => {

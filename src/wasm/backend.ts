@@ -261,7 +261,7 @@ export class WasmBackend implements Backend {
   private schedule(nInputs: number, count: number, budget: number, outputs: ArrayLike<number> | null): string {
     if (count <= nInputs) return 'nothing to replay';
     if (SCHEDULE_BYTES * count > budget) {
-      return `maxMemoryBytes leaves no room for a schedule of its replays (${SCHEDULE_BYTES} bytes a node), which the interpreter runs`;
+      return `maxMemoryBytes leaves no room for a schedule of its replays (${SCHEDULE_BYTES} bytes a node, beside the tape and the tangents a jvp or hvp would add), which the interpreter runs`;
     }
     // The schedule's region goes where the scratch area was: the guards and rows move after it.
     this.guardsAt = -1;
@@ -471,7 +471,8 @@ export class WasmBackend implements Backend {
   }
 
   private noRoomForSteps(steps: number, budget: number): string {
-    return `${4 * 3 * steps > budget ? 'maxMemoryBytes leaves' : 'memory has'} no room for the table of its generated code's ${steps} steps (12 bytes each)`;
+    return `${4 * 3 * steps > budget ? 'maxMemoryBytes leaves' : 'memory has'} no room for the table of its generated code's ${steps} steps ` +
+      '(12 bytes each, beside the tape and the tangents a jvp or hvp would add)';
   }
 
   /** The table of steps of the active plan's dispatchers, where it has one. */

@@ -107,9 +107,19 @@ export function nextLinks(views: TapeViews, lo: number, hi: number): Links {
  *  here; tests make them small, and turn `rememberFailures` off to check that it changes no plan. */
 export const planSearch = { maxPeriod: 1 << 14, chunk: 1 << 16, rememberFailures: true };
 
+/** Straight runs between two loops of at most this many nodes count as no code in the loop
+ *  search (planSegments): data-dependent code repeats such runs in the order of its data (the
+ *  branchy loss at 10,000 samples: 9,000 runs of 4-6 nodes between its inner loops, 18 k nodes,
+ *  518 nodes of code once folded into shapes), and planSweeps refuses a plan whose distinct ones
+ *  pass MAX_SLOTS before describing any. Longer runs count, so code without loops is refused after
+ *  MAX_SLOTS nodes of it, as before (a multiple of MAX_SLOTS for all straight code made such tapes'
+ *  first calls 3-4x slower for nothing, and generated mixtures whose steady gain was a tenth for
+ *  15x their first call: a probe). The core's search (assembly/planning.ts) uses the same. */
+export const SHORT_RUN = 32;
+
 /**
  * Cuts nodes [from, to) into periodic and straight segments, or returns null when more than
- * `maxSlots` nodes stay straight code or the tape holds a custom op. Greedy: at each node, the
+ * `maxSlots` nodes stay straight code (short runs between loops aside, see SHORT_RUN) or the tape holds a custom op. Greedy: at each node, the
  * candidate periods are the distances to the next nodes with the same op and operand offsets
  * (an outer loop) and with the same next four ops (an inner loop); the one covering the most
  * nodes wins.
@@ -216,7 +226,7 @@ export function planSegments(
     if (bestCount >= 3 && (bestCount - 1) * bestPeriod >= 16) {
       if (runStart < pos) segments.push({ start: runStart, period: pos - runStart, count: 1 });
       segments.push({ start: pos, period: bestPeriod, count: bestCount });
-      slots += pos - runStart;
+      if (pos - runStart > SHORT_RUN) slots += pos - runStart;
       pos += bestPeriod * bestCount;
       runStart = pos;
     } else {
@@ -599,10 +609,6 @@ export function useCounts(views: TapeViews, from: number, to: number): Int32Arra
  *  µs/node. */
 export const STRAIGHT_CHUNK = 128;
 
-/** The straight code the loop search takes, in units of maxSlots, before it gives up (see
- *  planSweeps). */
-export const STRAIGHT_SCAN = 8;
-
 /** Nodes of code per generated function (top-level bodies are grouped up to this). V8 compiles
  *  wasm lazily and per function, first with Liftoff, then optimises each hot function on its own
  *  (figures above). */
@@ -649,7 +655,9 @@ export function whyNoPlan(views: TapeViews, from: number, to: number): string {
     if (OPERANDS[views.op[i]!] === 1 && views.b[i] !== views.a[i]) return `node ${i} is a unary op with two different operands (a hand-made tape)`;
   }
   return `the tape does not fold into at most ${planSizes.maxSlots} nodes of code (loops, loops nested in their bodies, straight-line code): ` +
-    'longer straight-line code costs several times its recording to generate and runs its first gradients slower than the interpreter';
+    'longer straight-line code costs several times its recording to generate and runs its first gradients slower than the interpreter ' +
+    '(straight-line code includes loops too short to fold, under 3 repetitions or 16 nodes saved, and per-item code whose branches ' +
+    'follow the data in an order that does not repeat)';
 }
 
 /** The planner's passes over the whole tape, each as plain JS gives it here. The wasm engine runs
@@ -714,11 +722,7 @@ export function planSweeps(
   // Unary ops record their operand twice (b = a), which the tangent rules below rely on; only a
   // hand-made byte string could say otherwise, and then the interpreter runs it.
   if (!uses) return null;
-  // Straight code that repeats earlier straight code folds into a shape's function, so the search
-  // takes up to STRAIGHT_SCAN times maxSlots of it (the branchy loss at 10,000 samples: 9,000
-  // short runs between its loops, 518 nodes of code once folded); past that no tape the bench
-  // holds has folded, and the search stops early.
-  const segments = passes.segmentsOf(from, to, STRAIGHT_SCAN * maxSlots);
+  const segments = passes.segmentsOf(from, to, maxSlots);
   lap?.('segments');
   if (!segments) return null;
   const seeded = new Uint8Array(to);
@@ -740,6 +744,14 @@ export function planSweeps(
   lap?.('describe');
   const { shapes, shapeOf } = foldShapes(chunked, described);
   lap?.('fold');
+  // The search counted short runs between loops as no code (SHORT_RUN), as they fold into
+  // shapes where the data repeat them: those that did not fold count now, with the rest.
+  let straightCode = 0;
+  for (let k = 0; k < chunked.length; k++) {
+    const { period, count } = chunked[k]!;
+    if (count === 1 && (period > SHORT_RUN || shapeOf[k]! < 0)) straightCode += period;
+  }
+  if (straightCode > maxSlots) return null;
   const parts: Body[][] = [];
   // Parts are numbered as they end, so a step holds a shape's number until then (-1 - shape).
   const steps = chunked.length;
