@@ -1538,9 +1538,8 @@ describe("a module's dispatchers: calls the core writes, or a walk over a table 
     expect(planSegments(tape.engine.views, d + 1, tape.size, MAX_SLOTS)).toBeNull();
   });
 
-  // Random straight code is refused before any of it is described: its distinct op sequences
-  // alone pass MAX_SLOTS.
-  it('straight code of distinct op sequences past MAX_SLOTS is refused, as before', () => {
+  // Random straight code, without loops, counts in the search and is refused there, as before.
+  it('random straight code past MAX_SLOTS is refused, as before', () => {
     const ops = 3 * MAX_SLOTS;
     const f = compile((x: Var[]) => {
       let seed = 7;
@@ -1556,6 +1555,45 @@ describe("a module's dispatchers: calls the core writes, or a walk over a table 
     expect(f.generatedSweeps).not.toBe('active');
     const { tape, outputs } = f.recorded!;
     expect(planSweeps(tape.engine.views, 2, tape.size, outputs)).toBeNull();
+  });
+
+  // Short runs between loops count as no code in the search; those that repeat nothing (distinct
+  // op sequences) past MAX_SLOTS refuse the tape before any of it is described. (At the default
+  // search sizes such random runs exhaust the search's budget first: maxPeriod is lowered here.)
+  it('short runs between loops whose distinct op sequences pass MAX_SLOTS are refused before describing', () => {
+    const runs = (k: number): CompilableFunction => (x: Var[]) => {
+      let seed = 11;
+      const rnd = (): number => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+      let acc = x[0]!.mul(0);
+      for (let s = 0; s < k; s++) {
+        let z = x[1]!;
+        for (let j = 0; j < 10; j++) z = z.add(x[j]!.mul(0.1 * (j + 1)));
+        let a = z, b = acc;
+        for (let r = 0; r < 20; r++) {
+          const q = rnd();
+          const v = q < 0.3 ? a.add(b) : q < 0.6 ? a.mul(b) : q < 0.8 ? a.sub(b) : a.tanh();
+          b = a;
+          a = v;
+        }
+        acc = a.mul(1e-3);
+      }
+      return acc;
+    };
+    const saved = planSearch.maxPeriod;
+    planSearch.maxPeriod = 30;
+    try {
+      for (const [k, refused] of [[400, false], [1000, true]] as const) {
+        const { tape, outputs } = compile(runs(k), { inputs: 12, at: Array.from({ length: 12 }, (_, i) => 0.05 * i + 0.1), codegen: false }).recorded!;
+        for (const passes of [jsPasses(tape.engine.views, 12, tape.size), (tape.engine as WasmBackend).plannerPasses(12, tape.size)!]) {
+          const laps: string[] = [];
+          const plan = planSweeps(tape.engine.views, 12, tape.size, outputs, passes, MAX_SLOTS, (step) => laps.push(step));
+          expect(plan === null).toBe(refused);
+          expect(laps).toEqual(refused ? ['segments', 'repeats'] : ['segments', 'repeats', 'describe', 'fold']);
+        }
+      }
+    } finally {
+      planSearch.maxPeriod = saved;
+    }
   });
 
   // A review: the table (12 bytes a step) was written past what maxMemoryBytes leaves.

@@ -109,7 +109,7 @@ export const planSearch = { maxPeriod: 1 << 14, chunk: 1 << 16, rememberFailures
 
 /** Straight runs between two loops of at most this many nodes count as no code in the loop
  *  search (planSegments): data-dependent code repeats such runs in the order of its data (the
- *  branchy loss at 10,000 samples: 9,000 runs of 4-6 nodes between its inner loops, 18 k nodes,
+ *  branchy loss at 10,000 samples: 3,900 runs of 5-6 nodes between its inner loops, 21 k nodes,
  *  518 nodes of code once folded into shapes), and planSweeps refuses a plan whose distinct ones
  *  pass MAX_SLOTS before describing any. Longer runs count, so code without loops is refused after
  *  MAX_SLOTS nodes of it, as before (a multiple of MAX_SLOTS for all straight code made such tapes'
@@ -735,7 +735,8 @@ export function planSweeps(
   const repeatOf = passes.repeatsOf(chunked, from, seeded);
   lap?.('repeats');
   // Straight bodies of different op sequences never share a shape's function, so past maxSlots
-  // ops of them there is no plan (random straight code: found before describing any of it).
+  // ops of them there is no plan (short runs between loops that repeat nothing: found before
+  // describing any of it; straight code without loops is refused in the search).
   const unique = distinctStraightOps(views, chunked, repeatOf, maxSlots);
   if (unique > maxSlots) return null;
   const described = describeBodies(views, chunked, from, uses, seeded, linksOf, repeatOf);
