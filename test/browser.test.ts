@@ -64,7 +64,7 @@ interface SuiteWindow {
     dagParity(seed: number, numRuns: number, rtol: number): Promise<Parity>;
     vectorPrograms(backend: Backend): Promise<VectorRun[]>;
     replayBytes(bytes: number[], points: number[][]): Promise<{ loaded: Record<Backend, number[][]>; bytes: number[] }>;
-    generatedSweeps(): Promise<Record<'loop' | 'straight', { first: string; final: string; before: number[]; after: number[]; interpreted: number[] }>>;
+    generatedSweeps(): Promise<Record<'loop' | 'straight' | 'branchy', { first: string; final: string; before: number[]; after: number[]; interpreted: number[]; steps: number }>>;
   };
 }
 interface DemoWindow {
@@ -290,6 +290,9 @@ describe('browser suite', () => {
     it('generated replay sweeps on the main thread: installed (compiled in the background where needed), bit-identical to the interpreter', async () => {
       const { page } = await suite();
       const r = await page.evaluate(() => (window as unknown as SuiteWindow).suite.generatedSweeps());
+      expect(Object.keys(r)).toEqual(['loop', 'straight', 'branchy']);
+      // The branchy loss's plan has more steps than a dispatcher calls in turn (TABLE_STEPS).
+      expect(r.branchy.steps).toBeGreaterThan(2048);
       for (const [name, run] of Object.entries(r)) {
         expect(['pending', 'active'], name).toContain(run.first);
         expect(run.final, name).toBe('active');

@@ -48,8 +48,9 @@ export function makeSuite(tapegrad, fc) {
   }
 
   /** Generated replay sweeps on the page's main thread, where Chromium may refuse to compile
-   *  wasm over 4 KB synchronously: a loop (Lax-Wendroff-like) and straight code, each compiled
-   *  with and without codegen; gradients before and after the generated sweeps are installed. */
+   *  wasm over 4 KB synchronously: a loop (Lax-Wendroff-like), straight code and a loss whose
+   *  dispatchers walk a table of steps, each compiled with and without codegen; gradients before
+   *  and after the generated sweeps are installed. */
   async function generatedSweeps() {
     const cells = 12;
     const loop = (q0) => {
@@ -69,17 +70,33 @@ export function makeSuite(tapegrad, fc) {
       }
       return y;
     };
+    // A logistic loss with a branch on each label (11 features and a bias): a step per sample
+    // in the order of the labels, more than the 2,048 a dispatcher calls in turn, so its
+    // dispatchers walk a table of steps in the tape's memory.
+    const samples = 3000, d = cells - 1;
+    let labelSeed = 7;
+    const labels = Array.from({ length: samples }, () => ((labelSeed = (Math.imul(labelSeed, 1103515245) + 12345) >>> 0) >>> 30) & 1);
+    const branchy = (w) => {
+      let loss = w[0].mul(0);
+      for (let i = 0; i < samples; i++) {
+        let z = w[d];
+        for (let j = 0; j < d; j++) z = z.add(w[j].mul(Math.sin(1.3 * (i * d + j))));
+        loss = loss.add(labels[i] === 1 ? z.softplus().sub(z) : z.softplus());
+      }
+      return loss;
+    };
     const at = Array.from({ length: cells }, (_, i) => 1.5 + 0.5 * Math.sin(i));
     const x = at.map((v, i) => v + 0.01 * i);
     const out = {};
-    for (const [name, f] of [['loop', loop], ['straight', straight]]) {
-      const generated = compile(f, { inputs: cells, at });
+    for (const [name, f, point, near] of [['loop', loop, at, x], ['straight', straight, at, x], ['branchy', branchy, at.map((v) => v / 10), x.map((v) => v / 10)]]) {
+      const generated = compile(f, { inputs: cells, at: point });
       const first = generated.generatedSweeps;
-      const before = Array.from(generated.gradient(x));
+      const before = Array.from(generated.gradient(near));
       await generated.whenGenerated();
       out[name] = {
-        first, final: generated.generatedSweeps, before, after: Array.from(generated.gradient(x)),
-        interpreted: Array.from(compile(f, { inputs: cells, at, codegen: false }).gradient(x)),
+        first, final: generated.generatedSweeps, before, after: Array.from(generated.gradient(near)),
+        interpreted: Array.from(compile(f, { inputs: cells, at: point, codegen: false }).gradient(near)),
+        steps: generated.recorded.tape.engine.plan?.order.length ?? 0,
       };
     }
     return out;
