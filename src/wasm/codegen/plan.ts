@@ -41,8 +41,9 @@ export function mix(h: number): number {
 // a period and the three ops a window link reads after it: the search follows links only to
 // nodes within a period of the node it is at, and those links are the same in any longer
 // window; room for three periods linked 1.75x the tape's nodes instead of 1.25x), so planning a
-// tape that folds into a few long loops touches little more than the chunks where loops start. A tape that one more chunk would cover to its end is
-// linked in one window: a second would link most of the first one's nodes again (the branchy
+// tape that folds into a few long loops touches little more than the chunks where loops start.
+// A tape that one more chunk would cover to its end is linked in one window: a second would
+// link most of the first one's nodes again (the branchy
 // loss: 125 k nodes in one window instead of 115 k and 60 k; its first loop search 4.7 -> 4.0 ms,
 // medians of 6 fresh processes each, alternating).
 
@@ -113,14 +114,14 @@ export const planSearch = { maxPeriod: 1 << 14, chunk: 1 << 16, rememberFailures
  *  518 nodes of code once folded into shapes), and planSweeps refuses a plan whose distinct ones
  *  pass MAX_SLOTS before describing any. Longer runs count, so code without loops is refused after
  *  MAX_SLOTS nodes of it, as before (a multiple of MAX_SLOTS for all straight code made such tapes'
- *  first calls 3-4x slower for nothing, and generated mixtures whose steady gain was a tenth for
- *  15x their first call: a probe). The core's search (assembly/planning.ts) uses the same. */
+ *  first calls 3-4x slower, all to be refused: a probe). The core's search
+ *  (assembly/planning.ts) uses the same. */
 export const SHORT_RUN = 32;
 
 /**
  * Cuts nodes [from, to) into periodic and straight segments, or returns null when more than
- * `maxSlots` nodes stay straight code (short runs between loops aside, see SHORT_RUN) or the tape holds a custom op. Greedy: at each node, the
- * candidate periods are the distances to the next nodes with the same op and operand offsets
+ * `maxSlots` nodes stay straight code (short runs between loops aside, see SHORT_RUN) or the
+ * tape holds a custom op. Greedy: at each node, the candidate periods are the distances to the next nodes with the same op and operand offsets
  * (an outer loop) and with the same next four ops (an inner loop); the one covering the most
  * nodes wins.
  */
