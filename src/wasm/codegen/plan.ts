@@ -121,9 +121,9 @@ export const SHORT_RUN = 32;
 /**
  * Cuts nodes [from, to) into periodic and straight segments, or returns null when more than
  * `maxSlots` nodes stay straight code (short runs between loops aside, see SHORT_RUN) or the
- * tape holds a custom op. Greedy: at each node, the candidate periods are the distances to the next nodes with the same op and operand offsets
- * (an outer loop) and with the same next four ops (an inner loop); the one covering the most
- * nodes wins.
+ * tape holds a custom op. Greedy: at each node, the candidate periods are the distances to the
+ * next nodes with the same op and operand offsets (an outer loop) and with the same next four
+ * ops (an inner loop); the one covering the most nodes wins.
  */
 export function planSegments(
   views: TapeViews, from: number, to: number, maxSlots = MAX_SLOTS, outer: readonly Int32Array[] = [],
