@@ -16,6 +16,7 @@ import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import { compile, init, type Var } from '../src/index.ts';
+import { codegenDeferral } from '../src/compile.ts';
 import { WasmBackend, scheduleLimits } from '../src/wasm/backend.ts';
 import { nestNeeds, planSizes, planSweeps, type SweepPlan } from '../src/wasm/codegen/plan.ts';
 import { emitSweeps } from '../src/wasm/codegen/module.ts';
@@ -160,6 +161,9 @@ async function child(id: CaseId, mode: 'generated' | 'interpreted'): Promise<voi
   // The sweep over straight-code sizes (--sweep=straight) sets the planner's sizes per child.
   const ops = Number(arg('ops') ?? 100_000);
   planSizes.maxSlots = Number(arg('max') ?? planSizes.maxSlots);
+  // A raised limit measures generating that much code at the first call, which a function
+  // otherwise leaves until its replays have paid for it (codegenDeferral).
+  if (arg('max')) codegenDeferral.codeNodes = Infinity;
   planSizes.straightChunk = Number(arg('chunk') ?? planSizes.straightChunk);
   planSizes.functionNodes = Number(arg('fn') ?? planSizes.functionNodes);
   // --force-schedule (with --max=0): every tape scheduled, however predictable its ops.

@@ -125,8 +125,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
    *  ('scheduled': a tape too long to fold into code whose ops the interpreter's jump would
    *  mispredict), or interpret the tape ('none': JS backend, codegen off, custom or vector nodes,
    *  a tape too long to fold whose ops follow a pattern the interpreter predicts, guards that
-   *  change path on most calls, no room under maxMemoryBytes). `generatedSweepsReason` says
-   *  which. */
+   *  change path on most calls, much straight code until its replays have paid for generating
+   *  it, no room under maxMemoryBytes). `generatedSweepsReason` says which. */
   get generatedSweeps(): GeneratedSweeps {
     const engine = this.recording?.tape.engine;
     return engine instanceof WasmBackend ? engine.generated : 'none';
@@ -200,7 +200,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       engine.generatedReason = `its guards changed path on most calls (${CHURNING_RECORDINGS} recordings in a row served fewer replays than generating costs): interpreted until it has served ${this.deferredUntil}, then as any recording`;
       this.generationDeferred = true;
     } else if (this.codegen && !vectors && engine instanceof WasmBackend) {
-      this.generateSweeps(recording, engine);
+      this.generateSweeps(recording, engine, this.codegen === true && !this.shipped);
     }
     // A schedule satisfies 'require': it dispatches once per run of one op, not per node. Replays
     // that wait for the generator itself (after init({ codegen: false })) or for a module
@@ -223,7 +223,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     return recording;
   }
 
-  private generateSweeps(recording: Recording, engine: WasmBackend): void {
+  private generateSweeps(recording: Recording, engine: WasmBackend, mayDefer = false): void {
     // A schedule, for a tape that does not fold into code, stays within the tape's memory limit
     // with room left for the tangents of a later jvp or hvp.
     const { size, maxMemoryBytes } = recording.tape;
@@ -231,7 +231,18 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const started = performance.now();
     // checkNaN reads every node's value after a replay, so its replays compute every node.
     if (this.shipped) engine.installShippedSweeps(this.shipped, this.inputs, size, recording.outputs, budget, this.checkNaN);
-    else engine.generateSweeps(this.inputs, size, recording.outputs, budget, this.checkNaN);
+    else engine.generateSweeps(this.inputs, size, recording.outputs, budget, this.checkNaN, mayDefer ? deferredPast(size) : Infinity);
+    const code = engine.deferredCodeNodes;
+    if (code > 0) {
+      // Planned, not emitted: the replays must first save what emitting and compiling that much
+      // code would cost (replayed generates it then).
+      this.generationDeferred = true;
+      this.deferredUntil = this.replaysToPay(size, code * codegenDeferral.nsPerCodeNode);
+      engine.generated = 'none';
+      engine.generatedReason = `its plan has ${code} nodes of straight code, which cost more to describe, emit and compile than its first ` +
+        `replays save: interpreted until it has served ${this.deferredUntil} replays, then generated`;
+      return;
+    }
     this.generationNs = (performance.now() - started) * 1e6;
     // The least measured: a first generation in a fresh process runs cold, and any may be slowed
     // by a busy machine (a probe's deferred threshold came from a 19.7 ms generation of a tape
@@ -937,6 +948,22 @@ function constantsOnly(op: Uint8Array, a: Int32Array, b: Int32Array, end: number
   }
   return fixed;
 }
+
+/** @internal When a compiled function's generation waits for its replays: a plan with more
+ *  computed ops of straight code (of distinct op sequences, counted before anything is described)
+ *  than `codeNodes` and `perTapeNode` a node of its tape, whose describing, emitting and compiling
+ *  is estimated at `nsPerCodeNode` a node (first generations of straight code and of a
+ *  data-dependent mixture measured 9-13 µs), is generated once its replays have saved that at
+ *  GENERATED_SAVING_NS a tape node. A probe's mixture loss of 1,000 samples (34 k nodes, 15 k
+ *  nodes of code) took 155-211 ms to its first call against 9 interpreted, for replays a tenth
+ *  faster. The bench's tapes plan at most a few hundred such ops. Only bench/codegen-cliffs.ts
+ *  and tests change it. */
+export const codegenDeferral = { codeNodes: 1024, perTapeNode: 0.01, nsPerCodeNode: 10_000 };
+
+// The straight code past which a tape of `nodes` nodes waits: describing, emitting and compiling
+// it would cost more than about twice recording the tape (10 µs a node of code against a fresh
+// recording's 50 ns or so a node), and never less than codeNodes, which small functions stay under.
+const deferredPast = (nodes: number): number => Math.max(codegenDeferral.codeNodes, codegenDeferral.perTapeNode * nodes);
 
 /** @internal The most inputs a compiled function takes (a tape's default node limit). */
 export const MAX_INPUTS = 2 ** 28;

@@ -6,7 +6,7 @@
 // iteration) and on tapes that do not (straight-line code). Also: what the planner finds, what
 // makes it step aside, and how generated sweeps are dropped and installed again.
 import fc from 'fast-check';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   TapegradError, compile, createTapeSync, defineFunction, fromBytes, init, type CompilableFunction, type CompiledFunction, type Tape, type Var, type Vec,
 } from '../src/index.ts';
@@ -14,7 +14,7 @@ import { emitSweeps, planSegments, planSweeps, MAX_SLOTS, type SweepPlan } from 
 import { IMPORTED, TABLE_STEPS, assembleModule, emitDispatcher, emitTableDispatcher, stepTable } from '../src/wasm/codegen/module.ts';
 import { Bytes } from '../src/wasm/codegen/wasm.ts';
 import { STRAIGHT_CHUNK, jsPasses, nextLinks, planSearch, useCounts, type Body, type Segment } from '../src/wasm/codegen/plan.ts';
-import { settledReplays } from '../src/compile.ts';
+import { codegenDeferral, settledReplays } from '../src/compile.ts';
 import { loadBytes } from '../src/serialize.ts';
 import { WasmBackend } from '../src/wasm/backend.ts';
 import { DAG_OPS, DAG_OP_NAMES, dagArbitrary, dagSum, type DagOpName } from './dag-arbitrary.ts';
@@ -267,7 +267,22 @@ function nestedFunction(p: NestedProgram): (x: Var[]) => Var {
   };
 }
 
+// Plans generated at the first call, as the tests of a describe check the code: a function
+// otherwise waits for its replays to pay for much straight code (see the deferral's tests).
+function generatedAtOnce(): void {
+  const { codeNodes, perTapeNode } = codegenDeferral;
+  beforeAll(() => {
+    codegenDeferral.codeNodes = Infinity;
+    codegenDeferral.perTapeNode = Infinity;
+  });
+  afterAll(() => {
+    codegenDeferral.codeNodes = codeNodes;
+    codegenDeferral.perTapeNode = perTapeNode;
+  });
+}
+
 describe('nested loops: inner loops inside loop bodies replay exactly like the interpreter', () => {
+  generatedAtOnce();
   it.each([
     ['arithmetic and select', ARITHMETIC],
     ['every op', [...DAG_OP_NAMES, 'select'] as const],
@@ -718,7 +733,54 @@ describe('programs of a few shapes chosen by the data', () => {
   });
 });
 
+// A probe: a mixture loss of 1,000 samples (34 k nodes, 15 k of code) took 155-211 ms to its
+// first call against 9 interpreted, for replays a tenth faster. A plan with more straight code
+// than codegenDeferral.codeNodes is generated once its replays have paid for it.
+describe('a plan with much straight code waits for its replays to pay for it', () => {
+  const straightCode = (length: number) => (x: Var[]): Var => {
+    const nodes: Var[] = x.slice();
+    let state = 5;
+    const next = (): number => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    const pick = (): Var => nodes[nodes.length - 1 - Math.floor(next() * Math.min(nodes.length, 50))]!;
+    while (nodes.length < length) {
+      const r = next(), a = pick(), b = pick();
+      nodes.push(r < 0.3 ? a.add(b).mul(0.5) : r < 0.55 ? a.mul(b) : r < 0.8 ? a.sub(b) : r < 0.9 ? a.tanh() : a.mul(next() - 0.5));
+    }
+    return nodes.slice(-8).reduce((s, v) => s.add(v));
+  };
+  const at = [0.3, -0.2], x = [0.25, -0.1];
+
+  it('interpreted until it has served the replays its reason names, then generated, bit for bit either way', () => {
+    const fn = straightCode(7000);
+    const f = compile(fn, { inputs: 2, at }), reference = compile(fn, { inputs: 2, at, codegen: false });
+    expect(f.generatedSweeps).toBe('none');
+    const reason = /its plan has (\d+) nodes of straight code, which cost more to describe, emit and compile than its first replays save: interpreted until it has served (\d+) replays, then generated/.exec(f.generatedSweepsReason ?? '');
+    expect(reason).not.toBeNull();
+    expect(Number(reason![1])).toBeGreaterThan(Math.max(codegenDeferral.codeNodes, codegenDeferral.perTapeNode * f.size));
+    const wait = Number(reason![2]);
+    expect(f.replaysToSettle).toBe(wait);
+    // Its estimate: emitting and compiling at nsPerCodeNode a node of code, saved at 2.5 ns a tape node.
+    expect(wait).toBe(Math.max(settledReplays(f.size), Math.ceil((Number(reason![1]) * codegenDeferral.nsPerCodeNode) / (2.5 * f.size)) + 8));
+    const want = reference.gradient(x);
+    expectSameBits(f.gradient(x), want, 'first replay');
+    for (let k = 2; k < wait; k++) f.gradient(x);
+    expect(f.generatedSweeps).toBe('none');
+    expectSameBits(f.gradient(x), want, 'the replay that generates');
+    expect(f.generatedSweeps).toBe('active');
+    expect(f.generatedSweepsReason).toBeNull();
+    const v = [1, -0.5];
+    expectSameBits(f.gradient([0.1, 0.2]), reference.gradient([0.1, 0.2]), 'generated');
+    expectSameBits(f.hvp(x, v), reference.hvp(x, v), 'hvp');
+  }, 60_000);
+
+  it("'require' generates at once, and so does a plan of little straight code", () => {
+    expect(compile(straightCode(7000), { inputs: 2, at, codegen: 'require' }).generatedSweeps).toBe('active');
+    expect(compile(straightCode(300), { inputs: 2, at }).generatedSweeps).toBe('active');
+  });
+});
+
 describe('non-periodic tapes: straight code cut into bodies and functions', () => {
+  generatedAtOnce();
   // Ops and operands from a seeded sequence: nothing repeats, so every node is straight code,
   // here over several bodies and several functions.
   const scrambled = (seed: number, length: number) => (x: Var[]): Var => {

@@ -209,7 +209,9 @@ export class WasmBackend implements Backend {
    *  now in memory, replacing the interpreter in replays, until `dropGeneratedSweeps`. Reverse
    *  sweeps may only be seeded at `outputs`. A schedule leaves out the nodes no output or guard
    *  depends on, unless `everyValue` (replays then compute every node, as checkNaN reads them). */
-  generateSweeps(nInputs: number, count: number, outputs: ArrayLike<number>, scheduleBudget = Infinity, everyValue = false): GeneratedSweeps {
+  generateSweeps(
+    nInputs: number, count: number, outputs: ArrayLike<number>, scheduleBudget = Infinity, everyValue = false, deferCodeNodes = Infinity,
+  ): GeneratedSweeps {
     this.dropGeneratedSweeps();
     const generation = this.generation;
     if (!codegen) {
@@ -217,6 +219,7 @@ export class WasmBackend implements Backend {
       this.generatedReason = 'the code generator is still loading (init() loads it, unless told { codegen: false }: then the first compile does)';
       this.generatedReady = loadCodegen().then(
         () => {
+          // Nothing waits for its replays here (the function learned nothing of a deferral).
           if (generation === this.generation) this.generateSweeps(nInputs, count, outputs, scheduleBudget, everyValue);
           return this.generatedReady;
         },
@@ -233,9 +236,17 @@ export class WasmBackend implements Backend {
       return this.generated;
     }
     let plan: SweepPlan | null = null;
+    const defer = { straightOps: deferCodeNodes, deferred: 0 };
     if (count > nInputs) {
       const passes = this.plannerPasses(nInputs, count) ?? codegen.jsPasses(this.views, nInputs, count);
-      plan = codegen.planSweeps(this.views, nInputs, count, outputs, passes);
+      plan = codegen.planSweeps(this.views, nInputs, count, outputs, passes, undefined, undefined, defer);
+    }
+    if (defer.deferred > 0) {
+      // Describing, emitting and compiling this much straight code costs more than the first
+      // replays can pay back (compile.ts, codegenDeferral): the interpreter replays until they have.
+      this.deferredCodeNodes = defer.deferred;
+      this.generatedReason = `its plan has ${defer.deferred} nodes of straight code, generated once its replays have paid for it`;
+      return this.generated;
     }
     if (!plan) {
       const why = codegen.whyNoPlan(this.views, nInputs, count);
@@ -475,6 +486,9 @@ export class WasmBackend implements Backend {
       '(12 bytes each, beside the tape and the tangents a jvp or hvp would add)';
   }
 
+  /** @internal The nodes of code of the plan the last `generateSweeps` left for later (0: none). */
+  deferredCodeNodes = 0;
+
   /** The table of steps of the active plan's dispatchers, where it has one. */
   private steps: Int32Array | null = null;
 
@@ -521,6 +535,7 @@ export class WasmBackend implements Backend {
     this.generatedReady = Promise.resolve();
     this.plan = null;
     this.steps = null;
+    this.deferredCodeNodes = 0;
     this.tangentsGenerated = false;
     this.modules = { replay: null, tangents: null };
     this.core.setGeneratedSweeps(0, 0, 0, 0, 0);

@@ -27,7 +27,7 @@
 // both), and module.ts assembles them into a module.
 export {
   MAX_SLOTS, jsPasses, linksRoom, linksTableSize, nextLinks, planSearch, planSegments, planSweeps, whyNoPlan,
-  type LinksOf, type Order, type PlannerPasses, type Segment, type SweepPlan,
+  type Deferral, type LinksOf, type Order, type PlannerPasses, type Segment, type SweepPlan,
 } from './plan.ts';
 export { MAX_REPEAT_NODES, MAX_REPEAT_TRIES, repeatsOf } from './shapes.ts';
 export { emitSweeps, stepTable, usesStepTable } from './module.ts';

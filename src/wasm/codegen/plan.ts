@@ -711,12 +711,20 @@ function distinctStraightOps(views: TapeViews, segments: readonly Segment[], rep
   return unique;
 }
 
+/** A plan left for later: past `straightOps` computed ops of straight code of distinct op
+ *  sequences (describing and emitting it costs more than a first call should), planSweeps
+ *  stops before describing and writes that count to `deferred`. */
+export interface Deferral {
+  straightOps: number;
+  deferred: number;
+}
+
 /** Plans generated sweeps for nodes [from, to) of the tape in `views`, or returns null when the
  *  tape does not suit generated code. `outputs`: the nodes a reverse sweep may be seeded at (their
  *  adjoints stay in memory). `passes`: the whole-tape passes (the wasm engine's run in its core). */
 export function planSweeps(
   views: TapeViews, from: number, to: number, outputs: ArrayLike<number>, passes = jsPasses(views, from, to),
-  maxSlots = planSizes.maxSlots, lap?: (step: 'segments' | 'repeats' | 'describe' | 'fold') => void,
+  maxSlots = planSizes.maxSlots, lap?: (step: 'segments' | 'repeats' | 'describe' | 'fold') => void, defer?: Deferral,
 ): SweepPlan | null {
   const { straightChunk, functionNodes } = planSizes;
   const { uses, linksOf } = passes;
@@ -740,6 +748,10 @@ export function planSweeps(
   // describing any of it; straight code without loops is refused in the search).
   const unique = distinctStraightOps(views, chunked, repeatOf, maxSlots);
   if (unique > maxSlots) return null;
+  if (defer && unique > defer.straightOps) {
+    defer.deferred = unique;
+    return null;
+  }
   const described = describeBodies(views, chunked, from, uses, seeded, linksOf, repeatOf);
   const { bodies, copied } = described;
   for (let k = 0; k < bodies.length; k++) if (!copied[k]) layoutNest(bodies[k]!, 0, 0);
