@@ -234,11 +234,10 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     else engine.generateSweeps(this.inputs, size, recording.outputs, budget, this.checkNaN, mayDefer ? deferredPast(size) : Infinity);
     const code = engine.deferredCodeNodes;
     if (code > 0) {
-      // Planned, not emitted: the replays must first save what emitting and compiling that much
-      // code would cost (replayed generates it then).
+      // Left before its straight code was described: the replays must first save what describing,
+      // emitting and compiling that code would cost (replayed generates it then).
       this.generationDeferred = true;
       this.deferredUntil = this.replaysToPay(size, code * codegenDeferral.nsPerCodeNode);
-      engine.generated = 'none';
       engine.generatedReason = `its plan has ${code} nodes of straight code, which cost more to describe, emit and compile than its first ` +
         `replays save: interpreted until it has served ${this.deferredUntil} replays, then generated`;
       return;

@@ -243,9 +243,9 @@ export class WasmBackend implements Backend {
     }
     if (defer.deferred > 0) {
       // Describing, emitting and compiling this much straight code costs more than the first
-      // replays can pay back (compile.ts, codegenDeferral): the interpreter replays until they have.
+      // replays can pay back: the interpreter replays until they have (the compiled function
+      // counts them and says so, compile.ts's codegenDeferral).
       this.deferredCodeNodes = defer.deferred;
-      this.generatedReason = `its plan has ${defer.deferred} nodes of straight code, generated once its replays have paid for it`;
       return this.generated;
     }
     if (!plan) {
@@ -253,8 +253,9 @@ export class WasmBackend implements Backend {
       this.generatedReason = `${why}; ${this.schedule(nInputs, count, scheduleBudget, everyValue ? null : outputs)}`;
       return this.generated;
     }
-    if (codegen.usesStepTable(plan.order) && !this.writeStepTable(codegen.stepTable(plan.order), scheduleBudget)) {
-      this.generatedReason = `${this.noRoomForSteps(plan.order.length, scheduleBudget)}; ${this.schedule(nInputs, count, scheduleBudget, outputs)}`;
+    const noTable = codegen.usesStepTable(plan.order) ? this.writeStepTable(codegen.stepTable(plan.order), scheduleBudget) : null;
+    if (noTable) {
+      this.generatedReason = `${noTable}; ${this.schedule(nInputs, count, scheduleBudget, outputs)}`;
       return this.generated;
     }
     this.plan = plan;
@@ -481,11 +482,6 @@ export class WasmBackend implements Backend {
     return { replay: this.modules.replay, tangents: this.modules.tangents, steps: this.steps };
   }
 
-  private noRoomForSteps(steps: number, budget: number): string {
-    return `${4 * 3 * steps > budget ? 'maxMemoryBytes leaves' : 'memory has'} no room for the table of its generated code's ${steps} steps ` +
-      '(12 bytes each, beside the tape and the tangents a jvp or hvp would add)';
-  }
-
   /** @internal The nodes of code of the plan the last `generateSweeps` left for later (0: none). */
   deferredCodeNodes = 0;
 
@@ -493,16 +489,20 @@ export class WasmBackend implements Backend {
   private steps: Int32Array | null = null;
 
   // The table into the schedule region (the scratch after it moves: guards and rows are written
-  // again); false where `budget` (what maxMemoryBytes leaves past the tape) or memory has no room.
-  private writeStepTable(table: Int32Array, budget: number): boolean {
-    if (4 * table.length > budget) return false;
+  // again); null, or why not, where `budget` (what maxMemoryBytes leaves past the tape) or memory
+  // has no room.
+  private writeStepTable(table: Int32Array, budget: number): string | null {
+    const bytes = 4 * table.length;
+    const noRoom = (what: string): string =>
+      `${what} no room for the table of its generated code's ${table.length / 3} steps (12 bytes each, beside the tape and the tangents a jvp or hvp would add)`;
+    if (bytes > budget) return noRoom('maxMemoryBytes leaves');
     this.guardsAt = -1;
-    const at = this.core.reserveStepTable(4 * table.length) >>> 0;
-    if (at === 0) return false;
+    const at = this.core.reserveStepTable(bytes) >>> 0;
+    if (at === 0) return noRoom('memory has');
     if (this.views.val.buffer !== this.core.memory.buffer) this.refreshViews();
     new Int32Array(this.core.memory.buffer, at, table.length).set(table);
     this.steps = table;
-    return true;
+    return null;
   }
 
   /** @internal Installs sweeps another core generated for the same tape (see `shipSweeps`). */
@@ -514,8 +514,9 @@ export class WasmBackend implements Backend {
       this.generatedReason = `${everyValue ? CHECKED_REPLAY : 'the main thread scheduled the tape'}; here ${this.schedule(nInputs, count, scheduleBudget, everyValue ? null : outputs)}`;
       return;
     }
-    if (sweeps.steps && !this.writeStepTable(sweeps.steps, scheduleBudget)) {
-      this.generatedReason = `${this.noRoomForSteps(sweeps.steps.length / 3, scheduleBudget)}; here ${this.schedule(nInputs, count, scheduleBudget, outputs)}`;
+    const noTable = sweeps.steps ? this.writeStepTable(sweeps.steps, scheduleBudget) : null;
+    if (noTable) {
+      this.generatedReason = `${noTable}; here ${this.schedule(nInputs, count, scheduleBudget, outputs)}`;
       return;
     }
     this.installSweeps(sweeps.replay, 1);
