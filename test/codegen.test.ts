@@ -1410,6 +1410,29 @@ describe('the planner', () => {
     expect(jsPasses(tape.engine.views, 2, tape.size).segmentsOf(2, tape.size, Infinity)).toBeNull();
   });
 
+  // The core compares the ops of a segment and its repeat as memory, and an operand's op only
+  // where it lies before the segment: a repeat whose operand there is a constant where the
+  // earlier segment's is a computed node (or the other way round) is no repeat.
+  it('finds no repeat where an operand before the segment is a constant in one and computed in the other', () => {
+    const cases: [(x: Var[]) => Var, number[]][] = [
+      // mul(x0, 2) at 3 and mul(x0, sin x1) at 5: the second operands, each the node before, differ.
+      [(x) => x[0]!.mul(2).add(x[0]!.mul(x[1]!.sin())), [-1, -1]],
+      [(x) => x[0]!.mul(x[1]!.sin()).add(x[0]!.mul(2)), [-1, -1]],
+      // mul(x0, 2) at 3 and mul(x0, 3) at 5: both constants, a repeat.
+      [(x) => x[0]!.mul(2).add(x[0]!.mul(3)), [-1, 0]],
+    ];
+    for (const [fn, expected] of cases) {
+      const { tape, outputs } = compile(fn, { inputs: 2, at: [0.1, 0.2], codegen: false }).recorded!;
+      const seeded = new Uint8Array(tape.size);
+      for (const o of Array.from(outputs)) seeded[o] = 1;
+      const list = [{ start: 3, period: 1, count: 1 }, { start: 5, period: 1, count: 1 }];
+      const js = jsPasses(tape.engine.views, 2, tape.size).repeatsOf(list, 2, seeded, 0);
+      const inCore = (tape.engine as WasmBackend).plannerPasses(2, tape.size)!.repeatsOf(list, 2, seeded, 0);
+      expect(Array.from(js)).toEqual(expected);
+      expect(Array.from(inCore)).toEqual(expected);
+    }
+  });
+
   // The core links a range in calls of 4,096 nodes (assembly/planning.ts), each starting from the
   // ops just above it: ranges of many such calls, starting and ending anywhere in one.
   it('links long ranges in the core exactly as the planner\'s JS does, across its calls', () => {
