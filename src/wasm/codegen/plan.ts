@@ -726,6 +726,80 @@ export interface Deferral {
   deferred: number;
 }
 
+// planSweeps' passes over every top-level segment, each a function of its own: a data-dependent
+// tape has thousands of segments, these loops run on a first compile before V8 has optimised
+// them, and V8 compiles a long-running loop (on-stack replacement) with the whole function around
+// it; as loops of planSweeps, that compile took 10-19 ms of a background thread on a machine of
+// two cores, while the planner ran on the other (the branchy loss at 10,000 samples).
+
+// Straight segments cut into bodies of at most `chunk` nodes; loops as they are.
+function chunkStraight(segments: readonly Segment[], chunk: number): Segment[] {
+  const chunked: Segment[] = [];
+  for (let k = 0; k < segments.length; k++) {
+    const seg = segments[k]!;
+    if (seg.count > 1) chunked.push(seg);
+    else for (let s = seg.start; s < seg.start + seg.period; s += chunk) chunked.push({ start: s, period: Math.min(chunk, seg.start + seg.period - s), count: 1 });
+  }
+  return chunked;
+}
+
+// Nodes of straight code left after folding: straight segments past SHORT_RUN, and short ones
+// that no shape took.
+function unfoldedStraightCode(segments: readonly Segment[], shapeOf: Int32Array): number {
+  let straightCode = 0;
+  for (let k = 0; k < segments.length; k++) {
+    const { period, count } = segments[k]!;
+    if (count === 1 && (period > SHORT_RUN || shapeOf[k]! < 0)) straightCode += period;
+  }
+  return straightCode;
+}
+
+// The functions of a plan's bodies outside shapes (consecutive ones grouped up to
+// `functionNodes`) and the steps of a sweep: a part, or a shape with a body's shift and count.
+// `ownBody(k)`: segment k's own description, for a copy outside any shape.
+function partsInOrder(
+  segments: readonly Segment[], shapes: readonly Shape[], shapeOf: Int32Array, bodies: readonly Body[], copied: Uint8Array,
+  ownBody: (k: number) => Body, functionNodes: number,
+): { parts: Body[][]; order: Order } {
+  const parts: Body[][] = [];
+  // Parts are numbered as they end, so a step holds a shape's number until then (-1 - shape).
+  const steps = segments.length;
+  const order: Order = { length: 0, unit: new Int32Array(steps), shift: new Int32Array(steps), count: new Int32Array(steps) };
+  let part: Body[] = [], partSize = 0;
+  for (let k = 0; k < segments.length; k++) {
+    const seg = segments[k]!;
+    const shape = shapeOf[k]!;
+    if (shape >= 0) {
+      if (part.length) {
+        order.unit[order.length++] = parts.length;
+        parts.push(part);
+        part = [];
+        partSize = 0;
+      }
+      const step = order.length++;
+      order.unit[step] = -1 - shape;
+      order.shift[step] = 8 * (seg.start - shapes[shape]!.body.seg.start);
+      order.count[step] = seg.count;
+      continue;
+    }
+    const body = copied[k] ? ownBody(k) : bodies[k]!;
+    if (part.length && partSize + body.size > functionNodes) {
+      order.unit[order.length++] = parts.length;
+      parts.push(part);
+      part = [];
+      partSize = 0;
+    }
+    part.push(body);
+    partSize += body.size;
+  }
+  if (part.length) {
+    order.unit[order.length++] = parts.length;
+    parts.push(part);
+  }
+  for (let k = 0; k < order.length; k++) if (order.unit[k]! < 0) order.unit[k] = parts.length - 1 - order.unit[k]!;
+  return { parts, order };
+}
+
 /** Plans generated sweeps for nodes [from, to) of the tape in `views`, or returns null when the
  *  tape does not suit generated code. `outputs`: the nodes a reverse sweep may be seeded at (their
  *  adjoints stay in memory). `passes`: the whole-tape passes (the wasm engine's run in its core). */
@@ -743,11 +817,7 @@ export function planSweeps(
   if (!segments) return null;
   const seeded = new Uint8Array(to);
   for (let k = 0; k < outputs.length; k++) seeded[outputs[k]!] = 1;
-  const chunked: Segment[] = [];
-  for (const seg of segments) {
-    if (seg.count > 1) chunked.push(seg);
-    else for (let s = seg.start; s < seg.start + seg.period; s += straightChunk) chunked.push({ start: s, period: Math.min(straightChunk, seg.start + seg.period - s), count: 1 });
-  }
+  const chunked = chunkStraight(segments, straightChunk);
   const repeatOf = passes.repeatsOf(chunked, from, seeded);
   lap?.('repeats');
   // Straight bodies of different op sequences never share a shape's function, so past maxSlots
@@ -760,55 +830,25 @@ export function planSweeps(
     return null;
   }
   const described = describeBodies(views, chunked, from, uses, seeded, linksOf, repeatOf);
-  const { bodies, copied } = described;
-  for (let k = 0; k < bodies.length; k++) if (!copied[k]) layoutNest(bodies[k]!, 0, 0);
+  const { bodies, copied, descs } = described;
+  // Each description once (a segment that is no copy has its own).
+  for (let d = 0; d < descs.length; d++) layoutNest(descs[d]!, 0, 0);
   lap?.('describe');
   const { shapes, shapeOf } = foldShapes(chunked, described);
   lap?.('fold');
   // The search counted short runs between loops as no code (SHORT_RUN), as they fold into
   // shapes where the data repeat them: those that did not fold count now, with the rest.
-  let straightCode = 0;
-  for (let k = 0; k < chunked.length; k++) {
-    const { period, count } = chunked[k]!;
-    if (count === 1 && (period > SHORT_RUN || shapeOf[k]! < 0)) straightCode += period;
-  }
-  if (straightCode > maxSlots) return null;
-  const parts: Body[][] = [];
-  // Parts are numbered as they end, so a step holds a shape's number until then (-1 - shape).
-  const steps = chunked.length;
-  const order: Order = { length: 0, unit: new Int32Array(steps), shift: new Int32Array(steps), count: new Int32Array(steps) };
-  let part: Body[] = [], partSize = 0;
-  const endPart = (): void => {
-    if (!part.length) return;
-    order.unit[order.length++] = parts.length;
-    parts.push(part);
-    part = [];
-    partSize = 0;
-  };
-  for (let k = 0; k < chunked.length; k++) {
+  if (unfoldedStraightCode(chunked, shapeOf) > maxSlots) return null;
+  // A copy stands in for its body only inside a shape; anywhere else it is described on its own.
+  const ownBody = (k: number): Body => {
     const seg = chunked[k]!;
-    const shape = shapeOf[k]!;
-    if (shape >= 0) {
-      endPart();
-      const step = order.length++;
-      order.unit[step] = -1 - shape;
-      order.shift[step] = 8 * (seg.start - shapes[shape]!.body.seg.start);
-      order.count[step] = seg.count;
-      continue;
-    }
-    // A copy stands in for its body only inside a shape; anywhere else it is described on its own.
-    if (copied[k]) {
-      bodies[k] = describeBody(views, seg, null, [], uses, seeded, linksOf, seg.count === 1 ? from : -1);
-      layoutNest(bodies[k]!, 0, 0);
-      copied[k] = 0;
-    }
-    const body = bodies[k]!;
-    if (part.length && partSize + body.size > functionNodes) endPart();
-    part.push(body);
-    partSize += body.size;
-  }
-  endPart();
-  for (let k = 0; k < order.length; k++) if (order.unit[k]! < 0) order.unit[k] = parts.length - 1 - order.unit[k]!;
+    const body = describeBody(views, seg, null, [], uses, seeded, linksOf, seg.count === 1 ? from : -1);
+    layoutNest(body, 0, 0);
+    bodies[k] = body;
+    copied[k] = 0;
+    return body;
+  };
+  const { parts, order } = partsInOrder(chunked, shapes, shapeOf, bodies, copied, ownBody, functionNodes);
   const size = parts.flat().reduce((sum, b) => sum + b.size, 0) + shapes.reduce((sum, { body }) => sum + body.size, 0);
   if (size > maxSlots) return null;
   return { segments: chunked, bodies, copied, parts, shapes, order, size };

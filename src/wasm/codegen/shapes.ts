@@ -295,13 +295,16 @@ function usesAt(uses: Int32Array, seeded: Uint8Array, start: number, step: numbe
  *  1, that of an earlier segment it repeats, shared (no object per copy: on a tape of few shapes
  *  repeated by the data, a copy each was most of describing and folding on a first compile, run
  *  before V8 has optimised this code: the branchy loss's 1,850 copies took 2-4 ms). A copy sits
- *  `segments[k].start - bodies[k].seg.start` nodes on; the top-level groups that move with it are
- *  `moves.get(bodies[k])`. */
+ *  `segments[k].start - bodies[k].seg.start` nodes on. The descriptions are numbered: segment k's
+ *  is `descs[descOf[k]]`, and the top-level groups that move with a copy of description d are
+ *  `moves[d]`. */
 export interface Described {
   bodies: Body[];
   copied: Uint8Array;
+  descOf: Int32Array;
+  descs: Body[];
   /** Per description checked for copies: its moving groups, null where it cannot move. */
-  moves: Map<Body, Uint8Array | null>;
+  moves: (Uint8Array | null | undefined)[];
 }
 
 /** Describes the top-level segments of a plan, each body that repeats an earlier one as a copy
@@ -310,124 +313,186 @@ export function describeBodies(
   views: TapeViews, segments: readonly Segment[], from: number, uses: Int32Array, seeded: Uint8Array, linksOf: LinksOf,
   repeatOf = repeatsOf(views, segments, from, uses, seeded),
 ): Described {
-  const moves = new Map<Body, Uint8Array | null>();
-  // Per body copied: the immediates a copy must match, null for straight code (which loads its
-  // constants). Once per body, not per copy: `straight` reads every item.
-  const baked = new Map<Body, { nodes: number[]; values: number[] } | null>();
-  // Whether `rep`'s description moves to a copy: each of its pointer groups walks only inputs or
-  // only other nodes (groupMoves).
-  const movable = (rep: Body): boolean => {
-    let move = moves.get(rep);
-    if (move === undefined) moves.set(rep, (move = groupMoves(rep, from)));
+  // Per description, as numbered in `descs` (arrays, not maps keyed by body: a data-dependent tape
+  // asks once per segment, thousands of times, on a first compile): whether it moves to a copy
+  // (each of its pointer groups walks only inputs or only other nodes: groupMoves), and the
+  // immediates a copy must match, null for straight code (which loads its constants).
+  const descs: Body[] = [];
+  const moves: (Uint8Array | null | undefined)[] = [];
+  const baked: ({ nodes: number[]; values: number[] } | null | undefined)[] = [];
+  const movable = (d: number): boolean => {
+    let move = moves[d];
+    if (move === undefined) moves[d] = move = groupMoves(descs[d]!, from);
     return move !== null;
   };
-  // Whether `seg`, whose nodes repeat `rep`'s, may share its description.
-  const copies = (rep: Body, seg: Segment): boolean => {
-    const delta = seg.start - rep.seg.start;
-    let own = baked.get(rep);
-    if (own === undefined) baked.set(rep, (own = straight(rep) ? null : immediates(rep, [])));
+  // Whether `seg`, whose nodes repeat those of description d, may share it.
+  const copies = (d: number, seg: Segment): boolean => {
+    let own = baked[d];
+    if (own === undefined) baked[d] = own = straight(descs[d]!) ? null : immediates(descs[d]!, []);
     if (own) {
-      const { nodes, values } = own;
+      const delta = seg.start - descs[d]!.seg.start, { nodes, values } = own;
       for (let k = 0; k < nodes.length; k++) if (!Object.is(views.val[nodes[k]! + delta], values[k])) return false;
     }
-    return movable(rep);
+    return movable(d);
   };
   // A loop of another length (see above): the latest own loop descriptions of each period.
-  const loopsOfPeriod = new Map<number, Body[]>();
-  const otherLength = (seg: Segment): Body | null => {
-    if (seg.count < 2 || seg.period * seg.count > MAX_REPEAT_NODES) return null;
+  const loopsOfPeriod = new Map<number, number[]>();
+  const otherLength = (seg: Segment): number => {
+    if (seg.count < 2 || seg.period * seg.count > MAX_REPEAT_NODES) return -1;
     const candidates = loopsOfPeriod.get(seg.period) ?? [];
     for (let t = 0, c = candidates.length - 1; t < MAX_REPEAT_TRIES && c >= 0; t++, c--) {
-      const rep = candidates[c]!, delta = seg.start - rep.seg.start;
+      const d = candidates[c]!, rep = descs[d]!, delta = seg.start - rep.seg.start;
       if (!repeatsTwoIterations(views, rep.seg, seg, from)) continue;
       if (!factsHold(views, rep, [{ period: seg.period, count: seg.count }], delta, uses, seeded)) continue;
-      if (movable(rep)) return rep;
+      if (movable(d)) return d;
     }
-    return null;
+    return -1;
   };
-  const bodies: Body[] = new Array(segments.length);
+  const describe = (seg: Segment): number => {
+    const d = descs.push(describeBody(views, seg, null, [], uses, seeded, linksOf, seg.count === 1 ? from : -1)) - 1;
+    if (seg.count > 1 && seg.period * seg.count <= MAX_REPEAT_NODES) {
+      const same = loopsOfPeriod.get(seg.period);
+      if (same) same.push(d);
+      else loopsOfPeriod.set(seg.period, [d]);
+    }
+    return d;
+  };
+  const descOf = new Int32Array(segments.length);
   const copied = new Uint8Array(segments.length);
+  const bodies = copiesOrOwn(segments, repeatOf, descOf, copied, copies, (seg) => {
+    const d = otherLength(seg);
+    return d >= 0 ? d : -1 - describe(seg);
+  }, descs);
+  return { bodies, copied, descOf, descs, moves };
+}
+
+// describeBodies' pass over every segment, a function of its own (planSweeps' helpers in plan.ts
+// say why): segment k shares the description of the segment it repeats where `copies` says it
+// may, else `otherwise` gives a description it shares (d), or its own (-1 - d).
+function copiesOrOwn(
+  segments: readonly Segment[], repeatOf: Int32Array, descOf: Int32Array, copied: Uint8Array,
+  copies: (d: number, seg: Segment) => boolean, otherwise: (seg: Segment) => number, descs: readonly Body[],
+): Body[] {
   for (let k = 0; k < segments.length; k++) {
     const seg = segments[k]!;
     const r = repeatOf[k]!;
     // Repeating node for node is transitive, so a repeat of a copy repeats the copy's body.
-    const rep = r >= 0 && copies(bodies[r]!, seg) ? bodies[r]! : otherLength(seg);
-    if (rep) {
-      bodies[k] = rep;
-      copied[k] = 1;
-      continue;
-    }
-    const body = describeBody(views, seg, null, [], uses, seeded, linksOf, seg.count === 1 ? from : -1);
-    bodies[k] = body;
-    if (seg.count > 1 && seg.period * seg.count <= MAX_REPEAT_NODES) {
-      const same = loopsOfPeriod.get(seg.period);
-      if (same) same.push(body);
-      else loopsOfPeriod.set(seg.period, [body]);
-    }
+    let d = r >= 0 && copies(descOf[r]!, seg) ? descOf[r]! : otherwise(seg);
+    if (d >= 0) copied[k] = 1;
+    else d = -1 - d;
+    descOf[k] = d;
   }
-  return { bodies, copied, moves };
+  const bodies: Body[] = new Array(segments.length);
+  for (let k = 0; k < segments.length; k++) bodies[k] = descs[descOf[k]!]!;
+  return bodies;
+}
+
+// foldShapes' passes over every segment, each a function of its own (planSweeps' helpers in
+// plan.ts say why).
+
+// Segments by the key of their description, in buckets in the order keys first occur (a copy's
+// key is its description's: the key leaves out where a top-level body sits): bucket b is
+// members[bucketStart[b]] up to members[bucketStart[b + 1]], in segment order.
+function bucketsByKey(segments: readonly Segment[], descOf: Int32Array, descs: readonly Body[]): { members: Int32Array; bucketStart: Int32Array; keys: number } {
+  const n = segments.length;
+  const keyOf = new Int32Array(descs.length).fill(-1);
+  const keyIds = new Map<string, number>();
+  const bucketOf = new Int32Array(n).fill(-1);
+  let keys = 0;
+  for (let k = 0; k < n; k++) {
+    const seg = segments[k]!;
+    if (seg.period * seg.count < 2) continue;
+    const d = descOf[k]!;
+    if (keyOf[d]! < 0) {
+      const key = shapeKey(descs[d]!);
+      let id = keyIds.get(key);
+      if (id === undefined) keyIds.set(key, (id = keys++));
+      keyOf[d] = id;
+    }
+    bucketOf[k] = keyOf[d]!;
+  }
+  const bucketStart = new Int32Array(keys + 1);
+  for (let k = 0; k < n; k++) if (bucketOf[k]! >= 0) bucketStart[bucketOf[k]! + 1]!++;
+  for (let b = 0; b < keys; b++) bucketStart[b + 1]! += bucketStart[b]!;
+  const members = new Int32Array(bucketStart[keys]!);
+  const filled = bucketStart.slice(0, keys);
+  for (let k = 0; k < n; k++) if (bucketOf[k]! >= 0) members[filled[bucketOf[k]!]!++] = k;
+  return { members, bucketStart, keys };
+}
+
+function startsOf(segments: readonly Segment[]): Int32Array {
+  const starts = new Int32Array(segments.length);
+  for (let k = 0; k < segments.length; k++) starts[k] = segments[k]!.start;
+  return starts;
+}
+
+// The members of `bucket` that no shape took, in place (a bucket is its own part of the members).
+function untaken(bucket: Int32Array, takenSegment: Uint8Array, takenDesc: Uint8Array, descOf: Int32Array): Int32Array {
+  let left = 0;
+  for (let m = 0; m < bucket.length; m++) {
+    const k = bucket[m]!;
+    if (!takenSegment[k] && !takenDesc[descOf[k]!]) bucket[left++] = k;
+  }
+  return bucket.subarray(0, left);
 }
 
 /** Groups top-level bodies into shapes: bodies with the same key whose pointer groups each either
  *  move with the body or stay put, the same way for all of them, at least MIN_BODIES of them.
- *  `shapeOf[k]`: the shape segment k's body folded into, or -1. */
-export function foldShapes(segments: readonly Segment[], { bodies, copied, moves }: Described): { shapes: Shape[]; shapeOf: Int32Array } {
-  // Segments by key; a copy's key is its description's (the key leaves out where a top-level body sits).
-  const buckets = new Map<string, number[]>();
-  const keys = new Map<Body, string>();
-  for (let k = 0; k < segments.length; k++) {
-    const seg = segments[k]!;
-    if (seg.period * seg.count < 2) continue;
-    const own = bodies[k]!;
-    let key = keys.get(own);
-    if (key === undefined) keys.set(own, (key = shapeKey(own)));
-    const bucket = buckets.get(key);
-    if (bucket) bucket.push(k);
-    else buckets.set(key, [k]);
-  }
-  // Where segment k's groups start: its description's, moved with a copy where a group moves.
-  const originsOf = (k: number, out: Int32Array): Int32Array => {
-    const body = bodies[k]!, move = copied[k] ? moves.get(body)! : null, delta = segments[k]!.start - body.seg.start;
-    for (let g = 0; g < out.length; g++) out[g] = body.groups[g]!.origin + (move !== null && move[g] ? delta : 0);
-    return out;
-  };
-  // Which groups of bucket[0]'s description move with a body (relative) and which stay, as the
-  // first member whose origins differ from the description's each by its shift from the
-  // description's start or by nothing says (after at most PARTNER_TRIES members), and the members
-  // that agree; null where none does. Measured from the description itself, not from bucket[0]:
-  // the shape's function is emitted from the description, at its own start, and bucket[0] may be
-  // a copy of it, whose groups that move with a copy a shape may keep in place (a review: such a
-  // shape read a hoisted node of the description's place for every member, wrong values).
-  const fold = (bucket: readonly number[]): { relative: Uint8Array; members: number[] } | null => {
-    const body = bodies[bucket[0]!]!, groups = body.groups.length, firstStart = body.seg.start;
-    const firstOrigins = Int32Array.from(body.groups, (g) => g.origin), origins = new Int32Array(groups);
-    const relative = new Uint8Array(groups);
-    let found = false;
-    for (let t = 0; t < bucket.length && t <= PARTNER_TRIES && !found; t++) {
-      const b = bucket[t]!, delta = segments[b]!.start - firstStart;
-      // The description's own segment tells nothing.
-      if (delta === 0) continue;
-      originsOf(b, origins);
-      found = true;
-      for (let g = 0; g < groups && found; g++) {
-        const d = origins[g]! - firstOrigins[g]!;
-        relative[g] = d === delta ? 1 : 0;
-        found = d === delta || d === 0;
-      }
-    }
-    if (!found) return null;
-    const members: number[] = [];
-    for (const k of bucket) {
-      originsOf(k, origins);
-      const shift = segments[k]!.start - firstStart;
-      let member = true;
-      for (let g = 0; g < groups && member; g++) member = origins[g]! - firstOrigins[g]! === (relative[g] ? shift : 0);
-      if (member) members.push(k);
-    }
-    return { relative, members };
+ *  `shapeOf[k]`: the shape segment k's body folded into, or -1. Per segment only arithmetic on
+ *  typed arrays (descriptions by number, buckets by a counting sort, marks for what a shape
+ *  took): on a first compile, with thousands of segments, maps and sets per segment and
+ *  closures cost several ms before V8 had optimised them, and their optimisation as much again
+ *  on a background thread. */
+export function foldShapes(segments: readonly Segment[], { copied, descOf, descs, moves }: Described): { shapes: Shape[]; shapeOf: Int32Array } {
+  const n = segments.length;
+  const { members, bucketStart, keys } = bucketsByKey(segments, descOf, descs);
+  // Per description, where its top-level groups start; per segment, its start.
+  const originsOf: (Int32Array | undefined)[] = [];
+  const origins = (d: number): Int32Array => originsOf[d] ??= Int32Array.from(descs[d]!.groups, (g) => g.origin);
+  const startOf = startsOf(segments);
+  // Where segment k's group g starts, less where the description's starts: moved with a copy
+  // where the group moves.
+  const moved = (k: number, g: number): number => {
+    const d = descOf[k]!, move = copied[k] ? moves[d]! : null;
+    return move !== null && move[g] ? startOf[k]! - descs[d]!.seg.start : 0;
   };
   const shapes: Shape[] = [];
-  const shapeOf = new Int32Array(segments.length).fill(-1);
+  const shapeOf = new Int32Array(n).fill(-1);
+  const takenSegment = new Uint8Array(n), takenDesc = new Uint8Array(descs.length);
+  // Which groups of the leader's description move with a body (relative) and which stay, as the
+  // first member whose origins differ from the description's each by its shift from the
+  // description's start or by nothing says (after at most PARTNER_TRIES members), and the members
+  // that agree (in `found`, from 0); null where none does. Measured from the description itself,
+  // not from the leader: the shape's function is emitted from the description, at its own start,
+  // and the leader may be a copy of it, whose groups that move with a copy a shape may keep in
+  // place (a review: such a shape read a hoisted node of the description's place for every
+  // member, wrong values).
+  const fold = (bucket: Int32Array, found: Int32Array): { relative: Uint8Array; count: number } | null => {
+    const lead = descOf[bucket[0]!]!, first = origins(lead), groups = first.length, firstStart = descs[lead]!.seg.start;
+    const relative = new Uint8Array(groups);
+    let agreed = false;
+    for (let t = 0; t < bucket.length && t <= PARTNER_TRIES && !agreed; t++) {
+      const b = bucket[t]!, delta = startOf[b]! - firstStart;
+      // The description's own segment tells nothing.
+      if (delta === 0) continue;
+      const own = origins(descOf[b]!);
+      agreed = true;
+      for (let g = 0; g < groups && agreed; g++) {
+        const d = own[g]! + moved(b, g) - first[g]!;
+        relative[g] = d === delta ? 1 : 0;
+        agreed = d === delta || d === 0;
+      }
+    }
+    if (!agreed) return null;
+    let count = 0;
+    for (let m = 0; m < bucket.length; m++) {
+      const k = bucket[m]!, own = origins(descOf[k]!), shift = startOf[k]! - firstStart;
+      let member = true;
+      for (let g = 0; g < groups && member; g++) member = own[g]! + moved(k, g) - first[g]! === (relative[g] ? shift : 0);
+      if (member) found[count++] = k;
+    }
+    return { relative, count };
+  };
   // A bucket may hold bodies whose pointers start apart where the code is the same: a loop
   // entered one iteration later (an accumulator started at the first sample, `loss ? loss.add(t)
   // : t`: its first inner loop ran 20 times from input 0, the 1,860 others 19 from input 1). The
@@ -437,24 +502,28 @@ export function foldShapes(segments: readonly Segment[], { bodies, copied, moves
   // A description belongs to one shape at most (a straight one is rewritten for it), so the
   // segments sharing a shape's descriptions leave the bucket with its members (planSweeps
   // describes such a copy on its own).
-  for (const whole of buckets.values()) {
-    let bucket = whole;
+  const found = new Int32Array(members.length);
+  for (let b = 0; b < keys; b++) {
+    let bucket = members.subarray(bucketStart[b]!, bucketStart[b + 1]!);
     for (let tries = 0; tries < LEADER_TRIES && bucket.length >= MIN_BODIES; tries++) {
-      const folded = fold(bucket);
-      const members = folded?.members ?? [bucket[0]!];
-      const shaped = folded !== null && members.length >= MIN_BODIES && addShape(folded.relative, members);
-      const taken = new Set<number | Body>(members);
-      if (shaped) for (const k of members) taken.add(bodies[k]!);
-      bucket = bucket.filter((k) => !taken.has(k) && !taken.has(bodies[k]!));
+      const folded = fold(bucket, found);
+      const count = folded?.count ?? 1;
+      if (!folded) found[0] = bucket[0]!;
+      const shaped = folded !== null && count >= MIN_BODIES && addShape(folded.relative, found.subarray(0, count));
+      for (let m = 0; m < count; m++) {
+        takenSegment[found[m]!] = 1;
+        if (shaped) takenDesc[descOf[found[m]!]!] = 1;
+      }
+      bucket = untaken(bucket, takenSegment, takenDesc, descOf);
     }
   }
   return { shapes, shapeOf };
 
   // Makes the shape of `members` (true), or leaves them (a straight body with no moving pointer).
-  function addShape(relative: Uint8Array, members: number[]): boolean {
+  function addShape(relative: Uint8Array, members: Int32Array): boolean {
     // The function is emitted from the leader's description (a copy's is its body's own, at the
     // body's start; order.shift counts from there).
-    const first = bodies[members[0]!]!;
+    const first = descs[descOf[members[0]!]!]!;
     if (straight(first)) {
       // Constants become loads through the pointer that moves with the body (its operands' group
       // of stride 0, the inputs having their own).
@@ -462,12 +531,12 @@ export function foldShapes(segments: readonly Segment[], { bodies, copied, moves
       if (moving < 0) return false;
       // Copies share their body's description: each is rewritten once (the branchy loss: 1,857
       // members of 33 descriptions).
-      const rewritten = new Set<Body>();
-      for (const k of members) {
-        const body = bodies[k]!;
-        if (rewritten.has(body)) continue;
-        rewritten.add(body);
-        for (const { refs } of body.slots) {
+      const rewritten = new Uint8Array(descs.length);
+      for (let m = 0; m < members.length; m++) {
+        const d = descOf[members[m]!]!;
+        if (rewritten[d]) continue;
+        rewritten[d] = 1;
+        for (const { refs } of descs[d]!.slots) {
           for (const r of refs) {
             if (r.value === undefined) continue;
             r.value = undefined;
@@ -482,7 +551,7 @@ export function foldShapes(segments: readonly Segment[], { bodies, copied, moves
       for (const { refs } of first.slots) for (const r of refs) if (r.group === moving) group.origin = Math.min(group.origin, r.first);
     }
     const shape = shapes.push({ body: first, relative }) - 1;
-    for (const k of members) shapeOf[k] = shape;
+    for (let m = 0; m < members.length; m++) shapeOf[members[m]!] = shape;
     return true;
   }
 }
