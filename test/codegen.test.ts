@@ -378,6 +378,58 @@ describe('tangent slots the generated sweeps never write', () => {
   });
 });
 
+// The writer's one-byte fast paths (a local below 128, an i32 from -64 to 63, an offset below 128)
+// against a plain LEB128 encoder, at and around every boundary.
+describe('the wasm byte writer', () => {
+  const unsigned = (x: number): number[] => {
+    const out: number[] = [];
+    for (let v = x >>> 0; ; v = Math.floor(v / 128)) {
+      if (v < 128) return [...out, v];
+      out.push((v % 128) | 0x80);
+    }
+  };
+  const signed = (x: number): number[] => {
+    const out: number[] = [];
+    for (let v = x | 0; ; v >>= 7) {
+      const low = v & 0x7f;
+      if ((v >> 7 === 0 && !(low & 0x40)) || (v >> 7 === -1 && low & 0x40)) return [...out, low];
+      out.push(low | 0x80);
+    }
+  };
+  const written = (write: (fn: Bytes) => void): number[] => {
+    const fn = new Bytes(1);
+    write(fn);
+    return Array.from(fn.buf.subarray(0, fn.len));
+  };
+  it('encodes locals, i32 constants, memory offsets and f64 constants as LEB128 and IEEE bytes', () => {
+    for (const x of [0, 1, 63, 64, 127, 128, 255, 16383, 16384, 2 ** 21, 2 ** 31 - 1]) {
+      expect(written((fn) => fn.get(x))).toEqual([0x20, ...unsigned(x)]);
+      expect(written((fn) => fn.set(x))).toEqual([0x21, ...unsigned(x)]);
+      expect(written((fn) => fn.tee(x))).toEqual([0x22, ...unsigned(x)]);
+      expect(written((fn) => fn.memory(0x2b, x))).toEqual([0x2b, 3, ...unsigned(x)]);
+      expect(written((fn) => fn.u32(x))).toEqual(unsigned(x));
+    }
+    for (const x of [0, 1, -1, 63, 64, -64, -65, 127, 128, -128, -129, 8191, 8192, -8192, -8193, 2 ** 31 - 1, -(2 ** 31)]) {
+      expect(written((fn) => fn.i32Const(x))).toEqual([0x41, ...signed(x)]);
+      expect(written((fn) => fn.i32(x))).toEqual(signed(x));
+    }
+    for (const v of [0, -0, 1.5, -Math.PI, Infinity, NaN, 5e-324]) {
+      expect(written((fn) => fn.f64Const(v))).toEqual([0x44, ...new Uint8Array(Float64Array.of(v).buffer)]);
+    }
+    expect(() => new Bytes().memory(0x2b, -8)).toThrow(/negative memory offset/);
+  });
+  it('grows as it writes, keeping what it wrote', () => {
+    const fn = new Bytes(2), expected: number[] = [];
+    for (let k = 0; k < 300; k++) {
+      fn.get(k * 97);
+      fn.i32Const(k * -13);
+      fn.byte(k & 0xff);
+      expected.push(0x20, ...unsigned(k * 97), 0x41, ...signed(k * -13), k & 0xff);
+    }
+    expect(Array.from(fn.buf.subarray(0, fn.len))).toEqual(expected);
+  });
+});
+
 describe('straight-line code: tapes without loops', () => {
   it('random DAGs over every op, at any inputs', () => {
     checkRandomDags('active', 100);

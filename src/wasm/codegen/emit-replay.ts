@@ -5,7 +5,7 @@ import { Op, ZERO_GRADIENT } from '../../ops.ts';
 import { enclosingGroup, nestNeeds, type Body, type Ref } from './plan.ts';
 import { COMPARISON, FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, NATIVE_BINARY, NATIVE_PARTIAL } from './rules.ts';
 import {
-  Bytes, memarg, F64, I32, W_BrIf, W_Call, W_Else, W_End, W_F64Abs, W_F64Add, W_F64Div, W_F64Eq, W_F64FromU32,
+  Bytes, F64, I32, W_BrIf, W_Call, W_Else, W_End, W_F64Abs, W_F64Add, W_F64Div, W_F64Eq, W_F64FromU32,
   W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg, W_F64Sqrt, W_F64Store, W_I32Add, W_I32And, W_I32Eq, W_I32Mul, W_I32Sub, W_If, W_Loop,
   W_Select, W_Void,
 } from './wasm.ts';
@@ -142,7 +142,7 @@ export function carriedValuesStart(
         set[r.carried] = 1;
         for (const region of regions) {
           fn.get(nest.pointer(region, body, r.group));
-          memarg(fn, W_F64Load, 8 * (r.first - body.groups[r.group]!.origin));
+          fn.memory(W_F64Load, 8 * (r.first - body.groups[r.group]!.origin));
           fn.set(localOf(region, body, body.local[r.carried]!));
         }
       }
@@ -162,7 +162,7 @@ export function carriedAdjointsStart(
       const at = 8 * (self.first - body.groups[self.group]!.origin);
       for (const region of regions) {
         fn.get(nest.pointer(region, body, self.group));
-        memarg(fn, W_F64Load, at);
+        fn.memory(W_F64Load, at);
         fn.set(localOf(region, body, body.local[s]!));
       }
       fn.get(reset);
@@ -170,7 +170,7 @@ export function carriedAdjointsStart(
       for (const region of regions) {
         fn.get(nest.pointer(region, body, self.group));
         fn.f64Const(0);
-        memarg(fn, W_F64Store, at);
+        fn.memory(W_F64Store, at);
       }
       fn.byte(W_End);
     });
@@ -191,7 +191,7 @@ export function emitForward(bodies: Body[], relative: Uint8Array | null = null):
       if (r.slot >= 0 && body.valueInLocal[r.slot]) return fn.get(L.slot(body, body.local[r.slot]!));
       if (r.carried >= 0 && body.valueCarried[r.carried]) return fn.get(L.slot(body, body.local[r.carried]!));
       fn.get(L.nest.pointer(VAL, body, r.group));
-      memarg(fn, W_F64Load, offset(r));
+      fn.memory(W_F64Load, offset(r));
     };
     return (s: number): void => {
       const { op, self, refs } = body.slots[s]!;
@@ -200,7 +200,7 @@ export function emitForward(bodies: Body[], relative: Uint8Array | null = null):
       fn.get(L.nest.pointer(VAL, body, self.group));
       emitValue(fn, op, refs, load, L);
       if (cached >= 0) fn.tee(L.slot(body, cached));
-      memarg(fn, W_F64Store, offset(self));
+      fn.memory(W_F64Store, offset(self));
     };
   };
   const beforeLoop = carriedValuesStart(fn, L.nest, [VAL], (_, b, k) => L.slot(b, k));
@@ -279,10 +279,10 @@ export function emitCarriedTerm(fn: Bytes, counter: number, toMemory: () => void
 export function emitAddToMemory(fn: Bytes, pointer: number, offset: number, contribution: () => void): void {
   fn.get(pointer);
   fn.get(pointer);
-  memarg(fn, W_F64Load, offset);
+  fn.memory(W_F64Load, offset);
   contribution();
   fn.byte(W_F64Add);
-  memarg(fn, W_F64Store, offset);
+  fn.memory(W_F64Store, offset);
 }
 
 /** The reverse sweep; its third parameter, when nonzero, has it set each adjoint it reads from
@@ -307,7 +307,7 @@ export function emitReverse(bodies: Body[], relative: Uint8Array | null = null):
     const load = (r: Ref): void => {
       if (r.value !== undefined) return fn.f64Const(r.value);
       fn.get(L.nest.pointer(VAL, body, r.group));
-      memarg(fn, W_F64Load, offset(r));
+      fn.memory(W_F64Load, offset(r));
     };
     // adj[r] += contribution, nothing for a constant.
     const addAdjoint = (r: Ref, contribution: () => void): void => {
@@ -338,7 +338,7 @@ export function emitReverse(bodies: Body[], relative: Uint8Array | null = null):
       fn.byte(W_If); fn.byte(W_Void);
       fn.get(L.nest.pointer(ADJ, body, self.group));
       fn.f64Const(0);
-      memarg(fn, W_F64Store, offset(self));
+      fn.memory(W_F64Store, offset(self));
       fn.byte(W_End);
     };
     // A sin and a cos of one operand side by side hold each other's partials, as the
@@ -377,7 +377,7 @@ export function emitReverse(bodies: Body[], relative: Uint8Array | null = null):
         fn.get(adjointLocal(self));
       } else {
         fn.get(L.nest.pointer(ADJ, body, self.group));
-        memarg(fn, W_F64Load, offset(self));
+        fn.memory(W_F64Load, offset(self));
       }
       fn.set(L.g);
       reset(self);

@@ -26,7 +26,7 @@
 // reverse kernel with a sum reads the last node's adjoint there, the same for every element.
 import { Op, SCALAR_OP_TABLE, ZERO_GRADIENT } from '../../ops.ts';
 import {
-  Bytes, memarg, F64, I32, W_Block, W_Br, W_BrIf, W_Call, W_Else, W_End, W_F64Add, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg,
+  Bytes, F64, I32, W_Block, W_Br, W_BrIf, W_Call, W_Else, W_End, W_F64Add, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg,
   W_F64Store, W_I32Add, W_I32And, W_I32Eqz, W_I32GtU, W_I32Load, W_I32Mul, W_If, W_Loop, W_Select, W_Void,
 } from './wasm.ts';
 import { assembleModule, IMPORTED } from './module.ts';
@@ -177,8 +177,8 @@ function scalarLanes(fn: Bytes, L: Locals): Lanes {
   const R = L.f64;
   return {
     width: 1, R, unmasked: false,
-    load: () => memarg(fn, W_F64Load, 0),
-    store: () => memarg(fn, W_F64Store, 0),
+    load: () => fn.memory(W_F64Load, 0),
+    store: () => fn.memory(W_F64Store, 0),
     scalarOperand: (k, b) => fn.get(L.scalar(k, b)),
     zero: () => fn.f64Const(0),
     constant: (c) => fn.f64Const(c),
@@ -259,10 +259,10 @@ function emitPrologue(fn: Bytes, nodes: Node[], L: Locals, simd: boolean): void 
   nodes.forEach((node, k) => {
     for (const b of [false, true]) {
       if (!isScalar(b ? node.b : node.a)) continue;
-      fn.get(L.word(k, b ? 4 : 2)); memarg(fn, W_F64Load, 0); fn.set(L.scalar(k, b));
+      fn.get(L.word(k, b ? 4 : 2)); fn.memory(W_F64Load, 0); fn.set(L.scalar(k, b));
       if (simd) { fn.get(L.scalar(k, b)); simdOp(fn, S_Splat); fn.set(L.v128.splat(k, b)); }
       // The terms so far (the run sums a broadcast operand's terms across its calls).
-      if ((b ? node.b : node.a) === KIND_SCALAR) { fn.get(L.word(k, 6)); memarg(fn, W_F64Load, b ? 8 : 0); fn.set(L.terms(k, b)); }
+      if ((b ? node.b : node.a) === KIND_SCALAR) { fn.get(L.word(k, 6)); fn.memory(W_F64Load, b ? 8 : 0); fn.set(L.terms(k, b)); }
     }
   });
 }
@@ -294,7 +294,7 @@ function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: bool
     fn.get(0); fn.byte(W_I32Load); fn.byte(2); fn.u32(4 * PARAM_WORDS * nodes.length); fn.set(L.sumAt);
     if (reverse) {
       // The last node's adjoint, in its register for the whole loop (no run node sends to it).
-      fn.get(L.sumAt); memarg(fn, W_F64Load, 0); fn.set(L.f64.reg(last));
+      fn.get(L.sumAt); fn.memory(W_F64Load, 0); fn.set(L.f64.reg(last));
       if (simd) { fn.get(L.f64.reg(last)); simdOp(fn, S_Splat); fn.set(L.v128.reg(last)); }
     }
   }
@@ -327,10 +327,10 @@ function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: bool
     const flushCarry = (): void => {
       if (!paired) return;
       element(fn, L, lowerBase);
-      if (storing) fn.f64Const(0); else { element(fn, L, lowerBase); memarg(fn, W_F64Load, 0); }
+      if (storing) fn.f64Const(0); else { element(fn, L, lowerBase); fn.memory(W_F64Load, 0); }
       fn.get(L.carry); simdOp(fn, S_Extract); fn.byte(1);
       fn.byte(W_F64Add);
-      memarg(fn, W_F64Store, 0);
+      fn.memory(W_F64Store, 0);
     };
     if (paired) { fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.carry); }
     // Writing a fresh parent, a kernel can simply run its pairs again: it tries them all without
@@ -356,7 +356,7 @@ function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: bool
     nodes.forEach((node, k) => {
       for (const b of [false, true]) {
         if ((b ? node.b : node.a) !== KIND_SCALAR || (b && node.unary)) continue;
-        fn.get(L.word(k, 6)); fn.get(L.terms(k, b)); memarg(fn, W_F64Store, b ? 8 : 0);
+        fn.get(L.word(k, 6)); fn.get(L.terms(k, b)); fn.memory(W_F64Store, b ? 8 : 0);
       }
     });
   }
@@ -442,7 +442,7 @@ function emitSumLoops(
   fn.get(L.partial(0)); fn.get(L.partial(2)); fn.byte(W_F64Add);
   fn.get(L.partial(1)); fn.get(L.partial(3)); fn.byte(W_F64Add);
   fn.byte(W_F64Add);
-  memarg(fn, W_F64Store, 0);
+  fn.memory(W_F64Store, 0);
 }
 
 function emitForwardBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes): void {
@@ -692,11 +692,11 @@ function emitSliceTotals(fn: Bytes, L: Locals, V: Lanes, sliceBases: Map<number,
       element(fn, L, sliceBases.get(m)!);
       // (Storing into a fresh parent, the scalar loop's upper total is its last element's first.)
       if (storing && m === 0) fn.f64Const(0);
-      else { element(fn, L, sliceBases.get(m)!); memarg(fn, W_F64Load, 8 * lane); }
+      else { element(fn, L, sliceBases.get(m)!); fn.memory(W_F64Load, 8 * lane); }
       fn.get(R.slice(m));
       if (V.width === 2) { simdOp(fn, S_Extract); fn.byte(lane); }
       fn.byte(W_F64Add);
-      memarg(fn, W_F64Store, 8 * lane);
+      fn.memory(W_F64Store, 8 * lane);
     }
   }
 }

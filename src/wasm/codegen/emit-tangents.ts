@@ -10,7 +10,7 @@ import {
   FN_PARTIAL_Z, FN_PARTIAL_Z_TANGENT, FN_PARTIALS, FN_PARTIALS_TANGENT, LINEAR, SECOND_ORDER, TANGENT_PARTIAL,
 } from './rules.ts';
 import {
-  Bytes, memarg, F64, W_Call, W_Else, W_End, W_F64Add, W_F64Eq, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg, W_F64Store, W_F64Sub,
+  Bytes, F64, W_Call, W_Else, W_End, W_F64Add, W_F64Eq, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg, W_F64Store, W_F64Sub,
   W_I32And, W_I32Or, W_If, W_Select, W_Void,
 } from './wasm.ts';
 
@@ -81,7 +81,7 @@ function tangentEmitters(fn: Bytes, body: Body, L: Layout, mode: Mode) {
   const load = (region: number, r: Ref): void => {
     if (r.value !== undefined) return fn.f64Const(region === VAL ? r.value : 0);
     fn.get(L.nest.pointer(region, body, r.group));
-    memarg(fn, W_F64Load, offset(r));
+    fn.memory(W_F64Load, offset(r));
   };
   // A carried value's tangent rides along in the other bank of its local (see plan.ts).
   const cachedTangent = (r: Ref): number =>
@@ -281,7 +281,7 @@ export function emitTangent(bodies: Body[], relative: Uint8Array | null = null):
       fn.get(L.nest.pointer(TAN, body, self.group));
       tangent(op, self, refs);
       if (cached >= 0) fn.tee(cached);
-      memarg(fn, W_F64Store, E.offset(self));
+      fn.memory(W_F64Store, E.offset(self));
     };
   };
   const beforeLoop = carriedValuesStart(fn, L.nest, [TAN], (_, b, k) => L.slotTangent(b, k));
@@ -311,11 +311,11 @@ export function emitForwardTangent(bodies: Body[], relative: Uint8Array | null =
       emitValue(fn, op, refs, E.loadValue, L);
       fn.tee(L.y);
       if (cached >= 0) fn.tee(L.slot(body, cached));
-      memarg(fn, W_F64Store, offset);
+      fn.memory(W_F64Store, offset);
       fn.get(L.nest.pointer(TAN, body, self.group));
       tangent(op, self, refs);
       if (cached >= 0) fn.tee(L.slotTangent(body, cached));
-      memarg(fn, W_F64Store, offset);
+      fn.memory(W_F64Store, offset);
     };
   };
   const beforeLoop = carriedValuesStart(fn, L.nest, [VAL, TAN], (region, b, k) => (region === VAL ? L.slot : L.slotTangent)(b, k));
@@ -372,7 +372,7 @@ export function emitReverseTangent(bodies: Body[], relative: Uint8Array | null =
       for (const region of [ADJ, TAN_ADJ]) {
         fn.get(L.nest.pointer(region, body, r.group));
         fn.f64Const(0);
-        memarg(fn, W_F64Store, offset(r));
+        fn.memory(W_F64Store, offset(r));
       }
       fn.byte(W_End);
     };
