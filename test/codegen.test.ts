@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  TapegradError, compile, createTapeSync, defineFunction, fromBytes, init, type CompilableFunction, type CompiledFunction, type Tape, type Var, type Vec,
+  TapegradError, compile, createTapeSync, defineFunction, type HandleApi, fromBytes, init, type CompilableFunction, type CompiledFunction, type Tape, type Var, type Vec,
 } from '../src/index.ts';
 import { emitSweeps, planSegments, planSweeps, MAX_SLOTS, type SweepPlan } from '../src/wasm/codegen/index.ts';
 import { IMPORTED, TABLE_STEPS, assembleModule, emitDispatcher, emitTableDispatcher, stepTable } from '../src/wasm/codegen/module.ts';
@@ -1483,6 +1483,53 @@ describe('the planner', () => {
       expect(Array.from(js)).toEqual(expected);
       expect(Array.from(inCore)).toEqual(expected);
     }
+  });
+
+  // The core checks a loop against an earlier one in its first two repetitions and, past them,
+  // only the operands that lie before the loop or cross from inputs to nodes (each operand of a
+  // loop the search found moves by a fixed stride): loops that agree in their first two
+  // repetitions and differ later are no repeat, where the JS, which reads every node, says so.
+  it('finds no repeat of a loop whose operands agree with an earlier one in two repetitions and differ later', () => {
+    const K = 24;
+    // Inputs x0-x3; `operands` records before the loops what they read; two loops of K muls of an
+    // accumulator (a sin of an input, just before each) by operand t; their sum last. Returns
+    // what repeatsOf says of the second loop (the same in the JS and the core), and the first's index.
+    const secondLoop = (operands: (h: HandleApi, x: number[], loop: number) => number[]): [number, number] => {
+      const tape = createTapeSync();
+      const h = tape.handles;
+      const x = [0.1, 0.2, 0.3, 0.4].map((v) => h.variable(v));
+      const ends: number[] = [];
+      for (let loop = 0; loop < 2; loop++) {
+        const read = operands(h, x, loop);
+        let acc = h.sin(x[1 + loop]!);
+        for (let t = 0; t < K; t++) acc = h.mul(acc, read[t]!);
+        ends.push(acc);
+      }
+      h.add(ends[0]!, ends[1]!);
+      const size = tape.size, from = 4, { op } = tape.engine.views;
+      const seeded = new Uint8Array(size);
+      seeded[size - 1] = 1;
+      const js = jsPasses(tape.engine.views, from, size);
+      const segments = js.segmentsOf(from, size, Infinity)!;
+      const loops = segments.flatMap((seg, k) => (seg.count > 1 && op[seg.start] === op[size - 2] ? [k] : []));
+      expect(loops.length).toBe(2);
+      const found = Array.from(js.repeatsOf(segments, from, seeded, 0));
+      expect(Array.from((tape.engine as WasmBackend).plannerPasses(from, size)!.repeatsOf(segments, from, seeded, 0))).toEqual(found);
+      return [found[loops[1]!]!, loops[0]!];
+    };
+    const constants = (h: HandleApi, loop: number): number[] => Array.from({ length: K }, (_, t) => h.constant(1 + t / 64 + loop));
+    // Constants before each loop: the second repeats the first.
+    const [repeat, first] = secondLoop((h, _x, loop) => constants(h, loop));
+    expect(repeat).toBe(first);
+    // The second loop's operands past its first two are computed nodes.
+    expect(secondLoop((h, x, loop) => Array.from({ length: K }, (_, t) => (loop === 1 && t >= 2 ? h.sin(x[0]!) : h.constant(1 + t / 64 + loop))))[0]).toBe(-1);
+    // Both loops read x2, x3, then the first nodes after the inputs: the same inputs, but nodes
+    // that are not `delta` on.
+    let shared: number[] = [];
+    expect(secondLoop((h, x, loop) => {
+      if (loop === 0) shared = [x[2]!, x[3]!, ...Array.from({ length: K - 2 }, () => h.sin(x[0]!))];
+      return shared;
+    })[0]).toBe(-1);
   });
 
   // The core links a range in calls of 4,096 nodes (assembly/planning.ts), each starting from the
