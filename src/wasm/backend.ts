@@ -358,11 +358,12 @@ export class WasmBackend implements Backend {
       const buffer = this.core.memory.buffer;
       new Uint8Array(buffer, at, seeded.length).set(seeded);
       const words = new Int32Array(buffer, base, 3 * count);
-      segments.forEach((seg, k) => {
+      for (let k = 0; k < count; k++) {
+        const seg = segments[k]!;
         words[3 * k] = seg.start;
         words[3 * k + 1] = seg.period;
         words[3 * k + 2] = seg.count;
-      });
+      }
       this.run(() => this.core.repeatsOf(count, base, lo, at, gen.MAX_REPEAT_NODES, gen.MAX_REPEAT_TRIES, tableSize, hashMask));
       return new Int32Array(buffer, base + 20 * count, count).slice();
     };

@@ -325,10 +325,16 @@ export function describeBodies(
     if (move === undefined) moves[d] = move = groupMoves(descs[d]!, from);
     return move !== null;
   };
+  // Per description, 1 where every segment that repeats it may share it (no immediates to match,
+  // and it moves): copiesOrOwn then asks nothing more of them.
+  const always = new Uint8Array(segments.length);
   // Whether `seg`, whose nodes repeat those of description d, may share it.
   const copies = (d: number, seg: Segment): boolean => {
     let own = baked[d];
-    if (own === undefined) baked[d] = own = straight(descs[d]!) ? null : immediates(descs[d]!, []);
+    if (own === undefined) {
+      baked[d] = own = straight(descs[d]!) ? null : immediates(descs[d]!, []);
+      if ((!own || !own.nodes.length) && movable(d)) always[d] = 1;
+    }
     if (own) {
       const delta = seg.start - descs[d]!.seg.start, { nodes, values } = own;
       for (let k = 0; k < nodes.length; k++) if (!Object.is(views.val[nodes[k]! + delta], values[k])) return false;
@@ -359,7 +365,9 @@ export function describeBodies(
   };
   const descOf = new Int32Array(segments.length);
   const copied = new Uint8Array(segments.length);
-  const bodies = copiesOrOwn(segments, repeatOf, descOf, copied, copies, (seg) => {
+  const bodies = copiesOrOwn(segments, repeatOf, descOf, copied, always, (k) => {
+    const seg = segments[k]!, r = repeatOf[k]!;
+    if (r >= 0 && copies(descOf[r]!, seg)) return descOf[r]!;
     const d = otherLength(seg);
     return d >= 0 ? d : -1 - describe(seg);
   }, descs);
@@ -367,23 +375,32 @@ export function describeBodies(
 }
 
 // describeBodies' pass over every segment, a function of its own (planSweeps' helpers in plan.ts
-// say why): segment k shares the description of the segment it repeats where `copies` says it
-// may, else `otherwise` gives a description it shares (d), or its own (-1 - d).
+// say why): segment k shares the description of the segment it repeats where that description
+// is one every repeat may share (`always`), with no call (a call per segment was most of this
+// loop on a first compile); else `otherwise(k)` gives a description it shares (d), or its own
+// (-1 - d).
 function copiesOrOwn(
-  segments: readonly Segment[], repeatOf: Int32Array, descOf: Int32Array, copied: Uint8Array,
-  copies: (d: number, seg: Segment) => boolean, otherwise: (seg: Segment) => number, descs: readonly Body[],
+  segments: readonly Segment[], repeatOf: Int32Array, descOf: Int32Array, copied: Uint8Array, always: Uint8Array,
+  otherwise: (k: number) => number, descs: readonly Body[],
 ): Body[] {
-  for (let k = 0; k < segments.length; k++) {
-    const seg = segments[k]!;
+  const n = segments.length;
+  for (let k = 0; k < n; k++) {
     const r = repeatOf[k]!;
-    // Repeating node for node is transitive, so a repeat of a copy repeats the copy's body.
-    let d = r >= 0 && copies(descOf[r]!, seg) ? descOf[r]! : otherwise(seg);
-    if (d >= 0) copied[k] = 1;
-    else d = -1 - d;
-    descOf[k] = d;
+    if (r >= 0 && always[descOf[r]!]) {
+      descOf[k] = descOf[r]!;
+      copied[k] = 1;
+      continue;
+    }
+    const d = otherwise(k);
+    if (d >= 0) {
+      descOf[k] = d;
+      copied[k] = 1;
+    } else {
+      descOf[k] = -1 - d;
+    }
   }
-  const bodies: Body[] = new Array(segments.length);
-  for (let k = 0; k < segments.length; k++) bodies[k] = descs[descOf[k]!]!;
+  const bodies: Body[] = new Array(n);
+  for (let k = 0; k < n; k++) bodies[k] = descs[descOf[k]!]!;
   return bodies;
 }
 
@@ -484,11 +501,16 @@ export function foldShapes(segments: readonly Segment[], { copied, descOf, descs
       }
     }
     if (!agreed) return null;
+    // Per member, no call but where a description's origins are first read (a call per group and
+    // member was most of folding on a first compile).
     let count = 0;
     for (let m = 0; m < bucket.length; m++) {
-      const k = bucket[m]!, own = origins(descOf[k]!), shift = startOf[k]! - firstStart;
+      const k = bucket[m]!, d = descOf[k]!, own = originsOf[d] ?? origins(d), shift = startOf[k]! - firstStart;
+      const move = copied[k] ? moves[d]! : null, delta = startOf[k]! - descs[d]!.seg.start;
       let member = true;
-      for (let g = 0; g < groups && member; g++) member = own[g]! + moved(k, g) - first[g]! === (relative[g] ? shift : 0);
+      for (let g = 0; g < groups && member; g++) {
+        member = own[g]! + (move !== null && move[g] ? delta : 0) - first[g]! === (relative[g] ? shift : 0);
+      }
       if (member) found[count++] = k;
     }
     return { relative, count };
