@@ -3,9 +3,11 @@
 // its tape, so a warm-up that ran the wrong tape, or stopped early, shows here rather than as a
 // slower first gradient; and a tape that triggers it records and differentiates as any other.
 import { describe, expect, it } from 'vitest';
-import { createTape } from '../src/index.ts';
+import { compile, createTape, type Var } from '../src/index.ts';
+import { Op } from '../src/ops.ts';
+import { jsPasses, planSearch } from '../src/wasm/codegen/plan.ts';
 import { instantiateCore, loadCoreModule } from '../src/wasm/loader.ts';
-import { WARM_AT, isWarmed, warmCore, warmTape } from '../src/wasm/warm.ts';
+import { WARM_AT, isWarmed, plannerWarmTape, warmCore, warmPlanner, warmTape } from '../src/wasm/warm.ts';
 
 describe('core warm-up', () => {
   it('computes, on every build of the core, the gradient the JS engine computes on its tape', async () => {
@@ -35,5 +37,48 @@ describe('core warm-up', () => {
     const wasm = await run('wasm');
     expect(isWarmed(module)).toBe(true);
     expect(wasm).toEqual(await run('js'));
+  });
+  // The code generator's passes, warmed when a compiled function's recording first grows past
+  // WARM_AT: on every build they find on their tape the segments and repeats the planner's JS
+  // finds (at the warm-up's search sizes), so a warm-up that ran the wrong tape or stopped
+  // early shows here.
+  it("runs the code generator's passes, on every build of the core, finding what the planner's JS finds on their tape", async () => {
+    const { op, a, b, inputs } = plannerWarmTape();
+    const count = op.length;
+    const tape = await createTape({ backend: 'js' });
+    tape.load(op, a, b, new Float64Array(op.filter((code) => code <= Op.input).length).fill(0.5));
+    const sizes = { ...planSearch };
+    Object.assign(planSearch, { maxPeriod: 256, chunk: 4096 });
+    try {
+      const js = jsPasses(tape.engine.views, inputs, count);
+      const segments = js.segmentsOf(inputs, count, Infinity)!;
+      const repeats = Array.from(js.repeatsOf(segments, inputs, new Uint8Array(count))).filter((r) => r >= 0).length;
+      // Loops and short runs between them, most of them repeats: every pass has work to do.
+      expect(segments.length).toBeGreaterThan(200);
+      expect(repeats).toBeGreaterThan(segments.length / 2);
+      for (const variant of ['simd', 'scalar'] as const) {
+        expect(warmPlanner(instantiateCore(await loadCoreModule(variant)))).toEqual({ segments: segments.length, repeats });
+      }
+    } finally {
+      Object.assign(planSearch, sizes);
+    }
+  });
+
+  it("warms the code generator's passes for a compiled function's recording past WARM_AT, not for a tape's, and the function computes what the interpreter does", async () => {
+    const module = await loadCoreModule();
+    // A tape past WARM_AT (a test above) warmed the sweeps only.
+    expect(isWarmed(module)).toBe(true);
+    expect(isWarmed(module, true)).toBe(false);
+    const n = WARM_AT;
+    const fn = (x: Var[]): Var => {
+      let s = x[0]!.mul(0);
+      for (let i = 0; i < n; i++) s = s.add(x[i % 4]!.mul(1 + i / n).sin());
+      return s;
+    };
+    const at = [0.1, 0.2, 0.3, 0.4];
+    const generated = compile(fn, { inputs: 4, codegen: true });
+    const gradient = generated.gradient(at);
+    expect(isWarmed(module, true)).toBe(true);
+    expect(Array.from(gradient)).toEqual(Array.from(compile(fn, { inputs: 4, codegen: false }).gradient(at)));
   });
 });

@@ -149,6 +149,9 @@ export class WasmBackend implements Backend {
   custom: CustomHandler | null = null;
   /** Use the two-row SIMD kernel for batched replay where this build has it. */
   simd = true;
+  /** The tape records a compiled function, which generates code next: the core's warm-up at
+   *  WARM_AT nodes warms the code generator's passes too (warm.ts). */
+  planAhead = false;
   /** Called after a trap replaced the instance (the tape's contents are gone). */
   onTrap: (() => void) | null = null;
   /** How many traps this engine has recovered from. */
@@ -626,7 +629,7 @@ export class WasmBackend implements Backend {
   private vectorInput = false;
 
   reserve(minCapacity: number, live: number, maxCapacity: number): boolean {
-    if (minCapacity >= WARM_AT) warmOnce(this.module);
+    if (minCapacity >= WARM_AT) warmOnce(this.module, this.planAhead);
     this.guardsAt = -1;
     const ok = this.run(() => (this.core.setLiveElements(this.liveElements), this.core.reserve(minCapacity, live, maxCapacity))) !== 0;
     this.refreshViews();
