@@ -386,6 +386,7 @@ function copiesOrOwn(
   const n = segments.length;
   for (let k = 0; k < n; k++) {
     const r = repeatOf[k]!;
+    // Repeating node for node is transitive, so a repeat of a copy repeats the copy's body.
     if (r >= 0 && always[descOf[r]!]) {
       descOf[k] = descOf[r]!;
       copied[k] = 1;
@@ -467,12 +468,6 @@ export function foldShapes(segments: readonly Segment[], { copied, descOf, descs
   const originsOf: (Int32Array | undefined)[] = [];
   const origins = (d: number): Int32Array => originsOf[d] ??= Int32Array.from(descs[d]!.groups, (g) => g.origin);
   const startOf = startsOf(segments);
-  // Where segment k's group g starts, less where the description's starts: moved with a copy
-  // where the group moves.
-  const moved = (k: number, g: number): number => {
-    const d = descOf[k]!, move = copied[k] ? moves[d]! : null;
-    return move !== null && move[g] ? startOf[k]! - descs[d]!.seg.start : 0;
-  };
   const shapes: Shape[] = [];
   const shapeOf = new Int32Array(n).fill(-1);
   const takenSegment = new Uint8Array(n), takenDesc = new Uint8Array(descs.length);
@@ -492,10 +487,11 @@ export function foldShapes(segments: readonly Segment[], { copied, descOf, descs
       const b = bucket[t]!, delta = startOf[b]! - firstStart;
       // The description's own segment tells nothing.
       if (delta === 0) continue;
-      const own = origins(descOf[b]!);
+      // Where b's groups start against the description's: moved with a copy where a group moves.
+      const db = descOf[b]!, own = origins(db), move = copied[b] ? moves[db]! : null, shift = startOf[b]! - descs[db]!.seg.start;
       agreed = true;
       for (let g = 0; g < groups && agreed; g++) {
-        const d = own[g]! + moved(b, g) - first[g]!;
+        const d = own[g]! + (move !== null && move[g] ? shift : 0) - first[g]!;
         relative[g] = d === delta ? 1 : 0;
         agreed = d === delta || d === 0;
       }
