@@ -521,7 +521,7 @@ export class Tape {
       const v = list[k]!;
       // A live Var of this tape (a Vec's id is negative): the checks of index() in a few loads.
       const i = v?.tape === this ? v.id - base : -1;
-      nodes[k] = i >= 0 && i < n ? i : v instanceof Vec ? this.vindex(v) : this.index(v as Var, LIST + (what ?? ''));
+      nodes[k] = i >= 0 && i < n ? i : v instanceof Vec ? this.vindex(v, LIST + (what ?? '')) : this.index(v as Var, LIST + (what ?? ''));
     }
     return nodes;
   }

@@ -83,7 +83,7 @@ function broadcastError(op: string, shapes: readonly Shape[]): ShapeError {
 interface Resolved { index: number; shape: Shape }
 
 function resolve(tape: Tape, o: VecOperand, op: string): Resolved {
-  if (o instanceof Vec) return { index: tape.vindex(o), shape: o.shape };
+  if (o instanceof Vec) return { index: tape.vindex(o, op), shape: o.shape };
   if (o instanceof Var) return { index: tape.index(o), shape: [] };
   if (typeof o === 'number') {
     tape.reserveNodes(1);
@@ -112,7 +112,7 @@ function recordCost(o: unknown): [nodes: number, elements: number] {
 function precheck(tape: Tape, operands: readonly VecOperand[], op: string): Shape {
   const shapes: Shape[] = [];
   for (const o of operands) {
-    if (o instanceof Vec) { tape.vindex(o); shapes.push(o.shape); }
+    if (o instanceof Vec) { tape.vindex(o, op); shapes.push(o.shape); }
     else if (o instanceof Var) { tape.index(o); shapes.push([]); }
     else if (typeof o === 'number') shapes.push([]);
     else if (isArrayLike(o) && typeof o !== 'string') { checkEntries(o, op); shapes.push([o.length]); }
@@ -123,7 +123,7 @@ function precheck(tape: Tape, operands: readonly VecOperand[], op: string): Shap
 
 /** @internal Records scalar op `s` elementwise over the operands (one to three). */
 export function elementwise(tape: Tape, s: number, name: string, operands: readonly VecOperand[]): Vec {
-  const simple = s === SELECT ? null : elementwiseSimple(tape, s, operands);
+  const simple = s === SELECT ? null : elementwiseSimple(tape, s, name, operands);
   if (simple !== null) return simple;
   const shape = precheck(tape, operands, name);
   const n = sizeOf(shape);
@@ -159,14 +159,14 @@ export function elementwise(tape: Tape, s: number, name: string, operands: reado
 
 /** The commonest case in one pass, or null: a Vec, then nothing, a Vec of its shape, a Var or a
  *  number (no broadcasting of vectors, no arrays: the general path checks and records those). */
-function elementwiseSimple(tape: Tape, s: number, operands: readonly VecOperand[]): Vec | null {
+function elementwiseSimple(tape: Tape, s: number, name: string, operands: readonly VecOperand[]): Vec | null {
   const a = operands[0], b = operands.length > 1 ? operands[1] : a;
   if (!(a instanceof Vec) || operands.length > 2) return null;
-  const ia = tape.vindex(a);
+  const ia = tape.vindex(a, name);
   const n = tape.elementLength(ia);
   let ib: number;
   if (b instanceof Vec) {
-    ib = tape.vindex(b);
+    ib = tape.vindex(b, name);
     if (!sameShape(a.shape, b.shape)) return null;
   } else if (b instanceof Var) ib = tape.index(b);
   else if (b instanceof Float64Array && ArrayBuffer.isView(b) && b.length === n && a.shape.length === 1) {
@@ -227,33 +227,33 @@ export class Vec {
 
   /** Number of elements. */
   get size(): number {
-    return this.tape.elementLength(this.tape.vindex(this));
+    return this.tape.elementLength(this.tape.vindex(this, 'size'));
   }
 
   /** Number of elements (as `size`). */
   get length(): number {
-    return this.size;
+    return this.tape.elementLength(this.tape.vindex(this, 'length'));
   }
 
   /** The values (a copy, row-major). */
   get value(): Float64Array {
-    return this.tape.vectorValues(this.tape.vindex(this));
+    return this.tape.vectorValues(this.tape.vindex(this, 'value'));
   }
 
   /** d(seed * output)/d(this) per element from the last complete reverse sweep (a copy). */
   get grad(): Float64Array {
-    return this.tape.vectorGrads(this.tape.vindex(this));
+    return this.tape.vectorGrads(this.tape.vindex(this, 'grad'));
   }
 
   /** Element i as a scalar Var (row-major index for matrices; negative counts from the end). */
   get(i: number): Var {
-    const t = this.tape, v = t.vindex(this);
+    const t = this.tape, v = t.vindex(this, 'get');
     return new Var(t, recordGet(t, v, i));
   }
 
   /** Elements [start, end) of a vector (end defaults to the length; negative counts from the end). */
   slice(start: number, end?: number): Vec {
-    const t = this.tape, v = t.vindex(this), n = t.elementLength(v);
+    const t = this.tape, v = t.vindex(this, 'slice'), n = t.elementLength(v);
     if (this.shape.length > 1) throw new ShapeError(`slice: expects a vector, got shape ${show(this.shape)} (reshape it first)`, 'slice', [this.shape]);
     const from = clampIndex(start, n, 'start'), to = end === undefined ? n : clampIndex(end, n, 'end');
     const len = Math.max(0, to - from);
@@ -262,13 +262,13 @@ export class Vec {
 
   /** The same elements with another shape (no node recorded). */
   reshape(shape: Shape): Vec {
-    const t = this.tape, v = t.vindex(this);
+    const t = this.tape, v = t.vindex(this, 'reshape');
     return new Vec(t, v, checkShape(shape, t.elementLength(v), 'reshape'));
   }
 
   /** x[indices[k]] for each k (indices: integers in range; the gather is one node). */
   gather(indices: ArrayLike<number>): Vec {
-    const t = this.tape, v = t.vindex(this), n = t.elementLength(v);
+    const t = this.tape, v = t.vindex(this, 'gather'), n = t.elementLength(v);
     if (!isArrayLike(indices)) throw new NotANumberError(`gather: indices must be an array of integers, got ${describe(indices)}`);
     for (let k = 0; k < indices.length; k++) {
       const j = indices[k]!;
@@ -284,10 +284,12 @@ export class Vec {
   }
 
   /** Σ x. */
-  sum(): Var { return this.reduce(VSUM); }
+  sum(): Var { return this.reduce(VSUM, 'sum'); }
   /** Σ x / n. */
   mean(): Var {
-    // The composites reserve what all their nodes take first: a failure part-way left orphans.
+    // The composites check their Vec under their own name (a stale one's error named the op they
+    // call first), and reserve what all their nodes take first: a failure part-way left orphans.
+    this.tape.vindex(this, 'mean');
     this.tape.reserveVector(3, 0);
     return this.sum().div(this.size);
   }
@@ -296,22 +298,23 @@ export class Vec {
   max(): Var;
   max(other: VecOperand): Vec;
   max(other?: VecOperand): Var | Vec {
-    return other === undefined ? this.reduce(VMAX) : elementwise(this.tape, Op.max, 'max', [this, other]);
+    return other === undefined ? this.reduce(VMAX, 'max') : elementwise(this.tape, Op.max, 'max', [this, other]);
   }
 
   /** With no argument: the smallest element (ties as max); with one, the elementwise minimum. */
   min(): Var;
   min(other: VecOperand): Vec;
   min(other?: VecOperand): Var | Vec {
-    return other === undefined ? this.reduce(VMIN) : elementwise(this.tape, Op.min, 'min', [this, other]);
+    return other === undefined ? this.reduce(VMIN, 'min') : elementwise(this.tape, Op.min, 'min', [this, other]);
   }
   /** log Σ exp(x), stable (the max is taken inside); one node whose adjoint is the softmax. */
-  logSumExp(): Var { return this.reduce(VLSE); }
+  logSumExp(): Var { return this.reduce(VLSE, 'logSumExp'); }
   /** Σ x². */
   sumSquares(): Var { return this.dot(this); }
   /** Euclidean norm sqrt(Σ x²) (its gradient at 0 is 0, as for x.square().sum().sqrt(): the
    *  zero partials 2x are skipped, so sqrt'(0) = Infinity never meets them). */
   norm(): Var {
+    this.tape.vindex(this, 'norm');
     this.tape.reserveVector(2, 0);
     return this.sumSquares().sqrt();
   }
@@ -319,14 +322,14 @@ export class Vec {
    *  is stopped: the result does not move with it), so that the rounding of the log-sum-exp at
    *  large logits does not reach every entry, as x − logSumExp(x) would. */
   logSoftmax(): Vec {
-    this.tape.reserveVector(7, 2 * this.size);
+    this.tape.reserveVector(7, 2 * this.tape.elementLength(this.tape.vindex(this, 'logSoftmax')));
     const shifted = this.shiftedByMax();
     return shifted.sub(shifted.logSumExp());
   }
   /** exp(x − m) / Σ exp(x − m), m as in logSoftmax: entries sum to 1 to rounding at any scale
    *  (exp(x − logSumExp(x)) gave 0.47 and 0.47 for logits 1e15, 1e15). */
   softmax(): Vec {
-    this.tape.reserveVector(9, 3 * this.size);
+    this.tape.reserveVector(9, 3 * this.tape.elementLength(this.tape.vindex(this, 'softmax')));
     const e = this.shiftedByMax().exp();
     return e.div(e.sum());
   }
@@ -335,7 +338,7 @@ export class Vec {
   /** Σ x_k y_k over two arrays of the same shape: vectors, or matrices (the sum of their
    *  elementwise product); one node. A matrix and a vector are `matvec`/`matmul`. */
   dot(other: Vec | ArrayLike<number>): Var {
-    const t = this.tape, v = t.vindex(this);
+    const t = this.tape, v = t.vindex(this, 'dot');
     const b = this.operandShape(other, 'dot');
     if (sizeOf(b) !== this.size) throw new ShapeError(`dot: lengths differ, shapes ${show(this.shape)} and ${show(b)}${this.shape.length > 1 || b.length > 1 ? ': use matvec or matmul for a matrix' : ''}`, 'dot', [this.shape, b]);
     // Equal sizes are not enough: a [2, 3] matrix with a [6] vector is no inner product (NumPy's
@@ -349,7 +352,7 @@ export class Vec {
   /** Matrix product as NumPy's `@`: [m,k]·[k,p] → [m,p], [m,k]·[k] → [m], [m]·[m,k] → [k]. */
   matmul(other: Vec | ArrayLike<number>): Vec {
     const t = this.tape;
-    t.vindex(this);
+    t.vindex(this, 'matmul');
     const a = this.shape, b = this.operandShape(other, 'matmul');
     let dims: [m: number, k: number, p: number, shape: Shape];
     if (a.length === 2 && b.length === 2 && a[1] === b[0]) dims = [a[0]!, a[1]!, b[1]!, [a[0]!, b[1]!]];
@@ -410,7 +413,7 @@ export class Vec {
 
   /** The transpose of a matrix (a vector is returned as it is). */
   transpose(): Vec {
-    const t = this.tape, v = t.vindex(this);
+    const t = this.tape, v = t.vindex(this, 'transpose');
     if (this.shape.length < 2) return this;
     if (this.shape.length > 2) throw new ShapeError(`transpose: expects a matrix, got shape ${show(this.shape)}`, 'transpose', [this.shape]);
     const [m, k] = this.shape as [number, number];
@@ -431,8 +434,8 @@ export class Vec {
     return this.toString();
   }
 
-  private reduce(op: number): Var {
-    const t = this.tape, v = t.vindex(this);
+  private reduce(op: number, name: string): Var {
+    const t = this.tape, v = t.vindex(this, name);
     t.reserveNodes(1);
     return scalarOut(t, op, v, v);
   }
@@ -440,7 +443,7 @@ export class Vec {
   /** The shape of a Vec or array operand, checked without recording anything. */
   private operandShape(o: Vec | ArrayLike<number>, op: string): Shape {
     if (o instanceof Vec) {
-      this.tape.vindex(o);
+      this.tape.vindex(o, op);
       return o.shape;
     }
     if (o instanceof Var) throw new ShapeError(`${op}: expects a Vec, got a scalar Var`, op, [this.shape, []]);
@@ -460,7 +463,7 @@ export class Vec {
 
   private contract(w: Vec, m: number, k: number, p: number, shape: Shape): Vec {
     const t = this.tape;
-    return new Vec(t, t.recordVector(VMATMUL, t.vindex(this), t.vindex(w), m * p, [VPARAM], [m, k]), frozen(shape));
+    return new Vec(t, t.recordVector(VMATMUL, t.vindex(this, 'matmul'), t.vindex(w, 'matmul'), m * p, [VPARAM], [m, k]), frozen(shape));
   }
 }
 

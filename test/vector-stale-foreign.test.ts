@@ -59,6 +59,16 @@ describe.each(BACKENDS)('stale and foreign vectors (%s)', (backend) => {
     for (const [what, use] of uses.filter(([n]) => n !== 'where')) {
       expectRejected(tape, use, StaleHandleError, 'STALE_HANDLE', /before tape\.reset\(\)/, what);
     }
+    // The message names the method or op that met it (as a stale Var's does), a composite its own
+    // name rather than the op it calls first; the handle API names the vector handle instead.
+    const named: Record<string, string> = {
+      'as operand of add': 'add', 'mul with a Var': 'mul', 'max(other)': 'max', transpose: 'reshape', 'dot operand': 'dot',
+      'matvec operand': 'matvec', 'outer operand': 'outer', 'trmv operand': 'trmv', 'gradient wrt': 'gradient', 'vjp wrt': 'vjp',
+    };
+    for (const [what, use] of uses.filter(([n]) => n !== 'where' && !n.startsWith('handle') && !/^(vjp output|jvp|hvp)/.test(n))) {
+      const op = named[what] ?? what;
+      expectRejected(tape, use, StaleHandleError, 'STALE_HANDLE', new RegExp(`^${op}: Vec #`), what);
+    }
     const c = w.gt(0);
     expectRejected(tape, () => where(c, v, s), StaleHandleError, 'STALE_HANDLE', /before tape\.reset\(\)/, 'where');
     // The tape works, and its own Vecs are unaffected.
