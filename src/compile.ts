@@ -853,7 +853,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     this.spareTape = null;
     if (tape.engine instanceof WasmBackend) {
       tape.engine.simd = this.simd;
-      tape.engine.planAhead = this.codegen !== false;
+      tape.engine.planAhead = this.codegen !== false && !this.vector;
       tape.engine.dropGeneratedSweeps();
     }
     tape.reset();

@@ -149,8 +149,8 @@ export class WasmBackend implements Backend {
   custom: CustomHandler | null = null;
   /** Use the two-row SIMD kernel for batched replay where this build has it. */
   simd = true;
-  /** The tape records a compiled function, which generates code next: the core's warm-up at
-   *  WARM_AT nodes warms the code generator's passes too (warm.ts). */
+  /** The tape records a compiled function of scalar inputs, which generates code next: the
+   *  core's warm-up at WARM_AT nodes warms the code generator's passes too (warm.ts). */
   planAhead = false;
   /** Called after a trap replaced the instance (the tape's contents are gone). */
   onTrap: (() => void) | null = null;
