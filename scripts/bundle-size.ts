@@ -133,8 +133,8 @@ import * as esbuild from 'esbuild';
 // 103 KB since the planner's passes in the core got faster (the links' hash, use counts in short
 // calls, repeats compared as memory and loops by two repetitions: 288 B) and a compiled
 // function's recording warms them (warm.ts, 513 B): 104,830 bytes measured; the branchy loss
-// at 10,000 samples: first call 78.0 -> 71.4 ms, 2.33x -> 1.89x its recording (medians of 12
-// fresh processes each, alternating).
+// at 10,000 samples: first call 78.0 -> 71.4 ms (medians of 12 fresh processes each,
+// alternating).
 export const SIZE_BUDGET = 103 * 1024;
 // More bytes of gzip for the code generator chunk: 6 KB (5.7 KB measured) until it also emitted
 // the fused elementwise run kernels (about 1.4 KB more); 8 KB (7,839 B measured) until the planner

@@ -12,8 +12,8 @@
 // and start in baseline code too: a compiled function's recording that first grows past WARM_AT
 // nodes also runs them once, on a tape of their own in the same side instance (warmPlanner). The
 // branchy loss at 10,000 samples (625 k nodes) then recorded in 36.0 ms against 33.2 and
-// generated in 33.6 against 44.8: its first call 71.4 against 78.0 ms, 1.89x its recording
-// against 2.33x (medians of 12 fresh processes each, alternating). The worker threads that
+// generated in 33.6 against 44.8: its first call 71.4 against 78.0 ms (medians of 12 fresh
+// processes each, alternating). The worker threads that
 // optimise the passes (Node starts four, on two cores here) then run during the recording
 // instead of beside the planner: with two of them (`--v8-pool-size=2`) the first call went
 // 67.4 -> 65.8 ms. A side instance of its own for the passes had cost more than it saved.
