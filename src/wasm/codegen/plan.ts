@@ -732,12 +732,13 @@ export interface Deferral {
 // it; as loops of planSweeps, that compile took 10-19 ms of a background thread on a machine of
 // two cores, while the planner ran on the other (the branchy loss at 10,000 samples).
 
-// Straight segments cut into bodies of at most `chunk` nodes; loops as they are.
+// Straight segments cut into bodies of at most `chunk` nodes; loops, and straight segments that
+// fit in one, as they are.
 function chunkStraight(segments: readonly Segment[], chunk: number): Segment[] {
   const chunked: Segment[] = [];
   for (let k = 0; k < segments.length; k++) {
     const seg = segments[k]!;
-    if (seg.count > 1) chunked.push(seg);
+    if (seg.count > 1 || seg.period <= chunk) chunked.push(seg);
     else for (let s = seg.start; s < seg.start + seg.period; s += chunk) chunked.push({ start: s, period: Math.min(chunk, seg.start + seg.period - s), count: 1 });
   }
   return chunked;
