@@ -1344,7 +1344,7 @@ export class Tape {
     }
     const named = prefixOf(what);
     if (v instanceof Vec) throw new ForeignHandleError(`${named}Vec #${~v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape`);
-    if ((v as unknown) instanceof Var) throw new ShapeError(`${named}expected a Vec here, got a scalar Var; stack([...]) makes a vector of scalars`, what ?? 'vector', [[]]);
+    if ((v as unknown) instanceof Var) throw new ShapeError(`${named}expected a Vec here, got a scalar Var; stack([...]) makes a vector of scalars`, nameOf(what) ?? 'vector', [[]]);
     throw new NotANumberError(`${named}expected a Vec, got ${describe(v)}`);
   }
 

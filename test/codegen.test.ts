@@ -407,6 +407,7 @@ describe('the wasm byte writer', () => {
       expect(written((fn) => fn.set(x))).toEqual([0x21, ...unsigned(x)]);
       expect(written((fn) => fn.tee(x))).toEqual([0x22, ...unsigned(x)]);
       expect(written((fn) => fn.memory(0x2b, x))).toEqual([0x2b, 3, ...unsigned(x)]);
+      expect(written((fn) => fn.memory(0x28, x, 2))).toEqual([0x28, 2, ...unsigned(x)]);
       expect(written((fn) => fn.u32(x))).toEqual(unsigned(x));
     }
     for (const x of [0, 1, -1, 63, 64, -64, -65, 127, 128, -128, -129, 8191, 8192, -8192, -8193, 2 ** 31 - 1, -(2 ** 31)]) {

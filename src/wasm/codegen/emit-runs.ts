@@ -253,7 +253,7 @@ function emitPrologue(fn: Bytes, nodes: Node[], L: Locals, simd: boolean): void 
   fn.get(2); fn.i32Const(8); fn.byte(W_I32Mul); fn.byte(W_I32Add); fn.set(L.end);
   nodes.forEach((_, k) => {
     for (let w = 0; w < PARAM_WORDS; w++) {
-      fn.get(0); fn.byte(W_I32Load); fn.byte(2); fn.u32(4 * (PARAM_WORDS * k + w)); fn.set(L.word(k, w));
+      fn.get(0); fn.memory(W_I32Load, 4 * (PARAM_WORDS * k + w), 2); fn.set(L.word(k, w));
     }
   });
   nodes.forEach((node, k) => {
@@ -291,7 +291,7 @@ function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: bool
   emitPrologue(fn, nodes, L, simd);
   const last = nodes.length - 1;
   if (sum) {
-    fn.get(0); fn.byte(W_I32Load); fn.byte(2); fn.u32(4 * PARAM_WORDS * nodes.length); fn.set(L.sumAt);
+    fn.get(0); fn.memory(W_I32Load, 4 * PARAM_WORDS * nodes.length, 2); fn.set(L.sumAt);
     if (reverse) {
       // The last node's adjoint, in its register for the whole loop (no run node sends to it).
       fn.get(L.sumAt); fn.memory(W_F64Load, 0); fn.set(L.f64.reg(last));

@@ -119,13 +119,6 @@ export function emitDispatcher(order: Order, backwards: boolean, params: number,
 
 const STEP_BYTES = 12;
 
-// i32.load at `offset` from the address on the stack (4-byte aligned).
-function loadI32(fn: Bytes, offset: number): void {
-  fn.byte(W_I32Load);
-  fn.byte(2);
-  fn.u32(offset);
-}
-
 // The exported sweep of a plan with many steps: a loop over its table (`stepTable`; backwards for
 // a reverse sweep) that jumps on each step's unit to a call of that unit's function, a shape's
 // with the step's shift and count. Its size depends on the units, not the steps, so V8 compiles
@@ -136,7 +129,7 @@ export function emitTableDispatcher(steps: number, backwards: boolean, params: n
   fn.bytes([1, 2, I32]); // locals: the step's address, and the address past the last
   // The table's address from the schedule cell, then the first step's and the end's.
   fn.byte(W_GlobalGet); fn.u32(0);
-  loadI32(fn, 0);
+  fn.memory(W_I32Load, 0, 2);
   fn.tee(step);
   fn.i32Const(backwards ? -STEP_BYTES : steps * STEP_BYTES);
   fn.byte(W_I32Add);
@@ -151,7 +144,7 @@ export function emitTableDispatcher(steps: number, backwards: boolean, params: n
   fn.byte(W_Block); fn.byte(W_Void);
   for (let u = 0; u < units; u++) { fn.byte(W_Block); fn.byte(W_Void); }
   fn.get(step);
-  loadI32(fn, 0);
+  fn.memory(W_I32Load, 0, 2);
   fn.byte(W_BrTable);
   fn.u32(units);
   for (let u = 0; u < units; u++) fn.u32(u);
@@ -161,8 +154,8 @@ export function emitTableDispatcher(steps: number, backwards: boolean, params: n
     fn.byte(W_End);
     for (let q = 0; q < params; q++) fn.get(q);
     if (u >= parts) {
-      fn.get(step); loadI32(fn, 4);
-      fn.get(step); loadI32(fn, 8);
+      fn.get(step); fn.memory(W_I32Load, 4, 2);
+      fn.get(step); fn.memory(W_I32Load, 8, 2);
     }
     fn.byte(W_Call); fn.u32(base + u);
     fn.byte(W_Br); fn.u32(units - 1 - u);

@@ -69,8 +69,9 @@ export class Bytes {
     this.buf.set(F64_BYTES, this.len + 1);
     this.len += 9;
   }
-  /** A memory instruction: `opcode`, an alignment of 8 bytes and `offset` (unsigned). */
-  memory(opcode: number, offset: number): void {
+  /** A memory instruction: `opcode`, an alignment of 2^`align` bytes (8 by default: f64s) and
+   *  `offset` (unsigned). */
+  memory(opcode: number, offset: number, align = 3): void {
     // The offset is unsigned: a negative one would read or write gigabytes away at run time (a
     // planner's mistake, which fails here instead).
     if (offset < 0) throw new Error(`codegen: negative memory offset ${offset}`);
@@ -78,7 +79,7 @@ export class Bytes {
     const buf = this.buf;
     let at = this.len;
     buf[at++] = opcode;
-    buf[at++] = 3;
+    buf[at++] = align;
     if (offset < 0x80) buf[at++] = offset;
     else at = writeUnsigned(buf, at, offset);
     this.len = at;
