@@ -2,7 +2,7 @@ import { Op, forwardRule, partials, partialsCall, partialZ, partialsTangent, par
 import {
   val, argA, argB, opAt, adjBase, tanAdjBase, valBase, tanBase, aBase, bBase, opBase, f64At, setF64At, addF64At, i32At, u8At,
 } from './layout';
-import { vectorForwardAt, vectorReverseAt, vectorTangent, vectorReverseTangent, vectorNonFinite, prepareForward, materializeAll, setReverseTop } from './vector';
+import { vectorForwardAt, vectorReverseAt, vectorTangentAt, vectorReverseTangentAt, vectorNonFinite, prepareForward, setReverseTop, resetDeferredTangents } from './vector';
 
 // Custom ops run user code in JS: the façade reads operands and writes results through its views.
 // @ts-ignore: decorator
@@ -138,13 +138,15 @@ export function sweepReverse(top: i32): void {
 /** Tangents of nodes [from, to), given the tangents of the nodes before `from` (inputs seeded,
  *  everything else zero): one forward-mode pass with the same partials as the reverse sweep. */
 export function tangent(from: i32, to: i32): void {
-  materializeAll(to);
+  // No materializeAll: each vector rule computes the deferred values it reads (vectorTangentAt).
+  // Scalar nodes read scalar values only, which are never deferred.
+  resetDeferredTangents();
   // The region bases in locals (see f64At in layout.ts): a custom rule may not move them.
   const vB = valBase, tB = tanBase, aB = aBase, bB = bBase, oB = opBase;
   for (let i = from; i < to; i++) {
     const op = u8At(oB, i);
     if (op <= Op.Arg) continue;
-    if (op >= Op.VMeta) { vectorTangent(i, op); continue; }
+    if (op >= Op.VMeta) { i = vectorTangentAt(i, op, to); continue; }
     if (op == Op.Select) { setF64At(tB, i, f64At(tB, selected(i))); continue; }
     if (op == Op.Custom) { customTangent(i); continue; }
     // The zero-gradient ops (floor ... stopGradient ... eq) pass no tangent, not even a NaN or
@@ -184,7 +186,8 @@ export function reverseTangent(out: i32, seed: f64, count: i32): void {
 
 /** `reverseTangent` over adjoints (and adjoint tangents) already seeded. */
 export function sweepReverseTangent(top: i32): void {
-  materializeAll(top + 1);
+  // No materializeAll either: the vector rules compute the deferred values and tangents they read
+  // (vectorReverseTangentAt).
   // The region bases in locals (see f64At in layout.ts): a custom rule may not move them.
   const vB = valBase, tB = tanBase, gB = adjBase, tgB = tanAdjBase, aB = aBase, bB = bBase, oB = opBase;
   for (let i = top; i >= 0; i--) {
@@ -193,7 +196,7 @@ export function sweepReverseTangent(top: i32): void {
     if (g == 0 && gt == 0) continue;
     const op = u8At(oB, i);
     if (op <= Op.Arg) continue;
-    if (op >= Op.VMeta) { vectorReverseTangent(i, op, g, gt); continue; }
+    if (op >= Op.VMeta) { i = vectorReverseTangentAt(i, op, g, gt); continue; }
     if (op == Op.Select) {
       const s = selected(i);
       addF64At(gB, s, g);

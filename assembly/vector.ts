@@ -516,7 +516,11 @@ const runStores = memory.data(RUN_MAX);
 // @ts-ignore: decorator
 @inline const FUSE_PARAM_WORDS: i32 = 7;
 const fuseSignature = memory.data(4 * (2 + FUSE_SIG_WORDS * FUSE_MAX));
-const fuseParams = memory.data(4 * (FUSE_PARAM_WORDS * FUSE_MAX + 1));
+// (A reverse tangent kernel's second block of words follows the first and the sum's slot.)
+const fuseParams = memory.data(4 * (2 * FUSE_PARAM_WORDS * FUSE_MAX + 1));
+// A reverse tangent kernel's sums of a broadcast scalar operand's terms, per node (ascending):
+// a's and b's adjoint terms, then their adjoint tangent terms.
+const runTangentTerms = memory.data(32 * FUSE_MAX);
 // Signature flags (FUSE_SIG_WORDS' last word): forward, DEFER: the node's values are not stored;
 // reverse, ACTIVE, STORE_A, STORE_B, then DEFER: its values were not stored (the kernel recomputes
 // them per element), DROP: its final adjoint is not stored (see keepAdjoints).
@@ -524,6 +528,10 @@ const fuseParams = memory.data(4 * (FUSE_PARAM_WORDS * FUSE_MAX + 1));
 @inline const FLAG_DEFER: i32 = 8;
 // @ts-ignore: decorator
 @inline const FLAG_DROP: i32 = 16;
+// The tangent kernels: the node's tangents are not stored (a tangent kernel leaves them out, and
+// a reverse tangent kernel recomputes them, as DEFER does for values).
+// @ts-ignore: decorator
+@inline const FLAG_TANGENT_DEFER: i32 = 128;
 // Reverse: operand a (b) is a scalar constant, finite and nonzero: a product with it as the partial
 // needs no mask (see emit-runs.ts).
 // @ts-ignore: decorator
@@ -560,6 +568,11 @@ const runSum = memory.data(8);
 // the forward sweep leaves the whole run to the reverse kernel, which adds the sum up as well.
 // @ts-ignore: decorator
 @inline const SIG_VALUE: i32 = 16;
+// A tangent kernel (the tangent sweep): per element every node's value, stored where the forward
+// sweep deferred it, and its tangent, stored (its parameters name tangents where the reverse
+// kernels' name adjoints).
+// @ts-ignore: decorator
+@inline const SIG_TANGENT: i32 = 32;
 
 // The output of a gradient replay whose forward sweep is under way (the reverse sweep from it
 // follows at once, with nothing read in between but the guards), or -1; and the sum the forward
@@ -647,12 +660,6 @@ export function setKeepAdjoints(on: i32): void { keepAdjoints = on != 0; }
  *  the block sweep's rules: the bits the kernel computed. */
 export function materialize(j: i32): void {
   if (deferredAt(j)) vectorForward(j, opAt(j));
-}
-
-/** Materializes every deferred node below `to` (before a sweep that reads any value). */
-export function materializeAll(to: i32): void {
-  if (deferredFrom == i32.MAX_VALUE) return;
-  for (let j = deferredFrom; j < to; j++) if (deferredAt(j)) materialize(j);
 }
 
 /** Before a forward batch [from, to): values of earlier deferred nodes its nodes may read (any
@@ -852,25 +859,41 @@ function operandKind(j: i32, count: i32, reverse: bool): i32 {
   return op == Op.Const ? KIND_SCALAR_CONSTANT : KIND_SCALAR;
 }
 
-function writeAddresses(p: usize, j: i32, reverse: bool): void {
+function writeAddresses(p: usize, j: i32, reverse: bool, tangent: bool): void {
+  // A tangent kernel's second address is the tangent's (a deferred slice's own: its rule copied
+  // it there).
+  const second = tangent ? addr(j, tanBase, xtanBase) : addr(j, adjBase, xadjBase);
   if (opAt(j) == Op.VSlice && val(j) == DEFERRED) {
     // A deferred slice is read where its parent holds it; absorbed, it sends there too.
     const within = offOf(argA(j)) + argB(j);
     store<u32>(p, <u32>at(xvalBase, within));
-    store<u32>(p, <u32>(reverse && isAbsorbed(j) ? at(xadjBase, within) : addr(j, adjBase, xadjBase)), 4);
+    store<u32>(p, <u32>(reverse && isAbsorbed(j) ? at(xadjBase, within) : second), 4);
     return;
   }
   store<u32>(p, <u32>addr(j, valBase, xvalBase));
-  store<u32>(p, <u32>addr(j, adjBase, xadjBase), 4);
+  store<u32>(p, <u32>second, 4);
+}
+
+/** Zeroes the element adjoints and adjoint tangents of vector node j, claimed already. */
+function clearClaimed(j: i32): void {
+  const off = <usize>offOf(j) << 3, bytes = <usize>lenOf(j) << 3;
+  memory.fill(xadjBase + off, 0, bytes);
+  memory.fill(xtanAdjBase + off, 0, bytes);
+}
+
+/** A reverse tangent kernel's second addresses of node j: its tangents' and adjoint tangents'. */
+function writeTangentAddresses(p: usize, j: i32): void {
+  store<u32>(p, <u32>addr(j, tanBase, xtanBase));
+  store<u32>(p, <u32>addr(j, tanAdjBase, xtanAdjBase), 4);
 }
 
 /** The kernel for the run in runNodes (`count` nodes), its signature and parameters written, or 0.
  *  Parameters per node (ascending): its value and adjoint addresses, its operands', its terms. */
-function fusedKernel(count: i32, reverse: bool, sum: bool = false): u32 {
+function fusedKernel(count: i32, reverse: bool, sum: bool = false, tangent: bool = false): u32 {
   const fewest = sum ? 1 : 2;
   if (!fusionEnabled || count < fewest || count > FUSE_MAX) return 0;
-  let kind = (reverse ? SIG_REVERSE : 0) | (sum ? SIG_SUM : 0) | (reverse && sum && valueToo ? SIG_VALUE : 0);
-  if (reverse && absorbedNeighbours) kind |= SIG_NEIGHBOURS | (freshParent ? SIG_FRESH_PARENT : 0);
+  let kind = (reverse ? SIG_REVERSE : 0) | (sum ? SIG_SUM : 0) | (reverse && sum && valueToo ? SIG_VALUE : 0) | (tangent ? SIG_TANGENT : 0);
+  if (reverse && !tangent && absorbedNeighbours) kind |= SIG_NEIGHBOURS | (freshParent ? SIG_FRESH_PARENT : 0);
   store<i32>(fuseSignature, kind);
   store<u32>(fuseParams + (<usize>(count * FUSE_PARAM_WORDS) << 2), <u32>runSum);
   store<i32>(fuseSignature, count, 4);
@@ -884,7 +907,16 @@ function fusedKernel(count: i32, reverse: bool, sum: bool = false): u32 {
     store<i32>(sig, operandKind(ia, count, reverse), 4);
     store<i32>(sig, operandKind(ib, count, reverse), 8);
     let flags = val(m) == DEFERRED ? FLAG_DEFER : 0;
-    if (reverse) {
+    if (tangent && !reverse) {
+      // Where its values are deferred its tangents are too, but for the last node's (a sum after
+      // the run reads them).
+      if (flags != 0 && k < count - 1) flags |= FLAG_TANGENT_DEFER;
+    } else if (reverse && tangent) {
+      // Active: reached by the sweep (its adjoint's flag); STORE_A, STORE_B: operands it writes
+      // whole; deferred values and tangents recomputed.
+      flags |= (adj(m) != 0 || tanAdj(m) != 0 ? 1 : 0) | (<i32>load<u8>(runStores + <usize>(count - 1 - k)) << 1) | (keepAdjoints ? 0 : FLAG_DROP);
+      if (tan(m) == DEFERRED) flags |= FLAG_TANGENT_DEFER;
+    } else if (reverse) {
       const kd = count - 1 - k;
       flags |= (adj(m) != 0 ? 1 : 0) | (<i32>load<u8>(runStores + <usize>kd) << 1) | (keepAdjoints ? 0 : FLAG_DROP);
       if (finiteNonzeroConstant(ia)) flags |= FLAG_FINITE_A;
@@ -892,10 +924,17 @@ function fusedKernel(count: i32, reverse: bool, sum: bool = false): u32 {
     }
     store<i32>(sig, flags, 12);
     const par = fuseParams + (<usize>(k * FUSE_PARAM_WORDS) << 2);
-    writeAddresses(par, m, reverse);
-    writeAddresses(par + 8, ia, reverse);
-    writeAddresses(par + 16, ib, reverse);
+    writeAddresses(par, m, reverse, tangent && !reverse);
+    writeAddresses(par + 8, ia, reverse, tangent && !reverse);
+    writeAddresses(par + 16, ib, reverse, tangent && !reverse);
     store<u32>(par, <u32>(runTerms + (<usize>(count - 1 - k) << 4)), 24);
+    if (reverse && tangent) {
+      store<u32>(par, <u32>(runTangentTerms + (<usize>k << 5)), 24);
+      const second = fuseParams + (<usize>((count + k) * FUSE_PARAM_WORDS + 1) << 2);
+      writeTangentAddresses(second, m);
+      writeTangentAddresses(second + 8, ia);
+      writeTangentAddresses(second + 16, ib);
+    }
   }
   return knownKernel(2 + FUSE_SIG_WORDS * count);
 }
@@ -912,12 +951,9 @@ function joins(j: i32, n: i32): bool {
   return true;
 }
 
-/** Forward rule of node i, a vector op: a run (from i, below `to`) swept in blocks where it pays,
- *  else the op alone. Returns the last node it computed. */
-export function vectorForwardAt(i: i32, op: i32, to: i32): i32 {
-  if (op == Op.VSlice && deferSlice(i, to)) return i;
-  if (op < ELEMENTWISE || lenOf(i) <= RUN_BLOCK || !joins(i, lenOf(i))) { vectorForward(i, op); return i; }
-  const n = lenOf(i);
+/** The run of elementwise nodes of length n from node i, below `to`, into runNodes (ascending):
+ *  returns how many. */
+function collectRun(i: i32, to: i32, n: i32): i32 {
   let count = 0, j = i;
   while (true) {
     store<i32>(runNodes + (<usize>count << 2), j);
@@ -932,6 +968,16 @@ export function vectorForwardAt(i: i32, op: i32, to: i32): i32 {
     if (count == RUN_MAX || next >= to || !joins(next, n)) break;
     j = next;
   }
+  return count;
+}
+
+/** Forward rule of node i, a vector op: a run (from i, below `to`) swept in blocks where it pays,
+ *  else the op alone. Returns the last node it computed. */
+export function vectorForwardAt(i: i32, op: i32, to: i32): i32 {
+  if (op == Op.VSlice && deferSlice(i, to)) return i;
+  if (op < ELEMENTWISE || lenOf(i) <= RUN_BLOCK || !joins(i, lenOf(i))) { vectorForward(i, op); return i; }
+  const n = lenOf(i);
+  const count = collectRun(i, to, n), j = runNode(count - 1);
   // (The run's own nodes are not computed yet: their val slots still hold an earlier sweep's.)
   for (let k = 0; k < count; k++) materializeOperandsOutside(runNode(k), i, j, false);
   const sum = sumAfter(j, to);
@@ -977,10 +1023,9 @@ export function vectorReverseAt(i: i32, op: i32, g: f64): i32 {
   return reverseRun(i, -1, 0);
 }
 
-/** The reverse rules of the run ending at i, entered from i, or from `sum` (with its adjoint g).
- *  Returns the run's lowest node. */
-function reverseRun(i: i32, sum: i32, g: f64): i32 {
-  const n = lenOf(i);
+/** The run of elementwise nodes of length n ending at node i, into runNodes (last first): returns
+ *  how many. */
+function collectRunDown(i: i32, n: i32): i32 {
   let count = 0, j = i;
   while (true) {
     store<i32>(runNodes + (<usize>count << 2), j);
@@ -991,6 +1036,14 @@ function reverseRun(i: i32, sum: i32, g: f64): i32 {
     if (count == RUN_MAX || prev < 0 || !joins(prev, n)) break;
     j = prev;
   }
+  return count;
+}
+
+/** The reverse rules of the run ending at i, entered from i, or from `sum` (with its adjoint g).
+ *  Returns the run's lowest node. */
+function reverseRun(i: i32, sum: i32, g: f64): i32 {
+  const n = lenOf(i);
+  const count = collectRunDown(i, n), j = runNode(count - 1);
   // Claims first, in the sweep's order: a node joins the sweep once a later one claimed it (the
   // sum claims the last node without clearing it: the kernel or the sum's rule below writes it).
   if (sum >= 0) store<f64>(adjBase + (<usize>i << 3), 1);
@@ -1569,6 +1622,108 @@ function concatBack(i: i32, count: i32, out: i32, nodeRegion: usize, region: usi
   }
 }
 
+// ─── deferred tangents ───
+// A tangent kernel stores the tangents the block sweep would, but for the run nodes whose values
+// the forward sweep deferred (every consumer in the run): their tan slot says DEFERRED, and the
+// reverse tangent kernel recomputes them per element, with the tangent kernel's operations (the
+// same bits). Anything else that reads them first has them computed by `materializeTangent`: the
+// façade's jvp (an output among them), checkNaN, a rule where a kernel is not available.
+let tangentsDeferredFrom: i32 = i32.MAX_VALUE;
+
+/** Before a tangent sweep: no tangent is deferred (the seeding cleared the tan slots). */
+export function resetDeferredTangents(): void { tangentsDeferredFrom = i32.MAX_VALUE; }
+
+/** Computes and stores the tangents of node j where they are deferred (and first its operands'
+ *  tangents and values, and its own values), with the block sweep's rule. */
+export function materializeTangent(j: i32): void {
+  if (j < 0 || !isVec(j) || tan(j) != DEFERRED) return;
+  const op = opAt(j);
+  materializeTangent(argA(j));
+  materializeTangent(argB(j));
+  materializeOperands(j);
+  materialize(j);
+  elementwiseTangent(j, op - ELEMENTWISE, lenOf(j));
+  setTan(j, 0);
+}
+
+/** Materializes every deferred tangent below `to`. */
+export function materializeAllTangents(to: i32): void {
+  if (tangentsDeferredFrom == i32.MAX_VALUE) return;
+  for (let j = tangentsDeferredFrom; j < to; j++) materializeTangent(j);
+}
+
+/** As materializeOperandsOutside, for tangents. */
+function materializeTangentsOutside(i: i32, lo: i32, hi: i32): void {
+  const a = argA(i), b = argB(i);
+  if (a < lo || a > hi) materializeTangent(a);
+  if (b < lo || b > hi) materializeTangent(b);
+  if (opAt(i) - ELEMENTWISE == Op.Select) materializeTangent(argA(i - 2));
+}
+
+/** The deferred values and tangents the tangent rule (`reverse`: the reverse rule with tangents)
+ *  of vector node i reads: an elementwise node's operands' and its own, a product's or extreme's
+ *  operands'; the copies and sums read tangents (reverse: adjoints) only. */
+function materializeRead(i: i32, op: i32, reverse: bool): void {
+  if (op >= ELEMENTWISE) {
+    materializeOperands(i);
+    materialize(i);
+    materializeTangentsOutside(i, i, i);
+    materializeTangent(i);
+    return;
+  }
+  switch (op) {
+    case Op.VDot: case Op.VMatmul:
+      materialize(argA(i)); materialize(argB(i));
+      materializeTangent(argA(i)); materializeTangent(argB(i));
+      return;
+    case Op.VMax: case Op.VMin: case Op.VLogSumExp:
+      materialize(argA(i));
+      materializeTangent(argA(i));
+      return;
+    case Op.VGet: case Op.VSum: case Op.VTranspose: case Op.VSlice: case Op.VGather:
+      if (!reverse) materializeTangent(argA(i));
+      return;
+    case Op.VConcat: {
+      if (reverse) return;
+      const count = argA(i), first = i - 1 - ((count + 1) >> 1);
+      for (let c = 0; c < count; c++) materializeTangent((c & 1) ? argB(first + (c >> 1)) : argA(first + (c >> 1)));
+      return;
+    }
+  }
+}
+
+/** Tangent rule of node i, a vector op, in a tangent sweep below `to`: a run from i in one fused
+ *  kernel where one is available (its deferred values computed per element and left deferred,
+ *  the tangents of those nodes deferred too), so the sweep reads and writes each run node's
+ *  elements at most once instead of once per rule and again to materialize them; else the op
+ *  alone, with the deferred values and tangents it reads computed first. Returns the last node
+ *  it did. */
+export function vectorTangentAt(i: i32, op: i32, to: i32): i32 {
+  if (op >= ELEMENTWISE && fusionEnabled && lenOf(i) > RUN_BLOCK && joins(i, lenOf(i))) {
+    const n = lenOf(i);
+    const count = collectRun(i, to, n), j = runNode(count - 1);
+    if (count >= 2) {
+      // Operands from outside the run are read from memory (a deferred slice where its parent
+      // holds it); the run's deferred nodes, by the kernel.
+      for (let k = 0; k < count; k++) { const m = runNode(k); materializeOperandsOutside(m, i, j, false); materializeTangentsOutside(m, i, j); }
+      const kernel = fusedKernel(count, false, false, true);
+      if (kernel != 0) {
+        call_indirect<void>(kernel, fuseParams, 0, n);
+        for (let k = 0; k < count - 1; k++) {
+          const m = runNode(k);
+          if (val(m) != DEFERRED) continue;
+          setTan(m, DEFERRED);
+          tangentsDeferredFrom = min(tangentsDeferredFrom, m);
+        }
+        return j;
+      }
+    }
+  }
+  materializeRead(i, op, false);
+  vectorTangent(i, op);
+  return i;
+}
+
 /** Tangent rule (forward mode): tangents of the operands are in tan / xtan. */
 export function vectorTangent(i: i32, op: i32): void {
   if (op >= ELEMENTWISE) { elementwiseTangent(i, op - ELEMENTWISE, lenOf(i)); return; }
@@ -1616,6 +1771,70 @@ export function vectorTangent(i: i32, op: i32): void {
     }
   }
   permute(i, op, tanBase, xtanBase);
+}
+
+/** Reverse rule with tangents of node i, a vector op (g, gt its adjoint and adjoint tangent): the
+ *  run ending at i in one fused kernel where one is available (claims first, in the sweep's order;
+ *  the run nodes' adjoints and adjoint tangents in registers until their turn; a broadcast scalar
+ *  operand's sums added per node after it, highest node first, as the block sweep adds them), else
+ *  the op alone, with the deferred values and tangents it reads computed first. Returns the
+ *  lowest node it did. */
+export function vectorReverseTangentAt(i: i32, op: i32, g: f64, gt: f64): i32 {
+  if (op >= ELEMENTWISE && fusionEnabled && lenOf(i) > RUN_BLOCK && joins(i, lenOf(i))) {
+    const n = lenOf(i);
+    const count = collectRunDown(i, n), j = runNode(count - 1);
+    if (count >= 2 && count <= FUSE_MAX) {
+      // A full-length operand that this run reaches first is written, not added to (the kernel
+      // stores +0 + its first terms, as claimWhole lets the first-order rules): no clearing pass.
+      for (let k = 0; k < count; k++) {
+        const m = runNode(k);
+        let stores = 0;
+        if (adj(m) != 0 || tanAdj(m) != 0) {
+          const ia = argA(m), ib = argB(m);
+          if (opAt(m) - ELEMENTWISE == Op.Select) claimOperands(m, opAt(m), true);
+          else stores = (claimWhole(ia, n) ? 1 : 0) | (ib != ia && claimWhole(ib, n) ? 2 : 0);
+        }
+        store<u8>(runStores + <usize>k, stores);
+      }
+      memory.fill(runTangentTerms, 0, <usize>count << 5);
+      // Operands from outside the run from memory (a deferred slice where its parent holds it);
+      // the run's deferred values and tangents, by the kernel.
+      for (let k = 0; k < count; k++) { const m = runNode(k); materializeOperandsOutside(m, j, i, false); materializeTangentsOutside(m, j, i); }
+      const kernel = fusedKernel(count, true, false, true);
+      if (kernel != 0) {
+        call_indirect<void>(kernel, fuseParams, 0, n);
+        for (let k = 0; k < count; k++) {
+          const m = runNode(k);
+          if (adj(m) == 0 && tanAdj(m) == 0) continue;
+          // The kernel kept its adjoints and their tangents in registers (see keepAdjoints: the
+          // façade reads one by sweeping again).
+          if (!keepAdjoints) store<f64>(adjBase + (<usize>m << 3), DROPPED);
+          const t = runTangentTerms + (<usize>(count - 1 - k) << 5);
+          const ia = argA(m), ib = argB(m);
+          if (!isVec(ia) && wantsAdjoint(ia)) { acc(at(adjBase, ia), load<f64>(t)); acc(at(tanAdjBase, ia), load<f64>(t, 16)); }
+          if (ib != ia && !isVec(ib) && wantsAdjoint(ib)) { acc(at(adjBase, ib), load<f64>(t, 8)); acc(at(tanAdjBase, ib), load<f64>(t, 24)); }
+        }
+        return j;
+      }
+      // No kernel: each node's rule, highest first (the claims are made; those to be written
+      // whole are cleared now, as claim clears).
+      for (let k = 0; k < count; k++) {
+        const m = runNode(k), stores = load<u8>(runStores + <usize>k);
+        if ((stores & 1) != 0) clearClaimed(argA(m));
+        if ((stores & 2) != 0) clearClaimed(argB(m));
+      }
+      for (let k = 0; k < count; k++) {
+        const m = runNode(k);
+        if (adj(m) == 0 && tanAdj(m) == 0) continue;
+        materializeRead(m, opAt(m), true);
+        elementwiseReverseTangent(m, opAt(m) - ELEMENTWISE, n);
+      }
+      return j;
+    }
+  }
+  materializeRead(i, op, true);
+  vectorReverseTangent(i, op, g, gt);
+  return i;
 }
 
 /** Forward over reverse: adjoints and adjoint tangents (g, gt for scalar outputs; the element

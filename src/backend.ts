@@ -85,6 +85,10 @@ export interface Backend {
   /** Computes the values of vector node i where a fused run did not store them (see
    *  `materialize` in assembly/vector.ts); a no-op where every value is stored. */
   materialize(i: number): void;
+  /** Computes the tangents of nodes below `to` that a fused run's tangent kernel did not store
+   *  (see `materializeTangent` in assembly/vector.ts), before they are read; with `node`, that
+   *  node's alone. */
+  materializeTangents(to: number, node?: number): void;
   /** Whether reverse sweeps store the adjoint of every vector node, or may leave those of fused
    *  runs' nodes out (their adj slot then reads DROPPED_ADJOINT). */
   setKeepAdjoints(on: boolean): void;

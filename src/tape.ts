@@ -466,6 +466,7 @@ export class Tape {
     const outs = this.nodesOf(outputs, 'jvp');
     this.seedTangents(inputs, tangent, outs);
     if (this.checkNaN) this.assertFiniteTangents(0, this.count, false, outs);
+    for (let k = 0; k < outs.length; k++) if (this.opV[outs[k]!]! >= VINPUT) this.engine.materializeTangents(this.count, outs[k]!);
     return this.gatherEntries(outs, this.engine.views.tan!, this.engine.views.xtan!, false);
   }
 
@@ -479,11 +480,18 @@ export class Tape {
     const swept = this.completeSwept(), base = this.base;
     this.swept = NOT_SWEPT;
     this.lastSweep = NO_SWEEP;
+    // The fused runs' reverse kernels drop their nodes' adjoints and adjoint tangents unless told
+    // to keep them: the first are swept again where read (the backward sweep below), the second
+    // only checkNaN reads (hvp's inputs are the tape's inputs).
+    const keep = this.checkNaN;
+    if (keep) this.engine.setKeepAdjoints(true);
     try {
       this.engine.reverseTangent(out, seed, this.count);
     } catch (error) {
       if (this.base === base) this.sweepFailed(sweep, last, lastSeed, count, outs, cotangent, swept);
       throw error;
+    } finally {
+      if (keep) this.engine.setKeepAdjoints(false);
     }
     // Its adjoints are backward(output, seed)'s, and it runs again as that sweep (to store every
     // adjoint, or after a failed sweep): a failed backward after an hvp lost them (a review).
@@ -1211,6 +1219,7 @@ export class Tape {
    *  element) is NaN or ±Infinity, after a tangent sweep (jvp, hvp) serving `targets`; names as
    *  assertFinite. */
   assertFiniteTangents(from: number, to: number, byIndex: boolean, targets: ArrayLike<number>): void {
+    this.engine.materializeTangents(to);
     const { op, a, b, val, tan, xtan } = this.engine.views;
     let reach: Uint8Array | null = null;
     for (let i = from; i < to; i++) {

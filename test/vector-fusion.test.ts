@@ -73,7 +73,7 @@ function record(tape: Tape, p: Program): Recorded {
   return { x, s, wide, vecs, out };
 }
 
-interface Result { values: Float64Array[]; grad: Float64Array; value: number }
+interface Result { values: Float64Array[]; grad: Float64Array; value: number; jvp: Float64Array; hvp: Float64Array }
 
 function run(tape: Tape, p: Program): Result {
   const { x, s, wide, vecs, out } = record(tape, p);
@@ -82,7 +82,15 @@ function run(tape: Tape, p: Program): Result {
   const inputs = tape.gradient(out, [x, s, wide]);
   const values = vecs.map((v) => v.value);
   const grad = Float64Array.from([...inputs, ...tape.gradient(out, [x, s, wide, ...vecs.slice(1)])]);
-  return { values, grad, value };
+  // Tangents along a direction with zeros (and with \`special\`, an infinity and a NaN), on a fresh
+  // recording (its runs' values deferred again): every node's, then an hvp on another one.
+  const direction = Float64Array.from({ length: 1 + (p.n + Math.max(0, ...p.slices)) + p.n }, (_, k) => (k % 4 === 1 ? 0 : Math.cos(0.7 * k)));
+  if (p.special) { direction[5] = Infinity; direction[p.n + 9] = NaN; }
+  const again = record(tape, p);
+  const jvp = tape.jvp([again.s, again.wide, again.x], direction, [...again.vecs.slice(1), again.out]);
+  const third = record(tape, p);
+  const hvp = tape.hvp(third.out, [third.s, third.wide, third.x], direction);
+  return { values, grad, value, jvp, hvp };
 }
 
 function sameBits(actual: Float64Array, expected: Float64Array): boolean {
@@ -98,7 +106,7 @@ describe('fused run kernels', async () => {
   const engine = (wasm as unknown as { engine: WasmBackend }).engine;
 
   it(`equal the block sweep bit for bit, and the JS engine (seed ${SEED})`, () => {
-    let fusedRuns = 0, absorbing = 0;
+    let fusedRuns = 0, absorbing = 0, tangentKernels = 0, reverseTangentKernels = 0;
     fc.assert(
       fc.property(programArbitrary, (p) => {
         engine.setRunFusion(false);
@@ -113,9 +121,14 @@ describe('fused run kernels', async () => {
         fusedRuns += [...slots.values()].filter((slot) => slot > 0).length;
         // Reverse kernels that absorbed a slice (KIND_SLICE = -16 in their signature).
         absorbing += [...slots.keys()].filter((key) => /^simd:\d*[13579],.*,-1[6-9],/.test(key)).length;
+        // Tangent kernels (kind 32) in their slots.
+        tangentKernels += [...slots].filter(([key, slot]) => key.startsWith('simd:32,') && slot > 0).length;
+        reverseTangentKernels += [...slots].filter(([key, slot]) => key.startsWith('simd:33,') && slot > 0).length;
         expect(Object.is(fused.value, blocked.value)).toBe(true);
         fused.values.forEach((v, k) => expect(sameBits(v, blocked.values[k]!), `value of step ${k}`).toBe(true));
         expect(sameBits(fused.grad, blocked.grad), 'gradient').toBe(true);
+        expect(sameBits(fused.jvp, blocked.jvp), 'jvp').toBe(true);
+        expect(sameBits(fused.hvp, blocked.hvp), 'hvp').toBe(true);
         const reference = run(js, p);
         if (p.arithmetic) {
           expect(sameBits(fused.grad, reference.grad), 'gradient vs JS').toBe(true);
@@ -132,6 +145,8 @@ describe('fused run kernels', async () => {
     // The kernels did run (a run of two or more nodes met the generator).
     expect(fusedRuns).toBeGreaterThan(0);
     expect(absorbing).toBeGreaterThan(0);
+    expect(tangentKernels).toBeGreaterThan(0);
+    expect(reverseTangentKernels).toBeGreaterThan(0);
   });
 
   // The ops whose values (relu, abs, max, min, floor, ceil, stopGradient) and partials (those

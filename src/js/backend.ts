@@ -233,6 +233,7 @@ export class JsBackend implements Backend {
 
   // The JS engine sweeps op by op and stores every value and adjoint.
   materialize(): void {}
+  materializeTangents(): void {}
   setKeepAdjoints(): void {}
 
   sweepReverse(top: number): void {

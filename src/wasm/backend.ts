@@ -808,6 +808,11 @@ export class WasmBackend implements Backend {
     this.callCore(this.core.materialize, i, 0, 0);
   }
 
+  materializeTangents(to: number, node?: number): void {
+    if (node === undefined) this.callCore(this.core.materializeAllTangents, to, 0, 0);
+    else this.callCore(this.core.materializeTangent, node, 0, 0);
+  }
+
   setKeepAdjoints(on: boolean): void {
     this.core.setKeepAdjoints(on ? 1 : 0);
   }

@@ -17,6 +17,8 @@ export interface CoreExports {
   setKeepAdjoints(on: number): void;
   forgetRunKernels(): void;
   materialize(i: number): void;
+  materializeAllTangents(to: number): void;
+  materializeTangent(i: number): void;
   elementBytes(): number;
   getElementCapacity(): number;
   xvalPtr(): number;

@@ -27,10 +27,12 @@
 import { Op, SCALAR_OP_TABLE, ZERO_GRADIENT } from '../../ops.ts';
 import {
   Bytes, F64, I32, W_Block, W_Br, W_BrIf, W_Call, W_Else, W_End, W_F64Add, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg,
-  W_F64Store, W_I32Add, W_I32And, W_I32Eqz, W_I32GtU, W_I32Load, W_I32Mul, W_If, W_Loop, W_Select, W_Void,
+  W_F64Eq, W_F64Store, W_I32Add, W_I32And, W_I32Eqz, W_I32GtU, W_I32Load, W_I32Mul, W_I32Or, W_If, W_Loop, W_Select, W_Void,
 } from './wasm.ts';
 import { assembleModule, IMPORTED } from './module.ts';
-import { FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, NATIVE_BINARY, NATIVE_PARTIAL } from './rules.ts';
+import {
+  FN_FORWARD, FN_PARTIAL_Z, FN_PARTIAL_Z_TANGENT, FN_PARTIALS, FN_PARTIALS_TANGENT, LINEAR, NATIVE_BINARY, NATIVE_PARTIAL, SECOND_ORDER,
+} from './rules.ts';
 
 // SIMD (f64x2) opcodes, after the 0xfd prefix.
 const V128 = 0x7b;
@@ -54,16 +56,16 @@ const KIND_VECTOR = -1, KIND_VECTOR_CONSTANT = -2, KIND_SCALAR = -3, KIND_SCALAR
 // half of another pair just stored would stall.
 const KIND_SLICE = -16, ABSORB_MAX = 8;
 const sliceOf = (kind: number): number => (kind <= KIND_SLICE ? KIND_SLICE - kind : -1);
-const ACTIVE = 1, STORE_A = 2, STORE_B = 4, DEFER = 8, DROP = 16, FINITE_A = 32, FINITE_B = 64;
+const ACTIVE = 1, STORE_A = 2, STORE_B = 4, DEFER = 8, DROP = 16, FINITE_A = 32, FINITE_B = 64, TANGENT_DEFER = 128;
 const PARAM_WORDS = 7;
 
 interface Node { s: number; a: number; b: number; flags: number; unary: boolean }
 
 /** Whether the kernels spell every op of a run (select, with its third operand, is left to the
  *  block sweep). */
-function parse(signature: Int32Array): { reverse: boolean; sum: boolean; neighbours: boolean; fresh: boolean; value: boolean; nodes: Node[] } | null {
+function parse(signature: Int32Array): { reverse: boolean; sum: boolean; neighbours: boolean; fresh: boolean; value: boolean; tangent: boolean; nodes: Node[] } | null {
   const reverse = (signature[0]! & 1) !== 0, sum = (signature[0]! & 2) !== 0, neighbours = (signature[0]! & 4) !== 0;
-  const fresh = (signature[0]! & 8) !== 0, value = (signature[0]! & 16) !== 0;
+  const fresh = (signature[0]! & 8) !== 0, value = (signature[0]! & 16) !== 0, tangent = (signature[0]! & 32) !== 0;
   const count = signature[1]!;
   const nodes: Node[] = [];
   for (let k = 0; k < count; k++) {
@@ -73,7 +75,7 @@ function parse(signature: Int32Array): { reverse: boolean; sum: boolean; neighbo
     if (!entry || s === Op.select || s === Op.custom || s <= Op.arg) return null;
     nodes.push({ s, a: signature[w + 1]!, b: signature[w + 2]!, flags: signature[w + 3]!, unary: entry[1] === 1 });
   }
-  return { reverse, sum, neighbours, fresh, value, nodes };
+  return { reverse, sum, neighbours, fresh, value, tangent, nodes };
 }
 
 /** The wasm module of a run kernel `run(params, from, len)`, or null when it has an op the
@@ -83,7 +85,8 @@ function parse(signature: Int32Array): { reverse: boolean; sum: boolean; neighbo
 export function emitRunKernel(signature: Int32Array, simd: boolean): Uint8Array<ArrayBuffer> | null {
   const parsed = parse(signature);
   if (!parsed) return null;
-  const body = emitRun(parsed.nodes, parsed.reverse, parsed.sum, parsed.neighbours, parsed.fresh, parsed.value, simd);
+  const body = parsed.tangent ? (parsed.reverse ? emitReverseTangentRun(parsed.nodes, simd) : emitTangentRun(parsed.nodes, simd))
+    : emitRun(parsed.nodes, parsed.reverse, parsed.sum, parsed.neighbours, parsed.fresh, parsed.value, simd);
   return assembleModule([[0x60, 3, I32, I32, I32, 0]], [0], [['run', IMPORTED]], [body]);
 }
 
@@ -94,22 +97,34 @@ export function emitRunKernel(signature: Int32Array, simd: boolean): Uint8Array<
 // q, t, a value register per node (reverse), and per absorbed slice its total and its elements,
 // in f64 (the scalar loop) and in v128 (the SIMD loop, where scalar operands are also splatted);
 // then the sum's partial sums, and the SIMD loop's pairs of them, carry, constants and NaN lanes.
-function locals(count: number) {
+function locals(count: number, mode: 'plain' | 'tangent' | 'reverseTangent' = 'plain') {
+  const second = mode === 'reverseTangent', tangents = mode !== 'plain';
   const e = 3, end = 4, word = (k: number, w: number) => 5 + PARAM_WORDS * k + w;
   const sumAt = 5 + PARAM_WORDS * count;
-  const f64 = sumAt + 1;
+  // A reverse tangent kernel's second block of parameter words (tangent and adjoint tangent
+  // addresses), after the first.
+  const word2 = (k: number, w: number) => sumAt + 1 + PARAM_WORDS * k + w;
+  const f64 = sumAt + 1 + (second ? PARAM_WORDS * count : 0);
+  const plainGroup = 2 * count + 6 + 2 * ABSORB_MAX;
   const group = (base: number) => ({
     reg: (k: number) => base + k, g: base + count, x: base + count + 1, z: base + count + 2,
     p: base + count + 3, q: base + count + 4, t: base + count + 5, val: (k: number) => base + count + 6 + k,
     slice: (m: number) => base + 2 * count + 6 + m,
     sliceValue: (m: number) => base + 2 * count + 6 + ABSORB_MAX + m,
+    // A reverse tangent kernel's: run nodes' adjoint tangents and tangents, and temporaries.
+    regT: (k: number) => base + plainGroup + k, tan: (k: number) => base + plainGroup + count + k,
+    gt: base + plainGroup + 2 * count, dp: base + plainGroup + 2 * count + 1, dq: base + plainGroup + 2 * count + 2,
+    /** Node k's terms for targets outside the run: a's adjoint, b's, a's adjoint tangent, b's. */
+    site: (k: number, i: number) => base + plainGroup + 2 * count + 3 + 4 * k + i,
   });
-  const groupSize = 2 * count + 6 + 2 * ABSORB_MAX;
+  const groupSize = plainGroup + (second ? 6 * count + 3 : 0);
   const partials = f64 + 4 * count + 4 + groupSize;
-  const f64Count = 4 * count + 4 + groupSize + 4;
+  const plainF64 = 4 * count + 4 + groupSize + 4;
+  const f64Count = plainF64 + (second ? 4 * count : 0);
   const v128 = f64 + f64Count;
+  const plainV128 = groupSize + 2 * count + 4 + SPLATTED.length;
   return {
-    e, end, word, sumAt,
+    e, end, word, word2, sumAt,
     /** The sum's four partial sums (f64), and their pairs in the SIMD loop (v128). */
     partial: (k: number) => partials + k,
     pair: (k: number) => v128 + groupSize + 2 * count + k,
@@ -119,16 +134,22 @@ function locals(count: number) {
     splatted: (c: number) => v128 + groupSize + 2 * count + 3 + SPLATTED.indexOf(c),
     /** A whole-call speculation's NaN lanes so far (see emitRun). */
     nans: v128 + groupSize + 2 * count + 3 + SPLATTED.length,
+    /** The tangent kernels' scalar operands' tangents, splatted (their f64 in `terms` in a
+     *  tangent kernel, `scalarTangent` in a reverse tangent kernel). */
+    tangentSplat: (k: number, b: boolean) => v128 + plainV128 + 2 * k + (b ? 1 : 0),
     scalar: (k: number, b: boolean) => f64 + 2 * k + (b ? 1 : 0),
     terms: (k: number, b: boolean) => f64 + 2 * count + 2 * k + (b ? 1 : 0),
+    /** A reverse tangent kernel's scalar operands' adjoint tangent terms, and their tangents. */
+    tangentTerms: (k: number, b: boolean) => f64 + plainF64 + 2 * k + (b ? 1 : 0),
+    scalarTangent: (k: number, b: boolean) => f64 + plainF64 + 2 * count + 2 * k + (b ? 1 : 0),
     lane: { x: f64 + 4 * count, z: f64 + 4 * count + 1, p: f64 + 4 * count + 2, q: f64 + 4 * count + 3 },
     f64: group(f64 + 4 * count + 4),
     v128: { ...group(v128), splat: (k: number, b: boolean) => v128 + groupSize + 2 * k + (b ? 1 : 0) },
     declare(fn: Bytes) {
       fn.u32(3);
-      fn.u32(3 + PARAM_WORDS * count); fn.byte(I32);
+      fn.u32(3 + PARAM_WORDS * count * (second ? 2 : 1)); fn.byte(I32);
       fn.u32(f64Count); fn.byte(F64);
-      fn.u32(groupSize + 2 * count + 4 + SPLATTED.length); fn.byte(V128);
+      fn.u32(plainV128 + (tangents ? 2 * count : 0)); fn.byte(V128);
     },
   };
 }
@@ -247,7 +268,8 @@ function simdLanes(fn: Bytes, L: Locals): Lanes {
 
 /** Prologue: e = 8·from, end = 8·(from + len), the parameter words, the scalar operands' values
  *  (and splats), the terms so far. */
-function emitPrologue(fn: Bytes, nodes: Node[], L: Locals, simd: boolean): void {
+function emitPrologue(fn: Bytes, nodes: Node[], L: Locals, simd: boolean, mode: 'plain' | 'tangent' | 'reverseTangent' = 'plain'): void {
+  const tangent = mode === 'tangent';
   if (simd) for (const c of SPLATTED) { fn.f64Const(c); simdOp(fn, S_Splat); fn.set(L.splatted(c)); }
   fn.get(1); fn.i32Const(8); fn.byte(W_I32Mul); fn.tee(L.e);
   fn.get(2); fn.i32Const(8); fn.byte(W_I32Mul); fn.byte(W_I32Add); fn.set(L.end);
@@ -256,11 +278,36 @@ function emitPrologue(fn: Bytes, nodes: Node[], L: Locals, simd: boolean): void 
       fn.get(0); fn.memory(W_I32Load, 4 * (PARAM_WORDS * k + w), 2); fn.set(L.word(k, w));
     }
   });
+  if (mode === 'reverseTangent') {
+    // The second block, after the first and the sum's slot.
+    nodes.forEach((_, k) => {
+      for (let w = 0; w < PARAM_WORDS - 1; w++) {
+        fn.get(0); fn.memory(W_I32Load, 4 * (PARAM_WORDS * (nodes.length + k) + 1 + w), 2); fn.set(L.word2(k, w));
+      }
+    });
+    nodes.forEach((node, k) => {
+      for (const b of [false, true]) {
+        const kind = b ? node.b : node.a;
+        if (!isScalar(kind)) continue;
+        fn.get(L.word2(k, b ? 4 : 2)); fn.memory(W_F64Load, 0); fn.set(L.scalarTangent(k, b));
+        if (simd) { fn.get(L.scalarTangent(k, b)); simdOp(fn, S_Splat); fn.set(L.tangentSplat(k, b)); }
+        // The adjoint tangent terms so far, after the adjoint terms in the node's terms slot.
+        if (kind === KIND_SCALAR) { fn.get(L.word(k, 6)); fn.memory(W_F64Load, b ? 24 : 16); fn.set(L.tangentTerms(k, b)); }
+      }
+    });
+  }
   nodes.forEach((node, k) => {
     for (const b of [false, true]) {
       if (!isScalar(b ? node.b : node.a)) continue;
       fn.get(L.word(k, b ? 4 : 2)); fn.memory(W_F64Load, 0); fn.set(L.scalar(k, b));
       if (simd) { fn.get(L.scalar(k, b)); simdOp(fn, S_Splat); fn.set(L.v128.splat(k, b)); }
+      if (tangent) {
+        // A tangent kernel's scalar operand's tangent (a constant's too, read as the block sweep
+        // reads it), in the terms' local.
+        fn.get(L.word(k, b ? 5 : 3)); fn.memory(W_F64Load, 0); fn.set(L.terms(k, b));
+        if (simd) { fn.get(L.terms(k, b)); simdOp(fn, S_Splat); fn.set(L.tangentSplat(k, b)); }
+        continue;
+      }
       // The terms so far (the run sums a broadcast operand's terms across its calls).
       if ((b ? node.b : node.a) === KIND_SCALAR) { fn.get(L.word(k, 6)); fn.memory(W_F64Load, b ? 8 : 0); fn.set(L.terms(k, b)); }
     }
@@ -362,6 +409,391 @@ function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: bool
   }
   fn.byte(W_End);
   return fn;
+}
+
+// A tangent kernel: per element and node in ascending order, the node's value (computed with the
+// forward kernel's operations where the forward sweep deferred it, and stored; else loaded) and
+// its tangent, `(ta != 0 ? ta·pa : +0) + (tb != 0 ? tb·pb : +0)` with the partials of
+// elementwiseTangent in assembly/vector.ts (the cheap ops' written out, the others' only where a
+// tangent is nonzero, +0 through the zero-gradient ops), stored: the block sweep's bits, with
+// every node's elements read and written once instead of once per rule and again to
+// materialize them.
+function emitTangentRun(nodes: Node[], simd: boolean): Bytes {
+  const L = locals(nodes.length, 'tangent');
+  const fn = new Bytes();
+  L.declare(fn);
+  emitPrologue(fn, nodes, L, simd, 'tangent');
+  if (simd) emitLoop(fn, L, 2, () => emitTangentBody(fn, nodes, L, simdLanes(fn, L), true));
+  emitLoop(fn, L, 1, () => emitTangentBody(fn, nodes, L, scalarLanes(fn, L), false));
+  fn.byte(W_End);
+  return fn;
+}
+
+function emitTangentBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, simd: boolean): void {
+  const { R } = V;
+  nodes.forEach((node, k) => {
+    // Its value: computed where the forward sweep deferred it (and left so), else loaded.
+    if (node.flags & DEFER) emitValue(fn, nodes, k, L, V, (kind) => fn.get(R.val(kind)));
+    else { element(fn, L, L.word(k, 0)); V.load(); }
+    fn.set(R.val(k));
+    const operands = {
+      value: (b: boolean): void => {
+        const kind = b ? node.b : node.a;
+        if (isScalar(kind)) V.scalarOperand(k, b);
+        else if (kind >= 0) fn.get(R.val(kind));
+        else { element(fn, L, L.word(k, b ? 4 : 2)); V.load(); }
+      },
+      tangent: (b: boolean): void => {
+        const kind = b ? node.b : node.a;
+        if (isScalar(kind)) fn.get(simd ? L.tangentSplat(k, b) : L.terms(k, b));
+        else if (kind >= 0) fn.get(R.reg(kind));
+        else { element(fn, L, L.word(k, b ? 5 : 3)); V.load(); }
+      },
+    };
+    // Its tangent, stored unless deferred.
+    if (node.flags & TANGENT_DEFER) { emitTangent(fn, node, L, V, simd, operands, R.val(k)); fn.set(R.reg(k)); return; }
+    element(fn, L, L.word(k, 1));
+    emitTangent(fn, node, L, V, simd, operands, R.val(k));
+    fn.tee(R.reg(k));
+    V.store();
+  });
+}
+
+/** Pushes a node's tangent, `(ta != 0 ? ta·pa : +0) + (tb != 0 ? tb·pb : +0)` with the partials of
+ *  elementwiseTangent in assembly/vector.ts (the cheap ops' written out, the others' only where a
+ *  tangent is nonzero), +0 through the zero-gradient ops; `y`: the local holding its value. Uses
+ *  the temporaries g, t, p, q, x and z. */
+function emitTangent(
+  fn: Bytes, node: Node, L: Locals, V: Lanes, simd: boolean, operands: { value: (b: boolean) => void; tangent: (b: boolean) => void }, y: number,
+): void {
+  const { R } = V;
+  const { s } = node;
+  if (ZERO_GRADIENT[s]) { V.zero(); return; }
+  const masked = (tangent: number, partial: number): void => {
+    fn.get(tangent); fn.get(partial); V.mul();
+    // (Unmasked in a reverse tangent kernel's first try, which only its adjoints' sums leave.)
+    if (V.unmasked) return;
+    if (simd) { fn.get(tangent); V.zero(); simdOp(fn, S_Ne); simdOp(fn, S_And); return; }
+    fn.f64Const(0); fn.get(tangent); fn.f64Const(0); fn.byte(W_F64Ne); fn.byte(W_Select);
+  };
+  // (ta in g, tb in t.)
+  operands.tangent(false); fn.set(R.g);
+  operands.tangent(true); fn.set(R.t);
+  if (s === Op.add || s === Op.sub || s === Op.neg) {
+    V.constant(s === Op.neg ? -1 : 1); fn.set(R.p);
+    if (s === Op.neg) V.zero(); else V.constant(s === Op.sub ? -1 : 1);
+    fn.set(R.q);
+  } else if (s === Op.mul) {
+    operands.value(true); fn.set(R.p);
+    operands.value(false); fn.set(R.q);
+  } else if (s === Op.square) {
+    V.constant(2); operands.value(false); V.mul(); fn.set(R.p);
+    V.zero(); fn.set(R.q);
+  } else {
+    // p, q = ta != 0 || tb != 0 ? the rule's partials : 0, 0, per lane.
+    operands.value(false); fn.set(R.x);
+    operands.value(true); fn.set(R.z);
+    emitPerLane(fn, L, V, [R.p, R.q], (get) => emitAnyNonzero(fn, get, [R.g, R.t]), (get) => emitLanePartials(fn, L, s, get, R.x, R.z, y));
+  }
+  masked(R.g, R.p);
+  masked(R.t, R.q);
+  V.add();
+}
+
+// A reverse tangent kernel (the reverse sweep with tangents, after the tangent sweep stored every
+// value and tangent): per element and active node from last to first, its adjoint g and adjoint
+// tangent gt (run nodes' in registers until their turn, then stored), and the terms of
+// elementwiseReverseTangent in assembly/vector.ts: g·p, g·q to the operands' adjoints and
+// `(gt·p or +0) + (g·dp or +0)`, `(gt·q or +0) + (g·dq or +0)` to their adjoint tangents, with the
+// rule's partials and their directional derivatives and the same zero skips (as masks: a skipped
+// term adds +0, and no adjoint is ever -0), operand a before b. A broadcast scalar operand's terms
+// are summed per node in element order, and the core adds the sums once per node as the block
+// sweep does.
+function emitReverseTangentRun(nodes: Node[], simd: boolean): Bytes {
+  const L = locals(nodes.length, 'reverseTangent');
+  const fn = new Bytes();
+  L.declare(fn);
+  emitPrologue(fn, nodes, L, simd, 'reverseTangent');
+  if (simd) emitLoop(fn, L, 2, () => emitReverseTangentBody(fn, nodes, L, simdLanes(fn, L), true));
+  emitLoop(fn, L, 1, () => emitReverseTangentBody(fn, nodes, L, scalarLanes(fn, L), false));
+  nodes.forEach((node, k) => {
+    for (const b of [false, true]) {
+      if ((b ? node.b : node.a) !== KIND_SCALAR || (b && node.unary)) continue;
+      fn.get(L.word(k, 6)); fn.get(L.terms(k, b)); fn.memory(W_F64Store, b ? 8 : 0);
+      fn.get(L.word(k, 6)); fn.get(L.tangentTerms(k, b)); fn.memory(W_F64Store, b ? 24 : 16);
+    }
+  });
+  fn.byte(W_End);
+  return fn;
+}
+
+// The SIMD loop first computes a pair's terms without the masks (the rule's zero skips): a term
+// that differs from the masked one by a zero's sign adds the same to an adjoint (never -0), so
+// only a NaN the masks would have kept out (0·∞) can tell them apart, and it reaches every result
+// it flows into. So the terms go to registers, and only if a result holds a NaN are they computed
+// again with the masks; then the pair's writes (nothing is written before: a second pass must
+// not add twice).
+function emitReverseTangentBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, simd: boolean): void {
+  const { R } = V;
+  let checked: number[] = [];
+  if (simd) {
+    V.unmasked = true;
+    checked = emitReverseTangentTerms(fn, nodes, L, V, simd);
+    V.unmasked = false;
+    // The results' sum is NaN where one is (or where infinities cancel: then the masked way too).
+    if (checked.length > 0) {
+      checked.forEach((r, k) => { fn.get(r); if (k > 0) V.add(); });
+      fn.tee(R.x); fn.get(R.x); simdOp(fn, S_Ne); simdOp(fn, S_AnyTrue);
+      fn.byte(W_If); fn.byte(W_Void);
+      emitReverseTangentTerms(fn, nodes, L, V, simd);
+      fn.byte(W_End);
+    }
+  } else {
+    emitReverseTangentTerms(fn, nodes, L, V, simd);
+  }
+  emitReverseTangentWrites(fn, nodes, L, V);
+}
+
+/** Where node k's terms go (its `site` registers, in the order the block sweep adds them: a's
+ *  adjoint, b's, a's adjoint tangent, b's) and the active run nodes' final adjoints and adjoint
+ *  tangents, which registers hold: the same for every element, so decided by the signature. */
+function reverseTangentPlan(nodes: Node[]): { inRegister: Set<number>; tangentInRegister: Set<number> } {
+  const inRegister = new Set<number>(), tangentInRegister = new Set<number>();
+  for (let k = nodes.length - 1; k >= 0; k--) {
+    const node = nodes[k]!;
+    if (!(node.flags & ACTIVE)) continue;
+    const wantA = wants(node.a), wantB = wants(node.b) && !node.unary;
+    for (const [want, kind] of [[wantA, node.a], [wantB, node.b]] as const) {
+      if (want && kind >= 0) { inRegister.add(kind); tangentInRegister.add(kind); }
+    }
+  }
+  return { inRegister, tangentInRegister };
+}
+
+/** A pair's (or an element's) terms into registers: run nodes' adjoints and adjoint tangents
+ *  accumulated, every other target's term in its site register. Returns the registers that hold
+ *  results (sites, and final adjoints that are stored). */
+function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, simd: boolean): number[] {
+  const { R } = V;
+  const results: number[] = [];
+  // Run nodes' values and tangents, loaded where first read; adjoints and adjoint tangents of run
+  // nodes in registers from their first term (loaded then: a consumer after the run may have sent
+  // some already).
+  const valueReady = new Set<number>(), tangentReady = new Set<number>();
+  const inRegister = new Set<number>(), tangentInRegister = new Set<number>();
+  const runValue = (k: number): void => {
+    if (!valueReady.has(k)) { element(fn, L, L.word(k, 0)); V.load(); fn.set(R.val(k)); valueReady.add(k); }
+    fn.get(R.val(k));
+  };
+  const runTangent = (k: number): void => {
+    if (!tangentReady.has(k)) { element(fn, L, L.word2(k, 0)); V.load(); fn.set(R.tan(k)); tangentReady.add(k); }
+    fn.get(R.tan(k));
+  };
+  const value = (k: number, b: boolean): void => {
+    const kind = b ? nodes[k]!.b : nodes[k]!.a;
+    if (isScalar(kind)) V.scalarOperand(k, b);
+    else if (kind >= 0) runValue(kind);
+    else { element(fn, L, L.word(k, b ? 4 : 2)); V.load(); }
+  };
+  const tangentOf = (k: number, b: boolean): void => {
+    const kind = b ? nodes[k]!.b : nodes[k]!.a;
+    if (isScalar(kind)) fn.get(simd ? L.tangentSplat(k, b) : L.scalarTangent(k, b));
+    else if (kind >= 0) runTangent(kind);
+    else { element(fn, L, L.word2(k, b ? 4 : 2)); V.load(); }
+  };
+  // Deferred values and tangents first, in ascending order, with the forward and tangent
+  // kernels' operations (each from registers or memory, never a half-computed temporary).
+  nodes.forEach(({ flags }, k) => {
+    if (flags & DEFER) {
+      emitValue(fn, nodes, k, L, V, runValue);
+      fn.set(R.val(k));
+      valueReady.add(k);
+    }
+    if (flags & TANGENT_DEFER) {
+      if (!valueReady.has(k)) { element(fn, L, L.word(k, 0)); V.load(); fn.set(R.val(k)); valueReady.add(k); }
+      emitTangent(fn, nodes[k]!, L, V, simd, { value: (b) => value(k, b), tangent: (b) => tangentOf(k, b) }, R.val(k));
+      fn.set(R.tan(k));
+      tangentReady.add(k);
+    }
+  });
+  const isZero = (local: number): void => {
+    fn.get(local); V.zero();
+    if (simd) simdOp(fn, S_Ne); else fn.byte(W_F64Ne);
+  };
+  // a·b where a != 0 and b != 0, else +0 (onto the stack); without the masks, a·b.
+  const masked = (a: number, b: number): void => {
+    fn.get(a); fn.get(b); V.mul();
+    if (V.unmasked) return;
+    if (simd) { isZero(a); isZero(b); simdOp(fn, S_And); simdOp(fn, S_And); return; }
+    fn.f64Const(0); isZero(a); isZero(b); fn.byte(W_I32And); fn.byte(W_Select);
+  };
+  // The term on the stack to operand b (or a) of node k: its adjoint (`tangent` false) or adjoint
+  // tangent. A run node's register takes it (the first term of one node k writes whole, STORE_A
+  // or STORE_B, as +0 + t); any other target's goes to node k's site register.
+  const send = (k: number, b: boolean, tangent: boolean): void => {
+    const node = nodes[k]!;
+    const kind = b ? node.b : node.a;
+    if (kind < 0) {
+      const site = R.site(k, (b ? 1 : 0) + (tangent ? 2 : 0));
+      fn.set(site);
+      results.push(site);
+      return;
+    }
+    fn.set(R.t);
+    const fresh = (node.flags & (b ? STORE_B : STORE_A)) !== 0;
+    const ready = tangent ? tangentInRegister : inRegister, r = tangent ? R.regT(kind) : R.reg(kind);
+    if (!ready.has(kind)) {
+      ready.add(kind);
+      if (fresh) V.zero(); else { element(fn, L, tangent ? L.word2(kind, 1) : L.word(kind, 1)); V.load(); }
+    } else fn.get(r);
+    fn.get(R.t); V.add(); fn.set(r);
+  };
+  for (let k = nodes.length - 1; k >= 0; k--) {
+    const node = nodes[k]!;
+    if (!(node.flags & ACTIVE)) continue;
+    // Its adjoint and adjoint tangent, final now (stored, unless dropped, with the writes).
+    for (const tangent of [false, true]) {
+      const ready = (tangent ? tangentInRegister : inRegister).has(k), r = tangent ? R.regT(k) : R.reg(k), into = tangent ? R.gt : R.g;
+      if (ready) {
+        fn.get(r); fn.set(into);
+        if (!(node.flags & DROP)) results.push(r);
+      } else { element(fn, L, tangent ? L.word2(k, 1) : L.word(k, 1)); V.load(); fn.set(into); }
+    }
+    const { s } = node;
+    const wantA = wants(node.a), wantB = wants(node.b) && !node.unary;
+    if (!wantA && !wantB) continue;
+    // p, q: the partials; dp, dq: their directional derivatives.
+    if (s === Op.add || s === Op.sub || s === Op.neg) {
+      V.constant(s === Op.neg ? -1 : 1); fn.set(R.p);
+      V.constant(s === Op.sub ? -1 : 1); fn.set(R.q);
+      V.zero(); fn.set(R.dp); V.zero(); fn.set(R.dq);
+    } else if (s === Op.mul) {
+      value(k, true); fn.set(R.p); value(k, false); fn.set(R.q);
+      tangentOf(k, true); fn.set(R.dp); tangentOf(k, false); fn.set(R.dq);
+    } else if (s === Op.square) {
+      V.constant(2); value(k, false); V.mul(); fn.set(R.p);
+      V.constant(2); tangentOf(k, false); V.mul(); fn.set(R.dp);
+      V.zero(); fn.set(R.q); V.zero(); fn.set(R.dq);
+    } else {
+      const second = SECOND_ORDER[s];
+      value(k, false); fn.set(R.x);
+      value(k, true); fn.set(R.z);
+      runValue(k); fn.set(R.t);
+      const linear = LINEAR.has(s);
+      // p, q where g != 0 or gt != 0 (the block sweep skips other elements), per lane.
+      emitPerLane(fn, L, V, [R.p, R.q], (get) => emitAnyNonzero(fn, get, [R.g, R.gt]), (get) => emitLanePartials(fn, L, s, get, R.x, R.z, R.t));
+      if (!linear) {
+        // dp, dq where g != 0 (partialsTangent's, spelled out where the generated sweeps spell
+        // it), from the tangents of a, b and the node itself in spare registers.
+        tangentOf(k, false); fn.set(R.slice(0));
+        tangentOf(k, true); fn.set(R.slice(1));
+        runTangent(k); fn.set(R.slice(2));
+        emitPerLane(fn, L, V, [R.dp, R.dq], (get) => emitAnyNonzero(fn, get, [R.g]), (get) => {
+          const tx = (): void => get(R.slice(0)), tz = (): void => get(R.slice(1)), ty = (): void => get(R.slice(2));
+          if (!second) {
+            fn.i32Const(s); get(R.x); get(R.z); get(R.t); tx(); tz(); ty();
+            fn.byte(W_Call); fn.u32(FN_PARTIALS_TANGENT); fn.set(L.lane.p);
+            fn.byte(W_Call); fn.u32(FN_PARTIAL_Z_TANGENT); fn.set(L.lane.q);
+            return;
+          }
+          // It leaves dpa on the stack, with dpb under it for div.
+          second(fn, { x: () => get(R.x), z: () => get(R.z), y: () => get(R.t), tx, tz, ty });
+          fn.set(L.lane.p);
+          if (s === Op.div) fn.set(L.lane.q); else { fn.f64Const(0); fn.set(L.lane.q); }
+          // The core's rule gives 0 where both tangents are 0 (0·∞ and 0/0 in the formulas of
+          // recip, sqrt and div there; exp's is the node's tangent, 0 too).
+          if (s === Op.div || s === Op.recip || s === Op.sqrt) {
+            tx(); fn.f64Const(0); fn.byte(W_F64Eq);
+            tz(); fn.f64Const(0); fn.byte(W_F64Eq);
+            fn.byte(W_I32And);
+            fn.byte(W_If); fn.byte(W_Void);
+            fn.f64Const(0); fn.set(L.lane.p); fn.f64Const(0); fn.set(L.lane.q);
+            fn.byte(W_End);
+          }
+        });
+      }
+      if (linear) { V.zero(); fn.set(R.dp); V.zero(); fn.set(R.dq); }
+    }
+    if (wantA) { masked(R.g, R.p); send(k, false, false); }
+    if (wantB) { masked(R.g, R.q); send(k, true, false); }
+    if (wantA) { masked(R.gt, R.p); masked(R.g, R.dp); V.add(); send(k, false, true); }
+    if (wantB) { masked(R.gt, R.q); masked(R.g, R.dq); V.add(); send(k, true, true); }
+  }
+  return results;
+}
+
+/** A pair's (or an element's) writes, from the registers emitReverseTangentTerms left: run
+ *  nodes' final adjoints and adjoint tangents (unless dropped), and the sites' terms in the block
+ *  sweep's order, stored (+0 + t) into an operand written whole, added to any other. */
+function emitReverseTangentWrites(fn: Bytes, nodes: Node[], L: Locals, V: Lanes): void {
+  const { R } = V;
+  const { inRegister, tangentInRegister } = reverseTangentPlan(nodes);
+  for (let k = nodes.length - 1; k >= 0; k--) {
+    const node = nodes[k]!;
+    if (!(node.flags & ACTIVE)) continue;
+    if (!(node.flags & DROP)) {
+      if (inRegister.has(k)) { element(fn, L, L.word(k, 1)); fn.get(R.reg(k)); V.store(); }
+      if (tangentInRegister.has(k)) { element(fn, L, L.word2(k, 1)); fn.get(R.regT(k)); V.store(); }
+    }
+    const wantA = wants(node.a), wantB = wants(node.b) && !node.unary;
+    for (const [tangent, b, want] of [[false, false, wantA], [false, true, wantB], [true, false, wantA], [true, true, wantB]] as const) {
+      const kind = b ? node.b : node.a;
+      if (!want || kind >= 0) continue;
+      const site = R.site(k, (b ? 1 : 0) + (tangent ? 2 : 0));
+      if (kind === KIND_SCALAR) { fn.get(site); fn.set(R.t); V.addLanesTo(tangent ? L.tangentTerms(k, b) : L.terms(k, b)); continue; }
+      const base = tangent ? L.word2(k, b ? 5 : 3) : L.word(k, b ? 5 : 3);
+      element(fn, L, base);
+      if (node.flags & (b ? STORE_B : STORE_A)) V.zero(); else { element(fn, L, base); V.load(); }
+      fn.get(site); V.add(); V.store();
+    }
+  }
+}
+
+/** Per lane (the SIMD loop's two, or the scalar loop's one): where `live` (pushed for the lane
+ *  through `get`, an i32) holds, `rule` sets the lane's locals L.lane.p and L.lane.q, else both are
+ *  0; then each goes into its register (`into`: p's and q's), the lanes gathered. */
+function emitPerLane(
+  fn: Bytes, L: Locals, V: Lanes, into: readonly [number, number], live: (get: (local: number) => void) => void,
+  rule: (get: (local: number) => void) => void,
+): void {
+  const simd = V.width === 2;
+  for (let lane = 0; lane < V.width; lane++) {
+    const get = (local: number): void => { fn.get(local); if (simd) { simdOp(fn, S_Extract); fn.byte(lane); } };
+    live(get);
+    fn.byte(W_If); fn.byte(W_Void);
+    rule(get);
+    fn.byte(W_Else);
+    fn.f64Const(0); fn.set(L.lane.p); fn.f64Const(0); fn.set(L.lane.q);
+    fn.byte(W_End);
+    for (const [reg, from] of [[into[0], L.lane.p], [into[1], L.lane.q]] as const) {
+      if (!simd) { fn.get(from); fn.set(reg); }
+      else if (lane === 0) { fn.get(from); simdOp(fn, S_Splat); fn.set(reg); }
+      else { fn.get(reg); fn.get(from); simdOp(fn, S_Replace); fn.byte(1); fn.set(reg); }
+    }
+  }
+}
+
+/** The rule's partials of op s at x, z and y (locals, read through `get`) into L.lane.p and
+ *  L.lane.q: spelled out where the generated sweeps spell them (NATIVE_PARTIAL), else by a call
+ *  (the rule leaves q in partialZ). */
+function emitLanePartials(fn: Bytes, L: Locals, s: number, get: (local: number) => void, x: number, z: number, y: number): void {
+  const partial = NATIVE_PARTIAL[s];
+  if (partial) {
+    fn.f64Const(0); fn.set(L.lane.q);
+    partial(fn, () => get(x), () => get(z), () => get(y), { pa: L.lane.p, pb: L.lane.q, c: L.lane.x });
+    return;
+  }
+  fn.i32Const(s); get(x); get(z); get(y);
+  fn.byte(W_Call); fn.u32(FN_PARTIALS); fn.set(L.lane.p);
+  fn.byte(W_Call); fn.u32(FN_PARTIAL_Z); fn.set(L.lane.q);
+}
+
+/** Pushes an i32: whether the lane of any of `locals` is nonzero (NaN is). */
+function emitAnyNonzero(fn: Bytes, get: (local: number) => void, locals: readonly number[]): void {
+  locals.forEach((local, k) => {
+    get(local); fn.f64Const(0); fn.byte(W_F64Ne);
+    if (k > 0) fn.byte(W_I32Or);
+  });
 }
 
 /** Pushes node k's value from its operands (a run node's from `runValue`). */
@@ -635,34 +1067,11 @@ function emitReverseTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: bo
         if (wantB) send(k, true);
         continue;
       }
-      // Per lane: p, q = g != 0 ? the rule's partials : 0, 0 (the rule leaves q in partialZ),
-      // spelled out where the generated sweeps spell them (NATIVE_PARTIAL), else by a call.
-      const simd = V.width === 2;
-      const partial = NATIVE_PARTIAL[s];
+      // p, q = g != 0 ? the rule's partials : 0, 0, per lane.
       value(k, false); fn.set(R.x);
       value(k, true); fn.set(R.z);
       runValue(k); fn.set(R.t);
-      for (let lane = 0; lane < V.width; lane++) {
-        const get = (local: number): void => { fn.get(local); if (simd) { simdOp(fn, S_Extract); fn.byte(lane); } };
-        get(R.g); fn.f64Const(0); fn.byte(W_F64Ne);
-        fn.byte(W_If); fn.byte(W_Void);
-        if (partial) {
-          fn.f64Const(0); fn.set(L.lane.q);
-          partial(fn, () => get(R.x), () => get(R.z), () => get(R.t), { pa: L.lane.p, pb: L.lane.q, c: L.lane.x });
-        } else {
-          fn.i32Const(s); get(R.x); get(R.z); get(R.t);
-          fn.byte(W_Call); fn.u32(FN_PARTIALS); fn.set(L.lane.p);
-          fn.byte(W_Call); fn.u32(FN_PARTIAL_Z); fn.set(L.lane.q);
-        }
-        fn.byte(W_Else);
-        fn.f64Const(0); fn.set(L.lane.p); fn.f64Const(0); fn.set(L.lane.q);
-        fn.byte(W_End);
-        for (const [into, from] of [[R.p, L.lane.p], [R.q, L.lane.q]] as const) {
-          if (!simd) { fn.get(from); fn.set(into); }
-          else if (lane === 0) { fn.get(from); simdOp(fn, S_Splat); fn.set(into); }
-          else { fn.get(into); fn.get(from); simdOp(fn, S_Replace); fn.byte(1); fn.set(into); }
-        }
-      }
+      emitPerLane(fn, L, V, [R.p, R.q], (get) => emitAnyNonzero(fn, get, [R.g]), (get) => emitLanePartials(fn, L, s, get, R.x, R.z, R.t));
       if (wantA) { V.masked(R.p); send(k, false); }
       if (wantB) { V.masked(R.q); send(k, true); }
     }

@@ -1,0 +1,154 @@
+// The fused runs' tangent kernels (src/wasm/codegen/emit-runs.ts): a jvp's and an hvp's sweeps of
+// an elementwise run in one kernel each, with the tangents of nodes whose values the forward sweep
+// deferred left out (assembly/vector.ts, "deferred tangents") and the run nodes' adjoints and
+// adjoint tangents dropped. What reads them outside the kernels must get the block sweep's bits:
+// the façade's jvp of such a node, checkNaN, a compiled function's vector output, a Vec's gradient
+// after an hvp. Each case against the same calls with the kernels off, and the JS engine.
+import { describe, expect, it } from 'vitest';
+import { compile, createTape, init, NonFiniteError, type Tape, type Vec } from '../src/index.ts';
+import type { WasmBackend } from '../src/wasm/backend.ts';
+
+// Longer than a block (RUN_BLOCK = 1024 elements): runs form above it.
+const N = 1500;
+const data = (seed: number): Float64Array => Float64Array.from({ length: N }, (_, i) => 0.6 + 0.3 * Math.sin(0.37 * i + seed));
+const direction = Float64Array.from({ length: N }, (_, i) => (i % 3) - 1);
+
+function sameBits(actual: ArrayLike<number>, expected: ArrayLike<number>): boolean {
+  if (actual.length !== expected.length) return false;
+  for (let k = 0; k < actual.length; k++) if (!Object.is(actual[k], expected[k])) return false;
+  return true;
+}
+
+const engineOf = (tape: Tape): WasmBackend => (tape as unknown as { engine: WasmBackend }).engine;
+const slotsOf = (engine: WasmBackend): Map<string, number> => (engine as unknown as { runSlots: Map<string, number> }).runSlots;
+
+// A chain whose middle nodes only the chain reads (their values and tangents deferred).
+const chain = (x: Vec): { mid: Vec; out: Vec } => {
+  const mid = x.mul(1.5).tanh().square();
+  return { mid, out: mid.add(x).mul(x).exp() };
+};
+
+describe('tangent kernels', async () => {
+  await init();
+
+  it('give a deferred intermediate\'s tangent, and every output\'s, as the block sweep does', async () => {
+    const run = async (fused: boolean, backend: 'wasm' | 'js' = 'wasm', simd = true): Promise<Float64Array[]> => {
+      const tape = await createTape({ backend });
+      if (backend === 'wasm') {
+        engineOf(tape).setRunFusion(fused);
+        // (The scalar kernels, which a runtime without SIMD gets.)
+        engineOf(tape).setRunKernelSimd(simd);
+      }
+      const x = tape.vector(data(0.2));
+      const { mid, out } = chain(x);
+      const s = out.sum();
+      // The sum's tangent first (nothing else read), then the middle node's, then an hvp.
+      const first = tape.jvp([x], direction, [s]);
+      const again = tape.jvp([x], direction, [s, mid, out]);
+      const hvp = tape.hvp(s, [x], direction);
+      return [first, again, hvp];
+    };
+    const fused = await run(true), blocked = await run(false), js = await run(false, 'js'), scalar = await run(true, 'wasm', false);
+    fused.forEach((r, k) => expect(sameBits(r, blocked[k]!), `result ${k}`).toBe(true));
+    scalar.forEach((r, k) => expect(sameBits(r, blocked[k]!), `scalar kernels, result ${k}`).toBe(true));
+    for (let k = 0; k < fused.length; k++) {
+      for (let e = 0; e < fused[k]!.length; e++) expect(fused[k]![e]).toBeCloseTo(js[k]![e]!, 10);
+    }
+  });
+
+  it('ran in kernels: a tangent kernel and a reverse tangent kernel are in their slots', async () => {
+    const tape = await createTape({ backend: 'wasm' });
+    const x = tape.vector(data(0.4));
+    const s = chain(x).out.sum();
+    tape.hvp(s, [x], direction);
+    const keys = [...slotsOf(engineOf(tape))].filter(([, slot]) => slot > 0).map(([key]) => key);
+    expect(keys.some((key) => key.startsWith('simd:32,') || key.startsWith('scalar:32,'))).toBe(true);
+    expect(keys.some((key) => key.startsWith('simd:33,') || key.startsWith('scalar:33,'))).toBe(true);
+  });
+
+  it('under checkNaN, name the deferred node whose tangent is not finite, as the block sweep does', async () => {
+    const message = async (fused: boolean): Promise<string> => {
+      const tape = await createTape({ backend: 'wasm', checkNaN: true });
+      engineOf(tape).setRunFusion(fused);
+      const xs = data(0.1);
+      xs[7] = 0;
+      const x = tape.vector(xs);
+      // sqrt at 0 with a nonzero tangent: an infinite tangent in the middle of the run.
+      const s = x.sqrt().add(1).mul(x).add(x).sum();
+      const t = new Float64Array(N).fill(1);
+      try {
+        tape.jvp([x], t, [s]);
+      } catch (error) {
+        expect(error).toBeInstanceOf(NonFiniteError);
+        // (Handles differ from tape to tape.)
+        return (error as Error).message.replace(/handle -?\d+/g, 'handle h');
+      }
+      return 'no error';
+    };
+    const fused = await message(true);
+    expect(fused).toMatch(/sqrt/);
+    expect(fused).toBe(await message(false));
+  });
+
+  it('under checkNaN, keep the adjoint tangents an hvp checks, with the same results', async () => {
+    const run = async (fused: boolean): Promise<Float64Array> => {
+      const tape = await createTape({ backend: 'wasm', checkNaN: true });
+      engineOf(tape).setRunFusion(fused);
+      const x = tape.vector(data(0.7));
+      const s = chain(x).out.sum();
+      tape.hvp(s, [x], direction);
+      // What a sweep leaves unwritten must not be read (checkNaN reads every adjoint tangent).
+      engineOf(tape).views.xtanAdj!.fill(NaN);
+      return tape.hvp(s, [x], direction);
+    };
+    expect(sameBits(await run(true), await run(false))).toBe(true);
+  });
+
+  it('give an intermediate\'s gradient after an hvp (its adjoints dropped, swept again)', async () => {
+    const run = async (fused: boolean): Promise<Float64Array[]> => {
+      const tape = await createTape({ backend: 'wasm' });
+      engineOf(tape).setRunFusion(fused);
+      const x = tape.vector(data(0.9));
+      const { mid, out } = chain(x);
+      const s = out.sum();
+      const hvp = tape.hvp(s, [x], direction);
+      return [hvp, tape.gradient(s, [mid, x])];
+    };
+    const fused = await run(true), blocked = await run(false);
+    fused.forEach((r, k) => expect(sameBits(r, blocked[k]!), `result ${k}`).toBe(true));
+  });
+
+  it('give a compiled vector function\'s jvp and hvp as the block sweep does, a vector output included', async () => {
+    const x0 = data(1.3);
+    const run = (fused: boolean): Float64Array[] => {
+      const scalar = compile((x: Vec) => chain(x).out.sum(), { inputs: N, vector: true });
+      // Its output a node only the run after it reads (deferred), as is its tangent.
+      const vector = compile((x: Vec) => {
+        const { mid, out } = chain(x);
+        out.sum();
+        return mid;
+      }, { inputs: N, vector: true });
+      for (const f of [scalar, vector]) {
+        f.record(x0);
+        engineOf((f as unknown as { recording: { tape: Tape } }).recording.tape).setRunFusion(fused);
+      }
+      return [scalar.jvp(x0, direction), scalar.hvp(x0, direction), vector.jvp(x0, direction)];
+    };
+    const fused = run(true), blocked = run(false);
+    fused.forEach((r, k) => expect(sameBits(r, blocked[k]!), `result ${k}`).toBe(true));
+  });
+
+  it('under checkNaN, give a compiled function\'s hvp with its adjoint tangents kept', () => {
+    const x0 = data(1.7);
+    const run = (fused: boolean): Float64Array => {
+      const f = compile((x: Vec) => chain(x).out.sum(), { inputs: N, vector: true, checkNaN: true });
+      f.record(x0);
+      const engine = engineOf((f as unknown as { recording: { tape: Tape } }).recording.tape);
+      engine.setRunFusion(fused);
+      f.hvp(x0, direction);
+      engine.views.xtanAdj!.fill(NaN);
+      return f.hvp(x0, direction);
+    };
+    expect(sameBits(run(true), run(false))).toBe(true);
+  });
+});
