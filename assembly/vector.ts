@@ -892,7 +892,7 @@ function writeTangentAddresses(p: usize, j: i32): void {
 function fusedKernel(count: i32, reverse: bool, sum: bool = false, tangent: bool = false): u32 {
   const fewest = sum ? 1 : 2;
   if (!fusionEnabled || count < fewest || count > FUSE_MAX) return 0;
-  let kind = (reverse ? SIG_REVERSE : 0) | (sum ? SIG_SUM : 0) | (reverse && sum && valueToo ? SIG_VALUE : 0) | (tangent ? SIG_TANGENT : 0);
+  let kind = (reverse ? SIG_REVERSE : 0) | (sum ? SIG_SUM : 0) | (reverse && sum && valueToo && !tangent ? SIG_VALUE : 0) | (tangent ? SIG_TANGENT : 0);
   if (reverse && !tangent && absorbedNeighbours) kind |= SIG_NEIGHBOURS | (freshParent ? SIG_FRESH_PARENT : 0);
   store<i32>(fuseSignature, kind);
   store<u32>(fuseParams + (<usize>(count * FUSE_PARAM_WORDS) << 2), <u32>runSum);
@@ -1780,61 +1780,86 @@ export function vectorTangent(i: i32, op: i32): void {
  *  the op alone, with the deferred values and tangents it reads computed first. Returns the
  *  lowest node it did. */
 export function vectorReverseTangentAt(i: i32, op: i32, g: f64, gt: f64): i32 {
-  if (op >= ELEMENTWISE && fusionEnabled && lenOf(i) > RUN_BLOCK && joins(i, lenOf(i))) {
-    const n = lenOf(i);
-    const count = collectRunDown(i, n), j = runNode(count - 1);
-    if (count >= 2 && count <= FUSE_MAX) {
-      // A full-length operand that this run reaches first is written, not added to (the kernel
-      // stores +0 + its first terms, as claimWhole lets the first-order rules): no clearing pass.
-      for (let k = 0; k < count; k++) {
-        const m = runNode(k);
-        let stores = 0;
-        if (adj(m) != 0 || tanAdj(m) != 0) {
-          const ia = argA(m), ib = argB(m);
-          if (opAt(m) - ELEMENTWISE == Op.Select) claimOperands(m, opAt(m), true);
-          else stores = (claimWhole(ia, n) ? 1 : 0) | (ib != ia && claimWhole(ib, n) ? 2 : 0);
-        }
-        store<u8>(runStores + <usize>k, stores);
-      }
-      memory.fill(runTangentTerms, 0, <usize>count << 5);
-      // Operands from outside the run from memory (a deferred slice where its parent holds it);
-      // the run's deferred values and tangents, by the kernel.
-      for (let k = 0; k < count; k++) { const m = runNode(k); materializeOperandsOutside(m, j, i, false); materializeTangentsOutside(m, j, i); }
-      const kernel = fusedKernel(count, true, false, true);
-      if (kernel != 0) {
-        call_indirect<void>(kernel, fuseParams, 0, n);
-        for (let k = 0; k < count; k++) {
-          const m = runNode(k);
-          if (adj(m) == 0 && tanAdj(m) == 0) continue;
-          // The kernel kept its adjoints and their tangents in registers (see keepAdjoints: the
-          // façade reads one by sweeping again).
-          if (!keepAdjoints) store<f64>(adjBase + (<usize>m << 3), DROPPED);
-          const t = runTangentTerms + (<usize>(count - 1 - k) << 5);
-          const ia = argA(m), ib = argB(m);
-          if (!isVec(ia) && wantsAdjoint(ia)) { acc(at(adjBase, ia), load<f64>(t)); acc(at(tanAdjBase, ia), load<f64>(t, 16)); }
-          if (ib != ia && !isVec(ib) && wantsAdjoint(ib)) { acc(at(adjBase, ib), load<f64>(t, 8)); acc(at(tanAdjBase, ib), load<f64>(t, 24)); }
-        }
-        return j;
-      }
-      // No kernel: each node's rule, highest first (the claims are made; those to be written
-      // whole are cleared now, as claim clears).
-      for (let k = 0; k < count; k++) {
-        const m = runNode(k), stores = load<u8>(runStores + <usize>k);
-        if ((stores & 1) != 0) clearClaimed(argA(m));
-        if ((stores & 2) != 0) clearClaimed(argB(m));
-      }
-      for (let k = 0; k < count; k++) {
-        const m = runNode(k);
-        if (adj(m) == 0 && tanAdj(m) == 0) continue;
-        materializeRead(m, opAt(m), true);
-        elementwiseReverseTangent(m, opAt(m) - ELEMENTWISE, n);
-      }
-      return j;
+  if (op == Op.VSum && fusionEnabled) {
+    // The sum right after a run's last node, which nothing else reached: the run's kernel takes
+    // it in (every element of the last node's adjoint is +0 + g, of its tangent +0 + gt).
+    const last = argA(i);
+    if (adj(last) == 0 && lenOf(last) > RUN_BLOCK && joins(last, lenOf(last)) && sumAfter(last, i + 1) == i) {
+      const j = reverseTangentRun(last, i, g, gt);
+      if (j >= 0) return j;
     }
+  }
+  if (op >= ELEMENTWISE && fusionEnabled && lenOf(i) > RUN_BLOCK && joins(i, lenOf(i))) {
+    const j = reverseTangentRun(i, -1, 0, 0);
+    if (j >= 0) return j;
   }
   materializeRead(i, op, true);
   vectorReverseTangent(i, op, g, gt);
   return i;
+}
+
+/** The reverse rules with tangents of the run ending at i, entered from i, or from `sum` (with
+ *  its adjoint g and adjoint tangent gt): returns the run's lowest node, or -1 where the run is
+ *  not one to fuse (nothing done). */
+function reverseTangentRun(i: i32, sum: i32, g: f64, gt: f64): i32 {
+  const n = lenOf(i);
+  const count = collectRunDown(i, n), j = runNode(count - 1);
+  if (count < (sum >= 0 ? 1 : 2) || count > FUSE_MAX) return -1;
+  // The sum claims the last node without clearing it: the kernel takes its terms in.
+  if (sum >= 0) store<f64>(adjBase + (<usize>i << 3), 1);
+  // A full-length operand that this run reaches first is written, not added to (the kernel
+  // stores +0 + its first terms, as claimWhole lets the first-order rules): no clearing pass.
+  for (let k = 0; k < count; k++) {
+    const m = runNode(k);
+    let stores = 0;
+    if (adj(m) != 0 || tanAdj(m) != 0) {
+      const ia = argA(m), ib = argB(m);
+      if (opAt(m) - ELEMENTWISE == Op.Select) claimOperands(m, opAt(m), true);
+      else stores = (claimWhole(ia, n) ? 1 : 0) | (ib != ia && claimWhole(ib, n) ? 2 : 0);
+    }
+    store<u8>(runStores + <usize>k, stores);
+  }
+  memory.fill(runTangentTerms, 0, <usize>count << 5);
+  // Operands from outside the run from memory (a deferred slice where its parent holds it);
+  // the run's deferred values and tangents, by the kernel.
+  for (let k = 0; k < count; k++) { const m = runNode(k); materializeOperandsOutside(m, j, i, false); materializeTangentsOutside(m, j, i); }
+  store<f64>(runSum, g);
+  store<f64>(runSum, gt, 8);
+  const kernel = fusedKernel(count, true, sum >= 0, true);
+  if (kernel != 0) {
+    call_indirect<void>(kernel, fuseParams, 0, n);
+    for (let k = 0; k < count; k++) {
+      const m = runNode(k);
+      if (adj(m) == 0 && tanAdj(m) == 0) continue;
+      // The kernel kept its adjoints and their tangents in registers (see keepAdjoints: the
+      // façade reads one by sweeping again).
+      if (!keepAdjoints) store<f64>(adjBase + (<usize>m << 3), DROPPED);
+      const t = runTangentTerms + (<usize>(count - 1 - k) << 5);
+      const ia = argA(m), ib = argB(m);
+      if (!isVec(ia) && wantsAdjoint(ia)) { acc(at(adjBase, ia), load<f64>(t)); acc(at(tanAdjBase, ia), load<f64>(t, 16)); }
+      if (ib != ia && !isVec(ib) && wantsAdjoint(ib)) { acc(at(adjBase, ib), load<f64>(t, 8)); acc(at(tanAdjBase, ib), load<f64>(t, 24)); }
+    }
+    return j;
+  }
+  // No kernel: the sum's rule, then each node's, highest first (the claims are made; those to be
+  // written whole are cleared now, as claim clears).
+  if (sum >= 0) {
+    clearClaimed(i);
+    const off = offOf(i);
+    for (let k = 0; k < n; k++) { acc(at(xadjBase, off + k), g); acc(at(xtanAdjBase, off + k), gt); }
+  }
+  for (let k = 0; k < count; k++) {
+    const m = runNode(k), stores = load<u8>(runStores + <usize>k);
+    if ((stores & 1) != 0) clearClaimed(argA(m));
+    if ((stores & 2) != 0) clearClaimed(argB(m));
+  }
+  for (let k = 0; k < count; k++) {
+    const m = runNode(k);
+    if (adj(m) == 0 && tanAdj(m) == 0) continue;
+    materializeRead(m, opAt(m), true);
+    elementwiseReverseTangent(m, opAt(m) - ELEMENTWISE, n);
+  }
+  return j;
 }
 
 /** Forward over reverse: adjoints and adjoint tangents (g, gt for scalar outputs; the element

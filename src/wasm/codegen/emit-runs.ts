@@ -85,7 +85,7 @@ function parse(signature: Int32Array): { reverse: boolean; sum: boolean; neighbo
 export function emitRunKernel(signature: Int32Array, simd: boolean): Uint8Array<ArrayBuffer> | null {
   const parsed = parse(signature);
   if (!parsed) return null;
-  const body = parsed.tangent ? (parsed.reverse ? emitReverseTangentRun(parsed.nodes, simd) : emitTangentRun(parsed.nodes, simd))
+  const body = parsed.tangent ? (parsed.reverse ? emitReverseTangentRun(parsed.nodes, simd, parsed.sum) : emitTangentRun(parsed.nodes, simd))
     : emitRun(parsed.nodes, parsed.reverse, parsed.sum, parsed.neighbours, parsed.fresh, parsed.value, simd);
   return assembleModule([[0x60, 3, I32, I32, I32, 0]], [0], [['run', IMPORTED]], [body]);
 }
@@ -156,7 +156,7 @@ function locals(count: number, mode: 'plain' | 'tangent' | 'reverseTangent' = 'p
 type Locals = ReturnType<typeof locals>;
 
 // Constants the SIMD loops use (zero, square's 2, neg's -1), splatted once per call.
-const SPLATTED = [0, 2, -1];
+const SPLATTED = [0, 2, -1, 1];
 
 const isScalar = (kind: number): boolean => kind === KIND_SCALAR || kind === KIND_SCALAR_CONSTANT;
 /** Whether an operand of this kind takes adjoint terms (constants do not). */
@@ -429,9 +429,14 @@ function emitTangentRun(nodes: Node[], simd: boolean): Bytes {
   return fn;
 }
 
+// The SIMD loop computes the deferred tangents (which only the run reads) without the masks first:
+// one that differs from the masked one only by a zero's sign gives the same stored tangents (a
+// zero tangent's terms are masked there), and a NaN the masks would have kept out reaches its
+// sum, in which case the pair is computed again with the masks, its stores written over.
 function emitTangentBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, simd: boolean): void {
   const { R } = V;
-  nodes.forEach((node, k) => {
+  const deferred = nodes.flatMap((node, k) => (node.flags & TANGENT_DEFER ? [k] : []));
+  const pass = (speculating: boolean): void => nodes.forEach((node, k) => {
     // Its value: computed where the forward sweep deferred it (and left so), else loaded.
     if (node.flags & DEFER) emitValue(fn, nodes, k, L, V, (kind) => fn.get(R.val(kind)));
     else { element(fn, L, L.word(k, 0)); V.load(); }
@@ -451,12 +456,25 @@ function emitTangentBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, simd: bo
       },
     };
     // Its tangent, stored unless deferred.
-    if (node.flags & TANGENT_DEFER) { emitTangent(fn, node, L, V, simd, operands, R.val(k)); fn.set(R.reg(k)); return; }
+    if (node.flags & TANGENT_DEFER) {
+      V.unmasked = speculating;
+      emitTangent(fn, node, L, V, simd, operands, R.val(k));
+      V.unmasked = false;
+      fn.set(R.reg(k));
+      return;
+    }
     element(fn, L, L.word(k, 1));
     emitTangent(fn, node, L, V, simd, operands, R.val(k));
     fn.tee(R.reg(k));
     V.store();
   });
+  if (!simd || deferred.length === 0) { pass(false); return; }
+  pass(true);
+  deferred.forEach((k, n) => { fn.get(R.reg(k)); if (n > 0) V.add(); });
+  fn.tee(R.x); fn.get(R.x); simdOp(fn, S_Ne); simdOp(fn, S_AnyTrue);
+  fn.byte(W_If); fn.byte(W_Void);
+  pass(false);
+  fn.byte(W_End);
 }
 
 /** Pushes a node's tangent, `(ta != 0 ? ta·pa : +0) + (tb != 0 ? tb·pb : +0)` with the partials of
@@ -479,6 +497,12 @@ function emitTangent(
   // (ta in g, tb in t.)
   operands.tangent(false); fn.set(R.g);
   operands.tangent(true); fn.set(R.t);
+  if (V.unmasked && (s === Op.add || s === Op.sub)) {
+    // Without masks (see emitTangentBody), add's and sub's partials of 1 and -1 as the sum and
+    // the difference.
+    fn.get(R.g); fn.get(R.t); V.binary(s);
+    return;
+  }
   if (s === Op.add || s === Op.sub || s === Op.neg) {
     V.constant(s === Op.neg ? -1 : 1); fn.set(R.p);
     if (s === Op.neg) V.zero(); else V.constant(s === Op.sub ? -1 : 1);
@@ -509,13 +533,23 @@ function emitTangent(
 // term adds +0, and no adjoint is ever -0), operand a before b. A broadcast scalar operand's terms
 // are summed per node in element order, and the core adds the sums once per node as the block
 // sweep does.
-function emitReverseTangentRun(nodes: Node[], simd: boolean): Bytes {
+function emitReverseTangentRun(nodes: Node[], simd: boolean, sum: boolean): Bytes {
   const L = locals(nodes.length, 'reverseTangent');
   const fn = new Bytes();
   L.declare(fn);
   emitPrologue(fn, nodes, L, simd, 'reverseTangent');
-  if (simd) emitLoop(fn, L, 2, () => emitReverseTangentBody(fn, nodes, L, simdLanes(fn, L), true));
-  emitLoop(fn, L, 1, () => emitReverseTangentBody(fn, nodes, L, scalarLanes(fn, L), false));
+  const last = nodes.length - 1;
+  if (sum) {
+    // A sum after the run took in: its adjoint g and adjoint tangent gt at the sum's slot, every
+    // element of the last node's +0 + g and +0 + gt, in its registers for the whole loop.
+    fn.get(0); fn.memory(W_I32Load, 4 * PARAM_WORDS * nodes.length, 2); fn.set(L.sumAt);
+    for (const [offset, f64, v128] of [[0, L.f64.reg(last), L.v128.reg(last)], [8, L.f64.regT(last), L.v128.regT(last)]] as const) {
+      fn.f64Const(0); fn.get(L.sumAt); fn.memory(W_F64Load, offset); fn.byte(W_F64Add); fn.set(f64);
+      if (simd) { fn.get(f64); simdOp(fn, S_Splat); fn.set(v128); }
+    }
+  }
+  if (simd) emitLoop(fn, L, 2, () => emitReverseTangentBody(fn, nodes, L, simdLanes(fn, L), true, sum));
+  emitLoop(fn, L, 1, () => emitReverseTangentBody(fn, nodes, L, scalarLanes(fn, L), false, sum));
   nodes.forEach((node, k) => {
     for (const b of [false, true]) {
       if ((b ? node.b : node.a) !== KIND_SCALAR || (b && node.unary)) continue;
@@ -533,32 +567,33 @@ function emitReverseTangentRun(nodes: Node[], simd: boolean): Bytes {
 // it flows into. So the terms go to registers, and only if a result holds a NaN are they computed
 // again with the masks; then the pair's writes (nothing is written before: a second pass must
 // not add twice).
-function emitReverseTangentBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, simd: boolean): void {
+function emitReverseTangentBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, simd: boolean, sum: boolean): void {
   const { R } = V;
   let checked: number[] = [];
   if (simd) {
     V.unmasked = true;
-    checked = emitReverseTangentTerms(fn, nodes, L, V, simd);
+    checked = emitReverseTangentTerms(fn, nodes, L, V, simd, sum);
     V.unmasked = false;
     // The results' sum is NaN where one is (or where infinities cancel: then the masked way too).
     if (checked.length > 0) {
       checked.forEach((r, k) => { fn.get(r); if (k > 0) V.add(); });
       fn.tee(R.x); fn.get(R.x); simdOp(fn, S_Ne); simdOp(fn, S_AnyTrue);
       fn.byte(W_If); fn.byte(W_Void);
-      emitReverseTangentTerms(fn, nodes, L, V, simd);
+      emitReverseTangentTerms(fn, nodes, L, V, simd, sum);
       fn.byte(W_End);
     }
   } else {
-    emitReverseTangentTerms(fn, nodes, L, V, simd);
+    emitReverseTangentTerms(fn, nodes, L, V, simd, sum);
   }
-  emitReverseTangentWrites(fn, nodes, L, V);
+  emitReverseTangentWrites(fn, nodes, L, V, sum);
 }
 
 /** Where node k's terms go (its `site` registers, in the order the block sweep adds them: a's
  *  adjoint, b's, a's adjoint tangent, b's) and the active run nodes' final adjoints and adjoint
  *  tangents, which registers hold: the same for every element, so decided by the signature. */
-function reverseTangentPlan(nodes: Node[]): { inRegister: Set<number>; tangentInRegister: Set<number> } {
-  const inRegister = new Set<number>(), tangentInRegister = new Set<number>();
+function reverseTangentPlan(nodes: Node[], sum: boolean): { inRegister: Set<number>; tangentInRegister: Set<number> } {
+  // (A sum taken in holds the last node's in registers from the start.)
+  const inRegister = new Set<number>(sum ? [nodes.length - 1] : []), tangentInRegister = new Set<number>(sum ? [nodes.length - 1] : []);
   for (let k = nodes.length - 1; k >= 0; k--) {
     const node = nodes[k]!;
     if (!(node.flags & ACTIVE)) continue;
@@ -573,14 +608,14 @@ function reverseTangentPlan(nodes: Node[]): { inRegister: Set<number>; tangentIn
 /** A pair's (or an element's) terms into registers: run nodes' adjoints and adjoint tangents
  *  accumulated, every other target's term in its site register. Returns the registers that hold
  *  results (sites, and final adjoints that are stored). */
-function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, simd: boolean): number[] {
+function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, simd: boolean, sum: boolean): number[] {
   const { R } = V;
   const results: number[] = [];
   // Run nodes' values and tangents, loaded where first read; adjoints and adjoint tangents of run
   // nodes in registers from their first term (loaded then: a consumer after the run may have sent
-  // some already).
+  // some already), a sum's last node from the start.
   const valueReady = new Set<number>(), tangentReady = new Set<number>();
-  const inRegister = new Set<number>(), tangentInRegister = new Set<number>();
+  const inRegister = new Set<number>(sum ? [nodes.length - 1] : []), tangentInRegister = new Set<number>(sum ? [nodes.length - 1] : []);
   const runValue = (k: number): void => {
     if (!valueReady.has(k)) { element(fn, L, L.word(k, 0)); V.load(); fn.set(R.val(k)); valueReady.add(k); }
     fn.get(R.val(k));
@@ -664,9 +699,15 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
     if (!wantA && !wantB) continue;
     // p, q: the partials; dp, dq: their directional derivatives.
     if (s === Op.add || s === Op.sub || s === Op.neg) {
-      V.constant(s === Op.neg ? -1 : 1); fn.set(R.p);
-      V.constant(s === Op.sub ? -1 : 1); fn.set(R.q);
-      V.zero(); fn.set(R.dp); V.zero(); fn.set(R.dq);
+      // Partials of ±1 and no second-order terms: g·p and gt·p differ from the masked terms only
+      // by a zero's sign, which adds nothing (adjoints are never -0), with or without masks; a
+      // partial of 1 leaves g as it is.
+      const term = (from: number, minus: boolean): void => { fn.get(from); if (minus) { V.constant(-1); V.mul(); } };
+      if (wantA) { term(R.g, s === Op.neg); send(k, false, false); }
+      if (wantB) { term(R.g, s === Op.sub); send(k, true, false); }
+      if (wantA) { term(R.gt, s === Op.neg); send(k, false, true); }
+      if (wantB) { term(R.gt, s === Op.sub); send(k, true, true); }
+      continue;
     } else if (s === Op.mul) {
       value(k, true); fn.set(R.p); value(k, false); fn.set(R.q);
       tangentOf(k, true); fn.set(R.dp); tangentOf(k, false); fn.set(R.dq);
@@ -725,9 +766,9 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
 /** A pair's (or an element's) writes, from the registers emitReverseTangentTerms left: run
  *  nodes' final adjoints and adjoint tangents (unless dropped), and the sites' terms in the block
  *  sweep's order, stored (+0 + t) into an operand written whole, added to any other. */
-function emitReverseTangentWrites(fn: Bytes, nodes: Node[], L: Locals, V: Lanes): void {
+function emitReverseTangentWrites(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boolean): void {
   const { R } = V;
-  const { inRegister, tangentInRegister } = reverseTangentPlan(nodes);
+  const { inRegister, tangentInRegister } = reverseTangentPlan(nodes, sum);
   for (let k = nodes.length - 1; k >= 0; k--) {
     const node = nodes[k]!;
     if (!(node.flags & ACTIVE)) continue;
