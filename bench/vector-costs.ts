@@ -4,7 +4,8 @@
 // stopGradient) or through a rule (div, div by a number); (2) a compiled vector Rosenbrock of 10^5
 // elements: gradient, jvp and hvp. Per engine a process, the cases alternating within it, medians
 // of 9 rounds; the median process of 3:
-//   npx tsx bench/vector-costs.ts
+//   npx tsx bench/vector-costs.ts    # writes bench/results/vector-costs.md (README)
+import { writeFileSync } from 'node:fs';
 import { compile, createTape, type BackendKind, type Vec } from '../src/index.ts';
 import { childOrParent, median, measuredOn, medianProcess } from './protocol.ts';
 
@@ -52,9 +53,16 @@ async function parent(): Promise<void> {
   const byHvp = (r: Measured): number => r['Rosenbrock hvp, ms']!;
   const wasm = medianProcess<Measured>('bench/vector-costs.ts', 'wasm', PROCESSES, byHvp);
   const js = medianProcess<Measured>('bench/vector-costs.ts', 'js', PROCESSES, byHvp);
-  console.log(`Measured ${measuredOn()} (\`npx tsx bench/vector-costs.ts\`; ${N.toLocaleString('en-US')} elements, medians of ${ROUNDS} rounds, the median of ${PROCESSES} processes by hvp).\n`);
-  console.log('| case | wasm | js |\n| --- | ---: | ---: |');
-  for (const name of Object.keys(wasm)) console.log(`| ${name} | ${wasm[name]!.toFixed(2)} | ${js[name]!.toFixed(2)} |`);
+  const lines = [
+    `Measured ${measuredOn()} (\`npx tsx bench/vector-costs.ts\`; ${N.toLocaleString('en-US')} elements, medians of ${ROUNDS} rounds, the median of ${PROCESSES} processes by hvp; the jvp and hvp also over the gradient of the same engine).\n`,
+    '| case | wasm | js |',
+    '| --- | ---: | ---: |',
+  ];
+  const overGradient = (r: Measured, name: string): string => (name === 'Rosenbrock jvp, ms' || name === 'Rosenbrock hvp, ms' ? ` (${(r[name]! / r['Rosenbrock gradient, ms']!).toFixed(1)}×)` : '');
+  for (const name of Object.keys(wasm)) lines.push(`| ${name} | ${wasm[name]!.toFixed(2)}${overGradient(wasm, name)} | ${js[name]!.toFixed(2)}${overGradient(js, name)} |`);
+  console.log(lines.join('\n'));
+  // README's table (npm run readme).
+  writeFileSync(new URL('./results/vector-costs.md', import.meta.url), `${lines.join('\n')}\n`);
 }
 
 await childOrParent((backend) => child(backend as BackendKind), parent);

@@ -11,6 +11,7 @@
 //   per-node          the markdown bench/per-node.ts writes to bench/results/per-node.md
 //   record-inlining   the markdown bench/record-inlining.ts writes to bench/results/record-inlining.md
 //   handle-io         the markdown bench/handle-io.ts writes to bench/results/handle-io.md
+//   vector-costs      the markdown bench/vector-costs.ts writes to bench/results/vector-costs.md
 // `npm run readme` writes README.md; `npm run readme -- --check` only says which regions differ.
 // Run it after `npm test` (which builds, and writes the test report) or after `npm run bench`.
 import { spawnSync } from 'node:child_process';
@@ -57,7 +58,7 @@ export async function measuredRegions(root: string, testCount: number | null): P
   };
   // Tables bench/codegen-cliffs.ts writes as markdown (its run over every case, its straight
   // sweep), and bench/per-node.ts's phases per node.
-  for (const name of ['codegen-cliffs', 'codegen-schedule', 'codegen-straight-length', 'codegen-straight-size', 'per-node', 'record-inlining', 'handle-io']) {
+  for (const name of ['codegen-cliffs', 'codegen-schedule', 'codegen-straight-length', 'codegen-straight-size', 'per-node', 'record-inlining', 'handle-io', 'vector-costs']) {
     const file = path.join(root, 'bench/results', `${name}.md`);
     if (existsSync(file)) regions[name] = `\n${readFileSync(file, 'utf8').trimEnd()}\n\n`;
   }
