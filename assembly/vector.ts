@@ -1646,6 +1646,16 @@ export function materializeTangent(j: i32): void {
   setTan(j, 0);
 }
 
+/** Zeroes the element tangents of the vector leaves (inputs, constants) below `count`: a tangent
+ *  sweep writes every other vector node's (or defers it), so seeding clears only these instead of
+ *  every element. */
+export function clearLeafTangents(count: i32): void {
+  for (let i = 0; i < count; i++) {
+    const op = opAt(i);
+    if (op == Op.VInput || op == Op.VConst) memory.fill(xtanBase + (<usize>offOf(i) << 3), 0, <usize>lenOf(i) << 3);
+  }
+}
+
 /** Materializes every deferred tangent below `to`. */
 export function materializeAllTangents(to: i32): void {
   if (tangentsDeferredFrom == i32.MAX_VALUE) return;

@@ -89,6 +89,9 @@ export interface Backend {
    *  (see `materializeTangent` in assembly/vector.ts), before they are read; with `node`, that
    *  node's alone. */
   materializeTangents(to: number, node?: number): void;
+  /** Zeroes the element tangents a tangent sweep over `count` nodes and `elements` elements reads
+   *  before it writes them (the wasm engine's sweep writes every vector node's but the leaves'). */
+  clearElementTangents(count: number, elements: number): void;
   /** Whether reverse sweeps store the adjoint of every vector node, or may leave those of fused
    *  runs' nodes out (their adj slot then reads DROPPED_ADJOINT). */
   setKeepAdjoints(on: boolean): void;

@@ -644,7 +644,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const engine = rec.tape.engine;
     if (!(engine instanceof WasmBackend && engine.tangentSweepsGenerated())) tan.fill(0, 0, rec.tape.size);
     const xtan = rec.tape.engine.views.xtan!;
-    xtan.fill(0, 0, rec.tape.elementCount);
+    rec.tape.engine.clearElementTangents(rec.tape.size, rec.tape.elementCount);
     const seeded = rec.vectorInput ? xtan : tan;
     // One copy, not a loop over 10^5 (entries' kept buffer may be longer than the inputs).
     seeded.set(t.length === this.inputs ? t : t.subarray(0, this.inputs));

@@ -647,7 +647,7 @@ export class Tape {
     const tan = this.ensureTangents();
     tan.fill(0, 0, this.count);
     const xtan = this.engine.views.xtan!;
-    xtan.fill(0, 0, this.elements);
+    this.engine.clearElementTangents(this.count, this.elements);
     // A constant listed as an input keeps tangent 0: constants are not differentiated.
     for (let k = 0, pos = 0; k < nodes.length; k++) {
       const i = nodes[k]!;

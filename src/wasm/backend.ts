@@ -808,6 +808,12 @@ export class WasmBackend implements Backend {
     this.callCore(this.core.materialize, i, 0, 0);
   }
 
+  clearElementTangents(count: number, elements: number): void {
+    // Per node a test, per leaf element a store: where the nodes outnumber the elements, one fill.
+    if (elements > count) this.callCore(this.core.clearLeafTangents, count, 0, 0);
+    else this.views.xtan!.fill(0, 0, elements);
+  }
+
   materializeTangents(to: number, node?: number): void {
     if (node === undefined) this.callCore(this.core.materializeAllTangents, to, 0, 0);
     else this.callCore(this.core.materializeTangent, node, 0, 0);

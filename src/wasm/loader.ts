@@ -19,6 +19,7 @@ export interface CoreExports {
   materialize(i: number): void;
   materializeAllTangents(to: number): void;
   materializeTangent(i: number): void;
+  clearLeafTangents(count: number): void;
   elementBytes(): number;
   getElementCapacity(): number;
   xvalPtr(): number;

@@ -412,12 +412,10 @@ function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: bool
 }
 
 // A tangent kernel: per element and node in ascending order, the node's value (computed with the
-// forward kernel's operations where the forward sweep deferred it, and stored; else loaded) and
-// its tangent, `(ta != 0 ? ta·pa : +0) + (tb != 0 ? tb·pb : +0)` with the partials of
-// elementwiseTangent in assembly/vector.ts (the cheap ops' written out, the others' only where a
-// tangent is nonzero, +0 through the zero-gradient ops), stored: the block sweep's bits, with
-// every node's elements read and written once instead of once per rule and again to
-// materialize them.
+// forward kernel's operations where the forward sweep deferred it, and left deferred; else
+// loaded) and its tangent (emitTangent), stored unless deferred (TANGENT_DEFER: the reverse
+// tangent kernel recomputes it): the block sweep's bits, each node's elements read and written
+// at most once instead of once per rule and again to materialize them.
 function emitTangentRun(nodes: Node[], simd: boolean): Bytes {
   const L = locals(nodes.length, 'tangent');
   const fn = new Bytes();
