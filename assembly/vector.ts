@@ -860,9 +860,9 @@ function operandKind(j: i32, count: i32, reverse: bool): i32 {
 }
 
 function writeAddresses(p: usize, j: i32, reverse: bool, tangent: bool): void {
-  // A tangent kernel's second address is the tangent's (a deferred slice's own: its rule copied
-  // it there).
-  const second = tangent ? addr(j, tanBase, xtanBase) : addr(j, adjBase, xadjBase);
+  // A tangent kernel's second address is the tangent's (a deferred slice's where its parent
+  // holds it, unless computed since).
+  const second = tangent ? tangentAddress(j) : addr(j, adjBase, xadjBase);
   if (opAt(j) == Op.VSlice && val(j) == DEFERRED) {
     // A deferred slice is read where its parent holds it; absorbed, it sends there too.
     const within = offOf(argA(j)) + argB(j);
@@ -881,9 +881,16 @@ function clearClaimed(j: i32): void {
   memory.fill(xtanAdjBase + off, 0, bytes);
 }
 
+/** Where node j's tangents are read: a slice whose tangents are deferred, where its parent holds
+ *  them. */
+function tangentAddress(j: i32): usize {
+  if (opAt(j) == Op.VSlice && tan(j) == DEFERRED) return at(xtanBase, offOf(argA(j)) + argB(j));
+  return addr(j, tanBase, xtanBase);
+}
+
 /** A reverse tangent kernel's second addresses of node j: its tangents' and adjoint tangents'. */
 function writeTangentAddresses(p: usize, j: i32): void {
-  store<u32>(p, <u32>addr(j, tanBase, xtanBase));
+  store<u32>(p, <u32>tangentAddress(j));
   store<u32>(p, <u32>addr(j, tanAdjBase, xtanAdjBase), 4);
 }
 
@@ -1638,6 +1645,13 @@ export function resetDeferredTangents(): void { tangentsDeferredFrom = i32.MAX_V
 export function materializeTangent(j: i32): void {
   if (j < 0 || !isVec(j) || tan(j) != DEFERRED) return;
   const op = opAt(j);
+  if (op == Op.VSlice) {
+    // A deferred slice's: its parent's, copied.
+    materializeTangent(argA(j));
+    permute(j, op, tanBase, xtanBase);
+    setTan(j, 0);
+    return;
+  }
   materializeTangent(argA(j));
   materializeTangent(argB(j));
   materializeOperands(j);
@@ -1662,12 +1676,18 @@ export function materializeAllTangents(to: i32): void {
   for (let j = tangentsDeferredFrom; j < to; j++) materializeTangent(j);
 }
 
-/** As materializeOperandsOutside, for tangents. */
-function materializeTangentsOutside(i: i32, lo: i32, hi: i32): void {
+/** As materializeOperandsOutside, for tangents (without `slices`, a deferred slice's stay where
+ *  its parent holds them, and the parent's are computed). */
+function materializeTangentsOutside(i: i32, lo: i32, hi: i32, slices: bool): void {
   const a = argA(i), b = argB(i);
-  if (a < lo || a > hi) materializeTangent(a);
-  if (b < lo || b > hi) materializeTangent(b);
+  if (a < lo || a > hi) materializeTangentOf(a, slices);
+  if (b < lo || b > hi) materializeTangentOf(b, slices);
   if (opAt(i) - ELEMENTWISE == Op.Select) materializeTangent(argA(i - 2));
+}
+
+function materializeTangentOf(j: i32, slices: bool): void {
+  if (!slices && j >= 0 && opAt(j) == Op.VSlice) materializeTangent(argA(j));
+  else materializeTangent(j);
 }
 
 /** The deferred values and tangents the tangent rule (`reverse`: the reverse rule with tangents)
@@ -1677,7 +1697,7 @@ function materializeRead(i: i32, op: i32, reverse: bool): void {
   if (op >= ELEMENTWISE) {
     materializeOperands(i);
     materialize(i);
-    materializeTangentsOutside(i, i, i);
+    materializeTangentsOutside(i, i, i, true);
     materializeTangent(i);
     return;
   }
@@ -1715,7 +1735,7 @@ export function vectorTangentAt(i: i32, op: i32, to: i32): i32 {
     if (count >= 2) {
       // Operands from outside the run are read from memory (a deferred slice where its parent
       // holds it); the run's deferred nodes, by the kernel.
-      for (let k = 0; k < count; k++) { const m = runNode(k); materializeOperandsOutside(m, i, j, false); materializeTangentsOutside(m, i, j); }
+      for (let k = 0; k < count; k++) { const m = runNode(k); materializeOperandsOutside(m, i, j, false); materializeTangentsOutside(m, i, j, false); }
       const kernel = fusedKernel(count, false, false, true);
       if (kernel != 0) {
         call_indirect<void>(kernel, fuseParams, 0, n);
@@ -1728,6 +1748,14 @@ export function vectorTangentAt(i: i32, op: i32, to: i32): i32 {
         return j;
       }
     }
+  }
+  if (op == Op.VSlice && val(i) == DEFERRED && lenOf(i) > RUN_BLOCK) {
+    // A deferred slice's tangents stay where its parent holds them too (as its values), for the
+    // kernels to read there; anything else reading them first has them copied.
+    materializeTangent(argA(i));
+    setTan(i, DEFERRED);
+    tangentsDeferredFrom = min(tangentsDeferredFrom, i);
+    return i;
   }
   materializeRead(i, op, false);
   vectorTangent(i, op);
@@ -1832,7 +1860,7 @@ function reverseTangentRun(i: i32, sum: i32, g: f64, gt: f64): i32 {
   memory.fill(runTangentTerms, 0, <usize>count << 5);
   // Operands from outside the run from memory (a deferred slice where its parent holds it);
   // the run's deferred values and tangents, by the kernel.
-  for (let k = 0; k < count; k++) { const m = runNode(k); materializeOperandsOutside(m, j, i, false); materializeTangentsOutside(m, j, i); }
+  for (let k = 0; k < count; k++) { const m = runNode(k); materializeOperandsOutside(m, j, i, false); materializeTangentsOutside(m, j, i, false); }
   store<f64>(runSum, g);
   store<f64>(runSum, gt, 8);
   const kernel = fusedKernel(count, true, sum >= 0, true);
