@@ -166,7 +166,7 @@ export const SIZE_BUDGET = 104 * 1024;
 // (18,861 B measured, 664 B more with the links' new hash and factsHold's indexed loops; the
 // branchy loss at 10,000 samples: its first generation's median 50 -> 40-43 ms over 15-20 fresh
 // processes each, alternating, its least 34-35 -> 32-34 ms); 19 KB until the run kernels had
-// tangent and reverse tangent variants (21,245 B measured, 2,321 B more: their bodies, the first
+// tangent and reverse tangent variants (21,173 B measured, 2,249 B more: their bodies, the first
 // tries without masks, a sum taken in, and one per-lane helper the three kernels share); 21 KB
 // since.
 export const CODEGEN_BUDGET = 21 * 1024;

@@ -567,46 +567,35 @@ function emitReverseTangentRun(nodes: Node[], simd: boolean, sum: boolean): Byte
 // not add twice).
 function emitReverseTangentBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, simd: boolean, sum: boolean): void {
   const { R } = V;
-  let checked: number[] = [];
+  const terms = (): Registers => emitReverseTangentTerms(fn, nodes, L, V, simd, sum);
+  let held: Registers;
   if (simd) {
     V.unmasked = true;
-    checked = emitReverseTangentTerms(fn, nodes, L, V, simd, sum);
+    held = terms();
     V.unmasked = false;
     // The results' sum is NaN where one is (or where infinities cancel: then the masked way too).
-    if (checked.length > 0) {
-      checked.forEach((r, k) => { fn.get(r); if (k > 0) V.add(); });
+    if (held.results.length > 0) {
+      held.results.forEach((r, k) => { fn.get(r); if (k > 0) V.add(); });
       fn.tee(R.x); fn.get(R.x); simdOp(fn, S_Ne); simdOp(fn, S_AnyTrue);
       fn.byte(W_If); fn.byte(W_Void);
-      emitReverseTangentTerms(fn, nodes, L, V, simd, sum);
+      terms();
       fn.byte(W_End);
     }
   } else {
-    emitReverseTangentTerms(fn, nodes, L, V, simd, sum);
+    held = terms();
   }
-  emitReverseTangentWrites(fn, nodes, L, V, sum);
+  emitReverseTangentWrites(fn, nodes, L, V, held);
 }
 
-/** Where node k's terms go (its `site` registers, in the order the block sweep adds them: a's
- *  adjoint, b's, a's adjoint tangent, b's) and the active run nodes' final adjoints and adjoint
- *  tangents, which registers hold: the same for every element, so decided by the signature. */
-function reverseTangentPlan(nodes: Node[], sum: boolean): { inRegister: Set<number>; tangentInRegister: Set<number> } {
-  // (A sum taken in holds the last node's in registers from the start.)
-  const inRegister = new Set<number>(sum ? [nodes.length - 1] : []), tangentInRegister = new Set<number>(sum ? [nodes.length - 1] : []);
-  for (let k = nodes.length - 1; k >= 0; k--) {
-    const node = nodes[k]!;
-    if (!(node.flags & ACTIVE)) continue;
-    const wantA = wants(node.a), wantB = wants(node.b) && !node.unary;
-    for (const [want, kind] of [[wantA, node.a], [wantB, node.b]] as const) {
-      if (want && kind >= 0) { inRegister.add(kind); tangentInRegister.add(kind); }
-    }
-  }
-  return { inRegister, tangentInRegister };
-}
+// What emitReverseTangentTerms leaves in registers (the same for every element and both ways,
+// decided by the signature): the results (sites, and final adjoints that are stored), and the run
+// nodes whose adjoints and adjoint tangents are held there.
+interface Registers { results: number[]; inRegister: Set<number>; tangentInRegister: Set<number> }
 
 /** A pair's (or an element's) terms into registers: run nodes' adjoints and adjoint tangents
- *  accumulated, every other target's term in its site register. Returns the registers that hold
- *  results (sites, and final adjoints that are stored). */
-function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, simd: boolean, sum: boolean): number[] {
+ *  accumulated, every other target's term in its site register (node k's: a's adjoint, b's, a's
+ *  adjoint tangent, b's, the order the block sweep adds them in). */
+function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, simd: boolean, sum: boolean): Registers {
   const { R } = V;
   const results: number[] = [];
   // Run nodes' values and tangents, loaded where first read; adjoints and adjoint tangents of run
@@ -614,10 +603,10 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
   // some already), a sum's last node from the start.
   const valueReady = new Set<number>(), tangentReady = new Set<number>();
   const inRegister = new Set<number>(sum ? [nodes.length - 1] : []), tangentInRegister = new Set<number>(sum ? [nodes.length - 1] : []);
-  const runValue = (k: number): void => {
+  const loadValue = (k: number): void => {
     if (!valueReady.has(k)) { element(fn, L, L.word(k, 0)); V.load(); fn.set(R.val(k)); valueReady.add(k); }
-    fn.get(R.val(k));
   };
+  const runValue = (k: number): void => { loadValue(k); fn.get(R.val(k)); };
   const runTangent = (k: number): void => {
     if (!tangentReady.has(k)) { element(fn, L, L.word2(k, 0)); V.load(); fn.set(R.tan(k)); tangentReady.add(k); }
     fn.get(R.tan(k));
@@ -643,7 +632,7 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
       valueReady.add(k);
     }
     if (flags & TANGENT_DEFER) {
-      if (!valueReady.has(k)) { element(fn, L, L.word(k, 0)); V.load(); fn.set(R.val(k)); valueReady.add(k); }
+      loadValue(k);
       emitTangent(fn, nodes[k]!, L, V, simd, { value: (b) => value(k, b), tangent: (b) => tangentOf(k, b) }, R.val(k));
       fn.set(R.tan(k));
       tangentReady.add(k);
@@ -758,15 +747,14 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
     if (wantA) { masked(R.gt, R.p); masked(R.g, R.dp); V.add(); send(k, false, true); }
     if (wantB) { masked(R.gt, R.q); masked(R.g, R.dq); V.add(); send(k, true, true); }
   }
-  return results;
+  return { results, inRegister, tangentInRegister };
 }
 
 /** A pair's (or an element's) writes, from the registers emitReverseTangentTerms left: run
  *  nodes' final adjoints and adjoint tangents (unless dropped), and the sites' terms in the block
  *  sweep's order, stored (+0 + t) into an operand written whole, added to any other. */
-function emitReverseTangentWrites(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boolean): void {
+function emitReverseTangentWrites(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, { inRegister, tangentInRegister }: Registers): void {
   const { R } = V;
-  const { inRegister, tangentInRegister } = reverseTangentPlan(nodes, sum);
   for (let k = nodes.length - 1; k >= 0; k--) {
     const node = nodes[k]!;
     if (!(node.flags & ACTIVE)) continue;
