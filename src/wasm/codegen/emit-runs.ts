@@ -487,7 +487,7 @@ function emitTangent(
   if (ZERO_GRADIENT[s]) { V.zero(); return; }
   const masked = (tangent: number, partial: number): void => {
     fn.get(tangent); fn.get(partial); V.mul();
-    // (Unmasked in a reverse tangent kernel's first try, which only its adjoints' sums leave.)
+    // (Unmasked in a first try: see emitTangentBody and emitReverseTangentBody.)
     if (V.unmasked) return;
     if (simd) { fn.get(tangent); V.zero(); simdOp(fn, S_Ne); simdOp(fn, S_And); return; }
     fn.f64Const(0); fn.get(tangent); fn.f64Const(0); fn.byte(W_F64Ne); fn.byte(W_Select);
@@ -522,9 +522,10 @@ function emitTangent(
   V.add();
 }
 
-// A reverse tangent kernel (the reverse sweep with tangents, after the tangent sweep stored every
-// value and tangent): per element and active node from last to first, its adjoint g and adjoint
-// tangent gt (run nodes' in registers until their turn, then stored), and the terms of
+// A reverse tangent kernel (the reverse sweep with tangents): per element, the values and
+// tangents the sweeps before deferred (recomputed with their operations) and the others loaded;
+// then per active node from last to first, its adjoint g and adjoint tangent gt (run nodes' in
+// registers until their turn, then stored unless dropped), and the terms of
 // elementwiseReverseTangent in assembly/vector.ts: g·p, g·q to the operands' adjoints and
 // `(gt·p or +0) + (g·dp or +0)`, `(gt·q or +0) + (g·dq or +0)` to their adjoint tangents, with the
 // rule's partials and their directional derivatives and the same zero skips (as masks: a skipped
