@@ -915,9 +915,9 @@ function fusedKernel(count: i32, reverse: bool, sum: bool = false, tangent: bool
     store<i32>(sig, operandKind(ib, count, reverse), 8);
     let flags = val(m) == DEFERRED ? FLAG_DEFER : 0;
     if (tangent && !reverse) {
-      // Where its values are deferred its tangents are too, but for the last node's (a sum after
-      // the run reads them).
-      if (flags != 0 && k < count - 1) flags |= FLAG_TANGENT_DEFER;
+      // Where its values are deferred its tangents are too, but for the last node's, unless the
+      // sum after the run that reads them is taken in.
+      if (flags != 0 && (k < count - 1 || sum)) flags |= FLAG_TANGENT_DEFER;
     } else if (reverse && tangent) {
       // Active: reached by the sweep (its adjoint's flag); STORE_A, STORE_B: operands it writes
       // whole; deferred values and tangents recomputed.
@@ -1732,19 +1732,24 @@ export function vectorTangentAt(i: i32, op: i32, to: i32): i32 {
   if (op >= ELEMENTWISE && fusionEnabled && lenOf(i) > RUN_BLOCK && joins(i, lenOf(i))) {
     const n = lenOf(i);
     const count = collectRun(i, to, n), j = runNode(count - 1);
-    if (count >= 2) {
+    // A sum right after the run that alone reads its last node (whose values the forward sweep
+    // left deferred for it) is taken in: the kernel adds the last node's tangents up as the
+    // sum's rule does (sum4's order), and defers them too.
+    const sum = val(j) == DEFERRED ? sumAfter(j, to) : -1;
+    if (count >= (sum >= 0 ? 1 : 2)) {
       // Operands from outside the run are read from memory (a deferred slice where its parent
       // holds it); the run's deferred nodes, by the kernel.
       for (let k = 0; k < count; k++) { const m = runNode(k); materializeOperandsOutside(m, i, j, false); materializeTangentsOutside(m, i, j, false); }
-      const kernel = fusedKernel(count, false, false, true);
+      const kernel = fusedKernel(count, false, sum >= 0, true);
       if (kernel != 0) {
         call_indirect<void>(kernel, fuseParams, 0, n);
-        for (let k = 0; k < count - 1; k++) {
+        for (let k = 0; k < count; k++) {
           const m = runNode(k);
-          if (val(m) != DEFERRED) continue;
+          if (val(m) != DEFERRED || (k == count - 1 && sum < 0)) continue;
           setTan(m, DEFERRED);
           tangentsDeferredFrom = min(tangentsDeferredFrom, m);
         }
+        if (sum >= 0) { setTan(sum, load<f64>(runSum)); return sum; }
         return j;
       }
     }

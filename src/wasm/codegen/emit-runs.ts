@@ -85,7 +85,7 @@ function parse(signature: Int32Array): { reverse: boolean; sum: boolean; neighbo
 export function emitRunKernel(signature: Int32Array, simd: boolean): Uint8Array<ArrayBuffer> | null {
   const parsed = parse(signature);
   if (!parsed) return null;
-  const body = parsed.tangent ? (parsed.reverse ? emitReverseTangentRun(parsed.nodes, simd, parsed.sum) : emitTangentRun(parsed.nodes, simd))
+  const body = parsed.tangent ? (parsed.reverse ? emitReverseTangentRun(parsed.nodes, simd, parsed.sum) : emitTangentRun(parsed.nodes, simd, parsed.sum))
     : emitRun(parsed.nodes, parsed.reverse, parsed.sum, parsed.neighbours, parsed.fresh, parsed.value, simd);
   return assembleModule([[0x60, 3, I32, I32, I32, 0]], [0], [['run', IMPORTED]], [body]);
 }
@@ -416,13 +416,22 @@ function emitRun(nodes: Node[], reverse: boolean, sum: boolean, neighbours: bool
 // loaded) and its tangent (emitTangent), stored unless deferred (TANGENT_DEFER: the reverse
 // tangent kernel recomputes it): the block sweep's bits, each node's elements read and written
 // at most once instead of once per rule and again to materialize them.
-function emitTangentRun(nodes: Node[], simd: boolean): Bytes {
+function emitTangentRun(nodes: Node[], simd: boolean, sum: boolean): Bytes {
   const L = locals(nodes.length, 'tangent');
   const fn = new Bytes();
   L.declare(fn);
   emitPrologue(fn, nodes, L, simd, 'tangent');
-  if (simd) emitLoop(fn, L, 2, () => emitTangentBody(fn, nodes, L, simdLanes(fn, L), true));
-  emitLoop(fn, L, 1, () => emitTangentBody(fn, nodes, L, scalarLanes(fn, L), false));
+  const pair = (): void => emitTangentBody(fn, nodes, L, simdLanes(fn, L), true), single = (): void => emitTangentBody(fn, nodes, L, scalarLanes(fn, L), false);
+  if (sum) {
+    // A sum taken in: the last node's tangents (deferred, in its register) added up as the
+    // forward kernel adds values, to the sum's slot.
+    fn.get(0); fn.memory(W_I32Load, 4 * PARAM_WORDS * nodes.length, 2); fn.set(L.sumAt);
+    const last = nodes.length - 1;
+    emitSumLoops(fn, L, simd, pair, single, { pair: L.v128.reg(last), single: L.f64.reg(last) });
+  } else {
+    if (simd) emitLoop(fn, L, 2, pair);
+    emitLoop(fn, L, 1, single);
+  }
   fn.byte(W_End);
   return fn;
 }
