@@ -1887,9 +1887,9 @@ function reverseTangentRun(i: i32, sum: i32, g: f64, gt: f64): i32 {
   // No kernel: the sum's rule, then each node's, highest first (the claims are made; those to be
   // written whole are cleared now, as claim clears).
   if (sum >= 0) {
+    // (Its claim of the last node found it claimed already: cleared here as claiming clears.)
     clearClaimed(i);
-    const off = offOf(i);
-    for (let k = 0; k < n; k++) { acc(at(xadjBase, off + k), g); acc(at(xtanAdjBase, off + k), gt); }
+    vectorReverseTangent(sum, Op.VSum, g, gt);
   }
   for (let k = 0; k < count; k++) {
     const m = runNode(k), stores = load<u8>(runStores + <usize>k);

@@ -85,10 +85,11 @@ export interface Backend {
   /** Computes the values of vector node i where a fused run did not store them (see
    *  `materialize` in assembly/vector.ts); a no-op where every value is stored. */
   materialize(i: number): void;
-  /** Computes the tangents of nodes below `to` that a fused run's tangent kernel did not store
-   *  (see `materializeTangent` in assembly/vector.ts), before they are read; with `node`, that
-   *  node's alone. */
-  materializeTangents(to: number, node?: number): void;
+  /** Computes the tangents of vector node i where a fused run's tangent kernel did not store them
+   *  (see `materializeTangent` in assembly/vector.ts); a no-op where every tangent is stored. */
+  materializeTangent(i: number): void;
+  /** `materializeTangent` for every node below `to`. */
+  materializeTangents(to: number): void;
   /** Zeroes the element tangents a tangent sweep over `count` nodes and `elements` elements reads
    *  before it writes them (the wasm engine's sweep writes every vector node's but the leaves'). */
   clearElementTangents(count: number, elements: number): void;

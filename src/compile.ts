@@ -568,10 +568,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const rec = this.forwardTangent(x, t, 'jvp') ?? this.replay(x, 'jvp');
     const tan = rec === this.fused ? rec.tape.engine.views.tan! : this.seedTangents(rec, t, rec.outputs, 'jvp');
     if (this.checkNaN) rec.tape.assertFiniteTangents(0, rec.tape.size, true, rec.outputs);
-    // A vector output's entries are elements (-1 - k), whose tangents a fused run may have left out.
-    for (let j = 0; j < rec.outputs.length; j++) {
-      if (rec.outputs[j]! < 0) { rec.tape.engine.materializeTangents(rec.tape.size); break; }
-    }
+    // A vector output's entries are elements, whose tangents a fused run may have left out.
+    rec.tape.tangentsOf(rec.outputNodes);
     const xtan = rec.tape.engine.views.xtan!;
     if (out !== undefined) checkOut(out, rec.outputs.length, 'jvp: out');
     const result = out ?? new Float64Array(rec.outputs.length);

@@ -466,8 +466,14 @@ export class Tape {
     const outs = this.nodesOf(outputs, 'jvp');
     this.seedTangents(inputs, tangent, outs);
     if (this.checkNaN) this.assertFiniteTangents(0, this.count, false, outs);
-    for (let k = 0; k < outs.length; k++) if (this.opV[outs[k]!]! >= VINPUT) this.engine.materializeTangents(this.count, outs[k]!);
+    this.tangentsOf(outs);
     return this.gatherEntries(outs, this.engine.views.tan!, this.engine.views.xtan!, false);
+  }
+
+  /** @internal Before reading the element tangents of the vector nodes among `nodes`: those a
+   *  fused run's tangent kernel left out, computed. */
+  tangentsOf(nodes: ArrayLike<number>): void {
+    for (let k = 0; k < nodes.length; k++) if (this.opV[nodes[k]!]! >= VINPUT) this.engine.materializeTangent(nodes[k]!);
   }
 
   /** Hessian-vector product by forward over reverse: H·v of `seed * output` with respect to

@@ -233,6 +233,7 @@ export class JsBackend implements Backend {
 
   // The JS engine sweeps op by op and stores every value and adjoint.
   materialize(): void {}
+  materializeTangent(): void {}
   materializeTangents(): void {}
   clearElementTangents(_count: number, elements: number): void {
     this.views.xtan!.fill(0, 0, elements);

@@ -814,9 +814,12 @@ export class WasmBackend implements Backend {
     else this.views.xtan!.fill(0, 0, elements);
   }
 
-  materializeTangents(to: number, node?: number): void {
-    if (node === undefined) this.callCore(this.core.materializeAllTangents, to, 0, 0);
-    else this.callCore(this.core.materializeTangent, node, 0, 0);
+  materializeTangent(i: number): void {
+    this.callCore(this.core.materializeTangent, i, 0, 0);
+  }
+
+  materializeTangents(to: number): void {
+    this.callCore(this.core.materializeAllTangents, to, 0, 0);
   }
 
   setKeepAdjoints(on: boolean): void {
