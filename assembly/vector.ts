@@ -582,6 +582,16 @@ let pendingSum: i32 = -1;
 
 /** (replay.ts) The output whose reverse sweep follows this forward sweep at once, or -1. */
 export function setGradientOutput(out: i32): void { gradientOutput = out; }
+
+// The output of an hvp whose tangent sweep is under way (its reverse sweep with tangents follows,
+// and nothing reads the output's own tangent: not under checkNaN), or -1. A run whose trailing
+// sum is that output, read by nothing else, is left whole to the reverse tangent kernel, which
+// computes every value and tangent of the run per element anyway: the tangent kernel's pass over
+// the run (a third of the vector Rosenbrock's hvp) bought only the output's tangent.
+let hvpOutput: i32 = -1;
+
+/** The output of the hvp whose tangent sweep follows, or -1 (see hvpOutput). */
+export function setHvpOutput(out: i32): void { hvpOutput = out; }
 let fusionEnabled = false;
 
 // The last kernels' signatures and table slots, so that a tape recorded again, or replayed, finds
@@ -1736,6 +1746,13 @@ export function vectorTangentAt(i: i32, op: i32, to: i32): i32 {
     // left deferred for it) is taken in: the kernel adds the last node's tangents up as the
     // sum's rule does (sum4's order), and defers them too.
     const sum = val(j) == DEFERRED ? sumAfter(j, to) : -1;
+    if (sum >= 0 && sum == hvpOutput && leftToReverse(count, sum, to)) {
+      for (let k = 0; k < count; k++) setTan(runNode(k), DEFERRED);
+      tangentsDeferredFrom = min(tangentsDeferredFrom, i);
+      // Not computed: a NaN, should anything read it after all.
+      setTan(sum, NaN);
+      return sum;
+    }
     if (count >= (sum >= 0 ? 1 : 2)) {
       // Operands from outside the run are read from memory (a deferred slice where its parent
       // holds it); the run's deferred nodes, by the kernel.
@@ -1765,6 +1782,15 @@ export function vectorTangentAt(i: i32, op: i32, to: i32): i32 {
   materializeRead(i, op, false);
   vectorTangent(i, op);
   return i;
+}
+
+/** Whether the tangent sweep may leave the run in runNodes (`count` nodes, taken in by `sum`, the
+ *  hvp's output) to the reverse tangent kernel: one will sweep it (fusable, every node's values
+ *  deferred), and no node after the sum below `to` reads it. */
+function leftToReverse(count: i32, sum: i32, to: i32): bool {
+  if (count > FUSE_MAX) return false;
+  for (let k = 0; k < count; k++) if (val(runNode(k)) != DEFERRED) return false;
+  return !namedOutside(sum, sum, to - 1, 0, -1, <i64>count * <i64>lenOf(argA(sum)));
 }
 
 /** Tangent rule (forward mode): tangents of the operands are in tan / xtan. */

@@ -96,6 +96,10 @@ export interface Backend {
   /** Whether reverse sweeps store the adjoint of every vector node, or may leave those of fused
    *  runs' nodes out (their adj slot then reads DROPPED_ADJOINT). */
   setKeepAdjoints(on: boolean): void;
+  /** The output of the hvp whose tangent sweep runs next, or -1 (after it, or for a jvp): a sweep
+   *  may then leave tangents that only that output's own tangent needs uncomputed (the wasm engine
+   *  leaves a fused run summed into it to the reverse tangent kernel; its tangent reads NaN). */
+  setHvpOutput(out: number): void;
   sweepReverseTangent(top: number): void;
   tangent(from: number, to: number): void;
   /** After `tangent`: adjoints and their tangents (forward over reverse) for `out`. */

@@ -592,7 +592,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     this.topTarget[0] = top;
     if (rec === this.fused) (rec.tape.engine as WasmBackend).reverseTangentFused(top, 1, rec.tape.size, this.inputs);
     else {
-      this.seedTangents(rec, v, this.topTarget, what);
+      this.seedTangents(rec, v, this.topTarget, what, this.checkNaN ? -1 : top);
       // checkNaN reads every adjoint tangent, which fused runs' kernels otherwise drop.
       if (this.checkNaN) rec.tape.engine.setKeepAdjoints(true);
       try {
@@ -636,7 +636,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   }
 
   // `targets`: the nodes whose tangents (jvp) or second-order results (hvp) the caller reads.
-  private seedTangents(rec: Recording, direction: ArrayLike<number>, targets: ArrayLike<number>, what: string): Float64Array {
+  private seedTangents(rec: Recording, direction: ArrayLike<number>, targets: ArrayLike<number>, what: string, hvpOutput = -1): Float64Array {
     const t = this.entries(direction, this.inputs, what, DIRECTION);
     const tan = rec.tape.ensureTangents();
     const engine = rec.tape.engine;
@@ -646,7 +646,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const seeded = rec.vectorInput ? xtan : tan;
     // One copy, not a loop over 10^5 (entries' kept buffer may be longer than the inputs).
     seeded.set(t.length === this.inputs ? t : t.subarray(0, this.inputs));
-    rec.tape.tangentSweep(targets, true, rec.vectorInput ? 2 : this.inputs);
+    rec.tape.tangentSweep(targets, true, rec.vectorInput ? 2 : this.inputs, hvpOutput);
     return tan;
   }
 

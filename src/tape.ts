@@ -480,7 +480,8 @@ export class Tape {
    *  `inputs`, in one tangent sweep and one reverse sweep. Also leaves the gradient in `.grad`. */
   hvp(output: Var, inputs: readonly (Var | Vec)[], v: ArrayLike<number>, seed = 1): Float64Array {
     const out = this.index(output, 'hvp');
-    const nodes = this.seedTangents(inputs, v, [out], 'the direction');
+    // (checkNaN reads the output's tangent too.)
+    const nodes = this.seedTangents(inputs, v, [out], 'the direction', this.checkNaN ? -1 : out);
     if (typeof seed !== 'number') throw new NotANumberError(`hvp: the seed must be a number, got ${describe(seed)}`);
     const sweep = this.lastSweep, last = this.lastOut, lastSeed = this.lastSeed, count = this.lastCount, outs = this.lastOuts, cotangent = this.lastCotangent;
     const swept = this.completeSwept(), base = this.base;
@@ -629,7 +630,7 @@ export class Tape {
     return this.engine.views.tan!;
   }
 
-  private seedTangents(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>, targets: ArrayLike<number>, name = 'tangent'): Int32Array {
+  private seedTangents(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>, targets: ArrayLike<number>, name = 'tangent', hvpOutput = -1): Int32Array {
     this.refuseInsideRule('cannot run a tangent sweep');
     this.refuseWhileCompiling('a tangent sweep (jvp or hvp)');
     const nodes = this.nodesOf(inputs, name === 'the direction' ? 'hvp' : 'jvp');
@@ -667,19 +668,22 @@ export class Tape {
         pos++;
       }
     }
-    this.tangentSweep(targets, false, 0);
+    this.tangentSweep(targets, false, 0, hvpOutput);
     return nodes;
   }
 
   /** @internal Runs a tangent sweep serving `targets` (see tangentReaches): the engine's over the
    *  whole tape, or with `replay` a compiled function's from node `from` (no closure: a compiled
-   *  jvp or hvp with `out` allocates nothing). */
-  tangentSweep(targets: ArrayLike<number>, replay: boolean, from: number): void {
+   *  jvp or hvp with `out` allocates nothing). `hvpOutput`: the output of the hvp it is the first
+   *  half of, whose own tangent nothing reads (see the engines' setHvpOutput), or -1. */
+  tangentSweep(targets: ArrayLike<number>, replay: boolean, from: number, hvpOutput = -1): void {
     this.tangentTargets = targets;
+    if (hvpOutput >= 0) this.engine.setHvpOutput(hvpOutput);
     try {
       if (replay) this.engine.tangentReplay(from, this.count);
       else this.engine.tangent(from, this.count);
     } finally {
+      if (hvpOutput >= 0) this.engine.setHvpOutput(-1);
       this.tangentTargets = null;
       this.tangentMask = null;
     }

@@ -35,7 +35,9 @@ const data = (n: number, seed: number): Float64Array => Float64Array.from({ leng
 
 interface Recorded { x: Vec; s: Var; wide: Vec; vecs: Vec[]; out: Var }
 
-function record(tape: Tape, p: Program): Recorded {
+// `sumOnly`: the output is the last step's sum and nothing after it (an hvp then leaves the run
+// summed into it to the reverse tangent kernel, its tangent sweep skipping it).
+function record(tape: Tape, p: Program, sumOnly = false): Recorded {
   tape.reset();
   // Zeros where the rules skip zero partials; with `special`, an infinity and a NaN too (the
   // kernels' masks must keep 0·∞ out exactly where the block sweep does).
@@ -69,11 +71,11 @@ function record(tape: Tape, p: Program): Recorded {
   }
   // Use intermediates after the run too, so some run nodes have consumers outside it.
   const mid = vecs[Math.floor(vecs.length / 2)]!;
-  const out = vecs[vecs.length - 1]!.sum().add(mid.mul(mid).sum().mul(0.25)).add(mid.get(7));
+  const out = sumOnly ? vecs[vecs.length - 1]!.sum() : vecs[vecs.length - 1]!.sum().add(mid.mul(mid).sum().mul(0.25)).add(mid.get(7));
   return { x, s, wide, vecs, out };
 }
 
-interface Result { values: Float64Array[]; grad: Float64Array; value: number; jvp: Float64Array; hvp: Float64Array }
+interface Result { values: Float64Array[]; grad: Float64Array; value: number; jvp: Float64Array; hvp: Float64Array; hvpOfSum: Float64Array }
 
 function run(tape: Tape, p: Program): Result {
   const { x, s, wide, vecs, out } = record(tape, p);
@@ -94,7 +96,10 @@ function run(tape: Tape, p: Program): Result {
   const third = record(tape, p);
   poison();
   const hvp = tape.hvp(third.out, [third.s, third.wide, third.x], direction);
-  return { values, grad, value, jvp, hvp };
+  const fourth = record(tape, p, true);
+  poison();
+  const hvpOfSum = tape.hvp(fourth.out, [fourth.s, fourth.wide, fourth.x], direction);
+  return { values, grad, value, jvp, hvp, hvpOfSum };
 }
 
 function sameBits(actual: Float64Array, expected: Float64Array): boolean {
@@ -133,8 +138,9 @@ describe('fused run kernels', async () => {
         expect(sameBits(fused.grad, blocked.grad), 'gradient').toBe(true);
         expect(sameBits(fused.jvp, blocked.jvp), 'jvp').toBe(true);
         expect(sameBits(fused.hvp, blocked.hvp), 'hvp').toBe(true);
+        expect(sameBits(fused.hvpOfSum, blocked.hvpOfSum), 'hvp of the last step\'s sum').toBe(true);
         const reference = run(js, p);
-        for (const key of ['grad', 'jvp', 'hvp'] as const) {
+        for (const key of ['grad', 'jvp', 'hvp', 'hvpOfSum'] as const) {
           if (p.arithmetic) {
             expect(sameBits(fused[key], reference[key]), `${key} vs JS`).toBe(true);
             continue;

@@ -5,7 +5,7 @@
 // the façade's jvp of such a node, checkNaN, a compiled function's vector output, a Vec's gradient
 // after an hvp. Each case against the same calls with the kernels off, and the JS engine.
 import { describe, expect, it } from 'vitest';
-import { compile, createTape, init, NonFiniteError, type Tape, type Vec } from '../src/index.ts';
+import { compile, createTape, init, NonFiniteError, type Tape, type Var, type Vec } from '../src/index.ts';
 import type { WasmBackend } from '../src/wasm/backend.ts';
 
 // Longer than a block (RUN_BLOCK = 1024 elements): runs form above it.
@@ -57,13 +57,45 @@ describe('tangent kernels', async () => {
   });
 
   it('ran in kernels: a tangent kernel and a reverse tangent kernel are in their slots', async () => {
-    const tape = await createTape({ backend: 'wasm' });
-    const x = tape.vector(data(0.4));
-    const s = chain(x).out.sum();
-    tape.hvp(s, [x], direction);
-    const keys = [...slotsOf(engineOf(tape))].filter(([, slot]) => slot > 0).map(([key]) => key);
-    expect(keys.some((key) => /^(simd|scalar):3[24],/.test(key))).toBe(true);
-    expect(keys.some((key) => /^(simd|scalar):3[35],/.test(key))).toBe(true);
+    const kernels = async (sweeps: (tape: Tape, x: Vec, s: Var) => void, checkNaN = false): Promise<{ tangent: boolean; reverse: boolean }> => {
+      const tape = await createTape({ backend: 'wasm', checkNaN });
+      const x = tape.vector(data(0.4));
+      const s = chain(x).out.sum();
+      sweeps(tape, x, s);
+      const keys = [...slotsOf(engineOf(tape))].filter(([, slot]) => slot > 0).map(([key]) => key);
+      return { tangent: keys.some((key) => /^(simd|scalar):3[24],/.test(key)), reverse: keys.some((key) => /^(simd|scalar):3[35],/.test(key)) };
+    };
+    // An hvp whose output is the run's sum leaves the whole run to the reverse tangent kernel
+    // (see hvpOutput in assembly/vector.ts): no tangent kernel runs.
+    expect(await kernels((tape, x, s) => void tape.hvp(s, [x], direction))).toEqual({ tangent: false, reverse: true });
+    // A jvp reads the sum's tangent; so does an hvp under checkNaN, and one of a node reading the sum.
+    expect(await kernels((tape, x, s) => void tape.jvp([x], direction, [s]))).toEqual({ tangent: true, reverse: false });
+    expect(await kernels((tape, x, s) => void tape.hvp(s.mul(3), [x], direction))).toEqual({ tangent: true, reverse: true });
+    expect(await kernels((tape, x, s) => void tape.hvp(s, [x], direction), true)).toEqual({ tangent: true, reverse: true });
+  });
+
+  it('give an hvp of the run\'s sum the block sweep\'s bits, with a node after the sum reading it or not', async () => {
+    const run = async (fused: boolean, backend: 'wasm' | 'js', after: boolean, simd = true): Promise<Float64Array[]> => {
+      const tape = await createTape({ backend });
+      if (backend === 'wasm') { engineOf(tape).setRunFusion(fused); engineOf(tape).setRunKernelSimd(simd); }
+      const x = tape.vector(data(0.3));
+      const { mid, out } = chain(x);
+      const s = out.sum();
+      // A node after the output that reads it (its tangent is then computed), or one that does not.
+      if (after) s.square(); else mid.sum();
+      const first = tape.hvp(s, [x], direction);
+      // Again on the same recording, and the gradient an hvp leaves.
+      const again = tape.hvp(s, [x], direction, 0.5);
+      return [first, again, Float64Array.from(tape.gradient(s, [x]))];
+    };
+    for (const after of [false, true]) {
+      const blocked = await run(false, 'wasm', after), js = await run(false, 'js', after);
+      for (const simd of [true, false]) {
+        const fused = await run(true, 'wasm', after, simd);
+        fused.forEach((r, k) => expect(sameBits(r, blocked[k]!), `result ${k}, after ${after}, simd ${simd}`).toBe(true));
+      }
+      blocked.forEach((r, k) => r.forEach((v, e) => expect(v).toBeCloseTo(js[k]![e]!, 10)));
+    }
   });
 
   it('under checkNaN, name the deferred node whose tangent is not finite, as the block sweep does', async () => {

@@ -239,6 +239,7 @@ export class JsBackend implements Backend {
     this.views.xtan!.fill(0, 0, elements);
   }
   setKeepAdjoints(): void {}
+  setHvpOutput(): void {}
 
   sweepReverse(top: number): void {
     const v = this.views;

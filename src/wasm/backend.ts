@@ -826,6 +826,10 @@ export class WasmBackend implements Backend {
     this.core.setKeepAdjoints(on ? 1 : 0);
   }
 
+  setHvpOutput(out: number): void {
+    this.core.setHvpOutput(out);
+  }
+
   /** `tangent` through the generated tangent sweep when one is installed. */
   tangentReplay(from: number, to: number): void {
     this.generateTangentSweeps();

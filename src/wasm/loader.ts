@@ -15,6 +15,7 @@ export interface CoreExports {
   setVectorInput(on: number): void;
   setRunFusion(on: number): void;
   setKeepAdjoints(on: number): void;
+  setHvpOutput(out: number): void;
   forgetRunKernels(): void;
   materialize(i: number): void;
   materializeAllTangents(to: number): void;
