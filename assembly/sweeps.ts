@@ -188,6 +188,7 @@ export function reverseTangent(out: i32, seed: f64, count: i32): void {
 export function sweepReverseTangent(top: i32): void {
   // No materializeAll either: the vector rules compute the deferred values and tangents they read
   // (vectorReverseTangentAt).
+  setReverseTop(top);
   // The region bases in locals (see f64At in layout.ts): a custom rule may not move them.
   const vB = valBase, tB = tanBase, gB = adjBase, tgB = tanAdjBase, aB = aBase, bB = bBase, oB = opBase;
   for (let i = top; i >= 0; i--) {

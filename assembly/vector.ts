@@ -898,10 +898,12 @@ function tangentAddress(j: i32): usize {
   return addr(j, tanBase, xtanBase);
 }
 
-/** A reverse tangent kernel's second addresses of node j: its tangents' and adjoint tangents'. */
+/** A reverse tangent kernel's second addresses of node j: its tangents' and adjoint tangents'
+ *  (an absorbed slice's sends to its parent's). */
 function writeTangentAddresses(p: usize, j: i32): void {
   store<u32>(p, <u32>tangentAddress(j));
-  store<u32>(p, <u32>addr(j, tanAdjBase, xtanAdjBase), 4);
+  const absorbedSlice = opAt(j) == Op.VSlice && isAbsorbed(j);
+  store<u32>(p, <u32>(absorbedSlice ? at(xtanAdjBase, offOf(argA(j)) + argB(j)) : addr(j, tanAdjBase, xtanAdjBase)), 4);
 }
 
 /** The kernel for the run in runNodes (`count` nodes), its signature and parameters written, or 0.
@@ -1849,6 +1851,8 @@ export function vectorTangent(i: i32, op: i32): void {
  *  the op alone, with the deferred values and tangents it reads computed first. Returns the
  *  lowest node it did. */
 export function vectorReverseTangentAt(i: i32, op: i32, g: f64, gt: f64): i32 {
+  // A slice a run absorbed: nothing to send.
+  if (isVectorOp(op) && g == DROPPED) return i;
   if (op == Op.VSum && fusionEnabled) {
     // The sum right after a run's last node, which nothing else reached: the run's kernel takes
     // it in (every element of the last node's adjoint is +0 + g, of its tangent +0 + gt).
@@ -1876,6 +1880,9 @@ function reverseTangentRun(i: i32, sum: i32, g: f64, gt: f64): i32 {
   if (count < (sum >= 0 ? 1 : 2) || count > FUSE_MAX) return -1;
   // The sum claims the last node without clearing it: the kernel takes its terms in.
   if (sum >= 0) store<f64>(adjBase + (<usize>i << 3), 1);
+  // Deferred slices the kernel absorbs (as the first-order one does, element by element: their
+  // totals added to the parent's adjoints and adjoint tangents lane by lane, highest slice first).
+  chooseAbsorbed(count, j, i);
   // A full-length operand that this run reaches first is written, not added to (the kernel
   // stores +0 + its first terms, as claimWhole lets the first-order rules): no clearing pass.
   for (let k = 0; k < count; k++) {
@@ -1888,6 +1895,8 @@ function reverseTangentRun(i: i32, sum: i32, g: f64, gt: f64): i32 {
     }
     store<u8>(runStores + <usize>k, stores);
   }
+  // The absorbed slices' parents, claimed as the slices' rules would claim them.
+  for (let m = 0; m < absorbedCount; m++) claim(argA(absorbed(m)), true);
   memory.fill(runTangentTerms, 0, <usize>count << 5);
   // Operands from outside the run from memory (a deferred slice where its parent holds it);
   // the run's deferred values and tangents, by the kernel.
@@ -1895,6 +1904,15 @@ function reverseTangentRun(i: i32, sum: i32, g: f64, gt: f64): i32 {
   store<f64>(runSum, g);
   store<f64>(runSum, gt, 8);
   const kernel = fusedKernel(count, true, sum >= 0, true);
+  // Absorbed slices have nothing left to send (a read of their adjoints sweeps again, keeping);
+  // without a kernel they take the run's terms themselves, claimed now as the rules would claim
+  // them, and their rules send them later in the sweep.
+  for (let m = 0; m < absorbedCount; m++) {
+    const s = absorbed(m);
+    store<f64>(adjBase + (<usize>s << 3), kernel != 0 ? DROPPED : 0);
+    if (kernel == 0) claim(s, true);
+  }
+  absorbedCount = 0;
   if (kernel != 0) {
     call_indirect<void>(kernel, fuseParams, 0, n);
     for (let k = 0; k < count; k++) {

@@ -188,6 +188,45 @@ describe('tangent kernels', async () => {
 describe('tangent kernels where a run has no kernel', async () => {
   await init();
 
+  // A stencil's two slices, absorbed by the reverse tangent kernel (their totals go straight to
+  // the parent's adjoints and adjoint tangents), or swept by their own rules where that kernel is
+  // not ready (still compiling in a browser): the block sweep's bits either way, and the JS
+  // engine's to rounding.
+  it('absorb a stencil\'s slices into the reverse tangent kernel, or sweep them block by block', async () => {
+    const stencil = (tape: Tape): Float64Array[] => {
+      const x = tape.vector(data(0.9));
+      const p = x.slice(0, N - 1), q = x.slice(1);
+      const s = q.sub(p.square()).square().mul(100).add(p.neg().add(1).square()).sum();
+      const v = direction.slice(0, N);
+      return [tape.hvp(s, [x], v), tape.hvp(s, [x], v, 0.5), Float64Array.from(tape.gradient(s, [x]))];
+    };
+    const run = async (fused: boolean, backend: 'wasm' | 'js' = 'wasm', refuse = false, simd = true): Promise<{ results: Float64Array[]; absorbed: boolean }> => {
+      const tape = await createTape({ backend });
+      if (backend === 'js') return { results: stencil(tape), absorbed: false };
+      const engine = engineOf(tape);
+      engine.setRunFusion(fused);
+      engine.setRunKernelSimd(simd);
+      const patched = engine as unknown as { fuseRun(sig: number, words: number): number; core: { memory: WebAssembly.Memory } };
+      const original = patched.fuseRun.bind(engine);
+      // Kind 33 (and 35, with a sum): a reverse tangent kernel.
+      if (refuse) patched.fuseRun = (sig, words) => ((new Int32Array(patched.core.memory.buffer, sig, 1)[0]! & 33) === 33 ? 0 : original(sig, words));
+      engine.views.xtanAdj?.fill(NaN);
+      const results = stencil(tape);
+      // Absorbed slices are operand kinds -16 and -17 in the reverse tangent kernel's signature.
+      const absorbed = [...slotsOf(engine)].some(([key, slot]) => slot > 0 && /^(simd|scalar):35,.*,-1[67],/.test(key));
+      return { results, absorbed };
+    };
+    const blocked = await run(false), js = await run(false, 'js');
+    for (const simd of [true, false]) {
+      const fused = await run(true, 'wasm', false, simd), refused = await run(true, 'wasm', true, simd);
+      expect(fused.absorbed, `absorbed, simd ${simd}`).toBe(true);
+      expect(refused.absorbed).toBe(false);
+      fused.results.forEach((r, k) => expect(sameBits(r, blocked.results[k]!), `result ${k}, simd ${simd}`).toBe(true));
+      refused.results.forEach((r, k) => expect(sameBits(r, blocked.results[k]!), `without the kernel, result ${k}, simd ${simd}`).toBe(true));
+    }
+    blocked.results.forEach((r, k) => r.forEach((v, e) => expect(v).toBeCloseTo(js.results[k]![e]!, 8)));
+  });
+
   // A select in the run (the kernels leave it to the block sweep), a sum after it taken in.
   it('give the block sweep\'s results, a sum after the run included', async () => {
     const run = async (fused: boolean): Promise<Float64Array[]> => {

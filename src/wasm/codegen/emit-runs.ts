@@ -116,8 +116,10 @@ function locals(count: number, mode: 'plain' | 'tangent' | 'reverseTangent' = 'p
     gt: base + plainGroup + 2 * count, dp: base + plainGroup + 2 * count + 1, dq: base + plainGroup + 2 * count + 2,
     /** Node k's terms for targets outside the run: a's adjoint, b's, a's adjoint tangent, b's. */
     site: (k: number, i: number) => base + plainGroup + 2 * count + 3 + 4 * k + i,
+    /** An absorbed slice's totals: its adjoint's, its adjoint tangent's. */
+    sliceTotal: (m: number, tangent: boolean) => base + plainGroup + 6 * count + 3 + (tangent ? ABSORB_MAX : 0) + m,
   });
-  const groupSize = plainGroup + (second ? 6 * count + 3 : 0);
+  const groupSize = plainGroup + (second ? 6 * count + 3 + 2 * ABSORB_MAX : 0);
   const partials = f64 + 4 * count + 4 + groupSize;
   const plainF64 = 4 * count + 4 + groupSize + 4;
   const f64Count = plainF64 + (second ? 4 * count : 0);
@@ -600,7 +602,14 @@ function emitReverseTangentBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, s
 // What emitReverseTangentTerms leaves in registers (the same for every element and both ways,
 // decided by the signature): the results (sites, and final adjoints that are stored), and the run
 // nodes whose adjoints and adjoint tangents are held there.
-interface Registers { results: number[]; inRegister: Set<number>; tangentInRegister: Set<number> }
+interface Registers {
+  results: number[]; inRegister: Set<number>; tangentInRegister: Set<number>;
+  /** Absorbed slices that took terms, each with the locals holding its parent's adjoint and
+   *  adjoint tangent addresses. */
+  sliceBases: Map<number, [number, number]>;
+  /** The slice totals (locals) that took terms. */
+  sliceTaken: Set<number>;
+}
 
 /** A pair's (or an element's) terms into registers: run nodes' adjoints and adjoint tangents
  *  accumulated, every other target's term in its site register (node k's: a's adjoint, b's, a's
@@ -613,6 +622,8 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
   // some already), a sum's last node from the start.
   const valueReady = new Set<number>(), tangentReady = new Set<number>();
   const inRegister = new Set<number>(sum ? [nodes.length - 1] : []), tangentInRegister = new Set<number>(sum ? [nodes.length - 1] : []);
+  // The slice totals that took a first term.
+  const sliceTaken = new Set<number>();
   const loadValue = (k: number): void => {
     if (!valueReady.has(k)) { element(fn, L, L.word(k, 0)); V.load(); fn.set(R.val(k)); valueReady.add(k); }
   };
@@ -662,9 +673,21 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
   // The term on the stack to operand b (or a) of node k: its adjoint (`tangent` false) or adjoint
   // tangent. A run node's register takes it (the first term of one node k writes whole, STORE_A
   // or STORE_B, as +0 + t); any other target's goes to node k's site register.
+  const sliceBases = new Map<number, [number, number]>();
   const send = (k: number, b: boolean, tangent: boolean): void => {
     const node = nodes[k]!;
     const kind = b ? node.b : node.a;
+    const m = sliceOf(kind);
+    if (m >= 0) {
+      // An absorbed slice's total: +0 + its first term (its adjoints start at +0, claimed), then
+      // the others added in the block sweep's order.
+      const total = R.sliceTotal(m, tangent);
+      fn.set(R.t);
+      if (!sliceBases.has(m)) sliceBases.set(m, [L.word(k, b ? 5 : 3), L.word2(k, b ? 5 : 3)]);
+      if (!sliceTaken.has(total)) { sliceTaken.add(total); V.zero(); results.push(total); } else fn.get(total);
+      fn.get(R.t); V.add(); fn.set(total);
+      return;
+    }
     if (kind < 0) {
       const site = R.site(k, (b ? 1 : 0) + (tangent ? 2 : 0));
       fn.set(site);
@@ -757,13 +780,13 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
     if (wantA) { masked(R.gt, R.p); masked(R.g, R.dp); V.add(); send(k, false, true); }
     if (wantB) { masked(R.gt, R.q); masked(R.g, R.dq); V.add(); send(k, true, true); }
   }
-  return { results, inRegister, tangentInRegister };
+  return { results, inRegister, tangentInRegister, sliceBases, sliceTaken };
 }
 
 /** A pair's (or an element's) writes, from the registers emitReverseTangentTerms left: run
  *  nodes' final adjoints and adjoint tangents (unless dropped), and the sites' terms in the block
  *  sweep's order, stored (+0 + t) into an operand written whole, added to any other. */
-function emitReverseTangentWrites(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, { inRegister, tangentInRegister }: Registers): void {
+function emitReverseTangentWrites(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, { inRegister, tangentInRegister, sliceBases, sliceTaken }: Registers): void {
   const { R } = V;
   for (let k = nodes.length - 1; k >= 0; k--) {
     const node = nodes[k]!;
@@ -775,13 +798,31 @@ function emitReverseTangentWrites(fn: Bytes, nodes: Node[], L: Locals, V: Lanes,
     const wantA = wants(node.a), wantB = wants(node.b) && !node.unary;
     for (const [tangent, b, want] of [[false, false, wantA], [false, true, wantB], [true, false, wantA], [true, true, wantB]] as const) {
       const kind = b ? node.b : node.a;
-      if (!want || kind >= 0) continue;
+      if (!want || kind >= 0 || sliceOf(kind) >= 0) continue;
       const site = R.site(k, (b ? 1 : 0) + (tangent ? 2 : 0));
       if (kind === KIND_SCALAR) { fn.get(site); fn.set(R.t); V.addLanesTo(tangent ? L.tangentTerms(k, b) : L.terms(k, b)); continue; }
       const base = tangent ? L.word2(k, b ? 5 : 3) : L.word(k, b ? 5 : 3);
       element(fn, L, base);
       if (node.flags & (b ? STORE_B : STORE_A)) V.zero(); else { element(fn, L, base); V.load(); }
       fn.get(site); V.add(); V.store();
+    }
+  }
+  // The absorbed slices' totals into their parent's adjoints, then its adjoint tangents, lane by
+  // lane, highest slice first (see KIND_SLICE): each parent element takes them in the order the
+  // slices' rules add them.
+  const slices = [...sliceBases.keys()].sort((x, y) => x - y);
+  for (const tangent of [false, true]) {
+    for (let lane = 0; lane < V.width; lane++) {
+      for (const m of slices) {
+        const total = R.sliceTotal(m, tangent), base = sliceBases.get(m)![tangent ? 1 : 0];
+        if (!sliceTaken.has(total)) continue;
+        element(fn, L, base);
+        element(fn, L, base); fn.memory(W_F64Load, 8 * lane);
+        fn.get(total);
+        if (V.width === 2) { simdOp(fn, S_Extract); fn.byte(lane); }
+        fn.byte(W_F64Add);
+        fn.memory(W_F64Store, 8 * lane);
+      }
     }
   }
 }
