@@ -37,6 +37,18 @@ const CHAIN = (api: Api, steps: number, options: object) => api.compile((v) => {
   return x;
 }, { inputs: 1, ...options });
 
+// bench/vector-costs.ts's compiled vector Rosenbrock of 10^5 elements.
+function vectorRosenbrock(what: string, run: Case['run']): Case {
+  return {
+    what: `a compiled vector Rosenbrock of 10^5 elements, ${what}`, unit: 'ns/call', calls: 300,
+    setup: async (api, { backend }) => api.compile(((x: InstanceType<Api['Vec']>) => {
+      const p = x.slice(0, 99_999), q = x.slice(1);
+      return q.sub(p.square()).square().mul(100).add(p.neg().add(1).square()).sum();
+    }) as never, { inputs: 100_000, vector: true, backend }),
+    run,
+  };
+}
+
 // The chain of 10^5 steps compiled with `options`, 40 timed calls of `run`.
 function compiledChain(what: string, options: object, run: Case['run']): Case {
   return { what: `the transcendental chain (10^5 steps) compiled, ${what}`, unit: 'ns/step', calls: 40, setup: async (api) => CHAIN(api, 100_000, options), run };
@@ -131,6 +143,14 @@ const CASES: Record<string, Case> = {
       return 10_000;
     },
   },
+  'vector-gradient': vectorRosenbrock('a gradient', (f, { x }) => {
+    (f as ReturnType<Api['compile']>).gradient(x.subarray(0, 100_000));
+    return 1;
+  }),
+  'vector-hvp': vectorRosenbrock('an hvp', (f, { x }) => {
+    (f as ReturnType<Api['compile']>).hvp(x.subarray(0, 100_000), x.subarray(25_000, 125_000));
+    return 1;
+  }),
   'chain-jvp': compiledChain('without codegen, a jvp', { codegen: false }, (f) => {
     (f as ReturnType<typeof CHAIN>).jvp([0.3], [1]);
     return 100_000;

@@ -22,7 +22,7 @@ interface Program { n: number; steps: Step[]; arithmetic: boolean; special: bool
 
 const stepArbitrary = fc.record({ unary: fc.boolean(), op: fc.nat(), a: fc.nat(), b: fc.nat(), form: fc.nat({ max: 5 }) });
 const programArbitrary: fc.Arbitrary<Program> = fc.record({
-  n: fc.constantFrom(1025, 1500, 3001),
+  n: fc.constantFrom(1025, 1500, 3001, 1026, 1027),
   steps: fc.array(stepArbitrary, { minLength: 2, maxLength: 12 }),
   arithmetic: fc.boolean(),
   special: fc.boolean(),

@@ -27,7 +27,7 @@
 import { Op, SCALAR_OP_TABLE, ZERO_GRADIENT } from '../../ops.ts';
 import {
   Bytes, F64, I32, W_Block, W_Br, W_BrIf, W_Call, W_Else, W_End, W_F64Add, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg,
-  W_F64Eq, W_F64Store, W_I32Add, W_I32And, W_I32Eqz, W_I32GtU, W_I32Load, W_I32Mul, W_I32Or, W_If, W_Loop, W_Select, W_Void,
+  W_F64Eq, W_F64Store, W_I32Add, W_I32And, W_I32Eqz, W_I32GtU, W_I32Load, W_I32Mul, W_I32Or, W_I32Sub, W_If, W_Loop, W_Select, W_Void,
 } from './wasm.ts';
 import { assembleModule, IMPORTED } from './module.ts';
 import {
@@ -919,17 +919,36 @@ function emitSumLoops(
   const step = (bytes: number): void => { fn.get(L.e); fn.i32Const(bytes); fn.byte(W_I32Add); fn.set(L.e); };
   const addF64 = (): void => { fn.byte(W_F64Add); };
   const addPair = (): void => simdOp(fn, S_Add);
+  // Whether an odd number of pairs was done since the call's first element (bit 4 of e - 8·from).
+  const oddPairs = (): void => { fn.get(L.e); fn.get(1); fn.i32Const(8); fn.byte(W_I32Mul); fn.byte(W_I32Sub); fn.i32Const(16); fn.byte(W_I32And); };
+  const swapPairs = (): void => { fn.get(L.pair(1)); fn.get(L.pair(0)); fn.set(L.pair(1)); fn.set(L.pair(0)); };
   if (simd) {
-    const groups = (body: () => void): void => {
+    // One pair a turn, into the first accumulator, then the two swapped: elements 4g, 4g + 1 go
+    // to partial sums 0 and 1, 4g + 2, 4g + 3 to 2 and 3, as in groups of four, with the body
+    // emitted once (twice in one loop: the gradient of a compiled vector Rosenbrock of 10^5
+    // elements 0.155 -> 0.125 ms).
+    const pairs = (body: () => void): void => {
       for (const k of [0, 1]) { fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.pair(k)); }
-      emitLoop(fn, L, 4, () => {
-        body(); into(L.pair(0), value.pair, addPair); step(16);
-        body(); into(L.pair(1), value.pair, addPair);
-      }, 16);
+      emitLoop(fn, L, 2, () => {
+        body();
+        fn.get(L.pair(1)); fn.get(L.pair(0)); fn.get(value.pair); addPair(); fn.set(L.pair(1)); fn.set(L.pair(0));
+      });
     };
-    groups(pair);
-    if (retry) emitRetry(fn, L, () => groups(retry));
+    pairs(pair);
+    if (retry) emitRetry(fn, L, () => pairs(retry));
+    // After an odd number of pairs the accumulators are the other way round.
+    oddPairs(); fn.byte(W_If); fn.byte(W_Void); swapPairs(); fn.byte(W_End);
     for (let k = 0; k < 4; k++) { fn.get(L.pair(k >> 1)); simdOp(fn, S_Extract); fn.byte(k & 1); fn.set(L.partial(k)); }
+    afterPairs();
+    // An element left: the third of its group after an odd number of pairs, else the first.
+    fn.get(L.e); fn.i32Const(8); fn.byte(W_I32Add); fn.get(L.end); fn.byte(W_I32GtU); fn.byte(W_I32Eqz);
+    fn.byte(W_If); fn.byte(W_Void);
+    single();
+    oddPairs();
+    fn.byte(W_If); fn.byte(W_Void); into(L.partial(2), value.single, addF64);
+    fn.byte(W_Else); into(L.partial(0), value.single, addF64);
+    fn.byte(W_End);
+    fn.byte(W_End);
   } else {
     for (let k = 0; k < 4; k++) { fn.f64Const(0); fn.set(L.partial(k)); }
     emitLoop(fn, L, 4, () => {
@@ -938,16 +957,16 @@ function emitSumLoops(
         if (k < 3) step(8);
       }
     }, 24);
+    afterPairs();
+    // The rest: `if (e + 8 > end) break` before each of up to three elements.
+    fn.byte(W_Block); fn.byte(W_Void);
+    for (let k = 0; k < 3; k++) {
+      fn.get(L.e); fn.i32Const(8); fn.byte(W_I32Add); fn.get(L.end); fn.byte(W_I32GtU); fn.byte(W_BrIf); fn.u32(0);
+      single(); into(L.partial(k), value.single, addF64);
+      step(8);
+    }
+    fn.byte(W_End);
   }
-  afterPairs();
-  // The rest: `if (e + 8 > end) break` before each of up to three elements.
-  fn.byte(W_Block); fn.byte(W_Void);
-  for (let k = 0; k < 3; k++) {
-    fn.get(L.e); fn.i32Const(8); fn.byte(W_I32Add); fn.get(L.end); fn.byte(W_I32GtU); fn.byte(W_BrIf); fn.u32(0);
-    single(); into(L.partial(k), value.single, addF64);
-    step(8);
-  }
-  fn.byte(W_End);
   fn.get(L.sumAt);
   fn.get(L.partial(0)); fn.get(L.partial(2)); fn.byte(W_F64Add);
   fn.get(L.partial(1)); fn.get(L.partial(3)); fn.byte(W_F64Add);
