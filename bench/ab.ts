@@ -147,6 +147,10 @@ const CASES: Record<string, Case> = {
     (f as ReturnType<Api['compile']>).gradient(x.subarray(0, 100_000));
     return 1;
   }),
+  'vector-jvp': vectorRosenbrock('a jvp', (f, { x }) => {
+    (f as ReturnType<Api['compile']>).jvp(x.subarray(0, 100_000), x.subarray(25_000, 125_000));
+    return 1;
+  }),
   'vector-hvp': vectorRosenbrock('an hvp', (f, { x }) => {
     (f as ReturnType<Api['compile']>).hvp(x.subarray(0, 100_000), x.subarray(25_000, 125_000));
     return 1;
