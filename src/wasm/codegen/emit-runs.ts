@@ -440,8 +440,9 @@ function emitTangentRun(nodes: Node[], simd: boolean, sum: boolean): Bytes {
 
 // The SIMD loop computes the deferred tangents (which only the run reads) without the masks first:
 // one that differs from the masked one only by a zero's sign gives the same stored tangents (a
-// zero tangent's terms are masked there), and a NaN the masks would have kept out reaches its
-// sum, in which case the pair is computed again with the masks, its stores written over.
+// zero tangent's terms are masked there), and a NaN the masks would have kept out, or a term left
+// out that was not finite (see emitTangent), makes its sum not finite, in which case the pair is
+// computed again with the masks, its stores written over.
 function emitTangentBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, simd: boolean): void {
   const { R } = V;
   const deferred = nodes.flatMap((node, k) => (node.flags & TANGENT_DEFER ? [k] : []));
@@ -480,7 +481,7 @@ function emitTangentBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, simd: bo
   if (!simd || deferred.length === 0) { pass(false); return; }
   pass(true);
   deferred.forEach((k, n) => { fn.get(R.reg(k)); if (n > 0) V.add(); });
-  fn.tee(R.x); fn.get(R.x); simdOp(fn, S_Ne); simdOp(fn, S_AnyTrue);
+  fn.tee(R.x); fn.get(R.x); simdOp(fn, S_Sub); fn.tee(R.x); fn.get(R.x); simdOp(fn, S_Ne); simdOp(fn, S_AnyTrue);
   fn.byte(W_If); fn.byte(W_Void);
   pass(false);
   fn.byte(W_End);
@@ -506,10 +507,16 @@ function emitTangent(
   // (ta in g, tb in t.)
   operands.tangent(false); fn.set(R.g);
   operands.tangent(true); fn.set(R.t);
+  // Without masks (see emitTangentBody), a term whose tangent or partial is a constant 0 (a
+  // constant's tangent, a unary op's second partial) is left out: it is ±0, or NaN where the other
+  // factor is not finite, which then makes the node's own term or a result not finite too.
+  const dropA = V.unmasked && constantZeroTangent(node.a), dropB = V.unmasked && (node.unary || constantZeroTangent(node.b));
   if (V.unmasked && (s === Op.add || s === Op.sub)) {
-    // Without masks (see emitTangentBody), add's and sub's partials of 1 and -1 as the sum and
-    // the difference.
-    fn.get(R.g); fn.get(R.t); V.binary(s);
+    // add's and sub's partials of 1 and -1 as the sum and the difference.
+    if (dropA && dropB) V.zero();
+    else if (dropB) fn.get(R.g);
+    else if (dropA) { fn.get(R.t); if (s === Op.sub) V.neg(); }
+    else { fn.get(R.g); fn.get(R.t); V.binary(s); }
     return;
   }
   if (s === Op.add || s === Op.sub || s === Op.neg) {
@@ -528,10 +535,14 @@ function emitTangent(
     operands.value(true); fn.set(R.z);
     emitPerLane(fn, L, V, [R.p, R.q], (get) => emitAnyNonzero(fn, get, [R.g, R.t]), (get) => emitLanePartials(fn, L, s, get, R.x, R.z, y));
   }
-  masked(R.g, R.p);
-  masked(R.t, R.q);
-  V.add();
+  if (dropA && dropB) { V.zero(); return; }
+  if (!dropA) masked(R.g, R.p);
+  if (!dropB) masked(R.t, R.q);
+  if (!dropA && !dropB) V.add();
 }
+
+/** Whether an operand of this kind has the tangent 0 in every sweep (a constant). */
+const constantZeroTangent = (kind: number): boolean => kind === KIND_SCALAR_CONSTANT || kind === KIND_VECTOR_CONSTANT;
 
 // A reverse tangent kernel (the reverse sweep with tangents): per element, the values and
 // tangents the sweeps before deferred (recomputed with their operations) and the others loaded;
@@ -585,10 +596,11 @@ function emitReverseTangentBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, s
     V.unmasked = true;
     held = terms();
     V.unmasked = false;
-    // The results' sum is NaN where one is (or where infinities cancel: then the masked way too).
+    // The results' sum is not finite where one is not (or where infinities cancel: then the
+    // masked way too); x - x is NaN just where x is not finite.
     if (held.results.length > 0) {
       held.results.forEach((r, k) => { fn.get(r); if (k > 0) V.add(); });
-      fn.tee(R.x); fn.get(R.x); simdOp(fn, S_Ne); simdOp(fn, S_AnyTrue);
+      fn.tee(R.x); fn.get(R.x); simdOp(fn, S_Sub); fn.tee(R.x); fn.get(R.x); simdOp(fn, S_Ne); simdOp(fn, S_AnyTrue);
       fn.byte(W_If); fn.byte(W_Void);
       terms();
       fn.byte(W_End);
@@ -777,8 +789,11 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
     }
     if (wantA) { masked(R.g, R.p); send(k, false, false); }
     if (wantB) { masked(R.g, R.q); send(k, true, false); }
-    if (wantA) { masked(R.gt, R.p); masked(R.g, R.dp); V.add(); send(k, false, true); }
-    if (wantB) { masked(R.gt, R.q); masked(R.g, R.dq); V.add(); send(k, true, true); }
+    // Without masks, the terms of a partial's change that is a constant 0 left out (see emitTangent).
+    const zeroDp = V.unmasked && (LINEAR.has(s) || (s === Op.mul && constantZeroTangent(node.b)) || (s === Op.square && constantZeroTangent(node.a)));
+    const zeroDq = V.unmasked && (LINEAR.has(s) || (s === Op.mul && constantZeroTangent(node.a)));
+    if (wantA) { masked(R.gt, R.p); if (!zeroDp) { masked(R.g, R.dp); V.add(); } send(k, false, true); }
+    if (wantB) { masked(R.gt, R.q); if (!zeroDq) { masked(R.g, R.dq); V.add(); } send(k, true, true); }
   }
   return { results, inRegister, tangentInRegister, sliceBases, sliceTaken };
 }
