@@ -553,7 +553,8 @@ const constantZeroTangent = (kind: number): boolean => kind === KIND_SCALAR_CONS
 // rule's partials and their directional derivatives and the same zero skips (as masks: a skipped
 // term adds +0, and no adjoint is ever -0), operand a before b. A broadcast scalar operand's terms
 // are summed per node in element order, and the core adds the sums once per node as the block
-// sweep does.
+// sweep does. An absorbed slice's terms (KIND_SLICE) sum per element in two registers, its
+// adjoint's and its adjoint tangent's, added to the parent's after the pair's other writes.
 function emitReverseTangentRun(nodes: Node[], simd: boolean, sum: boolean): Bytes {
   const L = locals(nodes.length, 'reverseTangent');
   const fn = new Bytes();
