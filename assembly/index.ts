@@ -32,7 +32,7 @@ export {
   replayForwardTangent, reverseTangentFused, ruleForward, rulePartials, rulePartialZ, rulePartialsTangent, rulePartialZTangent,
 } from './replay';
 export { scratch } from './layout';
-export { setRunFusion, setKeepAdjoints, setHvpOutput, materialize, materializeAllTangents, materializeTangent, clearLeafTangents, forgetRunKernels } from './vector';
+export { setRunFusion, setKeepAdjoints, setHvpOutput, setGradientOutput, materialize, materializeAllTangents, materializeTangent, clearLeafTangents, forgetRunKernels } from './vector';
 export { countUses, nextLinks, planSegments, repeatsOf } from './planning';
 export { writeDispatcher } from './dispatch';
 export { buildSchedule, dropSchedule, reserveStepTable, scheduleCellAddress } from './schedule';

@@ -576,7 +576,8 @@ const runSum = memory.data(8);
 
 // The output of a gradient replay whose forward sweep is under way (the reverse sweep from it
 // follows at once, with nothing read in between but the guards), or -1; and the sum the forward
-// sweep so left to it, or -1.
+// sweep so left to it, or -1. (Also an hvp's output, whose value nothing reads: its reverse sweep
+// with tangents leaves it uncomputed, NaN.)
 let gradientOutput: i32 = -1;
 let pendingSum: i32 = -1;
 
@@ -1877,6 +1878,9 @@ export function vectorReverseTangentAt(i: i32, op: i32, g: f64, gt: f64): i32 {
 function reverseTangentRun(i: i32, sum: i32, g: f64, gt: f64): i32 {
   const n = lenOf(i);
   const count = collectRunDown(i, n), j = runNode(count - 1);
+  // A sum whose forward an hvp's replay left to this sweep (see gradientOutput): the hvp does not
+  // read its value, which is not computed at all.
+  if (sum >= 0 && sum == pendingSum) { setVal(sum, NaN); pendingSum = -1; }
   if (count < (sum >= 0 ? 1 : 2) || count > FUSE_MAX) return -1;
   // The sum claims the last node without clearing it: the kernel takes its terms in.
   if (sum >= 0) store<f64>(adjBase + (<usize>i << 3), 1);

@@ -107,8 +107,11 @@ export interface Backend {
   /** Compiled replay: the comparison nodes a recording depends on and their recorded values. */
   setGuards(nodes: Int32Array, expected: Float64Array): void;
   /** Writes inputs x into nodes [0, nInputs), recomputes [nInputs, count), checks the guards:
-   *  returns -1, or the node id of the first comparison that came out the other way. */
-  replayForward(x: ArrayLike<number>, nInputs: number, count: number): number;
+   *  returns -1, or the node id of the first comparison that came out the other way. `hvpOutput`:
+   *  the output of the hvp whose sweeps follow at once, nothing but the guards read in between,
+   *  whose value nothing reads either: the replay may leave it uncomputed (the wasm engine, where
+   *  it sums a fused run: its value then reads NaN), or -1. */
+  replayForward(x: ArrayLike<number>, nInputs: number, count: number, hvpOutput?: number): number;
   /** For a compiled tape: `sweepReverse`, `tangent` and `reverseTangent` over the whole tape, run
    *  by generated code where the engine has it for this tape (the wasm engine), else the same
    *  sweeps interpreted. */

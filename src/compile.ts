@@ -442,7 +442,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** H·v for many rows: row r of `V` (rows × inputs) at row r of `X`; rows × inputs out. With
    *  `values` (rows), the function's value at each row too. */
   hvpBatch(X: ArrayLike<number>, rows: number, V: ArrayLike<number>, out?: Float64Array, values?: Float64Array): Float64Array {
-    return this.perRow(X, rows, V, 'hvpBatch', 'inputs', (x, v, o) => this.hvpAt(x, v, o, 'hvpBatch'), 'inputs', out, values);
+    return this.perRow(X, rows, V, 'hvpBatch', 'inputs', (x, v, o) => this.hvpAt(x, v, o, 'hvpBatch', values !== undefined), 'inputs', out, values);
   }
 
   // The outputs of the function at the first row: of the recording, replayed there first where it
@@ -586,8 +586,10 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   }
 
   // `what`: the call its errors name (hvpBatch's rows said 'hvp needs...': a probe).
-  private hvpAt(x: ArrayLike<number>, v: ArrayLike<number>, out: Float64Array, what: string): Float64Array {
-    const rec = this.forwardTangent(x, v, what) ?? this.replay(x, what);
+  // `valueRead`: the output's value is read after it (hvpBatch's values).
+  private hvpAt(x: ArrayLike<number>, v: ArrayLike<number>, out: Float64Array, what: string, valueRead = false): Float64Array {
+    // The replay may leave the output's value uncomputed unless read, here or by checkNaN's checks.
+    const rec = this.forwardTangent(x, v, what) ?? this.replay(x, what, !valueRead && !this.checkNaN);
     const top = this.scalarNode(rec, what);
     this.topTarget[0] = top;
     if (rec === this.fused) (rec.tape.engine as WasmBackend).reverseTangentFused(top, 1, rec.tape.size, this.inputs);
@@ -780,13 +782,14 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     );
   }
 
-  private replay(x: ArrayLike<number>, what: string): Recording {
-    const rec = this.replayUnchecked(x, what);
+  // `forHvp`: an hvp's sweeps follow, and nothing reads the output's value (see replayForward).
+  private replay(x: ArrayLike<number>, what: string, forHvp = false): Recording {
+    const rec = this.replayUnchecked(x, what, forHvp);
     if (this.checkNaN) rec.tape.assertFinite(0, rec.tape.size, true, true);
     return rec;
   }
 
-  private replayUnchecked(x: ArrayLike<number>, what: string): Recording {
+  private replayUnchecked(x: ArrayLike<number>, what: string, forHvp = false): Recording {
     const row = this.toRow(x, what);
     const rec = this.recording;
     // Recording at x computes its values at x: nothing to replay.
@@ -796,7 +799,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const custom = live.tape.engine.custom;
     if (custom) custom.thrownAt = -1;
     try {
-      node = live.tape.engine.replayForward(row, this.inputs, live.tape.size);
+      const hvpOutput = forHvp && live.outputs.length === 1 ? live.outputs[0]! : -1;
+      node = live.tape.engine.replayForward(row, this.inputs, live.tape.size, hvpOutput);
     } catch (error) {
       // A custom rule refusing these inputs may be one of the branch the guards leave (a review:
       // safeLog(-2) of the branch recorded at 2 threw, and the function never recorded again): a

@@ -170,6 +170,38 @@ describe('tangent kernels', async () => {
     fused.forEach((r, k) => expect(sameBits(r, blocked[k]!), `result ${k}`).toBe(true));
   });
 
+  // The replay before a compiled hvp leaves a run summed into the output to the reverse tangent
+  // kernel, and that value uncomputed (NaN in the recording: hvp does not return it); hvpBatch
+  // with values, and every later call, computes it.
+  it('give a compiled hvp without its output\'s value, and hvpBatch\'s values and later calls with it', async () => {
+    const rows = [data(0.4), data(1.1)];
+    const X = new Float64Array(2 * N);
+    rows.forEach((x, r) => X.set(x, r * N));
+    const V = new Float64Array(2 * N);
+    V.set(direction);
+    V.set(direction.map((d) => -0.5 * d), N);
+    const run = (backend: 'wasm' | 'js', fused: boolean): { hvps: Float64Array[]; values: Float64Array; value: number; outputValue: number } => {
+      const f = compile((x: Vec) => chain(x).out.sum(), { inputs: N, vector: true, backend });
+      f.record(rows[0]!);
+      const tape = (f as unknown as { recording: { tape: Tape; outputs: Int32Array } }).recording;
+      if (backend === 'wasm') engineOf(tape.tape).setRunFusion(fused);
+      const hvps = [f.hvp(rows[1]!, direction)];
+      const outputValue = (tape.tape as unknown as { engine: { views: { val: Float64Array } } }).engine.views.val[tape.outputs[0]!]!;
+      const values = new Float64Array(2);
+      hvps.push(f.hvpBatch(X, 2, V, undefined, values));
+      hvps.push(f.hvp(rows[0]!, direction));
+      return { hvps, values, value: f.valueAndGradient(rows[1]!)[0] as number, outputValue };
+    };
+    const fused = run('wasm', true), blocked = run('wasm', false), js = run('js', false);
+    expect(fused.outputValue).toBeNaN();
+    expect(Number.isFinite(blocked.outputValue)).toBe(true);
+    fused.hvps.forEach((r, k) => expect(sameBits(r, blocked.hvps[k]!), `hvp ${k}`).toBe(true));
+    expect(sameBits(fused.values, blocked.values)).toBe(true);
+    expect(Object.is(fused.value, blocked.value)).toBe(true);
+    for (let r = 0; r < 2; r++) expect(fused.values[r]).toBeCloseTo(js.values[r]!, 9);
+    fused.hvps.forEach((r, k) => r.forEach((v, e) => expect(v).toBeCloseTo(js.hvps[k]![e]!, 8)));
+  });
+
   it('under checkNaN, give a compiled function\'s hvp with its adjoint tangents kept', () => {
     const x0 = data(1.7);
     const run = (fused: boolean): Float64Array => {

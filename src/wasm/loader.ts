@@ -16,6 +16,7 @@ export interface CoreExports {
   setRunFusion(on: number): void;
   setKeepAdjoints(on: number): void;
   setHvpOutput(out: number): void;
+  setGradientOutput(out: number): void;
   forgetRunKernels(): void;
   materialize(i: number): void;
   materializeAllTangents(to: number): void;

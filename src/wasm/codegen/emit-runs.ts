@@ -935,81 +935,56 @@ function emitSumLoops(
   const step = (bytes: number): void => { fn.get(L.e); fn.i32Const(bytes); fn.byte(W_I32Add); fn.set(L.e); };
   const addF64 = (): void => { fn.byte(W_F64Add); };
   const addPair = (): void => simdOp(fn, S_Add);
-  if (simd && alternate) {
-    emitAlternatingPairs(fn, L, pair, single, value, afterPairs, retry);
-  } else {
-    if (simd) {
-      const groups = (body: () => void): void => {
-        for (const k of [0, 1]) { fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.pair(k)); }
-        emitLoop(fn, L, 4, () => {
-          body(); into(L.pair(0), value.pair, addPair); step(16);
-          body(); into(L.pair(1), value.pair, addPair);
-        }, 16);
-      };
-      groups(pair);
-      if (retry) emitRetry(fn, L, () => groups(retry));
-      for (let k = 0; k < 4; k++) { fn.get(L.pair(k >> 1)); simdOp(fn, S_Extract); fn.byte(k & 1); fn.set(L.partial(k)); }
-    } else {
-      for (let k = 0; k < 4; k++) { fn.f64Const(0); fn.set(L.partial(k)); }
+  if (simd) {
+    // `alternate` (a reverse kernel's large body): one pair a turn into the first accumulator,
+    // then the two swapped, over whole groups of four (end cut down to them for the loop), so
+    // elements 4g, 4g + 1 still go to partial sums 0 and 1 and 4g + 2, 4g + 3 to 2 and 3. Two
+    // bodies a turn made the gradient of a compiled vector Rosenbrock of 10^5 elements 0.155 ms
+    // against 0.125; for the small bodies of forward and tangent kernels they were 1.5% faster.
+    const groups = (body: () => void): void => {
+      for (const k of [0, 1]) { fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.pair(k)); }
+      if (alternate) {
+        emitLoop(fn, L, 2, () => {
+          body();
+          fn.get(L.pair(1)); fn.get(L.pair(0)); fn.get(value.pair); addPair(); fn.set(L.pair(1)); fn.set(L.pair(0));
+        });
+        return;
+      }
       emitLoop(fn, L, 4, () => {
-        for (let k = 0; k < 4; k++) {
-          single(); into(L.partial(k), value.single, addF64);
-          if (k < 3) step(8);
-        }
-      }, 24);
-    }
-    afterPairs();
-    // The rest: `if (e + 8 > end) break` before each of up to three elements.
-    fn.byte(W_Block); fn.byte(W_Void);
-    for (let k = 0; k < 3; k++) {
-      fn.get(L.e); fn.i32Const(8); fn.byte(W_I32Add); fn.get(L.end); fn.byte(W_I32GtU); fn.byte(W_BrIf); fn.u32(0);
-      single(); into(L.partial(k), value.single, addF64);
-      step(8);
-    }
-    fn.byte(W_End);
+        body(); into(L.pair(0), value.pair, addPair); step(16);
+        body(); into(L.pair(1), value.pair, addPair);
+      }, 16);
+    };
+    const start = (): void => { fn.get(1); fn.i32Const(8); fn.byte(W_I32Mul); };
+    // end -= (end - 8·from) & 31
+    if (alternate) { fn.get(L.end); fn.get(L.end); start(); fn.byte(W_I32Sub); fn.i32Const(31); fn.byte(W_I32And); fn.byte(W_I32Sub); fn.set(L.end); }
+    groups(pair);
+    if (retry) emitRetry(fn, L, () => groups(retry));
+    if (alternate) { fn.get(1); fn.get(2); fn.byte(W_I32Add); fn.i32Const(8); fn.byte(W_I32Mul); fn.set(L.end); }
+    for (let k = 0; k < 4; k++) { fn.get(L.pair(k >> 1)); simdOp(fn, S_Extract); fn.byte(k & 1); fn.set(L.partial(k)); }
+  } else {
+    for (let k = 0; k < 4; k++) { fn.f64Const(0); fn.set(L.partial(k)); }
+    emitLoop(fn, L, 4, () => {
+      for (let k = 0; k < 4; k++) {
+        single(); into(L.partial(k), value.single, addF64);
+        if (k < 3) step(8);
+      }
+    }, 24);
   }
+  afterPairs();
+  // The rest: `if (e + 8 > end) break` before each of up to three elements.
+  fn.byte(W_Block); fn.byte(W_Void);
+  for (let k = 0; k < 3; k++) {
+    fn.get(L.e); fn.i32Const(8); fn.byte(W_I32Add); fn.get(L.end); fn.byte(W_I32GtU); fn.byte(W_BrIf); fn.u32(0);
+    single(); into(L.partial(k), value.single, addF64);
+    step(8);
+  }
+  fn.byte(W_End);
   fn.get(L.sumAt);
   fn.get(L.partial(0)); fn.get(L.partial(2)); fn.byte(W_F64Add);
   fn.get(L.partial(1)); fn.get(L.partial(3)); fn.byte(W_F64Add);
   fn.byte(W_F64Add);
   fn.memory(W_F64Store, 0);
-}
-
-// emitSumLoops' SIMD loop for a large body (a reverse kernel's): one pair a turn, into the first
-// accumulator, then the two swapped, so elements 4g, 4g + 1 go to partial sums 0 and 1 and
-// 4g + 2, 4g + 3 to 2 and 3, as in groups of four, with the body emitted once. Two bodies a turn
-// made the gradient of a compiled vector Rosenbrock of 10^5 elements 0.155 ms against 0.125; for
-// the small bodies of forward and tangent kernels they were 1.5% faster (bench/ab.ts).
-function emitAlternatingPairs(
-  fn: Bytes, L: Locals, pair: () => void, single: () => void, value: { pair: number; single: number }, afterPairs: () => void, retry?: () => void,
-): void {
-  const into = (acc: number, reg: number): void => { fn.get(acc); fn.get(reg); fn.byte(W_F64Add); fn.set(acc); };
-  // Whether an odd number of pairs was done since the call's first element (bit 4 of e - 8·from).
-  const oddPairs = (): void => { fn.get(L.e); fn.get(1); fn.i32Const(8); fn.byte(W_I32Mul); fn.byte(W_I32Sub); fn.i32Const(16); fn.byte(W_I32And); };
-  const pairs = (body: () => void): void => {
-    for (const k of [0, 1]) { fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.pair(k)); }
-    emitLoop(fn, L, 2, () => {
-      body();
-      fn.get(L.pair(1)); fn.get(L.pair(0)); fn.get(value.pair); simdOp(fn, S_Add); fn.set(L.pair(1)); fn.set(L.pair(0));
-    });
-  };
-  pairs(pair);
-  if (retry) emitRetry(fn, L, () => pairs(retry));
-  // After an odd number of pairs the accumulators are the other way round.
-  oddPairs(); fn.byte(W_If); fn.byte(W_Void);
-  fn.get(L.pair(1)); fn.get(L.pair(0)); fn.set(L.pair(1)); fn.set(L.pair(0));
-  fn.byte(W_End);
-  for (let k = 0; k < 4; k++) { fn.get(L.pair(k >> 1)); simdOp(fn, S_Extract); fn.byte(k & 1); fn.set(L.partial(k)); }
-  afterPairs();
-  // An element left: the third of its group after an odd number of pairs, else the first.
-  fn.get(L.e); fn.i32Const(8); fn.byte(W_I32Add); fn.get(L.end); fn.byte(W_I32GtU); fn.byte(W_I32Eqz);
-  fn.byte(W_If); fn.byte(W_Void);
-  single();
-  oddPairs();
-  fn.byte(W_If); fn.byte(W_Void); into(L.partial(2), value.single);
-  fn.byte(W_Else); into(L.partial(0), value.single);
-  fn.byte(W_End);
-  fn.byte(W_End);
 }
 
 function emitForwardBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes): void {
