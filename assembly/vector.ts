@@ -838,6 +838,14 @@ function markDeferrable(count: i32, to: i32, sum: i32): void {
   }
 }
 
+/** Whether the kernels compute elementwise op s inline (emitValue in emit-runs.ts), cheaper than
+ *  storing its values and loading them again. */
+// @ts-ignore: decorator
+@inline function inlined(s: i32): bool {
+  return s == Op.Add || s == Op.Sub || s == Op.Mul || s == Op.Div || s == Op.Neg || s == Op.Square || s == Op.Relu || s == Op.Abs
+    || s == Op.Max || s == Op.Min || s == Op.Floor || s == Op.Ceil || s == Op.StopGradient;
+}
+
 /** The sum node right after node j (past constants) that takes j as its operand, or -1. */
 function sumAfter(j: i32, to: i32): i32 {
   let s = j + 1;
@@ -1011,6 +1019,14 @@ export function vectorForwardAt(i: i32, op: i32, to: i32): i32 {
       pendingSum = sum;
       return sum;
     }
+  }
+  // Not left whole to the reverse sweep: the nodes a kernel computes through a call of the core's
+  // rule (exp, log, tanh...) store their values after all, which the reverse kernel then loads
+  // instead of computing them again (GradBench's lse in its primitive form at 80,000 elements:
+  // its exp took 0.4 ms in each sweep).
+  for (let k = 0; k < count; k++) {
+    const m = runNode(k);
+    if (val(m) == DEFERRED && !inlined(opAt(m) - ELEMENTWISE)) setVal(m, 0);
   }
   const kernel = fusedKernel(count, false, sum >= 0);
   if (kernel != 0) {
@@ -1748,14 +1764,15 @@ export function vectorTangentAt(i: i32, op: i32, to: i32): i32 {
     // A sum right after the run that alone reads its last node (whose values the forward sweep
     // left deferred for it) is taken in: the kernel adds the last node's tangents up as the
     // sum's rule does (sum4's order), and defers them too.
-    const sum = val(j) == DEFERRED ? sumAfter(j, to) : -1;
-    if (sum >= 0 && sum == hvpOutput && leftToReverse(count, sum, to)) {
+    const after = sumAfter(j, to);
+    if (after >= 0 && after == hvpOutput && leftToReverse(count, after, to)) {
       for (let k = 0; k < count; k++) setTan(runNode(k), DEFERRED);
       tangentsDeferredFrom = min(tangentsDeferredFrom, i);
       // Not computed: a NaN, should anything read it after all.
-      setTan(sum, NaN);
-      return sum;
+      setTan(after, NaN);
+      return after;
     }
+    const sum = val(j) == DEFERRED ? after : -1;
     if (count >= (sum >= 0 ? 1 : 2)) {
       // Operands from outside the run are read from memory (a deferred slice where its parent
       // holds it); the run's deferred nodes, by the kernel.
@@ -1788,12 +1805,18 @@ export function vectorTangentAt(i: i32, op: i32, to: i32): i32 {
 }
 
 /** Whether the tangent sweep may leave the run in runNodes (`count` nodes, taken in by `sum`, the
- *  hvp's output) to the reverse tangent kernel: one will sweep it (fusable, every node's values
- *  deferred), and no node after the sum below `to` reads it. */
+ *  hvp's output) to the reverse tangent kernel: one will sweep it (it is fusable), nothing outside
+ *  the run reads a run node's tangents but the sum its last node's (a deferred node's consumers
+ *  are all in the run; one whose values are stored, an exp's, is searched), and no node after
+ *  the sum below `to` reads the sum. */
 function leftToReverse(count: i32, sum: i32, to: i32): bool {
   if (count > FUSE_MAX) return false;
-  for (let k = 0; k < count; k++) if (val(runNode(k)) != DEFERRED) return false;
-  return !namedOutside(sum, sum, to - 1, 0, -1, <i64>count * <i64>lenOf(argA(sum)));
+  const first = runNode(0), last = runNode(count - 1), elements = <i64>count * <i64>lenOf(last);
+  for (let k = 0; k < count; k++) {
+    const m = runNode(k);
+    if (val(m) != DEFERRED && namedOutside(m, m == last ? sum : last, to - 1, first, last, elements)) return false;
+  }
+  return !namedOutside(sum, sum, to - 1, 0, -1, elements);
 }
 
 /** Tangent rule (forward mode): tangents of the operands are in tan / xtan. */

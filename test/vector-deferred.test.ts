@@ -67,6 +67,51 @@ describe('deferred values and dropped adjoints of fused runs', async () => {
   // Whether a reverse kernel absorbed a slice (its signature names one: KIND_SLICE = -16).
   const absorbs = (signatures: string[]): boolean => signatures.some((k) => /^simd:\d*[13579],.*,-1[6-9],/.test(k));
 
+  // A node the kernels compute through a call of the core's rule (exp here) keeps its values,
+  // which the reverse kernel loads instead of computing them again; a replayed gradient whose
+  // output is the run's sum still leaves the whole run to the reverse kernel (exp once).
+  it('store the values of nodes a kernel computes through a rule call, unless a replay leaves the run whole', () => {
+    const lse = (x: Vec): Var => {
+      const A = x.max();
+      return x.sub(A).exp().sum().log().add(A);
+    };
+    const scenario = (tape: Tape): number[] => {
+      tape.reset();
+      const x = tape.vector(data(0.3));
+      const y = lse(x);
+      return [y.value, ...tape.gradient(y, [x])];
+    };
+    engine.setRunFusion(true);
+    engine.setRunKernelSimd(true);
+    scribble();
+    const fused = scenario(wasm);
+    const keys = [...(engine as unknown as { runSlots: Map<string, number> }).runSlots.keys()];
+    engine.setRunFusion(false);
+    const blocked = scenario(wasm);
+    engine.setRunFusion(true);
+    sameBits(fused, blocked);
+    const reference = scenario(js);
+    fused.forEach((v, k) => expect(v).toBeCloseTo(reference[k]!, 12));
+    // The forward kernel of [sub, exp] taking the sum in (kind 2, 2 nodes): sub deferred (flag 8), exp stored.
+    const words = keys.map((k) => k.split(':')[1]!.split(',').map(Number)).find((w) => w[0] === 2 && w[1] === 2)!;
+    expect(words[5]! & 8).toBe(8);
+    expect(words[9]! & 8).toBe(0);
+    // Compiled with the run's sum as its output, the gradient's reverse kernel takes the sum's
+    // value in (kind 19) and computes exp there, once (its flag 8: deferred).
+    const expSum = (x: Vec): Var => x.mul(0.5).exp().sum();
+    const f = compile(expSum, { inputs: N, vector: true, backend: 'wasm' });
+    const g = compile(expSum, { inputs: N, vector: true, backend: 'js' });
+    const at = data(0.7);
+    const [value, grad] = f.valueAndGradient(at);
+    const [expectedValue, expectedGrad] = g.valueAndGradient(at);
+    expect(value).toBeCloseTo(expectedValue as number, 12);
+    grad.forEach((v, k) => expect(v).toBeCloseTo(expectedGrad[k]!, 12));
+    const compiledKeys = [...((f as unknown as { recording: { tape: { engine: WasmBackend } } }).recording.tape.engine as unknown as { runSlots: Map<string, number> }).runSlots.keys()];
+    const reverse = compiledKeys.map((k) => k.split(':')[1]!.split(',').map(Number)).find((w) => w[0] === 19 && w[1] === 2);
+    expect(reverse, compiledKeys.join(' | ')).toBeDefined();
+    expect(reverse![9]! & 8).toBe(8);
+  });
+
   it('read every intermediate after the sweeps, in any order', () => {
     const signatures = agree((tape) => {
       const { x, nodes, f } = chain(tape);
