@@ -909,7 +909,8 @@ function emitValue(
   else {
     V.eachLane([() => operand(false), () => operand(true)], [L.lane.x, L.lane.z], () => {
       // relu, abs, max and min as the core computes them (Math.max is f64.max there): a call per
-      // element into the core's rule made them 10-15 times a mul (a new-user probe).
+      // element into the core's rule made them 10-15 times a mul (a new-user probe). (What is
+      // computed inline here, `inlined` in assembly/vector.ts defers; the rest store values.)
       const native = NATIVE_FORWARD[s];
       if (native !== undefined) {
         fn.get(L.lane.x);
