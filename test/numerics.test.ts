@@ -108,6 +108,22 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
     expect(second / 2.2053322185187834e32).toBeCloseTo(1, 12);
   });
 
+  // tanh's slope past |tanh| = 1/2 is q(2 - q), q = 1 - |tanh x| by exp (not 1/cosh² x, whose
+  // square overflowed from |x| = 355.2 to 0 where the slope is still a subnormal number).
+  it('tanh: its slope where |tanh| nears 1, down to subnormal numbers', () => {
+    for (const x of [0.6, -2, 19, 355.5, -360, 371]) {
+      const want = Math.abs(x) < 300 ? 1 / Math.cosh(x) ** 2 : 4 * Math.exp(-2 * Math.abs(x));
+      const got = [grad((v: Var[]) => v[0]!.tanh(), { backend })([x])[0]!];
+      for (const codegen of [true, false]) got.push(compile((v: Var[]) => v[0]!.tanh(), { inputs: 1, backend, codegen, at: [x] }).gradient([x])[0]!);
+      for (const g of got) {
+        expect(g, `${x}`).toBeGreaterThan(0);
+        // (Subnormal past |x| = 354: fewer digits there.)
+        expect(Math.abs(g - want) / want, `${x}`).toBeLessThan(Math.abs(x) < 300 ? 4e-16 : 1e-9);
+      }
+      expect(Math.abs(compile((v: Var[]) => v[0]!.tanh(), { inputs: 1, backend }).value([x]) - Math.tanh(x))).toBeLessThanOrEqual(2 * 2 ** -53);
+    }
+  });
+
   it('pow past 2^53 keeps the sign of its gradient, and hypot its partials at subnormal radii', () => {
     const cases: [(v: Var[]) => Var, number[], number[]][] = [
       [(v) => v[0]!.pow(2 ** 54), [-1], [-(2 ** 54)]],

@@ -213,8 +213,10 @@ function partialsOf(op: number): void {
     case cosh: { reg[OUT] = Math.sinh(x); return; }
     case tanh: {
       if (Math.abs(y) < 0.5) { reg[OUT] = 1 - y * y; return; }
-      const c = Math.cosh(x); // 1 - y² cancels as |y| nears 1
-      { reg[OUT] = 1 / (c * c); return; }
+      // As the core: q(2 - q) with q = 1 - |tanh x| = 2e/(1 + e), e = e^{-2|x|} (1 - y² cancels as
+      // |y| nears 1; 1/cosh² x cost a cosh).
+      const e = Math.exp(-2 * Math.abs(x)), q = 2 * e / (1 + e);
+      { reg[OUT] = q * (2 - q); return; }
     }
     case asinh: { reg[OUT] = 1 / Math.hypot(x, 1); return; }
     case acosh: { reg[OUT] = x >= 1 ? 1 / (Math.sqrt(x - 1) * Math.sqrt(x + 1)) : NaN; return; }

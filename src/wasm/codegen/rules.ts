@@ -105,7 +105,8 @@ export const NATIVE_PARTIAL: Partial<Record<number, (fn: Bytes, x: Emit, z: Emit
   [Op.cbrt]: (fn, _x, _z, y, L) => {
     fn.f64Const(1); fn.f64Const(3); y(); fn.tee(L.c); fn.byte(W_F64Mul); fn.get(L.c); fn.byte(W_F64Mul); fn.byte(W_F64Div); fn.set(L.pa);
   },
-  // |y| < 0.5 ? 1 - y * y : the core's rule (1 / cosh² x, where 1 - y² would cancel)
+  // |y| < 0.5 ? 1 - y * y : the core's rule (q(2 - q) with q = 1 - |tanh x| by exp, where 1 - y²
+  // would cancel)
   [Op.tanh]: (fn, x, _z, y, L) => {
     y(); fn.tee(L.c); fn.byte(W_F64Abs); fn.f64Const(0.5); fn.byte(W_F64Lt);
     fn.byte(W_If); fn.byte(W_Void);
