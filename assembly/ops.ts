@@ -486,7 +486,8 @@ export let partialZ: f64 = 0;
       return x / y;
     }
     case Op.Sigmoid: return y < 0.5 ? y * (1 - y) : y * sigmoidOf(-x); // 1 - y cancels as y nears 1
-    case Op.Softplus: return -Math.expm1(-y);
+    // sigmoid x, from x (by exp) rather than 1 - e^{-y} (by expm1, twice the cost, and y's rounding).
+    case Op.Softplus: return sigmoidOf(x);
     case Op.Relu: return x > 0 ? 1 : x == x ? 0 : NaN;
     case Op.Erf: case Op.Erfc: case Op.NormCdf: case Op.NormLogCdf: case Op.Ndtri: case Op.Lgamma: case Op.Digamma:
       return specialPartial(op, x, y);

@@ -124,6 +124,15 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
     }
   });
 
+  // softplus' slope is sigmoid x, taken from x (not 1 - e^{-y} from its value: an expm1 more).
+  it('softplus: its slope is sigmoid\'s value, bit for bit', () => {
+    for (const x of [-745, -40, -3.5, -1e-9, 0, 0.7, 25, 800]) {
+      const slope = grad((v: Var[]) => v[0]!.softplus(), { backend })([x])[0]!;
+      const sigmoid = compile((v: Var[]) => v[0]!.sigmoid(), { inputs: 1, backend }).value([x]);
+      expect(Object.is(slope, sigmoid), `${x}: ${slope} against ${sigmoid}`).toBe(true);
+    }
+  });
+
   it('pow past 2^53 keeps the sign of its gradient, and hypot its partials at subnormal radii', () => {
     const cases: [(v: Var[]) => Var, number[], number[]][] = [
       [(v) => v[0]!.pow(2 ** 54), [-1], [-(2 ** 54)]],

@@ -240,7 +240,8 @@ function partialsOf(op: number): void {
       { reg[OUT] = x / y; return; }
     }
     case sigmoid: { reg[OUT] = y < 0.5 ? y * (1 - y) : y * sigmoidOf(-x); return; } // 1 - y cancels as y nears 1
-    case softplus: { reg[OUT] = -Math.expm1(-y); return; }
+    // As the core: sigmoid x, from x.
+    case softplus: { reg[OUT] = sigmoidOf(x); return; }
     case relu: { reg[OUT] = x > 0 ? 1 : x === x ? 0 : NaN; return; }
     case erf: { reg[OUT] = special.erfDerivative(x); return; }
     case erfc: { reg[OUT] = -special.erfDerivative(x); return; }
