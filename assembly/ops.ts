@@ -274,9 +274,9 @@ export function opArity(op: i32): i32 {
 // tanh past |x| = log(3)/2 (|tanh| >= 1/2) as 1 - q with q = 2e/(1 + e), e = e^{-2|x|}, by exp,
 // which costs a third of the expm1 that AssemblyScript's (musl's) tanh takes there (an element of
 // a vector tanh took 16 ns, V8's Math.tanh 9, this 11); within 2 ulps of V8's (musl's branch
-// below it, which is kept, within 3). The same q gives the slope 1 - y² = q(2 - q) without the cancellation
-// of 1 - y² near 1, where cosh was taken (10 ns more), and without overflow: e underflows
-// gradually, so the slope stays a subnormal number where 1/cosh² does.
+// below it, which is kept, within 3). The same q gives the slope 1 - y² = q(2 - q) without the
+// cancellation of 1 - y² near 1, where cosh was taken (10 ns more), and without overflow: e
+// underflows gradually, so the slope stays a subnormal number where 1/cosh² does.
 // @ts-ignore: decorator
 @inline const TANH_EXP_FROM: f64 = 0.5493061443340549;
 
