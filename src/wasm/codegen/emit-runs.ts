@@ -925,9 +925,9 @@ function emitValue(
 
 /** The loops of a kernel that adds up its last node's values (a forward kernel with a sum, or a
  *  reverse kernel that takes the value in as well): groups of four elements (two pair bodies, or
- *  four single ones), each value into its partial sum as sum4 adds them, then up to three more
- *  elements into the first three partial sums; the sum, (s0 + s2) + (s1 + s3), to the sum's slot.
- *  `afterPairs` runs between the groups and the rest. */
+ *  with `alternate` one a turn, or four single ones), each value into its partial sum as sum4
+ *  adds them, then up to three more elements into the first three partial sums; the sum,
+ *  (s0 + s2) + (s1 + s3), to the sum's slot. `afterPairs` runs between the groups and the rest. */
 function emitSumLoops(
   fn: Bytes, L: Locals, simd: boolean, pair: () => void, single: () => void, value: { pair: number; single: number },
   afterPairs: () => void = () => {}, retry?: () => void, alternate = false,
