@@ -1761,9 +1761,7 @@ export function vectorTangentAt(i: i32, op: i32, to: i32): i32 {
   if (op >= ELEMENTWISE && fusionEnabled && lenOf(i) > RUN_BLOCK && joins(i, lenOf(i))) {
     const n = lenOf(i);
     const count = collectRun(i, to, n), j = runNode(count - 1);
-    // A sum right after the run that alone reads its last node (whose values the forward sweep
-    // left deferred for it) is taken in: the kernel adds the last node's tangents up as the
-    // sum's rule does (sum4's order), and defers them too.
+    // An hvp's output summing the run: the run is left whole to the reverse tangent kernel.
     const after = sumAfter(j, to);
     if (after >= 0 && after == hvpOutput && leftToReverse(count, after, to)) {
       for (let k = 0; k < count; k++) setTan(runNode(k), DEFERRED);
@@ -1772,6 +1770,9 @@ export function vectorTangentAt(i: i32, op: i32, to: i32): i32 {
       setTan(after, NaN);
       return after;
     }
+    // A sum right after the run that alone reads its last node (whose values the forward sweep
+    // left deferred for it) is taken in: the kernel adds the last node's tangents up as the
+    // sum's rule does (sum4's order), and defers them too.
     const sum = val(j) == DEFERRED ? after : -1;
     if (count >= (sum >= 0 ? 1 : 2)) {
       // Operands from outside the run are read from memory (a deferred slice where its parent

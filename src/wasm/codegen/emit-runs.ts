@@ -510,7 +510,7 @@ function emitTangent(
   // Without masks (see emitTangentBody), a term whose tangent or partial is a constant 0 (a
   // constant's tangent, a unary op's second partial) is left out: it is ±0, or NaN where the other
   // factor is not finite, which then makes the node's own term or a result not finite too.
-  const dropA = V.unmasked && constantZeroTangent(node.a), dropB = V.unmasked && (node.unary || constantZeroTangent(node.b));
+  const dropA = V.unmasked && !wants(node.a), dropB = V.unmasked && (node.unary || !wants(node.b));
   if (V.unmasked && (s === Op.add || s === Op.sub)) {
     // add's and sub's partials of 1 and -1 as the sum and the difference.
     if (dropA && dropB) V.zero();
@@ -540,9 +540,6 @@ function emitTangent(
   if (!dropB) masked(R.t, R.q);
   if (!dropA && !dropB) V.add();
 }
-
-/** Whether an operand of this kind has the tangent 0 in every sweep (a constant). */
-const constantZeroTangent = (kind: number): boolean => kind === KIND_SCALAR_CONSTANT || kind === KIND_VECTOR_CONSTANT;
 
 // A reverse tangent kernel (the reverse sweep with tangents): per element, the values and
 // tangents the sweeps before deferred (recomputed with their operations) and the others loaded;
@@ -617,11 +614,10 @@ function emitReverseTangentBody(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, s
 // nodes whose adjoints and adjoint tangents are held there.
 interface Registers {
   results: number[]; inRegister: Set<number>; tangentInRegister: Set<number>;
-  /** Absorbed slices that took terms, each with the locals holding its parent's adjoint and
-   *  adjoint tangent addresses. */
-  sliceBases: Map<number, [number, number]>;
-  /** The slice totals (locals) that took terms. */
-  sliceTaken: Set<number>;
+  /** Absorbed slices that took adjoint terms, each with the local holding its parent's adjoint
+   *  address; that took adjoint tangent terms, with its parent's adjoint tangent address. */
+  sliceBases: Map<number, number>;
+  sliceTangentBases: Map<number, number>;
 }
 
 /** A pair's (or an element's) terms into registers: run nodes' adjoints and adjoint tangents
@@ -635,8 +631,6 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
   // some already), a sum's last node from the start.
   const valueReady = new Set<number>(), tangentReady = new Set<number>();
   const inRegister = new Set<number>(sum ? [nodes.length - 1] : []), tangentInRegister = new Set<number>(sum ? [nodes.length - 1] : []);
-  // The slice totals that took a first term.
-  const sliceTaken = new Set<number>();
   const loadValue = (k: number): void => {
     if (!valueReady.has(k)) { element(fn, L, L.word(k, 0)); V.load(); fn.set(R.val(k)); valueReady.add(k); }
   };
@@ -686,7 +680,7 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
   // The term on the stack to operand b (or a) of node k: its adjoint (`tangent` false) or adjoint
   // tangent. A run node's register takes it (the first term of one node k writes whole, STORE_A
   // or STORE_B, as +0 + t); any other target's goes to node k's site register.
-  const sliceBases = new Map<number, [number, number]>();
+  const sliceBases = new Map<number, number>(), sliceTangentBases = new Map<number, number>();
   const send = (k: number, b: boolean, tangent: boolean): void => {
     const node = nodes[k]!;
     const kind = b ? node.b : node.a;
@@ -694,10 +688,13 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
     if (m >= 0) {
       // An absorbed slice's total: +0 + its first term (its adjoints start at +0, claimed), then
       // the others added in the block sweep's order.
-      const total = R.sliceTotal(m, tangent);
+      const total = R.sliceTotal(m, tangent), bases = tangent ? sliceTangentBases : sliceBases;
       fn.set(R.t);
-      if (!sliceBases.has(m)) sliceBases.set(m, [L.word(k, b ? 5 : 3), L.word2(k, b ? 5 : 3)]);
-      if (!sliceTaken.has(total)) { sliceTaken.add(total); V.zero(); results.push(total); } else fn.get(total);
+      if (!bases.has(m)) {
+        bases.set(m, tangent ? L.word2(k, b ? 5 : 3) : L.word(k, b ? 5 : 3));
+        V.zero();
+        results.push(total);
+      } else fn.get(total);
       fn.get(R.t); V.add(); fn.set(total);
       return;
     }
@@ -791,18 +788,19 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
     if (wantA) { masked(R.g, R.p); send(k, false, false); }
     if (wantB) { masked(R.g, R.q); send(k, true, false); }
     // Without masks, the terms of a partial's change that is a constant 0 left out (see emitTangent).
-    const zeroDp = V.unmasked && (LINEAR.has(s) || (s === Op.mul && constantZeroTangent(node.b)) || (s === Op.square && constantZeroTangent(node.a)));
-    const zeroDq = V.unmasked && (LINEAR.has(s) || (s === Op.mul && constantZeroTangent(node.a)));
+    // (A constant, which takes no terms, has the tangent 0.)
+    const zeroDp = V.unmasked && (LINEAR.has(s) || (s === Op.mul && !wants(node.b)) || (s === Op.square && !wants(node.a)));
+    const zeroDq = V.unmasked && (LINEAR.has(s) || (s === Op.mul && !wants(node.a)));
     if (wantA) { masked(R.gt, R.p); if (!zeroDp) { masked(R.g, R.dp); V.add(); } send(k, false, true); }
     if (wantB) { masked(R.gt, R.q); if (!zeroDq) { masked(R.g, R.dq); V.add(); } send(k, true, true); }
   }
-  return { results, inRegister, tangentInRegister, sliceBases, sliceTaken };
+  return { results, inRegister, tangentInRegister, sliceBases, sliceTangentBases };
 }
 
 /** A pair's (or an element's) writes, from the registers emitReverseTangentTerms left: run
  *  nodes' final adjoints and adjoint tangents (unless dropped), and the sites' terms in the block
  *  sweep's order, stored (+0 + t) into an operand written whole, added to any other. */
-function emitReverseTangentWrites(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, { inRegister, tangentInRegister, sliceBases, sliceTaken }: Registers): void {
+function emitReverseTangentWrites(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, { inRegister, tangentInRegister, sliceBases, sliceTangentBases }: Registers): void {
   const { R } = V;
   for (let k = nodes.length - 1; k >= 0; k--) {
     const node = nodes[k]!;
@@ -823,24 +821,10 @@ function emitReverseTangentWrites(fn: Bytes, nodes: Node[], L: Locals, V: Lanes,
       fn.get(site); V.add(); V.store();
     }
   }
-  // The absorbed slices' totals into their parent's adjoints, then its adjoint tangents, lane by
-  // lane, highest slice first (see KIND_SLICE): each parent element takes them in the order the
-  // slices' rules add them.
-  const slices = [...sliceBases.keys()].sort((x, y) => x - y);
-  for (const tangent of [false, true]) {
-    for (let lane = 0; lane < V.width; lane++) {
-      for (const m of slices) {
-        const total = R.sliceTotal(m, tangent), base = sliceBases.get(m)![tangent ? 1 : 0];
-        if (!sliceTaken.has(total)) continue;
-        element(fn, L, base);
-        element(fn, L, base); fn.memory(W_F64Load, 8 * lane);
-        fn.get(total);
-        if (V.width === 2) { simdOp(fn, S_Extract); fn.byte(lane); }
-        fn.byte(W_F64Add);
-        fn.memory(W_F64Store, 8 * lane);
-      }
-    }
-  }
+  // The absorbed slices' totals into their parent's adjoints, then its adjoint tangents, as the
+  // first-order kernel adds them (lane by lane, highest slice first).
+  emitSliceTotals(fn, L, V, sliceBases, false, false, (m) => R.sliceTotal(m, false));
+  emitSliceTotals(fn, L, V, sliceTangentBases, false, false, (m) => R.sliceTotal(m, true));
 }
 
 /** Per lane (the SIMD loop's two, or the scalar loop's one): where `live` (pushed for the lane
@@ -1190,20 +1174,22 @@ function emitReverseTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: bo
   return sliceBases;
 }
 
-/** The absorbed slices' totals into their parent's adjoints (see KIND_SLICE and emitRun). */
-function emitSliceTotals(fn: Bytes, L: Locals, V: Lanes, sliceBases: Map<number, number>, pairs: boolean, storing: boolean): void {
-  const { R } = V;
+/** The absorbed slices' totals (`total`: a slice's register, the first-order kernel's by default)
+ *  into their parent's adjoints (see KIND_SLICE and emitRun). */
+function emitSliceTotals(
+  fn: Bytes, L: Locals, V: Lanes, sliceBases: Map<number, number>, pairs: boolean, storing: boolean, total = (m: number): number => V.R.slice(m),
+): void {
   if (pairs) {
     // See emitRun: parent pair at the lower slice's address, + (carry lane 1, upper lane 0), + lower.
     const lower = sliceBases.get(1)!;
     element(fn, L, lower);
     if (storing) V.zero(); else { element(fn, L, lower); V.load(); }
-    fn.get(L.carry); fn.get(R.slice(0)); simdOp(fn, S_Shuffle);
+    fn.get(L.carry); fn.get(total(0)); simdOp(fn, S_Shuffle);
     for (let byte = 8; byte < 24; byte++) fn.byte(byte);
     V.add();
-    fn.get(R.slice(1)); V.add();
+    fn.get(total(1)); V.add();
     V.store();
-    fn.get(R.slice(0)); fn.set(L.carry);
+    fn.get(total(0)); fn.set(L.carry);
     return;
   }
   const slices = [...sliceBases.keys()].sort((x, y) => x - y);
@@ -1213,7 +1199,7 @@ function emitSliceTotals(fn: Bytes, L: Locals, V: Lanes, sliceBases: Map<number,
       // (Storing into a fresh parent, the scalar loop's upper total is its last element's first.)
       if (storing && m === 0) fn.f64Const(0);
       else { element(fn, L, sliceBases.get(m)!); fn.memory(W_F64Load, 8 * lane); }
-      fn.get(R.slice(m));
+      fn.get(total(m));
       if (V.width === 2) { simdOp(fn, S_Extract); fn.byte(lane); }
       fn.byte(W_F64Add);
       fn.memory(W_F64Store, 8 * lane);
