@@ -464,6 +464,37 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     );
   });
 
+  // The list is read in one loop over live Vars of the tape, anything else (a Vec, a fault)
+  // taken aside and the loop resumed after it: every entry after one is read, and a fault
+  // anywhere is named before the sweep runs.
+  it("a gradient's list takes Vars before and after a Vec, and names a fault anywhere in it before sweeping", async () => {
+    const tape = await tapeOn(backend), other = await tapeOn(backend);
+    const foreign = other.variable(1), stale = tape.variable(1);
+    tape.reset();
+    const xs = tape.variables([0.5, -1, 2]), v = tape.vector([1, 2]);
+    const s = xs[0]!.mul(xs[1]!).add(xs[2]!.square()).add(v.mul(xs[0]!).sum());
+    const wrt = [xs[1]!, v, xs[2]!, xs[0]!, xs[2]!];
+    // ds/dx1 = x0, ds/dv = [x0, x0], ds/dx0 = x1 + v0 + v1, ds/dx2 = 2 x2; seeded with 2.
+    const out = new Float64Array(6);
+    expect(tape.gradient(s, wrt, 2, out)).toBe(out);
+    expect(Array.from(out)).toEqual([1, 1, 1, 8, 4, 8]);
+    const faults: [unknown, string][] = [[stale, 'STALE_HANDLE'], [foreign, 'FOREIGN_HANDLE'], [null, 'NOT_A_NUMBER'], [7, 'NOT_A_NUMBER']];
+    for (const [bad, code] of faults) {
+      for (const at of [0, 1, 3, wrt.length]) {
+        const list = [...wrt] as unknown[];
+        list.splice(at, 0, bad);
+        expect(() => tape.gradient(s, list as Var[], 1, out), `${code} at ${at}`).toThrow(expect.objectContaining({ code }));
+        expect(Array.from(out)).toEqual([1, 1, 1, 8, 4, 8]);
+      }
+    }
+    // A tape of scalars only: one entry per Var (its count taken from the list's length).
+    tape.reset();
+    const ys = tape.variables([3, 4]);
+    const r = ys[0]!.mul(ys[1]!);
+    expect(() => tape.gradient(r, [...ys, ys[0]!], 1, new Float64Array(2))).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/at least 3 numbers/) }));
+    expect(Array.from(tape.gradient(r, [ys[1]!, ys[0]!, ys[1]!], 1, new Float64Array(3)))).toEqual([3, 4, 3]);
+  });
+
   // A new-user probe wrote h.mul(a, 3), as Var's a.mul(3), and read only that 3 was no node.
   it('a number where a handle op wants a handle points to handles.constant', async () => {
     const tape = await tapeOn(backend);
