@@ -141,6 +141,24 @@ describe('deferred values and dropped adjoints of fused runs', async () => {
     });
   });
 
+  // A gradient's read-out copies a leading run of scalar nodes at once and looks for dropped
+  // vector adjoints only after it: the Vecs after the run must still be swept again.
+  it('give gradients with respect to scalar inputs followed by run nodes', () => {
+    agree((tape) => {
+      tape.reset();
+      const s = tape.variables([0.25, -1.5, 2]);
+      const x = tape.vector(data(0.1));
+      const t1 = x.square().mul(s[0]!);
+      const t2 = x.sub(t1).square().mul(s[1]!);
+      const f = t2.sum().add(s[2]!.mul(s[0]!));
+      // First: no sweep before it kept t1's adjoints (a later one would leave them in memory).
+      const runThenOne = tape.vjp([f], [1], [...s, t1]);
+      const wrt = tape.gradient(f, [...s, t1, s[1]!, x, t2], 1, new Float64Array(4 + 3 * N));
+      const runThenInput = tape.gradient(f, [...s, x]);
+      return [...wrt, ...runThenOne, ...runThenInput, ...tape.gradient(f, [s[0]!, s[1]!, t2]), ...t1.grad];
+    });
+  });
+
   it('give vjp with a run node among the outputs', () => {
     agree((tape) => {
       const { x, nodes, f } = chain(tape);
