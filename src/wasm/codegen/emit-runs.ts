@@ -1013,7 +1013,11 @@ function emitSpeculative(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boo
     V.unmasked = true;
     const bases = emitReverseTerms(fn, nodes, L, V, sum);
     V.unmasked = false;
-    for (const m of bases.keys()) { fn.get(L.nans); fn.get(V.R.slice(m)); fn.get(V.R.slice(m)); simdOp(fn, S_Ne); simdOp(fn, S_Or); fn.set(L.nans); }
+    // A NaN total makes the totals' sum NaN (as two infinite ones of opposite signs do, a retry
+    // with no need): one compare for all of them.
+    const slices = [...bases.keys()];
+    slices.forEach((m, k) => { fn.get(V.R.slice(m)); if (k > 0) simdOp(fn, S_Add); });
+    fn.tee(V.R.x); fn.get(V.R.x); simdOp(fn, S_Ne); fn.get(L.nans); simdOp(fn, S_Or); fn.set(L.nans);
     emitSliceTotals(fn, L, V, bases, pairs, storing);
     return;
   }
