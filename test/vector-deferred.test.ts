@@ -239,6 +239,28 @@ describe('deferred values and dropped adjoints of fused runs', async () => {
     expect(absorbs(signatures)).toBe(true);
   });
 
+  // A sub's term to its second operand (-g) is kept as g in that operand's register, and that
+  // node's terms take the sign back (emitReverseTerms, `negated`): through each kind of node, a
+  // node read again after the sub (its next term subtracted), a sub of a sub. (Ops the engines
+  // compute alike bit for bit: no transcendental one.)
+  it.each([
+    ['neg', (a: Vec, b: Vec) => a.sub(b.neg())],
+    ['a rule (sqrt)', (a: Vec, b: Vec) => a.sub(b.abs().add(1).sqrt())],
+    ['div', (a: Vec, b: Vec) => a.sub(b.div(a.add(3)))],
+    ['square', (a: Vec, b: Vec) => a.sub(b.square())],
+    ['mul', (a: Vec, b: Vec) => a.sub(b.mul(a))],
+    ['add', (a: Vec, b: Vec) => a.sub(b.add(a.square()))],
+    ['sub of a sub', (a: Vec, b: Vec) => a.sub(b.sub(a.square()))],
+    ['read again', (a: Vec, b: Vec) => { const t = b.square(), u = t.mul(a); return a.sub(t).add(u); }],
+  ] as const)('give the gradient through a sub\'s second operand: %s', (_, term) => {
+    agree((tape) => {
+      tape.reset();
+      const x = tape.vector(data(0.2));
+      const f = term(x.slice(0, -1), x.slice(1)).square().sum();
+      return [f.value, ...tape.gradient(f, [x])];
+    });
+  });
+
   const stencil = (order: number[], extra: (x: Vec, s: Vec[]) => Var | null) => (tape: Tape): Float64Array => {
     tape.reset();
     const x = tape.vector(data(0.7));

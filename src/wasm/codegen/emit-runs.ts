@@ -158,7 +158,7 @@ function locals(count: number, mode: 'plain' | 'tangent' | 'reverseTangent' = 'p
 type Locals = ReturnType<typeof locals>;
 
 // Constants the SIMD loops use (zero, square's 2, neg's -1), splatted once per call.
-const SPLATTED = [0, 2, -1, 1];
+const SPLATTED = [0, 2, -1, 1, -2];
 
 const isScalar = (kind: number): boolean => kind === KIND_SCALAR || kind === KIND_SCALAR_CONSTANT;
 /** Whether an operand of this kind takes adjoint terms (constants do not). */
@@ -1100,41 +1100,58 @@ function emitReverseTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: bo
     if (!V.unmasked) { V.zero(); fn.get(R.t); V.add(); } else fn.get(R.t);
     fn.set(r);
   };
-  // Adds local t to a register or an adjoint in memory: where the scalar rule skips t = 0, the
-  // sum is the same (adjoints are never -0), so the SIMD loop adds unconditionally.
-  const addTo = (target: () => void, load: () => void, finish: () => void): void => {
+  // Adds local t to a register or an adjoint in memory (subtracts it, with `subtract`): where the
+  // scalar rule skips t = 0, the sum is the same (adjoints are never -0), so the SIMD loop adds
+  // unconditionally.
+  const addTo = (target: () => void, load: () => void, finish: () => void, subtract = false): void => {
     if (V.width === 1) { fn.get(R.t); fn.f64Const(0); fn.byte(W_F64Ne); fn.byte(W_If); fn.byte(W_Void); }
-    target(); load(); fn.get(R.t); V.add(); finish();
+    target(); load(); fn.get(R.t); if (subtract) V.binary(Op.sub); else V.add(); finish();
     if (V.width === 1) fn.byte(W_End);
   };
-  // The term in local t to operand b (or a) of node k, as `send` in assembly/vector.ts.
-  const send = (k: number, b: boolean): void => {
+  // Run nodes whose register holds the negation of their adjoint: a sub's term to its second
+  // operand (-g) is kept as g where that operand's adjoint lives only in its register and this
+  // is its first term. That node's terms take the sign back for nothing where they can (a sub's
+  // second term, square's partial -2x, neg's 1; a term added to an adjoint is subtracted) and by
+  // a neg otherwise. (-g)·p and g·(-p), r + t and r - (-t), are the same bits; only a zero
+  // adjoint's sign may differ, which the masks, and the +0 every total starts from, make alike.
+  const negated = new Set<number>();
+  const negate = (): void => { fn.get(R.t); V.neg(); fn.set(R.t); };
+  // The term in local t to operand b (or a) of node k, as `send` in assembly/vector.ts; `flip`:
+  // t holds the term's negation.
+  const send = (k: number, b: boolean, flip = false): void => {
     const node = nodes[k]!;
     const kind = b ? node.b : node.a;
     const fresh = (node.flags & (b ? STORE_B : STORE_A)) !== 0;
     if (kind === KIND_VECTOR_CONSTANT || kind === KIND_SCALAR_CONSTANT) return;
-    if (kind === KIND_SCALAR) { V.addLanesTo(L.terms(k, b)); return; }
+    if (kind === KIND_SCALAR) { if (flip) negate(); V.addLanesTo(L.terms(k, b)); return; }
     const m = sliceOf(kind);
     if (m >= 0) {
       const r = R.slice(m);
       if (!sliceBases.has(m)) {
+        if (flip) negate();
         first(r);
         sliceBases.set(m, L.word(k, b ? 5 : 3));
         return;
       }
-      addTo(() => {}, () => fn.get(r), () => fn.set(r));
+      addTo(() => {}, () => fn.get(r), () => fn.set(r), flip);
       return;
     }
     if (kind >= 0) {
       const r = R.reg(kind);
-      if (fresh) { first(r); inRegister.add(kind); return; }
+      if (fresh) {
+        if (flip && (nodes[kind]!.flags & DROP) !== 0) negated.add(kind);
+        else if (flip) negate();
+        first(r);
+        inRegister.add(kind);
+        return;
+      }
       if (!inRegister.has(kind)) { element(fn, L, L.word(kind, 1)); V.load(); fn.set(r); inRegister.add(kind); }
-      addTo(() => {}, () => fn.get(r), () => fn.set(r));
+      addTo(() => {}, () => fn.get(r), () => fn.set(r), flip !== negated.has(kind));
       return;
     }
     const base = L.word(k, b ? 5 : 3);
-    if (fresh) { element(fn, L, base); V.zero(); fn.get(R.t); V.add(); V.store(); return; }
-    addTo(() => element(fn, L, base), () => { element(fn, L, base); V.load(); }, () => V.store());
+    if (fresh) { if (flip) negate(); element(fn, L, base); V.zero(); fn.get(R.t); V.add(); V.store(); return; }
+    addTo(() => element(fn, L, base), () => { element(fn, L, base); V.load(); }, () => V.store(), flip);
   };
   for (let k = nodes.length - 1; k >= 0; k--) {
     const node = nodes[k]!;
@@ -1144,17 +1161,19 @@ function emitReverseTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: bo
     else if (inRegister.has(k)) { element(fn, L, L.word(k, 1)); fn.get(R.reg(k)); fn.tee(R.g); V.store(); }
     else { element(fn, L, L.word(k, 1)); V.load(); fn.set(R.g); }
     const { s } = node;
+    // g holds the adjoint's negation (see negated).
+    const flip = negated.has(k);
     // Terms only for operands that take them (a constant's are dropped).
     const wantA = wants(node.a), wantB = wants(node.b) && !node.unary;
     if (s === Op.add || s === Op.sub) {
-      if (wantA) { fn.get(R.g); fn.set(R.t); send(k, false); }
-      if (wantB) { fn.get(R.g); if (s === Op.sub) V.neg(); fn.set(R.t); send(k, true); }
+      if (wantA) { fn.get(R.g); fn.set(R.t); send(k, false, flip); }
+      if (wantB) { fn.get(R.g); fn.set(R.t); send(k, true, flip !== (s === Op.sub)); }
     } else if (s === Op.mul) {
-      if (wantA) { value(k, true); fn.set(R.z); V.masked(R.z, (node.flags & FINITE_B) !== 0); send(k, false); }
-      if (wantB) { value(k, false); fn.set(R.x); V.masked(R.x, (node.flags & FINITE_A) !== 0); send(k, true); }
+      if (wantA) { value(k, true); fn.set(R.z); V.masked(R.z, (node.flags & FINITE_B) !== 0); send(k, false, flip); }
+      if (wantB) { value(k, false); fn.set(R.x); V.masked(R.x, (node.flags & FINITE_A) !== 0); send(k, true, flip); }
     } else if (s === Op.square || s === Op.neg) {
       if (!wantA) continue;
-      if (s === Op.square) { V.constant(2); value(k, false); V.mul(); } else V.constant(-1);
+      if (s === Op.square) { V.constant(flip ? -2 : 2); value(k, false); V.mul(); } else V.constant(flip ? 1 : -1);
       fn.set(R.p);
       V.masked(R.p, s === Op.neg); send(k, false);
     } else {
@@ -1171,8 +1190,8 @@ function emitReverseTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: bo
       value(k, true); fn.set(R.z);
       runValue(k); fn.set(R.t);
       emitPerLane(fn, L, V, [R.p, R.q], (get) => emitAnyNonzero(fn, get, [R.g]), (get) => emitLanePartials(fn, L, s, get, R.x, R.z, R.t));
-      if (wantA) { V.masked(R.p); send(k, false); }
-      if (wantB) { V.masked(R.q); send(k, true); }
+      if (wantA) { V.masked(R.p); send(k, false, flip); }
+      if (wantB) { V.masked(R.q); send(k, true, flip); }
     }
   }
   return sliceBases;
