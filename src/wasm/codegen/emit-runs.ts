@@ -997,9 +997,9 @@ function speculates(nodes: Node[]): boolean {
   return nodes.every((node) => (node.flags & DROP) !== 0 && (!(node.flags & ACTIVE) || (registered(node.a) && (node.unary || registered(node.b)))));
 }
 
-/** If any lane of L.nans is set: every pair again from the first (e, the carry), by `again`. */
+/** If a lane of L.nans is NaN: every pair again from the first (e, the carry), by `again`. */
 function emitRetry(fn: Bytes, L: Locals, again: () => void): void {
-  fn.get(L.nans); simdOp(fn, S_AnyTrue);
+  fn.get(L.nans); fn.get(L.nans); simdOp(fn, S_Ne); simdOp(fn, S_AnyTrue);
   fn.byte(W_If); fn.byte(W_Void);
   fn.get(1); fn.i32Const(8); fn.byte(W_I32Mul); fn.set(L.e);
   fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.carry);
@@ -1013,11 +1013,11 @@ function emitSpeculative(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boo
     V.unmasked = true;
     const bases = emitReverseTerms(fn, nodes, L, V, sum);
     V.unmasked = false;
-    // A NaN total makes the totals' sum NaN (as two infinite ones of opposite signs do, a retry
-    // with no need): one compare for all of them.
-    const slices = [...bases.keys()];
-    slices.forEach((m, k) => { fn.get(V.R.slice(m)); if (k > 0) simdOp(fn, S_Add); });
-    fn.tee(V.R.x); fn.get(V.R.x); simdOp(fn, S_Ne); fn.get(L.nans); simdOp(fn, S_Or); fn.set(L.nans);
+    // Added up over every pair, NaN if any total was (or where infinities of opposite signs met,
+    // a retry with no need): one add a total, one test after the loop (emitRetry). The pair's
+    // totals first, so that one add a pair waits on the last.
+    [...bases.keys()].forEach((m, k) => { fn.get(V.R.slice(m)); if (k > 0) simdOp(fn, S_Add); });
+    fn.get(L.nans); simdOp(fn, S_Add); fn.set(L.nans);
     emitSliceTotals(fn, L, V, bases, pairs, storing);
     return;
   }
