@@ -37,7 +37,7 @@ import {
 // SIMD (f64x2) opcodes, after the 0xfd prefix.
 const V128 = 0x7b;
 const S_Load = 0x00, S_Store = 0x0b, S_Shuffle = 0x0d, S_Splat = 0x14, S_Extract = 0x21, S_Replace = 0x22, S_Ne = 0x48, S_And = 0x4e;
-const S_Or = 0x50, S_AnyTrue = 0x53;
+const S_AnyTrue = 0x53;
 const S_Neg = 0xed, S_Add = 0xf0, S_Sub = 0xf1, S_Mul = 0xf2, S_Div = 0xf3;
 const SIMD_NATIVE: Partial<Record<number, number>> = { [Op.add]: S_Add, [Op.sub]: S_Sub, [Op.mul]: S_Mul, [Op.div]: S_Div };
 
@@ -1026,10 +1026,9 @@ function emitSpeculative(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: boo
   V.unmasked = true;
   const bases = emitReverseTerms(fn, nodes, L, V, sum);
   V.unmasked = false;
-  [...bases.keys()].forEach((m, k) => {
-    fn.get(V.R.slice(m)); fn.get(V.R.slice(m)); simdOp(fn, S_Ne);
-    if (k > 0) simdOp(fn, S_Or);
-  });
+  // The totals' sum, NaN if any total is (see the whole run's above).
+  [...bases.keys()].forEach((m, k) => { fn.get(V.R.slice(m)); if (k > 0) simdOp(fn, S_Add); });
+  fn.tee(V.R.x); fn.get(V.R.x); simdOp(fn, S_Ne);
   simdOp(fn, S_AnyTrue);
   fn.byte(W_BrIf); fn.u32(0);
   fn.byte(W_Br); fn.u32(1);
