@@ -65,6 +65,28 @@ describe.each(VARIANTS)('wasm (%s core) and js agree on every vector op', (varia
     expect(bits(w)).toEqual(bits(j));
   });
 
+  // A contraction's rows take their terms one l at a time, ascending, four at a pass (axpy4 in
+  // assembly/vector.ts and src/js/vector.ts): the same bits as a plain loop adding one term after
+  // another, which this test writes out for matmul's value C = A·B and dB = Aᵀ·gC, and matvec's
+  // dx = Aᵀ·g, with inner sizes that leave 0 to 3 terms after the passes of four.
+  it.each([[9, 7, 3], [10, 8, 5], [7, 11, 2], [6, 4, 6]])('contractions in ascending order, four terms a pass (%i × %i · %i)', (m, k, p) => {
+    const value = (i: number): number => Math.sin(i * 3.7 + 0.3) * 10 ** ((i % 5) - 2);
+    const A0 = Array.from({ length: m * k }, (_, i) => value(i)), B0 = Array.from({ length: k * p }, (_, i) => value(i + 101));
+    const seed = Array.from({ length: m * p }, (_, i) => value(i + 307)), g = Array.from({ length: m }, (_, i) => value(i + 503));
+    // Each sum from its first term, in ascending order of the summed index.
+    const C = Array.from({ length: m * p }, (_, q) => { const i = Math.floor(q / p), j = q % p; let s = A0[i * k]! * B0[j]!; for (let l = 1; l < k; l++) s += A0[i * k + l]! * B0[l * p + j]!; return s; });
+    const dB = Array.from({ length: k * p }, (_, q) => { const l = Math.floor(q / p), j = q % p; let s = A0[l]! * seed[j]!; for (let i = 1; i < m; i++) s += A0[i * k + l]! * seed[i * p + j]!; return s; });
+    const dx = Array.from({ length: k }, (_, l) => { let s = A0[l]! * g[0]!; for (let i = 1; i < m; i++) s += A0[i * k + l]! * g[i]!; return s; });
+    for (const tape of [wasm, js]) {
+      tape.reset();
+      const A = tape.constantVector(A0).reshape([m, k]), B = tape.vector(B0).reshape([k, p]), x = tape.vector(B0.slice(0, k));
+      const product = A.matmul(B), y = A.matvec(x);
+      expect(bits(product.value)).toEqual(bits(C));
+      expect(bits(tape.vjp([product], seed, [B]))).toEqual(bits(dB));
+      expect(bits(tape.vjp([y], g, [x]))).toEqual(bits(dx));
+    }
+  });
+
   // The core's tangent sweeps take add, sub, mul, neg and square in loops of their own per op,
   // their zero tests as masks (bench/vector-costs.ts): the same sums and skips as the rule, so a
   // zero, infinite or NaN tangent, a zero or infinite value and a broadcast scalar (whose terms

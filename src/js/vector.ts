@@ -61,23 +61,25 @@ function contract(
 ): void {
   if (p > 1 && dsj === 1 && bsj === 1) {
     for (let i = 0; i < m; i++) {
-      const row = d + i * dsi;
+      const row = d + i * dsi, ai = a + i * asi;
       if (k === 0 && !accumulate) D.fill(0, row, row + p);
-      for (let l = 0; l < k; l++) {
-        const s = A[a + i * asi + l * asl]!, x = b + l * bsl;
-        if (accumulate || l > 0) for (let j = 0; j < p; j++) D[row + j] += s * B[x + j]!;
-        else for (let j = 0; j < p; j++) D[row + j] = s * B[x + j]!;
+      let l = 0;
+      for (; l + 4 <= k; l += 4) {
+        const al = ai + l * asl;
+        axpy4(D, row, A[al]!, A[al + asl]!, A[al + 2 * asl]!, A[al + 3 * asl]!, B, b + l * bsl, bsl, p, accumulate || l > 0);
       }
+      for (; l < k; l++) axpy(D, row, A[ai + l * asl]!, B, b + l * bsl, p, accumulate || l > 0);
     }
     return;
   }
   if (p === 1 && m > 1 && dsi === 1 && asi === 1) {
     if (k === 0 && !accumulate) D.fill(0, d, d + m);
-    for (let l = 0; l < k; l++) {
-      const s = B[b + l * bsl]!, col = a + l * asl;
-      if (accumulate || l > 0) for (let i = 0; i < m; i++) D[d + i] += s * A[col + i]!;
-      else for (let i = 0; i < m; i++) D[d + i] = s * A[col + i]!;
+    let l = 0;
+    for (; l + 4 <= k; l += 4) {
+      const bl = b + l * bsl;
+      axpy4(D, d, B[bl]!, B[bl + bsl]!, B[bl + 2 * bsl]!, B[bl + 3 * bsl]!, A, a + l * asl, asl, m, accumulate || l > 0);
     }
+    for (; l < k; l++) axpy(D, d, B[b + l * bsl]!, A, a + l * asl, m, accumulate || l > 0);
     return;
   }
   for (let i = 0; i < m; i++) {
@@ -86,6 +88,23 @@ function contract(
       const q = d + i * dsi + j * dsj;
       D[q] = accumulate ? D[q]! + v : v;
     }
+  }
+}
+
+/** D[row + j] (+)= s · X[x + j] for j < p. */
+function axpy(D: F64, row: number, s: number, X: F64, x: number, p: number, add: boolean): void {
+  if (add) for (let j = 0; j < p; j++) D[row + j] += s * X[x + j]!;
+  else for (let j = 0; j < p; j++) D[row + j] = s * X[x + j]!;
+}
+
+/** Four axpy calls in one pass, as the core's axpy4: the terms of s0 .. s3 (rows x + q·stride)
+ *  added in that order, D read and written once for the four. */
+function axpy4(D: F64, row: number, s0: number, s1: number, s2: number, s3: number, X: F64, x: number, stride: number, p: number, add: boolean): void {
+  const x1 = x + stride, x2 = x1 + stride, x3 = x2 + stride;
+  for (let j = 0; j < p; j++) {
+    const t0 = s0 * X[x + j]!;
+    const r = add ? D[row + j]! + t0 : t0;
+    D[row + j] = ((r + s1 * X[x1 + j]!) + s2 * X[x2 + j]!) + s3 * X[x3 + j]!;
   }
 }
 
