@@ -124,6 +124,26 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
     }
   });
 
+  // The core's tanh below |tanh| = 1/2 is x + x·u·P(u), u = x² (assembly/ops.ts): within 3 ulps
+  // of V8's Math.tanh (itself within 2 of tanh, the fit within 1) at points across the branch and
+  // near its edge, x itself below 2^-26 (so -0 stays -0), NaN for NaN, and odd.
+  it('tanh: below |tanh| = 1/2, a polynomial within 3 ulps of Math.tanh', async () => {
+    const xs = [0.5493061443340548, 0.5, 0.3, 1e-3, 2 ** -26, 2 ** -27, 1e-300, 5e-324];
+    for (let k = 1; k < 400; k++) xs.push(0.5493 * k / 400, 0.5493 * Math.exp(-k / 12));
+    const tape = await tapeOn(backend);
+    const values = Array.from(tape.vector([...xs, ...xs.map((x) => -x)]).tanh().value);
+    xs.forEach((x, k) => {
+      const y = values[k]!, want = Math.tanh(x);
+      const ulp = Math.max(2 ** (Math.floor(Math.log2(Math.abs(want))) - 52), Number.MIN_VALUE);
+      expect(Math.abs(y - want) / ulp, `${x}`).toBeLessThanOrEqual(3);
+      expect(Object.is(values[k + xs.length], -y), `odd at ${x}`).toBe(true);
+      // (The JS engine takes V8's Math.tanh, which computes these.)
+      if (backend === 'wasm' && x < 2 ** -26) expect(y, `${x}`).toBe(x);
+    });
+    const edge = tape.vector([-0, 0, NaN]).tanh().value;
+    expect(Object.is(edge[0], -0) && Object.is(edge[1], 0) && Number.isNaN(edge[2])).toBe(true);
+  });
+
   // softplus' slope is sigmoid x, taken from x (not 1 - e^{-y} from its value: an expm1 more).
   it('softplus: its slope is sigmoid\'s value, bit for bit', () => {
     for (const x of [-745, -40, -3.5, -1e-9, 0, 0.7, 25, 800]) {
