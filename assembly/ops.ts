@@ -281,10 +281,10 @@ export function opArity(op: i32): i32 {
 @inline const TANH_EXP_FROM: f64 = 0.5493061443340549;
 
 // Below it, x + x·u·P(u) with u = x² (tanh is odd), P of degree 10: the Chebyshev fit of
-// (tanh x - x)/x³ on u in [0, 0.302] (scripts/tanh-fit.py, which also measures the result:
-// within 0.72 ulp), 5e-18 relative with its coefficients rounded to doubles, where musl's tanh there took an expm1 and a division (a vector tanh of
-// |x| < 0.5 took 17 ns an element, recorded and swept). From 2^-26 down tanh x is x in doubles
-// (which keeps -0).
+// (tanh x - x)/x³ on u in [0, 0.302], 5e-18 relative with its coefficients rounded to doubles
+// (scripts/tanh-fit.py, which also measures the result: within 0.72 ulp), where musl's tanh
+// took an expm1 and a division (a vector tanh of |x| < 0.5 took 17 ns an element recorded and
+// swept, 9 now). From 2^-26 down tanh x is x in doubles (which keeps -0).
 function tanhOf(x: f64): f64 {
   const a = Math.abs(x);
   if (!(a > TANH_EXP_FROM)) {

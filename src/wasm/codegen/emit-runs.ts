@@ -157,7 +157,8 @@ function locals(count: number, mode: 'plain' | 'tangent' | 'reverseTangent' = 'p
 }
 type Locals = ReturnType<typeof locals>;
 
-// Constants the SIMD loops use (zero, square's 2, neg's -1), splatted once per call.
+// Constants the SIMD loops use (zero, square's 2, neg's -1, and the last two negated for a
+// register holding a negated adjoint), splatted once per call.
 const SPLATTED = [0, 2, -1, 1, -2];
 
 const isScalar = (kind: number): boolean => kind === KIND_SCALAR || kind === KIND_SCALAR_CONSTANT;
