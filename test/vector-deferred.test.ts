@@ -245,8 +245,9 @@ describe('deferred values and dropped adjoints of fused runs', async () => {
   });
 
   // A sub's term to its second operand (-g) is kept as g in that operand's register, and that
-  // node's terms take the sign back (emitReverseTerms, `negated`): through each kind of node, a
-  // node read again after the sub (its next term subtracted), a sub of a sub. (Ops the engines
+  // node's terms take the sign back (emitReverseTerms and emitReverseTangentTerms, `negated`):
+  // through each kind of node, a node read again after the sub (its next term subtracted), a sub
+  // of a sub; in the gradient and in an hvp's reverse sweep with tangents. (Ops the engines
   // compute alike bit for bit: no transcendental one.)
   it.each([
     ['neg', (a: Vec, b: Vec) => a.sub(b.neg())],
@@ -257,12 +258,25 @@ describe('deferred values and dropped adjoints of fused runs', async () => {
     ['add', (a: Vec, b: Vec) => a.sub(b.add(a.square()))],
     ['sub of a sub', (a: Vec, b: Vec) => a.sub(b.sub(a.square()))],
     ['read again', (a: Vec, b: Vec) => { const t = b.square(), u = t.mul(a); return a.sub(t).add(u); }],
-  ] as const)('give the gradient through a sub\'s second operand: %s', (_, term) => {
+  ] as const)('give the gradient and an hvp through a sub\'s second operand: %s', (_, term) => {
+    const direction = Array.from({ length: N }, (_, k) => Math.cos(0.3 * k));
     agree((tape) => {
       tape.reset();
       const x = tape.vector(data(0.2));
       const f = term(x.slice(0, -1), x.slice(1)).square().sum();
-      return [f.value, ...tape.gradient(f, [x])];
+      return [f.value, ...tape.gradient(f, [x]), ...tape.hvp(f, [x], direction)];
+    });
+  });
+
+  // The sub's second operand outside the run (an input of its own, read once there), whose terms
+  // go to memory: the sign taken back before they are written.
+  it('give the gradient and an hvp where a sub\'s second operand is outside the run', () => {
+    const direction = Array.from({ length: 2 * N }, (_, k) => Math.cos(0.3 * k));
+    agree((tape) => {
+      tape.reset();
+      const x = tape.vector(data(0.2)), z = tape.vector(data(0.9));
+      const f = x.square().sub(z).mul(x).square().sum();
+      return [f.value, ...tape.gradient(f, [x, z]), ...tape.hvp(f, [x, z], direction)];
     });
   });
 

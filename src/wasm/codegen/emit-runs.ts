@@ -678,11 +678,18 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
     if (simd) { isZero(a); isZero(b); simdOp(fn, S_And); simdOp(fn, S_And); return; }
     fn.f64Const(0); isZero(a); isZero(b); fn.byte(W_I32And); fn.byte(W_Select);
   };
+  // Run nodes whose registers hold the negations of their adjoint and adjoint tangent: a sub's
+  // terms to its second operand kept as g and gt, as emitReverseTerms does (see `negated` there):
+  // where that operand's adjoints live only in its registers and these are their first terms.
+  const negated = new Set<number>();
+  // Adds (subtracts, with `minus`) local t to what is on the stack.
+  const addT = (minus: boolean): void => { fn.get(R.t); if (minus) V.binary(Op.sub); else V.add(); };
   // The term on the stack to operand b (or a) of node k: its adjoint (`tangent` false) or adjoint
-  // tangent. A run node's register takes it (the first term of one node k writes whole, STORE_A
-  // or STORE_B, as +0 + t); any other target's goes to node k's site register.
+  // tangent; `flip`: the stack holds its negation. A run node's register takes it (the first term
+  // of one node k writes whole, STORE_A or STORE_B, as +0 + t); any other target's goes to node
+  // k's site register.
   const sliceBases = new Map<number, number>(), sliceTangentBases = new Map<number, number>();
-  const send = (k: number, b: boolean, tangent: boolean): void => {
+  const send = (k: number, b: boolean, tangent: boolean, flip = false): void => {
     const node = nodes[k]!;
     const kind = b ? node.b : node.a;
     const m = sliceOf(kind);
@@ -696,10 +703,11 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
         V.zero();
         results.push(total);
       } else fn.get(total);
-      fn.get(R.t); V.add(); fn.set(total);
+      addT(flip); fn.set(total);
       return;
     }
     if (kind < 0) {
+      if (flip) V.neg();
       const site = R.site(k, (b ? 1 : 0) + (tangent ? 2 : 0));
       fn.set(site);
       results.push(site);
@@ -710,9 +718,11 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
     const ready = tangent ? tangentInRegister : inRegister, r = tangent ? R.regT(kind) : R.reg(kind);
     if (!ready.has(kind)) {
       ready.add(kind);
+      // (Its first term, t as it is: the register holds the negation from here on.)
+      if (fresh && flip && (nodes[kind]!.flags & DROP) !== 0) negated.add(kind);
       if (fresh) V.zero(); else { element(fn, L, tangent ? L.word2(kind, 1) : L.word(kind, 1)); V.load(); }
     } else fn.get(r);
-    fn.get(R.t); V.add(); fn.set(r);
+    addT(flip !== negated.has(kind)); fn.set(r);
   };
   for (let k = nodes.length - 1; k >= 0; k--) {
     const node = nodes[k]!;
@@ -728,24 +738,27 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
     const { s } = node;
     const wantA = wants(node.a), wantB = wants(node.b) && !node.unary;
     if (!wantA && !wantB) continue;
+    // g and gt hold the negated adjoint and adjoint tangent (see negated): a node's terms are
+    // negated too, unless its partials take the sign (square's).
+    let flip = negated.has(k);
     // p, q: the partials; dp, dq: their directional derivatives.
     if (s === Op.add || s === Op.sub || s === Op.neg) {
       // Partials of ±1 and no second-order terms: g·p and gt·p differ from the masked terms only
       // by a zero's sign, which adds nothing (adjoints are never -0), with or without masks; a
-      // partial of 1 leaves g as it is.
-      const term = (from: number, minus: boolean): void => { fn.get(from); if (minus) { V.constant(-1); V.mul(); } };
-      if (wantA) { term(R.g, s === Op.neg); send(k, false, false); }
-      if (wantB) { term(R.g, s === Op.sub); send(k, true, false); }
-      if (wantA) { term(R.gt, s === Op.neg); send(k, false, true); }
-      if (wantB) { term(R.gt, s === Op.sub); send(k, true, true); }
+      // partial of 1 leaves g as it is, one of -1 negates it (where send does not carry it).
+      if (wantA) { fn.get(R.g); send(k, false, false, flip !== (s === Op.neg)); }
+      if (wantB) { fn.get(R.g); send(k, true, false, flip !== (s === Op.sub)); }
+      if (wantA) { fn.get(R.gt); send(k, false, true, flip !== (s === Op.neg)); }
+      if (wantB) { fn.get(R.gt); send(k, true, true, flip !== (s === Op.sub)); }
       continue;
     } else if (s === Op.mul) {
       value(k, true); fn.set(R.p); value(k, false); fn.set(R.q);
       tangentOf(k, true); fn.set(R.dp); tangentOf(k, false); fn.set(R.dq);
     } else if (s === Op.square) {
-      V.constant(2); value(k, false); V.mul(); fn.set(R.p);
-      V.constant(2); tangentOf(k, false); V.mul(); fn.set(R.dp);
+      V.constant(flip ? -2 : 2); value(k, false); V.mul(); fn.set(R.p);
+      V.constant(flip ? -2 : 2); tangentOf(k, false); V.mul(); fn.set(R.dp);
       V.zero(); fn.set(R.q); V.zero(); fn.set(R.dq);
+      flip = false;
     } else {
       const second = SECOND_ORDER[s];
       value(k, false); fn.set(R.x);
@@ -786,14 +799,14 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
       }
       if (linear) { V.zero(); fn.set(R.dp); V.zero(); fn.set(R.dq); }
     }
-    if (wantA) { masked(R.g, R.p); send(k, false, false); }
-    if (wantB) { masked(R.g, R.q); send(k, true, false); }
+    if (wantA) { masked(R.g, R.p); send(k, false, false, flip); }
+    if (wantB) { masked(R.g, R.q); send(k, true, false, flip); }
     // Without masks, the terms of a partial's change that is a constant 0 left out (see emitTangent).
     // (A constant, which takes no terms, has the tangent 0.)
     const zeroDp = V.unmasked && (LINEAR.has(s) || (s === Op.mul && !wants(node.b)) || (s === Op.square && !wants(node.a)));
     const zeroDq = V.unmasked && (LINEAR.has(s) || (s === Op.mul && !wants(node.a)));
-    if (wantA) { masked(R.gt, R.p); if (!zeroDp) { masked(R.g, R.dp); V.add(); } send(k, false, true); }
-    if (wantB) { masked(R.gt, R.q); if (!zeroDq) { masked(R.g, R.dq); V.add(); } send(k, true, true); }
+    if (wantA) { masked(R.gt, R.p); if (!zeroDp) { masked(R.g, R.dp); V.add(); } send(k, false, true, flip); }
+    if (wantB) { masked(R.gt, R.q); if (!zeroDq) { masked(R.g, R.dq); V.add(); } send(k, true, true, flip); }
   }
   return { results, inRegister, tangentInRegister, sliceBases, sliceTangentBases };
 }
