@@ -540,12 +540,13 @@ export class Tape {
     return nodes;
   }
 
-  /** Scalar entries of the nodes: a vector counts its elements. */
-  private entryCount(nodes: Int32Array): number {
+  /** Scalar entries of the nodes: a vector counts its elements. `run`: how many of the first
+   *  nodes are a run of scalar ones (liveRunLength), where the caller has it. */
+  private entryCount(nodes: Int32Array, run?: number): number {
     // Without vector nodes every node is one entry (a pass reading each node's op cost a Var
     // gradient with `out` 1.4 ns an input, a third of its read-out).
     if (!this.vectorNodes) return nodes.length;
-    let n = liveRunLength(nodes, this.opV, nodes[0]!);
+    let n = run ?? liveRunLength(nodes, this.opV, nodes[0]!);
     for (let k = n; k < nodes.length; k++) {
       const i = nodes[k]!;
       n += this.opV[i]! >= VINPUT ? this.bV[i - 1]! : 1;
@@ -571,7 +572,7 @@ export class Tape {
     // inputs with a vector node on the tape took 118 µs beyond the sweep, 3 ns an input more.
     const op = this.opV, run = liveRunLength(nodes, op, nodes[0]!);
     if (flagged && from === this.engine.views.adj) this.keepAdjointsOf(nodes, run);
-    const out = into ?? new Float64Array(this.entryCount(nodes));
+    const out = into ?? new Float64Array(this.entryCount(nodes, run));
     if (run > 0) copyRange(from, nodes[0]!, run, out);
     const adj = this.engine.views.adj;
     for (let k = run, pos = run; k < nodes.length; k++) {
