@@ -718,8 +718,15 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
     const ready = tangent ? tangentInRegister : inRegister, r = tangent ? R.regT(kind) : R.reg(kind);
     if (!ready.has(kind)) {
       ready.add(kind);
+      const dropped = (nodes[kind]!.flags & DROP) !== 0;
       // (Its first term, t as it is: the register holds the negation from here on.)
-      if (fresh && flip && (nodes[kind]!.flags & DROP) !== 0) negated.add(kind);
+      if (fresh && flip && dropped) negated.add(kind);
+      // Without masks, a dropped adjoint's register takes its first term as it is, without the
+      // +0 before it, as emitReverseTerms' first does: it is only ever a factor of terms, and a
+      // -0 there makes ±0 terms, which every total that is stored starts from +0 or adds to a
+      // value that is not -0. (A fresh register's first term is never to be subtracted: it is
+      // negated, or its term is not.)
+      if (fresh && dropped && V.unmasked) { fn.get(R.t); fn.set(r); return; }
       if (fresh) V.zero(); else { element(fn, L, tangent ? L.word2(kind, 1) : L.word(kind, 1)); V.load(); }
     } else fn.get(r);
     addT(flip !== negated.has(kind)); fn.set(r);
