@@ -285,10 +285,13 @@ export function opArity(op: i32): i32 {
 // (scripts/tanh-fit.py, which also measures the result: within 0.72 ulp), where musl's tanh
 // took an expm1 and a division (a vector tanh of |x| < 0.5 took 17 ns an element recorded and
 // swept, 9 now). From 2^-26 down tanh x is x in doubles (which keeps -0).
+// @ts-ignore: decorator
+@inline const TANH_IS_X_BELOW: f64 = 1.4901161193847656e-8; // 2^-26
+
 function tanhOf(x: f64): f64 {
   const a = Math.abs(x);
   if (!(a > TANH_EXP_FROM)) {
-    if (a < 1.4901161193847656e-8) return x;
+    if (a < TANH_IS_X_BELOW) return x;
     const u = x * x;
     let p = -2.063362750046846e-05;
     p = p * u + 8.515749545895449e-05;

@@ -134,7 +134,8 @@ function locals(count: number, mode: 'plain' | 'tangent' | 'reverseTangent' = 'p
     carry: v128 + groupSize + 2 * count + 2,
     /** The SIMD loop's constants, splatted in the prologue (SPLATTED). */
     splatted: (c: number) => v128 + groupSize + 2 * count + 3 + SPLATTED.indexOf(c),
-    /** A whole-call speculation's NaN lanes so far (see emitRun). */
+    /** A whole-call speculation's slice totals added up over the pairs so far: NaN in a lane
+     *  where one was (see emitSpeculative and emitRetry). */
     nans: v128 + groupSize + 2 * count + 3 + SPLATTED.length,
     /** The tangent kernels' scalar operands' tangents, splatted (their f64 in `terms` in a
      *  tangent kernel, `scalarTangent` in a reverse tangent kernel). */
@@ -1170,7 +1171,7 @@ function emitReverseTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, sum: bo
       return;
     }
     const base = L.word(k, b ? 5 : 3);
-    if (fresh) { if (flip) negate(); element(fn, L, base); V.zero(); fn.get(R.t); V.add(); V.store(); return; }
+    if (fresh) { element(fn, L, base); V.zero(); fn.get(R.t); if (flip) V.binary(Op.sub); else V.add(); V.store(); return; }
     addTo(() => element(fn, L, base), () => { element(fn, L, base); V.load(); }, () => V.store(), flip);
   };
   for (let k = nodes.length - 1; k >= 0; k--) {
