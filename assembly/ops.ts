@@ -322,6 +322,25 @@ function tanhSlopeFar(x: f64): f64 {
   return q * (2 - q);
 }
 
+/** The partial of tanh at x left by tanhAndSlope. */
+export let tanhSlope: f64 = 0;
+
+/** tanh x, with its partial in tanhSlope: the bits of forwardRule and partials for Op.Tanh, one
+ *  exp between them where both take 1 - tanh|x| (the scheduled forward, which stores partials). */
+// @ts-ignore: decorator
+@inline export function tanhAndSlope(x: f64): f64 {
+  const a = Math.abs(x);
+  if (a > TANH_EXP_FROM) {
+    const q = tanhGap(a), t = 1 - q;
+    const y = x < 0 ? -t : t;
+    tanhSlope = Math.abs(y) < 0.5 ? 1 - y * y : q * (2 - q);
+    return y;
+  }
+  const y = tanhOf(x);
+  tanhSlope = Math.abs(y) < 0.5 ? 1 - y * y : tanhSlopeFar(x);
+  return y;
+}
+
 // @ts-ignore: decorator
 @inline function softplusOf(x: f64): f64 {
   return Math.max(x, 0) + Math.log1p(Math.exp(-Math.abs(x)));
