@@ -6,7 +6,7 @@
 //
 // - Forward: any topological order gives the same values bit for bit (each node's value depends
 //   on its operands' alone), so the nodes are reordered once into runs of one op (a list
-//   scheduler, window by window of recording order: of the nodes whose operands are done, take
+//   scheduler over a window of recording order that slides forward: of the nodes whose operands are done, take
 //   the current op's while there are any, else move to the next op in code order that has some).
 //   A run is one loop with its op known. The same pass stores each node's partials (d/da, d/db),
 //   as the interpreter's reverse sweep would compute them from the same values.
@@ -35,7 +35,7 @@
 //   separate arrays); the targets are the tape's own operands, but for a select's;
 //   then the forward order i32×n, the reverse list i32×m (node ids, descending), and the runs
 //   (op, end) i32×2 × ≤ n
-import { Op, forwardRule, forwardRuleCall, partials, partialsCall, partialZ, zeroGradient } from './ops';
+import { Op, forwardRule, forwardRuleCall, partials, partialsCall, partialZ, zeroGradient, tanhAndSlope, tanhSlope } from './ops';
 import {
   valBase, adjBase, aBase, bBase, tanBase, f64At, setF64At, addF64At, i32At, argA, argB, opAt, scratch, scheduleBase,
   setScheduleBytes, masked, scheduleCell,
@@ -52,12 +52,16 @@ let runs = 0;
 // Per op: the head of its ready list (a stack linked through `next`) and its length.
 const readyHead = memory.data(256 * 4);
 const readyCount = memory.data(256 * 4);
-// The scheduler reorders nodes within windows of this many nodes of recording order, one window
-// after the other. Unbounded, its first runs took the nodes that read only inputs and constants
-// from across the whole tape, and a tape larger than the caches then replayed at 2x the
-// interpreter's time (the prefetcher follows addresses in order, not a scattered order); windows
-// of 64 kept the straight tape of 2.1 M nodes at 3.8 ns/node (interpreted: 5.3), at a tenth more
-// than larger windows on 0.21 M nodes (bench/codegen-cliffs.ts --case=straight).
+// The scheduler reorders nodes within a window of this many nodes of recording order, which
+// slides forward as its lowest node is scheduled (see scheduleSliding). Unbounded, its first runs
+// took the nodes that read only inputs and constants from across the whole tape, and a tape larger
+// than the caches then replayed at 2x the interpreter's time (the prefetcher follows addresses in
+// order, not a scattered order). Fixed windows of 64, one after the other, kept the straight tape
+// of 2.1 M nodes at 3.8 ns/node (interpreted: 5.3), at a tenth more than larger windows on 0.21 M
+// nodes; each window's last nodes came out in short runs, and the sliding window has none of those
+// (the live straight tape's gradient 4.7 -> 4.5 ns/node, 39,829 -> 35,246 runs; bench/codegen-cliffs.ts).
+// Wider sliding windows were faster on that tape of 0.24 M nodes and slower on 2.4 M (96: 4.2 and
+// 5.3, 128: 4.2 and 5.7, against 4.5 and 5.2).
 // @ts-ignore: decorator
 @inline const WINDOW_NODES: i32 = 64;
 
@@ -184,8 +188,7 @@ function build(nInputs: i32, count: i32, minMispredicted: i32, pruneDead: bool):
   for (let from = 0; from <= count; from += STEP) sum = offsets(from, min(count + 1, from + STEP), count, sum);
   for (let from = nInputs; from < count; from += STEP) linkOperands(from, min(count, from + STEP), 0, 0, consumers, next);
 
-  // The list scheduler, window by window. Ready lists are stacks, filled from the last node of
-  // a window down so that its first nodes come out first.
+  // The list scheduler, over the sliding window. Ready lists are stacks.
   for (let op = 0; op < 256; op++) {
     store<i32>(readyHead + (<usize>op << 2), -1);
     store<i32>(readyCount + (<usize>op << 2), 0);
@@ -193,11 +196,13 @@ function build(nInputs: i32, count: i32, minMispredicted: i32, pruneDead: bool):
   current = -1;
   done = 0;
   runCount = 0;
-  for (let from = nInputs; from < count; from += STEP) {
-    if (!scheduleWindows(from, min(count, from + STEP))) {
-      dropSchedule();
-      return -1;
-    }
+  low = nInputs;
+  admitted = nInputs;
+  waiting = 0;
+  for (let from = nInputs; from < count; from += STEP) scheduleSliding(count, STEP);
+  if (done != n) {
+    dropSchedule();
+    return -1;
   }
   runs = endRun(runsBase(), runCount, current, done);
 
@@ -260,51 +265,63 @@ function offsets(from: i32, to: i32, count: i32, sum: i32): i32 {
   return sum;
 }
 
-// The windows of nodes [from, to), in order. False if a window cannot be finished (a tape not in
-// recording order; unreachable).
-function scheduleWindows(from: i32, to: i32): bool {
+// The sliding window: the lowest computed node not yet scheduled (`low`), the nodes admitted to
+// the ready lists (those below `admitted`, at most WINDOW_NODES past low), and how many of the
+// admitted computed nodes wait.
+let low = 0, admitted = 0, waiting = 0;
+
+// Schedules up to `budget` more nodes of the tape's `count`. A node is ready once its operands
+// are scheduled and it lies within WINDOW_NODES of `low`; low itself is always ready (its
+// operands are below it), so the scheduler never stalls. The window slides as low advances
+// (scheduled nodes are marked by a `left` of -1).
+function scheduleSliding(count: i32, budget: i32): void {
   const order = orderBase(), runList = runsBase();
-  for (let lo = from; lo < to; lo += WINDOW_NODES) {
-    const hi = min(to, lo + WINDOW_NODES);
-    let waiting = 0;
-    for (let i = hi - 1; i >= lo; i--) {
-      if (!computed(i, opAt(i))) continue;
-      waiting++;
-      if (load<i32>(left + (<usize>i << 2)) == 0) pushReady(i, next);
-    }
-    while (waiting > 0) {
-      if (current < 0 || load<i32>(readyHead + (<usize>current << 2)) < 0) {
-        // The next op in code order with ready nodes: the runs' ops then come round in a
-        // cycle, which the jump at each run's start predicts better than the op with the most
-        // ready nodes (measured: as many runs either way).
-        let op = current < 0 ? <i32>Op.Add : current + 1, found = -1;
-        for (let t = 0; t < Op.Custom - Op.Add; t++, op++) {
-          if (op >= Op.Custom) op = Op.Add;
-          if (load<i32>(readyCount + (<usize>op << 2)) > 0) { found = op; break; }
-        }
-        if (found < 0) return false;
-        if (current >= 0) runCount = endRun(runList, runCount, current, done);
-        current = found;
+  admit(count);
+  for (; budget > 0 && waiting > 0; budget--) {
+    if (current < 0 || load<i32>(readyHead + (<usize>current << 2)) < 0) {
+      // The next op in code order with ready nodes: the runs' ops then come round in a
+      // cycle, which the jump at each run's start predicts better than the op with the most
+      // ready nodes (measured: as many runs either way).
+      let op = current < 0 ? <i32>Op.Add : current + 1, found = -1;
+      for (let t = 0; t < Op.Custom - Op.Add; t++, op++) {
+        if (op >= Op.Custom) op = Op.Add;
+        if (load<i32>(readyCount + (<usize>op << 2)) > 0) { found = op; break; }
       }
-      const at = readyHead + (<usize>current << 2);
-      const i = load<i32>(at);
-      store<i32>(at, load<i32>(next + (<usize>i << 2)));
-      store<i32>(readyCount + (<usize>current << 2), load<i32>(readyCount + (<usize>current << 2)) - 1);
-      store<i32>(order + (<usize>done << 2), i);
-      done++;
-      waiting--;
-      const end = load<i32>(starts + (<usize>i << 2) + 4);
-      for (let e = load<i32>(starts + (<usize>i << 2)); e < end; e++) {
-        const c = load<i32>(consumers + (<usize>e << 2));
-        const p = left + (<usize>c << 2);
-        const remaining = load<i32>(p) - 1;
-        store<i32>(p, remaining);
-        // A consumer in a later window waits for its window.
-        if (remaining == 0 && c < hi) pushReady(c, next);
-      }
+      if (found < 0) return;
+      if (current >= 0) runCount = endRun(runList, runCount, current, done);
+      current = found;
     }
+    const at = readyHead + (<usize>current << 2);
+    const i = load<i32>(at);
+    store<i32>(at, load<i32>(next + (<usize>i << 2)));
+    store<i32>(readyCount + (<usize>current << 2), load<i32>(readyCount + (<usize>current << 2)) - 1);
+    store<i32>(order + (<usize>done << 2), i);
+    store<i32>(left + (<usize>i << 2), -1);
+    done++;
+    waiting--;
+    const end = load<i32>(starts + (<usize>i << 2) + 4);
+    for (let e = load<i32>(starts + (<usize>i << 2)); e < end; e++) {
+      const c = load<i32>(consumers + (<usize>e << 2));
+      const p = left + (<usize>c << 2);
+      const remaining = load<i32>(p) - 1;
+      store<i32>(p, remaining);
+      // A consumer past the window waits for it to arrive (admit).
+      if (remaining == 0 && c < admitted) pushReady(c, next);
+    }
+    if (i == low) admit(count);
   }
-  return true;
+}
+
+// Moves `low` past the scheduled and uncomputed nodes, and admits the nodes now within the window.
+function admit(count: i32): void {
+  while (low < count && (load<i32>(left + (<usize>low << 2)) < 0 || !computed(low, opAt(low)))) low++;
+  const limit = min(count, low + WINDOW_NODES);
+  for (; admitted < limit; admitted++) {
+    const i = admitted;
+    if (!computed(i, opAt(i))) continue;
+    waiting++;
+    if (load<i32>(left + (<usize>i << 2)) == 0) pushReady(i, next);
+  }
 }
 
 // The reverse list's part for nodes [lo, hi), from the top down after the part above it (a
@@ -436,6 +453,15 @@ export function scheduledForward(): void {
       }
       case Op.Abs: { k = unaryRun(Op.Abs, k, end, pa, order); break; }
       case Op.Sqrt: { k = unaryRun(Op.Sqrt, k, end, pa, order); break; }
+      case Op.Tanh: {
+        // Value and partial from one exp where both need it (the rules' bits).
+        for (; k < end; k++) {
+          const i = i32At(order, k);
+          setF64At(vB, i, tanhAndSlope(f64At(vB, i32At(aB, i))));
+          store<f64>(entry(pa, i), tanhSlope);
+        }
+        break;
+      }
       default: k = forwardRun(op, k, end, pa, pb, order);
     }
   }
