@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { median } from './protocol.ts';
-import { logregData } from './workloads.ts';
+import { STRAIGHT_INPUTS, logregData, straightTape } from './workloads.ts';
 
 type Api = typeof import('../src/index.ts');
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -155,6 +155,23 @@ const CASES: Record<string, Case> = {
     (f as ReturnType<Api['compile']>).hvp(x.subarray(0, 100_000), x.subarray(25_000, 125_000));
     return 1;
   }),
+  'chain-forward': compiledChain('without codegen, its value (the interpreter\'s forward sweep)', { codegen: false }, (f) => {
+    (f as ReturnType<typeof CHAIN>).value([0.3]);
+    return 100_000;
+  }),
+  'chain-gradient-interpreted': compiledChain('without codegen, a gradient (the interpreter\'s forward and reverse sweeps)', { codegen: false }, (f) => {
+    (f as ReturnType<typeof CHAIN>).gradient([0.3]);
+    return 100_000;
+  }),
+  'straight-live': {
+    what: "bench/codegen-cliffs.ts's non-periodic tape of 10^5 ops, every node live, compiled (scheduled replay), a gradient", unit: 'ns/node', calls: 300,
+    setup: async (api) => api.compile(straightTape(100_000, true) as never, { inputs: STRAIGHT_INPUTS }),
+    run: (f, { x }) => {
+      const g = f as ReturnType<Api['compile']>;
+      g.gradient(x.subarray(0, 32));
+      return g.size;
+    },
+  },
   'chain-jvp': compiledChain('without codegen, a jvp', { codegen: false }, (f) => {
     (f as ReturnType<typeof CHAIN>).jvp([0.3], [1]);
     return 100_000;

@@ -20,7 +20,7 @@ import { codegenDeferral } from '../src/compile.ts';
 import { WasmBackend, scheduleLimits } from '../src/wasm/backend.ts';
 import { nestNeeds, planSizes, planSweeps, type SweepPlan } from '../src/wasm/codegen/plan.ts';
 import { emitSweeps } from '../src/wasm/codegen/module.ts';
-import { LOGREG_D, gmmData, gmmObjectiveVar, gmmPlain, logregData, logregPlain, mulberry32 } from './workloads.ts';
+import { LOGREG_D, STRAIGHT_INPUTS, gmmData, gmmObjectiveVar, gmmPlain, logregData, logregPlain, straightTape } from './workloads.ts';
 
 type CaseId = 'gmm' | 'nested' | 'straight' | 'straight-live' | 'branchy' | 'branchy-10k';
 const CASES: CaseId[] = ['gmm', 'nested', 'straight', 'straight-live', 'branchy', 'branchy-10k'];
@@ -99,44 +99,11 @@ function branchyCase(n = 2000): Case {
   return { fn, inputs: d + 1, x: p, what: `logistic regression, ${n.toLocaleString('en-US')} × 20, a branch on each label`, plain: (q) => logregPlain(q, X, y, n) };
 }
 
-// 10^5 random ops on random recent nodes or inputs (seeded): no period anywhere. The ops keep
-// every value finite and most of them near 1 (sums are halved, the inputs mixed back in): an
-// earlier form of this tape overflowed, and nearly all its nodes computed NaN. Its output, the
-// sum of the last 19 nodes, depends on 43% of the computed nodes (a node no later one reads
-// leads nowhere); with `live` the output also adds up every node no later node read, so that
-// every node reaches it (the same ops otherwise, one add per such node more).
+// The non-periodic tape of bench/workloads.ts (straightTape).
 function straightCase(ops = 100_000, live = false): Case {
-  const inputs = 32;
-  const fn = (x: Var[]): Var => {
-    const rand = mulberry32(12);
-    const nodes: Var[] = x.slice();
-    // Which nodes a later op read (`picked`: the last pick's node, -1 for an input).
-    const read = new Uint8Array(ops);
-    let picked = -1;
-    const pick = (): Var => {
-      if (rand() < 0.25) {
-        picked = -1;
-        return x[Math.floor(rand() * inputs)]!;
-      }
-      picked = nodes.length - 1 - Math.floor(rand() * Math.min(nodes.length, 40));
-      return nodes[picked]!;
-    };
-    while (nodes.length < ops) {
-      const r = rand();
-      const a = pick(), pickedA = picked, b = pick(), pickedB = picked;
-      const v = r < 0.3 ? a.add(b).mul(0.5) : r < 0.5 ? a.mul(b) : r < 0.65 ? a.sub(b) : r < 0.8 ? a.mul(rand() - 0.5)
-        : r < 0.9 ? a.square().sub(b) : r < 0.95 ? a.tanh() : a.abs().add(1).sqrt().sub(1);
-      if (pickedA >= 0) read[pickedA] = 1;
-      if (pickedB >= 0 && (r < 0.65 || (r >= 0.8 && r < 0.9))) read[pickedB] = 1;
-      nodes.push(v);
-    }
-    let s = nodes[nodes.length - 1]!;
-    for (let k = 2; k < 20; k++) s = s.add(nodes[nodes.length - k]!);
-    if (live) for (let k = inputs; k < nodes.length - 19; k++) if (!read[k]) s = s.add(nodes[k]!);
-    return s;
-  };
+  const inputs = STRAIGHT_INPUTS;
   const x = Float64Array.from({ length: inputs }, (_, i) => 0.05 * i - 0.7);
-  return { fn, inputs, x, what: `non-periodic tape of ${ops} random ops on recent nodes${live ? ', every node reaching the output' : ''}` };
+  return { fn: straightTape(ops, live), inputs, x, what: `non-periodic tape of ${ops} random ops on recent nodes${live ? ', every node reaching the output' : ''}` };
 }
 
 function caseOf(id: CaseId, ops: number): Case {

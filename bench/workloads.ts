@@ -2256,3 +2256,43 @@ export function rosenbrockMixedHandles(tape: Tape, x: Float64Array, xs: Int32Arr
   }
   return s;
 }
+
+// `ops` random ops on random recent nodes or inputs (seeded): no period anywhere. The ops keep
+// every value finite and most of them near 1 (sums are halved, the inputs mixed back in): an
+// earlier form of this tape overflowed, and nearly all its nodes computed NaN. Its output, the
+// sum of the last 19 nodes, depends on 43% of the computed nodes (a node no later one reads
+// leads nowhere); with `live` the output also adds up every node no later node read, so that
+// every node reaches it (the same ops otherwise, one add per such node more).
+export const STRAIGHT_INPUTS = 32;
+
+export function straightTape(ops = 100_000, live = false): (x: Var[]) => Var {
+  const inputs = STRAIGHT_INPUTS;
+  return (x: Var[]): Var => {
+    const rand = mulberry32(12);
+    const nodes: Var[] = x.slice();
+    // Which nodes a later op read (`picked`: the last pick's node, -1 for an input).
+    const read = new Uint8Array(ops);
+    let picked = -1;
+    const pick = (): Var => {
+      if (rand() < 0.25) {
+        picked = -1;
+        return x[Math.floor(rand() * inputs)]!;
+      }
+      picked = nodes.length - 1 - Math.floor(rand() * Math.min(nodes.length, 40));
+      return nodes[picked]!;
+    };
+    while (nodes.length < ops) {
+      const r = rand();
+      const a = pick(), pickedA = picked, b = pick(), pickedB = picked;
+      const v = r < 0.3 ? a.add(b).mul(0.5) : r < 0.5 ? a.mul(b) : r < 0.65 ? a.sub(b) : r < 0.8 ? a.mul(rand() - 0.5)
+        : r < 0.9 ? a.square().sub(b) : r < 0.95 ? a.tanh() : a.abs().add(1).sqrt().sub(1);
+      if (pickedA >= 0) read[pickedA] = 1;
+      if (pickedB >= 0 && (r < 0.65 || (r >= 0.8 && r < 0.9))) read[pickedB] = 1;
+      nodes.push(v);
+    }
+    let s = nodes[nodes.length - 1]!;
+    for (let k = 2; k < 20; k++) s = s.add(nodes[nodes.length - k]!);
+    if (live) for (let k = inputs; k < nodes.length - 19; k++) if (!read[k]) s = s.add(nodes[k]!);
+    return s;
+  };
+}
