@@ -717,6 +717,9 @@ export class Tape {
       this.previousStart = this.cycleStart;
       this.previousEnd = this.base;
       this.base = this.cycleStart = RESTART_FROM + Math.floor(scattered(++tapeSerial) * RESTART_SPREAD);
+      // Within a cycle every handle the constant cache holds falls below the new base, so its
+      // check refuses it; a restart could bring one back into the live range.
+      this.constantHandles.fill(-1);
     }
     this.count = 0;
     this.evaluated = 0;
@@ -728,7 +731,6 @@ export class Tape {
     this.swept = NOT_SWEPT;
     this.lastSweep = NO_SWEEP;
     this.vectorNodes = false;
-    this.constantHandles.fill(-1);
     if (this.elements !== 0) {
       this.elements = 0;
       this.engine.setLiveElements(0);
