@@ -6,8 +6,9 @@
 //
 // - Forward: any topological order gives the same values bit for bit (each node's value depends
 //   on its operands' alone), so the nodes are reordered once into runs of one op (a list
-//   scheduler over a window of recording order that slides forward: of the nodes whose operands are done, take
-//   the current op's while there are any, else move to the next op in code order that has some).
+//   scheduler over a window of recording order that slides forward: of the nodes whose operands
+//   are done, take the current op's while there are any, else move to the next op in code order
+//   that has some).
 //   A run is one loop with its op known. The same pass stores each node's partials (d/da, d/db),
 //   as the interpreter's reverse sweep would compute them from the same values.
 // - Reverse: in recording order, as the interpreter, so every adjoint adds its terms in the same
@@ -58,8 +59,9 @@ const readyCount = memory.data(256 * 4);
 // than the caches then replayed at 2x the interpreter's time (the prefetcher follows addresses in
 // order, not a scattered order). Fixed windows of 64, one after the other, kept the straight tape
 // of 2.1 M nodes at 3.8 ns/node (interpreted: 5.3), at a tenth more than larger windows on 0.21 M
-// nodes; each window's last nodes came out in short runs, and the sliding window has none of those
-// (the live straight tape's gradient 4.7 -> 4.5 ns/node, 39,829 -> 35,246 runs; bench/codegen-cliffs.ts).
+// nodes; each window's last nodes came out in short runs, and the sliding window has none of
+// those (the live straight tape's gradient 4.7 -> 4.5 ns/node, 39,829 -> 35,246 runs;
+// bench/codegen-cliffs.ts).
 // Wider sliding windows were faster on that tape of 0.24 M nodes and slower on 2.4 M (96: 4.2 and
 // 5.3, 128: 4.2 and 5.7, against 4.5 and 5.2).
 // @ts-ignore: decorator
