@@ -1,22 +1,61 @@
 import type { Backend, BackendChoice, BackendKind } from './backend.ts';
-import { CapacityError, TapegradError } from './errors.ts';
+import { CapacityError, TapegradError, describe } from './errors.ts';
 import { BACKEND_RULE, checkOptions } from './options.ts';
 import { JsBackend } from './js/backend.ts';
 import { Tape, type TapeLimits } from './tape.ts';
 import { WasmBackend, loadCodegen } from './wasm/backend.ts';
-import { adoptCoreModule, coreLoadFailure, coreModuleIfLoaded, loadCoreModule, refusedByPolicy, wasmAvailable } from './wasm/loader.ts';
+import { INITIAL_PAGES, MAXIMUM_PAGES, adoptCoreModule, coreLoadFailure, coreModuleIfLoaded, loadCoreModule, refusedByPolicy, wasmAvailable } from './wasm/loader.ts';
 
 export interface TapeOptions extends TapeLimits {
   /** 'wasm' (default), 'js' (the pure-JS mode), or 'auto': wasm where the runtime has
    *  WebAssembly and compiles the core, else js (a page whose Content-Security-Policy refuses
    *  WebAssembly, say). Only 'auto' ever falls back. */
   backend?: BackendChoice | undefined;
+  /** The most nodes a recording is expected to hold: room for them (25 bytes a node) is made
+   *  when the tape is created, so recordings up to that size never grow it (jvp and hvp add 16
+   *  bytes a node for tangents). A hint, not a limit (that is `maxNodes`). On the wasm engine, a
+   *  tape past about 1.3 million nodes otherwise grows its memory, which detaches the old
+   *  buffer, and from then on V8 checks every typed-array access in the process (see README,
+   *  Memory). */
+  expectedNodes?: number | undefined;
 }
 
-const TAPE_OPTIONS = { backend: BACKEND_RULE, maxNodes: 'number', maxMemoryBytes: 'number', checkNaN: 'boolean' } as const;
+const TAPE_OPTIONS = { backend: BACKEND_RULE, maxNodes: 'number', maxMemoryBytes: 'number', checkNaN: 'boolean', expectedNodes: 'number' } as const;
 
-function resolveKind(options: TapeOptions): BackendKind {
-  checkOptions(options, 'createTape', TAPE_OPTIONS);
+// Bytes of a node in either engine's regions (value, adjoint, two operands, op), and what the
+// core's memory holds beside the nodes' regions (its data, the element regions' first capacity,
+// room for the replay buffers of a gradient).
+const NODE_BYTES = 25;
+const CORE_SLACK_BYTES = 2 ** 21;
+
+/** The wasm memory's first size in pages for `options.expectedNodes` (undefined: the default),
+ *  after checking it against the tape's limits. */
+function expectedPages(options: TapeOptions, where: string): number | undefined {
+  const n = options.expectedNodes;
+  if (n === undefined) return undefined;
+  if (!Number.isInteger(n) || n < 0) throw new TapegradError('INVALID_ARGUMENT', `${where}: expectedNodes must be a non-negative integer, got ${describe(n)}`);
+  const { maxNodes, maxMemoryBytes } = options;
+  if (typeof maxNodes === 'number' && maxNodes > 0 && n > maxNodes) {
+    throw new TapegradError('INVALID_ARGUMENT', `${where}: expectedNodes = ${n} is more than maxNodes = ${maxNodes} allows`);
+  }
+  if (typeof maxMemoryBytes === 'number' && maxMemoryBytes > 0 && n * NODE_BYTES > maxMemoryBytes) {
+    throw new TapegradError('INVALID_ARGUMENT', `${where}: expectedNodes = ${n} takes ${n * NODE_BYTES} bytes (${NODE_BYTES} a node), more than maxMemoryBytes = ${maxMemoryBytes}`);
+  }
+  const pages = Math.ceil((n * NODE_BYTES + CORE_SLACK_BYTES) / 65536);
+  if (pages > MAXIMUM_PAGES) throw new CapacityError(`${where}: expectedNodes = ${n} needs more than the 4 GiB a tape holds (${NODE_BYTES} bytes a node)`, n);
+  return Math.max(INITIAL_PAGES, pages);
+}
+
+// A tape of options.expectedNodes: its engine with room for them from the start.
+function newTape(kind: BackendKind, options: TapeOptions, where: string): Tape {
+  const pages = expectedPages(options, where);
+  const tape = new Tape(createBackend(kind, options.backend === 'auto', pages), options);
+  if (options.expectedNodes) tape.reserveNodes(options.expectedNodes);
+  return tape;
+}
+
+function resolveKind(options: TapeOptions, where: string): BackendKind {
+  checkOptions(options, where, TAPE_OPTIONS);
   return resolveBackend(options.backend);
 }
 
@@ -83,7 +122,7 @@ export async function coreModule(): Promise<WebAssembly.Module> {
 export async function createTape(options: TapeOptions = {}): Promise<Tape> {
   checkOptions(options, 'createTape', TAPE_OPTIONS);
   const kind = await loadBackend(options.backend, () => loadCodegen().catch(() => {}));
-  return new Tape(createBackend(kind, options.backend === 'auto'), options);
+  return newTape(kind, options, 'createTape');
 }
 
 /** @internal The engine a `backend` option names, with the wasm core loaded for it (and `also`
@@ -104,7 +143,7 @@ export async function loadBackend(backend: BackendChoice | undefined, also?: () 
 
 /** Like `createTape`, without awaiting: the wasm core must be loaded (`await init()`) first. */
 export function createTapeSync(options: TapeOptions = {}): Tape {
-  return new Tape(createBackend(resolveKind(options), options.backend === 'auto'), options);
+  return newTape(resolveKind(options, 'createTapeSync'), options, 'createTapeSync');
 }
 
 function noWasm(): TapegradError {
@@ -112,7 +151,7 @@ function noWasm(): TapegradError {
 }
 
 /** @internal A fresh engine of the given kind (the wasm one needs the module loaded). */
-export function createBackend(kind: BackendKind, auto = false): Backend {
+export function createBackend(kind: BackendKind, auto = false, pages?: number): Backend {
   if (kind === 'js') return new JsBackend();
   if (!wasmAvailable()) throw noWasm();
   const module = coreModuleIfLoaded();
@@ -123,13 +162,16 @@ export function createBackend(kind: BackendKind, auto = false): Backend {
     throw new TapegradError('INVALID_ARGUMENT', `the wasm core is not loaded yet: await init() (or use the async createTape) first${failed}`);
   }
   try {
-    return new WasmBackend(module);
+    return new WasmBackend(module, pages);
   } catch (error) {
     if (!(error instanceof RangeError)) throw error;
     // Each wasm tape (and compiled function) owns a WebAssembly.Memory, and browsers cap how many
     // live at once (Chromium: about 125 a page, whatever their size): the next one was a raw
     // RangeError, and 'auto' did not fall back (a browser probe).
     if (auto) return new JsBackend();
+    if (pages !== undefined && pages > INITIAL_PAGES) {
+      throw new CapacityError(`the runtime gave no WebAssembly.Memory of ${pages / 16} MiB for expectedNodes (${error.message}): expect fewer nodes, or leave it out and let the tape grow`, 0);
+    }
     throw new CapacityError(
       `no WebAssembly.Memory for another wasm tape (${error.message}): browsers cap them, one a tape or compiled function (Chromium: about 125 a page); reuse tapes (reset()), or use { backend: 'auto' }`,
       0,

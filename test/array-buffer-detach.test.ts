@@ -68,4 +68,25 @@ console.log('gradient', h.gradient(s, [x])[0], tape.size);
     expect(grows.stdout).toMatch(/^gradient [\d.e-]+ 1400000$/m);
     expect(grows.count).toBeGreaterThan(baseline.count);
   });
+
+  it('by a tape made for its expected nodes, past the initial memory', () => {
+    const script = `
+const { createTape, init } = await import('./dist/index.js');
+await init();
+const tape = await createTape({ backend: 'wasm', expectedNodes: 2_000_000 });
+const h = tape.handles;
+for (let round = 0; round < 2; round++) {
+  tape.reset();
+  const x = h.variable(0.5);
+  let s = x;
+  for (let i = 1; i < 2_000_000; i++) s = h.mul(s, x);
+  console.log('gradient', h.gradient(s, [x])[0], tape.size);
+}
+`;
+    const baseline = detaches('0');
+    const expected = detaches(script);
+    expect(expected.stderr).toBe('');
+    expect(expected.stdout).toMatch(/^gradient [\d.e-]+ 2000000$/m);
+    expect(expected.count).toBe(baseline.count);
+  });
 });

@@ -524,3 +524,48 @@ describe.each(BACKENDS)('a tape\'s limits and a compiled function\'s sizes (%s)'
     expect(Array.from(f.gradient([3, 4]))).toEqual([4, 3]);
   });
 });
+
+// createTape({ expectedNodes }): room for that many nodes from the start, so recordings up to it
+// never grow the tape (on wasm, never its memory: test/array-buffer-detach.test.ts), with the
+// same results; a hint checked against the limits, never a limit itself.
+describe.each(BACKENDS)('expectedNodes (%s)', (backend) => {
+  it('makes room up front, records past it as any tape does, and gives the same results', async () => {
+    const { createTape, createTapeSync } = await import('../src/index.ts');
+    const sized = await createTape({ backend, expectedNodes: 300_000 });
+    const plain = await createTape({ backend });
+    const engine = (t: Tape): { capacity: number; memoryBytes(): number } => (t as unknown as { engine: { capacity: number; memoryBytes(): number } }).engine;
+    expect(engine(sized).capacity).toBeGreaterThanOrEqual(300_000);
+    expect(engine(plain).capacity).toBeLessThan(300_000);
+    const memory = engine(sized).memoryBytes();
+    const run = (t: Tape, n: number): Float64Array => {
+      t.reset();
+      const xs = t.variables([0.3, -0.7]);
+      let s = xs[0]!;
+      for (let i = 0; i < n; i++) s = s.mul(xs[1]!).add(xs[0]!).sin();
+      return t.gradient(s, xs);
+    };
+    // Up to the expected size the capacity stays as it was made; past it the tape grows.
+    expect(run(sized, 99_000)).toEqual(run(plain, 99_000));
+    expect(engine(sized).memoryBytes()).toBe(memory);
+    expect(run(sized, 110_000)).toEqual(run(plain, 110_000));
+    expect(engine(sized).capacity).toBeGreaterThanOrEqual(330_000);
+    const sync = createTapeSync({ backend, expectedNodes: 10_000 });
+    expect(engine(sync).capacity).toBeGreaterThanOrEqual(10_000);
+    expect(run(sync, 100)).toEqual(run(plain, 100));
+    expect(engine(await createTape({ backend, expectedNodes: 0 })).capacity).toBe(engine(await createTape({ backend })).capacity);
+  });
+
+  it('refuses what is no node count, or more than the limits allow, naming the option', async () => {
+    const { createTape, createTapeSync } = await import('../src/index.ts');
+    for (const bad of [-1, 1.5, Number.NaN, Infinity, '10' as unknown as number]) {
+      await expect(createTape({ backend, expectedNodes: bad })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/expectedNodes/) });
+      expect(() => createTapeSync({ backend, expectedNodes: bad })).toThrow(/createTapeSync: .*expectedNodes/);
+    }
+    await expect(createTape({ backend, expectedNodes: 1001, maxNodes: 1000 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/expectedNodes = 1001 is more than maxNodes = 1000/) });
+    await expect(createTape({ backend, expectedNodes: 1000, maxMemoryBytes: 24_999 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/25000 bytes .* maxMemoryBytes = 24999/) });
+    await expect(createTape({ backend, expectedNodes: 2e8 })).rejects.toMatchObject({ code: 'CAPACITY', message: expect.stringMatching(/4 GiB/) });
+    // At the limits exactly: made.
+    const full = await createTape({ backend, expectedNodes: 1000, maxNodes: 1000, maxMemoryBytes: 25_000 });
+    expect(full.size).toBe(0);
+  });
+});

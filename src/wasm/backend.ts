@@ -171,7 +171,7 @@ export class WasmBackend implements Backend {
   generatedReady: Promise<void> = Promise.resolve();
   private generation = 0;
 
-  constructor(private readonly module: WebAssembly.Module) {
+  constructor(private readonly module: WebAssembly.Module, private readonly initialPages?: number) {
     const handler = (): CustomHandler => {
       if (!this.custom) throw new Error('custom op reached with no handler installed');
       return this.custom;
@@ -183,7 +183,7 @@ export class WasmBackend implements Backend {
       customReverseTangent: (i, g, gt) => handler().reverseTangent(i, g, gt),
       fuseRun: (signature, words) => this.fuseRun(signature, words),
     };
-    this.core = instantiateCore(module, this.imports);
+    this.core = instantiateCore(module, this.imports, initialPages);
     this.syncRunFusion();
     // A tape made while the generator loads gets its kernels once it is there.
     if (!codegen) codegenLoading?.then(() => this.syncRunFusion(), () => {});
@@ -195,7 +195,7 @@ export class WasmBackend implements Backend {
    *  other error (e.g. thrown by a custom rule) passes through: the instance is intact. */
   private recover(error: unknown): unknown {
     if (!(error instanceof WebAssembly.RuntimeError)) return error;
-    this.core = instantiateCore(this.module, this.imports);
+    this.core = instantiateCore(this.module, this.imports, this.initialPages);
     this.zeroed = NOT_ZEROED;
     this.runSlots.clear();
     this.syncRunFusion();

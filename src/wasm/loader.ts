@@ -198,17 +198,18 @@ function noCustom(): never {
 }
 
 // Every instance starts with this much memory (pages of 64 KiB: 32 MiB, about 1.3 million
-// nodes), so most tapes never grow it. Growing wasm memory detaches its old ArrayBuffer, and the
+// nodes), or what a tape's expectedNodes asks for, so most tapes never grow it. Growing wasm memory detaches its old ArrayBuffer, and the
 // first detach anywhere in a JS engine makes every typed-array access in the process check for
 // detached buffers from then on (measured: 10-15% slower recording). The pages are reserved, not
 // touched: the operating system backs them only as the tape fills them. The core fills them
 // before it grows memory (reserve in layout.ts).
-const INITIAL_PAGES = 512;
-const MAXIMUM_PAGES = 65536;
+export const INITIAL_PAGES = 512;
+export const MAXIMUM_PAGES = 65536;
 
-/** A fresh instance of the core, with its own memory. */
-export function instantiateCore(module: WebAssembly.Module, imports: CoreImports = NO_CUSTOM_OPS): CoreExports {
-  const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: MAXIMUM_PAGES });
+/** A fresh instance of the core, with its own memory of `pages` pages to start with (a tape's
+ *  expectedNodes asks for more). */
+export function instantiateCore(module: WebAssembly.Module, imports: CoreImports = NO_CUSTOM_OPS, pages = INITIAL_PAGES): CoreExports {
+  const memory = new WebAssembly.Memory({ initial: pages, maximum: MAXIMUM_PAGES });
   const table = new WebAssembly.Table({ initial: 6, element: 'anyfunc' });
   const env = { ...imports, hostSin: Math.sin, hostCos: Math.cos, memory, table };
   const instance = new WebAssembly.Instance(module, { env });
