@@ -171,7 +171,7 @@ export function createBackend(kind: BackendKind, auto = false, pages?: number): 
     // RangeError, and 'auto' did not fall back (a browser probe).
     if (auto) return new JsBackend();
     if (pages !== undefined && pages > INITIAL_PAGES) {
-      throw new CapacityError(`the runtime gave no WebAssembly.Memory of ${pages / 16} MiB for expectedNodes (${error.message}): expect fewer nodes, or leave it out and let the tape grow`, 0);
+      throw new CapacityError(`the runtime gave no WebAssembly.Memory of ${Math.ceil(pages / 16)} MiB for expectedNodes (${error.message}): expect fewer nodes, or leave it out and let the tape grow`, 0);
     }
     throw new CapacityError(
       `no WebAssembly.Memory for another wasm tape (${error.message}): browsers cap them, one a tape or compiled function (Chromium: about 125 a page); reuse tapes (reset()), or use { backend: 'auto' }`,
