@@ -14,10 +14,9 @@ export interface TapeOptions extends TapeLimits {
   /** The most nodes a recording is expected to hold: room for them (25 bytes a node) is made
    *  when the tape is created, so recordings of scalar nodes up to that size never grow it
    *  (vector elements, and the tangents of jvp and hvp, are not counted). A hint, not a limit
-   *  (that is `maxNodes`). On the wasm engine, a
-   *  tape past about 1.3 million nodes otherwise grows its memory, which detaches the old
-   *  buffer, and from then on V8 checks every typed-array access in the process (see README,
-   *  Memory). */
+   *  (that is `maxNodes`). On the wasm engine, a tape past about 1.3 million nodes otherwise
+   *  grows its memory, which detaches the old buffer, and from then on V8 checks every
+   *  typed-array access in the process (see README, Memory). */
   expectedNodes?: number | undefined;
 }
 
