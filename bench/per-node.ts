@@ -2,8 +2,9 @@
 // measurements): record (the façade writing nodes), forward (the first read of the output's
 // value), reverse (backward and reading every gradient), for the Var API on both engines from
 // 10^3 to 10^7 nodes and the handle API at 10^5 and 10^6 (and 9·10^6 on wasm, with and without
-// `expectedNodes`); plus the transcendental chain through the Var API over the plain function. Processes per (case, engine, size), nothing carried over between them;
-// each row is the one of median total among PROCESSES (see main).
+// `expectedNodes`); plus the transcendental chain through the Var API over the plain function.
+// Processes per (case, engine, size), nothing carried over between them; each row is the one of
+// median total among PROCESSES (see main).
 //
 //   npx tsx bench/per-node.ts                 # everything (~13 min: 3 processes a row), writes bench/results/per-node.{json,md}
 //   npx tsx bench/per-node.ts --quick         # fewer sizes and runs, prints only

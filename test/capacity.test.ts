@@ -7,7 +7,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CapacityError, compile, defineFunction, type BackendKind, type Tape, type Var } from '../src/index.ts';
+import { CapacityError, compile, createTape, createTapeSync, defineFunction, type BackendKind, type Tape, type Var } from '../src/index.ts';
 import { dagArbitrary, recordDag } from './dag-arbitrary.ts';
 import { ROOT } from './browser/harness.ts';
 import { BACKENDS, tapeOn } from './support.ts';
@@ -530,7 +530,6 @@ describe.each(BACKENDS)('a tape\'s limits and a compiled function\'s sizes (%s)'
 // same results; a hint checked against the limits, never a limit itself.
 describe.each(BACKENDS)('expectedNodes (%s)', (backend) => {
   it('makes room up front, records past it as any tape does, and gives the same results', async () => {
-    const { createTape, createTapeSync } = await import('../src/index.ts');
     const sized = await createTape({ backend, expectedNodes: 300_000 });
     const plain = await createTape({ backend });
     const engine = (t: Tape): { capacity: number; memoryBytes(): number } => (t as unknown as { engine: { capacity: number; memoryBytes(): number } }).engine;
@@ -556,7 +555,6 @@ describe.each(BACKENDS)('expectedNodes (%s)', (backend) => {
   });
 
   it('refuses what is no node count, or more than the limits allow, naming the option', async () => {
-    const { createTape, createTapeSync } = await import('../src/index.ts');
     for (const bad of [-1, 1.5, Number.NaN, Infinity, '10' as unknown as number]) {
       await expect(createTape({ backend, expectedNodes: bad })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/expectedNodes/) });
       expect(() => createTapeSync({ backend, expectedNodes: bad })).toThrow(/createTapeSync: .*expectedNodes/);
