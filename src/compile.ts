@@ -3,7 +3,7 @@
 // the engine, with no JS work per node. Comparisons whose values the function read while
 // recording are guards: a replay where one comes out the other way re-records (or throws).
 import { copyNumbers, type BackendChoice, type BackendKind } from './backend.ts';
-import { createTapeSync, resolveBackend } from './create.ts';
+import { checkExpectedNodes, createTapeSync, resolveBackend } from './create.ts';
 import { BranchChangedError, NotANumberError, TapegradError, checkApart, checkOut, describe, isArrayLike, lockFields, newFloat64, notAnOutput, overlaps } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, OP_TABLE, Op, opNameOf } from './ops.ts';
 import { BACKEND_RULE, CODEGEN_RULE, checkOptions } from './options.ts';
@@ -47,6 +47,10 @@ export interface CompileOptions {
    *  `generatedSweepsReason` says why. 'require' throws that reason instead of interpreting node
    *  by node. Results are bit-identical either way. */
   codegen?: boolean | 'require' | undefined;
+  /** The most nodes its recording is expected to hold, as `createTape`'s: its tape is made with
+   *  room for them, and on wasm with memory for its planner beside them, so the first call grows
+   *  no memory (a straight tape's schedule takes more). */
+  expectedNodes?: number | undefined;
 }
 
 /** @internal What a recording leaves behind, and what serialization stores. */
@@ -79,6 +83,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   private recording: Recording | null = null;
   // The tape of a recording given up (f threw while recording again): the next one reuses it.
   private spareTape: Tape | null = null;
+  /** @internal compile's expectedNodes (0: none), for the tape its first recording makes. */
+  expectedNodes = 0;
   private readonly row: Float64Array;
   private guardedInputs: Float64Array | null = null;
   // The tape's handle base when the recording was adopted: f's Vars hold the tape, and a program
@@ -861,7 +867,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   private recordOnce(x: ArrayLike<number>): Recording {
     const f = this.f!;
-    const tape = this.recording?.tape ?? this.spareTape ?? createTapeSync({ backend: this.backend });
+    const tape = this.recording?.tape ?? this.spareTape ?? createTapeSync({ backend: this.backend, ...(this.expectedNodes > 0 ? { expectedNodes: this.expectedNodes } : {}) });
     this.spareTape = null;
     if (tape.engine instanceof WasmBackend) {
       tape.engine.simd = this.simd;
@@ -1099,8 +1105,9 @@ export function compile(f: CompilableFunction | VectorCompilableFunction, option
   if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `compile needs a function as its first argument, got ${describe(f)}`);
   checkOptions(options, 'compile', {
     inputs: 'number', backend: BACKEND_RULE, strict: 'boolean', at: 'array', simd: 'boolean', codegen: CODEGEN_RULE, vector: 'boolean',
-    checkNaN: 'boolean',
+    checkNaN: 'boolean', expectedNodes: 'number',
   });
+  if (options.expectedNodes !== undefined) checkExpectedNodes(options.expectedNodes, 'compile');
   const n = options?.inputs;
   // At most a tape's default maxNodes, which the bytes store too: 1e12 failed allocating a row (a RangeError).
   if (!Number.isInteger(n) || n < 1 || n > MAX_INPUTS) throw new TapegradError('INVALID_ARGUMENT', `compile needs { inputs: n } with 1 <= n <= ${MAX_INPUTS}, got ${describe(n)}`);
@@ -1112,6 +1119,7 @@ export function compile(f: CompilableFunction | VectorCompilableFunction, option
     f, n, backend, options.strict ?? false, null, options.simd ?? true, null, options.codegen ?? true, options.vector === true,
     options.checkNaN === true,
   );
+  compiled.expectedNodes = options.expectedNodes ?? 0;
   if (options.at) {
     checkLength(options.at, n, 'compile', "'at' point");
     compiled.record(options.at);

@@ -22,18 +22,21 @@ export interface TapeOptions extends TapeLimits {
 
 const TAPE_OPTIONS = { backend: BACKEND_RULE, maxNodes: 'number', maxMemoryBytes: 'number', checkNaN: 'boolean', expectedNodes: 'number' } as const;
 
-// Bytes of a node in either engine's regions (value, adjoint, two operands, op), and what the
-// core's memory holds beside the nodes' regions (its data, the element regions' first capacity,
-// room for the replay buffers of a gradient).
+// Bytes of a node in either engine's regions (value, adjoint, two operands, op); what the core's
+// memory holds beside them for a compiled function's planner, per node (its marks and segments,
+// about 1.5 bytes, where the GMM objective's 3.4 M nodes grew an exactly sized memory by 8 MiB) and
+// in all (its data, the element regions' first capacity, the planner's link tables, the replay
+// buffers of a gradient).
 const NODE_BYTES = 25;
-const CORE_SLACK_BYTES = 2 ** 21;
+const PLANNER_BYTES = 4;
+const CORE_SLACK_BYTES = 2 ** 22;
 
 /** The wasm memory's first size in pages for `options.expectedNodes` (undefined: the default),
  *  after checking it against the tape's limits. */
 function expectedPages(options: TapeOptions, where: string): number | undefined {
   const n = options.expectedNodes;
   if (n === undefined) return undefined;
-  if (!Number.isInteger(n) || n < 0) throw new TapegradError('INVALID_ARGUMENT', `${where}: expectedNodes must be a non-negative integer, got ${describe(n)}`);
+  const pages = checkExpectedNodes(n, where);
   const { maxNodes, maxMemoryBytes } = options;
   if (typeof maxNodes === 'number' && maxNodes > 0 && n > maxNodes) {
     throw new TapegradError('INVALID_ARGUMENT', `${where}: expectedNodes = ${n} is more than maxNodes = ${maxNodes} allows`);
@@ -41,7 +44,14 @@ function expectedPages(options: TapeOptions, where: string): number | undefined 
   if (typeof maxMemoryBytes === 'number' && maxMemoryBytes > 0 && n * NODE_BYTES > maxMemoryBytes) {
     throw new TapegradError('INVALID_ARGUMENT', `${where}: expectedNodes = ${n} takes ${n * NODE_BYTES} bytes (${NODE_BYTES} a node), more than maxMemoryBytes = ${maxMemoryBytes}`);
   }
-  const pages = Math.ceil((n * NODE_BYTES + CORE_SLACK_BYTES) / 65536);
+  return pages;
+}
+
+/** @internal Checks an expectedNodes option (a non-negative integer whose memory fits in 4 GiB)
+ *  and returns the pages of that memory. */
+export function checkExpectedNodes(n: unknown, where: string): number {
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw new TapegradError('INVALID_ARGUMENT', `${where}: expectedNodes must be a non-negative integer, got ${describe(n)}`);
+  const pages = Math.ceil((n * (NODE_BYTES + PLANNER_BYTES) + CORE_SLACK_BYTES) / 65536);
   if (pages > MAXIMUM_PAGES) throw new CapacityError(`${where}: expectedNodes = ${n} needs more than the 4 GiB a tape holds (${NODE_BYTES} bytes a node)`, n);
   return Math.max(INITIAL_PAGES, pages);
 }
@@ -50,7 +60,7 @@ function expectedPages(options: TapeOptions, where: string): number | undefined 
 function newTape(kind: BackendKind, options: TapeOptions, where: string): Tape {
   const pages = expectedPages(options, where);
   const tape = new Tape(createBackend(kind, options.backend === 'auto', pages), options);
-  if (options.expectedNodes) tape.reserveNodes(options.expectedNodes);
+  if (options.expectedNodes) tape.reserveExactly(options.expectedNodes);
   return tape;
 }
 

@@ -208,7 +208,11 @@ export function loadBytes(
   if (outputNodes.some((i) => !(i >= 0 && i < n) || kindOf(op, i) === 'carrier')) throw new FormatError('malformed: an output is not a node of the tape (or is an operand carrier)');
   if (guards.some((i) => i < 0 || i >= n || !COMPARISON_OPS.has(op[i]!))) throw new FormatError('malformed: a guard is not a comparison node');
 
-  const tape = createTapeSync({ backend, ...limits });
+  // Its size is known: room for it (and its planner) from the start, so that loading grows no
+  // memory (see expectedNodes), where the limits allow it (past them load's CapacityError names
+  // the limit).
+  const fits = n <= (limits.maxNodes ?? Infinity) && n * 25 <= (limits.maxMemoryBytes ?? Infinity);
+  const tape = createTapeSync({ backend, ...limits, ...(fits ? { expectedNodes: n } : {}) });
   const leafValues = Float64Array.from({ length: l }, (_, k) => view.getFloat64(at.leaves + 8 * k, true));
   const build = (): Recording => {
     tape.load(op, a, b, leafValues, elementValues);

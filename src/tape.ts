@@ -926,6 +926,12 @@ export class Tape {
     if (this.count + k > this.capacity) this.grow(k);
   }
 
+  /** @internal Room for `n` nodes in all, and no more (expectedNodes: the memory's pages past
+   *  them stay free for a compiled function's planner, where a growth takes every page there is). */
+  reserveExactly(n: number): void {
+    if (n > this.capacity) this.grow(n - this.count, true);
+  }
+
   /** @internal */
   recordSelect(cond: number, ifTrue: number, ifFalse: number): number {
     this.reserveNodes(2);
@@ -1551,7 +1557,7 @@ export class Tape {
     return Math.min(this.maxNodes, Math.floor(forNodes / this.engine.nodeBytes()), 2 ** 31 - 8);
   }
 
-  private grow(extra = 1): void {
+  private grow(extra = 1, exactly = false): void {
     this.refuseInsideRule('cannot record');
     if (this.closedBecause !== null) throw new TapegradError('INVALID_ARGUMENT', this.closedBecause);
     const needed = this.count + extra;
@@ -1575,7 +1581,7 @@ export class Tape {
     // Engines allocate in multiples of 8 nodes (f64 alignment); `capacity` below keeps the
     // façade at the exact limit.
     this.fitWithin(needed, this.elements);
-    const ok = this.engine.reserve(needed, this.count, Math.ceil(limit / 8) * 8);
+    const ok = this.engine.reserve(needed, this.count, Math.ceil((exactly ? needed : limit) / 8) * 8);
     this.cacheViews();
     if (!ok) {
       throw new CapacityError(

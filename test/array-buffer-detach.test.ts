@@ -89,4 +89,23 @@ for (let round = 0; round < 2; round++) {
     expect(expected.stdout).toMatch(/^gradient [\d.e-]+ 2000000$/m);
     expect(expected.count).toBe(baseline.count);
   });
+
+  it('by a function compiled for its expected nodes, and by loading its bytes', () => {
+    // Its planner's scratch beside the nodes too (the memory's pages past them), then the same
+    // tape from bytes, which gives its own size.
+    const script = `
+const { compile, fromBytes, init } = await import('./dist/index.js');
+await init();
+const f = compile((x) => { let s = x[0]; for (let i = 1; i < 1_500_000; i++) s = s.mul(x[1]).add(x[0]); return s; }, { inputs: 2, expectedNodes: 3_000_000 });
+const g = f.gradient([0.5, 0.25]);
+const h = fromBytes(f.toBytes());
+const k = h.gradient([0.5, 0.25]);
+console.log('gradients', g[0] === k[0] && g[1] === k[1], f.size, f.generatedSweeps, h.generatedSweeps);
+`;
+    const baseline = detaches('0');
+    const compiled = detaches(script);
+    expect(compiled.stderr).toBe('');
+    expect(compiled.stdout).toMatch(/^gradients true 3000000 active active$/m);
+    expect(compiled.count).toBe(baseline.count);
+  });
 });

@@ -566,4 +566,24 @@ describe.each(BACKENDS)('expectedNodes (%s)', (backend) => {
     const full = await createTape({ backend, expectedNodes: 1000, maxNodes: 1000, maxMemoryBytes: 25_000 });
     expect(full.size).toBe(0);
   });
+
+  it('compile takes it for the tape of its first recording, with the same results, and checks it at once', () => {
+    const f = (x: Var[]): Var => {
+      let s = x[0]!;
+      for (let i = 0; i < 20_000; i++) s = s.mul(x[1]!).add(x[0]!).sin();
+      return s;
+    };
+    const sized = compile(f, { inputs: 2, backend, expectedNodes: 60_002 });
+    const plain = compile(f, { inputs: 2, backend });
+    expect(sized.gradient([0.3, -0.7])).toEqual(plain.gradient([0.3, -0.7]));
+    const tapeOf = (c: typeof sized): { capacity: number } => (c as unknown as { recording: { tape: { engine: { capacity: number } } } }).recording.tape.engine;
+    // Made for them exactly (a multiple of 8), where the plain one doubled its way to 2^16.
+    expect(tapeOf(sized).capacity).toBeGreaterThanOrEqual(60_002);
+    expect(tapeOf(sized).capacity).toBeLessThan(tapeOf(plain).capacity);
+    expect(sized.gradient([0.1, 0.2])).toEqual(plain.gradient([0.1, 0.2]));
+    for (const bad of [-1, 0.5, Number.NaN]) {
+      expect(() => compile(f, { inputs: 2, backend, expectedNodes: bad })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^compile: expectedNodes must be a non-negative integer/) }));
+    }
+    expect(() => compile(f, { inputs: 2, backend, expectedNodes: 2e8 })).toThrow(expect.objectContaining({ code: 'CAPACITY', message: expect.stringMatching(/^compile: expectedNodes = 200000000 needs more than the 4 GiB/) }));
+  });
 });
