@@ -306,8 +306,20 @@ function tanhOf(x: f64): f64 {
     p = p * u - 0.3333333333333333;
     return x + x * u * p;
   }
-  const t = 1 - tanhGap(a);
+  return tanhFromGap(x, tanhGap(a));
+}
+
+/** tanh x from q = 1 - tanh|x|. */
+// @ts-ignore: decorator
+@inline function tanhFromGap(x: f64, q: f64): f64 {
+  const t = 1 - q;
   return x < 0 ? -t : t;
+}
+
+/** sech² x = 1 - tanh² x from q = 1 - tanh|x|, without the cancellation. */
+// @ts-ignore: decorator
+@inline function slopeFromGap(q: f64): f64 {
+  return q * (2 - q);
 }
 
 /** 1 - tanh(a) for a >= 0. */
@@ -318,8 +330,7 @@ function tanhOf(x: f64): f64 {
 }
 
 function tanhSlopeFar(x: f64): f64 {
-  const q = tanhGap(Math.abs(x));
-  return q * (2 - q);
+  return slopeFromGap(tanhGap(Math.abs(x)));
 }
 
 /** The partial of tanh at x left by tanhAndSlope. */
@@ -331,9 +342,8 @@ export let tanhSlope: f64 = 0;
 @inline export function tanhAndSlope(x: f64): f64 {
   const a = Math.abs(x);
   if (a > TANH_EXP_FROM) {
-    const q = tanhGap(a), t = 1 - q;
-    const y = x < 0 ? -t : t;
-    tanhSlope = Math.abs(y) < 0.5 ? 1 - y * y : q * (2 - q);
+    const q = tanhGap(a), y = tanhFromGap(x, q);
+    tanhSlope = Math.abs(y) < 0.5 ? 1 - y * y : slopeFromGap(q);
     return y;
   }
   const y = tanhOf(x);

@@ -37,14 +37,20 @@ function expectedPages(options: TapeOptions, where: string): number | undefined 
   const n = options.expectedNodes;
   if (n === undefined) return undefined;
   const pages = checkExpectedNodes(n, where);
-  const { maxNodes, maxMemoryBytes } = options;
-  if (typeof maxNodes === 'number' && maxNodes > 0 && n > maxNodes) {
-    throw new TapegradError('INVALID_ARGUMENT', `${where}: expectedNodes = ${n} is more than maxNodes = ${maxNodes} allows`);
-  }
-  if (typeof maxMemoryBytes === 'number' && maxMemoryBytes > 0 && n * NODE_BYTES > maxMemoryBytes) {
-    throw new TapegradError('INVALID_ARGUMENT', `${where}: expectedNodes = ${n} takes ${n * NODE_BYTES} bytes (${NODE_BYTES} a node), more than maxMemoryBytes = ${maxMemoryBytes}`);
+  const over = limitPassedBy(n, options);
+  if (over === 'maxNodes') throw new TapegradError('INVALID_ARGUMENT', `${where}: expectedNodes = ${n} is more than maxNodes = ${options.maxNodes} allows`);
+  if (over === 'maxMemoryBytes') {
+    throw new TapegradError('INVALID_ARGUMENT', `${where}: expectedNodes = ${n} takes ${n * NODE_BYTES} bytes (${NODE_BYTES} a node), more than maxMemoryBytes = ${options.maxMemoryBytes}`);
   }
   return pages;
+}
+
+/** @internal The limit among `limits` that `n` nodes pass, or null (limits that are no positive
+ *  numbers are left to the tape, which names them). */
+export function limitPassedBy(n: number, { maxNodes, maxMemoryBytes }: TapeLimits): 'maxNodes' | 'maxMemoryBytes' | null {
+  if (typeof maxNodes === 'number' && maxNodes > 0 && n > maxNodes) return 'maxNodes';
+  if (typeof maxMemoryBytes === 'number' && maxMemoryBytes > 0 && n * NODE_BYTES > maxMemoryBytes) return 'maxMemoryBytes';
+  return null;
 }
 
 /** @internal Checks an expectedNodes option (a non-negative integer whose memory fits in 4 GiB)
