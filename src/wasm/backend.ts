@@ -1,6 +1,6 @@
 import { copyNumbers, type Backend, type CustomHandler, type TapeViews } from '../backend.ts';
 import { TapegradError } from '../errors.ts';
-import { instantiateCore, simdAvailable, type CoreExports, type CoreImports } from './loader.ts';
+import { importChunk, instantiateCore, simdAvailable, type CoreExports, type CoreImports } from './loader.ts';
 import { WARM_AT, warmOnce } from './warm.ts';
 
 // The code generator is its own chunk: a page that calls `init({ codegen: false })` and records
@@ -16,7 +16,7 @@ let codegenLoading: Promise<void> | null = null;
 
 /** Loads the code generator for compiled functions (once). */
 export function loadCodegen(): Promise<void> {
-  return (codegenLoading ??= import('./codegen/index.ts').then(
+  return (codegenLoading ??= importChunk(() => import('./codegen/index.ts'), './codegen/index.js').then(
     (module) => {
       codegen = module;
     },

@@ -115,8 +115,30 @@ export function wasmAvailable(): boolean {
   return typeof WebAssembly === 'object' && typeof WebAssembly.instantiate === 'function';
 }
 
+// A browser may keep a chunk's failed download as the answer to every later import of it for the
+// page's life (Chromium 150 does: one 503, and every later init() failed with it; 156 fetches it
+// again). So after a failure, an import that fails again is tried once more under a specifier of
+// its own (a query string makes a new module record). Where a bundler has renamed the chunk, that
+// file does not exist, and the first error stands.
+const failures: Record<string, number> = {};
+
+/** Imports the chunk `load` imports, `file` (its path from here, as published), as above. */
+export async function importChunk<T>(load: () => Promise<T>, file: string): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    const retry = failures[file] = (failures[file] ?? 0) + 1;
+    if (retry < 2) throw error;
+    return import(/* @vite-ignore */ /* webpackIgnore: true */ `${file}?retry=${retry}`).catch(() => {
+      throw error;
+    }) as Promise<T>;
+  }
+}
+
 async function coreBytes(variant: CoreVariant): Promise<Uint8Array<ArrayBuffer>> {
-  const embedded = variant === 'simd' ? await import('./core-simd.generated.ts') : await import('./core.generated.ts');
+  const embedded = variant === 'simd'
+    ? await importChunk(() => import('./core-simd.generated.ts'), './core-simd.generated.js')
+    : await importChunk(() => import('./core.generated.ts'), './core.generated.js');
   if (!embedded.WASM_GZIPPED) return decodeHex(embedded.WASM_TEXT);
   return inflate(decodeBase64(embedded.WASM_TEXT));
 }
