@@ -178,7 +178,9 @@ export interface GradcheckResult {
    *  or infinite. NaN when the tangent of a custom node without jvp reaches f's output, so there
    *  is no tangent sweep to compare. */
   dualityError: number;
-  /** The normwise error and the input index where it is largest. */
+  /** The normwise error, and the input index where it is largest; where the gradient fails, the
+   *  input the failure names instead (a NaN gradient's, else the one furthest beyond the finite
+   *  differences' rounding), as `{ raise: true }`'s message does. */
   error: number;
   worst: number;
   analytic: Float64Array;
@@ -256,17 +258,22 @@ function checkOn(tape: Tape, f: (x: never) => ScalarOutput, x: number | ArrayLik
   const firstFails = beyond.error > tolerance || analytic.some(Number.isNaN);
   const secondFails = second !== undefined && (second.beyond.error > tolerance || second.analytic.some(Number.isNaN));
   const ok = !firstFails && !(dualityError > 1e-12) && !secondFails;
-  const result: GradcheckResult = { ok, error, worst, dualityError, analytic, numeric, secondOrderError, secondOrderWorst: second?.beyond.worst ?? -1 };
+  const nan = analytic.findIndex(Number.isNaN);
+  // The component that fails beyond its rounding (the plain normwise worst may be within its
+  // own: a review probe's message named an input that passed); NaN where f is NaN around the
+  // point names the input whose gradient is NaN (a probe's named input 1, whose finite difference
+  // was NaN for f's, and not its gradient). `worst` names the same input as the message (a probe
+  // read input 1, whose gradient was right, where the message named input 0).
+  const at = beyond.worst, at2 = second?.beyond.worst ?? 0;
+  const nanFails = nan >= 0 && (!(beyond.error > tolerance) || Number.isNaN(numeric[at]!));
+  const result: GradcheckResult = {
+    ok, error, worst: !firstFails ? worst : nanFails ? nan : at, dualityError, analytic, numeric, secondOrderError,
+    secondOrderWorst: second?.beyond.worst ?? -1,
+  };
   if (!ok && options.raise) {
-    const nan = analytic.findIndex(Number.isNaN);
-    // The component that fails beyond its rounding (the plain normwise worst may be within its
-    // own: a review probe's message named an input that passed).
-    const at = beyond.worst, at2 = second?.beyond.worst ?? 0;
     throw new GradcheckError(
       firstFails
-        // NaN where f is NaN around the point names the input whose gradient is NaN (a probe's
-        // named input 1, whose finite difference was NaN for f's, and not its gradient).
-        ? nan >= 0 && (!(beyond.error > tolerance) || Number.isNaN(numeric[at]!))
+        ? nanFails
           ? `gradcheck failed: the gradient is NaN at input ${nan} (a point outside f's domain checks nothing)`
           : `gradcheck failed: normwise error ${error.toExponential(3)}, beyond the finite differences' rounding at input ${at} ` +
             `(analytic ${analytic[at]}, finite difference ${numeric[at]}, whose rounding there is up to ${noise[at]!.toExponential(1)})`

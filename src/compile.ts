@@ -1107,7 +1107,8 @@ export function compile(f: CompilableFunction | VectorCompilableFunction, option
     inputs: 'number', backend: BACKEND_RULE, strict: 'boolean', at: 'array', simd: 'boolean', codegen: CODEGEN_RULE, vector: 'boolean',
     checkNaN: 'boolean', expectedNodes: 'number',
   });
-  if (options.expectedNodes !== undefined) checkExpectedNodes(options.expectedNodes, 'compile');
+  // Read through ?. as `inputs` is: compile(f) alone is refused by its check below (a probe got a TypeError).
+  if (options?.expectedNodes !== undefined) checkExpectedNodes(options.expectedNodes, 'compile');
   const n = options?.inputs;
   // At most a tape's default maxNodes, which the bytes store too: 1e12 failed allocating a row (a RangeError).
   if (!Number.isInteger(n) || n < 1 || n > MAX_INPUTS) throw new TapegradError('INVALID_ARGUMENT', `compile needs { inputs: n } with 1 <= n <= ${MAX_INPUTS}, got ${describe(n)}`);

@@ -304,6 +304,17 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
     }
     expect(compile(sum, { inputs: 2, backend }).value([1, 2])).toBe(3);
   });
+
+  // A probe's first try, compile(f) with no options, got a TypeError reading expectedNodes.
+  it('refuse a missing options object as a missing inputs count', () => {
+    const square = ((x: Var[]) => x[0]!.square()) as never;
+    expect(() => (compile as (f: unknown) => unknown)(square)).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', message: 'compile needs { inputs: n } with 1 <= n <= 268435456, got undefined' }),
+    );
+    expect(() => compile(square, null as never)).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', message: 'compile: options must be an object, got null' }),
+    );
+  });
 });
 
 // value(x, out) and jvp(x, t, out) filled a short out as far as it went, and took a plain array.

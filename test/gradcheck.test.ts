@@ -207,6 +207,17 @@ describe.each(BACKENDS)('gradcheck errors name gradcheck and the caller\'s point
     expect(() => gradcheck((x: Var[]) => x[0]!.sqrt().add(x[1]!), [-1, 2], { backend, raise: true })).toThrow(
       /^gradcheck failed: the gradient is NaN at input 0 \(a point outside f's domain checks nothing\)$/,
     );
+    // And so does the result's worst (a later probe's named the other input, whose gradient was
+    // right and whose finite difference NaN: the normwise error's largest), returned or thrown.
+    const f = (x: Var[]): Var => x[0]!.add(x[1]!.log());
+    expect(gradcheck(f, [2, -1], { backend })).toMatchObject({ ok: false, worst: 1, error: Infinity });
+    let thrown: unknown;
+    try {
+      gradcheck(f, [2, -1], { backend, raise: true });
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toMatchObject({ message: expect.stringMatching(/NaN at input 1 /), result: { worst: 1 } });
   });
 });
 
