@@ -184,9 +184,10 @@ function elementwiseSimple(tape: Tape, s: number, name: string, operands: readon
 
 // Element i of vector node v as a scalar node (negative i counts from the end); returns its handle.
 function recordGet(t: Tape, v: number, i: number): number {
+  // Checked before any comparison: a symbol's threw a TypeError (a probe).
+  if (typeof i !== 'number') throw new NotANumberError(`get: the index must be an integer, got ${describe(i)}`);
   const n = t.elementLength(v);
   const k = i < 0 ? n + i : i;
-  if (typeof i !== 'number') throw new NotANumberError(`get: the index must be an integer, got ${describe(i)}`);
   if (!Number.isInteger(i)) throw new TapegradError('INVALID_ARGUMENT', `get: the index must be an integer, got ${describe(i)}`);
   if (k < 0 || k >= n) throw new TapegradError('INVALID_ARGUMENT', `get(${i}): index out of range for ${n} elements`);
   t.reserveNodes(1);
@@ -266,20 +267,25 @@ export class Vec {
     return new Vec(t, v, checkShape(shape, t.elementLength(v), 'reshape'));
   }
 
-  /** x[indices[k]] for each k (indices: integers in range; the gather is one node). */
+  /** x[indices[k]] for each k (indices: integers in range, negative ones counting from the end,
+   *  as `get`'s; the gather is one node). */
   gather(indices: ArrayLike<number>): Vec {
     const t = this.tape, v = t.vindex(this, 'gather'), n = t.elementLength(v);
     if (!isArrayLike(indices)) throw new NotANumberError(`gather: indices must be an array of integers, got ${describe(indices)}`);
+    let fromEnd = false;
     for (let k = 0; k < indices.length; k++) {
       const j = indices[k]!;
-      if (!Number.isInteger(j) || j < 0 || j >= n) {
+      if (!Number.isInteger(j) || j < -n || j >= n) {
         const message = `gather: index ${describe(j)} at position ${k} ${Number.isInteger(j) ? `is out of range for ${n} elements` : 'is not an integer'}`;
         // Something else than a number is NOT_A_NUMBER, as README's errors table says of indices.
         throw typeof j === 'number' ? new TapegradError('INVALID_ARGUMENT', message) : new NotANumberError(message);
       }
+      fromEnd ||= j < 0;
     }
     t.reserveVector(4, 2 * indices.length);
-    const idx = t.recordVectorLeaf(VCONST, indices);
+    // The node holds the indices from the start (a probe's get(-1) took the last element and
+    // gather([-1]) was refused).
+    const idx = t.recordVectorLeaf(VCONST, fromEnd ? Array.from(indices, (j) => (j < 0 ? n + j : j)) : indices);
     return new Vec(t, t.recordVector(VGATHER, v, idx, indices.length), frozen([indices.length]));
   }
 

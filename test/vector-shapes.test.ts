@@ -4,7 +4,7 @@
 // taken) and works as before. Both engines.
 import { describe, expect, it } from 'vitest';
 import {
-  ShapeError, TapegradError, broadcastShapes, where, type Shape, type Tape, type Var, type Vec,
+  NotANumberError, ShapeError, TapegradError, broadcastShapes, where, type Shape, type Tape, type Var, type Vec,
 } from '../src/index.ts';
 import { BACKENDS, tapeOn } from './support.ts';
 import { thrownWithoutRecording } from './vector-cases.ts';
@@ -321,7 +321,7 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
   it('out-of-range indices are INVALID_ARGUMENT errors that record nothing', async () => {
     const tape = await tapeOn(backend);
     const v = tape.vector([1, 2, 3]);
-    for (const action of [() => v.get(3), () => v.get(-4), () => v.get(1.5), () => v.gather([0, 3]), () => v.gather([-1]), () => v.gather([0.5]), () => v.slice(0.5)]) {
+    for (const action of [() => v.get(3), () => v.get(-4), () => v.get(1.5), () => v.gather([0, 3]), () => v.gather([-4]), () => v.gather([0.5]), () => v.slice(0.5)]) {
       const size = tape.size, elements = tape.elementCount;
       expect(action).toThrow(TapegradError);
       try { action(); } catch (e) { expect((e as TapegradError).code).toBe('INVALID_ARGUMENT'); }
@@ -334,6 +334,18 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     expect(() => v.get(-4)).toThrow(/^get\(-4\): index out of range for 3 elements$/);
     expect(() => v.gather([0, 0.5])).toThrow(/^gather: index number 0\.5 at position 1 is not an integer$/);
     expect(() => v.gather([0, 3])).toThrow(/^gather: index number 3 at position 1 is out of range for 3 elements$/);
+    expect(() => v.gather([-1, -4])).toThrow(/^gather: index number -4 at position 1 is out of range for 3 elements$/);
+    // An index that is no number is NOT_A_NUMBER, a symbol's too (get threw a TypeError comparing it).
+    for (const action of [() => v.get(Symbol('i') as never), () => tape.handles.vec.get(v.id, Symbol('i') as never), () => v.gather([Symbol('i') as never])]) {
+      const size = tape.size, elements = tape.elementCount;
+      expect(action).toThrow(NotANumberError);
+      expectUnchanged(tape, size, elements);
+    }
+    // Negative indices count from the end in get, slice and gather alike (a probe: gather refused -1).
+    const g = v.gather([-1, 0, -3, -2]);
+    expect([...g.value]).toEqual([3, 1, 1, 2]);
+    expect(v.get(-1).value).toBe(3);
+    expect([...tape.gradient(g.dot([1, 10, 100, 1000]), [v])]).toEqual([110, 1000, 1]);
   });
 });
 
