@@ -663,17 +663,22 @@ export class Tape {
     tan.fill(0, 0, this.count);
     const xtan = this.engine.views.xtan!;
     this.engine.clearElementTangents(this.count, this.elements);
-    // A constant listed as an input keeps tangent 0: constants are not differentiated.
-    for (let k = 0, pos = 0; k < nodes.length; k++) {
-      const i = nodes[k]!;
-      const op = this.opV[i]!;
-      if (op >= VINPUT) {
-        const off = this.aV[i - 1]!, n = this.bV[i - 1]!;
-        if (op !== VCONST) for (let e = 0; e < n; e++) xtan[off + e] += t[pos + e]!;
-        pos += n;
-      } else {
-        if (op !== CONST) tan[i] += t[pos]!;
-        pos++;
+    // A constant listed as an input keeps tangent 0: constants are not differentiated. An input
+    // listed twice gets the sum of its tangents, each added to -0, which gives a lone tangent
+    // bit for bit, -0 included, as a compiled function's seeding does (added to +0, a tangent of
+    // -0 came out +0: a probe's jvp of x => [x[0]]).
+    for (let pass = 0; pass < 2; pass++) {
+      for (let k = 0, pos = 0; k < nodes.length; k++) {
+        const i = nodes[k]!;
+        const op = this.opV[i]!;
+        if (op >= VINPUT) {
+          const off = this.aV[i - 1]!, n = this.bV[i - 1]!;
+          if (op !== VCONST) for (let e = 0; e < n; e++) xtan[off + e] = pass === 0 ? -0 : xtan[off + e]! + t[pos + e]!;
+          pos += n;
+        } else {
+          if (op !== CONST) tan[i] = pass === 0 ? -0 : tan[i]! + t[pos]!;
+          pos++;
+        }
       }
     }
     this.tangentSweep(targets, false, 0, hvpOutput);

@@ -147,6 +147,26 @@ describe.each(BACKENDS)('grad, valueAndGrad, vjp, jvp on closed forms (%s)', (ba
     expect(Array.from(jvp(f, [2, 3], [1, -1], options))).toEqual([1, 1, 1]);
   });
 
+  // A probe: the tape added each tangent to +0, so a tangent of -0 on an output that is an input
+  // (or selects one) came out +0 from jvp and -0 from the compiled function.
+  it('jvp passes a tangent of -0 through to an output that is an input, as a compiled jvp does', async () => {
+    const f = (x: Var[]): Var[] => [x[0]!, x[0]!.tape.select(x[1]!.gt(0), x[0]!, x[1]!), x[0]!.mul(2)];
+    const compiled = compile(f, { inputs: 2, backend });
+    for (const t of [[-0, 1], [-0, -0], [0, -0], [Number.NaN, -0]]) {
+      const tape = jvp(f, [1.5, 2], t, options), replayed = compiled.jvp([1.5, 2], t);
+      expect(Object.is(tape[0], t[0]), `t = ${t}`).toBe(true);
+      expect(Object.is(tape[1], t[0]), `t = ${t}`).toBe(true);
+      tape.forEach((v, k) => expect(Object.is(v, replayed[k]), `t = ${t}, output ${k}`).toBe(true));
+    }
+    // An input listed twice still gets the sum of its tangents.
+    const taped = await createTape({ backend });
+    const x = taped.variable(1.5);
+    expect(Array.from(taped.jvp([x, x], [-0, -0], [x]))).toEqual([-0]);
+    expect(Array.from(taped.jvp([x, x], [2, 3], [x.mul(x)]))).toEqual([15]);
+    const v = taped.vector([1, 2]);
+    expect(Object.is(taped.jvp([v], [-0, 1], [v])[0], -0)).toBe(true);
+  });
+
   it('vjp of a scalar function with a number cotangent is that multiple of the gradient', () => {
     const x = [-1.2, 1, 0.4];
     const expected = rosenbrockGradient(x).map((g) => -2.5 * g);
