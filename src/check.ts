@@ -2,7 +2,7 @@
 import type { BackendChoice } from './backend.ts';
 import { GradcheckError, MissingRuleError, NotANumberError, TapegradError, describe, isArrayLike, notAnOutput } from './errors.ts';
 import type { Tape, Var } from './tape.ts';
-import { BACKEND_RULE, checkOptions } from './options.ts';
+import { BACKEND_RULE, readOptions } from './options.ts';
 import { checkFunction, recordOn, scalarOutput, withTape, type RuntimeVector, type ScalarOutput } from './transforms.ts';
 import type { Vec } from './vector.ts';
 
@@ -30,7 +30,7 @@ export function finiteDifferenceGradient(
   options: FiniteDifferenceOptions = {},
 ): number | Float64Array {
   checkFunction(f, 'finiteDifferenceGradient');
-  checkOptions(options, 'finiteDifferenceGradient', { step: 'function' });
+  options = readOptions(options, 'finiteDifferenceGradient', { step: 'function' });
   if (typeof x === 'number') {
     const g = (f as (x: number) => number);
     return stencil((p) => g(p[0]!), [x], options)[0]!;
@@ -203,7 +203,7 @@ export function gradcheck(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, o
 export function gradcheck<O extends GradcheckOptions>(f: ((x: Var) => ScalarOutput) | ((x: Var[]) => ScalarOutput) | ((x: Vec) => ScalarOutput), x: number | ArrayLike<number>, options: O & RuntimeVector<O>): GradcheckResult;
 export function gradcheck(f: (x: never) => ScalarOutput, x: number | ArrayLike<number>, options: GradcheckOptions = {}): GradcheckResult {
   checkFunction(f, 'gradcheck');
-  checkOptions(options, 'gradcheck', { backend: BACKEND_RULE, tolerance: 'number', raise: 'boolean', vector: 'boolean', step: 'function', order: [1, 2] });
+  options = readOptions(options, 'gradcheck', { backend: BACKEND_RULE, tolerance: 'number', raise: 'boolean', vector: 'boolean', step: 'function', order: [1, 2] });
   if (options?.tolerance !== undefined && !(options.tolerance >= 0)) {
     throw new TapegradError('INVALID_ARGUMENT', `gradcheck: tolerance must be a number >= 0, got ${options.tolerance}`);
   }

@@ -6,7 +6,7 @@ import { copyNumbers, type BackendChoice, type BackendKind } from './backend.ts'
 import { checkExpectedNodes, createTapeSync, resolveBackend } from './create.ts';
 import { BranchChangedError, NotANumberError, TapegradError, checkApart, checkOut, describe, isArrayLike, lockFields, newFloat64, notAnOutput, overlaps } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, OP_TABLE, Op, opNameOf } from './ops.ts';
-import { BACKEND_RULE, CODEGEN_RULE, checkOptions } from './options.ts';
+import { BACKEND_RULE, CODEGEN_RULE, readOptions } from './options.ts';
 import { toBytes } from './serialize.ts';
 import { TANGENT_BYTES, Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
@@ -1103,7 +1103,7 @@ export function compile<O extends CompiledOutput>(f: CompilableFunction<O>, opti
 export function compile<O extends CompileOptions>(f: CompilableFunction | VectorCompilableFunction, options: O & RuntimeVector<O>): CompiledFunction;
 export function compile(f: CompilableFunction | VectorCompilableFunction, options: CompileOptions): CompiledFunction {
   if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `compile needs a function as its first argument, got ${describe(f)}`);
-  checkOptions(options, 'compile', {
+  options = readOptions(options, 'compile', {
     inputs: 'number', backend: BACKEND_RULE, strict: 'boolean', at: 'array', simd: 'boolean', codegen: CODEGEN_RULE, vector: 'boolean',
     checkNaN: 'boolean', expectedNodes: 'number',
   });

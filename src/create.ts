@@ -1,6 +1,6 @@
 import type { Backend, BackendChoice, BackendKind } from './backend.ts';
 import { CapacityError, TapegradError, describe } from './errors.ts';
-import { BACKEND_RULE, checkOptions } from './options.ts';
+import { BACKEND_RULE, readOptions } from './options.ts';
 import { JsBackend } from './js/backend.ts';
 import { Tape, type TapeLimits } from './tape.ts';
 import { WasmBackend, loadCodegen } from './wasm/backend.ts';
@@ -71,7 +71,7 @@ function newTape(kind: BackendKind, options: TapeOptions, where: string): Tape {
 }
 
 function resolveKind(options: TapeOptions, where: string): BackendKind {
-  checkOptions(options, where, TAPE_OPTIONS);
+  options = readOptions(options, where, TAPE_OPTIONS);
   return resolveBackend(options.backend);
 }
 
@@ -106,7 +106,7 @@ export interface InitOptions {
 /** Compiles the wasm core once (later calls are free). `createTapeSync` and `compile` need it
  *  first. */
 export async function init(options: InitOptions = {}): Promise<void> {
-  checkOptions(options, 'init', { module: 'module', codegen: 'boolean' });
+  options = readOptions(options, 'init', { module: 'module', codegen: 'boolean' });
   // The generator is optional: a chunk that fails to load leaves compiled functions interpreting
   // (generatedSweepsReason says so, and their next recording loads it again), not the core.
   const codegen = options.codegen !== false && wasmAvailable() ? loadCodegen().catch(() => {}) : null;
@@ -136,7 +136,7 @@ export async function coreModule(): Promise<WebAssembly.Module> {
 /** Creates a tape on the wasm core (default) or the pure-JS mode: `createTape({ backend: 'js' })`.
  *  On the wasm core it loads the code generator too, as `init()` does. */
 export async function createTape(options: TapeOptions = {}): Promise<Tape> {
-  checkOptions(options, 'createTape', TAPE_OPTIONS);
+  options = readOptions(options, 'createTape', TAPE_OPTIONS);
   const kind = await loadBackend(options.backend, () => loadCodegen().catch(() => {}));
   return newTape(kind, options, 'createTape');
 }

@@ -3,7 +3,7 @@
 // the operands and one custom node; the sweeps call back into these rules once per visit.
 import type { Backend, CustomHandler } from './backend.ts';
 import { MissingRuleError, NotANumberError, ShapeError, TapegradError, describe, isArrayLike } from './errors.ts';
-import { checkOptions } from './options.ts';
+import { readOptions } from './options.ts';
 import { Var, customOperand, type Operand, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
 
@@ -41,7 +41,7 @@ export function defineFunction(rule: CustomRule): CustomFunction {
     throw new TapegradError('INVALID_ARGUMENT', `defineFunction needs a name (a non-empty string), got ${describe(rule.name)}`);
   }
   // A misspelt rule (jpv for jvp) surfaced only at the first sweep that needed it.
-  checkOptions(rule, 'defineFunction', { name: 'string', forward: 'function', vjp: 'function', jvp: 'function', vjpTangent: 'function' });
+  rule = readOptions(rule, 'defineFunction', { name: 'string', forward: 'function', vjp: 'function', jvp: 'function', vjpTangent: 'function' });
   return (...operands: Operand[]): Var => {
     // A Vec's tape refuses it in operandIds with the ShapeError f(x, v) gets.
     const anchor = operands.find((o: unknown) => o instanceof Var || o instanceof Vec) as Var | Vec | undefined;

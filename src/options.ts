@@ -5,15 +5,14 @@ import { TapegradError, describe } from './errors.ts';
 
 type Rule = 'boolean' | 'number' | 'string' | 'array' | 'function' | 'module' | readonly (string | boolean | number)[];
 
-/** Checks `options` (undefined is fine) against the known keys and what each accepts. */
-export function checkOptions(options: unknown, where: string, rules: Readonly<Record<string, Rule>>): void {
-  readOptions(options as object | undefined, where, rules);
-}
-
-/** Checks `options` as checkOptions does and returns the values it read, in an object of its own:
- *  for a function kept for later calls (grad(f, options)), which read the caller's object again
- *  at every call and took what was changed since unchecked (a probe: `vector: 'yes'` set after
- *  was taken for true). */
+/** Checks `options` (undefined is fine) against the known keys and what each accepts, and
+ *  returns the values it read, in an object of its own, which the caller reads from then on: a
+ *  function kept for later calls (grad(f, options)) read the caller's object again at every call
+ *  and took what was changed since unchecked (a probe: `vector: 'yes'` set after was taken for
+ *  true), and one read again after the check took a getter's next value (a probe's vjp gave f a
+ *  Vec, checked as vector: false, and named createTapeSync for a backend changed since). */
+export function readOptions<T extends object>(options: T, where: string, rules: Readonly<Record<string, Rule>>): T;
+export function readOptions<T extends object>(options: T | undefined, where: string, rules: Readonly<Record<string, Rule>>): T | undefined;
 export function readOptions<T extends object>(options: T | undefined, where: string, rules: Readonly<Record<string, Rule>>): T | undefined {
   if (options === undefined) return undefined;
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {

@@ -45,7 +45,7 @@ import { createTapeSync, limitPassedBy, resolveBackend } from './create.ts';
 import type { TapeLimits } from './tape.ts';
 import { FormatError, TapegradError, describe, typedArrayKind } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, Op, SCALAR_OP_TABLE, nodeKind, opNameOf, type NodeKind } from './ops.ts';
-import { BACKEND_RULE, checkOptions } from './options.ts';
+import { BACKEND_RULE, readOptions } from './options.ts';
 import type { ShippedSweeps } from './wasm/backend.ts';
 
 const MAGIC = 0x44524754; // "TGRD" read as u32 LE
@@ -148,7 +148,7 @@ export interface FromBytesOptions {
  *  Throws FormatError for anything truncated, corrupted, of another version or malformed. A
  *  loaded function has no JS source, so a failed guard throws BranchChangedError. */
 export function fromBytes(bytes: Uint8Array, options: FromBytesOptions = {}): CompiledFunction {
-  checkOptions(options, 'fromBytes', { backend: BACKEND_RULE, maxNodes: 'number', maxMemoryBytes: 'number', checkNaN: 'boolean' });
+  options = readOptions(options, 'fromBytes', { backend: BACKEND_RULE, maxNodes: 'number', maxMemoryBytes: 'number', checkNaN: 'boolean' });
   const { maxNodes, maxMemoryBytes } = options;
   const limits = { ...(maxNodes === undefined ? {} : { maxNodes }), ...(maxMemoryBytes === undefined ? {} : { maxMemoryBytes }) };
   return loadBytes(bytes, resolveBackend(options.backend), null, true, limits, options.checkNaN === true);

@@ -6,7 +6,7 @@ import { createTapeSync, resolveBackend } from './create.ts';
 import { CapacityError, ForeignHandleError, MissingRuleError, NotANumberError, ShapeError, TapegradError, describe, isArrayLike, notAnOutput } from './errors.ts';
 import { Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
-import { BACKEND_RULE, checkOptions, readOptions } from './options.ts';
+import { BACKEND_RULE, readOptions } from './options.ts';
 
 /** A number for a scalar input (the function then gets one Var), or an array / Float64Array
  *  (the function gets a Var[] of the same length). */
@@ -231,7 +231,7 @@ export function vjp(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<n
 export function vjp<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, v: ArrayLike<number> | number, options: O & RuntimeVector<O>): Float64Array;
 export function vjp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
   checkFunction(f, 'vjp');
-  checkOptions(options, 'vjp', TRANSFORM_OPTIONS);
+  options = readOptions(options, 'vjp', TRANSFORM_OPTIONS);
   return withTape(options, (tape) => {
     const { inputs, output } = recordVector(tape, f, x, options, 'vjp');
     return tape.vjp(output, toVector(v, 'the cotangent'), inputs);
@@ -245,7 +245,7 @@ export function jvp(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<n
 export function jvp<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, t: ArrayLike<number> | number, options: O & RuntimeVector<O>): Float64Array;
 export function jvp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, t: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
   checkFunction(f, 'jvp');
-  checkOptions(options, 'jvp', TRANSFORM_OPTIONS);
+  options = readOptions(options, 'jvp', TRANSFORM_OPTIONS);
   return withTape(options, (tape) => {
     const { inputs, output } = recordVector(tape, f, x, options, 'jvp');
     return tape.jvp(inputs, toVector(t, 'the tangent'), output);
@@ -260,7 +260,7 @@ export function jacobian(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayL
 export function jacobian<O extends JacobianOptions>(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, options: O & RuntimeVector<O>): JacobianResult;
 export function jacobian(f: (x: never) => ScalarOutput | VectorOutput, x: Input, options: JacobianOptions = {}): JacobianResult {
   checkFunction(f, 'jacobian');
-  checkOptions(options, 'jacobian', { ...TRANSFORM_OPTIONS, mode: ['auto', 'forward', 'reverse'] });
+  options = readOptions(options, 'jacobian', { ...TRANSFORM_OPTIONS, mode: ['auto', 'forward', 'reverse'] });
   return withTape(options, (tape) => {
     const { inputs, output, n, m } = recordVector(tape, f, x, options, 'jacobian');
     let mode = options.mode === 'forward' || options.mode === 'reverse' ? options.mode : n <= m ? 'forward' : 'reverse';
@@ -301,7 +301,7 @@ export function hvp(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, v: Arra
 export function hvp<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput>, x: Input, v: ArrayLike<number> | number, options: O & RuntimeVector<O>): Float64Array;
 export function hvp(f: (x: never) => ScalarOutput, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
   checkFunction(f, 'hvp');
-  checkOptions(options, 'hvp', TRANSFORM_OPTIONS);
+  options = readOptions(options, 'hvp', TRANSFORM_OPTIONS);
   return withTape(options, (tape) => {
     const { inputs, output } = recordScalar(tape, f, x, options, 'hvp');
     return tape.hvp(output, inputs, toVector(v, 'the direction'));
@@ -315,7 +315,7 @@ export function hessian(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, opt
 export function hessian<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput>, x: Input, options: O & RuntimeVector<O>): Matrix;
 export function hessian(f: (x: never) => ScalarOutput, x: Input, options?: TransformOptions): Matrix {
   checkFunction(f, 'hessian');
-  checkOptions(options, 'hessian', TRANSFORM_OPTIONS);
+  options = readOptions(options, 'hessian', TRANSFORM_OPTIONS);
   // Its size is known before f runs: one too large for the runtime records nothing.
   const length = typeof x === 'number' ? 1 : (x as { length?: unknown })?.length;
   const early = typeof length === 'number' && length >= 0 && Number.isInteger(length) ? matrixOf(length, length, 'hessian') : null;

@@ -4,7 +4,7 @@
 // row-major with a shape. The rules live in assembly/vector.ts and src/js/vector.ts.
 import { NotANumberError, ShapeError, TapegradError, VEC_BRAND, describe, isArrayLike } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
-import { checkOptions } from './options.ts';
+import { readOptions } from './options.ts';
 import { Var, type Tape } from './tape.ts';
 
 const {
@@ -400,7 +400,7 @@ export class Vec {
 
   /** L·x with L [m, m] triangular: only the lower (default) or upper triangle of L is used. */
   trmv(x: Vec | ArrayLike<number>, options: { lower?: boolean | undefined } = {}): Vec {
-    checkOptions(options, 'trmv', { lower: 'boolean' });
+    options = readOptions(options, 'trmv', { lower: 'boolean' });
     const b = this.operandShape(x, 'trmv');
     const m = this.shape[0]!;
     if (this.shape.length !== 2 || this.shape[1] !== m || b.length !== 1 || b[0] !== m) {

@@ -76,6 +76,46 @@ describe('options', () => {
     expectInvalid(() => jacobian((x: Var[]) => [x[0]!], [1], { toString: 5 } as object), /^jacobian: unknown option 'toString'/);
   });
 
+  // A probe: the transforms checked their options and read them again, so a getter's second
+  // value was used unchecked (vjp gave f a Vec after vector: false passed the check) and an error
+  // named createTapeSync. Every function now reads each option once.
+  it('each option is read once: the value checked is the value used', async () => {
+    const flipping = (key: string, first: unknown, later: unknown): object => {
+      let reads = 0;
+      return Object.defineProperty({}, key, { enumerable: true, get: () => (++reads > 1 ? later : first) });
+    };
+    const seen: string[] = [];
+    const sum = (x: Var[] | Vec): Var => {
+      seen.push(Array.isArray(x) ? 'Var[]' : 'Vec');
+      return Array.isArray(x) ? x[0]!.add(x[1]!) : x.sum();
+    };
+    const calls: [string, () => unknown][] = [
+      ['vjp', () => vjp(sum as never, [1, 2], [1], flipping('vector', false, true))],
+      ['jvp', () => jvp(sum as never, [1, 2], [1, 0], flipping('vector', false, true))],
+      ['jacobian', () => jacobian(sum as never, [1, 2], flipping('vector', false, true))],
+      ['hvp', () => hvp(sum as never, [1, 2], [1, 0], flipping('vector', false, true))],
+      ['hessian', () => hessian(sum as never, [1, 2], flipping('vector', false, true))],
+      ['gradcheck', () => gradcheck(sum as never, [1, 2], flipping('vector', false, true))],
+      ['grad', () => grad(sum as never, flipping('vector', false, true))([1, 2])],
+    ];
+    for (const [name, call] of calls) {
+      seen.length = 0;
+      call();
+      expect(seen.every((s) => s === 'Var[]'), `${name}: ${seen}`).toBe(true);
+    }
+    for (const [name, call] of [
+      ['vjp', () => vjp(f, [1, 2], [1], flipping('backend', 'js', 'nope'))],
+      ['hessian', () => hessian(f, [1, 2], flipping('backend', 'js', 'nope'))],
+      ['gradcheck', () => gradcheck(f, [1, 2], flipping('backend', 'js', 'nope'))],
+    ] as const) {
+      expect(call, name).not.toThrow();
+    }
+    const compiled = compile(f, Object.defineProperty({ inputs: 2 }, 'backend', { enumerable: true, get: ((n = 0) => () => (++n > 1 ? 'nope' : 'js'))() }) as never);
+    expect(Array.from(compiled.gradient([1, 2]))).toEqual([2, 1]);
+    const tape = await createTape(flipping('backend', 'js', 'nope') as never);
+    expect(tape.backend).toBe('js');
+  });
+
   it("backend 'auto' is taken wherever a backend is: wasm where the runtime has WebAssembly (here), as createTape's", async () => {
     const x = [0.7, -1.3];
     const same = (a: ArrayLike<number>, b: ArrayLike<number>): void => expect(Array.from(a)).toEqual(Array.from(b));

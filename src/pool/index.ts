@@ -6,7 +6,7 @@ import { Piscina } from 'piscina';
 import { CompiledFunction, checkArrayLength, checkRows, toFloat64 } from '../compile.ts';
 import { coreModule, loadBackend } from '../create.ts';
 import { CapacityError, NotANumberError, TapegradError, checkApart, checkOut, describe, newFloat64, overlaps } from '../errors.ts';
-import { BACKEND_RULE, checkOptions } from '../options.ts';
+import { BACKEND_RULE, readOptions } from '../options.ts';
 import { fromBytes, isUint8Array, loadBytes } from '../serialize.ts';
 import { Op } from '../ops.ts';
 import type { TapeLimits } from '../tape.ts';
@@ -55,7 +55,7 @@ export class WorkerExitError extends TapegradError {
  * const G = await g.gradientBatch(X, rows); await pool.close()`.
  */
 export async function createPool(options: PoolOptions = {}): Promise<GradientPool> {
-  checkOptions(options, 'createPool', POOL_OPTIONS);
+  options = readOptions(options, 'createPool', POOL_OPTIONS);
   const threads = options.threads ?? availableParallelism();
   if (!Number.isInteger(threads) || threads < 1) throw new TapegradError('INVALID_ARGUMENT', `createPool: threads must be an integer >= 1, got ${describe(threads)}`);
   const minRows = options.minRowsPerTask ?? 1024;
@@ -155,7 +155,7 @@ export class GradientPool {
     f: CompiledFunction | Uint8Array,
     options: { checkNaN?: boolean | undefined; maxNodes?: number | undefined; maxMemoryBytes?: number | undefined },
   ): Promise<PooledFunction> {
-    checkOptions(options, 'register', { checkNaN: 'boolean', maxNodes: 'number', maxMemoryBytes: 'number' });
+    options = readOptions(options, 'register', { checkNaN: 'boolean', maxNodes: 'number', maxMemoryBytes: 'number' });
     const checkNaN = options.checkNaN ?? (f instanceof CompiledFunction && f.checkNaN);
     // Bytes untrusted: a probe's 24 KB of bytes took 500 MB across the threads, with no limit to give.
     const limits: TapeLimits = {
