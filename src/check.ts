@@ -3,7 +3,7 @@ import type { BackendChoice } from './backend.ts';
 import { GradcheckError, MissingRuleError, NotANumberError, TapegradError, describe, isArrayLike, notAnOutput } from './errors.ts';
 import type { Tape, Var } from './tape.ts';
 import { BACKEND_RULE, readOptions } from './options.ts';
-import { checkFunction, recordOn, scalarOutput, withTape, type RuntimeVector, type ScalarOutput } from './transforms.ts';
+import { callOn, checkFunction, recordOn, scalarOutput, withTape, type RuntimeVector, type ScalarOutput } from './transforms.ts';
 import type { Vec } from './vector.ts';
 
 /** A scalar function as every transform and checker takes it: a Var[] (one Var per input) in,
@@ -216,7 +216,7 @@ export function gradcheck(f: (x: never) => ScalarOutput, x: number | ArrayLike<n
 function checkOn(tape: Tape, f: (x: never) => ScalarOutput, x: number | ArrayLike<number>, options: GradcheckOptions, scalarInput: boolean): GradcheckResult {
   const record = (point: ArrayLike<number>): { inputs: (Var | Vec)[]; output: Var } => {
     const { inputs, arg } = recordOn(tape, scalarInput ? point[0]! : point, options, 'gradcheck');
-    return { inputs, output: scalarOutput(tape, (f as (x: unknown) => unknown)(arg), 'gradcheck') };
+    return { inputs, output: scalarOutput(tape, callOn(tape, f, arg, 'gradcheck'), 'gradcheck') };
   };
   const valueAt = (point: ArrayLike<number>): number => {
     tape.reset();

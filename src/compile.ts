@@ -11,7 +11,7 @@ import { toBytes } from './serialize.ts';
 import { TANGENT_BYTES, Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
 import { MODULE_CACHE_SIZE, WasmBackend, type GeneratedSweeps, type ShippedSweeps } from './wasm/backend.ts';
-import { transformPool, type RuntimeVector } from './transforms.ts';
+import { callOn, transformPool, type RuntimeVector } from './transforms.ts';
 
 /** What a compiled function may return: a Var or number, a Vec, or an array of them (Vecs
  *  flattened in order). */
@@ -883,11 +883,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     tape.observed = observed;
     let outputs: Int32Array;
     let outputNodes: Int32Array;
-    let base = -1;
     try {
       const xs = this.vector ? tape.vector(x) : tape.variables(x);
-      base = tape.base;
-      const y = this.vector ? (f as VectorCompilableFunction)(xs as Vec) : (f as CompilableFunction)(xs as Var[]);
+      // f reset the tape it records on: its inputs are gone (a replay would write the new ones
+      // over whatever was recorded first).
+      const y = callOn(tape, f, xs, 'compile') as ReturnType<CompilableFunction> | ReturnType<VectorCompilableFunction>;
       const list = y instanceof Vec ? [y] : Array.isArray(y) ? (y as readonly (Var | number)[]) : [y as Var | number];
       this.scalarOutput = !(y instanceof Vec) && !Array.isArray(y);
       const outs = list.map((v) => (v instanceof Vec || v instanceof Var ? v : typeof v === 'number' ? tape.constant(v) : badOutput(v)));
@@ -901,12 +901,6 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       throw e;
     } finally {
       tape.observed = null;
-    }
-    // f reset the tape it records on: its inputs are gone (a replay would write the new ones over
-    // whatever was recorded first).
-    if (tape.base !== base) {
-      this.giveUp(tape);
-      throw new TapegradError('INVALID_ARGUMENT', 'compile: the function reset the tape it records on (tape.reset()), which forgets its inputs; record onto another tape, or return what it computes from the inputs');
     }
     const { op, val } = tape.engine.views;
     // A value read in JS is baked into the recording: on replay at other inputs nothing would

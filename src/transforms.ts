@@ -144,9 +144,19 @@ export function checkFunction(f: unknown, where: string): void {
   if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `${where} needs a function as its first argument, got ${describe(f)}`);
 }
 
+/** @internal f at `arg`, recorded on `tape`; refused where f reset that tape, which forgets the
+ *  inputs (a probe's grad then blamed a Var of an earlier transform call). */
+export function callOn(tape: Tape, f: (x: never) => unknown, arg: unknown, where: string): unknown {
+  const base = tape.base, y = (f as (x: unknown) => unknown)(arg);
+  if (tape.base !== base) {
+    throw new TapegradError('INVALID_ARGUMENT', `${where}: the function reset the tape it records on (tape.reset()), which forgets its inputs; record onto another tape, or return what it computes from the inputs`);
+  }
+  return y;
+}
+
 function recordScalar(tape: Tape, f: (x: never) => ScalarOutput, x: Input, options: TransformOptions | undefined, where: string): Recorded<Var> {
   const { inputs, n, arg, scalarInput } = recordOn(tape, x, options, where);
-  return { inputs, n, scalarInput, output: scalarOutput(tape, (f as (x: unknown) => unknown)(arg), where) };
+  return { inputs, n, scalarInput, output: scalarOutput(tape, callOn(tape, f, arg, where), where) };
 }
 
 /** @internal f's output where one scalar is needed (grad, hvp, gradcheck...): an array is
@@ -160,7 +170,7 @@ export function scalarOutput(tape: Tape, y: unknown, where: string): Var {
 
 function recordVector(tape: Tape, f: (x: never) => ScalarOutput | VectorOutput, x: Input, options: TransformOptions | undefined, where: string): Recorded<(Var | Vec)[]> & { m: number } {
   const { inputs, n, arg, scalarInput } = recordOn(tape, x, options, where);
-  const y = (f as (x: unknown) => unknown)(arg);
+  const y = callOn(tape, f, arg, where);
   if (y instanceof Vec) return { inputs, n, scalarInput, output: [y], m: y.size };
   if (Array.isArray(y)) {
     // Array.from, not map: map skips a sparse array's holes, which reached the sweep as undefined

@@ -96,7 +96,7 @@ describe('options', () => {
       ['hvp', () => hvp(sum as never, [1, 2], [1, 0], flipping('vector', false, true))],
       ['hessian', () => hessian(sum as never, [1, 2], flipping('vector', false, true))],
       ['gradcheck', () => gradcheck(sum as never, [1, 2], flipping('vector', false, true))],
-      ['grad', () => grad(sum as never, flipping('vector', false, true))([1, 2])],
+      ['grad', () => (grad(sum as never, flipping('vector', false, true)) as unknown as (x: number[]) => unknown)([1, 2])],
     ];
     for (const [name, call] of calls) {
       seen.length = 0;

@@ -227,6 +227,27 @@ describe.each(BACKENDS)('transforms reject bad inputs with the documented errors
   const options = { backend };
   const square = (x: Var[]): Var => x[0]!.square().add(x[1]!);
 
+  // A probe: grad of an f that reset its own tape blamed a Var "from an earlier grad, vjp, jvp or
+  // hvp call", where f's own reset had made its input stale.
+  it('an f that resets the tape it records on is refused by name, and the next call works', () => {
+    const resets = (x: Var[]): Var => {
+      x[0]!.tape.reset();
+      return x[0]!.tape.variable(5).square();
+    };
+    const calls: [string, () => unknown][] = [
+      ['grad', () => grad(resets, options)([2, 3])], ['valueAndGrad', () => valueAndGrad(resets, options)([2, 3])],
+      ['vjp', () => vjp(resets, [2, 3], [1], options)], ['jvp', () => jvp(resets, [2, 3], [1, 0], options)],
+      ['jacobian', () => jacobian(resets, [2, 3], options)], ['hvp', () => hvp(resets, [2, 3], [1, 0], options)],
+      ['hessian', () => hessian(resets, [2, 3], options)], ['gradcheck', () => gradcheck(resets, [2, 3], options)],
+    ];
+    for (const [name, call] of calls) {
+      expect(call, name).toThrow(expect.objectContaining({
+        code: 'INVALID_ARGUMENT', message: `${name}: the function reset the tape it records on (tape.reset()), which forgets its inputs; record onto another tape, or return what it computes from the inputs`,
+      }));
+      expect(Array.from(grad(square, options)([3, 1])), name).toEqual([6, 1]);
+    }
+  });
+
   it('a string (or null, or an object) as the point throws NotANumberError', () => {
     const g = grad(square, options);
     expect(() => g('abc' as unknown as number[])).toThrow(NotANumberError);
