@@ -65,15 +65,11 @@ export function checkExpectedNodes(n: unknown, where: string): number {
 // A tape of options.expectedNodes: its engine with room for them from the start.
 function newTape(kind: BackendKind, options: TapeOptions, where: string): Tape {
   const pages = expectedPages(options, where);
-  const tape = new Tape(createBackend(kind, options.backend === 'auto', pages), options);
+  const tape = new Tape(createBackend(kind, options.backend === 'auto', pages), options, where);
   if (options.expectedNodes) tape.reserveExactly(options.expectedNodes);
   return tape;
 }
 
-function resolveKind(options: TapeOptions, where: string): BackendKind {
-  options = readOptions(options, where, TAPE_OPTIONS);
-  return resolveBackend(options.backend);
-}
 
 /** @internal The engine a `backend` option names (already checked): 'auto' is wasm where the
  *  runtime has WebAssembly and its last load of the core did not fail, else js; the default is
@@ -159,7 +155,13 @@ export async function loadBackend(backend: BackendChoice | undefined, also?: () 
 
 /** Like `createTape`, without awaiting: the wasm core must be loaded (`await init()`) first. */
 export function createTapeSync(options: TapeOptions = {}): Tape {
-  return newTape(resolveKind(options, 'createTapeSync'), options, 'createTapeSync');
+  return tapeFor(options, 'createTapeSync');
+}
+
+/** @internal createTapeSync for `where` (fromBytes), which its errors name. */
+export function tapeFor(options: TapeOptions, where: string): Tape {
+  options = readOptions(options, where, TAPE_OPTIONS);
+  return newTape(resolveBackend(options.backend), options, where);
 }
 
 function noWasm(): TapegradError {

@@ -41,7 +41,7 @@
 // the core read outside the tape.
 import type { BackendChoice, BackendKind } from './backend.ts';
 import { CompiledFunction, MAX_INPUTS, type Recording } from './compile.ts';
-import { createTapeSync, limitPassedBy, resolveBackend } from './create.ts';
+import { limitPassedBy, resolveBackend, tapeFor } from './create.ts';
 import type { TapeLimits } from './tape.ts';
 import { FormatError, TapegradError, describe, typedArrayKind } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, Op, SCALAR_OP_TABLE, nodeKind, opNameOf, type NodeKind } from './ops.ts';
@@ -211,7 +211,7 @@ export function loadBytes(
   // Its size is known: room for it (and its planner) from the start, so that loading grows no
   // memory (see expectedNodes), where the limits allow it (past them load's CapacityError names
   // the limit).
-  const tape = createTapeSync({ backend, ...limits, ...(limitPassedBy(n, limits) === null ? { expectedNodes: n } : {}) });
+  const tape = tapeFor({ backend, ...limits, ...(limitPassedBy(n, limits) === null ? { expectedNodes: n } : {}) }, 'fromBytes');
   const leafValues = Float64Array.from({ length: l }, (_, k) => view.getFloat64(at.leaves + 8 * k, true));
   const build = (): Recording => {
     tape.load(op, a, b, leafValues, elementValues);

@@ -135,17 +135,18 @@ export class Tape {
   readonly engine: Backend;
 
   /** @internal Tapes come from createTape and createTapeSync, each with an engine of its own. */
-  constructor(engine: Backend, limits: TapeLimits = {}) {
+  constructor(engine: Backend, limits: TapeLimits = {}, where = 'createTape') {
     this.engine = engine;
     // Two tapes over one engine wrote each other's nodes (a probe: `new Tape(t1.engine)` gave t1
     // wrong values and gradients, without an error).
     if (ownedEngines.has(engine)) throw new TapegradError('INVALID_ARGUMENT', 'this engine belongs to another tape: make each tape with createTape or createTapeSync');
     ownedEngines.add(engine);
-    this.maxNodes = checkLimit(limits.maxNodes, 'maxNodes') ?? DEFAULT_MAX_NODES;
-    this.maxMemoryBytes = checkLimit(limits.maxMemoryBytes, 'maxMemoryBytes') ?? Infinity;
+    // Named by the call that made the tape, as its other options' errors are (a probe).
+    this.maxNodes = checkLimit(limits.maxNodes, 'maxNodes', where) ?? DEFAULT_MAX_NODES;
+    this.maxMemoryBytes = checkLimit(limits.maxMemoryBytes, 'maxMemoryBytes', where) ?? Infinity;
     // A limit below one node could never record anything (and its CapacityError advised a reset).
     if (this.maxMemoryBytes < engine.nodeBytes()) {
-      throw new TapegradError('INVALID_ARGUMENT', `maxMemoryBytes = ${this.maxMemoryBytes} holds no node: a node takes ${engine.nodeBytes()} bytes`);
+      throw new TapegradError('INVALID_ARGUMENT', `${where}: maxMemoryBytes = ${this.maxMemoryBytes} holds no node: a node takes ${engine.nodeBytes()} bytes`);
     }
     this.checkNaN = limits.checkNaN === true;
     lockFields(this, ['engine', 'maxNodes', 'maxMemoryBytes', 'checkNaN']);
@@ -1746,11 +1747,11 @@ export function customOperand(a: Int32Array, b: Int32Array, i: number, k: number
   return (k & 1 ? b : a)[i - ((b[i]! + 1) >> 1) + (k >> 1)]!;
 }
 
-function checkLimit(value: number | undefined, name: 'maxNodes' | 'maxMemoryBytes'): number | undefined {
+function checkLimit(value: number | undefined, name: 'maxNodes' | 'maxMemoryBytes', where: string): number | undefined {
   if (value === undefined) return undefined;
   const whole = value === Infinity || Number.isInteger(value);
   if (typeof value !== 'number' || !(value > 0) || !whole) {
-    throw new TapegradError('INVALID_ARGUMENT', `${name} must be a positive integer (or Infinity), got ${describe(value)}`);
+    throw new TapegradError('INVALID_ARGUMENT', `${where}: ${name} must be a positive integer (or Infinity), got ${describe(value)}`);
   }
   return value;
 }

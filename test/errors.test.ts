@@ -388,7 +388,7 @@ try { h.mul(x, 1); console.log('accepted', x); } catch (e) { console.log(e.code,
 
 // They were NOT_A_NUMBER, and a fractional maxNodes was taken.
 it('limits out of range are INVALID_ARGUMENT naming the option, on createTape and fromBytes', async () => {
-  const { createTape, fromBytes, compile, init } = await import('../src/index.ts');
+  const { createTape, createTapeSync, fromBytes, compile, init } = await import('../src/index.ts');
   await init();
   const bytes = compile((x: Var[]) => x[0]!.exp(), { inputs: 1, at: [0] }).toBytes();
   for (const [name, value] of [['maxNodes', -1], ['maxNodes', 0], ['maxNodes', NaN], ['maxNodes', 1.5], ['maxMemoryBytes', -5], ['maxMemoryBytes', NaN], ['maxMemoryBytes', 0.5]] as const) {
@@ -396,8 +396,10 @@ it('limits out of range are INVALID_ARGUMENT naming the option, on createTape an
       const error = await createTape({ backend, [name]: value }).then(() => null, (e: unknown) => e);
       expect(error, `${name}: ${value}`).toBeInstanceOf(TapegradError);
       expect((error as TapegradError).code).toBe('INVALID_ARGUMENT');
-      expect((error as Error).message).toContain(`${name} must be a positive integer (or Infinity), got number ${value}`);
-      expect(() => fromBytes(bytes, { backend, [name]: value })).toThrow(`${name} must be a positive integer`);
+      // Named by the call, as every option's error is (a probe: these alone named none).
+      expect((error as Error).message).toBe(`createTape: ${name} must be a positive integer (or Infinity), got number ${value}`);
+      expect(() => createTapeSync({ backend, [name]: value })).toThrow(`createTapeSync: ${name} must be a positive integer`);
+      expect(() => fromBytes(bytes, { backend, [name]: value })).toThrow(`fromBytes: ${name} must be a positive integer`);
     }
   }
   // A limit below one node (a probe: 1 to 24 bytes were taken, and the first variable's
@@ -406,7 +408,8 @@ it('limits out of range are INVALID_ARGUMENT naming the option, on createTape an
     for (const value of [1, 24]) {
       const error = await createTape({ backend, maxMemoryBytes: value }).then(() => null, (e: unknown) => e);
       expect((error as TapegradError).code, `${backend} ${value}`).toBe('INVALID_ARGUMENT');
-      expect((error as Error).message).toBe(`maxMemoryBytes = ${value} holds no node: a node takes 25 bytes`);
+      expect((error as Error).message).toBe(`createTape: maxMemoryBytes = ${value} holds no node: a node takes 25 bytes`);
+      expect(() => fromBytes(bytes, { backend, maxMemoryBytes: value })).toThrow(`fromBytes: maxMemoryBytes = ${value} holds no node`);
     }
     expect((await createTape({ backend, maxMemoryBytes: 25 })).variable(3).value).toBe(3);
   }

@@ -598,9 +598,10 @@ function copyRows(x: ArrayLike<number>, from: number, length: number, into: Floa
 // A limit's error of loading the bytes, as register's: the caller passed the limit to register,
 // and the message said "pass fromBytes a larger maxNodes" (a review probe).
 function asRegister(error: unknown): unknown {
-  if (error instanceof CapacityError && error.message.startsWith('fromBytes: ')) error.message = `register: ${error.message.slice(11).replaceAll('pass fromBytes', 'pass register')}`;
-  // A limit out of range (maxNodes: 0) named no call, where the CapacityErrors say register (a probe).
-  else if (error instanceof TapegradError && error.code === 'INVALID_ARGUMENT' && /^max(Nodes|MemoryBytes) /.test(error.message)) error.message = `register: ${error.message}`;
+  // A limit out of range (maxNodes: 0) too, which fromBytes names now (it named no call: a probe).
+  if (error instanceof CapacityError || (error instanceof TapegradError && error.code === 'INVALID_ARGUMENT' && /^fromBytes: max(Nodes|MemoryBytes) /.test(error.message))) {
+    if (error.message.startsWith('fromBytes: ')) error.message = `register: ${error.message.slice(11).replaceAll('pass fromBytes', 'pass register')}`;
+  }
   return error;
 }
 
