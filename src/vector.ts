@@ -84,7 +84,7 @@ interface Resolved { index: number; shape: Shape }
 
 function resolve(tape: Tape, o: VecOperand, op: string): Resolved {
   if (o instanceof Vec) return { index: tape.vindex(o, op), shape: o.shape };
-  if (o instanceof Var) return { index: tape.index(o), shape: [] };
+  if (o instanceof Var) return { index: tape.index(o, op), shape: [] };
   if (typeof o === 'number') {
     tape.reserveNodes(1);
     return { index: tape.constantIndex(o), shape: [] };
@@ -113,7 +113,7 @@ function precheck(tape: Tape, operands: readonly VecOperand[], op: string): Shap
   const shapes: Shape[] = [];
   for (const o of operands) {
     if (o instanceof Vec) { tape.vindex(o, op); shapes.push(o.shape); }
-    else if (o instanceof Var) { tape.index(o); shapes.push([]); }
+    else if (o instanceof Var) { tape.index(o, op); shapes.push([]); }
     else if (typeof o === 'number') shapes.push([]);
     else if (isArrayLike(o) && typeof o !== 'string') { checkEntries(o, op); shapes.push([o.length]); }
     else throw new NotANumberError(`${op}: expected a Vec, a Var, a number or an array of numbers, got ${describe(o)}`);
@@ -168,7 +168,7 @@ function elementwiseSimple(tape: Tape, s: number, name: string, operands: readon
   if (b instanceof Vec) {
     ib = tape.vindex(b, name);
     if (!sameShape(a.shape, b.shape)) return null;
-  } else if (b instanceof Var) ib = tape.index(b);
+  } else if (b instanceof Var) ib = tape.index(b, name);
   else if (b instanceof Float64Array && ArrayBuffer.isView(b) && b.length === n && a.shape.length === 1) {
     // A Float64Array of a vector's length, the constant vector the general path records with
     // the same nodes, without its checks of shapes in arrays (8.5 times a number operand there,
@@ -636,10 +636,13 @@ export class VectorHandleApi {
     const n = this.tape.elementLength(i);
     return new Vec(this.tape, i, shape === undefined ? frozen([n]) : checkShape(shape, n, op, operand, `vector handle ${h}`));
   }
-  /** A vector handle as a Vec, a scalar handle as a Var (for broadcasting). */
-  private any(h: number, op: string): Vec | Var {
+  /** A vector handle as a Vec, a scalar handle as a Var (for broadcasting); its errors name op
+   *  `s` and, for a number, say to record it first, as the scalar handles' do (a probe read
+   *  "toVar:", and no hint, from h.vec.mul(v, 3)). */
+  private any(h: number, op: string, s: number): Vec | Var {
     if (typeof h === 'number' && h < 0) return this.wrap(h, undefined, op);
-    return this.tape.handles.toVar(h);
+    this.tape.indexOfHandle(h, s);
+    return new Var(this.tape, h);
   }
   // The node Vec's reduction records, with no Vec and no Var made for it.
   private reduce(op: number, h: number, name: string): number {
@@ -660,14 +663,14 @@ export class VectorHandleApi {
       if (h1 < 0) {
         ia = ib = t.vindexOfHandle(h1, name);
         n = t.elementLength(ia);
-        if (h2 >= 0) ib = t.indexOfHandle(h2);
+        if (h2 >= 0) ib = t.indexOfHandle(h2, s);
         else if (h2 !== h1) {
           ib = t.vindexOfHandle(h2, name);
           if (t.elementLength(ib) !== n) return this.elementwise(s, name, [h1, h2]);
         }
       } else {
         // A scalar handle, then a vector handle: the general path records the same node.
-        ia = t.indexOfHandle(h1);
+        ia = t.indexOfHandle(h1, s);
         ib = t.vindexOfHandle(h2, name);
         n = t.elementLength(ib);
       }
@@ -679,7 +682,7 @@ export class VectorHandleApi {
 
   /** @internal Elementwise op over handles: lengths equal, scalar, or a divisor (repeated). */
   elementwise(s: number, name: string, hs: readonly number[]): number {
-    const operands = hs.map((h) => this.any(h, name));
+    const operands = hs.map((h) => this.any(h, name, s));
     // The longest vector's length, 0 included (an empty vector with scalars is an empty result).
     const sizes = operands.flatMap((o) => (o instanceof Vec ? [o.size] : []));
     // Scalars alone made a 1-element vector (found by a new-user probe).

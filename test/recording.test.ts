@@ -510,6 +510,29 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     expect(h.value(h.mul(a, h.constant(3)))).toBe(6);
   });
 
+  // A probe: the vector ops' errors named no op (or "toVar", which the caller never called) and
+  // gave h.vec.mul(v, 3) no hint, where the scalar ones name the op and give it.
+  it('vector ops name the op that refused an operand, handles and Vecs alike', async () => {
+    const tape = await tapeOn(backend), other = await tapeOn(backend);
+    const stale = tape.variable(1);
+    tape.reset();
+    const h = tape.handles, v = h.vec.variable([1, 2]), V = tape.vector([1, 2]), size = tape.size;
+    const cases: [() => unknown, RegExp][] = [
+      [() => h.vec.mul(v, 3), /^mul: handle 3 is not a node of this tape .*; record a number first: tape\.handles\.constant\(3\)$/],
+      [() => h.vec.mul(3, v), /^mul: handle 3 is not a node of this tape .*; record a number first: tape\.handles\.constant\(3\)$/],
+      [() => h.vec.mul(v, 2.5), /^mul: 2\.5 is not a handle: handles are non-negative integers; record a number first/],
+      [() => h.vec.exp(stale.id), /^exp: handle \d+ was recorded before tape\.reset\(\)/],
+      [() => h.vec.select(v, v, stale.id), /^select: handle \d+ was recorded before tape\.reset\(\)/],
+      [() => h.vec.add(v, 'x' as never), /^add: expected a handle \(integer\), got the string "x"$/],
+      [() => V.add(stale), /^add: Var #\d+ was recorded before tape\.reset\(\)/],
+      [() => V.mul(other.variable(1)), /^mul: Var #\d+ belongs to another tape/],
+      [() => V.pow(other.variable(1)).sum(), /^pow: Var #\d+ belongs to another tape/],
+    ];
+    for (const [call, message] of cases) expect(call).toThrow(message);
+    expect(tape.size).toBe(size);
+    expect(Array.from(h.vec.value(h.vec.mul(v, h.constant(3))))).toEqual([3, 6]);
+  });
+
   // A README check: these messages named nothing, where README says a message begins with the
   // op or call that refused the value.
   it('a non-number names the call that refused it', async () => {
