@@ -40,8 +40,13 @@ export function defineFunction(rule: CustomRule): CustomFunction {
   if (typeof rule.name !== 'string' || rule.name === '') {
     throw new TapegradError('INVALID_ARGUMENT', `defineFunction needs a name (a non-empty string), got ${describe(rule.name)}`);
   }
-  // A misspelt rule (jpv for jvp) surfaced only at the first sweep that needed it.
-  rule = readOptions(rule, 'defineFunction', { name: 'string', forward: 'function', vjp: 'function', jvp: 'function', vjpTangent: 'function' });
+  // A misspelt rule (jpv for jvp) surfaced only at the first sweep that needed it: a function
+  // under another name is refused. The rules run with the caller's object as `this`, so a class
+  // may keep helpers and state beside them (a probe's rules on a copy threw TypeErrors).
+  const rules: Record<string, unknown> = {};
+  for (const key of RULE_KEYS) rules[key] = (rule as unknown as Record<string, unknown>)[key];
+  for (const key in rule) if (!(key in rules) && typeof (rule as unknown as Record<string, unknown>)[key] === 'function') rules[key] = 0;
+  readOptions(rules, 'defineFunction', { name: 'string', forward: 'function', vjp: 'function', jvp: 'function', vjpTangent: 'function' });
   return (...operands: Operand[]): Var => {
     // A Vec's tape refuses it in operandIds with the ShapeError f(x, v) gets.
     const anchor = operands.find((o: unknown) => o instanceof Var || o instanceof Vec) as Var | Vec | undefined;
@@ -66,6 +71,8 @@ export function defineFunction(rule: CustomRule): CustomFunction {
     return tape.recordCustom(nodes.idOf(rule), ids);
   };
 }
+
+const RULE_KEYS = ['name', 'forward', 'vjp', 'jvp', 'vjpTangent'] as const;
 
 type RuleMethod = (this: CustomRule, ...args: unknown[]) => unknown;
 

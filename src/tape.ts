@@ -1515,8 +1515,10 @@ export class Tape {
       const elementBytes = this.engine.elementBytes();
       // Room for nodes alone (a composite's, mean's) named as such (a probe: "0 more elements").
       const more = n > 0 ? `${n} more elements (${elementBytes} bytes each)${nodes > 0 ? ` and ${nodes} nodes` : ''}` : `${nodes} more nodes (${this.engine.nodeBytes()} bytes each)`;
+      // An empty tape's names no reset, which would change nothing (a README audit), as grow's.
       throw new CapacityError(
-        `tape is full: ${more} with ${this.elements} elements and ${this.count} nodes recorded exceed maxMemoryBytes = ${this.maxMemoryBytes}; call tape.reset() to reuse it`,
+        this.count === 0 ? `tape cannot hold ${more}: maxMemoryBytes = ${this.maxMemoryBytes}`
+          : `tape is full: ${more} with ${this.elements} elements and ${this.count} nodes recorded exceed maxMemoryBytes = ${this.maxMemoryBytes}; call tape.reset() to reuse it`,
         this.maxMemoryBytes,
       );
     }
@@ -1659,8 +1661,8 @@ export class Tape {
     const i = h - this.base;
     if (i >= 0 && i < this.count) {
       // Ids the API never hands out as scalar handles, reached by arithmetic on handles.
-      if (this.isVector(i)) return new ShapeError(`handle ${h} is the node of vector handle ${~h}, where a scalar handle is needed`, 'scalar', [[this.elementLength(i)]]);
-      return new InvalidHandleError(`handle ${h} is no value: it carries operands for the node after it (a select, a custom function or a vector)`);
+      if (this.isVector(i)) return new ShapeError(`${where}handle ${h} is the node of vector handle ${~h}, where a scalar handle is needed`, typeof op === 'string' ? op : 'scalar', [[this.elementLength(i)]]);
+      return new InvalidHandleError(`${where}handle ${h} is no value: it carries operands for the node after it (a select, a custom function or a vector)`);
     }
     return new InvalidHandleError(`${where}handle ${h} is not a node of this tape (${this.liveRange()})${asNumber}`);
   }
@@ -1797,13 +1799,13 @@ export class Var {
 
   /** The value of this node (computed in a batch with everything recorded before it). */
   get value(): number {
-    return this.tape.valueAt(this.tape.index(this));
+    return this.tape.valueAt(this.tape.index(this, 'value'));
   }
 
   /** d(seed * output)/d(this) from the last complete reverse sweep (`backward`, `gradient`, `vjp`,
    *  `hvp`); one that threw part-way leaves the one before it. */
   get grad(): number {
-    return this.tape.gradAt(this.tape.index(this));
+    return this.tape.gradAt(this.tape.index(this, 'grad'));
   }
 
   /** The value, so a Var converts like a number (`Number(x)`, `+x`, and `x > 0` in JavaScript;

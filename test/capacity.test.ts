@@ -503,6 +503,19 @@ describe.each(BACKENDS)('inputs more than a tape holds (%s)', (backend) => {
     // With nodes recorded, the error still advises a reset.
     expect(() => tape.variables(huge)).toThrow(/^tape is full: maxNodes = 268435456 with 3 nodes recorded and 10000000000 more needed; call tape\.reset\(\) to reuse it$/);
   });
+
+  // A README audit: a vector too large for an empty tape's maxMemoryBytes was "tape is full" and
+  // advised a reset, which changes nothing, where the scalar inputs' error gives none.
+  it('a vector an empty tape cannot hold gives no advice to reset it', async () => {
+    const tape = await tapeOn(backend, { maxMemoryBytes: 1000 });
+    for (const act of [() => tape.vector(new Float64Array(100)), () => tape.constantVector(new Float64Array(100)), () => tape.handles.vec.variable(new Float64Array(100))]) {
+      expect(act).toThrow(expect.objectContaining({ code: 'CAPACITY', message: 'tape cannot hold 100 more elements (16 bytes each) and 2 nodes: maxMemoryBytes = 1000' }));
+      expect(tape.size).toBe(0);
+    }
+    const x = tape.vector([1, 2]);
+    expect(() => tape.vector(new Float64Array(100))).toThrow(/^tape is full: .*; call tape\.reset\(\) to reuse it$/);
+    expect(Array.from(tape.gradient(x.square().sum(), [x]))).toEqual([2, 4]);
+  });
 });
 
 // A README check: the limits were writable own properties, and tape.maxNodes = 5 changed the limit

@@ -744,3 +744,32 @@ describe.each(BACKENDS)('a rule refusing the inputs of the branch a guard leaves
     expect(g.rerecords).toBe(0);
   });
 });
+
+// A probe: defineFunction ran the rules on a copy of the rule object (its checked options), so a
+// class's helper methods and private fields were gone ("this.sp is not a function").
+describe.each(BACKENDS)('a rule written as a class keeps its this (%s)', (backend) => {
+  class Softplus implements CustomRule {
+    readonly name = 'softplus';
+    scale = 1;
+    #calls = 0;
+    forward(xs: Float64Array): number { this.#calls++; return this.scale * this.sp(xs[0]!); }
+    vjp(xs: Float64Array, _y: number, g: number): number[] { return [g * this.scale * this.sigmoid(xs[0]!)]; }
+    jvp(xs: Float64Array, _y: number, ts: Float64Array): number { return ts[0]! * this.scale * this.sigmoid(xs[0]!); }
+    get calls(): number { return this.#calls; }
+    private sp(x: number): number { return Math.max(x, 0) + Math.log1p(Math.exp(-Math.abs(x))); }
+    private sigmoid(x: number): number { return 1 / (1 + Math.exp(-x)); }
+  }
+
+  it('its helpers, private fields and state fields work in every sweep, and a misspelt rule is still refused', () => {
+    const rule = new Softplus();
+    rule.scale = 2;
+    const softplus = defineFunction(rule);
+    const f = (x: Var): Var => softplus(x).mul(x);
+    const sp = (x: number): number => 2 * Math.log1p(Math.exp(x)), dsp = (x: number): number => 2 / (1 + Math.exp(-x));
+    expect(grad(f, { backend })(0.5)).toBeCloseTo(sp(0.5) + 0.5 * dsp(0.5), 14);
+    expect(jvp(f, 0.5, 1, { backend })[0]).toBeCloseTo(sp(0.5) + 0.5 * dsp(0.5), 14);
+    expect(compile((x: Var[]) => f(x[0]!), { inputs: 1, backend }).value([0.5])).toBeCloseTo(0.5 * sp(0.5), 14);
+    expect(rule.calls).toBeGreaterThan(0);
+    expect(() => defineFunction(Object.assign(new Softplus(), { jpv: () => 0 }))).toThrow(/^defineFunction: unknown option 'jpv'/);
+  });
+});
