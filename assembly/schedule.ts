@@ -244,6 +244,15 @@ function survey(from: i32, to: i32): void {
 function markLive(lo: i32, hi: i32): void {
   for (let i = hi - 1; i >= lo; i--) {
     const op = opAt(i);
+    // A sin and a cos of one operand side by side read each other's value for their partials in
+    // the interpreter's reverse sweeps, which an hvp runs after the scheduled forward: both are
+    // computed where either is (a probe's hvp read a left-out cos of an earlier call). The one
+    // below is marked by now: its consumers all lie above it, and this node is none of them.
+    if (pruning && (op == Op.Sin || op == Op.Cos) && i > 0 && opAt(i - 1) == (op == Op.Sin ? Op.Cos : Op.Sin) && argA(i - 1) == argA(i)
+      && (f64At(adjBase, i) != 0 || f64At(adjBase, i - 1) != 0)) {
+      setF64At(adjBase, i, 1);
+      setF64At(adjBase, i - 1, 1);
+    }
     if (!computed(i, op)) continue;
     scheduled++;
     if (!zeroGradient(op)) withGradient++;

@@ -158,6 +158,27 @@ describe('scheduled replay', () => {
     expectSameBits(checked.gradient(at), interpreted.gradient(at), 'gradient with checkNaN, finite');
   });
 
+  // A probe: an hvp (the scheduled forward, then the interpreter's reverse with tangents) read the
+  // partial of a sin from a cos beside it that no output needed and the schedule had left out:
+  // its value of an earlier call, a wrong Hessian with a right gradient.
+  it('computes a sin or cos no output needs where its trig sibling is needed, whose partial reads it', () => {
+    const shapes: [string, (x: Var[]) => Var][] = [
+      ['unused cos after', (x) => { const s = x[0]!.sin(); void x[0]!.cos(); return s.square(); }],
+      ['unused cos before', (x) => { void x[0]!.cos(); return x[0]!.sin().square(); }],
+      ['unused sin after', (x) => { const c = x[0]!.cos(); void x[0]!.sin(); return c.mul(x[1]!).square(); }],
+      ['unused sin before', (x) => { void x[0]!.sin(); return x[0]!.cos().mul(x[1]!).square(); }],
+    ];
+    for (const [what, head] of shapes) {
+      const f = (x: Var[]): Var => head(x).add(mixed(29, 300)(x));
+      const at = [0.1, 0.2, 0.3], x = [1, 2, -0.5], v = [1, 0.5, -1];
+      const scheduled = compile(f, { inputs: 3, at }), interpreted = compile(f, { inputs: 3, at, codegen: false });
+      expect(scheduled.generatedSweeps, what).toBe('scheduled');
+      expectSameBits(scheduled.hvp(x, v), interpreted.hvp(x, v), `${what}: hvp`);
+      expectSameBits(scheduled.hvpBatch([...x, ...at], 2, [...v, ...v]), interpreted.hvpBatch([...x, ...at], 2, [...v, ...v]), `${what}: hvpBatch`);
+      expectSameBits(scheduled.gradient(x), interpreted.gradient(x), `${what}: gradient`);
+    }
+  });
+
   it('a function that records a new input inside is refused, on both engines', () => {
     for (const backend of ['wasm', 'js'] as const) {
       const f = (x: Var[]): Var => x[0]!.mul(x[0]!.tape.variable(3)).add(x[1]!);
