@@ -879,6 +879,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // save nodes on fresh recordings, but where a loop's numbers vary per iteration the cache's
     // hits and misses would break its period, and with it the generated loops.
     tape.shareConstants = false;
+    tape.staleWhy = ' (a compiled function records again where a guard changes path: it is from an earlier recording of it)';
     const observed = new Set<number>();
     tape.observed = observed;
     let outputs: Int32Array;

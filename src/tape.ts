@@ -1610,15 +1610,17 @@ export class Tape {
     this.valV = v.val;
   }
 
-  /** @internal Set on the transforms' pooled tapes, which they reset after each call. */
-  transformTape = false;
+  /** @internal Why a Var of this tape goes stale without the caller's reset, for its message: set
+   *  on the transforms' pooled tapes, which they reset after each call, and on a compiled
+   *  function's, which records again where a guard changes path (a probe read "recorded before
+   *  tape.reset()" for neither). */
+  staleWhy = '';
 
   private stale(which: string, op: string | number | undefined): string {
     const what = nameOf(op);
     // A Var kept from an earlier transform call reached the next one on the same pooled tape: the
     // user never called reset (a probe).
-    const why = this.transformTape ? ' (a transform resets its tape after each call: it is from an earlier grad, vjp, jvp or hvp call)' : '';
-    return `${what === undefined ? '' : `${what}: `}${which} was recorded before tape.reset()${why}; record it again on the current tape`;
+    return `${what === undefined ? '' : `${what}: `}${which} was recorded before tape.reset()${this.staleWhy}; record it again on the current tape`;
   }
 
   private notAVar(v: unknown, op?: string | number): Error {

@@ -68,7 +68,7 @@ const TRANSFORM_OPTIONS = { backend: BACKEND_RULE, vector: 'boolean' } as const;
 export function withTape<T>(options: TransformOptions | undefined, body: (tape: Tape) => T): T {
   const kind = resolveBackend(options?.backend);
   const tape = (Object.hasOwn(pools, kind) ? pools[kind].pop() : undefined) ?? createTapeSync({ backend: kind });
-  tape.transformTape = true;
+  tape.staleWhy = ' (a transform resets its tape after each call: it is from an earlier grad, vjp, jvp or hvp call)';
   try {
     tape.reset();
     return body(tape);

@@ -85,6 +85,24 @@ const finite = fc.double({ min: -4, max: 4, noNaN: true });
 const anyDouble = fc.oneof(finite, fc.constantFrom(NaN, 0, -0, Infinity, -Infinity, 5e-324, -5e-324));
 
 describe.each(BACKENDS)('a guard that comes out the other way re-records (%s)', (backend) => {
+  // A probe: a Var that escaped the first recording, read after a guard made the function record
+  // again, was "recorded before tape.reset()", a reset the caller never made.
+  it('a Var of an earlier recording says the function recorded again', () => {
+    let escaped: Var | null = null;
+    const f = compile((x: Var[]) => {
+      const y = x[0]!.gt(0).value ? x[0]!.sin() : x[0]!.cos();
+      escaped ??= y;
+      return y.mul(x[1]!);
+    }, { inputs: 2, backend });
+    f.value([1, 2]);
+    expect(escaped!.value).toBe(Math.sin(1));
+    f.value([-1, 2]);
+    expect(() => escaped!.value).toThrow(expect.objectContaining({
+      name: 'StaleHandleError', message: expect.stringMatching(/^value: Var #\d+ was recorded before tape\.reset\(\) \(a compiled function records again where a guard changes path: it is from an earlier recording of it\)/),
+    }));
+    expect(f.value([-1, 2])).toBe(2 * Math.cos(-1));
+  });
+
   it('compiled at x0 = 1, replayed at x0 = -1: re-records once and returns the other branch gradient', () => {
     const f = compile(branchy, { inputs: 2, backend, at: [1, 2] });
     expectSameValues(f.gradient([1, 2]), closedForm(1, 2).gradient, 'recorded side');
