@@ -146,7 +146,14 @@ import * as esbuild from 'esbuild';
 // core build: a vector tanh there 17 -> 9 ns an element), matrix products take four terms a pass
 // (llsq's reverse 36 -> 25 us) and a Var gradient reads its list in a loop of its own (2·10^4
 // inputs 174 -> 134 us): 107,554 bytes measured, 578 B more (105 KB was too little by 34 bytes).
-export const SIZE_BUDGET = 106 * 1024;
+// 107 KB since the fixes of 2026-12-06's later probes and README audit (a failed chunk imported
+// again under a specifier of its own where the browser keeps the failure, compile(f) with no
+// options, gradcheck's worst, gather's negative indices, -0 tangents seeded onto -0, options read
+// once, f resetting its tape refused by every transform, limits and vector ops naming their call,
+// rules run on the caller's object, a stale Var of an earlier compiled recording explained) and
+// expectedNodes sizing memory below 32 MiB: 108,670 bytes measured, 469 B more (106 KB was too
+// little by 126 bytes).
+export const SIZE_BUDGET = 107 * 1024;
 // More bytes of gzip for the code generator chunk: 6 KB (5.7 KB measured) until it also emitted
 // the fused elementwise run kernels (about 1.4 KB more); 8 KB (7,839 B measured) until the planner
 // found loops nested in loop bodies and the sweeps were split into functions (9,371 B, +1,532 B);
