@@ -567,29 +567,6 @@ describe.each(BACKENDS)('expectedNodes (%s)', (backend) => {
     expect(engine(await createTape({ backend, expectedNodes: 0 })).capacity).toBe(engine(await createTape({ backend })).capacity);
   });
 
-  // A probe: fromBytes of a 10-node function took 8 ms a call, collecting garbage for the 32 MiB
-  // of memory each tape starts with (V8 counts it as external memory); 0.6 ms with 4 MiB.
-  it.runIf(backend === 'wasm')('sizes the wasm memory for them, below the default 32 MiB too, and grows it past them', async () => {
-    const memoryOf = (t: Tape): number => (t as unknown as { engine: { core: { memory: WebAssembly.Memory } } }).engine.core.memory.buffer.byteLength;
-    const pages = (n: number): number => 65536 * Math.ceil((29 * n + 2 ** 22) / 65536);
-    expect(memoryOf(await createTape({ backend }))).toBe(32 * 2 ** 20);
-    for (const n of [0, 1000, 100_000]) expect(memoryOf(await createTape({ backend, expectedNodes: n }))).toBe(pages(n));
-    expect(memoryOf(await createTape({ backend, expectedNodes: 2_000_000 }))).toBe(pages(2_000_000));
-    const f = (x: Var[]): Var => x[0]!.mul(x[1]!).sin().add(x[1]!.exp());
-    const loaded = fromBytes(compile(f, { inputs: 2, backend, at: [1, 2] }).toBytes());
-    expect(memoryOf(loaded.recorded!.tape)).toBe(pages(loaded.size));
-    // Past what its pages hold, a small tape grows as any tape does, with the same results.
-    const small = await createTape({ backend, expectedNodes: 10 }), plain = await createTape({ backend });
-    const run = (t: Tape): Float64Array => {
-      const xs = t.variables([0.3, -0.7]);
-      let y = xs[0]!;
-      for (let i = 0; i < 100_000; i++) y = y.mul(xs[1]!).add(xs[0]!).sin();
-      return t.gradient(y, xs);
-    };
-    expect(run(small)).toEqual(run(plain));
-    expect(memoryOf(small)).toBeGreaterThan(pages(10));
-  });
-
   it('refuses what is no node count, or more than the limits allow, naming the option', async () => {
     for (const bad of [-1, 1.5, Number.NaN, Infinity, '10' as unknown as number]) {
       await expect(createTape({ backend, expectedNodes: bad })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/expectedNodes/) });
@@ -621,5 +598,32 @@ describe.each(BACKENDS)('expectedNodes (%s)', (backend) => {
       expect(() => compile(f, { inputs: 2, backend, expectedNodes: bad })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^compile: expectedNodes must be a non-negative integer/) }));
     }
     expect(() => compile(f, { inputs: 2, backend, expectedNodes: 2e8 })).toThrow(expect.objectContaining({ code: 'CAPACITY', message: expect.stringMatching(/^compile: expectedNodes = 200000000 needs more than the 4 GiB/) }));
+  });
+});
+
+// expectedNodes on the wasm engine: the memory it starts with.
+describe('expectedNodes and the wasm memory', () => {
+  // A probe: fromBytes of a 10-node function took 8 ms a call, collecting garbage for the 32 MiB
+  // of memory each tape starts with (V8 counts it as external memory); 0.6 ms with 4 MiB.
+  it('sizes the wasm memory for them, below the default 32 MiB too, and grows it past them', async () => {
+    const backend = 'wasm';
+    const memoryOf = (t: Tape): number => (t as unknown as { engine: { core: { memory: WebAssembly.Memory } } }).engine.core.memory.buffer.byteLength;
+    const pages = (n: number): number => 65536 * Math.ceil((29 * n + 2 ** 22) / 65536);
+    expect(memoryOf(await createTape({ backend }))).toBe(32 * 2 ** 20);
+    for (const n of [0, 1000, 100_000]) expect(memoryOf(await createTape({ backend, expectedNodes: n }))).toBe(pages(n));
+    expect(memoryOf(await createTape({ backend, expectedNodes: 2_000_000 }))).toBe(pages(2_000_000));
+    const f = (x: Var[]): Var => x[0]!.mul(x[1]!).sin().add(x[1]!.exp());
+    const loaded = fromBytes(compile(f, { inputs: 2, backend, at: [1, 2] }).toBytes());
+    expect(memoryOf(loaded.recorded!.tape)).toBe(pages(loaded.size));
+    // Past what its pages hold, a small tape grows as any tape does, with the same results.
+    const small = await createTape({ backend, expectedNodes: 10 }), plain = await createTape({ backend });
+    const run = (t: Tape): Float64Array => {
+      const xs = t.variables([0.3, -0.7]);
+      let y = xs[0]!;
+      for (let i = 0; i < 100_000; i++) y = y.mul(xs[1]!).add(xs[0]!).sin();
+      return t.gradient(y, xs);
+    };
+    expect(run(small)).toEqual(run(plain));
+    expect(memoryOf(small)).toBeGreaterThan(pages(10));
   });
 });
