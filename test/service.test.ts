@@ -279,6 +279,20 @@ it('keeps the arrays requests lease in a few power-of-two sizes, within a bound 
     leases.release(first);
     expect(leases.lease(900).buffer).toBe(first.buffer);
   }
+  // A probe: past the bounds a shared array was made for the request and dropped after, and the
+  // workers, which hold every shared array they were sent, grew the service by gigabytes. Only
+  // the arrays that will be kept are shared; the rest are plain, and none of them is kept.
+  const leases = arrayLeases(true, 64 << 20);
+  const sharedMade = new Set<ArrayBufferLike>();
+  for (let burst = 0; burst < 5; burst++) {
+    const views = Array.from({ length: 40 }, (_, k) => leases.lease(k % 2 ? 100_000 : 1_000_000 + k));
+    for (const v of views) if (v.buffer instanceof SharedArrayBuffer) sharedMade.add(v.buffer);
+    for (const v of views) leases.release(v);
+    expect(leases.heldBytes()).toBeLessThanOrEqual(64 << 20);
+  }
+  // Made in the first burst while the 64 MiB allowed them (8 MiB and 1 MiB alternating: seven
+  // of each, then one more of 1 MiB), and none after: the later bursts lease those again.
+  expect(sharedMade.size).toBe(15);
 });
 
 it('shuts down gracefully: a request in flight is answered, then connections are refused', async () => {
