@@ -215,7 +215,8 @@ export function opArity(op: i32): i32 {
   // From 2^53 every double is an even integer and z - 1 odd, but z - 1 rounds to an even one: x^(z-1)
   // had the wrong sign for x < 0 (a probe: +2^54 for (-1)^(2^54); a review: 2^53 + 2 too); (z/x)·x^z
   // keeps it.
-  if (Math.abs(z) >= 9007199254740992 && isFinite(z) && x < 0 && x > -Infinity) {
+  // -Infinity too (a probe: +Infinity at (-Infinity, 2^54), where the sign is -).
+  if (Math.abs(z) >= 9007199254740992 && isFinite(z) && x < 0) {
     const p = Math.pow(x, z);
     return p == 0 || p == Infinity ? -(z * p) : z / x * p;
   }
@@ -246,9 +247,10 @@ export function opArity(op: i32): i32 {
 }
 
 // d/dz x^z = y ln x; 0 at x = 0 (the numerics policy: d/dc x^c at x = 0 is 0, for every z, where
-// y ln x gave -Inf at z <= 0) and where y = 0 (y ln x would be 0 * -Inf there).
+// y ln x gave -Inf at z <= 0) and where y = 0 for x > 0 (y ln x would be 0 * -Inf there); NaN for
+// x < 0, where y ln x is, also where y under- or overflows to 0 (a probe: 0 at (-0.5, 2000)).
 // @ts-ignore: decorator
-@inline function powExponentDerivative(x: f64, y: f64): f64 { return x == 0 || y == 0 ? 0 : y * Math.log(x); }
+@inline function powExponentDerivative(x: f64, y: f64): f64 { return x == 0 || (y == 0 && x > 0) ? 0 : y * Math.log(x); }
 
 // At x = 0 (z != 0), the limit from x > 0 of the mixed second partial x^(z-1) (1 + z ln x): 0 for
 // z > 1, where the rule's x^(z-1) · ln x is 0 * -Inf; ±Infinity otherwise.
@@ -595,9 +597,10 @@ export let partialZTangent: f64 = 0;
       }
       // y/x as x^(z-1): y over- or underflows where the mixed term is finite (at (1e155, 2) it
       // was Infinity against the other order's 7.1e157; at (1e-300, 2) 7e-4 off).
-      const xz1 = z == 0 ? 1 / x : Math.pow(x, z - 1);
+      // (At x = -0 and z = 0, 1/|x|: the limit from x > 0, as at +0; 1/x gave -Infinity, a probe.)
+      const xz1 = z == 0 ? 1 / Math.abs(x) : Math.pow(x, z - 1);
       partialZTangent = (ty == 0 ? 0 : ty * Math.log(x)) + (tx == 0 ? 0 : tx * xz1);
-      if (z == 0) return tz == 0 ? 0 : tz / x;
+      if (z == 0) return tz == 0 ? 0 : tz * xz1;
       // The mixed term x^(z-1)(1 + z ln x) is 0 where the power is (x = Infinity, z < 1: 0·∞ gave
       // NaN against the other order's 0, a probe), as at x = 0.
       // As a sum, the other order's terms (so the two agree bit for bit), but factored where the

@@ -128,7 +128,8 @@ function powBase(x: number, z: number): number {
   if (z !== Math.floor(z) && x < 0) return NaN;
   // From 2^53 z is an even integer and z - 1 odd, but z - 1 rounds to an even one: x^(z-1) is
   // -|x|^z / |x| for x < 0 (a probe found the gradient's sign wrong there, and this reference wrong alike).
-  if (Math.abs(z) >= 2 ** 53 && Number.isFinite(z) && x < 0 && x > -Infinity) {
+  // -Infinity too (a numerics audit: the sign of an even z - 1 there, in the engines and here).
+  if (Math.abs(z) >= 2 ** 53 && Number.isFinite(z) && x < 0) {
     const m = Math.pow(-x, z);
     return m === 0 || m === Infinity ? -z * m : (-z * m) / -x;
   }
@@ -143,10 +144,12 @@ const BINARY: Record<string, BinarySpec> = {
   mul: { value: (x, z) => x * z, exact: true, partials: (x, z) => [z, x] },
   // 0/0 and Inf/Inf have no derivative: NaN for both operands (section 4).
   div: { value: (x, z) => x / z, exact: true, partials: (x, z) => (Number.isNaN(x / z) ? [NaN, NaN] : [1 / z, -(x / z) / z]) },
-  // d/dx = z x^(z-1) (0 for the constant x^0); d/dz = x^z ln x, with the limit 0 where x^z = 0, and 0 at x = 0 for every z (section 4).
+  // d/dx = z x^(z-1) (0 for the constant x^0); d/dz = x^z ln x, with the limit 0 where x^z = 0 for
+  // x > 0, and 0 at x = 0 for every z (section 4); NaN for x < 0, where ln x is, also where x^z is 0
+  // (a numerics audit: this reference and the engines gave 0 there).
   pow: {
     value: Math.pow, exact: false,
-    partials: (x, z) => [z === 0 ? 0 : powBase(x, z), x === 0 || Math.pow(x, z) === 0 ? 0 : Math.pow(x, z) * Math.log(x)],
+    partials: (x, z) => [z === 0 ? 0 : powBase(x, z), x === 0 || (Math.pow(x, z) === 0 && x > 0) ? 0 : Math.pow(x, z) * Math.log(x)],
   },
   // One operand infinite: the limits, 0 for atan2 and the infinite one's sign for hypot (not
   // Infinity / Infinity).

@@ -648,6 +648,31 @@ describe.each(BACKENDS)('pow\'s second derivatives: NaN with the gradient, both 
     // x = NaN: the second derivative too (a review: 2 for c = 2 under a NaN gradient).
     for (const c of [2, 3, 0.5]) expect(hvp((x: Var[]) => x[0]!.pow(c), [NaN], [1], { backend })[0], `c = ${c}`).toBeNaN();
   });
+  // A numerics audit: d/dc x^c below 0 was 0 where x^c under- or overflowed to 0 (the rule's
+  // y = 0 shortcut), against NaN everywhere else below 0; (-Infinity)^(2^54)'s gradient took the
+  // sign of an even c - 1; and at (-0, 0) the mixed term was -Infinity, not the limit from x > 0.
+  it('below 0 d/dc is NaN where the power is 0 too; -Infinity keeps the sign past 2^53; -0 is 0 at c = 0', () => {
+    for (const point of [[-0.5, 2000], [-1e-200, 2], [-2, -2000], [-Infinity, -1], [-0.5, 1075]]) {
+      const [dx, dc] = grad(P, { backend })(point);
+      expect(dc, `d/dc at ${point}`).toBeNaN();
+      expect(Number.isNaN(dx!), `d/dx at ${point}`).toBe(false);
+    }
+    same(Array.from(grad(P, { backend })([0.5, 2000])), [0, 0]);
+    for (const c of [2 ** 54, 2 ** 53 + 2, 1e308]) {
+      expect(grad((x: Var[]) => x[0]!.pow(c), { backend })([-Infinity])[0], `c = ${c}`).toBe(-Infinity);
+      expect(grad(P, { backend })([-Infinity, c])[0], `c = ${c}`).toBe(-Infinity);
+    }
+    expect(grad((x: Var[]) => x[0]!.pow(-(2 ** 54)), { backend })([-Infinity])[0]).toBe(0);
+    for (const x0 of [0, -0]) same(Array.from(hessian(P, [x0, 0], { backend }).data).slice(1, 3), [Infinity, Infinity]);
+    // Compiled, generated and interpreted, alike.
+    for (const codegen of [true, false]) {
+      const f = compile(P, { inputs: 2, backend, codegen });
+      same(Array.from(f.gradient([-0.5, 2000])), Array.from(grad(P, { backend })([-0.5, 2000])));
+      same(Array.from(f.gradient([-Infinity, 2 ** 54])), Array.from(grad(P, { backend })([-Infinity, 2 ** 54])));
+      same(Array.from(f.hvp([-0, 0], [0, 1])), Array.from(hvp(P, [-0, 0], [0, 1], { backend })));
+    }
+  });
+
   it('both orders of the mixed term alike where x^(c-1) overflows or the exponent is infinite', () => {
     // x^(c-1)(1 + c ln x) at (1e-310, 1e-8) is about 1e310: +Infinity both ways.
     same(Array.from(hessian(P, [1e-310, 1e-8], { backend }).data).slice(1, 3), [Infinity, Infinity]);

@@ -34,7 +34,7 @@ function powBaseDerivative(x: number, z: number): number {
     if (x < 0) return NaN;
     if (x === 0) x = 0;
   }
-  if (Math.abs(z) >= 9007199254740992 && Number.isFinite(z) && x < 0 && x > -Infinity) {
+  if (Math.abs(z) >= 9007199254740992 && Number.isFinite(z) && x < 0) {
     const p = Math.pow(x, z);
     return p === 0 || p === Infinity ? -(z * p) : z / x * p;
   }
@@ -53,9 +53,9 @@ function powSecondDerivative(x: number, z: number): number {
   return x !== 0 && Math.abs(x) < 1 && z < 2 ? z * ((z - 1) * Math.pow(x, z - 1)) / x : z * ((z - 1) * Math.pow(x, z - 2));
 }
 
-// As assembly/ops.ts: 0 at x = 0 (the numerics policy) and where y = 0.
+// As assembly/ops.ts: 0 at x = 0 (the numerics policy) and where y = 0 for x > 0.
 function powExponentDerivative(x: number, y: number): number {
-  return x === 0 || y === 0 ? 0 : y * Math.log(x);
+  return x === 0 || (y === 0 && x > 0) ? 0 : y * Math.log(x);
 }
 
 // As assembly/ops.ts: the mixed second partial's limit at x = 0 (z !== 0).
@@ -300,9 +300,9 @@ function partialsTangentOf(op: number): void {
         { reg[OUT] = (tz === 0 ? 0 : NaN) + (tx === 0 || z === 0 || z === 1 ? 0 : tx * powSecondDerivative(x, z)); return; }
       }
       // y/x as x^(z-1) (see the core).
-      const xz1 = z === 0 ? 1 / x : Math.pow(x, z - 1);
+      const xz1 = z === 0 ? 1 / Math.abs(x) : Math.pow(x, z - 1);
       partialZTangent[0] = (ty === 0 ? 0 : ty * Math.log(x)) + (tx === 0 ? 0 : tx * xz1);
-      if (z === 0) { reg[OUT] = tz === 0 ? 0 : tz / x; return; }
+      if (z === 0) { reg[OUT] = tz === 0 ? 0 : tz * xz1; return; }
       const mixed = xz1 === 0 && Number.isFinite(z) ? 0 : xz1 + z * xz1 * Math.log(x);
       { reg[OUT] = (tz === 0 ? 0 : tz * (mixed === mixed ? mixed : xz1 * (1 + z * Math.log(x)))) + (tx === 0 || z === 1 ? 0 : tx * powSecondDerivative(x, z)); return; }
     }
