@@ -44,9 +44,9 @@ export function defineFunction(rule: CustomRule): CustomFunction {
   // under another name is refused. The rules run with the caller's object as `this`, so a class
   // may keep helpers and state beside them (a probe's rules on a copy threw TypeErrors).
   const rules: Record<string, unknown> = {};
-  for (const key of RULE_KEYS) rules[key] = (rule as unknown as Record<string, unknown>)[key];
+  for (const key in RULES) rules[key] = (rule as unknown as Record<string, unknown>)[key];
   for (const key in rule) if (!(key in rules) && typeof (rule as unknown as Record<string, unknown>)[key] === 'function') rules[key] = 0;
-  readOptions(rules, 'defineFunction', { name: 'string', forward: 'function', vjp: 'function', jvp: 'function', vjpTangent: 'function' });
+  readOptions(rules, 'defineFunction', RULES);
   return (...operands: Operand[]): Var => {
     // A Vec's tape refuses it in operandIds with the ShapeError f(x, v) gets.
     const anchor = operands.find((o: unknown) => o instanceof Var || o instanceof Vec) as Var | Vec | undefined;
@@ -72,7 +72,7 @@ export function defineFunction(rule: CustomRule): CustomFunction {
   };
 }
 
-const RULE_KEYS = ['name', 'forward', 'vjp', 'jvp', 'vjpTangent'] as const;
+const RULES = { name: 'string', forward: 'function', vjp: 'function', jvp: 'function', vjpTangent: 'function' } as const;
 
 type RuleMethod = (this: CustomRule, ...args: unknown[]) => unknown;
 
