@@ -379,6 +379,8 @@ function checkStructure(
       const arity = SCALAR_OP_TABLE[s]![1];
       const lengths = [operand(i, a[i]!), operand(i, b[i]!)];
       if (arity === 1 && b[i] !== a[i]) fail(i, 'is unary but has two operands');
+      // As the scalar powConst's (a probe: an element of the input as the exponent loaded).
+      if (s === Op.powConst && op[b[i]!] !== Op.const) fail(i, 'needs a constant exponent');
       if (s === Op.select) {
         claim(i, i - 2, Op.arg);
         lengths.push(operand(i, a[i - 2]!));

@@ -460,6 +460,20 @@ describe('fromBytes refuses what is not a valid tape with FormatError', () => {
       forgedFrom(power, (s, bytes) => s.view.setInt32(s.b + 4 * nodeOf(s, bytes, Op.powConst), 1, true)),
       /malformed: node \d+ \(powConst\) needs a constant exponent/,
     );
+    // The elementwise form too (a later probe: an exponent pointed at the input vector, or at an
+    // element of it, loaded and gave the value of x^x and the gradient of a constant power).
+    const vectorPower = compile((v: Vec) => {
+      const first = v.get(0);
+      return v.pow(2.5).sum().add(first);
+    }, { inputs: 2, vector: true, backend: 'js', at: [2, 3] }).toBytes();
+    expectFormatError(
+      forgedFrom(vectorPower, (s, bytes) => s.view.setInt32(s.b + 4 * nodeOf(s, bytes, ELEMENTWISE + Op.powConst), nodeOf(s, bytes, Op.vget), true)),
+      /malformed: node \d+ \(powConst\[\]\) needs a constant exponent/,
+    );
+    expectFormatError(
+      forgedFrom(vectorPower, (s, bytes) => s.view.setInt32(s.b + 4 * nodeOf(s, bytes, ELEMENTWISE + Op.powConst), nodeOf(s, bytes, Op.vinput), true)),
+      /malformed: node \d+ \(powConst\[\]\) (needs a constant exponent|uses a)/,
+    );
   });
 
   // A probe: with no rows, a matmul's result could claim any length (p was taken as 0), and a
