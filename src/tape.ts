@@ -1657,7 +1657,9 @@ export class Tape {
     }
     // An op's operand: the handle ops take handles only, where Var's take numbers too (a new-user
     // probe wrote h.mul(a, 3) and read only that 3 was no node).
-    const asNumber = typeof op === 'number' && op >= 0 ? `; record a number first: tape.handles.constant(${h})` : '';
+    // Not for a handle's size (one past the last, another tape's): a probe was told to record
+    // 497706708 as a number.
+    const asNumber = typeof op === 'number' && op >= 0 && (!Number.isInteger(h) || h < RESTART_FROM) ? `; record a number first: tape.handles.constant(${h})` : '';
     if (!Number.isInteger(h) || h < 0) return new InvalidHandleError(`${where}${h} is not a handle: handles are non-negative integers${asNumber}`);
     if (this.wasLive(h)) return new StaleHandleError(`${where}handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
     const i = h - this.base;

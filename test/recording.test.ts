@@ -504,9 +504,13 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     expect(() => h.mul(a, 3)).toThrow(/handle 3 is not a node of this tape .*; record a number first: tape\.handles\.constant\(3\)/);
     expect(() => h.add(a, 2.5)).toThrow(/2\.5 is not a handle.*tape\.handles\.constant\(2\.5\)/);
     expect(() => h.sin(7)).toThrow(InvalidHandleError);
+    // A handle's size is a wrong handle, not a number meant as a constant: no hint (a probe).
+    const y = h.exp(a);
+    expect(() => h.exp(y + 1)).toThrow(/^exp: handle \d+ is not a node of this tape \([^)]*\)$/);
+    expect(() => h.mul(a, y + 5)).toThrow(/^mul: handle \d+ is not a node of this tape \([^)]*\)$/);
     // A read takes handles only: no such hint there.
     expect(() => h.value(12345)).toThrow(/is not a node of this tape \([^)]*\)$/);
-    expect(tape.size).toBe(size);
+    expect(tape.size).toBe(size + 1);
     expect(h.value(h.mul(a, h.constant(3)))).toBe(6);
   });
 
