@@ -2,7 +2,7 @@
 // on a tape of its own; every later call writes new inputs into the tape and runs the sweeps in
 // the engine, with no JS work per node. Comparisons whose values the function read while
 // recording are guards: a replay where one comes out the other way re-records (or throws).
-import { copyNumbers, type BackendChoice, type BackendKind } from './backend.ts';
+import { copyNumbers, type Backend, type BackendChoice, type BackendKind } from './backend.ts';
 import { checkExpectedNodes, createTapeSync, resolveBackend } from './create.ts';
 import { BranchChangedError, NotANumberError, TapegradError, checkApart, checkOut, describe, isArrayLike, lockFields, newFloat64, notAnOutput, overlaps } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, OP_TABLE, Op, opNameOf } from './ops.ts';
@@ -399,6 +399,19 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     return out;
   }
 
+  // The reverse sweep of a replay; with checkNaN, which reads every adjoint, keeping those the
+  // fused runs' kernels otherwise drop (a probe: an infinite adjoint inside a run of 1,100
+  // elements went unchecked on wasm, where the tape and the JS engine found it).
+  private sweepReverse(engine: Backend, top: number): void {
+    if (!this.checkNaN) return engine.sweepReverseReplay(top);
+    engine.setKeepAdjoints(true);
+    try {
+      engine.sweepReverseReplay(top);
+    } finally {
+      engine.setKeepAdjoints(false);
+    }
+  }
+
   // checkNaN: rows one at a time, each replay and reverse sweep checked.
   private checkedRows(X: Float64Array, rows: number, out: Float64Array, values: Float64Array | null, what: string): void {
     const n = this.inputs;
@@ -410,7 +423,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
         if (values) values[r] = engine.views.val[top]!;
         engine.clearAdjoints(rec.tape.size, false);
         engine.views.adj[top] = 1;
-        engine.sweepReverseReplay(top);
+        this.sweepReverse(engine, top);
         rec.tape.assertFinite(0, top + 1, false, true);
         this.copyInputSlots(rec, engine.views.adj, engine.views.xadj, out, r * n);
       }
@@ -549,7 +562,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       if (o >= 0) adj[o] += v[j]!;
       else xadj[-1 - o] += v[j]!;
     }
-    engine.sweepReverseReplay(top);
+    this.sweepReverse(engine, top);
     if (this.checkNaN) rec.tape.assertFinite(0, top + 1, false, true);
     checkOut(out, this.inputs, 'vjp: out');
     this.copyInputSlots(rec, engine.views.adj, engine.views.xadj, out, 0);

@@ -396,3 +396,32 @@ describe.each(BACKENDS)('compile({ checkNaN: true }) (%s)', (backend) => {
     expect(Number.isNaN(g.gradient([-1, 4])[0])).toBe(true);
   });
 });
+
+// A probe: on wasm, a compiled vector function's gradient and vjp over more than 1,024 elements
+// (where fused runs drop the adjoints inside them) passed an infinite adjoint unchecked, which
+// the tape and the JS engine report; its hvp did report it.
+describe.each(BACKENDS)('compiled checkNaN inside a fused run (%s)', (backend) => {
+  it('finds the infinite adjoint a run of 1,100 elements would drop, by every reverse method', async () => {
+    const n = 1100;
+    const p = Array.from({ length: n }, (_, i) => 0.5 + i * 0.001);
+    p[5] = 0;
+    const message = 'checkNaN: sqrt[] at node 5 sent a non-finite adjoint (Infinity at element 5) to node 3 (abs[])';
+    const tape = await tapeOn(backend, { checkNaN: true });
+    const x = tape.vector(p);
+    expect(() => tape.backward(x.abs().sqrt().sum())).toThrow(/^checkNaN: sqrt\[\] at vector handle -\d+ sent a non-finite adjoint \(Infinity at element 5\)/);
+    const f = compile((v: Vec) => v.abs().sqrt().sum(), { inputs: n, vector: true, checkNaN: true, backend });
+    const vec = compile((v: Vec) => v.abs().sqrt().mul(2), { inputs: n, vector: true, checkNaN: true, backend });
+    const calls: [string, () => unknown][] = [
+      ['gradient', () => f.gradient(p)], ['valueAndGradient', () => f.valueAndGradient(p)],
+      ['gradientBatch', () => f.gradientBatch(p, 1)], ['vjp', () => f.vjp(p, [1])],
+      ['vjp of a Vec', () => vec.vjp(p, new Float64Array(n).fill(1))],
+      ['vjpBatch of a Vec', () => vec.vjpBatch(p, 1, new Float64Array(n).fill(1))],
+    ];
+    for (const [name, call] of calls) {
+      expect(call, name).toThrow(NonFiniteError);
+      expect(call, name).toThrow(name === 'vjp of a Vec' || name === 'vjpBatch of a Vec' ? /sent a non-finite adjoint \(Infinity at element 5\)/ : message);
+    }
+    p[5] = 0.25;
+    expect(f.gradient(p)[5]).toBe(1);
+  });
+});
