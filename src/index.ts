@@ -22,7 +22,7 @@ export {
 } from './check.ts';
 export {
   grad, valueAndGrad, vjp, jvp, jacobian, hvp, hessian, type Input, type ScalarOutput, type VectorOutput,
-  type TransformOptions, type JacobianOptions, type JacobianResult, type Matrix,
+  type TransformOptions, type JacobianOptions, type JacobianResult, type Matrix, type RuntimeVector,
 } from './transforms.ts';
 export { defineFunction, type CustomRule, type CustomFunction } from './custom.ts';
 export {

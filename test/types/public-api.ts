@@ -4,7 +4,7 @@
 import {
   compile, createTapeSync, finiteDifferenceGradient, grad, gradcheck, hessian, hvp, jacobian, jvp, max, mul, select,
   sin, valueAndGrad, vjp, where, type CompiledFunction, type GradcheckResult, type JacobianResult, type Matrix,
-  type Var, type Vec, type TransformOptions, type GradcheckOptions, type CompileOptions,
+  type Var, type Vec, type TransformOptions, type GradcheckOptions, type CompileOptions, type JacobianOptions, type RuntimeVector,
 } from '../../src/index.ts';
 
 declare const tape: ReturnType<typeof createTapeSync>;
@@ -108,3 +108,16 @@ export const used = [
   constantValue, vectorValue, vecValue, vecScalarValue, wrongValue, wrongArray, tapeSelected, tapeVec,
   anyForm, anyJacobian, anyHessian, anyCheck, anyCompiled, autoGrad, autoCompiled, autoCheck,
 ];
+
+// Options passed on from a wrapper's optional parameter (a probe: every transform refused
+// `opts?: TransformOptions`, and RuntimeVector, which the overloads use, was not exported).
+export function gradOf(opts?: TransformOptions): (x: never) => number | Float64Array { return grad(rosen, opts); }
+export function jacobianOf(opts?: JacobianOptions): JacobianResult { return jacobian(rosen, [1, 2], opts); }
+export function checkOf(opts?: GradcheckOptions): GradcheckResult { return gradcheck(rosen, [1, 2], opts); }
+export function hvpOf(opts?: TransformOptions): Float64Array { return hvp(rosen, [1, 2], [1, 0], opts); }
+export function hessianOf(opts?: TransformOptions): Matrix { return hessian(rosen, [1, 2], opts); }
+export function vjpOf(opts?: TransformOptions): Float64Array { return vjp(rosen, [1, 2], [1], opts); }
+export function jvpOf(opts?: TransformOptions): Float64Array { return jvp(rosen, [1, 2], [1, 0], opts); }
+export function valueAndGradOf(opts?: TransformOptions): (x: never) => [number, number | Float64Array] { return valueAndGrad(rosen, opts); }
+export function generic<O extends TransformOptions>(o: O): (x: never) => number | Float64Array { return grad(rosen, o as TransformOptions); }
+type Exported = RuntimeVector<{ vector: boolean }>;
