@@ -401,7 +401,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   // The reverse sweep of a replay; with checkNaN, which reads every adjoint, keeping those the
   // fused runs' kernels otherwise drop (a probe: an infinite adjoint inside a run of 1,100
-  // elements went unchecked on wasm, where the tape and the JS engine found it).
+  // elements went unchecked on wasm, where the tape and the JS engine found it). hvpAt keeps them
+  // around its own sweep in the same few lines: a helper taking the sweep as a closure allocated
+  // on every call, where calls with out allocate nothing (test/allocation.test.ts).
   private sweepReverse(engine: Backend, top: number): void {
     if (!this.checkNaN) return engine.sweepReverseReplay(top);
     engine.setKeepAdjoints(true);
