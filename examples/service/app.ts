@@ -404,7 +404,8 @@ export function arrayLeases(shared: boolean, maxHeldBytes = 256 << 20): {
       // Kept for as many requests as run at once: the arrays made to be kept, and no other.
       const whole = new Float64Array(view.buffer);
       const list = free.get(whole.length) ?? [];
-      if ((shared ? view.buffer instanceof SharedArrayBuffer : true) && list.length < (made.get(whole.length) ?? 0) && held + whole.byteLength <= maxHeldBytes) {
+      // (Within maxHeldBytes so: at most as many of a size as were made to be kept.)
+      if ((!shared || view.buffer instanceof SharedArrayBuffer) && list.length < (made.get(whole.length) ?? 0)) {
         list.push(whole);
         held += whole.byteLength;
       }

@@ -599,9 +599,8 @@ function copyRows(x: ArrayLike<number>, from: number, length: number, into: Floa
 // and the message said "pass fromBytes a larger maxNodes" (a review probe).
 function asRegister(error: unknown): unknown {
   // A limit out of range (maxNodes: 0) too, which fromBytes names now (it named no call: a probe).
-  if (error instanceof CapacityError || (error instanceof TapegradError && error.code === 'INVALID_ARGUMENT' && /^fromBytes: max(Nodes|MemoryBytes) /.test(error.message))) {
-    if (error.message.startsWith('fromBytes: ')) error.message = `register: ${error.message.slice(11).replaceAll('pass fromBytes', 'pass register')}`;
-  }
+  const limit = error instanceof CapacityError || (error instanceof TapegradError && error.code === 'INVALID_ARGUMENT' && /^fromBytes: max(Nodes|MemoryBytes) /.test(error.message));
+  if (limit && error.message.startsWith('fromBytes: ')) error.message = `register: ${error.message.slice(11).replaceAll('pass fromBytes', 'pass register')}`;
   return error;
 }
 
