@@ -907,7 +907,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       const list = y instanceof Vec ? [y] : Array.isArray(y) ? (y as readonly (Var | number)[]) : [y as Var | number];
       this.scalarOutput = !(y instanceof Vec) && !Array.isArray(y);
       const outs = list.map((v) => (v instanceof Vec || v instanceof Var ? v : typeof v === 'number' ? tape.constant(v) : badOutput(v)));
-      outputs = Int32Array.from(tape.outputSlots(outs));
+      // Named as compile names f's other faults (a Var of another tape said nothing of the call).
+      outputs = Int32Array.from(tape.outputSlots(outs, 'compile: the function\'s output'));
       outputNodes = Int32Array.from(outs, (v) => (v instanceof Vec ? tape.vindex(v) : tape.index(v)));
       tape.evaluate();
     } catch (e) {

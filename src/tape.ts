@@ -384,11 +384,12 @@ export class Tape {
   vjp(outputs: readonly (Var | Vec)[], cotangent: ArrayLike<number>, wrt: readonly (Var | Vec)[]): Float64Array {
     this.refuseInsideRule('cannot run a reverse sweep');
     this.refuseWhileCompiling('a reverse sweep (vjp)');
-    const outs = this.nodesOf(outputs, 'vjp');
+    const start = this.base, outs = this.nodesOf(outputs, 'vjp');
     checkLength(cotangent, this.entryCount(outs), 'vjp: cotangent', 'outputs');
     // (Copied: a sweep run again must not see the caller's later writes.)
     const seeds = readNumbers(cotangent, cotangent.length, 'vjp: cotangent', true);
     const nodes = this.nodesOf(wrt, 'vjp');
+    this.checkNotResetSince(start, 'vjp');
     this.evaluate();
     const sweep = this.lastSweep, out = this.lastOut, seed = this.lastSeed, count = this.lastCount, before = this.lastOuts, cotangentBefore = this.lastCotangent;
     const swept = this.completeSwept(), base = this.base;
@@ -538,7 +539,17 @@ export class Tape {
       const v = list[k]!;
       nodes[k] = v instanceof Vec ? this.vindex(v, LIST + (what ?? '')) : this.index(v as Var, LIST + (what ?? ''));
     }
+    this.checkNotResetSince(base, what);
     return nodes;
+  }
+
+  /** @internal Throws where reading an argument ran user code (an accessor, a Proxy) that reset
+   *  the tape since `base` was read: the nodes checked before then are of the last recording (a
+   *  probe's vjp, jvp, hvp and gather read the reset tape's memory and returned its numbers). */
+  checkNotResetSince(base: number, what: string | undefined): void {
+    if (this.base !== base) {
+      throw new StaleHandleError(`${prefixOf(what)}the tape was reset while the call read its arguments (by an accessor or a Proxy); the Vars and Vecs it had checked are stale`);
+    }
   }
 
   /** Scalar entries of the nodes: a vector counts its elements. `run`: how many of the first
@@ -593,9 +604,9 @@ export class Tape {
 
   /** @internal Output slots of Vars and Vecs, flat: a scalar node index (>= 0), or -1 - offset
    *  for each element of a vector (compiled functions read their outputs through these). */
-  outputSlots(list: readonly (Var | Vec)[]): number[] {
+  outputSlots(list: readonly (Var | Vec)[], what?: string): number[] {
     const slots: number[] = [];
-    const nodes = this.nodesOf(list);
+    const nodes = this.nodesOf(list, what);
     for (let k = 0; k < nodes.length; k++) {
       const i = nodes[k]!;
       if (this.opV[i]! < VINPUT) slots.push(i);
@@ -642,7 +653,8 @@ export class Tape {
   private seedTangents(inputs: readonly (Var | Vec)[], tangent: ArrayLike<number>, targets: ArrayLike<number>, name = 'tangent', hvpOutput = -1): Int32Array {
     this.refuseInsideRule('cannot run a tangent sweep');
     this.refuseWhileCompiling('a tangent sweep (jvp or hvp)');
-    const nodes = this.nodesOf(inputs, name === 'the direction' ? 'hvp' : 'jvp');
+    const call = name === 'the direction' ? 'hvp' : 'jvp', base = this.base;
+    const nodes = this.nodesOf(inputs, call);
     // The tangent sweep computes every other node's tangent from its operands': one seeded on a
     // computed node would be overwritten, and its jvp read 0.
     for (let k = 0; k < nodes.length; k++) {
@@ -659,6 +671,7 @@ export class Tape {
     const what = name === 'the direction' ? 'hvp: the direction' : `jvp: the ${name}`;
     checkLength(tangent, this.entryCount(nodes), what, 'inputs');
     const t = readNumbers(tangent, tangent.length, what);
+    this.checkNotResetSince(base, call);
     this.evaluate();
     const tan = this.ensureTangents();
     tan.fill(0, 0, this.count);
@@ -866,7 +879,7 @@ export class Tape {
    *  room for both nodes, so a failure records nothing, and c's constant node shared as `y.op(c)`
    *  shares it. */
   recordNumberBinary(op: number, c: number, y: Var): Var {
-    const j = this.index(y);
+    const j = this.index(y, op);
     return new Var(this, this.record(op, this.constantForOp(c), j));
   }
 

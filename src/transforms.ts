@@ -244,7 +244,7 @@ export function vjp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, v: A
   options = readOptions(options, 'vjp', TRANSFORM_OPTIONS);
   return withTape(options, (tape) => {
     const { inputs, output } = recordVector(tape, f, x, options, 'vjp');
-    return tape.vjp(output, toVector(v, 'the cotangent'), inputs);
+    return tape.vjp(output, toVector(v, 'vjp: the cotangent'), inputs);
   });
 }
 
@@ -258,7 +258,7 @@ export function jvp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, t: A
   options = readOptions(options, 'jvp', TRANSFORM_OPTIONS);
   return withTape(options, (tape) => {
     const { inputs, output } = recordVector(tape, f, x, options, 'jvp');
-    return tape.jvp(inputs, toVector(t, 'the tangent'), output);
+    return tape.jvp(inputs, toVector(t, 'jvp: the tangent'), output);
   });
 }
 
@@ -314,7 +314,7 @@ export function hvp(f: (x: never) => ScalarOutput, x: Input, v: ArrayLike<number
   options = readOptions(options, 'hvp', TRANSFORM_OPTIONS);
   return withTape(options, (tape) => {
     const { inputs, output } = recordScalar(tape, f, x, options, 'hvp');
-    return tape.hvp(output, inputs, toVector(v, 'the direction'));
+    return tape.hvp(output, inputs, toVector(v, 'hvp: the direction'));
   });
 }
 

@@ -26,14 +26,19 @@ const show = (shape: readonly (number | string)[]): string => `[${shape.join(', 
 /** `operand` and `data` let a caller that is given dimensions (the handle API) name the operand
  *  and its handle in the message. */
 function checkShape(shape: Shape, n: number, what: string, operand = 'shape', data = 'the data'): Shape {
-  if (!Array.isArray(shape) || shape.some((d) => !Number.isInteger(d) || d < 0)) {
+  // Read once, a hole as undefined: `some` skips holes, and [6, ,] passed as a shape whose
+  // transpose had no elements (a probe); an accessor read again could change between the check
+  // and the copy.
+  const dims: unknown[] | undefined = Array.isArray(shape) ? Array.from(shape) : undefined;
+  if (dims === undefined || dims.some((d) => !Number.isInteger(d) || (d as number) < 0)) {
     // No dimension is inferred: NumPy's -1 is refused with the rest. A dimension that is no
     // number at all is a NotANumberError, as everywhere a number is expected.
-    const message = `${what}: a shape is an array of non-negative integers, got ${Array.isArray(shape) ? show(shape.map((d) => (typeof d === 'number' ? d : describe(d)))) : describe(shape)}`;
-    throw Array.isArray(shape) && shape.some((d) => typeof d !== 'number') ? new NotANumberError(message) : new TapegradError('INVALID_ARGUMENT', message);
+    const message = `${what}: a shape is an array of non-negative integers, got ${dims ? show(dims.map((d) => (typeof d === 'number' ? d : describe(d)))) : describe(shape)}`;
+    throw dims?.some((d) => typeof d !== 'number') ? new NotANumberError(message) : new TapegradError('INVALID_ARGUMENT', message);
   }
-  if (sizeOf(shape) !== n) throw new ShapeError(`${what}: ${operand} ${show(shape)} holds ${sizeOf(shape)} elements, ${data} has ${n}`, what, [shape, [n]]);
-  return Object.freeze(shape.slice());
+  const checked = dims as number[];
+  if (sizeOf(checked) !== n) throw new ShapeError(`${what}: ${operand} ${show(checked)} holds ${sizeOf(checked)} elements, ${data} has ${n}`, what, [checked, [n]]);
+  return Object.freeze(checked);
 }
 
 /** NumPy's rule for trailing shapes: equal, a scalar, or the shorter shape is the other's tail. */
@@ -270,23 +275,27 @@ export class Vec {
   /** x[indices[k]] for each k (indices: integers in range, negative ones counting from the end,
    *  as `get`'s; the gather is one node). */
   gather(indices: ArrayLike<number>): Vec {
-    const t = this.tape, v = t.vindex(this, 'gather'), n = t.elementLength(v);
+    const t = this.tape, base = t.base, v = t.vindex(this, 'gather'), n = t.elementLength(v);
     if (!isArrayLike(indices)) throw new NotANumberError(`gather: indices must be an array of integers, got ${describe(indices)}`);
-    let fromEnd = false;
-    for (let k = 0; k < indices.length; k++) {
+    // Each index read once, into the copy the node records: read again after the checks, an
+    // accessor could hand the node another index, or reset the tape in between (a probe's gather
+    // then recorded on the reset tape and read its old memory).
+    const count = indices.length, picked: number[] = new Array(count);
+    for (let k = 0; k < count; k++) {
       const j = indices[k]!;
       if (!Number.isInteger(j) || j < -n || j >= n) {
         const message = `gather: index ${describe(j)} at position ${k} ${Number.isInteger(j) ? `is out of range for ${n} elements` : 'is not an integer'}`;
         // Something else than a number is NOT_A_NUMBER, as README's errors table says of indices.
         throw typeof j === 'number' ? new TapegradError('INVALID_ARGUMENT', message) : new NotANumberError(message);
       }
-      fromEnd ||= j < 0;
+      // The node holds the indices from the start (a probe's get(-1) took the last element and
+      // gather([-1]) was refused).
+      picked[k] = j < 0 ? n + j : j;
     }
-    t.reserveVector(4, 2 * indices.length);
-    // The node holds the indices from the start (a probe's get(-1) took the last element and
-    // gather([-1]) was refused).
-    const idx = t.recordVectorLeaf(VCONST, fromEnd ? Array.from(indices, (j) => (j < 0 ? n + j : j)) : indices);
-    return new Vec(t, t.recordVector(VGATHER, v, idx, indices.length), frozen([indices.length]));
+    t.checkNotResetSince(base, 'gather');
+    t.reserveVector(4, 2 * count);
+    const idx = t.recordVectorLeaf(VCONST, picked);
+    return new Vec(t, t.recordVector(VGATHER, v, idx, count), frozen([count]));
   }
 
   /** Σ x. */
@@ -373,6 +382,8 @@ export class Vec {
 
   /** A·x for a matrix A [m, k] and a vector x [k]. */
   matvec(x: Vec | ArrayLike<number>): Vec {
+    // This Vec checked under the call's name first: matmul's check named matmul (a probe).
+    this.tape.vindex(this, 'matvec');
     const b = this.operandShape(x, 'matvec');
     if (this.shape.length !== 2 || b.length !== 1 || this.shape[1] !== b[0]) {
       throw new ShapeError(`matvec: expects a matrix [m, k] and a vector [k], got ${show(this.shape)} and ${show(b)}`, 'matvec', [this.shape, b]);
@@ -382,6 +393,7 @@ export class Vec {
 
   /** xᵀ·A for a vector x [m] and a matrix A [m, k]. */
   vecmat(a: Vec | ArrayLike<number>): Vec {
+    this.tape.vindex(this, 'vecmat');
     const b = this.operandShape(a, 'vecmat');
     if (this.shape.length !== 1 || b.length !== 2 || this.shape[0] !== b[0]) {
       throw new ShapeError(`vecmat: expects a vector [m] and a matrix [m, k], got ${show(this.shape)} and ${show(b)}`, 'vecmat', [this.shape, b]);
@@ -391,6 +403,7 @@ export class Vec {
 
   /** x yᵀ: [m] and [p] → [m, p]. */
   outer(other: Vec | ArrayLike<number>): Vec {
+    this.tape.vindex(this, 'outer');
     const b = this.operandShape(other, 'outer');
     if (this.shape.length !== 1 || b.length !== 1) throw new ShapeError(`outer: expects two vectors, got ${show(this.shape)} and ${show(b)}`, 'outer', [this.shape, b]);
     const [k, e] = recordCost(other);
@@ -401,6 +414,7 @@ export class Vec {
   /** L·x with L [m, m] triangular: only the lower (default) or upper triangle of L is used. */
   trmv(x: Vec | ArrayLike<number>, options: { lower?: boolean | undefined } = {}): Vec {
     options = readOptions(options, 'trmv', { lower: 'boolean' });
+    this.tape.vindex(this, 'trmv');
     const b = this.operandShape(x, 'trmv');
     const m = this.shape[0]!;
     if (this.shape.length !== 2 || this.shape[1] !== m || b.length !== 1 || b[0] !== m) {

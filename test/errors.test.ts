@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError,
-  TapegradError, compile, createTape, createTapeSync, init, jacobian, type Tape, type Var,
+  TapegradError, add, atan2, compile, createTape, createTapeSync, div, eq, ge, gt, hvp, hypot, init, jacobian, jvp, le, lt, max, min, mul,
+  pow, sub, vjp, type Tape, type Var,
 } from '../src/index.ts';
 import { BACKENDS, tapeOn } from './support.ts';
 
@@ -147,6 +148,84 @@ describe.each(BACKENDS)('errors (%s)', (backend) => {
       expect(thrownBy(make)).toBeInstanceOf(NotANumberError);
       expect(tape.size).toBe(before);
     }
+  });
+
+  // A probe: an entry's getter that reset the tape part-way through vjp, jvp, hvp or gather let
+  // the call go on with the nodes it had checked, and read the reset tape's memory (no error; the
+  // engines returned different numbers, gather a live Vec of zeros).
+  it('an argument whose accessor resets the tape is refused, and the tape records again', async () => {
+    const tape = await tapeOn(backend);
+    const resetting = <T,>(items: readonly T[]): T[] => {
+      const list = items.slice();
+      Object.defineProperty(list, items.length - 1, { get() { tape.reset(); return items[items.length - 1]; } });
+      return list;
+    };
+    const fresh = (): [Var, Var, Var] => {
+      tape.reset();
+      const a = tape.variable(2), b = tape.variable(3);
+      return [a, b, a.mul(b).mul(a)];
+    };
+    const calls: [string, (a: Var, b: Var, y: Var) => unknown][] = [
+      ['vjp', (a, b, y) => tape.vjp([y], [1], resetting([a, b]))],
+      ['vjp', (a, b, y) => tape.vjp([y], resetting([1]), [a, b])],
+      ['jvp', (a, b, y) => tape.jvp(resetting([a, b]), [1, 0], [y])],
+      ['jvp', (a, b, y) => tape.jvp([a, b], resetting([1, 0]), [y])],
+      ['hvp', (a, b, y) => tape.hvp(y, resetting([a, b]), [1, 0])],
+      ['hvp', (a, b, y) => tape.hvp(y, [a, b], resetting([1, 0]))],
+      ['gradient', (a, b, y) => tape.gradient(y, resetting([a, b]))],
+    ];
+    for (const [name, call] of calls) {
+      const [a, b, y] = fresh();
+      expectError(() => call(a, b, y), StaleHandleError, 'STALE_HANDLE', new RegExp(`^${name}: `));
+      const [a2, b2, y2] = fresh();
+      expect(Array.from(tape.vjp([y2], [1], [a2, b2]))).toEqual([12, 4]);
+      expect(Array.from(tape.jvp([a2, b2], [1, 0], [y2]))).toEqual([12]);
+      expect(Array.from(tape.hvp(y2, [a2, b2], [1, 0]))).toEqual([6, 4]);
+    }
+    tape.reset();
+    const v = tape.vector([10, 20, 30]);
+    expectError(() => v.gather(resetting([0, 2])), StaleHandleError, 'STALE_HANDLE', /^gather: .*reset/);
+    expect(tape.size).toBe(0);
+    // An index read once: the getter's second value never reaches the node.
+    let reads = 0;
+    const moving = { length: 2, 0: 0, get 1() { return reads++ === 0 ? -1 : 5; } };
+    const w = tape.vector([10, 20, 30]);
+    expect(Array.from(w.gather(moving).value)).toEqual([10, 30]);
+    expect(reads).toBe(1);
+    expectUsable(tape);
+  });
+
+  // A probe: `some` skips holes, so [6, ,] passed as a shape; its transpose had no elements and
+  // summed to 0 (21 expected), and its bytes did not load.
+  it('a shape with a hole is refused as a dimension that is no number', async () => {
+    const tape = await tapeOn(backend);
+    const v = tape.vector([1, 2, 3, 4, 5, 6]);
+    // eslint-disable-next-line no-sparse-arrays
+    const holey = [6, , ] as unknown as number[];
+    expect(holey.length).toBe(2);
+    expectError(() => v.reshape(holey), NotANumberError, 'NOT_A_NUMBER', /^reshape: .*\[6, undefined\]/);
+    // eslint-disable-next-line no-sparse-arrays
+    expectError(() => tape.constantVector([1, 2, 3], [1, , 3] as unknown as number[]), NotANumberError, 'NOT_A_NUMBER', /shape/);
+    expect(v.reshape([6, 1]).T.sum().value).toBe(21);
+    expectUsable(tape);
+  });
+
+  // A probe: with the number first, a stale or foreign Var's message named no op; the transforms'
+  // missing directions and a compiled function's output of another tape named no call.
+  it('messages begin with the op or call: number-first free functions, directions, compiled outputs', async () => {
+    const tape = await tapeOn(backend);
+    const stale = tape.variable(1);
+    tape.reset();
+    tape.variable(0);
+    const free = { add, sub, mul, div, pow, atan2, min, max, hypot, lt, le, gt, ge, eq } as Record<string, (c: number, y: Var) => unknown>;
+    for (const [name, f] of Object.entries(free)) expectError(() => f(2, stale), StaleHandleError, 'STALE_HANDLE', new RegExp(`^${name}: Var #`));
+    const id = (x: Var[]): Var => x[0]!;
+    expectError(() => jvp(id, [1], undefined as unknown as number[]), NotANumberError, 'NOT_A_NUMBER', /^jvp: the tangent must be/);
+    expectError(() => vjp(id, [1], undefined as unknown as number[]), NotANumberError, 'NOT_A_NUMBER', /^vjp: the cotangent must be/);
+    expectError(() => hvp(id, [1], undefined as unknown as number[]), NotANumberError, 'NOT_A_NUMBER', /^hvp: the direction must be/);
+    const other = await tapeOn(backend), foreign = other.variable(1);
+    expectError(() => compile(() => foreign, { inputs: 1, backend }).gradient([1]), ForeignHandleError, 'FOREIGN_HANDLE', /^compile: the function's output: Var #/);
+    expectUsable(tape);
   });
 
   it('a number where a Var is expected is not reported as if a number would do', async () => {

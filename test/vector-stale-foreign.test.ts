@@ -35,6 +35,9 @@ function usesOf(tape: Tape, v: Vec, w: Vec, s: Var, y: Var): [string, () => unkn
     ['softmax', () => v.softmax()], ['norm', () => v.norm()], ['dot', () => v.dot(w)], ['dot operand', () => w.dot(v)],
     ['matvec operand', () => w.reshape([1, 3]).matvec(v)], ['matmul', () => v.matmul(w.reshape([3, 1]))],
     ['outer operand', () => w.outer(v)], ['trmv operand', () => L.trmv(v)],
+    // As receivers, named by their own call (matvec and vecmat said matmul, outer matmul, trmv
+    // select: a probe).
+    ['matvec', () => v.matvec(w)], ['vecmat', () => v.vecmat(w)], ['outer', () => v.outer(w)], ['trmv', () => v.trmv(w)],
     ['concat', () => tape.concat([w, v])], ['stack', () => tape.stack([w, v])],
     ['select', () => tape.select(v, w, 0)], ['where', () => where(w.gt(0), v, s)],
     ['gradient wrt', () => tape.gradient(y, [v])], ['vjp wrt', () => tape.vjp([y], [1], [v])], ['vjp output', () => tape.vjp([v], [1, 1, 1], [w])],
