@@ -56,10 +56,19 @@ export interface JacobianResult extends Matrix {
 const pools: Record<BackendKind, Tape[]> = { wasm: [], js: [] };
 /** @internal Tapes a backend's pool keeps, and the most memory each may hold. */
 export const transformPool = { tapes: 4, bytes: 64 * 2 ** 20 };
+// Tapes of each backend that calls hold now. Past the pool's count a call's tape is a small one
+// (the default tape's 32 MiB cost a wasm call about 1.2 ms, and transforms nested five deep ran
+// 2.3 ms a call against 17 µs four deep: a probe), kept in a pool of its own while it stays
+// small: deeper nesting costs a few MiB a level, and nothing for a tape that grew.
+const inUse: Record<BackendKind, number> = { wasm: 0, js: 0 };
+const smallPools: Record<BackendKind, Tape[]> = { wasm: [], js: [] };
+/** @internal The small tapes' pool: how many, the nodes each is made for, the most memory it may
+ *  hold to be kept. */
+export const smallTapePool = { tapes: 16, nodes: 1024, bytes: 8 * 2 ** 20 };
 
-/** @internal The tapes a backend's pool holds now (for tests). */
-export function pooledTapes(kind: BackendKind): readonly Tape[] {
-  return pools[kind];
+/** @internal The tapes a backend's pool holds now, or its small tapes' pool (for tests). */
+export function pooledTapes(kind: BackendKind, small = false): readonly Tape[] {
+  return (small ? smallPools : pools)[kind];
 }
 
 const TRANSFORM_OPTIONS = { backend: BACKEND_RULE, vector: 'boolean' } as const;
@@ -67,14 +76,23 @@ const TRANSFORM_OPTIONS = { backend: BACKEND_RULE, vector: 'boolean' } as const;
 /** @internal Runs `body` on a pooled tape of the backend the options choose. */
 export function withTape<T>(options: TransformOptions | undefined, body: (tape: Tape) => T): T {
   const kind = resolveBackend(options?.backend);
-  const tape = (Object.hasOwn(pools, kind) ? pools[kind].pop() : undefined) ?? createTapeSync({ backend: kind });
+  const known = Object.hasOwn(pools, kind);
+  const pooled = known ? pools[kind].pop() : undefined;
+  const small = pooled === undefined && known && inUse[kind] >= transformPool.tapes;
+  const tape = pooled ?? (small ? smallPools[kind].pop() : undefined) ?? createTapeSync({ backend: kind, ...(small ? { expectedNodes: smallTapePool.nodes } : {}) });
   tape.staleWhy = ' (a transform resets its tape after each call: it is from an earlier grad, vjp, jvp or hvp call)';
+  inUse[kind]++;
   try {
     tape.reset();
     return body(tape);
   } finally {
+    inUse[kind]--;
     tape.reset();
-    if (pools[kind].length < transformPool.tapes && tape.memoryBytes <= transformPool.bytes) pools[kind].push(tape);
+    if (!small) {
+      if (pools[kind].length < transformPool.tapes && tape.memoryBytes <= transformPool.bytes) pools[kind].push(tape);
+    } else if (smallPools[kind].length < smallTapePool.tapes && tape.memoryBytes <= smallTapePool.bytes) {
+      smallPools[kind].push(tape);
+    }
   }
 }
 

@@ -7,7 +7,7 @@ import {
   NotANumberError, TapegradError, compile, createTape, finiteDifferenceGradient, grad, gradcheck, hessian, hvp, init, jacobian, jvp, normwiseError, valueAndGrad, vjp, type Var,
 } from '../src/index.ts';
 import { BACKENDS, expectClose, rosenbrock } from './support.ts';
-import { pooledTapes, transformPool } from '../src/transforms.ts';
+import { pooledTapes, smallTapePool, transformPool } from '../src/transforms.ts';
 
 beforeAll(async () => {
   await init();
@@ -356,5 +356,27 @@ describe.each(BACKENDS)('the transforms\' tape pool stays bounded (%s)', (backen
     }
     expect(grad((x: Var) => x.square(), { backend })(3)).toBe(6);
     expect(pooledTapes(backend).every((t) => t.memoryBytes <= transformPool.bytes)).toBe(true);
+  });
+
+  // A probe: past the pool's count every call made a new tape of the default 32 MiB, and grads
+  // nested five deep took 19 ms a call on wasm against 17 µs four deep. Deeper levels take small
+  // tapes from a pool of their own, made once.
+  it('levels past the pool take small tapes, kept and reused by the next call', () => {
+    // d/dx of x·g(x) where g = d/dx of the level below: level 0 is sin, so level 1 is x·cos x's
+    // derivative and so on, computed by hand below.
+    const nested = (depth: number) => (x: Var): Var => (depth === 0 ? x.sin() : x.mul(grad(nested(depth - 1), { backend })(x.value)));
+    const byHand = (depth: number, x: number): number => {
+      // f_d(x) = x·f'_{d-1}(x) with f_{d-1}' evaluated as a number (a constant to level d).
+      const fPrime = (d: number, u: number): number => (d === 0 ? Math.cos(u) : byHand(d, u));
+      return depth === 0 ? Math.cos(x) : fPrime(depth - 1, x);
+    };
+    const f = grad(nested(8), { backend });
+    expect(f(0.5)).toBeCloseTo(byHand(8, 0.5), 12);
+    const small = pooledTapes(backend, true).slice();
+    expect(small.length).toBeGreaterThanOrEqual(8 + 1 - transformPool.tapes);
+    expect(small.every((t) => t.memoryBytes <= smallTapePool.bytes)).toBe(true);
+    expect(f(0.25)).toBeCloseTo(byHand(8, 0.25), 12);
+    expect(pooledTapes(backend, true)).toEqual(small);
+    expect(pooledTapes(backend, true).every((t, k) => t === small[k])).toBe(true);
   });
 });
