@@ -14,12 +14,14 @@ import { Vec, elementwise, type VecOperand } from './vector.ts';
 // T) { return mul(x, x) }` is a number for numbers, a Var for Vars: one body serves both), and what
 // operands typed `Var | Vec` give.
 type Scalar<T extends Operand> = [T] extends [number] ? number : [T] extends [Var] ? Var : Operand;
-// Of several operands: numbers alone a number, else any typed a Var makes a Var (the op records a
-// node) (a types probe: `add(mul(x, x), 1)` in a generic model was an Operand for a Var x). Numbers
-// are asked first: an operand typed `any` (JSON.parse's) passes both tests, and is a number far
-// more often (a review: `add(data.a, 1)` typed a Var).
+// Of several operands: any typed a Var makes a Var (the op records a node), else numbers alone a
+// number (a types probe: `add(mul(x, x), 1)` in a generic model was an Operand for a Var x). An
+// operand typed `any` (JSON.parse's) counts as a number: it passes both tests, and is a number
+// far more often (a review: `add(data.a, 1)` typed a Var), so it is no Var here; and asked of the
+// operands together, a Var beside it made a number (a probe: `mul(v, k)` for a `k: any`).
+type IsVar<T> = 0 extends 1 & T ? false : [T] extends [Var] ? true : false;
 type Combined<T extends Operand, U extends Operand, W extends Operand = number> =
-  [T | U | W] extends [number] ? number : [T] extends [Var] ? Var : [U] extends [Var] ? Var : [W] extends [Var] ? Var : Operand;
+  true extends IsVar<T> | IsVar<U> | IsVar<W> ? Var : [T | U | W] extends [number] ? number : Operand;
 type UnaryFunction = {
   (x: Var): Var; (x: Vec): Vec; (x: number): number; <T extends Operand>(x: T): Scalar<T>; (x: Operand | Vec): Operand | Vec;
 };

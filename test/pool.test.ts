@@ -555,8 +555,9 @@ describe('worker crashes and closing', () => {
     await pieces.close();
     expect(firstDifference(await large, f.gradientBatch(X, 20_000))).toBe(-1);
     expect((await registeringBytes).inputs).toBe(3);
-    await expect(pf.gradientBatch(X, 1)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: 'this pool is closed' });
-    await expect(pool.register(f)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(pf.gradientBatch(X, 1)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: 'gradientBatch: this pool is closed' });
+    await expect(pool.register(f)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: 'register: this pool is closed' });
+    await expect(pf.hvpBatch(X, 1, [1, 0, 0])).rejects.toMatchObject({ message: 'hvpBatch: this pool is closed' });
     await pool.close(); // twice is fine
   });
 

@@ -346,9 +346,9 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     const x = tape.variable(0.3), c = tape.constant(2);
     const a = x.mul(c), y = a.sin();
     const v = tape.vector([1, 2]), w = v.mul(v), s = w.sum();
-    for (const call of [() => tape.jvp([a], [1], [y]), () => tape.hvp(y, [a], [1]), () => tape.jvp([x, a], [1, 1], [y])]) {
+    for (const [name, call] of [['jvp', () => tape.jvp([a], [1], [y])], ['hvp', () => tape.hvp(y, [a], [1])], ['jvp', () => tape.jvp([x, a], [1, 1], [y])]] as const) {
       expect(call).toThrow(TapegradError);
-      expect(call).toThrow(new RegExp(`^jvp and hvp take the tape's inputs \\(variable, variables, vector\\) as their inputs; node #${a.id} \\(mul\\) is computed from other nodes`));
+      expect(call).toThrow(new RegExp(`^${name}: jvp and hvp take the tape's inputs \\(variable, variables, vector\\) as their inputs; node #${a.id} \\(mul\\) is computed from other nodes`));
     }
     // A Vec by its vector handle, as the other errors name it (a probe: '#-497706717 (mul[])').
     expect(() => tape.jvp([w], [1, 1], [s])).toThrow(new RegExp(`as their inputs; vector handle ${w.id} \\(mul\\[\\]\\) is computed from other nodes`));

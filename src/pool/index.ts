@@ -140,7 +140,7 @@ export class GradientPool {
     // In flight from its start, as a batch call: close() waits for it (it ended the workers under
     // the loads, and register failed with WORKER_EXIT; later, bytes still generating their
     // sweeps when close() began failed as "closed": two new-user probes).
-    return this.closed ? Promise.reject(closedError()) : this.track(this.load(f, options));
+    return this.closed ? Promise.reject(closedError('register')) : this.track(this.load(f, options));
   }
 
   /** @internal `work` in flight: close() waits for it to settle. */
@@ -315,8 +315,8 @@ export class GradientPool {
   }
 
   /** @internal */
-  checkOpen(): void {
-    if (this.closed) throw closedError();
+  checkOpen(where: string): void {
+    if (this.closed) throw closedError(where);
   }
 
   /** @internal Runs `method` over `rows` rows split across the threads, in shared memory. */
@@ -392,21 +392,21 @@ export class PooledFunction {
     return this.copy;
   }
 
-  private inline(rows: number): boolean {
-    this.pool.checkOpen();
+  private inline(rows: number, where: string): boolean {
+    this.pool.checkOpen(where);
     return rows < this.pool.minRowsPerTask;
   }
 
 
   /** Gradients of rows × inputs rows of X (row-major); rows × inputs out. */
   async gradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array): Promise<Float64Array> {
-    if (this.inline(rows)) return this.local.gradientBatch(X, rows, out);
+    if (this.inline(rows, 'gradientBatch')) return this.local.gradientBatch(X, rows, out);
     return (await this.run('gradientBatch', rows, X, null, 0, '', out, this.inputs, 'none', 0))[0];
   }
 
   /** [values (rows), gradients (rows × inputs)]. */
   async valueAndGradientBatch(X: ArrayLike<number>, rows: number, out?: Float64Array, values?: Float64Array): Promise<[Float64Array, Float64Array]> {
-    if (this.inline(rows)) return this.local.valueAndGradientBatch(X, rows, out, values);
+    if (this.inline(rows, 'valueAndGradientBatch')) return this.local.valueAndGradientBatch(X, rows, out, values);
     const [G, v] = await this.run('valueAndGradientBatch', rows, X, null, 0, '', out, this.inputs, values === undefined ? 'new' : values, 1);
     return [v!, G];
   }
@@ -433,7 +433,7 @@ export class PooledFunction {
     method: 'vjpBatch' | 'jvpBatch' | 'hvpBatch', X: ArrayLike<number>, rows: number, D: ArrayLike<number>, dWidth: number, dName: string, width: number,
     out: Float64Array | undefined, values: Float64Array | undefined, valueWidth: number,
   ): Promise<Float64Array> {
-    if (this.inline(rows)) return this.local[method](X, rows, D, out, values);
+    if (this.inline(rows, method)) return this.local[method](X, rows, D, out, values);
     // null is a direction the caller gave (run takes null for "none"): refused as on one thread.
     if (D === null) {
       checkRows(rows, method);
@@ -567,8 +567,9 @@ function unlimited(controller: AbortController): AbortController {
   return controller;
 }
 
-function closedError(): TapegradError {
-  return new TapegradError('INVALID_ARGUMENT', 'this pool is closed');
+// Named by the call, as every other error (a README probe read a bare "this pool is closed").
+function closedError(where: string): TapegradError {
+  return new TapegradError('INVALID_ARGUMENT', `${where}: this pool is closed`);
 }
 
 // Each of x's first `length` entries a number (toFloat64's check and message): a call in pieces

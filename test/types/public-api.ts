@@ -2,7 +2,7 @@
 // must compile under strict mode without casts, and each `@ts-expect-error` line must be an error,
 // so the overloads cannot quietly widen (Var in, Var out; number for a scalar compiled function).
 import {
-  compile, createTapeSync, finiteDifferenceGradient, grad, gradcheck, hessian, hvp, jacobian, jvp, max, mul, select,
+  add, compile, createTapeSync, finiteDifferenceGradient, grad, gradcheck, hessian, hvp, jacobian, jvp, max, mul, select,
   sin, valueAndGrad, vjp, where, type CompiledFunction, type GradcheckResult, type JacobianResult, type Matrix,
   type Var, type Vec, type TransformOptions, type GradcheckOptions, type CompileOptions, type JacobianOptions, type RuntimeVector,
 } from '../../src/index.ts';
@@ -21,6 +21,13 @@ const sine: Var = sin(a);
 const larger: Vec = max(v, a);
 // @ts-expect-error: a Var among the operands never gives a number
 const notANumber: number = select(a, 1, 2);
+// An operand typed any counts as a number: beside a Var a Var, alone or with numbers a number
+// (a probe: `mul(v, k)` for a `k: any` from JSON.parse was typed number).
+declare const fromJson: any;
+const anyAndVar: Var = mul(a, fromJson);
+const anyFirst: Var = add(fromJson, a);
+const anyCondition: Var = select(fromJson, a, b);
+const anyAndNumber: number = add(fromJson, 1);
 // @ts-expect-error: neither does a Vec give a Var
 const notAVar: Var = where(v, 1, 2);
 
@@ -106,7 +113,7 @@ export const used = [
   selected, selectedMixed, selectedNumber, selectedVec, product, productNumber, sine, larger, notANumber, notAVar, g1, g2,
   g3, vg, check, checkScalar, checkVec, vjpResult, jvpResult, jac, hv, hess, fd, fdScalar, scalarValue, intoOut,
   constantValue, vectorValue, vecValue, vecScalarValue, wrongValue, wrongArray, tapeSelected, tapeVec,
-  anyForm, anyJacobian, anyHessian, anyCheck, anyCompiled, autoGrad, autoCompiled, autoCheck,
+  anyAndVar, anyFirst, anyCondition, anyAndNumber, anyForm, anyJacobian, anyHessian, anyCheck, anyCompiled, autoGrad, autoCompiled, autoCheck,
 ];
 
 // Options passed on from a wrapper's optional parameter (a probe: every transform refused
