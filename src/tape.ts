@@ -1912,9 +1912,9 @@ export class HandleApi {
     const run = leadingInputRun(wrt, base, count, op);
     for (let k = run; k < len; k++) {
       const h = wrt[k]!;
-      if (typeof h !== 'number' || !((h - base) >>> 0 === h - base && h - base < count && scalarValued(op[h - base]!))) t.indexOfHandle(h, 'handles.gradient');
+      if (typeof h !== 'number' || !((h - base) >>> 0 === h - base && h - base < count && scalarValued(op[h - base]!))) t.indexOfHandle(h, 'gradient');
     }
-    t.backwardIndex(t.indexOfHandle(output, 'handles.gradient'), seed, 'handles.gradient');
+    t.backwardIndex(t.indexOfHandle(output, 'gradient'), seed, 'handles.gradient');
     // What gradAt reads after a sweep of the whole tape, through views read after it (a custom
     // rule's JS runs inside it).
     const out = into ?? new Float64Array(len), ops = t.opV, adj = t.engine.views.adj;
