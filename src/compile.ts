@@ -347,7 +347,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   /** The recorded tape as bytes (see `fromBytes` for the format), loadable in another process
    *  and on either backend. */
-  toBytes(): Uint8Array {
+  toBytes(): Uint8Array<ArrayBuffer> {
     // Mid-recording (from inside f) the tape is half rewritten, and after a program reset f's tape
     // and recorded there it holds that program: both wrote bytes fromBytes refused, or another f.
     if (this.recordingNow) throw new TapegradError('INVALID_ARGUMENT', 'toBytes: the function is recording (from inside f)');

@@ -84,7 +84,7 @@ function checksum(bytes: Uint8Array, version: 1 | 2 | 3 | 4): number {
 }
 
 /** The compiled tape as bytes (format above). Custom functions cannot be stored. */
-export function toBytes(compiled: CompiledFunction): Uint8Array {
+export function toBytes(compiled: CompiledFunction): Uint8Array<ArrayBuffer> {
   const rec = compiled.recorded;
   if (!rec) {
     throw new TapegradError(

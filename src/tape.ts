@@ -136,6 +136,8 @@ export class Tape {
 
   /** @internal Tapes come from createTape and createTapeSync, each with an engine of its own. */
   constructor(engine: Backend, limits: TapeLimits = {}, where = 'createTape') {
+    // Private in the declarations; from JavaScript `new Tape()` threw a raw TypeError (a probe).
+    if (engine === null || typeof engine !== 'object') throw new TapegradError('INVALID_ARGUMENT', 'a Tape comes from createTape or createTapeSync');
     this.engine = engine;
     // Two tapes over one engine wrote each other's nodes (a probe: `new Tape(t1.engine)` gave t1
     // wrong values and gradients, without an error).

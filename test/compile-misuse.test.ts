@@ -2,7 +2,7 @@
 // while it records again, gradients of functions with several outputs or a Vec out, and an `at`
 // point of the wrong length. Each must throw a clear error or give what a fresh recording gives.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CompiledFunction, TapegradError, compile, grad, init, valueAndGrad, type Var, type Vec } from '../src/index.ts';
+import { CompiledFunction, Tape, TapegradError, compile, grad, init, valueAndGrad, type Var, type Vec } from '../src/index.ts';
 import { BACKENDS } from './support.ts';
 
 beforeAll(async () => {
@@ -285,6 +285,10 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
     const Made = CompiledFunction as unknown as new (...args: unknown[]) => unknown;
     expect(() => new Made()).toThrow(/^a CompiledFunction comes from compile\(f, \{ inputs \}\) or fromBytes\(bytes\)$/);
     expect(() => new Made(null, 2, backend, false)).toThrow(TapegradError);
+    // Tape too (a probe: `new Tape()` threw a raw TypeError from a WeakSet).
+    const MadeTape = Tape as unknown as new (...args: unknown[]) => unknown;
+    expect(() => new MadeTape()).toThrow(/^a Tape comes from createTape or createTapeSync$/);
+    expect(() => new MadeTape()).toThrow(TapegradError);
   });
 
   // More inputs than a tape holds failed allocating the input row: a bare RangeError.

@@ -73,6 +73,9 @@ export const notAVar: Var = sin(someOperand);
 // @ts-expect-error: likewise mul of two Operands
 export const notAVar2: Var = mul(someOperand, 2 as Operand);
 export const usedToo = [maybeNumber];
+// A packaging probe: under TypeScript 5.9 with lib dom, a Uint8Array of any buffer is no BlobPart
+// (it may be shared), so saving a function's bytes needed a cast; toBytes' is an ArrayBuffer's.
+export const saved = (): Blob => new Blob([scalar.toBytes()]);
 // @ts-expect-error: an array needs a Vec beside it (it threw NotANumberError at run time)
 export const arrayAlone = () => tape.select(x, [1, 2], 0);
 // @ts-expect-error: the same for the free function

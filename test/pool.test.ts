@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   BranchChangedError, FormatError, NonFiniteError, NotANumberError, TapegradError, compile, defineFunction, fromBytes, init, type CompiledFunction, type Var, type Vec,
 } from '../dist/index.js';
-import { WorkerExitError, createPool, sharedFloat64, type GradientPool } from '../dist/pool/index.js';
+import { GradientPool, PooledFunction, WorkerExitError, createPool, sharedFloat64 } from '../dist/pool/index.js';
 
 // Where two results first differ, comparing each number's bits as Object.is does (-0 is not 0);
 // -1 when they agree everywhere. A NaN's sign bit is not fixed even in one thread (a call's NaNs
@@ -524,6 +524,16 @@ describe('worker crashes and closing', () => {
     } finally {
       await pool.close();
     }
+  });
+
+  // A probe: from JavaScript `new GradientPool()` started a pool of no threads that took calls,
+  // and `new PooledFunction()` threw a raw TypeError.
+  it('a GradientPool and a PooledFunction are not made with new', () => {
+    const Pool = GradientPool as unknown as new (...args: unknown[]) => unknown;
+    const Pooled = PooledFunction as unknown as new (...args: unknown[]) => unknown;
+    expect(() => new Pool()).toThrow(/^a GradientPool comes from createPool\(options\)$/);
+    expect(() => new Pooled()).toThrow(/^a PooledFunction comes from pool\.register\(f\)$/);
+    for (const make of [() => new Pool(), () => new Pooled()]) expect(make).toThrow(TapegradError);
   });
 
   it('close() waits for the calls in flight, then every call is refused', async () => {

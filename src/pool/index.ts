@@ -85,6 +85,11 @@ export class GradientPool {
 
   /** @internal */
   constructor(readonly threads: number, readonly backend: 'wasm' | 'js', readonly minRowsPerTask: number, workerData: WorkerData) {
+    // Private in the declarations; from JavaScript `new GradientPool()` started a pool of no
+    // threads that took calls (a probe).
+    if (!Number.isInteger(threads) || threads < 1 || workerData === null || typeof workerData !== 'object') {
+      throw new TapegradError('INVALID_ARGUMENT', 'a GradientPool comes from createPool(options)');
+    }
     this.piscina = new Piscina<Task, Reply>({
       // The sources (run through tsx, whose loader the workers inherit) start the worker's source.
       filename: new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url).href,
@@ -382,6 +387,7 @@ export class PooledFunction {
     /** One entry per register task: the workers that took it while `register` ran. */
     readonly workerLoads: readonly WorkerLoad[],
   ) {
+    if (!(pool instanceof GradientPool)) throw new TapegradError('INVALID_ARGUMENT', 'a PooledFunction comes from pool.register(f)');
     this.inputs = about.inputs;
     this.outputs = about.outputs;
     this.generatedSweeps = about.generatedSweeps;
