@@ -533,9 +533,11 @@ export function scheduledTangent(): void {
     for (; k < end; k++) {
       const i = i32At(order, k);
       const ta = f64At(tB, i32At(aB, i)), tb = f64At(tB, i32At(bB, i));
-      // (ta != 0 ? ta·pa : +0) + (tb != 0 ? tb·pb : +0) with integer masks: a branch on a zero
-      // tangent (every constant operand's) mispredicts as often as the op jump did.
-      setF64At(tB, i, masked(ta * load<f64>(entry(pa, i)), ta != 0) + masked(tb * load<f64>(entry(pb, i)), tb != 0));
+      const p = load<f64>(entry(pa, i)), q = load<f64>(entry(pb, i));
+      // (ta != 0 && pa != 0 ? ta·pa : +0) + (tb != 0 && pb != 0 ? tb·pb : +0), as `tangent` in
+      // sweeps.ts, with integer masks: a branch on a zero tangent (every constant operand's)
+      // mispredicts as often as the op jump did.
+      setF64At(tB, i, masked(ta * p, (ta != 0) & (p != 0)) + masked(tb * q, (tb != 0) & (q != 0)));
     }
   }
 }

@@ -158,20 +158,30 @@ export function tangent(from: i32, to: i32): void {
     const ta = f64At(tB, ia);
     const tb = f64At(tB, ib);
     if (ta == 0 && tb == 0) { setF64At(tB, i, 0); continue; }
-    // The commonest ops without the partials call: the same products and zero tests as below
-    // (pa·ta + pb·tb with add's 1, 1, sub's 1, -1, mul's z, x; a unary op has ib = ia and
-    // pb = 0, so an infinite or NaN tangent still gives NaN through tb·0).
+    // Each term t·p is left out (+0) where t or p is 0, as the reverse sweep leaves out g·p where
+    // g or p is: an infinite tangent times a zero partial (a unary op's second, pb = 0 with
+    // tb = ta; mul by a zero value; relu's dead side) gave NaN where the reverse sweep gave the
+    // derivative (a probe: jvp of -sqrt(x) at 0 NaN, its gradient -Infinity). The commonest ops
+    // without the partials call, with add's 1, 1, sub's 1, -1, neg's -1, mul's z, x, square's 2x.
     switch (op) {
       case Op.Add: { setF64At(tB, i, (ta != 0 ? ta : 0) + (tb != 0 ? tb : 0)); continue; }
       case Op.Sub: { setF64At(tB, i, (ta != 0 ? ta : 0) + (tb != 0 ? -tb : 0)); continue; }
-      case Op.Mul: { setF64At(tB, i, (ta != 0 ? ta * f64At(vB, ib) : 0) + (tb != 0 ? tb * f64At(vB, ia) : 0)); continue; }
-      case Op.Neg: { setF64At(tB, i, (ta != 0 ? -ta : 0) + (ta != 0 ? ta * 0 : 0)); continue; }
-      case Op.Square: { setF64At(tB, i, (ta != 0 ? ta * (2 * f64At(vB, ia)) : 0) + (ta != 0 ? ta * 0 : 0)); continue; }
+      case Op.Mul: {
+        const x = f64At(vB, ia), z = f64At(vB, ib);
+        setF64At(tB, i, (ta != 0 && z != 0 ? ta * z : 0) + (tb != 0 && x != 0 ? tb * x : 0));
+        continue;
+      }
+      case Op.Neg: { setF64At(tB, i, (ta != 0 ? -ta : 0) + 0); continue; }
+      case Op.Square: {
+        const p = 2 * f64At(vB, ia);
+        setF64At(tB, i, (ta != 0 && p != 0 ? ta * p : 0) + 0);
+        continue;
+      }
     }
     const sibling = trigSibling(i, op, ia, to - 1);
     const pa = sibling >= 0 ? siblingPartial(op, sibling) : partialsCall(op, f64At(vB, ia), f64At(vB, ib), f64At(vB, i));
     const pb = sibling >= 0 ? 0 : partialZ;
-    setF64At(tB, i, (ta != 0 ? ta * pa : 0) + (tb != 0 ? tb * pb : 0));
+    setF64At(tB, i, (ta != 0 && pa != 0 ? ta * pa : 0) + (tb != 0 && pb != 0 ? tb * pb : 0));
   }
 }
 

@@ -1257,7 +1257,8 @@ function loadTerms(k: i32): usize {
     const dta = ld(qa), dtb = ld(qb);
     const p = cheap ? cheapPartial(s, ld(pa), ld(pb)) : dta == 0 && dtb == 0 ? 0 : partialsCall(s, ld(pa), ld(pb), ld(y));
     const q = cheap ? cheapPartialZ(s, ld(pa)) : partialZ;
-    st(o, masked(dta * p, dta != 0) + masked(dtb * q, dtb != 0));
+    // A zero tangent or partial's term left out, as in `tangent` (sweeps.ts).
+    st(o, masked(dta * p, (dta != 0) & (p != 0)) + masked(dtb * q, (dtb != 0) & (q != 0)));
     pa += sa; qa += sa; pb += sb; qb += sb; o += 8; y += 8;
   }
 }
@@ -1277,7 +1278,10 @@ function loadTerms(k: i32): usize {
     const x = v128.load(pa + e), z = sb == 0 ? z1 : v128.load(pb + e);
     const p = s == Op.Mul ? z : s == Op.Square ? f64x2.mul(f64x2.splat(2), x) : linearP;
     const q = s == Op.Mul ? x : s == Op.Square ? zero : linearQ;
-    v128.store(o + e, f64x2.add(v128.and(f64x2.mul(dta, p), f64x2.ne(dta, zero)), v128.and(f64x2.mul(dtb, q), f64x2.ne(dtb, zero))));
+    v128.store(o + e, f64x2.add(
+      v128.and(f64x2.mul(dta, p), v128.and(f64x2.ne(dta, zero), f64x2.ne(p, zero))),
+      v128.and(f64x2.mul(dtb, q), v128.and(f64x2.ne(dtb, zero), f64x2.ne(q, zero))),
+    ));
   }
   return k;
 }
@@ -1609,8 +1613,8 @@ function matmulReverse(i: i32, ia: i32, ib: i32, out: i32, n: i32, gc: usize, ds
 function dotOfTangents(t: usize, v: usize, n: i32): f64 {
   let s = 0.0;
   for (let k = 0; k < n; k++) {
-    const x = ld(t + (<usize>k << 3));
-    if (x != 0) s += x * ld(v + (<usize>k << 3));
+    const x = ld(t + (<usize>k << 3)), z = ld(v + (<usize>k << 3));
+    if (x != 0 && z != 0) s += x * z;
   }
   return s;
 }
@@ -1875,9 +1879,12 @@ export function vectorTangent(i: i32, op: i32): void {
     case Op.VLogSumExp: setTan(i, softmaxDot(offOf(ia), lenOf(ia), val(i))); return;
     case Op.VDot: {
       const n = lenOf(ia), ta = at(xtanBase, offOf(ia)), tb = at(xtanBase, offOf(ib)), a = at(xvalBase, offOf(ia)), b = at(xvalBase, offOf(ib));
-      // A finite dot has finite factors; else a term with a zero tangent is left out, as mul's
-      // tangent leaves it (an infinite entry whose tangent was 0 made the tangent NaN: a probe).
-      setTan(i, isFinite(val(i)) ? dot4(ta, 8, b, 8, n) + dot4(a, 8, tb, 8, n) : dotOfTangents(ta, b, n) + dotOfTangents(tb, a, n));
+      // Where the dot and its tangent are finite, every product is; else a term with a zero factor
+      // (a zero tangent, or a zero value: its partial) is left out, as mul's tangent leaves it
+      // (an infinite entry whose tangent was 0 made the tangent NaN, and so did an infinite
+      // tangent beside a zero value: probes).
+      const t = isFinite(val(i)) ? dot4(ta, 8, b, 8, n) + dot4(a, 8, tb, 8, n) : NaN;
+      setTan(i, isFinite(t) ? t : dotOfTangents(ta, b, n) + dotOfTangents(tb, a, n));
       return;
     }
   }
@@ -1886,15 +1893,18 @@ export function vectorTangent(i: i32, op: i32): void {
     case Op.VMatmul: {
       const m = argA(i - 2), k = argB(i - 2), p = m == 0 ? 0 : n / m;
       const d = at(xtanBase, out), ps = <usize>p << 3, ks = <usize>k << 3;
-      // Ċ = ȦB + AḂ, a term with a zero tangent factor left out (as mul's tangent), where C is
-      // not finite (else every value factor is finite, and so is 0 times it).
-      if (allFinite(at(xvalBase, out), n)) {
+      // Ċ = ȦB + AḂ. Where C and Ċ come out finite, every product was; else again with a term
+      // left out where a factor is 0 (a zero tangent, or a zero value: its partial), as mul's
+      // tangent leaves it (an infinite tangent met the zero triangle of an upper trmv: a probe).
+      const finite = allFinite(at(xvalBase, out), n);
+      if (finite) {
         contract(d, ps, 8, at(xtanBase, offOf(ia)), ks, 8, at(xvalBase, offOf(ib)), ps, 8, m, k, p, false);
         contract(d, ps, 8, at(xvalBase, offOf(ia)), ks, 8, at(xtanBase, offOf(ib)), ps, 8, m, k, p, true);
-      } else {
+      }
+      if (!finite || !allFinite(d, n)) {
         memory.fill(d, 0, <usize>n << 3);
-        contractSkippingZeros(d, ps, 8, at(xtanBase, offOf(ia)), ks, 8, at(xvalBase, offOf(ib)), ps, 8, m, k, p, true, false);
-        contractSkippingZeros(d, ps, 8, at(xvalBase, offOf(ia)), ks, 8, at(xtanBase, offOf(ib)), ps, 8, m, k, p, false, true);
+        contractSkippingZeros(d, ps, 8, at(xtanBase, offOf(ia)), ks, 8, at(xvalBase, offOf(ib)), ps, 8, m, k, p, true, true);
+        contractSkippingZeros(d, ps, 8, at(xvalBase, offOf(ia)), ks, 8, at(xtanBase, offOf(ib)), ps, 8, m, k, p, true, true);
       }
       return;
     }

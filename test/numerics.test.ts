@@ -578,6 +578,74 @@ describe.each(BACKENDS)('no tangent passes the zero-gradient ops, not even a NaN
   });
 });
 
+// A probe: the tangent sweeps left out a term t·p where t was 0 but not where p was, so an
+// infinite tangent (sqrt's at 0, log's at a subnormal, or one given) times a zero partial was NaN:
+// a unary op's second partial (-sqrt(x) at 0: jvp NaN, gradient -Infinity; neg, but not mul(-1)),
+// mul by a zero value (x·sqrt(x) at 0), max's losing side, relu's dead side, the zero triangle of
+// an upper trmv. The reverse sweep leaves out g·p where g or p is 0; the tangent sweeps now too,
+// in every engine and path, so forward and reverse mode agree there.
+describe.each(BACKENDS)('a zero partial passes no tangent, not even an infinite one (%s)', (backend) => {
+  beforeAll(async () => {
+    await tapeOn(backend);
+  });
+  const cases: [string, (x: Var[]) => Var, number[]][] = [
+    ['-sqrt(x) at 0', (x) => x[0]!.sqrt().neg(), [0]],
+    ['sin(log x) at 1e-310', (x) => x[0]!.log().sin(), [1e-310]],
+    ['-log(x) at 1e-310', (x) => x[0]!.log().neg().add(x[1]!), [1e-310, 2]],
+    ['x·sqrt(x) at 0', (x) => x[0]!.mul(x[0]!.sqrt()).add(x[1]!.square()), [0, 3]],
+    ['max(sqrt(x), 1) at 0', (x) => x[0]!.sqrt().max(1), [0]],
+    ['relu(sqrt(x) - 1) at 0', (x) => x[0]!.sqrt().sub(1).relu().add(x[1]!), [0, 1]],
+    ['square(sqrt(x) - 0) at 0', (x) => x[0]!.sqrt().square().mul(x[1]!), [0, 2]],
+    ['-sqrt(x)·y at (0, 2)', (x) => x[0]!.sqrt().neg().mul(x[1]!), [0, 2]],
+  ];
+  it.each(cases)('%s: jvp, the forward Jacobian and compiled jvps equal the gradient\'s entries', (_, f, at) => {
+    const g = Array.from(grad(f, { backend })(at) as Float64Array);
+    const unit = (k: number): number[] => at.map((_, j) => (j === k ? 1 : 0));
+    for (let k = 0; k < at.length; k++) expect(jvp(f, at, unit(k), { backend })[0], `jvp along ${k}`).toBe(g[k]);
+    expect(Array.from(jacobian((x) => [f(x)], at, { backend, mode: 'forward' }).data), 'forward Jacobian').toEqual(g);
+    for (const codegen of [true, false]) {
+      const c = compile(f, { inputs: at.length, backend, codegen, at: at.map((v) => v + 0.5) });
+      for (let k = 0; k < at.length; k++) expect(c.jvp(at, unit(k))[0], `compiled jvp along ${k}, codegen ${codegen}`).toBe(g[k]);
+      expect(Array.from(c.jvpBatch([...at, ...at], 2, [...unit(0), ...unit(0)])), `jvpBatch, codegen ${codegen}`).toEqual([g[0], g[0]]);
+    }
+  });
+  it('an infinite tangent given through neg, square and mul, as through mul(-1)', async () => {
+    const tape = await tapeOn(backend);
+    const x = tape.variable(0.5), y = tape.variable(0);
+    expect(Array.from(tape.jvp([x], [Infinity], [x.neg(), x.mul(-1), x.square(), y.square(), x.mul(y)]))).toEqual([-Infinity, -Infinity, Infinity, 0, 0]);
+  });
+  it('the Hessian of -sqrt(x)·y at (0, 2) is symmetric, as with mul(-1)', () => {
+    const data = (f: (x: Var[]) => Var): number[] => Array.from(hessian(f, [0, 2], { backend }).data);
+    expect(data((x) => x[0]!.sqrt().neg().mul(x[1]!))).toEqual([Infinity, -Infinity, -Infinity, 0]);
+    expect(data((x) => x[0]!.sqrt().mul(-1).mul(x[1]!))).toEqual([Infinity, -Infinity, -Infinity, 0]);
+  });
+  it('elementwise on a vector, and through an upper trmv and a dot', async () => {
+    const tape = await tapeOn(backend);
+    const v = tape.vector([0, 1]), r = v.sqrt().neg();
+    expect(Array.from(tape.jvp([v], [1, 0], [r]))).toEqual([-Infinity, 0]);
+    expect(Array.from(tape.jvp([v], [0, 1], [r]))).toEqual([0, -0.5]);
+    // Long enough for the fused runs' kernels (and their SIMD lanes) too.
+    const n = 2000, w = tape.vector(Float64Array.from({ length: n }, (_, k) => k % 2)), u = w.sqrt().neg().mul(w.relu());
+    const t = tape.jvp([w], new Float64Array(n).fill(1), [u]);
+    expect([t[0], t[1], t[2], t[3]]).toEqual([0, -1.5, 0, -1.5]);
+    const L = tape.constantVector([2, 3, 5, 7], [2, 2]);
+    const y = L.trmv(v.sqrt(), { lower: false });
+    expect(Array.from(jacobianOf(tape, v, y, 'forward'))).toEqual([Infinity, 1.5, 0, 3.5]);
+    const d = v.sqrt().dot(tape.constantVector([0, 1]));
+    expect(Array.from(tape.jvp([v], [1, 1], [d]))).toEqual([0.5]);
+  });
+});
+
+// The Jacobian of y (a Vec) with respect to v by jvps along each input's unit vector, as columns.
+function jacobianOf(tape: Tape, v: Vec, y: Vec, _mode: 'forward'): number[] {
+  const n = v.size, m = y.size, out = new Array<number>(n * m);
+  for (let k = 0; k < n; k++) {
+    const col = tape.jvp([v], Array.from({ length: n }, (_, j) => (j === k ? 1 : 0)), [y]);
+    for (let r = 0; r < m; r++) out[r * n + k] = col[r]!;
+  }
+  return out;
+}
+
 // Found by a new-user probe: pow's second derivative z(z-1)x^(z-2) overflowed in z(z-1) before
 // a zero power (NaN at 0 for z = 1e155, whose limit is 0) and in x^(z-2) where the product is
 // finite (x = z = 1e-170: -1e170; x = 5e-324, z = 1 + 2^-52: 4.49e307).

@@ -93,6 +93,21 @@ describe('scheduled replay', () => {
     }
   });
 
+  // A probe: a term t·p of the tangent sweeps was left out where t was 0, not where p was, so an
+  // infinite tangent times a zero partial was NaN (numerics.test.ts has the engines' other paths).
+  it('a zero partial passes no tangent, not even an infinite one, as in the interpreter', () => {
+    const f = (x: Var[]): Var => x[0]!.sqrt().neg().add(x[0]!.mul(x[0]!.sqrt())).add(x[0]!.sqrt().sub(1).relu()).mul(x[1]!);
+    for (const backend of ['wasm', 'js'] as const) {
+      const scheduled = compile(f, { inputs: 2, at: [0.5, 2], backend });
+      const interpreted = compile(f, { inputs: 2, at: [0.5, 2], codegen: false, backend });
+      if (backend === 'wasm') expect(scheduled.generatedSweeps).toBe('scheduled');
+      expect(scheduled.jvp([0, 2], [1, 0])[0]).toBe(-Infinity);
+      expect(scheduled.jvp([0, 2], [0, 1])[0]).toBe(0);
+      expectSameBits(scheduled.jvp([0, 2], [1, 1]), interpreted.jvp([0, 2], [1, 1]), `${backend} jvp`);
+      expectSameBits(scheduled.hvp([0, 2], [0, 1]), interpreted.hvp([0, 2], [0, 1]), `${backend} hvp`);
+    }
+  });
+
   it('says so, and codegen: "require" accepts it; codegen: false keeps the interpreter', () => {
     const f = mixed(5, 300);
     const g = compile(f, { inputs: 3, at: [0.3, -0.4, 0.5], codegen: 'require' });

@@ -332,18 +332,27 @@ export class JsBackend implements Backend {
         tan[i] = 0;
         continue;
       }
-      // As in the core: the commonest ops without the partials table, same products and tests.
+      // As in the core: a term left out where its tangent or its partial is 0 (as the reverse
+      // sweep leaves out g·p), and the commonest ops without the partials table.
       switch (code) {
         case ADD: tan[i] = (ta !== 0 ? ta : 0) + (tb !== 0 ? tb : 0); continue;
         case SUB: tan[i] = (ta !== 0 ? ta : 0) + (tb !== 0 ? -tb : 0); continue;
-        case MUL: tan[i] = (ta !== 0 ? ta * val[ib] : 0) + (tb !== 0 ? tb * val[ia] : 0); continue;
-        case NEG: tan[i] = (ta !== 0 ? -ta : 0) + (ta !== 0 ? ta * 0 : 0); continue;
-        case SQUARE: tan[i] = (ta !== 0 ? ta * (2 * val[ia]) : 0) + (ta !== 0 ? ta * 0 : 0); continue;
+        case MUL: {
+          const x = val[ia]!, z = val[ib]!;
+          tan[i] = (ta !== 0 && z !== 0 ? ta * z : 0) + (tb !== 0 && x !== 0 ? tb * x : 0);
+          continue;
+        }
+        case NEG: tan[i] = (ta !== 0 ? -ta : 0) + 0; continue;
+        case SQUARE: {
+          const p = 2 * val[ia]!;
+          tan[i] = (ta !== 0 && p !== 0 ? ta * p : 0) + 0;
+          continue;
+        }
       }
       const sibling = trigSibling(op, a, i, code, ia, to - 1);
       const pa = sibling >= 0 ? siblingPartial(val, code, sibling) : partials(code, val[ia], val[ib], val[i]);
       const pb = sibling >= 0 ? 0 : partialZ[0];
-      tan[i] = (ta !== 0 ? ta * pa : 0) + (tb !== 0 ? tb * pb : 0);
+      tan[i] = (ta !== 0 && pa !== 0 ? ta * pa : 0) + (tb !== 0 && pb !== 0 ? tb * pb : 0);
     }
   }
 

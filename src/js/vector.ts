@@ -108,12 +108,12 @@ function axpy4(D: F64, row: number, s0: number, s1: number, s2: number, s3: numb
   }
 }
 
-/** Σ T[t + k]·V[v + k] over the k whose tangent is not 0, in order. */
+/** Σ T[t + k]·V[v + k] over the k whose tangent and value are not 0, in order. */
 function dotOfTangents(T: F64, t: number, V: F64, v: number, n: number): number {
   let s = 0;
   for (let k = 0; k < n; k++) {
-    const x = T[t + k]!;
-    if (x !== 0) s += x * V[v + k]!;
+    const x = T[t + k]!, z = V[v + k]!;
+    if (x !== 0 && z !== 0) s += x * z;
   }
   return s;
 }
@@ -342,8 +342,10 @@ export class VectorRules {
       case VLSE: tan[i] = this.softmaxDot(this.off(ia), this.len(ia), val[i]!); return;
       case VDOT: {
         const n = this.len(ia), pa = this.off(ia), pb = this.off(ib);
-        // A term with a zero tangent left out where the dot is not finite (see the core's rule).
-        tan[i] = Number.isFinite(val[i]) ? dot4(xtan, pa, 1, xval, pb, 1, n) + dot4(xval, pa, 1, xtan, pb, 1, n) : dotOfTangents(xtan, pa, xval, pb, n) + dotOfTangents(xtan, pb, xval, pa, n);
+        // A term with a zero factor left out where the dot or its tangent is not finite (see the
+        // core's rule).
+        const t = Number.isFinite(val[i]) ? dot4(xtan, pa, 1, xval, pb, 1, n) + dot4(xval, pa, 1, xtan, pb, 1, n) : NaN;
+        tan[i] = Number.isFinite(t) ? t : dotOfTangents(xtan, pa, xval, pb, n) + dotOfTangents(xtan, pb, xval, pa, n);
         return;
       }
     }
@@ -351,14 +353,16 @@ export class VectorRules {
     switch (op) {
       case VMATMUL: {
         const m = a[i - 2]!, k = b[i - 2]!, p = m === 0 ? 0 : n / m;
-        // A term with a zero tangent factor left out where C is not finite (see the core's rule).
-        if (allFinite(xval, out, n)) {
+        // A term with a zero factor left out where C or Ċ is not finite (see the core's rule).
+        const finite = allFinite(xval, out, n);
+        if (finite) {
           contract(xtan, out, p, 1, xtan, this.off(ia), k, 1, xval, this.off(ib), p, 1, m, k, p, false);
           contract(xtan, out, p, 1, xval, this.off(ia), k, 1, xtan, this.off(ib), p, 1, m, k, p, true);
-        } else {
+        }
+        if (!finite || !allFinite(xtan, out, n)) {
           xtan.fill(0, out, out + n);
-          contractSkippingZeros(xtan, out, p, 1, xtan, this.off(ia), k, 1, xval, this.off(ib), p, 1, m, k, p, true, false);
-          contractSkippingZeros(xtan, out, p, 1, xval, this.off(ia), k, 1, xtan, this.off(ib), p, 1, m, k, p, false, true);
+          contractSkippingZeros(xtan, out, p, 1, xtan, this.off(ia), k, 1, xval, this.off(ib), p, 1, m, k, p, true, true);
+          contractSkippingZeros(xtan, out, p, 1, xval, this.off(ia), k, 1, xtan, this.off(ib), p, 1, m, k, p, true, true);
         }
         return;
       }
@@ -689,7 +693,7 @@ export class VectorRules {
         if (dta === 0 && dtb === 0) { xtan[out + k] = 0; continue; }
         const p = cheap ? cheapPartial(s, XA[qa]!, XB[qb]!) : partials(s, XA[qa]!, XB[qb]!, xval[out + k]!);
         const q = cheap ? cheapPartialZ(s, XA[qa]!) : partialZ[0]!;
-        xtan[out + k] = (dta !== 0 ? dta * p : 0) + (dtb !== 0 ? dtb * q : 0);
+        xtan[out + k] = (dta !== 0 && p !== 0 ? dta * p : 0) + (dtb !== 0 && q !== 0 ? dtb * q : 0);
       }
       out += len; pa += da; pb += db;
     }

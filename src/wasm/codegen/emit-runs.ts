@@ -499,12 +499,21 @@ function emitTangent(
   const { R } = V;
   const { s } = node;
   if (ZERO_GRADIENT[s]) { V.zero(); return; }
+  // t·p where t and p are nonzero, else +0 (a zero partial's term left out too, as the scalar
+  // sweeps do: an infinite tangent times a unary op's second partial of 0 gave NaN).
   const masked = (tangent: number, partial: number): void => {
     fn.get(tangent); fn.get(partial); V.mul();
     // (Unmasked in a first try: see emitTangentBody and emitReverseTangentBody.)
     if (V.unmasked) return;
-    if (simd) { fn.get(tangent); V.zero(); simdOp(fn, S_Ne); simdOp(fn, S_And); return; }
-    fn.f64Const(0); fn.get(tangent); fn.f64Const(0); fn.byte(W_F64Ne); fn.byte(W_Select);
+    if (simd) {
+      fn.get(tangent); V.zero(); simdOp(fn, S_Ne); simdOp(fn, S_And);
+      fn.get(partial); V.zero(); simdOp(fn, S_Ne); simdOp(fn, S_And);
+      return;
+    }
+    fn.f64Const(0);
+    fn.get(tangent); fn.f64Const(0); fn.byte(W_F64Ne);
+    fn.get(partial); fn.f64Const(0); fn.byte(W_F64Ne); fn.byte(W_I32And);
+    fn.byte(W_Select);
   };
   // (ta in g, tb in t.)
   operands.tangent(false); fn.set(R.g);

@@ -191,23 +191,25 @@ function tangentEmitters(fn: Bytes, body: Body, L: Layout, mode: Mode) {
 }
 
 // Pushes the tangent of a slot (not an input, constant or arg), as the interpreter's tangent
-// sweep computes it: (ta != 0 ? ta pa : 0) + (tb != 0 ? tb pb : 0), or 0 when ta and tb are 0.
+// sweep computes it: (ta != 0 && pa != 0 ? ta pa : 0) + (tb != 0 && pb != 0 ? tb pb : 0), or 0
+// when ta and tb are 0 (a unary op's pb is 0: its second term is +0).
 function tangentRule(fn: Bytes, body: Body, L: Layout, E: ReturnType<typeof tangentEmitters>) {
   const { load, tangentTerm, tangentOf, push, scaled, partials } = E;
-  // (t != 0 ? t p : 0)
+  // (t != 0 && p != 0 ? t p : 0), or null where it is +0 for certain (a zero tangent or partial).
   const term = (t: Term, p: Term): (() => void) | null => {
-    if (t.kind !== 'local') return null;
+    if (t.kind !== 'local' || p.kind === 'zero' || (p.kind === 'const' && p.c === 0)) return null;
     return () => {
       fn.get(t.local); push(p); fn.byte(W_F64Mul);
       fn.f64Const(0);
       fn.get(t.local); fn.f64Const(0); fn.byte(W_F64Ne);
+      if (p.kind === 'local') { push(p); fn.f64Const(0); fn.byte(W_F64Ne); fn.byte(W_I32And); }
       fn.byte(W_Select);
     };
   };
-  // The same when the other term is the +0 of a zero tangent: then (t != 0 ? t c : 0) + 0 is
-  // t c + 0 for a finite constant c (a zero t gives ±0, and + 0 makes it +0 either way).
+  // The same when the other term is +0: then (t != 0 ? t c : 0) + 0 is t c + 0 for a finite
+  // nonzero constant c (a zero t gives ±0, and + 0 makes it +0 either way).
   const alone = (t: Term, p: Term): (() => void) | null => {
-    if (t.kind === 'local' && p.kind === 'const' && Number.isFinite(p.c)) return scaled(t.local, p.c);
+    if (t.kind === 'local' && p.kind === 'const' && Number.isFinite(p.c) && p.c !== 0) return scaled(t.local, p.c);
     return term(t, p);
   };
   return (op: number, self: Ref, refs: readonly Ref[]): void => {
@@ -248,20 +250,14 @@ function tangentRule(fn: Bytes, body: Body, L: Layout, E: ReturnType<typeof tang
       fn.byte(W_Else);
     }
     const { pa, pb } = partials(op, x, z, self);
-    if (!binary) {
-      // ta != 0 ? ta pa + ta 0 : 0 (pb is 0, and the interpreter multiplies by it)
-      const t = (ta as { local: number }).local;
-      fn.get(t); push(pa); fn.byte(W_F64Mul);
-      fn.get(t); fn.f64Const(0); fn.byte(W_F64Mul);
-      fn.byte(W_F64Add);
-      fn.f64Const(0);
-      fn.get(t); fn.f64Const(0); fn.byte(W_F64Ne);
-      fn.byte(W_Select);
-    } else if (ta.kind === 'local' && tb.kind === 'local') {
-      term(ta, pa)!(); term(tb, pb)!(); fn.byte(W_F64Add);
-    } else {
-      (ta.kind === 'local' ? alone(ta, pa) : alone(tb, pb))!();
+    const termA = term(ta, pa), termB = binary ? term(tb, pb) : null;
+    if (termA && termB) {
+      termA(); termB(); fn.byte(W_F64Add);
+    } else if (termA || termB) {
+      (termA ? alone(ta, pa) : alone(tb, pb))!();
       fn.f64Const(0); fn.byte(W_F64Add);
+    } else {
+      fn.f64Const(0);
     }
     if (calls) fn.byte(W_End);
   };
