@@ -154,7 +154,6 @@ describe('the gradient service', () => {
       ['/v1/mc', '{"spot": 1', 400, /not JSON/],
       ['/v1/mc', '[1, 2]', 400, /must be a JSON object/],
       // Finite but far outside the model's range: the model overflows, and the answer says so.
-      ['/v1/options', { options: [atTheMoney, { ...atTheMoney, spot: 1e-320 }] }, 422, /options\[1\]: the model is not finite at these inputs/],
       ['/v1/options', { options: [{ ...atTheMoney, rate: -1e6 }] }, 422, /options\[0\]: the model is not finite/],
       ['/v1/mc', { ...atTheMoney, rate: 1e6 }, 422, /the model is not finite at these inputs \(price\)/],
       // A price that is finite with a standard error that is not, and a loss that overflows:
@@ -170,6 +169,12 @@ describe('the gradient service', () => {
         expect(reply.status, `${path} ${JSON.stringify(body).slice(0, 80)}`).toBe(status);
         expect(reply.body.error.message).toMatch(message);
       }
+      // A spot of 1e-320: the call is worthless and every greek 0, their limits (a 422 until
+      // 2026-12-07: gamma's tangent was NaN, log's infinite tangent at a subnormal meeting a zero
+      // partial, which the tangent sweeps now leave out as the reverse sweep does).
+      const tiny = await post(service, '/v1/options', { options: [atTheMoney, { ...atTheMoney, spot: 1e-320 }] });
+      expect(tiny.status).toBe(200);
+      expect(tiny.body.results[1]).toEqual({ price: 0, delta: 0, dStrike: 0, theta: 0, rho: 0, vega: 0, gamma: 0 });
       const get = await fetch(service.url + '/v1/options');
       expect(get.status).toBe(405);
       expect(get.headers.get('allow')).toBe('POST');

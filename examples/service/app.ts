@@ -199,7 +199,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const results = Array.from({ length: rows }, (_, r) => ({
       price: prices[r]!, delta: G[r * n]!, dStrike: G[r * n + 1]!, theta: -G[r * n + 2]!, rho: G[r * n + 3]!, vega: G[r * n + 4]!, gamma: H[r * n]!,
     }));
-    // Finite inputs far outside the model's range (a spot of 1e-320, a rate of 1e6) can
+    // Finite inputs far outside the model's range (a rate of -1e6) can
     // still overflow it: a 422 naming the option, never a 200 with nulls (JSON's NaN).
     results.forEach((greeks, r) => {
       const bad = Object.entries(greeks).find(([, v]) => !Number.isFinite(v));
