@@ -2,7 +2,7 @@
 // engine's element regions), so an op over n elements is one node and one dispatch. Elementwise
 // ops broadcast as NumPy does for trailing shapes; reductions return scalar Vars; matrices are
 // row-major with a shape. The rules live in assembly/vector.ts and src/js/vector.ts.
-import { NotANumberError, ShapeError, TapegradError, VEC_BRAND, describe, isArrayLike } from './errors.ts';
+import { NotANumberError, ShapeError, TapegradError, VEC_BRAND, describe, isArrayLike, newFloat64 } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
 import { readOptions } from './options.ts';
 import { Var, type Tape } from './tape.ts';
@@ -280,7 +280,7 @@ export class Vec {
     // Each index read once, into the copy the node records: read again after the checks, an
     // accessor could hand the node another index, or reset the tape in between (a probe's gather
     // then recorded on the reset tape and read its old memory).
-    const count = indices.length, picked: number[] = new Array(count);
+    const count = indices.length, picked = newFloat64(count, 'gather');
     for (let k = 0; k < count; k++) {
       const j = indices[k]!;
       if (!Number.isInteger(j) || j < -n || j >= n) {
