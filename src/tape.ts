@@ -6,6 +6,7 @@ import {
 import { BINARY_OPS, ELEMENTWISE, OP_TABLE, Op, UNARY_OPS, ZERO_GRADIENT, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
 import { partialZ, partialZTangent, partials, partialsTangent } from './js/rules.ts';
 import { Vec, VectorHandleApi, concatOn, elementwise, vectorOf, type Shape, type VecOperand } from './vector.ts';
+import type { BinaryOps, UnaryOps } from './op-docs.ts';
 
 const {
   const: CONST, input: INPUT, arg: ARG, select: SELECT, pow: POW, powConst: POW_CONST, custom: CUSTOM,
@@ -1777,17 +1778,11 @@ function checkLimit(value: number | undefined, name: 'maxNodes' | 'maxMemoryByte
   return value;
 }
 
-type VarUnaryMethods = { [K in UnaryOpName]: () => Var };
-type VarBinaryMethods = { [K in BinaryOpName]: (other: Operand) => Var };
-
-// Declaration merging: the op methods below are generated from the op table.
+// Declaration merging: the op methods below are generated from the op table, and documented
+// in op-docs.ts.
 // eslint-disable-next-line @typescript-eslint/no-empty-interface
-export interface Var extends VarUnaryMethods, VarBinaryMethods {}
+export interface Var extends UnaryOps<[], Var>, BinaryOps<[y: Operand], Var> {}
 
-/**
- * A recorded value: a thin wrapper around a node handle of its tape. Every op of the table is a
- * method (`x.exp()`, `x.mul(y)`, `x.pow(2.5)`); binary methods take a Var or a number.
- */
 /** The number of operands of an op, by name. Here rather than in ops.ts, which imports nothing
  *  (the errors module there cost the bundle 232 bytes of chunking). */
 export function opArity(name: OpName | VectorOpName): number {
@@ -1803,6 +1798,10 @@ const ownedEngines = new WeakSet<Backend>();
 // A vector node without carriers (a `[]` default made two arrays a call).
 const NO_CARRIERS: readonly number[] = Object.freeze([]);
 
+/**
+ * A recorded value: a thin wrapper around a node handle of its tape. Every op of the table is a
+ * method (`x.exp()`, `x.mul(y)`, `x.pow(2.5)`); binary methods take a Var or a number.
+ */
 export class Var {
   // Declared, not class fields: a class with fields runs an initializer check in its constructor,
   // which takes the constructor over V8's small-function size (see the op methods, end of file).
@@ -1848,11 +1847,8 @@ export class Var {
 for (const name of UNARY_OPS) Object.defineProperty(Var.prototype, name, { value: unaryVarMethod(Op[name]), writable: true, configurable: true });
 for (const name of BINARY_OPS) Object.defineProperty(Var.prototype, name, { value: binaryVarMethod(Op[name]), writable: true, configurable: true });
 
-type HandleUnaryMethods = { [K in UnaryOpName]: (h: number) => number };
-type HandleBinaryMethods = { [K in BinaryOpName]: (h1: number, h2: number) => number };
-
 // eslint-disable-next-line @typescript-eslint/no-empty-interface
-export interface HandleApi extends HandleUnaryMethods, HandleBinaryMethods {}
+export interface HandleApi extends UnaryOps<[h: number], number>, BinaryOps<[h1: number, h2: number], number> {}
 
 /**
  * The handle-level API of a tape, for hot loops: every op takes and returns integer handles, so

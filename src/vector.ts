@@ -2,6 +2,7 @@
 // engine's element regions), so an op over n elements is one node and one dispatch. Elementwise
 // ops broadcast as NumPy does for trailing shapes; reductions return scalar Vars; matrices are
 // row-major with a shape. The rules live in assembly/vector.ts and src/js/vector.ts.
+import type { BinaryOps, UnaryOps } from './op-docs.ts';
 import { NotANumberError, ShapeError, TapegradError, VEC_BRAND, describe, isArrayLike, newFloat64 } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
 import { readOptions } from './options.ts';
@@ -495,10 +496,10 @@ function clampIndex(i: number, n: number, what: string): number {
   return Math.min(n, Math.max(0, i < 0 ? n + i : i));
 }
 
-type VecUnaryMethods = { [K in UnaryOpName]: () => Vec };
-type VecBinaryMethods = { [K in Exclude<BinaryOpName, 'max' | 'min'>]: (other: VecOperand) => Vec };
+// The op methods, elementwise, with the scalar ops' documentation (op-docs.ts); max and min
+// are the class's own (reductions without an operand, or elementwise with one).
 // eslint-disable-next-line @typescript-eslint/no-empty-interface
-export interface Vec extends VecUnaryMethods, VecBinaryMethods {}
+export interface Vec extends UnaryOps<[], Vec>, Omit<BinaryOps<[y: VecOperand], Vec>, 'max' | 'min'> {}
 
 for (const name of UNARY_OPS) {
   const code = Op[name];
@@ -592,10 +593,8 @@ export function vectorOf(tape: Tape, op: number, values: ArrayLike<number>, shap
 
 // ───────────────────────────── handles ─────────────────────────────
 
-type VecHandleUnary = { [K in UnaryOpName]: (h: number) => number };
-type VecHandleBinary = { [K in BinaryOpName]: (h1: number, h2: number) => number };
 // eslint-disable-next-line @typescript-eslint/no-empty-interface
-export interface VectorHandleApi extends VecHandleUnary, VecHandleBinary {}
+export interface VectorHandleApi extends UnaryOps<[h: number], number>, BinaryOps<[h1: number, h2: number], number> {}
 
 /**
  * Vector handles: negative integers naming array-valued nodes, for code that records without
