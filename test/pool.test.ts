@@ -4,7 +4,7 @@
 // the library's classes; a worker that dies is replaced and the next call works. The pool's workers run the built library, so this file imports dist/ (which
 // `npm test` builds first) rather than src/.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -588,6 +588,28 @@ describe('worker crashes and closing', () => {
       await auto.close();
     }
   });
+});
+
+// A packaging probe: a Node program bundled with tapegrad/pool inside holds no worker script, and
+// every register failed as WorkerExitError, which names a crash; createPool now says what is
+// missing.
+it('a bundle without the workers\' script is refused by createPool, naming the script', async () => {
+  // Inside the checkout (test-artifacts is ignored), so the bundle finds piscina, kept external
+  // as a Node app's dependencies are, in node_modules.
+  const artifacts = fileURLToPath(new URL('../test-artifacts/', import.meta.url));
+  mkdirSync(artifacts, { recursive: true });
+  const dir = mkdtempSync(join(artifacts, 'pool-bundle-'));
+  const entry = join(dir, 'app.mjs'), outfile = join(dir, 'bundled', 'app.mjs');
+  writeFileSync(entry, `
+import { createPool } from ${JSON.stringify(fileURLToPath(new URL('../dist/pool/index.js', import.meta.url)))};
+try { await createPool({ threads: 1 }); console.log('created'); } catch (e) { console.log(e.code + ' ' + e.message); }
+`);
+  const esbuild = await import('esbuild');
+  await esbuild.build({ entryPoints: [entry], bundle: true, platform: 'node', format: 'esm', outfile, external: ['piscina'], logLevel: 'silent' });
+  const run = spawnSync(process.execPath, [outfile], { encoding: 'utf8' });
+  rmSync(dir, { recursive: true, force: true });
+  expect(run.stderr).toBe('');
+  expect(run.stdout).toMatch(/^INVALID_ARGUMENT createPool: the workers' script .*bundled[/\\]worker\.js is missing; a bundle must keep tapegrad\/pool external/);
 });
 
 // From the sources the pool started './worker.js', which only dist has, and the failed start's

@@ -1,7 +1,9 @@
 // tapegrad/pool: compiled functions evaluated on worker threads (Node; built on piscina). The core
 // entry does not import this module, so it stays free of dependencies and of `node:` imports.
 import { setMaxListeners } from 'node:events';
+import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { CompiledFunction, checkArrayLength, checkRows, toFloat64 } from '../compile.ts';
 import { coreModule, loadBackend } from '../create.ts';
@@ -60,11 +62,26 @@ export async function createPool(options: PoolOptions = {}): Promise<GradientPoo
   if (!Number.isInteger(threads) || threads < 1) throw new TapegradError('INVALID_ARGUMENT', `createPool: threads must be an integer >= 1, got ${describe(threads)}`);
   const minRows = options.minRowsPerTask ?? 1024;
   if (!Number.isInteger(minRows) || minRows < 1) throw new TapegradError('INVALID_ARGUMENT', `createPool: minRowsPerTask must be an integer >= 1, got ${describe(minRows)}`);
+  // A bundle of a Node program holds this module but not the worker's script, which the threads
+  // load by path: every register then failed as WorkerExitError, a crash it was not (a probe).
+  const script = workerScript();
+  if (script.protocol === 'file:' && !existsSync(fileURLToPath(script))) {
+    throw new TapegradError(
+      'INVALID_ARGUMENT',
+      `createPool: the workers' script ${fileURLToPath(script)} is missing; a bundle must keep tapegrad/pool external, or ship tapegrad's dist/pool/worker.js (and the files it imports) beside this module`,
+    );
+  }
   // 'auto' as createTape takes it (an audit: the first pool threw, the second took js; a review:
   // later pools never tried the core again).
   const backend = await loadBackend(options.backend);
   const data: WorkerData = { backend, module: backend === 'wasm' ? await coreModule() : null };
   return new GradientPool(threads, backend, minRows, data);
+}
+
+/** The workers' script, beside this module (the sources, run through tsx, whose loader the
+ *  workers inherit, start the worker's source). */
+function workerScript(): URL {
+  return new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url);
 }
 
 export class GradientPool {
@@ -91,8 +108,7 @@ export class GradientPool {
       throw new TapegradError('INVALID_ARGUMENT', 'a GradientPool comes from createPool(options)');
     }
     this.piscina = new Piscina<Task, Reply>({
-      // The sources (run through tsx, whose loader the workers inherit) start the worker's source.
-      filename: new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url).href,
+      filename: workerScript().href,
       minThreads: threads, maxThreads: threads, idleTimeout: Infinity, workerData,
       // A task is one part of a batch: at most one part per thread is in flight per call.
       concurrentTasksPerWorker: 1,
