@@ -105,9 +105,32 @@ function softmaxScale(off: i32, n: i32, y: f64): f64 {
   return Math.abs(y) < 1024 || y - y != 0 ? 1 : sumOfExp(off, n, y, 0);
 }
 
-/** Σ softmax_k tx_k, the tangent (y the value). */
+/** Σ softmax_k tx_k, the tangent (y the value). Where that sum is not finite, again with a term
+ *  left out where its tangent or its weight is 0, as mul's tangent leaves one out: a weight that
+ *  is NaN (an element at +Infinity or NaN, or every one at -Infinity) beside a zero tangent made
+ *  the tangent NaN along any direction, where the reverse sweep gave the gradient (a probe). */
 export function softmaxDot(off: i32, n: i32, y: f64): f64 {
-  return sumOfExp(off, n, y, xtanBase) / softmaxScale(off, n, y);
+  const sum = sumOfExp(off, n, y, xtanBase);
+  return (isFinite(sum) ? sum : maskedSumOfExp(off, n, y)) / softmaxScale(off, n, y);
+}
+
+// sumOfExp's terms with the tangents as weights, in its order, each left out where its tangent or
+// its weight is 0.
+function maskedSumOfExp(off: i32, n: i32, y: f64): f64 {
+  const x = at(xvalBase, off), w = at(xtanBase, off);
+  let s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  for (let l = 0; l < n; l++) {
+    const t = load<f64>(w + (<usize>l << 3));
+    if (t == 0) continue;
+    const p = exp(load<f64>(x + (<usize>l << 3)) - y);
+    if (p == 0) continue;
+    const e = p * t, lane = l & 3;
+    if (lane == 0) s0 += e;
+    else if (lane == 1) s1 += e;
+    else if (lane == 2) s2 += e;
+    else s3 += e;
+  }
+  return n == 1 ? s0 : (s0 + s2) + (s1 + s3);
 }
 
 /** adj_k += g · softmax_k, skipped where softmax_k is 0 (an infinite g must not make 0·∞);
@@ -140,7 +163,9 @@ export function softmaxBackTangent(off: i32, n: i32, y: f64, ty: f64, g: f64, gt
   for (let k = 0; k < n; k++) {
     const p = exp(load<f64>(at(xvalBase, off + k)) - y) / s;
     if (g != 0 && p != 0) store<f64>(at(xadjBase, off + k), load<f64>(at(xadjBase, off + k)) + g * p);
-    const dp = g != 0 ? p * (load<f64>(at(xtanBase, off + k)) - ty) : 0;
+    // (A zero weight or change of weight adds nothing: 0 times an infinite or NaN one was NaN.)
+    const d = load<f64>(at(xtanBase, off + k)) - ty;
+    const dp = g != 0 && p != 0 && d != 0 ? p * d : 0;
     const r = (gt != 0 && p != 0 ? gt * p : 0) + (dp != 0 ? g * dp : 0);
     if (r != 0) store<f64>(at(xtanAdjBase, off + k), load<f64>(at(xtanAdjBase, off + k)) + r);
   }

@@ -634,6 +634,25 @@ describe.each(BACKENDS)('a zero partial passes no tangent, not even an infinite 
     const d = v.sqrt().dot(tape.constantVector([0, 1]));
     expect(Array.from(tape.jvp([v], [1, 1], [d]))).toEqual([0.5]);
   });
+  // A probe: logSumExp's tangent added every e^(x−y)·t, and a NaN weight (an element at +Infinity
+  // or NaN, or a row all −Infinity: a masked attention row) beside a zero tangent made it NaN
+  // along any direction; its second-order term p·(t − ty) too.
+  it('logSumExp and logSoftmax: a zero tangent meets a NaN weight and adds nothing', () => {
+    const opts = { backend, vector: true } as const;
+    const lse = (v: Vec): Var => v.slice(1).logSumExp().add(v.get(0));
+    for (const at of [[0.5, -Infinity, -Infinity], [0.5, Infinity, 1], [0.5, NaN]]) {
+      const forward = Array.from(jacobian((v: Vec) => [lse(v)], at, { ...opts, mode: 'forward' }).data);
+      const reverse = Array.from(jacobian((v: Vec) => [lse(v)], at, { ...opts, mode: 'reverse' }).data);
+      expect(forward[0], `J[0] at ${at}`).toBe(1);
+      expect(forward, `forward against reverse at ${at}`).toEqual(reverse);
+      expect(jvp((v: Vec) => v.slice(1).logSoftmax(), at, [1, ...at.slice(1).map(() => 0)], opts)[0], `logSoftmax at ${at}`).toBe(0);
+    }
+    const long = [0.5, Infinity, ...Array.from({ length: 1998 }, (_, k) => k / 1000)];
+    expect(jvp(lse, long, [1, ...long.slice(1).map(() => 0)], opts)[0]).toBe(1);
+    const h = (f: (v: Vec) => Var): number[] => Array.from(hessian(f, [0, NaN], opts).data);
+    expect(h((v) => v.slice(1).logSumExp().add(v.get(0).square()))).toEqual(h((v) => v.slice(1).exp().sum().add(v.get(0).square())));
+    expect(h((v) => v.slice(1).logSumExp().add(v.get(0).square())).slice(0, 3)).toEqual([2, 0, 0]);
+  });
 });
 
 // The Jacobian of y (a Vec) with respect to v by jvps along each input's unit vector, as columns.

@@ -404,7 +404,8 @@ export class VectorRules {
         for (let k = 0; k < n; k++) {
           const p = Math.exp(xval[off + k]! - y) / s;
           if (g !== 0 && p !== 0) xadj[off + k] += g * p;
-          const dp = g !== 0 ? p * (xtan[off + k]! - ty) : 0;
+          const d = xtan[off + k]! - ty;
+          const dp = g !== 0 && p !== 0 && d !== 0 ? p * d : 0;
           const r = (gt !== 0 && p !== 0 ? gt * p : 0) + (dp !== 0 ? g * dp : 0);
           if (r !== 0) xtanAdj[off + k] += r;
         }
@@ -487,8 +488,24 @@ export class VectorRules {
     return m + Math.log(n === 1 ? Math.exp(xval[off]! - m) : (s0 + s2) + (s1 + s3));
   }
 
+  // Where the sum is not finite, again leaving out a term whose tangent or weight is 0 (see
+  // softmaxDot in assembly/log-sum-exp.ts).
   private softmaxDot(off: number, n: number, y: number): number {
-    return this.sumOfExp(off, n, y, this.views.xtan!) / this.softmaxScale(off, n, y);
+    const sum = this.sumOfExp(off, n, y, this.views.xtan!);
+    return (Number.isFinite(sum) ? sum : this.maskedSumOfExp(off, n, y)) / this.softmaxScale(off, n, y);
+  }
+
+  private maskedSumOfExp(off: number, n: number, y: number): number {
+    const { xval, xtan } = this.views;
+    const s = [0, 0, 0, 0];
+    for (let l = 0; l < n; l++) {
+      const t = xtan![off + l]!;
+      if (t === 0) continue;
+      const p = Math.exp(xval[off + l]! - y);
+      if (p === 0) continue;
+      s[l & 3] += p * t;
+    }
+    return n === 1 ? s[0]! : (s[0]! + s[2]!) + (s[1]! + s[3]!);
   }
 
   // As softmaxScale in assembly/log-sum-exp.ts: the weights' sum where y's rounding would reach
