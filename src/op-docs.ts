@@ -17,7 +17,7 @@ export interface UnaryOps<A extends unknown[], R> {
   sqrt(...operands: A): R;
   /** ∛x, real for x < 0 too (gradient +Infinity at 0). */
   cbrt(...operands: A): R;
-  /** eˣ (Infinity from 710). */
+  /** eˣ (Infinity past about 709.78). */
   exp(...operands: A): R;
   /** eˣ − 1, exact near 0. */
   expm1(...operands: A): R;

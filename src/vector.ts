@@ -30,7 +30,8 @@ function checkShape(shape: Shape, n: number, what: string, operand = 'shape', da
   // Read once, a hole as undefined: `some` skips holes, and [6, ,] passed as a shape whose
   // transpose had no elements (a probe); an accessor read again could change between the check
   // and the copy.
-  const dims: unknown[] | undefined = Array.isArray(shape) ? Array.from(shape) : undefined;
+  // (At most 64 dimensions read: a sparse `new Array(2 ** 31)` would be copied whole.)
+  const dims: unknown[] | undefined = Array.isArray(shape) && shape.length <= 64 ? Array.from(shape) : undefined;
   if (dims === undefined || dims.some((d) => !Number.isInteger(d) || (d as number) < 0)) {
     // No dimension is inferred: NumPy's -1 is refused with the rest. A dimension that is no
     // number at all is a NotANumberError, as everywhere a number is expected.

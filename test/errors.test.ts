@@ -207,6 +207,9 @@ describe.each(BACKENDS)('errors (%s)', (backend) => {
     // eslint-disable-next-line no-sparse-arrays
     expectError(() => tape.constantVector([1, 2, 3], [1, , 3] as unknown as number[]), NotANumberError, 'NOT_A_NUMBER', /shape/);
     expect(v.reshape([6, 1]).T.sum().value).toBe(21);
+    // A review: read whole, a sparse array of 2^31 slots would have been copied; past 64
+    // dimensions a shape is refused unread.
+    expectError(() => v.reshape(new Array(2 ** 31)), TapegradError, 'INVALID_ARGUMENT', /^reshape: a shape is an array of non-negative integers, got an array/);
     expectUsable(tape);
   });
 
