@@ -61,10 +61,20 @@ export const transformPool = { tapes: 4, bytes: 64 * 2 ** 20 };
 // 2.3 ms a call against 17 µs four deep: a probe), kept in a pool of its own while it stays
 // small: deeper nesting costs a few MiB a level, and nothing for a tape that grew.
 const inUse: Record<BackendKind, number> = { wasm: 0, js: 0 };
+// A tape past the pool's bytes, kept weakly (one per backend): repeated calls of a large function
+// reuse it until the garbage collector takes it (a loop's calls, one job, always do), where each
+// made a 32 MiB tape and grew it to the function's size (3 M nodes: 116 ms a call against 48 on
+// a tape kept, a probe); the memory is not held for the rest of the process.
+const large: Record<BackendKind, WeakRef<Tape> | undefined> = { wasm: undefined, js: undefined };
 const smallPools: Record<BackendKind, Tape[]> = { wasm: [], js: [] };
 /** @internal The small tapes' pool: how many, the nodes each is made for, the most memory it may
  *  hold to be kept. */
 export const smallTapePool = { tapes: 16, nodes: 1024, bytes: 8 * 2 ** 20 };
+
+/** @internal The large tape a backend keeps weakly, if the collector left it (for tests). */
+export function keptLargeTape(kind: BackendKind): Tape | undefined {
+  return large[kind]?.deref();
+}
 
 /** @internal The tapes a backend's pool holds now, or its small tapes' pool (for tests). */
 export function pooledTapes(kind: BackendKind, small = false): readonly Tape[] {
@@ -77,7 +87,11 @@ const TRANSFORM_OPTIONS = { backend: BACKEND_RULE, vector: 'boolean' } as const;
 export function withTape<T>(options: TransformOptions | undefined, body: (tape: Tape) => T): T {
   const kind = resolveBackend(options?.backend);
   const known = Object.hasOwn(pools, kind);
-  const pooled = known ? pools[kind].pop() : undefined;
+  // The large tape first, if the collector left it: its memory is there already, and a pooled
+  // one would grow again under the next large call.
+  let pooled = known ? large[kind]?.deref() : undefined;
+  if (known) large[kind] = undefined;
+  pooled ??= known ? pools[kind].pop() : undefined;
   const small = pooled === undefined && known && inUse[kind] >= transformPool.tapes;
   const tape = pooled ?? (small ? smallPools[kind].pop() : undefined) ?? createTapeSync({ backend: kind, ...(small ? { expectedNodes: smallTapePool.nodes } : {}) });
   tape.staleWhy = ' (a transform resets its tape after each call: it is from an earlier grad, vjp, jvp or hvp call)';
@@ -89,7 +103,8 @@ export function withTape<T>(options: TransformOptions | undefined, body: (tape: 
     inUse[kind]--;
     tape.reset();
     if (!small) {
-      if (pools[kind].length < transformPool.tapes && tape.memoryBytes <= transformPool.bytes) pools[kind].push(tape);
+      if (tape.memoryBytes > transformPool.bytes) large[kind] = new WeakRef(tape);
+      else if (pools[kind].length < transformPool.tapes) pools[kind].push(tape);
     } else if (smallPools[kind].length < smallTapePool.tapes && tape.memoryBytes <= smallTapePool.bytes) {
       smallPools[kind].push(tape);
     }

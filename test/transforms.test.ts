@@ -7,7 +7,7 @@ import {
   NotANumberError, TapegradError, compile, createTape, finiteDifferenceGradient, grad, gradcheck, hessian, hvp, init, jacobian, jvp, normwiseError, valueAndGrad, vjp, type Var,
 } from '../src/index.ts';
 import { BACKENDS, expectClose, rosenbrock } from './support.ts';
-import { pooledTapes, smallTapePool, transformPool } from '../src/transforms.ts';
+import { keptLargeTape, pooledTapes, smallTapePool, transformPool } from '../src/transforms.ts';
 
 beforeAll(async () => {
   await init();
@@ -356,6 +356,26 @@ describe.each(BACKENDS)('the transforms\' tape pool stays bounded (%s)', (backen
     }
     expect(grad((x: Var) => x.square(), { backend })(3)).toBe(6);
     expect(pooledTapes(backend).every((t) => t.memoryBytes <= transformPool.bytes)).toBe(true);
+  });
+
+  // A probe: a tape past the pool's bytes was dropped, and each call of a large function made a
+  // 32 MiB tape and grew it again (3 M nodes: 116 ms a call against 48 on a tape kept). It is kept
+  // weakly, and the next call takes it first.
+  it('a tape past the pool\'s bytes is kept weakly, and the next call takes it', () => {
+    const before = transformPool.bytes;
+    try {
+      transformPool.bytes = 0;
+      expect(grad((x: Var) => x.exp(), { backend })(1)).toBe(Math.exp(1));
+      const kept = keptLargeTape(backend);
+      expect(kept).toBeDefined();
+      expect(grad((x: Var) => x.sin(), { backend })(1)).toBe(Math.cos(1));
+      expect(keptLargeTape(backend)).toBe(kept);
+      // Taken out while a call holds it: a nested call gets another tape.
+      const outer = (x: Var): Var => x.mul(grad((y: Var) => y.square(), { backend })(x.value));
+      expect(grad(outer, { backend })(3)).toBe(6);
+    } finally {
+      transformPool.bytes = before;
+    }
   });
 
   // A probe: past the pool's count every call made a new tape of the default 32 MiB, and grads
