@@ -5,6 +5,7 @@
 import { createTape } from '/dist/index.js';
 import { frame, hiDpiContext, lossCurve } from './canvas.js';
 import { VIEW, makeClassifier, makePoints } from './classifier.js';
+import { fastestBatch } from './timing.js';
 
 const AUTOPLAY_STEPS = 1500; // after this many steps on its own it rests; Start runs until Stop
 const GRID = 60;
@@ -56,21 +57,9 @@ export async function classifierPanel() {
     return out;
   }
 
-  /** Times both backends on throwaway trainers so both labels show a figure from the start
-   *  (after a few warm-up steps: the first ones compile the hot paths), the fastest of a few
-   *  batches, as the curve panel's calibrate. */
-  function calibrate(n = 20, batches = 4) {
-    for (const kind of Object.keys(tapes)) {
-      const scratch = makeClassifier(tapes[kind], data);
-      for (let i = 0; i < 10; i++) scratch.step();
-      let best = Infinity;
-      for (let b = 0; b < batches; b++) {
-        const t0 = performance.now();
-        for (let i = 0; i < n; i++) scratch.step();
-        best = Math.min(best, performance.now() - t0);
-      }
-      timing[kind] = { ms: best, steps: n };
-    }
+  /** Times both backends on throwaway trainers so both labels show a figure from the start. */
+  function calibrate() {
+    for (const kind of Object.keys(tapes)) timing[kind] = fastestBatch(makeClassifier(tapes[kind], data), 10, 20, 4);
   }
 
   function reset() {

@@ -6,6 +6,7 @@ import { createTape } from '/dist/index.js';
 import { frame, hiDpiContext, lossCurve } from './canvas.js';
 import { classifierPanel } from './classifier-panel.js';
 import { PARAMS, TRUTH, curve, makeData, makeTrainer } from './model.js';
+import { fastestBatch } from './timing.js';
 
 const AUTOPLAY_STEPS = 600; // long enough to watch it converge, then it rests
 const data = makeData();
@@ -62,22 +63,9 @@ function steps(n) {
   return out;
 }
 
-// Times both backends on a throwaway trainer so both labels show a figure from the start
-// (timers in browsers are coarse, hence batches). The fastest of a few batches: the first ones
-// run before V8 has optimised the hot paths, and the label of the backend not in use kept that
-// cold figure (230-560 µs/step for the JS engine's 36 warm: a probe).
-function calibrate(n = 60, batches = 5) {
-  for (const kind of Object.keys(trainers)) {
-    const scratch = makeTrainer(tapes[kind], data);
-    scratch.step(); // first call compiles the hot paths; not a fair sample
-    let best = Infinity;
-    for (let b = 0; b < batches; b++) {
-      const t0 = performance.now();
-      for (let i = 0; i < n; i++) scratch.step();
-      best = Math.min(best, performance.now() - t0);
-    }
-    timing[kind] = { ms: best, steps: n };
-  }
+// Times both backends on a throwaway trainer so both labels show a figure from the start.
+function calibrate() {
+  for (const kind of Object.keys(trainers)) timing[kind] = fastestBatch(makeTrainer(tapes[kind], data), 1, 60, 5);
 }
 
 function reset() {
