@@ -598,6 +598,10 @@ describe.each(BACKENDS)('expectedNodes (%s)', (backend) => {
       expect(() => compile(f, { inputs: 2, backend, expectedNodes: bad })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^compile: expectedNodes must be a non-negative integer/) }));
     }
     expect(() => compile(f, { inputs: 2, backend, expectedNodes: 2e8 })).toThrow(expect.objectContaining({ code: 'CAPACITY', message: expect.stringMatching(/^compile: expectedNodes = 200000000 needs more than the 4 GiB/) }));
+    // The limit the message gives is the one it holds (a probe: it said 25 bytes a node, and the
+    // limit it computed from that, 1.7·10^8 nodes, was refused from 1.48·10^8).
+    const past = 147_957_690;
+    expect(() => compile(f, { inputs: 2, backend, expectedNodes: past })).toThrow(expect.objectContaining({ code: 'CAPACITY', message: expect.stringMatching(/\(29 bytes a node and 4 MiB: at most 147957689 nodes\)$/) }));
   });
 });
 
