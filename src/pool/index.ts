@@ -64,11 +64,11 @@ export async function createPool(options: PoolOptions = {}): Promise<GradientPoo
   if (!Number.isInteger(minRows) || minRows < 1) throw new TapegradError('INVALID_ARGUMENT', `createPool: minRowsPerTask must be an integer >= 1, got ${describe(minRows)}`);
   // A bundle of a Node program holds this module but not the worker's script, which the threads
   // load by path: every register then failed as WorkerExitError, a crash it was not (a probe).
-  const script = workerScript();
-  if (script.protocol === 'file:' && !existsSync(fileURLToPath(script))) {
+  const script = workerScript(), path = script.protocol === 'file:' ? fileURLToPath(script) : null;
+  if (path !== null && !existsSync(path)) {
     throw new TapegradError(
       'INVALID_ARGUMENT',
-      `createPool: the workers' script ${fileURLToPath(script)} is missing; a bundle must keep tapegrad/pool external, or ship tapegrad's dist/pool/worker.js (and the files it imports) beside this module`,
+      `createPool: the workers' script ${path} is missing; a bundle must keep tapegrad/pool external, or ship tapegrad's dist/pool/worker.js (and the files it imports) beside this module`,
     );
   }
   // 'auto' as createTape takes it (an audit: the first pool threw, the second took js; a review:

@@ -194,15 +194,17 @@ function tangentEmitters(fn: Bytes, body: Body, L: Layout, mode: Mode) {
 // sweep computes it: (ta != 0 && pa != 0 ? ta pa : 0) + (tb != 0 && pb != 0 ? tb pb : 0), or 0
 // when ta and tb are 0 (a unary op's pb is 0: its second term is +0).
 function tangentRule(fn: Bytes, body: Body, L: Layout, E: ReturnType<typeof tangentEmitters>) {
-  const { load, tangentTerm, tangentOf, push, scaled, partials } = E;
-  // (t != 0 && p != 0 ? t p : 0), or null where it is +0 for certain (a zero tangent or partial).
+  const { load, tangentTerm, tangentOf, push, scaled, product, partials } = E;
+  // (t != 0 && p != 0 ? t p : 0), or null where it is +0 for certain (a zero tangent or partial):
+  // the reverse sweep's product, but for a finite nonzero constant p, whose product is t·c
+  // unmasked (±0 for a zero t, which the sum with the other term could keep as −0).
   const term = (t: Term, p: Term): (() => void) | null => {
-    if (t.kind !== 'local' || p.kind === 'zero' || (p.kind === 'const' && p.c === 0)) return null;
+    if (t.kind !== 'local') return null;
+    if (!(p.kind === 'const' && Number.isFinite(p.c) && p.c !== 0)) return product(t.local, p);
     return () => {
       fn.get(t.local); push(p); fn.byte(W_F64Mul);
       fn.f64Const(0);
       fn.get(t.local); fn.f64Const(0); fn.byte(W_F64Ne);
-      if (p.kind === 'local') { push(p); fn.f64Const(0); fn.byte(W_F64Ne); fn.byte(W_I32And); }
       fn.byte(W_Select);
     };
   };
