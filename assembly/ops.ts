@@ -561,6 +561,11 @@ export let partialZTangent: f64 = 0;
   // partial's, also where a formula below gives 0·∞ or 0/0 (sqrt, cbrt and recip at 0, asin at
   // ±1, sin at ±∞, sinh where it overflows...); the log family and others tested it one by one.
   if (tx == 0 && tz == 0) return 0;
+  // The formulas below multiply the tangents in, so an infinite (or NaN) one meeting a second
+  // partial of 0 made NaN (tanh at 0 along sqrt's infinite tangent at 0: -2·0·∞) where the
+  // first-order sweeps leave such a term out: a Hessian came out NaN on one side of its diagonal
+  // and finite on the other (atan(x0·x1) at (1, ∞), a probe). There, each operand on its own.
+  if (tx - tx != 0 || tz - tz != 0) return partialsTangentByOperand(op, x, z, y, tx, tz);
   switch (op) {
     case Op.Mul: partialZTangent = tx; return tz;
     // Divided by z twice, not by z·z, which underflows to 0 for |z| below 1e-162 (0/0 along a
@@ -714,6 +719,24 @@ export function partialsCall(op: i32, x: f64, z: f64, y: f64): f64 {
 @noinline export function forwardRuleCall(op: i32, x: f64, z: f64): f64 {
   return forwardRule(op, x, z);
 }
+// partialsTangent's terms along each operand's tangent, every second partial taken along a unit
+// tangent (finite, so this does not recur) and a term left out where its partial or tangent is 0.
+// @ts-ignore: decorator
+@noinline function partialsTangentByOperand(op: i32, x: f64, z: f64, y: f64, tx: f64, tz: f64): f64 {
+  const pa = partialsCall(op, x, z, y), pb = partialZ;
+  const aa = partialsTangentCall(op, x, z, y, 1, 0, pa), ba = partialZTangent;
+  let ab: f64 = 0, bb: f64 = 0;
+  if (opArity(op) == 2) {
+    ab = partialsTangentCall(op, x, z, y, 0, 1, pb);
+    bb = partialZTangent;
+  }
+  partialZTangent = termOf(ba, tx) + termOf(bb, tz);
+  return termOf(aa, tx) + termOf(ab, tz);
+}
+
+// @ts-ignore: decorator
+@inline function termOf(p: f64, t: f64): f64 { return p == 0 || t == 0 ? 0 : p * t; }
+
 // @ts-ignore: decorator
 @noinline export function partialsTangentCall(op: i32, x: f64, z: f64, y: f64, tx: f64, tz: f64, ty: f64): f64 {
   return partialsTangent(op, x, z, y, tx, tz, ty);

@@ -634,6 +634,52 @@ describe.each(BACKENDS)('a zero partial passes no tangent, not even an infinite 
     const d = v.sqrt().dot(tape.constantVector([0, 1]));
     expect(Array.from(tape.jvp([v], [1, 1], [d]))).toEqual([0.5]);
   });
+  // A probe: the second-order terms g·p'·t, where a rule multiplies its tangent in (atan's
+  // -2x·t/(1+x²)², tanh's -2y·ty, div's -tz/z²), made an infinite tangent times a second partial
+  // of 0 NaN, so a Hessian came out NaN on one side of its diagonal and finite on the other. Such
+  // a term is now left out as a first-order one is; the expected values are the Hessians with
+  // those terms 0 (the rest: closed forms, e.g. tanh(√x0)·x1 has H00 = x1·tanh'(0)·(√x)'' = -∞).
+  const secondOrderCases: [string, (x: Var[]) => Var, number[], number[]][] = [
+    ['atan(x0·x1) at (1, ∞)', (x) => x[0]!.mul(x[1]!).atan(), [1, Infinity], [0, 0, 0, 0]],
+    ['log(x0·x1) at (1, ∞)', (x) => x[0]!.mul(x[1]!).log(), [1, Infinity], [0, 0, 0, 0]],
+    ['x0^0.5 of a product at (1, ∞)', (x) => x[0]!.mul(x[1]!).pow(0.5), [1, Infinity], [0, 0, 0, 0]],
+    ['tanh(√x0)·x1 at (0, 2)', (x) => x[0]!.sqrt().tanh().mul(x[1]!), [0, 2], [-Infinity, Infinity, Infinity, 0]],
+    ['sin(√x0) + x1 at (0, 2)', (x) => x[0]!.sqrt().sin().add(x[1]!), [0, 2], [-Infinity, 0, 0, 0]],
+    ['x0 / (x1·x2) at (1, 1, ∞)', (x) => x[0]!.div(x[1]!.mul(x[2]!)), [1, 1, Infinity], [0, 0, 0, 0, 0, 0, 0, 0, 0]],
+    ['hypot(x0·x1, x2) at (1, ∞, 1)', (x) => x[0]!.mul(x[1]!).hypot(x[2]!), [1, Infinity, 1], [0, 1, 0, 1, 0, 0, 0, 0, 0]],
+    ['atan2(x0·x1, x2) at (1, ∞, 1)', (x) => x[0]!.mul(x[1]!).atan2(x[2]!), [1, Infinity, 1], [0, 0, 0, 0, 0, 0, 0, 0, 0]],
+  ];
+  it.each(secondOrderCases)('%s: the Hessian leaves out a zero second partial\'s term, in every sweep', (_, f, at, want) => {
+    expect(Array.from(hessian(f, at, { backend }).data), 'hessian').toEqual(want);
+    const n = at.length, unit = (k: number): number[] => at.map((_, j) => (j === k ? 1 : 0));
+    for (const codegen of [true, false]) {
+      const c = compile(f, { inputs: n, backend, codegen, at: at.map((v) => (Number.isFinite(v) ? v + 0.5 : 3)) });
+      const columns = Array.from({ length: n }, (_, k) => Array.from(c.hvp(at, unit(k))));
+      // H is symmetric here, so its columns are its rows.
+      expect(columns.flat(), `compiled hvp, codegen ${codegen}`).toEqual(want);
+      const X = Array.from({ length: n }, () => at).flat(), V = Array.from({ length: n }, (_, k) => unit(k)).flat();
+      expect(Array.from(c.hvpBatch(X, n, V)), `hvpBatch, codegen ${codegen}`).toEqual(want);
+    }
+  });
+  // The generated formulas of div, recip and sqrt multiply a given tangent in, where the core's
+  // rule takes each operand's term apart; past a finite tangent they call the core's, so both give
+  // the same bits: recip at 1e110 along an infinite direction has a second partial 2/x³ that
+  // underflows to 0 (its term left out, 0), where -2y·ty was Infinity (the fused vector kernels:
+  // test/vector-fusion.test.ts).
+  it('an infinite direction: generated hvps equal the interpreter\'s, and a vector\'s elements', () => {
+    const at = [1e110, 0.25, Infinity, 4];
+    const f = (x: Var[]): Var => x[0]!.recip().add(x[1]!.sqrt().mul(x[3]!)).add(x[3]!.div(x[2]!)).add(x[1]!.div(x[3]!.mul(x[2]!)));
+    const directions = [[Infinity, 0, 0, 0], [0, Infinity, 0, 0], [0, 0, -Infinity, 0], [0, 0, 0, NaN], [Infinity, -Infinity, 1, 2]];
+    const interpreted = compile(f, { inputs: 4, backend, codegen: false, at: [1, 1, 1, 1] });
+    const generated = compile(f, { inputs: 4, backend, codegen: true, at: [1, 1, 1, 1] });
+    const wanted = directions.map((v) => Array.from(interpreted.hvp(at, v)));
+    expect(wanted[0]![0], 'recip along Infinity at 1e110').toBe(0);
+    expect(directions.map((v) => Array.from(generated.hvp(at, v)))).toEqual(wanted);
+    // Elementwise (the core's vector rules, and the JS engine's): 2/x³ at 1e110 and at 2.
+    const g = (x: Vec): Var => x.recip().sum();
+    const vector = compile(g, { inputs: 2, vector: true, backend, at: [1, 1] });
+    expect(Array.from(vector.hvp([1e110, 2], [Infinity, 1]))).toEqual([0, 0.25]);
+  });
   // A probe: logSumExp's tangent added every e^(x−y)·t, and a NaN weight (an element at +Infinity
   // or NaN, or a row all −Infinity: a masked attention row) beside a zero tangent made it NaN
   // along any direction; its second-order term p·(t − ty) too.

@@ -197,6 +197,41 @@ describe('fused run kernels', async () => {
     }
   });
 
+  // The kernels' second-order formulas of recip, sqrt and div multiply a tangent in; past a
+  // finite tangent they call the core's rule, which takes each operand's term apart and leaves
+  // out one whose second partial is 0 (recip at 1.5e110: 2/x³ underflows; div by an infinite z:
+  // -1/z² is 0), as the block sweep does: fused and blocked hvps alike, bit for bit.
+  it('take an infinite tangent as the block sweep does in an hvp\'s second-order terms', async () => {
+    const ones = new Float64Array(3001).fill(1);
+    const cases: [string, (v: Vec, tape: Tape) => Vec, number][] = [
+      ['recip', (v) => v.recip(), 1e110], ['sqrt', (v) => v.sqrt(), 1e-300], ['div', (v, tape) => tape.constantVector(ones).div(v), Infinity],
+    ];
+    for (const [name, op, special] of cases) {
+      const xs = data(3001, 0.9).map((v) => 2 + v);
+      const direction = new Float64Array(3001).fill(1);
+      for (let i = 0; i < xs.length; i += 7) { xs[i] = special; direction[i] = Infinity; }
+      const own = await createTape({ backend: 'wasm' });
+      const ownEngine = (own as unknown as { engine: WasmBackend }).engine;
+      const hvp = (): Float64Array => {
+        own.reset();
+        const x = own.vector(xs);
+        return own.hvp(op(x.mul(1.5), own).sum(), [x], direction);
+      };
+      ownEngine.setRunFusion(false);
+      const blocked = hvp();
+      ownEngine.setRunFusion(true);
+      const slots = (ownEngine as unknown as { runSlots: Map<string, number> }).runSlots;
+      const reverseTangent = (): number => [...slots].filter(([key, slot]) => /^(simd|scalar):3[35],/.test(key) && slot > 0).length;
+      for (let tries = 0; tries < 200 && reverseTangent() === 0; tries++) {
+        hvp();
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(reverseTangent(), `${name}: a reverse tangent kernel`).toBeGreaterThan(0);
+      expect(sameBits(hvp(), blocked), name).toBe(true);
+      if (name !== 'sqrt') expect(blocked[0], `${name} at ${special}`).toBe(0);
+    }
+  });
+
   it('sweep Rosenbrock in kernels with the block sweep\'s results', async () => {
     const x0 = data(4097, 0.5);
     const rosenbrock = (tape: Tape): Float64Array => {

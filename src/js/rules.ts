@@ -1,6 +1,6 @@
 // The pure-JS twin of assembly/ops.ts: the same forward rules and local partials, op for op, in
 // the same order, with the same numerics (DESIGN.md section 4). Notes on each rule live there.
-import { Op, ZERO_GRADIENT } from '../ops.ts';
+import { Op, OP_TABLE, ZERO_GRADIENT } from '../ops.ts';
 import * as special from './special.ts';
 
 const {
@@ -259,6 +259,8 @@ function partialsOf(op: number): void {
 export const partialZTangent = new Float64Array(1);
 
 export function partialsTangent(op: number, x: number, z: number, y: number, tx: number, tz: number, ty: number): number {
+  // An infinite or NaN tangent: each operand on its own (see the core's partialsTangent).
+  if (tx - tx !== 0 || tz - tz !== 0) return partialsTangentByOperand(op, x, z, y, tx, tz);
   reg[X] = x;
   reg[Z] = z;
   reg[Y] = y;
@@ -267,6 +269,24 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
   reg[TY] = ty;
   partialsTangentOf(op);
   return reg[OUT]!;
+}
+
+// As the core's: each second partial along a unit tangent, a term left out where its partial or
+// tangent is 0.
+function partialsTangentByOperand(op: number, x: number, z: number, y: number, tx: number, tz: number): number {
+  const pa = partials(op, x, z, y), pb = partialZ[0]!;
+  const aa = partialsTangent(op, x, z, y, 1, 0, pa), ba = partialZTangent[0]!;
+  let ab = 0, bb = 0;
+  if (OP_TABLE[op]![1] === 2) {
+    ab = partialsTangent(op, x, z, y, 0, 1, pb);
+    bb = partialZTangent[0]!;
+  }
+  partialZTangent[0] = termOf(ba, tx) + termOf(bb, tz);
+  return termOf(aa, tx) + termOf(ab, tz);
+}
+
+function termOf(p: number, t: number): number {
+  return p === 0 || t === 0 ? 0 : p * t;
 }
 
 function partialsTangentOf(op: number): void {

@@ -31,7 +31,8 @@ import {
 } from './wasm.ts';
 import { assembleModule, IMPORTED } from './module.ts';
 import {
-  FN_FORWARD, FN_PARTIAL_Z, FN_PARTIAL_Z_TANGENT, FN_PARTIALS, FN_PARTIALS_TANGENT, LINEAR, NATIVE_BINARY, NATIVE_PARTIAL, SECOND_ORDER,
+  emitCoreSecondOrder, emitNonFiniteTangents, FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, LINEAR, NATIVE_BINARY, NATIVE_PARTIAL, SECOND_ORDER,
+  SECOND_ORDER_BY_CORE_PAST_FINITE,
 } from './rules.ts';
 
 // SIMD (f64x2) opcodes, after the 0xfd prefix.
@@ -792,14 +793,21 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
         runTangent(k); fn.set(R.slice(2));
         emitPerLane(fn, L, V, [R.dp, R.dq], (get) => emitAnyNonzero(fn, get, [R.g]), (get) => {
           const tx = (): void => get(R.slice(0)), tz = (): void => get(R.slice(1)), ty = (): void => get(R.slice(2));
+          const operands = { x: () => get(R.x), z: () => get(R.z), y: () => get(R.t), tx, tz, ty };
+          const setP = (): void => fn.set(L.lane.p), setQ = (): void => fn.set(L.lane.q);
           if (!second) {
-            fn.i32Const(s); get(R.x); get(R.z); get(R.t); tx(); tz(); ty();
-            fn.byte(W_Call); fn.u32(FN_PARTIALS_TANGENT); fn.set(L.lane.p);
-            fn.byte(W_Call); fn.u32(FN_PARTIAL_Z_TANGENT); fn.set(L.lane.q);
+            emitCoreSecondOrder(fn, s, operands, setP, setQ);
             return;
           }
+          const byCore = SECOND_ORDER_BY_CORE_PAST_FINITE.has(s);
+          if (byCore) {
+            emitNonFiniteTangents(fn, tx, tz);
+            fn.byte(W_If); fn.byte(W_Void);
+            emitCoreSecondOrder(fn, s, operands, setP, setQ);
+            fn.byte(W_Else);
+          }
           // It leaves dpa on the stack, with dpb under it for div.
-          second(fn, { x: () => get(R.x), z: () => get(R.z), y: () => get(R.t), tx, tz, ty });
+          second(fn, operands);
           fn.set(L.lane.p);
           if (s === Op.div) fn.set(L.lane.q); else { fn.f64Const(0); fn.set(L.lane.q); }
           // The core's rule gives 0 where both tangents are 0 (0·∞ and 0/0 in the formulas of
@@ -812,6 +820,7 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
             fn.f64Const(0); fn.set(L.lane.p); fn.f64Const(0); fn.set(L.lane.q);
             fn.byte(W_End);
           }
+          if (byCore) fn.byte(W_End);
         });
       }
       if (linear) { V.zero(); fn.set(R.dp); V.zero(); fn.set(R.dq); }

@@ -7,7 +7,8 @@ import {
 } from './emit-replay.ts';
 import { nestNeeds, OPERANDS, type Body, type Ref } from './plan.ts';
 import {
-  FN_PARTIAL_Z, FN_PARTIAL_Z_TANGENT, FN_PARTIALS, FN_PARTIALS_TANGENT, LINEAR, SECOND_ORDER, TANGENT_PARTIAL,
+  emitCoreSecondOrder, emitNonFiniteTangents, FN_PARTIAL_Z, FN_PARTIALS, LINEAR, SECOND_ORDER, SECOND_ORDER_BY_CORE_PAST_FINITE,
+  TANGENT_PARTIAL,
 } from './rules.ts';
 import {
   Bytes, F64, W_Call, W_Else, W_End, W_F64Add, W_F64Eq, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg, W_F64Store, W_F64Sub,
@@ -424,8 +425,16 @@ export function emitReverseTangent(bodies: Body[], relative: Uint8Array | null =
         dpb = tangentTerm(x, L.tb);
       } else if (!LINEAR.has(op)) {
         const own = SECOND_ORDER[op];
+        const operands = { ...values, tx: () => tangentOf(x), tz: () => tangentOf(binary ? z! : x), ty: () => tangentOf(self) };
+        const byCore = own && SECOND_ORDER_BY_CORE_PAST_FINITE.has(op);
+        if (byCore) {
+          emitNonFiniteTangents(fn, operands.tx, operands.tz);
+          fn.byte(W_If); fn.byte(W_Void);
+          emitCoreSecondOrder(fn, op, operands, () => fn.set(L.dpa), () => fn.set(L.dpb));
+          fn.byte(W_Else);
+        }
         if (own) {
-          own(fn, { ...values, tx: () => tangentOf(x), tz: () => tangentOf(binary ? z! : x), ty: () => tangentOf(self) });
+          own(fn, operands);
           fn.set(L.dpa);
           if (op === Op.div) fn.set(L.dpb);
           // The core's rule adds nothing where every operand's tangent is 0 (0·∞ and 0/0 there:
@@ -438,16 +447,14 @@ export function emitReverseTangent(bodies: Body[], relative: Uint8Array | null =
             if (op === Op.div) { fn.f64Const(0); fn.set(L.dpb); }
             fn.byte(W_End);
           }
+          if (byCore) fn.byte(W_End);
           dpa = inLocal(L.dpa);
           if (op === Op.div) dpb = inLocal(L.dpb);
         } else {
           // The core's rule, called only where g != 0 (as the interpreter does).
           fn.get(L.g); fn.f64Const(0); fn.byte(W_F64Ne);
           fn.byte(W_If); fn.byte(W_Void);
-          fn.i32Const(op); values.x(); values.z(); values.y();
-          tangentOf(x); tangentOf(binary ? z! : x); tangentOf(self);
-          fn.byte(W_Call); fn.u32(FN_PARTIALS_TANGENT); fn.set(L.dpa);
-          fn.byte(W_Call); fn.u32(FN_PARTIAL_Z_TANGENT); fn.set(L.dpb);
+          emitCoreSecondOrder(fn, op, operands, () => fn.set(L.dpa), () => fn.set(L.dpb));
           fn.byte(W_Else);
           fn.f64Const(0); fn.set(L.dpa); fn.f64Const(0); fn.set(L.dpb);
           fn.byte(W_End);

@@ -138,7 +138,7 @@ export const LINEAR = new Set<number>([Op.add, Op.sub, Op.neg, Op.abs, Op.min, O
 // The directional derivatives of the partials, as `partialsTangent` in assembly/ops.ts writes
 // them (same operations, same order). Each leaves dpa on the stack; mul and div first leave dpb
 // under it.
-interface Operands { x: Emit; z: Emit; y: Emit; tx: Emit; tz: Emit; ty: Emit }
+export interface Operands { x: Emit; z: Emit; y: Emit; tx: Emit; tz: Emit; ty: Emit }
 export const SECOND_ORDER: Partial<Record<number, (fn: Bytes, o: Operands) => void>> = {
   // dpb = tx, dpa = tz
   [Op.mul]: (fn, o) => { o.tx(); o.tz(); },
@@ -159,6 +159,26 @@ export const SECOND_ORDER: Partial<Record<number, (fn: Bytes, o: Operands) => vo
   // ty
   [Op.exp]: (_fn, o) => o.ty(),
 };
+
+// The SECOND_ORDER formulas whose product of a tangent and a second partial can meet 0·∞ (div by
+// an infinite z, sqrt and recip where the partial underflows): where a tangent is infinite or NaN
+// the core's partialsTangent computes them, a term per operand (assembly/ops.ts says why), as the
+// interpreter does, bit for bit. (exp's ty is that product already; mul and square have none.)
+export const SECOND_ORDER_BY_CORE_PAST_FINITE = new Set<number>([Op.div, Op.recip, Op.sqrt]);
+
+/** Leaves 1 where the tangent tx or tz is infinite or NaN (t − t is not 0 there). */
+export function emitNonFiniteTangents(fn: Bytes, tx: Emit, tz: Emit): void {
+  tx(); tx(); fn.byte(W_F64Sub); fn.f64Const(0); fn.byte(W_F64Ne);
+  tz(); tz(); fn.byte(W_F64Sub); fn.f64Const(0); fn.byte(W_F64Ne);
+  fn.byte(W_I32Or);
+}
+
+/** The core's partialsTangent of `op`: dpa, then dpb, each stored by its setter. */
+export function emitCoreSecondOrder(fn: Bytes, op: number, o: Operands, setDpa: Emit, setDpb: Emit): void {
+  fn.i32Const(op); o.x(); o.z(); o.y(); o.tx(); o.tz(); o.ty();
+  fn.byte(W_Call); fn.u32(FN_PARTIALS_TANGENT); setDpa();
+  fn.byte(W_Call); fn.u32(FN_PARTIAL_Z_TANGENT); setDpb();
+}
 
 // pa, pb for the tangent sweeps: add/sub/mul here, then the same as the reverse sweep.
 export const TANGENT_PARTIAL: Partial<Record<number, (fn: Bytes, x: Emit, z: Emit, y: Emit, L: Locals) => void>> = {
