@@ -8,7 +8,9 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, sy
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import ts from 'typescript5';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BINARY_OPS, UNARY_OPS } from '../src/ops.ts';
 import { DIST, ROOT } from './browser/harness.ts';
 
 const COMPILERS = {
@@ -179,6 +181,31 @@ describe('dist/*.d.ts', () => {
       expect(text).toMatch(/WASM_TEXT: string;/);
       expect(statSync(path.join(DIST, 'wasm', name)).size).toBeLessThan(200);
     }
+  });
+});
+
+// A probe: the free functions, exported by destructuring, had no documentation in the
+// declarations, so editors showed none for `sin` or `mul` (the op methods had theirs).
+describe('the free functions as an editor sees them', () => {
+  it('each has its op\'s documentation, the method\'s text', () => {
+    const consumer = path.join(dir, 'docs.ts');
+    writeFileSync(consumer, `import * as tg from 'tapegrad';\nexport const t = tg;\n`);
+    const program = ts.createProgram([consumer], {
+      module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, noEmit: true,
+    });
+    const checker = program.getTypeChecker();
+    const source = program.getSourceFile(consumer)!;
+    const moduleSymbol = checker.getSymbolAtLocation((source.statements[0] as ts.ImportDeclaration).moduleSpecifier)!;
+    const resolved = (symbol: ts.Symbol): ts.Symbol => (symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol);
+    const exports = new Map(checker.getExportsOfModule(moduleSymbol).map((symbol) => [symbol.name, resolved(symbol)]));
+    const varMethods = checker.getDeclaredTypeOfSymbol(exports.get('Var')!);
+    const text = (symbol: ts.Symbol | undefined): string => ts.displayPartsToString(symbol?.getDocumentationComment(checker) ?? []);
+    const undocumented = [...UNARY_OPS, ...BINARY_OPS].filter((name) => {
+      const doc = text(exports.get(name));
+      return doc === '' || doc !== text(varMethods.getProperty(name));
+    });
+    expect(undocumented).toEqual([]);
+    expect(text(exports.get('sqrt'))).toBe('√x: NaN below 0, gradient +Infinity at 0.');
   });
 });
 
