@@ -780,7 +780,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       // A guard failed at this row: record there, take its gradient from the fresh tape.
       let top: number;
       try {
-        rec = this.onBranchChange(X.subarray(row * n, (row + 1) * n), flipped);
+        rec = this.onBranchChange(X.subarray(row * n, (row + 1) * n), what, flipped);
         top = this.scalarNode(rec, what);
       } catch (e) {
         throw atRow(e, what, this.rowBase + row);
@@ -834,18 +834,20 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       this.replayed(1);
       return live;
     }
-    return this.onBranchChange(row, node);
+    return this.onBranchChange(row, what, node);
   }
 
-  private onBranchChange(x: Float64Array, flipped = -1): Recording {
+  private onBranchChange(x: Float64Array, what: string, flipped = -1): Recording {
     const rec = this.recording!;
     if (this.strict || !this.f) {
       const node = flipped >= 0 ? flipped : rec.tape.engine.replayForward(x, this.inputs, rec.tape.size);
       // Back to inputs where the guards hold: the failed replay left x's values in the tape, and
       // toBytes() would write a tape that fromBytes rejects.
       rec.tape.engine.replayForward(this.guardedInputs!, this.inputs, rec.tape.size);
+      // Named by its call, as every message is (a probe: a loaded function's gradient named none);
+      // a batch's row names it.
       throw new BranchChangedError(
-        `a comparison recorded at node ${node} comes out the other way at these inputs` +
+        `${what.endsWith('Batch') ? '' : `${what}: `}a comparison recorded at node ${node} comes out the other way at these inputs` +
           (this.f ? ' (strict mode: not re-recording)' : ' and this function was loaded from bytes, so it cannot be re-recorded'),
         node,
       );

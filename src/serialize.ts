@@ -90,8 +90,8 @@ export function toBytes(compiled: CompiledFunction): Uint8Array<ArrayBuffer> {
     throw new TapegradError(
       'INVALID_ARGUMENT',
       compiled.lastRecordingFailed
-        ? 'its last recording failed (f threw, or recorded what compile refuses), so nothing is recorded: call the compiled function at inputs where it records before toBytes()'
-        : 'nothing recorded yet: call the compiled function once (or compile with { at }) before toBytes()',
+        ? 'toBytes: its last recording failed (f threw, or recorded what compile refuses), so nothing is recorded: call the compiled function at inputs where it records first'
+        : 'toBytes: nothing recorded yet: call the compiled function once (or compile with { at }) first',
     );
   }
   const { op, a, b, val, xval } = rec.tape.engine.views;
@@ -100,7 +100,7 @@ export function toBytes(compiled: CompiledFunction): Uint8Array<ArrayBuffer> {
   const elementRanges: [number, number][] = [];
   let e = 0;
   for (let i = 0; i < n; i++) {
-    if (op[i] === Op.custom) throw new TapegradError('INVALID_ARGUMENT', 'a tape with custom functions cannot be serialized: their rules are JS code');
+    if (op[i] === Op.custom) throw new TapegradError('INVALID_ARGUMENT', 'toBytes: a tape with custom functions cannot be serialized: their rules are JS code');
     if (op[i]! <= Op.input) leafIds.push(i);
     if (op[i] === Op.vinput || op[i] === Op.vconst) {
       elementRanges.push([a[i - 1]!, b[i - 1]!]);
@@ -151,7 +151,14 @@ export function fromBytes(bytes: Uint8Array, options: FromBytesOptions = {}): Co
   options = readOptions(options, 'fromBytes', { backend: BACKEND_RULE, maxNodes: 'number', maxMemoryBytes: 'number', checkNaN: 'boolean' });
   const { maxNodes, maxMemoryBytes } = options;
   const limits = { ...(maxNodes === undefined ? {} : { maxNodes }), ...(maxMemoryBytes === undefined ? {} : { maxMemoryBytes }) };
-  return loadBytes(bytes, resolveBackend(options.backend), null, true, limits, options.checkNaN === true);
+  try {
+    return loadBytes(bytes, resolveBackend(options.backend), null, true, limits, options.checkNaN === true);
+  } catch (error) {
+    // The format's messages say what is wrong with the bytes; the call they came to leads them,
+    // as every other message's does (a probe: 'truncated: 10 bytes...' named no call).
+    if (error instanceof FormatError) error.message = `fromBytes: ${error.message}`;
+    throw error;
+  }
 }
 
 /** @internal `fromBytes`, installing sweeps another core generated for this tape (see

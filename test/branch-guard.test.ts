@@ -270,6 +270,9 @@ describe.each(BACKENDS)('strict mode throws BranchChangedError instead (%s)', (b
       const loaded = fromBytes(f.toBytes(), { backend });
       expect(Array.from(loaded.gradient([3, 4]))).toEqual(want);
       expect(() => loaded.gradient([-2, 1])).toThrow(BranchChangedError);
+      // Named by its call (a probe: it named none); hvp's too.
+      expect(() => loaded.gradient([-2, 1])).toThrow(/^gradient: a comparison recorded at node \d+ comes out the other way/);
+      expect(() => loaded.hvp([-2, 1], [1, 0])).toThrow(/^hvp: a comparison recorded/);
       // A batch names the row whose guard failed.
       expect(() => loaded.gradientBatch([3, 4, 1, 1, -2, 1], 3)).toThrow(/^gradientBatch, row 2: a comparison recorded at node \d+ comes out the other way/);
       expect(Array.from(fromBytes(loaded.toBytes(), { backend }).gradient([3, 4]))).toEqual(want);

@@ -64,7 +64,7 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
       throw new Error('rejected');
     }, { inputs: 1, backend });
     expect(() => g.gradient([1])).toThrow('rejected');
-    expect(() => g.toBytes()).toThrow(/^its last recording failed/);
+    expect(() => g.toBytes()).toThrow(/^toBytes: its last recording failed/);
   });
 
   it('record again after f reads a value it may not, and after it throws on the first call', () => {
@@ -78,8 +78,8 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
     expect(f.size).toBe(0);
     expect(f.generatedSweepsReason).toBe('nothing recorded yet');
     // toBytes says why there is nothing to store (it said "call the compiled function once").
-    expect(() => f.toBytes()).toThrow(/^its last recording failed \(f threw, or recorded what compile refuses\)/);
-    expect(() => compile((x: Var[]) => x[0]!, { inputs: 1, backend }).toBytes()).toThrow(/^nothing recorded yet: call the compiled function once/);
+    expect(() => f.toBytes()).toThrow(/^toBytes: its last recording failed \(f threw, or recorded what compile refuses\)/);
+    expect(() => compile((x: Var[]) => x[0]!, { inputs: 1, backend }).toBytes()).toThrow(/^toBytes: nothing recorded yet: call the compiled function once/);
     expect(f.value([0])).toBe(1);
     expect(Array.from(f.gradient([1]))).toEqual([Math.exp(1)]);
   });

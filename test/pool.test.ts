@@ -417,6 +417,9 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     const bytes = compiled(tiny, [0.1, 0.2, 0.3]).toBytes();
     bytes[bytes.length - 1]! ^= 1;
     await expect(pool.register(bytes)).rejects.toThrow(FormatError);
+    // Named by the call the bytes came to (a probe: 'corrupted: checksum mismatch' named none).
+    await expect(pool.register(bytes)).rejects.toThrow(/^register: corrupted: checksum mismatch/);
+    await expect(pool.register(new Uint8Array(64))).rejects.toThrow(/^register: not a tapegrad tape/);
     await expect(pool.register('f' as unknown as Uint8Array)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     await expect(pool.register(compile(tiny, { inputs: 3, backend }))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' }); // nothing recorded yet (its message: the test from the sources below)
   });

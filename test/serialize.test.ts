@@ -278,6 +278,8 @@ function expectFormatError(bytes: unknown, message: RegExp): void {
     expect(thrown, `${backend}: ${message}`).toBeInstanceOf(FormatError);
     expect(thrown).toBeInstanceOf(TapegradError);
     expect((thrown as FormatError).code).toBe('INVALID_FORMAT');
+    // Led by the call, as every message is (a probe: 'truncated: 10 bytes...' named none).
+    expect((thrown as Error).message, 'named by its call').toMatch(/^fromBytes: /);
     expect((thrown as Error).message).toMatch(message);
   }
 }
@@ -493,7 +495,7 @@ describe('fromBytes refuses what is not a valid tape with FormatError', () => {
     expectFormatError(forged((s, bytes) => (bytes[s.ops + nodeOf(s, bytes, Op.exp)] = Op.custom)), /malformed: node \d+ \(custom\) has an unknown op code: custom functions cannot be stored/);
     // The code itself: no op has it, so no name (200 was "vconcat[]", 255 "op 127[]").
     for (const code of [Op.vgather + 1, 127, ELEMENTWISE + Op.custom, ELEMENTWISE + Op.vconcat, 255]) {
-      expectFormatError(forged((s, bytes) => (bytes[s.ops + nodeOf(s, bytes, Op.exp)] = code)), new RegExp(`^malformed: node \\d+ has an unknown op code ${code}$`));
+      expectFormatError(forged((s, bytes) => (bytes[s.ops + nodeOf(s, bytes, Op.exp)] = code)), new RegExp(`^fromBytes: malformed: node \\d+ has an unknown op code ${code}$`));
       expect(opNameOf(code)).toBe(`op ${code}`);
     }
     expect(opNameOf(ELEMENTWISE + Op.exp)).toBe('exp[]');
@@ -634,13 +636,13 @@ describe('toBytes', () => {
         thrown = e;
       }
       expect(thrown).toBeInstanceOf(TapegradError);
-      expect((thrown as Error).message).toMatch(/custom functions cannot be serialized/);
+      expect((thrown as Error).message).toMatch(/^toBytes: a tape with custom functions cannot be serialized/);
     }
   });
 
   it('refuses before anything is recorded', () => {
     const f = compile(rosenbrock, { inputs: 4 });
-    expect(() => f.toBytes()).toThrow(/nothing recorded yet/);
+    expect(() => f.toBytes()).toThrow(/^toBytes: nothing recorded yet/);
     f.gradient([1, 2, 3, 4]);
     expect(fromBytes(f.toBytes()).size).toBe(f.size);
   });

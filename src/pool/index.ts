@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { CompiledFunction, checkArrayLength, checkRows, toFloat64 } from '../compile.ts';
 import { coreModule, loadBackend } from '../create.ts';
-import { CapacityError, NotANumberError, TapegradError, checkApart, checkOut, describe, newFloat64, overlaps } from '../errors.ts';
+import { CapacityError, FormatError, NotANumberError, TapegradError, checkApart, checkOut, describe, newFloat64, overlaps } from '../errors.ts';
 import { BACKEND_RULE, readOptions } from '../options.ts';
 import { fromBytes, isUint8Array, loadBytes } from '../serialize.ts';
 import { Op } from '../ops.ts';
@@ -622,7 +622,9 @@ function copyRows(x: ArrayLike<number>, from: number, length: number, into: Floa
 // and the message said "pass fromBytes a larger maxNodes" (a review probe).
 function asRegister(error: unknown): unknown {
   // A limit out of range (maxNodes: 0) too, which fromBytes names now (it named no call: a probe).
-  const limit = error instanceof CapacityError || (error instanceof TapegradError && error.code === 'INVALID_ARGUMENT' && /^fromBytes: max(Nodes|MemoryBytes) /.test(error.message));
+  // The bytes' format errors too (they named no call, then fromBytes: a probe).
+  const limit = error instanceof CapacityError || error instanceof FormatError ||
+    (error instanceof TapegradError && error.code === 'INVALID_ARGUMENT' && /^fromBytes: max(Nodes|MemoryBytes) /.test(error.message));
   if (limit && error.message.startsWith('fromBytes: ')) error.message = `register: ${error.message.slice(11).replaceAll('pass fromBytes', 'pass register')}`;
   return error;
 }
