@@ -502,24 +502,25 @@ function clampIndex(i: number, n: number, what: string): number {
 // eslint-disable-next-line @typescript-eslint/no-empty-interface
 export interface Vec extends UnaryOps<[], Vec>, Omit<BinaryOps<[y: VecOperand], Vec>, 'max' | 'min'> {}
 
+// An op method named after its op: named by the descriptor's key, each was `value`, and a stack
+// trace through `v.add(w)` read `at Vec.value` (a probe).
+function opMethod(name: string, method: (this: never, ...operands: never[]) => unknown): PropertyDescriptor {
+  Object.defineProperty(method, 'name', { value: name });
+  return { value: method, writable: true, configurable: true };
+}
+
 for (const name of UNARY_OPS) {
   const code = Op[name];
-  Object.defineProperty(Vec.prototype, name, {
-    value: function (this: Vec): Vec { return elementwise(this.tape, code, name, [this]); },
-    writable: true, configurable: true,
-  });
+  Object.defineProperty(Vec.prototype, name, opMethod(name, function (this: Vec): Vec { return elementwise(this.tape, code, name, [this]); }));
 }
 for (const name of BINARY_OPS) {
   const code = Op[name];
   if (name === 'max' || name === 'min') continue; // reductions with no argument, see the class
-  Object.defineProperty(Vec.prototype, name, {
-    value: function (this: Vec, other: VecOperand): Vec {
-      // x.pow(2.5): a constant exponent never touches log x, as for scalars.
-      const op = code === POW && typeof other === 'number' ? POW_CONST : code;
-      return elementwise(this.tape, op, name, [this, other]);
-    },
-    writable: true, configurable: true,
-  });
+  Object.defineProperty(Vec.prototype, name, opMethod(name, function (this: Vec, other: VecOperand): Vec {
+    // x.pow(2.5): a constant exponent never touches log x, as for scalars.
+    const op = code === POW && typeof other === 'number' ? POW_CONST : code;
+    return elementwise(this.tape, op, name, [this, other]);
+  }));
 }
 
 /** @internal Concatenation of scalars and vectors (flattened, or along rows of matrices). */
@@ -722,17 +723,13 @@ export class VectorHandleApi {
 
 for (const name of UNARY_OPS) {
   const code = Op[name];
-  Object.defineProperty(VectorHandleApi.prototype, name, {
-    value: function (this: VectorHandleApi, h: number): number { return this.elementwise2(code, name, h, h); },
-    writable: true, configurable: true,
-  });
+  Object.defineProperty(VectorHandleApi.prototype, name, opMethod(name, function (this: VectorHandleApi, h: number): number { return this.elementwise2(code, name, h, h); }));
 }
 for (const name of BINARY_OPS) {
   const code = Op[name];
   if (name === 'max' || name === 'min') continue; // reductions with one handle, see the class
-  Object.defineProperty(VectorHandleApi.prototype, name, {
-    value: function (this: VectorHandleApi, h1: number, h2: number): number { return this.elementwise2(code, name, h1, h2); },
-    writable: true, configurable: true,
-  });
+  Object.defineProperty(VectorHandleApi.prototype, name, opMethod(name, function (this: VectorHandleApi, h1: number, h2: number): number {
+    return this.elementwise2(code, name, h1, h2);
+  }));
 }
 

@@ -4,7 +4,7 @@
 // taken) and works as before. Both engines.
 import { describe, expect, it } from 'vitest';
 import {
-  NotANumberError, ShapeError, TapegradError, broadcastShapes, where, type Shape, type Tape, type Var, type Vec,
+  NotANumberError, ShapeError, TapegradError, Vec, broadcastShapes, where, type Shape, type Tape, type Var,
 } from '../src/index.ts';
 import { BACKENDS, tapeOn } from './support.ts';
 import { thrownWithoutRecording } from './vector-cases.ts';
@@ -198,6 +198,27 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     expectShapeError(tape, () => h.add(v3.id, v4.id), 'add', [[3], [4]], /^add: lengths 3 and 4 do not broadcast \(each must divide the next longer one\)$/, false);
     const k3 = h.constant([1, 2, 3]);
     expectShapeError(tape, () => h.mul(v4.id, k3), 'mul', [[3], [4]], /lengths 3 and 4 do not broadcast/, false);
+  });
+
+  // A probe: every elementwise method was a function named by its descriptor's key, `value`, so
+  // the stack of a shape error through v.add(w) read `at Vec.value`.
+  it('a stack trace names the elementwise method, on Vecs and vector handles', async () => {
+    const tape = await tapeOn(backend);
+    const v3 = tape.vector([1, 2, 3]), v4 = tape.vector([1, 2, 3, 4]);
+    const stackOf = (call: () => unknown): string => {
+      try {
+        call();
+      } catch (e) {
+        return String((e as Error).stack);
+      }
+      return '';
+    };
+    expect(stackOf(() => v3.add(v4))).toMatch(/at Vec\.add /);
+    expect(stackOf(() => tape.handles.vec.mul(v3.id, v4.id))).toMatch(/at VectorHandleApi\.mul /);
+    for (const name of ['exp', 'add', 'pow', 'atan2'] as const) {
+      expect(Vec.prototype[name].name).toBe(name);
+      expect(tape.handles.vec[name].name).toBe(name);
+    }
   });
 
   it('matmul, dot, matvec, vecmat, outer and trmv with shapes that do not fit', async () => {
