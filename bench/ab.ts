@@ -49,6 +49,14 @@ function vectorRosenbrock(what: string, run: Case['run']): Case {
   };
 }
 
+// A chain through the ops whose generated second-order terms test their tangents (div, sqrt,
+// recip: past a finite tangent they call the core's rule), 10^5 steps compiled with `options`.
+const ROOTS = (api: Api, steps: number, options: object) => api.compile((v) => {
+  let x = v[0]!;
+  for (let k = 0; k < steps; k++) x = x.square().add(1).sqrt().div(x.square().add(2)).add(x.mul(0.5)).recip();
+  return x;
+}, { inputs: 1, ...options });
+
 // The chain of 10^5 steps compiled with `options`, 40 timed calls of `run`.
 function compiledChain(what: string, options: object, run: Case['run']): Case {
   return { what: `the transcendental chain (10^5 steps) compiled, ${what}`, unit: 'ns/step', calls: 40, setup: async (api) => CHAIN(api, 100_000, options), run };
@@ -180,6 +188,14 @@ const CASES: Record<string, Case> = {
     (f as ReturnType<typeof CHAIN>).hvp([0.3], [1]);
     return 100_000;
   }),
+  'roots-hvp': {
+    what: 'a chain of square, sqrt, div and recip (10^5 steps) compiled, an hvp (generated sweeps)', unit: 'ns/step', calls: 40,
+    setup: async (api) => ROOTS(api, 100_000, {}),
+    run: (f) => {
+      (f as ReturnType<typeof ROOTS>).hvp([0.3], [1]);
+      return 100_000;
+    },
+  },
   'chain-hvp-interpreted': compiledChain('without codegen, an hvp', { codegen: false }, (f) => {
     (f as ReturnType<typeof CHAIN>).hvp([0.3], [1]);
     return 100_000;

@@ -801,7 +801,7 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
           }
           const byCore = SECOND_ORDER_BY_CORE_PAST_FINITE.has(s);
           if (byCore) {
-            emitNonFiniteTangents(fn, tx, tz);
+            emitNonFiniteTangents(fn, tx, s === Op.div ? tz : null);
             fn.byte(W_If); fn.byte(W_Void);
             emitCoreSecondOrder(fn, s, operands, setP, setQ);
             fn.byte(W_Else);

@@ -428,7 +428,7 @@ export function emitReverseTangent(bodies: Body[], relative: Uint8Array | null =
         const operands = { ...values, tx: () => tangentOf(x), tz: () => tangentOf(binary ? z! : x), ty: () => tangentOf(self) };
         const byCore = own && SECOND_ORDER_BY_CORE_PAST_FINITE.has(op);
         if (byCore) {
-          emitNonFiniteTangents(fn, operands.tx, operands.tz);
+          emitNonFiniteTangents(fn, operands.tx, binary ? operands.tz : null);
           fn.byte(W_If); fn.byte(W_Void);
           emitCoreSecondOrder(fn, op, operands, () => fn.set(L.dpa), () => fn.set(L.dpb));
           fn.byte(W_Else);

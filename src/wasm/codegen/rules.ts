@@ -166,11 +166,12 @@ export const SECOND_ORDER: Partial<Record<number, (fn: Bytes, o: Operands) => vo
 // interpreter does, bit for bit. (exp's ty is that product already; mul and square have none.)
 export const SECOND_ORDER_BY_CORE_PAST_FINITE = new Set<number>([Op.div, Op.recip, Op.sqrt]);
 
-/** Leaves 1 where the tangent tx or tz is infinite or NaN (t − t is not 0 there). */
-export function emitNonFiniteTangents(fn: Bytes, tx: Emit, tz: Emit): void {
-  tx(); tx(); fn.byte(W_F64Sub); fn.f64Const(0); fn.byte(W_F64Ne);
-  tz(); tz(); fn.byte(W_F64Sub); fn.f64Const(0); fn.byte(W_F64Ne);
-  fn.byte(W_I32Or);
+/** Leaves 1 where the tangent tx, or tz of a binary op, is infinite or NaN (t − t is NaN there,
+ *  and so is a sum with it). A unary op's tz is its tx. */
+export function emitNonFiniteTangents(fn: Bytes, tx: Emit, tz: Emit | null): void {
+  tx(); tx(); fn.byte(W_F64Sub);
+  if (tz) { tz(); tz(); fn.byte(W_F64Sub); fn.byte(W_F64Add); }
+  fn.f64Const(0); fn.byte(W_F64Ne);
 }
 
 /** The core's partialsTangent of `op`: dpa, then dpb, each stored by its setter. */
