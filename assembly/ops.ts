@@ -719,19 +719,30 @@ export function partialsCall(op: i32, x: f64, z: f64, y: f64): f64 {
 @noinline export function forwardRuleCall(op: i32, x: f64, z: f64): f64 {
   return forwardRule(op, x, z);
 }
-// partialsTangent's terms along each operand's tangent, every second partial taken along a unit
-// tangent (finite, so this does not recur) and a term left out where its partial or tangent is 0.
+// partialsTangent's terms along each operand's tangent apart, summed: a finite tangent through the
+// rule's own formula (the other operand's tangent 0), an infinite or NaN one as its second
+// partials along a unit tangent (finite, so this does not recur) times it, a term left out where
+// the partial or the tangent is 0. (Every term per unit tangent made div's -1/z/z overflow for
+// |z| below 1e-154 where -tz/z/z of a tiny finite tz had been finite: a probe.)
 // @ts-ignore: decorator
 @noinline function partialsTangentByOperand(op: i32, x: f64, z: f64, y: f64, tx: f64, tz: f64): f64 {
   const pa = partialsCall(op, x, z, y), pb = partialZ;
-  const aa = partialsTangentCall(op, x, z, y, 1, 0, pa), ba = partialZTangent;
+  const aa = alongOperand(op, x, z, y, tx, pa, true), ba = partialZTangent;
   let ab: f64 = 0, bb: f64 = 0;
   if (opArity(op) == 2) {
-    ab = partialsTangentCall(op, x, z, y, 0, 1, pb);
+    ab = alongOperand(op, x, z, y, tz, pb, false);
     bb = partialZTangent;
   }
-  partialZTangent = termOf(ba, tx) + termOf(bb, tz);
-  return termOf(aa, tx) + termOf(ab, tz);
+  partialZTangent = ba + bb;
+  return aa + ab;
+}
+
+// One operand's terms (see above): d(pa) returned, d(pb) in partialZTangent.
+function alongOperand(op: i32, x: f64, z: f64, y: f64, t: f64, p: f64, first: bool): f64 {
+  if (t - t == 0) return first ? partialsTangentCall(op, x, z, y, t, 0, termOf(p, t)) : partialsTangentCall(op, x, z, y, 0, t, termOf(p, t));
+  const d = first ? partialsTangentCall(op, x, z, y, 1, 0, p) : partialsTangentCall(op, x, z, y, 0, 1, p);
+  partialZTangent = termOf(partialZTangent, t);
+  return termOf(d, t);
 }
 
 // @ts-ignore: decorator

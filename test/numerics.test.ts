@@ -675,6 +675,12 @@ describe.each(BACKENDS)('a zero partial passes no tangent, not even an infinite 
     const wanted = directions.map((v) => Array.from(interpreted.hvp(at, v)));
     expect(wanted[0]![0], 'recip along Infinity at 1e110').toBe(0);
     expect(directions.map((v) => Array.from(generated.hvp(at, v)))).toEqual(wanted);
+    // The finite tangent's terms are its rule's own formula still: x0/x1 at (0, 1e-200) along
+    // (∞, 1e-200) has (H·v)[0] = H00·∞ + H01·v1 = 0 + (−1/x1²)·1e-200 = −1e200, whatever v0 is;
+    // its mixed second partial alone, −1/x1², overflows (a probe: −Infinity).
+    const quotient = compile((x: Var[]) => x[0]!.div(x[1]!), { inputs: 2, backend, at: [1, 1] });
+    for (const v0 of [1, Infinity, NaN]) expect(quotient.hvp([0, 1e-200], [v0, 1e-200])[0], `v0 = ${v0}`).toBe(-1e200);
+    expect(hvp((x: Var[]) => x[0]!.div(x[1]!), [0, 1e-200], [Infinity, 1e-200], { backend })[0]).toBe(-1e200);
     // Elementwise (the core's vector rules, and the JS engine's): 2/x³ at 1e110 and at 2.
     const g = (x: Vec): Var => x.recip().sum();
     const vector = compile(g, { inputs: 2, vector: true, backend, at: [1, 1] });

@@ -271,18 +271,25 @@ export function partialsTangent(op: number, x: number, z: number, y: number, tx:
   return reg[OUT]!;
 }
 
-// As the core's: each second partial along a unit tangent, a term left out where its partial or
-// tangent is 0.
+// As the core's: each operand's terms apart, a finite tangent through the rule's own formula, an
+// infinite or NaN one as the second partials along a unit tangent times it, left out where 0.
 function partialsTangentByOperand(op: number, x: number, z: number, y: number, tx: number, tz: number): number {
   const pa = partials(op, x, z, y), pb = partialZ[0]!;
-  const aa = partialsTangent(op, x, z, y, 1, 0, pa), ba = partialZTangent[0]!;
+  const aa = alongOperand(op, x, z, y, tx, pa, true), ba = partialZTangent[0]!;
   let ab = 0, bb = 0;
   if (OP_TABLE[op]![1] === 2) {
-    ab = partialsTangent(op, x, z, y, 0, 1, pb);
+    ab = alongOperand(op, x, z, y, tz, pb, false);
     bb = partialZTangent[0]!;
   }
-  partialZTangent[0] = termOf(ba, tx) + termOf(bb, tz);
-  return termOf(aa, tx) + termOf(ab, tz);
+  partialZTangent[0] = ba + bb;
+  return aa + ab;
+}
+
+function alongOperand(op: number, x: number, z: number, y: number, t: number, p: number, first: boolean): number {
+  if (t - t === 0) return first ? partialsTangent(op, x, z, y, t, 0, termOf(p, t)) : partialsTangent(op, x, z, y, 0, t, termOf(p, t));
+  const d = first ? partialsTangent(op, x, z, y, 1, 0, p) : partialsTangent(op, x, z, y, 0, 1, p);
+  partialZTangent[0] = termOf(partialZTangent[0]!, t);
+  return termOf(d, t);
 }
 
 function termOf(p: number, t: number): number {
