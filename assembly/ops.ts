@@ -575,7 +575,9 @@ export let partialZTangent: f64 = 0;
     // at 0/0 both orders are NaN, as the policy has it (dpa was -Infinity there). dpa, the change
     // of 1/z, is 0 where tz is: -0/z/z was NaN at z = 0, and H00 of x/z NaN though x/z is linear
     // in x (a probe).
-    case Op.Div: partialZTangent = ((tz == 0 ? 0 : y * tz / z) - ty) / z; return y != y ? NaN : tz == 0 ? 0 : -tz / z / z;
+    // y/z·tz, the product ty's own term is (its pb·tz, negated): y·tz first underflowed where
+    // that term did not (x0/x1 at (1e-200, 1e-160) along (0, 1e-300): H·v half its 2e-20, a probe).
+    case Op.Div: partialZTangent = ((tz == 0 ? 0 : y / z * tz) - ty) / z; return y != y ? NaN : tz == 0 ? 0 : -tz / z / z;
     case Op.Recip: return -2 * y * ty;
     case Op.Square: return 2 * tx;
     case Op.Sqrt: return -0.5 * ty / (y * y);

@@ -532,6 +532,16 @@ describe.each(BACKENDS)('hypot and atan2 at an infinite operand, div at a zero d
       expect(Array.from(grad((x: Var[]) => x[0]!.atan2(x[1]!), { backend })(at)).every(Number.isNaN)).toBe(true);
     }
   });
+  // A probe: y·tz/z underflowed in y·tz where the tangent's own term y/z·tz did not, and H·v lost
+  // one of its two equal terms (1e-20 for 2e-20); the same order now, in every sweep.
+  it('div\'s second order at tiny operands: 2x/z³·t, not half of it', () => {
+    const f = (x: Var[]): Var => x[0]!.div(x[1]!);
+    const want = (2 * 1e-200) / 1e-160 / 1e-160 / 1e-160 * 1e-300;
+    const close = (got: number): void => expect(Math.abs(got - want)).toBeLessThan(1e-15 * want);
+    close(hvp(f, [1e-200, 1e-160], [0, 1e-300], { backend })[1]!);
+    for (const codegen of [true, false]) close(compile(f, { inputs: 2, backend, codegen, at: [1, 1] }).hvp([1e-200, 1e-160], [0, 1e-300])[1]!);
+  });
+
   it('div at z = 0: H00 is 0, the mixed terms -Infinity, on a tape and compiled', () => {
     const f = (x: Var[]): Var => x[0]!.div(x[1]!);
     expect(Array.from(hessian(f, [1, 0], { backend }).data)).toEqual([0, -Infinity, -Infinity, Infinity]);
