@@ -151,6 +151,19 @@ const CASES: Record<string, Case> = {
       return 10_000;
     },
   },
+  'tiny-jvp-batch': {
+    what: 'the same function compiled, jvpBatch of 10,000 rows (one call into the core a row)', unit: 'ns/row', calls: 200,
+    setup: async (api, { backend }) => api.compile((v) => {
+      const [a, b, c] = v as [InstanceType<Api['Var']>, InstanceType<Api['Var']>, InstanceType<Api['Var']>];
+      let y = a.mul(b).add(c.sin()).mul(a.exp()).sub(b.square().mul(0.5));
+      return y.add(a.mul(c).tanh()).mul(y.sigmoid()).add(b.log1p().mul(c)).sub(a.sqrt().mul(b)).add(c.cos().square());
+    }, { inputs: 3, backend }),
+    run: (f, { x }) => {
+      const g = f as ReturnType<Api['compile']>;
+      g.jvpBatch(x.subarray(0, 30_000), 10_000, x.subarray(30_000, 60_000), new Float64Array(10_000));
+      return 10_000;
+    },
+  },
   'vector-gradient': vectorRosenbrock('a gradient', (f, { x }) => {
     (f as ReturnType<Api['compile']>).gradient(x.subarray(0, 100_000));
     return 1;
