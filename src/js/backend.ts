@@ -5,7 +5,7 @@ import { VectorRules, isVectorOp } from './vector.ts';
 
 const {
   const: CONST, input: INPUT, arg: ARG, select: SELECT, custom: CUSTOM, add: ADD, sub: SUB, mul: MUL, neg: NEG, square: SQUARE,
-  vmeta: VMETA, vconst: VCONST, sin: SIN, cos: COS,
+  vmeta: VMETA, vconst: VCONST, sin: SIN, cos: COS, exp: EXP, log: LOG, log1p: LOG1P, sqrt: SQRT, tanh: TANH,
 } = Op;
 const MIN_CAPACITY = 1024;
 
@@ -189,7 +189,10 @@ export class JsBackend implements Backend {
   private forwardOver(op: Uint8Array, a: Int32Array, b: Int32Array, val: Float64Array, from: number, to: number): void {
     for (let i = from; i < to; i++) {
       const code = op[i];
-      // As in the core: the commonest ops in one switch, before the rarer kinds.
+      // As in the core: the commonest ops in one switch, before the rarer kinds. The transcendental
+      // ones among them are the rules' own one-liners (forwardOf in rules.ts, whose switch and
+      // registers cost about 5 ns a node: the chain of bench/per-node.ts 14.7 -> 8.3-10.2 ns/node;
+      // test/op-parity.test.ts holds them to the rules bit for bit).
       switch (code) {
         case CONST: case INPUT: continue;
         case ARG: val[i] = 0; continue;
@@ -198,6 +201,13 @@ export class JsBackend implements Backend {
         case MUL: val[i] = val[a[i]] * val[b[i]]; continue;
         case NEG: val[i] = -val[a[i]]; continue;
         case SQUARE: { const x = val[a[i]]; val[i] = x * x; continue; }
+        case EXP: val[i] = Math.exp(val[a[i]]); continue;
+        case LOG: val[i] = Math.log(val[a[i]]); continue;
+        case LOG1P: val[i] = Math.log1p(val[a[i]]); continue;
+        case SIN: val[i] = Math.sin(val[a[i]]); continue;
+        case COS: val[i] = Math.cos(val[a[i]]); continue;
+        case SQRT: val[i] = Math.sqrt(val[a[i]]); continue;
+        case TANH: val[i] = Math.tanh(val[a[i]]); continue;
       }
       if (code >= VMETA) this.vector.forward(i, code);
       else if (code === SELECT) val[i] = val[truthy(val[a[i]]) ? b[i] : a[i - 1]];
@@ -268,6 +278,12 @@ export class JsBackend implements Backend {
         case NEG: adj[ia] -= g; continue;
         case SQUARE: {
           const pa = 2 * val[ia];
+          if (pa !== 0) adj[ia] += g * pa;
+          continue;
+        }
+        // The rule's partial, the node's value (partialsOf in rules.ts).
+        case EXP: {
+          const pa = val[i];
           if (pa !== 0) adj[ia] += g * pa;
           continue;
         }
