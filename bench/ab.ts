@@ -57,6 +57,13 @@ const ROOTS = (api: Api, steps: number, options: object) => api.compile((v) => {
   return x;
 }, { inputs: 1, ...options });
 
+// A 20-node function of three inputs, compiled on `backend`.
+const TINY = (api: Api, backend: Data['backend']) => api.compile((v) => {
+  const [a, b, c] = v as [InstanceType<Api['Var']>, InstanceType<Api['Var']>, InstanceType<Api['Var']>];
+  const y = a.mul(b).add(c.sin()).mul(a.exp()).sub(b.square().mul(0.5));
+  return y.add(a.mul(c).tanh()).mul(y.sigmoid()).add(b.log1p().mul(c)).sub(a.sqrt().mul(b)).add(c.cos().square());
+}, { inputs: 3, backend });
+
 // The chain of 10^5 steps compiled with `options`, 40 timed calls of `run`.
 function compiledChain(what: string, options: object, run: Case['run']): Case {
   return { what: `the transcendental chain (10^5 steps) compiled, ${what}`, unit: 'ns/step', calls: 40, setup: async (api) => CHAIN(api, 100_000, options), run };
@@ -139,11 +146,7 @@ const CASES: Record<string, Case> = {
   },
   'tiny-compiled': {
     what: 'the same function compiled, gradient(x, out), 10,000 times a call', unit: 'ns/gradient', calls: 400,
-    setup: async (api, { backend }) => api.compile((v) => {
-      const [a, b, c] = v as [InstanceType<Api['Var']>, InstanceType<Api['Var']>, InstanceType<Api['Var']>];
-      let y = a.mul(b).add(c.sin()).mul(a.exp()).sub(b.square().mul(0.5));
-      return y.add(a.mul(c).tanh()).mul(y.sigmoid()).add(b.log1p().mul(c)).sub(a.sqrt().mul(b)).add(c.cos().square());
-    }, { inputs: 3, backend }),
+    setup: async (api, { backend }) => TINY(api, backend),
     run: (f, { p }) => {
       const g = f as ReturnType<Api['compile']>;
       const x = p.subarray(0, 3), out = new Float64Array(3);
@@ -153,11 +156,7 @@ const CASES: Record<string, Case> = {
   },
   'tiny-jvp-batch': {
     what: 'the same function compiled, jvpBatch of 10,000 rows (one call into the core a row)', unit: 'ns/row', calls: 200,
-    setup: async (api, { backend }) => api.compile((v) => {
-      const [a, b, c] = v as [InstanceType<Api['Var']>, InstanceType<Api['Var']>, InstanceType<Api['Var']>];
-      let y = a.mul(b).add(c.sin()).mul(a.exp()).sub(b.square().mul(0.5));
-      return y.add(a.mul(c).tanh()).mul(y.sigmoid()).add(b.log1p().mul(c)).sub(a.sqrt().mul(b)).add(c.cos().square());
-    }, { inputs: 3, backend }),
+    setup: async (api, { backend }) => TINY(api, backend),
     run: (f, { x }) => {
       const g = f as ReturnType<Api['compile']>;
       g.jvpBatch(x.subarray(0, 30_000), 10_000, x.subarray(30_000, 60_000), new Float64Array(10_000));
