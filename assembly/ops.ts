@@ -570,7 +570,7 @@ export let partialZTangent: f64 = 0;
     case Op.Mul: partialZTangent = tx; return tz;
     // Divided by z twice, not by z·z, which underflows to 0 for |z| below 1e-162 (0/0 along a
     // zero tangent); the generated sweeps emit the same (SECOND_ORDER in codegen/rules.ts).
-    // y·tz/z left out where tz is 0: y overflows where x/z does (x = 1e308, z = 0.5), and y·0 was
+    // y/z·tz left out where tz is 0: y overflows where x/z does (x = 1e308, z = 0.5), and y·0 was
     // NaN where the other order of the Hessian gives the finite -1/z² (a probe found H01 ≠ H10);
     // at 0/0 both orders are NaN, as the policy has it (dpa was -Infinity there). dpa, the change
     // of 1/z, is 0 where tz is: -0/z/z was NaN at z = 0, and H00 of x/z NaN though x/z is linear

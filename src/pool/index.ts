@@ -623,9 +623,9 @@ function copyRows(x: ArrayLike<number>, from: number, length: number, into: Floa
 function asRegister(error: unknown): unknown {
   // A limit out of range (maxNodes: 0) too, which fromBytes names now (it named no call: a probe).
   // The bytes' format errors too (they named no call, then fromBytes: a probe).
-  const limit = error instanceof CapacityError || error instanceof FormatError ||
+  const aboutTheBytes = error instanceof CapacityError || error instanceof FormatError ||
     (error instanceof TapegradError && error.code === 'INVALID_ARGUMENT' && /^fromBytes: max(Nodes|MemoryBytes) /.test(error.message));
-  if (limit && error.message.startsWith('fromBytes: ')) error.message = `register: ${error.message.slice(11).replaceAll('pass fromBytes', 'pass register')}`;
+  if (aboutTheBytes && error.message.startsWith('fromBytes: ')) error.message = `register: ${error.message.slice(11).replaceAll('pass fromBytes', 'pass register')}`;
   return error;
 }
 
