@@ -86,8 +86,9 @@ describe.each(VARIANTS)('wasm (%s core) and js agree', (variant) => {
 });
 
 // The JS engine's sweeps write the commonest ops out (add... and exp, log, log1p, sin, cos, sqrt,
-// tanh, exp's partial) instead of calling its rules: they must give the rules' own bits, for
-// every op of one operand, on the grid (a gradient is 1·pa, left out where pa is 0).
+// tanh; the partials of exp, log, log1p and sqrt) instead of calling its rules: they must give the
+// rules' own bits, for every op of one operand, on the grid (a gradient is 1·pa, left out where
+// pa is 0).
 it.each(RECORDABLE_OPS.filter(([, arity]) => arity === 1))('the JS engine\'s sweeps give its rules\' bits: %s', (op) => {
   const code = Op[op as keyof typeof Op] as number;
   const wrong = EDGE_GRID.flatMap((x) => {

@@ -281,9 +281,24 @@ export class JsBackend implements Backend {
           if (pa !== 0) adj[ia] += g * pa;
           continue;
         }
-        // The rule's partial, the node's value (partialsOf in rules.ts).
+        // The rules' partials (partialsOf in rules.ts), bit for bit (test/op-parity.test.ts).
         case EXP: {
           const pa = val[i];
+          if (pa !== 0) adj[ia] += g * pa;
+          continue;
+        }
+        case LOG1P: {
+          const x = val[ia], pa = x > -1 ? 1 / (1 + x) : x === -1 ? Infinity : NaN;
+          if (pa !== 0) adj[ia] += g * pa;
+          continue;
+        }
+        case LOG: {
+          const x = val[ia], pa = x > 0 ? 1 / x : x === 0 ? Infinity : NaN;
+          if (pa !== 0) adj[ia] += g * pa;
+          continue;
+        }
+        case SQRT: {
+          const pa = 0.5 / Math.abs(val[i]);
           if (pa !== 0) adj[ia] += g * pa;
           continue;
         }
