@@ -490,7 +490,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const xs = this.batchRows(X, rows, what);
     // Directions along the inputs are checked before f first records (cotangents need its outputs).
     const dWidth = directionOf === 'inputs' ? this.inputs : this.outputsNow(xs, rows, what);
-    const ds = toFloat64(D, rows * dWidth, `${what}: ${rows} rows of ${dWidth} ${directionOf === 'inputs' ? 'direction' : 'cotangent'} entries`);
+    const ds = toFloat64(D, rows * dWidth, `${what}: ${rows} rows of ${dWidth} ${directionOf === 'inputs' ? 'direction' : 'cotangent'} entr${dWidth === 1 ? 'y' : 'ies'}`);
     // hvp's rows have one output, or hvp refuses them (whatever the recording it starts from has).
     const hvp = what === 'hvpBatch';
     const outputs = hvp ? 1 : directionOf === 'outputs' ? dWidth : this.outputsNow(xs, rows, what);
@@ -520,7 +520,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       // Or the row failed on that (jvp's out, vjp's cotangent too short): name the cause instead.
       if (!reshaped()) throw atRow(e, what, this.rowBase + r);
     }
-    if (r < rows) throw atRow(new TapegradError('INVALID_ARGUMENT', `f, recorded again here, returns ${this.outputs} outputs, not the batch's ${outputs}`), what, this.rowBase + r);
+    if (r < rows) throw atRow(new TapegradError('INVALID_ARGUMENT', `f, recorded again here, returns ${this.outputs} output${this.outputs === 1 ? '' : 's'}, not the batch's ${outputs}`), what, this.rowBase + r);
     return out;
   }
 

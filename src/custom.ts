@@ -33,8 +33,12 @@ export type CustomFunction = (...operands: Operand[]) => Var;
  * the matching rule once (a JS call and a small Float64Array per visit).
  */
 export function defineFunction(rule: CustomRule): CustomFunction {
-  if (typeof rule?.forward !== 'function' || typeof rule.vjp !== 'function') {
-    throw new TapegradError('INVALID_ARGUMENT', 'defineFunction needs at least forward(xs) and vjp(xs, y, g) functions');
+  // Which key is wrong, and what it got (a probe: `{ vjp: 5 }` and `null` read alike).
+  if (rule === null || typeof rule !== 'object') throw new TapegradError('INVALID_ARGUMENT', `defineFunction needs a rule object with forward(xs) and vjp(xs, y, g), got ${describe(rule)}`);
+  for (const key of ['forward', 'vjp'] as const) {
+    if (typeof rule[key] !== 'function') {
+      throw new TapegradError('INVALID_ARGUMENT', `defineFunction needs at least forward(xs) and vjp(xs, y, g) functions; ${key} is ${describe(rule[key])}`);
+    }
   }
   // Errors name the function by it (a probe got "custom function 'undefined' has no jvp rule").
   if (typeof rule.name !== 'string' || rule.name === '') {

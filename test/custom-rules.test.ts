@@ -470,6 +470,10 @@ describe.each(BACKENDS)('custom rules: errors, and the tape afterwards (%s)', (b
 
   it('defineFunction needs forward, vjp and a name, and a call needs at least one Var', () => {
     expect(() => defineFunction({ name: 'noVjp', forward: lseRules.forward } as unknown as CustomRule)).toThrow(TapegradError);
+    // Which rule is wrong, and what it got (a probe: these read alike).
+    expect(() => defineFunction({ name: 'f', forward: lseRules.forward, vjp: 5 } as unknown as CustomRule)).toThrow(/; vjp is number 5$/);
+    expect(() => defineFunction({ name: 'f', vjp: lseRules.vjp } as unknown as CustomRule)).toThrow(/; forward is undefined$/);
+    expect(() => defineFunction(null as unknown as CustomRule)).toThrow(/^defineFunction needs a rule object with forward\(xs\) and vjp\(xs, y, g\), got null$/);
     // Without a name its errors read "custom function 'undefined'" (a probe).
     for (const name of [undefined, '']) {
       expect(() => defineFunction({ name, forward: lseRules.forward, vjp: lseRules.vjp } as unknown as CustomRule)).toThrow(

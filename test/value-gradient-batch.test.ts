@@ -206,6 +206,8 @@ describe.each(['wasm', 'js'] as const)('batch arguments and output counts (%s)',
     expect(calls).toBe(0);
     expect(Array.from(f.jvpBatch([1, 2, 3, 4], 2, [1, 0, 0, 1]))).toEqual([2, 3]);
     expect(calls).toBe(1);
+    // One output: its rows of one entry each, in the singular (a probe read "1 cotangent entries").
+    expect(errorOf(() => f.vjpBatch([1, 2, 3, 4], 2, [1]))).toMatchObject({ code: 'INVALID_ARGUMENT', message: 'vjpBatch: 2 rows of 1 cotangent entry need at least 2 numbers, got 1' });
   });
 
   // A guard recorded f again with another output count mid-batch: jvpBatch gave rows laid out
@@ -221,7 +223,7 @@ describe.each(['wasm', 'js'] as const)('batch arguments and output counts (%s)',
     for (const [what, batch, now, before] of cases) {
       const f = compile(twoThenOne, { inputs: 1, backend });
       expect(errorOf(() => batch(f))).toMatchObject({
-        code: 'INVALID_ARGUMENT', message: `${what}, row 1: f, recorded again here, returns ${now} outputs, not the batch's ${before}`,
+        code: 'INVALID_ARGUMENT', message: `${what}, row 1: f, recorded again here, returns ${now} output${now === 1 ? '' : 's'}, not the batch's ${before}`,
       });
       // Usable after: rows of either branch, one at a time, and batches of the branch recorded last
       // (a batch is laid out for the recording it starts with).
