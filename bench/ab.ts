@@ -200,6 +200,14 @@ const CASES: Record<string, Case> = {
       return 100_000;
     },
   },
+  'chain-jvp-js': {
+    what: 'the transcendental chain (10^5 steps) compiled on --backend (js: the JS engine\'s forward and tangent sweeps), a jvp', unit: 'ns/step', calls: 40,
+    setup: async (api, { backend }) => CHAIN(api, 100_000, { backend, codegen: false }),
+    run: (f) => {
+      (f as ReturnType<typeof CHAIN>).jvp([0.3], [1]);
+      return 100_000;
+    },
+  },
   'chain-jvp': compiledChain('without codegen, a jvp', { codegen: false }, (f) => {
     (f as ReturnType<typeof CHAIN>).jvp([0.3], [1]);
     return 100_000;

@@ -9,7 +9,7 @@ import { Op } from '../src/ops.ts';
 import { WasmBackend } from '../src/wasm/backend.ts';
 import { loadCoreModule, simdAvailable } from '../src/wasm/loader.ts';
 import {
-  EDGE_GRID, EXACT_OPS, POW_CONST_EXPONENTS, RECORDABLE_OPS, pairs, sameNumber, show, valueAndGradient,
+  EDGE_GRID, EXACT_OPS, POW_CONST_EXPONENTS, RECORDABLE_OPS, pairs, recordOp, sameNumber, show, valueAndGradient,
 } from './op-cases.ts';
 import { tapeOn } from './support.ts';
 
@@ -86,16 +86,20 @@ describe.each(VARIANTS)('wasm (%s core) and js agree', (variant) => {
 });
 
 // The JS engine's sweeps write the commonest ops out (add... and exp, log, log1p, sin, cos, sqrt,
-// tanh; the partials of exp, log, log1p and sqrt) instead of calling its rules: they must give the
-// rules' own bits, for every op of one operand, on the grid (a gradient is 1·pa, left out where
-// pa is 0).
+// tanh; the partials of exp, log, log1p and sqrt, in the reverse and tangent sweeps) instead of
+// calling its rules: they must give the rules' own bits, for every op of one operand, on the grid
+// (a gradient and a tangent along 1 are pa, left out where pa is 0).
 it.each(RECORDABLE_OPS.filter(([, arity]) => arity === 1))('the JS engine\'s sweeps give its rules\' bits: %s', (op) => {
   const code = Op[op as keyof typeof Op] as number;
   const wrong = EDGE_GRID.flatMap((x) => {
     const [value, gradient] = valueAndGradient(js, op, [x]);
+    // The tangent sweep along 1 takes the same partial.
+    js.reset();
+    const input = js.variable(x), tangent = js.jvp([input], [1], [recordOp(js, op, [input])])[0]!;
     const y = forwardRule(code, x, x, 0), pa = partials(code, x, x, y);
-    const want = [y, pa !== 0 ? 0 + pa : 0];
-    return sameNumber(value!, want[0]!) && sameNumber(gradient!, want[1]!) ? [] : [`${op}(${show(x)}): [${show(value!)}, ${show(gradient!)}], rules [${want.map(show)}]`];
+    const want = [y, pa !== 0 ? 0 + pa : 0, pa !== 0 ? pa : 0];
+    const got = [value!, gradient!, tangent];
+    return got.every((v, k) => sameNumber(v, want[k]!)) ? [] : [`${op}(${show(x)}): [${got.map(show)}], rules [${want.map(show)}]`];
   });
   expect(wrong).toEqual([]);
 });
