@@ -31,8 +31,7 @@ import {
 } from './wasm.ts';
 import { assembleModule, IMPORTED } from './module.ts';
 import {
-  emitCoreSecondOrder, emitNonFiniteTangents, FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, LINEAR, NATIVE_BINARY, NATIVE_PARTIAL, SECOND_ORDER,
-  SECOND_ORDER_BY_CORE_PAST_FINITE,
+  emitCoreSecondOrder, emitSecondOrder, FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, LINEAR, NATIVE_BINARY, NATIVE_PARTIAL, SECOND_ORDER,
 } from './rules.ts';
 
 // SIMD (f64x2) opcodes, after the 0xfd prefix.
@@ -799,28 +798,7 @@ function emitReverseTangentTerms(fn: Bytes, nodes: Node[], L: Locals, V: Lanes, 
             emitCoreSecondOrder(fn, s, operands, setP, setQ);
             return;
           }
-          const byCore = SECOND_ORDER_BY_CORE_PAST_FINITE.has(s);
-          if (byCore) {
-            emitNonFiniteTangents(fn, tx, s === Op.div ? tz : null);
-            fn.byte(W_If); fn.byte(W_Void);
-            emitCoreSecondOrder(fn, s, operands, setP, setQ);
-            fn.byte(W_Else);
-          }
-          // It leaves dpa on the stack, with dpb under it for div.
-          second(fn, operands);
-          fn.set(L.lane.p);
-          if (s === Op.div) fn.set(L.lane.q); else { fn.f64Const(0); fn.set(L.lane.q); }
-          // The core's rule gives 0 where both tangents are 0 (0·∞ and 0/0 in the formulas of
-          // recip, sqrt and div there; exp's is the node's tangent, 0 too).
-          if (s === Op.div || s === Op.recip || s === Op.sqrt) {
-            tx(); fn.f64Const(0); fn.byte(W_F64Eq);
-            tz(); fn.f64Const(0); fn.byte(W_F64Eq);
-            fn.byte(W_I32And);
-            fn.byte(W_If); fn.byte(W_Void);
-            fn.f64Const(0); fn.set(L.lane.p); fn.f64Const(0); fn.set(L.lane.q);
-            fn.byte(W_End);
-          }
-          if (byCore) fn.byte(W_End);
+          emitSecondOrder(fn, s, operands, s === Op.div, setP, setQ, true);
         });
       }
       if (linear) { V.zero(); fn.set(R.dp); V.zero(); fn.set(R.dq); }

@@ -7,8 +7,7 @@ import {
 } from './emit-replay.ts';
 import { nestNeeds, OPERANDS, type Body, type Ref } from './plan.ts';
 import {
-  emitCoreSecondOrder, emitNonFiniteTangents, FN_PARTIAL_Z, FN_PARTIALS, LINEAR, SECOND_ORDER, SECOND_ORDER_BY_CORE_PAST_FINITE,
-  TANGENT_PARTIAL,
+  emitCoreSecondOrder, emitSecondOrder, FN_PARTIAL_Z, FN_PARTIALS, LINEAR, SECOND_ORDER, TANGENT_PARTIAL,
 } from './rules.ts';
 import {
   Bytes, F64, W_Call, W_Else, W_End, W_F64Add, W_F64Eq, W_F64Load, W_F64Mul, W_F64Ne, W_F64Neg, W_F64Store, W_F64Sub,
@@ -424,30 +423,9 @@ export function emitReverseTangent(bodies: Body[], relative: Uint8Array | null =
         dpa = tangentTerm(z!, L.ta);
         dpb = tangentTerm(x, L.tb);
       } else if (!LINEAR.has(op)) {
-        const own = SECOND_ORDER[op];
         const operands = { ...values, tx: () => tangentOf(x), tz: () => tangentOf(binary ? z! : x), ty: () => tangentOf(self) };
-        const byCore = own && SECOND_ORDER_BY_CORE_PAST_FINITE.has(op);
-        if (byCore) {
-          emitNonFiniteTangents(fn, operands.tx, binary ? operands.tz : null);
-          fn.byte(W_If); fn.byte(W_Void);
-          emitCoreSecondOrder(fn, op, operands, () => fn.set(L.dpa), () => fn.set(L.dpb));
-          fn.byte(W_Else);
-        }
-        if (own) {
-          own(fn, operands);
-          fn.set(L.dpa);
-          if (op === Op.div) fn.set(L.dpb);
-          // The core's rule adds nothing where every operand's tangent is 0 (0·∞ and 0/0 there:
-          // recip and sqrt at 0, div by 0); mul, square and exp give 0 there anyway.
-          if (op === Op.div || op === Op.recip || op === Op.sqrt) {
-            tangentOf(x); fn.f64Const(0); fn.byte(W_F64Eq);
-            if (binary) { tangentOf(z!); fn.f64Const(0); fn.byte(W_F64Eq); fn.byte(W_I32And); }
-            fn.byte(W_If); fn.byte(W_Void);
-            fn.f64Const(0); fn.set(L.dpa);
-            if (op === Op.div) { fn.f64Const(0); fn.set(L.dpb); }
-            fn.byte(W_End);
-          }
-          if (byCore) fn.byte(W_End);
+        if (SECOND_ORDER[op]) {
+          emitSecondOrder(fn, op, operands, binary, () => fn.set(L.dpa), () => fn.set(L.dpb), false);
           dpa = inLocal(L.dpa);
           if (op === Op.div) dpb = inLocal(L.dpb);
         } else {

@@ -5,7 +5,7 @@
 import { Op } from '../../ops.ts';
 import {
   type Bytes, W_If, W_Else, W_End, W_Void, W_F64Eq, W_F64Ne, W_F64Lt, W_F64Gt, W_F64Le, W_F64Ge, W_F64Abs, W_F64Neg,
-  W_F64Add, W_F64Sub, W_F64Mul, W_F64Div, W_Select, W_I32Or, W_Call,
+  W_F64Add, W_F64Sub, W_F64Mul, W_F64Div, W_Select, W_I32And, W_I32Or, W_Call,
 } from './wasm.ts';
 
 // Imported functions, in import order: the core's rules.
@@ -172,6 +172,38 @@ export function emitNonFiniteTangents(fn: Bytes, tx: Emit, tz: Emit | null): voi
   tx(); tx(); fn.byte(W_F64Sub);
   if (tz) { tz(); tz(); fn.byte(W_F64Sub); fn.byte(W_F64Add); }
   fn.f64Const(0); fn.byte(W_F64Ne);
+}
+
+/** dpa (and dpb of div) of an op SECOND_ORDER spells, stored by the setters, as the core's
+ *  partialsTangent gives them: the core's rule past a finite tangent where the formula multiplies
+ *  one into a second partial that can be 0, and 0 where every operand's tangent is 0 where the
+ *  formula gives 0·∞ or 0/0 there (recip and sqrt at 0, div by 0; mul, square and exp give 0).
+ *  `binary`: tz is its own operand's (a unary op's is its tx). `zeroDpb`: a caller that reads dpb
+ *  of an op without one gets 0 there. Both tangent emitters take it from here. */
+export function emitSecondOrder(
+  fn: Bytes, op: number, o: Operands, binary: boolean, setDpa: Emit, setDpb: Emit, zeroDpb: boolean,
+): void {
+  const byCore = SECOND_ORDER_BY_CORE_PAST_FINITE.has(op);
+  if (byCore) {
+    emitNonFiniteTangents(fn, o.tx, binary ? o.tz : null);
+    fn.byte(W_If); fn.byte(W_Void);
+    emitCoreSecondOrder(fn, op, o, setDpa, setDpb);
+    fn.byte(W_Else);
+  }
+  // It leaves dpa on the stack, with dpb under it for div.
+  SECOND_ORDER[op]!(fn, o);
+  setDpa();
+  if (op === Op.div) setDpb();
+  else if (zeroDpb) { fn.f64Const(0); setDpb(); }
+  if (byCore) {
+    o.tx(); fn.f64Const(0); fn.byte(W_F64Eq);
+    if (binary) { o.tz(); fn.f64Const(0); fn.byte(W_F64Eq); fn.byte(W_I32And); }
+    fn.byte(W_If); fn.byte(W_Void);
+    fn.f64Const(0); setDpa();
+    if (op === Op.div || zeroDpb) { fn.f64Const(0); setDpb(); }
+    fn.byte(W_End);
+    fn.byte(W_End);
+  }
 }
 
 /** The core's partialsTangent of `op`: dpa, then dpb, each stored by its setter. */
