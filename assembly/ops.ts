@@ -570,14 +570,16 @@ export let partialZTangent: f64 = 0;
     case Op.Mul: partialZTangent = tx; return tz;
     // Divided by z twice, not by z·z, which underflows to 0 for |z| below 1e-162 (0/0 along a
     // zero tangent); the generated sweeps emit the same (SECOND_ORDER in codegen/rules.ts).
-    // y/z·tz left out where tz is 0: y overflows where x/z does (x = 1e308, z = 0.5), and y·0 was
+    // y·(tz/z) left out where tz is 0: y overflows where x/z does (x = 1e308, z = 0.5), and y·0 was
     // NaN where the other order of the Hessian gives the finite -1/z² (a probe found H01 ≠ H10);
     // at 0/0 both orders are NaN, as the policy has it (dpa was -Infinity there). dpa, the change
     // of 1/z, is 0 where tz is: -0/z/z was NaN at z = 0, and H00 of x/z NaN though x/z is linear
     // in x (a probe).
-    // y/z·tz, the product ty's own term is (its pb·tz, negated): y·tz first underflowed where
-    // that term did not (x0/x1 at (1e-200, 1e-160) along (0, 1e-300): H·v half its 2e-20, a probe).
-    case Op.Div: partialZTangent = ((tz == 0 ? 0 : y / z * tz) - ty) / z; return y != y ? NaN : tz == 0 ? 0 : -tz / z / z;
+    // y·(tz/z): y·tz first underflowed where the term did not (x0/x1 at (1e-200, 1e-160) along
+    // (0, 1e-300): H·v half its 2e-20, a probe); y/z·tz fixed that but left x/x's two terms, tz/z/z
+    // and (1/z)·tz/z, apart by a rounding (H·v of x/x not 0 along most directions: a read-through),
+    // where tz/z rounds once in both.
+    case Op.Div: partialZTangent = ((tz == 0 ? 0 : y * (tz / z)) - ty) / z; return y != y ? NaN : tz == 0 ? 0 : -tz / z / z;
     case Op.Recip: return -2 * y * ty;
     case Op.Square: return 2 * tx;
     case Op.Sqrt: return -0.5 * ty / (y * y);

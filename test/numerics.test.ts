@@ -532,7 +532,7 @@ describe.each(BACKENDS)('hypot and atan2 at an infinite operand, div at a zero d
       expect(Array.from(grad((x: Var[]) => x[0]!.atan2(x[1]!), { backend })(at)).every(Number.isNaN)).toBe(true);
     }
   });
-  // A probe: y·tz/z underflowed in y·tz where the tangent's own term y/z·tz did not, and H·v lost
+  // A probe: y·tz/z underflowed in y·tz where y·(tz/z) does not, and H·v lost
   // one of its two equal terms (1e-20 for 2e-20); the same order now, in every sweep.
   it('div\'s second order at tiny operands: 2x/z³·t, not half of it', () => {
     const f = (x: Var[]): Var => x[0]!.div(x[1]!);
@@ -540,6 +540,14 @@ describe.each(BACKENDS)('hypot and atan2 at an infinite operand, div at a zero d
     const close = (got: number): void => expect(Math.abs(got - want)).toBeLessThan(1e-15 * want);
     close(hvp(f, [1e-200, 1e-160], [0, 1e-300], { backend })[1]!);
     for (const codegen of [true, false]) close(compile(f, { inputs: 2, backend, codegen, at: [1, 1] }).hvp([1e-200, 1e-160], [0, 1e-300])[1]!);
+    // x/x is 1: its two second-order terms cancel exactly, along any direction (y/z·tz, tried
+    // first, left them a rounding apart).
+    const self = (x: Var[]): Var => x[0]!.div(x[0]!);
+    const compiled = compile(self, { inputs: 1, backend, at: [1] });
+    for (let k = 0; k < 50; k++) {
+      const at = [0.1 + 0.137 * k], along = [0.3 + 0.071 * k];
+      expect([hvp(self, at, along, { backend })[0], compiled.hvp(at, along)[0]], `at ${at[0]} along ${along[0]}`).toEqual([0, 0]);
+    }
   });
 
   it('div at z = 0: H00 is 0, the mixed terms -Infinity, on a tape and compiled', () => {

@@ -304,8 +304,8 @@ function partialsTangentOf(op: number): void {
   switch (op) {
     case mul: partialZTangent[0] = tx; { reg[OUT] = tz; return; }
     // As in the core: divided by z twice, not by z·z, which underflows below 1e-162.
-    // y/z·tz, the product ty's own term is, left out where tz is 0 (see the core).
-    case div: partialZTangent[0] = ((tz === 0 ? 0 : y / z * tz) - ty) / z; { reg[OUT] = y !== y ? NaN : tz === 0 ? 0 : -tz / z / z; return; }
+    // y·(tz/z), left out where tz is 0 (see the core).
+    case div: partialZTangent[0] = ((tz === 0 ? 0 : y * (tz / z)) - ty) / z; { reg[OUT] = y !== y ? NaN : tz === 0 ? 0 : -tz / z / z; return; }
     case recip: { reg[OUT] = -2 * y * ty; return; }
     case square: { reg[OUT] = 2 * tx; return; }
     case sqrt: { reg[OUT] = -0.5 * ty / (y * y); return; }
