@@ -62,7 +62,7 @@ export function checkExpectedNodes(n: unknown, where: string): number {
   // other: its nodes with the planner's bytes, and the core's own (a probe read "25 bytes a node"
   // and computed a limit of 1.7·10^8 nodes where it is 1.48·10^8). Written out, as the bundle's
   // bytes are counted: test/capacity.test.ts checks the figure is the limit.
-  if (pages > MAXIMUM_PAGES) throw new CapacityError(`${where}: expectedNodes = ${n} needs more than the 4 GiB a tape holds (29 bytes a node and 4 MiB: at most 147957689 nodes)`, n);
+  if (pages > MAXIMUM_PAGES) throw new CapacityError(`${where}: expectedNodes = ${n} needs more than the 4 GiB a tape holds (29 bytes a node and 4 MiB: at most 147957689 nodes)`, 147957689);
   // Below the default's 32 MiB too: V8 counts a memory's pages as external memory, and a process
   // making and dropping tapes of 32 MiB collected garbage again and again (fromBytes of a
   // 10-node function: 8 ms a call, 0.6 with 4 MiB).

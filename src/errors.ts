@@ -45,7 +45,18 @@ export class NotANumberError extends TapegradError {
  *  Nothing was recorded; `reset()` frees the tape for the next graph. */
 export class CapacityError extends TapegradError {
   declare readonly code: 'CAPACITY';
-  constructor(message: string, readonly limit: number) { super('CAPACITY', message); this.name = 'CapacityError'; }
+  constructor(
+    message: string,
+    /** The bound the message names: `maxNodes` (nodes) or `maxMemoryBytes` (bytes) where one of
+     *  those binds, or what a tape holds at most (147957689 nodes for `expectedNodes`, 2^31 - 8
+     *  elements); where the runtime refused memory, what was asked of it (bytes or numbers, as the
+     *  message says) or the capacity the tape could not grow past, and 0 for a WebAssembly.Memory
+     *  it would not create. */
+    readonly limit: number,
+  ) {
+    super('CAPACITY', message);
+    this.name = 'CapacityError';
+  }
 }
 
 /** @internal Makes the named own fields of `target` read-only at run time too: TypeScript's
@@ -78,7 +89,7 @@ export function checkOut(out: Float64Array | Int32Array, needed: number, where: 
   const right = typedArrayKind(out) === type.name;
   if (!right || out.length < needed) {
     const got = right ? ` of length ${out.length}` : out == null ? ' (leave it out for a new array)' : '';
-    throw new TapegradError('INVALID_ARGUMENT', `${where} must be ${type === Int32Array ? 'an' : 'a'} ${type.name} of at least ${needed} numbers, got ${describe(out)}${got}`);
+    throw new TapegradError('INVALID_ARGUMENT', `${where} must be ${type === Int32Array ? 'an' : 'a'} ${type.name} of at least ${counted(needed, 'number')}, got ${describe(out)}${got}`);
   }
 }
 
@@ -113,6 +124,11 @@ export function checkApart(out: Float64Array, outLength: number, values: Float64
 export function overlaps(p: unknown, q: unknown): boolean {
   if (!ArrayBuffer.isView(p) || !ArrayBuffer.isView(q) || p.buffer !== q.buffer) return false;
   return p.byteOffset < q.byteOffset + q.byteLength && q.byteOffset < p.byteOffset + p.byteLength;
+}
+
+/** @internal `n noun`, the noun in the plural unless n is 1 ("1 node", "2 nodes"). */
+export function counted(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
 export function describe(value: unknown): string {

@@ -2,7 +2,7 @@
 // while it records again, gradients of functions with several outputs or a Vec out, and an `at`
 // point of the wrong length. Each must throw a clear error or give what a fresh recording gives.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CompiledFunction, Tape, TapegradError, compile, grad, init, valueAndGrad, type Var, type Vec } from '../src/index.ts';
+import { CompiledFunction, Tape, TapegradError, compile, grad, init, valueAndGrad, type Var, Vec } from '../src/index.ts';
 import { BACKENDS } from './support.ts';
 
 beforeAll(async () => {
@@ -289,6 +289,10 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
     const MadeTape = Tape as unknown as new (...args: unknown[]) => unknown;
     expect(() => new MadeTape()).toThrow(/^a Tape comes from createTape or createTapeSync$/);
     expect(() => new MadeTape()).toThrow(TapegradError);
+    // And Vec (a probe: a raw TypeError reading `base` of undefined).
+    const MadeVec = Vec as unknown as new (...args: unknown[]) => unknown;
+    expect(() => new MadeVec()).toThrow(/^a Vec comes from a tape's vector ops/);
+    expect(() => new MadeVec()).toThrow(TapegradError);
   });
 
   // More inputs than a tape holds failed allocating the input row: a bare RangeError.

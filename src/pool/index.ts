@@ -226,7 +226,7 @@ export class GradientPool {
     const loads: WorkerLoad[] = [];
     try {
       for (const reply of replies) {
-        if (reply.status === 'rejected') throw new WorkerExitError(`a worker ended while loading the function: ${String(reply.reason)}`, { cause: reply.reason });
+        if (reply.status === 'rejected') throw new WorkerExitError(`register: a worker ended while loading the function: ${String(reply.reason)}`, { cause: reply.reason });
         const r = reply.value;
         if ('error' in r) throw reviveError(r.error);
         if ('ok' in r) loads.push({ ms: r.ms, generatedSweeps: r.generatedSweeps ?? 'none' });
