@@ -1,7 +1,7 @@
 import { DEFERRED_VALUES, DROPPED_ADJOINT, type Backend, type BackendKind, type CustomHandler } from './backend.ts';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
-  TapegradError, checkOut, describe, isArrayLike, lockFields, newFloat64, overlaps,
+  TapegradError, checkOut, counted, describe, isArrayLike, lockFields, newFloat64, overlaps,
 } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, OP_TABLE, Op, UNARY_OPS, ZERO_GRADIENT, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
 import { partialZ, partialZTangent, partials, partialsTangent } from './js/rules.ts';
@@ -410,7 +410,12 @@ export class Tape {
     if (this.checkNaN) {
       let top = 0;
       for (let k = 0; k < outs.length; k++) top = Math.max(top, outs[k]!);
-      this.assertFinite(0, top + 1, false);
+      try {
+        this.assertFinite(0, top + 1, false);
+      } catch (error) {
+        this.sweepFailed(sweep, out, seed, count, before, cotangentBefore, swept);
+        throw error;
+      }
     }
     return this.gatherEntries(nodes, this.engine.views.adj, this.engine.views.xadj, true);
   }
@@ -513,9 +518,14 @@ export class Tape {
     this.lastCount = this.count;
     this.swept = this.count;
     if (this.checkNaN) {
-      this.assertFiniteTangents(0, out + 1, false, [out]);
-      this.assertFinite(0, out + 1, false);
-      this.assertFiniteTangentAdjoints(0, out + 1);
+      try {
+        this.assertFiniteTangents(0, out + 1, false, [out]);
+        this.assertFinite(0, out + 1, false);
+        this.assertFiniteTangentAdjoints(0, out + 1);
+      } catch (error) {
+        this.sweepFailed(sweep, last, lastSeed, count, outs, cotangent, swept);
+        throw error;
+      }
     }
     return this.gatherEntries(nodes, this.engine.views.tanAdj!, this.engine.views.xtanAdj!, true);
   }
@@ -1095,7 +1105,26 @@ export class Tape {
       this.evaluate();
     }
     if (this.observed !== null) this.observed.add(i);
-    return this.valV[i]!;
+    const value = this.valV[i]!;
+    // checkNaN: every read of a value it rejects throws, not only the read that ran the check (a
+    // probe's second .value of a NaN returned it), naming the op that produced it.
+    if (this.checkNaN && value - value !== 0 && this.ruleForwardAt < 0) this.assertFinite(i, i + 1, true);
+    return value;
+  }
+
+  // The node whose op made node i's value non-finite: back from i through an operand whose value
+  // is not finite either, to a node with none (a leaf's, which checkNaN takes as given, counting
+  // as none), or one that is no plain scalar op (a custom function, a vector node).
+  private nonFiniteOrigin(i: number): number {
+    const { op, a, b, val } = this.engine.views;
+    for (;;) {
+      const code = op[i]!, arity = code < VMETA && code !== ARG && code !== CUSTOM ? OP_TABLE[code]?.[1] : undefined;
+      if (arity !== 1 && arity !== 2) return i;
+      const x = a[i]!, z = b[i]!;
+      if (x < i && op[x]! > INPUT && val[x]! - val[x]! !== 0) i = x;
+      else if (arity === 2 && z < i && op[z]! > INPUT && val[z]! - val[z]! !== 0) i = z;
+      else return i;
+    }
   }
 
   /** @internal */
@@ -1127,7 +1156,14 @@ export class Tape {
       throw error;
     }
     this.swept = this.count;
-    if (this.checkNaN) this.assertFinite(0, out + 1, false);
+    if (!this.checkNaN) return;
+    // A sweep checkNaN rejects is one that threw: .grad gives the complete one before it.
+    try {
+      this.assertFinite(0, out + 1, false);
+    } catch (error) {
+      this.sweepFailed(sweep, lastOut, lastSeed, lastCount, this.lastOuts, this.lastCotangent, swept);
+      throw error;
+    }
   }
 
   // After a sweep that threw: the complete first-order sweep before it (these were its fields)
@@ -1229,7 +1265,9 @@ export class Tape {
     // The first element of vector node i that is not finite, in values or adjoints.
     const badElement = (i: number, data: Float64Array): number => this.badElement(i, data, data === xadj);
     if (values) {
-      const i = this.engine.firstNonFinite(from, to, true);
+      // Named by the op that made it so, which may come before `from` (a read of new nodes that
+      // consume an old NaN).
+      const i = this.nonFiniteOrigin(this.engine.firstNonFinite(from, to, true));
       const k = badElement(i, xval);
       if (k >= 0) {
         throw new NonFiniteError(`checkNaN: ${name(i)} at ${node(i)} (a vector) produced ${xval[a[i - 1]! + k]} at element ${k}`, id(i), name(i));
@@ -1534,7 +1572,7 @@ export class Tape {
       // An empty tape's names no reset, which would change nothing (a README audit), as grow's.
       throw new CapacityError(
         this.count === 0 ? `tape cannot hold ${more}: maxMemoryBytes = ${this.maxMemoryBytes}`
-          : `tape is full: ${more} with ${this.elements} elements and ${this.count} nodes recorded exceed maxMemoryBytes = ${this.maxMemoryBytes}; call tape.reset() to reuse it`,
+          : `tape is full: ${more} with ${counted(this.elements, 'element')} and ${counted(this.count, 'node')} recorded exceed maxMemoryBytes = ${this.maxMemoryBytes}; call tape.reset() to reuse it`,
         this.maxMemoryBytes,
       );
     }
@@ -1598,7 +1636,7 @@ export class Tape {
         this.count === 0
           ? `tape cannot hold ${extra} nodes: ${byNodes ? `maxNodes = ${this.maxNodes}` : memory}`
           : `tape is full: ${byNodes ? `maxNodes = ${this.maxNodes}` : memory} ` +
-            `with ${this.count} nodes recorded${extra > 1 ? ` and ${extra} more needed` : ''}; call tape.reset() to reuse it`,
+            `with ${counted(this.count, 'node')} recorded${extra > 1 ? ` and ${extra} more needed` : ''}; call tape.reset() to reuse it`,
         byNodes ? this.maxNodes : this.maxMemoryBytes,
       );
     }
@@ -1676,7 +1714,7 @@ export class Tape {
     // Not for a handle's size (one past the last, another tape's): a probe was told to record
     // 497706708 as a number.
     const asNumber = typeof op === 'number' && op >= 0 && (!Number.isInteger(h) || h < RESTART_FROM) ? `; record a number first: tape.handles.constant(${h})` : '';
-    if (!Number.isInteger(h) || h < 0) return new InvalidHandleError(`${where}${h} is not a handle: handles are non-negative integers${asNumber}`);
+    if (!Number.isInteger(h) || h < 0) return new InvalidHandleError(`${where}${h} is not a handle: scalar handles are non-negative integers, vector handles negative ones of tape.handles.vec${asNumber}`);
     if (this.wasLive(h)) return new StaleHandleError(`${where}handle ${h} was recorded before tape.reset() (or on another tape); record it again on the current tape`);
     const i = h - this.base;
     if (i >= 0 && i < this.count) {

@@ -90,7 +90,38 @@ describe.each(BACKENDS)('checkNaN (%s)', (backend) => {
     // Values are computed lazily in one batch: reading the last node checks them all.
     expectNonFinite(() => third.value, first.id, 'log');
     expect(fine.value).toBe(1);
-    expect(second.value).toBeNaN();
+    // Each later read of a rejected value throws again (a probe's second read returned NaN),
+    // naming the op that made that value non-finite: third's is x·1e300·1e300, whose second mul
+    // overflowed; a consumer of first names first.
+    expectNonFinite(() => second.value, second.id, 'div');
+    expectNonFinite(() => third.value, third.id, 'mul');
+    expectNonFinite(() => first.value, first.id, 'log');
+    expectNonFinite(() => first.mul(3).add(fine).value, first.id, 'log');
+    expect(x.value).toBe(-1);
+    // A non-finite input is the caller's, which checkNaN takes as given.
+    expect(tape.variable(Infinity).value).toBe(Infinity);
+    expectUsable(tape);
+  });
+
+  // A sweep whose adjoints checkNaN rejects is one that threw part-way: .grad gives the complete
+  // sweep before it (a probe read NaN from .grad after such a backward, the earlier gradient gone).
+  it('a sweep checkNaN rejects loses no earlier gradient: .grad gives the complete one before it', async () => {
+    const tape = await tapeOn(backend, { checkNaN: true });
+    const x = tape.variable(0), y = tape.variable(2);
+    tape.backward(x.add(1).mul(y));
+    expect([x.grad, y.grad]).toEqual([2, 1]);
+    // A finite value whose adjoint for x is infinite (d√x at 0).
+    const bad = x.sqrt().add(y);
+    expect(bad.value).toBe(2);
+    for (const sweep of [() => tape.backward(bad), () => tape.gradient(bad, [x]), () => tape.vjp([bad], [1], [x]), () => tape.hvp(bad, [x, y], [1, 0])]) {
+      expect(thrownBy(sweep)).toBeInstanceOf(NonFiniteError);
+      expect([x.grad, y.grad]).toEqual([2, 1]);
+    }
+    // With no complete sweep before it, NO_GRADIENT says the last one failed.
+    tape.reset();
+    const z = tape.variable(0);
+    expect(thrownBy(() => tape.backward(z.sqrt()))).toBeInstanceOf(NonFiniteError);
+    expect(thrownBy(() => z.grad)).toMatchObject({ code: 'NO_GRADIENT' });
     expectUsable(tape);
   });
 
