@@ -4,7 +4,7 @@
 // recording are guards: a replay where one comes out the other way re-records (or throws).
 import { copyNumbers, type Backend, type BackendChoice, type BackendKind } from './backend.ts';
 import { checkExpectedNodes, createTapeSync, resolveBackend } from './create.ts';
-import { BranchChangedError, NotANumberError, TapegradError, checkApart, checkOut, describe, isArrayLike, lockFields, newFloat64, notAnOutput, overlaps } from './errors.ts';
+import { BranchChangedError, NotANumberError, TapegradError, checkApart, checkOut, counted, describe, isArrayLike, lockFields, newFloat64, notAnOutput, overlaps } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, OP_TABLE, Op, opNameOf } from './ops.ts';
 import { BACKEND_RULE, CODEGEN_RULE, readOptions } from './options.ts';
 import { toBytes } from './serialize.ts';
@@ -375,15 +375,19 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   /** Gradient of a scalar function at x (forward replay + reverse sweep in one engine call). */
   gradient(x: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): Float64Array {
+    // x read before out is checked: an accessor of x may resize or detach out's buffer (a probe:
+    // a gradient cut short, or a raw TypeError), as the other calls and the batches read them.
+    const row = this.toRow(x, 'gradient');
     checkOut(out, this.inputs, 'gradient: out');
-    this.gradientRows(this.toRow(x, 'gradient'), 1, out, null, 'gradient');
+    this.gradientRows(row, 1, out, null, 'gradient');
     return out;
   }
 
   /** [f(x), gradient]; the gradient is `out` when given. */
   valueAndGradient(x: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): [number, Float64Array] {
+    const row = this.toRow(x, 'valueAndGradient');
     checkOut(out, this.inputs, 'valueAndGradient: out');
-    this.gradientRows(this.toRow(x, 'valueAndGradient'), 1, out, null, 'valueAndGradient');
+    this.gradientRows(row, 1, out, null, 'valueAndGradient');
     const rec = this.recording!;
     return [rec.tape.engine.views.val[rec.outputs[0]!]!, out];
   }
@@ -1042,8 +1046,8 @@ export function toFloat64(x: ArrayLike<number>, needed: number, what: string, ho
 /** @internal toFloat64's checks of `x` as an array of at least `needed` entries, alone (a pool
  *  makes them before it allocates anything for a call). */
 export function checkArrayLength(x: unknown, needed: number, what: string): asserts x is ArrayLike<number> {
-  if (!isArrayLike(x)) throw new NotANumberError(`${what} need an array of at least ${needed} numbers, got ${describe(x)}`);
-  if (x.length < needed) throw new TapegradError('INVALID_ARGUMENT', `${what} need at least ${needed} numbers, got ${x.length}`);
+  if (!isArrayLike(x)) throw new NotANumberError(`${what} need an array of at least ${counted(needed, 'number')}, got ${describe(x)}`);
+  if (x.length < needed) throw new TapegradError('INVALID_ARGUMENT', `${what} need at least ${counted(needed, 'number')}, got ${x.length}`);
 }
 
 // from[first, first + length) into row.

@@ -281,6 +281,30 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
   });
 
   // A probe: from JavaScript `new CompiledFunction()` made an object that failed later.
+  // out was checked before x was read, so an accessor of x that shrank or detached out's buffer
+  // gave a gradient cut short, or a raw TypeError (a probe); every call now reads x first.
+  it("an out resized or detached while x is read is INVALID_ARGUMENT, in every call that takes one", () => {
+    const f = compile((x: Var[]) => x[0]!.mul(x[1]!).sin(), { inputs: 2, backend });
+    const expected = f.gradient([1, 2]);
+    type Call = (x: ArrayLike<number>, out: Float64Array) => unknown;
+    const calls: [string, Call][] = [
+      ['gradient', (x, out) => f.gradient(x, out)],
+      ['valueAndGradient', (x, out) => f.valueAndGradient(x, out)],
+      ['hvp', (x, out) => f.hvp(x, [1, 1], out)],
+      ['vjp', (x, out) => f.vjp(x, [1], out)],
+      ['gradientBatch', (x, out) => f.gradientBatch(x, 1, out)],
+    ];
+    for (const [name, call] of calls) {
+      const buffer = new ArrayBuffer(16, { maxByteLength: 64 }), out = new Float64Array(buffer);
+      const shrinking = new Proxy([1, 2], { get: (t, k) => (k === '1' && buffer.resize(8), Reflect.get(t, k)) });
+      expect(() => call(shrinking, out), name).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(new RegExp(`^${name}: out must be a Float64Array of at least 2 numbers, got .* of length 1$`)) }));
+      const detached = new Float64Array(2);
+      const detaching = new Proxy([1, 2], { get: (t, k) => (k === '1' && structuredClone(detached.buffer, { transfer: [detached.buffer] }), Reflect.get(t, k)) });
+      expect(() => call(detaching, detached), name).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+      expect(f.gradient([1, 2])).toEqual(expected);
+    }
+  });
+
   it('a CompiledFunction is not made with new', () => {
     const Made = CompiledFunction as unknown as new (...args: unknown[]) => unknown;
     expect(() => new Made()).toThrow(/^a CompiledFunction comes from compile\(f, \{ inputs \}\) or fromBytes\(bytes\)$/);

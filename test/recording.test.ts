@@ -524,7 +524,7 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     const cases: [() => unknown, RegExp][] = [
       [() => h.vec.mul(v, 3), /^mul: handle 3 is not a node of this tape .*; record a number first: tape\.handles\.constant\(3\)$/],
       [() => h.vec.mul(3, v), /^mul: handle 3 is not a node of this tape .*; record a number first: tape\.handles\.constant\(3\)$/],
-      [() => h.vec.mul(v, 2.5), /^mul: 2\.5 is not a handle: handles are non-negative integers; record a number first/],
+      [() => h.vec.mul(v, 2.5), /^mul: 2\.5 is not a handle: scalar handles are non-negative integers, vector handles negative ones of tape.handles.vec; record a number first/],
       [() => h.vec.exp(stale.id), /^exp: handle \d+ was recorded before tape\.reset\(\)/],
       [() => h.vec.select(v, v, stale.id), /^select: handle \d+ was recorded before tape\.reset\(\)/],
       [() => h.vec.add(v, 'x' as never), /^add: expected a handle \(integer\), got the string "x"$/],
