@@ -455,19 +455,19 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
    *  rows × inputs out. One replay and one reverse sweep per row. With `values` (rows × outputs),
    *  the function's values at each row too. */
   vjpBatch(X: ArrayLike<number>, rows: number, V: ArrayLike<number>, out?: Float64Array, values?: Float64Array): Float64Array {
-    return this.perRow(X, rows, V, 'vjpBatch', 'outputs', (x, v, o) => this.vjp(x, v, o), 'inputs', out, values);
+    return this.perRow(X, rows, V, 'vjpBatch', 'outputs', (x, v, o) => this.vjpAt(x, v, o, 'vjpBatch'), 'inputs', out, values, 'vjp');
   }
 
   /** J·t for many rows: row r of `T` (rows × inputs) at row r of `X`; rows × outputs out. With
    *  `values` (rows × outputs), the function's values at each row too. */
   jvpBatch(X: ArrayLike<number>, rows: number, T: ArrayLike<number>, out?: Float64Array, values?: Float64Array): Float64Array {
-    return this.perRow(X, rows, T, 'jvpBatch', 'inputs', (x, t, o) => this.jvp(x, t, o), 'outputs', out, values);
+    return this.perRow(X, rows, T, 'jvpBatch', 'inputs', (x, t, o) => this.jvpAt(x, t, o, 'jvpBatch'), 'outputs', out, values, 'jvp');
   }
 
   /** H·v for many rows: row r of `V` (rows × inputs) at row r of `X`; rows × inputs out. With
    *  `values` (rows), the function's value at each row too. */
   hvpBatch(X: ArrayLike<number>, rows: number, V: ArrayLike<number>, out?: Float64Array, values?: Float64Array): Float64Array {
-    return this.perRow(X, rows, V, 'hvpBatch', 'inputs', (x, v, o) => this.hvpAt(x, v, o, 'hvpBatch', values !== undefined), 'inputs', out, values);
+    return this.perRow(X, rows, V, 'hvpBatch', 'inputs', (x, v, o) => this.hvpAt(x, v, o, 'hvpBatch', values !== undefined), 'inputs', out, values, 'hvp');
   }
 
   // The outputs of the function at the first row: of the recording, replayed there first where it
@@ -486,10 +486,12 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   // A per-row method over rows: X rows × inputs, D rows × (inputs or outputs) directions, as many
   // numbers out per row as `width` says. Rows run one call into the core at a time, through three
   // row buffers made once per call (a subarray per row allocated about 300 bytes a row: a probe).
+  // `fused`: after a row, the rows that the engine's sweeps can take run through them without the
+  // per-row calls around them (fusedRows, reverseRows).
   private perRow(
     X: ArrayLike<number>, rows: number, D: ArrayLike<number>, what: string, directionOf: 'inputs' | 'outputs',
-    run: (x: Float64Array, d: Float64Array, out: Float64Array) => unknown, width: 'inputs' | 'outputs', out?: Float64Array,
-    values?: Float64Array,
+    run: (x: Float64Array, d: Float64Array, out: Float64Array) => unknown, width: 'inputs' | 'outputs', out: Float64Array | undefined,
+    values: Float64Array | undefined, fused: 'jvp' | 'hvp' | 'vjp',
   ): Float64Array {
     const xs = this.batchRows(X, rows, what);
     // Directions along the inputs are checked before f first records (cotangents need its outputs).
@@ -511,18 +513,26 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const n = this.inputs;
     const xRow = new Float64Array(n), dRow = new Float64Array(dWidth), outRow = new Float64Array(w);
     let r = 0;
+    this.fusedRow[0] = -1;
     try {
-      for (; r < rows; r++) {
+      while (r < rows) {
+        // Row 0 by the call, which records f where it has no recording, and generates the tangent
+        // sweeps where they are due.
+        if (r > 0) {
+          r = fused === 'vjp' ? this.reverseRows(xRows, dRows, r, rows, dWidth, out, values, xRow) : this.fusedRows(fused, xRows, dRows, r, rows, w, out, values);
+          if (r === rows) break;
+        }
         copyRow(xRows, r * n, n, xRow);
         copyRow(dRows, r * dWidth, dWidth, dRow);
         run(xRow, dRow, outRow);
         if (reshaped()) break;
         for (let k = 0; k < w; k++) out[r * w + k] = outRow[k]!;
         if (values !== undefined) this.outputValues(this.recording!, values, r * outputs);
+        r++;
       }
     } catch (e) {
       // Or the row failed on that (jvp's out, vjp's cotangent too short): name the cause instead.
-      if (!reshaped()) throw atRow(e, what, this.rowBase + r);
+      if (!reshaped()) throw atRow(e, what, this.rowBase + (this.fusedRow[0]! >= 0 ? this.fusedRow[0]! : r));
     }
     if (r < rows) throw atRow(new TapegradError('INVALID_ARGUMENT', `f, recorded again here, returns ${this.outputs} output${this.outputs === 1 ? '' : 's'}, not the batch's ${outputs}`), what, this.rowBase + r);
     return out;
@@ -547,8 +557,13 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   /** vᵀJ at x for a vector function (one replay, one reverse sweep). */
   vjp(x: ArrayLike<number>, v: ArrayLike<number>, out: Float64Array = new Float64Array(this.inputs)): Float64Array {
-    const rec = this.replay(x, 'vjp');
-    v = this.entries(v, rec.outputs.length, 'vjp', 'cotangent');
+    return this.vjpAt(x, v, out, 'vjp');
+  }
+
+  // `what`: the call its errors name (vjpBatch's rows said 'vjp: a comparison...').
+  private vjpAt(x: ArrayLike<number>, v: ArrayLike<number>, out: Float64Array, what: string): Float64Array {
+    const rec = this.replay(x, what);
+    v = this.entries(v, rec.outputs.length, what, 'cotangent');
     const engine = rec.tape.engine;
     engine.clearAdjoints(rec.tape.size, false);
     const { adj, xadj } = engine.views;
@@ -570,7 +585,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     }
     this.sweepReverse(engine, top);
     if (this.checkNaN) rec.tape.assertFinite(0, top + 1, false, true);
-    checkOut(out, this.inputs, 'vjp: out');
+    // Literals, not a template: a string a call was vjp's one allocation with out (test/allocation).
+    checkOut(out, this.inputs, what === 'vjp' ? 'vjp: out' : 'vjpBatch: out');
     this.copyInputSlots(rec, engine.views.adj, engine.views.xadj, out, 0);
     return out;
   }
@@ -590,13 +606,18 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   /** J·t at x (one replay, one tangent sweep). */
   jvp(x: ArrayLike<number>, t: ArrayLike<number>, out?: Float64Array): Float64Array {
-    const rec = this.forwardTangent(x, t, 'jvp') ?? this.replay(x, 'jvp');
-    const tan = rec === this.fused ? rec.tape.engine.views.tan! : this.seedTangents(rec, t, rec.outputs, 'jvp');
+    return this.jvpAt(x, t, out, 'jvp');
+  }
+
+  // `what`: the call its errors name, as vjpAt's.
+  private jvpAt(x: ArrayLike<number>, t: ArrayLike<number>, out: Float64Array | undefined, what: string): Float64Array {
+    const rec = this.forwardTangent(x, t, what) ?? this.replay(x, what);
+    const tan = rec === this.fused ? rec.tape.engine.views.tan! : this.seedTangents(rec, t, rec.outputs, what);
     if (this.checkNaN) rec.tape.assertFiniteTangents(0, rec.tape.size, true, rec.outputs);
     // A vector output's entries are elements, whose tangents a fused run may have left out.
     rec.tape.tangentsOf(rec.outputNodes);
     const xtan = rec.tape.engine.views.xtan!;
-    if (out !== undefined) checkOut(out, rec.outputs.length, 'jvp: out');
+    if (out !== undefined) checkOut(out, rec.outputs.length, what === 'jvp' ? 'jvp: out' : 'jvpBatch: out');
     const result = out ?? new Float64Array(rec.outputs.length);
     for (let j = 0; j < rec.outputs.length; j++) {
       const o = rec.outputs[j]!;
@@ -650,17 +671,91 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   // a guard failed (the general path then records again at x).
   private forwardTangent(x: ArrayLike<number>, t: ArrayLike<number>, what: string): Recording | null {
     this.fused = null;
+    const live = this.forwardTangentRecording();
+    if (!live) return null;
+    const row = this.toRow(x, what);
+    t = this.entries(t, this.inputs, what, DIRECTION);
+    live.tape.ensureTangents();
+    if ((live.tape.engine as WasmBackend).replayForwardTangent(row, t, this.inputs) >= 0) return null;
+    this.replayed(1);
+    return (this.fused = live);
+  }
+
+  // The recording whose generated forward-tangent sweep a jvp or hvp can run, or null.
+  private forwardTangentRecording(): Recording | null {
     const live = this.recording;
     live?.tape.refuseInsideRule('cannot replay the compiled function it belongs to');
     const engine = live?.tape.engine;
     if (!live || live.tape.size === 0 || live.vectorInput || this.checkNaN || !(engine instanceof WasmBackend) || !engine.forwardTangentReady()) return null;
-    const row = this.toRow(x, what);
-    t = this.entries(t, this.inputs, what, DIRECTION);
-    live.tape.ensureTangents();
-    if (engine.replayForwardTangent(row, t, this.inputs) >= 0) return null;
-    this.replayed(1);
-    return (this.fused = live);
+    return live;
   }
+
+  // jvpBatch's or hvpBatch's rows [from, rows) (checked, apart from out and values) through the
+  // generated forward-tangent sweep, as forwardTangent and the fused path of jvp and hvp run each
+  // one (the same bits); returns the row reached: `rows`, a row whose guards failed (the per-row
+  // call records there), or `from` where that sweep does not apply (outputs that are a vector's
+  // entries, which a fused run may leave uncomputed; hvp of other than one scalar output, which
+  // the call refuses).
+  // `width`: the numbers out per row the batch has laid `out` out for (the outputs of its first
+  // row's recording, for jvp).
+  private fusedRows(
+    kind: 'jvp' | 'hvp', xs: Float64Array, ds: Float64Array, from: number, rows: number, width: number, out: Float64Array,
+    values: Float64Array | undefined,
+  ): number {
+    const rec = this.forwardTangentRecording();
+    if (!rec) return from;
+    const outputs = rec.outputs;
+    for (let j = 0; j < outputs.length; j++) if (outputs[j]! < 0) return from;
+    if (kind === 'hvp' ? outputs.length !== 1 : outputs.length !== width) return from;
+    rec.tape.ensureTangents();
+    const engine = rec.tape.engine as WasmBackend;
+    const done = engine.forwardTangentRows(xs, ds, from, rows, this.inputs, kind === 'hvp' ? outputs[0]! : -1, outputs, rec.tape.size, out, values, this.fusedRow);
+    this.fusedRow[0] = -1;
+    this.replayed(done - from);
+    return done;
+  }
+
+  // vjpBatch's rows [from, rows) (checked, apart from out and values) through the engine's replay
+  // and reverse sweep, as vjp runs each one (the same bits) with none of its per-row calls and
+  // checks around them (on the wasm engine about half of a tiny function's row). Returns the row
+  // reached: `rows`, a row whose guards failed (the per-row call records there), or `from` where
+  // this does not apply (checkNaN, custom rules, whose errors name their row, an input vector,
+  // outputs that are a vector or its entries, a recording with other outputs than the batch's).
+  private reverseRows(
+    xs: Float64Array, vs: Float64Array, from: number, rows: number, width: number, out: Float64Array, values: Float64Array | undefined,
+    xRow: Float64Array,
+  ): number {
+    const rec = this.recording;
+    if (!rec || rec.tape.size === 0 || rec.tape.base !== this.recordedBase || rec.vectorInput || this.checkNaN || this.customNodes) return from;
+    rec.tape.refuseInsideRule('cannot replay the compiled function it belongs to');
+    const outputs = rec.outputs;
+    if (outputs.length !== width) return from;
+    let top = 0;
+    for (let j = 0; j < width; j++) {
+      if (outputs[j]! < 0 || rec.tape.isVector(rec.outputNodes[j]!)) return from;
+      top = Math.max(top, outputs[j]!);
+    }
+    const engine = rec.tape.engine, n = this.inputs, count = rec.tape.size;
+    let r = from;
+    for (; r < rows; r++) {
+      this.fusedRow[0] = r;
+      copyRow(xs, r * n, n, xRow);
+      if (engine.replayForward(xRow, n, count) >= 0) break;
+      engine.clearAdjoints(count, false);
+      const adj = engine.views.adj;
+      for (let j = 0; j < width; j++) adj[outputs[j]!] += vs[r * width + j]!;
+      engine.sweepReverseReplay(top);
+      const { adj: gradient, val } = engine.views;
+      copyNumbers(gradient, 0, out, r * n, n);
+      if (values) for (let j = 0; j < width; j++) values[r * width + j] = val[outputs[j]!]!;
+    }
+    this.fusedRow[0] = -1;
+    this.replayed(r - from);
+    return r;
+  }
+
+  // The row fusedRows or reverseRows is at, which an error names, or -1.
+  private readonly fusedRow = Int32Array.of(-1);
 
   // `targets`: the nodes whose tangents (jvp) or second-order results (hvp) the caller reads.
   private seedTangents(rec: Recording, direction: ArrayLike<number>, targets: ArrayLike<number>, what: string, hvpOutput = -1): Float64Array {

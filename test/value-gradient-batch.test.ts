@@ -76,7 +76,7 @@ describe('valueAndGradientBatch equals row-by-row valueAndGradient, bit for bit'
     const f = compile(piecewise, { inputs: 3 });
     const bad = null as unknown as Float64Array;
     expect(() => f.gradientBatch(X, 1, bad)).toThrow('gradientBatch: out must be a Float64Array of at least 3 numbers, got null (leave it out for a new array)');
-    expect(() => f.valueAndGradientBatch(X, 1, undefined, bad)).toThrow('valueAndGradientBatch: values must be a Float64Array of at least 1 numbers, got null');
+    expect(() => f.valueAndGradientBatch(X, 1, undefined, bad)).toThrow('valueAndGradientBatch: values must be a Float64Array of at least 1 number, got null');
     expect(() => f.jvpBatch(X, 2, X, new Float64Array(2), new Float64Array(1))).toThrow('jvpBatch: values must be a Float64Array of at least 2 numbers, got an object (Float64Array) of length 1');
     expect(() => f.vjpBatch(X, 1, [1], undefined, bad)).toThrow(/^vjpBatch: values must be/);
     expect(() => f.hvpBatch(X, 1, X, bad)).toThrow(/^hvpBatch: out must be/);
@@ -266,4 +266,105 @@ describe.each(['wasm', 'js'] as const)('batch arguments and output counts (%s)',
       expect(g.valueAndGradientBatch([3], 1).map((a) => a[0])).toEqual([9, 6]);
     }
   });
+});
+
+// After its first row, a directional batch runs its rows through the engine's sweeps with none of
+// the per-row calls around them (jvpBatch and hvpBatch through the generated forward-tangent
+// sweep, vjpBatch through the replay and the reverse sweep), falling back to the call at a row
+// whose guards fail: the same bits as calls row by row, through stretches of one branch and
+// changes between them, and the same errors, naming the same rows.
+describe('directional batches past their first row', () => {
+  const RUN_ROWS = 120;
+  // Runs of rows on one side of 0, of lengths 1 to 7, so the rows between branch changes run
+  // through the sweeps and a change lands at every offset of a run.
+  const X2 = Float64Array.from({ length: RUN_ROWS * 3 }, (_, k) => {
+    const r = Math.floor(k / 3), run = Math.floor(Math.sqrt(2 * r));
+    return (run % 2 === 0 ? 1 : -1) * (0.3 + 0.25 * Math.abs(Math.sin(1.3 * k)));
+  });
+  const D2 = Float64Array.from({ length: RUN_ROWS * 3 }, (_, k) => Math.cos(0.7 * k) * (k % 5 === 0 ? 0 : 1));
+  const twoOutputs = (x: Var[]): Var[] => {
+    const [a, b, c] = x as [Var, Var, Var];
+    const y = a.gt(0).value ? a.mul(b).sin().add(c.tanh()) : a.neg().sqrt().mul(c).sub(b.exp());
+    return [y.mul(a).add(c.square()), b.log1p().mul(y)];
+  };
+  const variants: [string, CompileOptions][] = [
+    ['wasm, generated sweeps', { inputs: 3 }],
+    ['wasm, interpreted', { inputs: 3, codegen: false }],
+    ['js', { inputs: 3, backend: 'js' }],
+  ];
+  for (const [name, options] of variants) {
+    it(`${name}: the same bits and values as row-by-row calls`, () => {
+      const f = compile(twoOutputs, options as never), g = compile(guarded, options as never);
+      const jvpValues = new Float64Array(RUN_ROWS * 2), vjpValues = new Float64Array(RUN_ROWS * 2), hvpValues = new Float64Array(RUN_ROWS);
+      const V = D2.subarray(0, RUN_ROWS * 2);
+      const jvps = f.jvpBatch(X2, RUN_ROWS, D2, undefined, jvpValues);
+      const vjps = f.vjpBatch(X2, RUN_ROWS, V, undefined, vjpValues);
+      const hvps = g.hvpBatch(X2, RUN_ROWS, D2, undefined, hvpValues);
+      const single = compile(twoOutputs, options as never), singleG = compile(guarded, options as never);
+      for (let r = 0; r < RUN_ROWS; r++) {
+        const x = X2.subarray(3 * r, 3 * r + 3), d = D2.subarray(3 * r, 3 * r + 3);
+        expect([...jvps.subarray(2 * r, 2 * r + 2)], `jvp row ${r}`).toEqual([...single.jvp(x, d)]);
+        expect([...vjps.subarray(3 * r, 3 * r + 3)], `vjp row ${r}`).toEqual([...single.vjp(x, V.subarray(2 * r, 2 * r + 2))]);
+        expect([...hvps.subarray(3 * r, 3 * r + 3)], `hvp row ${r}`).toEqual([...singleG.hvp(x, d)]);
+        const value = single.value(x) as Float64Array;
+        expect([...jvpValues.subarray(2 * r, 2 * r + 2)], `jvp values row ${r}`).toEqual([...value]);
+        expect([...vjpValues.subarray(2 * r, 2 * r + 2)], `vjp values row ${r}`).toEqual([...value]);
+        expect(Object.is(hvpValues[r], singleG.value(x)), `hvp value row ${r}`).toBe(true);
+      }
+      // Each branch change recorded f again: once a change in the calls (jvp, vjp and value at one
+      // row), once a change and batch here (the jvp batch, then the vjp batch).
+      expect(single.rerecords).toBeGreaterThan(10);
+      expect(f.rerecords).toBeGreaterThanOrEqual(2 * single.rerecords);
+    });
+  }
+
+  it('on wasm with generated sweeps the rows after the first go through the fused sweeps, stopping at each branch change', async () => {
+    const { WasmBackend } = await import('../src/wasm/backend.ts');
+    // Three runs of 20 rows: the recorded branch, the other, the recorded one again.
+    const rows = 60, X = Float64Array.from({ length: 3 * rows }, (_, k) => (Math.floor(k / 60) === 1 ? -1 : 1) * (0.3 + 0.25 * Math.abs(Math.sin(1.3 * k))));
+    const D = Float64Array.from({ length: 3 * rows }, (_, k) => Math.cos(0.7 * k));
+    const fused = WasmBackend.prototype.forwardTangentRows;
+    let swept = 0, stops = 0;
+    WasmBackend.prototype.forwardTangentRows = function (this: InstanceType<typeof WasmBackend>, ...args: Parameters<typeof fused>) {
+      const done = fused.apply(this, args);
+      swept += done - args[2];
+      if (done < args[3]) stops++;
+      return done;
+    };
+    try {
+      for (const kind of ['jvp', 'hvp'] as const) {
+        swept = stops = 0;
+        const f = compile(guarded, { inputs: 3 }), single = compile(guarded, { inputs: 3 });
+        const batch = kind === 'jvp' ? f.jvpBatch(X, rows, D) : f.hvpBatch(X, rows, D);
+        // Row 0 and the first row of each change by the call, the rest through the sweeps.
+        expect([swept, stops, f.rerecords], kind).toEqual([rows - 3, 2, 2]);
+        expect(f.generatedSweeps).toBe('active');
+        for (let r = 0; r < rows; r++) {
+          const x = X.subarray(3 * r, 3 * r + 3), d = D.subarray(3 * r, 3 * r + 3);
+          if (kind === 'jvp') expect(Object.is(batch[r], single.jvp(x, d)[0]), `jvp row ${r}`).toBe(true);
+          else expect([...batch.subarray(3 * r, 3 * r + 3)], `hvp row ${r}`).toEqual([...single.hvp(x, d)]);
+        }
+      }
+    } finally {
+      WasmBackend.prototype.forwardTangentRows = fused;
+    }
+  });
+
+  for (const [name, options] of variants) {
+    it(`${name}: a strict function's branch change among such rows names its row`, () => {
+      const f = compile(guarded, { ...options, strict: true } as never);
+      // Rows 0-6 on the recorded branch, row 7 on the other.
+      const X = Float64Array.from({ length: 24 }, (_, k) => (k === 21 ? -0.5 : 0.5 + 0.01 * k)), D = new Float64Array(24).fill(1);
+      for (const [what, batch] of [
+        ['jvpBatch', () => f.jvpBatch(X, 8, D)], ['hvpBatch', () => f.hvpBatch(X, 8, D)], ['vjpBatch', () => f.vjpBatch(X, 8, D)],
+      ] as const) {
+        const e = errorOf(batch);
+        expect(e.code, what).toBe('BRANCH_CHANGED');
+        expect(e.message.startsWith(`${what}, row 7: a comparison recorded at node`), e.message).toBe(true);
+        // Usable after, and right.
+        const x = X.subarray(0, 3);
+        expect(Array.from(f.jvpBatch(x, 1, D.subarray(0, 3)))).toEqual(Array.from(f.jvp(x, D.subarray(0, 3))));
+      }
+    });
+  }
 });
