@@ -243,7 +243,13 @@ export function opArity(op: i32): i32 {
   // From 2^53 z - 2 is even, and z - 1 rounds to an even integer: the value at |x| (the z < 2 form
   // had the wrong sign for -1 < x < 0, a review).
   if (x < 0 && Math.abs(z) >= 9007199254740992) x = -x;
-  return x != 0 && Math.abs(x) < 1 && z < 2 ? z * ((z - 1) * Math.pow(x, z - 1)) / x : z * ((z - 1) * Math.pow(x, z - 2));
+  if (!(x != 0 && Math.abs(x) < 1 && z < 2)) return z * ((z - 1) * Math.pow(x, z - 2));
+  const d = z * ((z - 1) * Math.pow(x, z - 1)) / x;
+  // x^(z-1) overflows for a subnormal x where a tiny z keeps the product finite (x = 1e-310,
+  // z = 5e-324: -Infinity for -4.9e296, a probe): x^z apart, divided by x once per factor.
+  if (isFinite(d)) return d;
+  const e = z / x * ((z - 1) * Math.pow(x, z)) / x;
+  return e == e ? e : d;
 }
 
 // d/dz x^z = y ln x; 0 at x = 0 (the numerics policy: d/dc x^c at x = 0 is 0, for every z, where
@@ -505,6 +511,13 @@ export let partialZ: f64 = 0;
       // V8's hypot, which the JS engine's rule takes: AssemblyScript's rounds otherwise, and the
       // partials differed between the engines at a fifth of the points (a review probe).
       const h = hypot(x, z);
+      // Both finite, their radius past the doubles: in units of the operands scaled by 2^-600
+      // (exact), where z/h/h was 0 for a partial of about 1e-309 (a probe).
+      if (h == Infinity && isFinite(x) && isFinite(z)) {
+        const xs = x * 2.409919865102884e-181, zs = z * 2.409919865102884e-181, r = hypot(xs, zs);
+        partialZ = -xs / r / r * 2.409919865102884e-181;
+        return zs / r / r * 2.409919865102884e-181;
+      }
       // One operand infinite: both partials tend to 0, where Infinity / Infinity gave NaN (a probe).
       if (h == Infinity && (isFinite(x) || isFinite(z))) {
         partialZ = isFinite(x) ? -x / h / h : 0;
@@ -524,6 +537,13 @@ export let partialZ: f64 = 0;
     case Op.Max: partialZ = pickFirst(z, x, z > x); return pickFirst(x, z, x > z);
     case Op.Hypot: {
       if (y == 0) return 0;
+      // Both finite, the radius past the doubles: in units of the operands scaled by 2^-600
+      // (exact), where x/y gave (0, 0) for a unit vector at (1.5e308, 1.5e308) (a probe).
+      if (y == Infinity && isFinite(x) && isFinite(z)) {
+        const xs = x * 2.409919865102884e-181, zs = z * 2.409919865102884e-181, r = hypot(xs, zs);
+        partialZ = zs / r;
+        return xs / r;
+      }
       // One operand infinite: its partial is its sign, the other's 0 (Infinity / Infinity was NaN).
       if (y == Infinity && (isFinite(x) || isFinite(z))) {
         partialZ = isFinite(z) ? z / y : Math.sign(z);
@@ -578,8 +598,9 @@ export let partialZTangent: f64 = 0;
     // y·(tz/z): y·tz first underflowed where the term did not (x0/x1 at (1e-200, 1e-160) along
     // (0, 1e-300): H·v half its 2e-20, a probe); y/z·tz fixed that but left x/x's two terms, tz/z/z
     // and (1/z)·tz/z, apart by a rounding (H·v of x/x not 0 along most directions: a read-through),
-    // where tz/z rounds once in both.
-    case Op.Div: partialZTangent = ((tz == 0 ? 0 : y * (tz / z)) - ty) / z; return y != y ? NaN : tz == 0 ? 0 : -tz / z / z;
+    // where tz/z rounds once in both. Left out where y is 0 too: tz/z overflows for a subnormal z,
+    // and 0·∞ made d²(x/z)/dz² NaN at x = 0 where it is 2x/z³ = 0 (a probe).
+    case Op.Div: partialZTangent = ((tz == 0 || y == 0 ? 0 : y * (tz / z)) - ty) / z; return y != y ? NaN : tz == 0 ? 0 : -tz / z / z;
     case Op.Recip: return -2 * y * ty;
     case Op.Square: return 2 * tx;
     case Op.Sqrt: return -0.5 * ty / (y * y);
@@ -608,7 +629,12 @@ export let partialZTangent: f64 = 0;
       // was Infinity against the other order's 7.1e157; at (1e-300, 2) 7e-4 off).
       // (At x = -0 and z = 0, 1/|x|: the limit from x > 0, as at +0; 1/x gave -Infinity, a probe.)
       const xz1 = z == 0 ? 1 / Math.abs(x) : Math.pow(x, z - 1);
-      partialZTangent = (ty == 0 ? 0 : ty * Math.log(x)) + (tx == 0 ? 0 : tx * xz1);
+      const lnx = Math.log(x);
+      partialZTangent = (ty == 0 ? 0 : ty * lnx) + (tx == 0 ? 0 : tx * xz1);
+      // ∞ − ∞ where x^(z-1) overflows (5e-324 and 1e-8, 1e-315 and 0.01: NaN against the other
+      // order's ±Infinity, a probe): ty taken apart (z·x^(z-1)·tx + y·ln x·tz) and x^(z-1)
+      // factored out of its terms, as the mixed term below.
+      if (partialZTangent != partialZTangent) partialZTangent = (tx == 0 ? 0 : tx * (xz1 * (1 + z * lnx))) + (tz == 0 ? 0 : tz * (y * lnx * lnx));
       if (z == 0) return tz == 0 ? 0 : tz * xz1;
       // The mixed term x^(z-1)(1 + z ln x) is 0 where the power is (x = Infinity, z < 1: 0·∞ gave
       // NaN against the other order's 0, a probe), as at x = 0.

@@ -163,11 +163,21 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
       [(v) => v[0]!.pow(-(2 ** 53 + 2)), [-1], [2 ** 53 + 2]],
       [(v) => v[0]!.hypot(v[1]!), [5e-324, 5e-324], [Math.SQRT1_2, Math.SQRT1_2]],
       [(v) => v[0]!.hypot(v[1]!), [3e-320, -4e-320], [0.6, -0.8]],
+      // And at radii past the doubles, of finite operands (a probe: x/r gave (0, 0)).
+      [(v) => v[0]!.hypot(v[1]!), [1.5e308, 1.5e308], [Math.SQRT1_2, Math.SQRT1_2]],
+      [(v) => v[0]!.hypot(v[1]!), [1e308, -1.5e308], [2 / Math.sqrt(13), -3 / Math.sqrt(13)]],
+      [(v) => v[0]!.hypot(v[1]!), [Number.MAX_VALUE, Number.MAX_VALUE], [Math.SQRT1_2, Math.SQRT1_2]],
     ];
     for (const [f, x, want] of cases) {
       const got = [Array.from(grad(f, { backend })(x))];
       for (const codegen of [true, false]) got.push(Array.from(compile(f, { inputs: x.length, backend, codegen, at: x }).gradient(x)));
       for (const g of got) g.forEach((v, k) => (Number.isNaN(want[k]!) ? expect(v).toBeNaN() : expect(v, `${x} ${k}`).toBeCloseTo(want[k]!, 12)));
+    }
+    // atan2's partials there are subnormal (z/r², −x/r²), not 0: in units of r too.
+    for (const [x, z] of [[1.5e308, 1.5e308], [1e308, 1.5e308], [-1.2e308, 1.7e308]] as const) {
+      const r2 = (x / 2 ** 600) ** 2 + (z / 2 ** 600) ** 2, want = [z / 2 ** 600 / r2 / 2 ** 600, -x / 2 ** 600 / r2 / 2 ** 600];
+      const g = grad((v: Var[]) => v[0]!.atan2(v[1]!), { backend })([x, z]);
+      for (let k = 0; k < 2; k++) expect(g[k]! / want[k]!, `atan2 at (${x}, ${z}) ${k}: ${g[k]} for ${want[k]}`).toBeCloseTo(1, 5);
     }
     // Its second partials too (a read-through: the unit vector from a subnormal radius was 7e-5 off).
     // (mpmath at 50 digits: w²/r and −u·w/r along 1e-20, at the doubles nearest these decimals.)
@@ -548,6 +558,12 @@ describe.each(BACKENDS)('hypot and atan2 at an infinite operand, div at a zero d
       const at = [0.1 + 0.137 * k], along = [0.3 + 0.071 * k];
       expect([hvp(self, at, along, { backend })[0], compiled.hvp(at, along)[0]], `at ${at[0]} along ${along[0]}`).toEqual([0, 0]);
     }
+    // At x = 0 with a subnormal z, tz/z overflows: the term y·(tz/z) is left out where y is 0, as
+    // where tz is (a probe: d²(x/z)/dz² was NaN there, where 2x/z³ is 0).
+    for (const z of [5e-324, 1e-310]) {
+      expect(hessian(f, [0, z], { backend }).data[3], `H11 at (0, ${z})`).toBe(0);
+      for (const codegen of [true, false]) expect(compile(f, { inputs: 2, backend, codegen, at: [1, 1] }).hvp([0, z], [0, 1])[1], `codegen ${codegen}`).toBe(0);
+    }
   });
 
   it('div at z = 0: H00 is 0, the mixed terms -Infinity, on a tape and compiled', () => {
@@ -833,11 +849,28 @@ describe.each(BACKENDS)('pow\'s second derivatives: NaN with the gradient, both 
   it('both orders of the mixed term alike where x^(c-1) overflows or the exponent is infinite', () => {
     // x^(c-1)(1 + c ln x) at (1e-310, 1e-8) is about 1e310: +Infinity both ways.
     same(Array.from(hessian(P, [1e-310, 1e-8], { backend }).data).slice(1, 3), [Infinity, Infinity]);
+    // Nearer 0, or c larger, ty·ln x overflows too, and that order's ∞ − ∞ was NaN (a probe): the
+    // true values, ±1e310 to ±1e323, overflow as the other order gives them.
+    for (const [point, mixed] of [[[5e-324, 1e-8], Infinity], [[1e-320, 1e-8], Infinity], [[1e-315, 0.01], -Infinity], [[5e-324, 0.01], -Infinity]] as const) {
+      same(Array.from(hessian(P, [...point], { backend }).data).slice(1, 3), [mixed, mixed]);
+      for (const codegen of [true, false]) same(Array.from(compile(P, { inputs: 2, backend, codegen, at: [0.5, 2] }).hvp([...point], [1, 0])).slice(1), [mixed]);
+    }
     // An infinite exponent with a zero power: the x-partial c·x^(c-1) is ∞·0 = NaN (IEEE), and so
     // is every second partial through it, in both orders (the mixed one was 0 against NaN).
     for (const point of [[0.5, Infinity], [3, -Infinity]]) {
       same(Array.from(grad(P, { backend })(point)), [NaN, 0]);
       same(Array.from(hessian(P, point, { backend }).data), [NaN, NaN, NaN, 0]);
+    }
+  });
+  // z(z-1)x^(z-2) for a subnormal x and a tiny z: x^(z-1) overflowed before z made the product
+  // finite (a probe: -Infinity for -4.9e296 at x = 1e-310, z = 5e-324).
+  it('the second derivative in x is not lost to an early overflow', () => {
+    for (const [x, z] of [[1e-310, 5e-324], [1e-310, 1e-320], [1e-315, 5e-324]] as const) {
+      const want = z / x * (z - 1) / x;
+      for (const f of [(v: Var[]) => v[0]!.pow(z), (v: Var[]) => v[0]!.pow(v[1]!)]) {
+        const got = hessian(f, [x, z], { backend }).data[0]!;
+        expect(got / want, `${x}, ${z}: ${got} for ${want}`).toBeCloseTo(1, 12);
+      }
     }
   });
   it('the second derivative in x is not lost to an early underflow', () => {

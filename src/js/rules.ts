@@ -50,7 +50,12 @@ function powBaseDerivative(x: number, z: number): number {
 function powSecondDerivative(x: number, z: number): number {
   if (x !== x || (x < 0 && z !== Math.floor(z))) return NaN;
   if (x < 0 && Math.abs(z) >= 9007199254740992) x = -x; // see the core
-  return x !== 0 && Math.abs(x) < 1 && z < 2 ? z * ((z - 1) * Math.pow(x, z - 1)) / x : z * ((z - 1) * Math.pow(x, z - 2));
+  if (!(x !== 0 && Math.abs(x) < 1 && z < 2)) return z * ((z - 1) * Math.pow(x, z - 2));
+  const d = z * ((z - 1) * Math.pow(x, z - 1)) / x;
+  // As the core: x^z apart where x^(z-1) overflows.
+  if (Number.isFinite(d)) return d;
+  const e = z / x * ((z - 1) * Math.pow(x, z)) / x;
+  return e === e ? e : d;
 }
 
 // As assembly/ops.ts: 0 at x = 0 (the numerics policy) and where y = 0 for x > 0.
@@ -201,6 +206,12 @@ function partialsOf(op: number): void {
     case atan: { reg[OUT] = 1 / (1 + x * x); return; }
     case atan2: {
       const h = Math.hypot(x, z);
+      // As in the core: both finite past the doubles, in units scaled by 2^-600.
+      if (h === Infinity && Number.isFinite(x) && Number.isFinite(z)) {
+        const xs = x * 2.409919865102884e-181, zs = z * 2.409919865102884e-181, r = Math.hypot(xs, zs);
+        partialZ[0] = -xs / r / r * 2.409919865102884e-181;
+        { reg[OUT] = zs / r / r * 2.409919865102884e-181; return; }
+      }
       // As in the core: one operand infinite, both partials 0 (Infinity / Infinity was NaN).
       if (h === Infinity && (Number.isFinite(x) || Number.isFinite(z))) {
         partialZ[0] = Number.isFinite(x) ? -x / h / h : 0;
@@ -226,6 +237,12 @@ function partialsOf(op: number): void {
     case max: partialZ[0] = pickFirst(z, x, z > x); { reg[OUT] = pickFirst(x, z, x > z); return; }
     case hypot: {
       if (y === 0) { reg[OUT] = 0; return; }
+      // As in the core: both finite past the doubles, in units scaled by 2^-600.
+      if (y === Infinity && Number.isFinite(x) && Number.isFinite(z)) {
+        const xs = x * 2.409919865102884e-181, zs = z * 2.409919865102884e-181, r = Math.hypot(xs, zs);
+        partialZ[0] = zs / r;
+        { reg[OUT] = xs / r; return; }
+      }
       // As in the core: one operand infinite, its partial its sign and the other's 0.
       if (y === Infinity && (Number.isFinite(x) || Number.isFinite(z))) {
         partialZ[0] = Number.isFinite(z) ? z / y : Math.sign(z);
@@ -304,8 +321,8 @@ function partialsTangentOf(op: number): void {
   switch (op) {
     case mul: partialZTangent[0] = tx; { reg[OUT] = tz; return; }
     // As in the core: divided by z twice, not by z·z, which underflows below 1e-162.
-    // y·(tz/z), left out where tz is 0 (see the core).
-    case div: partialZTangent[0] = ((tz === 0 ? 0 : y * (tz / z)) - ty) / z; { reg[OUT] = y !== y ? NaN : tz === 0 ? 0 : -tz / z / z; return; }
+    // y·(tz/z), left out where tz or y is 0 (see the core).
+    case div: partialZTangent[0] = ((tz === 0 || y === 0 ? 0 : y * (tz / z)) - ty) / z; { reg[OUT] = y !== y ? NaN : tz === 0 ? 0 : -tz / z / z; return; }
     case recip: { reg[OUT] = -2 * y * ty; return; }
     case square: { reg[OUT] = 2 * tx; return; }
     case sqrt: { reg[OUT] = -0.5 * ty / (y * y); return; }
@@ -328,7 +345,10 @@ function partialsTangentOf(op: number): void {
       }
       // y/x as x^(z-1) (see the core).
       const xz1 = z === 0 ? 1 / Math.abs(x) : Math.pow(x, z - 1);
-      partialZTangent[0] = (ty === 0 ? 0 : ty * Math.log(x)) + (tx === 0 ? 0 : tx * xz1);
+      const lnx = Math.log(x);
+      partialZTangent[0] = (ty === 0 ? 0 : ty * lnx) + (tx === 0 ? 0 : tx * xz1);
+      // As the core: ∞ − ∞ where x^(z-1) overflows, ty taken apart.
+      if (partialZTangent[0] !== partialZTangent[0]) partialZTangent[0] = (tx === 0 ? 0 : tx * (xz1 * (1 + z * lnx))) + (tz === 0 ? 0 : tz * (y * lnx * lnx));
       if (z === 0) { reg[OUT] = tz === 0 ? 0 : tz * xz1; return; }
       const mixed = xz1 === 0 && Number.isFinite(z) ? 0 : xz1 + z * xz1 * Math.log(x);
       { reg[OUT] = (tz === 0 ? 0 : tz * (mixed === mixed ? mixed : xz1 * (1 + z * Math.log(x)))) + (tx === 0 || z === 1 ? 0 : tx * powSecondDerivative(x, z)); return; }

@@ -142,9 +142,10 @@ export interface Operands { x: Emit; z: Emit; y: Emit; tx: Emit; tz: Emit; ty: E
 export const SECOND_ORDER: Partial<Record<number, (fn: Bytes, o: Operands) => void>> = {
   // dpb = tx, dpa = tz
   [Op.mul]: (fn, o) => { o.tx(); o.tz(); },
-  // dpb = ((tz != 0 ? y (tz / z) : 0) - ty) / z, dpa = y != y ? NaN : tz != 0 ? -tz / z / z : 0
+  // dpb = ((tz != 0 && y != 0 ? y (tz / z) : 0) - ty) / z, dpa = y != y ? NaN : tz != 0 ? -tz / z / z : 0
   [Op.div]: (fn, o) => {
-    o.y(); o.tz(); o.z(); fn.byte(W_F64Div); fn.byte(W_F64Mul); fn.f64Const(0); o.tz(); fn.f64Const(0); fn.byte(W_F64Ne); fn.byte(W_Select);
+    o.y(); o.tz(); o.z(); fn.byte(W_F64Div); fn.byte(W_F64Mul); fn.f64Const(0);
+    o.tz(); fn.f64Const(0); fn.byte(W_F64Ne); o.y(); fn.f64Const(0); fn.byte(W_F64Ne); fn.byte(W_I32And); fn.byte(W_Select);
     o.ty(); fn.byte(W_F64Sub); o.z(); fn.byte(W_F64Div);
     fn.f64Const(NaN);
     o.tz(); fn.byte(W_F64Neg); o.z(); fn.byte(W_F64Div); o.z(); fn.byte(W_F64Div); fn.f64Const(0); o.tz(); fn.f64Const(0); fn.byte(W_F64Ne); fn.byte(W_Select);
