@@ -245,11 +245,39 @@ export function opArity(op: i32): i32 {
   if (x < 0 && Math.abs(z) >= 9007199254740992) x = -x;
   if (!(x != 0 && Math.abs(x) < 1 && z < 2)) return z * ((z - 1) * Math.pow(x, z - 2));
   const d = z * ((z - 1) * Math.pow(x, z - 1)) / x;
-  // x^(z-1) overflows for a subnormal x where a tiny z keeps the product finite (x = 1e-310,
-  // z = 5e-324: -Infinity for -4.9e296, a probe): x^z apart, divided by x once per factor.
-  if (isFinite(d)) return d;
+  return isFinite(d) ? d : powSecondApart(x, z, d);
+}
+
+// x^(z-1) overflows for a subnormal x where a tiny z keeps z(z-1)x^(z-2) finite (x = 1e-310,
+// z = 5e-324: -Infinity for -4.9e296, a probe): x^z apart, divided by x once per factor; `d`
+// where that is NaN. Out of line, as the other rare paths of the rules, which every sweep inlines.
+// @ts-ignore: decorator
+@noinline function powSecondApart(x: f64, z: f64, d: f64): f64 {
   const e = z / x * ((z - 1) * Math.pow(x, z)) / x;
   return e == e ? e : d;
+}
+
+// pow's partialZTangent, ty·ln x + tx·x^(z-1), where it is ∞ − ∞ (x^(z-1) overflowing: 5e-324 and
+// 1e-8, 1e-315 and 0.01 gave NaN against the other order's ±Infinity, a probe): ty taken apart
+// (z·x^(z-1)·tx + y·ln x·tz) and x^(z-1) factored out of its terms, as the mixed term.
+// @ts-ignore: decorator
+@noinline function powMixedApart(z: f64, y: f64, tx: f64, tz: f64, xz1: f64, lnx: f64): f64 {
+  return (tx == 0 ? 0 : tx * (xz1 * (1 + z * lnx))) + (tz == 0 ? 0 : tz * (y * lnx * lnx));
+}
+
+// The first partials of hypot (its unit vector) or atan2 (that vector turned, over the radius)
+// from the operands scaled by `scale`, a power of two (exact), where the radius keeps few digits
+// (subnormal: 2^600) or is past the doubles (of finite operands: 2^-600, where x/r gave (0, 0)
+// for hypot at (1.5e308, 1.5e308) and atan2 0 for about 3e-309, a probe).
+// @ts-ignore: decorator
+@noinline function scaledRadiusPartials(op: i32, x: f64, z: f64, scale: f64): f64 {
+  const xs = x * scale, zs = z * scale, r = hypot(xs, zs);
+  if (op == Op.Hypot) {
+    partialZ = zs / r;
+    return xs / r;
+  }
+  partialZ = -xs / r / r * scale;
+  return zs / r / r * scale;
 }
 
 // d/dz x^z = y ln x; 0 at x = 0 (the numerics policy: d/dc x^c at x = 0 is 0, for every z, where
@@ -511,13 +539,7 @@ export let partialZ: f64 = 0;
       // V8's hypot, which the JS engine's rule takes: AssemblyScript's rounds otherwise, and the
       // partials differed between the engines at a fifth of the points (a review probe).
       const h = hypot(x, z);
-      // Both finite, their radius past the doubles: in units of the operands scaled by 2^-600
-      // (exact), where z/h/h was 0 for a partial of about 1e-309 (a probe).
-      if (h == Infinity && isFinite(x) && isFinite(z)) {
-        const xs = x * 2.409919865102884e-181, zs = z * 2.409919865102884e-181, r = hypot(xs, zs);
-        partialZ = -xs / r / r * 2.409919865102884e-181;
-        return zs / r / r * 2.409919865102884e-181;
-      }
+      if (h == Infinity && isFinite(x) && isFinite(z)) return scaledRadiusPartials(op, x, z, 2.409919865102884e-181);
       // One operand infinite: both partials tend to 0, where Infinity / Infinity gave NaN (a probe).
       if (h == Infinity && (isFinite(x) || isFinite(z))) {
         partialZ = isFinite(x) ? -x / h / h : 0;
@@ -537,25 +559,14 @@ export let partialZ: f64 = 0;
     case Op.Max: partialZ = pickFirst(z, x, z > x); return pickFirst(x, z, x > z);
     case Op.Hypot: {
       if (y == 0) return 0;
-      // Both finite, the radius past the doubles: in units of the operands scaled by 2^-600
-      // (exact), where x/y gave (0, 0) for a unit vector at (1.5e308, 1.5e308) (a probe).
-      if (y == Infinity && isFinite(x) && isFinite(z)) {
-        const xs = x * 2.409919865102884e-181, zs = z * 2.409919865102884e-181, r = hypot(xs, zs);
-        partialZ = zs / r;
-        return xs / r;
-      }
+      if (y == Infinity && isFinite(x) && isFinite(z)) return scaledRadiusPartials(op, x, z, 2.409919865102884e-181);
       // One operand infinite: its partial is its sign, the other's 0 (Infinity / Infinity was NaN).
       if (y == Infinity && (isFinite(x) || isFinite(z))) {
         partialZ = isFinite(z) ? z / y : Math.sign(z);
         return isFinite(x) ? x / y : Math.sign(x);
       }
-      // A subnormal radius keeps few digits: in units of the operands scaled by 2^600 (exact), as
       // x/y gave (1, 1) at (5e-324, 5e-324), a probe.
-      if (y < 2.2250738585072014e-308) {
-        const xs = x * 4.149515568880993e180, zs = z * 4.149515568880993e180, r = hypot(xs, zs);
-        partialZ = zs / r;
-        return xs / r;
-      }
+      if (y < 2.2250738585072014e-308) return scaledRadiusPartials(op, x, z, 4.149515568880993e180);
       partialZ = z / y;
       return x / y;
     }
@@ -631,10 +642,7 @@ export let partialZTangent: f64 = 0;
       const xz1 = z == 0 ? 1 / Math.abs(x) : Math.pow(x, z - 1);
       const lnx = Math.log(x);
       partialZTangent = (ty == 0 ? 0 : ty * lnx) + (tx == 0 ? 0 : tx * xz1);
-      // ∞ − ∞ where x^(z-1) overflows (5e-324 and 1e-8, 1e-315 and 0.01: NaN against the other
-      // order's ±Infinity, a probe): ty taken apart (z·x^(z-1)·tx + y·ln x·tz) and x^(z-1)
-      // factored out of its terms, as the mixed term below.
-      if (partialZTangent != partialZTangent) partialZTangent = (tx == 0 ? 0 : tx * (xz1 * (1 + z * lnx))) + (tz == 0 ? 0 : tz * (y * lnx * lnx));
+      if (partialZTangent != partialZTangent) partialZTangent = powMixedApart(z, y, tx, tz, xz1, lnx);
       if (z == 0) return tz == 0 ? 0 : tz * xz1;
       // The mixed term x^(z-1)(1 + z ln x) is 0 where the power is (x = Infinity, z < 1: 0·∞ gave
       // NaN against the other order's 0, a probe), as at x = 0.

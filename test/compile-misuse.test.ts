@@ -295,7 +295,9 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
       ['gradientBatch', (x, out) => f.gradientBatch(x, 1, out)],
     ];
     for (const [name, call] of calls) {
-      const buffer = new ArrayBuffer(16, { maxByteLength: 64 }), out = new Float64Array(buffer);
+      // A resizable buffer (ES2024; the project's lib is older).
+      const Resizable = ArrayBuffer as unknown as new (length: number, options: { maxByteLength: number }) => ArrayBuffer & { resize(length: number): void };
+      const buffer = new Resizable(16, { maxByteLength: 64 }), out = new Float64Array(buffer);
       const shrinking = new Proxy([1, 2], { get: (t, k) => (k === '1' && buffer.resize(8), Reflect.get(t, k)) });
       expect(() => call(shrinking, out), name).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(new RegExp(`^${name}: out must be a Float64Array of at least 2 numbers, got .* of length 1$`)) }));
       const detached = new Float64Array(2);
