@@ -534,7 +534,9 @@ export let partialZ: f64 = 0;
     case Op.Tan: return 1 + y * y;
     case Op.Asin: return 1 / Math.sqrt((1 - x) * (1 + x));
     case Op.Acos: return -1 / Math.sqrt((1 - x) * (1 + x));
-    case Op.Atan: return 1 / (1 + x * x);
+    // 1/x/x where 1 + x² overflows, past 1e154, and the partial is a subnormal number (0 at 1e155
+    // for 1e-310, a probe).
+    case Op.Atan: { const u = 1 + x * x; return u == Infinity && isFinite(x) ? 1 / x / x : 1 / u; }
     case Op.Atan2: {
       // V8's hypot, which the JS engine's rule takes: AssemblyScript's rounds otherwise, and the
       // partials differed between the engines at a fifth of the points (a review probe).
@@ -660,10 +662,12 @@ export let partialZTangent: f64 = 0;
     // Outside the domain NaN, as the first partial is (the formulas alone are finite there), but
     // 0 along a zero tangent, as the tangent sweep adds nothing for one: a NaN element of a vector
     // leaves the Hessian's cross terms with the others 0, as the gradient keeps theirs.
-    case Op.Log: return tx == 0 ? 0 : x >= 0 ? -tx / (x * x) : NaN;
-    case Op.Log1p: return tx == 0 ? 0 : x >= -1 ? -tx / ((1 + x) * (1 + x)) : NaN;
-    case Op.Log2: return tx == 0 ? 0 : x >= 0 ? -tx / (x * x * LN2) : NaN;
-    case Op.Log10: return tx == 0 ? 0 : x >= 0 ? -tx / (x * x * LN10) : NaN;
+    // Divided by x twice, not by x·x, which overflows past 1e154 where the result is a subnormal
+    // number (log'' at 1e155: 0 for -1e-310, a probe).
+    case Op.Log: return tx == 0 ? 0 : x >= 0 ? -tx / x / x : NaN;
+    case Op.Log1p: return tx == 0 ? 0 : x >= -1 ? -tx / (1 + x) / (1 + x) : NaN;
+    case Op.Log2: return tx == 0 ? 0 : x >= 0 ? -tx / x / (x * LN2) : NaN;
+    case Op.Log10: return tx == 0 ? 0 : x >= 0 ? -tx / x / (x * LN10) : NaN;
     // sin'' = -sin and cos'' = -cos: the node's own value y, not a second evaluation.
     case Op.Sin: return -tx * y;
     case Op.Cos: return -tx * y;

@@ -862,6 +862,22 @@ describe.each(BACKENDS)('pow\'s second derivatives: NaN with the gradient, both 
       same(Array.from(hessian(P, point, { backend }).data), [NaN, NaN, NaN, 0]);
     }
   });
+  // Where the true derivative is a subnormal number, x·x overflowing past 1e154 gave 0 (a probe):
+  // divided by x twice instead, and atan's 1/(1 + x²) as 1/x/x there.
+  it('derivatives whose value is subnormal are not flushed to 0 by an overflowing square', () => {
+    const second = (f: (v: Var) => Var, x: number): number => hessian(f, x, { backend }).data[0]!;
+    const near = (got: number, want: number, what: string): void => expect(got / want, `${what}: ${got} for ${want}`).toBeCloseTo(1, 9);
+    near(second((v) => v.log(), 1e155), -1e-310, "log''(1e155)");
+    near(second((v) => v.log1p(), 1e155), -1e-310, "log1p''(1e155)");
+    near(second((v) => v.log2(), 1e155), -1e-310 / Math.LN2, "log2''(1e155)");
+    near(second((v) => v.log10(), 1e154), -1e-308 / Math.LN10, "log10''(1e154)");
+    for (const x of [1e155, -2e154]) {
+      near(grad((v: Var) => v.atan(), { backend })(x), 1 / x / x, `atan'(${x})`);
+      for (const codegen of [true, false]) near(compile((v: Var[]) => v[0]!.atan(), { inputs: 1, backend, codegen, at: [0.5] }).gradient([x])[0]!, 1 / x / x, `compiled atan'(${x})`);
+    }
+    expect(grad((v: Var) => v.atan(), { backend })(Infinity)).toBe(0);
+  });
+
   // z(z-1)x^(z-2) for a subnormal x and a tiny z: x^(z-1) overflowed before z made the product
   // finite (a probe: -Infinity for -4.9e296 at x = 1e-310, z = 5e-324).
   it('the second derivative in x is not lost to an early overflow', () => {

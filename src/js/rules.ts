@@ -203,7 +203,8 @@ function partialsOf(op: number): void {
     case tan: { reg[OUT] = 1 + y * y; return; }
     case asin: { reg[OUT] = 1 / Math.sqrt((1 - x) * (1 + x)); return; }
     case acos: { reg[OUT] = -1 / Math.sqrt((1 - x) * (1 + x)); return; }
-    case atan: { reg[OUT] = 1 / (1 + x * x); return; }
+    // As the core: 1/x/x where 1 + x² overflows.
+    case atan: { const u = 1 + x * x; reg[OUT] = u === Infinity && Number.isFinite(x) ? 1 / x / x : 1 / u; return; }
     case atan2: {
       const h = Math.hypot(x, z);
       // As in the core: both finite past the doubles, in units scaled by 2^-600.
@@ -360,10 +361,11 @@ function partialsTangentOf(op: number): void {
     // Outside the domain NaN, as the first partial is (the formulas alone are finite there), but
     // 0 along a zero tangent, as the tangent sweep adds nothing for one: a NaN element of a vector
     // leaves the Hessian's cross terms with the others 0, as the gradient keeps theirs.
-    case log: { reg[OUT] = tx === 0 ? 0 : x >= 0 ? -tx / (x * x) : NaN; return; }
-    case log1p: { reg[OUT] = tx === 0 ? 0 : x >= -1 ? -tx / ((1 + x) * (1 + x)) : NaN; return; }
-    case log2: { reg[OUT] = tx === 0 ? 0 : x >= 0 ? -tx / (x * x * LN2) : NaN; return; }
-    case log10: { reg[OUT] = tx === 0 ? 0 : x >= 0 ? -tx / (x * x * LN10) : NaN; return; }
+    // Divided by x twice, as the core.
+    case log: { reg[OUT] = tx === 0 ? 0 : x >= 0 ? -tx / x / x : NaN; return; }
+    case log1p: { reg[OUT] = tx === 0 ? 0 : x >= -1 ? -tx / (1 + x) / (1 + x) : NaN; return; }
+    case log2: { reg[OUT] = tx === 0 ? 0 : x >= 0 ? -tx / x / (x * LN2) : NaN; return; }
+    case log10: { reg[OUT] = tx === 0 ? 0 : x >= 0 ? -tx / x / (x * LN10) : NaN; return; }
     // As in the core: the node's own value y is sin x (cos x), no second evaluation.
     case sin: { reg[OUT] = -tx * y; return; }
     case cos: { reg[OUT] = -tx * y; return; }

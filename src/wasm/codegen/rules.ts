@@ -97,9 +97,15 @@ export const NATIVE_PARTIAL: Partial<Record<number, (fn: Bytes, x: Emit, z: Emit
   },
   // 1 + y * y
   [Op.tan]: (fn, _x, _z, y, L) => { fn.f64Const(1); y(); fn.tee(L.c); fn.get(L.c); fn.byte(W_F64Mul); fn.byte(W_F64Add); fn.set(L.pa); },
-  // 1 / (1 + x * x)
+  // u = 1 + x * x; u == Infinity && x finite ? 1 / x / x : 1 / u (u in pa until the end)
   [Op.atan]: (fn, x, _z, _y, L) => {
-    fn.f64Const(1); fn.f64Const(1); x(); fn.tee(L.c); fn.get(L.c); fn.byte(W_F64Mul); fn.byte(W_F64Add); fn.byte(W_F64Div); fn.set(L.pa);
+    x(); fn.set(L.c);
+    fn.f64Const(1); fn.get(L.c); fn.get(L.c); fn.byte(W_F64Mul); fn.byte(W_F64Add); fn.set(L.pa);
+    fn.f64Const(1); fn.get(L.c); fn.byte(W_F64Div); fn.get(L.c); fn.byte(W_F64Div);
+    fn.f64Const(1); fn.get(L.pa); fn.byte(W_F64Div);
+    fn.get(L.pa); fn.f64Const(Infinity); fn.byte(W_F64Eq);
+    fn.get(L.c); fn.get(L.c); fn.byte(W_F64Sub); fn.f64Const(0); fn.byte(W_F64Eq); fn.byte(W_I32And);
+    fn.byte(W_Select); fn.set(L.pa);
   },
   // 1 / (3 * y * y)
   [Op.cbrt]: (fn, _x, _z, y, L) => {
