@@ -64,6 +64,21 @@ const TINY = (api: Api, backend: Data['backend']) => api.compile((v) => {
   return y.add(a.mul(c).tanh()).mul(y.sigmoid()).add(b.log1p().mul(c)).sub(a.sqrt().mul(b)).add(c.cos().square());
 }, { inputs: 3, backend });
 
+// A directional batch of the tiny function, 10,000 rows, each with a direction or cotangent of
+// `width` entries (its 3 inputs, its 1 output). `run` reads the method from the state, as it is
+// copied through its source text.
+function tinyBatch(method: 'jvpBatch' | 'hvpBatch' | 'vjpBatch', width: number): Case {
+  return {
+    what: `the same function compiled, ${method} of 10,000 rows`, unit: 'ns/row', calls: 200,
+    setup: async (api, { backend }) => ({ f: TINY(api, backend), method, width }),
+    run: (state, { x }) => {
+      const { f, method, width } = state as { f: Record<string, (...args: unknown[]) => unknown>; method: string; width: number };
+      f[method]!.call(f, x.subarray(0, 30_000), 10_000, x.subarray(30_000, 30_000 + 10_000 * width), new Float64Array(method === 'jvpBatch' ? 10_000 : 30_000));
+      return 10_000;
+    },
+  };
+}
+
 // The chain of 10^5 steps compiled with `options`, 40 timed calls of `run`.
 function compiledChain(what: string, options: object, run: Case['run']): Case {
   return { what: `the transcendental chain (10^5 steps) compiled, ${what}`, unit: 'ns/step', calls: 40, setup: async (api) => CHAIN(api, 100_000, options), run };
@@ -154,33 +169,9 @@ const CASES: Record<string, Case> = {
       return 10_000;
     },
   },
-  'tiny-jvp-batch': {
-    what: 'the same function compiled, jvpBatch of 10,000 rows', unit: 'ns/row', calls: 200,
-    setup: async (api, { backend }) => TINY(api, backend),
-    run: (f, { x }) => {
-      const g = f as ReturnType<Api['compile']>;
-      g.jvpBatch(x.subarray(0, 30_000), 10_000, x.subarray(30_000, 60_000), new Float64Array(10_000));
-      return 10_000;
-    },
-  },
-  'tiny-hvp-batch': {
-    what: 'the same function compiled, hvpBatch of 10,000 rows', unit: 'ns/row', calls: 200,
-    setup: async (api, { backend }) => TINY(api, backend),
-    run: (f, { x }) => {
-      const g = f as ReturnType<Api['compile']>;
-      g.hvpBatch(x.subarray(0, 30_000), 10_000, x.subarray(30_000, 60_000), new Float64Array(30_000));
-      return 10_000;
-    },
-  },
-  'tiny-vjp-batch': {
-    what: 'the same function compiled, vjpBatch of 10,000 rows', unit: 'ns/row', calls: 200,
-    setup: async (api, { backend }) => TINY(api, backend),
-    run: (f, { x }) => {
-      const g = f as ReturnType<Api['compile']>;
-      g.vjpBatch(x.subarray(0, 30_000), 10_000, x.subarray(30_000, 40_000), new Float64Array(30_000));
-      return 10_000;
-    },
-  },
+  'tiny-jvp-batch': tinyBatch('jvpBatch', 3),
+  'tiny-hvp-batch': tinyBatch('hvpBatch', 3),
+  'tiny-vjp-batch': tinyBatch('vjpBatch', 1),
   'vector-gradient': vectorRosenbrock('a gradient', (f, { x }) => {
     (f as ReturnType<Api['compile']>).gradient(x.subarray(0, 100_000));
     return 1;
