@@ -693,9 +693,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   // jvpBatch's or hvpBatch's rows [from, rows) (checked, apart from out and values) through the
   // generated forward-tangent sweep, as forwardTangent and the fused path of jvp and hvp run each
   // one (the same bits); returns the row reached: `rows`, a row whose guards failed (the per-row
-  // call records there), or `from` where that sweep does not apply (outputs that are a vector's
-  // entries, which a fused run may leave uncomputed; hvp of other than one scalar output, which
-  // the call refuses).
+  // call records there), or `from` where that sweep does not apply (outputs that are a vector or
+  // its entries, which a fused run may leave uncomputed; hvp of other than one scalar output,
+  // which the call refuses).
   // `width`: the numbers out per row the batch has laid `out` out for (the outputs of its first
   // row's recording, for jvp).
   private fusedRows(
@@ -705,7 +705,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const rec = this.forwardTangentRecording();
     if (!rec) return from;
     const outputs = rec.outputs;
-    for (let j = 0; j < outputs.length; j++) if (outputs[j]! < 0) return from;
+    for (let j = 0; j < outputs.length; j++) if (outputs[j]! < 0 || rec.tape.isVector(rec.outputNodes[j]!)) return from;
     if (kind === 'hvp' ? outputs.length !== 1 : outputs.length !== width) return from;
     rec.tape.ensureTangents();
     const engine = rec.tape.engine as WasmBackend;
