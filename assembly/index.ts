@@ -28,7 +28,7 @@ export function xadjPtr(): usize { return xadjBase; }
 export function xtanPtr(): usize { return xtanBase; }
 export function xtanAdjPtr(): usize { return xtanAdjBase; }
 export {
-  replayForward, gradientBatch, setGeneratedSweeps, setVectorInput, sweepReverseReplay, tangentReplay, reverseTangentReplay,
+  replayForward, gradientBatch, setBatchSeeds, setGeneratedSweeps, setVectorInput, sweepReverseReplay, tangentReplay, reverseTangentReplay,
   replayForwardTangent, reverseTangentFused, ruleForward, rulePartials, rulePartialZ, rulePartialsTangent, rulePartialZTangent,
 } from './replay';
 export { scratch } from './layout';

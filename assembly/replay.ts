@@ -123,6 +123,18 @@ export function replayForward(x: usize, nInputs: i32, count: i32, guards: usize,
   return checkGuards(guards, nGuards);
 }
 
+// vjpBatch's seeds for gradientBatch (0 outputs: a gradient's seed of 1 at `out`): per row
+// `seedOutputs` cotangent entries from `seedRows`, added to the adjoints of the output nodes
+// listed (i32) at `seedNodes`, whose values a row writes to `values`.
+let seedRows: usize = 0, seedNodes: usize = 0, seedOutputs: i32 = 0;
+
+/** Sets (or, with 0 outputs, clears) the seeds of the next gradientBatch calls. */
+export function setBatchSeeds(rows: usize, nodes: usize, outputs: i32): void {
+  seedRows = rows;
+  seedNodes = nodes;
+  seedOutputs = outputs;
+}
+
 /** Gradient of node `out` for `rows` input rows (row-major at `x`), written row by row at `g`,
  *  and its value per row at `values` (unless 0). Returns `rows`, or the index of the first row
  *  whose guards failed (rows before it are done).
@@ -138,18 +150,26 @@ export function gradientBatch(
   const resets = generatedReverse != 0 && !vectorInput;
   let clean = resets && zeroed != 0;
   for (let r = 0; r < rows; r++) {
-    // The forward sweep may leave the output's value to the reverse sweep (vector.ts, SIG_VALUE).
-    setGradientOutput(out);
+    // The forward sweep may leave the output's value to the reverse sweep (vector.ts, SIG_VALUE),
+    // which reads it for a gradient's one output; seeds run as vjp's replay does.
+    if (seedOutputs == 0) setGradientOutput(out);
     const guard = replayForward(x + <usize>r * rowBytes, nInputs, count, guards, nGuards);
     setGradientOutput(-1);
     if (guard >= 0) return r;
     if (clean) memory.fill(adjBase, 0, rowBytes);
     else clearAdjoints(count, 0);
-    store<f64>(adjBase + (<usize>out << 3), 1);
+    if (seedOutputs == 0) store<f64>(adjBase + (<usize>out << 3), 1);
+    for (let j = 0; j < seedOutputs; j++) {
+      const at = adjBase + (<usize>load<i32>(seedNodes + (<usize>j << 2)) << 3);
+      store<f64>(at, load<f64>(at) + load<f64>(seedRows + (<usize>(r * seedOutputs + j) << 3)));
+    }
     if (resets) call_indirect<void>(generatedReverse, valBase, adjBase, 1);
     else sweepReverseReplay(out);
     clean = resets;
-    if (values) store<f64>(values + (<usize>r << 3), val(out));
+    if (values && seedOutputs == 0) store<f64>(values + (<usize>r << 3), val(out));
+    for (let j = 0; j < seedOutputs; j++) {
+      if (values) store<f64>(values + (<usize>(r * seedOutputs + j) << 3), val(load<i32>(seedNodes + (<usize>j << 2))));
+    }
     // An input vector no rule reached has no adjoints written: its gradient is 0. (A row whose
     // gradient goes to the input vector's own adjoints, from the façade, stays where it is.)
     if (vectorInput && load<f64>(adjBase + 8) == 0) memory.fill(g + <usize>r * rowBytes, 0, rowBytes);

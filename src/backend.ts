@@ -46,6 +46,10 @@ export interface CustomHandler {
   clear(): void;
 }
 
+/** vjpBatch's cotangents for gradientBatch: rows × outputs.length entries, row-major, each seeded
+ *  at its output node. */
+export interface BatchSeeds { rows: Float64Array; outputs: Int32Array }
+
 export interface Backend {
   readonly kind: BackendKind;
   /** Current views; replaced (not mutated) by reserve/enableTangents. */
@@ -119,8 +123,11 @@ export interface Backend {
   tangentReplay(from: number, to: number): void;
   reverseTangentReplay(out: number, seed: number, count: number): void;
   /** Gradients of `out` for input rows [fromRow, toRow) of X (row-major), into the same rows
-   *  of G. Returns toRow, or the first row whose guards failed (rows before it are done). */
-  gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array, values: Float64Array | null): number;
+   *  of G. Returns toRow, or the first row whose guards failed (rows before it are done). With
+   *  `seeds` (vjpBatch's, of a tape with scalar inputs), each row's reverse sweep is seeded with
+   *  its cotangent row at the output nodes listed, `out` the highest of them, and `values` takes
+   *  each row's output values. */
+  gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array, values: Float64Array | null, seeds?: BatchSeeds): number;
   /** The first node in [from, to) whose value (not counting inputs and constants) or, when
    *  `values` is false, adjoint is NaN or ±Infinity; -1 if none. */
   firstNonFinite(from: number, to: number, values: boolean): number;

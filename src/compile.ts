@@ -519,7 +519,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
         // Row 0 by the call, which records f where it has no recording, and generates the tangent
         // sweeps where they are due.
         if (r > 0) {
-          r = fused === 'vjp' ? this.reverseRows(xRows, dRows, r, rows, dWidth, out, values, xRow) : this.fusedRows(fused, xRows, dRows, r, rows, w, out, values);
+          r = fused === 'vjp' ? this.reverseRows(xRows, dRows, r, rows, dWidth, out, values) : this.fusedRows(fused, xRows, dRows, r, rows, w, out, values);
           if (r === rows) break;
         }
         copyRow(xRows, r * n, n, xRow);
@@ -715,16 +715,14 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     return done;
   }
 
-  // vjpBatch's rows [from, rows) (checked, apart from out and values) through the engine's replay
-  // and reverse sweep, as vjp runs each one (the same bits) with none of its per-row calls and
-  // checks around them (on the wasm engine about half of a tiny function's row). Returns the row
-  // reached: `rows`, a row whose guards failed (the per-row call records there), or `from` where
-  // this does not apply (checkNaN, custom rules, whose errors name their row, an input vector,
-  // outputs that are a vector or its entries, a recording with other outputs than the batch's).
-  private reverseRows(
-    xs: Float64Array, vs: Float64Array, from: number, rows: number, width: number, out: Float64Array, values: Float64Array | undefined,
-    xRow: Float64Array,
-  ): number {
+  // vjpBatch's rows [from, rows) (checked, apart from out and values) through the engine's batch
+  // of replays and reverse sweeps, seeded with each row's cotangent as vjp seeds its one (the same
+  // bits): one call into the core for the rows on the wasm engine, as a gradientBatch, with none
+  // of vjp's per-row calls and checks. Returns the row reached: `rows`, a row whose guards failed
+  // (the per-row call records there), or `from` where this does not apply (checkNaN, custom
+  // rules, whose errors name their row, an input vector, outputs that are a vector or its
+  // entries, a recording with other outputs than the batch's).
+  private reverseRows(xs: Float64Array, vs: Float64Array, from: number, rows: number, width: number, out: Float64Array, values: Float64Array | undefined): number {
     const rec = this.recording;
     if (!rec || rec.tape.size === 0 || rec.tape.base !== this.recordedBase || rec.vectorInput || this.checkNaN || this.customNodes) return from;
     rec.tape.refuseInsideRule('cannot replay the compiled function it belongs to');
@@ -735,23 +733,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       if (outputs[j]! < 0 || rec.tape.isVector(rec.outputNodes[j]!)) return from;
       top = Math.max(top, outputs[j]!);
     }
-    const engine = rec.tape.engine, n = this.inputs, count = rec.tape.size;
-    let r = from;
-    for (; r < rows; r++) {
-      this.fusedRow[0] = r;
-      copyRow(xs, r * n, n, xRow);
-      if (engine.replayForward(xRow, n, count) >= 0) break;
-      engine.clearAdjoints(count, false);
-      const adj = engine.views.adj;
-      for (let j = 0; j < width; j++) adj[outputs[j]!] += vs[r * width + j]!;
-      engine.sweepReverseReplay(top);
-      const { adj: gradient, val } = engine.views;
-      copyNumbers(gradient, 0, out, r * n, n);
-      if (values) for (let j = 0; j < width; j++) values[r * width + j] = val[outputs[j]!]!;
-    }
+    this.fusedRow[0] = from;
+    const done = rec.tape.engine.gradientBatch(xs, from, rows, this.inputs, rec.tape.size, top, out, values ?? null, { rows: vs, outputs });
     this.fusedRow[0] = -1;
-    this.replayed(r - from);
-    return r;
+    this.replayed(done - from);
+    return done;
   }
 
   // The row fusedRows or reverseRows is at, which an error names, or -1.

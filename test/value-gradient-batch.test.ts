@@ -364,6 +364,9 @@ describe('directional batches past their first row', () => {
         // Usable after, and right.
         const x = X.subarray(0, 3);
         expect(Array.from(f.jvpBatch(x, 1, D.subarray(0, 3)))).toEqual(Array.from(f.jvp(x, D.subarray(0, 3))));
+        // vjpBatch's seeds do not outlive it: a gradient batch after it seeds 1 (on wasm the
+        // core holds them during the batch).
+        expect(Array.from(f.gradientBatch(X, 7))).toEqual(Array.from({ length: 7 }, (_, r) => Array.from(f.gradient(X.subarray(3 * r, 3 * r + 3)))).flat());
       }
     });
   }

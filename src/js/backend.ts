@@ -1,4 +1,4 @@
-import { copyNumbers, type Backend, type CustomHandler, type TapeViews } from '../backend.ts';
+import { copyNumbers, type Backend, type BatchSeeds, type CustomHandler, type TapeViews } from '../backend.ts';
 import { Op } from '../ops.ts';
 import { forwardRule, partials, partialZ, partialsTangent, partialZTangent, truthy, zeroGradient } from './rules.ts';
 import { VectorRules, isVectorOp } from './vector.ts';
@@ -500,9 +500,20 @@ export class JsBackend implements Backend {
     return -1;
   }
 
-  gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array, values: Float64Array | null): number {
+  gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array, values: Float64Array | null, seeds?: BatchSeeds): number {
     for (let r = fromRow; r < toRow; r++) {
       if (this.replayRow(X, r * nInputs, nInputs, count) >= 0) return r;
+      if (seeds) {
+        // As vjp: clear, add each cotangent entry to its output's adjoint, sweep.
+        const { rows, outputs } = seeds, width = outputs.length;
+        this.clearAdjoints(count, false);
+        const { adj, val } = this.views;
+        for (let j = 0; j < width; j++) adj[outputs[j]!] += rows[r * width + j]!;
+        this.sweepReverseReplay(out);
+        if (values) for (let j = 0; j < width; j++) values[r * width + j] = val[outputs[j]!]!;
+        copyNumbers(this.views.adj, 0, G, r * nInputs, nInputs);
+        continue;
+      }
       if (values) values[r] = this.views.val[out]!;
       this.reverse(out, 1, count);
       if (this.vectorInput && this.views.adj[1] === 0) G.fill(0, r * nInputs, (r + 1) * nInputs); // no rule reached the input

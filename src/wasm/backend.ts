@@ -1,4 +1,4 @@
-import { copyNumbers, type Backend, type CustomHandler, type TapeViews } from '../backend.ts';
+import { copyNumbers, type Backend, type BatchSeeds, type CustomHandler, type TapeViews } from '../backend.ts';
 import { TapegradError } from '../errors.ts';
 import { importChunk, instantiateCore, simdAvailable, type CoreExports, type CoreImports } from './loader.ts';
 import { WARM_AT, warmOnce } from './warm.ts';
@@ -752,38 +752,60 @@ export class WasmBackend implements Backend {
     }
   }
 
-  gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array, values: Float64Array | null): number {
+  gradientBatch(X: Float64Array, fromRow: number, toRow: number, nInputs: number, count: number, out: number, G: Float64Array, values: Float64Array | null, seeds?: BatchSeeds): number {
     if (this.vectorInput && toRow - fromRow === 1) return this.gradientInPlace(X, fromRow, nInputs, count, out, G, values);
-    const chunk = Math.max(1, Math.min(toRow - fromRow, Math.floor(BATCH_BYTES / Math.max(8, 16 * nInputs))));
+    // Seeds (vjpBatch's): a cotangent row and as many values a row as outputs.
+    const width = seeds ? seeds.outputs.length : 1;
+    const chunk = Math.max(1, Math.min(toRow - fromRow, Math.floor(BATCH_BYTES / Math.max(8, 16 * nInputs + (seeds ? 16 * width : 0)))));
     // Generated sweeps, row by row, beat the interpreter's two-row SIMD kernel even on a 20-node
     // function (7.1 M/s against 6.1 M/s): the kernel serves the tapes that are interpreted.
-    const simd = this.simd && (this.generated === 'none' || this.generated === 'pending') && this.core.gradientBatchSimd !== undefined && toRow - fromRow > 1;
+    const simd = !seeds && this.simd && (this.generated === 'none' || this.generated === 'pending') && this.core.gradientBatchSimd !== undefined && toRow - fromRow > 1;
     let row = fromRow;
     while (row < toRow) {
       const rows = Math.min(chunk, toRow - row);
       const span = rows * nInputs;
-      // [rows in][gradient rows][values][SIMD lanes]
-      const at = this.scratchFor(2 * span * 8 + rows * 8 + (simd ? 32 * count : 0));
+      // [rows in][gradient rows][values][SIMD lanes], or with seeds [cotangent rows][output nodes]
+      // after the values.
+      const at = this.scratchFor(2 * span * 8 + rows * width * 8 + (simd ? 32 * count : 0) + (seeds ? rows * width * 8 + 4 * width : 0));
       const f64 = this.memoryF64;
       const xAt = at >>> 3, gAt = xAt + span, vAt = gAt + span, first = row * nInputs;
       const valuesAt = values ? vAt * 8 : 0;
       copyNumbers(X, first, f64, xAt, span);
+      if (seeds) {
+        const seedsAt = vAt + rows * width;
+        copyNumbers(seeds.rows, row * width, f64, seedsAt, rows * width);
+        new Int32Array(f64.buffer, (seedsAt + rows * width) * 8, width).set(seeds.outputs);
+        this.core.setBatchSeeds(seedsAt * 8, (seedsAt + rows * width) * 8, width);
+      }
       // With generated sweeps (a tape with them has scalar inputs), the core's batch leaves the
       // adjoints at +0 but the inputs' and needs no clearing pass after such a batch; it never
       // touches their tangents.
       const { adjoints, tangentAdjoints } = this.zeroed;
       const resets = this.generated === 'active';
-      const done = simd
-        ? this.callCore(this.core.gradientBatchSimd!, at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, (vAt + rows) * 8, valuesAt)
-        : this.callCore(this.core.gradientBatch, at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, valuesAt, adjoints ? 1 : 0);
+      const done = seeds
+        ? this.seededBatch(at, rows, nInputs, count, out, gAt * 8, valuesAt, adjoints ? 1 : 0)
+        : simd
+          ? this.callCore(this.core.gradientBatchSimd!, at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, (vAt + rows) * 8, valuesAt)
+          : this.callCore(this.core.gradientBatch, at, rows, nInputs, count, out, gAt * 8, this.guardsAt, this.guardNodes.length, valuesAt, adjoints ? 1 : 0);
       this.zeroed = zeroedState(resets, tangentAdjoints);
       const doneSpan = done * nInputs;
       copyNumbers(f64, gAt, G, first, doneSpan);
-      if (values) values.set(f64.subarray(vAt, vAt + done), row);
+      if (values) values.set(f64.subarray(vAt, vAt + done * width), row * width);
       row += done;
       if (done < rows) return row;
     }
     return toRow;
+  }
+
+  // The core's batch with the seeds set (gradientBatch wrote them), which are cleared after it
+  // whatever happens: left set, they would seed the next gradient's rows. Apart from the batch, so
+  // that its gradients' path has no try (a compiled gradient took 4% longer with one).
+  private seededBatch(at: number, rows: number, nInputs: number, count: number, out: number, g: number, values: number, zeroed: number): number {
+    try {
+      return this.callCore(this.core.gradientBatch, at, rows, nInputs, count, out, g, this.guardsAt, this.guardNodes.length, values, zeroed);
+    } finally {
+      this.core.setBatchSeeds(0, 0, 0);
+    }
   }
 
   // One row of a tape with an input vector: the row goes straight into the vector's elements and

@@ -51,6 +51,7 @@ export interface CoreExports {
   firstNonFinite(from: number, to: number, values: number): number;
   replayForward(x: number, nInputs: number, count: number, guards: number, nGuards: number): number;
   gradientBatch(x: number, rows: number, nInputs: number, count: number, out: number, g: number, guards: number, nGuards: number, values: number, zeroed: number): number;
+  setBatchSeeds(rows: number, nodes: number, outputs: number): void;
   gradientBatchSimd?(x: number, rows: number, nInputs: number, count: number, out: number, g: number, guards: number, nGuards: number, lanes: number, values: number): number;
   opName(op: number): number;
   opArity(op: number): number;
