@@ -721,13 +721,14 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   // of vjp's per-row calls and checks. Returns the row reached: `rows`, a row whose guards failed
   // (the per-row call records there), or `from` where this does not apply (checkNaN, custom
   // rules, whose errors name their row, an input vector, outputs that are a vector or its
-  // entries, a recording with other outputs than the batch's).
+  // entries or none, a recording with other outputs than the batch's).
   private reverseRows(xs: Float64Array, vs: Float64Array, from: number, rows: number, width: number, out: Float64Array, values: Float64Array | undefined): number {
     const rec = this.recording;
     if (!rec || rec.tape.size === 0 || rec.tape.base !== this.recordedBase || rec.vectorInput || this.checkNaN || this.customNodes) return from;
     rec.tape.refuseInsideRule('cannot replay the compiled function it belongs to');
     const outputs = rec.outputs;
-    if (outputs.length !== width) return from;
+    // (No outputs: the core takes no seeds as a gradient's seed of 1.)
+    if (outputs.length !== width || width === 0) return from;
     let top = 0;
     for (let j = 0; j < width; j++) {
       if (outputs[j]! < 0 || rec.tape.isVector(rec.outputNodes[j]!)) return from;

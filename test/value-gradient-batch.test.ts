@@ -318,6 +318,16 @@ describe('directional batches past their first row', () => {
     });
   }
 
+  // A function of no outputs: the core's batch reads no seeds as a gradient's seed of 1, and gave
+  // row 1 the gradient of node 0 (the full suite's codegen-reason test).
+  for (const backend of ['wasm', 'js'] as const) {
+    it(`${backend}: vjpBatch of a function with no outputs, or an input as its output`, () => {
+      expect(Array.from(compile(() => [], { inputs: 2, backend }).vjpBatch([1, 2, 3, 4, 5, 6], 3, []))).toEqual([0, 0, 0, 0, 0, 0]);
+      const input = compile((x: Var[]) => [x[1]!], { inputs: 2, backend });
+      expect(Array.from(input.vjpBatch([1, 2, 3, 4, 5, 6], 3, [7, 8, 9]))).toEqual([0, 7, 0, 8, 0, 9]);
+    });
+  }
+
   it('on wasm with generated sweeps the rows after the first go through the fused sweeps, stopping at each branch change', async () => {
     const { WasmBackend } = await import('../src/wasm/backend.ts');
     // Three runs of 20 rows: the recorded branch, the other, the recorded one again.
