@@ -915,8 +915,8 @@ export class WasmBackend implements Backend {
    *  `outputs`) or H·v (the inputs' adjoint tangents) into `out` and the outputs' values into
    *  `values` when given. Returns `to`, or the first row whose guards failed (rows before it are
    *  done), and keeps the row it is at in `row[0]` (an error's). The calls hvp and jvp make a
-   *  row, with the same results bit for bit: as per-row
-   *  calls, tiny-function rows cost about twice a gradientBatch row in façade work. */
+   *  row, with the same results bit for bit: as per-row calls, a tiny function's rows cost about
+   *  twice a gradientBatch row in façade work. */
   forwardTangentRows(
     X: Float64Array, D: Float64Array, from: number, to: number, nInputs: number, top: number, outputs: Int32Array,
     count: number, out: Float64Array, values: Float64Array | undefined, row: Int32Array,
