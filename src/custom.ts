@@ -241,11 +241,13 @@ export class CustomNodes implements CustomHandler {
       return;
     }
     if (curved && !rule.vjpTangent) throw missing(rule, 'vjpTangent', 'hvp and hessian');
+    // Each rule called gets operands of its own, as each visit does (a vjp writing its weights
+    // into xs handed them to vjpTangent as operands: a wrong hvp, a probe).
     if (g !== 0) {
       this.addInto(adj, i, this.call(rule.vjp as RuleMethod, rule, 3, xs, y, g) as ArrayLike<number>, rule, 'vjp');
-      if (curved) this.addInto(tanAdj!, i, this.call(rule.vjpTangent as RuleMethod, rule, 4, xs, y, g, ts) as ArrayLike<number>, rule, 'vjpTangent');
+      if (curved) this.addInto(tanAdj!, i, this.call(rule.vjpTangent as RuleMethod, rule, 4, this.operandValues(i), y, g, ts) as ArrayLike<number>, rule, 'vjpTangent');
     }
-    if (gTangent !== 0) this.addInto(tanAdj!, i, this.call(rule.vjp as RuleMethod, rule, 3, xs, y, gTangent) as ArrayLike<number>, rule, 'vjp');
+    if (gTangent !== 0) this.addInto(tanAdj!, i, this.call(rule.vjp as RuleMethod, rule, 3, this.operandValues(i), y, gTangent) as ArrayLike<number>, rule, 'vjp');
   }
 }
 

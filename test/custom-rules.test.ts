@@ -82,6 +82,35 @@ describe.each(BACKENDS)('a custom logSumExp (%s)', (backend) => {
     expect(Array.from(naiveGrad)).not.toEqual(softmax([1000, 1001, 999]));
   });
 
+  // An hvp's visit calls vjp and vjpTangent; they shared one array of operands, so a rule that
+  // wrote into it (as it may: the array is its own) handed the next rule wrong operands (a probe).
+  it('rules that write into their operand array give the same hvp as rules that do not', () => {
+    const lse = (inPlace: 'vjp' | 'vjpTangent' | null) => defineFunction({
+      name: 'lseInPlace',
+      forward: (xs) => { const m = Math.max(...xs); return m + Math.log(xs.reduce((s, v) => s + Math.exp(v - m), 0)); },
+      vjp: (xs, y, g) => {
+        if (inPlace !== 'vjp') return xs.map((v) => g * Math.exp(v - y));
+        for (let k = 0; k < xs.length; k++) xs[k] = Math.exp(xs[k]! - y);
+        return xs.map((w) => g * w);
+      },
+      jvp: (xs, y, ts) => xs.reduce((s, v, k) => s + Math.exp(v - y) * ts[k]!, 0),
+      vjpTangent: (xs, y, g, ts) => {
+        const dy = xs.reduce((s, v, k) => s + Math.exp(v - y) * ts[k]!, 0);
+        const out = xs.map((v, k) => g * Math.exp(v - y) * (ts[k]! - dy));
+        if (inPlace === 'vjpTangent') xs.fill(7);
+        return out;
+      },
+    });
+    const x = [0.3, -1.2, 2], t = [1, 0.5, -1];
+    const of = (inPlace: 'vjp' | 'vjpTangent' | null) => {
+      const rule = lse(inPlace), f = (v: Var[]) => rule(v[0]!, v[1]!, v[2]!).mul(v[0]!.add(1));
+      return [Array.from(hvp(f, x, t, options)), Array.from(compile(f, { inputs: 3, backend, codegen: false }).hvpBatch([...x, ...x], 2, [...t, ...t]))];
+    };
+    const [want, wantBatch] = of(null);
+    expect(wantBatch).toEqual([...want!, ...want!]);
+    for (const inPlace of ['vjp', 'vjpTangent'] as const) expect(of(inPlace), inPlace).toEqual([want, wantBatch]);
+  });
+
   it('inside a larger graph its gradient matches the primitive version and finite differences', () => {
     for (const x of POINTS) {
       const [cv, cg] = valueAndGrad(customModel, options)(x);
