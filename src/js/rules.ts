@@ -47,6 +47,18 @@ function powBaseDerivative(x: number, z: number): number {
 }
 
 // z(z-1)x^(z-2), as powSecondDerivative in assembly/ops.ts.
+// As the core's: hypot's partials (or atan2's) from the operands scaled by a power of two, where
+// the radius is subnormal (2^600) or past the doubles (2^-600); the x partial, partialZ the z one.
+function scaledRadiusPartials(hypot: boolean, x: number, z: number, scale: number): number {
+  const xs = x * scale, zs = z * scale, r = Math.hypot(xs, zs);
+  if (hypot) {
+    partialZ[0] = zs / r;
+    return xs / r;
+  }
+  partialZ[0] = -xs / r / r * scale;
+  return zs / r / r * scale;
+}
+
 function powSecondDerivative(x: number, z: number): number {
   if (x !== x || (x < 0 && z !== Math.floor(z))) return NaN;
   if (x < 0 && Math.abs(z) >= 9007199254740992) x = -x; // see the core
@@ -207,12 +219,7 @@ function partialsOf(op: number): void {
     case atan: { const u = 1 + x * x; reg[OUT] = u === Infinity && Number.isFinite(x) ? 1 / x / x : 1 / u; return; }
     case atan2: {
       const h = Math.hypot(x, z);
-      // As in the core: both finite past the doubles, in units scaled by 2^-600.
-      if (h === Infinity && Number.isFinite(x) && Number.isFinite(z)) {
-        const xs = x * 2.409919865102884e-181, zs = z * 2.409919865102884e-181, r = Math.hypot(xs, zs);
-        partialZ[0] = -xs / r / r * 2.409919865102884e-181;
-        { reg[OUT] = zs / r / r * 2.409919865102884e-181; return; }
-      }
+      if (h === Infinity && Number.isFinite(x) && Number.isFinite(z)) { reg[OUT] = scaledRadiusPartials(false, x, z, 2.409919865102884e-181); return; }
       // As in the core: one operand infinite, both partials 0 (Infinity / Infinity was NaN).
       if (h === Infinity && (Number.isFinite(x) || Number.isFinite(z))) {
         partialZ[0] = Number.isFinite(x) ? -x / h / h : 0;
@@ -238,22 +245,13 @@ function partialsOf(op: number): void {
     case max: partialZ[0] = pickFirst(z, x, z > x); { reg[OUT] = pickFirst(x, z, x > z); return; }
     case hypot: {
       if (y === 0) { reg[OUT] = 0; return; }
-      // As in the core: both finite past the doubles, in units scaled by 2^-600.
-      if (y === Infinity && Number.isFinite(x) && Number.isFinite(z)) {
-        const xs = x * 2.409919865102884e-181, zs = z * 2.409919865102884e-181, r = Math.hypot(xs, zs);
-        partialZ[0] = zs / r;
-        { reg[OUT] = xs / r; return; }
-      }
+      if (y === Infinity && Number.isFinite(x) && Number.isFinite(z)) { reg[OUT] = scaledRadiusPartials(true, x, z, 2.409919865102884e-181); return; }
       // As in the core: one operand infinite, its partial its sign and the other's 0.
       if (y === Infinity && (Number.isFinite(x) || Number.isFinite(z))) {
         partialZ[0] = Number.isFinite(z) ? z / y : Math.sign(z);
         { reg[OUT] = Number.isFinite(x) ? x / y : Math.sign(x); return; }
       }
-      if (y < 2.2250738585072014e-308) {
-        const xs = x * 4.149515568880993e180, zs = z * 4.149515568880993e180, r = Math.hypot(xs, zs);
-        partialZ[0] = zs / r;
-        { reg[OUT] = xs / r; return; }
-      }
+      if (y < 2.2250738585072014e-308) { reg[OUT] = scaledRadiusPartials(true, x, z, 4.149515568880993e180); return; }
       partialZ[0] = z / y;
       { reg[OUT] = x / y; return; }
     }
