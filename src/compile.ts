@@ -1157,10 +1157,12 @@ function onlyLeaves(op: Uint8Array, size: number): boolean {
 const rowNamed = new WeakSet<object>();
 
 // The error of a batch's row (a guard a loaded function cannot record again, checkNaN), saying
-// which row (single-row calls share these paths and need not).
+// which row (single-row calls share these paths and need not). A message that starts with the
+// call's name already loses it ("gradientBatch, row 1: gradientBatch needs..." read twice).
 function atRow(e: unknown, what: string, row: number): unknown {
   if (e instanceof TapegradError && what.endsWith('Batch') && !rowNamed.has(e)) {
-    e.message = `${what}, row ${row}: ${e.message}`;
+    const own = e.message.startsWith(`${what} `) ? e.message.slice(what.length + 1) : e.message;
+    e.message = `${what}, row ${row}: ${own}`;
     rowNamed.add(e);
   }
   return e;
