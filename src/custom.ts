@@ -158,10 +158,10 @@ export class CustomNodes implements CustomHandler {
     try {
       y = this.call(rule.forward as RuleMethod, rule, 1, xs);
     } catch (error) {
-      // The rule's own failure, for Tape.evaluate to go on past; a TapegradError is a refusal of
-      // what the rule did to its tape, and leaves the node to compute at the next read.
+      // The rule's own failure, for Tape.evaluate to go on past; this tape's refusal of what the
+      // rule did to it leaves the node to compute at the next read.
       this.thrownAt = i;
-      if (!(error instanceof TapegradError)) this.fail(i);
+      if (error !== this.tape.refusal) this.fail(i);
       throw error;
     } finally {
       this.tape.ruleForwardAt = -1;

@@ -1060,11 +1060,17 @@ export class Tape {
     this.capacity = capacity;
   }
 
+  /** @internal The last error refuseInsideRule threw. A custom forward that throws it leaves its
+   *  node to compute at the next read; any other error, a TapegradError of a transform or tape the
+   *  rule used included, makes the node NaN (a probe's rule calling grad() with a bad argument
+   *  left the node uncomputed, and every later read of the tape ran the rule and threw again). */
+  refusal: unknown = null;
+
   /** @internal Throws INVALID_ARGUMENT, saying `what` cannot be done, while a sweep of this tape
    *  runs a custom rule. */
   refuseInsideRule(what: string): void {
     if (this.rulesRunning > 0) {
-      throw new TapegradError('INVALID_ARGUMENT', `${what} while a sweep of this tape runs a custom rule: a rule computes with the numbers it is given, and may not record onto, reset or sweep the tape it is part of, nor read its gradients before the sweep ends`);
+      throw (this.refusal = new TapegradError('INVALID_ARGUMENT', `${what} while a sweep of this tape runs a custom rule: a rule computes with the numbers it is given, and may not record onto, reset or sweep the tape it is part of, nor read its gradients before the sweep ends`));
     }
   }
 

@@ -291,6 +291,38 @@ describe.each(BACKENDS)('custom rules: errors, and the tape afterwards (%s)', (b
     expect(f.value([Math.E, 2])).toBe(2);
   });
 
+  // A probe: a forward calling grad() (which rules may use freely) that refused its argument
+  // threw a TapegradError, which counted as a refusal of the rule's own tape: the node stayed
+  // uncomputed, and every later read of the tape ran the rule and threw again until reset.
+  it("a TapegradError of another tape or transform the forward used counts as its own error: NaN, and the tape goes on", async () => {
+    let calls = 0;
+    const twice = defineFunction({
+      name: 'twice',
+      forward: (xs) => (calls++, grad((t: Var) => t.mul(t), options)((xs[0]! >= 0 ? xs[0] : 'negative') as number) as number),
+      vjp: (_xs, _y, g) => [2 * g],
+    });
+    const tape = await createTape(options);
+    const a = tape.variable(3), first = twice(a).mul(a);
+    expect(first.value).toBe(18);
+    const b = tape.variable(-1), bad = twice(b);
+    expect(() => bad.value).toThrow(expect.objectContaining({ code: 'NOT_A_NUMBER', message: expect.stringMatching(/^grad: /) }));
+    expect(calls).toBe(2);
+    expect(bad.value).toBeNaN();
+    tape.backward(first);
+    expect(a.grad).toBe(12);
+    const c = tape.variable(5);
+    expect(Array.from(tape.gradient(c.square(), [c]))).toEqual([10]);
+    expect(calls).toBe(2);
+    // The rule's own tape refusing it still leaves the node to compute at the next read.
+    let recordOnto = true;
+    const greedy = defineFunction({ name: 'greedy', forward: (xs) => (recordOnto && tape.variable(1), 2 * xs[0]!), vjp: (_xs, _y, g) => [2 * g] });
+    tape.reset();
+    const d = tape.variable(4), e = greedy(d);
+    expect(() => e.value).toThrow(/^cannot record while a sweep of this tape runs a custom rule/);
+    recordOnto = false;
+    expect(e.value).toBe(8);
+  });
+
   // A probe: the vjp, asked at the point the forward refused, gave a finite gradient (0.5 for
   // safeLog(x) + x at -2) under a NaN value.
   it("a node whose forward failed has NaN derivatives: its rules are not asked at the refused point", async () => {
