@@ -292,7 +292,7 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     const pf = await pool.register(f);
     const n = 100, X = rows(n, 3, 5);
     for (const call of [() => pf.hvpBatch(X, n, null as unknown as number[]), () => pf.jvpBatch(X, n, null as unknown as number[]), () => pf.vjpBatch(X, n, null as unknown as number[])]) {
-      await expect(call()).rejects.toThrow(expect.objectContaining({ name: 'NotANumberError', message: expect.stringMatching(/Batch: 100 rows of \d+ (direction|cotangent) entries need an array of at least \d+ numbers, got null$/) }));
+      await expect(call()).rejects.toThrow(expect.objectContaining({ name: 'NotANumberError', message: expect.stringMatching(/Batch: 100 rows of \d+ (direction|cotangent) entr(y|ies) need an array of at least \d+ numbers, got null$/) }));
     }
     // A function with custom nodes cannot go to the workers: said by register, not by toBytes.
     const square = defineFunction({ name: 'square', forward: (xs) => xs[0]! ** 2, vjp: (xs, _y, g) => [2 * xs[0]! * g] });
@@ -322,6 +322,23 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     // the installed sweeps; the JS backend interprets.
     for (const load of pf.workerLoads) expect(load.generatedSweeps).toBe(backend === 'wasm' ? 'active' : 'none');
     expect(pf.generatedSweeps).toBe(backend === 'wasm' ? 'active' : 'none');
+    // checkNaN, which f lacks, replays by a schedule in every thread, and the pool says so (it
+    // said 'active', f's: a probe).
+    const checked = await pool.register(f, { checkNaN: true });
+    for (const load of checked.workerLoads) expect(load.generatedSweeps).toBe(backend === 'wasm' ? 'scheduled' : 'none');
+    expect(checked.generatedSweeps).toBe(backend === 'wasm' ? 'scheduled' : 'none');
+  });
+
+  // A probe: pool.threads = 0 registered functions on no thread, and g.inputs = 4 on a function of
+  // 3 gave a batch of 4-number rows, silently.
+  it('the pool\'s and a pooled function\'s fields are read-only', async () => {
+    const pf = await pool.register(compiled(tiny, [0.1, 0.2, 0.3]));
+    for (const [target, name] of [[pool, 'threads'], [pool, 'backend'], [pool, 'minRowsPerTask'], [pf, 'inputs'], [pf, 'outputs'], [pf, 'generatedSweeps'], [pf, 'workerLoads']] as const) {
+      const before = (target as unknown as Record<string, unknown>)[name];
+      expect(() => { (target as unknown as Record<string, unknown>)[name] = 0; }, name).toThrow(TypeError);
+      expect((target as unknown as Record<string, unknown>)[name]).toBe(before);
+    }
+    expect((await pf.gradientBatch(rows(3, 3, 5), 3)).length).toBe(9);
   });
 
   it('a tape too long to fold into code is scheduled in every worker, with the main thread\'s results', async () => {
@@ -410,6 +427,11 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     // Lengths before the pool's scratch is leased: a huge row count was a failed allocation.
     await expect(pf.gradientBatch([1, 2], 1e10)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: 'gradientBatch: 10000000000 rows of 2 inputs need at least 20000000000 numbers, got 2' });
     await expect(pf.hvpBatch(X, 20, [1, 2])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: 'hvpBatch: 20 rows of 2 direction entries need at least 40 numbers, got 2' });
+    // One entry a row, in the singular, as one thread says it (a probe).
+    const one = await pool.register(compiled((x: Var[]) => x[0]!.sin(), [0.5]));
+    for (const [call, what] of [['jvpBatch', 'direction'], ['vjpBatch', 'cotangent'], ['hvpBatch', 'direction']] as const) {
+      await expect(one[call]([1, 2, 3], 3, [1, 2])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: `${call}: 3 rows of 1 ${what} entry need at least 3 numbers, got 2` });
+    }
     await expect(pf.gradientBatch([1, 2], 1, new Float64Array(1))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 
@@ -486,6 +508,33 @@ describe('worker crashes and closing', () => {
     } finally {
       await pool.close();
     }
+  });
+
+  // A probe: with close() called while the calls waited, the check that fails them stood down
+  // (the pool was closed), and the calls and close() waited for ever.
+  it('so do they after close() began, and close() then settles', async () => {
+    const pool = await createPool({ threads: 1, minRowsPerTask: 1 });
+    const f = compile(tiny, { inputs: 3, at: [0.1, 0.2, 0.3] });
+    const pf = await pool.register(f);
+    const n = 400_000, X = sharedFloat64(n * 3).fill(0.5);
+    const calls = Array.from({ length: 3 }, () => pf.gradientBatch(X, n).then(() => null, (e: unknown) => e));
+    const closing = pool.close().then(() => 'closed');
+    const first = pool.workers[0]!;
+    await first.terminate();
+    let replacement: (typeof pool.workers)[number] | undefined;
+    for (let k = 0; k < 5000 && replacement === undefined; k++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      replacement = pool.workers.find((w) => w !== first);
+    }
+    expect(replacement).toBeDefined();
+    await replacement!.terminate();
+    const settled = await Promise.race([Promise.all([...calls, closing]), new Promise((resolve) => setTimeout(() => resolve('pending'), 5000))]);
+    expect(settled).not.toBe('pending');
+    const [e0, ...rest] = settled as unknown[];
+    expect(e0).toBeInstanceOf(WorkerExitError);
+    expect(rest.pop()).toBe('closed');
+    for (const e of rest) if (e !== null) expect(e).toBeInstanceOf(WorkerExitError);
+    expect((e0 as Error).message).not.toMatch(/next call/);
   });
 
   // A probe: register kept the caller's array, and a caller that reused it had the workers that

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { CompiledFunction, checkArrayLength, checkRows, toFloat64 } from '../compile.ts';
 import { coreModule, loadBackend } from '../create.ts';
-import { CapacityError, FormatError, NotANumberError, TapegradError, checkApart, checkOut, describe, newFloat64, overlaps } from '../errors.ts';
+import { CapacityError, FormatError, NotANumberError, TapegradError, checkApart, checkOut, describe, lockFields, newFloat64, overlaps } from '../errors.ts';
 import { BACKEND_RULE, readOptions } from '../options.ts';
 import { fromBytes, isUint8Array, loadBytes } from '../serialize.ts';
 import { Op } from '../ops.ts';
@@ -89,6 +89,7 @@ export class GradientPool {
   private readonly registrations = new Map<number, Registration>();
   private nextId = 1;
   private closed = false;
+  private destroying = false;
   private readonly inFlight = new Set<Promise<unknown>>();
   // Shared scratch no call holds now. A worker keeps every SharedArrayBuffer it has been sent
   // until it collects garbage, which a worker allocating next to nothing rarely does: a new buffer
@@ -107,6 +108,9 @@ export class GradientPool {
     if (!Number.isInteger(threads) || threads < 1 || workerData === null || typeof workerData !== 'object') {
       throw new TapegradError('INVALID_ARGUMENT', 'a GradientPool comes from createPool(options)');
     }
+    // Read-only from JavaScript too, as a compiled function's fields (a probe's pool.threads = 0
+    // registered functions on no thread).
+    lockFields(this, ['threads', 'backend', 'minRowsPerTask']);
     this.piscina = new Piscina<Task, Reply>({
       filename: workerScript().href,
       minThreads: threads, maxThreads: threads, idleTimeout: Infinity, workerData,
@@ -125,10 +129,12 @@ export class GradientPool {
   // each replacement as it started). They fail instead, with WorkerExitError; the next call
   // starts new workers.
   private failStranded(): void {
-    if (this.closed || this.piscina.threads.length > 0 || this.piscina.queueSize === 0) return;
+    // Until close() destroys the workers: the calls it waits for fail here too (a probe's
+    // workers, killed after close() began, left them and close() waiting for ever).
+    if (this.destroying || this.piscina.threads.length > 0 || this.piscina.queueSize === 0) return;
     const queued = this.queued;
     this.queued = unlimited(new AbortController());
-    queued.abort(new WorkerExitError('every worker of the pool ended, the last while starting, and none replaced them: the calls waiting for a worker fail; the next call starts new workers'));
+    queued.abort(new WorkerExitError(`every worker of the pool ended, the last while starting, and none replaced them: the calls waiting for a worker fail${this.closed ? '' : '; the next call starts new workers'}`));
   }
 
   // The signal of every task: aborted (failStranded) only when no worker is left to run one.
@@ -205,7 +211,8 @@ export class GradientPool {
     // tape allows them.
     let local: CompiledFunction | (() => CompiledFunction);
     let sweeps: ShippedSweeps | null;
-    if (f instanceof CompiledFunction && f.recorded?.tape.backend === this.backend && this.backend === 'wasm' && f.generatedSweeps === 'active') {
+    // (With checkNaN, which f may not have, the copies replay by a schedule: made now, they say so.)
+    if (f instanceof CompiledFunction && f.recorded?.tape.backend === this.backend && this.backend === 'wasm' && f.generatedSweeps === 'active' && !checkNaN) {
       const shipped = sweeps = f.shipSweeps();
       local = () => loadBytes(bytes, 'wasm', shipped, true, limits, checkNaN);
     } else {
@@ -267,6 +274,7 @@ export class GradientPool {
     // piscina's close would end a worker whose task is still running: let the calls (and the
     // registrations loading) finish first.
     await Promise.allSettled(this.inFlight);
+    this.destroying = true;
     // destroy, not close: with nothing left to run they do the same, but close leaves a 30 s
     // timer holding the whole pool (a probe: 60 closed pools held 7 MB until their timers ran).
     await this.piscina.destroy();
@@ -407,6 +415,8 @@ export class PooledFunction {
     this.inputs = about.inputs;
     this.outputs = about.outputs;
     this.generatedSweeps = about.generatedSweeps;
+    // (A probe's g.inputs = 4 on a function of 3 gave a batch of 4-number rows, silently.)
+    lockFields(this, ['inputs', 'outputs', 'generatedSweeps', 'workerLoads']);
   }
 
   private get local(): CompiledFunction {
@@ -459,7 +469,7 @@ export class PooledFunction {
     // null is a direction the caller gave (run takes null for "none"): refused as on one thread.
     if (D === null) {
       checkRows(rows, method);
-      checkArrayLength(D as unknown as ArrayLike<number>, rows * dWidth, `${method}: ${rows} rows of ${dWidth} ${dName} entries`);
+      checkArrayLength(D as unknown as ArrayLike<number>, rows * dWidth, `${method}: ${rows} rows of ${dWidth} ${dName} entr${dWidth === 1 ? 'y' : 'ies'}`);
     }
     return (await this.run(method, rows, X, D, dWidth, dName, out, width, values === undefined ? 'none' : values, valueWidth))[0];
   }
@@ -482,7 +492,7 @@ export class PooledFunction {
     checkRows(rows, method);
     const n = rows * this.inputs, dn = rows * dWidth, on = rows * width, vn = rows * valueWidth;
     // Lengths before the scratch is leased: a huge `rows` is X's length error, not an allocation's.
-    const xWhat = `${method}: ${rows} rows of ${this.inputs} inputs`, dWhat = `${method}: ${rows} rows of ${dWidth} ${dName} entries`;
+    const xWhat = `${method}: ${rows} rows of ${this.inputs} inputs`, dWhat = `${method}: ${rows} rows of ${dWidth} ${dName} entr${dWidth === 1 ? 'y' : 'ies'}`;
     checkArrayLength(X, n, xWhat);
     if (D !== null) checkArrayLength(D, dn, dWhat);
     if (out !== undefined) checkOut(out, on, `${method}: out`);
