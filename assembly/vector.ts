@@ -94,11 +94,12 @@ function claimOperands(i: i32, op: i32, tangents: bool): void {
 /** Σ a_l b_l over `len` terms (byte strides sa, sb): four interleaved partial sums, ascending,
  *  combined as (s0 + s2) + (s1 + s3). One term is returned as it is. */
 function dot4(pa: usize, sa: usize, pb: usize, sb: usize, len: i32): f64 {
-  if (len == 1) return ld(pa) * ld(pb);
-  let s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  if (len <= 1) return len == 1 ? ld(pa) * ld(pb) : 0;
+  // -0, addition's identity: from +0, a sum of -0 terms was +0 (IEEE's and the scalar code's -0).
+  let s0 = -0.0, s1 = -0.0, s2 = -0.0, s3 = -0.0;
   let l = 0;
   if (ASC_FEATURE_SIMD && sa == 8 && sb == 8) {
-    let acc01 = f64x2.splat(0), acc23 = f64x2.splat(0);
+    let acc01 = f64x2.splat(-0.0), acc23 = f64x2.splat(-0.0);
     for (; l + 4 <= len; l += 4) {
       acc01 = f64x2.add(acc01, f64x2.mul(v128.load(pa), v128.load(pb)));
       acc23 = f64x2.add(acc23, f64x2.mul(v128.load(pa, 16), v128.load(pb, 16)));
@@ -125,11 +126,11 @@ function dot4(pa: usize, sa: usize, pb: usize, sb: usize, len: i32): f64 {
 
 /** Σ x_l over `len` contiguous values, in dot4's order. */
 function sum4(p: usize, len: i32): f64 {
-  if (len == 1) return ld(p);
-  let s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  if (len <= 1) return len == 1 ? ld(p) : 0;
+  let s0 = -0.0, s1 = -0.0, s2 = -0.0, s3 = -0.0;
   let l = 0;
   if (ASC_FEATURE_SIMD) {
-    let acc01 = f64x2.splat(0), acc23 = f64x2.splat(0);
+    let acc01 = f64x2.splat(-0.0), acc23 = f64x2.splat(-0.0);
     for (; l + 4 <= len; l += 4) {
       acc01 = f64x2.add(acc01, v128.load(p));
       acc23 = f64x2.add(acc23, v128.load(p, 16));

@@ -5,7 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import { allCases, bits, recordScalar, recordVector, relativeError, type VectorCase } from './vector-cases.ts';
 import { BACKENDS, tapeOn } from './support.ts';
-import type { Tape, Var, Vec } from '../src/index.ts';
+import { Tape, type Var, type Vec } from '../src/index.ts';
+import { WasmBackend } from '../src/wasm/backend.ts';
+import { loadCoreModule, simdAvailable } from '../src/wasm/loader.ts';
 
 const cases = allCases();
 
@@ -124,6 +126,26 @@ describe.each(BACKENDS)('max() and min() of signed zeros equal the scalar ops (%
         expect(Object.is(v.max().value, wantMax), `max of [${[...rest, p, q].map((z) => Object.is(z, -0) ? '-0' : z)}]`).toBe(true);
         expect(Object.is(v.min().value, wantMin), `min of [${[...rest, p, q].map((z) => Object.is(z, -0) ? '-0' : z)}]`).toBe(true);
       }
+    }
+  });
+});
+
+// A probe: sum and dot of terms that are all -0 gave +0 (their partial sums started at +0), where
+// the scalar program's adds give -0 (IEEE), so 1/sum was +Infinity; an empty sum stays +0. On
+// each core build too (the SIMD one sums in lanes).
+describe('sums of -0 terms are -0, as the scalar adds give', () => {
+  it.each(['js', 'scalar', 'simd'] as const)('%s', async (engine) => {
+    if (engine === 'simd' && !simdAvailable()) return;
+    const t = engine === 'js' ? await tapeOn('js') : new Tape(new WasmBackend(await loadCoreModule(engine)));
+    for (let n = 0; n <= 9; n++) {
+      const zeros = Array.from({ length: n }, () => -0);
+      const want = n === 0 ? 0 : -0;
+      const v = t.vector(zeros);
+      expect(Object.is(v.sum().value, want), `sum of ${n}`).toBe(true);
+      expect(Object.is(v.dot(Array.from({ length: n }, (_, k) => k + 1)).value, want), `dot of ${n}`).toBe(true);
+      if (n > 0) expect(Object.is(v.mean().value, -0), `mean of ${n}`).toBe(true);
+      // A +0 among them makes +0, as in the scalar sum.
+      if (n > 1) expect(Object.is(t.vector([...zeros.slice(1), 0]).sum().value, 0), `sum of ${n} with a +0`).toBe(true);
     }
   });
 });

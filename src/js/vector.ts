@@ -21,8 +21,9 @@ type F64 = Float64Array;
 
 /** Σ A[pa + l·sa] · B[pb + l·sb] over `len` terms, in the core's dot4 order. */
 export function dot4(A: F64, pa: number, sa: number, B: F64, pb: number, sb: number, len: number): number {
-  if (len === 1) return A[pa]! * B[pb]!;
-  let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  if (len <= 1) return len === 1 ? A[pa]! * B[pb]! : 0;
+  // -0, addition's identity: from +0, a sum of -0 terms was +0 (IEEE's and the scalar code's -0).
+  let s0 = -0, s1 = -0, s2 = -0, s3 = -0;
   let l = 0;
   for (; l + 4 <= len; l += 4) {
     s0 += A[pa]! * B[pb]!;
@@ -40,8 +41,8 @@ export function dot4(A: F64, pa: number, sa: number, B: F64, pb: number, sb: num
 
 /** Σ X[p + l] over `len` values, in dot4's order. */
 export function sum4(X: F64, p: number, len: number): number {
-  if (len === 1) return X[p]!;
-  let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  if (len <= 1) return len === 1 ? X[p]! : 0;
+  let s0 = -0, s1 = -0, s2 = -0, s3 = -0;
   let l = 0;
   for (; l + 4 <= len; l += 4, p += 4) {
     s0 += X[p]!; s1 += X[p + 1]!; s2 += X[p + 2]!; s3 += X[p + 3]!;
