@@ -201,6 +201,15 @@ const CASES: Record<string, Case> = {
       return g.size;
     },
   },
+  'straight-live-value': {
+    what: "bench/codegen-cliffs.ts's non-periodic tape of 10^5 ops, every node live, compiled (scheduled replay), its value (the forward)", unit: 'ns/node', calls: 300,
+    setup: async (api) => api.compile(straightTape(100_000, true) as never, { inputs: STRAIGHT_INPUTS }),
+    run: (f, { x }) => {
+      const g = f as ReturnType<Api['compile']>;
+      g.value(x.subarray(0, 32));
+      return g.size;
+    },
+  },
   'chain-gradient-js': {
     what: 'the transcendental chain (10^5 steps) compiled on --backend (js: the JS engine\'s forward and reverse sweeps), a gradient', unit: 'ns/step', calls: 40,
     setup: async (api, { backend }) => CHAIN(api, 100_000, { backend, codegen: false }),
