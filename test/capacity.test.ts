@@ -57,6 +57,24 @@ function bitsOf(vars: readonly Var[], read: (v: Var) => number): BigUint64Array 
   return new BigUint64Array(Float64Array.from(vars, read).buffer);
 }
 
+// README (Memory): under a small maxMemoryBytes the JS engine's node and element regions each
+// grow within the limit on their own (the first to grow taking what it holds, a floor the other
+// does not shrink), so a tape of a vector alone holds at most twice the limit and 7 nodes' and 7
+// elements' bytes (the README said 7 nodes' bytes until a probe's vector of 10 took 456 under 210).
+describe('the JS engine past a small maxMemoryBytes', () => {
+  it('at most twice the limit and 287 bytes, what it records within the limit', async () => {
+    for (let n = 1; n <= 60; n++) {
+      for (let spare = 0; spare < 200; spare += 13) {
+        const limit = 3 * 25 + 16 * n + spare;
+        const t = await createTape({ backend: 'js', maxMemoryBytes: limit });
+        const v = t.vector(new Float64Array(n).fill(1)), s = v.sum();
+        expect(s.value).toBe(n);
+        expect(t.memoryBytes, `a vector of ${n} under ${limit}`).toBeLessThanOrEqual(2 * limit + 7 * 25 + 7 * 16);
+      }
+    }
+  });
+});
+
 describe.each(BACKENDS)('capacity (%s)', (backend) => {
   // Limits that are whole multiples of 8 nodes: see the failing tests below for the others.
   const limits = fc.record({
