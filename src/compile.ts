@@ -1176,7 +1176,7 @@ export function checkRows(rows: number, what: string): number {
 }
 
 function badOutput(v: unknown): never {
-  throw new NotANumberError(`a compiled function must return a Var, a number or an array of them, got ${notAnOutput(v)}`);
+  throw new NotANumberError(`compile: the function must return a Var, a number or an array of them, got ${notAnOutput(v)}`);
 }
 
 

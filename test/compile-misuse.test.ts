@@ -232,6 +232,10 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
     expect(() => c.jvp([1], [1, 2])).toThrow(/^jvp: the input has 1 entries/);
     expect(() => grad((x: Var[]) => c.value(x as unknown as number[]) as unknown as Var, { backend })([1, 2]))
       .toThrow(/^value: input 0 must be a number, got .*Var.*: a compiled function takes numbers .* call the function it compiles\)$/);
+    // f's output refused as every other fault of f while it records (a probe read a bare "a
+    // compiled function must return...").
+    const word = compile((() => 'y') as unknown as (x: Var[]) => Var, { inputs: 1, backend });
+    expect(() => word.gradient([1])).toThrow(/^compile: the function must return a Var, a number or an array of them, got the string "y"/);
     const twoOutputs = (x: Var[]): Var[] => (x[0]!.gt(0).value ? [x[0]!.mul(2)] : [x[0]!.mul(3), x[0]!.sin()]);
     for (const call of ['gradientBatch', 'valueAndGradientBatch', 'hvpBatch'] as const) {
       const f = compile(twoOutputs, { inputs: 1, backend });
