@@ -31,6 +31,22 @@ interface Case {
 }
 interface Data { X: Float64Array; y: Float64Array; p: Float64Array; x: Float64Array; steps: number; backend: 'wasm' | 'js' }
 
+// bench/codegen-cliffs.ts's non-periodic tape of 10^5 ops, every node live, compiled (scheduled
+// replay): a gradient per timed call, or only its value (the forward).
+function straightLive(valueOnly: boolean): Case {
+  return {
+    what: `bench/codegen-cliffs.ts's non-periodic tape of 10^5 ops, every node live, compiled (scheduled replay), ${valueOnly ? 'its value (the forward)' : 'a gradient'}`,
+    unit: 'ns/node', calls: 300,
+    setup: async (api) => ({ f: api.compile(straightTape(100_000, true) as never, { inputs: STRAIGHT_INPUTS }), valueOnly }),
+    run: (state, { x }) => {
+      const { f, valueOnly: value } = state as { f: ReturnType<Api['compile']>; valueOnly: boolean };
+      if (value) f.value(x.subarray(0, 32));
+      else f.gradient(x.subarray(0, 32));
+      return f.size;
+    },
+  };
+}
+
 const CHAIN = (api: Api, steps: number, options: object) => api.compile((v) => {
   let x = v[0]!;
   for (let k = 0; k < steps; k++) x = x.add(x.sin().mul(x.cos().exp()).sub(x.mul(x).log1p()).mul(1e-5));
@@ -192,24 +208,8 @@ const CASES: Record<string, Case> = {
     (f as ReturnType<typeof CHAIN>).gradient([0.3]);
     return 100_000;
   }),
-  'straight-live': {
-    what: "bench/codegen-cliffs.ts's non-periodic tape of 10^5 ops, every node live, compiled (scheduled replay), a gradient", unit: 'ns/node', calls: 300,
-    setup: async (api) => api.compile(straightTape(100_000, true) as never, { inputs: STRAIGHT_INPUTS }),
-    run: (f, { x }) => {
-      const g = f as ReturnType<Api['compile']>;
-      g.gradient(x.subarray(0, 32));
-      return g.size;
-    },
-  },
-  'straight-live-value': {
-    what: "bench/codegen-cliffs.ts's non-periodic tape of 10^5 ops, every node live, compiled (scheduled replay), its value (the forward)", unit: 'ns/node', calls: 300,
-    setup: async (api) => api.compile(straightTape(100_000, true) as never, { inputs: STRAIGHT_INPUTS }),
-    run: (f, { x }) => {
-      const g = f as ReturnType<Api['compile']>;
-      g.value(x.subarray(0, 32));
-      return g.size;
-    },
-  },
+  'straight-live': straightLive(false),
+  'straight-live-value': straightLive(true),
   'chain-gradient-js': {
     what: 'the transcendental chain (10^5 steps) compiled on --backend (js: the JS engine\'s forward and reverse sweeps), a gradient', unit: 'ns/step', calls: 40,
     setup: async (api, { backend }) => CHAIN(api, 100_000, { backend, codegen: false }),

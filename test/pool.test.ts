@@ -478,6 +478,19 @@ describe('worker crashes and closing', () => {
     }
   });
 
+  // Ends the pool's one worker, then its replacement as soon as it is there (before it has started).
+  const endWorkerAndReplacement = async (pool: GradientPool): Promise<void> => {
+    const first = pool.workers[0]!;
+    await first.terminate();
+    let replacement: (typeof pool.workers)[number] | undefined;
+    for (let k = 0; k < 5000 && replacement === undefined; k++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      replacement = pool.workers.find((w) => w !== first);
+    }
+    expect(replacement).toBeDefined();
+    await replacement!.terminate();
+  };
+
   // A probe: after a replacement worker ended while it started, piscina started none (so as not
   // to restart failing workers for ever) until a new task came, and the calls queued for a worker
   // and close() waited for ever. They fail now, and the next call starts new workers.
@@ -488,16 +501,7 @@ describe('worker crashes and closing', () => {
       const pf = await pool.register(f);
       const n = 400_000, X = sharedFloat64(n * 3).fill(0.5);
       const calls = Array.from({ length: 3 }, () => pf.gradientBatch(X, n).then(() => null, (e: unknown) => e));
-      const first = pool.workers[0]!;
-      await first.terminate();
-      // Its replacement, ended as soon as it is there (before it has started).
-      let replacement: (typeof pool.workers)[number] | undefined;
-      for (let k = 0; k < 5000 && replacement === undefined; k++) {
-        await new Promise((resolve) => setImmediate(resolve));
-        replacement = pool.workers.find((w) => w !== first);
-      }
-      expect(replacement).toBeDefined();
-      await replacement!.terminate();
+      await endWorkerAndReplacement(pool);
       const settled = await Promise.race([Promise.all(calls), new Promise((resolve) => setTimeout(() => resolve('pending'), 5000))]);
       expect(settled).not.toBe('pending');
       // (A call a worker took before it ended fails too; one the replacement ran, had it started
@@ -519,15 +523,7 @@ describe('worker crashes and closing', () => {
     const n = 400_000, X = sharedFloat64(n * 3).fill(0.5);
     const calls = Array.from({ length: 3 }, () => pf.gradientBatch(X, n).then(() => null, (e: unknown) => e));
     const closing = pool.close().then(() => 'closed');
-    const first = pool.workers[0]!;
-    await first.terminate();
-    let replacement: (typeof pool.workers)[number] | undefined;
-    for (let k = 0; k < 5000 && replacement === undefined; k++) {
-      await new Promise((resolve) => setImmediate(resolve));
-      replacement = pool.workers.find((w) => w !== first);
-    }
-    expect(replacement).toBeDefined();
-    await replacement!.terminate();
+    await endWorkerAndReplacement(pool);
     const settled = await Promise.race([Promise.all([...calls, closing]), new Promise((resolve) => setTimeout(() => resolve('pending'), 5000))]);
     expect(settled).not.toBe('pending');
     const [e0, ...rest] = settled as unknown[];
