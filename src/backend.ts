@@ -42,6 +42,8 @@ export interface CustomHandler {
   reverseTangent(i: number, g: number, gTangent: number): void;
   /** The name of custom node i's function, for errors. */
   ruleName(i: number): string;
+  /** Node i's operand values (checkNaN's message names them). */
+  operandValues(i: number): Float64Array;
   /** Forgets the rules of the nodes a reset dropped. */
   clear(): void;
 }

@@ -105,7 +105,7 @@ export class CustomNodes implements CustomHandler {
   // Node i's operand values, a fresh array each visit (the rule may keep it). Its operands' node
   // ids are read again where terms go to them (`customOperand`), not kept in an array across the
   // rule's call, which may run a forward sweep of this tape's other custom nodes.
-  private operandValues(i: number): Float64Array {
+  operandValues(i: number): Float64Array {
     const { a, b, val } = this.engine.views;
     const n = b[i]!;
     const xs = new Float64Array(n);

@@ -1280,7 +1280,9 @@ export class Tape {
       }
       // A unary op records its operand twice: name it once.
       const unary = OP_TABLE[op[i]!]?.[1] === 1;
-      const operands = op[i] === CUSTOM || op[i]! >= VMETA ? '' : unary ? ` from operand ${val[a[i]!]}` : ` from operands ${val[a[i]!]}, ${val[b[i]!]}`;
+      // A custom node's operands, as many as it has (its message named none).
+      const xs = op[i] === CUSTOM ? this.engine.custom!.operandValues(i) : op[i]! >= VMETA ? [] : unary ? [val[a[i]!]!] : [val[a[i]!]!, val[b[i]!]!];
+      const operands = xs.length === 0 ? '' : ` from operand${xs.length > 1 ? 's' : ''} ${xs.join(', ')}`;
       // A custom node by its function's name, as the adjoint and tangent messages give it (a probe).
       const who = op[i] === CUSTOM ? `custom function '${this.engine.custom!.ruleName(i)}'` : name(i);
       throw new NonFiniteError(`checkNaN: ${who} at ${node(i)} produced ${val[i]}${operands}`, id(i), name(i));

@@ -291,7 +291,10 @@ describe.each(BACKENDS)('checkNaN blames the consumer that sent the non-finite a
     tape.reset();
     const rw = root(tape.variable(-1));
     const valueError = expectNonFinite(() => rw.mul(2).value, rw.id, 'custom');
-    expect(valueError.message).toBe(`checkNaN: custom function 'root' at node #${rw.id} produced NaN`);
+    expect(valueError.message).toBe(`checkNaN: custom function 'root' at node #${rw.id} produced NaN from operand -1`);
+    // Its operands, as many as it has, as an op's message gives them (it named none).
+    const gap = defineFunction({ name: 'gap', forward: (xs) => Math.log(xs[0]! - xs[1]! + xs[2]!), vjp: (_xs, _y, g) => [g, -g, g] });
+    expect(() => gap(tape.variable(1), tape.variable(2), tape.variable(0.5)).value).toThrow(/^checkNaN: custom function 'gap' at node #\d+ produced NaN from operands 1, 2, 0\.5$/);
     tape.reset();
     const z = tape.variable(0), twice = z.mul(2), taken = z.sqrt(), s = tape.select(z.gt(-1), taken, z.neg());
     expectNonFinite(() => tape.backward(twice.add(s)), taken.id, 'sqrt');
