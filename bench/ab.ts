@@ -160,6 +160,35 @@ const CASES: Record<string, Case> = {
       return steps;
     },
   },
+  'vjp-many-outputs': {
+    what: 'the vjp transform of a function of 1,000 inputs and 1,000 scalar outputs (4,000 nodes)', unit: 'µs/call', calls: 200,
+    setup: async (api) => api,
+    run: (api, { x }) => {
+      const n = 1000, xs = Array.from(x.subarray(0, n));
+      (api as Api).vjp((v: InstanceType<Api['Var']>[]) => v.map((xi, i) => xi.sin().mul(v[(i + 1) % n]!).add(v[(i + n - 1) % n]!.exp())), xs, new Float64Array(n).fill(1));
+      return 1000;
+    },
+  },
+  'guard-churn': {
+    what: 'a compiled function of 1,000 guards (x.gt(0).value branches), called at points whose signs differ each call (it records again each call)', unit: 'µs/call', calls: 200,
+    setup: async (api) => {
+      const n = 1000;
+      let seed = 1;
+      const rnd = (): number => (seed = (seed * 16807) % 2147483647) / 2147483647 - 0.5;
+      const points = Array.from({ length: 64 }, () => Float64Array.from({ length: n }, rnd));
+      const f = api.compile((x) => {
+        let s = x[0]!.mul(0);
+        for (let i = 0; i < n; i++) s = s.add(x[i]!.gt(0).value ? x[i]!.square() : x[i]!.neg().exp());
+        return s;
+      }, { inputs: n });
+      return { f, points, k: 0 };
+    },
+    run: (state) => {
+      const st = state as { f: ReturnType<Api['compile']>; points: Float64Array[]; k: number };
+      st.f.gradient(st.points[st.k++ % st.points.length]!);
+      return 1000;
+    },
+  },
   'tiny-gradient': {
     what: 'a 20-node function recorded through Vars and differentiated (tape.gradient), 1,000 times a call', unit: 'ns/gradient', calls: 400,
     setup: (api, { backend }) => api.createTape({ backend }),

@@ -1014,7 +1014,20 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // So is a node computed from constants alone, whose value every replay has (a probe: a
     // constant's own value was refused, 'reused as a constant').
     const { a, b } = tape.engine.views;
-    const observedValues = [...observed].filter((i) => !COMPARISON_OPS.has(op[i]!)).sort((p, q) => p - q);
+    // The reads split into comparisons (the guards) and the rest in one pass, each sorted as a
+    // typed array: spreads, filters and a sort with a comparator cost about 100 ns a guard at
+    // every recording (a probe's 1,000 guards changing at every call: 328 -> 218 µs a call).
+    let comparisons = 0;
+    for (const i of observed) if (COMPARISON_OPS.has(op[i]!)) comparisons++;
+    const guards = new Int32Array(comparisons), observedValues = new Int32Array(observed.size - comparisons);
+    comparisons = 0;
+    let others = 0;
+    for (const i of observed) {
+      if (COMPARISON_OPS.has(op[i]!)) guards[comparisons++] = i;
+      else observedValues[others++] = i;
+    }
+    guards.sort();
+    observedValues.sort();
     const fixed = observedValues.length > 0 ? constantsOnly(op, a, b, observedValues[observedValues.length - 1]! + 1) : null;
     const read = observedValues.filter((i) => !fixed![i]);
     if (read.length > 0) {
@@ -1047,8 +1060,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
           'a compiled function has only the inputs it is called with. Use a constant (a number, tape.constant) or make it one of its inputs.',
       );
     }
-    const guards = Int32Array.from([...observed].filter((i) => COMPARISON_OPS.has(op[i]!)).sort((p, q) => p - q));
-    const expected = Float64Array.from(guards, (i) => val[i]!);
+    const expected = new Float64Array(guards.length);
+    for (let k = 0; k < guards.length; k++) expected[k] = val[guards[k]!]!;
     return this.adopt({ tape, inputs: this.inputs, outputs, guards, expected, vectorInput: this.vector, outputNodes });
   }
 }

@@ -158,16 +158,20 @@ function nestingHint(x: unknown): string {
   return x instanceof Var || x instanceof Vec ? ' (transforms do not nest: for second derivatives use hvp or hessian)' : '';
 }
 
-/** @internal The function's output as a scalar Var (a number becomes a constant). */
-export function asVar(tape: Tape, y: unknown, what: string): Var {
-  if (y instanceof Var) {
-    // (It read as an operand of another tape: a probe.)
-    if (y.tape !== tape) throw new ForeignHandleError(`${what} returned Var #${y.id} of another tape, not one computed from its inputs`);
+/** @internal The function's output as a scalar Var (a number becomes a constant): output k of
+ *  its array, or (k < 0) the output itself, named by the call `where` in errors. The names are
+ *  made on the error paths only: made for every output, they were most of a vjp of a function of
+ *  1,000 outputs (a probe: 454 against 255 µs). */
+export function asVar(tape: Tape, y: unknown, where: string, k = -1): Var {
+  if (y instanceof Var && y.tape === tape) {
     // A stale one named by the transform, not by the sweep it would reach (jacobian's said 'jvp:').
-    tape.index(y, what.split(':')[0]);
+    tape.index(y, where);
     return y;
   }
   if (typeof y === 'number') return tape.constant(y);
+  const what = k < 0 ? `${where}: the function` : `${where}: output ${k} of the function's array`;
+  // (It read as an operand of another tape: a probe.)
+  if (y instanceof Var) throw new ForeignHandleError(`${what} returned Var #${y.id} of another tape, not one computed from its inputs`);
   if (y instanceof Vec) throw new ShapeError(`${what} must return a scalar Var, got a Vec of shape [${y.shape.join(', ')}] (reduce it, e.g. .sum())`, 'output', [y.shape]);
   throw new NotANumberError(`${what} must return a Var or a number, got ${notAnOutput(y)}`);
 }
@@ -198,7 +202,7 @@ export function scalarOutput(tape: Tape, y: unknown, where: string): Var {
   if (Array.isArray(y)) {
     throw new TapegradError('INVALID_ARGUMENT', `${where}: the function returned an array of ${y.length}; ${where} needs one scalar output (vjp, jvp and jacobian take several)`);
   }
-  return asVar(tape, y, `${where}: the function`);
+  return asVar(tape, y, where);
 }
 
 function recordVector(tape: Tape, f: (x: never) => ScalarOutput | VectorOutput, x: Input, options: TransformOptions | undefined, where: string): Recorded<(Var | Vec)[]> & { m: number } {
@@ -212,13 +216,13 @@ function recordVector(tape: Tape, f: (x: never) => ScalarOutput | VectorOutput, 
       if (v instanceof Vec) {
         throw new ShapeError(`${where}: output ${k} of the function's array is a Vec of shape [${v.shape.join(', ')}]; return the Vec on its own (its elements are the outputs), or an array of Vars and numbers`, 'output', [v.shape]);
       }
-      return asVar(tape, v, `${where}: output ${k} of the function's array`);
+      return asVar(tape, v, where, k);
     });
     return { inputs, n, scalarInput, output, m: y.length };
   }
   // (Not "a Var or a number", which a function of several outputs read as all it may return: a probe.)
   if (!(y instanceof Var) && typeof y !== 'number') throw new NotANumberError(`${where}: the function must return a Var, a number, a Vec or an array of Vars and numbers, got ${notAnOutput(y)}`);
-  return { inputs, n, scalarInput, output: [asVar(tape, y, `${where}: the function`)], m: 1 };
+  return { inputs, n, scalarInput, output: [asVar(tape, y, where)], m: 1 };
 }
 
 function toVector(x: ArrayLike<number> | number, name: string): ArrayLike<number> {
