@@ -10,7 +10,7 @@ import type { BinaryOps, UnaryOps } from './op-docs.ts';
 
 const {
   const: CONST, input: INPUT, arg: ARG, select: SELECT, pow: POW, powConst: POW_CONST, custom: CUSTOM,
-  vmeta: VMETA, vinput: VINPUT, vconst: VCONST,
+  vmeta: VMETA, vparam: VPARAM, vinput: VINPUT, vconst: VCONST, vdot: VDOT, vmatmul: VMATMUL, vtranspose: VTRANSPOSE, vslice: VSLICE,
 } = Op;
 
 // Handles are small integers (Smis in V8: no allocation per op). Each tape hands out a fresh
@@ -1119,18 +1119,30 @@ export class Tape {
   }
 
   // The node whose op made node i's value non-finite: back from i through an operand whose value
-  // is not finite either, to a node with none (a leaf's, which checkNaN takes as given, counting
-  // as none), or one that is no plain scalar op (a custom function, a vector node).
+  // (or an element) is not finite either, to a node with none (a leaf's, which checkNaN takes as
+  // given, counting as none), or one whose operands the walk does not read: a custom function, a
+  // select, concat, gather. Plain scalar ops read a and b; their elementwise forms too; get, the
+  // reductions, transpose and slice their vector a; dot and matmul a and b (a probe's second read
+  // of log(v).get(1) named vget, where the first named log[]).
   private nonFiniteOrigin(i: number): number {
-    const { op, a, b, val } = this.engine.views;
+    const { op, a, b } = this.engine.views;
     for (;;) {
-      const code = op[i]!, arity = code < VMETA && code !== ARG && code !== CUSTOM ? OP_TABLE[code]?.[1] : undefined;
-      if (arity !== 1 && arity !== 2) return i;
-      const x = a[i]!, z = b[i]!;
-      if (x < i && op[x]! > INPUT && val[x]! - val[x]! !== 0) i = x;
-      else if (arity === 2 && z < i && op[z]! > INPUT && val[z]! - val[z]! !== 0) i = z;
+      const code = op[i]!;
+      const arity = code >= ELEMENTWISE || (code < VMETA && code !== ARG && code !== CUSTOM) ? OP_TABLE[code >= ELEMENTWISE ? code - ELEMENTWISE : code]?.[1]
+        : code === VDOT || code === VMATMUL ? 2 : (code > VPARAM && code < VDOT) || code === VTRANSPOSE || code === VSLICE ? 1 : 0;
+      if ((arity === 1 || arity === 2) && this.madeNonFinite(a[i]!, i)) i = a[i]!;
+      else if (arity === 2 && this.madeNonFinite(b[i]!, i)) i = b[i]!;
       else return i;
     }
+  }
+
+  // Whether operand x of node i holds a non-finite value (or element) an op made.
+  private madeNonFinite(x: number, i: number): boolean {
+    const code = this.opV[x]!;
+    if (x >= i || code <= INPUT || code === VMETA || code === VPARAM || code === VINPUT || code === VCONST) return false;
+    if (code < VMETA) return this.valV[x]! - this.valV[x]! !== 0;
+    this.storeValues(x);
+    return this.badElement(x, this.engine.views.xval, false) >= 0;
   }
 
   /** @internal */
@@ -1262,6 +1274,9 @@ export class Tape {
    *  Nodes are named by handle, or by index (`byIndex`) for a compiled function, whose handles
    *  the caller never sees and whose workers' tapes number them differently. */
   assertFinite(from: number, to: number, values: boolean, byIndex = false): void {
+    // A sweep reads the values of the nodes it reaches: one checkNaN rejected throws again, as a
+    // read of it does (a probe's second backward from an Infinity it had refused passed).
+    if (!values) this.assertReachedFinite(from, to, this.engine.views.adj, byIndex);
     if (this.engine.firstNonFinite(from, to, values) < 0) return;
     const { op, a, b, val, adj } = this.engine.views;
     const name = (i: number): string => opNameOf(op[i]!);
@@ -1309,12 +1324,22 @@ export class Tape {
     );
   }
 
+  // A node in [from, to) a sweep reached (`reached`: its adjoints, or tangents) whose value an op
+  // made non-finite, named as a read of it names it.
+  private assertReachedFinite(from: number, to: number, reached: Float64Array, byIndex: boolean): void {
+    const { op, val } = this.engine.views;
+    for (let i = from; i < to; i++) {
+      if (reached[i] !== 0 && val[i]! - val[i]! !== 0 && op[i]! > ARG && op[i]! < VMETA) this.assertFinite(i, i + 1, true, byIndex);
+    }
+  }
+
   /** @internal Throws NonFiniteError at the first node in [from, to) whose tangent (or a tangent
    *  element) is NaN or ±Infinity, after a tangent sweep (jvp, hvp) serving `targets`; names as
    *  assertFinite. */
   assertFiniteTangents(from: number, to: number, byIndex: boolean, targets: ArrayLike<number>): void {
     this.engine.materializeTangents(to);
     const { op, a, b, val, tan, xtan } = this.engine.views;
+    this.assertReachedFinite(from, to, tan!, byIndex);
     let reach: Uint8Array | null = null;
     for (let i = from; i < to; i++) {
       let t = tan![i]!, k = -1;
@@ -1525,6 +1550,9 @@ export class Tape {
   vectorValues(i: number): Float64Array {
     if (i >= this.evaluated) this.evaluate();
     this.storeValues(i);
+    // Every read of what checkNaN rejected throws, a Vec's as a Var's (a probe's second read of
+    // a rejected Vec returned its NaN).
+    if (this.checkNaN && this.ruleForwardAt < 0) this.assertFinite(i, i + 1, true);
     if (this.observed !== null) this.observed.add(i);
     const off = this.aV[i - 1]!;
     return this.engine.views.xval.slice(off, off + this.bV[i - 1]!);

@@ -103,6 +103,28 @@ describe.each(BACKENDS)('checkNaN (%s)', (backend) => {
     expectUsable(tape);
   });
 
+  // A review: a Vec's second read returned the NaN checkNaN had rejected, an element read of it
+  // named vget, and a sweep run again from a rejected value passed (its adjoints were finite).
+  it('every later read of a rejected vector throws too, naming the vector op; so does every sweep that reaches a rejected value', async () => {
+    const tape = await tapeOn(backend, { checkNaN: true });
+    const v = tape.vector([1, -1]).log();
+    const logOfV = `checkNaN: log[] at vector handle ${v.id} (a vector) produced NaN at element 1`;
+    for (const read of [() => v.value, () => v.value, () => v.get(1).value, () => v.sum().mul(2).value, () => tape.vector([2, 3]).dot(v).value]) {
+      expect(thrownBy(read)).toMatchObject({ name: 'NonFiniteError', node: v.id, op: 'log[]', message: logOfV });
+    }
+    tape.reset();
+    const x = tape.variable(1e308), y = x.add(1e308), other = tape.variable(3);
+    expectNonFinite(() => tape.backward(y), y.id, 'add');
+    for (const sweep of [() => tape.backward(y), () => tape.gradient(y, [x]), () => tape.vjp([y], [1], [x]), () => tape.hvp(y, [x], [1]), () => tape.jvp([x], [1], [y])]) {
+      expectNonFinite(sweep, y.id, 'add');
+    }
+    // A sweep that does not reach it runs.
+    const z = other.square();
+    expect(Array.from(tape.gradient(z, [other]))).toEqual([6]);
+    expect(Array.from(tape.jvp([other], [1], [z]))).toEqual([6]);
+    expectUsable(tape);
+  });
+
   // A sweep whose adjoints checkNaN rejects is one that threw part-way: .grad gives the complete
   // sweep before it (a probe read NaN from .grad after such a backward, the earlier gradient gone).
   it('a sweep checkNaN rejects loses no earlier gradient: .grad gives the complete one before it', async () => {
