@@ -497,6 +497,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // Directions along the inputs are checked before f first records (cotangents need its outputs).
     const dWidth = directionOf === 'inputs' ? this.inputs : this.outputsNow(xs, rows, what);
     const ds = toFloat64(D, rows * dWidth, `${what}: ${rows} rows of ${dWidth} ${directionOf === 'inputs' ? 'direction' : 'cotangent'} entr${dWidth === 1 ? 'y' : 'ies'}`);
+    // X is read as its rows run: D's accessors (run just now) must not have shrunk it (a review's
+    // getter resized X's buffer, and every row came out NaN on both engines).
+    if (xs.length < rows * this.inputs) this.batchRows(X, rows, what);
     // hvp's rows have one output, or hvp refuses them (whatever the recording it starts from has).
     const hvp = what === 'hvpBatch';
     const outputs = hvp ? 1 : directionOf === 'outputs' ? dWidth : this.outputsNow(xs, rows, what);
@@ -673,7 +676,13 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     this.fused = null;
     const live = this.forwardTangentRecording();
     if (!live) return null;
-    const row = this.toRow(x, what);
+    let row = this.toRow(x, what);
+    // x whole before t is read, as the other engine's path reads it: an accessor of t that
+    // resized x's buffer left this sweep reading a shrunk x, NaN without an error (a review).
+    if (row !== this.row) {
+      this.row.set(row.subarray(0, this.inputs));
+      row = this.row;
+    }
     t = this.entries(t, this.inputs, what, DIRECTION);
     live.tape.ensureTangents();
     if ((live.tape.engine as WasmBackend).replayForwardTangent(row, t, this.inputs) >= 0) return null;

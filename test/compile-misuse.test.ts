@@ -262,6 +262,37 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
     }
   });
 
+  // A review: a direction's getter that resized x's buffer to nothing left wasm's generated
+  // tangent sweep reading a shrunk x (NaN, where the JS engine had read x first and was right),
+  // and every batch's rows NaN on both engines.
+  it("x is read before the direction; a batch whose X a direction's getter shrank is refused", () => {
+    const resizable = (values: number[]): Float64Array => {
+      const Resizable = ArrayBuffer as unknown as new (n: number, o: { maxByteLength: number }) => ArrayBuffer;
+      const buffer = new Resizable(8 * values.length, { maxByteLength: 8 * values.length });
+      const X = new Float64Array(buffer);
+      X.set(values);
+      return X;
+    };
+    const shrinking = (X: Float64Array, n: number): ArrayLike<number> => {
+      const o: Record<string, unknown> = { length: n };
+      for (let k = 0; k < n; k++) Object.defineProperty(o, k, { get() { (X.buffer as unknown as { resize(n: number): void }).resize(0); return 1; } });
+      return o as unknown as ArrayLike<number>;
+    };
+    const f = compile((x: Var[]) => x[0]!.mul(x[1]!).sin(), { inputs: 2, backend });
+    // Twice each: the first jvp and hvp make the generated tangent sweeps the second ones run.
+    for (let round = 0; round < 2; round++) {
+      const jx = resizable([1, 2]), hx = resizable([1, 2]);
+      expect(Array.from(f.jvp(jx, shrinking(jx, 2)))).toEqual(Array.from(f.jvp([1, 2], [1, 1])));
+      expect(Array.from(f.hvp(hx, shrinking(hx, 2)))).toEqual(Array.from(f.hvp([1, 2], [1, 1])));
+    }
+    for (const call of ['jvpBatch', 'hvpBatch', 'vjpBatch'] as const) {
+      const X = resizable([1, 2, 1, 2]);
+      const D = shrinking(X, call === 'vjpBatch' ? 2 : 4);
+      expect(() => f[call](X, 2, D), call).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: `${call}: 2 rows of 2 inputs need at least 4 numbers, got 0` }));
+    }
+    expect(Array.from(f.gradient([1, 2]))).toEqual(Array.from(compile((x: Var[]) => x[0]!.mul(x[1]!).sin(), { inputs: 2, backend }).gradient([1, 2])));
+  });
+
   // A probe: a direction's getter that called the same compiled function at another point made
   // jvp, vjp and hvp answer at that point (x was written before the direction was read), and
   // the kept row and entry buffers could be written over by the inner call.
