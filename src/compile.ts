@@ -1223,7 +1223,7 @@ const named = (call: string, noun: string): string => `${call}: the ${noun === D
  */
 export function compile<O extends CompiledOutput>(f: VectorCompilableFunction<O>, options: CompileOptions & { vector: true }): CompiledFunction<CompiledValue<O>>;
 export function compile<O extends CompiledOutput>(f: CompilableFunction<O>, options: CompileOptions & { vector?: false | undefined }): CompiledFunction<CompiledValue<O>>;
-export function compile<O extends CompileOptions>(f: CompilableFunction | VectorCompilableFunction, options: O & RuntimeVector<O>): CompiledFunction;
+export function compile<O extends CompileOptions>(f: CompilableFunction | VectorCompilableFunction, options: O & RuntimeVector<O, CompileOptions>): CompiledFunction;
 export function compile(f: CompilableFunction | VectorCompilableFunction, options: CompileOptions): CompiledFunction {
   if (typeof f !== 'function') throw new TapegradError('INVALID_ARGUMENT', `compile needs a function as its first argument, got ${describe(f)}`);
   options = readOptions(options, 'compile', {

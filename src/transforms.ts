@@ -21,8 +21,10 @@ type AnyInputFunction<O> = ((x: Var) => O) | ((x: Var[]) => O) | ((x: Vec) => O)
 
 /** Options whose `vector` is only known at run time (a `boolean`, or a variable of an
  *  options type): what the overloads taking f in any form accept. A literal `vector` (or none)
- *  picks the overload of its form, so f of the other form is a type error there. */
-export type RuntimeVector<O extends { vector?: boolean | undefined }> = 'vector' extends keyof O ? (boolean extends O['vector'] ? O : never) : never;
+ *  picks the overload of its form, so f of the other form is a type error there. Keys that `B`
+ *  (the call's options type) does not have are errors here too, as in an options literal. */
+export type RuntimeVector<O extends { vector?: boolean | undefined }, B = O> = 'vector' extends keyof O
+  ? (boolean extends O['vector'] ? O & { [K in Exclude<keyof O, keyof B>]: never } : never) : never;
 
 export interface TransformOptions {
   /** Engine to record on (default 'wasm'; call `await init()` once first), see BackendChoice. */
@@ -238,7 +240,7 @@ function toVector(x: ArrayLike<number> | number, name: string): ArrayLike<number
 export function grad(f: (x: Var) => ScalarOutput, options?: TransformOptions & { vector?: false | undefined }): (x: number) => number;
 export function grad(f: (x: Vec) => ScalarOutput, options: TransformOptions & { vector: true }): (x: ArrayLike<number>) => Float64Array;
 export function grad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions & { vector?: false | undefined }): (x: ArrayLike<number>) => Float64Array;
-export function grad<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput>, options: (O & RuntimeVector<O>) | undefined): (x: Input) => number | Float64Array;
+export function grad<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput>, options: (O & RuntimeVector<O, TransformOptions>) | undefined): (x: Input) => number | Float64Array;
 export function grad(f: (x: never) => ScalarOutput, options?: TransformOptions): (x: never) => number | Float64Array {
   const vg = valueAndGradNamed(f, options, 'grad');
   return ((x: Input, ...more: unknown[]) => vg(x, ...more)[1]) as (x: never) => number | Float64Array;
@@ -248,7 +250,7 @@ export function grad(f: (x: never) => ScalarOutput, options?: TransformOptions):
 export function valueAndGrad(f: (x: Var) => ScalarOutput, options?: TransformOptions & { vector?: false | undefined }): (x: number) => [number, number];
 export function valueAndGrad(f: (x: Vec) => ScalarOutput, options: TransformOptions & { vector: true }): (x: ArrayLike<number>) => [number, Float64Array];
 export function valueAndGrad(f: (x: Var[]) => ScalarOutput, options?: TransformOptions & { vector?: false | undefined }): (x: ArrayLike<number>) => [number, Float64Array];
-export function valueAndGrad<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput>, options: (O & RuntimeVector<O>) | undefined): (x: Input) => [number, number | Float64Array];
+export function valueAndGrad<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput>, options: (O & RuntimeVector<O, TransformOptions>) | undefined): (x: Input) => [number, number | Float64Array];
 export function valueAndGrad(f: (x: never) => ScalarOutput, options?: TransformOptions): (x: never) => [number, number | Float64Array] {
   return valueAndGradNamed(f, options, 'valueAndGrad') as (x: never) => [number, number | Float64Array];
 }
@@ -275,7 +277,7 @@ function valueAndGradNamed(f: (x: never) => ScalarOutput, given: TransformOption
 export function vjp(f: (x: Var) => ScalarOutput | VectorOutput, x: number, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false | undefined }): Float64Array;
 export function vjp(f: (x: Vec) => ScalarOutput | VectorOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options: TransformOptions & { vector: true }): Float64Array;
 export function vjp(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false | undefined }): Float64Array;
-export function vjp<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, v: ArrayLike<number> | number, options: (O & RuntimeVector<O>) | undefined): Float64Array;
+export function vjp<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, v: ArrayLike<number> | number, options: (O & RuntimeVector<O, TransformOptions>) | undefined): Float64Array;
 export function vjp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
   checkFunction(f, 'vjp');
   options = readOptions(options, 'vjp', TRANSFORM_OPTIONS);
@@ -289,7 +291,7 @@ export function vjp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, v: A
 export function jvp(f: (x: Var) => ScalarOutput | VectorOutput, x: number, t: ArrayLike<number> | number, options?: TransformOptions & { vector?: false | undefined }): Float64Array;
 export function jvp(f: (x: Vec) => ScalarOutput | VectorOutput, x: ArrayLike<number>, t: ArrayLike<number> | number, options: TransformOptions & { vector: true }): Float64Array;
 export function jvp(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<number>, t: ArrayLike<number> | number, options?: TransformOptions & { vector?: false | undefined }): Float64Array;
-export function jvp<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, t: ArrayLike<number> | number, options: (O & RuntimeVector<O>) | undefined): Float64Array;
+export function jvp<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, t: ArrayLike<number> | number, options: (O & RuntimeVector<O, TransformOptions>) | undefined): Float64Array;
 export function jvp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, t: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
   checkFunction(f, 'jvp');
   options = readOptions(options, 'jvp', TRANSFORM_OPTIONS);
@@ -304,7 +306,7 @@ export function jvp(f: (x: never) => ScalarOutput | VectorOutput, x: Input, t: A
 export function jacobian(f: (x: Var) => ScalarOutput | VectorOutput, x: number, options?: JacobianOptions & { vector?: false | undefined }): JacobianResult;
 export function jacobian(f: (x: Vec) => ScalarOutput | VectorOutput, x: ArrayLike<number>, options: JacobianOptions & { vector: true }): JacobianResult;
 export function jacobian(f: (x: Var[]) => ScalarOutput | VectorOutput, x: ArrayLike<number>, options?: JacobianOptions & { vector?: false | undefined }): JacobianResult;
-export function jacobian<O extends JacobianOptions>(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, options: (O & RuntimeVector<O>) | undefined): JacobianResult;
+export function jacobian<O extends JacobianOptions>(f: AnyInputFunction<ScalarOutput | VectorOutput>, x: Input, options: (O & RuntimeVector<O, JacobianOptions>) | undefined): JacobianResult;
 export function jacobian(f: (x: never) => ScalarOutput | VectorOutput, x: Input, options: JacobianOptions = {}): JacobianResult {
   checkFunction(f, 'jacobian');
   options = readOptions(options, 'jacobian', { ...TRANSFORM_OPTIONS, mode: ['auto', 'forward', 'reverse'] });
@@ -345,7 +347,7 @@ export function jacobian(f: (x: never) => ScalarOutput | VectorOutput, x: Input,
 export function hvp(f: (x: Var) => ScalarOutput, x: number, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false | undefined }): Float64Array;
 export function hvp(f: (x: Vec) => ScalarOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options: TransformOptions & { vector: true }): Float64Array;
 export function hvp(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, v: ArrayLike<number> | number, options?: TransformOptions & { vector?: false | undefined }): Float64Array;
-export function hvp<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput>, x: Input, v: ArrayLike<number> | number, options: (O & RuntimeVector<O>) | undefined): Float64Array;
+export function hvp<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput>, x: Input, v: ArrayLike<number> | number, options: (O & RuntimeVector<O, TransformOptions>) | undefined): Float64Array;
 export function hvp(f: (x: never) => ScalarOutput, x: Input, v: ArrayLike<number> | number, options?: TransformOptions): Float64Array {
   checkFunction(f, 'hvp');
   options = readOptions(options, 'hvp', TRANSFORM_OPTIONS);
@@ -359,7 +361,7 @@ export function hvp(f: (x: never) => ScalarOutput, x: Input, v: ArrayLike<number
 export function hessian(f: (x: Var) => ScalarOutput, x: number, options?: TransformOptions & { vector?: false | undefined }): Matrix;
 export function hessian(f: (x: Vec) => ScalarOutput, x: ArrayLike<number>, options: TransformOptions & { vector: true }): Matrix;
 export function hessian(f: (x: Var[]) => ScalarOutput, x: ArrayLike<number>, options?: TransformOptions & { vector?: false | undefined }): Matrix;
-export function hessian<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput>, x: Input, options: (O & RuntimeVector<O>) | undefined): Matrix;
+export function hessian<O extends TransformOptions>(f: AnyInputFunction<ScalarOutput>, x: Input, options: (O & RuntimeVector<O, TransformOptions>) | undefined): Matrix;
 export function hessian(f: (x: never) => ScalarOutput, x: Input, options?: TransformOptions): Matrix {
   checkFunction(f, 'hessian');
   options = readOptions(options, 'hessian', TRANSFORM_OPTIONS);

@@ -67,6 +67,19 @@ const anyCheck: GradcheckResult = gradcheck(rosen, [1, 2], runtimeCheck);
 const anyCompiled: number | Float64Array = compile(rosen, runtimeCompile).value([1, 2]);
 declare const flag: boolean;
 const flagged: Float64Array | number = grad((x: Vec) => x.sum(), { vector: flag })([1, 2]);
+const flaggedJs: Float64Array | number = grad((x: Vec) => x.sum(), { vector: flag, backend: 'js' })([1, 2]);
+const flaggedCheck: GradcheckResult = gradcheck(rosen, [1, 2], { vector: flag, tolerance: 1e-6 });
+const flaggedCompile: number | Float64Array = compile(rosen, { inputs: 2, vector: flag, checkNaN: true }).value([1, 2]);
+// A misspelt key with such a `vector` is refused as in a literal (a probe: it passed, and every
+// call threw INVALID_ARGUMENT at run time).
+// @ts-expect-error: gradcheck takes no 'tolerence'
+gradcheck(rosen, [1, 2], { vector: flag, tolerence: 1e-9 });
+// @ts-expect-error: compile takes no 'chekNaN'
+compile(rosen, { inputs: 2, vector: flag, chekNaN: true });
+// @ts-expect-error: jacobian takes no 'mdoe'
+jacobian(rosen, [1, 2], { vector: flag, mdoe: 'reverse' });
+// @ts-expect-error: grad takes no 'backnd'
+grad(rosen, { vector: flag, backnd: 'js' });
 // ...but a literal `vector` (or none) picks the overload of its form: f of the other form is refused.
 // @ts-expect-error: a Vec function without { vector: true }
 grad((x: Vec) => x.sum());
@@ -114,6 +127,7 @@ export const used = [
   g3, vg, check, checkScalar, checkVec, vjpResult, jvpResult, jac, hv, hess, fd, fdScalar, scalarValue, intoOut,
   constantValue, vectorValue, vecValue, vecScalarValue, wrongValue, wrongArray, tapeSelected, tapeVec,
   anyAndVar, anyFirst, anyCondition, anyAndNumber, anyForm, anyJacobian, anyHessian, anyCheck, anyCompiled, autoGrad, autoCompiled, autoCheck,
+  flaggedJs, flaggedCheck, flaggedCompile,
 ];
 
 // Options passed on from a wrapper's optional parameter (a probe: every transform refused
