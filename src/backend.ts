@@ -3,6 +3,7 @@
 // runs the sweeps over it. The views must be re-read after `reserve` and `enableTangents`, which
 // may move or reallocate them.
 
+/** The engine behind a tape: 'wasm' (the WebAssembly core) or 'js' (the pure-JS mode). */
 export type BackendKind = 'wasm' | 'js';
 /** A `backend` option: an engine, or 'auto' (wasm where the runtime has WebAssembly and compiles
  *  the core, else js). */

@@ -10,6 +10,7 @@ import type { Vec } from './vector.ts';
  *  a Var (or a number) out. */
 export type ScalarFunction = (x: Var[]) => ScalarOutput;
 
+/** Options of `finiteDifferenceGradient` (and of `gradcheck`'s finite differences). */
 export interface FiniteDifferenceOptions {
   /** Step for component k at value x (default cbrt(eps) * max(1, |x|), as Stan). */
   step?: ((x: number, k: number) => number) | undefined;
@@ -152,6 +153,7 @@ export function normwiseError(g: ArrayLike<number>, ref: ArrayLike<number>): { e
   return errorBeyond(g, ref, null);
 }
 
+/** Options of `gradcheck`. */
 export interface GradcheckOptions extends FiniteDifferenceOptions {
   /** Backend to record on (default 'wasm'; the core must be loaded: `await init()`), see BackendChoice. */
   backend?: BackendChoice | undefined;
@@ -169,8 +171,9 @@ export interface GradcheckOptions extends FiniteDifferenceOptions {
   order?: 1 | 2 | undefined;
 }
 
+/** What `gradcheck` returns (and what a GradcheckError carries in `result`). */
 export interface GradcheckResult {
-  /** Both checks below passed. */
+  /** Every check below passed (the second-order one too with `order: 2`). */
   ok: boolean;
   /** |<t, Jᵀc> - <J t, c>| / max(1, |<J t, c>|, Σ_k |t_k (Jᵀc)_k|) for a fixed direction t and
    *  cotangent c = 1: the forward (tangent) sweep against the reverse sweep, relative to the
@@ -178,19 +181,24 @@ export interface GradcheckResult {
    *  or infinite. NaN when the tangent of a custom node without jvp reaches f's output, so there
    *  is no tangent sweep to compare. */
   dualityError: number;
-  /** The normwise error, and the input index where it is largest; where the gradient fails, the
-   *  input the failure names instead (a NaN gradient's, else the one furthest beyond the finite
-   *  differences' rounding), as `{ raise: true }`'s message does. */
+  /** The normwise error of the tape gradient against the finite differences:
+   *  max|analytic - numeric| / max(1, max|numeric|). */
   error: number;
+  /** The input index where the normwise error is largest; where the gradient fails, the input the
+   *  failure names instead (a NaN gradient's, else the one furthest beyond the finite
+   *  differences' rounding), as `{ raise: true }`'s message does. */
   worst: number;
+  /** The tape gradient at x. */
   analytic: Float64Array;
+  /** The finite-difference gradient at x (central 6-point stencil). */
   numeric: Float64Array;
   /** With `order: 2`, the normwise error of H·t (the tape's hvp along the direction t of
    *  dualityError) against Σ_k t_k·(H e_k), each column the central differences of the gradient
    *  in input k; NaN with order 1. */
   secondOrderError: number;
+  // A field of its own: a probe read `worst`, the first order's, for it.
   /** With `order: 2`, the input where H·t is furthest beyond its finite differences' rounding
-   *  (the one a failure names), else -1 (a probe read `worst`, the first order's, for it). */
+   *  (the one a failure names), else -1. */
   secondOrderWorst: number;
 }
 

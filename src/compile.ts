@@ -16,6 +16,8 @@ import { callOn, transformPool, type RuntimeVector } from './transforms.ts';
 /** What a compiled function may return: a Var or number, a Vec, or an array of them (Vecs
  *  flattened in order). */
 export type CompiledOutput = Var | number | readonly (Var | number | Vec)[] | Vec;
+/** A function `compile` takes: a Var[] of `inputs` Vars in (one Vec with `{ vector: true }`:
+ *  VectorCompilableFunction), a CompiledOutput out. */
 export type CompilableFunction<O extends CompiledOutput = CompiledOutput> = (x: Var[]) => O;
 /** A function of one Vec, compiled with `{ vector: true }`. */
 export type VectorCompilableFunction<O extends CompiledOutput = CompiledOutput> = (x: Vec) => O;
@@ -24,6 +26,7 @@ export type VectorCompilableFunction<O extends CompiledOutput = CompiledOutput> 
 export type CompiledValue<O extends CompiledOutput> =
   [O] extends [Var | number] ? number : [O] extends [readonly (Var | number | Vec)[] | Vec] ? Float64Array : number | Float64Array;
 
+/** Options of `compile`: `inputs` is required. */
 export interface CompileOptions {
   /** Number of inputs; the function receives a Var[] of this length (or one Vec, see `vector`). */
   inputs: number;
@@ -100,8 +103,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** @internal */
   constructor(
     private readonly f: CompilableFunction | VectorCompilableFunction | null,
+    /** Number of inputs (`compile`'s `inputs`): the length of x, and of each row of a batch. */
     readonly inputs: number,
     private readonly backend: BackendKind,
+    /** Whether a failed guard throws BranchChangedError instead of recording again (`compile`'s
+     *  `strict`, default false; true for a function loaded from bytes). */
     readonly strict: boolean,
     recording: Recording | null = null,
     private readonly simd = true,

@@ -6,6 +6,8 @@ import { Tape, type TapeLimits } from './tape.ts';
 import { WasmBackend, loadCodegen } from './wasm/backend.ts';
 import { INITIAL_PAGES, MAXIMUM_PAGES, adoptCoreModule, coreLoadFailure, coreModuleIfLoaded, loadCoreModule, refusedByPolicy, wasmAvailable } from './wasm/loader.ts';
 
+/** Options of `createTape` and `createTapeSync`: the engine, the limits and NaN checks of
+ *  TapeLimits, and `expectedNodes`. */
 export interface TapeOptions extends TapeLimits {
   /** 'wasm' (default), 'js' (the pure-JS mode), or 'auto': wasm where the runtime has
    *  WebAssembly and compiles the core, else js (a page whose Content-Security-Policy refuses
@@ -94,6 +96,7 @@ function coreRefused(): boolean {
 // Exports every core build has, one of each kind of call the façade makes into it.
 const CORE_EXPORTS = ['memory', 'reserve', 'forward', 'reverse', 'setRunFusion', 'reverseTangentFused', 'repeatsOf', 'gradientBatch'] as const;
 
+/** Options of `init`. */
 export interface InitOptions {
   /** A core compiled elsewhere, e.g. `await coreModule()` posted to a worker: the worker then
    *  instantiates it without compiling again. */

@@ -7,6 +7,8 @@ import { readOptions } from './options.ts';
 import { Var, customOperand, type Operand, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
 
+/** The rules of a function made by `defineFunction`: `forward` and `vjp` are required; `jvp`
+ *  and `vjpTangent` serve forward mode and second order. */
 export interface CustomRule {
   /** Shown in errors. */
   name: string;

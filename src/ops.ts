@@ -25,6 +25,8 @@ const VECTOR_OPS = [
   ['vconcat', -1], ['vgather', 2],
 ] as const;
 
+/** The op table: `[name, arity]` rows in op-code order, the scalar ops first, then the vector
+ *  ops (arity -1: any number of operands). */
 export const OP_TABLE = [...SCALAR_OPS, ...VECTOR_OPS] as const;
 /** The scalar ops alone (every op a Var records); vector ops follow them in OP_TABLE. */
 export const SCALAR_OP_TABLE = SCALAR_OPS;
@@ -33,6 +35,7 @@ export const SCALAR_OP_TABLE = SCALAR_OPS;
 export const ELEMENTWISE = 128;
 
 type Entry = (typeof SCALAR_OPS)[number];
+/** The name of a scalar op (the ops a Var records), as in OP_TABLE. */
 export type OpName = Entry[0];
 /** Ops with one operand that a Var exposes as methods: `v.exp()`. */
 export type UnaryOpName = Exclude<Extract<Entry, readonly [string, 1]>[0], 'arg'>;
@@ -40,10 +43,14 @@ export type UnaryOpName = Exclude<Extract<Entry, readonly [string, 1]>[0], 'arg'
  *  `pow` records `powConst` when the exponent is a number. */
 export type BinaryOpName = Exclude<Extract<Entry, readonly [string, 2]>[0], 'powConst'>;
 
+/** The name of a vector op (an array-valued node). Elementwise forms of the scalar ops have no
+ *  name of their own: op s per element has code `ELEMENTWISE + s`. */
 export type VectorOpName = (typeof VECTOR_OPS)[number][0];
 
+/** Op names by op code: the first column of OP_TABLE. */
 export const OP_NAMES: readonly (OpName | VectorOpName)[] = OP_TABLE.map(([name]) => name);
 
+/** Op codes by name (frozen): `Op.exp` is the code of exp, its index in OP_TABLE. */
 export const Op = Object.freeze(
   Object.fromEntries(OP_NAMES.map((name, code) => [name, code])) as { readonly [K in OpName | VectorOpName]: number },
 );

@@ -49,6 +49,7 @@ import { BACKEND_RULE, readOptions } from './options.ts';
 import type { ShippedSweeps } from './wasm/backend.ts';
 
 const MAGIC = 0x44524754; // "TGRD" read as u32 LE
+/** The version of the binary format `toBytes` writes (4); `fromBytes` reads versions 1 to 4. */
 export const FORMAT_VERSION = 4;
 const HEADER_BYTES = { 1: 32, 2: 40, 3: 40, 4: 40 } as const;
 /** Op code of custom in versions 1 and 2: codes from there up to the elementwise ones move. */
@@ -131,13 +132,16 @@ export function toBytes(compiled: CompiledFunction): Uint8Array<ArrayBuffer> {
   return bytes;
 }
 
+/** Options of `fromBytes`. */
 export interface FromBytesOptions {
   /** Engine to replay on (default 'wasm'; `await init()` first), see BackendChoice. */
   backend?: BackendChoice | undefined;
-  /** Limits for the loaded tape, as `createTape`'s: bytes from elsewhere may describe a tape far
-   *  larger than themselves (an outer product of two short vectors), and past a limit loading
-   *  throws CapacityError instead of taking the memory. */
+  /** Most nodes the loaded tape may hold, as `createTape`'s `maxNodes`: bytes from elsewhere may
+   *  describe a tape far larger than themselves (an outer product of two short vectors), and past
+   *  a limit loading throws CapacityError instead of taking the memory. */
   maxNodes?: number | undefined;
+  /** Most bytes of tape storage for the loaded tape, as `createTape`'s `maxMemoryBytes` (nodes and
+   *  vector elements count together); past it loading throws CapacityError. */
   maxMemoryBytes?: number | undefined;
   /** Check every replay for NaN and ±Infinity, as `compile(f, { checkNaN: true })` (the bytes do
    *  not carry it). */
@@ -145,8 +149,9 @@ export interface FromBytesOptions {
 }
 
 /** Loads bytes made by `toBytes` (on either backend, in any process) as a CompiledFunction.
- *  Throws FormatError for anything truncated, corrupted, of another version or malformed. A
- *  loaded function has no JS source, so a failed guard throws BranchChangedError. */
+ *  Throws FormatError for anything truncated, corrupted, of a version it does not read (1 to
+ *  FORMAT_VERSION) or malformed. A loaded function has no JS source, so a failed guard throws
+ *  BranchChangedError. */
 export function fromBytes(bytes: Uint8Array, options: FromBytesOptions = {}): CompiledFunction {
   options = readOptions(options, 'fromBytes', { backend: BACKEND_RULE, maxNodes: 'number', maxMemoryBytes: 'number', checkNaN: 'boolean' });
   const { maxNodes, maxMemoryBytes } = options;

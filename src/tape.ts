@@ -51,6 +51,7 @@ let tapeSerial = 0;
 /** A Var or a plain number (recorded as a constant). */
 export type Operand = Var | number;
 
+/** A tape's limits and NaN checks, as `createTape` takes them (part of TapeOptions). */
 export interface TapeLimits {
   /** Most nodes the tape may hold (default 2^28 = 268,435,456, and never more than memory allows). */
   maxNodes?: number | undefined;
@@ -69,7 +70,11 @@ export interface TapeLimits {
 export class Tape {
   /** Handle-level API: numbers in, numbers out, no allocation per op. */
   readonly handles: HandleApi;
+  /** Most nodes the tape may hold (`createTape({ maxNodes })`, default 2^28); past it a
+   *  recording throws CapacityError. */
   readonly maxNodes: number;
+  /** Most bytes of tape storage (`createTape({ maxMemoryBytes })`, default Infinity); past it a
+   *  recording throws CapacityError. */
   readonly maxMemoryBytes: number;
   /** Whether NaN/Infinity checks are on (`createTape({ checkNaN: true })`). */
   readonly checkNaN: boolean;
@@ -1857,8 +1862,10 @@ function checkLimit(value: number | undefined, name: 'maxNodes' | 'maxMemoryByte
 // eslint-disable-next-line @typescript-eslint/no-empty-interface
 export interface Var extends UnaryOps<[], Var>, BinaryOps<[y: Operand], Var> {}
 
-/** The number of operands of an op, by name. Here rather than in ops.ts, which imports nothing
- *  (the errors module there cost the bundle 232 bytes of chunking). */
+// Here rather than in ops.ts, which imports nothing (the errors module there cost the bundle 232
+// bytes of chunking).
+/** The number of operands of an op, by name (-1 for an op of any number: `custom`, `vconcat`);
+ *  INVALID_ARGUMENT for a name no op has. */
 export function opArity(name: OpName | VectorOpName): number {
   const row = OP_TABLE[Op[name]];
   // From JS a misspelt name reached a raw TypeError.
@@ -1879,6 +1886,7 @@ const NO_CARRIERS: readonly number[] = Object.freeze([]);
 export class Var {
   // Declared, not class fields: a class with fields runs an initializer check in its constructor,
   // which takes the constructor over V8's small-function size (see the op methods, end of file).
+  /** The tape this Var was recorded on. */
   declare readonly tape: Tape;
   /** The node handle, usable with `tape.handles`. */
   declare readonly id: number;
@@ -1908,6 +1916,7 @@ export class Var {
     return this.value;
   }
 
+  /** `Var(#id)`, with its node handle: what `String(x)` and a template give. */
   toString(): string {
     return `Var(#${this.id})`;
   }

@@ -26,6 +26,8 @@ type AnyInputFunction<O> = ((x: Var) => O) | ((x: Var[]) => O) | ((x: Vec) => O)
 export type RuntimeVector<O extends { vector?: boolean | undefined }, B = O> = 'vector' extends keyof O
   ? (boolean extends O['vector'] ? O & { [K in Exclude<keyof O, keyof B>]: never } : never) : never;
 
+/** Options of the transforms (`grad`, `valueAndGrad`, `vjp`, `jvp`, `hvp`, `hessian`; `jacobian`
+ *  takes JacobianOptions). */
 export interface TransformOptions {
   /** Engine to record on (default 'wasm'; call `await init()` once first), see BackendChoice. */
   backend?: BackendChoice | undefined;
@@ -33,6 +35,7 @@ export interface TransformOptions {
   vector?: boolean | undefined;
 }
 
+/** Options of `jacobian`: the transforms' options and the sweeps' direction. */
 export interface JacobianOptions extends TransformOptions {
   /** 'auto' (default): forward sweeps when inputs <= outputs, else reverse sweeps. */
   mode?: 'auto' | 'forward' | 'reverse' | undefined;
@@ -40,13 +43,18 @@ export interface JacobianOptions extends TransformOptions {
 
 /** A dense matrix, row-major. */
 export interface Matrix {
+  /** The entries, row-major: entry (i, j) at `i * cols + j`. */
   data: Float64Array;
+  /** [rows, cols]. */
   shape: [rows: number, cols: number];
 }
 
+/** What `jacobian` returns: the Jacobian (rows = outputs, cols = inputs), and the sweeps that
+ *  computed it. */
 export interface JacobianResult extends Matrix {
-  /** Which sweeps computed it, and how many (one per column forward, one per row reverse). */
+  /** Which sweeps computed it: 'forward' (tangent sweeps) or 'reverse'. */
   mode: 'forward' | 'reverse';
+  /** How many sweeps ran: one per column (input) forward, one per row (output) reverse. */
   sweeps: number;
 }
 

@@ -217,6 +217,7 @@ export class Vec {
 
   /** @internal */
   constructor(
+    /** The tape this Vec was recorded on. */
     readonly tape: Tape,
     index: number,
     shape: Shape,
@@ -450,6 +451,7 @@ export class Vec {
     return this.transpose();
   }
 
+  /** `Vec(#n, shape [2, 3])`: its node's number (`~id`) and its shape. */
   toString(): string {
     return `Vec(#${~this.id}, shape ${show(this.shape)})`;
   }
@@ -617,12 +619,15 @@ export class VectorHandleApi {
   get(h: number, k: number): number { return recordGet(this.tape, this.tape.vindexOfHandle(h, 'get'), k); }
   /** Number of elements. */
   length(h: number): number { return this.tape.elementLength(this.tape.vindexOfHandle(h, 'length')); }
+  /** Σ of the elements, as a scalar handle. */
   sum(h: number): number { return this.reduce(VSUM, h, 'sum'); }
   /** With one handle the largest element (a scalar handle); with two the elementwise maximum. */
   max(h: number, h2?: number): number { return h2 === undefined ? this.reduce(VMAX, h, 'max') : this.elementwise2(Op.max, 'max', h, h2); }
   /** With one handle the smallest element (a scalar handle); with two the elementwise minimum. */
   min(h: number, h2?: number): number { return h2 === undefined ? this.reduce(VMIN, h, 'min') : this.elementwise2(Op.min, 'min', h, h2); }
+  /** log Σ exp of the elements, stable (the max is taken inside), as a scalar handle. */
   logSumExp(h: number): number { return this.reduce(VLSE, h, 'logSumExp'); }
+  /** Σ x_k y_k of two vectors of the same length (ShapeError otherwise), as a scalar handle. */
   dot(h1: number, h2: number): number {
     const t = this.tape, a = t.vindexOfHandle(h1, 'dot'), b = t.vindexOfHandle(h2, 'dot');
     if (t.elementLength(a) !== t.elementLength(b)) return this.scalar(this.wrap(h1, undefined, 'dot').dot(this.wrap(h2, undefined, 'dot')));

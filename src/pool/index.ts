@@ -16,6 +16,7 @@ import type { BackendChoice } from '../backend.ts';
 import type { GeneratedSweeps, ShippedSweeps } from '../wasm/backend.ts';
 import { reviveError, type BatchMethod, type Registration, type Reply, type Task, type WorkerData } from './protocol.ts';
 
+/** Options of `createPool`. */
 export interface PoolOptions {
   /** Worker threads (default: the machine's available parallelism). They start with the pool
    *  and stay until `close()`. */
@@ -84,6 +85,8 @@ function workerScript(): URL {
   return new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url);
 }
 
+/** Worker threads that run the batch calls of registered compiled functions; made by
+ *  `createPool`, whose workers start at once and stay until `close()`. */
 export class GradientPool {
   private readonly piscina: Piscina<Task, Reply>;
   private readonly registrations = new Map<number, Registration>();
@@ -102,7 +105,16 @@ export class GradientPool {
   scratchLimit = 1 << 26;
 
   /** @internal */
-  constructor(readonly threads: number, readonly backend: 'wasm' | 'js', readonly minRowsPerTask: number, workerData: WorkerData) {
+  constructor(
+    /** Worker threads (`createPool`'s `threads`, default the machine's available parallelism). */
+    readonly threads: number,
+    /** The engine in the workers, 'auto' resolved: every registered function runs on it. */
+    readonly backend: 'wasm' | 'js',
+    /** Fewest rows a part of a batch gets (`createPool`'s `minRowsPerTask`, default 1024); a
+     *  smaller batch runs on the calling thread. */
+    readonly minRowsPerTask: number,
+    workerData: WorkerData,
+  ) {
     // Private in the declarations; from JavaScript `new GradientPool()` started a pool of no
     // threads that took calls (a probe).
     if (!Number.isInteger(threads) || threads < 1 || workerData === null || typeof workerData !== 'object') {
@@ -397,7 +409,9 @@ export interface WorkerLoad {
  *  fill one of your own). A batch of fewer than `minRowsPerTask` rows runs on the calling thread, on the same tape and
  *  sweeps: posting it to a worker would cost more than its rows. */
 export class PooledFunction {
+  /** Number of inputs of the registered function: the length of each row of X. */
   readonly inputs: number;
+  /** Number of outputs of the registered function. */
   readonly outputs: number;
   /** Whether the main thread generated sweeps for it (then shipped to every worker). */
   readonly generatedSweeps: GeneratedSweeps;
