@@ -686,7 +686,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // x whole before t is read, as the other engine's path reads it: an accessor of t that
     // resized x's buffer left this sweep reading a shrunk x, NaN without an error (a review).
     if (row !== this.row) {
-      this.row.set(row.subarray(0, this.inputs));
+      for (let k = 0; k < this.inputs; k++) this.row[k] = row[k]!;
       row = this.row;
     }
     t = this.entries(t, this.inputs, what, DIRECTION);
