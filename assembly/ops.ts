@@ -269,6 +269,17 @@ export function opArity(op: i32): i32 {
 // from the operands scaled by `scale`, a power of two (exact), where the radius keeps few digits
 // (subnormal: 2^600) or is past the doubles (of finite operands: 2^-600, where x/r gave (0, 0)
 // for hypot at (1.5e308, 1.5e308) and atan2 0 for about 3e-309, a probe).
+// hypot's tangent partials from the operands scaled by `scale` (2^600 where y is subnormal and
+// keeps few digits: u = x/y was 7e-5 off at (3e-320, 4e-320), a read-through; 2^-600 where y is
+// past the doubles of finite operands, where the terms over y gave 0 for a subnormal true value,
+// about 2.4e-309 at (1.5e308, 1.5e308): a probe), as the first partials.
+// @ts-ignore: decorator
+@noinline function hypotTangentScaled(x: f64, z: f64, tx: f64, tz: f64, scale: f64): f64 {
+  const xs = x * scale, zs = z * scale, r = hypot(xs, zs), us = xs / r, ws = zs / r;
+  partialZTangent = us * (us * tz - ws * tx) * scale / r;
+  return ws * (ws * tx - us * tz) * scale / r;
+}
+
 // @ts-ignore: decorator
 @noinline function scaledRadiusPartials(op: i32, x: f64, z: f64, scale: f64): f64 {
   const xs = x * scale, zs = z * scale, r = hypot(xs, zs);
@@ -724,13 +735,7 @@ export let partialZTangent: f64 = 0;
       // (1e-210, 1e-40), where it is 1e-300); where y is subnormal that order would overflow.
       const far = y == Infinity && (isFinite(x) || isFinite(z));
       const u = far && !isFinite(x) ? Math.sign(x) : x / y, w = far && !isFinite(z) ? Math.sign(z) : z / y;
-      if (y < 2.2250738585072014e-308) {
-        // A subnormal y keeps few digits: the unit vector and 1/y from the operands scaled by 2^600
-        // (exact), as the first partials (a read-through: u = x/y was 7e-5 off at (3e-320, 4e-320)).
-        const xs = x * 4.149515568880993e180, zs = z * 4.149515568880993e180, r = hypot(xs, zs), us = xs / r, ws = zs / r;
-        partialZTangent = us * (us * tz - ws * tx) * 4.149515568880993e180 / r;
-        return ws * (ws * tx - us * tz) * 4.149515568880993e180 / r;
-      }
+      if (y < 2.2250738585072014e-308 || (y == Infinity && isFinite(x) && isFinite(z))) return hypotTangentScaled(x, z, tx, tz, y == Infinity ? 2.409919865102884e-181 : 4.149515568880993e180);
       partialZTangent = u * ((u * tz - w * tx) / y);
       return w * ((w * tx - u * tz) / y);
     }

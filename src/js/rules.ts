@@ -411,10 +411,12 @@ function partialsTangentOf(op: number): void {
       // Divided by a normal y before the second factor (see the core).
       const far = y === Infinity && (Number.isFinite(x) || Number.isFinite(z));
       const u = far && !Number.isFinite(x) ? Math.sign(x) : x / y, w = far && !Number.isFinite(z) ? Math.sign(z) : z / y;
-      if (y < 2.2250738585072014e-308) {
-        const xs = x * 4.149515568880993e180, zs = z * 4.149515568880993e180, r = Math.hypot(xs, zs), us = xs / r, ws = zs / r;
-        partialZTangent[0] = us * (us * tz - ws * tx) * 4.149515568880993e180 / r;
-        { reg[OUT] = ws * (ws * tx - us * tz) * 4.149515568880993e180 / r; return; }
+      // A subnormal y, or one past the doubles of finite operands: from the operands scaled (see the core).
+      if (y < 2.2250738585072014e-308 || (y === Infinity && Number.isFinite(x) && Number.isFinite(z))) {
+        const scale = y === Infinity ? 2.409919865102884e-181 : 4.149515568880993e180;
+        const xs = x * scale, zs = z * scale, r = Math.hypot(xs, zs), us = xs / r, ws = zs / r;
+        partialZTangent[0] = us * (us * tz - ws * tx) * scale / r;
+        { reg[OUT] = ws * (ws * tx - us * tz) * scale / r; return; }
       }
       partialZTangent[0] = u * ((u * tz - w * tx) / y);
       { reg[OUT] = w * ((w * tx - u * tz) / y); return; }
