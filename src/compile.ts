@@ -105,7 +105,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     private readonly f: CompilableFunction | VectorCompilableFunction | null,
     /** Number of inputs (`compile`'s `inputs`): the length of x, and of each row of a batch. */
     readonly inputs: number,
-    private readonly backend: BackendKind,
+    // 'auto' kept as given: a recording's tape falls back to the JS engine where the runtime gives
+    // no more WebAssembly memories, as createTape's does.
+    private readonly backend: BackendChoice,
     /** Whether a failed guard throws BranchChangedError instead of recording again (`compile`'s
      *  `strict`, default false; true for a function loaded from bytes). */
     readonly strict: boolean,
@@ -1246,7 +1248,7 @@ export function compile(f: CompilableFunction | VectorCompilableFunction, option
   const never = backend === 'js' ? 'the JS backend interprets every tape' : options.vector === true ? 'a vector input makes vector nodes, whose rules are element loops already' : null;
   if (options.codegen === 'require' && never) throw new TapegradError('INVALID_ARGUMENT', `compile: generated sweeps are required ({ codegen: 'require' }), but ${never}`);
   const compiled = new CompiledFunction(
-    f, n, backend, options.strict ?? false, null, options.simd ?? true, null, options.codegen ?? true, options.vector === true,
+    f, n, options.backend === 'auto' ? 'auto' : backend, options.strict ?? false, null, options.simd ?? true, null, options.codegen ?? true, options.vector === true,
     options.checkNaN === true,
   );
   compiled.expectedNodes = options.expectedNodes ?? 0;

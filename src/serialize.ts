@@ -157,7 +157,8 @@ export function fromBytes(bytes: Uint8Array, options: FromBytesOptions = {}): Co
   const { maxNodes, maxMemoryBytes } = options;
   const limits = { ...(maxNodes === undefined ? {} : { maxNodes }), ...(maxMemoryBytes === undefined ? {} : { maxMemoryBytes }) };
   try {
-    return loadBytes(bytes, resolveBackend(options.backend), null, true, limits, options.checkNaN === true);
+    // 'auto' as given: the tape falls back as createTape's does (see loadBytes).
+    return loadBytes(bytes, options.backend === 'auto' ? 'auto' : resolveBackend(options.backend), null, true, limits, options.checkNaN === true);
   } catch (error) {
     // The format's messages say what is wrong with the bytes; the call they came to leads them,
     // as every other message's does (a probe: 'truncated: 10 bytes...' named no call).
@@ -170,7 +171,7 @@ export function fromBytes(bytes: Uint8Array, options: FromBytesOptions = {}): Co
  *  `CompiledFunction.shipSweeps`) instead of generating them; with `codegen` false it neither
  *  generates nor installs any (the tape is interpreted). */
 export function loadBytes(
-  bytes: Uint8Array, backend: BackendKind, sweeps: ShippedSweeps | null, codegen: boolean, limits: TapeLimits = {}, checkNaN = false,
+  bytes: Uint8Array, backend: BackendChoice, sweeps: ShippedSweeps | null, codegen: boolean, limits: TapeLimits = {}, checkNaN = false,
 ): CompiledFunction {
   if (!isUint8Array(bytes)) throw new TapegradError('INVALID_ARGUMENT', `fromBytes needs a Uint8Array, got ${describe(bytes)}`);
   if (bytes.length < HEADER_BYTES[1]) throw new FormatError(`truncated: ${bytes.length} bytes, a tape has at least ${HEADER_BYTES[1]}`);

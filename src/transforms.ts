@@ -103,20 +103,24 @@ export function withTape<T>(options: TransformOptions | undefined, body: (tape: 
   if (known) large[kind] = undefined;
   pooled ??= known ? pools[kind].pop() : undefined;
   const small = pooled === undefined && known && inUse[kind] >= transformPool.tapes;
-  const tape = pooled ?? (small ? smallPools[kind].pop() : undefined) ?? createTapeSync({ backend: kind, ...(small ? { expectedNodes: smallTapePool.nodes } : {}) });
+  // 'auto' made where the runtime gives no more WebAssembly memories (a browser's cap) is a JS
+  // tape, as createTape's (a browser probe: a CapacityError advising 'auto'), pooled as one.
+  const tape = pooled ?? (small ? smallPools[kind].pop() : undefined)
+    ?? createTapeSync({ backend: options?.backend === 'auto' ? 'auto' : kind, ...(small ? { expectedNodes: smallTapePool.nodes } : {}) });
+  const held = tape.backend;
   tape.staleWhy = ' (a transform resets its tape after each call: it is from an earlier grad, vjp, jvp or hvp call)';
-  inUse[kind]++;
+  inUse[held]++;
   try {
     tape.reset();
     return body(tape);
   } finally {
-    inUse[kind]--;
+    inUse[held]--;
     tape.reset();
     if (!small) {
-      if (tape.memoryBytes > transformPool.bytes) large[kind] = new WeakRef(tape);
-      else if (pools[kind].length < transformPool.tapes) pools[kind].push(tape);
-    } else if (smallPools[kind].length < smallTapePool.tapes && tape.memoryBytes <= smallTapePool.bytes) {
-      smallPools[kind].push(tape);
+      if (tape.memoryBytes > transformPool.bytes) large[held] = new WeakRef(tape);
+      else if (pools[held].length < transformPool.tapes) pools[held].push(tape);
+    } else if (smallPools[held].length < smallTapePool.tapes && tape.memoryBytes <= smallTapePool.bytes) {
+      smallPools[held].push(tape);
     }
   }
 }

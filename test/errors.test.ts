@@ -7,8 +7,9 @@ import { describe, expect, it } from 'vitest';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError,
   TapegradError, add, atan2, compile, createTape, createTapeSync, div, eq, ge, gt, hvp, hypot, init, jacobian, jvp, le, lt, max, min, mul,
-  pow, sub, vjp, type Tape, type Var,
+  fromBytes, grad, gradcheck, pow, sub, vjp, type Tape, type Var,
 } from '../src/index.ts';
+import { pooledTapes } from '../src/transforms.ts';
 import { BACKENDS, tapeOn } from './support.ts';
 
 type ErrorClass = new (...args: never[]) => TapegradError;
@@ -589,6 +590,19 @@ describe('a runtime that allocates no more WebAssembly memories', () => {
       // Where the memory asked for is one of expectedNodes, the message says that instead.
       expect(() => createTapeSync({ expectedNodes: 4_000_000 })).toThrow(expect.objectContaining({ code: 'CAPACITY', message: expect.stringMatching(/^the runtime gave no WebAssembly\.Memory of 115 MiB for expectedNodes .*expect fewer nodes/) }));
       expect(createTapeSync({ backend: 'auto', expectedNodes: 4_000_000 }).backend).toBe('js');
+      // So do the calls that make their own tapes when given 'auto' (they threw that CapacityError,
+      // which advised 'auto': a browser probe): transforms and gradcheck with no pooled wasm tape
+      // left, a compiled function's recording, fromBytes.
+      for (const small of [false, true]) (pooledTapes('wasm', small) as Tape[]).length = 0;
+      const f = (x: Var[]): Var => x[0]!.mul(x[1]!).sin();
+      const want = grad(f, { backend: 'js' })([1, 2]);
+      expect(Array.from(grad(f, { backend: 'auto' })([1, 2]))).toEqual(Array.from(want));
+      expect(Array.from(hvp(f, [1, 2], [1, 0], { backend: 'auto' }))).toEqual(Array.from(hvp(f, [1, 2], [1, 0], { backend: 'js' })));
+      expect(gradcheck(f, [1, 2], { backend: 'auto' }).ok).toBe(true);
+      expect(Array.from(compile(f, { inputs: 2, backend: 'auto' }).gradient([1, 2]))).toEqual(Array.from(want));
+      const bytes = compile(f, { inputs: 2, backend: 'js', at: [1, 2] }).toBytes();
+      expect(Array.from(fromBytes(bytes, { backend: 'auto' }).gradient([1, 2]))).toEqual(Array.from(want));
+      expect(() => fromBytes(bytes, { backend: 'wasm' })).toThrow(CapacityError);
     } finally {
       (WebAssembly as { Memory: unknown }).Memory = Memory;
     }
