@@ -88,6 +88,16 @@ describe('dist/ runs anywhere', () => {
     }
   });
 
+  // A browser probe: with the generator in nine files, one failed download of a module its entry
+  // imports stayed failed (the retry fetched the entry again, whose imports resolved to the failed
+  // records), and the page kept the interpreter for good. One file retries as a whole.
+  it('ships the code generator as one module, importing nothing of its own but the library\'s ops', () => {
+    const dir = path.join(DIST, 'wasm', 'codegen');
+    expect(readdirSync(dir).filter((f) => f.endsWith('.js'))).toEqual(['index.js']);
+    const imports = [...readFileSync(path.join(dir, 'index.js'), 'utf8').matchAll(/^import .* from "([^"]+)";$/gm)].map((m) => m[1]);
+    expect(new Set(imports)).toEqual(new Set(['../../ops.js']));
+  });
+
   it('has no top-level await (a bundle or a require() of it would need one otherwise)', () => {
     for (const file of distJs) {
       expect(() => esbuild.transformSync(readFileSync(file, 'utf8'), {
