@@ -657,7 +657,7 @@ try { await createPool({ threads: 1 }); console.log('created'); } catch (e) { co
   const run = spawnSync(process.execPath, [outfile], { encoding: 'utf8' });
   rmSync(dir, { recursive: true, force: true });
   expect(run.stderr).toBe('');
-  expect(run.stdout).toMatch(/^INVALID_ARGUMENT createPool: the workers' script .*bundled[/\\]worker\.js is missing; a bundle must keep tapegrad\/pool external/);
+  expect(run.stdout).toMatch(/^INVALID_ARGUMENT createPool: the workers' script .*bundled[/\\]worker-entry\.cjs is missing; a bundle must keep tapegrad\/pool external/);
 });
 
 // From the sources the pool started './worker.js', which only dist has, and the failed start's

@@ -69,7 +69,7 @@ export async function createPool(options: PoolOptions = {}): Promise<GradientPoo
   if (path !== null && !existsSync(path)) {
     throw new TapegradError(
       'INVALID_ARGUMENT',
-      `createPool: the workers' script ${path} is missing; a bundle must keep tapegrad/pool external, or ship tapegrad's dist/pool/worker.js (and the files it imports) beside this module`,
+      `createPool: the workers' script ${path} is missing; a bundle must keep tapegrad/pool external, or ship tapegrad's dist/pool/worker-entry.cjs and worker.js (and the files it imports) beside this module`,
     );
   }
   // 'auto' as createTape takes it (an audit: the first pool threw, the second took js; a review:
@@ -82,7 +82,8 @@ export async function createPool(options: PoolOptions = {}): Promise<GradientPoo
 /** The workers' script, beside this module (the sources, run through tsx, whose loader the
  *  workers inherit, start the worker's source). */
 function workerScript(): URL {
-  return new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url);
+  // From dist, through a CommonJS entry that imports worker.js (see worker-entry.cjs).
+  return new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker-entry.cjs', import.meta.url);
 }
 
 /** Worker threads that run the batch calls of registered compiled functions; made by
