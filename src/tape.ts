@@ -183,6 +183,11 @@ export class Tape {
     return this.engine.nodeBytes();
   }
 
+  /** @internal Bytes the live recording holds, nodes and elements. */
+  get recordedBytes(): number {
+    return this.count * this.engine.nodeBytes() + this.elements * this.engine.elementBytes();
+  }
+
   /** Bytes the engine currently holds (wasm memory, or the JS typed arrays). */
   get memoryBytes(): number {
     return this.engine.memoryBytes();

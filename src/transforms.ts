@@ -76,6 +76,12 @@ const inUse: Record<BackendKind, number> = { wasm: 0, js: 0 };
 // made a 32 MiB tape and grew it to the function's size (3 M nodes: 116 ms a call against 48 on
 // a tape kept, a probe); the memory is not held for the rest of the process.
 const large: Record<BackendKind, WeakRef<Tape> | undefined> = { wasm: undefined, js: undefined };
+// Whether the last call on each backend recorded past the pool's bytes: only then does the next
+// call take the large tape first. A small call after it takes a pooled tape and leaves the large
+// one alone, kept weakly, so that its memory goes at the next major collection: every small call
+// took it first, holding it through the call's job, and a service's steady small calls kept a 3
+// M-node function's 103 MB for good (a soak probe).
+const largeWanted: Record<BackendKind, boolean> = { wasm: false, js: false };
 const smallPools: Record<BackendKind, Tape[]> = { wasm: [], js: [] };
 /** @internal The small tapes' pool: how many, the nodes each is made for, the most memory it may
  *  hold to be kept. */
@@ -99,8 +105,8 @@ export function withTape<T>(options: TransformOptions | undefined, body: (tape: 
   const known = Object.hasOwn(pools, kind);
   // The large tape first, if the collector left it: its memory is there already, and a pooled
   // one would grow again under the next large call.
-  let pooled = known ? large[kind]?.deref() : undefined;
-  if (known) large[kind] = undefined;
+  let pooled = known && largeWanted[kind] ? large[kind]?.deref() : undefined;
+  if (pooled !== undefined) large[kind] = undefined;
   pooled ??= known ? pools[kind].pop() : undefined;
   const small = pooled === undefined && known && inUse[kind] >= transformPool.tapes;
   // 'auto' made where the runtime gives no more WebAssembly memories (a browser's cap) is a JS
@@ -115,6 +121,7 @@ export function withTape<T>(options: TransformOptions | undefined, body: (tape: 
     return body(tape);
   } finally {
     inUse[held]--;
+    largeWanted[held] = tape.recordedBytes > transformPool.bytes;
     tape.reset();
     if (!small) {
       if (tape.memoryBytes > transformPool.bytes) large[held] = new WeakRef(tape);

@@ -378,6 +378,32 @@ describe.each(BACKENDS)('the transforms\' tape pool stays bounded (%s)', (backen
     }
   });
 
+  // A soak probe: every call took the large tape first, small ones too, holding it through their
+  // job, so a service's steady small calls kept a large function's memory for good. Only a call
+  // after one that recorded past the pool's bytes takes it now.
+  it('small calls after a large one leave the large tape alone; a large one after it takes it', () => {
+    const before = transformPool.bytes;
+    try {
+      transformPool.bytes = 4000;
+      const big = (x: Var): Var => { let y = x; for (let k = 0; k < 400; k++) y = y.mul(1.0001).sin(); return y; };
+      let seen: unknown = null;
+      const spy = (f: (x: Var) => Var) => (x: Var): Var => { seen = x.tape; return f(x); };
+      grad(big, { backend })(0.5);
+      const kept = keptLargeTape(backend);
+      expect(kept).toBeDefined();
+      grad(spy(big), { backend })(0.5);
+      expect(seen).toBe(kept);
+      // The call right after a large one takes it (it may be large again); the next ones do not.
+      grad(spy((x) => x.square()), { backend })(3);
+      expect(seen).toBe(kept);
+      grad(spy((x) => x.square()), { backend })(3);
+      expect(seen).not.toBe(kept);
+      expect(grad((x: Var) => x.square(), { backend })(3)).toBe(6);
+    } finally {
+      transformPool.bytes = before;
+    }
+  });
+
   // A probe: past the pool's count every call made a new tape of the default 32 MiB, and grads
   // nested five deep took 19 ms a call on wasm against 17 µs four deep. Deeper levels take small
   // tapes from a pool of their own, made once.
