@@ -945,7 +945,8 @@ function emitSumLoops(
     // bodies a turn made the gradient of a compiled vector Rosenbrock of 10^5 elements 0.155 ms
     // against 0.125; for the small bodies of forward and tangent kernels they were 1.5% faster.
     const groups = (body: () => void): void => {
-      for (const k of [0, 1]) { fn.f64Const(0); simdOp(fn, S_Splat); fn.set(L.pair(k)); }
+      // From -0, as sum4's partial sums (addition's identity: terms all -0 sum to -0).
+      for (const k of [0, 1]) { fn.f64Const(-0); simdOp(fn, S_Splat); fn.set(L.pair(k)); }
       if (alternate) {
         emitLoop(fn, L, 2, () => {
           body();
@@ -966,7 +967,7 @@ function emitSumLoops(
     if (alternate) { fn.get(1); fn.get(2); fn.byte(W_I32Add); fn.i32Const(8); fn.byte(W_I32Mul); fn.set(L.end); }
     for (let k = 0; k < 4; k++) { fn.get(L.pair(k >> 1)); simdOp(fn, S_Extract); fn.byte(k & 1); fn.set(L.partial(k)); }
   } else {
-    for (let k = 0; k < 4; k++) { fn.f64Const(0); fn.set(L.partial(k)); }
+    for (let k = 0; k < 4; k++) { fn.f64Const(-0); fn.set(L.partial(k)); }
     emitLoop(fn, L, 4, () => {
       for (let k = 0; k < 4; k++) {
         single(); into(L.partial(k), value.single, addF64);
