@@ -1146,11 +1146,12 @@ export class Tape {
     }
   }
 
-  // Whether operand x of node i holds a non-finite value (or element) an op made.
+  // Whether operand x of node i holds a non-finite value (or element) an op made: a scalar's
+  // value (get, the reductions and dot are scalar-valued vector ops: a review), a vector's elements.
   private madeNonFinite(x: number, i: number): boolean {
     const code = this.opV[x]!;
     if (x >= i || code <= INPUT || code === VMETA || code === VPARAM || code === VINPUT || code === VCONST) return false;
-    if (code < VMETA) return this.valV[x]! - this.valV[x]! !== 0;
+    if (scalarValued(code)) return this.valV[x]! - this.valV[x]! !== 0;
     this.storeValues(x);
     return this.badElement(x, this.engine.views.xval, false) >= 0;
   }
@@ -1349,8 +1350,14 @@ export class Tape {
   assertFiniteTangents(from: number, to: number, byIndex: boolean, targets: ArrayLike<number>): void {
     this.engine.materializeTangents(to);
     const { op, a, b, val, tan, xtan } = this.engine.views;
-    this.assertReachedFinite(from, to, tan!, byIndex);
     let reach: Uint8Array | null = null;
+    // A value checkNaN rejected that the sweep carried a tangent through to a target throws
+    // again, as a read of it does; one no target uses does not (a review: jvp of an output that
+    // did not use the rejected node threw, where its gradient did not).
+    for (let i = from; i < to; i++) {
+      if (tan![i] !== 0 && val[i]! - val[i]! !== 0 && op[i]! > ARG && op[i]! < VMETA
+        && (this.vectorNodes || (reach ??= tangentReach(op, a, b, val, this.count, targets))[i])) this.assertFinite(i, i + 1, true, byIndex);
+    }
     for (let i = from; i < to; i++) {
       let t = tan![i]!, k = -1;
       // A vector names its element, as values and adjoints do; an input's tangent is the caller's

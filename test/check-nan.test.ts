@@ -109,8 +109,11 @@ describe.each(BACKENDS)('checkNaN (%s)', (backend) => {
     const tape = await tapeOn(backend, { checkNaN: true });
     const v = tape.vector([1, -1]).log();
     const logOfV = `checkNaN: log[] at vector handle ${v.id} (a vector) produced NaN at element 1`;
-    for (const read of [() => v.value, () => v.value, () => v.get(1).value, () => v.sum().mul(2).value, () => tape.vector([2, 3]).dot(v).value]) {
-      expect(thrownBy(read)).toMatchObject({ name: 'NonFiniteError', node: v.id, op: 'log[]', message: logOfV });
+    // Each twice: a second read walks back through the scalar-valued vector ops (get, sum, dot,
+    // max) to the vector op (a review: it stopped at the scalar op reading them).
+    const summed = v.sum().mul(2), element = v.get(1).mul(3), dotted = tape.vector([2, 3]).dot(v).add(1), largest = v.neg().max().exp();
+    for (const read of [() => v.value, () => v.get(1).value, () => summed.value, () => element.value, () => dotted.value, () => largest.value]) {
+      for (let k = 0; k < 2; k++) expect(thrownBy(read)).toMatchObject({ name: 'NonFiniteError', node: v.id, op: 'log[]', message: logOfV });
     }
     tape.reset();
     const x = tape.variable(1e308), y = x.add(1e308), other = tape.variable(3);
@@ -118,10 +121,13 @@ describe.each(BACKENDS)('checkNaN (%s)', (backend) => {
     for (const sweep of [() => tape.backward(y), () => tape.gradient(y, [x]), () => tape.vjp([y], [1], [x]), () => tape.hvp(y, [x], [1]), () => tape.jvp([x], [1], [y])]) {
       expectNonFinite(sweep, y.id, 'add');
     }
-    // A sweep that does not reach it runs.
-    const z = other.square();
+    // A sweep that does not reach it runs, a tangent sweep whose direction passes through it on
+    // the way to nothing too (a review: jvp and hvp of x·c + other threw, as y's tangent was not 0).
+    const z = other.square(), w = x.mul(0.5).add(other);
     expect(Array.from(tape.gradient(z, [other]))).toEqual([6]);
     expect(Array.from(tape.jvp([other], [1], [z]))).toEqual([6]);
+    expect(Array.from(tape.jvp([x, other], [1, 1], [w]))).toEqual([1.5]);
+    expect(Array.from(tape.hvp(w, [x, other], [1, 0]))).toEqual([0, 0]);
     expectUsable(tape);
   });
 
