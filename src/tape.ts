@@ -1335,12 +1335,15 @@ export class Tape {
     );
   }
 
-  // A node in [from, to) a sweep reached (`reached`: its adjoints, or tangents) whose value an op
-  // made non-finite, named as a read of it names it.
-  private assertReachedFinite(from: number, to: number, reached: Float64Array, byIndex: boolean): void {
-    const { op, val } = this.engine.views;
+  // A node in [from, to) a sweep reached (`reached`: its adjoints, or tangents, with the tangent
+  // sweep's `targets`: a tangent no target uses reached nothing) whose value an op made
+  // non-finite, named as a read of it names it.
+  private assertReachedFinite(from: number, to: number, reached: Float64Array, byIndex: boolean, targets?: ArrayLike<number>): void {
+    const { op, a, b, val } = this.engine.views;
+    let reach: Uint8Array | null = null;
     for (let i = from; i < to; i++) {
-      if (reached[i] !== 0 && val[i]! - val[i]! !== 0 && op[i]! > ARG && op[i]! < VMETA) this.assertFinite(i, i + 1, true, byIndex);
+      if (reached[i] !== 0 && val[i]! - val[i]! !== 0 && op[i]! > ARG && op[i]! < VMETA
+        && (!targets || this.vectorNodes || (reach ??= tangentReach(op, a, b, val, this.count, targets))[i])) this.assertFinite(i, i + 1, true, byIndex);
     }
   }
 
@@ -1350,14 +1353,11 @@ export class Tape {
   assertFiniteTangents(from: number, to: number, byIndex: boolean, targets: ArrayLike<number>): void {
     this.engine.materializeTangents(to);
     const { op, a, b, val, tan, xtan } = this.engine.views;
-    let reach: Uint8Array | null = null;
     // A value checkNaN rejected that the sweep carried a tangent through to a target throws
     // again, as a read of it does; one no target uses does not (a review: jvp of an output that
     // did not use the rejected node threw, where its gradient did not).
-    for (let i = from; i < to; i++) {
-      if (tan![i] !== 0 && val[i]! - val[i]! !== 0 && op[i]! > ARG && op[i]! < VMETA
-        && (this.vectorNodes || (reach ??= tangentReach(op, a, b, val, this.count, targets))[i])) this.assertFinite(i, i + 1, true, byIndex);
-    }
+    this.assertReachedFinite(from, to, tan!, byIndex, targets);
+    let reach: Uint8Array | null = null;
     for (let i = from; i < to; i++) {
       let t = tan![i]!, k = -1;
       // A vector names its element, as values and adjoints do; an input's tangent is the caller's
