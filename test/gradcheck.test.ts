@@ -128,6 +128,10 @@ describe.each(BACKENDS)('gradcheck judges beyond the finite differences\' roundi
     const f = (z: Var[]): Var => z[0]!.mul(z[1]!).add(z[1]!.square());
     for (const at of [[1e6, 1], [1e9, 1]]) expect(gradcheck(f, at, { backend, order: 2 }).ok, `at ${at}`).toBe(true);
     expect(gradcheck((z: Var[]) => z[0]!.square().mul(z[1]!).add(z[1]!.log()), [1e5, 1], { backend, order: 2 }).ok).toBe(true);
+    // Subnormal values round to the least subnormal, not relatively (a probe: a step of 5e-324 at
+    // 1e-310 made the differences 2 for a gradient of 3, and a correct gradient failed).
+    expect(gradcheck((x: Var) => x.mul(3), 1e-310, { backend, step: () => 5e-324 }).ok).toBe(true);
+    expect(gradcheck((x: Var) => x.mul(3.5), 1e-310, { backend, step: () => 5e-320 }).ok).toBe(true);
   });
   it('a wrong one at the same size still fails, the message giving the rounding', () => {
     const off = defineFunction({ name: 'off', forward: (xs) => xs[0]! * xs[0]! + 1e7, vjp: (xs, _y, g) => [g * 2.001 * xs[0]!], jvp: (xs, _y, ts) => 2.001 * xs[0]! * ts[0]! });
