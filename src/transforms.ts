@@ -114,7 +114,7 @@ export function withTape<T>(options: TransformOptions | undefined, body: (tape: 
   const tape = pooled ?? (small ? smallPools[kind].pop() : undefined)
     ?? createTapeSync({ backend: options?.backend === 'auto' ? 'auto' : kind, ...(small ? { expectedNodes: smallTapePool.nodes } : {}) });
   const held = tape.backend;
-  tape.staleWhy = ' (a transform resets its tape after each call: it is from an earlier grad, vjp, jvp or hvp call)';
+  tape.staleWhy = ' (a transform resets its tape after each call: it is from an earlier call of a transform or gradcheck)';
   inUse[held]++;
   try {
     tape.reset();
