@@ -504,7 +504,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const xs = this.batchRows(X, rows, what);
     // Directions along the inputs are checked before f first records (cotangents need its outputs).
     const dWidth = directionOf === 'inputs' ? this.inputs : this.outputsNow(xs, rows, what);
-    const ds = toFloat64(D, rows * dWidth, `${what}: ${rows} rows of ${dWidth} ${directionOf === 'inputs' ? 'direction' : 'cotangent'} entr${dWidth === 1 ? 'y' : 'ies'}`);
+    const ds = toFloat64(D, rows * dWidth, rowsOfEntries(what, rows, dWidth, directionOf === 'inputs' ? 'direction' : 'cotangent'));
     // X is read as its rows run: D's accessors (run just now) must not have shrunk it (a review's
     // getter resized X's buffer, and every row came out NaN on both engines).
     if (xs.length < rows * this.inputs) this.batchRows(X, rows, what);
@@ -1196,6 +1196,12 @@ function atRow(e: unknown, what: string, row: number): unknown {
     rowNamed.add(e);
   }
   return e;
+}
+
+/** @internal How a batch's directions or cotangents are named in its length errors, by the
+ *  single-threaded calls and the pool alike ('jvpBatch: 10 rows of 1 direction entry'). */
+export function rowsOfEntries(what: string, rows: number, width: number, name: string): string {
+  return `${what}: ${rows} rows of ${width} ${name} entr${width === 1 ? 'y' : 'ies'}`;
 }
 
 /** @internal A batch's row count, named by the call that got it. */

@@ -10,7 +10,7 @@ import type { BinaryOps, UnaryOps } from './op-docs.ts';
 
 const {
   const: CONST, input: INPUT, arg: ARG, select: SELECT, pow: POW, powConst: POW_CONST, custom: CUSTOM,
-  vmeta: VMETA, vparam: VPARAM, vinput: VINPUT, vconst: VCONST, vdot: VDOT, vmatmul: VMATMUL, vtranspose: VTRANSPOSE, vslice: VSLICE,
+  vmeta: VMETA, vparam: VPARAM, vinput: VINPUT, vconst: VCONST, vgather: VGATHER,
 } = Op;
 
 // Handles are small integers (Smis in V8: no allocation per op). Each tape hands out a fresh
@@ -1138,8 +1138,9 @@ export class Tape {
     const { op, a, b } = this.engine.views;
     for (;;) {
       const code = op[i]!;
-      const arity = code >= ELEMENTWISE || (code < VMETA && code !== ARG && code !== CUSTOM) ? OP_TABLE[code >= ELEMENTWISE ? code - ELEMENTWISE : code]?.[1]
-        : code === VDOT || code === VMATMUL ? 2 : (code > VPARAM && code < VDOT) || code === VTRANSPOSE || code === VSLICE ? 1 : 0;
+      // The op table's operand counts (gather's b, its indices, is left out; a select's or a custom
+      // function's, carried by arg nodes, end the walk).
+      const arity = code === ARG || code === CUSTOM || code === VGATHER ? 0 : OP_TABLE[code >= ELEMENTWISE ? code - ELEMENTWISE : code]?.[1];
       if ((arity === 1 || arity === 2) && this.madeNonFinite(a[i]!, i)) i = a[i]!;
       else if (arity === 2 && this.madeNonFinite(b[i]!, i)) i = b[i]!;
       else return i;

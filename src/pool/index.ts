@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import { CompiledFunction, checkArrayLength, checkRows, toFloat64 } from '../compile.ts';
+import { CompiledFunction, checkArrayLength, checkRows, rowsOfEntries, toFloat64 } from '../compile.ts';
 import { coreModule, loadBackend } from '../create.ts';
 import { CapacityError, FormatError, NotANumberError, TapegradError, checkApart, checkOut, describe, lockFields, newFloat64, overlaps } from '../errors.ts';
 import { BACKEND_RULE, readOptions } from '../options.ts';
@@ -484,7 +484,7 @@ export class PooledFunction {
     // null is a direction the caller gave (run takes null for "none"): refused as on one thread.
     if (D === null) {
       checkRows(rows, method);
-      checkArrayLength(D as unknown as ArrayLike<number>, rows * dWidth, `${method}: ${rows} rows of ${dWidth} ${dName} entr${dWidth === 1 ? 'y' : 'ies'}`);
+      checkArrayLength(D as unknown as ArrayLike<number>, rows * dWidth, rowsOfEntries(method, rows, dWidth, dName));
     }
     return (await this.run(method, rows, X, D, dWidth, dName, out, width, values === undefined ? 'none' : values, valueWidth))[0];
   }
@@ -507,7 +507,7 @@ export class PooledFunction {
     checkRows(rows, method);
     const n = rows * this.inputs, dn = rows * dWidth, on = rows * width, vn = rows * valueWidth;
     // Lengths before the scratch is leased: a huge `rows` is X's length error, not an allocation's.
-    const xWhat = `${method}: ${rows} rows of ${this.inputs} inputs`, dWhat = `${method}: ${rows} rows of ${dWidth} ${dName} entr${dWidth === 1 ? 'y' : 'ies'}`;
+    const xWhat = `${method}: ${rows} rows of ${this.inputs} inputs`, dWhat = rowsOfEntries(method, rows, dWidth, dName);
     checkArrayLength(X, n, xWhat);
     if (D !== null) checkArrayLength(D, dn, dWhat);
     if (out !== undefined) checkOut(out, on, `${method}: out`);
