@@ -40,6 +40,12 @@ export function forward(from: i32, to: i32): void {
       case Op.Mul: { setF64At(vB, i, f64At(vB, i32At(aB, i)) * f64At(vB, i32At(bB, i))); continue; }
       case Op.Neg: { setF64At(vB, i, -f64At(vB, i32At(aB, i))); continue; }
       case Op.Square: { const x = f64At(vB, i32At(aB, i)); setF64At(vB, i, x * x); continue; }
+      // Common unary functions, the op known here (no second switch, no b operand read).
+      case Op.Exp: { const x = f64At(vB, i32At(aB, i)); setF64At(vB, i, forwardRule(Op.Exp, x, x)); continue; }
+      case Op.Log: { const x = f64At(vB, i32At(aB, i)); setF64At(vB, i, forwardRule(Op.Log, x, x)); continue; }
+      case Op.Log1p: { const x = f64At(vB, i32At(aB, i)); setF64At(vB, i, forwardRule(Op.Log1p, x, x)); continue; }
+      case Op.Sin: { const x = f64At(vB, i32At(aB, i)); setF64At(vB, i, forwardRule(Op.Sin, x, x)); continue; }
+      case Op.Cos: { const x = f64At(vB, i32At(aB, i)); setF64At(vB, i, forwardRule(Op.Cos, x, x)); continue; }
     }
     if (op >= Op.VMeta) { i = vectorForwardAt(i, op, to); continue; }
     if (op == Op.Select) { setF64At(vB, i, f64At(vB, selected(i))); continue; }
@@ -93,6 +99,32 @@ export function sweepReverse(top: i32): void {
       case Op.Neg: { addF64At(gB, ia, -g); continue; }
       case Op.Square: {
         const pa = 2 * f64At(vB, ia);
+        if (pa != 0) addF64At(gB, ia, g * pa);
+        continue;
+      }
+      // Unary ops whose partial needs no operand but their own (the rules' bits, the op known
+      // here: no second switch, no b operand read).
+      case Op.Exp: {
+        const pa = partials(Op.Exp, 0, 0, f64At(vB, i));
+        if (pa != 0) addF64At(gB, ia, g * pa);
+        continue;
+      }
+      case Op.Log: {
+        const x = f64At(vB, ia);
+        const pa = partials(Op.Log, x, x, 0);
+        if (pa != 0) addF64At(gB, ia, g * pa);
+        continue;
+      }
+      case Op.Log1p: {
+        const x = f64At(vB, ia);
+        const pa = partials(Op.Log1p, x, x, 0);
+        if (pa != 0) addF64At(gB, ia, g * pa);
+        continue;
+      }
+      case Op.Sin: case Op.Cos: {
+        const sibling = trigSibling(i, op, ia, top);
+        const x = f64At(vB, ia);
+        const pa = sibling >= 0 ? siblingPartial(op, sibling) : op == Op.Sin ? partials(Op.Sin, x, x, 0) : partials(Op.Cos, x, x, 0);
         if (pa != 0) addF64At(gB, ia, g * pa);
         continue;
       }
