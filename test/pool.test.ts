@@ -654,10 +654,40 @@ try { await createPool({ threads: 1 }); console.log('created'); } catch (e) { co
 `);
   const esbuild = await import('esbuild');
   await esbuild.build({ entryPoints: [entry], bundle: true, platform: 'node', format: 'esm', outfile, external: ['piscina'], logLevel: 'silent' });
-  const run = spawnSync(process.execPath, [outfile], { encoding: 'utf8' });
+  // esbuild's default for Node, CommonJS, leaves import.meta empty (a raw TypeError, a probe).
+  const cjs = join(dir, 'bundled', 'app.cjs');
+  writeFileSync(entry.replace(/mjs$/, 'cjs'), `
+const { createPool } = require(${JSON.stringify(fileURLToPath(new URL('../dist/pool/index.js', import.meta.url)))});
+createPool({ threads: 1 }).then(() => console.log('created'), (e) => console.log(e.code + ' ' + e.message));
+`);
+  await esbuild.build({ entryPoints: [entry.replace(/mjs$/, 'cjs')], bundle: true, platform: 'node', outfile: cjs, external: ['piscina'], logLevel: 'silent' });
+  // webpack read `new URL(a ? './x' : './y', import.meta.url)` as a lookup into its bundle and
+  // threw "Cannot find module" (a probe); it puts the module's own path there now, which exists.
+  const { default: webpack } = await import('webpack');
+  await new Promise<void>((done, fail) => webpack({
+    mode: 'production', target: 'node20', context: dir, entry: entry.replace(/mjs$/, 'cjs'), externals: { piscina: 'commonjs piscina' },
+    output: { path: join(dir, 'webpacked'), filename: 'app.cjs' },
+  }, (error, stats) => (error || stats?.hasErrors() ? fail(error ?? new Error(stats!.toString())) : done())));
+  const [esm, common, webpacked] = [outfile, cjs, join(dir, 'webpacked', 'app.cjs')].map((file) => spawnSync(process.execPath, [file], { encoding: 'utf8' }));
   rmSync(dir, { recursive: true, force: true });
-  expect(run.stderr).toBe('');
-  expect(run.stdout).toMatch(/^INVALID_ARGUMENT createPool: the workers' script .*bundled[/\\]worker-entry\.cjs is missing; a bundle must keep tapegrad\/pool external/);
+  expect(esm!.stderr).toBe('');
+  expect(esm!.stdout).toMatch(/^INVALID_ARGUMENT createPool: the workers' script .*bundled[/\\]worker-entry\.cjs is missing; a bundle must keep the package external \(esbuild's --external:tapegrad/);
+  expect(common!.stdout).toMatch(/^INVALID_ARGUMENT createPool: this module was bundled where import.meta.url is not defined \(a CommonJS bundle\).*--format=esm/);
+  expect(webpacked!.stderr).toBe('');
+  expect(webpacked!.stdout.trim()).toBe('created');
+}, 60_000);
+
+// A bundle holding the core with tapegrad/pool left outside: the pool's own copy of the core
+// refused the bundle's compiled functions as "not a compiled function ... got an object
+// (CompiledFunction)" (a packaging probe).
+it('register names a compiled function of another copy of tapegrad', async () => {
+  const pool = await createPool({ threads: 1 });
+  try {
+    const foreign = { toBytes: () => new Uint8Array(0), gradientBatch: () => null };
+    await expect(pool.register(foreign as never)).rejects.toThrow(/register: the compiled function comes from another copy of tapegrad than this pool's.*f\.toBytes\(\)/);
+  } finally {
+    await pool.close();
+  }
 });
 
 // From the sources the pool started './worker.js', which only dist has, and the failed start's

@@ -69,7 +69,7 @@ export async function createPool(options: PoolOptions = {}): Promise<GradientPoo
   if (path !== null && !existsSync(path)) {
     throw new TapegradError(
       'INVALID_ARGUMENT',
-      `createPool: the workers' script ${path} is missing; a bundle must keep tapegrad/pool external, or ship tapegrad's dist/pool/worker-entry.cjs and worker.js (and the files it imports) beside this module`,
+      `createPool: the workers' script ${path} is missing; ${KEEP_EXTERNAL}, or ship tapegrad's dist/pool/ beside this module with the rest of its dist/ one folder up, as in the package`,
     );
   }
   // 'auto' as createTape takes it (an audit: the first pool threw, the second took js; a review:
@@ -79,11 +79,24 @@ export async function createPool(options: PoolOptions = {}): Promise<GradientPoo
   return new GradientPool(threads, backend, minRows, data);
 }
 
+// What a bundled program does so that the workers load tapegrad: the package whole, for the pool
+// imported from outside a bundle that holds the core brings its own copy of the core, whose
+// compiled functions are not the bundle's (register refused the bundle's as not one).
+const KEEP_EXTERNAL = "a bundle must keep the package external (esbuild's --external:tapegrad, which keeps tapegrad/pool too)";
+
 /** The workers' script, beside this module (the sources, run through tsx, whose loader the
  *  workers inherit, start the worker's source). */
 function workerScript(): URL {
-  // From dist, through a CommonJS entry that imports worker.js (see worker-entry.cjs).
-  return new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker-entry.cjs', import.meta.url);
+  const here: unknown = import.meta.url;
+  // A CommonJS bundle (esbuild's default for --platform=node) leaves import.meta empty: nothing
+  // says where the workers' script is (a packaging probe got a raw TypeError from `endsWith`).
+  if (typeof here !== 'string') {
+    throw new TapegradError('INVALID_ARGUMENT', `createPool: this module was bundled where import.meta.url is not defined (a CommonJS bundle), so the workers' script cannot be found; ${KEEP_EXTERNAL}, or bundle as an ES module (--format=esm)`);
+  }
+  // From dist, through a CommonJS entry that imports worker.js (see worker-entry.cjs). The base
+  // from a local, not `new URL(..., import.meta.url)`: webpack reads that form as an asset
+  // lookup into its bundle, which threw a raw "Cannot find module" (a packaging probe).
+  return new URL(here.endsWith('.ts') ? './worker.ts' : './worker-entry.cjs', here);
 }
 
 /** Worker threads that run the batch calls of registered compiled functions; made by
@@ -216,7 +229,10 @@ export class GradientPool {
       // reused its buffer had them load another function (a probe).
       bytes = new Uint8Array(f);
     }
-    else throw new TapegradError('INVALID_ARGUMENT', `register needs a compiled function or its bytes (a Uint8Array), got ${describe(f)}`);
+    else if (typeof (f as { toBytes?: unknown } | null)?.toBytes === 'function' && typeof (f as { gradientBatch?: unknown }).gradientBatch === 'function') {
+      // One of another copy of tapegrad: a bundle that holds the core, with the pool external.
+      throw new TapegradError('INVALID_ARGUMENT', `register: the compiled function comes from another copy of tapegrad than this pool's (a bundle that holds tapegrad while tapegrad/pool stays external?); ${KEEP_EXTERNAL}, or register its bytes (f.toBytes())`);
+    } else throw new TapegradError('INVALID_ARGUMENT', `register needs a compiled function or its bytes (a Uint8Array), got ${describe(f)}`);
     // The main thread keeps a copy loaded from the same bytes, as the workers load it (small
     // batches run on it, and like theirs it cannot record again). A function with active
     // generated sweeps lends them to the workers and to that copy, made at its first small
