@@ -132,14 +132,36 @@ export class CustomNodes implements CustomHandler {
 
   // A rule's method called with the tape closed to recording, as insideRule does, without a
   // closure per visit (a probe: 1.15 KB a custom node a replay, with the arrays above).
-  // The rule sees the arguments its method is documented with: `arity` of them.
-  private call(method: RuleMethod, rule: CustomRule, arity: 1 | 3 | 4, xs: Float64Array, y = 0, g = 0, ts?: Float64Array): unknown {
+  // The rule sees the arguments its method is documented with: `arity` of them. The method is
+  // read at each call, as the rule object is the user's (one replaced by a non-function after
+  // defineFunction was a raw TypeError mid-sweep: a probe).
+  private call(name: 'forward' | 'vjp' | 'jvp' | 'vjpTangent', rule: CustomRule, arity: 1 | 3 | 4, xs: Float64Array, y = 0, g = 0, ts?: Float64Array): unknown {
+    const method = rule[name] as RuleMethod | undefined;
+    if (typeof method !== 'function') throw new TapegradError('INVALID_ARGUMENT', `${rule.name}.${name} is ${describe(method)}, not a function (the rule object was changed after defineFunction)`);
     const saved = this.tape.enterRule();
     try {
       return arity === 1 ? method.call(rule, xs) : arity === 3 ? method.call(rule, xs, y, ts ?? g) : method.call(rule, xs, y, g, ts);
     } finally {
       this.tape.leaveRule(saved);
     }
+  }
+
+  // A vjp's (or vjpTangent's) terms for node i, one per operand, read while the tape is still
+  // closed to the rule: its result's length and entries may be accessors or a Proxy, which
+  // recorded on the tape, swept it or reset it mid-sweep, silently (a wrong gradient, a probe).
+  private terms(name: 'vjp' | 'vjpTangent', rule: CustomRule, i: number, xs: Float64Array, y: number, g: number, ts?: Float64Array): Float64Array {
+    const n = this.operandCount(i), out = new Float64Array(n);
+    const values = this.call(name, rule, name === 'vjp' ? 3 : 4, xs, y, g, ts) as ArrayLike<number>;
+    const saved = this.tape.enterRule();
+    try {
+      if (values == null || values.length !== n) {
+        throw new TapegradError('INVALID_ARGUMENT', `${rule.name}.${name} must return ${n} ${n === 1 ? 'number' : 'numbers'} (one per operand), got ${isArrayLike(values) ? values.length : describe(values)}`);
+      }
+      for (let k = 0; k < n; k++) out[k] = checkResult(values[k]!, rule, name);
+    } finally {
+      this.tape.leaveRule(saved);
+    }
+    return out;
   }
 
   /** The node whose rule's own failure stopped the last forward sweep (see Tape.evaluate), or -1. */
@@ -158,7 +180,7 @@ export class CustomNodes implements CustomHandler {
     let y: unknown;
     this.tape.ruleForwardAt = i;
     try {
-      y = this.call(rule.forward as RuleMethod, rule, 1, xs);
+      y = this.call('forward', rule, 1, xs);
     } catch (error) {
       // The rule's own failure, for Tape.evaluate to go on past; this tape's refusal of what the
       // rule did to it leaves the node to compute at the next read.
@@ -189,20 +211,15 @@ export class CustomNodes implements CustomHandler {
   }
 
   // The rule's terms into each operand's entry of `target` (adjoints, or their tangents).
-  private addInto(target: Float64Array, i: number, values: ArrayLike<number>, rule: CustomRule, what: string): void {
-    const n = this.operandCount(i);
-    if (values == null || values.length !== n) {
-      throw new TapegradError('INVALID_ARGUMENT', `${rule.name}.${what} must return ${n} ${n === 1 ? 'number' : 'numbers'} (one per operand), got ${isArrayLike(values) ? values.length : describe(values)}`);
-    }
+  private addInto(target: Float64Array, i: number, terms: Float64Array): void {
     const { a, b } = this.engine.views;
-    for (let k = 0; k < n; k++) target[customOperand(a, b, i, k)] += checkResult(values[k]!, rule, what);
+    for (let k = 0; k < terms.length; k++) target[customOperand(a, b, i, k)] += terms[k]!;
   }
 
   reverse(i: number, g: number): void {
     if (this.failed.has(i)) return this.poison(i, this.engine.views.adj);
     const rule = this.ruleOf(i), xs = this.operandValues(i);
-    const values = this.call(rule.vjp as RuleMethod, rule, 3, xs, this.engine.views.val[i]!, g) as ArrayLike<number>;
-    this.addInto(this.engine.views.adj, i, values, rule, 'vjp');
+    this.addInto(this.engine.views.adj, i, this.terms('vjp', rule, i, xs, this.engine.views.val[i]!, g));
   }
 
   tangent(i: number): void {
@@ -226,7 +243,7 @@ export class CustomNodes implements CustomHandler {
       return;
     }
     if (!rule.jvp) throw missing(rule, 'jvp', 'jvp, forward-mode jacobian and hvp');
-    this.engine.views.tan![i] = checkResult(this.call(rule.jvp as RuleMethod, rule, 3, xs, this.engine.views.val[i]!, 0, ts), rule, 'jvp');
+    this.engine.views.tan![i] = checkResult(this.call('jvp', rule, 3, xs, this.engine.views.val[i]!, 0, ts), rule, 'jvp');
   }
 
   reverseTangent(i: number, g: number, gTangent: number): void {
@@ -246,10 +263,10 @@ export class CustomNodes implements CustomHandler {
     // Each rule called gets operands of its own, as each visit does (a vjp writing its weights
     // into xs handed them to vjpTangent as operands: a wrong hvp, a probe).
     if (g !== 0) {
-      this.addInto(adj, i, this.call(rule.vjp as RuleMethod, rule, 3, xs, y, g) as ArrayLike<number>, rule, 'vjp');
-      if (curved) this.addInto(tanAdj!, i, this.call(rule.vjpTangent as RuleMethod, rule, 4, this.operandValues(i), y, g, ts) as ArrayLike<number>, rule, 'vjpTangent');
+      this.addInto(adj, i, this.terms('vjp', rule, i, xs, y, g));
+      if (curved) this.addInto(tanAdj!, i, this.terms('vjpTangent', rule, i, this.operandValues(i), y, g, ts));
     }
-    if (gTangent !== 0) this.addInto(tanAdj!, i, this.call(rule.vjp as RuleMethod, rule, 3, this.operandValues(i), y, gTangent) as ArrayLike<number>, rule, 'vjp');
+    if (gTangent !== 0) this.addInto(tanAdj!, i, this.terms('vjp', rule, i, this.operandValues(i), y, gTangent));
   }
 }
 

@@ -1120,7 +1120,9 @@ export class Tape {
       this.refuseInsideRule('cannot read a value not computed yet');
       this.evaluate();
     }
-    if (this.observed !== null) this.observed.add(i);
+    // A rule's read is the rule's, made again at every replay's sweep, not f's (compile refused
+    // a forward rule reading an earlier node as f baking in a value: a probe).
+    if (this.observed !== null && this.rulesRunning === 0) this.observed.add(i);
     const value = this.valV[i]!;
     // checkNaN: every read of a value it rejects throws, not only the read that ran the check (a
     // probe's second .value of a NaN returned it), naming the op that produced it.
@@ -1571,7 +1573,7 @@ export class Tape {
     // Every read of what checkNaN rejected throws, a Vec's as a Var's (a probe's second read of
     // a rejected Vec returned its NaN).
     if (this.checkNaN && this.ruleForwardAt < 0) this.assertFinite(i, i + 1, true);
-    if (this.observed !== null) this.observed.add(i);
+    if (this.observed !== null && this.rulesRunning === 0) this.observed.add(i);
     const off = this.aV[i - 1]!;
     return this.engine.views.xval.slice(off, off + this.bV[i - 1]!);
   }

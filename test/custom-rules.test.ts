@@ -838,3 +838,58 @@ describe.each(BACKENDS)('a rule written as a class keeps its this (%s)', (backen
     expect(() => defineFunction(Object.assign(new Softplus(), { jpv: () => 0 }))).toThrow(/^defineFunction: unknown option 'jpv'/);
   });
 });
+
+// A rules probe of 2026-12-07: three ways a rule's own code reached past the library's checks.
+describe.each(BACKENDS)('what a rule returns and what it is are read under the rule\'s guard (%s)', (backend) => {
+  // y = double(sin x)·x: dy/dx = 2(cos x·x + sin x).
+  const expected = (x: number): number => 2 * (Math.cos(x) * x + Math.sin(x));
+
+  it('a vjp whose result\'s entries are getters acting on the tape is refused, and the tape is as it was', async () => {
+    const tape = await createTape({ backend });
+    const x = tape.variable(1.5);
+    const actions = [() => x.mul(1), () => tape.backward(x.mul(1)), () => x.grad, () => tape.reset()];
+    for (const act of actions) {
+      let armed = true;
+      const rule = defineFunction({
+        name: 'double',
+        forward: (xs) => 2 * xs[0]!,
+        vjp: (_xs, _y, g) => ({ length: 1, get 0() { if (armed) act(); return 2 * g; } }) as unknown as ArrayLike<number>,
+      });
+      const y = rule(x.sin()).mul(x);
+      const size = tape.size;
+      // It recorded a node, ran a sweep, read .grad or reset the tape mid-sweep, silently (a wrong
+      // gradient; after a reset, a stale x).
+      expect(() => tape.backward(y)).toThrow(/while a sweep of this tape runs a custom rule/);
+      expect(tape.size).toBe(size);
+      armed = false;
+      tape.backward(y);
+      expect(x.grad).toBeCloseTo(expected(1.5), 12);
+    }
+  });
+
+  it('a rule method replaced by a non-function after defineFunction is named, not a raw TypeError', async () => {
+    const tape = await createTape({ backend });
+    const rule: CustomRule = { name: 'ident', forward: (xs) => xs[0]!, vjp: (_xs, _y, g) => [g], jvp: (_xs, _y, ts) => ts[0]! };
+    const ident = defineFunction(rule);
+    const x = tape.variable(2);
+    const y = ident(x).mul(3);
+    (rule as { vjp: unknown }).vjp = null;
+    (rule as { jvp: unknown }).jvp = 5;
+    expect(() => tape.backward(y)).toThrow(TapegradError);
+    expect(() => tape.backward(y)).toThrow('ident.vjp is null, not a function (the rule object was changed after defineFunction)');
+    expect(() => tape.jvp([x], [1], [y])).toThrow('ident.jvp is number 5, not a function');
+    rule.vjp = (_xs, _y, g) => [g];
+    tape.backward(y);
+    expect(x.grad).toBe(3);
+  });
+
+  it('under compile, a forward rule reading an earlier node is the rule\'s read, made at every replay', () => {
+    let scale: Var | null = null;
+    const scaled = defineFunction({ name: 'scaled', forward: (xs) => xs[0]! * scale!.value, vjp: (_xs, _y, g) => [g * scale!.value] });
+    // It was refused as f reading node #3 (mul), a value a replay would reuse as a constant.
+    const f = compile((x: Var[]) => { scale = x[1]!.mul(2); return scaled(x[0]!); }, { inputs: 2, backend });
+    expect(f.value([3, 5])).toBe(30);
+    expect(f.value([1, 2])).toBe(4);
+    expect(Array.from(f.gradient([1, 2]))).toEqual([4, 0]);
+  });
+});
