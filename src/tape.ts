@@ -1226,6 +1226,8 @@ export class Tape {
   // read.
   private settleSweep(): void {
     if (this.swept !== SWEEP_AGAIN) return;
+    // From a rule, that sweep would run inside the one running the rule (a probe).
+    this.refuseInsideRule('cannot read a gradient (.grad) after a reverse sweep that threw (the last complete one would run again)');
     // A rule that throws again leaves SWEEP_AGAIN, and the next read tries again (it said there
     // had been no complete sweep: an audit); a trap's reset leaves NOT_SWEPT.
     this.sweepKeeping(this.checkNaN);

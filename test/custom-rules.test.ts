@@ -883,6 +883,27 @@ describe.each(BACKENDS)('what a rule returns and what it is are read under the r
     expect(x.grad).toBe(3);
   });
 
+  it('a rule reading .grad where it would run the last complete sweep again (one threw since) is refused', async () => {
+    const tape = await createTape({ backend });
+    let failing = false, peek: Var | null = null;
+    const q = defineFunction({ name: 'q', forward: (xs) => 3 * xs[0]!, vjp: (_xs, _y, g) => { if (failing) throw new Error('vjp fails'); return [3 * g]; } });
+    const r = defineFunction({ name: 'r', forward: (xs) => (peek ? peek.grad : 0) + xs[0]!, vjp: (_xs, _y, g) => [g] });
+    const a = tape.variable(2), b = tape.variable(5);
+    const y = q(a).mul(b);
+    tape.backward(y);
+    failing = true;
+    expect(() => tape.backward(y)).toThrow('vjp fails');
+    failing = false;
+    peek = a;
+    const z = r(a.mul(b)).mul(2);
+    // It ran that reverse sweep from inside the forward sweep running the rule.
+    expect(() => z.value).toThrow(/cannot read a gradient \(\.grad\) after a reverse sweep that threw .* while a sweep of this tape runs a custom rule/);
+    peek = null;
+    expect(a.grad).toBe(15);
+    tape.backward(z);
+    expect([a.grad, b.grad]).toEqual([10, 4]);
+  });
+
   it('under compile, a forward rule reading an earlier node is the rule\'s read, made at every replay', () => {
     let scale: Var | null = null;
     const scaled = defineFunction({ name: 'scaled', forward: (xs) => xs[0]! * scale!.value, vjp: (_xs, _y, g) => [g * scale!.value] });
