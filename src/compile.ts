@@ -168,6 +168,10 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   // See whenGenerated.
   private generatorLoading: Promise<void> | null = null;
+  /** @internal A 'require' refusal waits for the code generator to load (whenGenerated). */
+  get waitsForGenerator(): boolean {
+    return this.generatorLoading !== null;
+  }
 
   // Why { codegen: 'require' } refused the last recording (it is not kept, so the reason is kept
   // instead: a probe read 'nothing recorded yet' after the refusal).
@@ -1260,7 +1264,14 @@ export function compile(f: CompilableFunction | VectorCompilableFunction, option
   compiled.expectedNodes = options.expectedNodes ?? 0;
   if (options.at) {
     checkLength(options.at, n, 'compile', "'at' point");
-    compiled.record(options.at);
+    try {
+      compiled.record(options.at);
+    } catch (error) {
+      // 'require' refused the recording at `at` while the generator loads: the function that
+      // could wait for it (whenGenerated) is never returned (an async-lifecycle probe).
+      if (!compiled.waitsForGenerator) throw error;
+      throw new TapegradError('INVALID_ARGUMENT', `${(error as Error).message}; with 'at', compile returns no function to wait on: await init() first, which loads it, or compile without 'at' and await f.whenGenerated()`);
+    }
   }
   return compiled;
 }

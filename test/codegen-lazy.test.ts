@@ -16,6 +16,11 @@ it('compile before the code generator is loaded: interpreted, then generated, bi
   // it replayed interpreted), with the reason; the first compile below starts the load.
   const required = compile(f, { inputs: 2, codegen: 'require' });
   expect(() => required.value([0.25, 1.5])).toThrow(/^compile: generated sweeps are required \(\{ codegen: 'require' \}\), but the code generator is still loading/);
+  // With `at` compile itself records and is refused, returning nothing to wait on: it says how
+  // to wait (it said only that the generator was loading: an async-lifecycle probe).
+  expect(() => compile(f, { inputs: 2, at: [0.5, 0.75], codegen: 'require' })).toThrow(
+    /still loading.*; with 'at', compile returns no function to wait on: await init\(\) first, which loads it, or compile without 'at' and await f\.whenGenerated\(\)$/,
+  );
   const compiled = compile(f, { inputs: 2, at: [0.5, 0.75] });
   expect(compiled.generatedSweeps).toBe('pending');
   const before = Array.from(compiled.gradient([0.25, 1.5]));
