@@ -310,6 +310,13 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     this.generationNs = 0;
   }
 
+  /** @internal Generates now what waits for replays to pay for it (a pool's copy: its workers
+   *  never generate, and they replayed a deferred function's straight code interpreted for the
+   *  pool's life, an async-lifecycle probe). */
+  generateDeferredNow(): void {
+    this.replayed(Math.max(0, this.deferredUntil - this.served));
+  }
+
   /** @internal The generated sweeps' compiled modules, to ship with `toBytes()` to a core that
    *  loads the same tape (null when replays are not generated). */
   shipSweeps(): ShippedSweeps | null {

@@ -19,6 +19,7 @@ import { loadBytes } from '../src/serialize.ts';
 import { WasmBackend } from '../src/wasm/backend.ts';
 import { DAG_OPS, DAG_OP_NAMES, dagArbitrary, dagSum, type DagOpName } from './dag-arbitrary.ts';
 import { anyInput, bothWays, checkRandomDags, dirtyAfterTape, expectSameBits, special } from './replay-ways.ts';
+import { straightCode } from './support.ts';
 
 beforeAll(async () => {
   await init();
@@ -793,21 +794,10 @@ describe('programs of a few shapes chosen by the data', () => {
 // first call against 9 interpreted, for replays a tenth faster. A plan with more straight code
 // than codegenDeferral.codeNodes is generated once its replays have paid for it.
 describe('a plan with much straight code waits for its replays to pay for it', () => {
-  const straightCode = (length: number) => (x: Var[]): Var => {
-    const nodes: Var[] = x.slice();
-    let state = 5;
-    const next = (): number => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32;
-    const pick = (): Var => nodes[nodes.length - 1 - Math.floor(next() * Math.min(nodes.length, 50))]!;
-    while (nodes.length < length) {
-      const r = next(), a = pick(), b = pick();
-      nodes.push(r < 0.3 ? a.add(b).mul(0.5) : r < 0.55 ? a.mul(b) : r < 0.8 ? a.sub(b) : r < 0.9 ? a.tanh() : a.mul(next() - 0.5));
-    }
-    return nodes.slice(-8).reduce((s, v) => s.add(v));
-  };
   const at = [0.3, -0.2], x = [0.25, -0.1];
 
   it('interpreted until it has served the replays its reason names, then generated, bit for bit either way', () => {
-    const fn = straightCode(7000);
+    const fn = straightCode<Var>(7000);
     const f = compile(fn, { inputs: 2, at }), reference = compile(fn, { inputs: 2, at, codegen: false });
     expect(f.generatedSweeps).toBe('none');
     const reason = /its plan has (\d+) nodes of straight code, which cost more to describe, emit and compile than its first replays save: interpreted until it has served (\d+) replays, then generated/.exec(f.generatedSweepsReason ?? '');
@@ -830,8 +820,8 @@ describe('a plan with much straight code waits for its replays to pay for it', (
   }, 60_000);
 
   it("'require' generates at once, and so does a plan of little straight code", () => {
-    expect(compile(straightCode(7000), { inputs: 2, at, codegen: 'require' }).generatedSweeps).toBe('active');
-    expect(compile(straightCode(300), { inputs: 2, at }).generatedSweeps).toBe('active');
+    expect(compile(straightCode<Var>(7000), { inputs: 2, at, codegen: 'require' }).generatedSweeps).toBe('active');
+    expect(compile(straightCode<Var>(300), { inputs: 2, at }).generatedSweeps).toBe('active');
   });
 });
 

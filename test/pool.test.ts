@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
+import { straightCode } from './support.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   BranchChangedError, FormatError, NonFiniteError, NotANumberError, TapegradError, compile, defineFunction, fromBytes, init, type CompiledFunction, type Var, type Vec,
@@ -327,6 +328,15 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
     const checked = await pool.register(f, { checkNaN: true });
     for (const load of checked.workerLoads) expect(load.generatedSweeps).toBe(backend === 'wasm' ? 'scheduled' : 'none');
     expect(checked.generatedSweeps).toBe(backend === 'wasm' ? 'scheduled' : 'none');
+    // Much straight code, which a function generates once its replays have paid for it: the pool
+    // generates it at once (its workers never generate, and interpreted it for the pool's life,
+    // an async-lifecycle probe), bit for bit the function's results.
+    const straight = compiled(straightCode<Var>(7000), [0.3, -0.2]);
+    if (backend === 'wasm') expect(straight.generatedSweepsReason).toMatch(/nodes of straight code, which cost more/);
+    const ps = await pool.register(straight);
+    for (const load of ps.workerLoads) expect(load.generatedSweeps).toBe(backend === 'wasm' ? 'active' : 'none');
+    const Y = rows(64, 2, 11);
+    expect(firstDifference(await ps.gradientBatch(Y, 64), straight.gradientBatch(Y, 64))).toBe(-1);
   });
 
   // A probe: pool.threads = 0 registered functions on no thread, and g.inputs = 4 on a function of

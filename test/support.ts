@@ -21,3 +21,22 @@ export function rosenbrock(x: Var[]): Var {
   for (let i = 1; i + 1 < x.length; i++) sum = sum.add(x[i + 1]!.sub(x[i]!.square()).square().mul(100).add(x[i]!.neg().add(1).square()));
   return sum;
 }
+
+/** Operations straightCode records with (the Var of src or of dist alike). */
+interface StraightOps<V> { add(y: V): V; sub(y: V): V; mul(y: V | number): V; tanh(): V }
+
+/** A non-periodic function of `length` nodes: random ops on recent nodes, whose plan is much
+ *  straight code (a compiled function waits for its replays to pay for generating it). */
+export function straightCode<V extends StraightOps<V>>(length: number): (x: V[]) => V {
+  return (x) => {
+    const nodes: V[] = x.slice();
+    let state = 5;
+    const next = (): number => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    const pick = (): V => nodes[nodes.length - 1 - Math.floor(next() * Math.min(nodes.length, 50))]!;
+    while (nodes.length < length) {
+      const r = next(), a = pick(), b = pick();
+      nodes.push(r < 0.3 ? a.add(b).mul(0.5) : r < 0.55 ? a.mul(b) : r < 0.8 ? a.sub(b) : r < 0.9 ? a.tanh() : a.mul(next() - 0.5));
+    }
+    return nodes.slice(-8).reduce((s, v) => s.add(v));
+  };
+}

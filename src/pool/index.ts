@@ -250,6 +250,7 @@ export class GradientPool {
       } catch (error) {
         throw asRegister(error);
       }
+      local.generateDeferredNow();
       await local.whenGenerated();
       sweeps = this.backend === 'wasm' ? local.shipSweeps() : null;
     }
