@@ -159,6 +159,9 @@ function contract(
   d: usize, dsi: usize, dsj: usize, a: usize, asi: usize, asl: usize, b: usize, bsl: usize, bsj: usize,
   m: i32, k: i32, p: i32, accumulate: bool,
 ): void {
+  // No entry of D: nothing to do, however long its other side ([1, 0]·[0, 0] with m = 2^31 - 1
+  // looped m times empty in every sweep: a probe).
+  if (m == 0 || p == 0) return;
   if (p > 1 && dsj == 8 && bsj == 8) {
     for (let i = 0; i < m; i++) {
       const row = d + <usize>i * dsi, ai = a + <usize>i * asi;
@@ -1518,7 +1521,7 @@ function permute(i: i32, op: i32, nodes: usize, elements: usize): void {
   switch (op) {
     case Op.VTranspose: {
       const m = argA(i - 2), k = argB(i - 2), src = offOf(ia);
-      for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) st(at(elements, out + c * m + r), ld(at(elements, src + r * k + c)));
+      if (m > 0 && k > 0) for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) st(at(elements, out + c * m + r), ld(at(elements, src + r * k + c)));
       return;
     }
     case Op.VSlice: memory.copy(at(elements, out), at(elements, offOf(ia) + ib), <usize>n << 3); return;
@@ -1637,6 +1640,7 @@ function contractSkippingZeros(
   d: usize, dsi: usize, dsj: usize, a: usize, asi: usize, asl: usize, b: usize, bsl: usize, bsj: usize, m: i32, k: i32, p: i32,
   testA: bool, testB: bool,
 ): void {
+  if (m == 0 || p == 0) return;
   for (let i = 0; i < m; i++) {
     for (let j = 0; j < p; j++) {
       const q = d + <usize>i * dsi + <usize>j * dsj;
@@ -1652,7 +1656,7 @@ function contractSkippingZeros(
 
 function transposeBack(i: i32, ia: i32, out: i32, region: usize): void {
   const m = argA(i - 2), k = argB(i - 2), dst = offOf(ia);
-  for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) acc(at(region, dst + r * k + c), ld(at(region, out + c * m + r)));
+  if (m > 0 && k > 0) for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) acc(at(region, dst + r * k + c), ld(at(region, out + c * m + r)));
 }
 
 function sliceBack(ia: i32, start: i32, out: i32, n: i32, region: usize): void {

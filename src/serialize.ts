@@ -43,7 +43,7 @@ import type { BackendChoice, BackendKind } from './backend.ts';
 import { CompiledFunction, MAX_INPUTS, type Recording } from './compile.ts';
 import { limitPassedBy, resolveBackend, tapeFor } from './create.ts';
 import type { TapeLimits } from './tape.ts';
-import { FormatError, TapegradError, describe, typedArrayKind } from './errors.ts';
+import { CapacityError, FormatError, TapegradError, describe, typedArrayKind } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, Op, SCALAR_OP_TABLE, nodeKind, opNameOf, type NodeKind } from './ops.ts';
 import { BACKEND_RULE, readOptions } from './options.ts';
 import type { ShippedSweeps } from './wasm/backend.ts';
@@ -56,6 +56,8 @@ const HEADER_BYTES = { 1: 32, 2: 40, 3: 40, 4: 40 } as const;
 const CUSTOM_BEFORE_V3 = 51;
 const MAX_NODES = 2 ** 28;
 const MAX_ELEMENTS = 2 ** 28;
+/** Bytes an output entry takes beyond the tape: its slot (4) and a call's result (8), rounded up. */
+const OUTPUT_ENTRY_BYTES = 16;
 const VECTOR_INPUT_FLAG = 1;
 const ARRAY_OF_ONE_FLAG = 2;
 
@@ -174,6 +176,7 @@ export function loadBytes(
   bytes: Uint8Array, backend: BackendChoice, sweeps: ShippedSweeps | null, codegen: boolean, limits: TapeLimits = {}, checkNaN = false,
 ): CompiledFunction {
   if (!isUint8Array(bytes)) throw new TapegradError('INVALID_ARGUMENT', `fromBytes needs a Uint8Array, got ${describe(bytes)}`);
+  bytes = intrinsicView(bytes);
   if (bytes.length < HEADER_BYTES[1]) throw new FormatError(`truncated: ${bytes.length} bytes, a tape has at least ${HEADER_BYTES[1]}`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (view.getUint32(0, true) !== MAGIC) throw new FormatError('not a tapegrad tape (bad magic number)');
@@ -220,11 +223,20 @@ export function loadBytes(
   const expected = Float64Array.from({ length: g }, (_, k) => view.getFloat64(at.expected + 8 * k, true));
   if (outputNodes.some((i) => !(i >= 0 && i < n) || kindOf(op, i) === 'carrier')) throw new FormatError('malformed: an output is not a node of the tape (or is an operand carrier)');
   if (guards.some((i) => i < 0 || i >= n || !COMPARISON_OPS.has(op[i]!))) throw new FormatError('malformed: a guard is not a comparison node');
+  // Outputs may repeat a vector node, each time all its elements: a few bytes claimed 2^26
+  // outputs of one vector, seconds and hundreds of MB to load whatever the limits (a probe).
+  let entries = 0;
+  for (let j = 0; j < m; j++) entries += kindOf(op, outputNodes[j]!) === 'vector' ? b[outputNodes[j]! - 1]! : 1;
+  if (entries > MAX_ELEMENTS) throw new FormatError(`malformed: the outputs hold ${entries} entries, past the element limit ${MAX_ELEMENTS}`);
 
   // Its size is known: room for it (and its planner) from the start, so that loading grows no
   // memory (see expectedNodes), where the limits allow it (past them load's CapacityError names
   // the limit).
   const tape = tapeFor({ backend, ...limits, ...(limitPassedBy(n, limits) === null ? { expectedNodes: n } : {}) }, 'fromBytes');
+  // The outputs' slots and each call's results, which the tape's own accounting does not see.
+  if (OUTPUT_ENTRY_BYTES * entries > tape.maxMemoryBytes) {
+    throw new CapacityError(`fromBytes: the function's ${entries} outputs need ${OUTPUT_ENTRY_BYTES * entries} bytes (their slots and a call's results), past maxMemoryBytes = ${tape.maxMemoryBytes}`, tape.maxMemoryBytes);
+  }
   const leafValues = Float64Array.from({ length: l }, (_, k) => view.getFloat64(at.leaves + 8 * k, true));
   const build = (): Recording => {
     tape.load(op, a, b, leafValues, elementValues);
@@ -235,11 +247,12 @@ export function loadBytes(
       }
     });
     const views = tape.engine.views;
-    const outputs = Int32Array.from([...outputNodes].flatMap((i) => {
-      if (kindOf(op, i) !== 'vector') return [i];
-      const off = views.a[i - 1]!, len = views.b[i - 1]!;
-      return Array.from({ length: len }, (_, k) => -1 - (off + k));
-    }));
+    const outputs = new Int32Array(entries);
+    for (let j = 0, pos = 0; j < m; j++) {
+      const i = outputNodes[j]!;
+      if (kindOf(op, i) !== 'vector') outputs[pos++] = i;
+      else for (let k = 0, off = views.a[i - 1]!, len = views.b[i - 1]!; k < len; k++) outputs[pos++] = -1 - (off + k);
+    }
     return { tape, inputs, outputs, guards, expected, vectorInput, outputNodes };
   };
   const loaded = new CompiledFunction(null, inputs, tape.backend, true, build(), true, build, codegen, vectorInput, checkNaN, sweeps);
@@ -434,6 +447,19 @@ function checkStructure(
 
 /** @internal Whether `x` is a Uint8Array (a Node Buffer included) of any realm: one from a `vm`
  *  context (as test runners make) failed `instanceof` with a message saying it was one. */
+// The typed arrays' own accessors, which an own property of the array cannot shadow.
+const TYPED_ARRAY = Object.getPrototypeOf(Uint8Array.prototype) as object;
+const accessor = (name: string): (this: unknown) => unknown => Object.getOwnPropertyDescriptor(TYPED_ARRAY, name)!.get!;
+const bufferOf = accessor('buffer'), byteOffsetOf = accessor('byteOffset'), byteLengthOf = accessor('byteLength');
+
+/** A plain view of `bytes`' range, read through the intrinsic accessors: an own `buffer`,
+ *  `byteOffset` or `subarray` on the array gave a raw RangeError (a probe). */
+function intrinsicView(bytes: Uint8Array): Uint8Array {
+  const length = byteLengthOf.call(bytes) as number;
+  // A detached buffer reads as 0 bytes (truncated), and cannot be viewed again.
+  return length === 0 ? new Uint8Array(0) : new Uint8Array(bufferOf.call(bytes) as ArrayBuffer, byteOffsetOf.call(bytes) as number, length);
+}
+
 export function isUint8Array(x: unknown): x is Uint8Array {
   return typedArrayKind(x) === 'Uint8Array';
 }

@@ -647,3 +647,71 @@ describe('toBytes', () => {
     expect(fromBytes(f.toBytes()).size).toBe(f.size);
   });
 });
+
+// A serialization probe of 2026-12-07: small files whose claims cost far more than their size.
+describe('untrusted bytes buy no work or memory past what they hold', () => {
+  // A copy of `source` naming its one output `k` times (the outputs section rewritten).
+  function repeatingOutput(source: Uint8Array, k: number): Uint8Array {
+    const s = sections(source);
+    const header = source.slice(0, s.ops);
+    new DataView(header.buffer).setUint32(16, k, true);
+    const t = sections(header);
+    const grown = new Uint8Array(t.end);
+    grown.set(source.subarray(0, s.outputs));
+    grown.set(header);
+    const node = s.view.getInt32(s.outputs, true);
+    const view = new DataView(grown.buffer);
+    for (let j = 0; j < k; j++) view.setInt32(t.outputs + 4 * j, node, true);
+    grown.set(source.subarray(s.guards, s.guards + 4 * s.g), t.guards);
+    grown.set(source.subarray(s.leaves, s.end), t.leaves);
+    return forgeChecksum(grown);
+  }
+
+  it('a vector output named many times is counted whole against maxMemoryBytes and the element limit', () => {
+    // One output of 2^16 elements (an outer product); named 64 times, 2^22 entries: about 8 KB
+    // took seconds and hundreds of MB whatever the limits (the probe's 2^20-element one).
+    const f = compile((v: Vec) => v.outer(v), { inputs: 256, vector: true, at: new Array(256).fill(1) });
+    const bytes = f.toBytes();
+    expect(fromBytes(repeatingOutput(bytes, 2), { maxMemoryBytes: 64 << 20 }).outputs).toBe(2 ** 17);
+    const many = repeatingOutput(bytes, 64);
+    expect(() => fromBytes(many, { maxMemoryBytes: 32 << 20 })).toThrow(CapacityError);
+    expect(() => fromBytes(many, { maxMemoryBytes: 32 << 20 })).toThrow(`fromBytes: the function's ${2 ** 22} outputs need ${16 * 2 ** 22} bytes (their slots and a call's results), past maxMemoryBytes = ${32 << 20}`);
+    expect(() => fromBytes(repeatingOutput(bytes, 2 ** 13), { maxMemoryBytes: 64 << 20 })).toThrow(`malformed: the outputs hold ${2 ** 29} entries, past the element limit ${2 ** 28}`);
+  });
+
+  it('a matrix product with an empty side of 2^31 - 1 rows runs no loop over them, in bytes and on a tape', () => {
+    // Each took seconds per sweep (every sweep looped over the empty dimension): past the
+    // test's timeout.
+    const f = compile((v: Vec) => {
+      const z = v.slice(0, 0);
+      let s = v.sum();
+      for (let k = 0; k < 4; k++) s = s.add(z.reshape([1, 0]).matmul(z.reshape([0, 0])).sum());
+      return s;
+    }, { inputs: 3, vector: true, at: [1, 2, 3] });
+    const huge = forgedFrom(f.toBytes(), (s, bytes) => {
+      for (let i = 0; i < s.n; i++) if (bytes[s.ops + i] === Op.vparam) s.view.setInt32(s.a + 4 * i, 2 ** 31 - 1, true);
+    });
+    for (const backend of BACKENDS) {
+      const g = fromBytes(huge, { backend, maxMemoryBytes: 1 << 20 });
+      expect(g.value([1, 2, 3])).toBe(6);
+      expect(Array.from(g.gradient([1, 2, 3]))).toEqual([1, 1, 1]);
+      expect(Array.from(g.hvp([1, 2, 3], [1, 1, 1]))).toEqual([0, 0, 0]);
+      const tape = createTapeSync({ backend });
+      const v = tape.vector([1, 2, 3]), z = v.slice(0, 0);
+      const wide = z.reshape([0, 2 ** 28]), tall = z.reshape([2 ** 28, 0]);
+      const y = wide.matmul(tall).sum().add(tall.matmul(z.reshape([0, 0])).sum()).add(wide.transpose().sum()).add(v.sum());
+      expect(Array.from(tape.gradient(y, [v]))).toEqual([1, 1, 1]);
+      expect(Array.from(tape.hvp(y, [v], [1, 1, 1]))).toEqual([0, 0, 0]);
+    }
+  }, 20_000);
+
+  it('a Uint8Array whose buffer, byteOffset or subarray is shadowed by an own property loads its own bytes', () => {
+    const bytes = compile((x: Var[]) => x[0]!.mul(x[1]!), { inputs: 2, at: [1, 2] }).toBytes();
+    for (const [name, value] of [['byteOffset', 5], ['buffer', new ArrayBuffer(3)], ['subarray', () => new Uint8Array(1000)]] as const) {
+      const b = new Uint8Array(bytes);
+      Object.defineProperty(b, name, { value });
+      // A raw RangeError (a probe).
+      expect(fromBytes(b).value([3, 4])).toBe(12);
+    }
+  });
+});

@@ -60,6 +60,8 @@ function contract(
   D: F64, d: number, dsi: number, dsj: number, A: F64, a: number, asi: number, asl: number,
   B: F64, b: number, bsl: number, bsj: number, m: number, k: number, p: number, accumulate: boolean,
 ): void {
+  // No entry of D: nothing to do, however long its other side (the core's contract).
+  if (m === 0 || p === 0) return;
   if (p > 1 && dsj === 1 && bsj === 1) {
     for (let i = 0; i < m; i++) {
       const row = d + i * dsi, ai = a + i * asi;
@@ -132,6 +134,7 @@ function contractSkippingZeros(
   D: F64, d: number, dsi: number, dsj: number, A: F64, a: number, asi: number, asl: number,
   B: F64, b: number, bsl: number, bsj: number, m: number, k: number, p: number, testA: boolean, testB: boolean,
 ): void {
+  if (m === 0 || p === 0) return;
   for (let i = 0; i < m; i++) {
     for (let j = 0; j < p; j++) {
       const q = d + i * dsi + j * dsj;
@@ -248,7 +251,7 @@ export class VectorRules {
     switch (op) {
       case VTRANSPOSE: {
         const m = a[i - 2]!, k = b[i - 2]!, src = this.off(ia);
-        for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) X[out + c * m + r] = X[src + r * k + c]!;
+        if (m > 0 && k > 0) for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) X[out + c * m + r] = X[src + r * k + c]!;
         return;
       }
       case VSLICE: X.copyWithin(out, this.off(ia) + ib, this.off(ia) + ib + n); return;
@@ -550,7 +553,7 @@ export class VectorRules {
   private transposeBack(i: number, ia: number, out: number, X: F64): void {
     const { a, b } = this.views;
     const m = a[i - 2]!, k = b[i - 2]!, dst = this.off(ia);
-    for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) X[dst + r * k + c] += X[out + c * m + r]!;
+    if (m > 0 && k > 0) for (let r = 0; r < m; r++) for (let c = 0; c < k; c++) X[dst + r * k + c] += X[out + c * m + r]!;
   }
 
   private sliceBack(ia: number, start: number, out: number, n: number, X: F64): void {
