@@ -1641,13 +1641,16 @@ export class Tape {
     }
     if (needed > this.engine.elementCapacity) {
       this.fitWithin(this.count + nodes, needed);
-      const limit = Math.min(2 ** 31 - 8, Math.floor(this.maxMemoryBytes / this.engine.elementBytes()));
+      // Beside the nodes' capacity, not only what is recorded: a region doubling up to the limit
+      // beside the other's capacity held up to 1.4 times it (a memory-limits probe).
+      const eb = this.engine.elementBytes();
+      const limit = Math.min(2 ** 31 - 8, Math.max(needed, Math.floor((this.maxMemoryBytes - this.engine.capacity * this.engine.nodeBytes()) / eb)));
       const ok = this.engine.reserveElements(needed, this.elements, Math.ceil(limit / 8) * 8);
       this.cacheViews();
       if (!ok) {
         throw new CapacityError(
           `out of memory: the ${this.engine.kind} backend could not grow its element regions to ${needed} elements ` +
-            `(${this.engine.memoryBytes()} bytes in use; a tape holds at most 4 GiB, and the runtime may give less); call tape.reset() to reuse it`,
+            `(${this.engine.memoryBytes()} bytes in use; a tape holds at most 4 GiB, and the runtime may give less)${this.count > 0 ? '; call tape.reset() to reuse it' : ''}`,
           this.engine.elementCapacity,
         );
       }
@@ -1701,7 +1704,9 @@ export class Tape {
     // Engines allocate in multiples of 8 nodes (f64 alignment); `capacity` below keeps the
     // façade at the exact limit.
     this.fitWithin(needed, this.elements);
-    const ok = this.engine.reserve(needed, this.count, Math.ceil((exactly ? needed : limit) / 8) * 8);
+    // Growth stops where the elements' capacity leaves off, not their count (see reserveElements).
+    const beside = Math.max(needed, Math.floor((this.maxMemoryBytes - this.engine.elementCapacity * this.engine.elementBytes()) / this.engine.nodeBytes()));
+    const ok = this.engine.reserve(needed, this.count, Math.ceil((exactly ? needed : Math.min(limit, beside)) / 8) * 8);
     this.cacheViews();
     if (!ok) {
       throw new CapacityError(

@@ -469,6 +469,32 @@ describe.each(BACKENDS)('capacities kept across reset stay within maxMemoryBytes
     expect(fillScalars()).toBe(first);
     expect(held()).toBeLessThanOrEqual(limit * 1.01);
   });
+
+  // A memory-limits probe: each region grew up to what the limit left beside the other's
+  // recorded count, not its capacity (582,144 bytes held under 480,000).
+  it('a region grows only into what the other region\'s capacity leaves, within one recording and after a reset', async () => {
+    const limit = 480_000;
+    const tape = await tapeOn(backend, { maxMemoryBytes: limit });
+    const engine = (tape as unknown as { engine: { capacity: number; elementCapacity: number; nodeBytes(): number; elementBytes(): number } }).engine;
+    const held = (): number => engine.capacity * engine.nodeBytes() + engine.elementCapacity * engine.elementBytes();
+    const h = tape.handles;
+    const fill = (): void => {
+      let x = h.variable(0.5);
+      expect(() => { for (;;) x = h.cos(x); }).toThrow(CapacityError);
+    };
+    h.variables(new Float64Array(4000).fill(0.5));
+    const v = tape.vector(new Float64Array(10_000).fill(0.25));
+    fill();
+    // Rounding of 7 slots a region at most.
+    expect(held()).toBeLessThanOrEqual(limit + 7 * (engine.nodeBytes() + engine.elementBytes()));
+    expect([tape.elementCount, v.shape[0]]).toEqual([10_000, 10_000]);
+    tape.reset();
+    tape.vector(new Float64Array(2_100).fill(1));
+    tape.reset();
+    fill();
+    // The floors of 1,024 slots a region are README's allowance.
+    expect(held()).toBeLessThanOrEqual(limit + 1024 * engine.elementBytes());
+  });
 });
 
 // A probe: a jvp of 2 nodes after a reset from a recording of 5·10^6 enabled tangents at the
