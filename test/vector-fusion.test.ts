@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createTape, init, type Tape, type Var, type Vec } from '../src/index.ts';
-import type { WasmBackend } from '../src/wasm/backend.ts';
+import { runKernelLimits, type WasmBackend } from '../src/wasm/backend.ts';
 
 const SEED = 20_261_130;
 // (floor, ceil, stopGradient, recip, log, min and lt too: the kernels spell out their values,
@@ -252,5 +252,52 @@ describe('fused run kernels', async () => {
     expect(sameBits(fused, rosenbrock(js))).toBe(true);
     // One kernel for the forward run (with the sum) and one for the reverse.
     expect((ownEngine as unknown as { runSlots: Map<string, number> }).runSlots.size).toBe(2);
+  });
+});
+
+// A scaling probe: past 256 kernels an instance swept every later signature block by block, and
+// past 1,024 modules the process did, for good (a tape of 200 chain shapes, a service meeting new
+// models: 3-6x slower). Both bounds now let the least recently used go.
+describe('past the kernel bounds, new signatures still get kernels', async () => {
+  await init();
+  const chains = (tape: Tape, shapes: number, offset: number): Float64Array => {
+    tape.reset();
+    const x = tape.vector(data(4096, 0.25));
+    const steps = [(v: Vec) => v.add(0.5), (v: Vec) => v.mul(0.9), (v: Vec) => v.square(), (v: Vec) => v.sub(0.1)];
+    let s = x.sum();
+    for (let k = 0; k < shapes; k++) {
+      let v = x;
+      for (let j = 0, d = k + offset; j < 4; j++, d >>= 2) v = steps[d & 3]!(v);
+      s = s.add(v.sum());
+    }
+    return Float64Array.from([s.value, ...tape.gradient(s, [x])]);
+  };
+
+  it('an instance fills its slots again, and the process compiles evicted modules again, with the block sweep\'s results', async () => {
+    const tape = await createTape({ backend: 'wasm' });
+    const engine = (tape as unknown as { engine: WasmBackend }).engine;
+    const slots = (engine as unknown as { runSlots: Map<string, number> }).runSlots;
+    const { perInstance, perProcess } = runKernelLimits;
+    try {
+      runKernelLimits.perInstance = 6;
+      runKernelLimits.perProcess = 5;
+      let before = new Set<string>();
+      for (const offset of [0, 40, 80]) {
+        engine.setRunFusion(false);
+        const blocked = chains(tape, 12, offset);
+        engine.setRunFusion(true);
+        const fused = chains(tape, 12, offset);
+        expect(sameBits(fused, blocked)).toBe(true);
+        // This sweep's signatures in kernels: the slots hold new ones (past the bounds they kept
+        // the first six for good, and every later one swept block by block).
+        const now = [...slots].filter(([, slot]) => slot > 0).map(([key]) => key);
+        expect(now.filter((key) => !before.has(key)).length, `shapes from ${offset}`).toBeGreaterThan(0);
+        before = new Set(now);
+        expect(slots.size).toBeLessThanOrEqual(6);
+        expect((engine as unknown as { kernelSlots: number[] }).kernelSlots.length).toBeLessThanOrEqual(6);
+      }
+    } finally {
+      Object.assign(runKernelLimits, { perInstance, perProcess });
+    }
   });
 });

@@ -61,13 +61,24 @@ export const scheduleLimits = { minMispredicted: 256 };
 // leave to the block sweep; absent while a module too large to compile synchronously compiles).
 const runModules = new Map<string, WebAssembly.Module | null | undefined>();
 // Kernels per instance and modules per process: signatures carry data-dependent flags (which
-// nodes a sweep reached), so their variety is bounded here; past it, runs sweep block by block.
-const MAX_RUN_KERNELS = 256;
-const MAX_RUN_MODULES = 1024;
+// nodes a sweep reached), so their variety is bounded here. Past either bound the least recently
+// used go (an instance's table slots are filled again, the process's modules compiled again when
+// next needed): refusing every later signature left a tape of over 128 chain shapes, and a
+// service past 1,024 signatures in its life, sweeping block by block for good, 3-6x slower (a
+// scaling probe). An instance's bound is above what one tape's sweeps ask of it at once (past it,
+// each sweep would instantiate its kernels again: 256 made a tape of 200 chain shapes slower).
+/** @internal Kernels an instance holds, modules the process keeps (tests lower them). */
+export const runKernelLimits = { perInstance: 1024, perProcess: 4096 };
 
 function runKernel(key: string, signature: Int32Array, simd: boolean): WebAssembly.Module | null | undefined {
-  if (runModules.has(key)) return runModules.get(key);
-  if (runModules.size >= MAX_RUN_MODULES) return null;
+  if (runModules.has(key)) {
+    const known = runModules.get(key);
+    // Most recently used last (a Map keeps insertion order).
+    runModules.delete(key);
+    runModules.set(key, known);
+    return known;
+  }
+  while (runModules.size >= runKernelLimits.perProcess) runModules.delete(runModules.keys().next().value!);
   const bytes = codegen!.emitRunKernel(signature, simd);
   if (!bytes) {
     runModules.set(key, null);
@@ -198,6 +209,8 @@ export class WasmBackend implements Backend {
     this.core = instantiateCore(this.module, this.imports, this.initialPages);
     this.zeroed = NOT_ZEROED;
     this.runSlots.clear();
+    this.kernelSlots = [];
+    this.kernelsUsed = 0;
     this.syncRunFusion();
     this.dropGeneratedSweeps();
     this.guardsAt = -1;
@@ -446,6 +459,9 @@ export class WasmBackend implements Backend {
 
   // Fused run kernels of this instance's table, by signature (0: the run sweeps block by block).
   private readonly runSlots = new Map<string, number>();
+  // The table slots this instance grew for kernels, and how many hold a kernel of runSlots.
+  private kernelSlots: number[] = [];
+  private kernelsUsed = 0;
 
   /** @internal Whether run kernels take pairs of elements through SIMD lanes (where the runtime
    *  has them); the tests turn it off to run the scalar kernels a runtime without SIMD gets. */
@@ -453,6 +469,7 @@ export class WasmBackend implements Backend {
   setRunKernelSimd(on: boolean): void {
     this.runKernelSimd = on;
     this.runSlots.clear();
+    this.kernelsUsed = 0;
     this.core.forgetRunKernels();
   }
 
@@ -462,14 +479,21 @@ export class WasmBackend implements Backend {
     const key = `${this.runKernelSimd ? 'simd' : 'scalar'}:${words32.join(',')}`;
     const known = this.runSlots.get(key);
     if (known !== undefined) return known;
-    if (this.runSlots.size >= MAX_RUN_KERNELS) return 0;
+    if (this.runSlots.size >= runKernelLimits.perInstance) {
+      // Every slot filled again from the first, and the core forgets the signatures it had
+      // (a slot is read just before its call, never kept across one).
+      this.runSlots.clear();
+      this.core.forgetRunKernels();
+      this.kernelsUsed = 0;
+    }
     const module = runKernel(key, words32, this.runKernelSimd);
     if (module === undefined) return 0; // compiling in the background
     let slot = 0;
     if (module) {
       const core = this.core;
       const { run } = new WebAssembly.Instance(module, { env: generatedImports(core) }).exports as { run: () => void };
-      slot = core.table.grow(1);
+      if (this.kernelsUsed === this.kernelSlots.length) this.kernelSlots.push(core.table.grow(1));
+      slot = this.kernelSlots[this.kernelsUsed++]!;
       core.table.set(slot, run);
     }
     this.runSlots.set(key, slot);
