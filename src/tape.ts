@@ -1641,10 +1641,7 @@ export class Tape {
     }
     if (needed > this.engine.elementCapacity) {
       this.fitWithin(this.count + nodes, needed);
-      // Beside the nodes' capacity, not only what is recorded: a region doubling up to the limit
-      // beside the other's capacity held up to 1.4 times it (a memory-limits probe).
-      const eb = this.engine.elementBytes();
-      const limit = Math.min(2 ** 31 - 8, Math.max(needed, Math.floor((this.maxMemoryBytes - this.engine.capacity * this.engine.nodeBytes()) / eb)));
+      const limit = this.growthRoom(false, this.count + nodes, needed, Math.min(2 ** 31 - 8, Math.floor(this.maxMemoryBytes / this.engine.elementBytes())));
       const ok = this.engine.reserveElements(needed, this.elements, Math.ceil(limit / 8) * 8);
       this.cacheViews();
       if (!ok) {
@@ -1671,6 +1668,34 @@ export class Tape {
     if (elements > ecap) this.engine.fitCapacities(0, ecap, this.count);
     else this.engine.fitCapacities(cap, 0, this.count);
     this.cacheViews();
+  }
+
+  /** The most the growing region (`nodesGrow`: the nodes', else the elements') may take, its
+   *  `most` by the limits as recorded: where its doubling beside the other region's capacity would
+   *  pass maxMemoryBytes, the room left past what both hold is shared in proportion to what each
+   *  holds, and the other region's capacity shrinks to its share first. A region doubling up to the limit beside the
+   *  other's spare capacity held up to 1.4 times the limit (a memory-limits probe); one growing
+   *  only into what the other's capacity left grew a few slots at a time, each growth a copy of
+   *  the tape, quadratic (the review after it). Shared so, the growths near the limit are few. */
+  private growthRoom(nodesGrow: boolean, nodes: number, elements: number, most: number): number {
+    if (this.maxMemoryBytes === Infinity) return most;
+    const nb = this.engine.nodeBytes(), eb = this.engine.elementBytes();
+    const cap = this.engine.capacity, ecap = this.engine.elementCapacity;
+    // Up to what the other region's capacity leaves, where that is a doubling at least.
+    const doubled = Math.min(most, nodesGrow ? Math.max(nodes, 2 * cap) : Math.max(elements, 2 * ecap));
+    const beside = Math.floor(nodesGrow ? (this.maxMemoryBytes - ecap * eb) / nb : (this.maxMemoryBytes - cap * nb) / eb);
+    if (beside >= doubled) return Math.min(most, beside);
+    // The room left, in the shares the two regions hold now: a recording that grows both at
+    // their rates fills both shares together.
+    const free = Math.max(0, this.maxMemoryBytes - nodes * nb - elements * eb);
+    const nodeShare = (nodes * nb) / Math.max(1, nodes * nb + elements * eb);
+    const nodeRoom = nodes + Math.floor((free * nodeShare) / nb), elementRoom = elements + Math.floor((free * (1 - nodeShare)) / eb);
+    if (nodesGrow) {
+      if (ecap > elementRoom) this.engine.fitCapacities(cap, elementRoom, this.count);
+      return Math.min(most, nodeRoom);
+    }
+    if (cap > nodeRoom) this.engine.fitCapacities(nodeRoom, ecap, this.count);
+    return Math.min(most, elementRoom);
   }
 
   /** Most nodes the limits allow at the current bytes per node (elements take their share of
@@ -1704,9 +1729,7 @@ export class Tape {
     // Engines allocate in multiples of 8 nodes (f64 alignment); `capacity` below keeps the
     // façade at the exact limit.
     this.fitWithin(needed, this.elements);
-    // Growth stops where the elements' capacity leaves off, not their count (see reserveElements).
-    const beside = Math.max(needed, Math.floor((this.maxMemoryBytes - this.engine.elementCapacity * this.engine.elementBytes()) / this.engine.nodeBytes()));
-    const ok = this.engine.reserve(needed, this.count, Math.ceil((exactly ? needed : Math.min(limit, beside)) / 8) * 8);
+    const ok = this.engine.reserve(needed, this.count, Math.ceil((exactly ? needed : this.growthRoom(true, needed, this.elements, limit)) / 8) * 8);
     this.cacheViews();
     if (!ok) {
       throw new CapacityError(
