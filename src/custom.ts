@@ -136,11 +136,23 @@ export class CustomNodes implements CustomHandler {
   // read at each call, as the rule object is the user's (one replaced by a non-function after
   // defineFunction was a raw TypeError mid-sweep: a probe).
   private call(name: 'forward' | 'vjp' | 'jvp' | 'vjpTangent', rule: CustomRule, arity: 1 | 3 | 4, xs: Float64Array, y = 0, g = 0, ts?: Float64Array): unknown {
-    const method = rule[name] as RuleMethod | undefined;
-    if (typeof method !== 'function') throw new TapegradError('INVALID_ARGUMENT', `${rule.name}.${name} is ${describe(method)}, not a function (the rule object was changed after defineFunction)`);
+    // The method read under the guard too: a getter for it recorded on the tape mid-sweep (a
+    // review probe: a wrong gradient, silently).
     const saved = this.tape.enterRule();
     try {
+      const method = rule[name] as RuleMethod | undefined;
+      if (typeof method !== 'function') throw new TapegradError('INVALID_ARGUMENT', `${rule.name}.${name} is ${describe(method)}, not a function (the rule object was changed after defineFunction)`);
       return arity === 1 ? method.call(rule, xs) : arity === 3 ? method.call(rule, xs, y, ts ?? g) : method.call(rule, xs, y, g, ts);
+    } finally {
+      this.tape.leaveRule(saved);
+    }
+  }
+
+  // Whether the rule has an optional method, read under the guard as `call` reads it.
+  private hasRule(rule: CustomRule, name: 'jvp' | 'vjpTangent'): boolean {
+    const saved = this.tape.enterRule();
+    try {
+      return Boolean(rule[name]);
     } finally {
       this.tape.leaveRule(saved);
     }
@@ -219,7 +231,9 @@ export class CustomNodes implements CustomHandler {
   reverse(i: number, g: number): void {
     if (this.failed.has(i)) return this.poison(i, this.engine.views.adj);
     const rule = this.ruleOf(i), xs = this.operandValues(i);
-    this.addInto(this.engine.views.adj, i, this.terms('vjp', rule, i, xs, this.engine.views.val[i]!, g));
+    // The views read after the rule ran, whatever it did.
+    const terms = this.terms('vjp', rule, i, xs, this.engine.views.val[i]!, g);
+    this.addInto(this.engine.views.adj, i, terms);
   }
 
   tangent(i: number): void {
@@ -242,7 +256,7 @@ export class CustomNodes implements CustomHandler {
       this.engine.views.tan![i] = 0;
       return;
     }
-    if (!rule.jvp) throw missing(rule, 'jvp', 'jvp, forward-mode jacobian and hvp');
+    if (!this.hasRule(rule, 'jvp')) throw missing(rule, 'jvp', 'jvp, forward-mode jacobian and hvp');
     this.engine.views.tan![i] = checkResult(this.call('jvp', rule, 3, xs, this.engine.views.val[i]!, 0, ts), rule, 'jvp');
   }
 
@@ -259,14 +273,21 @@ export class CustomNodes implements CustomHandler {
       if (curved || gTangent !== 0) this.poison(i, tanAdj!);
       return;
     }
-    if (curved && !rule.vjpTangent) throw missing(rule, 'vjpTangent', 'hvp and hessian');
+    if (curved && !this.hasRule(rule, 'vjpTangent')) throw missing(rule, 'vjpTangent', 'hvp and hessian');
     // Each rule called gets operands of its own, as each visit does (a vjp writing its weights
     // into xs handed them to vjpTangent as operands: a wrong hvp, a probe).
     if (g !== 0) {
-      this.addInto(adj, i, this.terms('vjp', rule, i, xs, y, g));
-      if (curved) this.addInto(tanAdj!, i, this.terms('vjpTangent', rule, i, this.operandValues(i), y, g, ts));
+      const terms = this.terms('vjp', rule, i, xs, y, g);
+      this.addInto(this.engine.views.adj, i, terms);
+      if (curved) {
+        const tangentTerms = this.terms('vjpTangent', rule, i, this.operandValues(i), y, g, ts);
+        this.addInto(this.engine.views.tanAdj!, i, tangentTerms);
+      }
     }
-    if (gTangent !== 0) this.addInto(tanAdj!, i, this.terms('vjp', rule, i, this.operandValues(i), y, gTangent));
+    if (gTangent !== 0) {
+      const terms = this.terms('vjp', rule, i, this.operandValues(i), y, gTangent);
+      this.addInto(this.engine.views.tanAdj!, i, terms);
+    }
   }
 }
 

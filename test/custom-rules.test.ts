@@ -867,6 +867,31 @@ describe.each(BACKENDS)('what a rule returns and what it is are read under the r
     }
   });
 
+  it('a rule whose methods are getters acting on the tape is refused as its methods are', async () => {
+    // The review after the fix above: the methods were read outside the guard, and a getter's
+    // recording moved the regions under the sweep (a wrong gradient, silently; forward's: the
+    // value Infinity on wasm and 0 on the JS engine).
+    for (const name of ['forward', 'vjp', 'jvp'] as const) {
+      const tape = await createTape({ backend });
+      let armed = false;
+      const methods = { forward: (xs: Float64Array) => xs[0]! * xs[0]!, vjp: (xs: Float64Array, _y: number, g: number) => [2 * g * xs[0]!], jvp: (xs: Float64Array, _y: number, ts: Float64Array) => 2 * xs[0]! * ts[0]! };
+      const rule = { name: 'sq', ...methods };
+      Object.defineProperty(rule, name, { get: () => { if (armed) for (let k = 0; k < 5000; k++) tape.variable(k); return methods[name]; } });
+      const sq = defineFunction(rule as CustomRule);
+      const x = tape.variable(3);
+      const y = sq(x).mul(x.sin()).add(x.exp());
+      if (name !== 'forward') expect(y.value).toBe(9 * Math.sin(3) + Math.exp(3));
+      armed = true;
+      const size = tape.size;
+      const sweep = name === 'forward' ? () => y.value : name === 'vjp' ? () => tape.backward(y) : () => tape.jvp([x], [1], [y]);
+      expect(sweep, name).toThrow(/^cannot record while a sweep of this tape runs a custom rule/);
+      expect(tape.size).toBe(size);
+      armed = false;
+      tape.backward(y);
+      expect(x.grad).toBeCloseTo(6 * Math.sin(3) + 9 * Math.cos(3) + Math.exp(3), 12);
+    }
+  });
+
   it('a rule method replaced by a non-function after defineFunction is named, not a raw TypeError', async () => {
     const tape = await createTape({ backend });
     const rule: CustomRule = { name: 'ident', forward: (xs) => xs[0]!, vjp: (_xs, _y, g) => [g], jvp: (_xs, _y, ts) => ts[0]! };
