@@ -193,7 +193,7 @@ export function loadBytes(
     // An input vector is nodes 0 and 1 and holds at most what compile takes (a 40-byte file of no
     // nodes claiming 2^31 inputs had its input buffers allocated: a probe).
     n > MAX_NODES || inputs < 1 || (vectorInput ? n < 2 || inputs > MAX_INPUTS : inputs > n) || m > MAX_NODES || g > n || l > n || e > MAX_ELEMENTS ||
-    (flags & ~(VECTOR_INPUT_FLAG | ARRAY_OF_ONE_FLAG)) !== 0 || (version === 1 && flags !== 0) || (flags & ARRAY_OF_ONE_FLAG && (version < 3 || m !== 1))
+    (flags & ~(VECTOR_INPUT_FLAG | ARRAY_OF_ONE_FLAG)) !== 0 || (version === 1 && flags !== 0) || (flags & ARRAY_OF_ONE_FLAG && version < 3)
   ) {
     throw new FormatError(`malformed header: ${n} nodes, ${inputs} inputs, ${m} outputs, ${g} guards, ${l} leaves, ${e} elements, flags ${flags}`);
   }
@@ -228,6 +228,7 @@ export function loadBytes(
   let entries = 0;
   for (let j = 0; j < m; j++) entries += kindOf(op, outputNodes[j]!) === 'vector' ? b[outputNodes[j]! - 1]! : 1;
   if (entries > MAX_ELEMENTS) throw new FormatError(`malformed: the outputs hold ${entries} entries, past the element limit ${MAX_ELEMENTS}`);
+  if (flags & ARRAY_OF_ONE_FLAG && entries !== 1) throw new FormatError(`malformed: the array-of-one flag with ${entries} output entries`);
 
   // Its size is known: room for it (and its planner) from the start, so that loading grows no
   // memory (see expectedNodes), where the limits allow it (past them load's CapacityError names

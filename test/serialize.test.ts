@@ -191,6 +191,13 @@ describe('round trips across backends', () => {
       }
       const vec = compile((v: Vec) => v.mul(2).slice(0, 1), { inputs: 2, vector: true, backend, at: [2, 3] });
       expect(Array.from(fromBytes(vec.toBytes(), { backend }).value([2, 3]) as Float64Array)).toEqual([4]);
+      // One scalar beside empty Vecs is an array of one too (loaded, it was the number: a review).
+      for (const f of [(v: Vec) => [v.slice(0, 0), v.sum()], (v: Vec) => [v.sum(), v.slice(0, 0), v.slice(1, 1)]]) {
+        const g = compile(f as never, { inputs: 2, vector: true, backend, at: [2, 3] });
+        const bytes = g.toBytes();
+        expect(new DataView(bytes.buffer).getUint16(6, true) & 2).toBe(2);
+        expect(Array.from(fromBytes(bytes, { backend }).value([2, 3]) as Float64Array)).toEqual([5]);
+      }
     }
   });
 
@@ -401,10 +408,11 @@ describe('fromBytes refuses what is not a valid tape with FormatError', () => {
     }
     // Flags: an unknown bit, and the array-of-one bit on a tape of several outputs.
     const several = compile((x: Var[]) => [x[0]!, x[1]!.sin()], { inputs: 2, at: [1, 2] }).toBytes();
-    for (const [bytes, flags] of [[validTape().slice(), 4], [several.slice(), 2]] as const) {
-      new DataView(bytes.buffer).setUint16(6, flags, true);
-      expectFormatError(bytes, /malformed header/);
-    }
+    const unknown = validTape().slice();
+    new DataView(unknown.buffer).setUint16(6, 4, true);
+    expectFormatError(unknown, /malformed header/);
+    // (Output entries, not nodes: empty Vecs may stand beside the one scalar.)
+    expectFormatError(forgedFrom(several, (s) => s.view.setUint16(6, 2, true)), /malformed: the array-of-one flag with 2 output entries/);
   });
 
   // A new-user probe: f returning outputs that repeat nodes (more outputs than nodes) or none
