@@ -1628,7 +1628,9 @@ export const logreg: Workload = {
 // every logsumexp with its max taken inside (recorded). Gradient w.r.t. (α, μ, q, l): K + 2KD +
 // K D(D−1)/2 = 1650 parameters at D = 10, K = 25. GradBench's defaults: N = 1000 points, m = 0,
 // γ = 1 (evals/gmm/run.py). Its data come from NumPy's default_rng(31337) (PCG64): x, α, q, l
-// standard normal, μ uniform [0, 1); here the same distributions from mulberry32, in that order.
+// standard normal, μ uniform [0, 1): bench/data holds its data for d = 10, K = 25, N = 1000 (the
+// first n points for a smaller n); other shapes, and n past 1000, take the same distributions
+// from mulberry32 instead, in that order (not GradBench's numbers: GradBench draws all of x first).
 
 export const GMM_D = 10;
 export const GMM_K = 25;
@@ -2032,7 +2034,7 @@ export const gmm: Workload = {
   description:
     `GradBench gmm objective (cpp/gradbench/evals/gmm.hpp): log posterior of a ${GMM_K}-component Gaussian mixture in d = ${GMM_D} ` +
     `with a Wishart prior (m = ${GMM_M}, gamma = ${GMM_GAMMA}), logsumexp over components, Q = exp(q) diagonal + l strictly lower; ` +
-    'n points; gradient w.r.t. alpha, mu, q, l (1650 parameters); mulberry32 data with GradBench\'s distributions',
+    'n points; gradient w.r.t. alpha, mu, q, l (1650 parameters); GradBench\'s own data (its generate, default_rng(31337)), the first n points',
   size: { full: 1000, quick: 200 },
   sizeUnit: 'points',
   tolerance: 1e-10,
