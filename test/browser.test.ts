@@ -476,6 +476,25 @@ describe('browser suite', () => {
         for (const id of ['#mlp-time-wasm', '#mlp-time-js']) await expect(p.page.textContent(id)).resolves.toMatch(/\d+ µs\/step/);
         expect(p.errors).toEqual([]);
       });
+
+      // An examples probe: a run of about 125,000 steps spread its loss history into Math.min's
+      // arguments, overflowed the stack, and stopped the panel for good.
+      it('draws a loss curve of 300,000 steps, two points a pixel at most', async () => {
+        const p = await load(`${demo.url}/`, () => (window as unknown as DemoWindow).demo?.ready === true);
+        // As source text: the test runner would rewrite a dynamic import in a function.
+        const drawn = (await p.page.evaluate(`(async () => {
+          const { lossCurve } = await import('./canvas.js');
+          const ctx = document.createElement('canvas').getContext('2d');
+          let lines = 0;
+          const lineTo = ctx.lineTo.bind(ctx);
+          ctx.lineTo = (x, y) => { lines++; lineTo(x, y); };
+          lossCurve(ctx, { x: 0, y: 0, w: 300, h: 200 }, Array.from({ length: 300000 }, (_, i) => 1 / (1 + i)));
+          return lines;
+        })()`)) as number;
+        expect(drawn).toBeGreaterThan(300);
+        expect(drawn).toBeLessThanOrEqual(2 * 300 + 1);
+        expect(p.errors).toEqual([]);
+      });
     });
   });
 });

@@ -84,6 +84,20 @@ describe('the gradient service', () => {
     expect(r.gamma).toBeCloseTo((near.results[1].delta - near.results[0].delta) / (2 * h), 6);
   });
 
+  // An examples probe: an absolute-form request target (RFC 9112, 3.2.2: servers must accept it)
+  // got 404 "no endpoint http://…/v1/options".
+  it('takes an absolute-form request target as its path', async () => {
+    const { hostname, port } = new URL(main.url);
+    const body = JSON.stringify({ options: [atTheMoney] });
+    const socket = connect(Number(port), hostname);
+    socket.write(`POST http://${hostname}:${port}/v1/options?x=1 HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+    let text = '';
+    socket.on('data', (d: Buffer) => (text += d));
+    await new Promise((resolve) => socket.once('close', resolve));
+    expect(text).toMatch(/^HTTP\/1\.1 200 /);
+    expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)).results[0].price).toBeCloseTo(10.450583572185565, 12);
+  });
+
   it('every Greek equals its closed form, near expiry at the money too (where gamma is steepest)', async () => {
     const options = [
       { spot: 100, strike: 100, maturity: 1 / 365, rate: 0, volatility: 0.2 },

@@ -28,18 +28,29 @@ export function frame(ctx, box, title) {
 export function lossCurve(ctx, box, losses) {
   frame(ctx, box, 'loss (log scale) per step');
   if (losses.length < 2) return;
-  const logs = losses.map(Math.log10);
-  const lo = Math.min(...logs), hi = Math.max(...logs);
+  // At most two points a pixel, the last one always: a long run's history spread into
+  // Math.min's arguments overflowed the stack at about 125,000 steps and stopped the panel for
+  // good, and every frame redrew every step (an examples probe).
+  const stride = Math.max(1, Math.floor(losses.length / (2 * box.w)));
+  const at = [];
+  for (let i = 0; i < losses.length; i += stride) at.push(i);
+  if (at[at.length - 1] !== losses.length - 1) at.push(losses.length - 1);
+  const logs = at.map((i) => Math.log10(losses[i]));
+  let lo = Infinity, hi = -Infinity;
+  for (const v of logs) {
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
   const span = Math.max(hi - lo, 1e-9);
   const n = Math.max(losses.length - 1, 100);
   ctx.strokeStyle = '#2f6f3e';
   ctx.lineWidth = 2;
   ctx.setLineDash([]);
   ctx.beginPath();
-  logs.forEach((v, i) => {
-    const x = box.x + (i / n) * box.w;
+  logs.forEach((v, k) => {
+    const x = box.x + (at[k] / n) * box.w;
     const y = box.y + 24 + (1 - (v - lo) / span) * (box.h - 32);
-    if (i === 0) ctx.moveTo(x, y);
+    if (k === 0) ctx.moveTo(x, y);
     else ctx.lineTo(x, y);
   });
   ctx.stroke();

@@ -292,12 +292,19 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   };
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? '/').split('?')[0]!;
+    // The path of an origin-form target (/v1/…) or an absolute-form one (http://host/v1/…), which
+    // HTTP/1.1 servers must accept (RFC 9112, 3.2.2: it answered 404, an examples probe).
+    let path = '';
+    try {
+      path = new URL(req.url ?? '/', 'http://service.invalid').pathname;
+    } catch {
+      // No path: the 404 below names what came.
+    }
     const route = routes.get(path);
     // node answers HEAD with the headers of the GET, without its body.
     const methods = path === '/healthz' ? ['GET', 'HEAD'] : route ? ['POST'] : null;
     if (!methods) {
-      send(res, 404, { error: { message: `no endpoint ${path}; POST /v1/options, /v1/mc or /v1/logreg, or GET /healthz` } });
+      send(res, 404, { error: { message: `no endpoint ${path || req.url}; POST /v1/options, /v1/mc or /v1/logreg, or GET /healthz` } });
       return;
     }
     if (!methods.includes(req.method!)) {
