@@ -1640,7 +1640,6 @@ export class Tape {
       throw new CapacityError(`tape is full: ${n} more elements with ${this.elements} recorded pass the ${2 ** 31 - 8} a tape holds; call tape.reset() to reuse it`, 2 ** 31 - 8);
     }
     if (needed > this.engine.elementCapacity) {
-      this.fitWithin(this.count + nodes, needed);
       const limit = this.growthRoom(false, this.count + nodes, needed, Math.min(2 ** 31 - 8, Math.floor(this.maxMemoryBytes / this.engine.elementBytes())));
       const ok = this.engine.reserveElements(needed, this.elements, Math.ceil(limit / 8) * 8);
       this.cacheViews();
@@ -1655,28 +1654,16 @@ export class Tape {
     return needed;
   }
 
-  /** Before the nodes' or the elements' region grows to hold `nodes` and `elements` (which the
-   *  limits allow, counted as recorded): where the other region's capacity, kept across reset
-   *  from a larger recording, would take the two past maxMemoryBytes, it shrinks to what is live
-   *  (recordings alternating a scalar peak and a vector one held both, twice the limit: a probe).
-   *  The limit itself still counts what is recorded, to the byte. */
-  private fitWithin(nodes: number, elements: number): void {
-    if (this.maxMemoryBytes === Infinity) return;
-    const nb = this.engine.nodeBytes(), eb = this.engine.elementBytes();
-    const cap = this.engine.capacity, ecap = this.engine.elementCapacity;
-    if (Math.max(cap, nodes) * nb + Math.max(ecap, elements) * eb <= this.maxMemoryBytes) return;
-    if (elements > ecap) this.engine.fitCapacities(0, ecap, this.count);
-    else this.engine.fitCapacities(cap, 0, this.count);
-    this.cacheViews();
-  }
-
   /** The most the growing region (`nodesGrow`: the nodes', else the elements') may take, its
    *  `most` by the limits as recorded: where its doubling beside the other region's capacity would
    *  pass maxMemoryBytes, the room left past what both hold is shared in proportion to what each
-   *  holds, and the other region's capacity shrinks to its share first. A region doubling up to the limit beside the
-   *  other's spare capacity held up to 1.4 times the limit (a memory-limits probe); one growing
-   *  only into what the other's capacity left grew a few slots at a time, each growth a copy of
-   *  the tape, quadratic (the review after it). Shared so, the growths near the limit are few. */
+   *  holds, and the other region's capacity shrinks to its share first. Kept across reset from a
+   *  larger recording, a region's capacity beside the other's held both, twice the limit
+   *  (recordings alternating a scalar peak and a vector one: a probe); a region doubling up to the
+   *  limit beside the other's spare capacity held up to 1.4 times it (a memory-limits probe); one
+   *  growing only into what the other's capacity left grew a few slots at a time, each growth a
+   *  copy of the tape, quadratic (the review after it). Shared so, the growths near the limit are
+   *  few. The limit itself still counts what is recorded, to the byte. */
   private growthRoom(nodesGrow: boolean, nodes: number, elements: number, most: number): number {
     if (this.maxMemoryBytes === Infinity) return most;
     const nb = this.engine.nodeBytes(), eb = this.engine.elementBytes();
@@ -1728,8 +1715,8 @@ export class Tape {
     }
     // Engines allocate in multiples of 8 nodes (f64 alignment); `capacity` below keeps the
     // façade at the exact limit.
-    this.fitWithin(needed, this.elements);
-    const ok = this.engine.reserve(needed, this.count, Math.ceil((exactly ? needed : this.growthRoom(true, needed, this.elements, limit)) / 8) * 8);
+    const room = this.growthRoom(true, needed, this.elements, limit);
+    const ok = this.engine.reserve(needed, this.count, Math.ceil((exactly ? needed : room) / 8) * 8);
     this.cacheViews();
     if (!ok) {
       throw new CapacityError(
