@@ -446,3 +446,30 @@ describe('the command line (serve.ts)', () => {
     }
   });
 });
+
+// An examples probe: the demo's server printed a raw stack for a bad PORT or a port in use.
+describe('the demo server\'s command line (examples/demo/serve.ts)', () => {
+  const DEMO = fileURLToPath(new URL('../examples/demo/serve.ts', import.meta.url));
+  const run = (port: string): Promise<{ code: number | null; stderr: string }> => new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', DEMO], { env: { ...process.env, PORT: port } });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d));
+    child.once('exit', (code) => resolve({ code, stderr }));
+  });
+
+  it('says a bad PORT, or a port in use, in one line and exits non-zero', async () => {
+    const bad = await run('abc');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr.trim()).toBe('tapegrad demo: PORT must be an integer from 0 to 65535, got "abc"');
+    const occupant = createServer().listen(0, '127.0.0.1');
+    await new Promise((resolve) => occupant.once('listening', resolve));
+    const { port } = occupant.address() as AddressInfo;
+    try {
+      const taken = await run(String(port));
+      expect(taken.code).toBe(1);
+      expect(taken.stderr.trim()).toBe(`tapegrad demo: port ${port} is in use; stop what listens there or choose another PORT`);
+    } finally {
+      occupant.close();
+    }
+  }, 30_000);
+});

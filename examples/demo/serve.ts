@@ -60,6 +60,19 @@ export async function startDemoServer(port = 0, host = '127.0.0.1'): Promise<{ u
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  const { url } = await startDemoServer(Number(process.env.PORT ?? 8000));
-  console.log(`tapegrad demo: ${url}/  (Ctrl+C to stop)`);
+  // One line for a bad PORT or a port in use, as the service's serve.ts says them (a raw stack
+  // before: an examples probe).
+  const port = Number(process.env.PORT ?? 8000);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    console.error(`tapegrad demo: PORT must be an integer from 0 to 65535, got ${JSON.stringify(process.env.PORT)}`);
+    process.exit(2);
+  }
+  try {
+    const { url } = await startDemoServer(port);
+    console.log(`tapegrad demo: ${url}/  (Ctrl+C to stop)`);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    console.error(`tapegrad demo: ${code === 'EADDRINUSE' ? `port ${port} is in use; stop what listens there or choose another PORT` : (error as Error).message}`);
+    process.exit(1);
+  }
 }
