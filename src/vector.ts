@@ -224,7 +224,9 @@ export class Vec {
   ) {
     // Private in the declarations; from JavaScript `new Vec()` threw a raw TypeError (a probe), as
     // `new Tape()` did. Made-up arguments make a Vec no reader takes (StaleHandleError).
-    if (tape === null || typeof tape !== 'object') throw new TapegradError('INVALID_ARGUMENT', "a Vec comes from a tape's vector ops (tape.vector, tape.constantVector, a Vec's methods)");
+    // (An object that is no tape, `new Vec({}, 0, [1])`, made a Vec whose every read was a raw
+    // TypeError.)
+    if (tape === null || typeof tape !== 'object' || typeof tape.vindex !== 'function') throw new TapegradError('INVALID_ARGUMENT', "a Vec comes from a tape's vector ops (tape.vector, tape.constantVector, a Vec's methods)");
     this.id = ~(index + tape.base);
     // Frozen by every caller (checkShape copies a caller's, `frozen` takes an op's own array): ops
     // trust a Vec's shape, and one changed in place (a computed Vec's, which its elementwise

@@ -355,6 +355,8 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
     const MadeVec = Vec as unknown as new (...args: unknown[]) => unknown;
     expect(() => new MadeVec()).toThrow(/^a Vec comes from a tape's vector ops/);
     expect(() => new MadeVec()).toThrow(TapegradError);
+    // With an object that is no tape, every read of the Vec was a raw TypeError.
+    expect(() => new MadeVec({}, 0, [1])).toThrow(/^a Vec comes from a tape's vector ops/);
   });
 
   // More inputs than a tape holds failed allocating the input row: a bare RangeError.
