@@ -132,12 +132,7 @@ export function sweepReverse(top: i32): void {
     if (op >= Op.VMeta) { i = vectorReverseAt(i, op, g); continue; }
     if (op == Op.Select) { addF64At(gB, selected(i), g); continue; }
     if (op == Op.Custom) { customReverse(i, g); continue; }
-    const sibling = trigSibling(i, op, ia, top);
-    if (sibling >= 0) {
-      const pa = siblingPartial(op, sibling);
-      if (pa != 0) addF64At(gB, ia, g * pa);
-      continue;
-    }
+    // (sin and cos, with their siblings, were taken in the jump above.)
     const ib = i32At(bB, i);
     const pa = partials(op, f64At(vB, ia), f64At(vB, ib), f64At(vB, i));
     const pb = partialZ;

@@ -132,23 +132,26 @@ export class CustomNodes implements CustomHandler {
 
   // A rule's method called with the tape closed to recording, as insideRule does, without a
   // closure per visit (a probe: 1.15 KB a custom node a replay, with the arrays above).
-  // The rule sees the arguments its method is documented with: `arity` of them. The method is
-  // read at each call, as the rule object is the user's (one replaced by a non-function after
-  // defineFunction was a raw TypeError mid-sweep: a probe).
-  private call(name: 'forward' | 'vjp' | 'jvp' | 'vjpTangent', rule: CustomRule, arity: 1 | 3 | 4, xs: Float64Array, y = 0, g = 0, ts?: Float64Array): unknown {
-    // The method read under the guard too: a getter for it recorded on the tape mid-sweep (a
-    // review probe: a wrong gradient, silently).
+  private call(name: 'forward' | 'jvp', rule: CustomRule, arity: 1 | 3, xs: Float64Array, y = 0, ts?: Float64Array): unknown {
     const saved = this.tape.enterRule();
     try {
-      const method = rule[name] as RuleMethod | undefined;
-      if (typeof method !== 'function') throw new TapegradError('INVALID_ARGUMENT', `${rule.name}.${name} is ${describe(method)}, not a function (the rule object was changed after defineFunction)`);
-      return arity === 1 ? method.call(rule, xs) : arity === 3 ? method.call(rule, xs, y, ts ?? g) : method.call(rule, xs, y, g, ts);
+      return this.invoke(name, rule, arity, xs, y, 0, ts);
     } finally {
       this.tape.leaveRule(saved);
     }
   }
 
-  // Whether the rule has an optional method, read under the guard as `call` reads it.
+  // The rule's method, read at each call (the rule object is the user's: one replaced by a
+  // non-function after defineFunction was a raw TypeError mid-sweep, a probe), and called with
+  // the arguments it is documented with, `arity` of them. Only under the guard: a getter for the
+  // method recorded on the tape mid-sweep (a review probe: a wrong gradient, silently).
+  private invoke(name: 'forward' | 'vjp' | 'jvp' | 'vjpTangent', rule: CustomRule, arity: 1 | 3 | 4, xs: Float64Array, y: number, g: number, ts?: Float64Array): unknown {
+    const method = rule[name] as RuleMethod | undefined;
+    if (typeof method !== 'function') throw new TapegradError('INVALID_ARGUMENT', `${rule.name}.${name} is ${describe(method)}, not a function (the rule object was changed after defineFunction)`);
+    return arity === 1 ? method.call(rule, xs) : arity === 3 ? method.call(rule, xs, y, ts ?? g) : method.call(rule, xs, y, g, ts);
+  }
+
+  // Whether the rule has an optional method, read under the guard as `invoke` reads it.
   private hasRule(rule: CustomRule, name: 'jvp' | 'vjpTangent'): boolean {
     const saved = this.tape.enterRule();
     try {
@@ -158,14 +161,14 @@ export class CustomNodes implements CustomHandler {
     }
   }
 
-  // A vjp's (or vjpTangent's) terms for node i, one per operand, read while the tape is still
-  // closed to the rule: its result's length and entries may be accessors or a Proxy, which
-  // recorded on the tape, swept it or reset it mid-sweep, silently (a wrong gradient, a probe).
+  // A vjp's (or vjpTangent's) terms for node i, one per operand, called and read under one
+  // guard: its result's length and entries may be accessors or a Proxy, which recorded on the
+  // tape, swept it or reset it mid-sweep, silently (a wrong gradient, a probe).
   private terms(name: 'vjp' | 'vjpTangent', rule: CustomRule, i: number, xs: Float64Array, y: number, g: number, ts?: Float64Array): Float64Array {
     const n = this.operandCount(i), out = new Float64Array(n);
-    const values = this.call(name, rule, name === 'vjp' ? 3 : 4, xs, y, g, ts) as ArrayLike<number>;
     const saved = this.tape.enterRule();
     try {
+      const values = this.invoke(name, rule, name === 'vjp' ? 3 : 4, xs, y, g, ts) as ArrayLike<number>;
       if (values == null || values.length !== n) {
         throw new TapegradError('INVALID_ARGUMENT', `${rule.name}.${name} must return ${n} ${n === 1 ? 'number' : 'numbers'} (one per operand), got ${isArrayLike(values) ? values.length : describe(values)}`);
       }
@@ -257,7 +260,7 @@ export class CustomNodes implements CustomHandler {
       return;
     }
     if (!this.hasRule(rule, 'jvp')) throw missing(rule, 'jvp', 'jvp, forward-mode jacobian and hvp');
-    this.engine.views.tan![i] = checkResult(this.call('jvp', rule, 3, xs, this.engine.views.val[i]!, 0, ts), rule, 'jvp');
+    this.engine.views.tan![i] = checkResult(this.call('jvp', rule, 3, xs, this.engine.views.val[i]!, ts), rule, 'jvp');
   }
 
   reverseTangent(i: number, g: number, gTangent: number): void {
