@@ -120,6 +120,17 @@ const CASES: Record<string, Case> = {
       return t.size;
     },
   },
+  'chain-record': {
+    what: 'the transcendental chain (3·10^4 steps) recorded through Vars (tape.reset, then the loop)', unit: 'ns/node', calls: 200,
+    setup: async (api, { backend }) => api.createTape({ backend }),
+    run: (tape) => {
+      const t = tape as InstanceType<Api['Tape']>;
+      t.reset();
+      let x = t.variable(0.3);
+      for (let k = 0; k < 30_000; k++) x = x.add(x.sin().mul(x.cos().exp()).sub(x.mul(x).log1p()).mul(1e-5));
+      return t.size;
+    },
+  },
   'chain-reverse': {
     what: 'the transcendental chain (10^5 steps) recorded once, its reverse sweep (tape.backward)', unit: 'ns/step', calls: 200,
     setup: async (api, { backend }) => {
