@@ -131,6 +131,24 @@ const CASES: Record<string, Case> = {
       return t.size;
     },
   },
+  'mixed-record-handles': {
+    what: "per-node.ts's mixed Rosenbrock (1.25·10^4 terms) recorded through handles", unit: 'ns/node', calls: 400,
+    setup: async (api, { backend }) => ({ tape: await api.createTape({ backend }), xs: new Int32Array(12_501) }),
+    run: (state, { x }) => {
+      const { tape, xs } = state as { tape: InstanceType<Api['Tape']>; xs: Int32Array };
+      tape.reset();
+      const h = tape.handles, v = x.subarray(0, 12_501);
+      h.variables(v, xs);
+      const c100 = h.constant(100), one = h.constant(1);
+      let s = h.constant(0);
+      for (let i = 0; i + 1 < v.length; i++) {
+        const xi = xs[i]!;
+        const t = h.sub(xs[i + 1]!, h.square(xi));
+        s = h.add(h.add(s, h.mul(c100, h.square(t))), h.square(h.sub(one, xi)));
+      }
+      return tape.size;
+    },
+  },
   'chain-reverse': {
     what: 'the transcendental chain (10^5 steps) recorded once, its reverse sweep (tape.backward)', unit: 'ns/step', calls: 200,
     setup: async (api, { backend }) => {
