@@ -1973,7 +1973,13 @@ export interface HandleApi extends UnaryOps<[h: number], number>, BinaryOps<[h1:
  * recording allocates nothing. `pow(h1, h2)` takes two handles; `powConst(h, c)` a number.
  */
 export class HandleApi {
-  constructor(readonly tape: Tape) {
+  /** The tape these handles name nodes of. */
+  // Declared and set in the constructor, not a parameter property (a class field, undefined until
+  // the constructor set it): the op methods read it first, and recording the per-node bench's
+  // Rosenbrock through handles took 3.7 -> 3.5 ns/node (`bench/ab.ts --case=mixed-record-handles`).
+  declare readonly tape: Tape;
+  constructor(tape: Tape) {
+    this.tape = tape;
     this.vec = new VectorHandleApi(tape);
   }
 
