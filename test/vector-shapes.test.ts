@@ -142,6 +142,9 @@ describe.each(BACKENDS)('broadcasting and result shapes (%s)', (backend) => {
     expectVec(v.slice(-2, -1), [1], [2]);
     expectVec(v.slice(2, 1), [0], []);
     expectVec(v.slice(-10, 10), [3], [1, 2, 3]);
+    // Bounds clamped to the vector, as Array.prototype.slice (README).
+    expectVec(v.slice(2, 5), [1], [3]);
+    expectVec(v.slice(5), [0], []);
     expectVec(v.gather([2, 2, 0]), [3], [3, 3, 1]);
     expectVec(tape.concat([v, 7, tape.variable(8), v.slice(0, 1)]), [6], [1, 2, 3, 7, 8, 1]);
     expectVec(tape.concat([M, tape.vector([7, 8, 9], [1, 3])]), [3, 3], [1, 2, 3, 4, 5, 6, 7, 8, 9]);
