@@ -223,6 +223,14 @@ describe.each(BACKENDS)('gradcheck errors name gradcheck and the caller\'s point
     }
     expect(thrown).toMatchObject({ message: expect.stringMatching(/NaN at input 1 /), result: { worst: 1 } });
   });
+
+  // README: a pole a few steps away fails an exact gradient by the stencil's truncation error (a
+  // probe), and a smaller step passes.
+  it('near a pole the default step fails an exact gradient, a smaller one passes', () => {
+    const f = (x: Var): Var => x.log1p();
+    expect(gradcheck(f, -1 + 1e-4, { backend }).ok).toBe(false);
+    expect(gradcheck(f, -1 + 1e-4, { backend, step: () => 1e-8 }).ok).toBe(true);
+  });
 });
 
 describe.each(BACKENDS)('gradcheck on wrong rules (%s)', (backend) => {
