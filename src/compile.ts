@@ -4,7 +4,7 @@
 // recording are guards: a replay where one comes out the other way re-records (or throws).
 import { copyNumbers, type Backend, type BackendChoice, type BackendKind } from './backend.ts';
 import { checkExpectedNodes, createTapeSync, resolveBackend } from './create.ts';
-import { BranchChangedError, NotANumberError, TapegradError, checkApart, checkOut, counted, describe, isArrayLike, lockFields, newFloat64, notAnOutput, overlaps } from './errors.ts';
+import { BranchChangedError, NotANumberError, TapegradError, checkApart, checkOut, counted, describe, isArrayLike, lockFields, mayOverlap, newFloat64, notAnOutput } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, OP_TABLE, Op, opNameOf } from './ops.ts';
 import { BACKEND_RULE, CODEGEN_RULE, readOptions } from './options.ts';
 import { toBytes } from './serialize.ts';
@@ -1181,10 +1181,10 @@ function copyRow(from: Float64Array, first: number, length: number, row: Float64
 }
 
 // A batch's input rows (only the `length` the batch reads: X may be a longer reused buffer whose
-// tail holds out), copied where an output shares their memory (the caller's out over X).
+// tail holds out), copied where an output may share their memory (the caller's out over X).
 function apart(rows: Float64Array, length: number, ...outputs: (Float64Array | undefined | null)[]): Float64Array {
   const used = rows.subarray(0, length);
-  return outputs.some((o) => overlaps(used, o)) ? used.slice() : rows;
+  return outputs.some((o) => mayOverlap(used, o)) ? used.slice() : rows;
 }
 
 // Whether nodes [0, size) are all leaves (inputs, constants, a vector's metadata).

@@ -119,11 +119,37 @@ export function checkApart(out: Float64Array, outLength: number, values: Float64
   }
 }
 
-/** @internal Whether two arrays share memory: a batch's output written over rows it has still to
- *  read (the JS engine's gradients and every engine's vjp rows read them row by row). */
+/** @internal Whether two arrays share memory, as far as their buffer objects tell (see
+ *  mayOverlap): a batch's `out` and `values` over the same rows are refused by it. */
 export function overlaps(p: unknown, q: unknown): boolean {
   if (!ArrayBuffer.isView(p) || !ArrayBuffer.isView(q) || p.buffer !== q.buffer) return false;
   return p.byteOffset < q.byteOffset + q.byteLength && q.byteOffset < p.byteOffset + p.byteLength;
+}
+
+const SharedBuffer: (new (n: number) => ArrayBufferLike) | undefined = (globalThis as { SharedArrayBuffer?: new (n: number) => ArrayBufferLike }).SharedArrayBuffer;
+
+// SharedArrayBuffers this library made new (sharedFloat64): two of them are two memories, and
+// only a clone, which is an object of its own, can be over one of theirs.
+const madeHere = new WeakSet<object>();
+
+/** @internal A SharedArrayBuffer just made, whose memory no other buffer object is over yet. */
+export function madeShared<B extends ArrayBufferLike>(buffer: B): B {
+  madeHere.add(buffer);
+  return buffer;
+}
+
+/** @internal Whether an output may be written over rows it has still to read (the JS engine's
+ *  gradients and every engine's vjp rows read them row by row), so the rows are copied first:
+ *  `overlaps`, or both over SharedArrayBuffers that are different objects. One shared memory
+ *  comes as objects of its own when posted twice, structuredClone'd, or viewed across a shared
+ *  WebAssembly.Memory's grow, and JavaScript cannot tell those from two memories (a probe's rows
+ *  were computed from the gradients written over them: NaN, silently); two that sharedFloat64
+ *  made are two memories. */
+export function mayOverlap(p: unknown, q: unknown): boolean {
+  if (!ArrayBuffer.isView(p) || !ArrayBuffer.isView(q)) return false;
+  if (p.buffer === q.buffer) return overlaps(p, q);
+  return SharedBuffer !== undefined && p.byteLength > 0 && q.byteLength > 0 && p.buffer instanceof SharedBuffer && q.buffer instanceof SharedBuffer &&
+    !(madeHere.has(p.buffer) && madeHere.has(q.buffer));
 }
 
 /** @internal `n noun`, the noun in the plural unless n is 1 ("1 node", "2 nodes"). */

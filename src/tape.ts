@@ -1,7 +1,7 @@
 import { DEFERRED_VALUES, DROPPED_ADJOINT, type Backend, type BackendKind, type CustomHandler } from './backend.ts';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
-  TapegradError, checkOut, counted, describe, isArrayLike, lockFields, newFloat64, overlaps,
+  TapegradError, checkOut, counted, describe, isArrayLike, lockFields, mayOverlap, newFloat64,
 } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, OP_TABLE, Op, UNARY_OPS, ZERO_GRADIENT, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
 import { partialZ, partialZTangent, partials, partialsTangent } from './js/rules.ts';
@@ -2024,9 +2024,13 @@ export class HandleApi {
     if (!isArrayLike(wrt)) throw new NotANumberError(`handles.gradient: expected an array of handles, got ${describe(wrt)}`);
     const len = wrt.length;
     if (into !== undefined) checkOut(into, len, 'handles.gradient: into');
+    // A list that is no typed array is read once, entry by entry, into handles of its own: read
+    // by the checks and again after the sweep, a getter or Proxy that changed an entry meanwhile
+    // gave NaN, or reset the tape and got its adjoints, without an error (a probe).
+    if (!ArrayBuffer.isView(wrt)) wrt = handlesReadOnce(t, wrt, len);
     // Handles read while `into` is written: apart where they share memory (a probe's Int32Array
     // of handles over the same buffer read gradients as handles, and gave NaN).
-    if (into !== undefined && wrt !== (into as unknown) && overlaps(wrt, into)) wrt = Int32Array.from(wrt);
+    else if (into !== undefined && wrt !== (into as unknown) && mayOverlap(wrt, into)) wrt = Int32Array.from(wrt);
     // indexOfHandle's test in the loop (a gradient reads every input: two calls per input were
     // a fifth of a gradient's reverse phase on the bench's Rosenbrock); the call names the fault.
     const base = t.base, count = t.count;
@@ -2056,6 +2060,18 @@ export class HandleApi {
 
 for (const name of UNARY_OPS) Object.defineProperty(HandleApi.prototype, name, { value: unaryHandleMethod(Op[name]), writable: true, configurable: true });
 for (const name of BINARY_OPS) Object.defineProperty(HandleApi.prototype, name, { value: binaryHandleMethod(Op[name]), writable: true, configurable: true });
+
+/** `list`'s first `length` entries, each read once, as an Int32Array; an entry that is no integer
+ *  is named by `indexOfHandle`'s error (handles.gradient checks the rest). */
+function handlesReadOnce(tape: Tape, list: ArrayLike<number>, length: number): Int32Array {
+  const handles = new Int32Array(length);
+  for (let k = 0; k < length; k++) {
+    const h = list[k];
+    if (typeof h !== 'number' || (h | 0) !== h) tape.indexOfHandle(h!, 'gradient');
+    handles[k] = h!;
+  }
+  return handles;
+}
 
 /** How many of `list`'s first entries are the handles of consecutive input nodes of the live
  *  recording (`count` nodes, handles from `offset`), as `variables` records them: the handle

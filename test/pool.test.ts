@@ -15,6 +15,7 @@ import {
   BranchChangedError, FormatError, NonFiniteError, NotANumberError, TapegradError, compile, defineFunction, fromBytes, init, type CompiledFunction, type Var, type Vec,
 } from '../dist/index.js';
 import { GradientPool, PooledFunction, WorkerExitError, createPool, sharedFloat64 } from '../dist/pool/index.js';
+import * as distErrors from '../dist/errors.js';
 
 // Where two results first differ, comparing each number's bits as Object.is does (-0 is not 0);
 // -1 when they agree everywhere. A NaN's sign bit is not fixed even in one thread (a call's NaNs
@@ -210,6 +211,17 @@ describe.each(['wasm', 'js'] as const)('a pool of 2 workers, %s backend', (backe
         const one = filled(), want = g3.jvpBatch(one.subarray(0, 3000), 3000, ones, one).slice();
         const mine = filled();
         expect(firstDifference(await p3.jvpBatch(mine.subarray(0, 3000), 3000, ones, mine), want)).toBe(-1);
+        // The same shared memory through a buffer object of its own (a clone, as a buffer posted
+        // twice arrives), which JavaScript cannot tell from another memory: X is read as it was
+        // too (a probe got the rows computed from results written over them), in pieces and not.
+        if (mine.buffer instanceof SharedArrayBuffer) {
+          for (const rowsOf of [3000, 300]) {
+            const again = filled(), clone = new Float64Array(structuredClone(again.buffer));
+            const expected = g3.jvpBatch(filled().subarray(0, rowsOf), rowsOf, ones, new Float64Array(3 * rowsOf));
+            await p3.jvpBatch(again.subarray(0, rowsOf), rowsOf, ones, clone.subarray(0, 3 * rowsOf));
+            expect(firstDifference(clone.subarray(0, 3 * rowsOf), expected)).toBe(-1);
+          }
+        }
       }
       // Errors name the caller's entry and row, in a later piece too.
       const plain: unknown[] = Array.from(X);
@@ -757,4 +769,19 @@ console.log(JSON.stringify([refused, pool.backend, Array.from(g), again.backend]
   const child = spawnSync(process.execPath, [script], { cwd: fileURLToPath(root), encoding: 'utf8' });
   expect(child.stderr).toBe('');
   expect(JSON.parse(child.stdout.trim())).toEqual([['INVALID_ARGUMENT', true], 'js', [4, 3], 'wasm']);
+});
+
+// Two SharedArrayBuffer objects may be one memory (a clone, a buffer posted twice), which
+// JavaScript cannot tell: batches copy the rows an output may be written over (a probe), except
+// between two buffers sharedFloat64 made, which are two memories (the pool's outputs are written
+// in place there, as before).
+it('outputs over another SharedArrayBuffer object may overlap the rows, unless sharedFloat64 made both', () => {
+  // Internal (left out of the declarations), from the module instance the pool's sharedFloat64 uses.
+  const { mayOverlap } = distErrors as unknown as { mayOverlap: (p: unknown, q: unknown) => boolean };
+  const a = sharedFloat64(4), b = sharedFloat64(4);
+  const clone = new Float64Array(structuredClone(a.buffer));
+  const foreign = new Float64Array(new SharedArrayBuffer(32));
+  expect([mayOverlap(a, b), mayOverlap(a, clone), mayOverlap(a, foreign), mayOverlap(foreign, clone)]).toEqual([false, true, true, true]);
+  expect([mayOverlap(a.subarray(0, 2), a.subarray(2)), mayOverlap(a.subarray(0, 3), a.subarray(2)), mayOverlap(a, new Float64Array(4))]).toEqual([false, true, false]);
+  expect(mayOverlap(a.subarray(0, 0), clone)).toBe(false);
 });

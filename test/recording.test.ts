@@ -209,6 +209,34 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     const buffer = new ArrayBuffer(32), wrt = new Int32Array(buffer, 0, 4), into = new Float64Array(buffer);
     wrt.set([xs[2]!, xs[0]!, xs[3]!, xs[1]!]);
     expect(Array.from(h.gradient(y, wrt, 1, into))).toEqual([4, 2, 3, 1]);
+    // The same memory through a buffer object of its own (a SharedArrayBuffer's clone, as one
+    // posted twice arrives), which JavaScript cannot tell from another memory (a probe).
+    const shared = new SharedArrayBuffer(32), handles = new Int32Array(shared, 0, 4);
+    handles.set([xs[2]!, xs[0]!, xs[3]!, xs[1]!]);
+    expect(Array.from(h.gradient(y, handles, 1, new Float64Array(structuredClone(shared))))).toEqual([4, 2, 3, 1]);
+  });
+
+  // A probe: a list that is no typed array was read three times (the checks, then again after the
+  // sweep, unchecked), so an entry a getter changed meanwhile gave NaN, and a reset there the
+  // reset tape's adjoints, without an error.
+  it('h.gradient reads each entry of a list once: what it checked is what it gathers', async () => {
+    const tape = await tapeOn(backend), h = tape.handles;
+    const x = h.variables([2, 3]), y = h.mul(x[0]!, x[1]!);
+    let reads = 0;
+    const counted = { length: 2, get 0() { reads++; return x[1]!; }, get 1() { reads++; return x[0]!; } };
+    expect(Array.from(h.gradient(y, counted))).toEqual([2, 3]);
+    expect(reads).toBe(2);
+    let n = 0;
+    const changing = { length: 2, get 0() { return x[1]!; }, get 1() { return ++n < 2 ? x[0]! : ('not a handle' as unknown as number); } };
+    expect(Array.from(h.gradient(y, changing))).toEqual([2, 3]);
+    expect(() => h.gradient(y, changing)).toThrow(expect.objectContaining({ message: expect.stringMatching(/^gradient: .*"not a handle"/) }));
+    n = 0;
+    const resetting = { length: 2, get 0() { return x[1]!; }, get 1() { if (++n === 1) tape.reset(); return x[0]!; } };
+    expect(() => h.gradient(y, resetting)).toThrow(expect.objectContaining({ code: 'STALE_HANDLE' }));
+    // A fraction is refused by name, not cut to an integer by the copy.
+    const x2 = h.variables([2, 3]), y2 = h.mul(x2[0]!, x2[1]!);
+    expect(() => h.gradient(y2, [x2[0]! + 0.5])).toThrow(expect.objectContaining({ code: 'INVALID_HANDLE' }));
+    expect(Array.from(h.gradient(y2, [x2[1]!, x2[0]!]))).toEqual([2, 3]);
   });
 
   it('the op methods record node for node what the checked paths record, through Vars and handles, constants shared or not (random programs)', async () => {

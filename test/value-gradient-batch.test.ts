@@ -129,6 +129,24 @@ describe('batch outputs over their own input rows', () => {
       // Directions overwritten by jvpBatch's results.
       const t = new Float64Array([1, 0, 0, 1, 1, 1]);
       expect(Array.from(g.jvpBatch(rows, 3, t, t.subarray(1, 4)))).toEqual([2, 11, 23]);
+      // One shared memory through two buffer objects (a clone, as a buffer posted twice arrives),
+      // which JavaScript cannot tell from two memories: the rows are copied first (a probe got
+      // NaN rows, computed from the gradients written over them).
+      for (const [name, call, want] of calls) {
+        const shared = new Float64Array(new SharedArrayBuffer(64));
+        shared.set([...rows, 0, 0]);
+        const clone = new Float64Array(structuredClone(shared.buffer));
+        expect(clone.buffer).not.toBe(shared.buffer);
+        const got = call === calls[4]![1] ? g.gradientBatch(shared.subarray(0, 6), 3, clone.subarray(0, 6)) : callOver(name, shared, clone);
+        expect([name, ...got]).toEqual([name, ...Array.from(want)]);
+      }
+      function callOver(name: string, x: Float64Array, o: Float64Array): Float64Array {
+        const X = x.subarray(0, 6), out = o.subarray(2, 8);
+        if (name === 'gradientBatch') return g.gradientBatch(X, 3, out);
+        if (name === 'valueAndGradientBatch') return g.valueAndGradientBatch(X, 3, out)[1];
+        if (name === 'vjpBatch') return g.vjpBatch(X, 3, [1, 1, 1], out);
+        return g.hvpBatch(X, 3, [1, 0, 1, 0, 1, 0], out);
+      }
     });
   }
 });

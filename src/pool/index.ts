@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { CompiledFunction, checkArrayLength, checkRows, rowsOfEntries, toFloat64 } from '../compile.ts';
 import { coreModule, loadBackend } from '../create.ts';
-import { CapacityError, FormatError, NotANumberError, TapegradError, checkApart, checkOut, describe, lockFields, newFloat64, overlaps } from '../errors.ts';
+import { CapacityError, FormatError, NotANumberError, TapegradError, checkApart, checkOut, describe, lockFields, madeShared, mayOverlap, newFloat64 } from '../errors.ts';
 import { BACKEND_RULE, readOptions } from '../options.ts';
 import { fromBytes, isUint8Array, loadBytes } from '../serialize.ts';
 import { Op } from '../ops.ts';
@@ -37,7 +37,7 @@ export function sharedFloat64(length: number): Float64Array {
   if (typeof length !== 'number') throw new NotANumberError(`sharedFloat64 needs a non-negative integer length, got ${describe(length)}`);
   if (!Number.isInteger(length) || length < 0) throw new TapegradError('INVALID_ARGUMENT', `sharedFloat64 needs a non-negative integer length, got ${describe(length)}`);
   try {
-    return new Float64Array(new SharedArrayBuffer(length * 8));
+    return new Float64Array(madeShared(new SharedArrayBuffer(length * 8)));
   } catch {
     throw new CapacityError(`sharedFloat64: the runtime could not allocate ${length} numbers`, length);
   }
@@ -536,7 +536,7 @@ export class PooledFunction {
     const copied = (x: unknown): boolean => !isShared(x);
     // An output over the rows (the caller's out sharing X's memory) is written through the scratch
     // too: the workers read their rows while others write theirs.
-    const inPlace = (o: unknown): boolean => isShared(o) && !overlaps(o, head(X, n)) && !overlaps(o, head(D, dn));
+    const inPlace = (o: unknown): boolean => isShared(o) && !mayOverlap(o, head(X, n)) && !mayOverlap(o, head(D, dn));
     const perRow = [copied(X) ? this.inputs : 0, D !== null && copied(D) ? dWidth : 0, inPlace(out) ? 0 : width, values === 'none' || inPlace(values) ? 0 : valueWidth];
     const rowBytes = 8 * perRow.reduce((sum, k) => sum + k, 0);
     const limit = this.pool.scratchLimit;
@@ -546,7 +546,7 @@ export class PooledFunction {
       // scratch, as one thread reads it apart (a review probe: a jvp with `out` over X).
       const outputs = [out, values === 'none' || values === 'new' ? undefined : values];
       const snapshot = (input: ArrayLike<number> | null, length: number): ArrayLike<number> | null =>
-        input !== null && outputs.some((o) => o !== undefined && overlaps(head(input, length), o)) ? (input as Float64Array).slice(0, length) : input;
+        input !== null && outputs.some((o) => o !== undefined && mayOverlap(head(input, length), o)) ? (input as Float64Array).slice(0, length) : input;
       const xs = snapshot(X, n)!, ds = snapshot(D, dn);
       const pieceRow = [xs !== X ? this.inputs : perRow[0]!, ds !== D ? dWidth : perRow[1]!, perRow[2]!, perRow[3]!];
       const pieceBytes = 8 * pieceRow.reduce((sum, k) => sum + k, 0);
