@@ -1492,7 +1492,10 @@ export class Tape {
   vindex(v: Vec, what?: string): number {
     if (v != null && v.tape === this) {
       const i = ~v.id - this.base;
-      if (i >= 0 && i < this.count) return i;
+      // A live Vec's node is a vector: past a restart of the handle range a stale Vec can alias
+      // a scalar node, which as a vector read offsets out of its neighbours' operands (a probe:
+      // the core trapped and the live recording was lost; the JS engine made up elements).
+      if (i >= 0 && i < this.count && this.opV[i]! >= VINPUT) return i;
       throw new StaleHandleError(this.stale(`Vec #${~v.id}`, what));
     }
     const named = prefixOf(what);

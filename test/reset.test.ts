@@ -143,6 +143,7 @@ describe.each(BACKENDS)('stale Vars and handles across the range restart (%s)', 
     // A number the tape's constant cache now holds with a handle of this cycle (one reset() no
     // longer clears it: a handle below the live range is refused anyway).
     x.mul(0.8125);
+    const vector = tape.vector([1, 2, 3]);
     // Checked through the cycle it was recorded in and the next; only then can the range reach it.
     let restarts = 0, aliased = false;
     for (let resets = 0; restarts < 2 && !aliased; resets++) {
@@ -161,6 +162,12 @@ describe.each(BACKENDS)('stale Vars and handles across the range restart (%s)', 
     if (aliased) {
       // The documented limit: the stale Var reads the live node at its id.
       expect(x.value).toBe(1.5);
+      // A stale Vec whose node is a scalar now is stale still: as a vector it read offsets out of
+      // the neighbours' operands (a probe: the core trapped, losing the live recording).
+      expect(tape.base <= ~vector.id && ~vector.id < tape.base + tape.size).toBe(true);
+      expect(() => vector.value).toThrow(StaleHandleError);
+      expect(() => vector.sum()).toThrow(StaleHandleError);
+      expect(tape.size).toBeGreaterThan(0);
       // The cache of numbers as operands restarted with the range: its handle of the first cycle
       // (live again) is not taken for the constant.
       expect(tape.variable(2).mul(0.8125).value).toBe(1.625);
