@@ -160,7 +160,9 @@ export function normwiseError(g: ArrayLike<number>, ref: ArrayLike<number>): { e
 export interface GradcheckOptions extends FiniteDifferenceOptions {
   /** Backend to record on (default 'wasm'; the core must be loaded: `await init()`), see BackendChoice. */
   backend?: BackendChoice | undefined;
-  /** Largest normwise error accepted (default 1e-7). */
+  /** Largest error accepted per component beyond the finite differences' own rounding (default
+   *  1e-7; README, Checking gradients): `error`, the normwise error, may exceed it where the
+   *  stencil's rounding does. */
   tolerance?: number | undefined;
   /** Throw a GradcheckError (code 'GRADCHECK_FAILED', the result in `result`) describing the
    *  worst component instead of returning ok: false. */

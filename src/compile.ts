@@ -1246,7 +1246,8 @@ const named = (call: string, noun: string): string => `${call}: the ${noun === D
  * `const g = compile((x) => x[0]!.mul(x[1]!).sin(), { inputs: 2 }); g.gradient([1, 2], out)`.
  * Data-dependent control flow must go through comparisons (`x.gt(0).value`, a guard that
  * records again where it comes out the other way) or `select`; reading any other node's value
- * while recording (`x.value > 0`, `Number(x)`) is an `INVALID_ARGUMENT` error.
+ * while recording (`x.value > 0`, `Number(x)`) is an `INVALID_ARGUMENT` error, but for one computed
+ * from constants alone, the same at every input.
  */
 export function compile<O extends CompiledOutput>(f: VectorCompilableFunction<O>, options: CompileOptions & { vector: true }): CompiledFunction<CompiledValue<O>>;
 export function compile<O extends CompiledOutput>(f: CompilableFunction<O>, options: CompileOptions & { vector?: false | undefined }): CompiledFunction<CompiledValue<O>>;

@@ -102,9 +102,10 @@ export interface InitOptions {
    *  instantiates it without compiling again. */
   module?: WebAssembly.Module | undefined;
   /** Also load the code generator that `compile` and the fused elementwise kernels use on the
-   *  wasm backend (default true; a separate chunk, about 16 KB gzipped). `false` only defers it:
-   *  `createTape` loads it, and so does a compiled function at first use, which interprets until
-   *  it is there; until then elementwise runs are swept block by block (same results, slower).
+   *  wasm backend (default true; a separate chunk, its size in README's Browsers and bundlers).
+   *  `false` only defers it: `createTape` loads it, and so does a compiled function at first use,
+   *  which interprets until it is there; until then elementwise runs are swept block by block
+   *  (same results, slower).
    *  `compile(f, { codegen: false })` turns generated sweeps off. */
   codegen?: boolean | undefined;
 }

@@ -2,6 +2,7 @@
 // rules and the notes on each). test/op-table.test.ts compares this list with the one compiled
 // into the wasm core, so the two backends cannot drift apart. The Var and handle methods are
 // generated from this list too, so a new op is added here and in assembly/ops.ts, nowhere else.
+import { TapegradError, describe } from './errors.ts';
 
 const SCALAR_OPS = [
   ['const', 0], ['input', 0], ['arg', 1],
@@ -25,10 +26,16 @@ const VECTOR_OPS = [
   ['vconcat', -1], ['vgather', 2],
 ] as const;
 
+// Frozen, rows and all, as Op is: the library reads them (op names in errors, checkNaN, the
+// byte format's checks), and a user's `OP_NAMES.sort()` renamed every op (a probe: log's NaN was
+// reported as digamma's, and valid bytes were refused).
+for (const row of [...SCALAR_OPS, ...VECTOR_OPS]) Object.freeze(row);
+Object.freeze(SCALAR_OPS);
+
 /** The op table: `[name, arity]` rows in op-code order, the scalar ops first, then the vector
- *  ops (arity -1: any number of operands). */
-export const OP_TABLE = [...SCALAR_OPS, ...VECTOR_OPS] as const;
-/** The scalar ops alone (every op a Var records); vector ops follow them in OP_TABLE. */
+ *  ops (arity -1: any number of operands). Frozen. */
+export const OP_TABLE = Object.freeze([...SCALAR_OPS, ...VECTOR_OPS] as const);
+/** The scalar ops alone (every op a Var records); vector ops follow them in OP_TABLE. Frozen. */
 export const SCALAR_OP_TABLE = SCALAR_OPS;
 
 /** Op code of scalar op s applied elementwise to arrays. */
@@ -47,8 +54,8 @@ export type BinaryOpName = Exclude<Extract<Entry, readonly [string, 2]>[0], 'pow
  *  name of their own: op s per element has code `ELEMENTWISE + s`. */
 export type VectorOpName = (typeof VECTOR_OPS)[number][0];
 
-/** Op names by op code: the first column of OP_TABLE. */
-export const OP_NAMES: readonly (OpName | VectorOpName)[] = OP_TABLE.map(([name]) => name);
+/** Op names by op code: the first column of OP_TABLE. Frozen. */
+export const OP_NAMES: readonly (OpName | VectorOpName)[] = Object.freeze(OP_TABLE.map(([name]) => name));
 
 /** Op codes by name (frozen): `Op.exp` is the code of exp, its index in OP_TABLE. */
 export const Op = Object.freeze(
@@ -57,6 +64,8 @@ export const Op = Object.freeze(
 
 /** The name of any op code, elementwise forms included (`exp[]`); `op 200` for a code no op has. */
 export function opNameOf(code: number): string {
+  // From JavaScript a Symbol was a raw TypeError, and a string or an object named "op abc".
+  if (typeof code !== 'number') throw new TapegradError('INVALID_ARGUMENT', `opNameOf: expected an op code (a number), got ${describe(code)}`);
   // Only scalar ops from add to before custom have elementwise forms: 128 + vconcat is no op.
   if (code >= ELEMENTWISE) return code - ELEMENTWISE >= Op.add && code - ELEMENTWISE < Op.custom ? `${OP_NAMES[code - ELEMENTWISE]}[]` : `op ${code}`;
   return OP_NAMES[code] ?? `op ${code}`;

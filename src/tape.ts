@@ -1949,7 +1949,7 @@ export class Var {
   /** The value, so a Var converts like a number (`Number(x)`, `+x`, and `x > 0` in JavaScript;
    *  TypeScript refuses that comparison: write `x.value > 0`). Like
    *  `.value`, it is invisible to the tape: inside `compile` a read of anything but a comparison
-   *  is refused. */
+   *  or a value computed from constants alone is refused. */
   valueOf(): number {
     return this.value;
   }
@@ -1982,6 +1982,9 @@ export class HandleApi {
   // Rosenbrock through handles took 3.7 -> 3.5 ns/node (`bench/ab.ts --case=mixed-record-handles`).
   declare readonly tape: Tape;
   constructor(tape: Tape) {
+    // Anything else (a Var for its tape, undefined) made an API whose first call was a raw
+    // TypeError (a probe).
+    if (!(tape instanceof Tape)) throw new TapegradError('INVALID_ARGUMENT', `new HandleApi(tape) takes a Tape (from createTape or createTapeSync), got ${tapeArgument(tape)}`);
     this.tape = tape;
     this.vec = new VectorHandleApi(tape);
   }
@@ -2063,6 +2066,11 @@ export class HandleApi {
 
 for (const name of UNARY_OPS) Object.defineProperty(HandleApi.prototype, name, { value: unaryHandleMethod(Op[name]), writable: true, configurable: true });
 for (const name of BINARY_OPS) Object.defineProperty(HandleApi.prototype, name, { value: binaryHandleMethod(Op[name]), writable: true, configurable: true });
+
+/** What was given where a Tape was expected, for the handle APIs' constructors. */
+export function tapeArgument(value: unknown): string {
+  return value instanceof Var ? 'a Var (its tape is x.tape)' : describe(value);
+}
 
 /** `list`'s first `length` entries, each read once, as an Int32Array; an entry that is no integer
  *  is named by `indexOfHandle`'s error (handles.gradient checks the rest). */

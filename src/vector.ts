@@ -6,7 +6,7 @@ import type { BinaryOps, UnaryOps } from './op-docs.ts';
 import { NotANumberError, ShapeError, TapegradError, VEC_BRAND, describe, isArrayLike, newFloat64 } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
 import { readOptions } from './options.ts';
-import { Var, type Tape } from './tape.ts';
+import { Tape, Var, tapeArgument } from './tape.ts';
 
 const {
   arg: ARG, select: SELECT, pow: POW, powConst: POW_CONST, vparam: VPARAM, vget: VGET, vsum: VSUM,
@@ -26,7 +26,7 @@ const show = (shape: readonly (number | string)[]): string => `[${shape.join(', 
 
 /** `operand` and `data` let a caller that is given dimensions (the handle API) name the operand
  *  and its handle in the message. */
-function checkShape(shape: Shape, n: number, what: string, operand = 'shape', data = 'the data'): Shape {
+function checkShape(shape: Shape, n: number | null, what: string, operand = 'shape', data = 'the data'): Shape {
   // Read once, a hole as undefined: `some` skips holes, and [6, ,] passed as a shape whose
   // transpose had no elements (a probe); an accessor read again could change between the check
   // and the copy.
@@ -39,7 +39,7 @@ function checkShape(shape: Shape, n: number, what: string, operand = 'shape', da
     throw dims?.some((d) => typeof d !== 'number') ? new NotANumberError(message) : new TapegradError('INVALID_ARGUMENT', message);
   }
   const checked = dims as number[];
-  if (sizeOf(checked) !== n) throw new ShapeError(`${what}: ${operand} ${show(checked)} holds ${sizeOf(checked)} elements, ${data} has ${n}`, what, [checked, [n]]);
+  if (n !== null && sizeOf(checked) !== n) throw new ShapeError(`${what}: ${operand} ${show(checked)} holds ${sizeOf(checked)} elements, ${data} has ${n}`, what, [checked, [n]]);
   return Object.freeze(checked);
 }
 
@@ -48,8 +48,9 @@ export function broadcastShapes(op: string, shapes: readonly Shape[]): Shape {
   // Shapes from a caller are checked as reshape checks them ([2, -3] came back as a result; a
   // shape that was no array, or shapes that were none, threw a raw TypeError).
   if (!Array.isArray(shapes)) throw new TapegradError('INVALID_ARGUMENT', `${op}: broadcastShapes takes an array of shapes, got ${describe(shapes)}`);
-  for (const s of shapes) checkShape(s, Array.isArray(s) ? sizeOf(s) : 0, op);
-  return trailingBroadcast(op, shapes);
+  // Each checked before any is multiplied out (a BigInt dimension threw a raw TypeError from the
+  // product: a probe), and the checked copies compared.
+  return trailingBroadcast(op, Array.from(shapes, (s) => checkShape(s, null, op)));
 }
 
 function trailingBroadcast(op: string, shapes: readonly Shape[]): Shape {
@@ -611,7 +612,13 @@ export interface VectorHandleApi extends UnaryOps<[h: number], number>, BinaryOp
  * repeats over a longer one whose length it divides. Matrices are described by their dimensions.
  */
 export class VectorHandleApi {
-  constructor(readonly tape: Tape) {}
+  /** The tape these vector handles name nodes of. */
+  declare readonly tape: Tape;
+  constructor(tape: Tape) {
+    // As HandleApi's: anything but a Tape failed at the first call with a raw TypeError (a probe).
+    if (!(tape instanceof Tape)) throw new TapegradError('INVALID_ARGUMENT', `new VectorHandleApi(tape) takes a Tape (from createTape or createTapeSync), got ${tapeArgument(tape)}`);
+    this.tape = tape;
+  }
 
   /** An input vector; returns its handle. */
   variable(values: ArrayLike<number>): number { return this.handle(vectorOf(this.tape, VINPUT, values, undefined, 'vector')); }

@@ -2,7 +2,8 @@
 // while it records again, gradients of functions with several outputs or a Vec out, and an `at`
 // point of the wrong length. Each must throw a clear error or give what a fresh recording gives.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CompiledFunction, Tape, TapegradError, compile, grad, init, valueAndGrad, type Var, Vec } from '../src/index.ts';
+import { CompiledFunction, HandleApi, Tape, TapegradError, compile, createTape, grad, init, valueAndGrad, type Var, Vec } from '../src/index.ts';
+import { VectorHandleApi } from '../src/vector.ts';
 import { BACKENDS } from './support.ts';
 
 beforeAll(async () => {
@@ -357,6 +358,20 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
     expect(() => new MadeVec()).toThrow(TapegradError);
     // With an object that is no tape, every read of the Vec was a raw TypeError.
     expect(() => new MadeVec({}, 0, [1])).toThrow(/^a Vec comes from a tape's vector ops/);
+  });
+
+  // A probe: `new HandleApi(x)` with a Var (or nothing) made an API whose first call was a raw
+  // TypeError; README has `new HandleApi(tape)` as one more `tape.handles`.
+  it('new HandleApi and VectorHandleApi take a Tape, and name what they got instead', async () => {
+    const tape = await createTape({ backend }), x = tape.variable(2);
+    for (const [Api, name] of [[HandleApi, 'HandleApi'], [VectorHandleApi, 'VectorHandleApi']] as const) {
+      const Made = Api as unknown as new (tape: unknown) => unknown;
+      expect(() => new Made(x)).toThrow(`new ${name}(tape) takes a Tape (from createTape or createTapeSync), got a Var (its tape is x.tape)`);
+      for (const bad of [undefined, {}, null]) expect(() => new Made(bad)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(new RegExp(`^new ${name}\\(tape\\) takes a Tape`)) }));
+    }
+    const h = new HandleApi(tape);
+    expect(h.value(h.mul(x.id, x.id))).toBe(4);
+    expect(new VectorHandleApi(tape).value(tape.handles.vec.variable([1, 2]))).toEqual(Float64Array.of(1, 2));
   });
 
   // More inputs than a tape holds failed allocating the input row: a bare RangeError.

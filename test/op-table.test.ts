@@ -1,7 +1,7 @@
 // The op list compiled into the wasm core and the one in src/ops.ts are written separately; this
 // is the test that fails when they drift (a new op added to one only, a renumbering, an arity).
 import { describe, expect, it } from 'vitest';
-import { Op, OP_NAMES, OP_TABLE, ZERO_GRADIENT, ZERO_GRADIENT_OPS } from '../src/ops.ts';
+import { Op, OP_NAMES, OP_TABLE, SCALAR_OP_TABLE, ZERO_GRADIENT, ZERO_GRADIENT_OPS, opNameOf } from '../src/ops.ts';
 import { opArity } from '../src/index.ts';
 import { instantiateCore, loadCoreModule, readCoreString, simdAvailable, type CoreExports } from '../src/wasm/loader.ts';
 
@@ -33,6 +33,17 @@ it('Op, OP_NAMES and opArity are views of OP_TABLE', () => {
     expect(opArity(name)).toBe(arity);
   }
   expect(new Set(OP_NAMES).size).toBe(OP_NAMES.length);
+});
+
+// A probe: `OP_NAMES.sort()` from JavaScript renamed every op the library reported (log's NaN
+// named digamma, valid bytes refused); typed readonly, now frozen too, rows and all, as Op is.
+it('the exported op tables are frozen, and opNameOf refuses what is no op code', () => {
+  for (const table of [OP_NAMES, OP_TABLE, SCALAR_OP_TABLE, ...OP_TABLE]) expect(Object.isFrozen(table)).toBe(true);
+  expect(() => (OP_NAMES as string[]).sort()).toThrow(TypeError);
+  expect(opNameOf(Op.exp)).toBe('exp');
+  for (const bad of [Symbol('op'), 'abc', {}, 1n]) {
+    expect(() => opNameOf(bad as unknown as number)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^opNameOf: expected an op code \(a number\), got /) }));
+  }
 });
 
 // The core tells the zero-gradient ops by a range of codes (zeroGradient in assembly/ops.ts); JS by

@@ -65,6 +65,11 @@ describe('broadcastShapes: the trailing-shape rule', () => {
     for (const shapes of [undefined, 3, 'ab', { 0: [3] }] as unknown as Shape[][]) {
       expect(() => broadcastShapes('add', shapes)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^add: broadcastShapes takes an array of shapes/) }));
     }
+    // A dimension that is no number is NotANumberError, as tape.vector names it (a BigInt or a
+    // Symbol threw a raw TypeError from the shape's product, taken before the check: a probe).
+    for (const dim of [2n, Symbol('d'), '2']) {
+      expect(() => broadcastShapes('add', [[dim as unknown as number], [2]])).toThrow(expect.objectContaining({ name: 'NotANumberError', message: expect.stringMatching(/^add: a shape is an array of non-negative integers/) }));
+    }
   });
 });
 
