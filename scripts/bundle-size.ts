@@ -220,6 +220,9 @@ export interface BundleSize {
   coreBuilds: number;
   generators: number;
   onDemand: number;
+  /** The same bundle without splitting (esbuild's default): one file holding both cores and the
+   *  generator, which a page downloads whole. */
+  unsplit: number;
 }
 
 export async function measureBundle(root: string): Promise<BundleSize> {
@@ -242,6 +245,10 @@ export async function measureBundle(root: string): Promise<BundleSize> {
   const sizeOf = (chunk: string): number => sum([...closure(chunk)].filter((x) => !always.has(x)));
   const coreBuilds = onDemand.filter((c) => /core(-simd)?\.generated/.test(c));
   const generators = onDemand.filter((c) => /codegen/.test(c));
+  const unsplit = await esbuild.build({
+    entryPoints: [path.join(root, 'dist/index.js')], bundle: true, minify: true, format: 'esm',
+    platform: 'browser', write: false, outdir: path.join(root, 'size-check'), logLevel: 'silent',
+  });
   return {
     coreApi: sum(always) + Math.max(...coreBuilds.map(sizeOf)),
     always: sum(always),
@@ -250,5 +257,6 @@ export async function measureBundle(root: string): Promise<BundleSize> {
     coreBuilds: coreBuilds.length,
     generators: generators.length,
     onDemand: onDemand.length,
+    unsplit: unsplit.outputFiles.reduce((n, f) => n + gzipSync(f.contents, { level: 9 }).length, 0),
   };
 }
