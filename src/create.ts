@@ -175,6 +175,17 @@ export function tapeFor(options: TapeOptions, where: string): Tape {
   return newTape(resolveBackend(options.backend), options, where);
 }
 
+/** Whether the runtime still makes a WebAssembly.Memory of one page (browsers cap how many live
+ *  at once, whatever their size). */
+function anotherMemoryFits(): boolean {
+  try {
+    new WebAssembly.Memory({ initial: 1, maximum: MAXIMUM_PAGES });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function noWasm(): TapegradError {
   return new TapegradError('INVALID_ARGUMENT', "this runtime has no WebAssembly; use { backend: 'js' }, or { backend: 'auto' } to fall back to it");
 }
@@ -198,7 +209,9 @@ export function createBackend(kind: BackendKind, auto = false, pages?: number): 
     // live at once (Chromium: about 125 a page, whatever their size): the next one was a raw
     // RangeError, and 'auto' did not fall back (a browser probe).
     if (auto) return new JsBackend();
-    if (pages !== undefined && pages > INITIAL_PAGES) {
+    // Too large, or one memory too many: a browser probe at the page's cap read "expect fewer
+    // nodes", which did not help. A memory of one page tells them apart.
+    if (pages !== undefined && pages > INITIAL_PAGES && anotherMemoryFits()) {
       throw new CapacityError(`the runtime gave no WebAssembly.Memory of ${Math.ceil(pages / 16)} MiB for expectedNodes (${error.message}): expect fewer nodes, or leave it out and let the tape grow`, 0);
     }
     throw new CapacityError(
