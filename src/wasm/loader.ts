@@ -163,7 +163,10 @@ function canInflate(): boolean {
 
 /** Compiles a build of the core (once; later calls return the same module): by default the SIMD
  *  build where the runtime supports it, else the scalar one. */
-export function loadCoreModule(variant: CoreVariant = simdAvailable() && canInflate() ? 'simd' : 'scalar'): Promise<WebAssembly.Module> {
+// The variant chosen once (or adopted by init({ module })) stays the process's: a worker handed a
+// scalar core, where this runtime would pick SIMD, downloaded and compiled the SIMD core too at its
+// next init() or createTape, which its tapes never used (a browser probe).
+export function loadCoreModule(variant: CoreVariant = defaultVariant ?? (simdAvailable() && canInflate() ? 'simd' : 'scalar')): Promise<WebAssembly.Module> {
   defaultVariant ??= variant;
   const done = compiled[variant];
   if (done) return Promise.resolve(done);
