@@ -202,6 +202,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const tooManyPaths = this.codegen === true && engine instanceof WasmBackend && engine.freshModules > MODULE_CACHE_SIZE;
     this.served = 0;
     this.generationDeferred = false;
+    this.deferredByChurn = false;
     this.generationNs = 0;
     if (tooManyPaths) {
       engine.dropGeneratedSweeps();
@@ -217,6 +218,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       this.deferredUntil = this.replaysToPay(recording.tape.size, this.cheapestGenerationNs);
       engine.generatedReason = `its guards changed path on most calls (${CHURNING_RECORDINGS} recordings in a row served fewer replays than generating costs): interpreted until it has served ${this.deferredUntil}, then as any recording`;
       this.generationDeferred = true;
+      this.deferredByChurn = true;
     } else if (this.codegen && !vectors && engine instanceof WasmBackend) {
       this.generateSweeps(recording, engine, this.codegen === true && !this.shipped);
     }
@@ -232,7 +234,13 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     this.customNodes = engine.custom !== null && engine.views.op.subarray(0, recording.tape.size).includes(Op.custom);
     if (this.codegen === 'require' && !nothingToRun && (this.generatedSweeps === 'none' || this.generatedSweeps === 'pending')) {
       const reason = this.generatedSweepsReason;
-      if (engine instanceof WasmBackend && this.generatedSweeps === 'pending') this.generatorLoading = engine.generatedReady;
+      if (engine instanceof WasmBackend && this.generatedSweeps === 'pending') {
+        // Once it has loaded, the reason no longer holds (a probe read "still loading" after
+        // whenGenerated): nothing is recorded, and the next call records and generates.
+        const loading = this.generatorLoading = engine.generatedReady.then(() => {
+          if (this.refusedBecause === reason && this.generatorLoading === loading) this.refusedBecause = null;
+        });
+      }
       this.recording = null; // never replayed by the interpreter
       this.refusedBecause = reason;
       throw new TapegradError('INVALID_ARGUMENT', `compile: generated sweeps are required ({ codegen: 'require' }), but ${reason}`);
@@ -274,6 +282,10 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   private churn = 0;
   private generationDeferred = false;
   private deferredUntil = 0;
+  // The wait is churn's, after which the recording is generated as any recording is: its straight
+  // code may wait longer still (a probe's recording, after churn, was generated whole after 24
+  // replays, in one call of 50-65 ms, where a fresh one waited 3,998).
+  private deferredByChurn = false;
   // What generating the current recording took (0: not generated), and the least any took.
   private generationNs = 0;
   private cheapestGenerationNs = 0;
@@ -302,8 +314,12 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const rec = this.recording;
     if (!this.generationDeferred || !rec || this.served < this.deferredUntil) return;
     this.generationDeferred = false;
+    const asAnyRecording = this.deferredByChurn && this.codegen === true && !this.shipped;
+    this.deferredByChurn = false;
     if (!(rec.tape.engine instanceof WasmBackend)) return;
-    this.generateSweeps(rec, rec.tape.engine);
+    this.generateSweeps(rec, rec.tape.engine, asAnyRecording);
+    // Deferred again, for its straight code: counted on from the replays served so far.
+    if (this.generationDeferred) return;
     // Its wait paid for it: the next re-record's check reads the estimate it waited for, not this
     // measurement, which a cold or slowed generation made count as churn again (a path that held
     // was interpreted on).
@@ -314,6 +330,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
    *  never generate, and they replayed a deferred function's straight code interpreted for the
    *  pool's life, an async-lifecycle probe). */
   generateDeferredNow(): void {
+    this.deferredByChurn = false;
     this.replayed(Math.max(0, this.deferredUntil - this.served));
   }
 

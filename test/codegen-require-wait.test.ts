@@ -13,6 +13,8 @@ it('after a refusal while the generator loads, whenGenerated waits for it and th
   const required = compile(f, { inputs: 2, codegen: 'require' });
   expect(() => required.value([1, 2])).toThrow(/but the code generator is still loading/);
   await required.whenGenerated();
+  // The refusal's reason no longer holds (a probe read "still loading" here).
+  expect(required.generatedSweepsReason).toBe('nothing recorded yet');
   expect(required.value([1, 2])).toBe(compile(f, { inputs: 2, codegen: false }).value([1, 2]));
   expect(required.generatedSweeps).toBe('active');
 });

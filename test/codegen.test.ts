@@ -819,6 +819,24 @@ describe('a plan with much straight code waits for its replays to pay for it', (
     expectSameBits(f.hvp(x, v), reference.hvp(x, v), 'hvp');
   }, 60_000);
 
+  // A probe: after its guard had churned, such a recording was generated whole after the churn's
+  // wait of about 24 replays, in one call of 50-65 ms, where a fresh one waits thousands; the
+  // reason said "then as any recording".
+  it('after churn, its wait is the churn\'s and then the straight code\'s, as any recording\'s', () => {
+    const body = straightCode<Var>(7000);
+    const fn = (v: Var[]): Var => (v[1]!.gt(0).value ? body(v).mul(v[1]!) : body(v).sub(v[1]!));
+    const f = compile(fn, { inputs: 2, at }), reference = compile(fn, { inputs: 2, at, codegen: false });
+    for (let k = 0; k < 8; k++) expectSameBits(f.gradient([0.25, k % 2 ? 0.1 : -0.1]), reference.gradient([0.25, k % 2 ? 0.1 : -0.1]), `flip ${k}`);
+    expect(f.generatedSweepsReason).toMatch(/^its guards changed path on most calls .*interpreted until it has served (\d+), then as any recording$/);
+    const churnWait = Number(/served (\d+),/.exec(f.generatedSweepsReason!)![1]);
+    for (let k = 1; k <= churnWait + 2; k++) expectSameBits(f.gradient(x), reference.gradient(x), `held, call ${k}`);
+    expect(f.generatedSweeps).toBe('none');
+    const reason = /^its plan has \d+ nodes of straight code, .*interpreted until it has served (\d+) replays, then generated$/.exec(f.generatedSweepsReason ?? '');
+    expect(reason).not.toBeNull();
+    expect(Number(reason![1])).toBeGreaterThan(churnWait + 2);
+    expect(f.replaysToSettle).toBe(Number(reason![1]));
+  }, 60_000);
+
   it("'require' generates at once, and so does a plan of little straight code", () => {
     expect(compile(straightCode<Var>(7000), { inputs: 2, at, codegen: 'require' }).generatedSweeps).toBe('active');
     expect(compile(straightCode<Var>(300), { inputs: 2, at }).generatedSweeps).toBe('active');
