@@ -1291,8 +1291,10 @@ export function compile(f: CompilableFunction | VectorCompilableFunction, option
   compiled.expectedNodes = options.expectedNodes ?? 0;
   if (options.at) {
     checkLength(options.at, n, 'compile', "'at' point");
+    // Entries checked here, under compile's name (they were named by the recording's `variables:`).
+    const at = toFloat64(options.at, n, "compile: the 'at' point");
     try {
-      compiled.record(options.at);
+      compiled.record(at);
     } catch (error) {
       // 'require' refused the recording at `at` while the generator loads: the function that
       // could wait for it (whenGenerated) is never returned (an async-lifecycle probe).

@@ -216,6 +216,8 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
       expect(() => compile(sum, { inputs: 2, at, backend })).toThrow(`compile: the 'at' point has ${at.length} entries, expected 2`);
     }
     expect(code(() => compile(sum, { inputs: 2, at: [1, 'x' as unknown as number], backend }))).toBe('NOT_A_NUMBER');
+    // Named by compile, not by the recording's `variables:` (a lifecycle probe).
+    expect(() => compile(sum, { inputs: 2, at: [1, 2n as unknown as number], backend })).toThrow(/^compile: the 'at' point: entry 1 must be a number, got bigint 2$/);
     expect(compile(sum, { inputs: 2, at: [1, 2], backend }).value([1, 1])).toBe(2);
   });
 
