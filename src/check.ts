@@ -107,7 +107,8 @@ function stencil(
 // Without `noise`, normwiseError's measure itself.
 function errorBeyond(g: ArrayLike<number>, ref: ArrayLike<number>, noise: ArrayLike<number> | null): { error: number; worst: number } {
   const scale = scaleOf(ref);
-  let error = 0, worst = 0;
+  // No component: no input to name (0 named one there was none of).
+  let error = 0, worst = ref.length > 0 ? 0 : -1;
   for (let k = 0; k < ref.length; k++) {
     const a = g[k]!, b = ref[k]!;
     // NaN on both sides agrees (gradcheck refuses a NaN gradient on its own).

@@ -449,5 +449,9 @@ it('normwiseError refuses arrays of different lengths, and measures the error of
   expect(normwiseError([NaN, 1], [NaN, 1])).toEqual({ error: 0, worst: 0 });
   // A probe: a - b overflowed between two finite extremes, and strings were compared as equal.
   expect(normwiseError([1.7e308], [-1.7e308])).toEqual({ error: 2, worst: 0 });
+  // No component, no input to name: -1, as gradcheck's worst of a function of no inputs (0 named
+  // one there was none of).
+  expect(normwiseError([], [])).toEqual({ error: 0, worst: -1 });
+  expect(gradcheck((x: Vec) => x.sum(), [], { vector: true })).toMatchObject({ ok: true, error: 0, worst: -1, secondOrderWorst: -1 });
   expect(() => normwiseError(['a'] as unknown as number[], ['a'] as unknown as number[])).toThrow('normwiseError: entry 0 of g must be a number, got the string "a"');
 });
