@@ -1,6 +1,6 @@
 // Finite differences and the gradient checker (like torch.autograd.gradcheck, jax check_grads).
 import type { BackendChoice } from './backend.ts';
-import { GradcheckError, MissingRuleError, NotANumberError, TapegradError, describe, isArrayLike, notAnOutput } from './errors.ts';
+import { GradcheckError, MissingRuleError, NotANumberError, TapegradError, describe, isArrayLike, notAnOutput, unreadableError, unreadableView } from './errors.ts';
 import type { Tape, Var } from './tape.ts';
 import { BACKEND_RULE, readOptions } from './options.ts';
 import { callOn, checkFunction, recordOn, scalarOutput, withTape, type RuntimeVector, type ScalarOutput } from './transforms.ts';
@@ -64,6 +64,7 @@ function stencil(
   f: (x: Float64Array) => number, x: ArrayLike<number>, options: FiniteDifferenceOptions, where = 'finiteDifferenceGradient', noise?: Float64Array,
 ): Float64Array {
   if (!isArrayLike(x)) throw new NotANumberError(`${where}: the point must be a number or an array of numbers, got ${describe(x)}`);
+  if (x.length === 0 && unreadableView(x)) throw unreadableError(`${where}: the point`);
   for (let k = 0; k < x.length; k++) {
     if (typeof x[k] !== 'number') throw new NotANumberError(`${where}: entry ${k} of the point must be a number, got ${describe(x[k])}`);
   }

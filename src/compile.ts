@@ -4,7 +4,7 @@
 // recording are guards: a replay where one comes out the other way re-records (or throws).
 import { copyNumbers, type Backend, type BackendChoice, type BackendKind } from './backend.ts';
 import { checkExpectedNodes, createTapeSync, resolveBackend } from './create.ts';
-import { BranchChangedError, NotANumberError, TapegradError, checkApart, checkOut, counted, describe, isArrayLike, lockFields, mayOverlap, newFloat64, notAnOutput } from './errors.ts';
+import { BranchChangedError, NotANumberError, TapegradError, checkApart, checkOut, counted, describe, isArrayLike, lockFields, mayOverlap, newFloat64, notAnOutput, unreadableError, unreadableView } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, OP_TABLE, Op, opNameOf } from './ops.ts';
 import { BACKEND_RULE, CODEGEN_RULE, readOptions } from './options.ts';
 import { toBytes } from './serialize.ts';
@@ -1189,6 +1189,9 @@ export function toFloat64(x: ArrayLike<number>, needed: number, what: string, ho
  *  makes them before it allocates anything for a call). */
 export function checkArrayLength(x: unknown, needed: number, what: string): asserts x is ArrayLike<number> {
   if (!isArrayLike(x)) throw new NotANumberError(`${what} need an array of at least ${counted(needed, 'number')}, got ${describe(x)}`);
+  // Its buffer gone (transferred, or shrunk under it): a batch of no rows took a view of it, V8's
+  // raw TypeError (a probe).
+  if (x.length === 0 && unreadableView(x)) throw unreadableError(what);
   if (x.length < needed) throw new TapegradError('INVALID_ARGUMENT', `${what} need at least ${counted(needed, 'number')}, got ${x.length}`);
 }
 

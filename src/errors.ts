@@ -111,6 +111,29 @@ export function notAnOutput(value: unknown): string {
   return `a Promise: an async function cannot be differentiated (its operations run after the call returns); make it synchronous`;
 }
 
+// %TypedArray%.prototype.at, which validates its receiver as every typed-array method does and
+// reads nothing from an empty one.
+const typedArrayAt = (Object.getPrototypeOf(Uint8Array.prototype) as { at?: (this: unknown, k: number) => unknown }).at;
+
+/** @internal A typed array that reads as empty because its buffer is gone: detached (transferred
+ *  to a worker) or out of bounds (a fixed view over a resizable buffer shrunk under it). Copying
+ *  from one is V8's raw TypeError (a worker_threads probe); a typed-array method called on it
+ *  fails the same way, and only such an empty view is tried. */
+export function unreadableView(x: unknown): boolean {
+  if (!ArrayBuffer.isView(x) || x.byteLength !== 0 || x instanceof DataView || typedArrayAt === undefined) return false;
+  try {
+    typedArrayAt.call(x, 0);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/** @internal The error for an array `unreadableView` refuses, named by `what`. */
+export function unreadableError(what: string): TapegradError {
+  return new TapegradError('INVALID_ARGUMENT', `${what}: the array's buffer is detached or out of bounds (transferred to a worker, or a resizable buffer shrunk under it); pass an array whose buffer is still here`);
+}
+
 /** @internal A batch's `out` and `values` over rows of the same memory: refused, as each call
  *  writes them in its own order (a probe: the pool's results differed from one thread's). */
 export function checkApart(out: Float64Array, outLength: number, values: Float64Array | undefined, valuesLength: number, where: string): void {

@@ -1,7 +1,7 @@
 import { DEFERRED_VALUES, DROPPED_ADJOINT, type Backend, type BackendKind, type CustomHandler } from './backend.ts';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
-  TapegradError, checkOut, counted, describe, isArrayLike, lockFields, mayOverlap, newFloat64,
+  TapegradError, checkOut, counted, describe, isArrayLike, lockFields, mayOverlap, newFloat64, unreadableError, unreadableView,
 } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, OP_TABLE, Op, UNARY_OPS, ZERO_GRADIENT, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
 import { partialZ, partialZTangent, partials, partialsTangent } from './js/rules.ts';
@@ -1837,6 +1837,9 @@ function constantSlot(c: number): number {
 // copy went to regions a valueOf had moved; an entry turned BigInt threw a raw TypeError after a
 // vector's nodes were recorded).
 function readNumbers(xs: ArrayLike<number>, len: number, what: string, copy = false): Float64Array {
+  // An empty view may be one whose buffer is gone: copying it threw a raw TypeError, after a
+  // vector's nodes were recorded (a probe).
+  if (len === 0 && unreadableView(xs)) throw unreadableError(what);
   // isView: a Proxy of a Float64Array passes instanceof but reads through its traps.
   if (xs instanceof Float64Array && ArrayBuffer.isView(xs)) return copy ? xs.slice(0, len) : xs;
   const out = newFloat64(len, what);

@@ -3,7 +3,7 @@
 // Hessian-vector products). Nothing here uses finite differences.
 import type { BackendChoice, BackendKind } from './backend.ts';
 import { createTapeSync, resolveBackend } from './create.ts';
-import { CapacityError, ForeignHandleError, MissingRuleError, NotANumberError, ShapeError, TapegradError, describe, isArrayLike, notAnOutput } from './errors.ts';
+import { CapacityError, ForeignHandleError, MissingRuleError, NotANumberError, ShapeError, TapegradError, describe, isArrayLike, notAnOutput, unreadableError, unreadableView } from './errors.ts';
 import { Var, type Tape } from './tape.ts';
 import { Vec } from './vector.ts';
 import { BACKEND_RULE, readOptions } from './options.ts';
@@ -170,6 +170,7 @@ export function recordOn(tape: Tape, x: Input, options: TransformOptions | undef
         if (typeof v !== 'number') throw new NotANumberError(`${where}: entry ${k} of the input must be a number, got ${describe(v)}${nestingHint(v)}`);
       }
     }
+    if (error instanceof TapegradError && x.length === 0 && unreadableView(x)) throw unreadableError(`${where}: the input`);
     throw error;
   }
 }

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError,
   TapegradError, add, atan2, compile, createTape, createTapeSync, div, eq, ge, gt, hvp, hypot, init, jacobian, jvp, le, lt, max, min, mul,
-  fromBytes, grad, gradcheck, pow, sub, vjp, type Tape, type Var,
+  finiteDifferenceGradient, fromBytes, grad, gradcheck, pow, sub, vjp, type Tape, type Var,
 } from '../src/index.ts';
 import { pooledTapes } from '../src/transforms.ts';
 import { BACKENDS, tapeOn } from './support.ts';
@@ -149,6 +149,46 @@ describe.each(BACKENDS)('errors (%s)', (backend) => {
       expect(thrownBy(make)).toBeInstanceOf(NotANumberError);
       expect(tape.size).toBe(before);
     }
+  });
+
+  // A worker_threads probe: an array whose buffer was transferred away (or a fixed view over a
+  // resizable buffer shrunk under it) reads as empty, and copying it was V8's raw TypeError, after
+  // a vector's nodes were recorded; the transforms and a batch of no rows alike.
+  it('an array whose buffer is detached or out of bounds is INVALID_ARGUMENT, naming the call, and records nothing', async () => {
+    const tape = await tapeOn(backend);
+    const kept = tape.variable(2), y = kept.mul(kept);
+    const detached = (): Float64Array => {
+      const a = new Float64Array(3);
+      structuredClone(a.buffer, { transfer: [a.buffer] });
+      return a;
+    };
+    const gone = /^(.*): the array's buffer is detached or out of bounds \(transferred to a worker, or a resizable buffer shrunk under it\); pass an array whose buffer is still here$/;
+    const size = tape.size;
+    const calls: [string, () => unknown][] = [
+      ['variables: input', () => tape.variables(detached())],
+      ['vector', () => tape.vector(detached())],
+      ['constant vector', () => tape.constantVector(detached())],
+      ['handles.variables: input', () => tape.handles.variables(detached())],
+      ['grad: the input', () => grad((x: Var[]) => x[0]!, { backend })(detached())],
+      ['jacobian: the input', () => jacobian((x: Var[]) => [x[0]!], detached(), { backend })],
+      ['gradientBatch: 0 rows of 2 inputs', () => compile((x: Var[]) => x[0]!.mul(x[1]!), { inputs: 2, backend }).gradientBatch(detached(), 0)],
+      ['finiteDifferenceGradient: the point', () => finiteDifferenceGradient((x: Float64Array) => x.length, detached())],
+    ];
+    // A fixed view over a resizable buffer (ES2024; the project's lib is older), shrunk under it.
+    const Resizable = ArrayBuffer as unknown as new (length: number, options: { maxByteLength: number }) => ArrayBuffer & { resize(length: number): void };
+    const resizable = new Resizable(24, { maxByteLength: 64 }), fixed = new Float64Array(resizable, 8, 2);
+    resizable.resize(8);
+    calls.push(['variables: input', () => tape.variables(fixed)]);
+    for (const [what, call] of calls) {
+      expect(call, what).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(gone) }));
+      let message = '';
+      try { call(); } catch (e) { message = (e as Error).message; }
+      expect(gone.exec(message)?.[1], what).toBe(what);
+      expect(tape.size, what).toBe(size);
+    }
+    // An empty array of its own is no error.
+    expect(tape.variables(new Float64Array(0))).toEqual([]);
+    expect(tape.gradient(y, [kept])[0]).toBe(4);
   });
 
   // A probe: an entry's getter that reset the tape part-way through vjp, jvp, hvp or gather let
