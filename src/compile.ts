@@ -97,6 +97,15 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   /** @internal The caller's row of a batch's first row, for the rows errors name: a pool's
    *  worker runs the rows from it on (they named the row within the worker's part). */
   rowBase = 0;
+  /** @internal A pool's worker runs the batch: the calling thread kept its outputs apart from its
+   *  rows (or sent them through its scratch), which the buffer objects here cannot tell (every
+   *  task copied its rows: a review). */
+  rowsApart = false;
+  // A batch's rows, copied apart from its outputs where they may share memory (apart), but in a
+  // pool's worker (rowsApart).
+  private apart(rows: Float64Array, length: number, ...outputs: (Float64Array | undefined | null)[]): Float64Array {
+    return this.rowsApart ? rows : apart(rows, length, ...outputs);
+  }
   // Set while record runs f (see record).
   private recordingNow = false;
 
@@ -237,8 +246,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       if (engine instanceof WasmBackend && this.generatedSweeps === 'pending') {
         // Once it has loaded, the reason no longer holds (a probe read "still loading" after
         // whenGenerated): nothing is recorded, and the next call records and generates.
+        // A load that failed leaves the engine's reason for it instead.
         const loading = this.generatorLoading = engine.generatedReady.then(() => {
-          if (this.refusedBecause === reason && this.generatorLoading === loading) this.refusedBecause = null;
+          if (this.refusedBecause === reason && this.generatorLoading === loading) this.refusedBecause = engine.generated === 'none' ? engine.generatedReason : null;
         });
       }
       this.recording = null; // never replayed by the interpreter
@@ -437,7 +447,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const xs = this.batchRows(X, rows, 'gradientBatch');
     if (out === undefined) out = newFloat64(rows * this.inputs, 'gradientBatch: out');
     checkOut(out, rows * this.inputs, 'gradientBatch: out');
-    this.gradientRows(apart(xs, rows * this.inputs, out), rows, out, null, 'gradientBatch');
+    this.gradientRows(this.apart(xs, rows * this.inputs, out), rows, out, null, 'gradientBatch');
     return out;
   }
 
@@ -485,7 +495,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     checkOut(out, rows * this.inputs, 'valueAndGradientBatch: out');
     checkOut(values, rows, 'valueAndGradientBatch: values');
     checkApart(out, rows * this.inputs, values, rows, 'valueAndGradientBatch');
-    this.gradientRows(apart(xs, rows * this.inputs, out, values), rows, out, values, 'valueAndGradientBatch');
+    this.gradientRows(this.apart(xs, rows * this.inputs, out, values), rows, out, values, 'valueAndGradientBatch');
     return [values, out];
   }
 
@@ -547,7 +557,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     if (values !== undefined) checkOut(values, rows * outputs, `${what}: values`);
     checkApart(out, rows * w, values, rows * outputs, what);
     // Rows are read as they are run: results written over later rows would be read as input.
-    const [xRows, dRows] = [apart(xs, rows * this.inputs, out, values), apart(ds, rows * dWidth, out, values)];
+    const [xRows, dRows] = [this.apart(xs, rows * this.inputs, out, values), this.apart(ds, rows * dWidth, out, values)];
     // A guard recorded f again, returning another number of outputs than the rows of out, values
     // or the cotangents are laid out for: what the row wrote would be misplaced.
     const reshaped = () => !hvp && this.recording !== null && this.outputs !== outputs;

@@ -1,7 +1,7 @@
 import { DEFERRED_VALUES, DROPPED_ADJOINT, type Backend, type BackendKind, type CustomHandler } from './backend.ts';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
-  TapegradError, checkOut, counted, describe, isArrayLike, lockFields, mayOverlap, newFloat64, unreadableError, unreadableView,
+  TapegradError, checkOut, counted, describe, isArrayLike, lockFields, newFloat64, unreadableError, unreadableView,
 } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, OP_TABLE, Op, UNARY_OPS, ZERO_GRADIENT, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
 import { partialZ, partialZTangent, partials, partialsTangent } from './js/rules.ts';
@@ -792,7 +792,9 @@ export class Tape {
     // tape comparison doubles as the type check and instanceof stays on the error path.
     if (v != null && v.tape === this) {
       const i = v.id - this.base;
-      if (i >= 0 && i < this.count) return i;
+      // A live Var's node holds a scalar: past a restart of the handle range a stale one can name
+      // a vector's node (as a stale Vec a scalar's, see vindex).
+      if (i >= 0 && i < this.count && scalarValued(this.opV[i]!)) return i;
       if (v instanceof Var) throw new StaleHandleError(this.stale(`Var #${v.id}`, what));
     }
     throw this.notAVar(v, what);
@@ -2033,33 +2035,49 @@ export class HandleApi {
     if (!isArrayLike(wrt)) throw new NotANumberError(`handles.gradient: expected an array of handles, got ${describe(wrt)}`);
     const len = wrt.length;
     if (into !== undefined) checkOut(into, len, 'handles.gradient: into');
-    // A list that is no typed array is read once, entry by entry, into handles of its own: read
-    // by the checks and again after the sweep, a getter or Proxy that changed an entry meanwhile
-    // gave NaN, or reset the tape and got its adjoints, without an error (a probe).
-    if (!ArrayBuffer.isView(wrt)) wrt = handlesReadOnce(t, wrt, len);
-    // Handles read while `into` is written: apart where they share memory (a probe's Int32Array
-    // of handles over the same buffer read gradients as handles, and gave NaN).
-    else if (into !== undefined && wrt !== (into as unknown) && mayOverlap(wrt, into)) wrt = Int32Array.from(wrt);
-    // indexOfHandle's test in the loop (a gradient reads every input: two calls per input were
-    // a fifth of a gradient's reverse phase on the bench's Rosenbrock); the call names the fault.
-    const base = t.base, count = t.count;
-    const op = t.opV;
-    const run = leadingInputRun(wrt, base, count, op);
-    for (let k = run; k < len; k++) {
-      const h = wrt[k]!;
-      if (typeof h !== 'number' || !((h - base) >>> 0 === h - base && h - base < count && scalarValued(op[h - base]!))) t.indexOfHandle(h, 'gradient');
+    // Refused before the list goes into the array below, which a running sweep's call reads after
+    // its sweep.
+    t.refuseInsideRule('cannot run a reverse sweep');
+    // The handles are read once, into an array of this API's own (kept from call to call, a new
+    // one where a getter of the list calls this again), which the checks, the sweep and the gather
+    // after it read: the list itself, read again after the sweep, let a getter or Proxy change an
+    // entry meanwhile (NaN, or a reset tape's adjoints, without an error: a probe), a custom rule
+    // change a typed list during the sweep, and the gradients written into `into` overwrite a list
+    // over its memory (a probe's Int32Array over the same buffer, or two SharedArrayBuffer objects
+    // of one memory, read gradients as handles). An Int32Array is copied whole, anything else
+    // entry by entry, checked (a Float64Array's 2.5 was cut to 2).
+    const mine = !this.listBusy;
+    const handles = mine ? (this.list.length === len ? this.list : (this.list = new Int32Array(len))) : new Int32Array(len);
+    if (mine) this.listBusy = true;
+    try {
+      if (wrt instanceof Int32Array) handles.set(wrt);
+      else handlesReadOnce(t, wrt, len, handles);
+      // indexOfHandle's test in the loop (a gradient reads every input: two calls per input were
+      // a fifth of a gradient's reverse phase on the bench's Rosenbrock); the call names the fault.
+      const base = t.base, count = t.count;
+      const op = t.opV;
+      const run = leadingInputRun(handles, base, count, op);
+      for (let k = run; k < len; k++) {
+        const h = handles[k]!;
+        if (!((h - base) >>> 0 === h - base && h - base < count && scalarValued(op[h - base]!))) t.indexOfHandle(h, 'gradient');
+      }
+      t.backwardIndex(t.indexOfHandle(output, 'gradient'), seed, 'handles.gradient');
+      // What gradAt reads after a sweep of the whole tape, through views read after it (a custom
+      // rule's JS runs inside it).
+      const out = into ?? new Float64Array(len), ops = t.opV, adj = t.engine.views.adj;
+      if (run > 0) copyRange(adj, handles[0]! - base, run, out);
+      for (let k = run; k < len; k++) {
+        const i = handles[k]! - base;
+        out[k] = ops[i] === CONST ? 0 : adj[i]!;
+      }
+      return out;
+    } finally {
+      if (mine) this.listBusy = false;
     }
-    t.backwardIndex(t.indexOfHandle(output, 'gradient'), seed, 'handles.gradient');
-    // What gradAt reads after a sweep of the whole tape, through views read after it (a custom
-    // rule's JS runs inside it).
-    const out = into ?? new Float64Array(len), ops = t.opV, adj = t.engine.views.adj;
-    if (run > 0) copyRange(adj, wrt[0]! - base, run, out);
-    for (let k = run; k < len; k++) {
-      const i = wrt[k]! - base;
-      out[k] = ops[i] === CONST ? 0 : adj[i]!;
-    }
-    return out;
   }
+  // gradient's copy of its list of handles, and whether a call is using it.
+  private list = new Int32Array(0);
+  private listBusy = false;
   /** Wraps a handle as a Var. */
   toVar(h: number): Var {
     this.tape.indexOfHandle(h, 'toVar');
@@ -2075,16 +2093,14 @@ export function tapeArgument(value: unknown): string {
   return value instanceof Var ? 'a Var (its tape is x.tape)' : describe(value);
 }
 
-/** `list`'s first `length` entries, each read once, as an Int32Array; an entry that is no integer
- *  is named by `indexOfHandle`'s error (handles.gradient checks the rest). */
-function handlesReadOnce(tape: Tape, list: ArrayLike<number>, length: number): Int32Array {
-  const handles = new Int32Array(length);
+/** `list`'s first `length` entries, each read once, into `handles`; an entry that is no integer is
+ *  named by `indexOfHandle`'s error (handles.gradient checks the rest). */
+function handlesReadOnce(tape: Tape, list: ArrayLike<number>, length: number, handles: Int32Array): void {
   for (let k = 0; k < length; k++) {
     const h = list[k];
     if (typeof h !== 'number' || (h | 0) !== h) tape.indexOfHandle(h!, 'gradient');
     handles[k] = h!;
   }
-  return handles;
 }
 
 /** How many of `list`'s first entries are the handles of consecutive input nodes of the live

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
-  CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError, TapegradError, compile, createTape, init,
+  CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError, TapegradError, compile, createTape, defineFunction, init,
   mul, pow, sub, type Tape, type Var,
 } from '../src/index.ts';
 import { BINARY_OPS, Op, UNARY_OPS } from '../src/ops.ts';
@@ -237,6 +237,17 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     const x2 = h.variables([2, 3]), y2 = h.mul(x2[0]!, x2[1]!);
     expect(() => h.gradient(y2, [x2[0]! + 0.5])).toThrow(expect.objectContaining({ code: 'INVALID_HANDLE' }));
     expect(Array.from(h.gradient(y2, [x2[1]!, x2[0]!]))).toEqual([2, 3]);
+    // A Float64Array of handles over a SharedArrayBuffer whose clone `into` is over: a fraction is
+    // refused, not cut to an integer by the copy apart (a review: the other node's gradient).
+    const shared = new SharedArrayBuffer(16), list = new Float64Array(shared);
+    list.set([x2[0]! + 0.5, x2[1]!]);
+    expect(() => h.gradient(y2, list, 1, new Float64Array(structuredClone(shared)))).toThrow(InvalidHandleError);
+    // A typed list a custom rule changes during the sweep: the gather reads what was checked (a
+    // review: NaN, without an error).
+    const x3 = h.variables([2, 3]), wrt = Int32Array.of(x3[1]!, x3[0]!);
+    const meddling = defineFunction({ name: 'meddling', forward: ([a]) => a!, vjp: (_xs, _y, g) => { wrt[0] = 2 ** 30; return [g]; } });
+    const y3 = h.mul(meddling(tape.handles.toVar(x3[0]!)).id, x3[1]!);
+    expect(Array.from(h.gradient(y3, wrt))).toEqual([2, 3]);
   });
 
   it('the op methods record node for node what the checked paths record, through Vars and handles, constants shared or not (random programs)', async () => {

@@ -35,8 +35,9 @@ export default async function run(task: Task): Promise<Reply> {
     const { from, to, X, D, out, values, firstRow } = task;
     const rows = to - from, n = f.inputs, m = f.outputs;
     const xs = X.subarray(from * n, to * n);
-    // Errors name the caller's row (see rowBase).
+    // Errors name the caller's row (see rowBase); the rows are apart from the outputs (rowsApart).
     f.rowBase = firstRow + from;
+    f.rowsApart = true;
     try {
       switch (task.method) {
         case 'gradientBatch':
@@ -57,6 +58,7 @@ export default async function run(task: Task): Promise<Reply> {
       }
     } finally {
       f.rowBase = 0;
+      f.rowsApart = false;
     }
     return { ok: true, ms: performance.now() - start };
   } catch (error) {
