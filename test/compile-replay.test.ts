@@ -339,4 +339,15 @@ describe('the caller-provided out array', () => {
       expect(thrown, name).toBeInstanceOf(TapegradError);
     }
   });
+
+  // README: a call writes only its first entries; where a guard made f return fewer outputs, the
+  // ones past f.outputs keep what was there (a probe asked how a caller tells).
+  it.each(BACKENDS)('a call writes f.outputs entries of out, the rest as they were (%s)', (backend) => {
+    const f = compile((x: Var[]) => (x[0]!.gt(0).value ? [x[0]!, x[0]!.mul(2), x[0]!.mul(3)] : [x[0]!, x[0]!.mul(2)]), { inputs: 1, backend });
+    const out = new Float64Array(3);
+    expect(Array.from(f.value([2], out))).toEqual([2, 4, 6]);
+    expect(f.outputs).toBe(3);
+    expect(Array.from(f.value([-1], out))).toEqual([-1, -2, 6]);
+    expect(f.outputs).toBe(2);
+  });
 });
