@@ -2046,8 +2046,9 @@ export class HandleApi {
     // over its memory (a probe's Int32Array over the same buffer, or two SharedArrayBuffer objects
     // of one memory, read gradients as handles). An Int32Array is copied whole, anything else
     // entry by entry, checked (a Float64Array's 2.5 was cut to 2).
+    // (Of at least len entries, the first len used: calls with lists of other lengths share it.)
     const mine = !this.listBusy;
-    const handles = mine ? (this.list.length === len ? this.list : (this.list = new Int32Array(len))) : new Int32Array(len);
+    const handles = mine ? (this.list.length >= len ? this.list : (this.list = new Int32Array(Math.max(len, 2 * this.list.length)))) : new Int32Array(len);
     if (mine) this.listBusy = true;
     try {
       if (wrt instanceof Int32Array) handles.set(wrt);
@@ -2056,7 +2057,7 @@ export class HandleApi {
       // a fifth of a gradient's reverse phase on the bench's Rosenbrock); the call names the fault.
       const base = t.base, count = t.count;
       const op = t.opV;
-      const run = leadingInputRun(handles, base, count, op);
+      const run = leadingInputRun(handles, len, base, count, op);
       for (let k = run; k < len; k++) {
         const h = handles[k]!;
         if (!((h - base) >>> 0 === h - base && h - base < count && scalarValued(op[h - base]!))) t.indexOfHandle(h, 'gradient');
@@ -2103,17 +2104,17 @@ function handlesReadOnce(tape: Tape, list: ArrayLike<number>, length: number, ha
   }
 }
 
-/** How many of `list`'s first entries are the handles of consecutive input nodes of the live
+/** How many of `list`'s first entries (of `length`) are the handles of consecutive input nodes of the live
  *  recording (`count` nodes, handles from `offset`), as `variables` records them: the handle
  *  gradient's check of those is one compare and one op read each, and their adjoints one copy
  *  (the check per handle, then a gather with its own run test, took 0.35-0.45 ns per node of the
  *  bench's mixed Rosenbrock, one input in nine nodes). */
-function leadingInputRun(list: ArrayLike<number>, offset: number, count: number, op: Uint8Array): number {
+function leadingInputRun(list: ArrayLike<number>, length: number, offset: number, count: number, op: Uint8Array): number {
   const h = list[0];
-  if (typeof h !== 'number') return 0;
+  if (length === 0 || typeof h !== 'number') return 0;
   const first = h - offset;
   if (first >>> 0 !== first) return 0;
-  return inputRunLength(list, h, op, first, Math.min(list.length, count - first));
+  return inputRunLength(list, h, op, first, Math.min(length, count - first));
 }
 
 // The long loops a call runs once (over inputs, node lists) each stand alone in a function of
