@@ -103,7 +103,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   rowsApart = false;
   // A batch's rows, copied apart from its outputs where they may share memory (apart), but in a
   // pool's worker (rowsApart).
-  private apart(rows: Float64Array, length: number, ...outputs: (Float64Array | undefined | null)[]): Float64Array {
+  private rowsFor(rows: Float64Array, length: number, ...outputs: (Float64Array | undefined | null)[]): Float64Array {
     return this.rowsApart ? rows : apart(rows, length, ...outputs);
   }
   // Set while record runs f (see record).
@@ -447,7 +447,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const xs = this.batchRows(X, rows, 'gradientBatch');
     if (out === undefined) out = newFloat64(rows * this.inputs, 'gradientBatch: out');
     checkOut(out, rows * this.inputs, 'gradientBatch: out');
-    this.gradientRows(this.apart(xs, rows * this.inputs, out), rows, out, null, 'gradientBatch');
+    this.gradientRows(this.rowsFor(xs, rows * this.inputs, out), rows, out, null, 'gradientBatch');
     return out;
   }
 
@@ -495,7 +495,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     checkOut(out, rows * this.inputs, 'valueAndGradientBatch: out');
     checkOut(values, rows, 'valueAndGradientBatch: values');
     checkApart(out, rows * this.inputs, values, rows, 'valueAndGradientBatch');
-    this.gradientRows(this.apart(xs, rows * this.inputs, out, values), rows, out, values, 'valueAndGradientBatch');
+    this.gradientRows(this.rowsFor(xs, rows * this.inputs, out, values), rows, out, values, 'valueAndGradientBatch');
     return [values, out];
   }
 
@@ -557,7 +557,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     if (values !== undefined) checkOut(values, rows * outputs, `${what}: values`);
     checkApart(out, rows * w, values, rows * outputs, what);
     // Rows are read as they are run: results written over later rows would be read as input.
-    const [xRows, dRows] = [this.apart(xs, rows * this.inputs, out, values), this.apart(ds, rows * dWidth, out, values)];
+    const [xRows, dRows] = [this.rowsFor(xs, rows * this.inputs, out, values), this.rowsFor(ds, rows * dWidth, out, values)];
     // A guard recorded f again, returning another number of outputs than the rows of out, values
     // or the cotangents are laid out for: what the row wrote would be misplaced.
     const reshaped = () => !hvp && this.recording !== null && this.outputs !== outputs;
