@@ -146,6 +146,7 @@ function difference(a: number, b: number, scale: number): number {
 export function normwiseError(g: ArrayLike<number>, ref: ArrayLike<number>): { error: number; worst: number } {
   for (const [what, v] of [['g', g], ['ref', ref]] as const) {
     if (!isArrayLike(v)) throw new NotANumberError(`normwiseError: ${what} must be an array of numbers, got ${describe(v)}`);
+    if (v.length === 0 && unreadableView(v)) throw unreadableError(`normwiseError: ${what}`);
   }
   // Compared entry by entry over ref alone, a short g read undefined (no error) and a long one
   // went unchecked past ref's end.

@@ -247,8 +247,11 @@ export class Tape {
     if (this.count + len > this.capacity && this.count + len > this.nodeLimit()) this.grow(len);
     // Literals: a template here cost 32 bytes a call (a probe; handles.variables with `into`
     // allocates nothing).
-    const values = readNumbers(xs, len, what === 'variables' ? 'variables: input' : 'handles.variables: input');
+    // `reuse` first: its entries' getters run code, which could detach or shrink xs' buffer
+    // between reading it and copying it (a review: a raw TypeError, or an earlier recording's
+    // values taken as inputs).
     if (reuse !== undefined) this.checkReusable(reuse, len);
+    const values = readNumbers(xs, len, what === 'variables' ? 'variables: input' : 'handles.variables: input');
     this.reserveNodes(len);
     const { opV: op, aV: a, bV: b, valV: val } = this;
     const first = this.count;
@@ -389,11 +392,23 @@ export class Tape {
   /** Runs `backward(output, seed)` and returns the gradients of `wrt`, in order (a Vec in
    *  `wrt` contributes its elements), written into `out` when given (no allocation). */
   gradient(output: Var, wrt: readonly (Var | Vec)[], seed = 1, out?: Float64Array): Float64Array {
-    const nodes = this.nodesOf(wrt, 'gradient', true);
-    if (out !== undefined) checkOut(out, this.entryCount(nodes), 'gradient: out');
-    this.backwardIndex(this.index(output, 'gradient'), seed, 'gradient');
-    return this.gatherEntries(nodes, this.engine.views.adj, this.engine.views.xadj, true, out);
+    // The list's nodes go into an array the tape keeps, which the gather after the sweep reads: a
+    // call made meanwhile (by a getter of the list; by a custom rule, which the sweep refuses
+    // after its list was read, unless the rule catches that) takes one of its own, as
+    // handles.gradient does (a review: the outer call gathered the inner list's nodes).
+    this.refuseInsideRule('cannot run a reverse sweep');
+    const mine = !this.scratchBusy;
+    this.scratchBusy = true;
+    try {
+      const nodes = this.nodesOf(wrt, 'gradient', mine);
+      if (out !== undefined) checkOut(out, this.entryCount(nodes), 'gradient: out');
+      this.backwardIndex(this.index(output, 'gradient'), seed, 'gradient');
+      return this.gatherEntries(nodes, this.engine.views.adj, this.engine.views.xadj, true, out);
+    } finally {
+      if (mine) this.scratchBusy = false;
+    }
   }
+  private scratchBusy = false;
 
   /** Vector-Jacobian product in one reverse sweep: the gradient of sum_j cotangent[j] *
    *  outputs[j] with respect to `wrt` (Vecs count as their elements, in order). */
@@ -1843,7 +1858,15 @@ function readNumbers(xs: ArrayLike<number>, len: number, what: string, copy = fa
   // vector's nodes were recorded (a probe).
   if (len === 0 && unreadableView(xs)) throw unreadableError(what);
   // isView: a Proxy of a Float64Array passes instanceof but reads through its traps.
-  if (xs instanceof Float64Array && ArrayBuffer.isView(xs)) return copy ? xs.slice(0, len) : xs;
+  if (xs instanceof Float64Array && ArrayBuffer.isView(xs)) {
+    // Shorter than when the call read its length: code it ran since (a `reuse` entry's getter)
+    // detached or shrank the buffer, and the copy took fewer values than it records (a review:
+    // an earlier recording's values as inputs).
+    if (xs.length < len) {
+      throw xs.length === 0 && unreadableView(xs) ? unreadableError(what) : new TapegradError('INVALID_ARGUMENT', `${what}: the array's length changed from ${len} to ${xs.length} while the call read it`);
+    }
+    return copy ? xs.slice(0, len) : xs;
+  }
   const out = newFloat64(len, what);
   for (let k = 0; k < len; k++) {
     const v = xs[k];
@@ -2047,11 +2070,15 @@ export class HandleApi {
     // of one memory, read gradients as handles). An Int32Array is copied whole, anything else
     // entry by entry, checked (a Float64Array's 2.5 was cut to 2).
     // (Of at least len entries, the first len used: calls with lists of other lengths share it.)
-    const mine = !this.listBusy;
-    const handles = mine ? (this.list.length >= len ? this.list : (this.list = new Int32Array(Math.max(len, 2 * this.list.length)))) : new Int32Array(len);
+    // (Kept up to KEPT_HANDLES entries, so that one long list holds no memory past its call.)
+    if (len === 0 && unreadableView(wrt)) throw unreadableError('handles.gradient: the handles');
+    const mine = !this.listBusy && len <= KEPT_HANDLES;
+    const handles = mine ? (this.list.length >= len ? this.list : (this.list = new Int32Array(Math.min(KEPT_HANDLES, Math.max(len, 2 * this.list.length))))) : new Int32Array(len);
     if (mine) this.listBusy = true;
     try {
-      if (wrt instanceof Int32Array) handles.set(wrt);
+      // isView: a Proxy of an Int32Array passes instanceof but reads through its traps, which set
+      // converts unchecked (a review: a fraction cut to another node's handle).
+      if (wrt instanceof Int32Array && ArrayBuffer.isView(wrt)) handles.set(wrt);
       else handlesReadOnce(t, wrt, len, handles);
       // indexOfHandle's test in the loop (a gradient reads every input: two calls per input were
       // a fifth of a gradient's reverse phase on the bench's Rosenbrock); the call names the fault.
@@ -2093,6 +2120,10 @@ for (const name of BINARY_OPS) Object.defineProperty(HandleApi.prototype, name, 
 export function tapeArgument(value: unknown): string {
   return value instanceof Var ? 'a Var (its tape is x.tape)' : describe(value);
 }
+
+/** The longest list of handles a handle API keeps its copy of between gradients (a copy per call
+ *  past it: 256 KB, against the gradient of as many inputs). */
+const KEPT_HANDLES = 1 << 16;
 
 /** `list`'s first `length` entries, each read once, into `handles`; an entry that is no integer is
  *  named by `indexOfHandle`'s error (handles.gradient checks the rest). */

@@ -3,7 +3,7 @@
 // ops broadcast as NumPy does for trailing shapes; reductions return scalar Vars; matrices are
 // row-major with a shape. The rules live in assembly/vector.ts and src/js/vector.ts.
 import type { BinaryOps, UnaryOps } from './op-docs.ts';
-import { NotANumberError, ShapeError, TapegradError, VEC_BRAND, describe, isArrayLike, newFloat64 } from './errors.ts';
+import { NotANumberError, ShapeError, TapegradError, VEC_BRAND, describe, isArrayLike, newFloat64, unreadableError, unreadableView } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
 import { readOptions } from './options.ts';
 import { Tape, Var, tapeArgument } from './tape.ts';
@@ -286,6 +286,8 @@ export class Vec {
   gather(indices: ArrayLike<number>): Vec {
     const t = this.tape, base = t.base, v = t.vindex(this, 'gather'), n = t.elementLength(v);
     if (!isArrayLike(indices)) throw new NotANumberError(`gather: indices must be an array of integers, got ${describe(indices)}`);
+    // An empty view whose buffer is gone gathered nothing, silently (a review).
+    if (indices.length === 0 && unreadableView(indices)) throw unreadableError('gather: the indices');
     // Each index read once, into the copy the node records: read again after the checks, an
     // accessor could hand the node another index, or reset the tape in between (a probe's gather
     // then recorded on the reset tape and read its old memory).

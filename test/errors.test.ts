@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError,
   TapegradError, add, atan2, compile, createTape, createTapeSync, div, eq, ge, gt, hvp, hypot, init, jacobian, jvp, le, lt, max, min, mul,
-  finiteDifferenceGradient, fromBytes, grad, gradcheck, pow, sub, vjp, type Tape, type Var,
+  finiteDifferenceGradient, fromBytes, grad, gradcheck, normwiseError, pow, sub, vjp, type Tape, type Var,
 } from '../src/index.ts';
 import { pooledTapes } from '../src/transforms.ts';
 import { BACKENDS, tapeOn } from './support.ts';
@@ -163,6 +163,8 @@ describe.each(BACKENDS)('errors (%s)', (backend) => {
       return a;
     };
     const gone = /^(.*): the array's buffer is detached or out of bounds \(transferred to a worker, or a resizable buffer shrunk under it\); pass an array whose buffer is still here$/;
+    const vec = tape.vector([1, 2]), indices = Int32Array.of(0, 1);
+    structuredClone(indices.buffer, { transfer: [indices.buffer] });
     const size = tape.size;
     const calls: [string, () => unknown][] = [
       ['variables: input', () => tape.variables(detached())],
@@ -173,6 +175,9 @@ describe.each(BACKENDS)('errors (%s)', (backend) => {
       ['jacobian: the input', () => jacobian((x: Var[]) => [x[0]!], detached(), { backend })],
       ['gradientBatch: 0 rows of 2 inputs', () => compile((x: Var[]) => x[0]!.mul(x[1]!), { inputs: 2, backend }).gradientBatch(detached(), 0)],
       ['finiteDifferenceGradient: the point', () => finiteDifferenceGradient((x: Float64Array) => x.length, detached())],
+      ['gather: the indices', () => vec.gather(indices)],
+      ['normwiseError: g', () => normwiseError(detached(), [])],
+      ['handles.gradient: the handles', () => tape.handles.gradient(y.id, detached())],
     ];
     // A fixed view over a resizable buffer (ES2024; the project's lib is older), shrunk under it.
     const Resizable = ArrayBuffer as unknown as new (length: number, options: { maxByteLength: number }) => ArrayBuffer & { resize(length: number): void };

@@ -452,6 +452,6 @@ it('normwiseError refuses arrays of different lengths, and measures the error of
   // No component, no input to name: -1, as gradcheck's worst of a function of no inputs (0 named
   // one there was none of).
   expect(normwiseError([], [])).toEqual({ error: 0, worst: -1 });
-  expect(gradcheck((x: Vec) => x.sum(), [], { vector: true })).toMatchObject({ ok: true, error: 0, worst: -1, secondOrderWorst: -1 });
+  expect(gradcheck((x: Vec) => x.sum(), [], { vector: true, order: 2 })).toMatchObject({ ok: true, error: 0, worst: -1, secondOrderWorst: -1 });
   expect(() => normwiseError(['a'] as unknown as number[], ['a'] as unknown as number[])).toThrow('normwiseError: entry 0 of g must be a number, got the string "a"');
 });

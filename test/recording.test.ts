@@ -248,6 +248,44 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     const meddling = defineFunction({ name: 'meddling', forward: ([a]) => a!, vjp: (_xs, _y, g) => { wrt[0] = 2 ** 30; return [g]; } });
     const y3 = h.mul(meddling(tape.handles.toVar(x3[0]!)).id, x3[1]!);
     expect(Array.from(h.gradient(y3, wrt))).toEqual([2, 3]);
+    // A Proxy of an Int32Array is read entry by entry, checked (a review: set() converted its
+    // fraction to another node's handle, silently), and an Int32Array whose buffer is gone is
+    // refused (a raw TypeError from set()).
+    const proxied = new Proxy(Int32Array.of(x2[1]!, x2[0]!), { get: (target, key) => (key === '0' ? x2[1]! - 0.5 : Reflect.get(target, key)) });
+    expect(() => h.gradient(y2, proxied)).toThrow(InvalidHandleError);
+    const moved = Int32Array.of(x2[0]!);
+    structuredClone(moved.buffer, { transfer: [moved.buffer] });
+    expect(() => h.gradient(y2, moved)).toThrow(/^handles\.gradient: the handles: the array's buffer is detached/);
+  });
+
+  // A review: tape.gradient's list of nodes went into an array the tape keeps, which a call made
+  // while the list was read (a getter) overwrote, and the outer call gathered the inner list's.
+  it('tape.gradient called again while its list is read keeps each call\'s own nodes', async () => {
+    const tape = await tapeOn(backend);
+    const [a, b, c] = tape.variables([2, 3, 5]) as [Var, Var, Var];
+    const y = a.mul(b).mul(c), z = c.square();
+    const list = [a, b, c];
+    let inner: Float64Array | null = null;
+    Object.defineProperty(list, 2, { get: () => { inner ??= tape.gradient(z, [c, c]); return c; } });
+    expect(Array.from(tape.gradient(y, list))).toEqual([15, 10, 6]);
+    expect(Array.from(inner!)).toEqual([10, 10]);
+  });
+
+  // A review: a `reuse` entry's getter that detached or shrank the inputs' buffer after their
+  // length was read gave a raw TypeError, or an earlier recording's values as inputs.
+  it('variables refuses inputs whose buffer a reuse entry changed while the call read them', async () => {
+    const tape = await tapeOn(backend);
+    tape.variables([111, 222, 333, 444]);
+    tape.reset();
+    const detaching = new Float64Array([1, 2, 3]);
+    const reuse = [{ get tape(): undefined { structuredClone(detaching.buffer, { transfer: [detaching.buffer] }); return undefined; } }] as unknown as Var[];
+    expect(() => tape.variables(detaching, reuse)).toThrow(/^variables: input: the array's buffer is detached/);
+    const Resizable = ArrayBuffer as unknown as new (length: number, options: { maxByteLength: number }) => ArrayBuffer & { resize(length: number): void };
+    const buffer = new Resizable(32, { maxByteLength: 64 }), tracking = new Float64Array(buffer);
+    tracking.set([1, 2, 3, 4]);
+    const shrinking = [{ get tape(): undefined { buffer.resize(8); return undefined; } }] as unknown as Var[];
+    expect(() => tape.variables(tracking, shrinking)).toThrow('variables: input: the array\'s length changed from 4 to 1 while the call read it');
+    expect(tape.size).toBe(0);
   });
 
   it('the op methods record node for node what the checked paths record, through Vars and handles, constants shared or not (random programs)', async () => {
