@@ -1100,7 +1100,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
           'it may depend on the inputs, and a replay at other inputs would reuse this value as a constant. ' +
           (vectorComparison
             ? 'Only scalar comparisons become guards: compare elements (v.get(k).gt(0).value), or use where, which replays both branches.'
-            : 'Branch on a comparison instead (x.gt(0).value: compiled functions guard those and record again when one changes), or use select/where, which replays both branches.'),
+            : 'Branch on a comparison instead (x.gt(0).value: compiled functions guard those and record again when one changes), or use select/where, which replays both branches; ' +
+              'for arithmetic use the ops (x.sin(), x.mul(2)): Math functions and operators on a Var compute on its value.'),
       );
     }
     // An input recorded inside f is not one of the compiled function's inputs: nothing would write

@@ -129,6 +129,13 @@ export function unreadableView(x: unknown): boolean {
   }
 }
 
+/** @internal select's condition given as a boolean: a JavaScript comparison of Vars (x > 0)
+ *  compares their values, off the tape (JAX's where takes one; a new-user probe read "expected a
+ *  Var or a number, got boolean true"). */
+export function booleanCondition(cond: boolean): NotANumberError {
+  return new NotANumberError(`select: the condition is boolean ${cond}, as a JavaScript comparison such as x > 0 gives, which compares values off the tape: record it with x.gt(0), or choose the branch with ?:`);
+}
+
 /** @internal The error for an array `unreadableView` refuses, named by `what`. */
 export function unreadableError(what: string): TapegradError {
   return new TapegradError('INVALID_ARGUMENT', `${what}: the array's buffer is detached or out of bounds (transferred to a worker, or a resizable buffer shrunk under it); pass an array whose buffer is still here`);

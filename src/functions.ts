@@ -6,7 +6,7 @@
 // form).
 import { forwardRule } from './js/rules.ts';
 import { BINARY_OPS, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
-import { NotANumberError, describe } from './errors.ts';
+import { NotANumberError, booleanCondition, describe } from './errors.ts';
 import { Var, type Operand } from './tape.ts';
 import { Vec, elementwise, type VecOperand } from './vector.ts';
 
@@ -84,6 +84,7 @@ export function select(cond: number, ifTrue: number, ifFalse: number): number;
 export function select<T extends Operand, U extends Operand, W extends Operand>(cond: T, ifTrue: U, ifFalse: W): Combined<T, U, W>;
 export function select(cond: Operand | Vec, ifTrue: Operand | Vec, ifFalse: Operand | Vec): Operand | Vec;
 export function select(cond: VecOperand, ifTrue: VecOperand, ifFalse: VecOperand): Operand | Vec {
+  if (typeof cond === 'boolean') throw booleanCondition(cond);
   if (typeof cond === 'number' && typeof ifTrue === 'number' && typeof ifFalse === 'number') return forwardRule(Op.select, cond, ifTrue, ifFalse);
   // A Vec first: an object is truthy, so forwardRule would silently return ifTrue.
   const v = [cond, ifTrue, ifFalse].find((o): o is Vec | Var => o instanceof Vec || o instanceof Var);

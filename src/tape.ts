@@ -1,7 +1,7 @@
 import { DEFERRED_VALUES, DROPPED_ADJOINT, type Backend, type BackendKind, type CustomHandler } from './backend.ts';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
-  TapegradError, checkOut, counted, describe, isArrayLike, lockFields, newFloat64, unreadableError, unreadableView,
+  TapegradError, booleanCondition, checkOut, counted, describe, isArrayLike, lockFields, newFloat64, unreadableError, unreadableView,
 } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, OP_TABLE, Op, UNARY_OPS, ZERO_GRADIENT, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
 import { partialZ, partialZTangent, partials, partialsTangent } from './js/rules.ts';
@@ -371,6 +371,7 @@ export class Tape {
   // Operands typed `Var | Vec`: either, as the values decide (arrays need a Vec beside them).
   select(cond: Operand | Vec, ifTrue: Operand | Vec, ifFalse: Operand | Vec): Var | Vec;
   select(cond: VecOperand, ifTrue: VecOperand, ifFalse: VecOperand): Var | Vec {
+    if (typeof cond === 'boolean') throw booleanCondition(cond);
     if (isVectorOperand(cond) || isVectorOperand(ifTrue) || isVectorOperand(ifFalse)) {
       return elementwise(this, SELECT, 'select', [cond, ifTrue, ifFalse]);
     }
@@ -1780,7 +1781,10 @@ export class Tape {
       return new ShapeError(`${named}expected a scalar Var here, got a Vec of shape [${v.shape.join(', ')}]; take .get(i), .sum() or another reduction${typeof op === 'number' ? ` (${what}(s, v) broadcasts s)` : ''}`, what ?? 'scalar', [v.shape]);
     }
     if (v instanceof Var) {
-      return new ForeignHandleError(`${named}Var #${v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape`);
+      // Inside a transform (its pooled tape says why its Vars go stale), a Var of the caller's own
+      // tape captured by f (a new-user probe read only "another tape").
+      const captured = this.staleWhy.includes('transform') ? ': the transform records f on a tape of its own, so make that value an input of f, or use its number (x.value)' : '';
+      return new ForeignHandleError(`${named}Var #${v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape${captured}`);
     }
     if (typeof v === 'number') return new NotANumberError(`${named}expected a Var of this tape here, got the number ${v}`);
     // An op takes numbers; a list of nodes (gradient's, vjp's) takes Vecs; a method's output (backward's) neither.
@@ -1985,6 +1989,12 @@ export class Var {
   /** `Var(#id)`, with its node handle: what `String(x)` and a template give. */
   toString(): string {
     return `Var(#${this.id})`;
+  }
+
+  /** Refused with advice: `JSON.stringify` of a Var threw a raw TypeError (its tape is a
+   *  circular structure: a new-user probe); send its number, `x.value`. */
+  toJSON(): never {
+    throw new TapegradError('INVALID_ARGUMENT', `JSON.stringify: ${this.toString()} is a node of a tape, not a number: send its value (x.value)`);
   }
 
   /** How Node's console and util.inspect show it (they printed its whole tape: a probe). */

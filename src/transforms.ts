@@ -222,7 +222,9 @@ function recordScalar(tape: Tape, f: (x: never) => ScalarOutput, x: Input, optio
  *  INVALID_ARGUMENT alike in each (gradcheck called it NOT_A_NUMBER: a probe). */
 export function scalarOutput(tape: Tape, y: unknown, where: string): Var {
   if (Array.isArray(y)) {
-    throw new TapegradError('INVALID_ARGUMENT', `${where}: the function returned an array of ${y.length}; ${where} needs one scalar output (vjp, jvp and jacobian take several)`);
+    // An array of one gets the fix spelled out (a new-user probe: compile takes [y] as one output).
+    const one = y.length === 1 ? ': return the Var itself (y, not [y])' : ' (vjp, jvp and jacobian take several)';
+    throw new TapegradError('INVALID_ARGUMENT', `${where}: the function returned an array of ${y.length}; ${where} needs one scalar output${one}`);
   }
   return asVar(tape, y, where);
 }

@@ -461,6 +461,11 @@ export class Vec {
     return `Vec(#${~this.id}, shape ${show(this.shape)})`;
   }
 
+  /** Refused with advice, as a Var's: send its numbers, `Array.from(v.value)`. */
+  toJSON(): never {
+    throw new TapegradError('INVALID_ARGUMENT', `JSON.stringify: ${this.toString()} is a node of a tape, not an array: send its values (Array.from(v.value))`);
+  }
+
   /** How Node's console and util.inspect show it (as Var's). */
   [Symbol.for('nodejs.util.inspect.custom')](): string {
     return this.toString();

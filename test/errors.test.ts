@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError,
   TapegradError, add, atan2, compile, createTape, createTapeSync, div, eq, ge, gt, hvp, hypot, init, jacobian, jvp, le, lt, max, min, mul,
-  finiteDifferenceGradient, fromBytes, grad, gradcheck, normwiseError, pow, sub, vjp, type Tape, type Var,
+  finiteDifferenceGradient, fromBytes, grad, gradcheck, normwiseError, pow, sub, vjp, where, type Tape, type Var,
 } from '../src/index.ts';
 import { pooledTapes } from '../src/transforms.ts';
 import { BACKENDS, tapeOn } from './support.ts';
@@ -274,6 +274,21 @@ describe.each(BACKENDS)('errors (%s)', (backend) => {
     expectError(() => hvp(id, [1], undefined as unknown as number[]), NotANumberError, 'NOT_A_NUMBER', /^hvp: the direction must be/);
     const other = await tapeOn(backend), foreign = other.variable(1);
     expectError(() => compile(() => foreign, { inputs: 1, backend }).gradient([1]), ForeignHandleError, 'FOREIGN_HANDLE', /^compile: the function's output: Var #/);
+    expectUsable(tape);
+  });
+
+  // A new-user probe's JAX and plain-JavaScript habits: each message says what to write instead.
+  it('habits from other libraries get messages that say what to write', async () => {
+    const tape = await tapeOn(backend), x = tape.variable(2);
+    const boolean = /^select: the condition is boolean (true|false), as a JavaScript comparison such as x > 0 gives, which compares values off the tape: record it with x\.gt\(0\), or choose the branch with \?:$/;
+    for (const call of [() => where((x.value > 0) as unknown as Var, x, x.neg()), () => where(true as unknown as number, 1, 2), () => tape.select(true as unknown as Var, x, 0)]) {
+      expectError(call, NotANumberError, 'NOT_A_NUMBER', boolean);
+    }
+    expectError(() => JSON.stringify({ loss: x }), TapegradError, 'INVALID_ARGUMENT', /^JSON\.stringify: Var\(#\d+\) is a node of a tape, not a number: send its value \(x\.value\)$/);
+    expectError(() => JSON.stringify([tape.vector([1, 2])]), TapegradError, 'INVALID_ARGUMENT', /^JSON\.stringify: Vec\(#\d+, shape \[2\]\) is a node of a tape, not an array: send its values/);
+    expectError(() => grad((v: Var) => [v.square()] as unknown as Var, { backend })(3), TapegradError, 'INVALID_ARGUMENT', /^grad: the function returned an array of 1; grad needs one scalar output: return the Var itself \(y, not \[y\]\)$/);
+    expectError(() => grad((v: Var) => v.mul(x), { backend })(3), ForeignHandleError, 'FOREIGN_HANDLE', /belongs to another tape .*: the transform records f on a tape of its own, so make that value an input of f, or use its number \(x\.value\)$/);
+    expectError(() => compile((v: Var[]) => Math.sin(v[0]!.value) as unknown as Var, { inputs: 1, backend }).gradient([1]), TapegradError, 'INVALID_ARGUMENT', /for arithmetic use the ops \(x\.sin\(\), x\.mul\(2\)\): Math functions and operators on a Var compute on its value\.$/);
     expectUsable(tape);
   });
 
