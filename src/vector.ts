@@ -43,6 +43,12 @@ function checkShape(shape: Shape, n: number | null, what: string, operand = 'sha
   return Object.freeze(checked);
 }
 
+/** A reduction given an axis, which it does not take (NumPy's and JAX's do; a new-user probe's
+ *  `M.sum(1)` summed every element, silently). */
+function noAxis(name: string): TapegradError {
+  return new TapegradError('INVALID_ARGUMENT', `${name}: takes no axis, it reduces every element; for a matrix's rows take each row (M.reshape([m * n]).slice(r * n, (r + 1) * n)), or for row sums M.matvec(ones)`);
+}
+
 /** NumPy's rule for trailing shapes: equal, a scalar, or the shorter shape is the other's tail. */
 export function broadcastShapes(op: string, shapes: readonly Shape[]): Shape {
   // Shapes from a caller are checked as reshape checks them ([2, -3] came back as a result; a
@@ -309,10 +315,14 @@ export class Vec {
     return new Vec(t, t.recordVector(VGATHER, v, idx, count), frozen([count]));
   }
 
-  /** Σ x. */
-  sum(): Var { return this.reduce(VSUM, 'sum'); }
-  /** Σ x / n. */
-  mean(): Var {
+  /** Σ x, over every element (no axis: see README for a matrix's rows). */
+  sum(axis?: never): Var {
+    if (axis !== undefined) throw noAxis('sum');
+    return this.reduce(VSUM, 'sum');
+  }
+  /** Σ x / n, over every element. */
+  mean(axis?: never): Var {
+    if (axis !== undefined) throw noAxis('mean');
     // The composites check their Vec under their own name (a stale one's error named the op they
     // call first), and reserve what all their nodes take first: a failure part-way left orphans.
     this.tape.vindex(this, 'mean');
@@ -334,7 +344,10 @@ export class Vec {
     return other === undefined ? this.reduce(VMIN, 'min') : elementwise(this.tape, Op.min, 'min', [this, other]);
   }
   /** log Σ exp(x), stable (the max is taken inside); one node whose adjoint is the softmax. */
-  logSumExp(): Var { return this.reduce(VLSE, 'logSumExp'); }
+  logSumExp(axis?: never): Var {
+    if (axis !== undefined) throw noAxis('logSumExp');
+    return this.reduce(VLSE, 'logSumExp');
+  }
   /** Σ x². */
   sumSquares(): Var { return this.dot(this); }
   /** Euclidean norm sqrt(Σ x²) (its gradient at 0 is 0, as for x.square().sum().sqrt(): the
@@ -347,14 +360,16 @@ export class Vec {
   /** x − logSumExp(x), as (x − m) − logSumExp(x − m) with m the largest element (whose gradient
    *  is stopped: the result does not move with it), so that the rounding of the log-sum-exp at
    *  large logits does not reach every entry, as x − logSumExp(x) would. */
-  logSoftmax(): Vec {
+  logSoftmax(axis?: never): Vec {
+    if (axis !== undefined) throw noAxis('logSoftmax');
     this.tape.reserveVector(7, 2 * this.tape.elementLength(this.tape.vindex(this, 'logSoftmax')));
     const shifted = this.shiftedByMax();
     return shifted.sub(shifted.logSumExp());
   }
   /** exp(x − m) / Σ exp(x − m), m as in logSoftmax: entries sum to 1 to rounding at any scale
    *  (exp(x − logSumExp(x)) gave 0.47 and 0.47 for logits 1e15, 1e15). */
-  softmax(): Vec {
+  softmax(axis?: never): Vec {
+    if (axis !== undefined) throw noAxis('softmax');
     this.tape.reserveVector(9, 3 * this.tape.elementLength(this.tape.vindex(this, 'softmax')));
     const e = this.shiftedByMax().exp();
     return e.div(e.sum());

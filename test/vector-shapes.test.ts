@@ -147,6 +147,13 @@ describe.each(BACKENDS)('broadcasting and result shapes (%s)', (backend) => {
     expectVec(v.slice(-2, -1), [1], [2]);
     expectVec(v.slice(2, 1), [0], []);
     expectVec(v.slice(-10, 10), [3], [1, 2, 3]);
+    // The reductions take no axis (NumPy's and JAX's do): one given is refused, not ignored (a
+    // new-user probe's M.sum(1) summed every element).
+    const withAxis = M as unknown as Record<'sum' | 'mean' | 'logSumExp' | 'softmax' | 'logSoftmax', (axis: number) => unknown>;
+    for (const reduce of [() => withAxis.sum(1), () => withAxis.mean(0), () => withAxis.logSumExp(1), () => withAxis.softmax(1), () => withAxis.logSoftmax(-1)]) {
+      expect(reduce).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^\w+: takes no axis, it reduces every element; for a matrix's rows/) }));
+    }
+    expect(M.sum().value).toBe(21);
     // Bounds clamped to the vector, as Array.prototype.slice (README).
     expectVec(v.slice(2, 5), [1], [3]);
     expectVec(v.slice(5), [0], []);
