@@ -1,7 +1,7 @@
 // The free functions (exp, mul, pow, where…) take Vecs too: with a Vec among the operands they
 // record the same elementwise node as the method, broadcasting a scalar Var or a number.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createTape, exp, init, mul, pow, sub, tanh, where } from '../src/index.ts';
+import { add, createTape, exp, init, max, mul, pow, sub, tanh, where, type Var } from '../src/index.ts';
 import { BACKENDS } from './support.ts';
 
 beforeAll(async () => {
@@ -21,6 +21,18 @@ describe.each(BACKENDS)('free functions on Vecs (%s)', (backend) => {
       return [y.value, [...g.slice(0, 3)], g[3]!];
     };
     expect(await run(true)).toEqual(await run(false));
+  });
+
+  // README: a free function reads exactly its operands, so the array methods' extra arguments
+  // (index, array) are not read: reduce(add) sums, map(exp) maps.
+  it('take reduce and map, whose extra arguments they do not read', async () => {
+    const tape = await createTape({ backend });
+    const xs = tape.variables([1, 2, 3]);
+    const total = xs.reduce(add);
+    expect(total.value).toBe(6);
+    expect(Array.from(tape.gradient(total, xs))).toEqual([1, 1, 1]);
+    expect(xs.map(exp as (x: Var) => Var).map((v) => v.value)).toEqual([Math.exp(1), Math.exp(2), Math.exp(3)]);
+    expect((max as (...operands: number[]) => number)(1, 2, 3)).toBe(2);
   });
 
   it('a scalar Var with a Vec on the right broadcasts instead of failing', async () => {
