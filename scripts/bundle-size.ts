@@ -177,8 +177,13 @@ import * as esbuild from 'esbuild';
 // a handle list read once, a stale Vec over a scalar node refused, the op tables frozen, the
 // handle APIs' constructors and opNameOf checking their arguments, broadcastShapes checking before
 // multiplying, the memory cap told from a size too large, an adopted core kept: 113,810 bytes
-// measured, 627 B more (111 KB was too little by 146 bytes).
-export const SIZE_BUDGET = 112 * 1024;
+// measured, 627 B more (111 KB was too little by 146 bytes). 113 KB since the same session's later
+// probes and two reviews: input arrays whose buffer is gone refused by name, handle lists read
+// once into kept arrays, tape.gradient's own nodes across re-entry, and the messages a new user's
+// habits meet (a boolean condition, JSON.stringify, [y] to grad, a captured Var, an axis given
+// to a reduction, Math on a Var inside compile): 114,903 bytes measured, 1,093 B more than the
+// 112 KB figure (which it passed by 215).
+export const SIZE_BUDGET = 113 * 1024;
 // More bytes of gzip for the code generator chunk: 6 KB (5.7 KB measured) until it also emitted
 // the fused elementwise run kernels (about 1.4 KB more); 8 KB (7,839 B measured) until the planner
 // found loops nested in loop bodies and the sweeps were split into functions (9,371 B, +1,532 B);
