@@ -115,6 +115,16 @@ export function notAnOutput(value: unknown): string {
 // reads nothing from an empty one.
 const typedArrayAt = (Object.getPrototypeOf(Uint8Array.prototype) as { at?: (this: unknown, k: number) => unknown }).at;
 
+// %TypedArray%.prototype.length's getter: an own `length` property cannot answer for it.
+const typedArrayLengthGetter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'length')!.get!;
+
+/** @internal A typed array's element count as its buffer holds it now (0 where detached or out of
+ *  bounds), whatever `length` property it was given of its own (a review's Float64Array of 3
+ *  claiming 5 took an earlier recording's values as its last 2). */
+export function typedLength(x: ArrayBufferView): number {
+  return typedArrayLengthGetter.call(x) as number;
+}
+
 /** @internal A typed array that reads as empty because its buffer is gone: detached (transferred
  *  to a worker) or out of bounds (a fixed view over a resizable buffer shrunk under it). Copying
  *  from one is V8's raw TypeError (a worker_threads probe); a typed-array method called on it

@@ -1,7 +1,7 @@
 import { DEFERRED_VALUES, DROPPED_ADJOINT, type Backend, type BackendKind, type CustomHandler } from './backend.ts';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
-  TapegradError, booleanCondition, checkOut, counted, describe, isArrayLike, lockFields, newFloat64, unreadableError, unreadableView,
+  TapegradError, booleanCondition, typedLength, checkOut, counted, describe, isArrayLike, lockFields, newFloat64, unreadableError, unreadableView,
 } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, OP_TABLE, Op, UNARY_OPS, ZERO_GRADIENT, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
 import { partialZ, partialZTangent, partials, partialsTangent } from './js/rules.ts';
@@ -247,11 +247,16 @@ export class Tape {
     if (this.count + len > this.capacity && this.count + len > this.nodeLimit()) this.grow(len);
     // Literals: a template here cost 32 bytes a call (a probe; handles.variables with `into`
     // allocates nothing).
-    // `reuse` first: its entries' getters run code, which could detach or shrink xs' buffer
-    // between reading it and copying it (a review: a raw TypeError, or an earlier recording's
-    // values taken as inputs).
-    if (reuse !== undefined) this.checkReusable(reuse, len);
-    const values = readNumbers(xs, len, what === 'variables' ? 'variables: input' : 'handles.variables: input');
+    const where = what === 'variables' ? 'variables: input' : 'handles.variables: input';
+    const values = readNumbers(xs, len, where);
+    if (reuse !== undefined) {
+      this.checkReusable(reuse, len);
+      // xs itself where it is a Float64Array: reuse's getters ran code since, which could detach
+      // or shrink its buffer before the copy below (a review: a raw TypeError, or an earlier
+      // recording's values taken as inputs). (Checked after the values, not before: a getter of
+      // xs put a Var of this recording into reuse past its check, another review.)
+      if (values === xs) checkedLength(values, len, where);
+    }
     this.reserveNodes(len);
     const { opV: op, aV: a, bV: b, valV: val } = this;
     const first = this.count;
@@ -333,7 +338,9 @@ export class Tape {
 
   /** Scalars (Vars or numbers) as one vector; k Vecs of one shape s as one of shape [k, ...s]
    *  (vectors [n] as the rows of a matrix), as NumPy's stack. */
-  stack(parts: readonly (Var | number)[] | readonly Vec[]): Vec {
+  stack(parts: readonly (Var | number)[] | readonly Vec[], axis?: never): Vec {
+    // NumPy's axis was ignored: stack([a, b], 1) stacked along a new first axis (a probe).
+    if (axis !== undefined) throw new TapegradError('INVALID_ARGUMENT', 'stack: takes no axis, it stacks along a new first axis (for columns, stack the rows and transpose: .T)');
     const first = Array.isArray(parts) ? parts[0] : undefined;
     // The shapes are checked before concat records anything. Matrices (and a Vec among scalars)
     // were joined end to end: two [2, 2] gave [4, 2] (a new-user probe).
@@ -356,7 +363,9 @@ export class Tape {
   }
 
   /** Vectors, scalars and numbers joined end to end (matrices: along rows). */
-  concat(parts: readonly (Vec | Var | number)[]): Vec {
+  concat(parts: readonly (Vec | Var | number)[], axis?: never): Vec {
+    // NumPy's axis was ignored: concat([A, A], 1) joined along rows (a probe).
+    if (axis !== undefined) throw new TapegradError('INVALID_ARGUMENT', 'concat: takes no axis, it joins along the first (for columns, join the transposes and transpose back)');
     return concatOn(this, parts, 'concat');
   }
 
@@ -1517,7 +1526,7 @@ export class Tape {
       throw new StaleHandleError(this.stale(`Vec #${~v.id}`, what));
     }
     const named = prefixOf(what);
-    if (v instanceof Vec) throw new ForeignHandleError(`${named}Vec #${~v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape`);
+    if (v instanceof Vec) throw new ForeignHandleError(`${named}Vec #${~v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape${capturedHint(this, v.tape)}`);
     if ((v as unknown) instanceof Var) throw new ShapeError(`${named}expected a Vec here, got a scalar Var; stack([...]) makes a vector of scalars`, nameOf(what) ?? 'vector', [[]]);
     throw new NotANumberError(`${named}expected a Vec, got ${describe(v)}`);
   }
@@ -1781,10 +1790,7 @@ export class Tape {
       return new ShapeError(`${named}expected a scalar Var here, got a Vec of shape [${v.shape.join(', ')}]; take .get(i), .sum() or another reduction${typeof op === 'number' ? ` (${what}(s, v) broadcasts s)` : ''}`, what ?? 'scalar', [v.shape]);
     }
     if (v instanceof Var) {
-      // Inside a transform (its pooled tape says why its Vars go stale), a Var of the caller's own
-      // tape captured by f (a new-user probe read only "another tape").
-      const captured = this.staleWhy.includes('transform') ? ': the transform records f on a tape of its own, so make that value an input of f, or use its number (x.value)' : '';
-      return new ForeignHandleError(`${named}Var #${v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape${captured}`);
+      return new ForeignHandleError(`${named}Var #${v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape${capturedHint(this, v.tape)}`);
     }
     if (typeof v === 'number') return new NotANumberError(`${named}expected a Var of this tape here, got the number ${v}`);
     // An op takes numbers; a list of nodes (gradient's, vjp's) takes Vecs; a method's output (backward's) neither.
@@ -1857,18 +1863,23 @@ function constantSlot(c: number): number {
 // user code in between (probes: a getter recording a Var took the first input's node; a vector's
 // copy went to regions a valueOf had moved; an entry turned BigInt threw a raw TypeError after a
 // vector's nodes were recorded).
+/** Refuses a typed array holding fewer than the `len` entries its `length` said: code run since
+ *  (a getter) detached or shrank its buffer, or it was given a `length` of its own, and a copy
+ *  would take fewer values than the call records (reviews: an earlier recording's values as
+ *  inputs). */
+function checkedLength(xs: ArrayBufferView, len: number, what: string): void {
+  const held = typedLength(xs);
+  if (held >= len) return;
+  throw held === 0 && unreadableView(xs) ? unreadableError(what) : new TapegradError('INVALID_ARGUMENT', `${what}: the array holds ${held} entries, not the ${len} its length said (its buffer changed while the call read it, or it was given a length of its own)`);
+}
+
 function readNumbers(xs: ArrayLike<number>, len: number, what: string, copy = false): Float64Array {
   // An empty view may be one whose buffer is gone: copying it threw a raw TypeError, after a
   // vector's nodes were recorded (a probe).
   if (len === 0 && unreadableView(xs)) throw unreadableError(what);
   // isView: a Proxy of a Float64Array passes instanceof but reads through its traps.
   if (xs instanceof Float64Array && ArrayBuffer.isView(xs)) {
-    // Shorter than when the call read its length: code it ran since (a `reuse` entry's getter)
-    // detached or shrank the buffer, and the copy took fewer values than it records (a review:
-    // an earlier recording's values as inputs).
-    if (xs.length < len) {
-      throw xs.length === 0 && unreadableView(xs) ? unreadableError(what) : new TapegradError('INVALID_ARGUMENT', `${what}: the array's length changed from ${len} to ${xs.length} while the call read it`);
-    }
+    checkedLength(xs, len, what);
     return copy ? xs.slice(0, len) : xs;
   }
   const out = newFloat64(len, what);
@@ -1991,10 +2002,11 @@ export class Var {
     return `Var(#${this.id})`;
   }
 
-  /** Refused with advice: `JSON.stringify` of a Var threw a raw TypeError (its tape is a
-   *  circular structure: a new-user probe); send its number, `x.value`. */
-  toJSON(): never {
-    throw new TapegradError('INVALID_ARGUMENT', `JSON.stringify: ${this.toString()} is a node of a tape, not a number: send its value (x.value)`);
+  /** `Var(#id)`, as `toString`: `JSON.stringify` of a Var threw a raw TypeError about its tape's
+   *  circular structure (a new-user probe); its number is `x.value`. (Not an error: `%j` in a log
+   *  line would then end the program, where it printed [Circular]: a review.) */
+  toJSON(): string {
+    return this.toString();
   }
 
   /** How Node's console and util.inspect show it (they printed its whole tape: a probe). */
@@ -2088,7 +2100,12 @@ export class HandleApi {
     try {
       // isView: a Proxy of an Int32Array passes instanceof but reads through its traps, which set
       // converts unchecked (a review: a fraction cut to another node's handle).
-      if (wrt instanceof Int32Array && ArrayBuffer.isView(wrt)) handles.set(wrt);
+      if (wrt instanceof Int32Array && ArrayBuffer.isView(wrt)) {
+        // Its length as the buffer holds it: one of its own made the kept array's old entries
+        // handles (a review).
+        checkedLength(wrt, len, 'handles.gradient: the handles');
+        handles.set(len === wrt.length ? wrt : wrt.subarray(0, len));
+      }
       else handlesReadOnce(t, wrt, len, handles);
       // indexOfHandle's test in the loop (a gradient reads every input: two calls per input were
       // a fifth of a gradient's reverse phase on the bench's Rosenbrock); the call names the fault.
@@ -2125,6 +2142,16 @@ export class HandleApi {
 
 for (const name of UNARY_OPS) Object.defineProperty(HandleApi.prototype, name, { value: unaryHandleMethod(Op[name]), writable: true, configurable: true });
 for (const name of BINARY_OPS) Object.defineProperty(HandleApi.prototype, name, { value: binaryHandleMethod(Op[name]), writable: true, configurable: true });
+
+/** Where one of two tapes is a transform's or a compiled function's (its `staleWhy` says why its
+ *  Vars go stale), the other's Var was captured by f from the caller's code: said so, on either
+ *  side of the op (a new-user probe, and a review: `x.mul(v)` with the captured x first). */
+function capturedHint(tape: Tape, other: Tape): string {
+  const why = tape.staleWhy || other.staleWhy;
+  if (!why) return '';
+  const who = why.includes('compiled') ? 'compile' : 'the transform';
+  return `: ${who} records f on a tape of its own, so make that value an input of f, or use its number (x.value)`;
+}
 
 /** What was given where a Tape was expected, for the handle APIs' constructors. */
 export function tapeArgument(value: unknown): string {

@@ -162,7 +162,7 @@ export function elementwise(tape: Tape, s: number, name: string, operands: reado
   tape.reserveVector(nodes, elements);
   for (let j = 0; j < ready.length; j++) {
     const o = ready[j]!;
-    if (tiles[j] && o instanceof Vec) ready[j] = o.gather(tiles[j]!);
+    if (tiles[j] && o instanceof Vec) ready[j] = o.gatherElements(tiles[j]!);
   }
   const [a, b, c] = ready.map((o) => resolve(tape, o, name));
   let i: number;
@@ -267,13 +267,17 @@ export class Vec {
   }
 
   /** Element i as a scalar Var (row-major index for matrices; negative counts from the end). */
-  get(i: number): Var {
+  get(i: number, j?: never): Var {
+    // M.get(1, 2) read flat element 1 (a NumPy user's probe): one index, row-major.
+    if (j !== undefined) throw new TapegradError('INVALID_ARGUMENT', 'get: takes one index, row-major (element i * columns + j of a matrix)');
     const t = this.tape, v = t.vindex(this, 'get');
     return new Var(t, recordGet(t, v, i));
   }
 
   /** Elements [start, end) of a vector (end defaults to the length; negative counts from the end). */
-  slice(start: number, end?: number): Vec {
+  slice(start: number, end?: number, step?: never): Vec {
+    // NumPy's step was ignored: x.slice(0, 4, 2) gave all four (a probe).
+    if (step !== undefined) throw new TapegradError('INVALID_ARGUMENT', 'slice: takes start and end, no step (gather takes any indices)');
     const t = this.tape, v = t.vindex(this, 'slice'), n = t.elementLength(v);
     if (this.shape.length > 1) throw new ShapeError(`slice: expects a vector, got shape ${show(this.shape)} (reshape it first)`, 'slice', [this.shape]);
     const from = clampIndex(start, n, 'start'), to = end === undefined ? n : clampIndex(end, n, 'end');
@@ -287,9 +291,20 @@ export class Vec {
     return new Vec(t, v, checkShape(shape, t.elementLength(v), 'reshape'));
   }
 
-  /** x[indices[k]] for each k (indices: integers in range, negative ones counting from the end,
-   *  as `get`'s; the gather is one node). */
-  gather(indices: ArrayLike<number>): Vec {
+  /** x[indices[k]] for each k of a vector (indices: integers in range, negative ones counting
+   *  from the end, as `get`'s; the gather is one node). */
+  gather(indices: ArrayLike<number>, axis?: never): Vec {
+    if (axis !== undefined) throw noAxis('gather');
+    // A matrix's elements row-major were picked where a NumPy user expects its rows (a probe's
+    // X.gather([2, 0]) of a [3, 2] gave [5, 1]... as two numbers): refused, as slice refuses it.
+    if (this.shape.length > 1) {
+      throw new ShapeError(`gather: expects a vector, got shape ${show(this.shape)} (reshape it first to pick elements; for rows, slice each row of the reshaped vector and stack them)`, 'gather', [this.shape]);
+    }
+    return this.gatherElements(indices);
+  }
+
+  /** @internal gather over the elements row-major, of any shape (broadcasting tiles with it). */
+  gatherElements(indices: ArrayLike<number>): Vec {
     const t = this.tape, base = t.base, v = t.vindex(this, 'gather'), n = t.elementLength(v);
     if (!isArrayLike(indices)) throw new NotANumberError(`gather: indices must be an array of integers, got ${describe(indices)}`);
     // An empty view whose buffer is gone gathered nothing, silently (a review).
@@ -349,10 +364,15 @@ export class Vec {
     return this.reduce(VLSE, 'logSumExp');
   }
   /** Σ x². */
-  sumSquares(): Var { return this.dot(this); }
+  sumSquares(axis?: never): Var {
+    if (axis !== undefined) throw noAxis('sumSquares');
+    return this.dot(this);
+  }
   /** Euclidean norm sqrt(Σ x²) (its gradient at 0 is 0, as for x.square().sum().sqrt(): the
    *  zero partials 2x are skipped, so sqrt'(0) = Infinity never meets them). */
-  norm(): Var {
+  norm(ord?: never): Var {
+    // NumPy's ord or axis was ignored: the L2 norm of everything (a probe).
+    if (ord !== undefined) throw new TapegradError('INVALID_ARGUMENT', 'norm: takes no order or axis, it is sqrt(Σ x²) over every element (abs().sum() is the 1-norm, abs().max() the ∞-norm)');
     this.tape.vindex(this, 'norm');
     this.tape.reserveVector(2, 0);
     return this.sumSquares().sqrt();
@@ -476,9 +496,9 @@ export class Vec {
     return `Vec(#${~this.id}, shape ${show(this.shape)})`;
   }
 
-  /** Refused with advice, as a Var's: send its numbers, `Array.from(v.value)`. */
-  toJSON(): never {
-    throw new TapegradError('INVALID_ARGUMENT', `JSON.stringify: ${this.toString()} is a node of a tape, not an array: send its values (Array.from(v.value))`);
+  /** `Vec(#id, shape […])`, as `toString` (a Var's says why); its numbers are `v.value`. */
+  toJSON(): string {
+    return this.toString();
   }
 
   /** How Node's console and util.inspect show it (as Var's). */

@@ -154,6 +154,18 @@ describe.each(BACKENDS)('broadcasting and result shapes (%s)', (backend) => {
       expect(reduce).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^\w+: takes no axis, it reduces every element; for a matrix's rows/) }));
     }
     expect(M.sum().value).toBe(21);
+    // NumPy's extra arguments elsewhere, ignored before (a NumPy user's probe): refused, and a
+    // matrix's gather, which picked elements where rows were meant.
+    const loose = M as unknown as { get(i: number, j: number): Var; norm(ord: number): Var; sumSquares(axis: number): Var; gather(i: number[], axis?: number): Vec };
+    const looseV = v as unknown as { slice(a: number, b: number, step: number): Vec; gather(i: number[], axis: number): Vec };
+    const looseTape = tape as unknown as { stack(parts: Vec[], axis: number): Vec; concat(parts: Vec[], axis: number): Vec };
+    for (const [call, message] of [
+      [() => loose.get(1, 2), /^get: takes one index, row-major/], [() => loose.norm(1), /^norm: takes no order or axis/], [() => loose.sumSquares(1), /^sumSquares: takes no axis/],
+      [() => looseV.slice(0, 3, 2), /^slice: takes start and end, no step/], [() => looseV.gather([0], 0), /^gather: takes no axis/],
+      [() => looseTape.stack([v, v], 1), /^stack: takes no axis/], [() => looseTape.concat([M, M], 1), /^concat: takes no axis/],
+    ] as const) expect(call).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(message) }));
+    expect(() => loose.gather([2, 0])).toThrow(expect.objectContaining({ code: 'SHAPE', message: expect.stringMatching(/^gather: expects a vector, got shape \[2, 3\] \(reshape it first/) }));
+    expectVec(M.reshape([6]).gather([5, 0]), [2], [6, 1]);
     // Bounds clamped to the vector, as Array.prototype.slice (README).
     expectVec(v.slice(2, 5), [1], [3]);
     expectVec(v.slice(5), [0], []);
