@@ -125,6 +125,12 @@ export function typedLength(x: ArrayBufferView): number {
   return typedArrayLengthGetter.call(x) as number;
 }
 
+/** @internal An array's length, a typed array's as its buffer holds it (see typedLength): the
+ *  entries a call can read from it. */
+export function heldLength(x: ArrayLike<unknown>): number {
+  return ArrayBuffer.isView(x) && !(x instanceof DataView) ? typedLength(x) : x.length;
+}
+
 /** @internal A typed array that reads as empty because its buffer is gone: detached (transferred
  *  to a worker) or out of bounds (a fixed view over a resizable buffer shrunk under it). Copying
  *  from one is V8's raw TypeError (a worker_threads probe); a typed-array method called on it

@@ -1880,7 +1880,9 @@ function readNumbers(xs: ArrayLike<number>, len: number, what: string, copy = fa
   // isView: a Proxy of a Float64Array passes instanceof but reads through its traps.
   if (xs instanceof Float64Array && ArrayBuffer.isView(xs)) {
     checkedLength(xs, len, what);
-    return copy ? xs.slice(0, len) : xs;
+    // Holding more than its length said (one of its own): its first len entries, as a copy of it
+    // would take (it was copied whole, past the region reserved for it: a review).
+    return copy ? xs.slice(0, len) : typedLength(xs) === len ? xs : xs.subarray(0, len);
   }
   const out = newFloat64(len, what);
   for (let k = 0; k < len; k++) {
@@ -2104,7 +2106,7 @@ export class HandleApi {
         // Its length as the buffer holds it: one of its own made the kept array's old entries
         // handles (a review).
         checkedLength(wrt, len, 'handles.gradient: the handles');
-        handles.set(len === wrt.length ? wrt : wrt.subarray(0, len));
+        handles.set(len === typedLength(wrt) ? wrt : wrt.subarray(0, len));
       }
       else handlesReadOnce(t, wrt, len, handles);
       // indexOfHandle's test in the loop (a gradient reads every input: two calls per input were
@@ -2143,14 +2145,15 @@ export class HandleApi {
 for (const name of UNARY_OPS) Object.defineProperty(HandleApi.prototype, name, { value: unaryHandleMethod(Op[name]), writable: true, configurable: true });
 for (const name of BINARY_OPS) Object.defineProperty(HandleApi.prototype, name, { value: binaryHandleMethod(Op[name]), writable: true, configurable: true });
 
-/** Where one of two tapes is a transform's or a compiled function's (its `staleWhy` says why its
- *  Vars go stale), the other's Var was captured by f from the caller's code: said so, on either
- *  side of the op (a new-user probe, and a review: `x.mul(v)` with the captured x first). */
+/** Where one of two tapes is recording a transform's f (a pooled tape, which its `staleWhy` names
+ *  and which holds nodes only while f records) or a compiled function's (`observed` only while it
+ *  records), f used a Var of the caller's code beside its own: said so, whichever side of the op
+ *  it is on (a new-user probe, and reviews: `x.mul(v)` with the captured x first; a Var kept from
+ *  a finished transform got the hint; a transform inside compile was named as compile). */
 function capturedHint(tape: Tape, other: Tape): string {
-  const why = tape.staleWhy || other.staleWhy;
-  if (!why) return '';
-  const who = why.includes('compiled') ? 'compile' : 'the transform';
-  return `: ${who} records f on a tape of its own, so make that value an input of f, or use its number (x.value)`;
+  const transform = (t: Tape): boolean => t.staleWhy.includes('transform') && t.size > 0;
+  const who = transform(tape) || transform(other) ? 'the transform' : tape.observed !== null || other.observed !== null ? 'compile' : '';
+  return who ? `: f uses a Var of the caller's tape beside its own, and ${who} records f on a tape of its own; make the caller's value an input of f, or use its number (.value)` : '';
 }
 
 /** What was given where a Tape was expected, for the handle APIs' constructors. */

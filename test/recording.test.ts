@@ -284,8 +284,24 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     const buffer = new Resizable(32, { maxByteLength: 64 }), tracking = new Float64Array(buffer);
     tracking.set([1, 2, 3, 4]);
     const shrinking = [{ get tape(): undefined { buffer.resize(8); return undefined; } }] as unknown as Var[];
-    expect(() => tape.variables(tracking, shrinking)).toThrow('variables: input: the array\'s length changed from 4 to 1 while the call read it');
+    expect(() => tape.variables(tracking, shrinking)).toThrow('variables: input: the array holds 1 entries, not the 4 its length said (its buffer changed while the call read it, or it was given a length of its own)');
     expect(tape.size).toBe(0);
+    // A typed array given a length of its own (reviews): more than it holds is refused (an earlier
+    // recording's values were inputs, old handles gathered, a compiled function's engines read
+    // past its end and disagreed); less is that many entries (it was copied whole, past the region
+    // reserved for it, or a raw RangeError).
+    const claiming = (values: number[], length: number): Float64Array => Object.defineProperty(Float64Array.from(values), 'length', { value: length });
+    expect(() => tape.variables(claiming([1, 2, 3], 5))).toThrow(/^variables: input: the array holds 3 entries, not the 5 its length said/);
+    expect(() => tape.vector(claiming([1, 2, 3], 5))).toThrow(/^vector: the array holds 3 entries, not the 5 its length said/);
+    expect(tape.size).toBe(0);
+    expect(tape.variables(claiming([1, 2, 3], 2)).map((x) => x.value)).toEqual([1, 2]);
+    expect(Array.from(tape.vector(claiming([1, 2, 3], 2)).value)).toEqual([1, 2]);
+    const h = tape.handles, hs = h.variables([1, 2, 3]), hy = h.add(h.mul(hs[0]!, hs[1]!), hs[2]!);
+    expect(() => h.gradient(hy, Object.defineProperty(Int32Array.from(hs), 'length', { value: 5 }))).toThrow(/^handles\.gradient: the handles: the array holds 3 entries, not the 5/);
+    expect(Array.from(h.gradient(hy, Object.defineProperty(Int32Array.from(hs), 'length', { value: 2 })))).toEqual([2, 1]);
+    const f = compile((x: Var[]) => x[0]!.mul(x[1]!).add(x[2]!.mul(100)), { inputs: 3, backend });
+    expect(() => f.value(claiming([5, 6], 3))).toThrow('value: the input has 2 entries, expected 3');
+    expect(() => f.gradientBatch(claiming([5, 6, 7], 6), 2)).toThrow(/^gradientBatch: 2 rows of 3 inputs need at least 6 numbers, got 3$/);
   });
 
   it('the op methods record node for node what the checked paths record, through Vars and handles, constants shared or not (random programs)', async () => {
