@@ -125,10 +125,17 @@ export function typedLength(x: ArrayBufferView): number {
   return typedArrayLengthGetter.call(x) as number;
 }
 
-/** @internal An array's length, a typed array's as its buffer holds it (see typedLength): the
- *  entries a call can read from it. */
-export function heldLength(x: ArrayLike<unknown>): number {
-  return ArrayBuffer.isView(x) && !(x instanceof DataView) ? typedLength(x) : x.length;
+/** @internal Refuses a typed array whose `length` property says another count than its buffer
+ *  holds (one of its own, or a getter of a subclass): copies and views of it take what it holds,
+ *  and calls that went by the property read past its end (the engines disagreed: a review) or
+ *  recorded fewer inputs than were checked (another). Any realm's typed arrays (typedArrayKind),
+ *  not DataViews. */
+export function checkHeldLength(x: ArrayLike<unknown>, what: string): void {
+  if (typedArrayKind(x) === undefined) return;
+  const held = typedLength(x as unknown as ArrayBufferView), said = x.length;
+  if (held !== said) {
+    throw held === 0 && unreadableView(x) ? unreadableError(what) : new TapegradError('INVALID_ARGUMENT', `${what}: the array holds ${held} entries, not the ${said} its length said (its buffer changed while the call read it, or it was given a length of its own)`);
+  }
 }
 
 /** @internal A typed array that reads as empty because its buffer is gone: detached (transferred
@@ -136,7 +143,7 @@ export function heldLength(x: ArrayLike<unknown>): number {
  *  from one is V8's raw TypeError (a worker_threads probe); a typed-array method called on it
  *  fails the same way, and only such an empty view is tried. */
 export function unreadableView(x: unknown): boolean {
-  if (!ArrayBuffer.isView(x) || x.byteLength !== 0 || x instanceof DataView || typedArrayAt === undefined) return false;
+  if (typedArrayKind(x) === undefined || (x as ArrayBufferView).byteLength !== 0 || typedArrayAt === undefined) return false;
   try {
     typedArrayAt.call(x, 0);
     return false;

@@ -1863,13 +1863,13 @@ function constantSlot(c: number): number {
 // user code in between (probes: a getter recording a Var took the first input's node; a vector's
 // copy went to regions a valueOf had moved; an entry turned BigInt threw a raw TypeError after a
 // vector's nodes were recorded).
-/** Refuses a typed array holding fewer than the `len` entries its `length` said: code run since
+/** Refuses a typed array holding other than the `len` entries its `length` said: code run since
  *  (a getter) detached or shrank its buffer, or it was given a `length` of its own, and a copy
- *  would take fewer values than the call records (reviews: an earlier recording's values as
- *  inputs). */
+ *  takes what it holds (reviews: an earlier recording's values as inputs, a copy past the room
+ *  made for it). */
 function checkedLength(xs: ArrayBufferView, len: number, what: string): void {
   const held = typedLength(xs);
-  if (held >= len) return;
+  if (held === len) return;
   throw held === 0 && unreadableView(xs) ? unreadableError(what) : new TapegradError('INVALID_ARGUMENT', `${what}: the array holds ${held} entries, not the ${len} its length said (its buffer changed while the call read it, or it was given a length of its own)`);
 }
 
@@ -1880,9 +1880,7 @@ function readNumbers(xs: ArrayLike<number>, len: number, what: string, copy = fa
   // isView: a Proxy of a Float64Array passes instanceof but reads through its traps.
   if (xs instanceof Float64Array && ArrayBuffer.isView(xs)) {
     checkedLength(xs, len, what);
-    // Holding more than its length said (one of its own): its first len entries, as a copy of it
-    // would take (it was copied whole, past the region reserved for it: a review).
-    return copy ? xs.slice(0, len) : typedLength(xs) === len ? xs : xs.subarray(0, len);
+    return copy ? xs.slice(0, len) : xs;
   }
   const out = newFloat64(len, what);
   for (let k = 0; k < len; k++) {
@@ -2106,7 +2104,7 @@ export class HandleApi {
         // Its length as the buffer holds it: one of its own made the kept array's old entries
         // handles (a review).
         checkedLength(wrt, len, 'handles.gradient: the handles');
-        handles.set(len === typedLength(wrt) ? wrt : wrt.subarray(0, len));
+        handles.set(wrt);
       }
       else handlesReadOnce(t, wrt, len, handles);
       // indexOfHandle's test in the loop (a gradient reads every input: two calls per input were
@@ -2152,7 +2150,9 @@ for (const name of BINARY_OPS) Object.defineProperty(HandleApi.prototype, name, 
  *  a finished transform got the hint; a transform inside compile was named as compile). */
 function capturedHint(tape: Tape, other: Tape): string {
   const transform = (t: Tape): boolean => t.staleWhy.includes('transform') && t.size > 0;
-  const who = transform(tape) || transform(other) ? 'the transform' : tape.observed !== null || other.observed !== null ? 'compile' : '';
+  const inTransform = transform(tape) || transform(other), inCompile = tape.observed !== null || other.observed !== null;
+  // Both at once (one inside the other): which is f's is not known here (a review).
+  const who = inTransform && inCompile ? 'a transform or compile' : inTransform ? 'the transform' : inCompile ? 'compile' : '';
   return who ? `: f uses a Var of the caller's tape beside its own, and ${who} records f on a tape of its own; make the caller's value an input of f, or use its number (.value)` : '';
 }
 
