@@ -125,11 +125,16 @@ export function typedLength(x: ArrayBufferView): number {
   return typedArrayLengthGetter.call(x) as number;
 }
 
-/** @internal Refuses a typed array whose `length` property says another count than its buffer
+/** @internal Whether a typed array's `length` property says another count than its buffer
  *  holds (one of its own, or a getter of a subclass): copies and views of it take what it holds,
  *  and calls that went by the property read past its end (the engines disagreed: a review) or
  *  recorded fewer inputs than were checked (another). Any realm's typed arrays (typedArrayKind),
  *  not DataViews. */
+export function disagrees(x: ArrayLike<unknown>): boolean {
+  return typedArrayKind(x) !== undefined && typedLength(x as unknown as ArrayBufferView) !== x.length;
+}
+
+/** @internal checkHeldLength's error where `disagrees` (callers make `what` only then). */
 export function checkHeldLength(x: ArrayLike<unknown>, what: string): void {
   if (typedArrayKind(x) === undefined) return;
   const held = typedLength(x as unknown as ArrayBufferView), said = x.length;
