@@ -4,7 +4,7 @@
 // recording are guards: a replay where one comes out the other way re-records (or throws).
 import { copyNumbers, type Backend, type BackendChoice, type BackendKind } from './backend.ts';
 import { checkExpectedNodes, createTapeSync, resolveBackend } from './create.ts';
-import { BranchChangedError, NotANumberError, TapegradError, checkApart, checkOut, counted, describe, isArrayLike, lockFields, mayOverlap, newFloat64, checkHeldLength, disagrees, notAnOutput, unreadableError, unreadableView } from './errors.ts';
+import { BranchChangedError, NotANumberError, TapegradError, checkApart, checkOut, counted, describe, isArrayLike, lockFields, mayOverlap, newFloat64, checkHeld, disagrees, notAnOutput, unreadableError, unreadableView } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, OP_TABLE, Op, opNameOf } from './ops.ts';
 import { BACKEND_RULE, CODEGEN_RULE, readOptions } from './options.ts';
 import { toBytes } from './serialize.ts';
@@ -1206,7 +1206,7 @@ export function checkArrayLength(x: unknown, needed: number, what: string): asse
   if (x.length === 0 && unreadableView(x)) throw unreadableError(what);
   // A typed array whose length property is not what it holds: one given a length of its own was
   // read past its end, and the engines disagreed (a review: 30 on wasm, NaN on the JS engine).
-  if (disagrees(x)) checkHeldLength(x, what);
+  if (disagrees(x)) checkHeld(x as unknown as ArrayBufferView, x.length, what);
   if (x.length < needed) throw new TapegradError('INVALID_ARGUMENT', `${what} need at least ${counted(needed, 'number')}, got ${x.length}`);
 }
 
@@ -1270,7 +1270,7 @@ function checkLength(x: ArrayLike<number>, expected: number, call: string, noun:
   if (!isArrayLike(x)) throw new NotANumberError(`${named(call, noun)} must be an array of numbers, got ${describe(x)}`);
   // (A typed array's length property must be what it holds, as in checkArrayLength; the message
   // made only then: made on every call, its text was 64-130 bytes a call and a batch row.)
-  if (disagrees(x)) checkHeldLength(x, named(call, noun));
+  if (disagrees(x)) checkHeld(x as unknown as ArrayBufferView, x.length, named(call, noun));
   if (x.length !== expected) throw new TapegradError('INVALID_ARGUMENT', `${named(call, noun)} has ${x.length} entries, expected ${expected}`);
 }
 

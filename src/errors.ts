@@ -134,13 +134,13 @@ export function disagrees(x: ArrayLike<unknown>): boolean {
   return typedArrayKind(x) !== undefined && typedLength(x as unknown as ArrayBufferView) !== x.length;
 }
 
-/** @internal checkHeldLength's error where `disagrees` (callers make `what` only then). */
-export function checkHeldLength(x: ArrayLike<unknown>, what: string): void {
-  if (typedArrayKind(x) === undefined) return;
-  const held = typedLength(x as unknown as ArrayBufferView), said = x.length;
-  if (held !== said) {
-    throw held === 0 && unreadableView(x) ? unreadableError(what) : new TapegradError('INVALID_ARGUMENT', `${what}: the array holds ${held} entries, not the ${said} its length said (its buffer changed while the call read it, or it was given a length of its own)`);
-  }
+/** @internal Refuses a typed array that holds other than the `said` entries its `length` said
+ *  (read before code that ran since, a getter, could detach or shrink its buffer; or its own
+ *  property: see disagrees), as INVALID_ARGUMENT named by `what`. */
+export function checkHeld(x: ArrayBufferView, said: number, what: string): void {
+  const held = typedLength(x);
+  if (held === said) return;
+  throw held === 0 && unreadableView(x) ? unreadableError(what) : new TapegradError('INVALID_ARGUMENT', `${what}: the array holds ${held} entries, not the ${said} its length said (its buffer changed while the call read it, or it was given a length of its own)`);
 }
 
 /** @internal A typed array that reads as empty because its buffer is gone: detached (transferred

@@ -1,7 +1,7 @@
 import { DEFERRED_VALUES, DROPPED_ADJOINT, type Backend, type BackendKind, type CustomHandler } from './backend.ts';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
-  TapegradError, booleanCondition, typedLength, checkOut, counted, describe, isArrayLike, lockFields, newFloat64, unreadableError, unreadableView,
+  TapegradError, booleanCondition, checkHeld, checkOut, counted, describe, isArrayLike, lockFields, newFloat64, unreadableError, unreadableView,
 } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, OP_TABLE, Op, UNARY_OPS, ZERO_GRADIENT, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
 import { partialZ, partialZTangent, partials, partialsTangent } from './js/rules.ts';
@@ -255,7 +255,7 @@ export class Tape {
       // or shrink its buffer before the copy below (a review: a raw TypeError, or an earlier
       // recording's values taken as inputs). (Checked after the values, not before: a getter of
       // xs put a Var of this recording into reuse past its check, another review.)
-      if (values === xs) checkedLength(values, len, where);
+      if (values === xs) checkHeld(values, len, where);
     }
     this.reserveNodes(len);
     const { opV: op, aV: a, bV: b, valV: val } = this;
@@ -1863,15 +1863,6 @@ function constantSlot(c: number): number {
 // user code in between (probes: a getter recording a Var took the first input's node; a vector's
 // copy went to regions a valueOf had moved; an entry turned BigInt threw a raw TypeError after a
 // vector's nodes were recorded).
-/** Refuses a typed array holding other than the `len` entries its `length` said: code run since
- *  (a getter) detached or shrank its buffer, or it was given a `length` of its own, and a copy
- *  takes what it holds (reviews: an earlier recording's values as inputs, a copy past the room
- *  made for it). */
-function checkedLength(xs: ArrayBufferView, len: number, what: string): void {
-  const held = typedLength(xs);
-  if (held === len) return;
-  throw held === 0 && unreadableView(xs) ? unreadableError(what) : new TapegradError('INVALID_ARGUMENT', `${what}: the array holds ${held} entries, not the ${len} its length said (its buffer changed while the call read it, or it was given a length of its own)`);
-}
 
 function readNumbers(xs: ArrayLike<number>, len: number, what: string, copy = false): Float64Array {
   // An empty view may be one whose buffer is gone: copying it threw a raw TypeError, after a
@@ -1879,7 +1870,7 @@ function readNumbers(xs: ArrayLike<number>, len: number, what: string, copy = fa
   if (len === 0 && unreadableView(xs)) throw unreadableError(what);
   // isView: a Proxy of a Float64Array passes instanceof but reads through its traps.
   if (xs instanceof Float64Array && ArrayBuffer.isView(xs)) {
-    checkedLength(xs, len, what);
+    checkHeld(xs, len, what);
     return copy ? xs.slice(0, len) : xs;
   }
   const out = newFloat64(len, what);
@@ -2103,7 +2094,7 @@ export class HandleApi {
       if (wrt instanceof Int32Array && ArrayBuffer.isView(wrt)) {
         // Its length as the buffer holds it: one of its own made the kept array's old entries
         // handles (a review).
-        checkedLength(wrt, len, 'handles.gradient: the handles');
+        checkHeld(wrt, len, 'handles.gradient: the handles');
         handles.set(wrt);
       }
       else handlesReadOnce(t, wrt, len, handles);
