@@ -157,6 +157,13 @@ export function unreadableView(x: unknown): boolean {
   }
 }
 
+/** @internal An argument a method does not take (NumPy's axis, step, order, second index): it was
+ *  ignored, silently (a NumPy user's probe). The value given is named, with the likeliest source
+ *  where nobody wrote one: an Array method's callback passing the element's index (a review). */
+export function extraArgument(message: string, value: unknown): TapegradError {
+  return new TapegradError('INVALID_ARGUMENT', `${message}; got ${describe(value)} there (map, forEach and the other Array methods pass their callback the element's index too: call it from a function of your own, (x) => …)`);
+}
+
 /** @internal select's condition given as a boolean: a JavaScript comparison of Vars (x > 0)
  *  compares their values, off the tape (JAX's where takes one; a new-user probe read "expected a
  *  Var or a number, got boolean true"). */

@@ -1,7 +1,7 @@
 import { DEFERRED_VALUES, DROPPED_ADJOINT, type Backend, type BackendKind, type CustomHandler } from './backend.ts';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
-  TapegradError, booleanCondition, checkHeld, checkOut, counted, describe, isArrayLike, lockFields, newFloat64, unreadableError, unreadableView,
+  TapegradError, booleanCondition, checkHeld, extraArgument, checkOut, counted, describe, isArrayLike, lockFields, newFloat64, unreadableError, unreadableView,
 } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, OP_TABLE, Op, UNARY_OPS, ZERO_GRADIENT, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
 import { partialZ, partialZTangent, partials, partialsTangent } from './js/rules.ts';
@@ -340,7 +340,7 @@ export class Tape {
    *  (vectors [n] as the rows of a matrix), as NumPy's stack. */
   stack(parts: readonly (Var | number)[] | readonly Vec[], axis?: never): Vec {
     // NumPy's axis was ignored: stack([a, b], 1) stacked along a new first axis (a probe).
-    if (axis !== undefined) throw new TapegradError('INVALID_ARGUMENT', 'stack: takes no axis, it stacks along a new first axis (for columns, stack the rows and transpose: .T)');
+    if (axis !== undefined) throw extraArgument('stack: takes no axis, it stacks along a new first axis (for columns, stack the rows and transpose: .T)', axis);
     const first = Array.isArray(parts) ? parts[0] : undefined;
     // The shapes are checked before concat records anything. Matrices (and a Vec among scalars)
     // were joined end to end: two [2, 2] gave [4, 2] (a new-user probe).
@@ -365,7 +365,7 @@ export class Tape {
   /** Vectors, scalars and numbers joined end to end (matrices: along rows). */
   concat(parts: readonly (Vec | Var | number)[], axis?: never): Vec {
     // NumPy's axis was ignored: concat([A, A], 1) joined along rows (a probe).
-    if (axis !== undefined) throw new TapegradError('INVALID_ARGUMENT', 'concat: takes no axis, it joins along the first (for columns, join the transposes and transpose back)');
+    if (axis !== undefined) throw extraArgument('concat: takes no axis, it joins along the first (for columns, join the transposes and transpose back)', axis);
     return concatOn(this, parts, 'concat');
   }
 

@@ -3,7 +3,7 @@
 // ops broadcast as NumPy does for trailing shapes; reductions return scalar Vars; matrices are
 // row-major with a shape. The rules live in assembly/vector.ts and src/js/vector.ts.
 import type { BinaryOps, UnaryOps } from './op-docs.ts';
-import { NotANumberError, ShapeError, TapegradError, VEC_BRAND, describe, isArrayLike, newFloat64, unreadableError, unreadableView } from './errors.ts';
+import { NotANumberError, ShapeError, TapegradError, VEC_BRAND, describe, extraArgument, isArrayLike, newFloat64, unreadableError, unreadableView } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
 import { readOptions } from './options.ts';
 import { Tape, Var, tapeArgument } from './tape.ts';
@@ -45,8 +45,8 @@ function checkShape(shape: Shape, n: number | null, what: string, operand = 'sha
 
 /** A reduction given an axis, which it does not take (NumPy's and JAX's do; a new-user probe's
  *  `M.sum(1)` summed every element, silently). */
-function noAxis(name: string): TapegradError {
-  return new TapegradError('INVALID_ARGUMENT', `${name}: takes no axis, it reduces every element; for a matrix's rows take each row (M.reshape([m * n]).slice(r * n, (r + 1) * n)), or for row sums M.matvec(ones)`);
+function noAxis(name: string, axis: unknown): TapegradError {
+  return extraArgument(`${name}: takes no axis, it reduces every element (for a matrix's rows take each row, M.reshape([m * n]).slice(r * n, (r + 1) * n), or for row sums M.matvec(ones))`, axis);
 }
 
 /** NumPy's rule for trailing shapes: equal, a scalar, or the shorter shape is the other's tail. */
@@ -269,7 +269,7 @@ export class Vec {
   /** Element i as a scalar Var (row-major index for matrices; negative counts from the end). */
   get(i: number, j?: never): Var {
     // M.get(1, 2) read flat element 1 (a NumPy user's probe): one index, row-major.
-    if (j !== undefined) throw new TapegradError('INVALID_ARGUMENT', 'get: takes one index, row-major (element i * columns + j of a matrix)');
+    if (j !== undefined) throw extraArgument('get: takes one index, row-major (element i * columns + j of a matrix)', j);
     const t = this.tape, v = t.vindex(this, 'get');
     return new Var(t, recordGet(t, v, i));
   }
@@ -277,7 +277,7 @@ export class Vec {
   /** Elements [start, end) of a vector (end defaults to the length; negative counts from the end). */
   slice(start: number, end?: number, step?: never): Vec {
     // NumPy's step was ignored: x.slice(0, 4, 2) gave all four (a probe).
-    if (step !== undefined) throw new TapegradError('INVALID_ARGUMENT', 'slice: takes start and end, no step (gather takes any indices)');
+    if (step !== undefined) throw extraArgument('slice: takes start and end, no step (gather takes any indices)', step);
     const t = this.tape, v = t.vindex(this, 'slice'), n = t.elementLength(v);
     if (this.shape.length > 1) throw new ShapeError(`slice: expects a vector, got shape ${show(this.shape)} (reshape it first)`, 'slice', [this.shape]);
     const from = clampIndex(start, n, 'start'), to = end === undefined ? n : clampIndex(end, n, 'end');
@@ -294,7 +294,7 @@ export class Vec {
   /** x[indices[k]] for each k of a vector (indices: integers in range, negative ones counting
    *  from the end, as `get`'s; the gather is one node). */
   gather(indices: ArrayLike<number>, axis?: never): Vec {
-    if (axis !== undefined) throw noAxis('gather');
+    if (axis !== undefined) throw extraArgument('gather: takes the indices alone, of a vector\'s elements', axis);
     // A matrix's elements row-major were picked where a NumPy user expects its rows (a probe's
     // X.gather([2, 0]) of a [3, 2] gave [5, 1]... as two numbers): refused, as slice refuses it.
     if (this.shape.length > 1) {
@@ -332,12 +332,12 @@ export class Vec {
 
   /** Σ x, over every element (no axis: see README for a matrix's rows). */
   sum(axis?: never): Var {
-    if (axis !== undefined) throw noAxis('sum');
+    if (axis !== undefined) throw noAxis('sum', axis);
     return this.reduce(VSUM, 'sum');
   }
   /** Σ x / n, over every element. */
   mean(axis?: never): Var {
-    if (axis !== undefined) throw noAxis('mean');
+    if (axis !== undefined) throw noAxis('mean', axis);
     // The composites check their Vec under their own name (a stale one's error named the op they
     // call first), and reserve what all their nodes take first: a failure part-way left orphans.
     this.tape.vindex(this, 'mean');
@@ -360,19 +360,19 @@ export class Vec {
   }
   /** log Σ exp(x), stable (the max is taken inside); one node whose adjoint is the softmax. */
   logSumExp(axis?: never): Var {
-    if (axis !== undefined) throw noAxis('logSumExp');
+    if (axis !== undefined) throw noAxis('logSumExp', axis);
     return this.reduce(VLSE, 'logSumExp');
   }
   /** Σ x². */
   sumSquares(axis?: never): Var {
-    if (axis !== undefined) throw noAxis('sumSquares');
+    if (axis !== undefined) throw noAxis('sumSquares', axis);
     return this.dot(this);
   }
   /** Euclidean norm sqrt(Σ x²) (its gradient at 0 is 0, as for x.square().sum().sqrt(): the
    *  zero partials 2x are skipped, so sqrt'(0) = Infinity never meets them). */
   norm(ord?: never): Var {
     // NumPy's ord or axis was ignored: the L2 norm of everything (a probe).
-    if (ord !== undefined) throw new TapegradError('INVALID_ARGUMENT', 'norm: takes no order or axis, it is sqrt(Σ x²) over every element (abs().sum() is the 1-norm, abs().max() the ∞-norm)');
+    if (ord !== undefined) throw extraArgument('norm: takes no order or axis, it is sqrt(Σ x²) over every element (abs().sum() is the 1-norm, abs().max() the ∞-norm)', ord);
     this.tape.vindex(this, 'norm');
     this.tape.reserveVector(2, 0);
     return this.sumSquares().sqrt();
@@ -381,7 +381,7 @@ export class Vec {
    *  is stopped: the result does not move with it), so that the rounding of the log-sum-exp at
    *  large logits does not reach every entry, as x − logSumExp(x) would. */
   logSoftmax(axis?: never): Vec {
-    if (axis !== undefined) throw noAxis('logSoftmax');
+    if (axis !== undefined) throw noAxis('logSoftmax', axis);
     this.tape.reserveVector(7, 2 * this.tape.elementLength(this.tape.vindex(this, 'logSoftmax')));
     const shifted = this.shiftedByMax();
     return shifted.sub(shifted.logSumExp());
@@ -389,7 +389,7 @@ export class Vec {
   /** exp(x − m) / Σ exp(x − m), m as in logSoftmax: entries sum to 1 to rounding at any scale
    *  (exp(x − logSumExp(x)) gave 0.47 and 0.47 for logits 1e15, 1e15). */
   softmax(axis?: never): Vec {
-    if (axis !== undefined) throw noAxis('softmax');
+    if (axis !== undefined) throw noAxis('softmax', axis);
     this.tape.reserveVector(9, 3 * this.tape.elementLength(this.tape.vindex(this, 'softmax')));
     const e = this.shiftedByMax().exp();
     return e.div(e.sum());
