@@ -407,18 +407,30 @@ export class Tape {
     // after its list was read, unless the rule catches that) takes one of its own, as
     // handles.gradient does (a review: the outer call gathered the inner list's nodes).
     this.refuseInsideRule('cannot run a reverse sweep');
-    const mine = !this.scratchBusy;
-    this.scratchBusy = true;
+    const kept = Array.isArray(wrt) ? this.holdScratch(wrt.length) : null;
     try {
-      const nodes = this.nodesOf(wrt, 'gradient', mine);
+      const nodes = this.nodesOf(wrt, 'gradient', kept);
       if (out !== undefined) checkOut(out, this.entryCount(nodes), 'gradient: out');
       this.backwardIndex(this.index(output, 'gradient'), seed, 'gradient');
       return this.gatherEntries(nodes, this.engine.views.adj, this.engine.views.xadj, true, out);
     } finally {
-      if (mine) this.scratchBusy = false;
+      if (kept) this.scratchBusy = false;
     }
   }
-  private scratchBusy = false;
+
+  /** @internal The array the tape keeps for a gradient's list (its nodes, or a handle gradient's
+   *  handles), of at least `length` entries, held until the call sets `scratchBusy` back; null
+   *  where a call holds it already (a getter of its list called again) or the list is longer than
+   *  is kept (KEPT_LIST: so that one long list holds no memory past its call). */
+  holdScratch(length: number): Int32Array | null {
+    if (this.scratchBusy || length > KEPT_LIST) return null;
+    if (this.nodeScratch.length < length) this.nodeScratch = new Int32Array(Math.min(KEPT_LIST, Math.max(length, 2 * this.nodeScratch.length)));
+    this.scratchBusy = true;
+    return this.nodeScratch;
+  }
+  /** @internal See holdScratch. */
+  scratchBusy = false;
+  private nodeScratch = new Int32Array(0);
 
   /** Vector-Jacobian product in one reverse sweep: the gradient of sum_j cotangent[j] *
    *  outputs[j] with respect to `wrt` (Vecs count as their elements, in order). */
@@ -571,17 +583,15 @@ export class Tape {
   /** @internal The node of each Var and Vec of `list`, every one checked before anything runs.
    *  Its callers index it: `for...of` over an Int32Array made V8 deoptimise jvp's seeding three
    *  times a call, each time (jvp 4.3 against 3.4 ns/node on the bench's Rosenbrock). */
-  nodesOf(list: readonly (Var | Vec)[], what?: string, scratch = false): Int32Array {
+  nodesOf(list: readonly (Var | Vec)[], what?: string, scratch: Int32Array | null = null): Int32Array {
     if (!Array.isArray(list)) throw new NotANumberError(`${what === undefined ? '' : `${what}: `}expected an array of Vars and Vecs, got ${describe(list)}`);
     // An Int32Array, not a number[]: an array of 10^5 entries is a large object in fresh pages
     // on every call (filling it took 7.6 ns per entry there, this 2.7 with its allocation).
-    // `scratch`: a list used only within the call (gradient's) goes into one the tape keeps (a
-    // probe: 80 KB a call for 2·10^4 inputs, with `out` given).
+    // `scratch`: a list used only within the call (gradient's) goes into the array the tape keeps
+    // (holdScratch; a probe: 80 KB a call for 2·10^4 inputs, with `out` given).
     if (!scratch) return this.writeNodes(list, new Int32Array(list.length), this.count, this.base, what);
-    if (this.nodeScratch.length < list.length) this.nodeScratch = new Int32Array(Math.max(list.length, 2 * this.nodeScratch.length));
-    return this.writeNodes(list, this.nodeScratch.subarray(0, list.length), this.count, this.base, what);
+    return this.writeNodes(list, scratch.subarray(0, list.length), this.count, this.base, what);
   }
-  private nodeScratch = new Int32Array(0);
 
   // nodesOf's loop: live Vars of this tape in liveVarIds, anything else (a Vec, a fault to name)
   // through the checks here, one at a time.
@@ -2082,12 +2092,9 @@ export class HandleApi {
     // over its memory (a probe's Int32Array over the same buffer, or two SharedArrayBuffer objects
     // of one memory, read gradients as handles). An Int32Array is copied whole, anything else
     // entry by entry, checked (a Float64Array's 2.5 was cut to 2).
-    // (Of at least len entries, the first len used: calls with lists of other lengths share it.)
-    // (Kept up to KEPT_HANDLES entries, so that one long list holds no memory past its call.)
+    // (The tape's kept array, holdScratch's: of at least len entries, the first len used.)
     if (len === 0 && unreadableView(wrt)) throw unreadableError('handles.gradient: the handles');
-    const mine = !this.listBusy && len <= KEPT_HANDLES;
-    const handles = mine ? (this.list.length >= len ? this.list : (this.list = new Int32Array(Math.min(KEPT_HANDLES, Math.max(len, 2 * this.list.length))))) : new Int32Array(len);
-    if (mine) this.listBusy = true;
+    const kept = t.holdScratch(len), handles = kept ?? new Int32Array(len);
     try {
       // isView: a Proxy of an Int32Array passes instanceof but reads through its traps, which set
       // converts unchecked (a review: a fraction cut to another node's handle).
@@ -2118,12 +2125,9 @@ export class HandleApi {
       }
       return out;
     } finally {
-      if (mine) this.listBusy = false;
+      if (kept) t.scratchBusy = false;
     }
   }
-  // gradient's copy of its list of handles, and whether a call is using it.
-  private list = new Int32Array(0);
-  private listBusy = false;
   /** Wraps a handle as a Var. */
   toVar(h: number): Var {
     this.tape.indexOfHandle(h, 'toVar');
@@ -2152,9 +2156,9 @@ export function tapeArgument(value: unknown): string {
   return value instanceof Var ? 'a Var (its tape is x.tape)' : describe(value);
 }
 
-/** The longest list of handles a handle API keeps its copy of between gradients (a copy per call
- *  past it: 256 KB, against the gradient of as many inputs). */
-const KEPT_HANDLES = 1 << 16;
+/** The longest list a tape keeps its array for between gradients (holdScratch; a list past it
+ *  gets an array per call: 256 KB, against the gradient of as many inputs). */
+const KEPT_LIST = 1 << 16;
 
 /** `list`'s first `length` entries, each read once, into `handles`; an entry that is no integer is
  *  named by `indexOfHandle`'s error (handles.gradient checks the rest). */
