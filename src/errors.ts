@@ -226,7 +226,12 @@ export function describe(value: unknown): string {
   if (value === null) return 'null';
   if (value === undefined) return 'undefined';
   if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return `an object (${value.constructor?.name ?? 'Object'})`;
+  if (typeof value === 'object') {
+    const name: string = value.constructor?.name ?? 'Object';
+    // A Proxy of a typed array passes its constructor through but is no typed array (a probe got
+    // "needs a Uint8Array, got an object (Uint8Array)").
+    return /(\d|Clamped)Array$/.test(name) && !ArrayBuffer.isView(value) ? `an object posing as a ${name} (a Proxy?), not one` : `an object (${name})`;
+  }
   if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 20 ? value.slice(0, 20) + '…' : value)}`;
   return `${typeof value} ${String(value)}`;
 }
