@@ -84,7 +84,9 @@ function broadcastError(op: string, shapes: readonly Shape[]): ShapeError {
   // Against a matrix of as many rows, a column means a value per row, which [n] would add per
   // column instead (a probe followed the reshape hint there): the transpose does it.
   const perRow = column && shapes.some((s) => s.length === 2 && s[0] === column[0] && s[1] !== 1);
-  const hint = !column ? ''
+  // A flat array of a matrix's every element (a new-user probe): the shape it needs.
+  const matrix = shapes.find((s) => s.length === 2), flat = shapes.find((s) => s.length === 1);
+  const hint = !column ? (matrix && flat && flat[0] === matrix[0]! * matrix[1]! ? `; for the matrix's ${flat[0]} elements in row order, reshape that operand to [${matrix.join(', ')}] (a constant: tape.constantVector(values, [${matrix.join(', ')}]))` : '')
     : perRow ? `; for a value per row, transpose: ${shapes[0] === column ? `c.reshape([${column[0]}]).${op}(m.T).T` : `m.T.${op}(c.reshape([${column[0]}])).T`}`
     : `; for elementwise use, reshape the [${column[0]}, 1] operand to [${column[0]}] (no node is recorded)`;
   return new ShapeError(

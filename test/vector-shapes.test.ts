@@ -220,6 +220,12 @@ describe.each(BACKENDS)('every shape error is a ShapeError that records nothing 
     expectShapeError(tape, () => M.sub(C), 'sub', [[2, 3], [2, 1]], /m\.T\.sub\(c\.reshape\(\[2\]\)\)\.T/);
     expectShapeError(tape, () => C.sub(M), 'sub', [[2, 1], [2, 3]], /c\.reshape\(\[2\]\)\.sub\(m\.T\)\.T/);
     expect(Array.from(M.T.sub(C.reshape([2])).T.value)).toEqual([0, 1, 2, 2, 3, 4]);
+    // A flat array of the matrix's every element (a new-user probe): the reshape it needs.
+    const flatHint = /for the matrix's 6 elements in row order, reshape that operand to \[2, 3\] \(a constant: tape\.constantVector\(values, \[2, 3\]\)\)$/;
+    expectShapeError(tape, () => M.mul(new Float64Array(6)), 'mul', [[2, 3], [6]], flatHint);
+    const v6 = tape.vector([1, 2, 3, 4, 5, 6]);
+    expectShapeError(tape, () => v6.add(N), 'add', [[6], [3, 2]], /reshape that operand to \[3, 2\] \(a constant: tape\.constantVector\(values, \[3, 2\]\)\)$/);
+    expect(Array.from(M.mul(tape.constantVector(new Float64Array(6).fill(2), [2, 3])).value)).toEqual([2, 4, 6, 8, 10, 12]);
     const c3 = v3.gt(1), c4 = v4.gt(0);
     expectShapeError(tape, () => tape.select(v3, v4, 0), 'select', [[3], [4], []], /do not broadcast/);
     expectShapeError(tape, () => tape.select(c3, 1, [1, 2]), 'select', [[3], [], [2]], /do not broadcast/);
