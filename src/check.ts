@@ -1,6 +1,6 @@
 // Finite differences and the gradient checker (like torch.autograd.gradcheck, jax check_grads).
 import type { BackendChoice } from './backend.ts';
-import { GradcheckError, MissingRuleError, NotANumberError, TapegradError, describe, isArrayLike, notAnOutput, unreadableError, unreadableView } from './errors.ts';
+import { GradcheckError, MissingRuleError, NotANumberError, TapegradError, checkHeld, describe, isArrayLike, notAnOutput, typedArrayKind, unreadableError, unreadableView } from './errors.ts';
 import type { Tape, Var } from './tape.ts';
 import { BACKEND_RULE, readOptions } from './options.ts';
 import { callOn, checkFunction, recordOn, scalarOutput, withTape, type RuntimeVector, type ScalarOutput } from './transforms.ts';
@@ -65,10 +65,16 @@ function stencil(
 ): Float64Array {
   if (!isArrayLike(x)) throw new NotANumberError(`${where}: the point must be a number or an array of numbers, got ${describe(x)}`);
   if (x.length === 0 && unreadableView(x)) throw unreadableError(`${where}: the point`);
-  for (let k = 0; k < x.length; k++) {
-    if (typeof x[k] !== 'number') throw new NotANumberError(`${where}: entry ${k} of the point must be a number, got ${describe(x[k])}`);
+  // Each entry read once, as it is checked and copied, up to the length read once: Float64Array.from
+  // went by a typed array's iterator, past the `length` of its own the checks had gone by (a
+  // review: 3 entries differentiated, 2 checked).
+  if (typedArrayKind(x) !== undefined) checkHeld(x as unknown as ArrayBufferView, x.length, `${where}: the point`);
+  const point = new Float64Array(x.length), given = new Float64Array(point.length);
+  for (let k = 0; k < point.length; k++) {
+    const v = x[k];
+    if (typeof v !== 'number') throw new NotANumberError(`${where}: entry ${k} of the point must be a number, got ${describe(v)}`);
+    point[k] = v;
   }
-  const point = Float64Array.from(x), given = new Float64Array(point.length);
   const out = new Float64Array(point.length);
   // What f returns is a number, or the stencil is no gradient (null read as 0, '4' as 4: a probe).
   // f gets an array of its own each time, as the transforms give theirs (one that reordered the

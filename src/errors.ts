@@ -83,12 +83,16 @@ export function newFloat64(length: number, what: string): Float64Array {
 export function checkOut(out: Float64Array | Int32Array, needed: number, where: string, type: typeof Float64Array | typeof Int32Array = Float64Array): void {
   // This realm's arrays first: the kind test below calls two native getters (the tag's and the
   // type's name), which a batch of per-row calls paid on every row (a fifth of jvpBatch's JS).
-  if (out instanceof type && out.length >= needed) return;
+  // The length its buffer holds, not its `length` property: one of its own made calls write
+  // fewer results than they returned, or a raw RangeError (a review).
+  // (isView: a Proxy passes instanceof, but the getter takes only the array itself.)
+  if (out instanceof type && ArrayBuffer.isView(out) && typedLength(out) >= needed) return;
   // By its kind, not instanceof: an array of another realm (a vm context) was refused with a
   // message calling it one (a probe).
   const right = typedArrayKind(out) === type.name;
-  if (!right || out.length < needed) {
-    const got = right ? ` of length ${out.length}` : out == null ? ' (leave it out for a new array)' : '';
+  if (!right || typedLength(out) < needed) {
+    if (right && unreadableView(out)) throw unreadableError(where);
+    const got = right ? ` of length ${typedLength(out)}` : out == null ? ' (leave it out for a new array)' : '';
     throw new TapegradError('INVALID_ARGUMENT', `${where} must be ${type === Int32Array ? 'an' : 'a'} ${type.name} of at least ${counted(needed, 'number')}, got ${describe(out)}${got}`);
   }
 }

@@ -1,11 +1,11 @@
 import { DEFERRED_VALUES, DROPPED_ADJOINT, type Backend, type BackendKind, type CustomHandler } from './backend.ts';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NonFiniteError, NotANumberError, ShapeError, StaleHandleError,
-  TapegradError, booleanCondition, checkHeld, extraArgument, checkOut, counted, describe, isArrayLike, lockFields, newFloat64, unreadableError, unreadableView,
+  TapegradError, booleanCondition, checkHeld, extraArgument, checkOut, counted, describe, isArrayLike, lockFields, newFloat64, typedArrayKind, unreadableError, unreadableView,
 } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, OP_TABLE, Op, UNARY_OPS, ZERO_GRADIENT, opNameOf, scalarValued, type BinaryOpName, type OpName, type UnaryOpName, type VectorOpName } from './ops.ts';
 import { partialZ, partialZTangent, partials, partialsTangent } from './js/rules.ts';
-import { Vec, VectorHandleApi, concatOn, elementwise, vectorOf, type Shape, type VecOperand } from './vector.ts';
+import { Vec, VectorHandleApi, concatOn, elementwise, sizeOf, vectorOf, type Shape, type VecOperand } from './vector.ts';
 import type { BinaryOps, UnaryOps } from './op-docs.ts';
 
 const {
@@ -238,7 +238,7 @@ export class Tape {
 
   /** @internal Records the numbers of `xs` as inputs and returns the first one's node. All or
    *  nothing: every value (and `reuse`) is checked and room is made before the first is written. */
-  recordInputs(xs: ArrayLike<number>, reuse?: Var[], what = 'variables'): number {
+  recordInputs(xs: ArrayLike<number>, reuse?: Var[], what = 'variables', into?: Int32Array): number {
     if (!isArrayLike(xs)) throw new NotANumberError(`${what}: expected an array of numbers, got ${describe(xs)}`);
     const len = xs.length;
     // More inputs than the tape may hold: its CapacityError before the values are read into a
@@ -257,6 +257,9 @@ export class Tape {
       // xs put a Var of this recording into reuse past its check, another review.)
       if (values === xs) checkHeld(values, len, where);
     }
+    // After the values are read, whose getters could detach or shrink it (a review: the handles
+    // were written nowhere, three inputs recorded).
+    if (into !== undefined) checkOut(into, len, 'handles.variables: into', Int32Array);
     this.reserveNodes(len);
     const { opV: op, aV: a, bV: b, valV: val } = this;
     const first = this.count;
@@ -589,14 +592,16 @@ export class Tape {
     // on every call (filling it took 7.6 ns per entry there, this 2.7 with its allocation).
     // `scratch`: a list used only within the call (gradient's) goes into the array the tape keeps
     // (holdScratch; a probe: 80 KB a call for 2·10^4 inputs, with `out` given).
-    if (!scratch) return this.writeNodes(list, new Int32Array(list.length), this.count, this.base, what);
-    return this.writeNodes(list, scratch.subarray(0, list.length), this.count, this.base, what);
+    // The length read once, and the loops below go by the array it sized: a Proxy whose length
+    // changed from read to read had entries dropped, silently (a review).
+    const length = list.length;
+    return this.writeNodes(list, scratch && scratch.length >= length ? scratch.subarray(0, length) : new Int32Array(length), this.count, this.base, what);
   }
 
   // nodesOf's loop: live Vars of this tape in liveVarIds, anything else (a Vec, a fault to name)
   // through the checks here, one at a time.
   private writeNodes(list: readonly (Var | Vec)[], nodes: Int32Array, n: number, base: number, what: string | undefined): Int32Array {
-    for (let k = liveVarIds(list, nodes, this, n, base, 0); k < list.length; k = liveVarIds(list, nodes, this, n, base, k + 1)) {
+    for (let k = liveVarIds(list, nodes, this, n, base, 0); k < nodes.length; k = liveVarIds(list, nodes, this, n, base, k + 1)) {
       const v = list[k]!;
       nodes[k] = v instanceof Vec ? this.vindex(v, LIST + (what ?? '')) : this.index(v as Var, LIST + (what ?? ''));
     }
@@ -1532,7 +1537,9 @@ export class Tape {
       // A live Vec's node is a vector: past a restart of the handle range a stale Vec can alias
       // a scalar node, which as a vector read offsets out of its neighbours' operands (a probe:
       // the core trapped and the live recording was lost; the JS engine made up elements).
-      if (i >= 0 && i < this.count && this.opV[i]! >= VINPUT) return i;
+      // Of its own size too: a stale Vec over a live vector of another size read past it into
+      // its neighbours (a review: a [2, 3] Vec's transpose over a 2-element vector).
+      if (i >= 0 && i < this.count && this.opV[i]! >= VINPUT && this.bV[i - 1] === sizeOf(v.shape)) return i;
       throw new StaleHandleError(this.stale(`Vec #${~v.id}`, what));
     }
     const named = prefixOf(what);
@@ -1883,6 +1890,9 @@ function readNumbers(xs: ArrayLike<number>, len: number, what: string, copy = fa
     checkHeld(xs, len, what);
     return copy ? xs.slice(0, len) : xs;
   }
+  // Any other typed array by what it holds too (a review: a Float32Array claiming 2 of its 3
+  // entries recorded 2 inputs).
+  if (typedArrayKind(xs) !== undefined) checkHeld(xs as unknown as ArrayBufferView, len, what);
   const out = newFloat64(len, what);
   for (let k = 0; k < len; k++) {
     const v = xs[k];
@@ -2048,8 +2058,7 @@ export class HandleApi {
   /** Records an input per number of `xs` (all checked first); returns their handles in order,
    *  consecutive integers, written into `into` when given (no allocation). */
   variables(xs: ArrayLike<number>, into?: Int32Array): Int32Array {
-    if (into !== undefined) checkOut(into, isArrayLike(xs) ? xs.length : 0, 'handles.variables: into', Int32Array);
-    const t = this.tape, at = t.recordInputs(xs, undefined, 'handles.variables'), first = at + t.base, len = t.count - at;
+    const t = this.tape, at = t.recordInputs(xs, undefined, 'handles.variables', into), first = at + t.base, len = t.count - at;
     return writeRange(into ?? new Int32Array(len), first, len);
   }
   /** Records a constant; returns its handle. */
@@ -2080,7 +2089,6 @@ export class HandleApi {
     const t = this.tape;
     if (!isArrayLike(wrt)) throw new NotANumberError(`handles.gradient: expected an array of handles, got ${describe(wrt)}`);
     const len = wrt.length;
-    if (into !== undefined) checkOut(into, len, 'handles.gradient: into');
     // Refused before the list goes into the array below, which a running sweep's call reads after
     // its sweep.
     t.refuseInsideRule('cannot run a reverse sweep');
@@ -2105,6 +2113,9 @@ export class HandleApi {
         handles.set(wrt);
       }
       else handlesReadOnce(t, wrt, len, handles);
+      // After the list is read, whose getters could detach or shrink it (a review: the gradient
+      // written nowhere, or a raw TypeError).
+      if (into !== undefined) checkOut(into, len, 'handles.gradient: into');
       // indexOfHandle's test in the loop (a gradient reads every input: two calls per input were
       // a fifth of a gradient's reverse phase on the bench's Rosenbrock); the call names the fault.
       const base = t.base, count = t.count;
@@ -2163,6 +2174,9 @@ const KEPT_LIST = 1 << 16;
 /** `list`'s first `length` entries, each read once, into `handles`; an entry that is no integer is
  *  named by `indexOfHandle`'s error (handles.gradient checks the rest). */
 function handlesReadOnce(tape: Tape, list: ArrayLike<number>, length: number, handles: Int32Array): void {
+  // A typed list by what it holds, as an Int32Array's (a review: a Float64Array of 3 handles
+  // claiming 2 gave 2 gradients).
+  if (typedArrayKind(list) !== undefined) checkHeld(list as unknown as ArrayBufferView, length, 'handles.gradient: the handles');
   for (let k = 0; k < length; k++) {
     const h = list[k];
     if (typeof h !== 'number' || (h | 0) !== h) tape.indexOfHandle(h!, 'gradient');
@@ -2200,7 +2214,7 @@ function inputRunLength(list: ArrayLike<number>, h: number, op: Uint8Array, firs
  *  stopped. A function of its arguments alone (see inputRunLength): as a method, with the
  *  other kinds' checks in its loop, it took 2.3 ns a Var of 10^5, 1.5 as it is. */
 function liveVarIds(list: readonly (Var | Vec)[], nodes: Int32Array, tape: Tape, count: number, base: number, from: number): number {
-  const length = list.length;
+  const length = nodes.length;
   for (let k = from; k < length; k++) {
     const v = list[k];
     // Not `v?.tape === tape ? ... : -1` in one test: that took a fifth longer.

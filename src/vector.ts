@@ -21,7 +21,8 @@ export type VecOperand = Vec | Var | number | ArrayLike<number>;
 /** Shape of an array: [] for a scalar, [n] for a vector, [rows, cols] for a matrix. */
 export type Shape = readonly number[];
 
-const sizeOf = (shape: Shape): number => shape.reduce((p, d) => p * d, 1);
+/** @internal Elements of an array of `shape`. */
+export const sizeOf = (shape: Shape): number => shape.reduce((p, d) => p * d, 1);
 const show = (shape: readonly (number | string)[]): string => `[${shape.join(', ')}]`;
 
 /** `operand` and `data` let a caller that is given dimensions (the handle API) name the operand

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
-  CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError, TapegradError, compile, createTape, defineFunction, init,
+  CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError, TapegradError, compile, createTape, defineFunction, finiteDifferenceGradient, init,
   mul, pow, sub, type Tape, type Var,
 } from '../src/index.ts';
 import { BINARY_OPS, Op, UNARY_OPS } from '../src/ops.ts';
@@ -310,6 +310,51 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     expect(() => f.gradientBatch(claiming([5, 6, 7], 6), 2)).toThrow(/^gradientBatch: 2 rows of 3 inputs: the array holds 3 entries, not the 6 its length said/);
     expect(() => compile((x: Var[]) => x[0]!.add(x[2]!), { inputs: 3, backend, at: claiming([1, 2, 3, 4], 3) })).toThrow(/the array holds 4 entries, not the 3 its length said/);
     expect(f.value([5, 6, 7])).toBe(730);
+    // Any typed array, not a Float64Array alone, and a Float64Array of handles (a review: a
+    // Float32Array claiming 2 of its 3 entries recorded 2 inputs, a jvp's tangent took 3 of 4).
+    const claiming32 = (values: number[], length: number): Float32Array => Object.defineProperty(Float32Array.from(values), 'length', { value: length });
+    expect(() => tape.variables(claiming32([1, 2, 3], 2))).toThrow(/^variables: input: the array holds 3 entries, not the 2 its length said/);
+    expect(() => tape.vector(claiming32([1, 2, 3], 2))).toThrow(/^vector: the array holds 3 entries, not the 2 its length said/);
+    expect(() => h.gradient(hy, claiming([...hs], 2))).toThrow('handles.gradient: the handles: the array holds 3 entries, not the 2 its length said');
+    expect(() => finiteDifferenceGradient((x) => x[0]! * x[1]!, claiming([1, 2, 3], 2))).toThrow('finiteDifferenceGradient: the point: the array holds 3 entries, not the 2 its length said');
+    // Outputs by what they hold too (a review: results cut to what the array held, silently, or
+    // a raw RangeError).
+    expect(() => h.gradient(hy, hs, 1, claiming([0], 3))).toThrow('handles.gradient: into must be a Float64Array of at least 3 numbers, got an object (Float64Array) of length 1');
+    expect(() => h.variables([1, 2], Object.defineProperty(new Int32Array(1), 'length', { value: 2 }))).toThrow('handles.variables: into must be an Int32Array of at least 2 numbers, got an object (Int32Array) of length 1');
+    expect(() => tape.gradient(tape.variables([1]).at(0)!, [tape.vector([1, 2])], 1, claiming([0], 2))).toThrow('gradient: out must be a Float64Array of at least 2 numbers');
+    expect(() => f.gradient([1, 2, 3], claiming([0], 3))).toThrow('gradient: out must be a Float64Array of at least 3 numbers, got an object (Float64Array) of length 1');
+    expect(Array.from(h.gradient(hy, hs))).toEqual([2, 1, 1]);
+  });
+
+  // A review: the output array was checked before the list (or the inputs) was read, whose
+  // getters could then detach it: the gradient written nowhere (or a raw TypeError), three
+  // inputs recorded and no handles given back.
+  it('handles.gradient and handles.variables check into after reading their list', async () => {
+    const tape = await tapeOn(backend), h = tape.handles;
+    const hs = h.variables([1, 2, 3]), hy = h.add(h.mul(hs[0]!, hs[1]!), hs[2]!);
+    const into = new Float64Array(3);
+    const detachInto = <T extends object>(list: T): T => new Proxy(list, { get(target, key) { if (key === '1') structuredClone(into.buffer, { transfer: [into.buffer] }); return Reflect.get(target, key); } });
+    expect(() => h.gradient(hy, detachInto([...hs]), 1, into)).toThrow(/^handles\.gradient: into: the array's buffer is detached/);
+    const handles = new Int32Array(3), size = tape.size;
+    const values = [1, 2, 3];
+    Object.defineProperty(values, 1, { get() { structuredClone(handles.buffer, { transfer: [handles.buffer] }); return 2; } });
+    expect(() => h.variables(values, handles)).toThrow(/^handles\.variables: into: the array's buffer is detached/);
+    expect(tape.size).toBe(size);
+    expect(Array.from(h.gradient(hy, hs))).toEqual([2, 1, 1]);
+  });
+
+  // A review: a Proxy list whose length read 1 and then 4 sized the kept array by the first and
+  // lost the last three entries' gradients, silently, on a fresh tape (one whose kept array had
+  // grown gave all four): the list's nodes go by the length their read took.
+  it('a gradient\'s list of a length that changes from read to read gets the same entries on any tape', async () => {
+    for (const warm of [false, true]) {
+      const tape = await tapeOn(backend);
+      const xs = tape.variables([1, 2, 3, 4]), y = xs[0]!.mul(xs[1]!).mul(xs[2]!).mul(xs[3]!);
+      if (warm) tape.gradient(y, xs);
+      let reads = 0;
+      const list = new Proxy(xs, { get(target, key) { if (key === 'length') return reads++ === 0 ? 1 : 4; return Reflect.get(target, key); } });
+      expect(Array.from(tape.gradient(y, list))).toEqual([24, 12, 8, 6]);
+    }
   });
 
   it('the op methods record node for node what the checked paths record, through Vars and handles, constants shared or not (random programs)', async () => {

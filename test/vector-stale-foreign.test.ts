@@ -213,4 +213,22 @@ describe.each(BACKENDS)('a Vec over a scalar node (%s)', (backend) => {
     expect(() => overVector.value).toThrow(StaleHandleError);
     expect(() => overVector.grad).toThrow(StaleHandleError);
   });
+
+  // A review: over a live vector of another size it read past that vector into its neighbours
+  // (a [2, 3] Vec's transpose over a 2-element vector gave [10, 1, 20, 1, 1, 1]).
+  it('a Vec over a vector of another size is stale too', async () => {
+    const tape = await tapeOn(backend);
+    const live = tape.vector([10, 20]), ones = tape.vector([1, 1, 1, 1]), total = ones.sum();
+    const Made = Vec as unknown as new (tape: Tape, index: number, shape: readonly number[]) => Vec;
+    const alias = new Made(tape, ~live.id - tape.base, Object.freeze([2, 3]));
+    const size = tape.size;
+    for (const use of [() => alias.value, () => alias.T, () => alias.matvec([1, 1, 1]), () => alias.add(1), () => tape.gradient(total, [alias])]) {
+      expect(use).toThrow(StaleHandleError);
+    }
+    expect(tape.size).toBe(size);
+    expect(Array.from(tape.gradient(total, [ones]))).toEqual([1, 1, 1, 1]);
+    // Of its own size it reads the vector there, as README says a reached id does.
+    const same = new Made(tape, ~live.id - tape.base, Object.freeze([2]));
+    expect(Array.from(same.value)).toEqual([10, 20]);
+  });
 });
