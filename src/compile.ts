@@ -32,7 +32,7 @@ export interface CompileOptions {
   inputs: number;
   /** Pass the inputs to f as one Vec of length `inputs` (vector ops: one node per op). */
   vector?: boolean | undefined;
-  /** Throw NonFiniteError at the first NaN or ±Infinity a replay produces (value or adjoint),
+  /** Throw NonFiniteError at the first NaN or ±Infinity a replay produces (value, adjoint or tangent),
    *  naming the op and the node, as `createTape({ checkNaN: true })`. Batches then run row by row. */
   checkNaN?: boolean | undefined;
   /** Engine (default 'wasm'; `await init()` first), see BackendChoice. */

@@ -270,7 +270,7 @@ export class FormatError extends TapegradError {
   constructor(message: string) { super('INVALID_FORMAT', message); this.name = 'FormatError'; }
 }
 
-/** checkNaN mode: an op produced NaN or ±Infinity (or an adjoint became one). */
+/** checkNaN mode: an op produced NaN or ±Infinity (or an adjoint or a tangent became one). */
 export class NonFiniteError extends TapegradError {
   declare readonly code: 'NON_FINITE';
   constructor(message: string, readonly node: number, readonly op: string) { super('NON_FINITE', message); this.name = 'NonFiniteError'; }

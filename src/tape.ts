@@ -57,7 +57,7 @@ export interface TapeLimits {
   maxNodes?: number | undefined;
   /** Most bytes of tape storage (all per-node regions together). */
   maxMemoryBytes?: number | undefined;
-  /** Throw NonFiniteError at the first NaN or ±Infinity an op produces (value or adjoint),
+  /** Throw NonFiniteError at the first NaN or ±Infinity an op produces (value, adjoint or tangent),
    *  naming the op and the node. Off by default: IEEE semantics, NaN propagates. */
   checkNaN?: boolean | undefined;
 }
