@@ -64,8 +64,9 @@ export interface JacobianResult extends Matrix {
 // of nesting: one grad of an 8 M-op function kept 400 MB, and 50 nested ones 2 GB, for the rest
 // of the process (a new-user probe). A tape past either bound is left to the garbage collector.
 const pools: Record<BackendKind, Tape[]> = { wasm: [], js: [] };
-/** @internal Tapes a backend's pool keeps, and the most memory each may hold. */
-export const transformPool = { tapes: 4, bytes: 64 * 2 ** 20 };
+/** @internal Tapes a backend's pool keeps, the most memory each may hold, and how long a larger
+ *  tape is held after the last call that recorded past `bytes` (see `held`). */
+export const transformPool = { tapes: 4, bytes: 64 * 2 ** 20, holdMs: 1000 };
 // Tapes of each backend that calls hold now. Past the pool's count a call's tape is a small one
 // (the default tape's 32 MiB cost a wasm call about 1.2 ms, and transforms nested five deep ran
 // 2.3 ms a call against 17 µs four deep: a probe), kept in a pool of its own while it stays
@@ -82,14 +83,45 @@ const large: Record<BackendKind, WeakRef<Tape> | undefined> = { wasm: undefined,
 // took it first, holding it through the call's job, and a service's steady small calls kept a 3
 // M-node function's 103 MB for good (a soak probe).
 const largeWanted: Record<BackendKind, boolean> = { wasm: false, js: false };
+// Before it is kept weakly, the large tape is held for transformPool.holdMs after the last call
+// that recorded past the pool's bytes, and every call takes it first meanwhile. A WeakRef's
+// target stays alive to the end of the job that made or read it: a loop alternating a large call
+// with a small one (a training step and a regularizer's grad) made a new large tape at each large
+// call, after a small one, and kept them all to the loop's end (a probe: 105 MB a step, on both
+// engines). No WeakRef is made while the tape is held (a timer cannot fire inside a loop), and
+// a tape replaced meanwhile goes to the collector.
+const held: Record<BackendKind, Tape | undefined> = { wasm: undefined, js: undefined };
+const holdTimers: Record<BackendKind, ReturnType<typeof setTimeout> | undefined> = { wasm: undefined, js: undefined };
+
+function keepLarge(kind: BackendKind, tape: Tape, recordedLarge: boolean): void {
+  if (recordedLarge) {
+    if (holdTimers[kind] !== undefined) clearTimeout(holdTimers[kind]);
+    const timer = setTimeout(() => {
+      holdTimers[kind] = undefined;
+      const tape = held[kind];
+      held[kind] = undefined;
+      if (tape !== undefined) large[kind] = new WeakRef(tape);
+    }, transformPool.holdMs);
+    // A Node process does not wait for it to end.
+    (timer as { unref?: () => void }).unref?.();
+    holdTimers[kind] = timer;
+  }
+  if (holdTimers[kind] !== undefined) held[kind] = tape;
+  else large[kind] = new WeakRef(tape);
+}
+
+/** @internal The large tape a backend holds now (see `held`; for tests). */
+export function heldLargeTape(kind: BackendKind): Tape | undefined {
+  return held[kind];
+}
 const smallPools: Record<BackendKind, Tape[]> = { wasm: [], js: [] };
 /** @internal The small tapes' pool: how many, the nodes each is made for, the most memory it may
  *  hold to be kept. */
 export const smallTapePool = { tapes: 16, nodes: 1024, bytes: 8 * 2 ** 20 };
 
-/** @internal The large tape a backend keeps weakly, if the collector left it (for tests). */
+/** @internal The large tape a backend holds or keeps weakly, if the collector left it (for tests). */
 export function keptLargeTape(kind: BackendKind): Tape | undefined {
-  return large[kind]?.deref();
+  return held[kind] ?? large[kind]?.deref();
 }
 
 /** @internal The tapes a backend's pool holds now, or its small tapes' pool (for tests). */
@@ -105,29 +137,33 @@ export function withTape<T>(options: TransformOptions | undefined, body: (tape: 
   const known = Object.hasOwn(pools, kind);
   // The large tape first, if the collector left it: its memory is there already, and a pooled
   // one would grow again under the next large call.
-  let pooled = known && largeWanted[kind] ? large[kind]?.deref() : undefined;
-  if (pooled !== undefined) large[kind] = undefined;
+  let pooled = known ? held[kind] ?? (largeWanted[kind] ? large[kind]?.deref() : undefined) : undefined;
+  if (pooled !== undefined) {
+    held[kind] = undefined;
+    large[kind] = undefined;
+  }
   pooled ??= known ? pools[kind].pop() : undefined;
   const small = pooled === undefined && known && inUse[kind] >= transformPool.tapes;
   // 'auto' made where the runtime gives no more WebAssembly memories (a browser's cap) is a JS
   // tape, as createTape's (a browser probe: a CapacityError advising 'auto'), pooled as one.
   const tape = pooled ?? (small ? smallPools[kind].pop() : undefined)
     ?? createTapeSync({ backend: options?.backend === 'auto' ? 'auto' : kind, ...(small ? { expectedNodes: smallTapePool.nodes } : {}) });
-  const held = tape.backend;
+  const backend = tape.backend;
   tape.staleWhy = ' (a transform resets its tape after each call: it is from an earlier call of a transform or gradcheck)';
-  inUse[held]++;
+  inUse[backend]++;
   try {
     tape.reset();
     return body(tape);
   } finally {
-    inUse[held]--;
-    largeWanted[held] = tape.recordedBytes > transformPool.bytes;
+    inUse[backend]--;
+    const recordedLarge = tape.recordedBytes > transformPool.bytes;
+    largeWanted[backend] = recordedLarge;
     tape.reset();
     if (!small) {
-      if (tape.memoryBytes > transformPool.bytes) large[held] = new WeakRef(tape);
-      else if (pools[held].length < transformPool.tapes) pools[held].push(tape);
-    } else if (smallPools[held].length < smallTapePool.tapes && tape.memoryBytes <= smallTapePool.bytes) {
-      smallPools[held].push(tape);
+      if (tape.memoryBytes > transformPool.bytes) keepLarge(backend, tape, recordedLarge);
+      else if (pools[backend].length < transformPool.tapes) pools[backend].push(tape);
+    } else if (smallPools[backend].length < smallTapePool.tapes && tape.memoryBytes <= smallTapePool.bytes) {
+      smallPools[backend].push(tape);
     }
   }
 }

@@ -7,7 +7,7 @@ import {
   NotANumberError, TapegradError, compile, createTape, finiteDifferenceGradient, grad, gradcheck, hessian, hvp, init, jacobian, jvp, normwiseError, valueAndGrad, vjp, type Var,
 } from '../src/index.ts';
 import { BACKENDS, expectClose, rosenbrock } from './support.ts';
-import { keptLargeTape, pooledTapes, smallTapePool, transformPool } from '../src/transforms.ts';
+import { heldLargeTape, keptLargeTape, pooledTapes, smallTapePool, transformPool } from '../src/transforms.ts';
 
 beforeAll(async () => {
   await init();
@@ -379,20 +379,25 @@ describe.each(BACKENDS)('the transforms\' tape pool stays bounded (%s)', (backen
   });
 
   // A soak probe: every call took the large tape first, small ones too, holding it through their
-  // job, so a service's steady small calls kept a large function's memory for good. Only a call
-  // after one that recorded past the pool's bytes takes it now.
-  it('small calls after a large one leave the large tape alone; a large one after it takes it', () => {
-    const before = transformPool.bytes;
+  // job, so a service's steady small calls kept a large function's memory for good. Once the hold
+  // after the last large recording has ended, only a call after one that recorded past the
+  // pool's bytes takes it.
+  it('after the hold, small calls after a large one leave the large tape alone; a large one after it takes it', async () => {
+    const before = { ...transformPool };
     try {
       transformPool.bytes = 4000;
+      transformPool.holdMs = 0;
       const big = (x: Var): Var => { let y = x; for (let k = 0; k < 400; k++) y = y.mul(1.0001).sin(); return y; };
       let seen: unknown = null;
       const spy = (f: (x: Var) => Var) => (x: Var): Var => { seen = x.tape; return f(x); };
       grad(big, { backend })(0.5);
+      await new Promise((resolve) => setTimeout(resolve, 5));
       const kept = keptLargeTape(backend);
       expect(kept).toBeDefined();
+      expect(heldLargeTape(backend)).toBeUndefined();
       grad(spy(big), { backend })(0.5);
       expect(seen).toBe(kept);
+      await new Promise((resolve) => setTimeout(resolve, 5));
       // The call right after a large one takes it (it may be large again); the next ones do not.
       grad(spy((x) => x.square()), { backend })(3);
       expect(seen).toBe(kept);
@@ -400,7 +405,34 @@ describe.each(BACKENDS)('the transforms\' tape pool stays bounded (%s)', (backen
       expect(seen).not.toBe(kept);
       expect(grad((x: Var) => x.square(), { backend })(3)).toBe(6);
     } finally {
-      transformPool.bytes = before;
+      Object.assign(transformPool, before);
+    }
+  });
+
+  // A probe: a loop alternating a large call with a small one (a training step, then a
+  // regularizer's grad) made a new large tape at every large call, after a small one, and the
+  // WeakRefs kept them all to the loop's end (105 MB a step). Within the hold every call takes
+  // the held tape, so the loop has one large tape, and it goes to the collector after the hold.
+  it('a loop alternating large and small calls keeps one large tape, held for holdMs', async () => {
+    const before = { ...transformPool };
+    try {
+      transformPool.bytes = 4000;
+      transformPool.holdMs = 20;
+      const big = (x: Var): Var => { let y = x; for (let k = 0; k < 400; k++) y = y.mul(1.0001).sin(); return y; };
+      const tapes = new Set<unknown>();
+      let value = 0.5;
+      for (let step = 0; step < 6; step++) {
+        const g = grad((x: Var) => { tapes.add(x.tape); return big(x); }, { backend })(value);
+        value -= 1e-3 * (g + grad((x: Var) => x.square(), { backend })(value));
+      }
+      expect(tapes.size).toBe(1);
+      expect(heldLargeTape(backend)).toBe([...tapes][0]);
+      await new Promise((resolve) => setTimeout(resolve, 40));
+      expect(heldLargeTape(backend)).toBeUndefined();
+      // Kept weakly since (or collected): the next large call takes it if it is there.
+      expect(grad(big, { backend })(0.5)).toBeCloseTo(grad(big, { backend: backend === 'wasm' ? 'js' : 'wasm' })(0.5), 12);
+    } finally {
+      Object.assign(transformPool, before);
     }
   });
 
