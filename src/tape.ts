@@ -1607,6 +1607,9 @@ export class Tape {
   /** @internal A vector leaf (input or constant) holding `values`; its values are known now. */
   recordVectorLeaf(op: number, values: ArrayLike<number>): number {
     const n = values.length;
+    // Room first, as variables makes it: a vector past the limits was read whole before its
+    // CapacityError (a probe: 10^8 entries read for 29 s into a tape of 10 KB).
+    this.reserveVector(2, n);
     const entries = readNumbers(values, n, op === VCONST ? 'constant vector' : 'vector');
     const caughtUp = this.evaluated === this.count;
     const i = this.recordVector(op, 0, 0, n);
@@ -1687,7 +1690,8 @@ export class Tape {
     // Element offsets are 32-bit in the core: a count past 2^31 wrapped there and was recorded
     // with a wrong size (a 46341 x 46341 outer product).
     if (needed > 2 ** 31 - 8) {
-      throw new CapacityError(`tape is full: ${n} more elements with ${this.elements} recorded pass the ${2 ** 31 - 8} a tape holds; call tape.reset() to reuse it`, 2 ** 31 - 8);
+      throw new CapacityError(this.count === 0 ? `tape cannot hold ${n} elements: ${2 ** 31 - 8} is the most a tape holds`
+        : `tape is full: ${n} more elements with ${this.elements} recorded pass the ${2 ** 31 - 8} a tape holds; call tape.reset() to reuse it`, 2 ** 31 - 8);
     }
     if (needed > this.engine.elementCapacity) {
       const limit = this.growthRoom(false, this.count + nodes, needed, Math.min(2 ** 31 - 8, Math.floor(this.maxMemoryBytes / this.engine.elementBytes())));

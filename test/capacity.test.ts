@@ -564,8 +564,19 @@ describe.each(BACKENDS)('inputs more than a tape holds (%s)', (backend) => {
       expect(error!.message, what).toMatch(/^tape cannot hold \d+ nodes: maxNodes = 268435456$/);
       expect(tape.size, what).toBe(0);
     }
-    expect(() => tape.vector(huge)).toThrow(expect.objectContaining({ code: 'CAPACITY', message: expect.stringMatching(/^vector: 10000000000 numbers .* are more than the runtime allocates$/) }));
+    expect(() => tape.vector(huge)).toThrow(expect.objectContaining({ code: 'CAPACITY', message: 'tape cannot hold 10000000000 elements: 2147483640 is the most a tape holds' }));
     expect(tape.size).toBe(0);
+    // Refused before an entry is read, under maxMemoryBytes too (a probe: vector, constantVector
+    // and a vector handle read 10^8 entries for 29-43 s before refusing them on a tape of 10 KB).
+    const small = await tapeOn(backend, { maxMemoryBytes: 10_000 });
+    let reads = 0;
+    const counted = new Proxy({ length: 1e6 } as ArrayLike<number>, { get(target, key) { if (key !== 'length') reads++; return key === 'length' ? 1e6 : 1; } });
+    for (const act of [() => small.vector(counted), () => small.constantVector(counted), () => small.handles.vec.variable(counted)]) {
+      expect(act).toThrow(/^tape cannot hold 1000000 more elements \(16 bytes each\) and 2 nodes: maxMemoryBytes = 10000$/);
+    }
+    expect(reads).toBe(0);
+    expect(small.size).toBe(0);
+    expect(Array.from(small.vector([1, 2]).value)).toEqual([1, 2]);
     const [x, y] = tape.variables([2, 5]) as [Var, Var];
     expect(Array.from(tape.gradient(x.mul(y), [x, y]))).toEqual([5, 2]);
     // With nodes recorded, the error still advises a reset.
