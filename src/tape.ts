@@ -1695,7 +1695,7 @@ export class Tape {
     }
     if (needed > this.engine.elementCapacity) {
       const limit = this.growthRoom(false, this.count + nodes, needed, Math.min(2 ** 31 - 8, Math.floor(this.maxMemoryBytes / this.engine.elementBytes())));
-      const ok = this.engine.reserveElements(needed, this.elements, Math.ceil(limit / 8) * 8);
+      const ok = this.engine.reserveElements(needed, this.elements, Math.ceil(limit / 8) * 8, this.count + nodes);
       this.cacheViews();
       if (!ok) {
         throw new CapacityError(

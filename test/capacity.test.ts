@@ -354,6 +354,30 @@ it('wasm: tangents where the runtime gives less memory than the capacity needs s
   expect(run.stdout.trim()).toBe('[4,2]');
 });
 
+// A probe: under a runtime's cap on wasm memory (a browser's, Node's --wasm-max-mem-pages), a tape
+// keeps its node capacity across reset, and a vector after a large scalar recording was refused
+// for the tape's life (1.5 M scalars and a vector of 10^6 elements in 64 MiB); the other way
+// round too. The capacity a larger recording left shrinks to the live part first.
+it('wasm: under a runtime memory cap, nodes after elements and elements after nodes take the room a reset left', () => {
+  const script = `
+    const { createTapeSync, init } = await import(${JSON.stringify(pathToFileURL(path.join(ROOT, 'dist/index.js')).href)});
+    await init();
+    const attempt = (f) => { try { return f(); } catch (e) { return e.code; } };
+    const nodesFirst = createTapeSync();
+    nodesFirst.variables(new Float64Array(1500000));
+    nodesFirst.reset();
+    const elementsFirst = createTapeSync();
+    elementsFirst.vector(new Float64Array(1500000));
+    elementsFirst.reset();
+    console.log(JSON.stringify([
+      attempt(() => nodesFirst.vector(new Float64Array(1000000).fill(1)).sum().value),
+      attempt(() => { const xs = elementsFirst.variables(new Float64Array(1500000).fill(2)); return elementsFirst.gradient(xs[0].mul(xs[1499999]), [xs[0]])[0]; }),
+    ]));`;
+  const run = spawnSync(process.execPath, ['--wasm-max-mem-pages=1024', '--input-type=module', '-e', script], { encoding: 'utf8' });
+  expect(run.stderr).toBe('');
+  expect(run.stdout.trim()).toBe('[1000000,2]');
+});
+
 it('wasm: tangents for a capacity past 4 GiB shrink it to what fits, and the tape keeps its values and gradients', async () => {
   const tape = await tapeOn('wasm');
   const v = tape.vector([1, 2, 3]), w = v.mul(2);
