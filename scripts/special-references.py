@@ -187,13 +187,14 @@ def digamma_rows(x):
 
 # The worst points probes found on denser grids against mpmath (2026-12-05, two of them; 2026-12-06,
 # one more: normLogCdf's value on wasm, f' and f'', ndtri's f' and f'', digamma far out on the
-# negative axis), and the ranges where Φ and log Φ take a rounded −x/√2 (erf's branches for
+# negative axis; 2026-12-07, normLogCdf's f'' at -29.58 and -28.68), and the ranges where Φ and log Φ take a rounded −x/√2 (erf's branches for
 # |x|/√2 < 1.25).
 PROBE = {
     'erfc': [2.204051066218596],
     'normCdf': [-1.5559251769289055, -1.1714108990716936] + spread(-1.77, -1.2, 120) + spread(-1.2, -0.8, 80),
     'normLogCdf': [1.5637108342209782, 1.189112914686203, 2.8876795113086704, 3.5272059691996747, 6.676327798569247,
-                   -25.65717379276081, -29.55824311622233, 32.83742737739661] + spread(1.2, 1.77, 120) + spread(0.8, 1.2, 80),
+                   -25.65717379276081, -29.55824311622233, 32.83742737739661,
+                   -29.583533921733178, -28.676953224441863] + spread(1.2, 1.77, 120) + spread(0.8, 1.2, 80),
     'ndtri': [6.457387579353667e-195, 4.716879057422048e-297, 1.4837026395737582e-144, 1.09478704191235e-309],
     'lgamma': [10.632431268692017],
     'digamma': [0.9459389569798057, -9037.900477789626],

@@ -749,6 +749,28 @@ describe.each(BACKENDS)('a zero partial passes no tangent, not even an infinite 
     expect(h((v) => v.slice(1).logSumExp().add(v.get(0).square()))).toEqual(h((v) => v.slice(1).exp().sum().add(v.get(0).square())));
     expect(h((v) => v.slice(1).logSumExp().add(v.get(0).square())).slice(0, 3)).toEqual([2, 0, 0]);
   });
+
+  // A probe: the change of weight t_k − Σ p_j t_j cancelled for a weight near 1, and the
+  // Hessian's entries of that element, p_k·(1 − p_k)-small, were lost whole: H[1][1] of
+  // logSumExp([0, 37]) was 0, where it is softplus''(37) = 8.5e-17 (logSumExp([0, x]) is
+  // softplus(x)), and H·1 was no longer 0.
+  it('logSumExp\'s Hessian keeps the dominant element\'s entries: logSumExp([0, x]) as softplus(x)', () => {
+    const opts = { backend, vector: true } as const;
+    for (const x of [5, 23, 30, 37, 40, 700]) {
+      const H = Array.from(hessian((v: Vec) => v.logSumExp(), [0, x], opts).data);
+      const e = Math.exp(-x), truth = e / ((1 + e) * (1 + e));
+      expect(Math.abs(H[3]! - truth) / truth, `H[1][1] at ${x}`).toBeLessThan(1e-14);
+      expect(H[2]! + H[3]!, `H·1 at ${x}`).toBe(0);
+      const compiled = compile((v: Vec) => v.logSumExp(), { inputs: 2, vector: true, backend });
+      expect(Array.from(compiled.hvp([0, x], [0, 1])), `compiled at ${x}`).toEqual([H[1]!, H[3]!]);
+    }
+    // Three elements, one dominant: its diagonal entry is p2·(1 − p2).
+    const H = Array.from(hessian((v: Vec) => v.logSumExp(), [0, 5, 40], opts).data);
+    const a = Math.exp(-40), b = Math.exp(-35), p2 = 1 / (1 + a + b);
+    expect(Math.abs(H[8]! - p2 * (a + b) * p2) / (p2 * (a + b) * p2)).toBeLessThan(1e-14);
+    // Infinite tangents keep the rule as it was (its NaN and infinities are the README's).
+    expect(Array.from(hvp((v: Vec) => v.logSumExp(), [0, 40], [1, Infinity], opts)).map(Number.isNaN)).toEqual(Array.from(hvp((v: Vec) => v.logSumExp(), [40, 0], [Infinity, 1], opts)).map(Number.isNaN).reverse());
+  });
 });
 
 // The Jacobian of y (a Vec) with respect to v by jvps along each input's unit vector, as columns.
