@@ -159,14 +159,16 @@ export function softmaxBack(off: i32, n: i32, y: f64, g: f64, fresh: bool): void
 
 /** softmaxBack with tangents: adjoints and their tangents (ty the value's tangent). */
 export function softmaxBackTangent(off: i32, n: i32, y: f64, ty: f64, g: f64, gt: f64): void {
-  const s = softmaxScale(off, n, y);
-  const m = dominant(off, n, y, s);
-  const dm = m >= 0 ? dominantChange(off, n, y, s, m) : 0;
+  const s = softmaxScale(off, n, y), m = largestAt(off, n);
   for (let k = 0; k < n; k++) {
     const p = exp(load<f64>(at(xvalBase, off + k)) - y) / s;
     if (g != 0 && p != 0) store<f64>(at(xadjBase, off + k), load<f64>(at(xadjBase, off + k)) + g * p);
     // (A zero weight or change of weight adds nothing: 0 times an infinite or NaN one was NaN.)
-    const d = k == m && isFinite(dm) && isFinite(ty) ? dm : load<f64>(at(xtanBase, off + k)) - ty;
+    let d = load<f64>(at(xtanBase, off + k)) - ty;
+    if (k == m && n > 1 && p > 0.5) {
+      const dm = dominantChange(off, n, y, s, m);
+      if (isFinite(dm) && isFinite(ty)) d = dm;
+    }
     const dp = g != 0 && p != 0 && d != 0 ? p * d : 0;
     const r = (gt != 0 && p != 0 ? gt * p : 0) + (dp != 0 ? g * dp : 0);
     if (r != 0) store<f64>(at(xtanAdjBase, off + k), load<f64>(at(xtanAdjBase, off + k)) + r);
@@ -176,20 +178,20 @@ export function softmaxBackTangent(off: i32, n: i32, y: f64, ty: f64, g: f64, gt
 // The change of weight t_k − Σ p_j t_j cancels for a weight p_k near 1, where the Hessian's
 // entries are p_k·(1 − p_k)-small and were lost whole (a probe: H[1][1] of logSumExp([0, 37]) was
 // 0, its softplus'' 8.5e-17, and H·1 was no longer 0). The element of weight past 1/2 (the first
-// largest, if any) takes it as Σ_{j≠k} p_j (t_k − t_j) instead, as src/js/vector.ts does.
-function dominant(off: i32, n: i32, y: f64, s: f64): i32 {
+// largest) takes it as Σ_{j≠k} p_j (t_k − t_j) instead, as src/js/vector.ts does (Math.exp: no
+// second copy of the SIMD build's exp for a correction).
+function largestAt(off: i32, n: i32): i32 {
   let m = 0;
   for (let k = 1; k < n; k++) if (load<f64>(at(xvalBase, off + k)) > load<f64>(at(xvalBase, off + m))) m = k;
-  return n > 1 && exp(load<f64>(at(xvalBase, off + m)) - y) / s > 0.5 ? m : -1;
+  return m;
 }
 
 function dominantChange(off: i32, n: i32, y: f64, s: f64, m: i32): f64 {
   const tm = load<f64>(at(xtanBase, off + m));
   let sum = 0.0;
   for (let j = 0; j < n; j++) {
-    if (j == m) continue;
-    const p = exp(load<f64>(at(xvalBase, off + j)) - y) / s, d = tm - load<f64>(at(xtanBase, off + j));
-    if (p != 0 && d != 0) sum += p * d;
+    const p = Math.exp(load<f64>(at(xvalBase, off + j)) - y) / s, d = tm - load<f64>(at(xtanBase, off + j));
+    if (j != m && p != 0 && d != 0) sum += p * d;
   }
   return sum;
 }

@@ -21,8 +21,13 @@ export type VecOperand = Vec | Var | number | ArrayLike<number>;
 /** Shape of an array: [] for a scalar, [n] for a vector, [rows, cols] for a matrix. */
 export type Shape = readonly number[];
 
-/** @internal Elements of an array of `shape`. */
-export const sizeOf = (shape: Shape): number => shape.reduce((p, d) => p * d, 1);
+/** @internal Elements of an array of `shape`. (A loop: reduce's callback allocated on a path
+ *  every Vec operand takes, vindex's.) */
+export function sizeOf(shape: Shape): number {
+  let size = 1;
+  for (let k = 0; k < shape.length; k++) size *= shape[k]!;
+  return size;
+}
 const show = (shape: readonly (number | string)[]): string => `[${shape.join(', ')}]`;
 
 /** `operand` and `data` let a caller that is given dimensions (the handle API) name the operand

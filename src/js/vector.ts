@@ -405,11 +405,15 @@ export class VectorRules {
       }
       case VLSE: {
         const off = this.off(ia), n = this.len(ia), y = val[i]!, ty = tan[i]!, s = this.softmaxScale(off, n, y);
-        const m = dominant(xval, off, n, y, s), dm = m >= 0 ? dominantChange(xval, xtan, off, n, y, s, m) : 0;
+        const m = largest(xval, off, n);
         for (let k = 0; k < n; k++) {
           const p = Math.exp(xval[off + k]! - y) / s;
           if (g !== 0 && p !== 0) xadj[off + k] += g * p;
-          const d = k === m && Number.isFinite(dm) && Number.isFinite(ty) ? dm : xtan[off + k]! - ty;
+          let d = xtan[off + k]! - ty;
+          if (k === m && n > 1 && p > 0.5) {
+            const dm = dominantChange(xval, xtan, off, n, y, s, m);
+            if (Number.isFinite(dm) && Number.isFinite(ty)) d = dm;
+          }
           const dp = g !== 0 && p !== 0 && d !== 0 ? p * d : 0;
           const r = (gt !== 0 && p !== 0 ? gt * p : 0) + (dp !== 0 ? g * dp : 0);
           if (r !== 0) xtanAdj[off + k] += r;
@@ -902,21 +906,20 @@ function mapBlock(s: number, Y: F64, out: number, A: F64, pa: number, sa: number
 }
 
 // The change of weight t_k − Σ p_j t_j cancels for a weight p_k near 1 (a probe: H[1][1] of
-// logSumExp([0, 37]) was 0, its softplus'' 8.5e-17): the element of weight past 1/2 takes it as
-// Σ_{j≠k} p_j (t_k − t_j), as assembly/log-sum-exp.ts does.
-function dominant(xval: Float64Array, off: number, n: number, y: number, s: number): number {
+// logSumExp([0, 37]) was 0, its softplus'' 8.5e-17): the element of weight past 1/2 (the first
+// largest) takes it as Σ_{j≠k} p_j (t_k − t_j), as assembly/log-sum-exp.ts does.
+function largest(xval: Float64Array, off: number, n: number): number {
   let m = 0;
   for (let k = 1; k < n; k++) if (xval[off + k]! > xval[off + m]!) m = k;
-  return n > 1 && Math.exp(xval[off + m]! - y) / s > 0.5 ? m : -1;
+  return m;
 }
 
 function dominantChange(xval: Float64Array, xtan: Float64Array, off: number, n: number, y: number, s: number, m: number): number {
   const tm = xtan[off + m]!;
   let sum = 0;
   for (let j = 0; j < n; j++) {
-    if (j === m) continue;
     const p = Math.exp(xval[off + j]! - y) / s, d = tm - xtan[off + j]!;
-    if (p !== 0 && d !== 0) sum += p * d;
+    if (j !== m && p !== 0 && d !== 0) sum += p * d;
   }
   return sum;
 }
