@@ -1543,7 +1543,7 @@ export class Tape {
       throw new StaleHandleError(this.stale(`Vec #${~v.id}`, what));
     }
     const named = prefixOf(what);
-    if (v instanceof Vec) throw new ForeignHandleError(`${named}Vec #${~v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape${capturedHint(this, v.tape)}`);
+    if (v instanceof Vec) throw new ForeignHandleError(`${named}Vec #${~v.id} belongs to another tape (${v.tape.backend}); operands must come from the same tape${capturedHint(this, v.tape, 'Vec')}`);
     if ((v as unknown) instanceof Var) throw new ShapeError(`${named}expected a Vec here, got a scalar Var; stack([...]) makes a vector of scalars`, nameOf(what) ?? 'vector', [[]]);
     throw new NotANumberError(`${named}expected a Vec, got ${describe(v)}`);
   }
@@ -2158,12 +2158,12 @@ for (const name of BINARY_OPS) Object.defineProperty(HandleApi.prototype, name, 
  *  records), f used a Var of the caller's code beside its own: said so, whichever side of the op
  *  it is on (a new-user probe, and reviews: `x.mul(v)` with the captured x first; a Var kept from
  *  a finished transform got the hint; a transform inside compile was named as compile). */
-function capturedHint(tape: Tape, other: Tape): string {
+function capturedHint(tape: Tape, other: Tape, kind = 'Var'): string {
   const transform = (t: Tape): boolean => t.staleWhy.includes('transform') && t.size > 0;
   const inTransform = transform(tape) || transform(other), inCompile = tape.observed !== null || other.observed !== null;
   // Both at once (one inside the other): which is f's is not known here (a review).
   const who = inTransform && inCompile ? 'a transform or compile' : inTransform ? 'the transform' : inCompile ? 'compile' : '';
-  return who ? `: f uses a Var of the caller's tape beside its own, and ${who} records f on a tape of its own; make the caller's value an input of f, or use its number (.value)` : '';
+  return who ? `: f uses a ${kind} of the caller's tape beside its own, and ${who} records f on a tape of its own; make the caller's value an input of f, or use its number (.value)` : '';
 }
 
 /** What was given where a Tape was expected, for the handle APIs' constructors. */

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import {
   CapacityError, ForeignHandleError, InvalidHandleError, NotANumberError, StaleHandleError,
   TapegradError, add, atan2, compile, createTape, createTapeSync, div, eq, ge, gt, hvp, hypot, init, jacobian, jvp, le, lt, max, min, mul,
-  finiteDifferenceGradient, fromBytes, grad, gradcheck, normwiseError, pow, sub, vjp, where, type Tape, type Var,
+  finiteDifferenceGradient, fromBytes, grad, gradcheck, normwiseError, pow, sub, vjp, where, type Tape, type Var, type Vec,
 } from '../src/index.ts';
 import { pooledTapes } from '../src/transforms.ts';
 import { BACKENDS, tapeOn } from './support.ts';
@@ -291,8 +291,11 @@ describe.each(BACKENDS)('errors (%s)', (backend) => {
     expect(JSON.stringify([v])).toBe(`["Vec(#${~v.id}, shape [2])"]`);
     expectError(() => grad((v: Var) => [v.square()] as unknown as Var, { backend })(3), TapegradError, 'INVALID_ARGUMENT', /^grad: the function returned an array of 1; grad needs one scalar output: return the Var itself \(y, not \[y\]\)$/);
     // On either side of the op, and for compile too; not for a Var kept from a finished transform.
-    const captured = (who: string): RegExp => new RegExp(`belongs to another tape .*: f uses a Var of the caller's tape beside its own, and ${who} records f on a tape of its own; make the caller's value an input of f, or use its number \\(\\.value\\)$`);
+    const captured = (who: string, kind = 'Var'): RegExp => new RegExp(`belongs to another tape .*: f uses a ${kind} of the caller's tape beside its own, and ${who} records f on a tape of its own; make the caller's value an input of f, or use its number \\(\\.value\\)$`);
     expectError(() => grad((v: Var) => v.mul(x), { backend })(3), ForeignHandleError, 'FOREIGN_HANDLE', captured('the transform'));
+    // A Vec is named as one (it said "a Var").
+    const W = tape.vector([1, 2]);
+    expectError(() => grad((u: Vec) => u.mul(W).sum(), { backend, vector: true })([3, 4]), ForeignHandleError, 'FOREIGN_HANDLE', captured('the transform', 'Vec'));
     expectError(() => grad((v: Var) => x.mul(v), { backend })(3), ForeignHandleError, 'FOREIGN_HANDLE', captured('the transform'));
     expectError(() => compile((v: Var[]) => v[0]!.mul(x), { inputs: 1, backend }).gradient([3]), ForeignHandleError, 'FOREIGN_HANDLE', captured('compile'));
     let kept: Var | null = null;
