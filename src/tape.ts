@@ -15,7 +15,7 @@ const {
 
 // Handles are small integers (Smis in V8: no allocation per op). Each tape hands out a fresh
 // range after every reset, so a handle from before the reset falls below the live range and is
-// caught. Tapes start at scattered offsets (golden-ratio hashing of a serial number), so a raw
+// caught. Tapes start at scattered offsets from 2^20 (golden-ratio hashing of a serial number), so a raw
 // handle of another tape lands outside this tape's live range unless the two ranges happen to
 // overlap (odds about live nodes / 8e8). Ranges restart once they near 2^30, at a scattered
 // offset of their own in [2^20, 2^28), not at 0: restarted tapes all at 0 took each other's
@@ -47,6 +47,10 @@ const prefixOf = (what: string | number | undefined): string => {
 export const TANGENT_BYTES = 16;
 const CONSTANT_SLOTS = 64;
 let tapeSerial = 0;
+/** @internal Where the handle range of the tape of serial `serial` starts (see the constructor). */
+export function firstHandle(serial: number): number {
+  return RESTART_FROM + Math.floor(scattered(serial) * (HANDLE_WRAP_AT - RESTART_FROM));
+}
 
 /** A Var or a plain number (recorded as a constant). */
 export type Operand = Var | number;
@@ -163,9 +167,11 @@ export class Tape {
     lockFields(this, ['engine', 'maxNodes', 'maxMemoryBytes', 'checkNaN']);
     // A trap replaced the engine's memory: what was recorded is gone, as after a reset.
     engine.onTrap = () => this.reset();
-    // Serials from 1: the first tape's range starting at 0 made small numbers passed as handles
-    // (h.mul(x, 1) for x times 1) valid nodes of it.
-    this.base = Math.floor(scattered(++tapeSerial) * HANDLE_WRAP_AT);
+    // From RESTART_FROM, as a restarted range: a range starting at 0 (the first tape's, before
+    // serials began at 1) or near it (the golden ratio's multiples of Fibonacci serials: 700 at
+    // the 514,229th tape, 0 at the 102,334,155th, a probe) made small numbers passed as handles
+    // (h.mul(x, 1000) for x times 1000) valid nodes of it.
+    this.base = firstHandle(++tapeSerial);
     this.cycleStart = this.base;
     this.handles = new HandleApi(this);
     this.cacheViews();

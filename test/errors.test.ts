@@ -10,6 +10,7 @@ import {
   finiteDifferenceGradient, fromBytes, grad, gradcheck, normwiseError, pow, sub, vjp, where, type Tape, type Var, type Vec,
 } from '../src/index.ts';
 import { pooledTapes } from '../src/transforms.ts';
+import { firstHandle } from '../src/tape.ts';
 import { BACKENDS, tapeOn } from './support.ts';
 
 type ErrorClass = new (...args: never[]) => TapegradError;
@@ -435,6 +436,19 @@ describe.each(BACKENDS)('errors (%s)', (backend) => {
     expect(() => later.handles.value(mine)).toThrow(TapegradError);
     expect(() => tape.handles.exp(later.handles.variable(3))).toThrow(TapegradError);
     expect(between).toHaveLength(47);
+  });
+
+  // A probe: the golden ratio's multiples of Fibonacci serials lie next to integers, and the
+  // 514,229th tape of a process started its range at handle 700 (the 102,334,155th at 0), where
+  // h.mul(x, 1000) took the number as node 300. Ranges start from 2^20, as restarted ones do.
+  it('no tape starts its handle range below 2^20, the Fibonacci serials included', () => {
+    const fibonacci = [1, 2];
+    while (fibonacci.length < 45) fibonacci.push(fibonacci.at(-1)! + fibonacci.at(-2)!);
+    for (const serial of [...fibonacci, ...Array.from({ length: 1000 }, (_, k) => k + 1)]) {
+      expect(firstHandle(serial), `serial ${serial}`).toBeGreaterThanOrEqual(2 ** 20);
+      expect(firstHandle(serial), `serial ${serial}`).toBeLessThan(2 ** 30 - 2 ** 28);
+    }
+    expect(firstHandle(514_229) - firstHandle(514_228)).not.toBe(0);
   });
 
   it('maxNodes: filling the tape throws CapacityError naming the limit; after reset() it works again', async () => {
