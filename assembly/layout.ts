@@ -179,14 +179,7 @@ export function reserve(minCapacity: i32, live: i32, maxCapacity: i32): i32 {
   // capacity asked for, not worth moving the tape for.
   const inPages = capacityInPages(regionCount, elemCapacity);
   if (inPages >= <i64>minCapacity && inPages < cap && inPages - <i64>capacity >= <i64>(capacity >> 2)) cap = inPages;
-  if (!ensurePages(<i32>cap, regionCount, elemCapacity)) {
-    // The element capacity is the largest recording's, as above: it shrinks to the live
-    // elements' where the runtime gives no more memory.
-    const least = max((liveElements + 7) & ~7, MIN_CAPACITY);
-    if (least >= elemCapacity) return 0;
-    shrink(capacity, least, live);
-    if (!ensurePages(<i32>cap, regionCount, elemCapacity)) return 0;
-  }
+  if (!ensurePages(<i32>cap, regionCount, elemCapacity)) return 0;
   relayout(<i32>cap, regionCount, elemCapacity, live);
   return capacity;
 }
@@ -201,7 +194,7 @@ function capacityInPages(regions: i32, ecap: i32): i64 {
 /** Grows the element regions to hold at least `minElements`, keeping `liveElements` of them.
  *  Returns the new element capacity, or 0 when memory (or `maxElements`) does not allow it; then
  *  nothing has changed. */
-export function reserveElements(minElements: i32, live: i32, maxElements: i32, liveNodes: i32): i32 {
+export function reserveElements(minElements: i32, live: i32, maxElements: i32): i32 {
   if (minElements <= elemCapacity) return elemCapacity;
   let ecap: i64 = elemCapacity < MIN_CAPACITY ? MIN_CAPACITY : <i64>elemCapacity;
   while (ecap < <i64>minElements) ecap <<= 1;
@@ -211,15 +204,7 @@ export function reserveElements(minElements: i32, live: i32, maxElements: i32, l
     ecap = min(<i64>maxElements, byMemory) & ~7;
     if (ecap < <i64>minElements) return 0;
   }
-  if (!ensurePages(capacity, regionCount, <i32>ecap)) {
-    // The node capacity is the largest recording's (reset keeps it): where the runtime gives no
-    // more memory, it shrinks to the live nodes' (a probe: 1.5 M scalars recorded and reset under
-    // a 64 MiB cap, then a vector of 10^6 elements refused for the tape's life).
-    const least = max((liveNodes + 7) & ~7, MIN_CAPACITY);
-    if (least >= capacity) return 0;
-    shrink(least, elemCapacity, liveNodes);
-    if (!ensurePages(capacity, regionCount, <i32>ecap)) return 0;
-  }
+  if (!ensurePages(capacity, regionCount, <i32>ecap)) return 0;
   relayout(capacity, regionCount, <i32>ecap, live);
   return elemCapacity;
 }

@@ -69,10 +69,9 @@ export interface Backend {
   elementCapacity: number;
   /** Bytes per element (all element regions). */
   elementBytes(): number;
-  /** Grows the element regions to at least `minElements`, keeping the first `live`. False when
-   *  the limit or the memory does not allow it; where the runtime gives no more memory, the node
-   *  capacity may first shrink to the `liveNodes` (the wasm core's). */
-  reserveElements(minElements: number, live: number, maxElements: number, liveNodes: number): boolean;
+  /** Grows the element regions to at least `minElements`, keeping the first `live`. False (and
+   *  nothing changed) when the limit or the memory does not allow it. */
+  reserveElements(minElements: number, live: number, maxElements: number): boolean;
   /** How many elements are live: the sweeps clear that many adjoints. */
   setLiveElements(n: number): void;
   /** Compiled replay: inputs are the elements of one input vector (node 1), not nodes

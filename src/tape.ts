@@ -47,6 +47,9 @@ const prefixOf = (what: string | number | undefined): string => {
 export const TANGENT_BYTES = 16;
 const CONSTANT_SLOTS = 64;
 let tapeSerial = 0;
+// The engines' least capacity of nodes and of elements (MIN_CAPACITY in assembly/layout.ts and
+// src/js/backend.ts).
+const MIN_REGION = 1024;
 /** @internal Where the handle range of the tape of serial `serial` starts (see the constructor). */
 export function firstHandle(serial: number): number {
   return RESTART_FROM + Math.floor(scattered(serial) * (HANDLE_WRAP_AT - RESTART_FROM));
@@ -1659,8 +1662,10 @@ export class Tape {
    *  checked together, regions grown), so an op that records several vector nodes (its constants,
    *  then itself) fails before it records the first. */
   reserveVector(nodes: number, elements: number): void {
-    this.reserveElements(elements, nodes);
+    // Nodes first, as recordVector takes them: growing the nodes may shrink the element capacity
+    // to the live elements (grow), which would let go of room reserved for these.
     this.reserveNodes(nodes);
+    this.reserveElements(elements, nodes);
   }
 
   /** Takes n elements; `nodes` are the nodes about to be recorded with them, which must fit too
@@ -1701,7 +1706,12 @@ export class Tape {
     }
     if (needed > this.engine.elementCapacity) {
       const limit = this.growthRoom(false, this.count + nodes, needed, Math.min(2 ** 31 - 8, Math.floor(this.maxMemoryBytes / this.engine.elementBytes())));
-      const ok = this.engine.reserveElements(needed, this.elements, Math.ceil(limit / 8) * 8, this.count + nodes);
+      let ok = this.engine.reserveElements(needed, this.elements, Math.ceil(limit / 8) * 8);
+      // The node capacity past the live nodes and those the op reserved goes first, as in grow.
+      if (!ok && this.engine.capacity > Math.max(this.count + nodes, MIN_REGION)) {
+        this.engine.fitCapacities(this.count + nodes + 7, this.engine.elementCapacity, this.count);
+        ok = this.engine.reserveElements(needed, this.elements, Math.ceil(limit / 8) * 8);
+      }
       this.cacheViews();
       if (!ok) {
         throw new CapacityError(
@@ -1775,8 +1785,17 @@ export class Tape {
     }
     // Engines allocate in multiples of 8 nodes (f64 alignment); `capacity` below keeps the
     // façade at the exact limit.
-    const room = this.growthRoom(true, needed, this.elements, limit);
-    const ok = this.engine.reserve(needed, this.count, Math.ceil((exactly ? needed : room) / 8) * 8);
+    const room = this.growthRoom(true, needed, this.elements, limit), most = Math.ceil((exactly ? needed : room) / 8) * 8;
+    let ok = this.engine.reserve(needed, this.count, most);
+    // A reset keeps both capacities: where the memory (4 GiB, or a runtime's cap) has no room for
+    // the nodes, the element capacity past the live elements goes first (probes: after a vector
+    // of 2^27 elements, or 1.5 M scalars under a 64 MiB cap, the tape refused the other kind for
+    // its life, reset() or not). Always reserved before elements (reserveVector), so no room an
+    // op has reserved goes.
+    if (!ok && this.engine.elementCapacity > Math.max(this.elements, MIN_REGION)) {
+      this.engine.fitCapacities(this.engine.capacity, 0, this.count);
+      ok = this.engine.reserve(needed, this.count, most);
+    }
     this.cacheViews();
     if (!ok) {
       throw new CapacityError(

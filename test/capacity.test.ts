@@ -369,13 +369,48 @@ it('wasm: under a runtime memory cap, nodes after elements and elements after no
     const elementsFirst = createTapeSync();
     elementsFirst.vector(new Float64Array(1500000));
     elementsFirst.reset();
+    // Ops of both kinds until one is refused: it records nothing (a review: a vector op's constant
+    // stayed recorded when the shrinking was the core's own).
+    const full = createTapeSync();
+    full.variables(new Float64Array(1500000));
+    let w = full.vector(new Float64Array(20000).fill(1)), acc = full.variable(1), refused = 'none';
+    const c = new Float64Array(20000).fill(2);
+    for (let step = 0; step < 4000 && refused === 'none'; step++) {
+      const nodes = full.size, elements = full.elementCount;
+      try {
+        if (step % 3 === 2) acc = acc.mul(acc); else w = w.add(c);
+      } catch (e) {
+        refused = e.code + (full.size === nodes && full.elementCount === elements ? ', nothing recorded' : ', partly recorded');
+      }
+    }
     console.log(JSON.stringify([
       attempt(() => nodesFirst.vector(new Float64Array(1000000).fill(1)).sum().value),
       attempt(() => { const xs = elementsFirst.variables(new Float64Array(1500000).fill(2)); return elementsFirst.gradient(xs[0].mul(xs[1499999]), [xs[0]])[0]; }),
+      refused,
     ]));`;
   const run = spawnSync(process.execPath, ['--wasm-max-mem-pages=1024', '--input-type=module', '-e', script], { encoding: 'utf8' });
   expect(run.stderr).toBe('');
-  expect(run.stdout.trim()).toBe('[1000000,2]');
+  expect(run.stdout.trim()).toBe('[1000000,2,"CAPACITY, nothing recorded"]');
+});
+
+// Probes: a vector of 2^27 elements took all of 4 GiB beside its tape's node capacity, and its
+// own two nodes were refused, the tape then refusing every node for its life, reset() or not; a
+// scalar recording of 2^27 nodes left no room for any element alike. Where one kind has no room,
+// the other's capacity past what is live goes first. (Reserved, not written: untouched pages
+// cost no memory.)
+describe.each(BACKENDS)('capacities a larger recording left give way to the other kind past 4 GiB (%s)', (backend) => {
+  it('nodes after 2^27 elements, elements after 2^27 nodes', async () => {
+    const elementsFirst = await tapeOn(backend);
+    elementsFirst.reserveVector(2, 2 ** 27 + 1);
+    elementsFirst.reset();
+    const x = elementsFirst.variable(3);
+    expect(Array.from(elementsFirst.gradient(x.mul(x), [x]))).toEqual([6]);
+    const nodesFirst = await tapeOn(backend);
+    nodesFirst.reserveNodes(2 ** 27 + 8);
+    nodesFirst.reset();
+    const v = nodesFirst.vector([1, 2]);
+    expect(Array.from(nodesFirst.gradient(v.dot(v), [v]))).toEqual([2, 4]);
+  }, 60_000);
 });
 
 it('wasm: tangents for a capacity past 4 GiB shrink it to what fits, and the tape keeps its values and gradients', async () => {

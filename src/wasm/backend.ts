@@ -627,9 +627,9 @@ export class WasmBackend implements Backend {
     return this.core.elementBytes();
   }
 
-  reserveElements(minElements: number, live: number, maxElements: number, liveNodes: number): boolean {
+  reserveElements(minElements: number, live: number, maxElements: number): boolean {
     this.guardsAt = -1;
-    const ok = this.run(() => (this.core.setLiveElements(this.liveElements), this.core.reserveElements(minElements, live, maxElements, liveNodes))) !== 0;
+    const ok = this.run(() => (this.core.setLiveElements(this.liveElements), this.core.reserveElements(minElements, live, maxElements))) !== 0;
     this.refreshViews();
     return ok;
   }

@@ -10,7 +10,7 @@ export type CoreVariant = 'simd' | 'scalar';
 export interface CoreExports {
   memory: WebAssembly.Memory;
   reserve(minCapacity: number, live: number, maxCapacity: number): number;
-  reserveElements(minElements: number, live: number, maxElements: number, liveNodes: number): number;
+  reserveElements(minElements: number, live: number, maxElements: number): number;
   setLiveElements(n: number): void;
   setVectorInput(on: number): void;
   setRunFusion(on: number): void;
