@@ -234,7 +234,7 @@ export function describe(value: unknown): string {
     const name: string = value.constructor?.name ?? 'Object';
     // A Proxy of a typed array passes its constructor through but is no typed array (a probe got
     // "needs a Uint8Array, got an object (Uint8Array)").
-    return /(\d|Clamped)Array$/.test(name) && !ArrayBuffer.isView(value) ? `an object posing as a ${name} (a Proxy?), not one` : `an object (${name})`;
+    return /^(Big)?(Int|Uint|Float)\d+(Clamped)?Array$/.test(name) && !ArrayBuffer.isView(value) ? `an object posing as ${name.startsWith('Int') ? 'an' : 'a'} ${name} (a Proxy?), not one` : `an object (${name})`;
   }
   if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 20 ? value.slice(0, 20) + '…' : value)}`;
   return `${typeof value} ${String(value)}`;
@@ -289,11 +289,17 @@ export class ShapeError extends TapegradError {
 /** An array or typed array of (supposedly) numbers: an object with a length. A string has a
  *  length too, and is not one. */
 export function isArrayLike(value: unknown): value is ArrayLike<number> {
-  if (value == null || typeof value !== 'object' || VEC_BRAND in value) return false;
+  return countOf(value) >= 0;
+}
+
+/** @internal The length of an array-like that `isArrayLike` accepts, read once, or -1: a caller
+ *  that reads it again may get another (a Proxy's: a review's Vec of shape [3] over 4 elements). */
+export function countOf(value: unknown): number {
+  if (value == null || typeof value !== 'object' || VEC_BRAND in value) return -1;
   // A length that is no count ({ length: -1 }, -0.5) recorded a negative number of inputs, and a
   // fractional one left the handle range fractional for the tape's life (a probe).
   const length = (value as ArrayLike<number>).length;
-  return typeof length === 'number' && length >= 0 && Number.isSafeInteger(length);
+  return typeof length === 'number' && length >= 0 && Number.isSafeInteger(length) ? length : -1;
 }
 
 /** @internal On Vec's prototype: a Vec has a length, but is no array of numbers (a probe: one

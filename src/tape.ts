@@ -422,8 +422,12 @@ export class Tape {
     const kept = Array.isArray(wrt) ? this.holdScratch(wrt.length) : null;
     try {
       const nodes = this.nodesOf(wrt, 'gradient', kept);
-      if (out !== undefined) checkOut(out, this.entryCount(nodes), 'gradient: out');
+      const entries = out === undefined ? 0 : this.entryCount(nodes);
+      if (out !== undefined) checkOut(out, entries, 'gradient: out');
       this.backwardIndex(this.index(output, 'gradient'), seed, 'gradient');
+      // Again after the sweep, whose custom rules could detach it (a review: the gradient
+      // written nowhere, without an error).
+      if (out !== undefined) checkOut(out, entries, 'gradient: out');
       return this.gatherEntries(nodes, this.engine.views.adj, this.engine.views.xadj, true, out);
     } finally {
       if (kept) this.scratchBusy = false;
@@ -1614,8 +1618,7 @@ export class Tape {
   }
 
   /** @internal A vector leaf (input or constant) holding `values`; its values are known now. */
-  recordVectorLeaf(op: number, values: ArrayLike<number>): number {
-    const n = values.length;
+  recordVectorLeaf(op: number, values: ArrayLike<number>, n = values.length): number {
     // Room first, as variables makes it: a vector past the limits was read whole before its
     // CapacityError (a probe: 10^8 entries read for 29 s into a tape of 10 KB).
     this.reserveVector(2, n);
@@ -2155,6 +2158,8 @@ export class HandleApi {
         if (!((h - base) >>> 0 === h - base && h - base < count && scalarValued(op[h - base]!))) t.indexOfHandle(h, 'gradient');
       }
       t.backwardIndex(t.indexOfHandle(output, 'gradient'), seed, 'handles.gradient');
+      // Again after the sweep, whose custom rules could detach it (a review).
+      if (into !== undefined) checkOut(into, len, 'handles.gradient: into');
       // What gradAt reads after a sweep of the whole tape, through views read after it (a custom
       // rule's JS runs inside it).
       const out = into ?? new Float64Array(len), ops = t.opV, adj = t.engine.views.adj;

@@ -3,7 +3,7 @@
 // ops broadcast as NumPy does for trailing shapes; reductions return scalar Vars; matrices are
 // row-major with a shape. The rules live in assembly/vector.ts and src/js/vector.ts.
 import type { BinaryOps, UnaryOps } from './op-docs.ts';
-import { NotANumberError, ShapeError, TapegradError, VEC_BRAND, describe, extraArgument, isArrayLike, newFloat64, unreadableError, unreadableView } from './errors.ts';
+import { NotANumberError, ShapeError, TapegradError, VEC_BRAND, countOf, describe, extraArgument, isArrayLike, newFloat64, unreadableError, unreadableView } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
 import { readOptions } from './options.ts';
 import { Tape, Var, tapeArgument } from './tape.ts';
@@ -111,7 +111,8 @@ function resolve(tape: Tape, o: VecOperand, op: string): Resolved {
     tape.reserveNodes(1);
     return { index: tape.constantIndex(o), shape: [] };
   }
-  if (isArrayLike(o) && typeof o !== 'string') return { index: tape.recordVectorLeaf(VCONST, o), shape: [o.length] };
+  const n = countOf(o);
+  if (n >= 0) return { index: tape.recordVectorLeaf(VCONST, o as ArrayLike<number>, n), shape: [n] };
   throw new NotANumberError(`${op}: expected a Vec, a Var, a number or an array of numbers, got ${describe(o)}`);
 }
 
@@ -196,7 +197,7 @@ function elementwiseSimple(tape: Tape, s: number, name: string, operands: readon
     // the same nodes, without its checks of shapes in arrays (8.5 times a number operand there,
     // 1.7 KB an op: a new-user probe).
     tape.reserveVector(4, 2 * n);
-    return new Vec(tape, tape.recordVector(ELEMENTWISE + s, ia, tape.recordVectorLeaf(VCONST, b), n), a.shape);
+    return new Vec(tape, tape.recordVector(ELEMENTWISE + s, ia, tape.recordVectorLeaf(VCONST, b, n), n), a.shape);
   } else if (typeof b !== 'number') return null;
   // Room for the op (and a number's constant node) first, so a full tape records nothing.
   tape.reserveVector(typeof b === 'number' ? 3 : 2, n);
@@ -646,9 +647,11 @@ function showAll(parts: readonly unknown[]): string {
 
 /** @internal */
 export function vectorOf(tape: Tape, op: number, values: ArrayLike<number>, shape: Shape | undefined, what: string): Vec {
-  if (!isArrayLike(values) || typeof values === 'string') throw new NotANumberError(`${what}: expected an array of numbers or a Float64Array, got ${describe(values)}`);
-  const s = shape === undefined ? [values.length] : checkShape(shape, values.length, what);
-  return new Vec(tape, tape.recordVectorLeaf(op, values), frozen(s));
+  // The length read once (see countOf).
+  const n = countOf(values);
+  if (n < 0) throw new NotANumberError(`${what}: expected an array of numbers or a Float64Array, got ${describe(values)}`);
+  const s = shape === undefined ? [n] : checkShape(shape, n, what);
+  return new Vec(tape, tape.recordVectorLeaf(op, values, n), frozen(s));
 }
 
 // ───────────────────────────── handles ─────────────────────────────

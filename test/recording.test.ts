@@ -343,6 +343,39 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     expect(Array.from(h.gradient(hy, hs))).toEqual([2, 1, 1]);
   });
 
+  // A review: vector read its array's length three times, and a Proxy's that changed made a Vec
+  // of shape [3] over 4 elements (stale at its first use, once Vecs were checked by their size).
+  it('a vector reads its array\'s length once', async () => {
+    const tape = await tapeOn(backend);
+    for (const make of [(a: ArrayLike<number>) => tape.vector(a), (a: ArrayLike<number>) => tape.constantVector(a)]) {
+      let reads = 0;
+      const values = new Proxy([1, 2, 3, 4], { get(target, key) { if (key === 'length') return reads++ < 1 ? 3 : 4; return Reflect.get(target, key); } });
+      const v = make(values);
+      expect(v.shape).toEqual([3]);
+      expect(Array.from(v.value)).toEqual([1, 2, 3]);
+      expect(v.sum().value).toBe(6);
+    }
+  });
+
+  // A review: a custom rule that detached `into` (or `out`) during the sweep had the gradient
+  // written nowhere, without an error.
+  it('a gradient checks its output array again after the sweep', async () => {
+    const tape = await tapeOn(backend);
+    const into = new Float64Array(2);
+    const detaching = defineFunction({
+      name: 'detaching',
+      forward: ([x]) => x! * 2,
+      vjp: (_xs, _y, g) => { structuredClone(into.buffer, { transfer: [into.buffer] }); return [2 * g]; },
+    });
+    const h = tape.handles, [a, b] = h.variables([1, 2]);
+    const y = h.add(detaching(h.toVar(a!)).id, b!);
+    expect(() => h.gradient(y, [a!, b!], 1, into)).toThrow(/^handles\.gradient: into: the array's buffer is detached/);
+    const out = new Float64Array(2), xs = tape.variables([1, 2]);
+    const keep = defineFunction({ name: 'detachingOut', forward: ([x]) => x! * 2, vjp: (_xs, _y, g) => { structuredClone(out.buffer, { transfer: [out.buffer] }); return [2 * g]; } });
+    expect(() => tape.gradient(keep(xs[0]!).add(xs[1]!), xs, 1, out)).toThrow(/^gradient: out: the array's buffer is detached/);
+    expect(Array.from(h.gradient(y, [a!, b!]))).toEqual([2, 1]);
+  });
+
   // A review: a Proxy list whose length read 1 and then 4 sized the kept array by the first and
   // lost the last three entries' gradients, silently, on a fresh tape (one whose kept array had
   // grown gave all four): the list's nodes go by the length their read took.

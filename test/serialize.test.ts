@@ -331,7 +331,8 @@ describe('fromBytes refuses what is not a valid tape with FormatError', () => {
     for (const [input, message] of [[bytes.buffer, /needs a Uint8Array.*ArrayBuffer/], [Array.from(bytes), /needs a Uint8Array.*array/], [null, /needs a Uint8Array/],
       [new DataView(bytes.buffer), /needs a Uint8Array/], [new Int8Array(bytes.buffer), /needs a Uint8Array/],
       // A Proxy passes its target's constructor through: the message said it got a Uint8Array.
-      [new Proxy(bytes, {}), /needs a Uint8Array, got an object posing as a Uint8Array \(a Proxy\?\), not one/]] as const) {
+      [new Proxy(bytes, {}), /needs a Uint8Array, got an object posing as a Uint8Array \(a Proxy\?\), not one/],
+      [new Proxy(new Int8Array(bytes), {}), /needs a Uint8Array, got an object posing as an Int8Array \(a Proxy\?\), not one/]] as const) {
       for (const backend of BACKENDS) {
         const thrown = (() => { try { fromBytes(input as unknown as Uint8Array, { backend }); } catch (e) { return e; } return null; })();
         expect(thrown).toBeInstanceOf(TapegradError);
