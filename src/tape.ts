@@ -236,7 +236,16 @@ export class Tape {
     }
     // Sized up front: growing the array by push copies it, and large input lists then cost
     // young-generation GC time on every recording.
-    return this.newInputVars(new Array<Var>(len), first + base);
+    try {
+      return this.newInputVars(new Array<Var>(len), first + base);
+    } catch (error) {
+      // More Vars than the runtime puts in one array (V8: 2^27 - 2, below a tape's nodes): the
+      // inputs are taken back (a probe got V8's raw RangeError with 1.3·10^8 inputs recorded).
+      if (!(error instanceof RangeError)) throw error;
+      this.count = first;
+      if (this.evaluated > first) this.evaluated = first;
+      throw new CapacityError(`variables: ${len} Vars are more than the runtime holds in one array (${error.message}); nothing was recorded (tape.handles.variables records them as handles in an Int32Array)`, len);
+    }
   }
 
   // variables' loop, alone (see inputRunLength).
