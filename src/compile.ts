@@ -1271,7 +1271,12 @@ function checkLength(x: ArrayLike<number>, expected: number, call: string, noun:
   // (A typed array's length property must be what it holds, as in checkArrayLength; the message
   // made only then: made on every call, its text was 64-130 bytes a call and a batch row.)
   if (disagrees(x)) checkHeld(x as unknown as ArrayBufferView, x.length, named(call, noun));
-  if (x.length !== expected) throw new TapegradError('INVALID_ARGUMENT', `${named(call, noun)} has ${x.length} entries, expected ${expected}`);
+  if (x.length !== expected) {
+    // An empty view whose buffer is gone is named as such, as the tape's calls name it (a probe
+    // read "has 0 entries" for an input transferred to a worker).
+    if (x.length === 0 && unreadableView(x)) throw unreadableError(named(call, noun));
+    throw new TapegradError('INVALID_ARGUMENT', `${named(call, noun)} has ${x.length} entries, expected ${expected}`);
+  }
 }
 
 // A jvp's direction is its tangent, an hvp's the vector H multiplies.

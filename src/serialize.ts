@@ -43,7 +43,7 @@ import type { BackendChoice, BackendKind } from './backend.ts';
 import { CompiledFunction, MAX_INPUTS, type Recording } from './compile.ts';
 import { limitPassedBy, resolveBackend, tapeFor } from './create.ts';
 import type { TapeLimits } from './tape.ts';
-import { CapacityError, FormatError, TapegradError, describe, typedArrayKind } from './errors.ts';
+import { CapacityError, FormatError, TapegradError, describe, typedArrayKind, unreadableError, unreadableView } from './errors.ts';
 import { COMPARISON_OPS, ELEMENTWISE, Op, SCALAR_OP_TABLE, nodeKind, opNameOf, type NodeKind } from './ops.ts';
 import { BACKEND_RULE, readOptions } from './options.ts';
 import type { ShippedSweeps } from './wasm/backend.ts';
@@ -176,6 +176,9 @@ export function loadBytes(
   bytes: Uint8Array, backend: BackendChoice, sweeps: ShippedSweeps | null, codegen: boolean, limits: TapeLimits = {}, checkNaN = false,
 ): CompiledFunction {
   if (!isUint8Array(bytes)) throw new TapegradError('INVALID_ARGUMENT', `fromBytes needs a Uint8Array, got ${describe(bytes)}`);
+  // A buffer gone (transferred to a worker) is named as such, as every call names it, not as 0
+  // bytes truncated (a browser probe).
+  if (unreadableView(bytes)) throw unreadableError('fromBytes');
   bytes = intrinsicView(bytes);
   if (bytes.length < HEADER_BYTES[1]) throw new FormatError(`truncated: ${bytes.length} bytes, a tape has at least ${HEADER_BYTES[1]}`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -457,7 +460,7 @@ const bufferOf = accessor('buffer'), byteOffsetOf = accessor('byteOffset'), byte
  *  `byteOffset` or `subarray` on the array gave a raw RangeError (a probe). */
 function intrinsicView(bytes: Uint8Array): Uint8Array {
   const length = byteLengthOf.call(bytes) as number;
-  // A detached buffer reads as 0 bytes (truncated), and cannot be viewed again.
+  // (A detached buffer, refused before, cannot be viewed again.)
   return length === 0 ? new Uint8Array(0) : new Uint8Array(bufferOf.call(bytes) as ArrayBuffer, byteOffsetOf.call(bytes) as number, length);
 }
 

@@ -1946,6 +1946,8 @@ function readNumbers(xs: ArrayLike<number>, len: number, what: string, copy = fa
 function checkLength(values: ArrayLike<number>, expected: number, what: string, against: string): void {
   if (!isArrayLike(values)) throw new NotANumberError(`${what} must be an array of numbers, got ${describe(values)}`);
   if (values.length !== expected) {
+    // A view whose buffer is gone reads as empty: named as such (a probe read "has 0 entries").
+    if (values.length === 0 && unreadableView(values)) throw unreadableError(what);
     throw new TapegradError('INVALID_ARGUMENT', `${what} has ${values.length} ${values.length === 1 ? 'entry' : 'entries'} but there ${expected === 1 ? `is 1 ${against.slice(0, -1)}` : `are ${expected} ${against}`}`);
   }
 }

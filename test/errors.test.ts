@@ -179,6 +179,11 @@ describe.each(BACKENDS)('errors (%s)', (backend) => {
       ['gather: the indices', () => vec.gather(indices)],
       ['normwiseError: g', () => normwiseError(detached(), [])],
       ['handles.gradient: the handles', () => tape.handles.gradient(y.id, detached())],
+      // A browser probe: these said "has 0 entries", and fromBytes "truncated: 0 bytes".
+      ['gradient: the input', () => compile((x: Var[]) => x[0]!.mul(x[1]!), { inputs: 2, backend }).gradient(detached())],
+      ['hvp: the direction', () => compile((x: Var[]) => x[0]!.mul(x[1]!), { inputs: 2, backend }).hvp([1, 2], detached())],
+      ['jvp: the tangent', () => jvp((x: Var[]) => x[0]!.mul(x[1]!), [1, 2], detached(), { backend })],
+      ['fromBytes', () => { const bytes = compile((x: Var[]) => x[0]!.sin(), { inputs: 1, backend, at: [1] }).toBytes(); structuredClone(bytes.buffer, { transfer: [bytes.buffer] }); return fromBytes(bytes, { backend }); }],
     ];
     // A fixed view over a resizable buffer (ES2024; the project's lib is older), shrunk under it.
     const Resizable = ArrayBuffer as unknown as new (length: number, options: { maxByteLength: number }) => ArrayBuffer & { resize(length: number): void };
