@@ -418,6 +418,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     if (out !== undefined) checkOut(out, rec.outputs.length, 'value: out');
     const result = out ?? new Float64Array(rec.outputs.length);
     this.outputValues(rec, result, 0);
+    this.stillHeld(result, rec.outputs.length, 'value: out');
     return result;
   }
 
@@ -428,6 +429,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const row = this.toRow(x, 'gradient');
     checkOut(out, this.inputs, 'gradient: out');
     this.gradientRows(row, 1, out, null, 'gradient');
+    this.stillHeld(out, this.inputs, 'gradient: out');
     return out;
   }
 
@@ -436,6 +438,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const row = this.toRow(x, 'valueAndGradient');
     checkOut(out, this.inputs, 'valueAndGradient: out');
     this.gradientRows(row, 1, out, null, 'valueAndGradient');
+    this.stillHeld(out, this.inputs, 'valueAndGradient: out');
     const rec = this.recording!;
     return [rec.tape.engine.views.val[rec.outputs[0]!]!, out];
   }
@@ -448,6 +451,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     if (out === undefined) out = newFloat64(rows * this.inputs, 'gradientBatch: out');
     checkOut(out, rows * this.inputs, 'gradientBatch: out');
     this.gradientRows(this.rowsFor(xs, rows * this.inputs, out), rows, out, null, 'gradientBatch');
+    this.stillHeld(out, rows * this.inputs, 'gradientBatch: out');
     return out;
   }
 
@@ -496,6 +500,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     checkOut(values, rows, 'valueAndGradientBatch: values');
     checkApart(out, rows * this.inputs, values, rows, 'valueAndGradientBatch');
     this.gradientRows(this.rowsFor(xs, rows * this.inputs, out, values), rows, out, values, 'valueAndGradientBatch');
+    this.stillHeld(out, rows * this.inputs, 'valueAndGradientBatch: out');
+    this.stillHeld(values, rows, 'valueAndGradientBatch: values');
     return [values, out];
   }
 
@@ -586,7 +592,16 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       if (!reshaped()) throw atRow(e, what, this.rowBase + (this.fusedRow[0]! >= 0 ? this.fusedRow[0]! : r));
     }
     if (r < rows) throw atRow(new TapegradError('INVALID_ARGUMENT', `f, recorded again here, returns ${this.outputs} output${this.outputs === 1 ? '' : 's'}, not the batch's ${outputs}`), what, this.rowBase + r);
+    this.stillHeld(out, rows * w, `${what}: out`);
+    if (values !== undefined) this.stillHeld(values, rows * outputs, `${what}: values`);
     return out;
+  }
+
+  // An output array checked again after a call whose custom rules ran user code, which could
+  // detach or shrink it (a review: a rule's transfer of out's buffer had the gradient written
+  // nowhere, without an error); without custom nodes nothing runs that could.
+  private stillHeld(out: Float64Array, n: number, what: string): void {
+    if (this.customNodes) checkOut(out, n, what);
   }
 
   // The recording's output values, into `into` from `at`.

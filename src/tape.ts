@@ -239,7 +239,7 @@ export class Tape {
     try {
       return this.newInputVars(new Array<Var>(len), first + base);
     } catch (error) {
-      // More Vars than the runtime puts in one array (V8: 2^27 - 2, below a tape's nodes): the
+      // More Vars than the runtime puts in one array (V8: 2^27 - 3, below a tape's nodes): the
       // inputs are taken back (a probe got V8's raw RangeError with 1.3·10^8 inputs recorded).
       if (!(error instanceof RangeError)) throw error;
       this.count = first;
@@ -435,8 +435,12 @@ export class Tape {
       if (out !== undefined) checkOut(out, entries, 'gradient: out');
       this.backwardIndex(this.index(output, 'gradient'), seed, 'gradient');
       // Again after the sweep, whose custom rules could detach it (a review: the gradient
-      // written nowhere, without an error).
-      if (out !== undefined) checkOut(out, entries, 'gradient: out');
+      // written nowhere, without an error), and after the sweep again that keeps the adjoints a
+      // fused run dropped, which runs them too (another review: V8's raw TypeError).
+      if (out !== undefined) {
+        if (this.vectorNodes) this.keepAdjointsOf(nodes);
+        checkOut(out, entries, 'gradient: out');
+      }
       return this.gatherEntries(nodes, this.engine.views.adj, this.engine.views.xadj, true, out);
     } finally {
       if (kept) this.scratchBusy = false;

@@ -122,6 +122,24 @@ function checkEntries(values: ArrayLike<number>, op: string): void {
   }
 }
 
+/** An array operand read once, its length and each entry, into a Float64Array that the op's
+ *  checks and recording read after (a review: a Proxy whose length changed between reads had an
+ *  op recorded over the shape checked and a constant of another length, dot giving 50 for 140);
+ *  anything else as it is, for the checks to name. A Float64Array is read as it is: its entries
+ *  are numbers, and a length of its own is refused where it is recorded (readNumbers). */
+function arrayOnce<T>(o: T, op: string): T | Float64Array {
+  if (o instanceof Float64Array && ArrayBuffer.isView(o)) return o;
+  const n = countOf(o);
+  if (n < 0) return o;
+  const out = newFloat64(n, op);
+  for (let k = 0; k < n; k++) {
+    const v = (o as ArrayLike<unknown>)[k];
+    if (typeof v !== 'number') throw new NotANumberError(`${op}: array entries must be numbers, got ${describe(v)} at index ${k}`);
+    out[k] = v;
+  }
+  return out;
+}
+
 /** Nodes and elements an operand records when resolved: a number is a constant node, an array a
  *  constant vector (its vmeta and vconst nodes, and its elements). */
 function recordCost(o: unknown): [nodes: number, elements: number] {
@@ -148,6 +166,7 @@ function precheck(tape: Tape, operands: readonly VecOperand[], op: string): Shap
 export function elementwise(tape: Tape, s: number, name: string, operands: readonly VecOperand[]): Vec {
   const simple = s === SELECT ? null : elementwiseSimple(tape, s, name, operands);
   if (simple !== null) return simple;
+  operands = operands.map((o) => arrayOnce(o, name));
   const shape = precheck(tape, operands, name);
   const n = sizeOf(shape);
   // The engines repeat every shorter operand with one period. Only select, over three or more
@@ -409,6 +428,7 @@ export class Vec {
    *  elementwise product); one node. A matrix and a vector are `matvec`/`matmul`. */
   dot(other: Vec | ArrayLike<number>): Var {
     const t = this.tape, v = t.vindex(this, 'dot');
+    other = arrayOnce(other, 'dot');
     const b = this.operandShape(other, 'dot');
     if (sizeOf(b) !== this.size) throw new ShapeError(`dot: lengths differ, shapes ${show(this.shape)} and ${show(b)}${this.shape.length > 1 || b.length > 1 ? ': use matvec or matmul for a matrix' : ''}`, 'dot', [this.shape, b]);
     // Equal sizes are not enough: a [2, 3] matrix with a [6] vector is no inner product (NumPy's
@@ -423,6 +443,7 @@ export class Vec {
   matmul(other: Vec | ArrayLike<number>): Vec {
     const t = this.tape;
     t.vindex(this, 'matmul');
+    other = arrayOnce(other, 'matmul');
     const a = this.shape, b = this.operandShape(other, 'matmul');
     let dims: [m: number, k: number, p: number, shape: Shape];
     if (a.length === 2 && b.length === 2 && a[1] === b[0]) dims = [a[0]!, a[1]!, b[1]!, [a[0]!, b[1]!]];
@@ -439,6 +460,7 @@ export class Vec {
   matvec(x: Vec | ArrayLike<number>): Vec {
     // This Vec checked under the call's name first: matmul's check named matmul (a probe).
     this.tape.vindex(this, 'matvec');
+    x = arrayOnce(x, 'matvec');
     const b = this.operandShape(x, 'matvec');
     if (this.shape.length !== 2 || b.length !== 1 || this.shape[1] !== b[0]) {
       throw new ShapeError(`matvec: expects a matrix [m, k] and a vector [k], got ${show(this.shape)} and ${show(b)}`, 'matvec', [this.shape, b]);
@@ -449,6 +471,7 @@ export class Vec {
   /** xᵀ·A for a vector x [m] and a matrix A [m, k]. */
   vecmat(a: Vec | ArrayLike<number>): Vec {
     this.tape.vindex(this, 'vecmat');
+    a = arrayOnce(a, 'vecmat');
     const b = this.operandShape(a, 'vecmat');
     if (this.shape.length !== 1 || b.length !== 2 || this.shape[0] !== b[0]) {
       throw new ShapeError(`vecmat: expects a vector [m] and a matrix [m, k], got ${show(this.shape)} and ${show(b)}`, 'vecmat', [this.shape, b]);
@@ -459,6 +482,7 @@ export class Vec {
   /** x yᵀ: [m] and [p] → [m, p]. */
   outer(other: Vec | ArrayLike<number>): Vec {
     this.tape.vindex(this, 'outer');
+    other = arrayOnce(other, 'outer');
     const b = this.operandShape(other, 'outer');
     if (this.shape.length !== 1 || b.length !== 1) throw new ShapeError(`outer: expects two vectors, got ${show(this.shape)} and ${show(b)}`, 'outer', [this.shape, b]);
     const [k, e] = recordCost(other);
@@ -470,6 +494,7 @@ export class Vec {
   trmv(x: Vec | ArrayLike<number>, options: { lower?: boolean | undefined } = {}): Vec {
     options = readOptions(options, 'trmv', { lower: 'boolean' });
     this.tape.vindex(this, 'trmv');
+    x = arrayOnce(x, 'trmv');
     const b = this.operandShape(x, 'trmv');
     const m = this.shape[0]!;
     if (this.shape.length !== 2 || this.shape[1] !== m || b.length !== 1 || b[0] !== m) {
