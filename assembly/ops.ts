@@ -749,7 +749,9 @@ export let partialZTangent: f64 = 0;
     case Op.NormLogCdf: { const d = normLogCdfDerivative(x, y); return d == 0 ? 0 : normLogCdfSecond(x, d) * tx; }
     // A zero tangent adds nothing, also where the second derivative is infinite (Infinity · 0).
     case Op.Ndtri: { const d = ndtriDerivative(y); return tx == 0 ? 0 : y * d * d * tx; }
-    case Op.Lgamma: return tx == 0 ? 0 : trigamma(x) * tx;
+    // At a pole (a negative integer, or −Inf) its gradient ψ is NaN, and so is this (trigamma's
+    // two-sided +Inf made an hvp +Inf beside a NaN gradient: a probe), as digamma's partial.
+    case Op.Lgamma: return tx == 0 ? 0 : x < 0 && x == Math.floor(x) ? NaN : trigamma(x) * tx;
     case Op.Digamma: return tx == 0 ? 0 : tetragamma(x) * tx;
   }
   return 0;

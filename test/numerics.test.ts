@@ -333,6 +333,20 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
     ['digamma(-Infinity)', (x) => x.digamma(), [-Infinity], NaN, [NaN]],
   ]));
 
+  // A numerics audit: at lgamma's poles its gradient ψ is NaN and its second derivative was
+  // trigamma's two-sided +Inf; NaN now, as digamma's gradient there (the same ψ′).
+  it('lgamma\'s second derivative is NaN where its gradient is, as digamma\'s gradient', () => {
+    for (const x of [-1, -2, -1e155, -1e308, -Infinity]) {
+      const second = hvp((v: Var) => v.lgamma(), x, 1, { backend })[0]!;
+      expect(second, `lgamma'' at ${x}`).toBeNaN();
+      expect(grad((v: Var) => v.lgamma(), { backend })(x), `lgamma' at ${x}`).toBeNaN();
+      const compiled = compile((v: Var[]) => v[0]!.lgamma(), { inputs: 1, backend });
+      expect(compiled.hvp([x], [1])[0], `compiled at ${x}`).toBeNaN();
+    }
+    expect(hvp((v: Var) => v.lgamma(), -2.5, 1, { backend })[0]).toBeCloseTo(9.53924664498912, 10);
+    expect(hvp((v: Var) => v.lgamma(), -2, 0, { backend })[0]).toBe(0);
+  });
+
   it('normLogCdf keeps its relative accuracy where Φ underflows', () => {
     // log Φ(-40) and φ/Φ there (mpmath, 40 digits): Φ(-40) = 3.6e-350 is below the smallest double.
     const [value, gradient] = run(tape, (x) => x.normLogCdf(), [-40]);

@@ -430,7 +430,8 @@ function partialsTangentOf(op: number): void {
     case normCdf: { const d = special.normPdf(x); { reg[OUT] = d === 0 ? 0 : -x * d * tx; return; } }
     case normLogCdf: { const d = special.normLogCdfDerivative(x, y); { reg[OUT] = d === 0 ? 0 : special.normLogCdfSecond(x, d) * tx; return; } }
     case ndtri: { const d = special.ndtriDerivative(y); { reg[OUT] = tx === 0 ? 0 : y * d * d * tx; return; } }
-    case lgamma: { reg[OUT] = tx === 0 ? 0 : special.trigamma(x) * tx; return; }
+    // At a pole its gradient is NaN, and so is this (assembly/ops.ts).
+    case lgamma: { reg[OUT] = tx === 0 ? 0 : x < 0 && x === Math.floor(x) ? NaN : special.trigamma(x) * tx; return; }
     case digamma: { reg[OUT] = tx === 0 ? 0 : special.tetragamma(x) * tx; return; }
   }
   // No case: 0 (the piecewise-linear and zero-gradient ops: their partials do not change).
