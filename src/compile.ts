@@ -599,9 +599,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
 
   // An output array checked again after a call whose custom rules ran user code, which could
   // detach or shrink it (a review: a rule's transfer of out's buffer had the gradient written
-  // nowhere, without an error); without custom nodes nothing runs that could.
+  // nowhere, without an error); without custom rules nothing runs that could.
   private stillHeld(out: Float64Array, n: number, what: string): void {
-    if (this.customNodes) checkOut(out, n, what);
+    // (The engine keeps its rules' handler past a recording: a batch whose guard recorded f again
+    // without custom nodes may have run them in its earlier rows.)
+    if (this.customNodes || this.recording?.tape.engine.custom) checkOut(out, n, what);
   }
 
   // The recording's output values, into `into` from `at`.

@@ -104,59 +104,46 @@ function broadcastError(op: string, shapes: readonly Shape[]): ShapeError {
 /** A resolved elementwise operand: node index and shape ([] for scalars). */
 interface Resolved { index: number; shape: Shape }
 
-function resolve(tape: Tape, o: VecOperand, op: string): Resolved {
+// `count`: an array's length as the checks read it, which its constant records (a review: read
+// again, a Proxy's that changed had an op recorded over the shape checked and a constant of
+// another length, dot giving 50 for 140).
+function resolve(tape: Tape, o: VecOperand, op: string, count = countOf(o)): Resolved {
   if (o instanceof Vec) return { index: tape.vindex(o, op), shape: o.shape };
   if (o instanceof Var) return { index: tape.index(o, op), shape: [] };
   if (typeof o === 'number') {
     tape.reserveNodes(1);
     return { index: tape.constantIndex(o), shape: [] };
   }
-  const n = countOf(o);
-  if (n >= 0) return { index: tape.recordVectorLeaf(VCONST, o as ArrayLike<number>, n), shape: [n] };
+  if (count >= 0) return { index: tape.recordVectorLeaf(VCONST, o as ArrayLike<number>, count), shape: [count] };
   throw new NotANumberError(`${op}: expected a Vec, a Var, a number or an array of numbers, got ${describe(o)}`);
 }
 
-function checkEntries(values: ArrayLike<number>, op: string): void {
-  for (let k = 0; k < values.length; k++) {
+function checkEntries(values: ArrayLike<number>, n: number, op: string): void {
+  for (let k = 0; k < n; k++) {
     if (typeof values[k] !== 'number') throw new NotANumberError(`${op}: array entries must be numbers, got ${describe(values[k])} at index ${k}`);
   }
 }
 
-/** An array operand read once, its length and each entry, into a Float64Array that the op's
- *  checks and recording read after (a review: a Proxy whose length changed between reads had an
- *  op recorded over the shape checked and a constant of another length, dot giving 50 for 140);
- *  anything else as it is, for the checks to name. A Float64Array is read as it is: its entries
- *  are numbers, and a length of its own is refused where it is recorded (readNumbers). */
-function arrayOnce<T>(o: T, op: string): T | Float64Array {
-  if (o instanceof Float64Array && ArrayBuffer.isView(o)) return o;
-  const n = countOf(o);
-  if (n < 0) return o;
-  const out = newFloat64(n, op);
-  for (let k = 0; k < n; k++) {
-    const v = (o as ArrayLike<unknown>)[k];
-    if (typeof v !== 'number') throw new NotANumberError(`${op}: array entries must be numbers, got ${describe(v)} at index ${k}`);
-    out[k] = v;
-  }
-  return out;
-}
-
 /** Nodes and elements an operand records when resolved: a number is a constant node, an array a
  *  constant vector (its vmeta and vconst nodes, and its elements). */
-function recordCost(o: unknown): [nodes: number, elements: number] {
+function recordCost(o: unknown, count: number): [nodes: number, elements: number] {
   if (typeof o === 'number') return [1, 0];
   if (o instanceof Vec || o instanceof Var) return [0, 0];
-  return [2, (o as ArrayLike<number>).length];
+  return [2, count];
 }
 
 /** Checks every operand before recording anything (constants included), so a bad operand or a
  *  shape error leaves the tape as it was. */
-function precheck(tape: Tape, operands: readonly VecOperand[], op: string): Shape {
+function precheck(tape: Tape, operands: readonly VecOperand[], op: string, counts: number[]): Shape {
   const shapes: Shape[] = [];
   for (const o of operands) {
+    // An array's length read once (see resolve), into `counts` (-1 for anything else).
+    const n = o instanceof Vec || o instanceof Var ? -1 : countOf(o);
+    counts.push(n);
     if (o instanceof Vec) { tape.vindex(o, op); shapes.push(o.shape); }
     else if (o instanceof Var) { tape.index(o, op); shapes.push([]); }
     else if (typeof o === 'number') shapes.push([]);
-    else if (isArrayLike(o) && typeof o !== 'string') { checkEntries(o, op); shapes.push([o.length]); }
+    else if (n >= 0) { checkEntries(o as ArrayLike<number>, n, op); shapes.push([n]); }
     else throw new NotANumberError(`${op}: expected a Vec, a Var, a number or an array of numbers, got ${describe(o)}`);
   }
   return trailingBroadcast(op, shapes);
@@ -166,23 +153,23 @@ function precheck(tape: Tape, operands: readonly VecOperand[], op: string): Shap
 export function elementwise(tape: Tape, s: number, name: string, operands: readonly VecOperand[]): Vec {
   const simple = s === SELECT ? null : elementwiseSimple(tape, s, name, operands);
   if (simple !== null) return simple;
-  operands = operands.map((o) => arrayOnce(o, name));
-  const shape = precheck(tape, operands, name);
+  const counts: number[] = [];
+  const shape = precheck(tape, operands, name, counts);
   const n = sizeOf(shape);
   // The engines repeat every shorter operand with one period. Only select, over three or more
   // dimensions, can meet two shorter lengths (c [k] with a [m, k] over [l, m, k]): the shorter
   // one is then tiled to the other's length first (a gather, or a longer constant array).
-  const length = (o: VecOperand): number => (o instanceof Vec ? o.size : o instanceof Var || typeof o === 'number' ? 0 : o.length);
+  const length = (o: VecOperand, j: number): number => (o instanceof Vec ? o.size : o instanceof Var || typeof o === 'number' ? 0 : counts[j]!);
   const period = Math.max(0, ...operands.map(length).filter((l) => l < n));
-  const tiles = operands.map((o) => {
-    const l = length(o);
+  const tiles = operands.map((o, j) => {
+    const l = length(o, j);
     return l === 0 || l >= period ? null : Array.from({ length: period }, (_, k) => k % l);
   });
   const ready = operands.map((o, j) => (tiles[j] && !(o instanceof Vec) ? tiles[j]!.map((k) => (o as ArrayLike<number>)[k]!) : o));
   // Room for the operands' constants (and gathers) and the op together, so a full tape records none.
   let nodes = s === SELECT ? 3 : 2, elements = n;
   ready.forEach((o, j) => {
-    const [k, e] = recordCost(o);
+    const [k, e] = recordCost(o, tiles[j] ? period : counts[j]!);
     const gather = tiles[j] && o instanceof Vec;
     nodes += k + (gather ? 4 : 0);
     elements += e + (gather ? 2 * period : 0);
@@ -192,7 +179,7 @@ export function elementwise(tape: Tape, s: number, name: string, operands: reado
     const o = ready[j]!;
     if (tiles[j] && o instanceof Vec) ready[j] = o.gatherElements(tiles[j]!);
   }
-  const [a, b, c] = ready.map((o) => resolve(tape, o, name));
+  const [a, b, c] = ready.map((o, j) => resolve(tape, o, name, tiles[j] ? countOf(o) : counts[j]));
   let i: number;
   if (s === SELECT) i = tape.recordVector(ELEMENTWISE + s, a!.index, b!.index, n, [ARG], [c!.index, c!.index]);
   else i = tape.recordVector(ELEMENTWISE + s, a!.index, (b ?? a)!.index, n);
@@ -428,22 +415,20 @@ export class Vec {
    *  elementwise product); one node. A matrix and a vector are `matvec`/`matmul`. */
   dot(other: Vec | ArrayLike<number>): Var {
     const t = this.tape, v = t.vindex(this, 'dot');
-    other = arrayOnce(other, 'dot');
     const b = this.operandShape(other, 'dot');
     if (sizeOf(b) !== this.size) throw new ShapeError(`dot: lengths differ, shapes ${show(this.shape)} and ${show(b)}${this.shape.length > 1 || b.length > 1 ? ': use matvec or matmul for a matrix' : ''}`, 'dot', [this.shape, b]);
     // Equal sizes are not enough: a [2, 3] matrix with a [6] vector is no inner product (NumPy's
     // dot refuses it too).
     if (!sameShape(this.shape, b)) throw new ShapeError(`dot: shapes differ, ${show(this.shape)} and ${show(b)}: reshape one, or use matvec or matmul`, 'dot', [this.shape, b]);
-    const [k, e] = recordCost(other);
+    const [k, e] = recordCost(other, sizeOf(b));
     t.reserveVector(k + 1, e);
-    return scalarOut(t, VDOT, v, t.vindex(this.operandVec(other, 'dot')));
+    return scalarOut(t, VDOT, v, t.vindex(this.operandVec(other, b)));
   }
 
   /** Matrix product as NumPy's `@`: [m,k]·[k,p] → [m,p], [m,k]·[k] → [m], [m]·[m,k] → [k]. */
   matmul(other: Vec | ArrayLike<number>): Vec {
     const t = this.tape;
     t.vindex(this, 'matmul');
-    other = arrayOnce(other, 'matmul');
     const a = this.shape, b = this.operandShape(other, 'matmul');
     let dims: [m: number, k: number, p: number, shape: Shape];
     if (a.length === 2 && b.length === 2 && a[1] === b[0]) dims = [a[0]!, a[1]!, b[1]!, [a[0]!, b[1]!]];
@@ -451,16 +436,15 @@ export class Vec {
     else if (a.length === 1 && b.length === 2 && a[0] === b[0]) dims = [1, a[0]!, b[1]!, [b[1]!]];
     else throw new ShapeError(`matmul: shapes ${show(a)} and ${show(b)} do not fit (${a.length === 1 && b.length === 1 ? 'two vectors: use dot' : a.length > 2 || b.length > 2 || a.length === 0 || b.length === 0 ? 'it takes operands of 1 or 2 dimensions' : 'inner dimensions must agree'})`, 'matmul', [a, b]);
     const [m, k, p, shape] = dims;
-    const [kc, e] = recordCost(other);
+    const [kc, e] = recordCost(other, sizeOf(b));
     t.reserveVector(kc + 3, e + m * p);
-    return this.contract(this.operandVec(other, 'matmul'), m, k, p, shape);
+    return this.contract(this.operandVec(other, b), m, k, p, shape);
   }
 
   /** A·x for a matrix A [m, k] and a vector x [k]. */
   matvec(x: Vec | ArrayLike<number>): Vec {
     // This Vec checked under the call's name first: matmul's check named matmul (a probe).
     this.tape.vindex(this, 'matvec');
-    x = arrayOnce(x, 'matvec');
     const b = this.operandShape(x, 'matvec');
     if (this.shape.length !== 2 || b.length !== 1 || this.shape[1] !== b[0]) {
       throw new ShapeError(`matvec: expects a matrix [m, k] and a vector [k], got ${show(this.shape)} and ${show(b)}`, 'matvec', [this.shape, b]);
@@ -471,7 +455,6 @@ export class Vec {
   /** xᵀ·A for a vector x [m] and a matrix A [m, k]. */
   vecmat(a: Vec | ArrayLike<number>): Vec {
     this.tape.vindex(this, 'vecmat');
-    a = arrayOnce(a, 'vecmat');
     const b = this.operandShape(a, 'vecmat');
     if (this.shape.length !== 1 || b.length !== 2 || this.shape[0] !== b[0]) {
       throw new ShapeError(`vecmat: expects a vector [m] and a matrix [m, k], got ${show(this.shape)} and ${show(b)}`, 'vecmat', [this.shape, b]);
@@ -482,19 +465,17 @@ export class Vec {
   /** x yᵀ: [m] and [p] → [m, p]. */
   outer(other: Vec | ArrayLike<number>): Vec {
     this.tape.vindex(this, 'outer');
-    other = arrayOnce(other, 'outer');
     const b = this.operandShape(other, 'outer');
     if (this.shape.length !== 1 || b.length !== 1) throw new ShapeError(`outer: expects two vectors, got ${show(this.shape)} and ${show(b)}`, 'outer', [this.shape, b]);
-    const [k, e] = recordCost(other);
+    const [k, e] = recordCost(other, b[0]!);
     this.tape.reserveVector(k + 3, e + this.shape[0]! * b[0]!);
-    return this.contract(this.operandVec(other, 'outer'), this.shape[0]!, 1, b[0]!, [this.shape[0]!, b[0]!]);
+    return this.contract(this.operandVec(other, b), this.shape[0]!, 1, b[0]!, [this.shape[0]!, b[0]!]);
   }
 
   /** L·x with L [m, m] triangular: only the lower (default) or upper triangle of L is used. */
   trmv(x: Vec | ArrayLike<number>, options: { lower?: boolean | undefined } = {}): Vec {
     options = readOptions(options, 'trmv', { lower: 'boolean' });
     this.tape.vindex(this, 'trmv');
-    x = arrayOnce(x, 'trmv');
     const b = this.operandShape(x, 'trmv');
     const m = this.shape[0]!;
     if (this.shape.length !== 2 || this.shape[1] !== m || b.length !== 1 || b[0] !== m) {
@@ -503,7 +484,7 @@ export class Vec {
     // The mask (a constant), the triangle selected from the matrix (select, so the other triangle
     // is never read: a NaN there stays out, and its gradient is exactly 0), x if it is an array,
     // and the product.
-    const [k, e] = recordCost(x);
+    const [k, e] = recordCost(x, m);
     this.tape.reserveVector(2 + 1 + 3 + k + 3, 2 * m * m + e + m);
     const lower = options.lower ?? true;
     const mask = new Float64Array(m * m);
@@ -553,18 +534,20 @@ export class Vec {
       return o.shape;
     }
     if (o instanceof Var) throw new ShapeError(`${op}: expects a Vec, got a scalar Var`, op, [this.shape, []]);
-    if (isArrayLike(o) && typeof o !== 'string') {
-      checkEntries(o, op);
-      return [o.length];
+    // The length read once: the constant operandVec records has it (see resolve).
+    const n = countOf(o);
+    if (n >= 0) {
+      checkEntries(o, n, op);
+      return [n];
     }
     throw new NotANumberError(`${op}: expected a Vec or an array of numbers, got ${describe(o)}`);
   }
 
-  /** The operand as a Vec (an array is recorded as a constant vector): after operandShape. */
-  private operandVec(o: Vec | ArrayLike<number>, op: string): Vec {
+  /** The operand as a Vec (an array is recorded as a constant vector of the `shape` operandShape
+   *  gave it). */
+  private operandVec(o: Vec | ArrayLike<number>, shape: Shape): Vec {
     if (o instanceof Vec) return o;
-    this.operandShape(o, op);
-    return this.tape.constantVector(o);
+    return new Vec(this.tape, this.tape.recordVectorLeaf(VCONST, o, shape[0]!), frozen(shape));
   }
 
   private contract(w: Vec, m: number, k: number, p: number, shape: Shape): Vec {
