@@ -1633,11 +1633,9 @@ export class Tape {
     return this.record(op, ia, ib) - this.base;
   }
 
-  /** @internal A vector leaf (input or constant) holding `values`; its values are known now. */
+  /** @internal A vector leaf (input or constant) holding `values`; its values are known now.
+   *  Callers make room first (reserveVector), so that `values` is not read past the limits. */
   recordVectorLeaf(op: number, values: ArrayLike<number>, n = values.length): number {
-    // Room first, as variables makes it: a vector past the limits was read whole before its
-    // CapacityError (a probe: 10^8 entries read for 29 s into a tape of 10 KB).
-    this.reserveVector(2, n);
     const entries = readNumbers(values, n, op === VCONST ? 'constant vector' : 'vector');
     const caughtUp = this.evaluated === this.count;
     const i = this.recordVector(op, 0, 0, n);
