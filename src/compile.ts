@@ -760,7 +760,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const live = this.recording;
     live?.tape.refuseInsideRule('cannot replay the compiled function it belongs to');
     const engine = live?.tape.engine;
-    if (!live || live.tape.size === 0 || live.vectorInput || this.checkNaN || !(engine instanceof WasmBackend) || !engine.forwardTangentReady()) return null;
+    if (!this.onItsTape(live) || live.vectorInput || this.checkNaN || !(engine instanceof WasmBackend) || !engine.forwardTangentReady()) return null;
     return live;
   }
 
@@ -798,7 +798,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   // entries or none, a recording with other outputs than the batch's).
   private reverseRows(xs: Float64Array, vs: Float64Array, from: number, rows: number, width: number, out: Float64Array, values: Float64Array | undefined): number {
     const rec = this.recording;
-    if (!rec || rec.tape.size === 0 || rec.tape.base !== this.recordedBase || rec.vectorInput || this.checkNaN || this.customNodes) return from;
+    if (!this.onItsTape(rec) || rec.vectorInput || this.checkNaN || this.customNodes) return from;
     rec.tape.refuseInsideRule('cannot replay the compiled function it belongs to');
     const outputs = rec.outputs;
     // (No outputs: the core takes no seeds as a gradient's seed of 1.)
@@ -891,13 +891,19 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     }
   }
 
+  // Whether `rec` is still on its tape: a trap in the core empties the tape, and a reset through a
+  // Var that escaped f moves its base (another program recorded there would be replayed as f).
+  private onItsTape(rec: Recording | null): rec is Recording {
+    return rec !== null && rec.tape.size > 0 && rec.tape.base === this.recordedBase;
+  }
+
   /** The recording, or a new one at x if there is none or a trap in the core took it. */
   private live(x: Float64Array): Recording {
     const rec = this.recording;
     // A custom rule of this tape calling the function again: its replay would write its inputs
     // over those of the replay running the rule.
     rec?.tape.refuseInsideRule('cannot replay the compiled function it belongs to');
-    if (rec && rec.tape.size > 0 && rec.tape.base === this.recordedBase) return rec;
+    if (this.onItsTape(rec)) return rec;
     if (rec && this.reload) return this.adopt(this.reload());
     return this.record(x.length === this.inputs ? x : x.subarray(0, this.inputs));
   }
@@ -975,7 +981,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const row = this.toRow(x, what);
     const rec = this.recording;
     // Recording at x computes its values at x: nothing to replay.
-    if (!rec || ((rec.tape.size === 0 || rec.tape.base !== this.recordedBase) && !this.reload)) return this.record(row);
+    if (!rec || (!this.onItsTape(rec) && !this.reload)) return this.record(row);
     const live = this.live(row);
     let node: number;
     const custom = live.tape.engine.custom;

@@ -153,6 +153,38 @@ describe.each(BACKENDS)('compiled functions on %s', (backend) => {
     }
   });
 
+  it('record again for jvp, hvp and their batches after a program reset the tape, its generated tangent sweeps or not', () => {
+    // A probe: once hvp had generated the tangent sweeps, jvp, hvp, jvpBatch and hvpBatch ran
+    // them over the other program's nodes (its input 5 read 0.3, its 38 read sin(0.12)).
+    const x = [0.3, 0.4], t = [1, 0];
+    const cos = Math.cos(0.12), sin = Math.sin(0.12);
+    const calls: [string, (f: CompiledFunction) => number[]][] = [
+      ['jvp', (f) => Array.from(f.jvp(x, t))],
+      ['hvp', (f) => Array.from(f.hvp(x, t))],
+      ['jvpBatch', (f) => Array.from(f.jvpBatch(x, 1, t))],
+      ['hvpBatch', (f) => Array.from(f.hvpBatch(x, 1, t))],
+    ];
+    const jvp = [cos * 0.4];
+    // d/dx of (cos(x0 x1) x1, cos(x0 x1) x0) along (1, 0).
+    const hvp = [-sin * 0.4 * 0.4, cos - sin * 0.3 * 0.4];
+    for (const codegen of [true, false]) {
+      for (const [name, call] of calls) {
+        let tape: Var['tape'] | null = null;
+        const f = compile((v: Var[]) => { tape = v[0]!.tape; return v[0]!.mul(v[1]!).sin(); }, { inputs: 2, backend, codegen });
+        f.hvp([1, 2], [1, 0]);
+        const tp = tape!;
+        tp.reset();
+        const a = tp.variable(5), b = tp.variable(7);
+        const y = a.mul(b).add(3);
+        const got = call(f), want = name.startsWith('jvp') ? jvp : hvp;
+        expect(got.length).toBe(want.length);
+        for (let k = 0; k < got.length; k++) expect(got[k], `${name}, codegen ${codegen}`).toBeCloseTo(want[k]!, 14);
+        // The program's Vars went stale with the new recording, instead of reading f's numbers.
+        expect(() => y.value, `${name}, codegen ${codegen}`).toThrow(/recorded before tape\.reset\(\)/);
+      }
+    }
+  });
+
   it('refuse toBytes from inside f while it records (the bytes of a half-written tape did not load)', () => {
     let inside = false;
     let refused: unknown = null;
