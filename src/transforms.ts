@@ -151,16 +151,23 @@ export function withTape<T>(options: TransformOptions | undefined, body: (tape: 
   const backend = tape.backend;
   tape.staleWhy = ' (a transform resets its tape after each call: it is from an earlier call of a transform or gradcheck)';
   inUse[backend]++;
+  let startBytes = 0;
   try {
     tape.reset();
+    startBytes = tape.memoryBytes;
     return body(tape);
   } finally {
     inUse[backend]--;
-    const recordedLarge = tape.recordedBytes > transformPool.bytes;
+    // Large: the call grew its tape past the pool's bytes, or recorded more than half of them on a
+    // tape already past them (capacities double, so such a recording may grow a pooled tape past
+    // them). By its recording alone, calls of 37-61 MiB that grew their tape to 64.1 MiB were
+    // neither pooled nor held, and each made and grew a new tape (a probe: 3-8x a kept tape).
+    const end = tape.memoryBytes, bound = transformPool.bytes;
+    const recordedLarge = end > bound && (startBytes <= bound || tape.recordedBytes > bound / 2);
     largeWanted[backend] = recordedLarge;
     tape.reset();
     if (!small) {
-      if (tape.memoryBytes > transformPool.bytes) keepLarge(backend, tape, recordedLarge);
+      if (end > bound) keepLarge(backend, tape, recordedLarge);
       else if (pools[backend].length < transformPool.tapes) pools[backend].push(tape);
     } else if (smallPools[backend].length < smallTapePool.tapes && tape.memoryBytes <= smallTapePool.bytes) {
       smallPools[backend].push(tape);

@@ -4,7 +4,7 @@
 // the wasm (musl) and V8 transcendental functions and summation order.
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  NotANumberError, TapegradError, compile, createTape, finiteDifferenceGradient, grad, gradcheck, hessian, hvp, init, jacobian, jvp, normwiseError, valueAndGrad, vjp, type Var,
+  NotANumberError, TapegradError, compile, createTape, finiteDifferenceGradient, grad, gradcheck, hessian, hvp, init, jacobian, jvp, normwiseError, valueAndGrad, vjp, type Var, type Vec,
 } from '../src/index.ts';
 import { BACKENDS, expectClose, rosenbrock } from './support.ts';
 import { heldLargeTape, keptLargeTape, pooledTapes, smallTapePool, transformPool } from '../src/transforms.ts';
@@ -404,6 +404,30 @@ describe.each(BACKENDS)('the transforms\' tape pool stays bounded (%s)', (backen
       grad(spy((x) => x.square()), { backend })(3);
       expect(seen).not.toBe(kept);
       expect(grad((x: Var) => x.square(), { backend })(3)).toBe(6);
+    } finally {
+      Object.assign(transformPool, before);
+    }
+  });
+
+  // A probe: a vector function recording 37-61 MiB grew its tape to 64.1 MiB, past the pool's
+  // 64 MiB, and since it had not recorded past them, its tape was neither pooled nor held: every
+  // call made and grew a new one (3-8x the time on a kept tape). Scaled down to a bound of 8 MiB.
+  it('a call that grows its tape past the pool\'s bytes without recording that much hands its tape to the next', () => {
+    const before = { ...transformPool };
+    try {
+      transformPool.bytes = 8 * 2 ** 20;
+      const tapes: unknown[] = [];
+      const x = new Float64Array(240_000).fill(0.5);
+      const f = (v: Vec): Var => { tapes.push(v.tape); return v.mul(v).sum(); };
+      for (let call = 0; call < 3; call++) {
+        const g = grad(f, { backend, vector: true })(x) as Float64Array;
+        expect(g[0]).toBe(1);
+        expect(g[239_999]).toBe(1);
+      }
+      const tape = tapes[0] as Var['tape'];
+      expect(tape.memoryBytes).toBeGreaterThan(transformPool.bytes);
+      expect(tapes[1]).toBe(tape);
+      expect(tapes[2]).toBe(tape);
     } finally {
       Object.assign(transformPool, before);
     }
