@@ -22,9 +22,12 @@ type Scalar<T extends Operand> = [T] extends [number] ? number : [T] extends [Va
 type IsVar<T> = 0 extends 1 & T ? false : [T] extends [Var] ? true : false;
 type Combined<T extends Operand, U extends Operand, W extends Operand = number> =
   true extends IsVar<T> | IsVar<U> | IsVar<W> ? Var : [T | U | W] extends [number] ? number : Operand;
-type UnaryFunction = {
-  (x: Var): Var; (x: Vec): Vec; (x: number): number; <T extends Operand>(x: T): Scalar<T>; (x: Operand | Vec): Operand | Vec;
-};
+// One generic signature: a function passed as a callback is typed by its last overload, and
+// `xs.map(exp)` of Vars was a (Vec | Operand)[] while unary functions had overloads (a new-user
+// probe). Distributive, so that an operand of a generic model (`exp(sub(m, 3))` for m: T extends
+// Operand) has Operand for constraint, as the overloads gave; `any` a Var, as they gave.
+type Unary<T> = T extends Vec ? Vec : T extends number ? number : T extends Var ? Var : Operand;
+type UnaryFunction = <T extends Operand | Vec>(x: T) => 0 extends 1 & T ? Var : Unary<T>;
 type BinaryFunction = {
   (x: Vec, y: VecOperand): Vec; (x: VecOperand, y: Vec): Vec;
   (x: Var, y: Operand): Var; (x: Operand, y: Var): Var; (x: number, y: number): number;

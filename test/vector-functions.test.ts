@@ -31,7 +31,7 @@ describe.each(BACKENDS)('free functions on Vecs (%s)', (backend) => {
     const total = xs.reduce(add);
     expect(total.value).toBe(6);
     expect(Array.from(tape.gradient(total, xs))).toEqual([1, 1, 1]);
-    expect(xs.map(exp as (x: Var) => Var).map((v) => v.value)).toEqual([Math.exp(1), Math.exp(2), Math.exp(3)]);
+    expect(xs.map(exp).map((v) => v.value)).toEqual([Math.exp(1), Math.exp(2), Math.exp(3)]);
     expect((max as (...operands: number[]) => number)(1, 2, 3)).toBe(2);
   });
 

@@ -2,9 +2,9 @@
 // must compile under strict mode without casts, and each `@ts-expect-error` line must be an error,
 // so the overloads cannot quietly widen (Var in, Var out; number for a scalar compiled function).
 import {
-  add, compile, createTapeSync, finiteDifferenceGradient, grad, gradcheck, hessian, hvp, jacobian, jvp, max, mul, select,
-  sin, valueAndGrad, vjp, where, type CompiledFunction, type GradcheckResult, type JacobianResult, type Matrix,
-  type Var, type Vec, type TransformOptions, type GradcheckOptions, type CompileOptions, type JacobianOptions, type RuntimeVector,
+  add, compile, createTapeSync, exp, finiteDifferenceGradient, grad, gradcheck, hessian, hvp, jacobian, jvp, max, mul, select,
+  sin, sqrt, valueAndGrad, vjp, where, type CompiledFunction, type GradcheckResult, type JacobianResult, type Matrix,
+  type Operand, type Var, type Vec, type TransformOptions, type GradcheckOptions, type CompileOptions, type JacobianOptions, type RuntimeVector,
 } from '../../src/index.ts';
 
 declare const tape: ReturnType<typeof createTapeSync>;
@@ -30,6 +30,19 @@ const anyCondition: Var = select(fromJson, a, b);
 const anyAndNumber: number = add(fromJson, 1);
 // @ts-expect-error: neither does a Vec give a Var
 const notAVar: Var = where(v, 1, 2);
+// A unary function as a callback keeps its operands' kind (a probe: `xs.map(exp)` of Vars was a
+// (Vec | Operand)[], typed by the last overload, a catch-all).
+declare const vars: Var[], vecs: Vec[], either: Var | Vec, operand: Operand;
+const mappedVars: Var[] = vars.map(exp);
+const mappedNumbers: number[] = [1, 4].map(sqrt);
+const mappedVecs: Vec[] = vecs.map(sin);
+const sineOfEither: Operand | Vec = sin(either);
+const sineOfOperand: Operand = sin(operand);
+const sineOfAny: Var = sin(fromJson);
+// @ts-expect-error: a Var never gives a number
+const sineNotANumber: number = sin(a);
+// @ts-expect-error: nor a Vec a Var
+const sineNotAVar: Var = sin(v);
 
 // One calling convention: a number x gives f one Var, an array x a Var[], { vector: true } a Vec.
 const rosen = (x: Var[]): Var => x[1]!.sub(x[0]!.square()).square().mul(100).add(x[0]!.neg().add(1).square());
