@@ -179,9 +179,23 @@ export function reserve(minCapacity: i32, live: i32, maxCapacity: i32): i32 {
   // capacity asked for, not worth moving the tape for.
   const inPages = capacityInPages(regionCount, elemCapacity);
   if (inPages >= <i64>minCapacity && inPages < cap && inPages - <i64>capacity >= <i64>(capacity >> 2)) cap = inPages;
-  if (!ensurePages(<i32>cap, regionCount, elemCapacity)) return 0;
+  cap = granted(cap, minCapacity, true);
+  if (cap == 0) return 0;
   relayout(<i32>cap, regionCount, elemCapacity, live);
   return capacity;
+}
+
+// Where a runtime caps memory (a browser, Node's --wasm-max-mem-pages), a grow to the doubled
+// capacity may fail where a smaller one would not: its overshoot of the need halves until a grow
+// succeeds (a fresh tape under 64 MiB refused a vector of 2.1 M elements, doubling only). Node
+// capacities (or element capacities) of multiples of 8; returns the one granted, or 0.
+function granted(cap: i64, need: i32, nodes: bool): i64 {
+  const least = (<i64>need + 7) & ~7;
+  while (!(nodes ? ensurePages(<i32>cap, regionCount, elemCapacity) : ensurePages(capacity, regionCount, <i32>cap))) {
+    if (cap <= least) return 0;
+    cap = max(least, ((cap + least) >> 1) & ~7);
+  }
+  return cap;
 }
 
 /** The most nodes (a multiple of 8) the pages memory has now hold beside `ecap` elements. */
@@ -204,7 +218,8 @@ export function reserveElements(minElements: i32, live: i32, maxElements: i32): 
     ecap = min(<i64>maxElements, byMemory) & ~7;
     if (ecap < <i64>minElements) return 0;
   }
-  if (!ensurePages(capacity, regionCount, <i32>ecap)) return 0;
+  ecap = granted(ecap, minElements, false);
+  if (ecap == 0) return 0;
   relayout(capacity, regionCount, <i32>ecap, live);
   return elemCapacity;
 }

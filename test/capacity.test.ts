@@ -393,6 +393,37 @@ it('wasm: under a runtime memory cap, nodes after elements and elements after no
   expect(run.stdout.trim()).toBe('[1000000,2,"CAPACITY, nothing recorded"]');
 });
 
+// Under a runtime's cap the core grew by doubling only: a fresh tape under 64 MiB refused a vector
+// of 2.1 M elements and its 2^21st scalar node, in 52 of its 64 MiB (probes); and near the cap
+// the two kinds, each shrunk to its live part for the other's doubling, took each other's room at
+// every op, each time moving the tape (a review: 8 ms an op, then refused all the same). A grow
+// that fails halves its overshoot until one succeeds.
+it('wasm: under a runtime memory cap, a grow takes the room the cap leaves, and mixed ops near it go on', () => {
+  const script = `
+    const { createTapeSync, init } = await import(${JSON.stringify(pathToFileURL(path.join(ROOT, 'dist/index.js')).href)});
+    await init();
+    const attempt = (f) => { try { return f(); } catch (e) { return e.code; } };
+    const big = attempt(() => createTapeSync().vector(new Float64Array(2100000).fill(1)).sum().value);
+    const chain = createTapeSync();
+    let x = chain.variable(1);
+    const steps = attempt(() => { for (let k = 0; k < 2500000; k++) x = x.mul(1); return chain.size; });
+    const mixed = createTapeSync();
+    // The times the tape gives way to the other kind, moving it whole.
+    const engine = Object.getPrototypeOf(mixed.engine), fit = engine.fitCapacities;
+    let moves = 0;
+    engine.fitCapacities = function (...args) { moves++; return fit.apply(this, args); };
+    mixed.variables(new Float64Array(1500000));
+    const c = new Float64Array(100).fill(2);
+    let w = mixed.vector(new Float64Array(100).fill(1)), acc = mixed.variable(1);
+    const a = acc;
+    const pairs = attempt(() => { for (let k = 0; k < 5000; k++) { w = w.add(c); acc = acc.mul(1.5).div(1.5); } return 'done'; });
+    const last = attempt(() => [w.get(99).value, mixed.gradient(acc, [a])[0]]);
+    console.log(JSON.stringify([big, steps, pairs, mixed.elementCount, last, moves <= 4 || moves]));`;
+  const run = spawnSync(process.execPath, ['--wasm-max-mem-pages=1024', '--input-type=module', '-e', script], { encoding: 'utf8' });
+  expect(run.stderr).toBe('');
+  expect(run.stdout.trim()).toBe(JSON.stringify([2100000, 2500002, 'done', 1000100, [10001, 1], true]));
+});
+
 // Probes: a vector of 2^27 elements took all of 4 GiB beside its tape's node capacity, and its
 // own two nodes were refused, the tape then refusing every node for its life, reset() or not; a
 // scalar recording of 2^27 nodes left no room for any element alike. Where one kind has no room,
