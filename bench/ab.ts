@@ -181,6 +181,23 @@ const CASES: Record<string, Case> = {
       return g.size;
     },
   },
+  'mixed-forward': {
+    what: 'the same mixed Rosenbrock compiled without codegen, its value (the interpreter\'s forward sweep: a serial sum through add)',
+    unit: 'ns/node', calls: 200,
+    setup: async (api) => api.compile((v) => {
+      let s = v[0]!.mul(0);
+      for (let i = 0; i + 1 < v.length; i++) {
+        const t = v[i + 1]!.sub(v[i]!.square());
+        s = s.add(t.square().mul(100)).add(v[i]!.sub(1).neg().square());
+      }
+      return s;
+    }, { inputs: 125_001, codegen: false }),
+    run: (f, { x }) => {
+      const g = f as ReturnType<Api['compile']>;
+      g.value(x);
+      return g.size;
+    },
+  },
   'chain-replay': {
     what: 'the transcendental chain (3·10^5 steps) compiled, a gradient (generated sweeps)', unit: 'ns/step', calls: 60,
     setup: async (api, { steps }) => CHAIN(api, steps, {}),
