@@ -40,12 +40,6 @@ export function forward(from: i32, to: i32): void {
       case Op.Mul: { setF64At(vB, i, f64At(vB, i32At(aB, i)) * f64At(vB, i32At(bB, i))); continue; }
       case Op.Neg: { setF64At(vB, i, -f64At(vB, i32At(aB, i))); continue; }
       case Op.Square: { const x = f64At(vB, i32At(aB, i)); setF64At(vB, i, x * x); continue; }
-      // Common unary functions, the op known here (no second switch, no b operand read).
-      case Op.Exp: { const x = f64At(vB, i32At(aB, i)); setF64At(vB, i, forwardRule(Op.Exp, x, x)); continue; }
-      case Op.Log: { const x = f64At(vB, i32At(aB, i)); setF64At(vB, i, forwardRule(Op.Log, x, x)); continue; }
-      case Op.Log1p: { const x = f64At(vB, i32At(aB, i)); setF64At(vB, i, forwardRule(Op.Log1p, x, x)); continue; }
-      case Op.Sin: { const x = f64At(vB, i32At(aB, i)); setF64At(vB, i, forwardRule(Op.Sin, x, x)); continue; }
-      case Op.Cos: { const x = f64At(vB, i32At(aB, i)); setF64At(vB, i, forwardRule(Op.Cos, x, x)); continue; }
     }
     if (op >= Op.VMeta) { i = vectorForwardAt(i, op, to); continue; }
     if (op == Op.Select) { setF64At(vB, i, f64At(vB, selected(i))); continue; }

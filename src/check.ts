@@ -1,6 +1,6 @@
 // Finite differences and the gradient checker (like torch.autograd.gradcheck, jax check_grads).
 import type { BackendChoice } from './backend.ts';
-import { GradcheckError, MissingRuleError, NotANumberError, TapegradError, checkHeld, describe, isArrayLike, notAnOutput, typedArrayKind, unreadableError, unreadableView } from './errors.ts';
+import { GradcheckError, MissingRuleError, NotANumberError, TapegradError, checkHeld, countOf, describe, isArrayLike, notAnOutput, typedArrayKind, unreadableError, unreadableView } from './errors.ts';
 import type { Tape, Var } from './tape.ts';
 import { BACKEND_RULE, readOptions } from './options.ts';
 import { callOn, checkFunction, recordOn, scalarOutput, withTape, type RuntimeVector, type ScalarOutput } from './transforms.ts';
@@ -63,13 +63,15 @@ function stepAt(options: FiniteDifferenceOptions, x: number, k: number, where: s
 function stencil(
   f: (x: Float64Array) => number, x: ArrayLike<number>, options: FiniteDifferenceOptions, where = 'finiteDifferenceGradient', noise?: Float64Array,
 ): Float64Array {
-  if (!isArrayLike(x)) throw new NotANumberError(`${where}: the point must be a number or an array of numbers, got ${describe(x)}`);
-  if (x.length === 0 && unreadableView(x)) throw unreadableError(`${where}: the point`);
+  // The length read once (a review: read three times, a Proxy's -1 at the last was V8's raw RangeError).
+  const n = countOf(x);
+  if (n < 0) throw new NotANumberError(`${where}: the point must be a number or an array of numbers, got ${describe(x)}`);
+  if (n === 0 && unreadableView(x)) throw unreadableError(`${where}: the point`);
   // Each entry read once, as it is checked and copied, up to the length read once: Float64Array.from
   // went by a typed array's iterator, past the `length` of its own the checks had gone by (a
   // review: 3 entries differentiated, 2 checked).
-  if (typedArrayKind(x) !== undefined) checkHeld(x as unknown as ArrayBufferView, x.length, `${where}: the point`);
-  const point = new Float64Array(x.length), given = new Float64Array(point.length);
+  if (typedArrayKind(x) !== undefined) checkHeld(x as unknown as ArrayBufferView, n, `${where}: the point`);
+  const point = new Float64Array(n), given = new Float64Array(point.length);
   for (let k = 0; k < point.length; k++) {
     const v = x[k];
     if (typeof v !== 'number') throw new NotANumberError(`${where}: entry ${k} of the point must be a number, got ${describe(v)}`);

@@ -3,7 +3,7 @@
 // ops broadcast as NumPy does for trailing shapes; reductions return scalar Vars; matrices are
 // row-major with a shape. The rules live in assembly/vector.ts and src/js/vector.ts.
 import type { BinaryOps, UnaryOps } from './op-docs.ts';
-import { NotANumberError, ShapeError, TapegradError, VEC_BRAND, countOf, describe, extraArgument, isArrayLike, newFloat64, unreadableError, unreadableView } from './errors.ts';
+import { NotANumberError, ShapeError, TapegradError, VEC_BRAND, checkHeld, countOf, describe, extraArgument, isArrayLike, newFloat64, typedArrayKind, unreadableError, unreadableView } from './errors.ts';
 import { BINARY_OPS, ELEMENTWISE, Op, UNARY_OPS, type BinaryOpName, type UnaryOpName } from './ops.ts';
 import { readOptions } from './options.ts';
 import { Tape, Var, tapeArgument } from './tape.ts';
@@ -119,6 +119,9 @@ function resolve(tape: Tape, o: VecOperand, op: string, count = countOf(o)): Res
 }
 
 function checkEntries(values: ArrayLike<number>, n: number, op: string): void {
+  // Here, before anything records: checked where its constant recorded, a typed array holding
+  // other than n entries was refused after the operands before it had recorded theirs (a review).
+  if (typedArrayKind(values) !== undefined) checkHeld(values as unknown as ArrayBufferView, n, op);
   for (let k = 0; k < n; k++) {
     if (typeof values[k] !== 'number') throw new NotANumberError(`${op}: array entries must be numbers, got ${describe(values[k])} at index ${k}`);
   }
@@ -427,9 +430,15 @@ export class Vec {
 
   /** Matrix product as NumPy's `@`: [m,k]·[k,p] → [m,p], [m,k]·[k] → [m], [m]·[m,k] → [k]. */
   matmul(other: Vec | ArrayLike<number>): Vec {
-    const t = this.tape;
-    t.vindex(this, 'matmul');
-    const a = this.shape, b = this.operandShape(other, 'matmul');
+    this.tape.vindex(this, 'matmul');
+    return this.product(other, this.operandShape(other, 'matmul'));
+  }
+
+  // matmul of an operand whose shape `b` operandShape gave (matvec, vecmat and trmv checked it
+  // under their names: matmul's checks again read an array's entries twice, and trmv's its length
+  // again after its mask had recorded, a review).
+  private product(other: Vec | ArrayLike<number>, b: Shape): Vec {
+    const t = this.tape, a = this.shape;
     let dims: [m: number, k: number, p: number, shape: Shape];
     if (a.length === 2 && b.length === 2 && a[1] === b[0]) dims = [a[0]!, a[1]!, b[1]!, [a[0]!, b[1]!]];
     else if (a.length === 2 && b.length === 1 && a[1] === b[0]) dims = [a[0]!, a[1]!, 1, [a[0]!]];
@@ -449,7 +458,7 @@ export class Vec {
     if (this.shape.length !== 2 || b.length !== 1 || this.shape[1] !== b[0]) {
       throw new ShapeError(`matvec: expects a matrix [m, k] and a vector [k], got ${show(this.shape)} and ${show(b)}`, 'matvec', [this.shape, b]);
     }
-    return this.matmul(x);
+    return this.product(x, b);
   }
 
   /** xᵀ·A for a vector x [m] and a matrix A [m, k]. */
@@ -459,7 +468,7 @@ export class Vec {
     if (this.shape.length !== 1 || b.length !== 2 || this.shape[0] !== b[0]) {
       throw new ShapeError(`vecmat: expects a vector [m] and a matrix [m, k], got ${show(this.shape)} and ${show(b)}`, 'vecmat', [this.shape, b]);
     }
-    return this.matmul(a);
+    return this.product(a, b);
   }
 
   /** x yᵀ: [m] and [p] → [m, p]. */
@@ -489,7 +498,7 @@ export class Vec {
     const lower = options.lower ?? true;
     const mask = new Float64Array(m * m);
     for (let r = 0; r < m; r++) for (let c = 0; c < m; c++) mask[r * m + c] = (lower ? c <= r : c >= r) ? 1 : 0;
-    return this.tape.select(this.tape.constantVector(mask, [m, m]), this, 0).matvec(x);
+    return this.tape.select(this.tape.constantVector(mask, [m, m]), this, 0).product(x, b);
   }
 
   /** The transpose of a matrix (a vector is returned as it is). */

@@ -317,6 +317,22 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     expect(() => tape.vector(claiming32([1, 2, 3], 2))).toThrow(/^vector: the array holds 3 entries, not the 2 its length said/);
     expect(() => h.gradient(hy, claiming([...hs], 2))).toThrow('handles.gradient: the handles: the array holds 3 entries, not the 2 its length said');
     expect(() => finiteDifferenceGradient((x) => x[0]! * x[1]!, claiming([1, 2, 3], 2))).toThrow('finiteDifferenceGradient: the point: the array holds 3 entries, not the 2 its length said');
+    // An op's array operand before anything records, whatever came before it (a review: select
+    // left 2 nodes recorded, trmv 6, which read its operand again after its mask had recorded).
+    const c = tape.vector([1, 0]), L = tape.vector([1, 0, 2, 3], [2, 2]), recorded = tape.size;
+    expect(() => tape.select(c, [5, 6], claiming32([1, 2, 3], 2))).toThrow(/^select: the array holds 3 entries, not the 2 its length said/);
+    expect(() => L.trmv(claiming32([1, 2, 3], 2))).toThrow(/^trmv: the array holds 3 entries, not the 2 its length said/);
+    expect(() => L.matvec(claiming([1, 2, 3], 2))).toThrow(/^matvec: the array holds 3 entries, not the 2 its length said/);
+    expect(tape.size).toBe(recorded);
+    let lengthReads = 0;
+    const growing = new Proxy([1, 2, 3], { get: (target, key) => (key === 'length' ? (++lengthReads === 1 ? 2 : 3) : Reflect.get(target, key)) });
+    expect(Array.from(L.trmv(growing).value)).toEqual([1, 8]);
+    expect(lengthReads).toBe(1);
+    // A Proxy's length read once (a review: read three times, a raw RangeError for -1).
+    let pointReads = 0;
+    const point = new Proxy([1, 2, 3], { get: (target, key) => (key === 'length' ? (++pointReads <= 1 ? 3 : -1) : Reflect.get(target, key)) });
+    expect(Array.from(finiteDifferenceGradient((x) => x[0]! * x[1]! * x[2]!, point), (g) => Math.round(g * 1e6) / 1e6)).toEqual([6, 3, 2]);
+    expect(pointReads).toBe(1);
     // Outputs by what they hold too (a review: results cut to what the array held, silently, or
     // a raw RangeError).
     expect(() => h.gradient(hy, hs, 1, claiming([0], 3))).toThrow('handles.gradient: into must be a Float64Array of at least 3 numbers, got an object (Float64Array) of length 1');
