@@ -520,8 +520,8 @@ function applyTerms(i: i32, s: i32): void {
 
 // ─── runs: elementwise chains swept block by block ───
 // Consecutive elementwise nodes of one length n whose vector operands all span that length
-// (only their carrier nodes and scalar constants between them) are independent element by element. A long run is
-// swept in blocks of RUN_BLOCK elements, every node of the run per block, so its intermediate
+// (only their carrier nodes and scalar constants between them) are independent element by element. A run
+// (n past RUN_PAST) is swept in blocks of RUN_BLOCK elements, every node of the run per block, so its intermediate
 // arrays stay in cache instead of streaming through memory once per op. Every element sees the
 // same operations in the same order, and a broadcast scalar's terms are still summed in
 // ascending element order and added once per node: results are the unblocked sweep's, bit for
@@ -529,6 +529,11 @@ function applyTerms(i: i32, s: i32): void {
 
 // @ts-ignore: decorator
 @inline const RUN_BLOCK: i32 = 1024;
+// Chains of vectors longer than this are runs (fused, or blocked): a fused kernel pays for its
+// call from a few dozen elements (bench/run-lengths.ts; runs began past RUN_BLOCK until 2026-12-07,
+// and a chain of 1,024 elements cost twice one of 1,025, a probe).
+// @ts-ignore: decorator
+@inline const RUN_PAST: i32 = 16;
 // @ts-ignore: decorator
 @inline const RUN_MAX: i32 = 256;
 const runNodes = memory.data(4 * RUN_MAX);
@@ -758,7 +763,7 @@ function isAbsorbed(j: i32): bool {
 /** Defers slice node i (see above) if it may: returns whether it did. */
 function deferSlice(i: i32, to: i32): bool {
   const n = lenOf(i);
-  if (!fusionEnabled || n <= RUN_BLOCK || !searchable(to - i, <i64>n >> 1)) return false;
+  if (!fusionEnabled || n <= RUN_PAST || !searchable(to - i, <i64>n >> 1)) return false;
   for (let q = i + 1; q < to; q++) {
     if (argA(q) != i && argB(q) != i) continue;
     const op = opAt(q);
@@ -1040,7 +1045,7 @@ function collectRun(i: i32, to: i32, n: i32): i32 {
  *  else the op alone. Returns the last node it computed. */
 export function vectorForwardAt(i: i32, op: i32, to: i32): i32 {
   if (op == Op.VSlice && deferSlice(i, to)) return i;
-  if (op < ELEMENTWISE || lenOf(i) <= RUN_BLOCK || !joins(i, lenOf(i))) { vectorForward(i, op); return i; }
+  if (op < ELEMENTWISE || lenOf(i) <= RUN_PAST || !joins(i, lenOf(i))) { vectorForward(i, op); return i; }
   const n = lenOf(i);
   const count = collectRun(i, to, n), j = runNode(count - 1);
   // (The run's own nodes are not computed yet: their val slots still hold an earlier sweep's.)
@@ -1090,9 +1095,9 @@ export function vectorReverseAt(i: i32, op: i32, g: f64): i32 {
     // The sum right after a run's last node, which nothing else reached: the run's kernel takes
     // it in (see runSum).
     const last = argA(i);
-    if (adj(last) == 0 && lenOf(last) > RUN_BLOCK && joins(last, lenOf(last)) && sumAfter(last, i + 1) == i) return reverseRun(last, i, g);
+    if (adj(last) == 0 && lenOf(last) > RUN_PAST && joins(last, lenOf(last)) && sumAfter(last, i + 1) == i) return reverseRun(last, i, g);
   }
-  if (op < ELEMENTWISE || lenOf(i) <= RUN_BLOCK || !joins(i, lenOf(i))) { vectorReverse(i, op, g); return i; }
+  if (op < ELEMENTWISE || lenOf(i) <= RUN_PAST || !joins(i, lenOf(i))) { vectorReverse(i, op, g); return i; }
   return reverseRun(i, -1, 0);
 }
 
@@ -1800,7 +1805,7 @@ function materializeRead(i: i32, op: i32, reverse: bool): void {
  *  alone, with the deferred values and tangents it reads computed first. Returns the last node
  *  it did. */
 export function vectorTangentAt(i: i32, op: i32, to: i32): i32 {
-  if (op >= ELEMENTWISE && fusionEnabled && lenOf(i) > RUN_BLOCK && joins(i, lenOf(i))) {
+  if (op >= ELEMENTWISE && fusionEnabled && lenOf(i) > RUN_PAST && joins(i, lenOf(i))) {
     const n = lenOf(i);
     const count = collectRun(i, to, n), j = runNode(count - 1);
     // An hvp's output summing the run: the run is left whole to the reverse tangent kernel.
@@ -1834,7 +1839,7 @@ export function vectorTangentAt(i: i32, op: i32, to: i32): i32 {
       }
     }
   }
-  if (op == Op.VSlice && val(i) == DEFERRED && lenOf(i) > RUN_BLOCK) {
+  if (op == Op.VSlice && val(i) == DEFERRED && lenOf(i) > RUN_PAST) {
     // A deferred slice's tangents stay where its parent holds them too (as its values), for the
     // kernels to read there; anything else reading them first has them copied.
     materializeTangent(argA(i));
@@ -1930,12 +1935,12 @@ export function vectorReverseTangentAt(i: i32, op: i32, g: f64, gt: f64): i32 {
     // The sum right after a run's last node, which nothing else reached: the run's kernel takes
     // it in (every element of the last node's adjoint is +0 + g, of its tangent +0 + gt).
     const last = argA(i);
-    if (adj(last) == 0 && lenOf(last) > RUN_BLOCK && joins(last, lenOf(last)) && sumAfter(last, i + 1) == i) {
+    if (adj(last) == 0 && lenOf(last) > RUN_PAST && joins(last, lenOf(last)) && sumAfter(last, i + 1) == i) {
       const j = reverseTangentRun(last, i, g, gt);
       if (j >= 0) return j;
     }
   }
-  if (op >= ELEMENTWISE && fusionEnabled && lenOf(i) > RUN_BLOCK && joins(i, lenOf(i))) {
+  if (op >= ELEMENTWISE && fusionEnabled && lenOf(i) > RUN_PAST && joins(i, lenOf(i))) {
     const j = reverseTangentRun(i, -1, 0, 0);
     if (j >= 0) return j;
   }

@@ -1,5 +1,5 @@
 // Fused run kernels (src/wasm/codegen/emit-runs.ts) against the block sweep they replace: random
-// elementwise chains longer than a block (runs form above 1024 elements), with every operand
+// elementwise chains shorter and longer than a block (runs form above 16 elements), with every operand
 // form a run meets (run nodes, outside vectors, constant vectors, scalar Vars, numbers, one
 // vector on both sides), intermediates used again after the run, and gradients taken with
 // respect to inputs, scalars and intermediates. Fused and block sweeps must agree bit for bit on
@@ -22,7 +22,7 @@ interface Program { n: number; steps: Step[]; arithmetic: boolean; special: bool
 
 const stepArbitrary = fc.record({ unary: fc.boolean(), op: fc.nat(), a: fc.nat(), b: fc.nat(), form: fc.nat({ max: 5 }) });
 const programArbitrary: fc.Arbitrary<Program> = fc.record({
-  n: fc.constantFrom(1025, 1500, 3001, 1026, 1027),
+  n: fc.constantFrom(17, 18, 300, 1025, 1500, 3001, 1026, 1027),
   steps: fc.array(stepArbitrary, { minLength: 2, maxLength: 12 }),
   arithmetic: fc.boolean(),
   special: fc.boolean(),

@@ -1,4 +1,4 @@
-// The wasm core sweeps long chains of elementwise ops (over 1024 elements) block by block, every
+// The wasm core sweeps chains of elementwise ops (over 16 elements) block by block, every
 // op of the chain per block. Each program runs twice on each core build: as written (its chains
 // blocked) and with a scalar node recorded between every two ops (which cuts every chain, so each
 // op is swept alone); the two must agree bit for bit in values, gradients, tangents and
@@ -63,8 +63,8 @@ describe('blocked elementwise runs in the core: the same bits as op by op', () =
     if (simdAvailable()) engines.simd = new Tape(new WasmBackend(await loadCoreModule('simd')));
   });
 
-  it.each(PROGRAMS)('%s: n = 1025, 3001, 5000', async (_, exact, f) => {
-    for (const n of [1025, 3001, 5000]) {
+  it.each(PROGRAMS)('%s: n = 17, 1025, 3001, 5000', async (_, exact, f) => {
+    for (const n of [17, 1025, 3001, 5000]) {
       for (const name of ['scalar', 'simd'] as const) {
         const core = engines[name];
         if (!core) continue;
