@@ -190,6 +190,8 @@ function dominantChange(off: i32, n: i32, y: f64, s: f64, m: i32): f64 {
   const tm = load<f64>(at(xtanBase, off + m));
   let sum = 0.0;
   for (let j = 0; j < n; j++) {
+    // Math.exp, where the SIMD build's rule weighs by its own exp: the two may differ in the last
+    // bit, within the rule's accuracy (README); this pass runs only where a weight passes 1/2.
     const p = Math.exp(load<f64>(at(xvalBase, off + j)) - y) / s, d = tm - load<f64>(at(xtanBase, off + j));
     if (j != m && p != 0 && d != 0) sum += p * d;
   }

@@ -228,8 +228,7 @@ export class Tape {
         // An array whose length or slots cannot be written in ways the checks before recording
         // do not see (a read-only length or slot, a getter): the inputs are taken back (a probe
         // got a TypeError with them recorded).
-        this.count = first;
-        if (this.evaluated > first) this.evaluated = first;
+        this.takeBack(first);
         this.unpoint(reuse, first + base, len);
         throw new TapegradError('INVALID_ARGUMENT', `variables: reuse could not be resized and written (${(error as Error).message}); nothing was recorded`);
       }
@@ -242,8 +241,7 @@ export class Tape {
       // More Vars than the runtime puts in one array (V8: 2^27 - 3, below a tape's nodes): the
       // inputs are taken back (a probe got V8's raw RangeError with 1.3·10^8 inputs recorded).
       if (!(error instanceof RangeError)) throw error;
-      this.count = first;
-      if (this.evaluated > first) this.evaluated = first;
+      this.takeBack(first);
       throw new CapacityError(`variables: ${len} Vars are more than the runtime holds in one array (${error.message}); nothing was recorded (tape.handles.variables records them as handles in an Int32Array)`, len);
     }
   }
@@ -1822,6 +1820,12 @@ export class Tape {
         this.capacity,
       );
     }
+  }
+
+  // The nodes from `first` on taken back (variables' inputs where it could not hand them out).
+  private takeBack(first: number): void {
+    this.count = first;
+    if (this.evaluated > first) this.evaluated = first;
   }
 
   private cacheViews(): void {
