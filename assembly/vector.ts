@@ -529,11 +529,14 @@ function applyTerms(i: i32, s: i32): void {
 
 // @ts-ignore: decorator
 @inline const RUN_BLOCK: i32 = 1024;
-// Chains of vectors longer than this are runs (fused, or blocked): a fused kernel pays for its
-// call from a few dozen elements (bench/run-lengths.ts; runs began past RUN_BLOCK until 2026-12-07,
-// and a chain of 1,024 elements cost twice one of 1,025, a probe).
+// Chains of vectors longer than this are runs (fused, or blocked). A fused kernel pays for its
+// call from a few dozen elements on a tape of one chain shape (bench/run-lengths.ts: at 1,024
+// elements 4.60 -> 1.96 ns per element and op), but each new shape compiles a module (1.5-2 ms)
+// and a tape of more shapes than the cache below holds crosses into JS for each run and sweep:
+// runs past 16 elements made such tapes 1.5-7x slower at 24-128 elements (a review), so runs
+// start past a block.
 // @ts-ignore: decorator
-@inline const RUN_PAST: i32 = 16;
+@inline const RUN_PAST: i32 = RUN_BLOCK;
 // @ts-ignore: decorator
 @inline const RUN_MAX: i32 = 256;
 const runNodes = memory.data(4 * RUN_MAX);

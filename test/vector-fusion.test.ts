@@ -1,5 +1,5 @@
 // Fused run kernels (src/wasm/codegen/emit-runs.ts) against the block sweep they replace: random
-// elementwise chains shorter and longer than a block (runs form above 16 elements), with every operand
+// elementwise chains shorter and longer than a block (runs form above 1024 elements), with every operand
 // form a run meets (run nodes, outside vectors, constant vectors, scalar Vars, numbers, one
 // vector on both sides), intermediates used again after the run, and gradients taken with
 // respect to inputs, scalars and intermediates. Fused and block sweeps must agree bit for bit on

@@ -1,4 +1,4 @@
-// The wasm core sweeps chains of elementwise ops (over 16 elements) block by block, every
+// The wasm core sweeps long chains of elementwise ops (over 1024 elements) block by block, every
 // op of the chain per block. Each program runs twice on each core build: as written (its chains
 // blocked) and with a scalar node recorded between every two ops (which cuts every chain, so each
 // op is swept alone); the two must agree bit for bit in values, gradients, tangents and
