@@ -24,10 +24,11 @@ type Combined<T extends Operand, U extends Operand, W extends Operand = number> 
   true extends IsVar<T> | IsVar<U> | IsVar<W> ? Var : [T | U | W] extends [number] ? number : Operand;
 // One generic signature: a function passed as a callback is typed by its last overload, and
 // `xs.map(exp)` of Vars was a (Vec | Operand)[] while unary functions had overloads (a new-user
-// probe). Distributive, so that an operand of a generic model (`exp(sub(m, 3))` for m: T extends
-// Operand) has Operand for constraint, as the overloads gave; `any` a Var, as they gave.
+// probe). Distributive, so that an operand of a generic function has its constraint's kind
+// (`tanh(x).sum()` for x: T extends Vec, `exp(sub(m, 3))` an Operand for m: T extends Operand);
+// `any` gives Operand | Vec (a test of it for any made T extends Vec a Var | Vec: a review).
 type Unary<T> = T extends Vec ? Vec : T extends number ? number : T extends Var ? Var : Operand;
-type UnaryFunction = <T extends Operand | Vec>(x: T) => 0 extends 1 & T ? Var : Unary<T>;
+type UnaryFunction = <T extends Operand | Vec>(x: T) => Unary<T>;
 type BinaryFunction = {
   (x: Vec, y: VecOperand): Vec; (x: VecOperand, y: Vec): Vec;
   (x: Var, y: Operand): Var; (x: Operand, y: Var): Var; (x: number, y: number): number;

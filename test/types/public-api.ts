@@ -38,7 +38,12 @@ const mappedNumbers: number[] = [1, 4].map(sqrt);
 const mappedVecs: Vec[] = vecs.map(sin);
 const sineOfEither: Operand | Vec = sin(either);
 const sineOfOperand: Operand = sin(operand);
-const sineOfAny: Var = sin(fromJson);
+const sineOfAny: Operand | Vec = sin(fromJson);
+// In generic functions, the constraint's kind (a review: a Vec's `sum` was missing, a number's
+// arithmetic refused).
+const layerSum = <T extends Vec>(x: T): Var => sin(x).sum();
+const half = <T extends number>(x: T): number => exp(x) / 2;
+const ofOperand = <T extends Operand>(x: T): Operand => sqrt(x);
 // @ts-expect-error: a Var never gives a number
 const sineNotANumber: number = sin(a);
 // @ts-expect-error: nor a Vec a Var
