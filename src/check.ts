@@ -1,6 +1,6 @@
 // Finite differences and the gradient checker (like torch.autograd.gradcheck, jax check_grads).
 import type { BackendChoice } from './backend.ts';
-import { GradcheckError, MissingRuleError, NotANumberError, TapegradError, checkHeld, countOf, describe, isArrayLike, notAnOutput, typedArrayKind, unreadableError, unreadableView } from './errors.ts';
+import { GradcheckError, MissingRuleError, NotANumberError, TapegradError, checkHeld, countOf, describe, isArrayLike, newFloat64, notAnOutput, typedArrayKind, unreadableError, unreadableView } from './errors.ts';
 import type { Tape, Var } from './tape.ts';
 import { BACKEND_RULE, readOptions } from './options.ts';
 import { callOn, checkFunction, recordOn, scalarOutput, withTape, type RuntimeVector, type ScalarOutput } from './transforms.ts';
@@ -71,7 +71,7 @@ function stencil(
   // went by a typed array's iterator, past the `length` of its own the checks had gone by (a
   // review: 3 entries differentiated, 2 checked).
   if (typedArrayKind(x) !== undefined) checkHeld(x as unknown as ArrayBufferView, n, `${where}: the point`);
-  const point = new Float64Array(n), given = new Float64Array(point.length);
+  const point = newFloat64(n, `${where}: the point`), given = new Float64Array(point.length);
   for (let k = 0; k < point.length; k++) {
     const v = x[k];
     if (typeof v !== 'number') throw new NotANumberError(`${where}: entry ${k} of the point must be a number, got ${describe(v)}`);

@@ -495,10 +495,12 @@ export class Vec {
     // and the product.
     const [k, e] = recordCost(x, m);
     this.tape.reserveVector(2 + 1 + 3 + k + 3, 2 * m * m + e + m);
-    const lower = options.lower ?? true;
+    // x recorded first: its entries read again after the mask had recorded, a Proxy's could fail
+    // with the mask and select left recorded (a review).
+    const xv = this.operandVec(x, b), lower = options.lower ?? true;
     const mask = new Float64Array(m * m);
     for (let r = 0; r < m; r++) for (let c = 0; c < m; c++) mask[r * m + c] = (lower ? c <= r : c >= r) ? 1 : 0;
-    return this.tape.select(this.tape.constantVector(mask, [m, m]), this, 0).product(x, b);
+    return this.tape.select(this.tape.constantVector(mask, [m, m]), this, 0).product(xv, b);
   }
 
   /** The transpose of a matrix (a vector is returned as it is). */
