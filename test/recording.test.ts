@@ -333,6 +333,14 @@ describe.each(BACKENDS)('recording (%s)', (backend) => {
     const point = new Proxy([1, 2, 3], { get: (target, key) => (key === 'length' ? (++pointReads <= 1 ? 3 : -1) : Reflect.get(target, key)) });
     expect(Array.from(finiteDifferenceGradient((x) => x[0]! * x[1]! * x[2]!, point), (g) => Math.round(g * 1e6) / 1e6)).toEqual([6, 3, 2]);
     expect(pointReads).toBe(1);
+    expect(() => finiteDifferenceGradient((x) => x[0]!, { length: 1e10 })).toThrow(expect.objectContaining({ code: 'CAPACITY', message: expect.stringMatching(/^finiteDifferenceGradient: the point: 10000000000 numbers/) }));
+    // Entries that change between reads: trmv read its operand's again after its mask had
+    // recorded, and failed with the mask and select left on the tape (a review).
+    let entryReads = 0;
+    const fickle = new Proxy([1, 2], { get: (target, key) => (key === '0' ? (++entryReads === 1 ? 1 : 'two') : Reflect.get(target, key)) });
+    const before = tape.size;
+    expect(() => L.trmv(fickle as unknown as number[])).toThrow(/entries must be numbers, got the string "two"/);
+    expect(tape.size).toBe(before);
     // Outputs by what they hold too (a review: results cut to what the array held, silently, or
     // a raw RangeError).
     expect(() => h.gradient(hy, hs, 1, claiming([0], 3))).toThrow('handles.gradient: into must be a Float64Array of at least 3 numbers, got an object (Float64Array) of length 1');
