@@ -53,6 +53,16 @@ const CHAIN = (api: Api, steps: number, options: object) => api.compile((v) => {
   return x;
 }, { inputs: 1, ...options });
 
+// A Rosenbrock of mixed scalar ops (1.25·10^5 terms) compiled without codegen.
+const MIXED = (api: Api) => api.compile((v) => {
+  let s = v[0]!.mul(0);
+  for (let i = 0; i + 1 < v.length; i++) {
+    const t = v[i + 1]!.sub(v[i]!.square());
+    s = s.add(t.square().mul(100)).add(v[i]!.sub(1).neg().square());
+  }
+  return s;
+}, { inputs: 125_001, codegen: false });
+
 // bench/vector-costs.ts's compiled vector Rosenbrock of 10^5 elements.
 function vectorRosenbrock(what: string, run: Case['run']): Case {
   return {
@@ -167,14 +177,7 @@ const CASES: Record<string, Case> = {
   'mixed-sweeps': {
     what: 'a Rosenbrock of mixed scalar ops (1.25·10^5 terms) compiled without codegen, a gradient (the interpreter\'s forward and reverse sweeps)',
     unit: 'ns/node', calls: 200,
-    setup: async (api) => api.compile((v) => {
-      let s = v[0]!.mul(0);
-      for (let i = 0; i + 1 < v.length; i++) {
-        const t = v[i + 1]!.sub(v[i]!.square());
-        s = s.add(t.square().mul(100)).add(v[i]!.sub(1).neg().square());
-      }
-      return s;
-    }, { inputs: 125_001, codegen: false }),
+    setup: async (api) => MIXED(api),
     run: (f, { x }) => {
       const g = f as ReturnType<Api['compile']>;
       g.gradient(x);
@@ -184,14 +187,7 @@ const CASES: Record<string, Case> = {
   'mixed-forward': {
     what: 'the same mixed Rosenbrock compiled without codegen, its value (the interpreter\'s forward sweep: a serial sum through add)',
     unit: 'ns/node', calls: 200,
-    setup: async (api) => api.compile((v) => {
-      let s = v[0]!.mul(0);
-      for (let i = 0; i + 1 < v.length; i++) {
-        const t = v[i + 1]!.sub(v[i]!.square());
-        s = s.add(t.square().mul(100)).add(v[i]!.sub(1).neg().square());
-      }
-      return s;
-    }, { inputs: 125_001, codegen: false }),
+    setup: async (api) => MIXED(api),
     run: (f, { x }) => {
       const g = f as ReturnType<Api['compile']>;
       g.value(x);
