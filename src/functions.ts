@@ -11,9 +11,7 @@ import { Var, type Operand } from './tape.ts';
 import { Vec, elementwise, type VecOperand } from './vector.ts';
 
 // What a function of operands typed by a type parameter returns (`function sq<T extends Operand>(x:
-// T) { return mul(x, x) }` is a number for numbers, a Var for Vars: one body serves both), and what
-// operands typed `Var | Vec` give.
-type Scalar<T extends Operand> = [T] extends [number] ? number : [T] extends [Var] ? Var : Operand;
+// T) { return mul(x, x) }` is a number for numbers, a Var for Vars: one body serves both).
 // Of several operands: any typed a Var makes a Var (the op records a node), else numbers alone a
 // number (a types probe: `add(mul(x, x), 1)` in a generic model was an Operand for a Var x). An
 // operand typed `any` (JSON.parse's) counts as a number: it passes both tests, and is a number
@@ -26,7 +24,8 @@ type Combined<T extends Operand, U extends Operand, W extends Operand = number> 
 // `xs.map(exp)` of Vars was a (Vec | Operand)[] while unary functions had overloads (a new-user
 // probe). Distributive, so that an operand of a generic function has its constraint's kind
 // (`tanh(x).sum()` for x: T extends Vec, `exp(sub(m, 3))` an Operand for m: T extends Operand);
-// `any` gives Operand | Vec (a test of it for any made T extends Vec a Var | Vec: a review).
+// `any` gives Operand | Vec (an outer test sending `any` to Var made `tanh(x)` of x: T extends Vec
+// a Var | Vec: a review).
 type Unary<T> = T extends Vec ? Vec : T extends number ? number : T extends Var ? Var : Operand;
 type UnaryFunction = <T extends Operand | Vec>(x: T) => Unary<T>;
 type BinaryFunction = {
