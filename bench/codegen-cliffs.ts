@@ -1,11 +1,12 @@
 // The costs of generated sweeps on tapes that used to fall off a cliff: a large loop body with an
-// inner loop, the scalar GMM objective (3.4 M nodes), a non-periodic tape, and a loss whose
-// per-sample bodies take one of two shapes by the data. Each (case, mode)
+// inner loop, the scalar GMM objective (3.4 M nodes), a non-periodic tape, and losses whose
+// per-sample bodies take one of two shapes by the data or by a guard. Each (case, mode)
 // runs in its own process, so no JIT state or heap carries over:
 //   npx tsx bench/codegen-cliffs.ts                 # every case, generated and interpreted, a table
 //   npx tsx bench/codegen-cliffs.ts --case=gmm --mode=generated   # one child (prints JSON)
 //   npx tsx bench/codegen-cliffs.ts --sweep=straight              # straight code by length and function size
 //   npx tsx bench/codegen-cliffs.ts --sweep=schedule              # the schedule against the interpreter
+//   npx tsx bench/codegen-cliffs.ts --sweep=training              # gradient descent through guards that change path
 //   npx tsx bench/codegen-cliffs.ts --case=gmm --mode=predict     # the schedule's predictor on a case
 // Per case: recording alone (interpreted run), the first call with codegen (record + plan + emit +
 // compile), the generation alone, the next 20 gradients (mean ns/node), the steady state (median
@@ -15,15 +16,15 @@ import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
-import { compile, init, type Var } from '../src/index.ts';
+import { compile, createTape, init, type Var } from '../src/index.ts';
 import { codegenDeferral } from '../src/compile.ts';
 import { WasmBackend, scheduleLimits } from '../src/wasm/backend.ts';
 import { nestNeeds, planSizes, planSweeps, type SweepPlan } from '../src/wasm/codegen/plan.ts';
 import { emitSweeps } from '../src/wasm/codegen/module.ts';
-import { LOGREG_D, STRAIGHT_INPUTS, gmmData, gmmObjectiveVar, gmmPlain, logregData, logregPlain, straightTape } from './workloads.ts';
+import { LOGREG_D, STRAIGHT_INPUTS, gmmData, gmmObjectiveVar, gmmPlain, logregData, logregPlain, mulberry32, straightTape } from './workloads.ts';
 
-type CaseId = 'gmm' | 'nested' | 'straight' | 'straight-live' | 'branchy' | 'branchy-10k';
-const CASES: CaseId[] = ['gmm', 'nested', 'straight', 'straight-live', 'branchy', 'branchy-10k'];
+type CaseId = 'gmm' | 'nested' | 'straight' | 'straight-live' | 'branchy' | 'branchy-10k' | 'huber';
+const CASES: CaseId[] = ['gmm', 'nested', 'straight', 'straight-live', 'branchy', 'branchy-10k', 'huber'];
 
 // plain: the function without AD on plain numbers (the non-periodic tape has none: its ops are
 // drawn while recording).
@@ -99,6 +100,48 @@ function branchyCase(n = 2000): Case {
   return { fn, inputs: d + 1, x: p, what: `logistic regression, ${n.toLocaleString('en-US')} × 20, a branch on each label`, plain: (q) => logregPlain(q, X, y, n) };
 }
 
+// A Huber loss of a linear model, 1,000 samples × 5 features: each sample's branch is a guard on
+// its residual (`a.le(delta)`), so the per-sample bodies come in two shapes chosen by the values,
+// and training moves samples between them (a re-record per change of path).
+function huberData(n: number, d: number): { X: Float64Array; Y: Float64Array } {
+  const rand = mulberry32(11);
+  const X = Float64Array.from({ length: n * d }, () => 2 * rand() - 1);
+  // Mostly small noise, a fifth of the samples outliers: both branches are taken throughout.
+  const Y = Float64Array.from({ length: n }, (_, i) => {
+    let y = 0.2;
+    for (let j = 0; j < d; j++) y += X[i * d + j]! * (j + 1) * 0.3;
+    return y + (rand() < 0.2 ? 3 : 0.05) * (rand() - 0.5);
+  });
+  return { X, Y };
+}
+
+function huberCase(n = 1000): Case {
+  const d = 5, delta = 0.25;
+  const { X, Y } = huberData(n, d);
+  const fn = (p: Var[]): Var => {
+    let s = p[d]!.mul(0);
+    for (let i = 0; i < n; i++) {
+      let z = p[d]!;
+      for (let j = 0; j < d; j++) z = z.add(p[j]!.mul(X[i * d + j]!));
+      const res = z.sub(Y[i]!);
+      const a = res.abs();
+      s = s.add(a.le(delta).value ? res.square().mul(0.5) : a.sub(0.5 * delta).mul(delta));
+    }
+    return s.div(n);
+  };
+  const plain = (p: Float64Array): number => {
+    let s = 0;
+    for (let i = 0; i < n; i++) {
+      let z = p[d]!;
+      for (let j = 0; j < d; j++) z += p[j]! * X[i * d + j]!;
+      const res = z - Y[i]!, a = Math.abs(res);
+      s += a <= delta ? 0.5 * res * res : delta * (a - 0.5 * delta);
+    }
+    return s / n;
+  };
+  return { fn, inputs: d + 1, x: new Float64Array(d + 1), what: `Huber loss, ${n.toLocaleString('en-US')} × ${d}, a guard on each residual`, plain };
+}
+
 // The non-periodic tape of bench/workloads.ts (straightTape).
 function straightCase(ops = 100_000, live = false): Case {
   const inputs = STRAIGHT_INPUTS;
@@ -109,7 +152,7 @@ function straightCase(ops = 100_000, live = false): Case {
 function caseOf(id: CaseId, ops: number): Case {
   // --samples=n: the branchy loss at n samples (the table dispatcher's threshold was measured so).
   const samples = arg('samples');
-  return id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : id === 'branchy' ? branchyCase(samples ? Number(samples) : undefined) : id === 'branchy-10k' ? branchyCase(10_000)
+  return id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : id === 'branchy' ? branchyCase(samples ? Number(samples) : undefined) : id === 'branchy-10k' ? branchyCase(10_000) : id === 'huber' ? huberCase()
     : straightCase(ops, id === 'straight-live');
 }
 
@@ -412,6 +455,74 @@ function scheduleSweep(): void {
   writeFileSync(join(here, 'results', 'codegen-schedule.md'), `${lines.join('\n')}\n`);
 }
 
+// Gradient descent on the huber case, 400 steps from 0 at a rate of 0.5: training moves samples
+// across the guard's threshold, so a compiled function records again on some steps (about one in
+// eight) and keeps its recording on the rest. --way=generated|interpreted: compile with codegen
+// on or off; --way=tape: a fresh recording per step on a tape of one's own (the Var API).
+async function trainingChild(way: 'generated' | 'interpreted' | 'tape'): Promise<void> {
+  await init();
+  const c = huberCase();
+  const steps = 400;
+  const p = new Float64Array(c.inputs), g = new Float64Array(c.inputs);
+  let step: () => void;
+  let f: ReturnType<typeof compile> | null = null;
+  if (way === 'tape') {
+    const tape = await createTape();
+    step = () => {
+      tape.reset();
+      const xs = tape.variables(p);
+      tape.gradient(c.fn(xs), xs, 1, g);
+    };
+  } else {
+    const fn = f = compile(c.fn, { inputs: c.inputs, codegen: way === 'generated' });
+    step = () => void fn.gradient(p, g);
+  }
+  const times: number[] = [];
+  const start = now();
+  for (let k = 0; k < steps; k++) {
+    const t = now();
+    step();
+    times.push(now() - t);
+    for (let j = 0; j < c.inputs; j++) p[j]! -= 0.5 * g[j]!;
+  }
+  const totalMs = now() - start;
+  console.log(JSON.stringify({
+    way, steps, totalMs, firstMs: times[0], slowestLaterMs: Math.max(...times.slice(1)), rerecords: f?.rerecords ?? 0,
+    loss: c.plain!(p), params: Array.from(p), generated: f?.generatedSweeps ?? 'none', reason: f?.generatedSweepsReason ?? null,
+  }));
+}
+
+function trainingSweep(): void {
+  const here = dirname(fileURLToPath(import.meta.url));
+  type Result = Record<string, number> & { generated: string };
+  const runs: Record<string, Result[]> = { generated: [], interpreted: [], tape: [] };
+  for (let k = 0; k < RUNS; k++) {
+    for (const way of Object.keys(runs)) {
+      const r = spawnSync(process.execPath, ['--import', 'tsx', join(here, 'codegen-cliffs.ts'), '--mode=training', `--way=${way}`], { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`training ${way} failed:\n${r.stderr}`);
+      const result = JSON.parse(r.stdout.trim().split('\n').pop()!) as Result;
+      console.error(JSON.stringify(result));
+      runs[way]!.push(result);
+    }
+  }
+  const median = (xs: number[]): number => xs.sort((p, q) => p - q)[xs.length >> 1]!;
+  const ends = new Set(Object.values(runs).flat().map((r) => JSON.stringify(r.params)));
+  if (ends.size !== 1) throw new Error(`training: the ways ended at different parameters: ${[...ends].join(', ')}`);
+  const label = { generated: 'compile (codegen on)', interpreted: 'compile, `{ codegen: false }`', tape: 'a fresh tape per step (Var API)' } as Record<string, string>;
+  const lines = [
+    `Medians of ${RUNS} runs per way, one process each, ${new Date().toISOString().slice(0, 10)}, on ${machine()}. ` +
+      `Gradient descent on the huber tape (${huberCase().what}), 400 steps; every way ends at the same parameters, bit for bit (loss ${median(runs.tape!.map((r) => r.loss)).toPrecision(6)}).\n`,
+    '| way | 400 steps | first step | slowest later step | re-records |',
+    '| --- | --- | --- | --- | --- |',
+    ...Object.entries(runs).map(([way, rs]) => {
+      const m = (key: string): number => median(rs.map((r) => r[key]!));
+      return `| ${label[way]} | ${m('totalMs').toFixed(0)} ms | ${m('firstMs').toFixed(1)} ms | ${m('slowestLaterMs').toFixed(1)} ms | ${way === 'tape' ? '–' : m('rerecords')} |`;
+    }),
+  ];
+  console.log(lines.join('\n'));
+  writeFileSync(join(here, 'results', 'codegen-training.md'), `${lines.join('\n')}\n`);
+}
+
 // The share of a case's ops that the schedule's predictor (assembly/schedule.ts, survey: the op
 // last seen after the same three ops, in a hashed table of 4,096) guesses wrong.
 async function predict(id: CaseId): Promise<void> {
@@ -436,8 +547,10 @@ async function predict(id: CaseId): Promise<void> {
 const arg = (name: string): string | undefined => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const caseArg = arg('case'), modeArg = arg('mode');
 if (modeArg === 'phases') await phases(caseArg as CaseId);
+else if (modeArg === 'training') await trainingChild(arg('way') as 'generated' | 'interpreted' | 'tape');
 else if (modeArg === 'predict') await predict(caseArg as CaseId);
 else if (modeArg) await child(caseArg as CaseId, modeArg as 'generated' | 'interpreted');
 else if (arg('sweep') === 'straight') straightSweep();
 else if (arg('sweep') === 'schedule') scheduleSweep();
+else if (arg('sweep') === 'training') trainingSweep();
 else parent(caseArg ? (caseArg.split(',') as CaseId[]) : CASES);

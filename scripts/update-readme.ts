@@ -59,7 +59,7 @@ export async function measuredRegions(root: string, testCount: number | null): P
   };
   // Tables bench/codegen-cliffs.ts writes as markdown (its run over every case, its straight
   // sweep), and bench/per-node.ts's phases per node.
-  for (const name of ['codegen-cliffs', 'codegen-schedule', 'codegen-straight-length', 'codegen-straight-size', 'per-node', 'record-inlining', 'handle-io', 'vector-costs']) {
+  for (const name of ['codegen-cliffs', 'codegen-training', 'codegen-schedule', 'codegen-straight-length', 'codegen-straight-size', 'per-node', 'record-inlining', 'handle-io', 'vector-costs']) {
     const file = path.join(root, 'bench/results', `${name}.md`);
     if (existsSync(file)) regions[name] = `\n${readFileSync(file, 'utf8').trimEnd()}\n\n`;
   }

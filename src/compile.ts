@@ -217,15 +217,20 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       engine.dropGeneratedSweeps();
       engine.generated = 'none';
       engine.generatedReason = `its guards chose among more than ${MODULE_CACHE_SIZE} paths, each a module compiled again and again: interpreted`;
-    } else if (this.codegen === true && !vectors && engine instanceof WasmBackend && this.churn >= CHURNING_RECORDINGS) {
+    } else if (this.codegen === true && !vectors && engine instanceof WasmBackend && this.replacedUnpaid) {
       // Generating costs several times a recording (planning and emitting, even where the module
       // is cached by its bytes), which a path that holds for a few calls never earns back: guards
       // flipping on every call took 43-46 µs a call against 3.3 interpreted (new-user probes).
+      // Ski rental: once a recording was replaced before its replays paid for its generation, the
+      // next pays in interpreted replays first, so a path that holds costs at most twice the
+      // generation and one that flips costs none. Waiting only after 4 such recordings, a
+      // gradient descent on a Huber loss of 1,000 guarded samples generated 4 times (50-130 ms
+      // each, 386-497 ms for 400 steps against 207-262 interpreted; 302-345 with the wait).
       engine.dropGeneratedSweeps();
       engine.generated = 'none';
       // The least generating has cost this function, as the estimate for this recording.
       this.deferredUntil = this.replaysToPay(recording.tape.size, this.cheapestGenerationNs);
-      engine.generatedReason = `its guards changed path on most calls (${CHURNING_RECORDINGS} recordings in a row served fewer replays than generating costs): interpreted until it has served ${this.deferredUntil}, then as any recording`;
+      engine.generatedReason = `its guards changed path before the recording it replaced had served the replays that generating costs: interpreted until it has served ${this.deferredUntil}, then as any recording`;
       this.generationDeferred = true;
       this.deferredByChurn = true;
     } else if (this.codegen && !vectors && engine instanceof WasmBackend) {
@@ -285,11 +290,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     this.cheapestGenerationNs = this.cheapestGenerationNs === 0 ? this.generationNs : Math.min(this.cheapestGenerationNs, this.generationNs);
   }
 
-  // Replays served by the current recording; re-records in a row whose recording served fewer
+  // Replays served by the current recording; whether the recording it replaced had served fewer
   // than generating it cost (replaysToPay); whether the current one waits for that many
   // (deferredUntil) before it is generated.
   private served = 0;
-  private churn = 0;
+  private replacedUnpaid = false;
   private generationDeferred = false;
   private deferredUntil = 0;
   // The wait is churn's, after which the recording is generated as any recording is: its straight
@@ -1020,7 +1025,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       );
     }
     this.recordedAgain++;
-    this.churn = this.served < this.replaysToSettle ? this.churn + 1 : 0;
+    this.replacedUnpaid = this.served < this.replaysToSettle;
     return this.record(x);
   }
 
@@ -1180,10 +1185,6 @@ const deferredPast = (nodes: number): number => Math.max(codegenDeferral.codeNod
 /** @internal The most inputs a compiled function takes (a tape's default node limit). */
 export const MAX_INPUTS = 2 ** 28;
 
-// A function whose last CHURNING_RECORDINGS re-records each came before the recording they
-// replaced had served its settledReplays has its new recordings interpreted until one serves them
-// (see adopt).
-const CHURNING_RECORDINGS = 4;
 
 /** @internal The replays a recording of `nodes` nodes serves before generating its sweeps pays
  *  for itself: a re-record that generates costs about 30 µs more, plus 15 ns a node, and a

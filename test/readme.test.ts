@@ -11,9 +11,9 @@ import { ROOT, measuredRegions, regionNames, regionText, rewrite } from '../scri
 const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
 
 describe('README regions written by npm run readme', () => {
-  it('marks the test count, the bundle sizes, the embedded core sizes, the bench tables, the codegen, per-node, recording, handle I/O and vector cost tables and the pool and service figures', () => {
+  it('marks the test count, the bundle sizes, the embedded core sizes, the bench tables, the codegen (cliffs and training), per-node, recording, handle I/O and vector cost tables and the pool and service figures', () => {
     expect(regionNames(readme).sort()).toEqual([
-      'bench-tables', 'codegen-cliffs', 'codegen-schedule', 'codegen-straight-length', 'codegen-straight-size', 'handle-io', 'loadtest-results', 'per-node', 'pool-results',
+      'bench-tables', 'codegen-cliffs', 'codegen-schedule', 'codegen-straight-length', 'codegen-straight-size', 'codegen-training', 'handle-io', 'loadtest-results', 'per-node', 'pool-results',
       'record-inlining', 'size-core', 'size-core-budget', 'size-generator', 'size-generator-budget', 'size-generator-kb', 'size-unsplit', 'test-count', 'vector-costs', 'wasm-base64-kb', 'wasm-hex-kb',
     ]);
     expect(regionText(readme, 'test-count')).toMatch(/^\(\d+ tests$/);
