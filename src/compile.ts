@@ -147,9 +147,10 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
    *  module has compiled in the background ('pending'), run a schedule of the tape's nodes
    *  ('scheduled': a tape too long to fold into code whose ops the interpreter's jump would
    *  mispredict), or interpret the tape ('none': JS backend, codegen off, custom or vector nodes,
-   *  a tape too long to fold whose ops follow a pattern the interpreter predicts, guards that
-   *  change path on most calls, much straight code until its replays have paid for generating
-   *  it, no room under maxMemoryBytes). `generatedSweepsReason` says which. */
+   *  a tape too long to fold whose ops follow a pattern the interpreter predicts, a recording
+   *  whose guards changed path before the one it replaced had paid for its generation, or much
+   *  straight code, until its replays have paid for generating it, no room under maxMemoryBytes).
+   *  `generatedSweepsReason` says which. */
   get generatedSweeps(): GeneratedSweeps {
     const engine = this.recording?.tape.engine;
     return engine instanceof WasmBackend ? engine.generated : 'none';
@@ -213,11 +214,15 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     this.generationDeferred = false;
     this.deferredByChurn = false;
     this.generationNs = 0;
+    // Of the re-record that made this recording alone: recordings after a reset, a trap or a
+    // failed recording kept a stale answer (a review: one after 863,821 replays waited again).
+    const replacedUnpaid = this.replacedUnpaid;
+    this.replacedUnpaid = false;
     if (tooManyPaths) {
       engine.dropGeneratedSweeps();
       engine.generated = 'none';
       engine.generatedReason = `its guards chose among more than ${MODULE_CACHE_SIZE} paths, each a module compiled again and again: interpreted`;
-    } else if (this.codegen === true && !vectors && engine instanceof WasmBackend && this.replacedUnpaid) {
+    } else if (this.codegen === true && !vectors && engine instanceof WasmBackend && replacedUnpaid) {
       // Generating costs several times a recording (planning and emitting, even where the module
       // is cached by its bytes), which a path that holds for a few calls never earns back: guards
       // flipping on every call took 43-46 µs a call against 3.3 interpreted (new-user probes).
@@ -228,8 +233,10 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       // each, 386-497 ms for 400 steps against 207-262 interpreted; 302-345 with the wait).
       engine.dropGeneratedSweeps();
       engine.generated = 'none';
-      // The least generating has cost this function, as the estimate for this recording.
-      this.deferredUntil = this.replaysToPay(recording.tape.size, this.cheapestGenerationNs);
+      // The least generating has cost this function a node, as the estimate for this recording
+      // (a total would charge a 25-node path the generation of a 20,005-node one: a review's
+      // small path waited 259-471 k replays, 1.7x the time of generating at once).
+      this.deferredUntil = this.replaysToPay(recording.tape.size, this.cheapestGenerationNsPerNode * recording.tape.size);
       engine.generatedReason = `its guards changed path before the recording it replaced had served the replays that generating costs: interpreted until it has served ${this.deferredUntil}, then as any recording`;
       this.generationDeferred = true;
       this.deferredByChurn = true;
@@ -287,7 +294,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // The least measured: a first generation in a fresh process runs cold, and any may be slowed
     // by a busy machine (a probe's deferred threshold came from a 19.7 ms generation of a tape
     // that took 1.6-11 ms in warmer calls, and no generation came to correct it while deferred).
-    this.cheapestGenerationNs = this.cheapestGenerationNs === 0 ? this.generationNs : Math.min(this.cheapestGenerationNs, this.generationNs);
+    const perNode = this.generationNs / Math.max(1, size);
+    this.cheapestGenerationNsPerNode = this.cheapestGenerationNsPerNode === 0 ? perNode : Math.min(this.cheapestGenerationNsPerNode, perNode);
   }
 
   // Replays served by the current recording; whether the recording it replaced had served fewer
@@ -301,9 +309,10 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   // code may wait longer still (a probe's recording, after churn, was generated whole after 24
   // replays, in one call of 50-65 ms, where a fresh one waited 3,998).
   private deferredByChurn = false;
-  // What generating the current recording took (0: not generated), and the least any took.
+  // What generating the current recording took (0: not generated), and the least any took a
+  // tape node.
   private generationNs = 0;
-  private cheapestGenerationNs = 0;
+  private cheapestGenerationNsPerNode = 0;
 
   // The replays a recording of `nodes` nodes serves before generating it, at `costNs`, has paid
   // for itself: settledReplays's model, or more where generating measured dearer than the model
@@ -319,7 +328,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   get replaysToSettle(): number {
     const rec = this.recording;
     if (!rec) return 0;
-    return this.generationDeferred ? this.deferredUntil : this.replaysToPay(rec.tape.size, this.generationNs || this.cheapestGenerationNs);
+    return this.generationDeferred ? this.deferredUntil : this.replaysToPay(rec.tape.size, this.generationNs || this.cheapestGenerationNsPerNode * rec.tape.size);
   }
 
   // `rows` replays served by the current recording (a deferred one is generated once it has

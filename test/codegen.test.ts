@@ -1289,6 +1289,75 @@ describe('a function whose guards change path on most calls', () => {
     }
   });
 
+  // A review: the wait after one unpaid recording came from the whole cost of the function's
+  // cheapest generation, so a 25-node path after a 20,005-node one waited 259-471 k replays.
+  it('scales the least generation measured to the tape at hand, a node at a time', () => {
+    const fn = (v: Var[]): Var => {
+      let s = v[0]!.mul(v[1]!);
+      for (let i = 0, n = v[0]!.gt(0).value ? 10_000 : 10; i < n; i++) s = s.mul(v[1]!).add(v[0]!);
+      return s;
+    };
+    const real = performance.now.bind(performance), generate = WasmBackend.prototype.generateSweeps;
+    let skew = 0;
+    performance.now = () => real() + skew;
+    WasmBackend.prototype.generateSweeps = function (this: WasmBackend, ...args: Parameters<typeof generate>) {
+      skew += 50;
+      return generate.apply(this, args);
+    };
+    try {
+      const f = compile(fn, { inputs: 2, at: [1, 1] }), plain = compile(fn, { inputs: 2, codegen: false });
+      const big = f.size;
+      expect(f.generatedSweeps).toBe('active');
+      expectSameBits(f.gradient([-0.5, 0.3]), plain.gradient([-0.5, 0.3]), 'small path');
+      expect(f.generatedSweeps).toBe('none');
+      // At least 50 ms over the big tape's nodes, at 2.5 ns a node saved (real time adds to it);
+      // the whole 50 ms charged to 25 nodes would be 800,000 replays.
+      expect(f.size).toBeLessThan(50);
+      expect(f.replaysToSettle).toBeGreaterThanOrEqual(Math.max(settledReplays(f.size), Math.ceil(50e6 / (2.5 * big)) + 8));
+      expect(f.replaysToSettle).toBeLessThan(50_000);
+      hold(f, [-0.5, 0.3]);
+      expect(f.generatedSweeps).toBe('active');
+      expectSameBits(f.gradient([-0.25, 0.5]), plain.gradient([-0.25, 0.5]), 'small path, generated');
+    } finally {
+      performance.now = real;
+      WasmBackend.prototype.generateSweeps = generate;
+    }
+  });
+
+  // A review: whether the recording replaced had paid was kept past the recording it was for, so
+  // one made after a reset (or after a recording that failed) waited again, with that reason.
+  it('judges each recording by the re-record that made it: after a reset or a failed recording, generated at once', () => {
+    let escaped: Var | null = null, fail = false;
+    const fn = (v: Var[]): Var => {
+      if (fail) throw new Error('no recording this time');
+      escaped = v[0]!;
+      const s = v[0]!.mul(v[1]!).sin().add(v[1]!);
+      return v[0]!.gt(0).value ? s.mul(v[0]!) : s.sub(v[0]!);
+    };
+    const f = compile(fn, { inputs: 2 }), plain = compile(fn, { inputs: 2, codegen: false });
+    f.gradient([0.5, 0.3]);
+    f.gradient([-0.5, 0.3]);
+    expect(f.generatedSweeps).toBe('none');
+    hold(f, [-0.5, 0.3]);
+    expect(f.generatedSweeps).toBe('active');
+    escaped!.tape.reset();
+    expectSameBits(f.gradient([-0.5, 0.3]), plain.gradient([-0.5, 0.3]), 'after a reset');
+    expect(f.rerecords).toBe(1);
+    expect(f.generatedSweeps).toBe('active');
+    // Again through a flip and its wait, then a reset whose recording fails once.
+    f.gradient([0.5, 0.3]);
+    expect(f.generatedSweeps).toBe('none');
+    hold(f, [0.5, 0.3]);
+    expect(f.generatedSweeps).toBe('active');
+    escaped!.tape.reset();
+    fail = true;
+    expect(() => f.gradient([0.5, 0.3])).toThrow(/no recording this time/);
+    fail = false;
+    expectSameBits(f.gradient([0.5, 0.3]), plain.gradient([0.5, 0.3]), 'after a failed recording');
+    expect(f.rerecords).toBe(2);
+    expect(f.generatedSweeps, f.generatedSweepsReason ?? '').toBe('active');
+  });
+
   it('counts batch rows and directional calls as replays', () => {
     const f = compile(twoGuards, { inputs: 2 });
     for (let i = 0; i < 8; i++) f.gradient(points[i % 4]!);
