@@ -2213,6 +2213,12 @@ function capturedHint(tape: Tape, other: Tape, kind = 'Var'): string {
   const inTransform = transform(tape) || transform(other), inCompile = tape.observed !== null || other.observed !== null;
   // Both at once (one inside the other): which is f's is not known here (a review).
   const who = inTransform && inCompile ? 'a transform or compile' : inTransform ? 'the transform' : inCompile ? 'compile' : '';
+  // A transform inside a transform's f: `.value` would run, and make the outer derivative through
+  // it 0 (a GradBench probe's saddle, nested as JAX writes it, followed that advice to dF/dx = 0).
+  if (transform(tape) && transform(other)) {
+    return `: transforms do not nest (a transform's f uses a ${kind} of the transform it runs inside, each recording on a tape of its own), and its .value would be a constant, ` +
+      'whose derivative is 0; for second derivatives use hvp or hessian, or a custom function (defineFunction) whose rules call transforms';
+  }
   return who ? `: f uses a ${kind} of the caller's tape beside its own, and ${who} records f on a tape of its own; make the caller's value an input of f, or use its number (.value)` : '';
 }
 
