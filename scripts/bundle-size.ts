@@ -188,8 +188,12 @@ import * as esbuild from 'esbuild';
 // for a second, a vector refused before it is read, capacities of one kind given up for the
 // other where memory runs out, logSumExp's dominant-weight second-order term, lgamma'' at its
 // poles, and messages (a typed array's Proxy, a flat matrix, a captured Vec, detached buffers):
-// 116,603 bytes measured, 1,162 B more than the 113 KB figure (which it passed by 891).
-export const SIZE_BUDGET = 114 * 1024;
+// 116,603 bytes measured, 1,162 B more than the 113 KB figure (which it passed by 891). 115 KB
+// since the session after (2026-12-07): the core inflated by reading its decompression stream
+// (Node's Response global cost init() 40 ms), a recording's wait after an unpaid one judged per
+// recording and per node, and the hint for a transform nested in a transform's f: 116,838 bytes
+// measured, 145 B more than before them (they passed 114 KB by 102).
+export const SIZE_BUDGET = 115 * 1024;
 // More bytes of gzip for the code generator chunk: 6 KB (5.7 KB measured) until it also emitted
 // the fused elementwise run kernels (about 1.4 KB more); 8 KB (7,839 B measured) until the planner
 // found loops nested in loop bodies and the sweeps were split into functions (9,371 B, +1,532 B);

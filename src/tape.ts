@@ -2216,8 +2216,7 @@ function capturedHint(tape: Tape, other: Tape, kind = 'Var'): string {
   // A transform inside a transform's f: `.value` would run, and make the outer derivative through
   // it 0 (a GradBench probe's saddle, nested as JAX writes it, followed that advice to dF/dx = 0).
   if (transform(tape) && transform(other)) {
-    return `: transforms do not nest (a transform's f uses a ${kind} of the transform it runs inside, each recording on a tape of its own), and its .value would be a constant, ` +
-      'whose derivative is 0; for second derivatives use hvp or hessian, or a custom function (defineFunction) whose rules call transforms';
+    return `: transforms do not nest (this ${kind} is the outer one's), and its .value would be a constant, whose derivative is 0; for second order use hvp, hessian, or a custom function whose rules call transforms`;
   }
   return who ? `: f uses a ${kind} of the caller's tape beside its own, and ${who} records f on a tape of its own; make the caller's value an input of f, or use its number (.value)` : '';
 }
