@@ -194,6 +194,18 @@ export function opArity(op: i32): i32 {
 @inline const LN2: f64 = 0.6931471805599453;
 // @ts-ignore: decorator
 @inline const LN10: f64 = 2.302585092994046;
+// @ts-ignore: decorator
+@inline const LOG10E: f64 = 0.4342944819032518;
+
+// log10' = 1 / x / LN10, but below x = 2^-1024 the reciprocal overflows where the derivative
+// does not (a probe: Infinity at 4e-309 for 1.09e308): LOG10E / x there, within an ulp. (log2's
+// 1 / (x ln 2) is beyond the doubles wherever 1 / x is.) src/js/rules.ts and the generated
+// code's rules (src/wasm/codegen/rules.ts) write it the same way.
+// @ts-ignore: decorator
+@inline function log10Partial(x: f64): f64 {
+  const p = 1 / x / LN10;
+  return p < Infinity ? p : LOG10E / x;
+}
 
 // @ts-ignore: decorator
 @inline export function truthy(c: f64): bool { return c != 0 && c == c; }
@@ -539,7 +551,7 @@ export let partialZ: f64 = 0;
     case Op.Log: return x > 0 ? 1 / x : x == 0 ? Infinity : NaN;
     case Op.Log1p: return x > -1 ? 1 / (1 + x) : x == -1 ? Infinity : NaN;
     case Op.Log2: return x > 0 ? 1 / x / LN2 : x == 0 ? Infinity : NaN;
-    case Op.Log10: return x > 0 ? 1 / x / LN10 : x == 0 ? Infinity : NaN;
+    case Op.Log10: return x > 0 ? log10Partial(x) : x == 0 ? Infinity : NaN;
     case Op.Sin: return cos(x);
     case Op.Cos: return -sin(x);
     case Op.Tan: return 1 + y * y;

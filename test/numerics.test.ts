@@ -186,6 +186,28 @@ describe.each(BACKENDS)('numerics policy (%s)', (backend) => {
     expect(h[1]! / -3.835076430185779e295).toBeCloseTo(1, 12);
   });
 
+  // A probe: log10' = 1 / x / LN10 was Infinity from x = 2.42e-309 to 5.56e-309 (where 1 / x
+  // overflows), for a derivative up to 1.8e308. On a tape, a Vec, and compiled either way.
+  it("log10' is finite where 1 / x overflows and 1 / (x ln 10) does not", async () => {
+    const paths = (x: number): number[] => {
+      const got = [grad((v: Var) => v.log10(), { backend })(x)];
+      for (const codegen of [true, false]) got.push(compile((v: Var[]) => v[0]!.log10(), { inputs: 1, backend, codegen, at: [x] }).gradient([x])[0]!);
+      tape.reset();
+      const w = tape.vector([x, 1]);
+      got.push(tape.gradient(w.log10().sum(), [w])[0]!);
+      return got;
+    };
+    for (const x of [2.5e-309, 4e-309, 5.5e-309, 5.56e-309]) {
+      // 1 / (x ln 10) within 2 ulps (relative 4.5e-16).
+      for (const g of paths(x)) expect(relativeError(g, Math.LOG10E / x), `log10'(${x}) = ${g}`).toBeLessThan(4.5e-16);
+      expect(1 / x).toBe(Infinity);
+    }
+    // Where 1 / x is finite, the quotient as before, bit for bit.
+    for (const x of [5.6e-309, 1e-300, 0.5, 3]) for (const g of paths(x)) expect(g).toBe(1 / x / Math.LN10);
+    // Below 2.42e-309 the derivative itself is past the doubles.
+    for (const g of paths(2e-309)) expect(g).toBe(Infinity);
+  });
+
   // The second-order formulas of atan, asinh and acosh divide by a power of 1 + x^2, which
   // overflows far out (Infinity / Infinity), and log Phi's at -Infinity multiplied Infinity by -0.
   it('where the gradient is finite so is the second derivative: its limit far out and at ±Infinity', () => {

@@ -209,7 +209,7 @@ function partialsOf(op: number): void {
     case log: { reg[OUT] = x > 0 ? 1 / x : x === 0 ? Infinity : NaN; return; }
     case log1p: { reg[OUT] = x > -1 ? 1 / (1 + x) : x === -1 ? Infinity : NaN; return; }
     case log2: { reg[OUT] = x > 0 ? 1 / x / LN2 : x === 0 ? Infinity : NaN; return; }
-    case log10: { reg[OUT] = x > 0 ? 1 / x / LN10 : x === 0 ? Infinity : NaN; return; }
+    case log10: { const p = 1 / x / LN10; reg[OUT] = x > 0 ? (p < Infinity ? p : Math.LOG10E / x) : x === 0 ? Infinity : NaN; return; } // log10Partial in assembly/ops.ts
     case sin: { reg[OUT] = Math.cos(x); return; }
     case cos: { reg[OUT] = -Math.sin(x); return; }
     case tan: { reg[OUT] = 1 + y * y; return; }

@@ -89,7 +89,17 @@ export const NATIVE_PARTIAL: Partial<Record<number, (fn: Bytes, x: Emit, z: Emit
   // x > 0 ? 1 / x : x == 0 ? Infinity : NaN; log2 and log10 divide 1 / x by ln 2, ln 10
   [Op.log]: (fn, x, _z, _y, L) => { x(); fn.set(L.c); beyondEdge(fn, L, 0, reciprocalOfX(fn, L)); },
   [Op.log2]: (fn, x, _z, _y, L) => { x(); fn.set(L.c); beyondEdge(fn, L, 0, reciprocalOfX(fn, L, Math.LN2)); },
-  [Op.log10]: (fn, x, _z, _y, L) => { x(); fn.set(L.c); beyondEdge(fn, L, 0, reciprocalOfX(fn, L, Math.LN10)); },
+  // log10Partial in assembly/ops.ts: 1 / x / LN10 where finite, else LOG10E / x (pa is scratch
+  // until beyondEdge sets it).
+  [Op.log10]: (fn, x, _z, _y, L) => {
+    x(); fn.set(L.c);
+    beyondEdge(fn, L, 0, () => {
+      reciprocalOfX(fn, L, Math.LN10)(); fn.tee(L.pa);
+      fn.f64Const(Math.LOG10E); fn.get(L.c); fn.byte(W_F64Div);
+      fn.get(L.pa); fn.f64Const(Infinity); fn.byte(W_F64Lt);
+      fn.byte(W_Select);
+    });
+  },
   // x > -1 ? 1 / (1 + x) : x == -1 ? Infinity : NaN
   [Op.log1p]: (fn, x, _z, _y, L) => {
     x(); fn.set(L.c);
