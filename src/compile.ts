@@ -229,14 +229,12 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       // Ski rental: once a recording was replaced before its replays paid for its generation, the
       // next pays in interpreted replays first, so a path that holds costs at most twice the
       // generation and one that flips costs none. Waiting only after 4 such recordings, a
-      // gradient descent on a Huber loss of 1,000 guarded samples generated 4 times (50-130 ms
-      // each, 386-497 ms for 400 steps against 207-262 interpreted; 302-345 with the wait).
+      // gradient descent on a Huber loss of 1,000 guarded samples generated 4 times (481 ms for
+      // 400 steps against 225 interpreted, 309 with the wait; bench/codegen-cliffs.ts
+      // --sweep=training).
       engine.dropGeneratedSweeps();
       engine.generated = 'none';
-      // The least generating has cost this function a node, as the estimate for this recording
-      // (a total would charge a 25-node path the generation of a 20,005-node one: a review's
-      // small path waited 259-471 k replays, 1.7x the time of generating at once).
-      this.deferredUntil = this.replaysToPay(recording.tape.size, this.cheapestGenerationNsPerNode * recording.tape.size);
+      this.deferredUntil = this.replaysToPay(recording.tape.size, this.estimatedGenerationNs(recording.tape.size));
       engine.generatedReason = `its guards changed path before the recording it replaced had served the replays that generating costs: interpreted until it has served ${this.deferredUntil}, then as any recording`;
       this.generationDeferred = true;
       this.deferredByChurn = true;
@@ -294,8 +292,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     // The least measured: a first generation in a fresh process runs cold, and any may be slowed
     // by a busy machine (a probe's deferred threshold came from a 19.7 ms generation of a tape
     // that took 1.6-11 ms in warmer calls, and no generation came to correct it while deferred).
-    const perNode = this.generationNs / Math.max(1, size);
-    this.cheapestGenerationNsPerNode = this.cheapestGenerationNsPerNode === 0 ? perNode : Math.min(this.cheapestGenerationNsPerNode, perNode);
+    const overModel = this.generationNs / modelGenerationNs(size);
+    this.leastOverModel = this.leastOverModel === 0 ? overModel : Math.min(this.leastOverModel, overModel);
   }
 
   // Replays served by the current recording; whether the recording it replaced had served fewer
@@ -309,10 +307,19 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   // code may wait longer still (a probe's recording, after churn, was generated whole after 24
   // replays, in one call of 50-65 ms, where a fresh one waited 3,998).
   private deferredByChurn = false;
-  // What generating the current recording took (0: not generated), and the least any took a
-  // tape node.
+  // What generating the current recording took (0: not generated), and the least any took over
+  // what the model says (modelGenerationNs).
   private generationNs = 0;
-  private cheapestGenerationNsPerNode = 0;
+  private leastOverModel = 0;
+
+  // What generating a recording of `nodes` nodes should cost, from what generating cost this
+  // function: the model's fixed cost and cost a node, scaled by the least ratio measured to it. A
+  // total would charge a 25-node path the generation of a 20,005-node one (a review: 259-471 k
+  // replays), and a cost a node would charge the large path the small one's fixed cost (another:
+  // 30-950 k replays, against 326-428 that paid for generating it).
+  private estimatedGenerationNs(nodes: number): number {
+    return this.leastOverModel * modelGenerationNs(nodes);
+  }
 
   // The replays a recording of `nodes` nodes serves before generating it, at `costNs`, has paid
   // for itself: settledReplays's model, or more where generating measured dearer than the model
@@ -328,7 +335,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
   get replaysToSettle(): number {
     const rec = this.recording;
     if (!rec) return 0;
-    return this.generationDeferred ? this.deferredUntil : this.replaysToPay(rec.tape.size, this.generationNs || this.cheapestGenerationNsPerNode * rec.tape.size);
+    return this.generationDeferred ? this.deferredUntil : this.replaysToPay(rec.tape.size, this.generationNs || this.estimatedGenerationNs(rec.tape.size));
   }
 
   // `rows` replays served by the current recording (a deferred one is generated once it has
@@ -1034,8 +1041,14 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       );
     }
     this.recordedAgain++;
+    // For the recording this makes (adopt reads it): not for one after a recording that failed (a
+    // review: the next recording waited 1.4 M replays).
     this.replacedUnpaid = this.served < this.replaysToSettle;
-    return this.record(x);
+    try {
+      return this.record(x);
+    } finally {
+      this.replacedUnpaid = false;
+    }
   }
 
   private giveUp(tape: Tape): void {
@@ -1207,6 +1220,10 @@ export function settledReplays(nodes: number): number {
 
 // What a generated replay saves over the interpreter per node (settledReplays's measurements).
 const GENERATED_SAVING_NS = 2.5;
+
+/** @internal What a re-record that generates costs by settledReplays's measurements: 30 µs and
+ *  15 ns a node. */
+export const modelGenerationNs = (nodes: number): number => 30_000 + 15 * Math.max(1, nodes);
 
 /** @internal Where `toFloat64` puts its copy, and which Float64Arrays it takes as they are. */
 export interface Float64Home { holds(x: Float64Array): boolean; make(length: number): Float64Array }

@@ -2216,7 +2216,7 @@ function capturedHint(tape: Tape, other: Tape, kind = 'Var'): string {
   // A transform inside a transform's f: `.value` would run, and make the outer derivative through
   // it 0 (a GradBench probe's saddle, nested as JAX writes it, followed that advice to dF/dx = 0).
   if (transform(tape) && transform(other)) {
-    return `: transforms do not nest (this ${kind} is the outer one's), and its .value would be a constant, whose derivative is 0; for second order use hvp, hessian, or a custom function whose rules call transforms`;
+    return `: transforms do not nest (an inner transform's f used a ${kind} of an enclosing one, or one kept from an earlier transform), and its .value would be a constant, whose derivative is 0; for second order use hvp, hessian, or a custom function whose rules call transforms`;
   }
   return who ? `: f uses a ${kind} of the caller's tape beside its own, and ${who} records f on a tape of its own; make the caller's value an input of f, or use its number (.value)` : '';
 }

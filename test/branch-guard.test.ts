@@ -358,8 +358,9 @@ describe('re-records between a few structures reuse their generated modules', ()
   it('alternating branches compile each structure once, with the same results', async () => {
     await init();
     // A probe: every re-record compiled a new module, whose code stayed in V8's code space (RSS
-    // +0.5 KB a re-record, without bound).
-    const f = compile((x: Var[]) => (x[0]!.gt(0).value ? x[0]!.mul(x[1]!).add(x[1]!.exp()) : x[0]!.sub(x[1]!).sin().mul(x[1]!)), { inputs: 2 });
+    // +0.5 KB a re-record, without bound). 'require': generated at every re-record (by default
+    // a re-record after one that did not pay for its generation is interpreted, see codegen.test.ts).
+    const f = compile((x: Var[]) => (x[0]!.gt(0).value ? x[0]!.mul(x[1]!).add(x[1]!.exp()) : x[0]!.sub(x[1]!).sin().mul(x[1]!)), { inputs: 2, codegen: 'require' });
     const reference = compile((x: Var[]) => (x[0]!.gt(0).value ? x[0]!.mul(x[1]!).add(x[1]!.exp()) : x[0]!.sub(x[1]!).sin().mul(x[1]!)), { inputs: 2, codegen: false });
     f.gradient([1, 2]);
     f.gradient([-1, 2]);
@@ -377,6 +378,7 @@ describe('re-records between a few structures reuse their generated modules', ()
       (WebAssembly as { Module: typeof WebAssembly.Module }).Module = Original;
     }
     expect(f.rerecords).toBeGreaterThanOrEqual(40);
+    expect(f.generatedSweeps).toBe('active');
     expect(compiled).toBe(0);
   });
 });

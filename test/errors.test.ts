@@ -306,7 +306,7 @@ describe.each(BACKENDS)('errors (%s)', (backend) => {
     expectError(() => compile((v: Var[]) => v[0]!.mul(x), { inputs: 1, backend }).gradient([3]), ForeignHandleError, 'FOREIGN_HANDLE', captured('compile'));
     // A transform nested in a transform's f (a GradBench probe's saddle): not the advice to use
     // .value, which made the outer derivative 0, but that transforms do not nest.
-    const nested = /belongs to another tape .*: transforms do not nest \(this Var is the outer one's\), and its \.value would be a constant, whose derivative is 0; for second order use hvp, hessian, or a custom function whose rules call transforms$/;
+    const nested = /belongs to another tape .*: transforms do not nest \(an inner transform's f used a Var of an enclosing one, or one kept from an earlier transform\), and its \.value would be a constant, whose derivative is 0; for second order use hvp, hessian, or a custom function whose rules call transforms$/;
     expectError(() => grad((u: Var) => grad((w: Var) => u.mul(w.square()), { backend })(1), { backend })(3), ForeignHandleError, 'FOREIGN_HANDLE', nested);
     expectError(() => grad((u: Var) => grad((w: Var) => w.square().mul(u), { backend })(1), { backend })(3), ForeignHandleError, 'FOREIGN_HANDLE', nested);
     let kept: Var | null = null;

@@ -152,11 +152,11 @@ async function coreBytes(variant: CoreVariant): Promise<Uint8Array<ArrayBuffer>>
 async function inflate(gzipped: Uint8Array<ArrayBuffer>): Promise<Uint8Array<ArrayBuffer>> {
   const stream = new DecompressionStream('gzip');
   const writer = stream.writable.getWriter();
-  // A failure reaches the readable side too, and arrayBuffer() rejects with it.
+  // A failure reaches the readable side too, and the reader's read() rejects with it.
   writer.write(gzipped).then(() => writer.close()).catch(() => {});
   // Read chunk by chunk, not through `new Response(stream).arrayBuffer()`: Node builds its
-  // Response global on first access by loading its HTTP client, 35-47 ms of a 74-84 ms init()
-  // (a fresh process on the 2-core bench machine).
+  // Response global on first access by loading its HTTP client, about half of init() in a fresh
+  // process (bench/startup.ts: 76.2 -> 36.9 ms).
   const reader = stream.readable.getReader();
   const chunks: Uint8Array[] = [];
   let length = 0;
