@@ -21,6 +21,7 @@ import { codegenDeferral } from '../src/compile.ts';
 import { WasmBackend, scheduleLimits } from '../src/wasm/backend.ts';
 import { nestNeeds, planSizes, planSweeps, type SweepPlan } from '../src/wasm/codegen/plan.ts';
 import { emitSweeps } from '../src/wasm/codegen/module.ts';
+import { median } from './protocol.ts';
 import { LOGREG_D, STRAIGHT_INPUTS, gmmData, gmmObjectiveVar, gmmPlain, logregData, logregPlain, mulberry32, straightTape } from './workloads.ts';
 
 type CaseId = 'gmm' | 'nested' | 'straight' | 'straight-live' | 'branchy' | 'branchy-10k' | 'huber';
@@ -330,7 +331,6 @@ function parent(only: CaseId[]): void {
       gs.push(run('generated'));
       is.push(run('interpreted'));
     }
-    const median = (xs: number[]): number => xs.sort((p, q) => p - q)[xs.length >> 1]!;
     const g = (key: string): number => median(gs.map((r) => r[key]!));
     const i = (key: string): number => median(is.map((r) => r[key]!));
     // Recording alone: the interpreted runs' (codegen: false), so that what a compiled function
@@ -376,7 +376,6 @@ function straightSweep(): void {
     console.error(JSON.stringify({ args, ...result, firstReplaysNs: undefined }));
     return result;
   };
-  const median = (xs: number[]): number => xs.sort((p, q) => p - q)[xs.length >> 1]!;
   const f = (v: number, digits = 1): string => v.toFixed(digits);
   const length = ['| ops | nodes | recording | generation | gradients 2–21, ns/node | steady, ns/node | steady, generated / interpreted |', '| --- | --- | --- | --- | --- | --- | --- |'];
   const print = (lines: string[], line: string): void => { lines.push(line); console.log(line); };
@@ -419,7 +418,6 @@ function scheduleSweep(): void {
     console.error(JSON.stringify({ args, ...result, firstReplaysNs: undefined, reason: undefined }));
     return result;
   };
-  const median = (xs: number[]): number => xs.sort((p, q) => p - q)[xs.length >> 1]!;
   const f = (v: number, digits = 2): string => v.toFixed(digits);
   const lines = [
     `Medians of 3 runs per mode, one process each, ${new Date().toISOString().slice(0, 10)}, on ${machine()}. ns/node per gradient; "forced": a tape the policy interprets, scheduled anyway.\n`,
@@ -505,7 +503,6 @@ function trainingSweep(): void {
       runs[way]!.push(result);
     }
   }
-  const median = (xs: number[]): number => xs.sort((p, q) => p - q)[xs.length >> 1]!;
   const ends = new Set(Object.values(runs).flat().map((r) => JSON.stringify(r.params)));
   if (ends.size !== 1) throw new Error(`training: the ways ended at different parameters: ${[...ends].join(', ')}`);
   const label = { generated: 'compile (codegen on)', interpreted: 'compile, `{ codegen: false }`', tape: 'a fresh tape per step (Var API)' } as Record<string, string>;
