@@ -230,7 +230,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       // next pays in interpreted replays first, so a path that holds costs at most twice the
       // generation and one that flips costs none. Waiting only after 4 such recordings, a
       // gradient descent on a Huber loss of 1,000 guarded samples generated 4 times (481 ms for
-      // 400 steps against 225 interpreted, 309 with the wait; bench/codegen-cliffs.ts
+      // 400 steps against 225-230 interpreted, 309-344 with the wait; bench/codegen-cliffs.ts
       // --sweep=training).
       engine.dropGeneratedSweeps();
       engine.generated = 'none';
