@@ -1096,6 +1096,24 @@ function hold(f: CompiledFunction, x: number[], call: (x: number[]) => unknown =
   for (let k = f.replaysToSettle; k > 0; k--) call(x);
 }
 
+// Runs `body` with the clock moved on by `msOf(k)` ms during the k-th generation of sweeps (from
+// 1), so that generating measures that much longer.
+function slowGenerations(msOf: (k: number) => number, body: () => void): void {
+  const real = performance.now.bind(performance), generate = WasmBackend.prototype.generateSweeps;
+  let skew = 0, generations = 0;
+  performance.now = () => real() + skew;
+  WasmBackend.prototype.generateSweeps = function (this: WasmBackend, ...args: Parameters<typeof generate>) {
+    skew += msOf(++generations);
+    return generate.apply(this, args);
+  };
+  try {
+    body();
+  } finally {
+    performance.now = real;
+    WasmBackend.prototype.generateSweeps = generate;
+  }
+}
+
 describe('a function whose guards choose among more paths than the module cache holds', () => {
   const halvings = (x: Var[]): Var => {
     let y = x[0]!, s = x[1]!;
@@ -1203,14 +1221,7 @@ describe('a function whose guards change path on most calls', () => {
     // The generation at the end of the wait made slow (50 ms on the clock): the wait paid for it,
     // so it does not count as churn at the next re-record (a slow one did: the path that held
     // was interpreted on).
-    const real = performance.now.bind(performance), generate = WasmBackend.prototype.generateSweeps;
-    let skew = 0;
-    performance.now = () => real() + skew;
-    WasmBackend.prototype.generateSweeps = function (this: WasmBackend, ...args: Parameters<typeof generate>) {
-      skew += 50;
-      return generate.apply(this, args);
-    };
-    try {
+    slowGenerations(() => 50, () => {
       // (Compared at a few calls: the wait is from this process's measured generations, and may
       // be hundreds of thousands of replays of this 11-node tape.)
       const want = plain.gradient(x);
@@ -1221,10 +1232,7 @@ describe('a function whose guards change path on most calls', () => {
           expect(f.generatedSweeps, `held, call ${k}`).toBe(k < settled ? 'none' : 'active');
         }
       }
-    } finally {
-      performance.now = real;
-      WasmBackend.prototype.generateSweeps = generate;
-    }
+    });
     expectSameBits(f.hvp(x, [1, -1]), plain.hvp(x, [1, -1]), 'hvp');
     expect(f.generatedSweeps).toBe('active');
     // And the next flips start from a path that held: generated again at once.
@@ -1247,14 +1255,8 @@ describe('a function whose guards change path on most calls', () => {
       }
       return loss;
     };
-    const real = performance.now.bind(performance), generate = WasmBackend.prototype.generateSweeps;
-    let skew = 0, generations = 0;
-    performance.now = () => real() + skew;
-    WasmBackend.prototype.generateSweeps = function (this: WasmBackend, ...args: Parameters<typeof generate>) {
-      skew += ++generations === 1 ? 20 : 200;
-      return generate.apply(this, args);
-    };
-    try {
+    let generations = 0;
+    slowGenerations((k) => ((generations = k) === 1 ? 20 : 200), () => {
       const f = compile(huber, { inputs: 2 }), plain = compile(huber, { inputs: 2, codegen: false });
       const path = (k: number): number[] => [0.9 + 0.02 * k, 0.1 * k - 0.2];
       const waitOf = (): number => Number(/interpreted until it has served (\d+),/.exec(f.generatedSweepsReason!)![1]);
@@ -1289,10 +1291,7 @@ describe('a function whose guards change path on most calls', () => {
       expectSameBits(f.gradient(path(3)), plain.gradient(path(3)), 'path 3');
       expect(f.generatedSweeps).toBe('none');
       costsBetween20And200(waitOf());
-    } finally {
-      performance.now = real;
-      WasmBackend.prototype.generateSweeps = generate;
-    }
+    });
   });
 
   // Reviews: the wait after one unpaid recording came from the whole cost of the function's
@@ -1308,13 +1307,6 @@ describe('a function whose guards change path on most calls', () => {
       for (let i = 0, n = positive(v) === bigFirst ? 10_000 : 10; i < n; i++) s = s.mul(v[1]!).add(v[0]!);
       return s;
     };
-    const real = performance.now.bind(performance), generate = WasmBackend.prototype.generateSweeps;
-    let skew = 0;
-    performance.now = () => real() + skew;
-    WasmBackend.prototype.generateSweeps = function (this: WasmBackend, ...args: Parameters<typeof generate>) {
-      skew += 50;
-      return generate.apply(this, args);
-    };
     // The wait for a tape of n nodes after one generation of m nodes that took 50 ms, plus what
     // it really took (up to 1 s here).
     const waitBetween = (f: CompiledFunction, m: number): void => {
@@ -1322,7 +1314,7 @@ describe('a function whose guards change path on most calls', () => {
       expect(f.replaysToSettle).toBeGreaterThanOrEqual(pays(50));
       expect(f.replaysToSettle).toBeLessThanOrEqual(pays(1050));
     };
-    try {
+    slowGenerations(() => 50, () => {
       for (const bigFirst of [true, false]) {
         const f = compile(fn(bigFirst), { inputs: 2, at: [1, 1] }), plain = compile(fn(bigFirst), { inputs: 2, codegen: false });
         const first = f.size;
@@ -1335,10 +1327,7 @@ describe('a function whose guards change path on most calls', () => {
         // What the reviews measured, the whole cost or the cost a node carried over: far more.
         expect(f.replaysToSettle).toBeLessThan((bigFirst ? 50e6 / (2.5 * f.size) : (50e6 / first) / 2.5) / 2);
       }
-    } finally {
-      performance.now = real;
-      WasmBackend.prototype.generateSweeps = generate;
-    }
+    });
   });
 
   // A review: whether the recording replaced had paid was kept past the recording it was for, so
