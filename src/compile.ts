@@ -214,15 +214,11 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     this.generationDeferred = false;
     this.deferredByChurn = false;
     this.generationNs = 0;
-    // Of the re-record that made this recording alone: recordings after a reset, a trap or a
-    // failed recording kept a stale answer (a review: one after 863,821 replays waited again).
-    const replacedUnpaid = this.replacedUnpaid;
-    this.replacedUnpaid = false;
     if (tooManyPaths) {
       engine.dropGeneratedSweeps();
       engine.generated = 'none';
       engine.generatedReason = `its guards chose among more than ${MODULE_CACHE_SIZE} paths, each a module compiled again and again: interpreted`;
-    } else if (this.codegen === true && !vectors && engine instanceof WasmBackend && replacedUnpaid) {
+    } else if (this.codegen === true && !vectors && engine instanceof WasmBackend && this.replacedUnpaid) {
       // Generating costs several times a recording (planning and emitting, even where the module
       // is cached by its bytes), which a path that holds for a few calls never earns back: guards
       // flipping on every call took 43-46 µs a call against 3.3 interpreted (new-user probes).
@@ -1041,8 +1037,9 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       );
     }
     this.recordedAgain++;
-    // For the recording this makes (adopt reads it): not for one after a recording that failed (a
-    // review: the next recording waited 1.4 M replays).
+    // For the recording this makes alone (adopt reads it): a recording after a reset, a trap or a
+    // failed re-record kept a stale answer (reviews: one after 863,821 replays of a recording
+    // that had paid waited again; one after a failed re-record waited 1.4 M replays).
     this.replacedUnpaid = this.served < this.replaysToSettle;
     try {
       return this.record(x);
@@ -1206,7 +1203,6 @@ const deferredPast = (nodes: number): number => Math.max(codegenDeferral.codeNod
 
 /** @internal The most inputs a compiled function takes (a tape's default node limit). */
 export const MAX_INPUTS = 2 ** 28;
-
 
 /** @internal The replays a recording of `nodes` nodes serves before generating its sweeps pays
  *  for itself: a re-record that generates costs about 30 µs more, plus 15 ns a node, and a
