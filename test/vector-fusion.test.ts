@@ -301,3 +301,51 @@ describe('past the kernel bounds, new signatures still get kernels', async () =>
     }
   });
 });
+
+// A memory probe: each kernel's module keeps 40-50 KB of compiled code, and a new chain shape
+// cost a compile of 1.3-2.3 ms at its first gradient, which one met once never earns back. By
+// default a signature gets its kernel the 3rd time a run asks for it (once a sweep), sweeping
+// block by block until then, with the same bits (checked here at 3 and 8).
+describe('a signature is compiled once it has been met compileAfter times', async () => {
+  await init();
+  it.each([3, 8])('sweeps block by block, bit for bit, until then, and compiles no module (%i)', async (after) => {
+    const tape = await createTape({ backend: 'wasm' });
+    const engine = (tape as unknown as { engine: WasmBackend }).engine;
+    const slots = (engine as unknown as { runSlots: Map<string, number> }).runSlots;
+    // A shape no other test records (nor the other case: as many hypots as `after`): its
+    // signature is new to the process.
+    const gradient = (): Float64Array => {
+      tape.reset();
+      const x = tape.vector(data(3000, 0.45));
+      let y = x.mul(0.37).atan2(x.add(2.5)).square();
+      for (let k = 0; k < after; k++) y = y.hypot(x);
+      const f = y.sum();
+      return Float64Array.from([f.value, ...tape.gradient(f, [x])]);
+    };
+    engine.setRunFusion(false);
+    const blocked = gradient();
+    engine.setRunFusion(true);
+    const { compileAfter } = runKernelLimits;
+    const Original = WebAssembly.Module;
+    let compiled = 0;
+    (WebAssembly as { Module: typeof WebAssembly.Module }).Module = function (this: unknown, bytes: BufferSource) {
+      compiled++;
+      return new Original(bytes);
+    } as unknown as typeof WebAssembly.Module;
+    try {
+      runKernelLimits.compileAfter = after;
+      for (let k = 1; k < after; k++) {
+        expect(sameBits(gradient(), blocked), `gradient ${k}`).toBe(true);
+        expect(compiled, `gradient ${k}`).toBe(0);
+        expect([...slots.values()].some((slot) => slot > 0)).toBe(false);
+      }
+      expect(sameBits(gradient(), blocked), `gradient ${after}`).toBe(true);
+      expect(compiled).toBeGreaterThan(0);
+      expect([...slots.values()].some((slot) => slot > 0)).toBe(true);
+      expect(sameBits(gradient(), blocked), 'the gradient after').toBe(true);
+    } finally {
+      runKernelLimits.compileAfter = compileAfter;
+      (WebAssembly as { Module: typeof WebAssembly.Module }).Module = Original;
+    }
+  });
+});
