@@ -1142,12 +1142,17 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       // whole, or an element of it: that advised x.gt(0).value, refused for a Vec, a probe).
       const compared = op[i] === Op.vget ? a[i]! : i;
       const vectorComparison = op[compared]! >= ELEMENTWISE && COMPARISON_OPS.has(op[compared]! - ELEMENTWISE);
+      // A Vec's values read (v.value[0] > 0) got the scalar advice, x.gt(0).value, which a Vec's
+      // comparison is refused for in turn (a probe).
+      const vectorRead = !vectorComparison && (op[i]! >= ELEMENTWISE || VECTOR_VALUED.has(op[i]!));
       throw new TapegradError(
         'INVALID_ARGUMENT',
         `compile: the function read the value of node #${i} (${opNameOf(op[i]!)}) while recording${read.length > 1 ? ` (and ${read.length - 1} more)` : ''}; ` +
           'it may depend on the inputs, and a replay at other inputs would reuse this value as a constant. ' +
           (vectorComparison
             ? 'Only scalar comparisons become guards: compare elements (v.get(k).gt(0).value), or use where, which replays both branches.'
+            : vectorRead
+            ? "A Vec's values are not guarded: branch on an element's comparison (v.get(k).gt(0).value: compiled functions guard those and record again when one changes), or use where/select, which replays both branches."
             : 'Branch on a comparison instead (x.gt(0).value: compiled functions guard those and record again when one changes), or use select/where, which replays both branches; ' +
               'for arithmetic use the ops (x.sin(), x.mul(2)): Math functions and operators on a Var compute on its value.'),
       );
@@ -1200,6 +1205,10 @@ export const codegenDeferral = { codeNodes: 1024, perTapeNode: 0.01, nsPerCodeNo
 // it would cost more than about twice recording the tape (10 µs a node of code against a fresh
 // recording's 50 ns or so a node), and never less than codeNodes, which small functions stay under.
 const deferredPast = (nodes: number): number => Math.max(codegenDeferral.codeNodes, codegenDeferral.perTapeNode * nodes);
+
+// Vector ops whose value is a vector (the others, vget, vsum, vmax, vmin, vlogSumExp and vdot,
+// give a scalar), besides the elementwise ones.
+const VECTOR_VALUED: ReadonlySet<number> = new Set([Op.vinput, Op.vconst, Op.vmatmul, Op.vtranspose, Op.vslice, Op.vconcat, Op.vgather]);
 
 /** @internal The most inputs a compiled function takes (a tape's default node limit). */
 export const MAX_INPUTS = 2 ** 28;

@@ -72,9 +72,20 @@ describe.each(BACKENDS)('compiled functions refuse value reads (%s)', (backend) 
     }
   });
 
-  it('a Vec value read is refused too', () => {
+  it('a Vec value read is refused too, the message pointing to an element\'s comparison', () => {
     const f = compile((x: Vec) => (x.value[0]! > 0 ? x.square().sum() : x.sum()), { inputs: 2, vector: true, backend });
     expectRefused(() => f.gradient([1, 2]), 'Vec value');
+    // Not the scalar advice, x.gt(0).value, which is refused for a Vec in turn (a probe), for the
+    // input or any other vector node.
+    const vecAdvice = /A Vec's values are not guarded: branch on an element's comparison \(v\.get\(k\)\.gt\(0\)\.value: compiled functions guard those and record again when one changes\), or use where\/select, which replays both branches\.$/;
+    expect(() => f.gradient([1, 2])).toThrow(vecAdvice);
+    for (const read of [(x: Vec) => x.exp().value[0]! > 1, (x: Vec) => x.slice(1).value[0]! > 1]) {
+      const g = compile((x: Vec) => (read(x) ? x.sum() : x.sumSquares()), { inputs: 3, vector: true, backend });
+      expect(() => g.gradient([1, 2, 3])).toThrow(vecAdvice);
+    }
+    // An element's value is a scalar's: the scalar advice.
+    const h = compile((x: Vec) => (x.get(0).value > 1 ? x.sum() : x.sumSquares()), { inputs: 3, vector: true, backend });
+    expect(() => h.gradient([1, 2, 3])).toThrow(/\(vget\) while recording; .*Branch on a comparison instead/);
   });
 
   it("an elementwise comparison's values are refused, the message pointing to scalar ones", () => {
