@@ -5,7 +5,7 @@
 import { copyNumbers, type Backend, type BackendChoice, type BackendKind } from './backend.ts';
 import { checkExpectedNodes, createTapeSync, resolveBackend } from './create.ts';
 import { BranchChangedError, NotANumberError, TapegradError, checkApart, checkOut, counted, describe, isArrayLike, lockFields, mayOverlap, newFloat64, checkHeld, disagrees, notAnOutput, unreadableError, unreadableView } from './errors.ts';
-import { COMPARISON_OPS, ELEMENTWISE, OP_TABLE, Op, opNameOf } from './ops.ts';
+import { COMPARISON_OPS, ELEMENTWISE, OP_TABLE, Op, nodeKind, opNameOf } from './ops.ts';
 import { BACKEND_RULE, CODEGEN_RULE, readOptions } from './options.ts';
 import { toBytes } from './serialize.ts';
 import { TANGENT_BYTES, Var, type Tape } from './tape.ts';
@@ -1144,7 +1144,7 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
       const vectorComparison = op[compared]! >= ELEMENTWISE && COMPARISON_OPS.has(op[compared]! - ELEMENTWISE);
       // A Vec's values read (v.value[0] > 0) got the scalar advice, x.gt(0).value, which a Vec's
       // comparison is refused for in turn (a probe).
-      const vectorRead = !vectorComparison && (op[i]! >= ELEMENTWISE || VECTOR_VALUED.has(op[i]!));
+      const vectorRead = !vectorComparison && nodeKind(op[i]!) === 'vector';
       throw new TapegradError(
         'INVALID_ARGUMENT',
         `compile: the function read the value of node #${i} (${opNameOf(op[i]!)}) while recording${read.length > 1 ? ` (and ${read.length - 1} more)` : ''}; ` +
@@ -1205,10 +1205,6 @@ export const codegenDeferral = { codeNodes: 1024, perTapeNode: 0.01, nsPerCodeNo
 // it would cost more than about twice recording the tape (10 µs a node of code against a fresh
 // recording's 50 ns or so a node), and never less than codeNodes, which small functions stay under.
 const deferredPast = (nodes: number): number => Math.max(codegenDeferral.codeNodes, codegenDeferral.perTapeNode * nodes);
-
-// Vector ops whose value is a vector (the others, vget, vsum, vmax, vmin, vlogSumExp and vdot,
-// give a scalar), besides the elementwise ones.
-const VECTOR_VALUED: ReadonlySet<number> = new Set([Op.vinput, Op.vconst, Op.vmatmul, Op.vtranspose, Op.vslice, Op.vconcat, Op.vgather]);
 
 /** @internal The most inputs a compiled function takes (a tape's default node limit). */
 export const MAX_INPUTS = 2 ** 28;

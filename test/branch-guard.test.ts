@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   BranchChangedError, TapegradError, compile, createTape, fromBytes, init, type BackendKind, type Tape, type Var,
 } from '../src/index.ts';
-import { BACKENDS } from './support.ts';
+import { BACKENDS, countingCompiles } from './support.ts';
 
 beforeAll(async () => {
   await init();
@@ -365,18 +365,14 @@ describe('re-records between a few structures reuse their generated modules', ()
     f.gradient([1, 2]);
     f.gradient([-1, 2]);
     expect(f.generatedSweeps).toBe('active');
-    const Original = WebAssembly.Module;
-    let compiled = 0;
-    const counting = function (this: unknown, bytes: BufferSource) { compiled++; return new Original(bytes); } as unknown as typeof WebAssembly.Module;
-    (WebAssembly as { Module: typeof WebAssembly.Module }).Module = counting;
-    try {
+    let compiled = -1;
+    countingCompiles((count) => {
       for (let k = 0; k < 40; k++) {
         const x = [k % 2 ? 1 + k / 100 : -1 - k / 100, 2];
         expect(Array.from(f.gradient(x))).toEqual(Array.from(reference.gradient(x)));
       }
-    } finally {
-      (WebAssembly as { Module: typeof WebAssembly.Module }).Module = Original;
-    }
+      compiled = count();
+    });
     expect(f.rerecords).toBeGreaterThanOrEqual(40);
     expect(f.generatedSweeps).toBe('active');
     expect(compiled).toBe(0);

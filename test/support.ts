@@ -40,3 +40,18 @@ export function straightCode<V extends StraightOps<V>>(length: number): (x: V[])
     return nodes.slice(-8).reduce((s, v) => s.add(v));
   };
 }
+
+/** Runs `body` with synchronous wasm compiles counted: `compiled()` gives how many so far. */
+export function countingCompiles(body: (compiled: () => number) => void): void {
+  const Original = WebAssembly.Module;
+  let compiled = 0;
+  (WebAssembly as { Module: typeof WebAssembly.Module }).Module = function (this: unknown, bytes: BufferSource) {
+    compiled++;
+    return new Original(bytes);
+  } as unknown as typeof WebAssembly.Module;
+  try {
+    body(() => compiled);
+  } finally {
+    (WebAssembly as { Module: typeof WebAssembly.Module }).Module = Original;
+  }
+}
