@@ -219,6 +219,9 @@ export function planSegments(from: i32, to: i32, maxSlots: i32, at: usize, linkB
   nextLinks(searchLinksFrom, searchLinksTo, at, linksTableSize(searchLinksTo - searchLinksFrom));
   searchWindow = at + (<usize>(searchLinksTo - searchLinksFrom) << 2);
   budget = 64 * <i64>(to - from) + (1 << 20);
+  searchFrom = from;
+  for (let k = 0; k < KNOWN_BODIES; k++) store<i32>(knownPeriods + (<usize>k << 2), 0);
+  knownNext = 0;
   searchSegments = 0;
   searchSlots = 0;
   searchRunStart = from;
@@ -245,6 +248,88 @@ export function planSegments(from: i32, to: i32, maxSlots: i32, at: usize, linkB
 // @ts-ignore: decorator
 @inline const SHORT_RUN: i32 = 32;
 
+/** KNOWN_BODIES and KNOWN_MIN_PERIOD of src/wasm/codegen/plan.ts. */
+// @ts-ignore: decorator
+@inline const KNOWN_BODIES: i32 = 4;
+// @ts-ignore: decorator
+@inline const KNOWN_MIN_PERIOD: i32 = 8;
+
+// The known bodies (plan.ts says what they are): where each starts and its period (0: none yet).
+const knownStarts = memory.data(4 * KNOWN_BODIES);
+const knownPeriods = memory.data(4 * KNOWN_BODIES);
+let knownNext = 0;
+
+// Remembers the loop at `start` (true where its period is new): remember in plan.ts.
+function remember(start: i32, period: i32, from: i32, to: i32): bool {
+  if (period < KNOWN_MIN_PERIOD) return false;
+  const head = knownAt(start, from, to);
+  if (head > 0 && head < period) return false;
+  let k = 0;
+  while (k < KNOWN_BODIES && load<i32>(knownPeriods + (<usize>k << 2)) != period) k++;
+  const fresh = k == KNOWN_BODIES;
+  if (fresh) {
+    k = knownNext;
+    knownNext = (knownNext + 1) % KNOWN_BODIES;
+    store<i32>(knownPeriods + (<usize>k << 2), period);
+  }
+  store<i32>(knownStarts + (<usize>k << 2), start);
+  return fresh;
+}
+
+// The shortest known body the nodes from `pos` repeat before `end`, or 0 (knownAt in plan.ts).
+function knownAt(pos: i32, from: i32, end: i32): i32 {
+  let best = 0;
+  for (let k = 0; k < KNOWN_BODIES; k++) {
+    const period = load<i32>(knownPeriods + (<usize>k << 2)), start = load<i32>(knownStarts + (<usize>k << 2));
+    if (period == 0 || (best > 0 && period >= best) || pos + period > end) continue;
+    let s = 0;
+    for (; s < period; s++) {
+      const i = start + s, j = pos + s, code = opAt(i);
+      if (opAt(j) != code) break;
+      const n = operandCount(code);
+      let m = 0;
+      for (; m < n; m++) {
+        const oi = operandOf(i, m), oj = operandOf(j, m);
+        if (oi < from ? oj != oi : i - oi != j - oj) break;
+      }
+      if (m < n) break;
+    }
+    budget -= s + 1;
+    if (s == period) best = period;
+  }
+  return best;
+}
+
+// Writes segment (start, period, count) at `segments` of the search's output; false where the
+// output has no room.
+function pushSegment(start: i32, period: i32, count: i32): bool {
+  if (searchSegments + 1 > searchOutCap) return false;
+  const p = searchOut + <usize>(12 * searchSegments++);
+  store<i32>(p, start); store<i32>(p, period, 4); store<i32>(p, count, 8);
+  return true;
+}
+
+// Straight code [lo, hi), cut at known bodies with `split`, counting what stays straight past
+// SHORT_RUN (pushStraight in plan.ts); false where the output has no room.
+function pushStraight(lo: i32, hi: i32, split: bool): bool {
+  let start = lo;
+  for (let q = lo; split && q < hi && budget > 0;) {
+    const piece = knownAt(q, searchFrom, hi);
+    if (piece == 0) {
+      q++;
+      continue;
+    }
+    if (start < q && !pushStraight(start, q, false)) return false;
+    if (!pushSegment(q, piece, 1)) return false;
+    q += piece;
+    start = q;
+  }
+  if (start == hi) return true;
+  if (!pushSegment(start, hi - start, 1)) return false;
+  if (hi - start > SHORT_RUN) searchSlots += hi - start;
+  return true;
+}
+
 /** Positions the search advances over per call of `searchUntil` (a loop found may take it past). */
 // @ts-ignore: decorator
 @inline const SEARCH_STEP: i32 = 4096;
@@ -252,14 +337,15 @@ export function planSegments(from: i32, to: i32, maxSlots: i32, at: usize, linkB
 // The search's state between calls of searchUntil (a class instance would need the runtime).
 let searchTo = 0, searchMaxSlots = 0, searchMaxPeriod = 0, searchChunk = 0, searchOutCap = 0, searchSpan = 0;
 let searchAt: usize = 0, searchFailsUntil: usize = 0, searchStrides: usize = 0, searchOut: usize = 0, searchWindow: usize = 0;
-let searchLinksFrom = 0, searchLinksTo = 0, searchSegments = 0, searchSlots = 0, searchRunStart = 0, searchPos = 0;
+let searchLinksFrom = 0, searchLinksTo = 0, searchSegments = 0, searchSlots = 0, searchRunStart = 0, searchPos = 0, searchFrom = 0;
 
 // The search from `searchPos` until it reaches `limit` or the end: 0, or -1 / -2 as planSegments.
+// The segments written and the straight code counted are the globals (pushStraight writes them).
 function searchUntil(limit: i32): i32 {
   const to = searchTo, maxSlots = searchMaxSlots, at = searchAt, maxPeriod = searchMaxPeriod, chunk = searchChunk;
-  const outCap = searchOutCap, span = searchSpan, failsUntil = searchFailsUntil, strides = searchStrides, out = searchOut;
+  const span = searchSpan, failsUntil = searchFailsUntil, strides = searchStrides;
   let linksFrom = searchLinksFrom, linksTo = searchLinksTo, window = searchWindow;
-  let segments = searchSegments, slots = searchSlots, runStart = searchRunStart, pos = searchPos;
+  let runStart = searchRunStart, pos = searchPos;
   const end = min(limit, to);
   let result = 0;
   while (pos < end) {
@@ -288,26 +374,23 @@ function searchUntil(limit: i32): i32 {
         }
       }
     }
-    // A loop pays off once it saves a few nodes of code (plan.ts says why).
-    if (bestCount >= 3 && (bestCount - 1) * bestPeriod >= 16) {
-      if (segments + 2 > outCap) { result = -2; break; }
-      if (runStart < pos) {
-        const p = out + <usize>(12 * segments++);
-        store<i32>(p, runStart); store<i32>(p, pos - runStart, 4); store<i32>(p, 1, 8);
-      }
-      const p = out + <usize>(12 * segments++);
-      store<i32>(p, pos); store<i32>(p, bestPeriod, 4); store<i32>(p, bestCount, 8);
-      // Short runs between loops count as no code (SHORT_RUN in plan.ts says why).
-      if (pos - runStart > SHORT_RUN) slots += pos - runStart;
-      pos += bestPeriod * bestCount;
+    // A loop pays off once it saves a few nodes of code (plan.ts says why); else straight code
+    // may repeat a known body.
+    const loop = bestCount >= 3 && (bestCount - 1) * bestPeriod >= 16;
+    const piece = loop || budget <= 0 || load<i32>(knownPeriods) == 0 ? 0 : knownAt(pos, searchFrom, to);
+    if (loop || piece > 0) {
+      const fresh = loop && remember(pos, bestPeriod, searchFrom, to);
+      if (runStart < pos && !pushStraight(runStart, pos, fresh)) { result = -2; break; }
+      if (!pushSegment(pos, loop ? bestPeriod : piece, loop ? bestCount : 1)) { result = -2; break; }
+      pos += loop ? bestPeriod * bestCount : piece;
       runStart = pos;
     } else {
       pos++;
     }
-    if (slots + (pos - runStart) > maxSlots) { result = -1; break; }
+    if (searchSlots + (pos - runStart) > maxSlots) { result = -1; break; }
   }
   searchLinksFrom = linksFrom; searchLinksTo = linksTo; searchWindow = window;
-  searchSegments = segments; searchSlots = slots; searchRunStart = runStart; searchPos = pos;
+  searchRunStart = runStart; searchPos = pos;
   return result;
 }
 

@@ -273,14 +273,15 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
     const started = performance.now();
     // checkNaN reads every node's value after a replay, so its replays compute every node.
     if (this.shipped) engine.installShippedSweeps(this.shipped, this.inputs, size, recording.outputs, budget, this.checkNaN);
-    else engine.generateSweeps(this.inputs, size, recording.outputs, budget, this.checkNaN, mayDefer ? deferredPast(size) : Infinity);
-    const code = engine.deferredCodeNodes;
-    if (code > 0) {
-      // Left before its straight code was described: the replays must first save what describing,
-      // emitting and compiling that code would cost (replayed generates it then).
+    else engine.generateSweeps(this.inputs, size, recording.outputs, budget, this.checkNaN, mayDefer ? deferredPast(size) : undefined);
+    const code = engine.deferredCodeNodes, steps = engine.deferredSteps;
+    if (code > 0 || steps > 0) {
+      // Left before its bodies were described: the replays must first save what describing,
+      // emitting and compiling them would cost (replayed generates them then).
       this.generationDeferred = true;
-      this.deferredUntil = this.replaysToPay(size, code * codegenDeferral.nsPerCodeNode);
-      engine.generatedReason = `its plan has ${code} nodes of straight code, which cost more to describe, emit and compile than its first ` +
+      this.deferredUntil = this.replaysToPay(size, code > 0 ? code * codegenDeferral.nsPerCodeNode : steps * codegenDeferral.nsPerStep);
+      const what = code > 0 ? `${code} nodes of straight code` : `${steps} steps (bodies of a few shapes in the order of the data)`;
+      engine.generatedReason = `its plan has ${what}, which cost more to describe, emit and compile than its first ` +
         `replays save: interpreted until it has served ${this.deferredUntil} replays, then generated`;
       return;
     }
@@ -1197,14 +1198,23 @@ function constantsOnly(op: Uint8Array, a: Int32Array, b: Int32Array, end: number
  *  data-dependent mixture measured 9-13 µs), is generated once its replays have saved that at
  *  GENERATED_SAVING_NS a tape node. A probe's mixture loss of 1,000 samples (34 k nodes, 15 k
  *  nodes of code) took 155-211 ms to its first call against 9 interpreted, for replays a tenth
- *  faster. The bench's tapes plan at most a few hundred such ops. Only bench/codegen-cliffs.ts
- *  and tests change it. */
-export const codegenDeferral = { codeNodes: 1024, perTapeNode: 0.01, nsPerCodeNode: 10_000 };
+ *  faster. The bench's tapes plan at most a few hundred such ops. Likewise a plan of more steps
+ *  (top-level bodies, each one step of a sweep) than `steps` and `stepsPerTapeNode` a node,
+ *  estimated at `nsPerStep` a step: code whose branches follow the data, with samples too short
+ *  for an inner loop, cuts into a step per sample or two (a logistic loss of 5 features: 2,160
+ *  steps over 70 k nodes, its first call 101-121 ms against 35-58 interpreted, for replays twice
+ *  as fast: about 30 µs a step). The bench's losses plan a step per 94-120 nodes. Only
+ *  bench/codegen-cliffs.ts and tests change it. */
+export const codegenDeferral = { codeNodes: 1024, perTapeNode: 0.01, nsPerCodeNode: 10_000, steps: 256, stepsPerTapeNode: 1 / 64, nsPerStep: 30_000 };
 
-// The straight code past which a tape of `nodes` nodes waits: describing, emitting and compiling
-// it would cost more than about twice recording the tape (10 µs a node of code against a fresh
-// recording's 50 ns or so a node), and never less than codeNodes, which small functions stay under.
-const deferredPast = (nodes: number): number => Math.max(codegenDeferral.codeNodes, codegenDeferral.perTapeNode * nodes);
+// The straight code and steps past which a tape of `nodes` nodes waits: describing, emitting and
+// compiling them would cost more than about twice recording the tape (10 µs a node of code
+// against a fresh recording's 50 ns or so a node), and never less than codeNodes and steps, which
+// small functions stay under.
+const deferredPast = (nodes: number): { straightOps: number; steps: number } => ({
+  straightOps: Math.max(codegenDeferral.codeNodes, codegenDeferral.perTapeNode * nodes),
+  steps: Math.max(codegenDeferral.steps, codegenDeferral.stepsPerTapeNode * nodes),
+});
 
 /** @internal The most inputs a compiled function takes (a tape's default node limit). */
 export const MAX_INPUTS = 2 ** 28;

@@ -13,7 +13,7 @@ import {
 import { emitSweeps, planSegments, planSweeps, MAX_SLOTS, type SweepPlan } from '../src/wasm/codegen/index.ts';
 import { IMPORTED, TABLE_STEPS, assembleModule, emitDispatcher, emitTableDispatcher, stepTable } from '../src/wasm/codegen/module.ts';
 import { Bytes } from '../src/wasm/codegen/wasm.ts';
-import { STRAIGHT_CHUNK, jsPasses, nextLinks, planSearch, useCounts, type Body, type Segment } from '../src/wasm/codegen/plan.ts';
+import { SHORT_RUN, STRAIGHT_CHUNK, jsPasses, nextLinks, planSearch, useCounts, type Body, type Segment } from '../src/wasm/codegen/plan.ts';
 import { codegenDeferral, modelGenerationNs, settledReplays } from '../src/compile.ts';
 import { loadBytes } from '../src/serialize.ts';
 import { WasmBackend } from '../src/wasm/backend.ts';
@@ -271,14 +271,12 @@ function nestedFunction(p: NestedProgram): (x: Var[]) => Var {
 // Plans generated at the first call, as the tests of a describe check the code: a function
 // otherwise waits for its replays to pay for much straight code (see the deferral's tests).
 function generatedAtOnce(): void {
-  const { codeNodes, perTapeNode } = codegenDeferral;
+  const saved = { ...codegenDeferral };
   beforeAll(() => {
-    codegenDeferral.codeNodes = Infinity;
-    codegenDeferral.perTapeNode = Infinity;
+    Object.assign(codegenDeferral, { codeNodes: Infinity, perTapeNode: Infinity, steps: Infinity, stepsPerTapeNode: Infinity });
   });
   afterAll(() => {
-    codegenDeferral.codeNodes = codeNodes;
-    codegenDeferral.perTapeNode = perTapeNode;
+    Object.assign(codegenDeferral, saved);
   });
 }
 
@@ -817,6 +815,27 @@ describe('a plan with much straight code waits for its replays to pay for it', (
     const v = [1, -0.5];
     expectSameBits(f.gradient([0.1, 0.2]), reference.gradient([0.1, 0.2]), 'generated');
     expectSameBits(f.hvp(x, v), reference.hvp(x, v), 'hvp');
+  }, 60_000);
+
+  // The logistic loss of 5 features (no inner loop): a step per sample or two, whose planning
+  // cost its first call 2-3 times its recording.
+  it('a plan of many steps waits too:: interpreted until it has served the replays its reason names, then generated, bit for bit', () => {
+    const n = 4000, d = 5, w0 = [0.1, -0.2, 0.3, 0.05, 0.2, -0.1], w = [0.05, 0.1, -0.2, 0.3, 0.1, 0.2];
+    const fn = branchyLoss(labelsOf(n, 1), d, featuresOf(n, d));
+    const f = compile(fn, { inputs: d + 1, at: w0 }), reference = compile(fn, { inputs: d + 1, at: w0, codegen: false });
+    expect(f.generatedSweeps).toBe('none');
+    const reason = /its plan has (\d+) steps \(bodies of a few shapes in the order of the data\), which cost more to describe, emit and compile than its first replays save: interpreted until it has served (\d+) replays, then generated/.exec(f.generatedSweepsReason ?? '');
+    expect(reason).not.toBeNull();
+    const steps = Number(reason![1]), wait = Number(reason![2]);
+    expect(steps).toBeGreaterThan(Math.max(codegenDeferral.steps, codegenDeferral.stepsPerTapeNode * f.size));
+    expect(wait).toBe(Math.max(settledReplays(f.size), Math.ceil((steps * codegenDeferral.nsPerStep) / (2.5 * f.size)) + 8));
+    const want = reference.gradient(w);
+    expectSameBits(f.gradient(w), want, 'first replay');
+    for (let k = 2; k < wait; k++) f.gradient(w);
+    expect(f.generatedSweeps).toBe('none');
+    expectSameBits(f.gradient(w), want, 'the replay that generates');
+    expect(f.generatedSweeps).toBe('active');
+    expectSameBits(f.gradient(w0), reference.gradient(w0), 'generated');
   }, 60_000);
 
   // A probe: after its guard had churned, such a recording was generated whole after the churn's
@@ -1421,6 +1440,10 @@ describe('a runtime that refuses generated modules', () => {
 
 // A logistic loss with a branch on each label (true or 1): samples of two step lists in the order
 // of the data, features sin(i + j) or the rows of X.
+// Labels from an LCG's high bit (runs of equal ones and changes), and features for branchyLoss.
+const labelsOf = (n: number, seed: number): number[] => Array.from({ length: n }, () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 30) & 1);
+const featuresOf = (n: number, d: number): Float64Array => Float64Array.from({ length: n * d }, (_, k) => Math.sin(1.3 * k));
+
 function branchyLoss(labels: ArrayLike<boolean | number>, d: number, X?: Float64Array): CompilableFunction {
   return (w: Var[]) => {
     let loss = w[0]!.mul(0);
@@ -1676,11 +1699,12 @@ describe('the planner', () => {
     expect(Array.from(inCore.repeatsOf(segments, d + 1, seeded))).toEqual(Array.from(js.repeatsOf(segments, d + 1, seeded)));
   });});
 
-// A data-dependent plan has a step per body (the branchy loss: 1,862; at 10,000 samples over
-// 9,000): up to TABLE_STEPS its dispatchers call them in turn (bytes the core writes), past that
-// they walk a table of the steps in the schedule region, whose address they read from the core's
+// A data-dependent plan has a step per body (the branchy loss: 1,078; at 10,000 samples 5,313):
+// up to TABLE_STEPS its dispatchers call them in turn (bytes the core writes), past that they
+// walk a table of the steps in the schedule region, whose address they read from the core's
 // schedule cell (the region moves with the tape).
 describe("a module's dispatchers: calls the core writes, or a walk over a table of steps", () => {
+  generatedAtOnce();
   // A module of `units` functions that log each call (unit, shift, count) into memory from byte
   // LOG on, dispatched by a table at TABLE: the calls must be the table's steps in order.
   const LOG = 1 << 16, TABLE = 1 << 12, CELL = 8;
@@ -1813,8 +1837,6 @@ describe("a module's dispatchers: calls the core writes, or a walk over a table 
     }
   }, 60_000);
 
-  const labelsOf = (n: number, seed: number): number[] => Array.from({ length: n }, () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 30) & 1);
-  const featuresOf = (n: number, d: number): Float64Array => Float64Array.from({ length: n * d }, (_, k) => Math.sin(1.3 * k));
 
   // Before folding, the search took at most MAX_SLOTS nodes of straight code: at 10,000 samples
   // the branchy loss's short runs between its loops passed that and it was interpreted.
@@ -1832,15 +1854,23 @@ describe("a module's dispatchers: calls the core writes, or a walk over a table 
 
   // A probe: while the search took 8x MAX_SLOTS of any straight code, a logistic loss with 5
   // features (its inner loop too short to be one, so every sample straight code) took 99-150 ms
-  // to its first call against 26-36 before. Only short runs between loops are let through.
-  it('straight code without loops counts in the search: a loss with no inner loop is refused there, before any folding', () => {
+  // to its first call against 26-36 before, and then it was refused in the search. Now straight
+  // code that repeats a loop's body is cut at it (KNOWN_BODIES): its samples of one label in a row
+  // are loops, and the samples between them bodies of those loops' shapes.
+  it('straight code that repeats a known loop body is cut at it: a loss with no inner loop folds into a few shapes', () => {
     const n = 4000, d = 5;
     const { tape, outputs } = compile(branchyLoss(labelsOf(n, 1), d, featuresOf(n, d)), { inputs: d + 1, at: [0.1, -0.2, 0.3, 0.05, 0.2, -0.1], codegen: false }).recorded!;
-    const laps: string[] = [];
     const passes = (tape.engine as WasmBackend).plannerPasses(d + 1, tape.size)!;
-    expect(planSweeps(tape.engine.views, d + 1, tape.size, outputs, passes, MAX_SLOTS, (step) => laps.push(step))).toBeNull();
-    expect(laps).toEqual(['segments']);
-    expect(planSegments(tape.engine.views, d + 1, tape.size, MAX_SLOTS)).toBeNull();
+    const segments = planSegments(tape.engine.views, d + 1, tape.size, MAX_SLOTS)!;
+    expect(passes.segmentsOf(d + 1, tape.size, MAX_SLOTS)).toEqual(segments);
+    const loopPeriods = new Set(segments.filter((s) => s.count > 1).map((s) => s.period));
+    const pieces = segments.filter((s) => s.count === 1 && loopPeriods.has(s.period));
+    const longStraight = segments.filter((s) => s.count === 1 && s.period > SHORT_RUN).reduce((sum, s) => sum + s.period, 0);
+    expect(pieces.length).toBeGreaterThan(n / 4);
+    expect(longStraight).toBeLessThan(200);
+    const plan = planSweeps(tape.engine.views, d + 1, tape.size, outputs, passes)!;
+    expect(plan.size).toBeLessThan(1000);
+    expect(plan.shapes.length).toBeGreaterThan(1);
   });
 
   // Random straight code, without loops, counts in the search and is refused there, as before.
@@ -1903,7 +1933,7 @@ describe("a module's dispatchers: calls the core writes, or a walk over a table 
 
   // A review: the table (12 bytes a step) was written past what maxMemoryBytes leaves.
   it('a table maxMemoryBytes leaves no room for is not written: the function replays without it, and says why', () => {
-    const n = 2500, d = 8;
+    const n = 5000, d = 8;
     const fn = branchyLoss(labelsOf(n, 3), d, featuresOf(n, d)), at = Array.from({ length: d + 1 }, (_, k) => 0.05 * k);
     const free = compile(fn, { inputs: d + 1, at });
     const steps = (free.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan.order.length;
@@ -1920,7 +1950,7 @@ describe("a module's dispatchers: calls the core writes, or a walk over a table 
   });
 
   it('ships with its table to another core (a worker loading the tape), bit for bit', () => {
-    const n = 2500, d = 8;
+    const n = 5000, d = 8;
     const f = compile(branchyLoss(labelsOf(n, 3), d, featuresOf(n, d)), { inputs: d + 1, at: Array.from({ length: d + 1 }, (_, k) => 0.05 * k) });
     expect(f.generatedSweeps).toBe('active');
     const sweeps = f.shipSweeps()!;

@@ -246,7 +246,8 @@ export class WasmBackend implements Backend {
    *  sweeps may only be seeded at `outputs`. A schedule leaves out the nodes no output or guard
    *  depends on, unless `everyValue` (replays then compute every node, as checkNaN reads them). */
   generateSweeps(
-    nInputs: number, count: number, outputs: ArrayLike<number>, scheduleBudget = Infinity, everyValue = false, deferCodeNodes = Infinity,
+    nInputs: number, count: number, outputs: ArrayLike<number>, scheduleBudget = Infinity, everyValue = false,
+    deferPast: { straightOps: number; steps: number } = { straightOps: Infinity, steps: Infinity },
   ): GeneratedSweeps {
     this.dropGeneratedSweeps();
     const generation = this.generation;
@@ -272,16 +273,17 @@ export class WasmBackend implements Backend {
       return this.generated;
     }
     let plan: SweepPlan | null = null;
-    const defer = { straightOps: deferCodeNodes, deferred: 0 };
+    const defer = { ...deferPast, deferred: 0, deferredSteps: 0 };
     if (count > nInputs) {
       const passes = this.plannerPasses(nInputs, count) ?? codegen.jsPasses(this.views, nInputs, count);
       plan = codegen.planSweeps(this.views, nInputs, count, outputs, passes, undefined, undefined, defer);
     }
-    if (defer.deferred > 0) {
-      // Describing, emitting and compiling this much straight code costs more than the first
-      // replays can pay back: the interpreter replays until they have (the compiled function
-      // counts them and says so, compile.ts's codegenDeferral).
+    if (defer.deferred > 0 || defer.deferredSteps > 0) {
+      // Describing, emitting and compiling this much straight code, or this many bodies, costs
+      // more than the first replays can pay back: the interpreter replays until they have (the
+      // compiled function counts them and says so, compile.ts's codegenDeferral).
       this.deferredCodeNodes = defer.deferred;
+      this.deferredSteps = defer.deferredSteps;
       return this.generated;
     }
     if (!plan) {
@@ -532,6 +534,8 @@ export class WasmBackend implements Backend {
 
   /** @internal The nodes of code of the plan the last `generateSweeps` left for later (0: none). */
   deferredCodeNodes = 0;
+  /** @internal The top-level bodies of the plan the last `generateSweeps` left for later (0: none). */
+  deferredSteps = 0;
 
   /** The table of steps of the active plan's dispatchers, where it has one. */
   private steps: Int32Array | null = null;
@@ -585,6 +589,7 @@ export class WasmBackend implements Backend {
     this.plan = null;
     this.steps = null;
     this.deferredCodeNodes = 0;
+    this.deferredSteps = 0;
     this.tangentsGenerated = false;
     this.modules = { replay: null, tangents: null };
     this.core.setGeneratedSweeps(0, 0, 0, 0, 0);

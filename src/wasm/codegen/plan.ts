@@ -125,6 +125,17 @@ export const planSearch = { maxPeriod: 1 << 14, chunk: 1 << 16, rememberFailures
  *  (assembly/planning.ts) uses the same. */
 export const SHORT_RUN = 32;
 
+/** Loop bodies the top-level search remembers (the latest loop of each of this many periods, of at
+ *  least KNOWN_MIN_PERIOD nodes): straight code that repeats one, node for node, is cut into a
+ *  body of its own, which counts as no code in the search. Data-dependent code writes such
+ *  bodies between its loops: a loss whose per-sample branch follows the values (the Huber loss at
+ *  1,000 samples) has loops where samples of one branch follow each other and straight runs of
+ *  both branches' samples between them, which as runs of up to 270 nodes each made 30 distinct
+ *  bodies (1,935 nodes of code) and at 10,000 samples passed MAX_SLOTS (interpreted); cut at the
+ *  samples, they fold into a few shapes. The core's search (assembly/planning.ts) does the same. */
+export const KNOWN_BODIES = 4;
+export const KNOWN_MIN_PERIOD = 8;
+
 /**
  * Cuts nodes [from, to) into periodic and straight segments, or returns null when more than
  * `maxSlots` nodes stay straight code (short runs between loops aside, see SHORT_RUN) or the
@@ -200,8 +211,73 @@ export function planSegments(
     return t;
   };
 
+  // Known bodies (KNOWN_BODIES): where each starts and its period (0: none yet). Inside a loop
+  // body there are none: the search there is for inner loops only.
+  const knownStart = new Int32Array(KNOWN_BODIES), knownPeriod = new Int32Array(KNOWN_BODIES);
+  let knownNext = 0;
+  // Remembers the loop at `start` (true where its period is new). A body that starts with a
+  // shorter known one is several bodies in a row (samples of two branches, alternating).
+  const remember = (start: number, period: number): boolean => {
+    if (nested || period < KNOWN_MIN_PERIOD) return false;
+    const head = knownAt(start, to);
+    if (head > 0 && head < period) return false;
+    let k = knownPeriod.indexOf(period);
+    const fresh = k < 0;
+    if (fresh) {
+      k = knownNext;
+      knownNext = (knownNext + 1) % KNOWN_BODIES;
+      knownPeriod[k] = period;
+    }
+    knownStart[k] = start;
+    return fresh;
+  };
+  // The shortest known body the nodes from `pos` repeat (the same ops, inputs and distances to
+  // every other operand) before `end`, or 0.
+  const knownAt = (pos: number, end: number): number => {
+    let best = 0;
+    for (let k = 0; k < KNOWN_BODIES; k++) {
+      const period = knownPeriod[k]!, start = knownStart[k]!;
+      if (period === 0 || (best > 0 && period >= best) || pos + period > end) continue;
+      let s = 0;
+      for (; s < period; s++) {
+        const i = start + s, j = pos + s, code = op[i]!;
+        if (op[j] !== code) break;
+        const n = OPERANDS[code]!;
+        let m = 0;
+        for (; m < n; m++) {
+          const oi = operand(views, i, m), oj = operand(views, j, m);
+          if (oi < from ? oj !== oi : i - oi !== j - oj) break;
+        }
+        if (m < n) break;
+      }
+      budget -= s + 1;
+      if (s === period) best = period;
+    }
+    return best;
+  };
+
   const segments: Segment[] = [];
   let slots = 0;
+  // Straight code [lo, hi), cut at known bodies with `split` (a body newly known may occur in the
+  // run before its loop: the samples before a loss's first loop); what stays straight past
+  // SHORT_RUN counts.
+  const pushStraight = (lo: number, hi: number, split: boolean): void => {
+    let start = lo;
+    for (let q = lo; split && q < hi && budget > 0;) {
+      const piece = knownAt(q, hi);
+      if (piece === 0) {
+        q++;
+        continue;
+      }
+      if (start < q) pushStraight(start, q, false);
+      segments.push({ start: q, period: piece, count: 1 });
+      q += piece;
+      start = q;
+    }
+    if (start === hi) return;
+    segments.push({ start, period: hi - start, count: 1 });
+    if (hi - start > SHORT_RUN) slots += hi - start;
+  };
   let runStart = from;
   let pos = from;
   while (pos < to) {
@@ -230,12 +306,14 @@ export function planSegments(
     }
     // A loop pays off once it saves a few nodes of code. Two repetitions are not taken: any two
     // runs of equal ops "repeat" with strides that are mere differences, and taking them can
-    // hide a real loop that starts a little later.
-    if (bestCount >= 3 && (bestCount - 1) * bestPeriod >= 16) {
-      if (runStart < pos) segments.push({ start: runStart, period: pos - runStart, count: 1 });
-      segments.push({ start: pos, period: bestPeriod, count: bestCount });
-      if (pos - runStart > SHORT_RUN) slots += pos - runStart;
-      pos += bestPeriod * bestCount;
+    // hide a real loop that starts a little later. Else straight code may repeat a known body.
+    const loop = bestCount >= 3 && (bestCount - 1) * bestPeriod >= 16;
+    const piece = loop || budget <= 0 || knownPeriod[0] === 0 ? 0 : knownAt(pos, to);
+    if (loop || piece > 0) {
+      const fresh = loop && remember(pos, bestPeriod);
+      if (runStart < pos) pushStraight(runStart, pos, fresh);
+      segments.push(loop ? { start: pos, period: bestPeriod, count: bestCount } : { start: pos, period: piece, count: 1 });
+      pos += loop ? bestPeriod * bestCount : piece;
       runStart = pos;
     } else {
       pos++;
@@ -719,11 +797,14 @@ function distinctStraightOps(views: TapeViews, segments: readonly Segment[], rep
 }
 
 /** A plan left for later: past `straightOps` computed ops of straight code of distinct op
- *  sequences (describing and emitting it costs more than a first call should), planSweeps
- *  stops before describing and writes that count to `deferred`. */
+ *  sequences, or past `steps` top-level bodies (describing and emitting them costs more than a
+ *  first call should), planSweeps stops before describing and writes those counts to `deferred`
+ *  and `deferredSteps` (either past its limit). */
 export interface Deferral {
   straightOps: number;
+  steps: number;
   deferred: number;
+  deferredSteps: number;
 }
 
 // planSweeps' passes over every top-level segment, each a function of its own: a data-dependent
@@ -744,13 +825,12 @@ function chunkStraight(segments: readonly Segment[], chunk: number): Segment[] {
   return chunked;
 }
 
-// Nodes of straight code left after folding: straight segments past SHORT_RUN, and short ones
-// that no shape took.
+// Nodes of straight code left after folding: straight segments that no shape took.
 function unfoldedStraightCode(segments: readonly Segment[], shapeOf: Int32Array): number {
   let straightCode = 0;
   for (let k = 0; k < segments.length; k++) {
     const { period, count } = segments[k]!;
-    if (count === 1 && (period > SHORT_RUN || shapeOf[k]! < 0)) straightCode += period;
+    if (count === 1 && shapeOf[k]! < 0) straightCode += period;
   }
   return straightCode;
 }
@@ -819,6 +899,10 @@ export function planSweeps(
   const seeded = new Uint8Array(to);
   for (let k = 0; k < outputs.length; k++) seeded[outputs[k]!] = 1;
   const chunked = chunkStraight(segments, straightChunk);
+  if (defer && chunked.length > defer.steps) {
+    defer.deferredSteps = chunked.length;
+    return null;
+  }
   const repeatOf = passes.repeatsOf(chunked, from, seeded);
   lap?.('repeats');
   // Straight bodies of different op sequences never share a shape's function, so past maxSlots

@@ -70,10 +70,11 @@ export function makeSuite(tapegrad, fc) {
       }
       return y;
     };
-    // A logistic loss with a branch on each label (11 features and a bias): a step per sample
-    // in the order of the labels, more than the 2,048 a dispatcher calls in turn, so its
-    // dispatchers walk a table of steps in the tape's memory.
-    const samples = 3000, d = cells - 1;
+    // A logistic loss with a branch on each label (11 features and a bias): a step per sample or
+    // two in the order of the labels (2,745 over 177 k nodes), more than the 2,048 a dispatcher
+    // calls in turn, so its dispatchers walk a table of steps in the tape's memory; fewer than one
+    // per 64 nodes, so it generates at once (codegenDeferral).
+    const samples = 5000, d = cells - 1;
     let labelSeed = 7;
     const labels = Array.from({ length: samples }, () => ((labelSeed = (Math.imul(labelSeed, 1103515245) + 12345) >>> 0) >>> 30) & 1);
     const branchy = (w) => {
