@@ -491,7 +491,7 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
   // counts, and each form's straight tail holds its own constants.
   const variant = fc.array(fc.record({ op: fc.constantFrom(...ARITHMETIC), a: sourceArbitrary, b: sourceArbitrary, c: sourceArbitrary }), { minLength: 1, maxLength: 5 });
   it('replay exactly like the interpreter in every sweep, at any inputs', () => {
-    let withCopies = 0, withOtherCounts = 0;
+    let withCopies = 0, withOtherCounts = 0, withKnownBodies = 0;
     fc.assert(
       fc.property(variant, variant, fc.array(fc.boolean(), { minLength: 40, maxLength: 80 }), fc.array(anyInput, { minLength: 15, maxLength: 15 }),
         (first, second, labels, xs) => {
@@ -524,13 +524,17 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
           const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan;
           if (plan.copied.includes(1)) withCopies++;
           if (plan.segments.some((seg, k) => plan.copied[k] && plan.bodies[k]!.seg.count !== seg.count)) withOtherCounts++;
+          const loopPeriods = new Set(plan.segments.filter((seg) => seg.count > 1).map((seg) => seg.period));
+          if (plan.segments.some((seg) => seg.count === 1 && loopPeriods.has(seg.period))) withKnownBodies++;
         }),
       { numRuns: 60 },
     );
     // Bodies that repeat an earlier one share its description, loops of other counts too (runs of
-    // equal labels): the property must have met some of each (39 and 41 of 60 when written).
+    // equal labels), and straight code is cut at a loop's body (samples between runs): the
+    // property must have met some of each (59, 34 and 60 of 60 in a run since known bodies).
     expect(withCopies).toBeGreaterThan(0);
     expect(withOtherCounts).toBeGreaterThan(0);
+    expect(withKnownBodies).toBeGreaterThan(0);
   });
 
   it("a shape's straight body whose first op reads a constant recorded before it reads it there", () => {
