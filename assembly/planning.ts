@@ -300,6 +300,21 @@ function knownAt(pos: i32, from: i32, end: i32): i32 {
   return best;
 }
 
+/** TILED_LOOP_COUNT of src/wasm/codegen/plan.ts. */
+// @ts-ignore: decorator
+@inline const TILED_LOOP_COUNT: i32 = 8;
+
+// Whether nodes [lo, hi) are two or more known bodies in a row (tiles in plan.ts).
+function tiles(lo: i32, hi: i32, from: i32): bool {
+  let bodies = 0;
+  for (let q = lo; q < hi; bodies++) {
+    const p = knownAt(q, from, hi);
+    if (p == 0) return false;
+    q += p;
+  }
+  return bodies > 1;
+}
+
 // Writes segment (start, period, count) at `segments` of the search's output; false where the
 // output has no room.
 function pushSegment(start: i32, period: i32, count: i32): bool {
@@ -376,7 +391,8 @@ function searchUntil(limit: i32): i32 {
     }
     // A loop pays off once it saves a few nodes of code (plan.ts says why); else straight code
     // may repeat a known body.
-    const loop = bestCount >= 3 && (bestCount - 1) * bestPeriod >= 16;
+    let loop = bestCount >= 3 && (bestCount - 1) * bestPeriod >= 16;
+    if (loop && bestCount < TILED_LOOP_COUNT && load<i32>(knownPeriods) != 0 && budget > 0 && tiles(pos, pos + bestPeriod, searchFrom)) loop = false;
     const piece = loop || budget <= 0 || load<i32>(knownPeriods) == 0 ? 0 : knownAt(pos, searchFrom, to);
     if (loop || piece > 0) {
       const fresh = loop && remember(pos, bestPeriod, searchFrom, to);

@@ -1203,7 +1203,7 @@ function constantsOnly(op: Uint8Array, a: Int32Array, b: Int32Array, end: number
  *  estimated at `nsPerStep` a step: code whose branches follow the data, with samples too short
  *  for an inner loop, cuts into a step per sample or two (a logistic loss of 5 features: 2,160
  *  steps over 70 k nodes, its first call 101-121 ms against 35-58 interpreted, for replays twice
- *  as fast: about 30 µs a step). The bench's losses plan a step per 94-120 nodes. Only
+ *  as fast: about 30 µs a step). The bench's losses plan a step per 88-105 nodes. Only
  *  bench/codegen-cliffs.ts and tests change it. */
 export const codegenDeferral = { codeNodes: 1024, perTapeNode: 0.01, nsPerCodeNode: 10_000, steps: 256, stepsPerTapeNode: 1 / 64, nsPerStep: 30_000 };
 

@@ -13,7 +13,7 @@ import {
 import { emitSweeps, planSegments, planSweeps, MAX_SLOTS, type SweepPlan } from '../src/wasm/codegen/index.ts';
 import { IMPORTED, TABLE_STEPS, assembleModule, emitDispatcher, emitTableDispatcher, stepTable } from '../src/wasm/codegen/module.ts';
 import { Bytes } from '../src/wasm/codegen/wasm.ts';
-import { SHORT_RUN, STRAIGHT_CHUNK, jsPasses, nextLinks, planSearch, useCounts, type Body, type Segment } from '../src/wasm/codegen/plan.ts';
+import { SHORT_RUN, STRAIGHT_CHUNK, TILED_LOOP_COUNT, jsPasses, nextLinks, planSearch, useCounts, type Body, type Segment } from '../src/wasm/codegen/plan.ts';
 import { codegenDeferral, modelGenerationNs, settledReplays } from '../src/compile.ts';
 import { loadBytes } from '../src/serialize.ts';
 import { WasmBackend } from '../src/wasm/backend.ts';
@@ -1872,9 +1872,28 @@ describe("a module's dispatchers: calls the core writes, or a walk over a table 
     const longStraight = segments.filter((s) => s.count === 1 && s.period > SHORT_RUN).reduce((sum, s) => sum + s.period, 0);
     expect(pieces.length).toBeGreaterThan(n / 4);
     expect(longStraight).toBeLessThan(200);
+    // A loop of a few iterations whose body is samples of known bodies in a row (labels that
+    // happen to repeat a pattern) is cut into those bodies instead of being described on its own.
+    const samplePeriods = new Set(segments.filter((s) => s.count >= TILED_LOOP_COUNT).map((s) => s.period));
+    expect(segments.filter((s) => s.count > 1 && s.count < TILED_LOOP_COUNT && !samplePeriods.has(s.period))).toEqual([]);
     const plan = planSweeps(tape.engine.views, d + 1, tape.size, outputs, passes)!;
-    expect(plan.size).toBeLessThan(1000);
+    expect(plan.size).toBeLessThan(200);
     expect(plan.shapes.length).toBeGreaterThan(1);
+  });
+
+  it('a loop of known bodies in a row stays a loop where it runs TILED_LOOP_COUNT times or more', () => {
+    const d = 5;
+    // Runs of each label make both sample bodies known; then labels alternating, 20 pairs, and 3
+    // pairs between runs.
+    const labels = [1, 1, 1, 1, 0, 0, 0, 0, ...Array.from({ length: 40 }, (_, k) => k % 2), 1, 1, 1, 1, ...Array.from({ length: 6 }, (_, k) => k % 2), 0, 0, 0, 0, 1, 1, 1, 1];
+    const { tape } = compile(branchyLoss(labels, d, featuresOf(labels.length, d)), { inputs: d + 1, at: [0.1, -0.2, 0.3, 0.05, 0.2, -0.1], codegen: false }).recorded!;
+    const segments = planSegments(tape.engine.views, d + 1, tape.size, MAX_SLOTS)!;
+    expect((tape.engine as WasmBackend).plannerPasses(d + 1, tape.size)!.segmentsOf(d + 1, tape.size, MAX_SLOTS)).toEqual(segments);
+    const loops = segments.filter((s) => s.count > 1);
+    const pair = loops.find((s) => s.count >= TILED_LOOP_COUNT && s.count <= 20 && loops.some((t) => t.period < s.period && s.period % t.period !== 0));
+    expect(pair).toBeDefined();
+    // The 3 pairs at the end are pieces: no loop of fewer iterations has the pair's period.
+    expect(loops.filter((s) => s.period === pair!.period && s.count < TILED_LOOP_COUNT)).toEqual([]);
   });
 
   // Random straight code, without loops, counts in the search and is refused there, as before.
