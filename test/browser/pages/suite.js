@@ -70,11 +70,12 @@ export function makeSuite(tapegrad, fc) {
       }
       return y;
     };
-    // A logistic loss with a branch on each label (11 features and a bias): a step per sample or
-    // two in the order of the labels (2,745 over 177 k nodes), more than the 2,048 a dispatcher
-    // calls in turn, so its dispatchers walk a table of steps in the tape's memory; fewer than one
-    // per 64 nodes, so it generates at once (codegenDeferral).
-    const samples = 5000, d = cells - 1;
+    // A logistic loss with a branch on each label (17 features and a bias, inputs of its own): a
+    // step per sample or two in the order of the labels (2,542 over 214 k nodes), more than the
+    // 2,048 a dispatcher calls in turn, so its dispatchers walk a table of steps in the tape's
+    // memory; fewer than one per 64 nodes (0.76 of that), so it generates at once
+    // (codegenDeferral).
+    const samples = 4000, d = 17;
     let labelSeed = 7;
     const labels = Array.from({ length: samples }, () => ((labelSeed = (Math.imul(labelSeed, 1103515245) + 12345) >>> 0) >>> 30) & 1);
     const branchy = (w) => {
@@ -86,17 +87,18 @@ export function makeSuite(tapegrad, fc) {
       }
       return loss;
     };
+    const branchyAt = Array.from({ length: d + 1 }, (_, i) => (1.5 + 0.5 * Math.sin(i)) / 10);
     const at = Array.from({ length: cells }, (_, i) => 1.5 + 0.5 * Math.sin(i));
     const x = at.map((v, i) => v + 0.01 * i);
     const out = {};
-    for (const [name, f, point, near] of [['loop', loop, at, x], ['straight', straight, at, x], ['branchy', branchy, at.map((v) => v / 10), x.map((v) => v / 10)]]) {
-      const generated = compile(f, { inputs: cells, at: point });
+    for (const [name, f, point, near] of [['loop', loop, at, x], ['straight', straight, at, x], ['branchy', branchy, branchyAt, branchyAt.map((v, i) => v + 0.001 * i)]]) {
+      const generated = compile(f, { inputs: point.length, at: point });
       const first = generated.generatedSweeps;
       const before = Array.from(generated.gradient(near));
       await generated.whenGenerated();
       out[name] = {
         first, final: generated.generatedSweeps, before, after: Array.from(generated.gradient(near)),
-        interpreted: Array.from(compile(f, { inputs: cells, at: point, codegen: false }).gradient(near)),
+        interpreted: Array.from(compile(f, { inputs: point.length, at: point, codegen: false }).gradient(near)),
         steps: generated.recorded.tape.engine.plan?.order.length ?? 0,
       };
     }
