@@ -797,6 +797,15 @@ describe('programs of a few shapes chosen by the data', () => {
 // than codegenDeferral.codeNodes is generated once its replays have paid for it.
 describe('a plan with much straight code waits for its replays to pay for it', () => {
   const at = [0.3, -0.2], x = [0.25, -0.1];
+  // Replays f at x up to its `wait`-th replay, which generates, each with the reference's bits.
+  const replaysUntilGenerated = (f: CompiledFunction, reference: CompiledFunction, point: number[], wait: number): void => {
+    const want = reference.gradient(point);
+    expectSameBits(f.gradient(point), want, 'first replay');
+    for (let k = 2; k < wait; k++) f.gradient(point);
+    expect(f.generatedSweeps).toBe('none');
+    expectSameBits(f.gradient(point), want, 'the replay that generates');
+    expect(f.generatedSweeps).toBe('active');
+  };
 
   it('interpreted until it has served the replays its reason names, then generated, bit for bit either way', () => {
     const fn = straightCode<Var>(7000);
@@ -809,12 +818,7 @@ describe('a plan with much straight code waits for its replays to pay for it', (
     expect(f.replaysToSettle).toBe(wait);
     // Its estimate: emitting and compiling at nsPerCodeNode a node of code, saved at 2.5 ns a tape node.
     expect(wait).toBe(Math.max(settledReplays(f.size), Math.ceil((Number(reason![1]) * codegenDeferral.nsPerCodeNode) / (2.5 * f.size)) + 8));
-    const want = reference.gradient(x);
-    expectSameBits(f.gradient(x), want, 'first replay');
-    for (let k = 2; k < wait; k++) f.gradient(x);
-    expect(f.generatedSweeps).toBe('none');
-    expectSameBits(f.gradient(x), want, 'the replay that generates');
-    expect(f.generatedSweeps).toBe('active');
+    replaysUntilGenerated(f, reference, x, wait);
     expect(f.generatedSweepsReason).toBeNull();
     const v = [1, -0.5];
     expectSameBits(f.gradient([0.1, 0.2]), reference.gradient([0.1, 0.2]), 'generated');
@@ -823,7 +827,7 @@ describe('a plan with much straight code waits for its replays to pay for it', (
 
   // The logistic loss of 5 features (no inner loop): a step per sample or two, whose planning
   // cost its first call 2-3 times its recording.
-  it('a plan of many steps waits too:: interpreted until it has served the replays its reason names, then generated, bit for bit', () => {
+  it('a plan of many steps waits too: interpreted until it has served the replays its reason names, then generated, bit for bit', () => {
     const n = 4000, d = 5, w0 = [0.1, -0.2, 0.3, 0.05, 0.2, -0.1], w = [0.05, 0.1, -0.2, 0.3, 0.1, 0.2];
     const fn = branchyLoss(labelsOf(n, 1), d, featuresOf(n, d));
     const f = compile(fn, { inputs: d + 1, at: w0 }), reference = compile(fn, { inputs: d + 1, at: w0, codegen: false });
@@ -833,12 +837,7 @@ describe('a plan with much straight code waits for its replays to pay for it', (
     const steps = Number(reason![1]), wait = Number(reason![2]);
     expect(steps).toBeGreaterThan(Math.max(codegenDeferral.steps, codegenDeferral.stepsPerTapeNode * f.size));
     expect(wait).toBe(Math.max(settledReplays(f.size), Math.ceil((steps * codegenDeferral.nsPerStep) / (2.5 * f.size)) + 8));
-    const want = reference.gradient(w);
-    expectSameBits(f.gradient(w), want, 'first replay');
-    for (let k = 2; k < wait; k++) f.gradient(w);
-    expect(f.generatedSweeps).toBe('none');
-    expectSameBits(f.gradient(w), want, 'the replay that generates');
-    expect(f.generatedSweeps).toBe('active');
+    replaysUntilGenerated(f, reference, w, wait);
     expectSameBits(f.gradient(w0), reference.gradient(w0), 'generated');
   }, 60_000);
 
