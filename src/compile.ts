@@ -1202,15 +1202,16 @@ function constantsOnly(op: Uint8Array, a: Int32Array, b: Int32Array, end: number
  *  (top-level bodies, each one step of a sweep) than `steps` and `stepsPerTapeNode` a node,
  *  estimated at `nsPerStep` a step: code whose branches follow the data, with samples too short
  *  for an inner loop, cuts into a step per sample or two (a logistic loss of 5 features: 2,160
- *  steps over 70 k nodes, its first call 101-121 ms against 35-58 interpreted, for replays twice
+ *  steps over 70 k nodes, 2,459 once short loops of known bodies were cut too; its first call 101-121 ms against 35-58 interpreted, for replays twice
  *  as fast: about 30 µs a step). The bench's losses plan a step per 88-105 nodes. Only
  *  bench/codegen-cliffs.ts and tests change it. */
 export const codegenDeferral = { codeNodes: 1024, perTapeNode: 0.01, nsPerCodeNode: 10_000, steps: 256, stepsPerTapeNode: 1 / 64, nsPerStep: 30_000 };
 
 // The straight code and steps past which a tape of `nodes` nodes waits: describing, emitting and
 // compiling them would cost more than about twice recording the tape (10 µs a node of code
-// against a fresh recording's 50 ns or so a node), and never less than codeNodes and steps, which
-// small functions stay under.
+// against a fresh recording's 50 ns or so a node; 30 µs a step, one per 64 nodes, against the
+// 0.5-0.8 µs a node a fresh recording of such data-dependent code took), and never less than
+// codeNodes and steps, which small functions stay under.
 const deferredPast = (nodes: number): { straightOps: number; steps: number } => ({
   straightOps: Math.max(codegenDeferral.codeNodes, codegenDeferral.perTapeNode * nodes),
   steps: Math.max(codegenDeferral.steps, codegenDeferral.stepsPerTapeNode * nodes),
