@@ -149,7 +149,8 @@ export class CompiledFunction<V extends number | Float64Array = number | Float64
    *  mispredict), or interpret the tape ('none': JS backend, codegen off, custom or vector nodes,
    *  a tape too long to fold whose ops follow a pattern the interpreter predicts, a recording
    *  whose guards changed path before the one it replaced had paid for its generation, or much
-   *  straight code, until its replays have paid for generating it, no room under maxMemoryBytes).
+   *  straight code or many steps, until its replays have paid for generating it, no room under
+   *  maxMemoryBytes).
    *  `generatedSweepsReason` says which. */
   get generatedSweeps(): GeneratedSweeps {
     const engine = this.recording?.tape.engine;

@@ -19,7 +19,7 @@ import { loadBytes } from '../src/serialize.ts';
 import { WasmBackend } from '../src/wasm/backend.ts';
 import { DAG_OPS, DAG_OP_NAMES, dagArbitrary, dagSum, type DagOpName } from './dag-arbitrary.ts';
 import { anyInput, bothWays, checkRandomDags, dirtyAfterTape, expectSameBits, special } from './replay-ways.ts';
-import { straightCode } from './support.ts';
+import { knownBodyCuts, straightCode } from './support.ts';
 
 beforeAll(async () => {
   await init();
@@ -524,8 +524,7 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
           const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan;
           if (plan.copied.includes(1)) withCopies++;
           if (plan.segments.some((seg, k) => plan.copied[k] && plan.bodies[k]!.seg.count !== seg.count)) withOtherCounts++;
-          const loopPeriods = new Set(plan.segments.filter((seg) => seg.count > 1).map((seg) => seg.period));
-          if (plan.segments.some((seg) => seg.count === 1 && loopPeriods.has(seg.period))) withKnownBodies++;
+          if (knownBodyCuts(plan.segments).length > 0) withKnownBodies++;
         }),
       { numRuns: 60 },
     );
@@ -1866,8 +1865,7 @@ describe("a module's dispatchers: calls the core writes, or a walk over a table 
     const passes = (tape.engine as WasmBackend).plannerPasses(d + 1, tape.size)!;
     const segments = planSegments(tape.engine.views, d + 1, tape.size, MAX_SLOTS)!;
     expect(passes.segmentsOf(d + 1, tape.size, MAX_SLOTS)).toEqual(segments);
-    const loopPeriods = new Set(segments.filter((s) => s.count > 1).map((s) => s.period));
-    const pieces = segments.filter((s) => s.count === 1 && loopPeriods.has(s.period));
+    const pieces = knownBodyCuts(segments);
     const longStraight = segments.filter((s) => s.count === 1 && s.period > SHORT_RUN).reduce((sum, s) => sum + s.period, 0);
     expect(pieces.length).toBeGreaterThan(n / 4);
     expect(longStraight).toBeLessThan(200);

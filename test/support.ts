@@ -55,3 +55,10 @@ export function countingCompiles(body: (compiled: () => number) => void): void {
     (WebAssembly as { Module: typeof WebAssembly.Module }).Module = Original;
   }
 }
+
+/** The straight segments of a plan cut at a known loop body (plan.ts: KNOWN_BODIES): those of the
+ *  period of one of its loops. */
+export function knownBodyCuts(segments: readonly { period: number; count: number }[]): { period: number; count: number }[] {
+  const loopPeriods = new Set(segments.filter((s) => s.count > 1).map((s) => s.period));
+  return segments.filter((s) => s.count === 1 && loopPeriods.has(s.period));
+}
