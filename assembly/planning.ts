@@ -149,7 +149,6 @@ let budget: i64 = 0;
 // How many times the `period` nodes from `pos` repeat, as `repetitions` in plan.ts, remembering
 // where the period failed in `failsUntil`; `strides` is scratch.
 function repetitions(pos: i32, period: i32, to: i32, failsUntil: usize, strides: usize): i32 {
-  budget -= period;
   // Most candidates fail on an op within the first period (the branchy loss: 7,600 of 8,500, most
   // of them periods of 200 nodes or more, about 230 nodes in). The ops are compared first, eight
   // at a time, and the strides taken only where the whole period matches.
@@ -157,10 +156,13 @@ function repetitions(pos: i32, period: i32, to: i32, failsUntil: usize, strides:
   let m = 0;
   while (m + 8 <= period && load<u64>(first + <usize>m) == load<u64>(second + <usize>m)) m += 8;
   while (m < period && load<u8>(first + <usize>m) == load<u8>(second + <usize>m)) m++;
+  // Charged for the nodes compared, as in plan.ts.
   if (m < period) {
+    budget -= m + 1;
     store<i32>(failsUntil + (<usize>period << 2), pos + m);
     return 1;
   }
+  budget -= period;
   for (let s = 0; s < period; s++) {
     const i = pos + s, j = i + period;
     const code = opAt(i);

@@ -20,6 +20,7 @@ import { WasmBackend } from '../src/wasm/backend.ts';
 import { DAG_OPS, DAG_OP_NAMES, dagArbitrary, dagSum, type DagOpName } from './dag-arbitrary.ts';
 import { anyInput, bothWays, checkRandomDags, dirtyAfterTape, expectSameBits, special } from './replay-ways.ts';
 import { knownBodyCuts, straightCode } from './support.ts';
+import { VARYING } from '../src/wasm/codegen/shapes.ts';
 
 beforeAll(async () => {
   await init();
@@ -534,6 +535,38 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
     expect(withCopies).toBeGreaterThan(0);
     expect(withOtherCounts).toBeGreaterThan(0);
     expect(withKnownBodies).toBeGreaterThan(0);
+  });
+
+  // Items whose lengths the data decide (a sparse row's features, a sequence's steps): each item's
+  // inner loop runs its own count, and the sum the next item adds to lies as far back as that
+  // loop was long, so the straight code between loops differs from item to item only in where the
+  // sum is. Such bodies share a shape that passes the sum's place per body (VARYING).
+  it("items of lengths the data decide share a shape, which finds the running sum at each body's own distance", () => {
+    let varying = 0;
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 4, max: 14 }), { minLength: 16, maxLength: 40 }), fc.constantFrom('add' as const, 'mul' as const, 'sub' as const),
+        fc.array(anyInput, { minLength: 45, maxLength: 45 }),
+        (lengths, fold, xs) => {
+          const f = (x: Var[]): Var => {
+            let sum = x[0]!.mul(0.5);
+            lengths.forEach((length, i) => {
+              let z = x[14]!;
+              for (let j = 0; j < length; j++) z = z.add(x[j]!.mul(0.25 + 0.01 * ((i + j) % 7)));
+              sum = DAG_OPS[fold](sum, z.square().mul(0.1));
+            });
+            return sum;
+          };
+          const ways = bothWays(f, 15, Array.from({ length: 15 }, (_, k) => 0.1 * k - 0.6));
+          ways.check(Float64Array.from(xs), 3);
+          expect(ways.generated.generatedSweeps).toBe('active');
+          const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan;
+          if (plan.shapes.some(({ relative }) => relative.includes(VARYING))) varying++;
+        }),
+      { numRuns: 40 },
+    );
+    // Most draws hold such a shape (33 of 40 in a run).
+    expect(varying).toBeGreaterThan(10);
   });
 
   it("a shape's straight body whose first op reads a constant recorded before it reads it there", () => {
@@ -1699,7 +1732,47 @@ describe('the planner', () => {
     const seeded = new Uint8Array(tape.size);
     for (const o of outputs) seeded[o] = 1;
     expect(Array.from(inCore.repeatsOf(segments, d + 1, seeded))).toEqual(Array.from(js.repeatsOf(segments, d + 1, seeded)));
-  });});
+  });
+
+  // The search's budget pays for the nodes it compares: a candidate period that fails early (the
+  // next item, of another length) cost its whole period, and on 1,500 items of 5-29 features
+  // (81 k nodes) the search ran out after 600 items and left the rest one straight run, more
+  // than MAX_SLOTS nodes: interpreted (a probe, 10.6 ns/node; generated now, about 1.5).
+  it('searches items of lengths the data decide to the end of the tape, in the core as in the JS', () => {
+    let seed = 7;
+    const rnd = (): number => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    const n = 1500, lengths = Array.from({ length: n }, () => 5 + Math.floor(rnd() * 25)), X = Float64Array.from({ length: 30 * n }, () => rnd() - 0.5);
+    const fn = (w: Var[]): Var => {
+      let sum = w[0]!.mul(0);
+      for (let i = 0; i < n; i++) {
+        let z = w[30]!;
+        for (let j = 0; j < lengths[i]!; j++) z = z.add(w[j]!.mul(X[30 * i + j]!));
+        sum = sum.add(z.square());
+      }
+      return sum;
+    };
+    const at = Array.from({ length: 31 }, (_, k) => 0.02 * k - 0.3);
+    const { tape, outputs } = compile(fn, { inputs: 31, at, codegen: false }).recorded!;
+    const js = jsPasses(tape.engine.views, 31, tape.size).segmentsOf(31, tape.size, Infinity)!;
+    expect((tape.engine as WasmBackend).plannerPasses(31, tape.size)!.segmentsOf(31, tape.size, Infinity)).toEqual(js);
+    // A loop per item from the first to the last (those of fewer than 8 features are too short to fold).
+    expect(Math.max(...js.filter((seg) => seg.count === 1).map((seg) => seg.period))).toBeLessThan(100);
+    expect(js.filter((seg) => seg.count > 1).length).toBeGreaterThan(0.8 * n);
+    const plan = planSweeps(tape.engine.views, 31, tape.size, outputs)!;
+    expect(plan.shapes.some(({ relative }) => relative.includes(VARYING))).toBe(true);
+    expect(plan.size).toBeLessThan(1000);
+    // Generated at once (its 2,700 steps would wait for replays to pay for them), bit for bit.
+    const saved = { ...codegenDeferral };
+    Object.assign(codegenDeferral, { steps: Infinity, stepsPerTapeNode: Infinity });
+    try {
+      const ways = bothWays(fn, 31, at);
+      ways.check(Float64Array.from(at, (v, k) => v + 0.01 * k));
+      expect(ways.generated.generatedSweeps).toBe('active');
+    } finally {
+      Object.assign(codegenDeferral, saved);
+    }
+  });
+});
 
 // A data-dependent plan has a step per body (the branchy loss: 1,078; at 10,000 samples 5,313):
 // up to TABLE_STEPS its dispatchers call them in turn (bytes the core writes), past that they

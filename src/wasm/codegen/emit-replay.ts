@@ -3,6 +3,7 @@
 // that the tangent emitter shares.
 import { Op, ZERO_GRADIENT } from '../../ops.ts';
 import { enclosingGroup, nestNeeds, type Body, type Ref } from './plan.ts';
+import { VARYING } from './shapes.ts';
 import { COMPARISON, FN_FORWARD, FN_PARTIAL_Z, FN_PARTIALS, NATIVE_BINARY, NATIVE_PARTIAL } from './rules.ts';
 import {
   Bytes, F64, I32, W_BrIf, W_Call, W_Else, W_End, W_F64Abs, W_F64Add, W_F64Div, W_F64Eq, W_F64FromU32,
@@ -47,7 +48,8 @@ function localLayout(params: number, needs: { levels: number; pointers: number; 
 }
 
 /** A shape's function (shapes.ts) offsets the pointers of its body's relative groups by the byte
- *  shift in parameter `param`, and takes a top-level loop's count from parameter `param + 1`. */
+ *  shift in parameter `param`, and takes a top-level loop's count from parameter `param + 1`, or
+ *  for straight code the byte shift of its VARYING group. */
 export interface ShiftParam {
   param: number;
   relative: Uint8Array;
@@ -80,7 +82,8 @@ export function emitNest(
       } else if (shift) {
         // A shape's body: its count is a parameter, so is a reverse sweep's first iteration.
         fn.get(region);
-        if (shift.relative[g]) { fn.get(shift.param); fn.byte(W_I32Add); }
+        // A VARYING group (shapes.ts) of straight code is where the count would be: its byte shift.
+        if (shift.relative[g]) { fn.get(shift.param + (shift.relative[g] === VARYING ? 1 : 0)); fn.byte(W_I32Add); }
         if (reverse && looping && stride !== 0) {
           fn.get(shift.param + 1); fn.i32Const(1); fn.byte(W_I32Sub); fn.i32Const(8 * stride); fn.byte(W_I32Mul);
           fn.byte(W_I32Add);

@@ -4,7 +4,7 @@
 // turn into wasm. Also says why a tape gets no plan.
 import { Op, OP_TABLE } from '../../ops.ts';
 import type { TapeViews } from '../../backend.ts';
-import { describeBodies, foldShapes, repeatsOf, type Shape } from './shapes.ts';
+import { VARYING, describeBodies, foldShapes, repeatsOf, type Shape } from './shapes.ts';
 
 /** Most nodes of generated code per tape, after folding loops (about 60 bytes of wasm each). Past
  *  this the interpreter runs: straight-line code that long costs several times its recording to
@@ -185,19 +185,25 @@ export function planSegments(
   const repetitions = (pos: number, period: number): number => {
     if (strides.length < 3 * period) strides = new Int32Array(3 * period);
     const d = strides, operands = OPERANDS;
-    budget -= period;
+    // Charged for the nodes compared: a candidate that fails early (the next item of another
+    // length, in code whose items' lengths follow the data) costs that much, not its period.
     for (let s = 0; s < period; s++) {
       const i = pos + s, j = i + period;
       if (op[j] !== op[i]) {
+        budget -= s + 1;
         if (failsUntil) failsUntil[period] = i;
         return 1;
       }
       const n = operands[op[i]!]!;
-      if (nested && !sameOuter(i, j, n)) return 1;
+      if (nested && !sameOuter(i, j, n)) {
+        budget -= s + 1;
+        return 1;
+      }
       if (n > 0) d[3 * s] = a[j]! - a[i]!;
       if (n > 1) d[3 * s + 1] = b[j]! - b[i]!;
       if (n > 2) d[3 * s + 2] = a[j - 1]! - a[i - 1]!;
     }
+    budget -= period;
     let t = 2;
     for (; pos + (t + 1) * period <= to && budget > 0; t++) {
       budget -= period;
@@ -371,6 +377,9 @@ export interface Slot {
 export interface Group {
   strides: number[];
   origin: number;
+  /** Top-level straight code: the group holds one operand recorded before the body (see
+   *  describeBody), which a shape may find at another distance from each of its bodies. */
+  external?: true;
 }
 
 export interface Body {
@@ -447,6 +456,23 @@ function walkIterations(levels: readonly Level[], strides: Int32Array, nodes: In
   }
 }
 
+/** Operands of nodes recorded before it that a top-level straight body gives a pointer group
+ *  each, at most this many (more share the body's own group, as all did before). */
+const MAX_EXTERNAL_GROUPS = 8;
+
+// Whether `nodes` read at most MAX_EXTERNAL_GROUPS operands (counted per use) that are neither
+// inputs, constants, nor nodes from `start` on.
+function fewExternalOperands(views: TapeViews, nodes: readonly number[], start: number, inputEnd: number): boolean {
+  let found = 0;
+  for (const i of nodes) {
+    for (let k = 0, n = OPERANDS[views.op[i]!]!; k < n; k++) {
+      const o = operand(views, i, k);
+      if (o >= inputEnd && o < start && views.op[o] !== Op.const && ++found > MAX_EXTERNAL_GROUPS) return false;
+    }
+  }
+  return true;
+}
+
 /** Describes the nodes of `seg` as a loop body (planned again for inner loops when long). */
 export function describeBody(
   views: TapeViews, seg: Segment, parent: Body | null, outerLevels: readonly Level[], uses: Int32Array, seeded: Uint8Array,
@@ -494,8 +520,14 @@ export function describeBody(
   const groupIndex = new Map<string, number>();
   // Top-level straight code (inputEnd >= 0) keeps the inputs in a pointer group of their own: the
   // rest of its operands then sit at the same offsets from its start wherever the same code
-  // recurs, which lets bodies of one shape share a function (shapes.ts).
-  const groupOf = (strides: number[], first: number): number => {
+  // recurs, which lets bodies of one shape share a function (shapes.ts). So does each of a few
+  // operands recorded before it (per use, not per node): an accumulator (`loss = loss.add(term)`)
+  // lies as far back as the item before was long, and a logit picked by a label
+  // (`logSumExp.sub(z[label])`) as far as the label says, which differ from item to item; a
+  // shape passes one such group's place per body (shapes.ts, foldShapes).
+  const externals = inputEnd >= 0 && fewExternalOperands(views, ownNodes, seg.start, inputEnd);
+  const groupOf = (strides: number[], first: number, use = false): number => {
+    if (use && externals && first >= inputEnd && first < seg.start) return body.groups.push({ strides, origin: first, external: true }) - 1;
     const key = first < inputEnd ? `${strides.join()}i` : strides.join();
     let g = groupIndex.get(key);
     if (g === undefined) groupIndex.set(key, (g = body.groups.push({ strides, origin: first }) - 1));
@@ -551,7 +583,7 @@ export function describeBody(
       return left > 0;
     });
   }
-  for (const { refs } of body.slots) for (const r of refs) if (r.value === undefined) r.group = groupOf(r.strides, r.first);
+  for (const { refs } of body.slots) for (const r of refs) if (r.value === undefined) r.group = groupOf(r.strides, r.first, true);
   // Every pointer of an inner loop starts from one of this body's pointers.
   for (const item of body.items) {
     if (typeof item === 'number') continue;
@@ -858,7 +890,7 @@ function unfoldedStraightCode(segments: readonly Segment[], shapeOf: Int32Array)
 // `functionNodes`) and the steps of a sweep: a part, or a shape with a body's shift and count.
 // `ownBody(k)`: segment k's own description, for a copy outside any shape.
 function partsInOrder(
-  segments: readonly Segment[], shapes: readonly Shape[], shapeOf: Int32Array, bodies: readonly Body[], copied: Uint8Array,
+  segments: readonly Segment[], shapes: readonly Shape[], shapeOf: Int32Array, varyingShift: Int32Array, bodies: readonly Body[], copied: Uint8Array,
   ownBody: (k: number) => Body, functionNodes: number,
 ): { parts: Body[][]; order: Order } {
   const parts: Body[][] = [];
@@ -879,7 +911,8 @@ function partsInOrder(
       const step = order.length++;
       order.unit[step] = -1 - shape;
       order.shift[step] = 8 * (seg.start - shapes[shape]!.body.seg.start);
-      order.count[step] = seg.count;
+      // Straight code's shape takes the byte shift of its VARYING group where a loop's takes its count.
+      order.count[step] = shapes[shape]!.relative.includes(VARYING) ? 8 * varyingShift[k]! : seg.count;
       continue;
     }
     const body = copied[k] ? ownBody(k) : bodies[k]!;
@@ -938,7 +971,7 @@ export function planSweeps(
   // Each description once (a segment that is no copy has its own).
   for (let d = 0; d < descs.length; d++) layoutNest(descs[d]!, 0, 0);
   lap?.('describe');
-  const { shapes, shapeOf } = foldShapes(chunked, described);
+  const { shapes, shapeOf, varyingShift } = foldShapes(chunked, described);
   lap?.('fold');
   // The search counted short runs between loops as no code (SHORT_RUN), as they fold into
   // shapes where the data repeat them: those that did not fold count now, with the rest.
@@ -952,7 +985,7 @@ export function planSweeps(
     copied[k] = 0;
     return body;
   };
-  const { parts, order } = partsInOrder(chunked, shapes, shapeOf, bodies, copied, ownBody, functionNodes);
+  const { parts, order } = partsInOrder(chunked, shapes, shapeOf, varyingShift, bodies, copied, ownBody, functionNodes);
   const size = parts.flat().reduce((sum, b) => sum + b.size, 0) + shapes.reduce((sum, { body }) => sum + body.size, 0);
   if (size > maxSlots) return null;
   return { segments: chunked, bodies, copied, parts, shapes, order, size };

@@ -9,12 +9,16 @@ import {
 } from './plan.ts';
 
 /** A shape: the body whose code its function runs, and per top-level pointer group whether it
- *  moves with the body (relative: offset by the caller's shift) or stays (an input, a hoisted
- *  node). */
+ *  moves with the body (relative 1: offset by the caller's shift), stays (0: an input, a hoisted
+ *  node), or lies elsewhere for each body (VARYING: an external group of straight code, offset by
+ *  the byte shift a step passes in place of a loop's count). */
 export interface Shape {
   body: Body;
   relative: Uint8Array;
 }
+
+/** `Shape.relative` of the group a shape of straight code finds at its own distance from each body. */
+export const VARYING = 2;
 
 /** A shape needs this many bodies: below it, a copy per body costs less than the calls. */
 const MIN_BODIES = 4;
@@ -461,7 +465,7 @@ function untaken(bucket: Int32Array, takenSegment: Uint8Array, takenDesc: Uint8A
  *  took): on a first compile, with thousands of segments, maps and sets per segment and
  *  closures cost several ms before V8 had optimised them, and their optimisation as much again
  *  on a background thread. */
-export function foldShapes(segments: readonly Segment[], { copied, descOf, descs, moves }: Described): { shapes: Shape[]; shapeOf: Int32Array } {
+export function foldShapes(segments: readonly Segment[], { copied, descOf, descs, moves }: Described): { shapes: Shape[]; shapeOf: Int32Array; varyingShift: Int32Array } {
   const n = segments.length;
   const { members, bucketStart, keys } = bucketsByKey(segments, descOf, descs);
   // Per description, where its top-level groups start; per segment, its start.
@@ -470,6 +474,8 @@ export function foldShapes(segments: readonly Segment[], { copied, descOf, descs
   const startOf = startsOf(segments);
   const shapes: Shape[] = [];
   const shapeOf = new Int32Array(n).fill(-1);
+  // Per segment of a shape with a VARYING group: that group's place against the description's, in nodes.
+  const varyingShift = new Int32Array(n);
   const takenSegment = new Uint8Array(n), takenDesc = new Uint8Array(descs.length);
   // Which groups of the leader's description move with a body (relative) and which stay, as the
   // first member whose origins differ from the description's each by its shift from the
@@ -479,24 +485,51 @@ export function foldShapes(segments: readonly Segment[], { copied, descOf, descs
   // and the leader may be a copy of it, whose groups that move with a copy a shape may keep in
   // place (a review: such a shape read a hoisted node of the description's place for every
   // member, wrong values).
+  // Straight code may have one external group (describeBody) that is VARYING: found where the
+  // first agreeing member has it at neither the body's distance nor in place, or where one of the
+  // next PARTNER_TRIES members disagrees with that member on it alone (an accumulator after items
+  // of two lengths, which the first partner may have matched).
   const fold = (bucket: Int32Array, found: Int32Array): { relative: Uint8Array; count: number } | null => {
     const lead = descOf[bucket[0]!]!, first = origins(lead), groups = first.length, firstStart = descs[lead]!.seg.start;
+    const external = descs[lead]!.groups.map((g) => g.external === true);
+    const canVary = straight(descs[lead]!) && external.includes(true);
     const relative = new Uint8Array(groups);
-    let agreed = false;
-    for (let t = 0; t < bucket.length && t <= PARTNER_TRIES && !agreed; t++) {
+    let agreed = false, varying = -1, t = 0;
+    // Where member b has group g against the description's (moved with a copy where it moves).
+    const placeOf = (b: number, g: number): number => {
+      const db = descOf[b]!, own = originsOf[db] ?? origins(db), move = copied[b] ? moves[db]! : null;
+      return own[g]! + (move !== null && move[g] ? startOf[b]! - descs[db]!.seg.start : 0) - first[g]!;
+    };
+    for (; t < bucket.length && t <= PARTNER_TRIES && !agreed; t++) {
       const b = bucket[t]!, delta = startOf[b]! - firstStart;
       // The description's own segment tells nothing.
       if (delta === 0) continue;
-      // Where b's groups start against the description's: moved with a copy where a group moves.
-      const db = descOf[b]!, own = origins(db), move = copied[b] ? moves[db]! : null, shift = startOf[b]! - descs[db]!.seg.start;
       agreed = true;
+      varying = -1;
       for (let g = 0; g < groups && agreed; g++) {
-        const d = own[g]! + (move !== null && move[g] ? shift : 0) - first[g]!;
+        const d = placeOf(b, g);
         relative[g] = d === delta ? 1 : 0;
         agreed = d === delta || d === 0;
+        if (!agreed && canVary && external[g] && varying < 0) {
+          relative[g] = VARYING;
+          varying = g;
+          agreed = true;
+        }
       }
     }
     if (!agreed) return null;
+    for (let end = Math.min(bucket.length, t + PARTNER_TRIES); canVary && varying < 0 && t < end; t++) {
+      const b = bucket[t]!, delta = startOf[b]! - firstStart;
+      let odd = -1;
+      for (let g = 0; g < groups && odd !== -2; g++) {
+        if (placeOf(b, g) === (relative[g] ? delta : 0)) continue;
+        odd = external[g] && odd === -1 ? g : -2;
+      }
+      if (odd >= 0) {
+        relative[odd] = VARYING;
+        varying = odd;
+      }
+    }
     // Per member, no call but where a description's origins are first read (a call per group and
     // member was most of folding on a first compile).
     let count = 0;
@@ -505,7 +538,9 @@ export function foldShapes(segments: readonly Segment[], { copied, descOf, descs
       const move = copied[k] ? moves[d]! : null, delta = startOf[k]! - descs[d]!.seg.start;
       let member = true;
       for (let g = 0; g < groups && member; g++) {
-        member = own[g]! + (move !== null && move[g] ? delta : 0) - first[g]! === (relative[g] ? shift : 0);
+        const place = own[g]! + (move !== null && move[g] ? delta : 0) - first[g]!;
+        if (relative[g] === VARYING) varyingShift[k] = place;
+        else member = place === (relative[g] ? shift : 0);
       }
       if (member) found[count++] = k;
     }
@@ -535,7 +570,7 @@ export function foldShapes(segments: readonly Segment[], { copied, descOf, descs
       bucket = untaken(bucket, takenSegment, takenDesc, descOf);
     }
   }
-  return { shapes, shapeOf };
+  return { shapes, shapeOf, varyingShift };
 
   // Makes the shape of `members` (true), or leaves them (a straight body with no moving pointer).
   function addShape(relative: Uint8Array, members: Int32Array): boolean {
