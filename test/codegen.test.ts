@@ -569,6 +569,47 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
     expect(varying).toBeGreaterThan(10);
   });
 
+  // A softmax loss: per sample a loop over the classes (each class's logit from the sample's
+  // features: constants recorded at every iteration, with the sample's values), then the log of
+  // the sum of exps minus the logit the label picks. The loops of all samples share a shape that
+  // loads those constants (they were immediates, a function per sample), and the tails one that
+  // finds the picked logit at each body's own distance (VARYING).
+  it('a loss over classes picked by labels folds its per-sample loops and tails into shapes', () => {
+    let loads = 0, picked = 0;
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 3, max: 5 }), fc.integer({ min: 2, max: 4 }), fc.array(fc.nat(4), { minLength: 12, maxLength: 40 }),
+        fc.array(anyInput, { minLength: 75, maxLength: 75 }),
+        (classes, d, labels, xs) => {
+          const inputs = classes * (d + 1);
+          const f = (w: Var[]): Var => {
+            let loss = w[0]!.mul(0);
+            labels.forEach((label, i) => {
+              const logits: Var[] = [];
+              for (let c = 0; c < classes; c++) {
+                let z = w[classes * d + c]!;
+                for (let j = 0; j < d; j++) z = z.add(w[c * d + j]!.mul(Math.sin(1.7 * i + j)));
+                logits.push(z);
+              }
+              let sum = logits[0]!.exp();
+              for (let c = 1; c < classes; c++) sum = sum.add(logits[c]!.exp());
+              loss = loss.add(sum.log().sub(logits[label % classes]!));
+            });
+            return loss;
+          };
+          const ways = bothWays(f, inputs, Array.from({ length: inputs }, (_, k) => 0.05 * k - 0.3));
+          ways.check(Float64Array.from(xs), 3);
+          expect(ways.generated.generatedSweeps).toBe('active');
+          const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan;
+          if (plan.shapes.some(({ body }) => body.seg.count > 1 && body.slots.some(({ refs }) => refs.some((r) => r.constant && r.value === undefined)))) loads++;
+          if (plan.shapes.some(({ relative }) => relative.includes(VARYING))) picked++;
+        }),
+      { numRuns: 30 },
+    );
+    expect(loads).toBeGreaterThan(10);
+    expect(picked).toBeGreaterThan(10);
+  });
+
   it("a shape's straight body whose first op reads a constant recorded before it reads it there", () => {
     // Found by the loop-program property (seed 40609873): a step's constant, recorded just before a
     // straight body, became a load through the body's pointer when the bodies folded into a shape,

@@ -971,7 +971,7 @@ export function planSweeps(
   // Each description once (a segment that is no copy has its own).
   for (let d = 0; d < descs.length; d++) layoutNest(descs[d]!, 0, 0);
   lap?.('describe');
-  const { shapes, shapeOf, varyingShift } = foldShapes(chunked, described);
+  const { shapes, shapeOf, varyingShift } = foldShapes(views, chunked, described);
   lap?.('fold');
   // The search counted short runs between loops as no code (SHORT_RUN), as they fold into
   // shapes where the data repeat them: those that did not fold count now, with the rest.

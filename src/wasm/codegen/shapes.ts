@@ -32,9 +32,15 @@ const number = (v: number): string => (Object.is(v, -0) ? '-0' : String(v));
 // the tape instead, so bodies that differ only in them share a function.
 const straight = (body: Body): boolean => body.parent === null && body.seg.count === 1 && body.items.every((item) => typeof item === 'number');
 
+// A constant a top-level loop records at every iteration (a sample's feature, read by each of
+// its classes' loop): an immediate of its code, which bodies of a shape load instead where their
+// values differ (addShape).
+const perIteration = (body: Body, r: Ref): boolean =>
+  body.parent === null && body.seg.count > 1 && r.first >= body.seg.start && r.first < body.seg.start + body.seg.period && r.strides[0] === body.seg.period;
+
 // `isStraight`: straight(body), which reads every item, passed in (once per body, not per ref).
 function refKey(body: Body, isStraight: boolean, r: Ref): string {
-  if (r.value !== undefined) return isStraight ? `k${r.first - body.seg.start}` : `v${number(r.value)}`;
+  if (r.value !== undefined) return isStraight || perIteration(body, r) ? `k${r.first - body.seg.start}` : `v${number(r.value)}`;
   return `${r.group}@${r.first - body.groups[r.group]!.origin}${r.constant ? 'c' : ''}s${r.slot}k${r.carried}`;
 }
 
@@ -421,9 +427,9 @@ function bucketsByKey(segments: readonly Segment[], descOf: Int32Array, descs: r
   const keyIds = new Map<string, number>();
   const bucketOf = new Int32Array(n).fill(-1);
   let keys = 0;
+  // Every segment, one node long too: a body of no shape is a function of its own where shapes'
+  // steps come between (the softmax loss: 139 one-node bodies, 139 functions).
   for (let k = 0; k < n; k++) {
-    const seg = segments[k]!;
-    if (seg.period * seg.count < 2) continue;
     const d = descOf[k]!;
     if (keyOf[d]! < 0) {
       const key = shapeKey(descs[d]!);
@@ -465,7 +471,7 @@ function untaken(bucket: Int32Array, takenSegment: Uint8Array, takenDesc: Uint8A
  *  took): on a first compile, with thousands of segments, maps and sets per segment and
  *  closures cost several ms before V8 had optimised them, and their optimisation as much again
  *  on a background thread. */
-export function foldShapes(segments: readonly Segment[], { copied, descOf, descs, moves }: Described): { shapes: Shape[]; shapeOf: Int32Array; varyingShift: Int32Array } {
+export function foldShapes(views: TapeViews, segments: readonly Segment[], { copied, descOf, descs, moves }: Described): { shapes: Shape[]; shapeOf: Int32Array; varyingShift: Int32Array } {
   const n = segments.length;
   const { members, bucketStart, keys } = bucketsByKey(segments, descOf, descs);
   // Per description, where its top-level groups start; per segment, its start.
@@ -602,6 +608,29 @@ export function foldShapes(segments: readonly Segment[], { copied, descOf, descs
       // from it are unsigned (a negative one read far outside the tape and trapped).
       const group = first.groups[moving]!;
       for (const { refs } of first.slots) for (const r of refs) if (r.group === moving) group.origin = Math.min(group.origin, r.first);
+    } else if (first.seg.count > 1) {
+      // A loop's constants recorded at every iteration, where some member's differ from the
+      // description's: loads through the body's own pointer (the softmax loss's features, read
+      // by each class: a function per sample before).
+      const start = first.seg.start;
+      const differs = first.slots.some(({ refs }) => refs.some((r) => r.value !== undefined && perIteration(first, r) &&
+        members.some((k) => !Object.is(views.val[r.first + startOf[k]! - start], r.value))));
+      if (differs) {
+        const rewritten = new Uint8Array(descs.length);
+        for (let m = 0; m < members.length; m++) {
+          const d = descOf[members[m]!]!;
+          if (rewritten[d]) continue;
+          rewritten[d] = 1;
+          const desc = descs[d]!, own = desc.slots[0]!.self.group;
+          for (const { refs } of desc.slots) {
+            for (const r of refs) {
+              if (r.value === undefined || !perIteration(desc, r)) continue;
+              r.value = undefined;
+              r.group = own;
+            }
+          }
+        }
+      }
     }
     const shape = shapes.push({ body: first, relative }) - 1;
     for (let m = 0; m < members.length; m++) shapeOf[members[m]!] = shape;
