@@ -1,6 +1,7 @@
 // The costs of generated sweeps on tapes that used to fall off a cliff: a large loop body with an
-// inner loop, the scalar GMM objective (3.4 M nodes), a non-periodic tape, and losses whose
-// per-sample bodies take one of two shapes by the data or by a guard. Each (case, mode)
+// inner loop, the scalar GMM objective (3.4 M nodes), a non-periodic tape, losses whose
+// per-sample bodies take one of two shapes by the data or by a guard, rows of as many features
+// as the data say, and a softmax loss whose labels pick a logit. Each (case, mode)
 // runs in its own process, so no JIT state or heap carries over:
 //   npx tsx bench/codegen-cliffs.ts                 # every case, generated and interpreted, a table
 //   npx tsx bench/codegen-cliffs.ts --case=gmm --mode=generated   # one child (prints JSON)
@@ -24,8 +25,8 @@ import { emitSweeps } from '../src/wasm/codegen/module.ts';
 import { median } from './protocol.ts';
 import { LOGREG_D, STRAIGHT_INPUTS, gmmData, gmmObjectiveVar, gmmPlain, logregData, logregPlain, mulberry32, straightTape } from './workloads.ts';
 
-type CaseId = 'gmm' | 'nested' | 'straight' | 'straight-live' | 'branchy' | 'branchy-10k' | 'huber';
-const CASES: CaseId[] = ['gmm', 'nested', 'straight', 'straight-live', 'branchy', 'branchy-10k', 'huber'];
+type CaseId = 'gmm' | 'nested' | 'straight' | 'straight-live' | 'branchy' | 'branchy-10k' | 'huber' | 'ragged' | 'softmax';
+const CASES: CaseId[] = ['gmm', 'nested', 'straight', 'straight-live', 'branchy', 'branchy-10k', 'huber', 'ragged', 'softmax'];
 
 // plain: the function without AD on plain numbers (the non-periodic tape has none: its ops are
 // drawn while recording).
@@ -143,6 +144,71 @@ function huberCase(n = 1000): Case {
   return { fn, inputs: d + 1, x: new Float64Array(d + 1), what: `Huber loss, ${n.toLocaleString('en-US')} × ${d}, a guard on each residual`, plain };
 }
 
+// Least squares over sparse rows: 1,500 rows of 5-29 features (as many as the data say), each
+// row's inner loop its own length, the running sum as far back as the row before was long.
+function raggedCase(n = 1500): Case {
+  const rand = mulberry32(7), width = 30;
+  const lengths = Array.from({ length: n }, () => 5 + Math.floor(rand() * 25));
+  const X = Float64Array.from({ length: n * width }, () => rand() - 0.5), Y = Float64Array.from({ length: n }, () => rand() - 0.5);
+  const fn = (w: Var[]): Var => {
+    let s = w[0]!.mul(0);
+    for (let i = 0; i < n; i++) {
+      let z = w[width - 1]!;
+      for (let j = 0; j < lengths[i]!; j++) z = z.add(w[j]!.mul(X[i * width + j]!));
+      s = s.add(z.sub(Y[i]!).square());
+    }
+    return s;
+  };
+  const plain = (w: Float64Array): number => {
+    let s = 0;
+    for (let i = 0; i < n; i++) {
+      let z = w[width - 1]!;
+      for (let j = 0; j < lengths[i]!; j++) z += w[j]! * X[i * width + j]!;
+      s += (z - Y[i]!) ** 2;
+    }
+    return s;
+  };
+  return { fn, inputs: width, x: Float64Array.from({ length: width }, (_, k) => 0.02 * k - 0.3), what: `sparse least squares, ${n.toLocaleString('en-US')} rows of 5-29 features`, plain };
+}
+
+// Softmax regression: per sample a loop over the classes (the sample's features recorded at each),
+// the log of the sum of their exps, minus the logit its label picks.
+function softmaxCase(n = 800, classes = 5, d = 3): Case {
+  const rand = mulberry32(5);
+  const X = Float64Array.from({ length: n * d }, () => rand() - 0.5), labels = Int32Array.from({ length: n }, () => Math.floor(rand() * classes));
+  const fn = (w: Var[]): Var => {
+    let loss = w[0]!.mul(0);
+    for (let i = 0; i < n; i++) {
+      const logits: Var[] = [];
+      for (let c = 0; c < classes; c++) {
+        let z = w[classes * d + c]!;
+        for (let j = 0; j < d; j++) z = z.add(w[c * d + j]!.mul(X[i * d + j]!));
+        logits.push(z);
+      }
+      let sum = logits[0]!.exp();
+      for (let c = 1; c < classes; c++) sum = sum.add(logits[c]!.exp());
+      loss = loss.add(sum.log().sub(logits[labels[i]!]!));
+    }
+    return loss;
+  };
+  const plain = (w: Float64Array): number => {
+    let loss = 0;
+    const logits = new Float64Array(classes);
+    for (let i = 0; i < n; i++) {
+      let sum = 0;
+      for (let c = 0; c < classes; c++) {
+        let z = w[classes * d + c]!;
+        for (let j = 0; j < d; j++) z += w[c * d + j]! * X[i * d + j]!;
+        logits[c] = z;
+        sum += Math.exp(z);
+      }
+      loss += Math.log(sum) - logits[labels[i]!]!;
+    }
+    return loss;
+  };
+  return { fn, inputs: classes * (d + 1), x: Float64Array.from({ length: classes * (d + 1) }, (_, k) => 0.05 * k - 0.3), what: `softmax regression, ${n.toLocaleString('en-US')} samples × ${d} features, ${classes} classes`, plain };
+}
+
 // The non-periodic tape of bench/workloads.ts (straightTape).
 function straightCase(ops = 100_000, live = false): Case {
   const inputs = STRAIGHT_INPUTS;
@@ -154,7 +220,7 @@ function caseOf(id: CaseId, ops: number): Case {
   // --samples=n: the branchy loss at n samples (the table dispatcher's threshold was measured so).
   const samples = arg('samples');
   return id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : id === 'branchy' ? branchyCase(samples ? Number(samples) : undefined) : id === 'branchy-10k' ? branchyCase(10_000) : id === 'huber' ? huberCase()
-    : straightCase(ops, id === 'straight-live');
+    : id === 'ragged' ? raggedCase() : id === 'softmax' ? softmaxCase() : straightCase(ops, id === 'straight-live');
 }
 
 const now = (): number => performance.now();

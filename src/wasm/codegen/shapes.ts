@@ -201,7 +201,10 @@ function immediates(body: Body, outer: readonly Level[], nodes: number[] = [], v
     }
     for (let t = 0; t < levels[l]!.count; t++) visit(r, l + 1, node + t * r.strides[l]!);
   };
-  for (const { refs } of body.slots) for (const r of refs) if (r.value !== undefined) visit(r, 0, r.first);
+  // A top-level loop's constants recorded at every iteration are no immediates a copy must match:
+  // a copy stands in only inside a shape, which loads them where its members' differ (addShape).
+  const top = outer.length === 0;
+  for (const { refs } of body.slots) for (const r of refs) if (r.value !== undefined && !(top && perIteration(body, r))) visit(r, 0, r.first);
   for (const item of body.items) if (typeof item !== 'number') immediates(item, levels, nodes, values);
   return { nodes, values };
 }
