@@ -379,7 +379,7 @@ export interface Group {
   origin: number;
   /** Top-level straight code: the group holds one operand recorded before the body (see
    *  describeBody), which a shape may find at another distance from each of its bodies. */
-  external?: true;
+  external?: true | undefined;
 }
 
 export interface Body {
