@@ -284,7 +284,8 @@ function knownAt(pos: i32, from: i32, end: i32): i32 {
   for (let k = 0; k < KNOWN_BODIES; k++) {
     const period = load<i32>(knownPeriods + (<usize>k << 2)), start = load<i32>(knownStarts + (<usize>k << 2));
     if (period == 0 || (best > 0 && period >= best) || pos + period > end) continue;
-    let s = 0;
+    // Inputs at one shift, as in plan.ts.
+    let s = 0, shift = 0, shifted = false;
     for (; s < period; s++) {
       const i = start + s, j = pos + s, code = opAt(i);
       if (opAt(j) != code) break;
@@ -292,7 +293,11 @@ function knownAt(pos: i32, from: i32, end: i32): i32 {
       let m = 0;
       for (; m < n; m++) {
         const oi = operandOf(i, m), oj = operandOf(j, m);
-        if (oi < from ? oj != oi : i - oi != j - oj) break;
+        if (oi >= from ? i - oi != j - oj : oj >= from || (shifted && oj - oi != shift)) break;
+        if (oi < from) {
+          shift = oj - oi;
+          shifted = true;
+        }
       }
       if (m < n) break;
     }

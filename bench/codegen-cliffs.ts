@@ -1,7 +1,8 @@
 // The costs of generated sweeps on tapes that used to fall off a cliff: a large loop body with an
 // inner loop, the scalar GMM objective (3.4 M nodes), a non-periodic tape, losses whose
 // per-sample bodies take one of two shapes by the data or by a guard, rows of as many features
-// as the data say, and a softmax loss whose labels pick a logit. Each (case, mode)
+// as the data say, a softmax loss whose labels pick a logit, and a table whose points read the
+// parameters their segment selects. Each (case, mode)
 // runs in its own process, so no JIT state or heap carries over:
 //   npx tsx bench/codegen-cliffs.ts                 # every case, generated and interpreted, a table
 //   npx tsx bench/codegen-cliffs.ts --case=gmm --mode=generated   # one child (prints JSON)
@@ -25,8 +26,8 @@ import { emitSweeps } from '../src/wasm/codegen/module.ts';
 import { median } from './protocol.ts';
 import { LOGREG_D, STRAIGHT_INPUTS, gmmData, gmmObjectiveVar, gmmPlain, logregData, logregPlain, mulberry32, straightTape } from './workloads.ts';
 
-type CaseId = 'gmm' | 'nested' | 'straight' | 'straight-live' | 'branchy' | 'branchy-10k' | 'huber' | 'ragged' | 'softmax';
-const CASES: CaseId[] = ['gmm', 'nested', 'straight', 'straight-live', 'branchy', 'branchy-10k', 'huber', 'ragged', 'softmax'];
+type CaseId = 'gmm' | 'nested' | 'straight' | 'straight-live' | 'branchy' | 'branchy-10k' | 'huber' | 'ragged' | 'softmax' | 'lookup';
+const CASES: CaseId[] = ['gmm', 'nested', 'straight', 'straight-live', 'branchy', 'branchy-10k', 'huber', 'ragged', 'softmax', 'lookup'];
 
 // plain: the function without AD on plain numbers (the non-periodic tape has none: its ops are
 // drawn while recording).
@@ -209,6 +210,30 @@ function softmaxCase(n = 800, classes = 5, d = 3): Case {
   return { fn, inputs: classes * (d + 1), x: Float64Array.from({ length: classes * (d + 1) }, (_, k) => 0.05 * k - 0.3), what: `softmax regression, ${n.toLocaleString('en-US')} samples × ${d} features, ${classes} classes`, plain };
 }
 
+// A piecewise-linear table of 10 segments fitted to 3,000 points by least squares: each point
+// reads the two parameters its segment selects (the same code, inputs at another place).
+function lookupCase(n = 3000, segments = 10): Case {
+  const rand = mulberry32(3);
+  const X = Float64Array.from({ length: n }, () => rand() * segments * 0.999), Y = Float64Array.from({ length: n }, () => rand());
+  const fn = (w: Var[]): Var => {
+    let loss = w[0]!.mul(0);
+    for (let i = 0; i < n; i++) {
+      const k = Math.floor(X[i]!), t = X[i]! - k;
+      loss = loss.add(w[k]!.mul(1 - t).add(w[k + 1]!.mul(t)).sub(Y[i]!).square());
+    }
+    return loss;
+  };
+  const plain = (w: Float64Array): number => {
+    let loss = 0;
+    for (let i = 0; i < n; i++) {
+      const k = Math.floor(X[i]!), t = X[i]! - k;
+      loss += (w[k]! * (1 - t) + w[k + 1]! * t - Y[i]!) ** 2;
+    }
+    return loss;
+  };
+  return { fn, inputs: segments + 1, x: Float64Array.from({ length: segments + 1 }, (_, k) => 0.1 * k), what: `piecewise-linear table of ${segments} segments, ${n.toLocaleString('en-US')} points`, plain };
+}
+
 // The non-periodic tape of bench/workloads.ts (straightTape).
 function straightCase(ops = 100_000, live = false): Case {
   const inputs = STRAIGHT_INPUTS;
@@ -220,7 +245,7 @@ function caseOf(id: CaseId, ops: number): Case {
   // --samples=n: the branchy loss at n samples (the table dispatcher's threshold was measured so).
   const samples = arg('samples');
   return id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : id === 'branchy' ? branchyCase(samples ? Number(samples) : undefined) : id === 'branchy-10k' ? branchyCase(10_000) : id === 'huber' ? huberCase()
-    : id === 'ragged' ? raggedCase() : id === 'softmax' ? softmaxCase() : straightCase(ops, id === 'straight-live');
+    : id === 'ragged' ? raggedCase() : id === 'softmax' ? softmaxCase() : id === 'lookup' ? lookupCase() : straightCase(ops, id === 'straight-live');
 }
 
 const now = (): number => performance.now();

@@ -610,6 +610,33 @@ describe('bodies of one shape: data-dependent code shares a function per shape',
     expect(picked).toBeGreaterThan(10);
   });
 
+  // Items that read the parameters their data select (a piecewise-linear table's segment, an
+  // embedding's row): the same code reading the inputs at another place. The search cuts such
+  // runs at a known body read at one input shift, and a shape passes where its inputs start.
+  it('items whose data select the inputs they read share a shape that passes where those start', () => {
+    let varying = 0;
+    fc.assert(
+      fc.property(fc.array(fc.nat(7), { minLength: 30, maxLength: 90 }), fc.array(anyInput, { minLength: 27, maxLength: 27 }), (segments, xs) => {
+        const f = (w: Var[]): Var => {
+          let loss = w[0]!.mul(0);
+          segments.forEach((k, i) => {
+            const t = 0.125 * (i % 8);
+            loss = loss.add(w[k]!.mul(1 - t).add(w[k + 1]!.mul(t)).sub(Math.cos(i)).square());
+          });
+          return loss;
+        };
+        const ways = bothWays(f, 9, Array.from({ length: 9 }, (_, k) => 0.1 * k - 0.4));
+        ways.check(Float64Array.from(xs), 3);
+        expect(ways.generated.generatedSweeps).toBe('active');
+        const plan = (ways.generated.recorded!.tape.engine as unknown as { plan: SweepPlan }).plan;
+        if (plan.shapes.some(({ body, relative }) => body.groups.some((g, k) => relative[k] === VARYING && g.origin < 9))) varying++;
+      }),
+      { numRuns: 40 },
+    );
+    // Most draws hold such a shape (35 of 40 in a run; the search learns the body from a run of three equal segments).
+    expect(varying).toBeGreaterThan(10);
+  });
+
   it("a shape's straight body whose first op reads a constant recorded before it reads it there", () => {
     // Found by the loop-program property (seed 40609873): a step's constant, recorded just before a
     // straight body, became a load through the body's pointer when the bodies folded into a shape,
@@ -1670,6 +1697,19 @@ describe('the planner', () => {
       fc.property(fc.array(fc.boolean(), { minLength: 20, maxLength: 120 }), fc.integer({ min: 1, max: 8 }), (labels, d) => {
         const { tape, outputs } = compile(branchyLoss(labels, d), { inputs: d + 1, at: Array.from({ length: d + 1 }, (_, k) => 0.1 * k), codegen: false }).recorded!;
         same(tape, d + 1, Array.from(outputs));
+      }),
+      { numRuns: 30 },
+    );
+    // Samples that read the inputs their data select (known bodies read at an input shift).
+    fc.assert(
+      fc.property(fc.array(fc.nat(5), { minLength: 20, maxLength: 120 }), (segments) => {
+        const f = (w: Var[]): Var => {
+          let loss = w[0]!.mul(0);
+          segments.forEach((k, i) => { loss = loss.add(w[k]!.mul(0.5).add(w[k + 1]!.mul(0.25)).sub(Math.sin(i)).square()); });
+          return loss;
+        };
+        const { tape, outputs } = compile(f, { inputs: 7, at: Array.from({ length: 7 }, (_, k) => 0.1 * k), codegen: false }).recorded!;
+        same(tape, 7, Array.from(outputs));
       }),
       { numRuns: 30 },
     );

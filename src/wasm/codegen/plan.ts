@@ -252,7 +252,9 @@ export function planSegments(
     for (let k = 0; k < KNOWN_BODIES; k++) {
       const period = knownPeriod[k]!, start = knownStart[k]!;
       if (period === 0 || (best > 0 && period >= best) || pos + period > end) continue;
-      let s = 0;
+      // Inputs may be read at another place, all at one shift (an item that reads the parameters
+      // its data select: a segment of an interpolation table, an embedding's row).
+      let s = 0, shift = 0, shifted = false;
       for (; s < period; s++) {
         const i = start + s, j = pos + s, code = op[i]!;
         if (op[j] !== code) break;
@@ -260,7 +262,11 @@ export function planSegments(
         let m = 0;
         for (; m < n; m++) {
           const oi = operand(views, i, m), oj = operand(views, j, m);
-          if (oi < from ? oj !== oi : i - oi !== j - oj) break;
+          if (oi >= from ? i - oi !== j - oj : oj >= from || (shifted && oj - oi !== shift)) break;
+          if (oi < from) {
+            shift = oj - oi;
+            shifted = true;
+          }
         }
         if (m < n) break;
       }
@@ -377,8 +383,8 @@ export interface Slot {
 export interface Group {
   strides: number[];
   origin: number;
-  /** Top-level straight code: the group holds one operand recorded before the body (see
-   *  describeBody), which a shape may find at another distance from each of its bodies. */
+  /** Top-level straight code: the group holds one operand recorded before the body, or the
+   *  inputs (see describeBody), which a shape may find at another place for each of its bodies. */
   external?: true | undefined;
 }
 
@@ -530,7 +536,8 @@ export function describeBody(
     if (use && externals && first >= inputEnd && first < seg.start) return body.groups.push({ strides, origin: first, external: true }) - 1;
     const key = first < inputEnd ? `${strides.join()}i` : strides.join();
     let g = groupIndex.get(key);
-    if (g === undefined) groupIndex.set(key, (g = body.groups.push({ strides, origin: first }) - 1));
+    // The inputs' group may vary too (the parameters an item's data select).
+    if (g === undefined) groupIndex.set(key, (g = body.groups.push(first < inputEnd ? { strides, origin: first, external: true } : { strides, origin: first }) - 1));
     else body.groups[g]!.origin = Math.min(body.groups[g]!.origin, first);
     return g;
   };
