@@ -10,14 +10,14 @@ import {
 
 /** A shape: the body whose code its function runs, and per top-level pointer group whether it
  *  moves with the body (relative 1: offset by the caller's shift), stays (0: an input, a hoisted
- *  node), or lies elsewhere for each body (VARYING: an external group of straight code, offset by
- *  the byte shift a step passes in place of a loop's count). */
+ *  node), or lies elsewhere for each body (VARYING: an operand recorded before straight code, or
+ *  its inputs, offset by the byte shift a step passes in place of a loop's count). */
 export interface Shape {
   body: Body;
   relative: Uint8Array;
 }
 
-/** `Shape.relative` of the group a shape of straight code finds at its own distance from each body. */
+/** `Shape.relative` of the group a shape of straight code finds at another place for each body. */
 export const VARYING = 2;
 
 /** A shape needs this many bodies: below it, a copy per body costs less than the calls. */
@@ -494,10 +494,11 @@ export function foldShapes(views: TapeViews, segments: readonly Segment[], { cop
   // and the leader may be a copy of it, whose groups that move with a copy a shape may keep in
   // place (a review: such a shape read a hoisted node of the description's place for every
   // member, wrong values).
-  // Straight code may have one external group (describeBody) that is VARYING: found where the
-  // first agreeing member has it at neither the body's distance nor in place, or where one of the
-  // next PARTNER_TRIES members disagrees with that member on it alone (an accumulator after items
-  // of two lengths, which the first partner may have matched).
+  // Straight code may have one external group (describeBody: an operand recorded before it, or
+  // the inputs) that is VARYING: found where the first agreeing member has it at neither the
+  // body's distance nor in place, or where one of the next PARTNER_TRIES members disagrees with
+  // that member on it alone (an accumulator after items of two lengths, which the first partner
+  // may have matched).
   const fold = (bucket: Int32Array, found: Int32Array): { relative: Uint8Array; count: number } | null => {
     const lead = descOf[bucket[0]!]!, first = origins(lead), groups = first.length, firstStart = descs[lead]!.seg.start;
     const external = descs[lead]!.groups.map((g) => g.external === true);
