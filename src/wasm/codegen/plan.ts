@@ -531,9 +531,9 @@ export function describeBody(
   // lies as far back as the item before was long, and a logit picked by a label
   // (`logSumExp.sub(z[label])`) as far as the label says, which differ from item to item; a
   // shape passes one such group's place per body (shapes.ts, foldShapes).
-  const externals = inputEnd >= 0 && fewExternalOperands(views, ownNodes, seg.start, inputEnd);
+  const externalGroups = inputEnd >= 0 && fewExternalOperands(views, ownNodes, seg.start, inputEnd);
   const groupOf = (strides: number[], first: number, use = false): number => {
-    if (use && externals && first >= inputEnd && first < seg.start) return body.groups.push({ strides, origin: first, external: true }) - 1;
+    if (use && externalGroups && first >= inputEnd && first < seg.start) return body.groups.push({ strides, origin: first, external: true }) - 1;
     const key = first < inputEnd ? `${strides.join()}i` : strides.join();
     let g = groupIndex.get(key);
     // The inputs' group may vary too (the parameters an item's data select).
@@ -905,6 +905,8 @@ function partsInOrder(
   const steps = segments.length;
   const order: Order = { length: 0, unit: new Int32Array(steps), shift: new Int32Array(steps), count: new Int32Array(steps) };
   let part: Body[] = [], partSize = 0;
+  // Straight code's shape takes the byte shift of its VARYING group where a loop's takes its count.
+  const varies = shapes.map(({ relative }) => relative.includes(VARYING));
   for (let k = 0; k < segments.length; k++) {
     const seg = segments[k]!;
     const shape = shapeOf[k]!;
@@ -918,8 +920,7 @@ function partsInOrder(
       const step = order.length++;
       order.unit[step] = -1 - shape;
       order.shift[step] = 8 * (seg.start - shapes[shape]!.body.seg.start);
-      // Straight code's shape takes the byte shift of its VARYING group where a loop's takes its count.
-      order.count[step] = shapes[shape]!.relative.includes(VARYING) ? 8 * varyingShift[k]! : seg.count;
+      order.count[step] = varies[shape] ? 8 * varyingShift[k]! : seg.count;
       continue;
     }
     const body = copied[k] ? ownBody(k) : bodies[k]!;

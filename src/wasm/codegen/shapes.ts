@@ -203,8 +203,7 @@ function immediates(body: Body, outer: readonly Level[], nodes: number[] = [], v
   };
   // A top-level loop's constants recorded at every iteration are no immediates a copy must match:
   // a copy stands in only inside a shape, which loads them where its members' differ (addShape).
-  const top = outer.length === 0;
-  for (const { refs } of body.slots) for (const r of refs) if (r.value !== undefined && !(top && perIteration(body, r))) visit(r, 0, r.first);
+  for (const { refs } of body.slots) for (const r of refs) if (r.value !== undefined && !perIteration(body, r)) visit(r, 0, r.first);
   for (const item of body.items) if (typeof item !== 'number') immediates(item, levels, nodes, values);
   return { nodes, values };
 }
@@ -424,11 +423,11 @@ function copiesOrOwn(
 // Segments by the key of their description, in buckets in the order keys first occur (a copy's
 // key is its description's: the key leaves out where a top-level body sits): bucket b is
 // members[bucketStart[b]] up to members[bucketStart[b + 1]], in segment order.
-function bucketsByKey(segments: readonly Segment[], descOf: Int32Array, descs: readonly Body[]): { members: Int32Array; bucketStart: Int32Array; keys: number } {
-  const n = segments.length;
+function bucketsByKey(descOf: Int32Array, descs: readonly Body[]): { members: Int32Array; bucketStart: Int32Array; keys: number } {
+  const n = descOf.length;
   const keyOf = new Int32Array(descs.length).fill(-1);
   const keyIds = new Map<string, number>();
-  const bucketOf = new Int32Array(n).fill(-1);
+  const bucketOf = new Int32Array(n);
   let keys = 0;
   // Every segment, one node long too: a body of no shape is a function of its own where shapes'
   // steps come between (the softmax loss: 139 one-node bodies, 139 functions).
@@ -443,11 +442,11 @@ function bucketsByKey(segments: readonly Segment[], descOf: Int32Array, descs: r
     bucketOf[k] = keyOf[d]!;
   }
   const bucketStart = new Int32Array(keys + 1);
-  for (let k = 0; k < n; k++) if (bucketOf[k]! >= 0) bucketStart[bucketOf[k]! + 1]!++;
+  for (let k = 0; k < n; k++) bucketStart[bucketOf[k]! + 1]!++;
   for (let b = 0; b < keys; b++) bucketStart[b + 1]! += bucketStart[b]!;
-  const members = new Int32Array(bucketStart[keys]!);
+  const members = new Int32Array(n);
   const filled = bucketStart.slice(0, keys);
-  for (let k = 0; k < n; k++) if (bucketOf[k]! >= 0) members[filled[bucketOf[k]!]!++] = k;
+  for (let k = 0; k < n; k++) members[filled[bucketOf[k]!]!++] = k;
   return { members, bucketStart, keys };
 }
 
@@ -476,7 +475,7 @@ function untaken(bucket: Int32Array, takenSegment: Uint8Array, takenDesc: Uint8A
  *  on a background thread. */
 export function foldShapes(views: TapeViews, segments: readonly Segment[], { copied, descOf, descs, moves }: Described): { shapes: Shape[]; shapeOf: Int32Array; varyingShift: Int32Array } {
   const n = segments.length;
-  const { members, bucketStart, keys } = bucketsByKey(segments, descOf, descs);
+  const { members, bucketStart, keys } = bucketsByKey(descOf, descs);
   // Per description, where its top-level groups start; per segment, its start.
   const originsOf: (Int32Array | undefined)[] = [];
   const origins = (d: number): Int32Array => originsOf[d] ??= Int32Array.from(descs[d]!.groups, (g) => g.origin);
@@ -582,6 +581,26 @@ export function foldShapes(views: TapeViews, segments: readonly Segment[], { cop
   }
   return { shapes, shapeOf, varyingShift };
 
+  // Turns the immediates `loads` picks in the descriptions of `members` into loads through the
+  // group `groupOf` gives. Copies share their body's description: each is rewritten once (the
+  // branchy loss: 1,857 members of 33 descriptions).
+  function constantsAsLoads(members: Int32Array, loads: (desc: Body, r: Ref) => boolean, groupOf: (desc: Body) => number): void {
+    const rewritten = new Uint8Array(descs.length);
+    for (let m = 0; m < members.length; m++) {
+      const d = descOf[members[m]!]!;
+      if (rewritten[d]) continue;
+      rewritten[d] = 1;
+      const desc = descs[d]!, group = groupOf(desc);
+      for (const { refs } of desc.slots) {
+        for (const r of refs) {
+          if (r.value === undefined || !loads(desc, r)) continue;
+          r.value = undefined;
+          r.group = group;
+        }
+      }
+    }
+  }
+
   // Makes the shape of `members` (true), or leaves them (a straight body with no moving pointer).
   function addShape(relative: Uint8Array, members: Int32Array): boolean {
     // The function is emitted from the leader's description (a copy's is its body's own, at the
@@ -592,21 +611,7 @@ export function foldShapes(views: TapeViews, segments: readonly Segment[], { cop
       // of stride 0, the inputs having their own).
       const moving = first.groups.findIndex((g, k) => relative[k] === 1 && g.strides.every((v) => v === 0));
       if (moving < 0) return false;
-      // Copies share their body's description: each is rewritten once (the branchy loss: 1,857
-      // members of 33 descriptions).
-      const rewritten = new Uint8Array(descs.length);
-      for (let m = 0; m < members.length; m++) {
-        const d = descOf[members[m]!]!;
-        if (rewritten[d]) continue;
-        rewritten[d] = 1;
-        for (const { refs } of descs[d]!.slots) {
-          for (const r of refs) {
-            if (r.value === undefined) continue;
-            r.value = undefined;
-            r.group = moving;
-          }
-        }
-      }
+      constantsAsLoads(members, () => true, () => moving);
       // A constant recorded before everything else the pointer reaches (the body's first op
       // reading one) lies below the pointer's start: the pointer starts there instead, as offsets
       // from it are unsigned (a negative one read far outside the tape and trapped).
@@ -619,22 +624,7 @@ export function foldShapes(views: TapeViews, segments: readonly Segment[], { cop
       const start = first.seg.start;
       const differs = first.slots.some(({ refs }) => refs.some((r) => r.value !== undefined && perIteration(first, r) &&
         members.some((k) => !Object.is(views.val[r.first + startOf[k]! - start], r.value))));
-      if (differs) {
-        const rewritten = new Uint8Array(descs.length);
-        for (let m = 0; m < members.length; m++) {
-          const d = descOf[members[m]!]!;
-          if (rewritten[d]) continue;
-          rewritten[d] = 1;
-          const desc = descs[d]!, own = desc.slots[0]!.self.group;
-          for (const { refs } of desc.slots) {
-            for (const r of refs) {
-              if (r.value === undefined || !perIteration(desc, r)) continue;
-              r.value = undefined;
-              r.group = own;
-            }
-          }
-        }
-      }
+      if (differs) constantsAsLoads(members, perIteration, (desc) => desc.slots[0]!.self.group);
     }
     const shape = shapes.push({ body: first, relative }) - 1;
     for (let m = 0; m < members.length; m++) shapeOf[members[m]!] = shape;
