@@ -311,7 +311,8 @@ function knownAt(pos: i32, from: i32, end: i32): i32 {
 // @ts-ignore: decorator
 @inline const TILED_LOOP_COUNT: i32 = 8;
 
-// Whether nodes [lo, hi) are two or more known bodies in a row (tiles in plan.ts).
+// Whether nodes [lo, hi) are two or more known bodies in a row, or one whose first two
+// repetitions read inputs elsewhere than its remembered loop did (tiles in plan.ts).
 function tiles(lo: i32, hi: i32, from: i32): bool {
   let bodies = 0;
   for (let q = lo; q < hi; bodies++) {
@@ -319,7 +320,21 @@ function tiles(lo: i32, hi: i32, from: i32): bool {
     if (p == 0) return false;
     q += p;
   }
-  return bodies > 1;
+  return bodies > 1 || readsInputsElsewhere(lo, hi - lo, from);
+}
+
+function readsInputsElsewhere(lo: i32, period: i32, from: i32): bool {
+  let k = 0;
+  while (load<i32>(knownPeriods + (<usize>k << 2)) != period) k++;
+  const start = load<i32>(knownStarts + (<usize>k << 2));
+  for (let s = 0; s < 2 * period; s++) {
+    const n = operandCount(opAt(lo + s));
+    for (let m = 0; m < n; m++) {
+      const o = operandOf(lo + s, m);
+      if (o < from && o != operandOf(start + s, m)) return true;
+    }
+  }
+  return false;
 }
 
 // Writes segment (start, period, count) at `segments` of the search's output; false where the

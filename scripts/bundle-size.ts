@@ -192,8 +192,11 @@ import * as esbuild from 'esbuild';
 // since the session after (2026-12-07): the core inflated by reading its decompression stream
 // (Node's Response global cost init() about 40 ms), a recording's wait after an unpaid one judged per
 // recording and per node, and the hint for a transform nested in a transform's f: 116,838 bytes
-// measured, 145 B more than before them (they passed 114 KB by 102).
-export const SIZE_BUDGET = 115 * 1024;
+// measured, 145 B more than before them (they passed 114 KB by 102). 116 KB since the core's
+// loop search (2026-12-08) charges the nodes it compares and cuts a short loop of a known body
+// whose inputs lie elsewhere into items: 117,843 bytes measured, 138 B more than before them
+// (they passed 115 KB by 83).
+export const SIZE_BUDGET = 116 * 1024;
 // More bytes of gzip for the code generator chunk: 6 KB (5.7 KB measured) until it also emitted
 // the fused elementwise run kernels (about 1.4 KB more); 8 KB (7,839 B measured) until the planner
 // found loops nested in loop bodies and the sweeps were split into functions (9,371 B, +1,532 B);

@@ -2047,6 +2047,32 @@ describe("a module's dispatchers: calls the core writes, or a walk over a table 
     expect(loops.filter((s) => s.period === pair!.period && s.count < TILED_LOOP_COUNT)).toEqual([]);
   });
 
+  // A table's points read the two parameters their segment selects: points whose segments happen
+  // to step evenly (2, 4, 6) look like a short loop with a stride on its inputs, each stride a
+  // shape of its own (839 nodes of code in 92 functions for 3,000 points of 10 segments). Where
+  // the body is a known one whose remembered loop strode otherwise, such loops are cut into items.
+  it("a short loop of a known body whose inputs stride otherwise than that body's loop did is cut into items", () => {
+    let seed = 3;
+    const rand = (): number => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    const n = 1500, X = Array.from({ length: n }, () => 9.99 * rand()), Y = Array.from({ length: n }, rand);
+    const f = (w: Var[]): Var => {
+      let loss = w[0]!.mul(0);
+      X.forEach((x, i) => {
+        const k = Math.floor(x), t = x - k;
+        loss = loss.add(w[k]!.mul(1 - t).add(w[k + 1]!.mul(t)).sub(Y[i]!).square());
+      });
+      return loss;
+    };
+    const { tape, outputs } = compile(f, { inputs: 11, at: Array.from({ length: 11 }, (_, k) => 0.1 * k), codegen: false }).recorded!;
+    const passes = (tape.engine as WasmBackend).plannerPasses(11, tape.size)!;
+    const segments = planSegments(tape.engine.views, 11, tape.size, MAX_SLOTS)!;
+    expect(passes.segmentsOf(11, tape.size, MAX_SLOTS)).toEqual(segments);
+    expect(segments.filter((s) => s.count === 1).length).toBeGreaterThan(n * 0.9);
+    const plan = planSweeps(tape.engine.views, 11, tape.size, outputs, passes)!;
+    expect(plan.size).toBeLessThan(100);
+    expect(plan.shapes.length).toBeLessThanOrEqual(4);
+  });
+
   // Random straight code, without loops, counts in the search and is refused there, as before.
   it('random straight code past MAX_SLOTS is refused, as before', () => {
     const ops = 3 * MAX_SLOTS;

@@ -141,7 +141,10 @@ export const KNOWN_MIN_PERIOD = 8;
  *  pattern had a description and code of its own (the branchy loss at 10,000 samples: 638 nodes
  *  of code, 159 now; its first call 2.65x -> 1.93x and 2.49x -> 2.06x its recording, medians of
  *  5 fresh processes each in two rounds, alternating; steady replays about 5% slower, 6,154 steps
- *  against 5,313). From this many iterations a loop saves more calls than its code costs. */
+ *  against 5,313). From this many iterations a loop saves more calls than its code costs. So is
+ *  such a loop of one known body whose first two repetitions read inputs elsewhere than the loop
+ *  it was remembered from (a table's points whose segments step evenly: a shape per stride and
+ *  place, 839 nodes of code in 92 functions for 3,000 points, 29 in 5 now). */
 export const TILED_LOOP_COUNT = 8;
 
 /**
@@ -276,7 +279,9 @@ export function planSegments(
     return best;
   };
 
-  // Whether nodes [lo, hi) are two or more known bodies in a row.
+  // Whether nodes [lo, hi) are two or more known bodies in a row, or one known body whose first
+  // two repetitions read inputs elsewhere than the loop it was remembered from did (items that
+  // read the parameters their data select, which happen to step evenly: a table's points).
   const tiles = (lo: number, hi: number): boolean => {
     let bodies = 0;
     for (let q = lo; q < hi; bodies++) {
@@ -284,7 +289,17 @@ export function planSegments(
       if (p === 0) return false;
       q += p;
     }
-    return bodies > 1;
+    return bodies > 1 || readsInputsElsewhere(lo, hi - lo);
+  };
+  const readsInputsElsewhere = (lo: number, period: number): boolean => {
+    const start = knownStart[knownPeriod.indexOf(period)]!;
+    for (let s = 0; s < 2 * period; s++) {
+      for (let m = 0, n = OPERANDS[op[lo + s]!]!; m < n; m++) {
+        const o = operand(views, lo + s, m);
+        if (o < from && o !== operand(views, start + s, m)) return true;
+      }
+    }
+    return false;
   };
   const segments: Segment[] = [];
   let slots = 0;
