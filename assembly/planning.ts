@@ -224,6 +224,8 @@ export function planSegments(from: i32, to: i32, maxSlots: i32, at: usize, linkB
   searchFrom = from;
   for (let k = 0; k < KNOWN_BODIES; k++) store<i32>(knownPeriods + (<usize>k << 2), 0);
   knownNext = 0;
+  for (let k = 0; k < SEEN_LOOPS; k++) store<i32>(seenPeriods + (<usize>k << 2), 0);
+  seenNext = 0;
   searchSegments = 0;
   searchSlots = 0;
   searchRunStart = from;
@@ -305,6 +307,39 @@ function knownAt(pos: i32, from: i32, end: i32): i32 {
     if (s == period) best = period;
   }
   return best;
+}
+
+/** SEEN_LOOPS of src/wasm/codegen/plan.ts: the signatures of the latest loops taken. */
+// @ts-ignore: decorator
+@inline const SEEN_LOOPS: i32 = 8;
+const seenStarts = memory.data(4 * SEEN_LOOPS);
+const seenPeriods = memory.data(4 * SEEN_LOOPS);
+let seenNext = 0;
+
+// Whether one of the loops seen has the signature of the loop of `period` at `pos` (plan.ts).
+function seenLoop(pos: i32, period: i32): bool {
+  for (let k = 0; k < SEEN_LOOPS; k++) {
+    if (load<i32>(seenPeriods + (<usize>k << 2)) != period) continue;
+    const start = load<i32>(seenStarts + (<usize>k << 2));
+    let s = 0;
+    for (; s < period; s++) {
+      const i = start + s, j = pos + s, n = operandCount(opAt(i));
+      if (opAt(j) != opAt(i)) break;
+      let m = 0;
+      while (m < n && operandOf(i + period, m) - operandOf(i, m) == operandOf(j + period, m) - operandOf(j, m)) m++;
+      if (m < n) break;
+    }
+    budget -= s + 1;
+    if (s == period) return true;
+  }
+  return false;
+}
+
+function see(pos: i32, period: i32): void {
+  if (seenLoop(pos, period)) return;
+  store<i32>(seenStarts + (<usize>seenNext << 2), pos);
+  store<i32>(seenPeriods + (<usize>seenNext << 2), period);
+  seenNext = (seenNext + 1) % SEEN_LOOPS;
 }
 
 /** TILED_LOOP_COUNT of src/wasm/codegen/plan.ts. */
@@ -413,11 +448,12 @@ function searchUntil(limit: i32): i32 {
     }
     // A loop pays off once it saves a few nodes of code (plan.ts says why); else straight code
     // may repeat a known body.
-    let loop = bestCount >= 3 && (bestCount - 1) * bestPeriod >= 16;
+    let loop = bestCount >= 3 && ((bestCount - 1) * bestPeriod >= 16 || seenLoop(pos, bestPeriod));
     if (loop && bestCount < TILED_LOOP_COUNT && load<i32>(knownPeriods) != 0 && budget > 0 && tiles(pos, pos + bestPeriod, searchFrom)) loop = false;
     const piece = loop || budget <= 0 || load<i32>(knownPeriods) == 0 ? 0 : knownAt(pos, searchFrom, to);
     if (loop || piece > 0) {
       const fresh = loop && remember(pos, bestPeriod, searchFrom, to);
+      if (loop) see(pos, bestPeriod);
       if (runStart < pos && !pushStraight(runStart, pos, fresh)) { result = -2; break; }
       if (!pushSegment(pos, loop ? bestPeriod : piece, loop ? bestCount : 1)) { result = -2; break; }
       pos += loop ? bestPeriod * bestCount : piece;

@@ -1836,12 +1836,14 @@ describe('the planner', () => {
     const { tape, outputs } = compile(fn, { inputs: 31, at, codegen: false }).recorded!;
     const js = jsPasses(tape.engine.views, 31, tape.size).segmentsOf(31, tape.size, Infinity)!;
     expect((tape.engine as WasmBackend).plannerPasses(31, tape.size)!.segmentsOf(31, tape.size, Infinity)).toEqual(js);
-    // A loop per item from the first to the last (those of fewer than 8 features are too short to fold).
+    // A loop per item from the first to the last, those of fewer than 9 features too (too short
+    // to pay for themselves, but a loop with their signature was taken before: SEEN_LOOPS), so
+    // every item's straight code is the same (955 nodes of code before they were loops).
     expect(Math.max(...js.filter((seg) => seg.count === 1).map((seg) => seg.period))).toBeLessThan(100);
-    expect(js.filter((seg) => seg.count > 1).length).toBeGreaterThan(0.8 * n);
+    expect(js.filter((seg) => seg.count > 1).length).toBeGreaterThan(0.99 * n);
     const plan = planSweeps(tape.engine.views, 31, tape.size, outputs)!;
     expect(plan.shapes.some(({ relative }) => relative.includes(VARYING))).toBe(true);
-    expect(plan.size).toBeLessThan(1000);
+    expect(plan.size).toBeLessThan(200);
     // Generated at once (its 2,700 steps would wait for replays to pay for them), bit for bit.
     const saved = { ...codegenDeferral };
     Object.assign(codegenDeferral, { steps: Infinity, stepsPerTapeNode: Infinity });

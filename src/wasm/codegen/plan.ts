@@ -136,6 +136,14 @@ export const SHORT_RUN = 32;
 export const KNOWN_BODIES = 4;
 export const KNOWN_MIN_PERIOD = 8;
 
+/** Loops the top-level search remembers by signature (period, ops and operand strides): a loop of
+ *  three or more repetitions too short to pay for itself (under 16 nodes saved) is taken where
+ *  one of the latest this many loops had its signature. Items whose inner loops run as many times
+ *  as the data say (rows of 5-29 features, sequences of 3-14 steps) wrote their short loops as
+ *  straight code, a body per length: rows of a sparse least squares planned into 955 nodes of
+ *  code in 22 functions, 60 in 4 now. The core's search (assembly/planning.ts) does the same. */
+export const SEEN_LOOPS = 8;
+
 /** A loop of fewer iterations whose body is two or more known bodies in a row (samples of both
  *  branches in a pattern the labels happen to repeat) is cut into those bodies instead: each such
  *  pattern had a description and code of its own (the branchy loss at 10,000 samples: 638 nodes
@@ -301,6 +309,33 @@ export function planSegments(
     }
     return false;
   };
+  // Signatures of the latest SEEN_LOOPS loops taken (start and period): the same ops, and every
+  // operand moving by the same stride from one repetition to the next.
+  const seenStart = new Int32Array(SEEN_LOOPS), seenPeriod = new Int32Array(SEEN_LOOPS);
+  let seenNext = 0;
+  const seenLoop = (pos: number, period: number): boolean => {
+    for (let k = 0; k < SEEN_LOOPS; k++) {
+      if (seenPeriod[k] !== period) continue;
+      const start = seenStart[k]!;
+      let s = 0;
+      for (; s < period; s++) {
+        const i = start + s, j = pos + s, n = OPERANDS[op[i]!]!;
+        if (op[j] !== op[i]) break;
+        let m = 0;
+        while (m < n && operand(views, i + period, m) - operand(views, i, m) === operand(views, j + period, m) - operand(views, j, m)) m++;
+        if (m < n) break;
+      }
+      budget -= s + 1;
+      if (s === period) return true;
+    }
+    return false;
+  };
+  const see = (pos: number, period: number): void => {
+    if (nested || seenLoop(pos, period)) return;
+    seenStart[seenNext] = pos;
+    seenPeriod[seenNext] = period;
+    seenNext = (seenNext + 1) % SEEN_LOOPS;
+  };
   const segments: Segment[] = [];
   let slots = 0;
   // Straight code [lo, hi), cut at known bodies with `split` (a body newly known may occur in the
@@ -349,14 +384,16 @@ export function planSegments(
         }
       }
     }
-    // A loop pays off once it saves a few nodes of code. Two repetitions are not taken: any two
-    // runs of equal ops "repeat" with strides that are mere differences, and taking them can
-    // hide a real loop that starts a little later. Else straight code may repeat a known body.
-    let loop = bestCount >= 3 && (bestCount - 1) * bestPeriod >= 16;
+    // A loop pays off once it saves a few nodes of code, or where a loop taken before had its
+    // signature (SEEN_LOOPS). Two repetitions are not taken: any two runs of equal ops "repeat"
+    // with strides that are mere differences, and taking them can hide a real loop that starts a
+    // little later. Else straight code may repeat a known body.
+    let loop = bestCount >= 3 && ((bestCount - 1) * bestPeriod >= 16 || (!nested && seenLoop(pos, bestPeriod)));
     if (loop && bestCount < TILED_LOOP_COUNT && knownPeriod[0] !== 0 && budget > 0 && tiles(pos, pos + bestPeriod)) loop = false;
     const piece = loop || budget <= 0 || knownPeriod[0] === 0 ? 0 : knownAt(pos, to);
     if (loop || piece > 0) {
       const fresh = loop && remember(pos, bestPeriod);
+      if (loop) see(pos, bestPeriod);
       if (runStart < pos) pushStraight(runStart, pos, fresh);
       segments.push(loop ? { start: pos, period: bestPeriod, count: bestCount } : { start: pos, period: piece, count: 1 });
       pos += loop ? bestPeriod * bestCount : piece;
