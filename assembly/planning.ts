@@ -226,6 +226,7 @@ export function planSegments(from: i32, to: i32, maxSlots: i32, at: usize, linkB
   knownNext = 0;
   for (let k = 0; k < SEEN_LOOPS; k++) store<i32>(seenPeriods + (<usize>k << 2), 0);
   seenNext = 0;
+  shortUntil = from;
   searchSegments = 0;
   searchSlots = 0;
   searchRunStart = from;
@@ -309,15 +310,17 @@ function knownAt(pos: i32, from: i32, end: i32): i32 {
   return best;
 }
 
-/** SEEN_LOOPS of src/wasm/codegen/plan.ts: the signatures of the latest loops taken. */
+/** SEEN_LOOPS of src/wasm/codegen/plan.ts: the signatures of the latest loops and short
+ *  candidates, with their count (-1 once seen with two). */
 // @ts-ignore: decorator
 @inline const SEEN_LOOPS: i32 = 8;
 const seenStarts = memory.data(4 * SEEN_LOOPS);
 const seenPeriods = memory.data(4 * SEEN_LOOPS);
-let seenNext = 0;
+const seenCounts = memory.data(4 * SEEN_LOOPS);
+let seenNext = 0, shortUntil = 0;
 
-// Whether one of the loops seen has the signature of the loop of `period` at `pos` (plan.ts).
-function seenLoop(pos: i32, period: i32): bool {
+// Whether the loop at `pos` has a signature seen with another count; remembers it (plan.ts).
+function countsVary(pos: i32, period: i32, count: i32): bool {
   for (let k = 0; k < SEEN_LOOPS; k++) {
     if (load<i32>(seenPeriods + (<usize>k << 2)) != period) continue;
     const start = load<i32>(seenStarts + (<usize>k << 2));
@@ -330,16 +333,16 @@ function seenLoop(pos: i32, period: i32): bool {
       if (m < n) break;
     }
     budget -= s + 1;
-    if (s == period) return true;
+    if (s < period) continue;
+    if (load<i32>(seenCounts + (<usize>k << 2)) == count) return false;
+    store<i32>(seenCounts + (<usize>k << 2), -1);
+    return true;
   }
-  return false;
-}
-
-function see(pos: i32, period: i32): void {
-  if (seenLoop(pos, period)) return;
   store<i32>(seenStarts + (<usize>seenNext << 2), pos);
   store<i32>(seenPeriods + (<usize>seenNext << 2), period);
+  store<i32>(seenCounts + (<usize>seenNext << 2), count);
   seenNext = (seenNext + 1) % SEEN_LOOPS;
+  return false;
 }
 
 /** TILED_LOOP_COUNT of src/wasm/codegen/plan.ts. */
@@ -448,12 +451,15 @@ function searchUntil(limit: i32): i32 {
     }
     // A loop pays off once it saves a few nodes of code (plan.ts says why); else straight code
     // may repeat a known body.
-    let loop = bestCount >= 3 && ((bestCount - 1) * bestPeriod >= 16 || seenLoop(pos, bestPeriod));
+    let loop = bestCount >= 3 && (bestCount - 1) * bestPeriod >= 16;
+    if (bestCount >= 3 && pos >= shortUntil) {
+      if (countsVary(pos, bestPeriod, bestCount)) loop = true;
+      else if (!loop) shortUntil = pos + bestPeriod * bestCount;
+    }
     if (loop && bestCount < TILED_LOOP_COUNT && load<i32>(knownPeriods) != 0 && budget > 0 && tiles(pos, pos + bestPeriod, searchFrom)) loop = false;
     const piece = loop || budget <= 0 || load<i32>(knownPeriods) == 0 ? 0 : knownAt(pos, searchFrom, to);
     if (loop || piece > 0) {
       const fresh = loop && remember(pos, bestPeriod, searchFrom, to);
-      if (loop) see(pos, bestPeriod);
       if (runStart < pos && !pushStraight(runStart, pos, fresh)) { result = -2; break; }
       if (!pushSegment(pos, loop ? bestPeriod : piece, loop ? bestCount : 1)) { result = -2; break; }
       pos += loop ? bestPeriod * bestCount : piece;

@@ -1837,8 +1837,8 @@ describe('the planner', () => {
     const js = jsPasses(tape.engine.views, 31, tape.size).segmentsOf(31, tape.size, Infinity)!;
     expect((tape.engine as WasmBackend).plannerPasses(31, tape.size)!.segmentsOf(31, tape.size, Infinity)).toEqual(js);
     // A loop per item from the first to the last, those of fewer than 9 features too (too short
-    // to pay for themselves, but a loop with their signature was taken before: SEEN_LOOPS), so
-    // every item's straight code is the same (955 nodes of code before they were loops).
+    // to pay for themselves, but their signature recurs with other counts: SEEN_LOOPS), so every
+    // item's straight code is the same (955 nodes of code before they were loops).
     expect(Math.max(...js.filter((seg) => seg.count === 1).map((seg) => seg.period))).toBeLessThan(100);
     expect(js.filter((seg) => seg.count > 1).length).toBeGreaterThan(0.99 * n);
     const plan = planSweeps(tape.engine.views, 31, tape.size, outputs)!;
@@ -2073,6 +2073,50 @@ describe("a module's dispatchers: calls the core writes, or a walk over a table 
     const plan = planSweeps(tape.engine.views, 11, tape.size, outputs, passes)!;
     expect(plan.size).toBeLessThan(100);
     expect(plan.shapes.length).toBeLessThanOrEqual(4);
+  });
+
+  // Inner loops too short to pay for themselves (under 16 nodes saved) were straight code, a body
+  // per length where the data choose the length: Horner polynomials of 2-7 terms per sample were
+  // interpreted (past MAX_SLOTS), and rows of 2-6 features made 10,711 nodes of code. A short
+  // loop whose signature recurs with another count is taken (SEEN_LOOPS); one of a single count
+  // throughout stays straight code, which folds as it is.
+  it('short inner loops are loops where their counts vary, and straight code where they do not', () => {
+    let seed = 5;
+    const rnd = (): number => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    const n = 1200, X = Array.from({ length: n }, rnd), squared = X.map(() => rnd() < 0.5);
+    // Each sample's error squared or not as the data say, so that the samples are no one loop.
+    const horner = (degrees: number[]) => (w: Var[]): Var => {
+      let s = w[0]!.mul(0);
+      degrees.forEach((degree, i) => {
+        let p = w[degree]!;
+        for (let k = degree - 1; k >= 0; k--) p = p.mul(X[i]!).add(w[k]!);
+        const error = p.sub(X[i]!);
+        s = s.add(squared[i] ? error.square() : error.abs());
+      });
+      return s;
+    };
+    const at = Array.from({ length: 8 }, (_, k) => 0.3 - 0.05 * k);
+    const plans = [Array.from({ length: n }, () => 3 + Math.floor(rnd() * 5)), Array.from({ length: n }, () => 5)].map((degrees) => {
+      const { tape, outputs } = compile(horner(degrees), { inputs: 8, at, codegen: false }).recorded!;
+      const passes = (tape.engine as WasmBackend).plannerPasses(8, tape.size)!;
+      const segments = planSegments(tape.engine.views, 8, tape.size, MAX_SLOTS)!;
+      expect(passes.segmentsOf(8, tape.size, MAX_SLOTS)).toEqual(segments);
+      return { segments, plan: planSweeps(tape.engine.views, 8, tape.size, outputs, passes) };
+    });
+    const [varying, fixed] = plans;
+    // Degrees 3-7 (a loop of 3 nodes a term, 3-7 times, which saves 16 nodes from 7 on): most
+    // samples' terms are a loop (others are cut at known bodies: 662 loops in a run).
+    expect(varying!.segments.filter((s) => s.count > 1 && (s.count - 1) * s.period < 16).length).toBeGreaterThan(n / 2);
+    // 20,922 nodes of code while such loops were straight code (past MAX_SLOTS: interpreted);
+    // 1,922 in a run now.
+    expect(varying!.plan!.size).toBeLessThan(3000);
+    // Degree 5 throughout: no loop that saves under 16 nodes; the samples fold as they are (705
+    // nodes of code, as before).
+    expect(fixed!.segments.filter((s) => s.count > 1 && (s.count - 1) * s.period < 16)).toEqual([]);
+    expect(fixed!.plan!.size).toBeLessThan(1000);
+    const ways = bothWays(horner(Array.from({ length: 300 }, (_, i) => 2 + (i * 7) % 6)), 8, at);
+    expect(ways.generated.generatedSweeps).toBe('active');
+    ways.check(Float64Array.from({ length: 24 }, (_, k) => Math.sin(k)), 3);
   });
 
   // Random straight code, without loops, counts in the search and is refused there, as before.

@@ -136,12 +136,16 @@ export const SHORT_RUN = 32;
 export const KNOWN_BODIES = 4;
 export const KNOWN_MIN_PERIOD = 8;
 
-/** Loops the top-level search remembers by signature (period, ops and operand strides): a loop of
- *  three or more repetitions too short to pay for itself (under 16 nodes saved) is taken where
- *  one of the latest this many loops had its signature. Items whose inner loops run as many times
- *  as the data say (rows of 5-29 features, sequences of 3-14 steps) wrote their short loops as
- *  straight code, a body per length: rows of a sparse least squares planned into 955 nodes of
- *  code in 22 functions, 60 in 4 now. The core's search (assembly/planning.ts) does the same. */
+/** The top-level search remembers the latest this many loops and short candidates (three or more
+ *  repetitions that save under 16 nodes of code) by signature (period, ops and every operand's
+ *  stride) with their count, and takes a short loop whose signature one of them had with another
+ *  count. Items whose inner loops run as many times as the data say (rows of 5-29 features,
+ *  polynomials of data-chosen degree) wrote their short loops as straight code, a body per
+ *  length: rows of a sparse least squares planned into 955 nodes of code in 22 functions, 38 in
+ *  4 now, and Horner polynomials of 2-7 terms were interpreted. A short loop of one count
+ *  throughout stays straight code, which folds as it is (a softmax loss's sum over its classes
+ *  as a loop of its own replayed 10-20% slower). The core's search (assembly/planning.ts) does
+ *  the same. */
 export const SEEN_LOOPS = 8;
 
 /** A loop of fewer iterations whose body is two or more known bodies in a row (samples of both
@@ -309,11 +313,14 @@ export function planSegments(
     }
     return false;
   };
-  // Signatures of the latest SEEN_LOOPS loops taken (start and period): the same ops, and every
-  // operand moving by the same stride from one repetition to the next.
-  const seenStart = new Int32Array(SEEN_LOOPS), seenPeriod = new Int32Array(SEEN_LOOPS);
-  let seenNext = 0;
-  const seenLoop = (pos: number, period: number): boolean => {
+  // Signatures of the latest SEEN_LOOPS loops and short candidates: start, period and count (-1
+  // once seen with two counts). A signature is the same ops with every operand moving by the same
+  // stride from one repetition to the next.
+  const seenStart = new Int32Array(SEEN_LOOPS), seenPeriod = new Int32Array(SEEN_LOOPS), seenCount = new Int32Array(SEEN_LOOPS);
+  let seenNext = 0, shortUntil = from;
+  // Whether the loop of `count` repetitions at `pos` is one whose signature has been seen with
+  // another count; remembers it either way.
+  const countsVary = (pos: number, period: number, count: number): boolean => {
     for (let k = 0; k < SEEN_LOOPS; k++) {
       if (seenPeriod[k] !== period) continue;
       const start = seenStart[k]!;
@@ -326,15 +333,16 @@ export function planSegments(
         if (m < n) break;
       }
       budget -= s + 1;
-      if (s === period) return true;
+      if (s < period) continue;
+      if (seenCount[k] === count) return false;
+      seenCount[k] = -1;
+      return true;
     }
-    return false;
-  };
-  const see = (pos: number, period: number): void => {
-    if (nested || seenLoop(pos, period)) return;
     seenStart[seenNext] = pos;
     seenPeriod[seenNext] = period;
+    seenCount[seenNext] = count;
     seenNext = (seenNext + 1) % SEEN_LOOPS;
+    return false;
   };
   const segments: Segment[] = [];
   let slots = 0;
@@ -384,16 +392,21 @@ export function planSegments(
         }
       }
     }
-    // A loop pays off once it saves a few nodes of code, or where a loop taken before had its
-    // signature (SEEN_LOOPS). Two repetitions are not taken: any two runs of equal ops "repeat"
-    // with strides that are mere differences, and taking them can hide a real loop that starts a
-    // little later. Else straight code may repeat a known body.
-    let loop = bestCount >= 3 && ((bestCount - 1) * bestPeriod >= 16 || (!nested && seenLoop(pos, bestPeriod)));
+    // A loop pays off once it saves a few nodes of code, or where its signature recurs with
+    // another count (SEEN_LOOPS). Two repetitions are not taken: any two runs of equal ops
+    // "repeat" with strides that are mere differences, and taking them can hide a real loop that
+    // starts a little later. Else straight code may repeat a known body.
+    let loop = bestCount >= 3 && (bestCount - 1) * bestPeriod >= 16;
+    // Not inside a short run left as straight code, whose later phases repeat its signature
+    // with fewer repetitions.
+    if (bestCount >= 3 && !nested && pos >= shortUntil) {
+      if (countsVary(pos, bestPeriod, bestCount)) loop = true;
+      else if (!loop) shortUntil = pos + bestPeriod * bestCount;
+    }
     if (loop && bestCount < TILED_LOOP_COUNT && knownPeriod[0] !== 0 && budget > 0 && tiles(pos, pos + bestPeriod)) loop = false;
     const piece = loop || budget <= 0 || knownPeriod[0] === 0 ? 0 : knownAt(pos, to);
     if (loop || piece > 0) {
       const fresh = loop && remember(pos, bestPeriod);
-      if (loop) see(pos, bestPeriod);
       if (runStart < pos) pushStraight(runStart, pos, fresh);
       segments.push(loop ? { start: pos, period: bestPeriod, count: bestCount } : { start: pos, period: piece, count: 1 });
       pos += loop ? bestPeriod * bestCount : piece;
