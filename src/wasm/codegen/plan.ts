@@ -865,7 +865,7 @@ export function whyNoPlan(views: TapeViews, from: number, to: number): string {
   }
   return `the tape does not fold into at most ${planSizes.maxSlots} nodes of code (loops, loops nested in their bodies, straight-line code): ` +
     'longer straight-line code costs several times its recording to generate and runs its first gradients slower than the interpreter ' +
-    '(straight-line code includes loops too short to fold, under 3 repetitions or 16 nodes saved, and per-item code whose branches ' +
+    '(straight-line code includes loops too short to fold, under 3 repetitions or under 16 nodes saved at one count throughout, and per-item code whose branches ' +
     'follow the data in an order that does not repeat)';
 }
 
