@@ -1,8 +1,8 @@
 // The costs of generated sweeps on tapes that used to fall off a cliff: a large loop body with an
 // inner loop, the scalar GMM objective (3.4 M nodes), a non-periodic tape, losses whose
 // per-sample bodies take one of two shapes by the data or by a guard, rows of as many features
-// as the data say, a softmax loss whose labels pick a logit, and a table whose points read the
-// parameters their segment selects. Each (case, mode)
+// as the data say, a softmax loss whose labels pick a logit, a table whose points read the
+// parameters their segment selects, and polynomials of as many terms as the data say. Each (case, mode)
 // runs in its own process, so no JIT state or heap carries over:
 //   npx tsx bench/codegen-cliffs.ts                 # every case, generated and interpreted, a table
 //   npx tsx bench/codegen-cliffs.ts --case=gmm --mode=generated   # one child (prints JSON)
@@ -26,8 +26,8 @@ import { emitSweeps } from '../src/wasm/codegen/module.ts';
 import { median } from './protocol.ts';
 import { LOGREG_D, STRAIGHT_INPUTS, gmmData, gmmObjectiveVar, gmmPlain, logregData, logregPlain, mulberry32, straightTape } from './workloads.ts';
 
-type CaseId = 'gmm' | 'nested' | 'straight' | 'straight-live' | 'branchy' | 'branchy-10k' | 'huber' | 'ragged' | 'softmax' | 'lookup';
-const CASES: CaseId[] = ['gmm', 'nested', 'straight', 'straight-live', 'branchy', 'branchy-10k', 'huber', 'ragged', 'softmax', 'lookup'];
+type CaseId = 'gmm' | 'nested' | 'straight' | 'straight-live' | 'branchy' | 'branchy-10k' | 'huber' | 'ragged' | 'softmax' | 'lookup' | 'horner';
+const CASES: CaseId[] = ['gmm', 'nested', 'straight', 'straight-live', 'branchy', 'branchy-10k', 'huber', 'ragged', 'softmax', 'lookup', 'horner'];
 
 // plain: the function without AD on plain numbers (the non-periodic tape has none: its ops are
 // drawn while recording).
@@ -234,6 +234,33 @@ function lookupCase(n = 3000, segments = 10): Case {
   return { fn, inputs: segments + 1, x: Float64Array.from({ length: segments + 1 }, (_, k) => 0.1 * k), what: `piecewise-linear table of ${segments} segments, ${n.toLocaleString('en-US')} points`, plain };
 }
 
+// Polynomials of as many terms as the data say (2-7 per sample, Horner's scheme) fitted to 2,000
+// points: each sample's inner loop is too short to pay for itself alone, its count the data's.
+function hornerCase(n = 2000, terms = 8): Case {
+  const rand = mulberry32(13);
+  const degrees = Int32Array.from({ length: n }, () => 1 + Math.floor(rand() * 6));
+  const X = Float64Array.from({ length: n }, () => 2 * rand() - 1), Y = Float64Array.from({ length: n }, () => rand());
+  const fn = (w: Var[]): Var => {
+    let loss = w[0]!.mul(0);
+    for (let i = 0; i < n; i++) {
+      let p = w[degrees[i]!]!;
+      for (let k = degrees[i]! - 1; k >= 0; k--) p = p.mul(X[i]!).add(w[k]!);
+      loss = loss.add(p.sub(Y[i]!).square());
+    }
+    return loss;
+  };
+  const plain = (w: Float64Array): number => {
+    let loss = 0;
+    for (let i = 0; i < n; i++) {
+      let p = w[degrees[i]!]!;
+      for (let k = degrees[i]! - 1; k >= 0; k--) p = p * X[i]! + w[k]!;
+      loss += (p - Y[i]!) ** 2;
+    }
+    return loss;
+  };
+  return { fn, inputs: terms, x: Float64Array.from({ length: terms }, (_, k) => 0.3 - 0.05 * k), what: `polynomials of 2-7 terms as the data say, ${n.toLocaleString('en-US')} points`, plain };
+}
+
 // The non-periodic tape of bench/workloads.ts (straightTape).
 function straightCase(ops = 100_000, live = false): Case {
   const inputs = STRAIGHT_INPUTS;
@@ -245,7 +272,7 @@ function caseOf(id: CaseId, ops: number): Case {
   // --samples=n: the branchy loss at n samples (the table dispatcher's threshold was measured so).
   const samples = arg('samples');
   return id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : id === 'branchy' ? branchyCase(samples ? Number(samples) : undefined) : id === 'branchy-10k' ? branchyCase(10_000) : id === 'huber' ? huberCase()
-    : id === 'ragged' ? raggedCase() : id === 'softmax' ? softmaxCase() : id === 'lookup' ? lookupCase() : straightCase(ops, id === 'straight-live');
+    : id === 'ragged' ? raggedCase() : id === 'softmax' ? softmaxCase() : id === 'lookup' ? lookupCase() : id === 'horner' ? hornerCase() : straightCase(ops, id === 'straight-live');
 }
 
 const now = (): number => performance.now();
