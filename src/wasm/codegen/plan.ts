@@ -159,7 +159,7 @@ export const SEEN_LOOPS = 8;
  *  against 5,313). From this many iterations a loop saves more calls than its code costs. So is
  *  such a loop of one known body whose first two repetitions read inputs elsewhere than the loop
  *  it was remembered from (a table's points whose segments step evenly: a shape per stride and
- *  place, 839 nodes of code in 92 functions for 3,000 points, 29 in 5 now). */
+ *  place, 839 nodes of code in 92 functions for 3,000 points, 29 in 4 now). */
 export const TILED_LOOP_COUNT = 8;
 
 /**
