@@ -2,7 +2,8 @@
 // inner loop, the scalar GMM objective (3.4 M nodes), a non-periodic tape, losses whose
 // per-sample bodies take one of two shapes by the data or by a guard, rows of as many features
 // as the data say, a softmax loss whose labels pick a logit, a table whose points read the
-// parameters their segment selects, and polynomials of as many terms as the data say. Each (case, mode)
+// parameters their segment selects, polynomials of as many terms as the data say, and attention
+// pooling over sequences of as many steps as the data say. Each (case, mode)
 // runs in its own process, so no JIT state or heap carries over:
 //   npx tsx bench/codegen-cliffs.ts                 # every case, generated and interpreted, a table
 //   npx tsx bench/codegen-cliffs.ts --case=gmm --mode=generated   # one child (prints JSON)
@@ -26,8 +27,8 @@ import { emitSweeps } from '../src/wasm/codegen/module.ts';
 import { median } from './protocol.ts';
 import { LOGREG_D, STRAIGHT_INPUTS, gmmData, gmmObjectiveVar, gmmPlain, logregData, logregPlain, mulberry32, straightTape } from './workloads.ts';
 
-type CaseId = 'gmm' | 'nested' | 'straight' | 'straight-live' | 'branchy' | 'branchy-10k' | 'huber' | 'ragged' | 'softmax' | 'lookup' | 'horner';
-const CASES: CaseId[] = ['gmm', 'nested', 'straight', 'straight-live', 'branchy', 'branchy-10k', 'huber', 'ragged', 'softmax', 'lookup', 'horner'];
+type CaseId = 'gmm' | 'nested' | 'straight' | 'straight-live' | 'branchy' | 'branchy-10k' | 'huber' | 'ragged' | 'softmax' | 'lookup' | 'horner' | 'attention';
+const CASES: CaseId[] = ['gmm', 'nested', 'straight', 'straight-live', 'branchy', 'branchy-10k', 'huber', 'ragged', 'softmax', 'lookup', 'horner', 'attention'];
 
 // plain: the function without AD on plain numbers (the non-periodic tape has none: its ops are
 // drawn while recording).
@@ -261,6 +262,42 @@ function hornerCase(n = 2000, terms = 8): Case {
   return { fn, inputs: terms, x: Float64Array.from({ length: terms }, (_, k) => 0.3 - 0.05 * k), what: `polynomials of 2-7 terms as the data say, ${n.toLocaleString('en-US')} points`, plain };
 }
 
+// Attention pooling over 600 sequences of 3-14 steps (as many as the data say): per sequence a
+// score per step, the sum of their exps, and the values weighted by them; the loops over the
+// steps read the scores at a distance the sequence's length decides.
+function attentionCase(n = 600): Case {
+  const rand = mulberry32(17);
+  const lengths = Int32Array.from({ length: n }, () => 3 + Math.floor(rand() * 12));
+  const X = Float64Array.from({ length: 16 * n }, () => rand() - 0.5), Y = Float64Array.from({ length: n }, () => rand());
+  const fn = (w: Var[]): Var => {
+    let loss = w[0]!.mul(0);
+    for (let i = 0; i < n; i++) {
+      const scores: Var[] = [];
+      for (let t = 0; t < lengths[i]!; t++) scores.push(w[0]!.mul(X[16 * i + t]!).add(w[1]!));
+      let sum = scores[0]!.exp();
+      for (let t = 1; t < lengths[i]!; t++) sum = sum.add(scores[t]!.exp());
+      let pooled = scores[0]!.exp().mul(X[16 * i]!);
+      for (let t = 1; t < lengths[i]!; t++) pooled = pooled.add(scores[t]!.exp().mul(X[16 * i + t]!));
+      loss = loss.add(pooled.div(sum).mul(w[2]!).sub(Y[i]!).square());
+    }
+    return loss;
+  };
+  const plain = (w: Float64Array): number => {
+    let loss = 0;
+    const scores = new Float64Array(16);
+    for (let i = 0; i < n; i++) {
+      for (let t = 0; t < lengths[i]!; t++) scores[t] = w[0]! * X[16 * i + t]! + w[1]!;
+      let sum = Math.exp(scores[0]!);
+      for (let t = 1; t < lengths[i]!; t++) sum += Math.exp(scores[t]!);
+      let pooled = Math.exp(scores[0]!) * X[16 * i]!;
+      for (let t = 1; t < lengths[i]!; t++) pooled += Math.exp(scores[t]!) * X[16 * i + t]!;
+      loss += ((pooled / sum) * w[2]! - Y[i]!) ** 2;
+    }
+    return loss;
+  };
+  return { fn, inputs: 3, x: Float64Array.of(0.3, 0.4, 0.5), what: `attention pooling over ${n.toLocaleString('en-US')} sequences of 3-14 steps`, plain };
+}
+
 // The non-periodic tape of bench/workloads.ts (straightTape).
 function straightCase(ops = 100_000, live = false): Case {
   const inputs = STRAIGHT_INPUTS;
@@ -272,7 +309,7 @@ function caseOf(id: CaseId, ops: number): Case {
   // --samples=n: the branchy loss at n samples (the table dispatcher's threshold was measured so).
   const samples = arg('samples');
   return id === 'gmm' ? gmmCase() : id === 'nested' ? nestedCase() : id === 'branchy' ? branchyCase(samples ? Number(samples) : undefined) : id === 'branchy-10k' ? branchyCase(10_000) : id === 'huber' ? huberCase()
-    : id === 'ragged' ? raggedCase() : id === 'softmax' ? softmaxCase() : id === 'lookup' ? lookupCase() : id === 'horner' ? hornerCase() : straightCase(ops, id === 'straight-live');
+    : id === 'ragged' ? raggedCase() : id === 'softmax' ? softmaxCase() : id === 'lookup' ? lookupCase() : id === 'horner' ? hornerCase() : id === 'attention' ? attentionCase() : straightCase(ops, id === 'straight-live');
 }
 
 const now = (): number => performance.now();
