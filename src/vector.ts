@@ -704,14 +704,14 @@ export class VectorHandleApi {
   get(h: number, k: number): number { return recordGet(this.tape, this.tape.vindexOfHandle(h, 'get'), k); }
   /** Number of elements. */
   length(h: number): number { return this.tape.elementLength(this.tape.vindexOfHandle(h, 'length')); }
-  /** Σ of the elements, as a scalar handle. */
-  sum(h: number): number { return this.reduce(VSUM, h, 'sum'); }
+  /** Σ of the elements, as a scalar handle (no axis: see README for a matrix's rows). */
+  sum(h: number, axis?: never): number { return this.reduce(VSUM, h, 'sum', axis); }
   /** With one handle the largest element (a scalar handle); with two the elementwise maximum. */
   max(h: number, h2?: number): number { return h2 === undefined ? this.reduce(VMAX, h, 'max') : this.elementwise2(Op.max, 'max', h, h2); }
   /** With one handle the smallest element (a scalar handle); with two the elementwise minimum. */
   min(h: number, h2?: number): number { return h2 === undefined ? this.reduce(VMIN, h, 'min') : this.elementwise2(Op.min, 'min', h, h2); }
   /** log Σ exp of the elements, stable (the max is taken inside), as a scalar handle. */
-  logSumExp(h: number): number { return this.reduce(VLSE, h, 'logSumExp'); }
+  logSumExp(h: number, axis?: never): number { return this.reduce(VLSE, h, 'logSumExp', axis); }
   /** Σ x_k y_k of two vectors of the same length (ShapeError otherwise), as a scalar handle. */
   dot(h1: number, h2: number): number {
     const t = this.tape, a = t.vindexOfHandle(h1, 'dot'), b = t.vindexOfHandle(h2, 'dot');
@@ -752,8 +752,10 @@ export class VectorHandleApi {
     this.tape.indexOfHandle(h, s);
     return new Var(this.tape, h);
   }
-  // The node Vec's reduction records, with no Vec and no Var made for it.
-  private reduce(op: number, h: number, name: string): number {
+  // The node Vec's reduction records, with no Vec and no Var made for it. An axis is refused as
+  // Vec's reductions refuse it (a probe's h.vec.sum(M, 1) summed every element).
+  private reduce(op: number, h: number, name: string, axis?: unknown): number {
+    if (axis !== undefined) throw noAxis(name, axis);
     const t = this.tape, v = t.vindexOfHandle(h, name);
     t.reserveNodes(1);
     return t.record(op, v, v);

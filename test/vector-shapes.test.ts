@@ -154,6 +154,12 @@ describe.each(BACKENDS)('broadcasting and result shapes (%s)', (backend) => {
       expect(reduce).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^\w+: takes no axis, it reduces every element \(for a matrix's rows.*; got number -?\d there/) }));
     }
     expect(M.sum().value).toBe(21);
+    // The handle API's reductions alike (a probe's h.vec.sum(M, 1) summed every element).
+    const hv = tape.handles.vec as unknown as Record<'sum' | 'logSumExp', (h: number, axis: number) => number>;
+    for (const reduce of [() => hv.sum(M.id, 1), () => hv.logSumExp(M.id, 0)]) {
+      expect(reduce).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^(sum|logSumExp): takes no axis, it reduces every element \(for a matrix's rows.*; got number \d there/) }));
+    }
+    expect(tape.handles.value(tape.handles.vec.sum(M.id))).toBe(21);
     // NumPy's extra arguments elsewhere, ignored before (a NumPy user's probe): refused, and a
     // matrix's gather, which picked elements where rows were meant.
     const loose = M as unknown as { get(i: number, j: number): Var; norm(ord: number): Var; sumSquares(axis: number): Var; gather(i: number[], axis?: number): Vec };
